@@ -1,0 +1,44 @@
+"""The backend interface: one method per proving phase (synthesis is shared host code)."""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+
+class Backend(ABC):
+    name = "abstract"
+
+    def phase_impl(self, phase: str) -> str:
+        """Which implementation runs a phase: the backend's own, or 'cpu' where it falls back."""
+        return self.name
+
+    def timer_device(self):
+        """Hook for PhaseTimer device events (record_event, elapsed_s, peak_bytes); None on the CPU."""
+        return None
+
+    @abstractmethod
+    def load_key(self, pk) -> object:
+        """Make the proving key resident (GPU: upload the SRS once); returns a handle."""
+
+    @abstractmethod
+    def prep_msm(self, kh, assignments):
+        """0/1/other split of the scalars, merged over the batch."""
+
+    @abstractmethod
+    def ntt_msm_h(self, kh, assignments) -> list:
+        """Per circuit: the H term, MSM(h, H bases)."""
+
+    @abstractmethod
+    def batch_addition(self, kh, prep) -> list:
+        """Per circuit: {'a', 'b_g1', 'b_g2', 'l'} sums of bases with scalar 1."""
+
+    @abstractmethod
+    def tail_msm(self, kh, prep, assignments) -> list:
+        """Per circuit: {'a', 'b_g1', 'l'} MSMs over the tail."""
+
+    @abstractmethod
+    def b_g2(self, kh, prep, assignments) -> list:
+        """Per circuit: the G2 MSM of B over the tail."""
+
+    @abstractmethod
+    def proof_assembly(self, kh, parts: list, randomness: list) -> list:
+        """Per circuit: the Proof from the parts and (r, s)."""

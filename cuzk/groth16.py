@@ -1,0 +1,99 @@
+"""Groth16 proofs and verification (py_arkworks_bls12381 pairing_check; pyblst as a second opinion)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from py_arkworks_bls12381 import G1Point, G2Point, GT
+
+from .curve import g1_to_json, g2_to_json, g1_from_json, g2_from_json, PointError, scalars_to_ark
+from .field import R
+from .keys import VerifyingKey
+
+
+@dataclass
+class Proof:
+    a: G1Point
+    b: G2Point
+    c: G1Point
+
+    def to_json(self) -> dict:
+        return {"pi_a": g1_to_json(self.a), "pi_b": g2_to_json(self.b), "pi_c": g1_to_json(self.c),
+                "protocol": "groth16", "curve": "bls12381"}
+
+    @classmethod
+    def from_json(cls, d) -> "Proof":
+        if not isinstance(d, dict) or not {"pi_a", "pi_b", "pi_c"} <= d.keys():
+            raise PointError("proof JSON needs pi_a, pi_b and pi_c")
+        _check_meta(d, "proof")
+        return cls(g1_from_json(d["pi_a"]), g2_from_json(d["pi_b"]), g1_from_json(d["pi_c"]))
+
+
+def _check_meta(d: dict, what: str) -> None:
+    if d.get("protocol", "groth16") != "groth16":
+        raise PointError(f"{what} protocol is {d.get('protocol')!r}, not groth16")
+    if d.get("curve", "bls12381") != "bls12381":
+        raise PointError(f"{what} curve is {d.get('curve')!r}, not bls12381")
+
+
+def vk_to_json(vk: VerifyingKey) -> dict:
+    return {"protocol": "groth16", "curve": "bls12381", "nPublic": vk.num_public,
+            "vk_alpha_1": g1_to_json(vk.alpha_g1), "vk_beta_2": g2_to_json(vk.beta_g2),
+            "vk_gamma_2": g2_to_json(vk.gamma_g2), "vk_delta_2": g2_to_json(vk.delta_g2),
+            "IC": [g1_to_json(p) for p in vk.ic]}
+
+
+def vk_from_json(d) -> VerifyingKey:
+    if not isinstance(d, dict):
+        raise PointError("verification key JSON must be an object")
+    _check_meta(d, "verification key")
+    try:
+        ic = [g1_from_json(p) for p in d["IC"]]
+        vk = VerifyingKey(g1_from_json(d["vk_alpha_1"]), g2_from_json(d["vk_beta_2"]),
+                          g2_from_json(d["vk_gamma_2"]), g2_from_json(d["vk_delta_2"]), ic)
+    except KeyError as e:
+        raise PointError(f"verification key JSON lacks {e.args[0]}") from e
+    if not ic:
+        raise PointError("verification key has no IC points")
+    if "nPublic" in d and d["nPublic"] != vk.num_public:
+        raise PointError(f"nPublic is {d['nPublic']} but IC has {len(ic)} points")
+    return vk
+
+
+def public_from_json(d) -> list[int]:
+    if not isinstance(d, list):
+        raise PointError("public inputs JSON must be a list of decimal strings")
+    out = []
+    for v in d:
+        if not isinstance(v, str) or not v.isdigit() or int(v) >= R:
+            raise PointError(f"public input {v!r} is not a reduced Fr element")
+        out.append(int(v))
+    return out
+
+
+def _ic_sum(vk: VerifyingKey, public: list[int]) -> G1Point:
+    if len(public) != vk.num_public:
+        raise ValueError(f"{len(public)} public inputs given, the key expects {vk.num_public}")
+    acc = vk.ic[0]
+    if public:
+        acc = acc + G1Point.multiexp_unchecked(vk.ic[1:], scalars_to_ark(public))
+    return acc
+
+
+def verify(vk: VerifyingKey, public: list[int], proof: Proof) -> bool:
+    """e(A,B) = e(α,β)·e(IC(x),γ)·e(C,δ), as one product of pairings equal to 1."""
+    ic = _ic_sum(vk, public)
+    return bool(GT.pairing_check([proof.a, -vk.alpha_g1, -ic, -proof.c],
+                                 [proof.b, vk.beta_g2, vk.gamma_g2, vk.delta_g2]))
+
+
+def verify_blst(vk: VerifyingKey, public: list[int], proof: Proof) -> bool:
+    """The same equation through blst (pyblst): Miller loops, then one final exponentiation."""
+    import pyblst
+    ic = _ic_sum(vk, public)
+    p1 = lambda p: pyblst.BlstP1Element.uncompress(bytes(p.to_compressed_bytes()))   # noqa: E731
+    p2 = lambda p: pyblst.BlstP2Element.uncompress(bytes(p.to_compressed_bytes()))   # noqa: E731
+    lhs = pyblst.miller_loop(p1(proof.a), p2(proof.b))
+    rhs = pyblst.miller_loop(p1(vk.alpha_g1), p2(vk.beta_g2))
+    rhs = rhs * pyblst.miller_loop(p1(ic), p2(vk.gamma_g2))
+    rhs = rhs * pyblst.miller_loop(p1(proof.c), p2(vk.delta_g2))
+    return bool(pyblst.final_verify(lhs, rhs))

@@ -1,0 +1,151 @@
+"""Test setup for Groth16 with known toxic waste (never for production use).
+
+Scalars are computed with vectorized Fr arithmetic:
+  Lagrange values at tau by one inverse NTT of [tau^i];
+  u_j(tau), v_j(tau), w_j(tau) by transposed sparse products;
+then each scalar becomes a point by fixed-base multiplication (arkworks), with a
+progress bar at large sizes. Keys are cached on disk, keyed by the circuit's hash.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import random
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from py_arkworks_bls12381 import G1Point, G2Point, Scalar
+
+from .curve import AffineBases
+from .field import R, fr_array, fr_powers
+from .keys import CONVENTIONS, ProvingKey
+from .poly import Domain, intt
+from .r1cs import CSR, R1CS
+
+PROGRESS_MIN = 1 << 12
+
+
+@dataclass(frozen=True)
+class ToxicWaste:
+    tau: int
+    alpha: int
+    beta: int
+    gamma: int
+    delta: int
+
+    @classmethod
+    def from_seed(cls, seed: int) -> "ToxicWaste":
+        rng = random.Random(f"cuzk-toxic-waste-{seed}")
+        return cls(*(rng.randrange(2, R) for _ in range(5)))
+
+
+def _transpose_eval(m: CSR, lag: np.ndarray, num_vars: int) -> np.ndarray:
+    """out[j] = Σ_k M[k, j] · lag[k]: the column polynomials at tau."""
+    out = np.zeros(num_vars, dtype=object)
+    if m.nnz == 0:
+        return out
+    order = np.argsort(m.cols, kind="stable")
+    cols = m.cols[order]
+    prod = m.coeffs[order] * lag[m.row_ids()[order]]
+    starts = np.flatnonzero(np.r_[True, cols[1:] != cols[:-1]])
+    out[cols[starts]] = np.add.reduceat(prod, starts)
+    return out % R
+
+
+def qap_at_tau(r1cs: R1CS, domain: Domain, tau: int):
+    lag = intt(fr_powers(tau, domain.n), domain.omega)
+    nv = r1cs.num_vars
+    u = _transpose_eval(r1cs.A, lag, nv)
+    v = _transpose_eval(r1cs.B, lag, nv)
+    w = _transpose_eval(r1cs.C, lag, nv)
+    m, ni = r1cs.num_constraints, r1cs.num_inputs
+    u[:ni] = (u[:ni] + lag[m:m + ni]) % R          # input_i · 0 = 0 rows
+    return u, v, w
+
+
+def h_scalars(domain: Domain, convention: str, tau: int) -> np.ndarray:
+    """Before division by delta."""
+    n = domain.n
+    if convention == "coeff":
+        z = domain.vanishing_at(tau)
+        return (fr_powers(tau, n - 1) * z) % R
+    if convention == "odd_lagrange":
+        big = Domain(domain.log_n + 1, domain.generator)
+        lag2 = intt(fr_powers(tau, 2 * n), big.omega)
+        return lag2[1::2].copy()
+    raise ValueError(f"unknown H convention {convention!r}; known: {', '.join(CONVENTIONS)}")
+
+
+def _mul_points(gen, scalars: np.ndarray, label: str, bar) -> list:
+    ident = type(gen).identity()
+    out = []
+    for s in scalars.tolist():
+        out.append(gen * Scalar(int(s)) if s else ident)
+        if bar is not None:
+            bar.update(1)
+    return out
+
+
+def setup(r1cs: R1CS, convention: str = "coeff", generator: int = 7, toxic: ToxicWaste | None = None,
+          progress: bool | None = None) -> ProvingKey:
+    if convention not in CONVENTIONS:
+        raise ValueError(f"unknown H convention {convention!r}; known: {', '.join(CONVENTIONS)}")
+    toxic = toxic or ToxicWaste.from_seed(0)
+    domain = Domain.for_size(r1cs.qap_rows, generator)
+    tau, alpha, beta, gamma, delta = toxic.tau, toxic.alpha, toxic.beta, toxic.gamma, toxic.delta
+    u, v, w = qap_at_tau(r1cs, domain, tau)
+    ni = r1cs.num_inputs
+    gi, di = pow(gamma, -1, R), pow(delta, -1, R)
+    k = (beta * u + alpha * v + w) % R
+    ic = (k[:ni] * gi) % R
+    lq = (k[ni:] * di) % R
+    h = (h_scalars(domain, convention, tau) * di) % R
+
+    g1, g2 = G1Point(), G2Point()
+    total = len(ic) + len(lq) + len(h) + 2 * len(u) + len(v)
+    show = progress if progress is not None else total >= PROGRESS_MIN
+    bar = None
+    if show:
+        from tqdm import tqdm
+        bar = tqdm(total=total, desc="keygen", unit="pt", leave=False)
+    try:
+        def G1(xs, lab): return AffineBases.from_ark(1, _mul_points(g1, fr_array(xs), lab, bar))
+        def G2(xs, lab): return AffineBases.from_ark(2, _mul_points(g2, fr_array(xs), lab, bar))
+        pts = {
+            "alpha_g1": G1([alpha], "alpha"), "beta_g1": G1([beta], "beta"), "beta_g2": G2([beta], "beta"),
+            "gamma_g2": G2([gamma], "gamma"), "delta_g1": G1([delta], "delta"), "delta_g2": G2([delta], "delta"),
+            "ic": G1(ic, "ic"), "a": G1(u, "a"), "b_g1": G1(v, "b_g1"), "b_g2": G2(v, "b_g2"),
+            "l": G1(lq, "l"), "h": G1(h, "h"),
+        }
+    finally:
+        if bar is not None:
+            bar.close()
+    key = ProvingKey(convention, generator, domain.log_n, ni, r1cs.num_aux, r1cs.num_constraints,
+                     bytes.fromhex(r1cs.digest()), pts)
+    key.check_shapes()
+    return key
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("CUZK_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "cuzk")
+    return Path(base) / "keys"
+
+
+def cache_path(r1cs: R1CS, convention: str, generator: int, toxic_seed: int) -> Path:
+    tag = hashlib.sha256(f"{r1cs.digest()}|{convention}|{generator}|{toxic_seed}".encode()).hexdigest()[:24]
+    return cache_dir() / f"{tag}.cuzkkey"
+
+
+def cached_setup(r1cs: R1CS, convention: str = "coeff", generator: int = 7, toxic_seed: int = 0,
+                 progress: bool | None = None) -> tuple[ProvingKey, Path, bool]:
+    """(key, path, hit): load from the cache or set up and store."""
+    path = cache_path(r1cs, convention, generator, toxic_seed)
+    if path.exists():
+        key = ProvingKey.load(path)
+        if key.digest.hex() == r1cs.digest():
+            return key, path, True
+    key = setup(r1cs, convention, generator, ToxicWaste.from_seed(toxic_seed), progress)
+    key.save(path)
+    return key, path, False

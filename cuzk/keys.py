@@ -1,0 +1,166 @@
+"""Groth16 proving and verifying keys, and the versioned binary key file (docs/key-format.md).
+
+All points are AffineBases in device layout, so a key file is read straight into the
+arrays the GPU uploads.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import struct
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .curve import G1_WORDS, G2_WORDS, AffineBases
+
+MAGIC = b"CUZKKEY\0"
+VERSION = 1
+CURVE = b"bls12381".ljust(16, b"\0")
+CONVENTIONS = ("coeff", "odd_lagrange")
+# order of the point sections in the file: (name, group)
+SECTIONS = (
+    ("alpha_g1", 1), ("beta_g1", 1), ("beta_g2", 2), ("gamma_g2", 2), ("delta_g1", 1), ("delta_g2", 2),
+    ("ic", 1), ("a", 1), ("b_g1", 1), ("b_g2", 2), ("l", 1), ("h", 1),
+)
+_HEADER = struct.Struct("<8sI16sIIIQQQ32s")   # magic, version, curve, convention, generator, log_n,
+                                              # num_inputs, num_aux, num_constraints, circuit digest
+_SECTION = struct.Struct("<4sIQ")              # name tag, group, count
+
+
+class KeyFormatError(ValueError):
+    """A key file that is truncated, corrupt, for another curve, or of another version."""
+
+
+@dataclass
+class ProvingKey:
+    convention: str
+    generator: int
+    log_n: int
+    num_inputs: int          # including ONE
+    num_aux: int
+    num_constraints: int
+    digest: bytes            # sha256 of the circuit
+    points: dict[str, AffineBases] = field(default_factory=dict)
+    _ark: dict = field(default_factory=dict, repr=False)
+
+    def __getattr__(self, name):
+        pts = self.__dict__.get("points", {})
+        if name in pts:
+            return pts[name]
+        raise AttributeError(name)
+
+    def ark(self, name: str) -> list:
+        """The section as arkworks points, converted once and kept (the CPU backend's 'upload')."""
+        if name not in self._ark:
+            self._ark[name] = self.points[name].to_ark()
+        return self._ark[name]
+
+    def check_shapes(self) -> None:
+        nv = self.num_inputs + self.num_aux
+        n = 1 << self.log_n
+        want = {"alpha_g1": 1, "beta_g1": 1, "beta_g2": 1, "gamma_g2": 1, "delta_g1": 1, "delta_g2": 1,
+                "ic": self.num_inputs, "a": nv, "b_g1": nv, "b_g2": nv, "l": self.num_aux,
+                "h": n - 1 if self.convention == "coeff" else n}
+        for name, count in want.items():
+            got = len(self.points[name]) if name in self.points else None
+            if got != count:
+                raise KeyFormatError(f"section {name}: {got} points, expected {count}")
+        if self.num_constraints + self.num_inputs > n:
+            raise KeyFormatError(f"domain 2^{self.log_n} is smaller than the circuit")
+
+    def verifying_key(self) -> "VerifyingKey":
+        p = self.points
+        return VerifyingKey(p["alpha_g1"].to_ark()[0], p["beta_g2"].to_ark()[0], p["gamma_g2"].to_ark()[0],
+                            p["delta_g2"].to_ark()[0], p["ic"].to_ark())
+
+    # --- file format ---
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write atomically: a temp file in the same folder, renamed into place."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        h = hashlib.sha256()
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                def put(b: bytes) -> None:
+                    h.update(b)
+                    f.write(b)
+                put(_HEADER.pack(MAGIC, VERSION, CURVE, CONVENTIONS.index(self.convention), self.generator,
+                                 self.log_n, self.num_inputs, self.num_aux, self.num_constraints,
+                                 self.digest))
+                for name, group in SECTIONS:
+                    pts = self.points[name]
+                    put(_SECTION.pack(name.encode()[:4].ljust(4, b"\0"), group, len(pts)))
+                    put(np.ascontiguousarray(pts.limbs, dtype="<u4").tobytes())
+                    flags = pts.inf.astype(np.uint8).tobytes()
+                    put(flags + b"\0" * (-len(flags) % 8))
+                f.write(h.digest())
+            os.replace(tmp, path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> "ProvingKey":
+        path = Path(path)
+        try:
+            data = path.read_bytes()
+        except OSError as e:
+            raise KeyFormatError(f"{path}: cannot read: {e.strerror}") from e
+        where = str(path)
+        if len(data) < _HEADER.size + 32:
+            raise KeyFormatError(f"{where}: truncated header ({len(data)} bytes)")
+        magic, version, curve, conv, gen, log_n, ni, na, nc, digest = _HEADER.unpack_from(data, 0)
+        if magic != MAGIC:
+            raise KeyFormatError(f"{where}: not a cuzk key (bad magic)")
+        if version != VERSION:
+            raise KeyFormatError(f"{where}: key format version {version}, this cuzk reads {VERSION}")
+        if curve != CURVE:
+            raise KeyFormatError(f"{where}: key is for curve {curve.rstrip(bytes(1)).decode(errors='replace')!r}, "
+                                 f"not bls12381")
+        if conv >= len(CONVENTIONS) or not 1 <= log_n <= 32:
+            raise KeyFormatError(f"{where}: bad header (convention {conv}, log_n {log_n})")
+        if hashlib.sha256(data[:-32]).digest() != data[-32:]:
+            raise KeyFormatError(f"{where}: checksum mismatch (truncated or corrupt)")
+        key = cls(CONVENTIONS[conv], gen, log_n, ni, na, nc, digest)
+        off = _HEADER.size
+        body_end = len(data) - 32
+        for name, group in SECTIONS:
+            if off + _SECTION.size > body_end:
+                raise KeyFormatError(f"{where}: section {name}: truncated")
+            tag, g, count = _SECTION.unpack_from(data, off)
+            off += _SECTION.size
+            if tag.rstrip(b"\0") != name.encode()[:4] or g != group:
+                raise KeyFormatError(f"{where}: section {name}: bad tag or group")
+            words = G1_WORDS if group == 1 else G2_WORDS
+            nbytes = count * words * 4
+            flen = count + (-count % 8)
+            if off + nbytes + flen > body_end:
+                raise KeyFormatError(f"{where}: section {name}: truncated ({count} points declared)")
+            limbs = np.frombuffer(data, dtype="<u4", count=count * words, offset=off).reshape(count, words)
+            off += nbytes
+            inf = np.frombuffer(data, dtype=np.uint8, count=count, offset=off).astype(bool)
+            off += flen
+            key.points[name] = AffineBases(group, limbs, inf)
+        if off != body_end:
+            raise KeyFormatError(f"{where}: {body_end - off} unexpected trailing bytes")
+        key.check_shapes()
+        return key
+
+
+@dataclass
+class VerifyingKey:
+    alpha_g1: object
+    beta_g2: object
+    gamma_g2: object
+    delta_g2: object
+    ic: list
+
+    @property
+    def num_public(self) -> int:
+        return len(self.ic) - 1

@@ -1,0 +1,45 @@
+"""prep_msm: split each circuit's scalars into 0, 1 and other, merged across the batch.
+
+A base goes to the tail MSM when any circuit of the batch has an 'other' scalar there;
+its tail bases are gathered once for the batch. Each circuit's remaining 1-scalars go to
+batch addition; 0-scalars are dropped.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass
+class Prep:
+    num_inputs: int
+    tail: np.ndarray          # int64 indices into z, shared by the batch
+    ones: list                # per circuit: int64 indices into z (scalar 1, not in tail)
+    counts: dict              # zeros / ones / others, summed over the batch
+
+    def aux_part(self, idx: np.ndarray) -> np.ndarray:
+        """Indices restricted to aux variables, shifted to aux numbering (for L)."""
+        return idx[idx >= self.num_inputs] - self.num_inputs
+
+
+def classify(z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(is_zero, is_one) masks of an Fr vector."""
+    return z == 0, z == 1
+
+
+def prep_msm(zs: list, num_inputs: int) -> Prep:
+    other_any = np.zeros(len(zs[0]), dtype=bool)
+    masks = []
+    counts = {"zeros": 0, "ones": 0, "others": 0}
+    for z in zs:
+        zero, one = classify(z)
+        other = ~(zero | one)
+        other_any |= other
+        masks.append(one)
+        counts["zeros"] += int(zero.sum())
+        counts["ones"] += int(one.sum())
+        counts["others"] += int(other.sum())
+    tail = np.flatnonzero(other_any)
+    ones = [np.flatnonzero(one & ~other_any) for one in masks]
+    return Prep(num_inputs, tail, ones, counts)

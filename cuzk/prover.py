@@ -1,0 +1,52 @@
+"""The prover: backend-independent orchestration of the proving phases."""
+from __future__ import annotations
+
+import secrets
+
+from .backend.base import Backend
+from .field import R
+from .timing import PhaseTimer
+
+
+class Prover:
+    """Holds the key resident on its backend across many proofs."""
+
+    def __init__(self, backend: Backend, pk):
+        self.backend = backend
+        self.pk = pk
+        self.kh = backend.load_key(pk)
+
+    def _randomness(self, n: int, rng) -> list[tuple[int, int]]:
+        if rng is None:
+            return [(secrets.randbelow(R), secrets.randbelow(R)) for _ in range(n)]
+        return [(rng.randrange(R), rng.randrange(R)) for _ in range(n)]   # tests only
+
+    def prove(self, assignments: list, timer: PhaseTimer | None = None, rng=None) -> list:
+        """One proof per assignment. `rng` (a random.Random) makes r, s reproducible: tests only."""
+        if not assignments:
+            return []
+        pk = self.pk
+        for i, asg in enumerate(assignments):
+            if len(asg.inputs) != pk.num_inputs or len(asg.aux) != pk.num_aux or len(asg.a) != 1 << pk.log_n:
+                raise ValueError(f"circuit {i}: assignment sizes ({len(asg.inputs)} inputs, {len(asg.aux)} aux, "
+                                 f"domain {len(asg.a)}) do not match the key ({pk.num_inputs}, {pk.num_aux}, "
+                                 f"{1 << pk.log_n})")
+        timer = timer if timer is not None else PhaseTimer(device=self.backend.timer_device())
+        be, kh = self.backend, self.kh
+        imp = be.phase_impl
+        with timer.phase("prep_msm", imp("prep_msm")):
+            prep = be.prep_msm(kh, assignments)
+        with timer.phase("ntt_msm_h", imp("ntt_msm_h")):
+            hs = be.ntt_msm_h(kh, assignments)
+        with timer.phase("batch_addition", imp("batch_addition")):
+            ones = be.batch_addition(kh, prep)
+        with timer.phase("tail_msm", imp("tail_msm")):
+            tails = be.tail_msm(kh, prep, assignments)
+        with timer.phase("b_g2", imp("b_g2")):
+            g2 = be.b_g2(kh, prep, assignments)
+        with timer.phase("proof_assembly", imp("proof_assembly")):
+            parts = [{"a": o["a"] + t["a"], "b_g1": o["b_g1"] + t["b_g1"], "b_g2": o["b_g2"] + b2,
+                      "l": o["l"] + t["l"], "h": h} for o, t, b2, h in zip(ones, tails, g2, hs)]
+            proofs = be.proof_assembly(kh, parts, self._randomness(len(assignments), rng))
+        self.last_prep = prep
+        return proofs
