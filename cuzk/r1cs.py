@@ -262,12 +262,13 @@ class ConstraintSystem:
     block calls (alloc_vec/enforce_vec) for vectorized generators."""
 
     def __init__(self, opts: OptSet | None = None, aux_hint: int = 0, constraint_hint: int = 0,
-                 nnz_hint: int = 0):
+                 nnz_hint: int | tuple = 0):
         self.opts = opts if opts is not None else resolve()
         a1, a2 = self.opts.enabled("A1"), self.opts.enabled("A2")
         terms = _FlatTerms if a1 else _ListTerms
         vec = _PresizedVec if a2 else _ChunkedVec
-        self._terms = [terms(nnz_hint) for _ in range(3)]
+        hints = nnz_hint if isinstance(nnz_hint, (tuple, list)) else (nnz_hint,) * 3
+        self._terms = [terms(h) for h in hints]
         self._inputs = vec(8)
         self._inputs.append(1)           # ONE
         self._aux = vec(aux_hint)

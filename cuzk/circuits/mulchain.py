@@ -24,7 +24,7 @@ def build(log_size: int, opts=None, seed: int = 1):
     b_val = int(rng.integers(1, 1 << 62)) * int(rng.integers(1, 1 << 62)) % R
     x0_val = int(rng.integers(1, 1 << 62))
     n_aux = lanes * (steps + 1)
-    cs = ConstraintSystem(opts, aux_hint=n_aux, constraint_hint=n_aux, nnz_hint=5 * n_aux)
+    cs = ConstraintSystem(opts, aux_hint=n_aux, constraint_hint=n_aux, nnz_hint=(2 * n_aux, 2 * n_aux, n_aux))
     b = cs.alloc_input(b_val)
     x0 = cs.alloc_input(x0_val)
 

@@ -35,7 +35,8 @@ def build(log_size: int, opts=None, seed: int = 1):
     U, W, RR = shape(log_size)
     rng = np.random.default_rng(seed)
     n_aux = U * (2 + 4 * W + 3 * RR)
-    cs = ConstraintSystem(opts, aux_hint=n_aux, constraint_hint=n_aux, nnz_hint=5 * n_aux)
+    cs = ConstraintSystem(opts, aux_hint=n_aux, constraint_hint=n_aux, nnz_hint=(U * (6 * W + 4 * RR) + 2, U * (6 * W + 2 + 5 * RR) + 1,
+                                    U * (4 * W + 2 + 3 * RR) + 1))
 
     seed_val = int(rng.integers(1, 1 << 62))
     # round chain values first: `out` is a public input known up front

@@ -1,0 +1,238 @@
+"""The cuzk command line: bench, keygen, verify."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from . import __version__
+
+EXIT_OK, EXIT_INVALID, EXIT_BAD_INPUT = 0, 1, 2
+GENERATOR_NAMES = {"bellman": 7, "snarkjs": 5, "7": 7, "5": 5}
+
+
+class CliError(Exception):
+    """A bad-input error: one line, exit code 2."""
+
+
+def _err(msg: str) -> None:
+    print(f"cuzk: error: {msg}", file=sys.stderr)
+
+
+def write_atomic(path: str | os.PathLike, text: str) -> None:
+    """Write to a temp file beside `path`, then rename: no partial file on failure."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def git_commit() -> str | None:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).resolve().parent,
+                             capture_output=True, text=True, timeout=5)
+        return out.stdout.strip() or None if out.returncode == 0 else None
+    except Exception:
+        return None
+
+
+def _generator(s: str) -> int:
+    if s not in GENERATOR_NAMES:
+        raise argparse.ArgumentTypeError(f"generator must be one of {', '.join(GENERATOR_NAMES)}")
+    return GENERATOR_NAMES[s]
+
+
+def _load_json(path: str, what: str):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except OSError as e:
+        raise CliError(f"{what} {path}: {e.strerror}") from e
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise CliError(f"{what} {path}: malformed JSON ({e})") from e
+
+
+# --- bench ---
+
+def _fmt_s(v) -> str:
+    return "-" if v is None else f"{v * 1e3:10.2f}"
+
+
+def phase_table(phases: dict, total_s: float) -> str:
+    lines = [f"{'phase':<16}{'impl':<6}{'host ms':>11}{'device ms':>11}{'peak host MiB':>15}"]
+    for name, r in phases.items():
+        lines.append(f"{name:<16}{r['impl']:<6}{_fmt_s(r['host_s']):>11}{_fmt_s(r['device_s']):>11}"
+                     f"{r['peak_host_bytes'] / 2**20:15.1f}")
+    lines.append(f"{'total':<16}{'':<6}{_fmt_s(total_s):>11}")
+    return "\n".join(lines)
+
+
+def cmd_bench(args) -> int:
+    from .backend import get_backend
+    from .groth16 import verify, vk_to_json
+    from .keygen import cached_setup
+    from .nvml import gpu_state
+    from .opts import resolve
+    from .phases.synthesis import synthesize
+    from .prover import Prover
+    from .timing import PhaseTimer
+
+    opts = resolve(args.opt)
+    if args.circuits < 1:
+        raise CliError("--circuits must be >= 1")
+    backend = get_backend(args.backend)
+    gpu_before = gpu_state() if backend.name != "cpu" else None
+    timer = PhaseTimer(device=backend.timer_device())
+    t0 = time.perf_counter()
+    with timer.phase("synthesis", "cpu"):
+        r1cs, assignments = synthesize(args.circuit, args.log_size, opts, seeds=range(1, args.circuits + 1))
+    t_setup = time.perf_counter()
+    pk, key_path, hit = cached_setup(r1cs, args.convention, args.generator, progress=None)
+    setup_s = time.perf_counter() - t_setup
+    print(f"key: {key_path} ({'cached' if hit else f'generated in {setup_s:.1f} s'})", file=sys.stderr)
+    prover = Prover(backend, pk)
+    t1 = time.perf_counter()
+    proofs = prover.prove(assignments, timer)
+    prove_wall = time.perf_counter() - t1
+    phases = timer.as_dict()
+    vk = pk.verifying_key()
+    verified = all(verify(vk, a.public, p) for a, p in zip(assignments, proofs))
+    total_s = sum(r["host_s"] for r in phases.values())
+    report = {
+        "cuzk_version": __version__,
+        "commit": git_commit(),
+        "backend": backend.name,
+        "circuit": {"name": args.circuit, "constraints": r1cs.num_constraints, "domain": 1 << pk.log_n,
+                    "circuits": args.circuits, "convention": pk.convention, "generator": pk.generator},
+        "optimizations": opts.as_dict(),
+        "phases": phases,
+        "total_s": total_s,
+        "prove_wall_s": prove_wall,
+        "setup_s": setup_s,
+        "verified": verified,
+        "prep_counts": prover.last_prep.counts,
+        "gpu": None if gpu_before is None else {"before": gpu_before, "after": gpu_state()},
+    }
+    print(f"cuzk bench: {args.circuit} 2^{pk.log_n} ({r1cs.num_constraints} constraints) x {args.circuits}, "
+          f"backend {backend.name}, opts {opts.label()}")
+    print(phase_table(phases, total_s))
+    print(f"verified: {verified}")
+    if args.json:
+        write_atomic(args.json, json.dumps(report, indent=2) + "\n")
+    if args.save:
+        out = Path(args.save)
+        write_atomic(out / "verification_key.json", json.dumps(vk_to_json(vk), indent=1) + "\n")
+        for i, (a, p) in enumerate(zip(assignments, proofs)):
+            sfx = "" if i == 0 else f"_{i}"
+            write_atomic(out / f"proof{sfx}.json", json.dumps(p.to_json(), indent=1) + "\n")
+            write_atomic(out / f"public{sfx}.json", json.dumps([str(v) for v in a.public]) + "\n")
+    _ = t0
+    return EXIT_OK if verified else EXIT_INVALID
+
+
+# --- keygen ---
+
+def cmd_keygen(args) -> int:
+    from .groth16 import vk_to_json
+    from .keygen import ToxicWaste, cached_setup, setup
+    from .opts import resolve
+    from . import circuits
+
+    r1cs, _, _ = circuits.build(args.circuit, args.log_size, opts=resolve(args.opt))
+    if args.out:
+        pk = setup(r1cs, args.convention, args.generator, ToxicWaste.from_seed(args.toxic_seed))
+        pk.save(args.out)
+        path = Path(args.out)
+    else:
+        pk, path, hit = cached_setup(r1cs, args.convention, args.generator, args.toxic_seed)
+    print(f"{path}  circuit {r1cs.digest()[:16]}  2^{pk.log_n}  {pk.convention}  generator {pk.generator}")
+    if args.vk:
+        write_atomic(args.vk, json.dumps(vk_to_json(pk.verifying_key()), indent=1) + "\n")
+    return EXIT_OK
+
+
+# --- verify ---
+
+def cmd_verify(args) -> int:
+    from .groth16 import Proof, public_from_json, verify, vk_from_json
+    vk = vk_from_json(_load_json(args.vk, "verification key"))
+    public = public_from_json(_load_json(args.public, "public inputs"))
+    proof = Proof.from_json(_load_json(args.proof, "proof"))
+    if len(public) != vk.num_public:
+        raise CliError(f"{len(public)} public inputs given, the key expects {vk.num_public}")
+    ok = verify(vk, public, proof)
+    print("OK: proof is valid" if ok else "INVALID: proof does not verify")
+    return EXIT_OK if ok else EXIT_INVALID
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from .circuits import CIRCUITS
+    from .keys import CONVENTIONS
+    p = argparse.ArgumentParser(prog="cuzk", description="CUDA Groth16 prover over BLS12-381")
+    p.add_argument("--version", action="version", version=f"cuzk {__version__}")
+    sub = p.add_subparsers(dest="cmd", required=True)
+
+    def circuit_args(sp):
+        sp.add_argument("--circuit", default="porep_like", choices=sorted(CIRCUITS))
+        sp.add_argument("--log-size", type=int, default=12, help="domain 2^K (default 12)")
+        sp.add_argument("--convention", default="coeff", choices=CONVENTIONS, help="H convention of the key")
+        sp.add_argument("--generator", type=_generator, default=7,
+                        help="root-of-unity generator: bellman (7, default) or snarkjs (5)")
+        sp.add_argument("--opt", default=None, help="optimizations, e.g. +A1,-A2, all, none (or CUZK_OPT)")
+
+    b = sub.add_parser("bench", help="set up (cached), synthesize, prove, verify; print the phase table")
+    b.add_argument("--backend", default="auto", choices=("auto", "cpu", "cuda"))
+    circuit_args(b)
+    b.add_argument("--circuits", type=int, default=1, help="circuits proved in one batch")
+    b.add_argument("--json", metavar="FILE", help="write the run as JSON (design §4)")
+    b.add_argument("--save", metavar="DIR", help="write proof.json, public.json, verification_key.json")
+    b.set_defaults(func=cmd_bench)
+
+    k = sub.add_parser("keygen", help="test setup with known toxic waste (cached unless --out)")
+    circuit_args(k)
+    k.add_argument("--out", metavar="FILE", help="write the key here instead of the cache")
+    k.add_argument("--vk", metavar="FILE", help="also write verification_key.json")
+    k.add_argument("--toxic-seed", type=int, default=0)
+    k.set_defaults(func=cmd_keygen)
+
+    v = sub.add_parser("verify", help="verify a proof: VK PUBLIC PROOF (snarkjs order)")
+    v.add_argument("vk")
+    v.add_argument("public")
+    v.add_argument("proof")
+    v.set_defaults(func=cmd_verify)
+    return p
+
+
+def main(argv=None) -> int:
+    from .backend import BackendError
+    from .curve import PointError
+    from .keys import KeyFormatError
+    from .opts import OptError
+    from .r1cs import UnsatisfiedError
+
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (CliError, KeyFormatError, PointError, UnsatisfiedError, OptError, BackendError, ArithmeticError,
+            ValueError, OSError) as e:
+        _err(str(e).splitlines()[0] if str(e) else type(e).__name__)
+        return EXIT_BAD_INPUT
+    except MemoryError:
+        _err("out of host memory")
+        return EXIT_BAD_INPUT
+
+
+if __name__ == "__main__":
+    sys.exit(main())
