@@ -1,0 +1,374 @@
+"""End-to-end tests of the cuzk command line (bench, keygen, verify), CPU backend, small sizes.
+
+The CLI runs in-process through `cuzk.cli.main([...])`; one test runs `python -m cuzk` in a
+subprocess to check the real exit codes. Keys always go to a temporary cache
+(CUZK_CACHE_DIR). The snarkjs cross-check runs when a snarkjs executable is found (see
+`find_snarkjs`), otherwise it is skipped.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import cuzk
+from cuzk import circuits
+from cuzk.cli import main
+from cuzk.field import R
+
+REPO = Path(__file__).resolve().parents[1]
+PHASES = ("synthesis", "prep_msm", "ntt_msm_h", "batch_addition", "tail_msm", "b_g2", "proof_assembly")
+PHASE_KEYS = ("host_s", "device_s", "peak_device_bytes", "peak_host_bytes")
+
+
+def _gpu_usable() -> bool:
+    from cuzk.backend import gpu_status
+    return gpu_status()[0]
+
+
+NO_GPU = pytest.mark.skipif(_gpu_usable(), reason="a usable CUDA device is present; this tests the no-GPU path")
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory) -> Path:
+    """One key cache for the module, so keys of the same circuit are set up once."""
+    return tmp_path_factory.mktemp("cuzk-cache")
+
+
+@pytest.fixture(autouse=True)
+def _env(monkeypatch, cache_dir):
+    monkeypatch.setenv("CUZK_CACHE_DIR", str(cache_dir))
+    monkeypatch.delenv("CUZK_OPT", raising=False)
+
+
+def _json(path: Path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def _dump(path: Path, obj) -> Path:
+    path.write_text(json.dumps(obj))
+    return path
+
+
+@pytest.fixture(scope="module")
+def porep_run(tmp_path_factory, cache_dir):
+    """`bench --backend cpu --log-size 8 --circuit porep_like --json F --save DIR`, run once."""
+    out = tmp_path_factory.mktemp("porep-run")
+    report, save = out / "report.json", out / "saved"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("CUZK_CACHE_DIR", str(cache_dir))
+        mp.delenv("CUZK_OPT", raising=False)
+        rc = main(["bench", "--backend", "cpu", "--log-size", "8", "--circuit", "porep_like",
+                   "--json", str(report), "--save", str(save)])
+    return {"rc": rc, "report": report, "save": save, "dir": out}
+
+
+@pytest.fixture
+def saved(porep_run, tmp_path):
+    """A private copy of the saved vk/public/proof, safe to tamper with."""
+    assert porep_run["rc"] == 0
+    d = tmp_path / "saved"
+    shutil.copytree(porep_run["save"], d)
+    return d
+
+
+def _tamper_proof(d: Path) -> Path:
+    """pi_a replaced by pi_c: still a valid G1 point, but the proof no longer verifies."""
+    p = _json(d / "proof.json")
+    assert p["pi_a"] != p["pi_c"]
+    p["pi_a"] = p["pi_c"]
+    return _dump(d / "proof_tampered.json", p)
+
+
+def _wrong_public(d: Path) -> Path:
+    pub = _json(d / "public.json")
+    pub[0] = str((int(pub[0]) + 1) % R)
+    return _dump(d / "public_wrong.json", pub)
+
+
+# --- bench ---
+
+def test_bench_porep_json_schema(porep_run):
+    assert porep_run["rc"] == 0
+    rep = _json(porep_run["report"])
+    for key in ("cuzk_version", "commit", "backend", "circuit", "optimizations", "phases", "total_s",
+                "verified", "gpu"):
+        assert key in rep, key
+    assert rep["cuzk_version"] == cuzk.__version__
+    assert rep["commit"] is None or re.fullmatch(r"[0-9a-f]{40}", rep["commit"]), rep["commit"]
+    assert rep["backend"] == "cpu"
+    assert rep["gpu"] is None
+    assert rep["verified"] is True
+
+    r1cs, _, _ = circuits.build("porep_like", 8)
+    c = rep["circuit"]
+    assert {"name", "constraints", "domain", "circuits"} <= c.keys()
+    assert c["name"] == "porep_like"
+    assert c["constraints"] == r1cs.num_constraints
+    assert c["domain"] == 256 and c["domain"] >= r1cs.qap_rows
+    assert c["circuits"] == 1
+
+    opts = rep["optimizations"]
+    assert isinstance(opts, dict) and opts and all(isinstance(v, bool) for v in opts.values())
+    from cuzk.opts import REGISTRY
+    assert set(opts) == set(REGISTRY)
+
+    phases = rep["phases"]
+    assert list(phases) == list(PHASES)
+    for name, rec in phases.items():
+        for k in PHASE_KEYS:
+            assert k in rec, (name, k)
+        assert isinstance(rec["host_s"], float) and rec["host_s"] >= 0, name
+        assert rec["device_s"] is None, name
+        assert rec["peak_device_bytes"] is None, name
+        assert isinstance(rec["peak_host_bytes"], int) and rec["peak_host_bytes"] > 0, name
+    assert rep["total_s"] == pytest.approx(sum(r["host_s"] for r in phases.values()))
+
+
+def test_bench_porep_saved_files(porep_run):
+    save = porep_run["save"]
+    for name in ("proof.json", "public.json", "verification_key.json"):
+        assert (save / name).is_file(), name
+    assert not list(save.glob("*.tmp")), "temp files left behind"
+    proof, public, vk = (_json(save / n) for n in ("proof.json", "public.json", "verification_key.json"))
+    assert proof["protocol"] == "groth16" and proof["curve"] == "bls12381"
+    assert len(proof["pi_a"]) == 3 and len(proof["pi_b"]) == 3 and len(proof["pi_c"]) == 3
+    assert isinstance(public, list) and public and all(isinstance(v, str) and v.isdigit() for v in public)
+    assert vk["nPublic"] == len(public) and len(vk["IC"]) == len(public) + 1
+    # the porep_like public inputs are (seed, out); they must be the ones the circuit was built with
+    _, inputs, _ = circuits.build("porep_like", 8, seed=1)
+    assert public == [str(int(v)) for v in inputs[1:]]
+
+
+def test_bench_prints_phase_table(tmp_path, capsys):
+    rc = main(["bench", "--backend", "cpu", "--log-size", "6", "--circuit", "mulchain"])
+    out = capsys.readouterr().out
+    assert rc == 0
+    for name in PHASES:
+        assert re.search(rf"^{name}\s+cpu\s", out, re.M), name
+    assert "verified: True" in out
+
+
+def test_bench_mulchain_batch_odd_lagrange_snarkjs_generator(tmp_path, capsys):
+    report, save = tmp_path / "r.json", tmp_path / "save"
+    rc = main(["bench", "--backend", "cpu", "--log-size", "7", "--circuits", "2", "--circuit", "mulchain",
+               "--convention", "odd_lagrange", "--generator", "snarkjs", "--json", str(report),
+               "--save", str(save)])
+    assert rc == 0
+    rep = _json(report)
+    assert rep["verified"] is True
+    assert rep["circuit"]["circuits"] == 2
+    assert rep["circuit"]["name"] == "mulchain"
+    assert rep["circuit"].get("convention", "odd_lagrange") == "odd_lagrange"
+    assert rep["circuit"].get("generator", 5) == 5
+    capsys.readouterr()
+    # both proofs of the batch are saved and verify with the CLI, each against its own inputs
+    for sfx in ("", "_1"):
+        assert main(["verify", str(save / "verification_key.json"), str(save / f"public{sfx}.json"),
+                     str(save / f"proof{sfx}.json")]) == 0, sfx
+    assert _json(save / "public.json") != _json(save / "public_1.json")
+    # and do not verify against the other circuit's inputs
+    assert main(["verify", str(save / "verification_key.json"), str(save / "public.json"),
+                 str(save / "proof_1.json")]) == 1
+
+
+@pytest.mark.parametrize("opt", ["none", "all"])
+def test_bench_opt_variants_verify(opt, tmp_path):
+    report = tmp_path / "r.json"
+    rc = main(["bench", "--backend", "cpu", "--log-size", "6", "--circuit", "porep_like", "--opt", opt,
+               "--json", str(report)])
+    assert rc == 0
+    rep = _json(report)
+    assert rep["verified"] is True
+    assert rep["optimizations"] and set(rep["optimizations"].values()) == {opt == "all"}
+
+
+# --- verify ---
+
+def _verify(d: Path, public="public.json", proof="proof.json") -> int:
+    return main(["verify", str(d / "verification_key.json"), str(d / public), str(d / proof)])
+
+
+def test_verify_saved_proof(saved, capsys):
+    assert _verify(saved) == 0
+    assert "OK" in capsys.readouterr().out
+
+
+def test_verify_rejects_tampered_proof(saved, capsys):
+    bad = _tamper_proof(saved)
+    assert _verify(saved, proof=bad.name) == 1
+    assert "INVALID" in capsys.readouterr().out
+
+
+def test_verify_rejects_wrong_public_input(saved, capsys):
+    bad = _wrong_public(saved)
+    assert _verify(saved, public=bad.name) == 1
+    assert "INVALID" in capsys.readouterr().out
+
+
+# --- keygen ---
+
+def test_keygen_out_and_vk(tmp_path, capsys):
+    from cuzk.groth16 import vk_from_json, vk_to_json
+    from cuzk.keys import ProvingKey
+    key, vk = tmp_path / "k" / "mulchain6.cuzkkey", tmp_path / "vk.json"
+    assert main(["keygen", "--circuit", "mulchain", "--log-size", "6", "--out", str(key), "--vk", str(vk)]) == 0
+    assert str(key) in capsys.readouterr().out
+    pk = ProvingKey.load(key)
+    r1cs, _, _ = circuits.build("mulchain", 6)
+    assert pk.log_n == 6 and pk.digest.hex() == r1cs.digest()
+    assert pk.convention == "coeff" and pk.generator == 7
+    vkj = _json(vk)
+    assert vkj == vk_to_json(vk_from_json(vkj))
+    assert vkj == vk_to_json(pk.verifying_key())
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["k", "mulchain6.cuzkkey", "vk.json"]
+
+
+def test_keygen_cache_miss_then_hit(tmp_path, monkeypatch, capsys):
+    import cuzk.keygen as kg
+    cache = tmp_path / "fresh-cache"
+    monkeypatch.setenv("CUZK_CACHE_DIR", str(cache))
+    argv = ["keygen", "--circuit", "mulchain", "--log-size", "6"]
+    assert main(argv) == 0
+    files = list((cache / "keys").glob("*.cuzkkey"))
+    assert len(files) == 1
+    path = files[0]
+    assert str(path) in capsys.readouterr().out
+    st = path.stat()
+
+    calls = []
+
+    def no_setup(*a, **k):
+        calls.append(a)
+        raise AssertionError("keygen set the key up again instead of using the cache")
+
+    monkeypatch.setattr(kg, "setup", no_setup)
+    assert main(argv) == 0
+    assert calls == []
+    assert str(path) in capsys.readouterr().out
+    st2 = path.stat()
+    assert (st2.st_ino, st2.st_mtime_ns) == (st.st_ino, st.st_mtime_ns), "cached key was rewritten"
+    monkeypatch.undo()
+
+    # the cached key is the same key --out writes (same toxic waste)
+    out = tmp_path / "out.cuzkkey"
+    monkeypatch.setenv("CUZK_CACHE_DIR", str(cache))
+    assert main(argv + ["--out", str(out)]) == 0
+    assert out.read_bytes() == path.read_bytes()
+
+
+# --- backends ---
+
+@NO_GPU
+def test_backend_cuda_without_gpu_fails_cleanly(tmp_path, capsys):
+    report = tmp_path / "r.json"
+    rc = main(["bench", "--backend", "cuda", "--log-size", "6", "--json", str(report)])
+    err = capsys.readouterr().err
+    assert rc == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("cuzk: error:") and "cuda" in lines[0]
+    assert not report.exists()
+
+
+@NO_GPU
+def test_backend_auto_falls_back_to_cpu(tmp_path, capsys):
+    report = tmp_path / "r.json"
+    rc = main(["bench", "--backend", "auto", "--log-size", "6", "--circuit", "mulchain", "--json", str(report)])
+    err = capsys.readouterr().err
+    assert rc == 0
+    assert re.search(r"no GPU backend.*CPU", err), err
+    rep = _json(report)
+    assert rep["backend"] == "cpu" and rep["verified"] is True and rep["gpu"] is None
+
+
+def test_subprocess_exit_codes(saved, cache_dir):
+    """The real process exit status: 0 valid, 1 invalid, 2 bad input."""
+    env = dict(os.environ, CUZK_CACHE_DIR=str(cache_dir))
+    env.pop("CUZK_OPT", None)
+
+    def run(*args):
+        return subprocess.run([sys.executable, "-m", "cuzk", *args], capture_output=True, text=True,
+                              env=env, cwd=saved, timeout=120)
+
+    vk, pub, proof = (str(saved / n) for n in ("verification_key.json", "public.json", "proof.json"))
+    ok = run("verify", vk, pub, proof)
+    assert ok.returncode == 0, ok.stderr
+    bad = run("verify", vk, pub, str(_tamper_proof(saved)))
+    assert bad.returncode == 1, bad.stderr
+    missing = run("verify", vk, pub, str(saved / "nope.json"))
+    assert missing.returncode == 2
+    assert missing.stderr.strip().startswith("cuzk: error:") and len(missing.stderr.strip().splitlines()) == 1
+    if not _gpu_usable():
+        cuda = run("bench", "--backend", "cuda", "--log-size", "6")
+        assert cuda.returncode == 2
+        assert cuda.stderr.strip().splitlines() == [cuda.stderr.strip()]
+        assert cuda.stderr.startswith("cuzk: error:")
+
+
+# --- snarkjs cross-check ---
+
+def _probe(cmd: list[str], cwd: Path | None = None) -> bool:
+    try:
+        r = subprocess.run(cmd + ["--version"], capture_output=True, text=True, timeout=60, cwd=cwd)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return "snarkjs@" in r.stdout + r.stderr   # snarkjs prints its version, then usage (exit 99)
+
+
+def find_snarkjs() -> tuple[list[str] | None, Path | None, str]:
+    """(command, cwd, how) for snarkjs: the CI install, $CUZK_SNARKJS, the repo's node_modules, npx."""
+    ci = REPO / ".ci" / "node" / "node_modules" / ".bin" / "snarkjs"
+    if ci.is_file() and os.access(ci, os.X_OK):
+        return [str(ci)], None, str(ci)
+    env = os.environ.get("CUZK_SNARKJS")
+    if env:
+        exe = shutil.which(env) or env
+        if not (os.path.isfile(exe) and os.access(exe, os.X_OK)):
+            pytest.fail(f"CUZK_SNARKJS={env!r} is not an executable file")
+        return [exe], None, f"CUZK_SNARKJS={env}"
+    local = REPO / "node_modules" / ".bin" / "snarkjs"
+    if local.is_file() and os.access(local, os.X_OK):
+        return [str(local)], None, str(local)
+    npx = shutil.which("npx")
+    if npx and _probe([npx, "--no-install", "snarkjs"], cwd=REPO):
+        return [npx, "--no-install", "snarkjs"], REPO, "npx --no-install snarkjs"
+    return None, None, ""
+
+
+@pytest.fixture(scope="module")
+def snarkjs():
+    cmd, cwd, how = find_snarkjs()
+    if cmd is None:
+        pytest.skip("snarkjs not found: looked for <repo>/.ci/node/node_modules/.bin/snarkjs, $CUZK_SNARKJS, "
+                    "<repo>/node_modules/.bin/snarkjs and `npx --no-install snarkjs`")
+    if not _probe(cmd, cwd):
+        pytest.fail(f"snarkjs ({how}) does not run")
+
+    def verify(d: Path, public="public.json", proof="proof.json"):
+        r = subprocess.run(cmd + ["groth16", "verify", str(d / "verification_key.json"), str(d / public),
+                                  str(d / proof)], capture_output=True, text=True, timeout=120, cwd=cwd)
+        return r.returncode, r.stdout + r.stderr
+    return verify
+
+
+def test_snarkjs_accepts_saved_proof(snarkjs, saved):
+    rc, out = snarkjs(saved)
+    assert rc == 0 and "OK!" in out, out
+
+
+def test_snarkjs_rejects_tampered_proof(snarkjs, saved):
+    rc, out = snarkjs(saved, proof=_tamper_proof(saved).name)
+    assert rc != 0 or "OK!" not in out, out
+
+
+def test_snarkjs_rejects_wrong_public_input(snarkjs, saved):
+    rc, out = snarkjs(saved, public=_wrong_public(saved).name)
+    assert rc != 0 or "OK!" not in out, out
