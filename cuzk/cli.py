@@ -39,6 +39,38 @@ def write_atomic(path: str | os.PathLike, text: str) -> None:
         raise
 
 
+def write_all(files: dict) -> None:
+    """Write several outputs all or nothing: temp files first, then renames; on any failure
+    remove what was written."""
+    tmps, done, made = [], [], []
+    try:
+        for path, text in files.items():
+            path = Path(path)
+            for d in reversed([path.parent, *path.parent.parents]):
+                if not d.exists():
+                    d.mkdir()
+                    made.append(d)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+            tmps.append((tmp, path))
+            with os.fdopen(fd, "w") as f:
+                f.write(text)
+        for tmp, path in tmps:
+            os.replace(tmp, path)
+            done.append(path)
+    except BaseException:
+        for tmp, _ in tmps:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+        for path in done:
+            path.unlink(missing_ok=True)
+        for d in reversed(made):
+            try:
+                d.rmdir()
+            except OSError:
+                pass
+        raise
+
+
 def git_commit() -> str | None:
     try:
         out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).resolve().parent,
@@ -95,7 +127,6 @@ def cmd_bench(args) -> int:
     backend = get_backend(args.backend)
     gpu_before = gpu_state() if backend.name != "cpu" else None
     timer = PhaseTimer(device=backend.timer_device())
-    t0 = time.perf_counter()
     with timer.phase("synthesis", "cpu"):
         r1cs, assignments = synthesize(args.circuit, args.log_size, opts, seeds=range(1, args.circuits + 1))
     t_setup = time.perf_counter()
@@ -129,16 +160,17 @@ def cmd_bench(args) -> int:
           f"backend {backend.name}, opts {opts.label()}")
     print(phase_table(phases, total_s))
     print(f"verified: {verified}")
+    outputs = {}
     if args.json:
-        write_atomic(args.json, json.dumps(report, indent=2) + "\n")
+        outputs[args.json] = json.dumps(report, indent=2) + "\n"
     if args.save:
         out = Path(args.save)
-        write_atomic(out / "verification_key.json", json.dumps(vk_to_json(vk), indent=1) + "\n")
+        outputs[out / "verification_key.json"] = json.dumps(vk_to_json(vk), indent=1) + "\n"
         for i, (a, p) in enumerate(zip(assignments, proofs)):
             sfx = "" if i == 0 else f"_{i}"
-            write_atomic(out / f"proof{sfx}.json", json.dumps(p.to_json(), indent=1) + "\n")
-            write_atomic(out / f"public{sfx}.json", json.dumps([str(v) for v in a.public]) + "\n")
-    _ = t0
+            outputs[out / f"proof{sfx}.json"] = json.dumps(p.to_json(), indent=1) + "\n"
+            outputs[out / f"public{sfx}.json"] = json.dumps([str(v) for v in a.public]) + "\n"
+    write_all(outputs)
     return EXIT_OK if verified else EXIT_INVALID
 
 
@@ -153,13 +185,20 @@ def cmd_keygen(args) -> int:
     r1cs, _, _ = circuits.build(args.circuit, args.log_size, opts=resolve(args.opt))
     if args.out:
         pk = setup(r1cs, args.convention, args.generator, ToxicWaste.from_seed(args.toxic_seed))
-        pk.save(args.out)
         path = Path(args.out)
+        existed = path.exists()
+        pk.save(path)
     else:
         pk, path, hit = cached_setup(r1cs, args.convention, args.generator, args.toxic_seed)
-    print(f"{path}  circuit {r1cs.digest()[:16]}  2^{pk.log_n}  {pk.convention}  generator {pk.generator}")
+        existed = True
     if args.vk:
-        write_atomic(args.vk, json.dumps(vk_to_json(pk.verifying_key()), indent=1) + "\n")
+        try:
+            write_atomic(args.vk, json.dumps(vk_to_json(pk.verifying_key()), indent=1) + "\n")
+        except BaseException:
+            if not existed:
+                path.unlink(missing_ok=True)
+            raise
+    print(f"{path}  circuit {r1cs.digest()[:16]}  2^{pk.log_n}  {pk.convention}  generator {pk.generator}")
     return EXIT_OK
 
 
@@ -177,12 +216,20 @@ def cmd_verify(args) -> int:
     return EXIT_OK if ok else EXIT_INVALID
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors as one line and exit code 2, like every other bad input."""
+
+    def error(self, message):
+        _err(f"{self.prog}: {message}")
+        sys.exit(EXIT_BAD_INPUT)
+
+
 def build_parser() -> argparse.ArgumentParser:
     from .circuits import CIRCUITS
     from .keys import CONVENTIONS
-    p = argparse.ArgumentParser(prog="cuzk", description="CUDA Groth16 prover over BLS12-381")
+    p = _Parser(prog="cuzk", description="CUDA Groth16 prover over BLS12-381")
     p.add_argument("--version", action="version", version=f"cuzk {__version__}")
-    sub = p.add_subparsers(dest="cmd", required=True)
+    sub = p.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
 
     def circuit_args(sp):
         sp.add_argument("--circuit", default="porep_like", choices=sorted(CIRCUITS))

@@ -135,7 +135,7 @@ def g2_to_json(p: G2Point) -> list[list[str]]:
 
 
 def _dec(s) -> int:
-    if not isinstance(s, str) or not s.isdigit():
+    if not isinstance(s, str) or not (s.isascii() and s.isdigit()):
         raise PointError(f"expected a decimal string, got {s!r}")
     return int(s)
 

@@ -64,7 +64,7 @@ def public_from_json(d) -> list[int]:
         raise PointError("public inputs JSON must be a list of decimal strings")
     out = []
     for v in d:
-        if not isinstance(v, str) or not v.isdigit() or int(v) >= R:
+        if not isinstance(v, str) or not (v.isascii() and v.isdigit()) or int(v) >= R:
             raise PointError(f"public input {v!r} is not a reduced Fr element")
         out.append(int(v))
     return out

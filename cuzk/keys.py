@@ -149,7 +149,10 @@ class ProvingKey:
             key.points[name] = AffineBases(group, limbs, inf)
         if off != body_end:
             raise KeyFormatError(f"{where}: {body_end - off} unexpected trailing bytes")
-        key.check_shapes()
+        try:
+            key.check_shapes()
+        except KeyFormatError as e:
+            raise KeyFormatError(f"{where}: {e}") from e
         return key
 
 

@@ -1,0 +1,47 @@
+"""Fr vectors on the device: upload/download between host ints and Montgomery limbs."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..field import FR_LIMBS, R, ints_to_limbs, limbs_to_ints, fr_array
+from .loader import kernel
+
+THREADS = 256
+
+
+def _launch(name: str, out, a, n: int) -> None:
+    kernel("field_ops", name)(((n + THREADS - 1) // THREADS,), (THREADS,), (out, a, np.int64(n)))
+
+
+def upload(values, mont: bool = True):
+    """Host Fr ints -> device uint32[n, 8] (Montgomery when mont), converted on the GPU."""
+    import cupy
+    limbs = cupy.asarray(ints_to_limbs(fr_array(values), FR_LIMBS))
+    if mont and len(limbs):
+        _launch("fr_to_mont", limbs, limbs, len(limbs))
+    return limbs
+
+
+def to_mont(x):
+    n = x.size // FR_LIMBS
+    _launch("fr_to_mont", x, x, n)
+    return x
+
+
+def download(x, mont: bool = True) -> np.ndarray:
+    """Device uint32[n, 8] -> host object array of canonical ints."""
+    import cupy
+    y = x.reshape(-1, FR_LIMBS)
+    if mont and len(y):
+        y = y.copy()
+        _launch("fr_from_mont", y, y, len(y))
+    v = limbs_to_ints(cupy.asnumpy(y))
+    if len(v) and (v >= R).any():
+        raise ArithmeticError("device produced an unreduced Fr element")
+    return v
+
+
+def poison(shape):
+    """An output buffer filled with 0xff bytes (not a valid element), so unwritten slots show."""
+    import cupy
+    return cupy.full(shape, 0xFFFFFFFF, dtype=cupy.uint32)

@@ -1,0 +1,47 @@
+"""The H polynomial's scalars on the GPU, for both key conventions (design §2).
+
+abc: device uint32[3, n, 8], a | b | c evaluations over the domain, Montgomery; consumed.
+coeff:        iNTT -> coset shift g (and 1/n) -> NTT on the coset -> (ab - c)/Z(g)
+              -> coset iNTT -> natural-order coefficients, the first n - 1 returned.
+odd_lagrange: iNTT -> shift by w_2n (and 1/n) -> NTT -> ab - c at the odd 2n-th roots.
+Bit-reversed order between the DIF and DIT passes needs no permutation in between.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..field import R, root_of_unity
+from ..poly import Domain
+from . import ntt
+from .fr import upload
+from .loader import kernel
+
+THREADS = 256
+
+
+def h_scalars(abc, domain: Domain, convention: str):
+    import cupy
+    L, n, gen = domain.log_n, domain.n, domain.generator
+    ninv = pow(n, -1, R)
+    ntt.dif(abc, L, gen, inverse=True)                      # natural -> bitrev coefficients (x n)
+    if convention == "coeff":
+        shift = domain.coset_shift
+        factor = pow(domain.vanishing_at(shift), -1, R)
+    elif convention == "odd_lagrange":
+        shift = root_of_unity(L + 1, gen)
+        factor = 1
+    else:
+        raise ValueError(f"unknown H convention {convention!r}")
+    ntt.scale_powers(abc, L, shift, ninv, bitrev=True)
+    ntt.dit(abc, L, gen)                                     # bitrev -> natural values on the coset
+    q = cupy.empty((n, 8), dtype=cupy.uint32)
+    f = upload([factor])
+    kernel("ntt", "abc_combine")(((n + THREADS - 1) // THREADS,), (THREADS,), (q, abc, f, np.int64(n)))
+    if convention == "odd_lagrange":
+        return q
+    ntt.dif(q, L, gen, inverse=True)
+    ntt.scale_powers(q, L, pow(shift, -1, R), ninv, bitrev=True)
+    h = ntt.bit_reverse(q, L)
+    if bool(h[n - 1].any()):
+        raise ArithmeticError("H has degree n - 1: the assignment does not satisfy the QAP")
+    return h[: n - 1]

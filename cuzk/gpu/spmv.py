@@ -1,0 +1,59 @@
+"""a/b/c evaluation on the GPU: CSR sparse products over the witness, the input rows,
+zero padding to the domain, and the a*b = c check."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..r1cs import R1CS, UnsatisfiedError
+from .loader import kernel
+
+THREADS = 256
+
+
+class DeviceR1CS:
+    """The circuit's matrices on the device, uploaded once (coefficients in Montgomery form)."""
+
+    def __init__(self, r1cs: R1CS):
+        import cupy
+        from .fr import upload
+        if r1cs.num_vars >= 2**31:
+            raise ValueError("more than 2^31 variables")
+        self.r1cs = r1cs
+        self.mats = []
+        for m in (r1cs.A, r1cs.B, r1cs.C):
+            self.mats.append((cupy.asarray(m.indptr.astype(np.int64)), cupy.asarray(m.cols.astype(np.int32)),
+                              upload(m.coeffs) if m.nnz else cupy.zeros((1, 8), cupy.uint32)))
+
+    @classmethod
+    def of(cls, r1cs: R1CS) -> "DeviceR1CS":
+        dev = getattr(r1cs, "_device", None)
+        if dev is None:
+            dev = cls(r1cs)
+            r1cs._device = dev
+        return dev
+
+
+def evaluate(dev: DeviceR1CS, z, n: int, check: bool = True):
+    """abc = [a | b | c] over the domain of size n, device uint32[3, n, 8], Montgomery."""
+    import cupy
+    r1cs = dev.r1cs
+    m, ni = r1cs.num_constraints, r1cs.num_inputs
+    if m + ni > n:
+        raise ValueError(f"circuit needs {m + ni} rows but the domain has {n}")
+    abc = cupy.empty((3, n, 8), dtype=cupy.uint32)
+    f = kernel("spmv", "spmv_csr")
+    for i, (indptr, cols, coeffs) in enumerate(dev.mats):
+        if m:
+            f(((m + THREADS - 1) // THREADS,), (THREADS,), (abc[i], indptr, cols, coeffs, z, np.int64(m)))
+    rest = n - m
+    kernel("spmv", "abc_tail")(((rest + THREADS - 1) // THREADS,), (THREADS,),
+                               (abc, z, np.int64(m), np.int64(ni), np.int64(n)))
+    if check and m:
+        bad = cupy.empty(m, dtype=cupy.uint8)
+        kernel("spmv", "abc_check")(((m + THREADS - 1) // THREADS,), (THREADS,), (bad, abc, np.int64(m), np.int64(n)))
+        idx = cupy.flatnonzero(bad)
+        if idx.size:
+            i = int(idx[0])
+            raise UnsatisfiedError(f"witness does not satisfy the circuit: constraint {i} ({r1cs.label(i)}) fails, "
+                                   f"{int(idx.size)} failing in all")
+    return abc

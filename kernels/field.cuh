@@ -1,0 +1,225 @@
+// Fp (12 limbs), Fr (8 limbs) and Fp2 in Montgomery form on 32-bit limbs.
+// Multiplication is CIOS with PTX carry chains (mad.lo.cc / madc.hi.cc); every
+// chain is a run of `asm volatile` statements, so the compiler keeps their order.
+#pragma once
+#include "layout.cuh"
+
+namespace cuzk {
+
+struct fp_params {
+    static constexpr int N = CUZK_FP_LIMBS;
+    static constexpr uint32_t INV = FP_INV32;
+    __device__ __forceinline__ static constexpr uint32_t mod(int i) { return fp_mod(i); }
+    __device__ __forceinline__ static constexpr uint32_t one(int i) { return fp_one(i); }
+    __device__ __forceinline__ static constexpr uint32_t r2(int i) { return fp_r2(i); }
+    __device__ __forceinline__ static constexpr uint32_t pm2(int i) { return fp_pm2(i); }
+};
+
+struct fr_params {
+    static constexpr int N = CUZK_FR_LIMBS;
+    static constexpr uint32_t INV = FR_INV32;
+    __device__ __forceinline__ static constexpr uint32_t mod(int i) { return fr_mod(i); }
+    __device__ __forceinline__ static constexpr uint32_t one(int i) { return fr_one(i); }
+    __device__ __forceinline__ static constexpr uint32_t r2(int i) { return fr_r2(i); }
+    __device__ __forceinline__ static constexpr uint32_t pm2(int i) { return fr_pm2(i); }
+};
+
+template <class P>
+struct mont_t {
+    static constexpr int N = P::N;
+    uint32_t v[N];
+
+    __device__ __forceinline__ static mont_t zero() {
+        mont_t r;
+#pragma unroll
+        for (int i = 0; i < N; i++) r.v[i] = 0;
+        return r;
+    }
+    __device__ __forceinline__ static mont_t one() {
+        mont_t r;
+#pragma unroll
+        for (int i = 0; i < N; i++) r.v[i] = P::one(i);
+        return r;
+    }
+    __device__ __forceinline__ static mont_t load(const uint32_t* p) {
+        mont_t r;
+        if (N % 4 == 0) {
+            const uint4* q = reinterpret_cast<const uint4*>(p);
+#pragma unroll
+            for (int i = 0; i < N / 4; i++) {
+                uint4 w = q[i];
+                r.v[4 * i] = w.x; r.v[4 * i + 1] = w.y; r.v[4 * i + 2] = w.z; r.v[4 * i + 3] = w.w;
+            }
+        } else {
+#pragma unroll
+            for (int i = 0; i < N; i++) r.v[i] = p[i];
+        }
+        return r;
+    }
+    __device__ __forceinline__ void store(uint32_t* p) const {
+        if (N % 4 == 0) {
+            uint4* q = reinterpret_cast<uint4*>(p);
+#pragma unroll
+            for (int i = 0; i < N / 4; i++) q[i] = make_uint4(v[4 * i], v[4 * i + 1], v[4 * i + 2], v[4 * i + 3]);
+        } else {
+#pragma unroll
+            for (int i = 0; i < N; i++) p[i] = v[i];
+        }
+    }
+    __device__ __forceinline__ bool is_zero() const {
+        uint32_t acc = 0;
+#pragma unroll
+        for (int i = 0; i < N; i++) acc |= v[i];
+        return acc == 0;
+    }
+    __device__ __forceinline__ bool operator==(const mont_t& o) const {
+        uint32_t acc = 0;
+#pragma unroll
+        for (int i = 0; i < N; i++) acc |= v[i] ^ o.v[i];
+        return acc == 0;
+    }
+
+    // r = t - p if t >= p else t, for t < 2p held in N limbs plus a top word `hi`.
+    __device__ __forceinline__ static mont_t reduce_once(const uint32_t* t, uint32_t hi) {
+        uint32_t s[N], borrow;
+        asm volatile("sub.cc.u32 %0, %1, %2;" : "=r"(s[0]) : "r"(t[0]), "r"(P::mod(0)));
+#pragma unroll
+        for (int j = 1; j < N; j++) asm volatile("subc.cc.u32 %0, %1, %2;" : "=r"(s[j]) : "r"(t[j]), "r"(P::mod(j)));
+        asm volatile("subc.u32 %0, %1, 0;" : "=r"(borrow) : "r"(hi));
+        mont_t r;
+#pragma unroll
+        for (int j = 0; j < N; j++) r.v[j] = borrow ? t[j] : s[j];
+        return r;
+    }
+
+    __device__ __forceinline__ friend mont_t operator+(const mont_t& a, const mont_t& b) {
+        uint32_t t[N], hi;
+        asm volatile("add.cc.u32 %0, %1, %2;" : "=r"(t[0]) : "r"(a.v[0]), "r"(b.v[0]));
+#pragma unroll
+        for (int j = 1; j < N; j++) asm volatile("addc.cc.u32 %0, %1, %2;" : "=r"(t[j]) : "r"(a.v[j]), "r"(b.v[j]));
+        asm volatile("addc.u32 %0, 0, 0;" : "=r"(hi));
+        return reduce_once(t, hi);
+    }
+
+    __device__ __forceinline__ friend mont_t operator-(const mont_t& a, const mont_t& b) {
+        uint32_t t[N], borrow;
+        asm volatile("sub.cc.u32 %0, %1, %2;" : "=r"(t[0]) : "r"(a.v[0]), "r"(b.v[0]));
+#pragma unroll
+        for (int j = 1; j < N; j++) asm volatile("subc.cc.u32 %0, %1, %2;" : "=r"(t[j]) : "r"(a.v[j]), "r"(b.v[j]));
+        asm volatile("subc.u32 %0, 0, 0;" : "=r"(borrow));
+        // add p back when it went negative: p & borrow-mask
+        mont_t r;
+        asm volatile("add.cc.u32 %0, %1, %2;" : "=r"(r.v[0]) : "r"(t[0]), "r"(P::mod(0) & borrow));
+#pragma unroll
+        for (int j = 1; j < N; j++)
+            asm volatile("addc.cc.u32 %0, %1, %2;" : "=r"(r.v[j]) : "r"(t[j]), "r"(P::mod(j) & borrow));
+        return r;
+    }
+
+    __device__ __forceinline__ mont_t operator-() const { return zero() - *this; }
+
+    // CIOS: for each limb b_i, t += a*b_i, then t = (t + m*p) / 2^32 with m = t_0 * (-p^-1).
+    __device__ __forceinline__ friend mont_t operator*(const mont_t& a, const mont_t& b) {
+        uint32_t t[N + 2];
+#pragma unroll
+        for (int i = 0; i < N + 2; i++) t[i] = 0;
+#pragma unroll
+        for (int i = 0; i < N; i++) {
+            const uint32_t bi = b.v[i];
+            asm volatile("mad.lo.cc.u32 %0, %1, %2, %0;" : "+r"(t[0]) : "r"(a.v[0]), "r"(bi));
+#pragma unroll
+            for (int j = 1; j < N; j++) asm volatile("madc.lo.cc.u32 %0, %1, %2, %0;" : "+r"(t[j]) : "r"(a.v[j]), "r"(bi));
+            asm volatile("addc.cc.u32 %0, %0, 0;" : "+r"(t[N]));
+            asm volatile("addc.u32 %0, %0, 0;" : "+r"(t[N + 1]));
+            asm volatile("mad.hi.cc.u32 %0, %1, %2, %0;" : "+r"(t[1]) : "r"(a.v[0]), "r"(bi));
+#pragma unroll
+            for (int j = 1; j < N; j++) asm volatile("madc.hi.cc.u32 %0, %1, %2, %0;" : "+r"(t[j + 1]) : "r"(a.v[j]), "r"(bi));
+            asm volatile("addc.u32 %0, %0, 0;" : "+r"(t[N + 1]));
+
+            const uint32_t m = t[0] * P::INV;
+            asm volatile("mad.lo.cc.u32 %0, %1, %2, %0;" : "+r"(t[0]) : "r"(m), "r"(P::mod(0)));
+#pragma unroll
+            for (int j = 1; j < N; j++) asm volatile("madc.lo.cc.u32 %0, %1, %2, %0;" : "+r"(t[j]) : "r"(m), "r"(P::mod(j)));
+            asm volatile("addc.cc.u32 %0, %0, 0;" : "+r"(t[N]));
+            asm volatile("addc.u32 %0, %0, 0;" : "+r"(t[N + 1]));
+            asm volatile("mad.hi.cc.u32 %0, %1, %2, %0;" : "+r"(t[1]) : "r"(m), "r"(P::mod(0)));
+#pragma unroll
+            for (int j = 1; j < N; j++) asm volatile("madc.hi.cc.u32 %0, %1, %2, %0;" : "+r"(t[j + 1]) : "r"(m), "r"(P::mod(j)));
+            asm volatile("addc.u32 %0, %0, 0;" : "+r"(t[N + 1]));
+            // t_0 is now 0: shift down one limb
+#pragma unroll
+            for (int j = 0; j < N + 1; j++) t[j] = t[j + 1];
+            t[N + 1] = 0;
+        }
+        return reduce_once(t, t[N]);
+    }
+
+    __device__ __forceinline__ mont_t sqr() const { return *this * *this; }
+
+    __device__ __forceinline__ mont_t& operator*=(const mont_t& o) { return *this = *this * o; }
+    __device__ __forceinline__ mont_t& operator+=(const mont_t& o) { return *this = *this + o; }
+    __device__ __forceinline__ mont_t& operator-=(const mont_t& o) { return *this = *this - o; }
+
+    // a^(p-2) by left-to-right square and multiply; inverse of 0 is 0.
+    __device__ __noinline__ mont_t inverse() const {
+        mont_t r = one();
+        for (int i = N - 1; i >= 0; i--) {
+            const uint32_t e = P::pm2(i);
+            for (int bit = 31; bit >= 0; bit--) {
+                r = r.sqr();
+                if ((e >> bit) & 1) r = r * *this;
+            }
+        }
+        return r;
+    }
+
+    __device__ __forceinline__ mont_t to_mont() const {
+        mont_t r2;
+#pragma unroll
+        for (int i = 0; i < N; i++) r2.v[i] = P::r2(i);
+        return *this * r2;
+    }
+    __device__ __forceinline__ mont_t from_mont() const {
+        mont_t one_plain = zero();
+        one_plain.v[0] = 1;
+        return *this * one_plain;
+    }
+};
+
+typedef mont_t<fp_params> fp_t;
+typedef mont_t<fr_params> fr_t;
+
+// Fp2 = Fp[u] / (u^2 + 1)
+struct fp2_t {
+    fp_t c0, c1;
+    __device__ __forceinline__ static fp2_t load(const uint32_t* p) {
+        fp2_t r;
+        r.c0 = fp_t::load(p);
+        r.c1 = fp_t::load(p + CUZK_FP_LIMBS);
+        return r;
+    }
+    __device__ __forceinline__ void store(uint32_t* p) const {
+        c0.store(p);
+        c1.store(p + CUZK_FP_LIMBS);
+    }
+    __device__ __forceinline__ friend fp2_t operator+(const fp2_t& a, const fp2_t& b) { return {a.c0 + b.c0, a.c1 + b.c1}; }
+    __device__ __forceinline__ friend fp2_t operator-(const fp2_t& a, const fp2_t& b) { return {a.c0 - b.c0, a.c1 - b.c1}; }
+    __device__ __forceinline__ friend fp2_t operator*(const fp2_t& a, const fp2_t& b) {
+        // Karatsuba: 3 Fp multiplications
+        fp_t t0 = a.c0 * b.c0, t1 = a.c1 * b.c1;
+        fp_t t2 = (a.c0 + a.c1) * (b.c0 + b.c1);
+        return {t0 - t1, t2 - t0 - t1};
+    }
+    __device__ __forceinline__ fp2_t sqr() const {
+        // (c0 + c1)(c0 - c1) + 2 c0 c1 u
+        fp_t m = c0 * c1;
+        return {(c0 + c1) * (c0 - c1), m + m};
+    }
+    __device__ __forceinline__ fp2_t inverse() const {
+        // 1 / (c0 + c1 u) = (c0 - c1 u) / (c0^2 + c1^2)
+        fp_t d = (c0.sqr() + c1.sqr()).inverse();
+        return {c0 * d, -(c1 * d)};
+    }
+};
+
+}  // namespace cuzk

@@ -1,0 +1,128 @@
+// NTT over Fr: one launch per pass of up to NTT_KMAX radix-2 stages in shared memory.
+//
+// DIF pass (natural -> bit-reversed overall): a size-2^k DIF NTT down each column of a
+// sub-problem of size 2^log_sub viewed as 2^k rows x n2 columns, then slot (p, i2) is
+// multiplied by w_sub^(i2 * bitrev_k(p)). The DIT pass is its transpose (twiddle first,
+// then a DIT NTT), run over the passes in reverse order: bit-reversed -> natural.
+// Twiddles: w_N^e = tw_hi[e >> tw_bits] * tw_lo[e & mask]; in-pass roots come from
+// tw_small[i] = w_(2^NTT_KMAX)^i.
+#include "field.cuh"
+using namespace cuzk;
+
+#define NTT_KMAX 10
+#define FR_W 8
+
+__device__ __forceinline__ fr_t twiddle(const uint32_t* tw_lo, const uint32_t* tw_hi, int bits, unsigned long long e) {
+    const unsigned long long mask = (1ull << bits) - 1;
+    return fr_t::load(tw_hi + (e >> bits) * FR_W) * fr_t::load(tw_lo + (e & mask) * FR_W);
+}
+
+__device__ __forceinline__ fr_t sm_get(const uint32_t* sm, int E, int slot) {
+    fr_t r;
+#pragma unroll
+    for (int w = 0; w < FR_W; w++) r.v[w] = sm[w * E + slot];
+    return r;
+}
+
+__device__ __forceinline__ void sm_put(uint32_t* sm, int E, int slot, const fr_t& x) {
+#pragma unroll
+    for (int w = 0; w < FR_W; w++) sm[w * E + slot] = x.v[w];
+}
+
+extern "C" __global__ void __launch_bounds__(512)
+ntt_pass(uint32_t* data, int log_n, int log_sub, int k, int log_c, int dit,
+         const uint32_t* __restrict__ tw_small, const uint32_t* __restrict__ tw_lo,
+         const uint32_t* __restrict__ tw_hi, int tw_bits) {
+    extern __shared__ uint32_t sm[];
+    const int n1 = 1 << k, half = n1 >> 1, C = 1 << log_c, E = n1 << log_c;
+    const int log_n2 = log_sub - k;
+    const long long n2 = 1ll << log_n2;
+    uint32_t* vec = data + (long long)blockIdx.y * (1ll << log_n) * FR_W;
+    const long long groups = n2 >> log_c;
+    const long long s = blockIdx.x / groups, cg = blockIdx.x % groups;
+    const long long base = s << log_sub;
+    const int c = threadIdx.x & (C - 1), bf = threadIdx.x >> log_c;
+    const long long i2 = cg * C + c;
+    const int shift = log_n - log_sub;
+
+#pragma unroll
+    for (int q = 0; q < 2; q++) {
+        const int p = bf + q * half;
+        fr_t x = fr_t::load(vec + (base + p * n2 + i2) * FR_W);
+        if (dit && log_n2 > 0) {
+            const unsigned long long kk = __brev(p) >> (32 - k);
+            x = x * twiddle(tw_lo, tw_hi, tw_bits, ((unsigned long long)i2 * kk) << shift);
+        }
+        sm_put(sm, E, p * C + c, x);
+    }
+    __syncthreads();
+
+    for (int i = 0; i < k; i++) {
+        const int st = dit ? i : k - 1 - i;
+        const int h = 1 << st, j = bf & (h - 1);
+        const int i0 = ((bf >> st) << (st + 1)) + j, i1 = i0 + h;
+        fr_t x = sm_get(sm, E, i0 * C + c), y = sm_get(sm, E, i1 * C + c);
+        const fr_t w = fr_t::load(tw_small + ((long long)j << (NTT_KMAX - st - 1)) * FR_W);
+        if (dit) {
+            y = y * w;
+            sm_put(sm, E, i0 * C + c, x + y);
+            sm_put(sm, E, i1 * C + c, x - y);
+        } else {
+            sm_put(sm, E, i0 * C + c, x + y);
+            sm_put(sm, E, i1 * C + c, (x - y) * w);
+        }
+        __syncthreads();
+    }
+
+#pragma unroll
+    for (int q = 0; q < 2; q++) {
+        const int p = bf + q * half;
+        fr_t x = sm_get(sm, E, p * C + c);
+        if (!dit && log_n2 > 0) {
+            const unsigned long long kk = __brev(p) >> (32 - k);
+            x = x * twiddle(tw_lo, tw_hi, tw_bits, ((unsigned long long)i2 * kk) << shift);
+        }
+        x.store(vec + (base + p * n2 + i2) * FR_W);
+    }
+}
+
+// out[b][bitrev(i)] = in[b][i] (out of place), over a batch in blockIdx.y.
+extern "C" __global__ void bit_reverse(uint32_t* out, const uint32_t* in, int log_n) {
+    const long long n = 1ll << log_n;
+    const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const long long off = (long long)blockIdx.y * n * FR_W;
+    const long long r = (long long)(__brevll((unsigned long long)i) >> (64 - log_n));
+    fr_t::load(in + off + i * FR_W).store(out + off + r * FR_W);
+}
+
+// data[b][j] *= P(bitrev(j)) where P(e) = tw_hi[e >> bits] * tw_lo[e & mask]: the coset
+// shift (and 1/n) applied to coefficients held in bit-reversed order.
+extern "C" __global__ void scale_bitrev_powers(uint32_t* data, int log_n, const uint32_t* __restrict__ tw_lo,
+                                               const uint32_t* __restrict__ tw_hi, int bits) {
+    const long long n = 1ll << log_n;
+    const long long j = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (j >= n) return;
+    uint32_t* p = data + (long long)blockIdx.y * n * FR_W + j * FR_W;
+    const unsigned long long e = __brevll((unsigned long long)j) >> (64 - log_n);
+    (fr_t::load(p) * twiddle(tw_lo, tw_hi, bits, e)).store(p);
+}
+
+// data[b][j] *= P(j), natural order.
+extern "C" __global__ void scale_powers(uint32_t* data, int log_n, const uint32_t* __restrict__ tw_lo,
+                                        const uint32_t* __restrict__ tw_hi, int bits) {
+    const long long n = 1ll << log_n;
+    const long long j = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (j >= n) return;
+    uint32_t* p = data + (long long)blockIdx.y * n * FR_W + j * FR_W;
+    (fr_t::load(p) * twiddle(tw_lo, tw_hi, bits, (unsigned long long)j)).store(p);
+}
+
+// q = (a * b - c) * f over n elements; abc holds a | b | c (each n elements).
+extern "C" __global__ void abc_combine(uint32_t* q, const uint32_t* abc, const uint32_t* f, long long n) {
+    const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const fr_t a = fr_t::load(abc + i * FR_W), b = fr_t::load(abc + (n + i) * FR_W),
+               c = fr_t::load(abc + (2 * n + i) * FR_W);
+    ((a * b - c) * fr_t::load(f)).store(q + i * FR_W);
+}
