@@ -127,8 +127,9 @@ def cmd_bench(args) -> int:
     backend = get_backend(args.backend)
     gpu_before = gpu_state() if backend.name != "cpu" else None
     timer = PhaseTimer(device=backend.timer_device())
-    with timer.phase("synthesis", "cpu"):
-        r1cs, assignments = synthesize(args.circuit, args.log_size, opts, seeds=range(1, args.circuits + 1))
+    with timer.phase("synthesis", backend.phase_impl("synthesis")):
+        r1cs, assignments = synthesize(args.circuit, args.log_size, opts, seeds=range(1, args.circuits + 1),
+                                       assign_fn=backend.assign)
     t_setup = time.perf_counter()
     pk, key_path, hit = cached_setup(r1cs, args.convention, args.generator, progress=None)
     setup_s = time.perf_counter() - t_setup

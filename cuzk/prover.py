@@ -27,9 +27,10 @@ class Prover:
             return []
         pk = self.pk
         for i, asg in enumerate(assignments):
-            if len(asg.inputs) != pk.num_inputs or len(asg.aux) != pk.num_aux or len(asg.a) != 1 << pk.log_n:
+            n = len(asg.a) if asg.a is not None else asg.abc_dev.shape[1]
+            if len(asg.inputs) != pk.num_inputs or len(asg.aux) != pk.num_aux or n != 1 << pk.log_n:
                 raise ValueError(f"circuit {i}: assignment sizes ({len(asg.inputs)} inputs, {len(asg.aux)} aux, "
-                                 f"domain {len(asg.a)}) do not match the key ({pk.num_inputs}, {pk.num_aux}, "
+                                 f"domain {n}) do not match the key ({pk.num_inputs}, {pk.num_aux}, "
                                  f"{1 << pk.log_n})")
         timer = timer if timer is not None else PhaseTimer(device=self.backend.timer_device())
         be, kh = self.backend, self.kh

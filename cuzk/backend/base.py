@@ -15,6 +15,11 @@ class Backend(ABC):
         """Hook for PhaseTimer device events (record_event, elapsed_s, peak_bytes); None on the CPU."""
         return None
 
+    def assign(self, r1cs, inputs, aux, domain):
+        """The a/b/c evaluation of synthesis (host reference by default)."""
+        from ..phases.synthesis import assign
+        return assign(r1cs, inputs, aux, domain)
+
     @abstractmethod
     def load_key(self, pk) -> object:
         """Make the proving key resident (GPU: upload the SRS once); returns a handle."""

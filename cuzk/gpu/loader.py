@@ -8,7 +8,14 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from ..kernels import SOURCE_DIR
+
+def kernel_dir() -> Path:
+    """kernels/ as installed (cuzk.kernels), or beside the package in a source checkout."""
+    try:
+        from ..kernels import SOURCE_DIR
+        return Path(SOURCE_DIR)
+    except ImportError:
+        return Path(__file__).resolve().parents[2] / "kernels"
 
 _modules: dict = {}
 load_times: dict[str, float] = {}
@@ -21,7 +28,7 @@ def arch() -> str:
 
 
 def options() -> tuple[str, ...]:
-    return (f"-arch={arch()}", f"-I{SOURCE_DIR}", "--std=c++17", "-default-device")
+    return (f"-arch={arch()}", f"-I{kernel_dir()}", "--std=c++17", "-default-device")
 
 
 def module(name: str):
@@ -29,7 +36,7 @@ def module(name: str):
     mod = _modules.get(name)
     if mod is None:
         import cupy
-        src = Path(SOURCE_DIR, f"{name}.cu").read_text()
+        src = Path(kernel_dir(), f"{name}.cu").read_text()
         t0 = time.perf_counter()
         mod = cupy.RawModule(code=src, options=options(), backend="nvrtc")
         mod.compile()

@@ -15,9 +15,10 @@ from ..r1cs import R1CS
 class Assignment:
     inputs: np.ndarray    # object[num_inputs], inputs[0] == 1
     aux: np.ndarray       # object[num_aux]
-    a: np.ndarray         # object[n]: constraint rows, then one row per input, then zeros
-    b: np.ndarray
-    c: np.ndarray
+    a: np.ndarray | None  # object[n]: constraint rows, then one row per input, then zeros
+    b: np.ndarray | None
+    c: np.ndarray | None
+    abc_dev: object = None  # on the GPU backend: device uint32[3, n, 8], Montgomery (a, b, c on host are None)
 
     @property
     def z(self) -> np.ndarray:
@@ -50,13 +51,15 @@ def assign(r1cs: R1CS, inputs: np.ndarray, aux: np.ndarray, domain: Domain) -> A
 
 
 def synthesize(name: str, log_size: int, opts: OptSet, domain: Domain | None = None,
-               seeds=(1,)) -> tuple[R1CS, list[Assignment]]:
-    """Build each circuit of the batch (one witness seed each) and assign it."""
+               seeds=(1,), assign_fn=None) -> tuple[R1CS, list[Assignment]]:
+    """Build each circuit of the batch (one witness seed each) and assign it (on the host,
+    or with the backend's `assign_fn`)."""
+    assign_fn = assign_fn or assign
     r1cs0, result = None, []
     for seed in seeds:
         r1cs, inputs, aux = circuits.build(name, log_size, opts=opts, seed=seed)
         if r1cs0 is None:
             r1cs0 = r1cs
             domain = domain or Domain.for_size(r1cs.qap_rows)
-        result.append(assign(r1cs, inputs, aux, domain))
+        result.append(assign_fn(r1cs, inputs, aux, domain))
     return r1cs0, result

@@ -1,0 +1,104 @@
+"""Kernel microbenchmarks timed by CUDA events (the device side of `cuzk micro`).
+
+Each `make_*` builds inputs once and returns (run, work): run(loops) executes the kernel
+`loops` times and returns the device seconds; `work` is the element count per call.
+Floors (design §7) give the ratio reported beside each figure.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..poly import Domain
+
+FLOORS = {           # seconds or rates measured/modelled on the H200 (design §7)
+    "ntt_27": 0.030,
+    "fp_mul_rate": 2.8e10,
+}
+
+
+def _events(fn, loops: int) -> float:
+    import cupy
+    a, b = cupy.cuda.Event(), cupy.cuda.Event()
+    a.record()
+    for _ in range(loops):
+        fn()
+    b.record()
+    b.synchronize()
+    return cupy.cuda.get_elapsed_time(a, b) / 1e3
+
+
+def random_fr(n: int, batch: int = 1, seed: int = 1):
+    """Device uint32[batch, n, 8]: fresh random elements below 2^252, in Montgomery form."""
+    import cupy
+    from .fr import to_mont
+    rng = cupy.random.default_rng(seed)
+    out = cupy.empty((batch * n, 8), dtype=cupy.uint32)
+    step = 1 << 22
+    for i in range(0, batch * n, step):
+        k = min(step, batch * n - i)
+        out[i:i + k] = rng.integers(0, 2**32, size=(k, 8), dtype=cupy.uint64).astype(cupy.uint32)
+    out[:, 7] &= 0x0FFFFFFF
+    to_mont(out)
+    return out.reshape(batch, n, 8) if batch > 1 else out.reshape(n, 8)
+
+
+def make_mul(field: str, threads: int = 1 << 20, iters: int = 256):
+    import cupy
+    from .loader import kernel
+    words = 12 if field == "fp" else 8
+    rng = cupy.random.default_rng(3)
+    data = rng.integers(0, 2**32, size=(4 * threads, words), dtype=cupy.uint64).astype(cupy.uint32)
+    data[:, words - 1] &= 0x0FFFFFFF
+    f = kernel("field_ops", f"{field}_mul_bench")
+    block = 256
+
+    def run(loops: int) -> float:
+        return _events(lambda: f((threads // block,), (block,), (data, np.int32(iters))), loops)
+    return run, 4 * threads * iters
+
+
+def make_ntt(log_n: int, kind: str = "dif", generator: int = 7):
+    from . import ntt as G
+    x = random_fr(1 << log_n)
+    if kind == "dif":
+        def call(): G.dif(x, log_n, generator)
+    else:
+        def call(): G.bit_reverse(G.dif(x, log_n, generator), log_n)
+
+    def run(loops: int) -> float:
+        return _events(call, loops)
+    return run, 1 << log_n
+
+
+def make_h(log_n: int, convention: str = "coeff", generator: int = 7):
+    from .h import h_scalars
+    d = Domain(log_n, generator)
+    abc = random_fr(d.n, 3)
+    work = abc.copy()
+
+    def call():
+        work[...] = abc
+        h_scalars(work, d, convention, check=False)
+
+    def run(loops: int) -> float:
+        return _events(call, loops)
+    return run, d.n
+
+
+def make_spmv(log_n: int):
+    from .. import circuits
+    from . import spmv
+    from .fr import upload
+    r1cs, inputs, aux = circuits.build("porep_like", log_n)
+    dev = spmv.DeviceR1CS.of(r1cs)
+    z = upload(np.concatenate([inputs, aux]))
+    n = Domain.for_size(r1cs.qap_rows).n
+
+    def run(loops: int) -> float:
+        return _events(lambda: spmv.evaluate(dev, z, n, check=False), loops)
+    return run, r1cs.A.nnz + r1cs.B.nnz + r1cs.C.nnz
+
+
+def median_time(run, loops: int = 1, repeat: int = 7) -> float:
+    run(1)                                       # warm-up: compile, tables, allocator
+    return float(np.median([run(loops) / loops for _ in range(repeat)]))

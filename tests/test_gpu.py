@@ -1,0 +1,234 @@
+"""GPU kernels against the CPU reference, on fresh random inputs with poisoned outputs.
+Run on the device machine: `pytest -m gpu`. Skipped where there is no GPU."""
+import random
+
+import numpy as np
+import pytest
+
+from cuzk import field as F
+from cuzk import poly
+from cuzk.opts import resolve
+from cuzk.phases import ntt_msm_h as cpu_h
+from cuzk.phases.synthesis import assign, synthesize
+from cuzk.poly import Domain
+
+pytestmark = pytest.mark.gpu
+
+SIZES = [1, 31, 1000, 4097]            # not multiples of the block size
+
+
+@pytest.fixture(scope="module")
+def cp():
+    import cupy
+    return cupy
+
+
+def rnd(mod, n, seed):
+    rng = random.Random(seed)
+    return np.array([rng.randrange(mod) for _ in range(n)], dtype=object)
+
+
+def launch(cp, name, out, *args):
+    from cuzk.gpu.loader import kernel
+    n = out.shape[0]
+    kernel("field_ops", name)(((n + 255) // 256,), (256,), (out, *args, np.int64(n)))
+
+
+FIELDS = {
+    "fp": (F.P, F.fp_to_limbs, F.fp_from_limbs, 12),
+    "fr": (F.R, F.fr_to_limbs, F.fr_from_limbs, 8),
+}
+OPS = {
+    "mul": lambda x, y, m: x * y % m, "add": lambda x, y, m: (x + y) % m,
+    "sub": lambda x, y, m: (x - y) % m,
+}
+UNARY = {
+    "sqr": lambda x, m: x * x % m, "neg": lambda x, m: (-x) % m,
+    "inv": lambda x, m: pow(int(x), -1, m) if x else 0,
+}
+
+
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("op", sorted(OPS))
+@pytest.mark.parametrize("fld", sorted(FIELDS))
+def test_field_binary(cp, fld, op, n):
+    mod, to, frm, w = FIELDS[fld]
+    x, y = rnd(mod, n, n), rnd(mod, n, n + 1)
+    x[0], y[-1] = 0, mod - 1                         # edge values
+    out = cp.full((n, w), 0xFFFFFFFF, dtype=cp.uint32)
+    launch(cp, f"{fld}_{op}", out, cp.asarray(to(x)), cp.asarray(to(y)))
+    got = frm(cp.asnumpy(out))
+    want = np.array([OPS[op](int(a), int(b), mod) for a, b in zip(x, y)], dtype=object)
+    assert (got == want).all()
+
+
+@pytest.mark.parametrize("op", sorted(UNARY))
+@pytest.mark.parametrize("fld", sorted(FIELDS))
+def test_field_unary(cp, fld, op):
+    mod, to, frm, w = FIELDS[fld]
+    n = 300 if op == "inv" else 4097
+    x = rnd(mod, n, 7)
+    x[0], x[1] = 0, 1
+    out = cp.full((n, w), 0xFFFFFFFF, dtype=cp.uint32)
+    launch(cp, f"{fld}_{op}", out, cp.asarray(to(x)))
+    assert (frm(cp.asnumpy(out)) == np.array([UNARY[op](int(a), mod) for a in x], dtype=object)).all()
+
+
+@pytest.mark.parametrize("fld", sorted(FIELDS))
+def test_montgomery_conversion(cp, fld):
+    mod, to, frm, w = FIELDS[fld]
+    x = rnd(mod, 999, 3)
+    out = cp.full((999, w), 0xFFFFFFFF, dtype=cp.uint32)
+    launch(cp, f"{fld}_to_mont", out, cp.asarray(to(x, mont=False)))
+    assert (frm(cp.asnumpy(out)) == x).all()
+    launch(cp, f"{fld}_from_mont", out, cp.asarray(to(x)))
+    assert (frm(cp.asnumpy(out), mont=False) == x).all()
+
+
+def _fp2(v):
+    return v[0::2], v[1::2]
+
+
+@pytest.mark.parametrize("op", ["mul", "add", "sub", "sqr", "inv"])
+def test_fp2(cp, op):
+    n = 257 if op != "inv" else 64
+    xs, ys = rnd(F.P, 2 * n, 11), rnd(F.P, 2 * n, 12)
+    out = cp.full((n, 24), 0xFFFFFFFF, dtype=cp.uint32)
+    a = cp.asarray(F.fp_to_limbs(xs).reshape(n, 24))
+    b = cp.asarray(F.fp_to_limbs(ys).reshape(n, 24))
+    launch(cp, f"fp2_{op}", out, a, b) if op in ("mul", "add", "sub") else launch(cp, f"fp2_{op}", out, a)
+    got = F.fp_from_limbs(cp.asnumpy(out).reshape(2 * n, 12))
+    p = F.P
+    for i in range(n):
+        x0, x1, y0, y1 = int(xs[2 * i]), int(xs[2 * i + 1]), int(ys[2 * i]), int(ys[2 * i + 1])
+        if op == "mul":
+            want = ((x0 * y0 - x1 * y1) % p, (x0 * y1 + x1 * y0) % p)
+        elif op == "add":
+            want = ((x0 + y0) % p, (x1 + y1) % p)
+        elif op == "sub":
+            want = ((x0 - y0) % p, (x1 - y1) % p)
+        elif op == "sqr":
+            want = ((x0 * x0 - x1 * x1) % p, (2 * x0 * x1) % p)
+        else:
+            d = pow(x0 * x0 + x1 * x1, -1, p)
+            want = (x0 * d % p, (-x1 * d) % p)
+        assert (got[2 * i], got[2 * i + 1]) == want, i
+
+
+# --- NTT ---
+
+NTT_SIZES = [1, 2, 3, 5, 9, 10, 11, 13, 16]
+
+
+@pytest.mark.parametrize("gen", [7, 5])
+@pytest.mark.parametrize("log_n", NTT_SIZES)
+def test_ntt_forward_inverse_coset(cp, log_n, gen):
+    from cuzk.gpu import fr as gfr
+    from cuzk.gpu import ntt as G
+    d = Domain(log_n, gen)
+    a = rnd(F.R, d.n, log_n * 10 + gen)
+    x = gfr.upload(a)
+    assert (gfr.download(G.ntt(x, log_n, gen)) == poly.ntt(a, d.omega)).all()
+    assert (gfr.download(G.intt(x, log_n, gen)) == poly.intt(a, d.omega)).all()
+    g = d.coset_shift
+    assert (gfr.download(G.coset_ntt(x, log_n, g, gen)) == poly.coset_ntt(a, d.omega, g)).all()
+    assert (gfr.download(G.coset_intt(x, log_n, g, gen)) == poly.coset_intt(a, d.omega, g)).all()
+
+
+@pytest.mark.parametrize("batch", [1, 3, 5])
+def test_ntt_batch_dif_dit_roundtrip(cp, batch):
+    from cuzk.gpu import fr as gfr
+    from cuzk.gpu import ntt as G
+    log_n, gen = 12, 5
+    d = Domain(log_n, gen)
+    vs = [rnd(F.R, d.n, 100 + i) for i in range(batch)]
+    x = gfr.upload(np.concatenate(vs)).reshape(batch, d.n, 8)
+    G.dif(x, log_n, gen)
+    ref = [poly.ntt(v, d.omega)[poly.bitrev_perm(d.n)] for v in vs]
+    assert (gfr.download(x) == np.concatenate(ref)).all()
+    G.dit(x, log_n, gen, inverse=True)                       # back, times n
+    n_ = d.n
+    assert (gfr.download(x) == np.concatenate([(v * n_) % F.R for v in vs])).all()
+
+
+def test_ntt_large_against_naive_points(cp):
+    """2^20: the GPU result at a few random points against direct evaluation."""
+    from cuzk.gpu import fr as gfr
+    from cuzk.gpu import ntt as G
+    log_n = 20
+    d = Domain(log_n, 7)
+    rng = np.random.default_rng(5)
+    limbs = rng.integers(0, 2**32, size=(d.n, 8), dtype=np.uint64).astype(np.uint32)
+    limbs[:, 7] &= 0x0FFFFFFF                                # below r
+    x = cp.asarray(limbs)
+    coeffs = F.limbs_to_ints(limbs)
+    gfr.to_mont(x)
+    y = gfr.download(G.ntt(x, log_n, 7)[[0, 1, 12345, d.n - 1]])
+    for got, i in zip(y, [0, 1, 12345, d.n - 1]):
+        pt = pow(d.omega, i, F.R)
+        acc = 0
+        for c in reversed(coeffs.tolist()):
+            acc = (acc * pt + c) % F.R
+        assert got == acc
+
+
+# --- a/b/c evaluation and H ---
+
+@pytest.mark.parametrize("circuit", ["porep_like", "mulchain"])
+def test_spmv_matches_cpu(cp, circuit):
+    from cuzk.backend.cuda import CudaBackend
+    from cuzk.gpu import fr as gfr
+    r1cs, inputs, aux = __import__("cuzk.circuits", fromlist=["build"]).build(circuit, 11, seed=3)
+    d = Domain.for_size(r1cs.qap_rows)
+    host = assign(r1cs, inputs, aux, d)
+    dev = CudaBackend().assign(r1cs, inputs, aux, d)
+    got = gfr.download(dev.abc_dev).reshape(3, d.n)
+    assert (got[0] == host.a).all() and (got[1] == host.b).all() and (got[2] == host.c).all()
+
+
+def test_spmv_unsatisfied_names_constraint(cp):
+    from cuzk import circuits
+    from cuzk.backend.cuda import CudaBackend
+    from cuzk.r1cs import UnsatisfiedError
+    r1cs, inputs, aux = circuits.build("porep_like", 10, seed=3)
+    aux = aux.copy()
+    aux[5] = (aux[5] + 1) % F.R
+    d = Domain.for_size(r1cs.qap_rows)
+    with pytest.raises(UnsatisfiedError) as gpu_err:
+        CudaBackend().assign(r1cs, inputs, aux, d)
+    with pytest.raises(UnsatisfiedError) as cpu_err:
+        assign(r1cs, inputs, aux, d)
+    assert str(gpu_err.value).split(" fails")[0] == str(cpu_err.value).split(" fails")[0]
+
+
+@pytest.mark.parametrize("gen", [7, 5])
+@pytest.mark.parametrize("convention", ["coeff", "odd_lagrange"])
+def test_h_matches_cpu(cp, convention, gen):
+    from cuzk.backend.cuda import CudaBackend
+    from cuzk.gpu import fr as gfr
+    from cuzk.gpu.h import h_scalars
+    r1cs, asgs = synthesize("porep_like", 10, resolve(), domain=Domain(10, gen), seeds=(4,))
+    d = Domain(10, gen)
+    want = cpu_h.h_scalars(asgs[0].a, asgs[0].b, asgs[0].c, d, convention)
+    dev = CudaBackend().assign(r1cs, asgs[0].inputs, asgs[0].aux, d)
+    got = gfr.download(h_scalars(dev.abc_dev.copy(), d, convention))
+    assert len(got) == len(want) and (got == want).all()
+
+
+@pytest.mark.parametrize("convention", ["coeff", "odd_lagrange"])
+def test_mixed_pipeline_proofs_verify(cp, convention):
+    from cuzk.backend.cuda import CudaBackend
+    from cuzk.groth16 import verify
+    from cuzk.keygen import cached_setup
+    from cuzk.prover import Prover
+    from cuzk.timing import PhaseTimer
+    be = CudaBackend()
+    r1cs, asgs = synthesize("porep_like", 10, resolve(), seeds=(1, 2, 3), assign_fn=be.assign)
+    pk, _, _ = cached_setup(r1cs, convention, 5)
+    timer = PhaseTimer(device=be.timer_device())
+    proofs = Prover(be, pk).prove(asgs, timer, rng=random.Random(2))
+    vk = pk.verifying_key()
+    assert all(verify(vk, a.public, p) for a, p in zip(asgs, proofs))
+    rec = timer.as_dict()
+    assert rec["ntt_msm_h"]["impl"] == "mixed" and rec["ntt_msm_h"]["device_s"] > 0
+    assert rec["tail_msm"]["impl"] == "cpu" and rec["tail_msm"]["device_s"] is None
