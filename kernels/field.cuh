@@ -4,6 +4,12 @@
 #pragma once
 #include "layout.cuh"
 
+// Carry chains are runs of separate asm statements; `asm volatile` keeps the front end
+// from reordering them. Experiments may override it.
+#ifndef CUZK_ASM
+#define CUZK_ASM asm volatile
+#endif
+
 namespace cuzk {
 
 struct fp_params {
@@ -82,10 +88,10 @@ struct mont_t {
     // r = t - p if t >= p else t, for t < 2p held in N limbs plus a top word `hi`.
     __device__ __forceinline__ static mont_t reduce_once(const uint32_t* t, uint32_t hi) {
         uint32_t s[N], borrow;
-        asm volatile("sub.cc.u32 %0, %1, %2;" : "=r"(s[0]) : "r"(t[0]), "r"(P::mod(0)));
+        CUZK_ASM("sub.cc.u32 %0, %1, %2;" : "=r"(s[0]) : "r"(t[0]), "r"(P::mod(0)));
 #pragma unroll
-        for (int j = 1; j < N; j++) asm volatile("subc.cc.u32 %0, %1, %2;" : "=r"(s[j]) : "r"(t[j]), "r"(P::mod(j)));
-        asm volatile("subc.u32 %0, %1, 0;" : "=r"(borrow) : "r"(hi));
+        for (int j = 1; j < N; j++) CUZK_ASM("subc.cc.u32 %0, %1, %2;" : "=r"(s[j]) : "r"(t[j]), "r"(P::mod(j)));
+        CUZK_ASM("subc.u32 %0, %1, 0;" : "=r"(borrow) : "r"(hi));
         mont_t r;
 #pragma unroll
         for (int j = 0; j < N; j++) r.v[j] = borrow ? t[j] : s[j];
@@ -94,25 +100,25 @@ struct mont_t {
 
     __device__ __forceinline__ friend mont_t operator+(const mont_t& a, const mont_t& b) {
         uint32_t t[N], hi;
-        asm volatile("add.cc.u32 %0, %1, %2;" : "=r"(t[0]) : "r"(a.v[0]), "r"(b.v[0]));
+        CUZK_ASM("add.cc.u32 %0, %1, %2;" : "=r"(t[0]) : "r"(a.v[0]), "r"(b.v[0]));
 #pragma unroll
-        for (int j = 1; j < N; j++) asm volatile("addc.cc.u32 %0, %1, %2;" : "=r"(t[j]) : "r"(a.v[j]), "r"(b.v[j]));
-        asm volatile("addc.u32 %0, 0, 0;" : "=r"(hi));
+        for (int j = 1; j < N; j++) CUZK_ASM("addc.cc.u32 %0, %1, %2;" : "=r"(t[j]) : "r"(a.v[j]), "r"(b.v[j]));
+        CUZK_ASM("addc.u32 %0, 0, 0;" : "=r"(hi));
         return reduce_once(t, hi);
     }
 
     __device__ __forceinline__ friend mont_t operator-(const mont_t& a, const mont_t& b) {
         uint32_t t[N], borrow;
-        asm volatile("sub.cc.u32 %0, %1, %2;" : "=r"(t[0]) : "r"(a.v[0]), "r"(b.v[0]));
+        CUZK_ASM("sub.cc.u32 %0, %1, %2;" : "=r"(t[0]) : "r"(a.v[0]), "r"(b.v[0]));
 #pragma unroll
-        for (int j = 1; j < N; j++) asm volatile("subc.cc.u32 %0, %1, %2;" : "=r"(t[j]) : "r"(a.v[j]), "r"(b.v[j]));
-        asm volatile("subc.u32 %0, 0, 0;" : "=r"(borrow));
+        for (int j = 1; j < N; j++) CUZK_ASM("subc.cc.u32 %0, %1, %2;" : "=r"(t[j]) : "r"(a.v[j]), "r"(b.v[j]));
+        CUZK_ASM("subc.u32 %0, 0, 0;" : "=r"(borrow));
         // add p back when it went negative: p & borrow-mask
         mont_t r;
-        asm volatile("add.cc.u32 %0, %1, %2;" : "=r"(r.v[0]) : "r"(t[0]), "r"(P::mod(0) & borrow));
+        CUZK_ASM("add.cc.u32 %0, %1, %2;" : "=r"(r.v[0]) : "r"(t[0]), "r"(P::mod(0) & borrow));
 #pragma unroll
         for (int j = 1; j < N; j++)
-            asm volatile("addc.cc.u32 %0, %1, %2;" : "=r"(r.v[j]) : "r"(t[j]), "r"(P::mod(j) & borrow));
+            CUZK_ASM("addc.cc.u32 %0, %1, %2;" : "=r"(r.v[j]) : "r"(t[j]), "r"(P::mod(j) & borrow));
         return r;
     }
 
@@ -126,26 +132,26 @@ struct mont_t {
 #pragma unroll
         for (int i = 0; i < N; i++) {
             const uint32_t bi = b.v[i];
-            asm volatile("mad.lo.cc.u32 %0, %1, %2, %0;" : "+r"(t[0]) : "r"(a.v[0]), "r"(bi));
+            CUZK_ASM("mad.lo.cc.u32 %0, %1, %2, %0;" : "+r"(t[0]) : "r"(a.v[0]), "r"(bi));
 #pragma unroll
-            for (int j = 1; j < N; j++) asm volatile("madc.lo.cc.u32 %0, %1, %2, %0;" : "+r"(t[j]) : "r"(a.v[j]), "r"(bi));
-            asm volatile("addc.cc.u32 %0, %0, 0;" : "+r"(t[N]));
-            asm volatile("addc.u32 %0, %0, 0;" : "+r"(t[N + 1]));
-            asm volatile("mad.hi.cc.u32 %0, %1, %2, %0;" : "+r"(t[1]) : "r"(a.v[0]), "r"(bi));
+            for (int j = 1; j < N; j++) CUZK_ASM("madc.lo.cc.u32 %0, %1, %2, %0;" : "+r"(t[j]) : "r"(a.v[j]), "r"(bi));
+            CUZK_ASM("addc.cc.u32 %0, %0, 0;" : "+r"(t[N]));
+            CUZK_ASM("addc.u32 %0, %0, 0;" : "+r"(t[N + 1]));
+            CUZK_ASM("mad.hi.cc.u32 %0, %1, %2, %0;" : "+r"(t[1]) : "r"(a.v[0]), "r"(bi));
 #pragma unroll
-            for (int j = 1; j < N; j++) asm volatile("madc.hi.cc.u32 %0, %1, %2, %0;" : "+r"(t[j + 1]) : "r"(a.v[j]), "r"(bi));
-            asm volatile("addc.u32 %0, %0, 0;" : "+r"(t[N + 1]));
+            for (int j = 1; j < N; j++) CUZK_ASM("madc.hi.cc.u32 %0, %1, %2, %0;" : "+r"(t[j + 1]) : "r"(a.v[j]), "r"(bi));
+            CUZK_ASM("addc.u32 %0, %0, 0;" : "+r"(t[N + 1]));
 
             const uint32_t m = t[0] * P::INV;
-            asm volatile("mad.lo.cc.u32 %0, %1, %2, %0;" : "+r"(t[0]) : "r"(m), "r"(P::mod(0)));
+            CUZK_ASM("mad.lo.cc.u32 %0, %1, %2, %0;" : "+r"(t[0]) : "r"(m), "r"(P::mod(0)));
 #pragma unroll
-            for (int j = 1; j < N; j++) asm volatile("madc.lo.cc.u32 %0, %1, %2, %0;" : "+r"(t[j]) : "r"(m), "r"(P::mod(j)));
-            asm volatile("addc.cc.u32 %0, %0, 0;" : "+r"(t[N]));
-            asm volatile("addc.u32 %0, %0, 0;" : "+r"(t[N + 1]));
-            asm volatile("mad.hi.cc.u32 %0, %1, %2, %0;" : "+r"(t[1]) : "r"(m), "r"(P::mod(0)));
+            for (int j = 1; j < N; j++) CUZK_ASM("madc.lo.cc.u32 %0, %1, %2, %0;" : "+r"(t[j]) : "r"(m), "r"(P::mod(j)));
+            CUZK_ASM("addc.cc.u32 %0, %0, 0;" : "+r"(t[N]));
+            CUZK_ASM("addc.u32 %0, %0, 0;" : "+r"(t[N + 1]));
+            CUZK_ASM("mad.hi.cc.u32 %0, %1, %2, %0;" : "+r"(t[1]) : "r"(m), "r"(P::mod(0)));
 #pragma unroll
-            for (int j = 1; j < N; j++) asm volatile("madc.hi.cc.u32 %0, %1, %2, %0;" : "+r"(t[j + 1]) : "r"(m), "r"(P::mod(j)));
-            asm volatile("addc.u32 %0, %0, 0;" : "+r"(t[N + 1]));
+            for (int j = 1; j < N; j++) CUZK_ASM("madc.hi.cc.u32 %0, %1, %2, %0;" : "+r"(t[j + 1]) : "r"(m), "r"(P::mod(j)));
+            CUZK_ASM("addc.u32 %0, %0, 0;" : "+r"(t[N + 1]));
             // t_0 is now 0: shift down one limb
 #pragma unroll
             for (int j = 0; j < N + 1; j++) t[j] = t[j + 1];

@@ -63,13 +63,14 @@ ntt_pass(uint32_t* data, int log_n, int log_sub, int k, int log_c, int dit,
         const int i0 = ((bf >> st) << (st + 1)) + j, i1 = i0 + h;
         fr_t x = sm_get(sm, E, i0 * C + c), y = sm_get(sm, E, i1 * C + c);
         const fr_t w = fr_t::load(tw_small + ((long long)j << (NTT_KMAX - st - 1)) * FR_W);
+        // stage 0 has only w = 1: no multiplication there
         if (dit) {
-            y = y * w;
+            if (st > 0) y = y * w;
             sm_put(sm, E, i0 * C + c, x + y);
             sm_put(sm, E, i1 * C + c, x - y);
         } else {
             sm_put(sm, E, i0 * C + c, x + y);
-            sm_put(sm, E, i1 * C + c, (x - y) * w);
+            sm_put(sm, E, i1 * C + c, st > 0 ? (x - y) * w : x - y);
         }
         __syncthreads();
     }
