@@ -260,6 +260,9 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("public")
     v.add_argument("proof")
     v.set_defaults(func=cmd_verify)
+    sub.add_parser("micro", add_help=False,
+                   help="pyperf kernel microbenchmarks: micro ntt|intt|h|spmv|fp_mul|fr_mul [--log-size K] "
+                        "[pyperf options, e.g. -o out.json]")
     return p
 
 
@@ -270,6 +273,10 @@ def main(argv=None) -> int:
     from .opts import OptError
     from .r1cs import UnsatisfiedError
 
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["micro"]:
+        from .micro import main as micro_main      # pyperf owns the command line there
+        return micro_main(argv[1:])
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)

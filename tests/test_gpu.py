@@ -232,3 +232,32 @@ def test_mixed_pipeline_proofs_verify(cp, convention):
     rec = timer.as_dict()
     assert rec["ntt_msm_h"]["impl"] == "mixed" and rec["ntt_msm_h"]["device_s"] > 0
     assert rec["tail_msm"]["impl"] == "cpu" and rec["tail_msm"]["device_s"] is None
+
+
+@pytest.mark.parametrize("log_n", [24, 27])
+def test_ntt_full_size(cp, log_n):
+    """Dense random round trip at full size, and a sparse input checked at random points."""
+    from cuzk.gpu import fr as gfr
+    from cuzk.gpu import micro
+    from cuzk.gpu import ntt as G
+    d = Domain(log_n, 5)
+    x0 = micro.random_fr(d.n, seed=log_n)
+    x = x0.copy()
+    G.dif(x, log_n, 5)
+    G.dit(x, log_n, 5, inverse=True)
+    n_mont = gfr.upload([d.n])
+    from cuzk.gpu.loader import kernel
+    scaled = cp.empty_like(x0)
+    kernel("field_ops", "fr_mul")(((d.n + 255) // 256,), (256,), (scaled, x0, cp.broadcast_to(n_mont, x0.shape).copy(), np.int64(d.n)))
+    assert bool((x == scaled).all())
+    rng = random.Random(log_n)
+    pos = rng.sample(range(d.n), 16)
+    coeffs = {p: rng.randrange(F.R) for p in pos}
+    sparse = cp.zeros((d.n, 8), dtype=cp.uint32)
+    sparse[cp.asarray(pos)] = gfr.upload([coeffs[p] for p in pos])
+    y = G.ntt(sparse, log_n, 5)
+    idx = [0, 1, d.n - 1] + rng.sample(range(d.n), 5)
+    got = gfr.download(y[cp.asarray(idx)])
+    for i, g in zip(idx, got):
+        pt = pow(d.omega, i, F.R)
+        assert g == sum(c * pow(pt, p, F.R) for p, c in coeffs.items()) % F.R
