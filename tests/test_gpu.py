@@ -261,3 +261,24 @@ def test_ntt_full_size(cp, log_n):
     for i, g in zip(idx, got):
         pt = pow(d.omega, i, F.R)
         assert g == sum(c * pow(pt, p, F.R) for p, c in coeffs.items()) % F.R
+
+
+def test_prep_msm_matches_cpu(cp):
+    from cuzk.gpu import fr as gfr
+    from cuzk.gpu.prep import prep_msm as gpu_prep
+    from cuzk.phases.prep_msm import prep_msm as cpu_prep
+    rng = random.Random(9)
+    n, ni = 5000, 3
+    zs = []
+    for c in range(3):
+        z = np.array([rng.choice([0, 1, 1, rng.randrange(F.R)]) for _ in range(n)], dtype=object)
+        z[0] = 1
+        zs.append(z)
+    zs[2][17] = F.R - 1
+    want = cpu_prep(zs, ni)
+    got = gpu_prep(gfr.upload(np.concatenate(zs)).reshape(3, n, 8), ni)
+    assert got.counts == want.counts
+    assert cp.asnumpy(got.tail).tolist() == want.tail.tolist()
+    for g, w in zip(got.ones, want.ones):
+        assert cp.asnumpy(g).tolist() == w.tolist()
+    assert cp.asnumpy(got.aux_part(got.tail)).tolist() == want.aux_part(want.tail).tolist()
