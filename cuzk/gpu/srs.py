@@ -1,0 +1,57 @@
+"""The proving key resident on the GPU: every point section uploaded once, kept across proofs.
+
+Before uploading, the key's size is checked against the device's free memory; a key that
+does not fit fails with a message naming both sizes and leaves nothing allocated.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+SECTIONS = ("a", "b_g1", "b_g2", "l", "h")
+
+
+class DeviceMemoryError(MemoryError):
+    pass
+
+
+@dataclass
+class DeviceBases:
+    group: int
+    limbs: object      # cupy uint32[n, 24 or 48]
+    inf: object        # cupy bool[n]
+
+    def __len__(self) -> int:
+        return int(self.inf.shape[0])
+
+
+def key_bytes(pk, sections=SECTIONS) -> int:
+    return sum(pk.points[s].limbs.nbytes + len(pk.points[s]) for s in sections)
+
+
+class DeviceKey:
+    def __init__(self, pk, sections=SECTIONS, headroom: float = 0.05):
+        import cupy
+        need = key_bytes(pk, sections)
+        free, total = cupy.cuda.runtime.memGetInfo()
+        pool = cupy.get_default_memory_pool()
+        avail = free + (pool.total_bytes() - pool.used_bytes())
+        if need > avail * (1 - headroom):
+            raise DeviceMemoryError(f"proving key needs {need / 2**30:.2f} GiB on the GPU but only "
+                                    f"{avail / 2**30:.2f} GiB of {total / 2**30:.2f} GiB is free")
+        self.sections: dict[str, DeviceBases] = {}
+        try:
+            for s in sections:
+                p = pk.points[s]
+                self.sections[s] = DeviceBases(p.group, cupy.asarray(p.limbs), cupy.asarray(p.inf))
+        except cupy.cuda.memory.OutOfMemoryError as e:
+            self.release()
+            raise DeviceMemoryError(f"proving key ({need / 2**30:.2f} GiB) did not fit on the GPU: {e}") from e
+        self.nbytes = need
+
+    def release(self) -> None:
+        import cupy
+        self.sections.clear()
+        cupy.get_default_memory_pool().free_all_blocks()
+
+    def __getitem__(self, name: str) -> DeviceBases:
+        return self.sections[name]
