@@ -124,7 +124,7 @@ def cmd_bench(args) -> int:
     opts = resolve(args.opt)
     if args.circuits < 1:
         raise CliError("--circuits must be >= 1")
-    backend = get_backend(args.backend)
+    backend = get_backend(args.backend, opts=opts)
     gpu_before = gpu_state() if backend.name != "cpu" else None
     timer = PhaseTimer(device=backend.timer_device())
     with timer.phase("synthesis", backend.phase_impl("synthesis")):

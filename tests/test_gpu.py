@@ -282,3 +282,13 @@ def test_prep_msm_matches_cpu(cp):
     for g, w in zip(got.ones, want.ones):
         assert cp.asnumpy(g).tolist() == w.tolist()
     assert cp.asnumpy(got.aux_part(got.tail)).tolist() == want.aux_part(want.tail).tolist()
+
+
+def test_b1_pinned_upload_same_abc(cp):
+    from cuzk import circuits
+    from cuzk.backend.cuda import CudaBackend
+    r1cs, inputs, aux = circuits.build("porep_like", 10, seed=8)
+    d = Domain.for_size(r1cs.qap_rows)
+    on = CudaBackend(resolve("none,+B1", env=False)).assign(r1cs, inputs, aux, d)
+    off = CudaBackend(resolve("none", env=False)).assign(r1cs, inputs, aux, d)
+    assert bool((on.abc_dev == off.abc_dev).all())

@@ -25,7 +25,7 @@ def gpu_status() -> tuple[bool, str]:
     return True, f"{n} CUDA device(s)"
 
 
-def get_backend(name: str = "auto", log=None) -> Backend:
+def get_backend(name: str = "auto", log=None, opts=None) -> Backend:
     log = log or (lambda msg: print(msg, file=sys.stderr))
     if name not in ("auto", "cpu", "cuda"):
         raise BackendError(f"unknown backend {name!r}; use auto, cpu or cuda")
@@ -38,9 +38,9 @@ def get_backend(name: str = "auto", log=None) -> Backend:
                 why = f"the cuda backend is not available in this build ({e})"
                 ok = False
             else:
-                return CudaBackend()
+                return CudaBackend(opts)
         if name == "cuda":
             raise BackendError(f"--backend cuda: {why}")
         log(f"cuzk: no GPU backend ({why}); using the CPU reference")
     from .cpu import CpuBackend
-    return CpuBackend()
+    return CpuBackend(opts)

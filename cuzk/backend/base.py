@@ -7,6 +7,10 @@ from abc import ABC, abstractmethod
 class Backend(ABC):
     name = "abstract"
 
+    def __init__(self, opts=None):
+        from ..opts import resolve
+        self.opts = opts if opts is not None else resolve()
+
     def phase_impl(self, phase: str) -> str:
         """Which implementation runs a phase: the backend's own, or 'cpu' where it falls back."""
         return self.name

@@ -46,7 +46,7 @@ class CudaBackend(CpuBackend):
         if len(inputs) != r1cs.num_inputs or len(aux) != r1cs.num_aux:
             raise ValueError(f"witness sizes ({len(inputs)} inputs, {len(aux)} aux) do not match the "
                              f"circuit ({r1cs.num_inputs}, {r1cs.num_aux})")
-        z = gfr.upload(np.concatenate([inputs, aux]))
+        z = gfr.upload(np.concatenate([inputs, aux]), pinned=self.opts.enabled("B1"))
         abc = spmv.evaluate(spmv.DeviceR1CS.of(r1cs), z, domain.n)
         return Assignment(inputs, aux, None, None, None, abc_dev=abc)
 

@@ -13,10 +13,23 @@ def _launch(name: str, out, a, n: int) -> None:
     kernel("field_ops", name)(((n + THREADS - 1) // THREADS,), (THREADS,), (out, a, np.int64(n)))
 
 
-def upload(values, mont: bool = True):
-    """Host Fr ints -> device uint32[n, 8] (Montgomery when mont), converted on the GPU."""
+def _pinned_copy(host: np.ndarray):
+    """Stage a host array in page-locked memory, then copy it to the device (optimization B1)."""
     import cupy
-    limbs = cupy.asarray(ints_to_limbs(fr_array(values), FR_LIMBS))
+    mem = cupy.cuda.alloc_pinned_memory(host.nbytes)
+    staged = np.frombuffer(mem, dtype=host.dtype, count=host.size).reshape(host.shape)
+    staged[...] = host
+    out = cupy.empty(host.shape, dtype=host.dtype)
+    out.set(staged)
+    return out
+
+
+def upload(values, mont: bool = True, pinned: bool = False):
+    """Host Fr ints -> device uint32[n, 8] (Montgomery when mont), converted on the GPU.
+    `pinned` stages the limbs in page-locked host memory first (B1)."""
+    import cupy
+    host = ints_to_limbs(fr_array(values), FR_LIMBS)
+    limbs = _pinned_copy(host) if pinned else cupy.asarray(host)
     if mont and len(limbs):
         _launch("fr_to_mont", limbs, limbs, len(limbs))
     return limbs
