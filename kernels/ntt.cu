@@ -29,31 +29,31 @@ __device__ __forceinline__ void sm_put(uint32_t* sm, int E, int slot, const fr_t
     for (int w = 0; w < FR_W; w++) sm[w * E + slot] = x.v[w];
 }
 
-extern "C" __global__ void __launch_bounds__(512)
+extern "C" __global__ void __launch_bounds__(512, 2)
 ntt_pass(uint32_t* data, int log_n, int log_sub, int k, int log_c, int dit,
          const uint32_t* __restrict__ tw_small, const uint32_t* __restrict__ tw_lo,
          const uint32_t* __restrict__ tw_hi, int tw_bits) {
     extern __shared__ uint32_t sm[];
-    const int n1 = 1 << k, half = n1 >> 1, C = 1 << log_c, E = n1 << log_c;
+    const int half = 1 << (k - 1), C = 1 << log_c, E = 1 << (k + log_c);
     const int log_n2 = log_sub - k;
-    const long long n2 = 1ll << log_n2;
-    uint32_t* vec = data + (long long)blockIdx.y * (1ll << log_n) * FR_W;
-    const long long groups = n2 >> log_c;
-    const long long s = blockIdx.x / groups, cg = blockIdx.x % groups;
-    const long long base = s << log_sub;
+    const unsigned long long groups = 1ull << (log_n2 - log_c);
+    const unsigned long long s = blockIdx.x / groups, cg = blockIdx.x % groups;
     const int c = threadIdx.x & (C - 1), bf = threadIdx.x >> log_c;
-    const long long i2 = cg * C + c;
+    const unsigned long long i2 = cg * C + c;
+    // the thread's two elements: rows bf and bf + half of column i2
+    uint32_t* g0 = data + (((unsigned long long)blockIdx.y << log_n) + (s << log_sub) +
+                           ((unsigned long long)bf << log_n2) + i2) * FR_W;
+    uint32_t* g1 = g0 + ((unsigned long long)half << log_n2) * FR_W;
+    const bool tw = log_n2 > 0;
     const int shift = log_n - log_sub;
+    // bitrev_k(bf) is even and bitrev_k(bf + half) = bitrev_k(bf) + 1
+    const unsigned long long r0 = __brev(bf) >> (32 - k);
 
-#pragma unroll
-    for (int q = 0; q < 2; q++) {
-        const int p = bf + q * half;
-        fr_t x = fr_t::load(vec + (base + p * n2 + i2) * FR_W);
-        if (dit && log_n2 > 0) {
-            const unsigned long long kk = __brev(p) >> (32 - k);
-            x = x * twiddle(tw_lo, tw_hi, tw_bits, ((unsigned long long)i2 * kk) << shift);
-        }
-        sm_put(sm, E, p * C + c, x);
+#pragma unroll 1
+    for (int q = 0; q < 2; q++) {              // one element at a time keeps registers low
+        fr_t x = fr_t::load(q ? g1 : g0);
+        if (dit && tw) x = x * twiddle(tw_lo, tw_hi, tw_bits, (i2 * (r0 + q)) << shift);
+        sm_put(sm, E, (bf + q * half) * C + c, x);
     }
     __syncthreads();
 
@@ -62,28 +62,25 @@ ntt_pass(uint32_t* data, int log_n, int log_sub, int k, int log_c, int dit,
         const int h = 1 << st, j = bf & (h - 1);
         const int i0 = ((bf >> st) << (st + 1)) + j, i1 = i0 + h;
         fr_t x = sm_get(sm, E, i0 * C + c), y = sm_get(sm, E, i1 * C + c);
-        const fr_t w = fr_t::load(tw_small + ((long long)j << (NTT_KMAX - st - 1)) * FR_W);
         // stage 0 has only w = 1: no multiplication there
         if (dit) {
-            if (st > 0) y = y * w;
+            if (st > 0) y = y * fr_t::load(tw_small + (j << (NTT_KMAX - st - 1)) * FR_W);
             sm_put(sm, E, i0 * C + c, x + y);
             sm_put(sm, E, i1 * C + c, x - y);
         } else {
+            fr_t d = x - y;
+            if (st > 0) d = d * fr_t::load(tw_small + (j << (NTT_KMAX - st - 1)) * FR_W);
             sm_put(sm, E, i0 * C + c, x + y);
-            sm_put(sm, E, i1 * C + c, st > 0 ? (x - y) * w : x - y);
+            sm_put(sm, E, i1 * C + c, d);
         }
         __syncthreads();
     }
 
-#pragma unroll
+#pragma unroll 1
     for (int q = 0; q < 2; q++) {
-        const int p = bf + q * half;
-        fr_t x = sm_get(sm, E, p * C + c);
-        if (!dit && log_n2 > 0) {
-            const unsigned long long kk = __brev(p) >> (32 - k);
-            x = x * twiddle(tw_lo, tw_hi, tw_bits, ((unsigned long long)i2 * kk) << shift);
-        }
-        x.store(vec + (base + p * n2 + i2) * FR_W);
+        fr_t x = sm_get(sm, E, (bf + q * half) * C + c);
+        if (!dit && tw) x = x * twiddle(tw_lo, tw_hi, tw_bits, (i2 * (r0 + q)) << shift);
+        x.store(q ? g1 : g0);
     }
 }
 
