@@ -111,6 +111,12 @@ def phase_table(phases: dict, total_s: float) -> str:
     return "\n".join(lines)
 
 
+def _kernel_load_times() -> dict:
+    """NVRTC compile/load seconds per kernel module (empty on the CPU backend)."""
+    mod = sys.modules.get("cuzk.gpu.loader")
+    return dict(mod.load_times) if mod is not None else {}
+
+
 def cmd_bench(args) -> int:
     from .backend import get_backend
     from .groth16 import verify, vk_to_json
@@ -155,6 +161,7 @@ def cmd_bench(args) -> int:
         "setup_s": setup_s,
         "verified": verified,
         "prep_counts": prover.last_prep.counts,
+        "kernel_load_s": _kernel_load_times(),
         "gpu": None if gpu_before is None else {"before": gpu_before, "after": gpu_state()},
     }
     print(f"cuzk bench: {args.circuit} 2^{pk.log_n} ({r1cs.num_constraints} constraints) x {args.circuits}, "
