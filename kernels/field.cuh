@@ -10,6 +10,10 @@
 #define CUZK_ASM asm volatile
 #endif
 
+#ifndef CUZK_MUL_LEGACY
+#include "field_mul_fast.cuh"
+#endif
+
 namespace cuzk {
 
 struct fp_params {
@@ -125,7 +129,14 @@ struct mont_t {
     __device__ __forceinline__ mont_t operator-() const { return zero() - *this; }
 
     // CIOS: for each limb b_i, t += a*b_i, then t = (t + m*p) / 2^32 with m = t_0 * (-p^-1).
+    // Default: fastmul::mont_mul (field_mul_fast.cuh). -DCUZK_MUL_LEGACY selects the original
+    // CIOS below (kept for comparison: tools/experiments/mul_check.py).
     __device__ __forceinline__ friend mont_t operator*(const mont_t& a, const mont_t& b) {
+#ifndef CUZK_MUL_LEGACY
+        mont_t r;
+        fastmul::mont_mul<P>(r.v, a.v, b.v);
+        return r;
+#else
         uint32_t t[N + 2];
 #pragma unroll
         for (int i = 0; i < N + 2; i++) t[i] = 0;
@@ -158,6 +169,7 @@ struct mont_t {
             t[N + 1] = 0;
         }
         return reduce_once(t, t[N]);
+#endif
     }
 
     __device__ __forceinline__ mont_t sqr() const { return *this * *this; }

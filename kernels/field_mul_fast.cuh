@@ -1,0 +1,190 @@
+// Faster Montgomery multiplication for mont_t<P> (included by field.cuh unless
+// CUZK_MUL_LEGACY is defined). docs/mul-notes.md has the SASS counts and the reasoning.
+//
+// Algorithm: CIOS, one row per limb b_i (N even, and 2p < 2^(32N): Fp has 3 spare bits,
+// Fr 1), on N-word T with T < 2p between rows:
+//   R = T + a*b_i                 < 2p + p*2^32 < 2^(32N+32)   (N+1 words)
+//   m = R_0 * (-p^-1) mod 2^32
+//   T = (R + m*p) / 2^32          < 2p                          (N words)
+// and one conditional subtraction of p at the end (the output is fully reduced, < p).
+// Inputs must be < p (the mont_t contract).
+//
+// Each 32x32 product is ONE 64-bit IMAD.WIDE.U32 (PTX mul.wide.u32), giving both halves;
+// the old code spent two multiplies per product (IMAD for the low half, IMAD.HI.U32 for
+// the high half), each followed by a carry-propagating IADD3.X. The products of even
+// limbs a_{2k}*x form 64-bit words at word offsets 0,2,4,..; those of odd limbs at
+// 1,3,5,..: each set tiles the number with no overlap, so adding a row is just carry
+// chains over whole words (sppark's even/odd split, done with wide products).
+//
+// Two ways to add the accumulator (CUZK_FASTMUL_VARIANT, default 1; per field with
+// CUZK_FASTMUL_VARIANT_FP / CUZK_FASTMUL_VARIANT_FR):
+//  1: fold it into the products: a_j*x + t_j < 2^64 always, so ptxas emits
+//     IMAD.WIDE.U32 d, a, x, {t_j, 0}; then ONE carry chain (even words + odd words)
+//     per row. Costs a zeroing MOV for the high half of the addend pair per product.
+//  2: plain products, then TWO carry chains per row (t + even words, then + odd words).
+// Per product: 1 IMAD.WIDE.U32 + 1 carry add + 1 MOV (1), or 1 IMAD.WIDE.U32 + 2 carry
+// adds (2). Which is faster depends on whether IMAD.WIDE occupies the FMA pipe for one
+// or two issue slots: tools/experiments/mul_check.py times both.
+//
+// Carry chains are separate CUZK_ASM (asm volatile) statements, as in field.cuh. With
+// CUZK_FASTMUL_HOST the same code compiles as plain C++ for the CPU (a global carry flag
+// stands in for CC.CF): tools/experiments/mul_host_check.cpp runs it against big ints.
+#pragma once
+#include "layout.cuh"
+
+#ifndef CUZK_ASM
+#define CUZK_ASM asm volatile
+#endif
+#ifndef CUZK_FASTMUL_VARIANT
+#define CUZK_FASTMUL_VARIANT 1
+#endif
+#ifndef CUZK_FASTMUL_VARIANT_FP  // per field (12-limb Fp / 8-limb Fr); default: the above
+#define CUZK_FASTMUL_VARIANT_FP CUZK_FASTMUL_VARIANT
+#endif
+#ifndef CUZK_FASTMUL_VARIANT_FR
+#define CUZK_FASTMUL_VARIANT_FR CUZK_FASTMUL_VARIANT
+#endif
+
+#ifdef CUZK_FASTMUL_HOST
+#define CUZK_FM_INLINE inline
+#else
+#define CUZK_FM_INLINE __device__ __forceinline__
+#endif
+
+namespace cuzk {
+namespace fastmul {
+
+// ---- primitives (PTX on the device; plain C++ on the host emulation) ----
+#ifdef CUZK_FASTMUL_HOST
+inline uint32_t& host_cf() { static thread_local uint32_t cf = 0; return cf; }
+inline uint64_t mul_wide(uint32_t a, uint32_t b) { return (uint64_t)a * b; }
+inline uint32_t add_cc(uint32_t x, uint32_t y) { uint64_t s = (uint64_t)x + y; host_cf() = s >> 32; return (uint32_t)s; }
+inline uint32_t addc_cc(uint32_t x, uint32_t y) { uint64_t s = (uint64_t)x + y + host_cf(); host_cf() = s >> 32; return (uint32_t)s; }
+inline uint32_t addc(uint32_t x, uint32_t y) { uint64_t s = (uint64_t)x + y + host_cf(); if (s >> 32) throw "carry out of addc"; return (uint32_t)s; }
+inline uint32_t sub_cc(uint32_t x, uint32_t y) { host_cf() = x < y; return x - y; }
+inline uint32_t subc_cc(uint32_t x, uint32_t y) { uint64_t d = (uint64_t)x - y - host_cf(); host_cf() = (d >> 32) & 1; return (uint32_t)d; }
+inline uint32_t subc(uint32_t x, uint32_t y) { return x - y - host_cf(); }
+#else
+// 64-bit product in asm: NVVM would turn a product by a constant into a 64-bit mul.lo.s64.
+// Non-volatile: it touches no condition code. mul.wide + a 64-bit add of {c, 0} is fused by
+// ptxas into one IMAD.WIDE.U32 with an addend pair; PTX mad.wide.u32 is NOT (ptxas splits it
+// into IMAD.WIDE.U32 + IADD3 + IMAD.X), so it is deliberately not used.
+__device__ __forceinline__ uint64_t mul_wide(uint32_t a, uint32_t b) {
+    uint64_t r;
+    asm("mul.wide.u32 %0, %1, %2;" : "=l"(r) : "r"(a), "r"(b));
+    return r;
+}
+#define CUZK_FM_OP(name, op)                                                      \
+    __device__ __forceinline__ uint32_t name(uint32_t x, uint32_t y) {            \
+        uint32_t r;                                                               \
+        CUZK_ASM(op " %0, %1, %2;" : "=r"(r) : "r"(x), "r"(y));                   \
+        return r;                                                                 \
+    }
+CUZK_FM_OP(add_cc, "add.cc.u32")
+CUZK_FM_OP(addc_cc, "addc.cc.u32")
+CUZK_FM_OP(addc, "addc.u32")
+CUZK_FM_OP(sub_cc, "sub.cc.u32")
+CUZK_FM_OP(subc_cc, "subc.cc.u32")
+CUZK_FM_OP(subc, "subc.u32")
+#undef CUZK_FM_OP
+#endif
+
+CUZK_FM_INLINE uint32_t lo32(uint64_t x) { return (uint32_t)x; }
+CUZK_FM_INLINE uint32_t hi32(uint64_t x) { return (uint32_t)(x >> 32); }
+
+// w[1..N] := words 1..N of  sum_k e[k]*2^(64k) + sum_k o[k]*2^(64k+32) + top*2^(32N).
+// (word 0 is lo32(e[0])). One carry chain; its carry out of word N is zero by the bounds.
+template <int N>
+CUZK_FM_INLINE void fold(uint32_t* w, const uint64_t* e, const uint64_t* o, uint32_t top) {
+    constexpr int H = N / 2;
+    w[1] = add_cc(hi32(e[0]), lo32(o[0]));
+#pragma unroll
+    for (int k = 1; k < H; k++) {
+        w[2 * k] = addc_cc(lo32(e[k]), hi32(o[k - 1]));
+        w[2 * k + 1] = addc_cc(hi32(e[k]), lo32(o[k]));
+    }
+    w[N] = addc(hi32(o[H - 1]), top);
+}
+
+// Variant 2: w[0..N] := t[0..N-1] (+ t_top*2^(32N)) + sum_k e[k]*2^(64k) + sum_k o[k]*2^(64k+32)
+// as two carry chains (even words, then odd words). No carry out of word N (bounds).
+template <int N>
+CUZK_FM_INLINE void add_two_chains(uint32_t* w, const uint32_t* t, uint32_t t_top, const uint64_t* e,
+                                   const uint64_t* o) {
+    constexpr int H = N / 2;
+    w[0] = add_cc(t[0], lo32(e[0]));
+    w[1] = addc_cc(t[1], hi32(e[0]));
+#pragma unroll
+    for (int k = 1; k < H; k++) {
+        w[2 * k] = addc_cc(t[2 * k], lo32(e[k]));
+        w[2 * k + 1] = addc_cc(t[2 * k + 1], hi32(e[k]));
+    }
+    w[N] = addc(t_top, 0);
+    w[1] = add_cc(w[1], lo32(o[0]));
+#pragma unroll
+    for (int k = 1; k < H; k++) {
+        w[2 * k] = addc_cc(w[2 * k], hi32(o[k - 1]));
+        w[2 * k + 1] = addc_cc(w[2 * k + 1], lo32(o[k]));
+    }
+    w[N] = addc(w[N], hi32(o[H - 1]));
+}
+
+template <class P>
+CUZK_FM_INLINE void mont_mul(uint32_t* out, const uint32_t* a, const uint32_t* b) {
+    constexpr int N = P::N, H = N / 2;
+    static_assert(N % 2 == 0, "even limb count");
+    constexpr int V = N == 12 ? CUZK_FASTMUL_VARIANT_FP : CUZK_FASTMUL_VARIANT_FR;
+    static_assert(V == 1 || V == 2, "CUZK_FASTMUL_VARIANT is 1 or 2");
+    uint32_t t[N];      // T < 2p
+    uint32_t w[N + 1];  // R = T + a*b_i
+    uint32_t x[N + 1];  // R + m*p (x[0] == 0)
+    uint64_t e[H], o[H];
+#pragma unroll
+    for (int i = 0; i < N; i++) {
+        const uint32_t bi = b[i];
+        // R = T + a*b_i
+#pragma unroll
+        for (int k = 0; k < H; k++) {
+            e[k] = mul_wide(a[2 * k], bi);
+            o[k] = mul_wide(a[2 * k + 1], bi);
+            if (V == 1 && i > 0) {
+                e[k] += t[2 * k];
+                o[k] += t[2 * k + 1];
+            }
+        }
+        if (V == 1 || i == 0) {
+            w[0] = lo32(e[0]);
+            fold<N>(w, e, o, 0);
+        } else {
+            add_two_chains<N>(w, t, 0, e, o);
+        }
+        // R + m*p, then drop word 0 (it is zero)
+        const uint32_t m = w[0] * P::INV;
+#pragma unroll
+        for (int k = 0; k < H; k++) {
+            e[k] = mul_wide(m, P::mod(2 * k));
+            o[k] = mul_wide(m, P::mod(2 * k + 1));
+            if (V == 1) {
+                e[k] += w[2 * k];
+                o[k] += w[2 * k + 1];
+            }
+        }
+        if (V == 1)
+            fold<N>(x, e, o, w[N]);
+        else
+            add_two_chains<N>(x, w, w[N], e, o);
+#pragma unroll
+        for (int j = 0; j < N; j++) t[j] = x[j + 1];
+    }
+    // T < 2p: subtract p once if T >= p
+    uint32_t s[N];
+    s[0] = sub_cc(t[0], P::mod(0));
+#pragma unroll
+    for (int j = 1; j < N; j++) s[j] = subc_cc(t[j], P::mod(j));
+    const uint32_t borrow = subc(0, 0);
+#pragma unroll
+    for (int j = 0; j < N; j++) out[j] = borrow ? t[j] : s[j];
+}
+
+}  // namespace fastmul
+}  // namespace cuzk

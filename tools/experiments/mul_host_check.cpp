@@ -1,0 +1,53 @@
+// Host build of kernels/field_mul_fast.cuh (CUZK_FASTMUL_HOST): the very template code the
+// GPU runs, with the PTX carry-chain primitives replaced by C++ on a global carry flag.
+// Reads lines "f a b" (f = p or r, a and b as hex) and prints the Montgomery product
+// a*b*2^(-32N) mod (p or r) in hex. tools/experiments/mul_emulate.py --host drives it.
+//   g++ -O2 -std=c++17 -DCUZK_FASTMUL_VARIANT=1 -I kernels -o /tmp/mulhost tools/experiments/mul_host_check.cpp
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <string>
+#define __device__
+#define __constant__
+#define __forceinline__ inline
+#define CUZK_FASTMUL_HOST 1
+#include "layout.cuh"
+#include "field_mul_fast.cuh"
+
+namespace cuzk {
+struct fp_host { static constexpr int N = CUZK_FP_LIMBS; static constexpr uint32_t INV = FP_INV32;
+                 static constexpr uint32_t mod(int i) { return fp_mod(i); } };
+struct fr_host { static constexpr int N = CUZK_FR_LIMBS; static constexpr uint32_t INV = FR_INV32;
+                 static constexpr uint32_t mod(int i) { return fr_mod(i); } };
+}
+
+static void parse(const std::string& h, uint32_t* v, int n) {
+    std::memset(v, 0, 4 * n);
+    int bit = 0;
+    for (int i = (int)h.size() - 1; i >= 0 && bit < 32 * n; i--, bit += 4) {
+        char c = h[i];
+        uint32_t d = c <= '9' ? c - '0' : (c | 32) - 'a' + 10;
+        v[bit / 32] |= d << (bit % 32);
+    }
+}
+
+int main() {
+    std::string f, a, b;
+    uint32_t x[12], y[12], r[12];
+    while (std::cin >> f >> a >> b) {
+        const int n = f == "p" ? 12 : 8;
+        parse(a, x, n);
+        parse(b, y, n);
+        try {
+            if (n == 12) cuzk::fastmul::mont_mul<cuzk::fp_host>(r, x, y);
+            else cuzk::fastmul::mont_mul<cuzk::fr_host>(r, x, y);
+        } catch (const char* e) {
+            std::printf("ERROR %s\n", e);
+            continue;
+        }
+        for (int i = n - 1; i >= 0; i--) std::printf("%08x", r[i]);
+        std::printf("\n");
+    }
+    return 0;
+}
