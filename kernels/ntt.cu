@@ -13,7 +13,7 @@ using namespace cuzk;
 #define FR_W 8
 
 __device__ __forceinline__ fr_t twiddle(const uint32_t* tw_lo, const uint32_t* tw_hi, int bits, unsigned long long e) {
-    const unsigned long long mask = (1ull << bits) - 1;
+    const unsigned long long mask = (1ull << bits) - 1;   // exponents below 2^31 here
     return fr_t::load(tw_hi + (e >> bits) * FR_W) * fr_t::load(tw_lo + (e & mask) * FR_W);
 }
 
@@ -32,28 +32,34 @@ __device__ __forceinline__ void sm_put(uint32_t* sm, int E, int slot, const fr_t
 extern "C" __global__ void __launch_bounds__(512, 2)
 ntt_pass(uint32_t* data, int log_n, int log_sub, int k, int log_c, int dit,
          const uint32_t* __restrict__ tw_small, const uint32_t* __restrict__ tw_lo,
-         const uint32_t* __restrict__ tw_hi, int tw_bits) {
+         const uint32_t* __restrict__ tw_hi, int tw_bits, const uint32_t* __restrict__ tw_col) {
     extern __shared__ uint32_t sm[];
     const int half = 1 << (k - 1), C = 1 << log_c, E = 1 << (k + log_c);
     const int log_n2 = log_sub - k;
     const unsigned long long groups = 1ull << (log_n2 - log_c);
     const unsigned long long s = blockIdx.x / groups, cg = blockIdx.x % groups;
     const int c = threadIdx.x & (C - 1), bf = threadIdx.x >> log_c;
-    const unsigned long long i2 = cg * C + c;
+    const unsigned i2 = (unsigned)(cg * C + c);        // < 2^log_n2; log_n <= 31
     // the thread's two elements: rows bf and bf + half of column i2
     uint32_t* g0 = data + (((unsigned long long)blockIdx.y << log_n) + (s << log_sub) +
-                           ((unsigned long long)bf << log_n2) + i2) * FR_W;
-    uint32_t* g1 = g0 + ((unsigned long long)half << log_n2) * FR_W;
+                           ((unsigned long long)bf << log_n2) + (unsigned long long)i2) * FR_W;
+#define NTT_ROW(q) ((q) ? g0 + ((unsigned long long)half << log_n2) * FR_W : g0)
     const bool tw = log_n2 > 0;
     const int shift = log_n - log_sub;
     // bitrev_k(bf) is even and bitrev_k(bf + half) = bitrev_k(bf) + 1
-    const unsigned long long r0 = __brev(bf) >> (32 - k);
+    const unsigned r0 = __brev(bf) >> (32 - k);
 
+    // twiddles w^(i2 r0) and w^(i2 (r0 + 1)) = w^(i2 r0) * tw_col[i2], tw_col[i] = w^(i << shift)
+    {
+    fr_t t;
 #pragma unroll 1
     for (int q = 0; q < 2; q++) {              // one element at a time keeps registers low
-        fr_t x = fr_t::load(q ? g1 : g0);
-        if (dit && tw) x = x * twiddle(tw_lo, tw_hi, tw_bits, (i2 * (r0 + q)) << shift);
+        if (dit && tw)                          // the twiddle first: x is not live during its product
+            t = q ? t * fr_t::load(tw_col + i2 * FR_W) : twiddle(tw_lo, tw_hi, tw_bits, (i2 * r0) << shift);
+        fr_t x = fr_t::load(NTT_ROW(q));
+        if (dit && tw) x = x * t;
         sm_put(sm, E, (bf + q * half) * C + c, x);
+    }
     }
     __syncthreads();
 
@@ -68,20 +74,24 @@ ntt_pass(uint32_t* data, int log_n, int log_sub, int k, int log_c, int dit,
             sm_put(sm, E, i0 * C + c, x + y);
             sm_put(sm, E, i1 * C + c, x - y);
         } else {
-            fr_t d = x - y;
-            if (st > 0) d = d * fr_t::load(tw_small + (j << (NTT_KMAX - st - 1)) * FR_W);
             sm_put(sm, E, i0 * C + c, x + y);
-            sm_put(sm, E, i1 * C + c, d);
+            x = x - y;                           // y dead before the multiplication
+            if (st > 0) x = x * fr_t::load(tw_small + (j << (NTT_KMAX - st - 1)) * FR_W);
+            sm_put(sm, E, i1 * C + c, x);
         }
         __syncthreads();
     }
 
+    fr_t t;
 #pragma unroll 1
     for (int q = 0; q < 2; q++) {
+        if (!dit && tw)
+            t = q ? t * fr_t::load(tw_col + i2 * FR_W) : twiddle(tw_lo, tw_hi, tw_bits, (i2 * r0) << shift);
         fr_t x = sm_get(sm, E, (bf + q * half) * C + c);
-        if (!dit && tw) x = x * twiddle(tw_lo, tw_hi, tw_bits, (i2 * (r0 + q)) << shift);
-        x.store(q ? g1 : g0);
+        if (!dit && tw) x = x * t;
+        x.store(NTT_ROW(q));
     }
+#undef NTT_ROW
 }
 
 // out[b][bitrev(i)] = in[b][i] (out of place), over a batch in blockIdx.y.
