@@ -7,6 +7,8 @@ import sys
 import time
 from dataclasses import dataclass
 
+import numpy as np
+
 from .formats import FormatError
 
 
@@ -88,7 +90,6 @@ def cmd_export(args) -> int:
     if not (args.r1cs or args.wtns or args.public):
         raise CliError("export: give at least one of --r1cs, --wtns, --public")
     r1cs, inputs, aux = circuits.build(args.circuit, args.log_size, opts=resolve(args.opt), seed=args.seed)
-    import numpy as np
     out = {}
     if args.r1cs:
         out[args.r1cs] = lambda f: write_r1cs(f, r1cs)
