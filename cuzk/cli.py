@@ -1,4 +1,5 @@
-"""The cuzk command line: bench, keygen, verify."""
+"""The cuzk command line: bench, keygen, verify; prove, export, export-vk and bench-snarkjs for snarkjs files
+(snarkjs_cmds.py)."""
 from __future__ import annotations
 
 import argparse
@@ -41,7 +42,7 @@ def write_atomic(path: str | os.PathLike, text: str) -> None:
 
 def write_all(files: dict) -> None:
     """Write several outputs all or nothing: temp files first, then renames; on any failure
-    remove what was written."""
+    remove what was written. Each value is text, bytes, or a callable that writes to a binary file."""
     tmps, done, made = [], [], []
     try:
         for path, text in files.items():
@@ -52,8 +53,12 @@ def write_all(files: dict) -> None:
                     made.append(d)
             fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
             tmps.append((tmp, path))
-            with os.fdopen(fd, "w") as f:
-                f.write(text)
+            if callable(text):
+                with os.fdopen(fd, "wb") as f:
+                    text(f)
+            else:
+                with os.fdopen(fd, "wb" if isinstance(text, bytes) else "w") as f:
+                    f.write(text)
         for tmp, path in tmps:
             os.replace(tmp, path)
             done.append(path)
@@ -184,13 +189,32 @@ def cmd_bench(args) -> int:
 
 # --- keygen ---
 
+def _keygen_params(args) -> None:
+    """Defaults that depend on the output: a snarkjs .zkey needs odd_lagrange with generator 5."""
+    if args.r1cs and (args.circuit is not None or args.log_size is not None):
+        raise CliError("keygen: give either --r1cs or --circuit/--log-size, not both")
+    args.circuit = args.circuit or "porep_like"
+    args.log_size = 12 if args.log_size is None else args.log_size
+    if args.zkey:
+        if args.convention not in (None, "odd_lagrange") or args.generator not in (None, 5):
+            raise CliError("keygen --zkey: snarkjs keys use --convention odd_lagrange with --generator snarkjs (5)")
+        args.convention, args.generator = "odd_lagrange", 5
+    args.convention = args.convention or "coeff"
+    args.generator = args.generator or 7
+
+
 def cmd_keygen(args) -> int:
     from .groth16 import vk_to_json
     from .keygen import ToxicWaste, cached_setup, setup
     from .opts import resolve
     from . import circuits
 
-    r1cs, _, _ = circuits.build(args.circuit, args.log_size, opts=resolve(args.opt))
+    _keygen_params(args)
+    if args.r1cs:
+        from .snarkjs_cmds import load_circuit_r1cs
+        r1cs = load_circuit_r1cs(args.r1cs)
+    else:
+        r1cs, _, _ = circuits.build(args.circuit, args.log_size, opts=resolve(args.opt))
     if args.out:
         pk = setup(r1cs, args.convention, args.generator, ToxicWaste.from_seed(args.toxic_seed))
         path = Path(args.out)
@@ -199,14 +223,21 @@ def cmd_keygen(args) -> int:
     else:
         pk, path, hit = cached_setup(r1cs, args.convention, args.generator, args.toxic_seed)
         existed = True
+    outputs = {}
     if args.vk:
-        try:
-            write_atomic(args.vk, json.dumps(vk_to_json(pk.verifying_key()), indent=1) + "\n")
-        except BaseException:
-            if not existed:
-                path.unlink(missing_ok=True)
-            raise
+        outputs[args.vk] = json.dumps(vk_to_json(pk.verifying_key()), indent=1) + "\n"
+    if args.zkey:
+        from .snarkjs_cmds import zkey_writer
+        outputs[args.zkey] = zkey_writer(pk, r1cs)
+    try:
+        write_all(outputs)
+    except BaseException:
+        if not existed:
+            path.unlink(missing_ok=True)
+        raise
     print(f"{path}  circuit {r1cs.digest()[:16]}  2^{pk.log_n}  {pk.convention}  generator {pk.generator}")
+    if args.zkey:
+        print(f"{args.zkey}  snarkjs zkey, {r1cs.num_constraints} constraints, {r1cs.num_inputs - 1} public")
     return EXIT_OK
 
 
@@ -257,16 +288,22 @@ def build_parser() -> argparse.ArgumentParser:
 
     k = sub.add_parser("keygen", help="test setup with known toxic waste (cached unless --out)")
     circuit_args(k)
+    k.add_argument("--r1cs", metavar="FILE.r1cs", help="the circuit from a circom .r1cs (bls12381) instead of "
+                                                       "--circuit/--log-size")
     k.add_argument("--out", metavar="FILE", help="write the key here instead of the cache")
+    k.add_argument("--zkey", metavar="FILE.zkey", help="also write the key as a snarkjs Groth16 .zkey "
+                                                       "(implies --convention odd_lagrange --generator snarkjs)")
     k.add_argument("--vk", metavar="FILE", help="also write verification_key.json")
     k.add_argument("--toxic-seed", type=int, default=0)
-    k.set_defaults(func=cmd_keygen)
+    k.set_defaults(func=cmd_keygen, circuit=None, log_size=None, convention=None, generator=None)
 
     v = sub.add_parser("verify", help="verify a proof: VK PUBLIC PROOF (snarkjs order)")
     v.add_argument("vk")
     v.add_argument("public")
     v.add_argument("proof")
     v.set_defaults(func=cmd_verify)
+    from .snarkjs_cmds import add_parsers
+    add_parsers(sub)
     sub.add_parser("micro", add_help=False,
                    help="pyperf kernel microbenchmarks: micro ntt|intt|h|spmv|fp_mul|fr_mul [--log-size K] "
                         "[pyperf options, e.g. -o out.json]")

@@ -61,3 +61,11 @@ def test_nvcc_compiles_sm90_without_spills(src, tmp_path):
     assert r.returncode == 0, r.stderr
     spills = re.findall(r"(\d+) bytes spill stores", r.stderr)
     assert all(int(s) == 0 for s in spills), r.stderr
+
+
+def test_every_subpackage_is_listed_for_install():
+    """A subpackage missing from pyproject's list would vanish from a non-editable install."""
+    import tomllib
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {".".join(p.relative_to(ROOT).parent.parts) for p in (ROOT / "cuzk").rglob("__init__.py")}
+    assert found <= listed, found - listed

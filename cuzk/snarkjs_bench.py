@@ -1,0 +1,168 @@
+"""`snarkjs groth16 prove` against cuzk on the same files, as a ratio (issue 7, item 5).
+
+For each size 2^k: a built-in circuit is written as .r1cs and .wtns (`cuzk export`), its key is
+made by cuzk's test setup and written as a snarkjs .zkey (`cuzk keygen --zkey`); the files are
+kept in the work folder and reused while the circuit's digest is unchanged. Then, `repeat` times
+each, with the median reported:
+  - snarkjs:  `snarkjs groth16 prove ZKEY WTNS proof.json public.json`, wall time of the process;
+  - cuzk CLI: `python -m cuzk prove ZKEY WTNS proof.json public.json`, wall time of the process
+              (the same work: read both files, prove, write JSON; cuzk also verifies its proof);
+  - cuzk resident: in this process, with the key already loaded on the backend: a/b/c from the
+              witness, then the proof (what a prover daemon pays per proof).
+ratio = snarkjs time / cuzk time. Both proofs are checked: cuzk's by `snarkjs groth16 verify`,
+snarkjs's by cuzk's verifier.
+"""
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+KEY_PARAMS = ("odd_lagrange", 5)
+
+
+class ToolMissing(RuntimeError):
+    pass
+
+
+def default_workdir() -> Path:
+    from .keygen import cache_dir
+    return cache_dir().parent / "snarkjs-bench"
+
+
+def snarkjs_cmd() -> list[str]:
+    from .nodetools import find_tool
+    cmd, why = find_tool("snarkjs")
+    if cmd is None:
+        raise ToolMissing(why)
+    return cmd
+
+
+def prepare(circuit: str, log_size: int, workdir=None, log=None) -> dict:
+    """The files for one size: {'r1cs', 'wtns', 'zkey', 'vk', 'constraints'} (made once, then reused)."""
+    from . import circuits
+    from .cli import write_all
+    from .formats import write_r1cs, write_wtns
+    from .groth16 import vk_to_json
+    from .keygen import cached_setup
+    from .snarkjs_cmds import zkey_writer
+
+    d = Path(workdir or default_workdir()) / f"{circuit}-{log_size}"
+    files = {k: d / n for k, n in (("r1cs", "circuit.r1cs"), ("wtns", "witness.wtns"), ("zkey", "circuit.zkey"),
+                                   ("vk", "verification_key.json"), ("stamp", "digest"))}
+    r1cs, inputs, aux = circuits.build(circuit, log_size, seed=1)
+    digest = r1cs.digest()
+    out = {k: str(v) for k, v in files.items() if k != "stamp"}
+    out["constraints"] = r1cs.num_constraints
+    if files["stamp"].is_file() and files["stamp"].read_text() == digest and all(
+            files[k].is_file() for k in ("r1cs", "wtns", "zkey", "vk")):
+        return out
+    if log:
+        log(f"bench-snarkjs: making the files for {circuit} 2^{log_size} in {d} (cuzk test setup, "
+            f"cached by circuit)")
+    pk, _, _ = cached_setup(r1cs, *KEY_PARAMS)
+    z = np.concatenate([inputs, aux])
+    write_all({files["r1cs"]: lambda f: write_r1cs(f, r1cs), files["wtns"]: lambda f: write_wtns(f, z),
+               files["zkey"]: zkey_writer(pk, r1cs),
+               files["vk"]: json.dumps(vk_to_json(pk.verifying_key()), indent=1),
+               files["stamp"]: digest})
+    return out
+
+
+def _wall(cmd: list[str], what: str) -> float:
+    t0 = time.perf_counter()
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    dt = time.perf_counter() - t0
+    if r.returncode != 0:
+        raise RuntimeError(f"{what} failed (exit {r.returncode}): {(r.stderr or r.stdout).strip()[-500:]}")
+    return dt
+
+
+def snarkjs_prove(files: dict, outdir: Path) -> float:
+    return _wall(snarkjs_cmd() + ["groth16", "prove", files["zkey"], files["wtns"], str(outdir / "sj_proof.json"),
+                                  str(outdir / "sj_public.json")], "snarkjs groth16 prove")
+
+
+def cuzk_prove_cli(files: dict, outdir: Path, backend: str) -> float:
+    return _wall([sys.executable, "-m", "cuzk", "prove", files["zkey"], files["wtns"], str(outdir / "cz_proof.json"),
+                  str(outdir / "cz_public.json"), "--backend", backend], "cuzk prove")
+
+
+class Resident:
+    """cuzk with the key loaded once: each call is a/b/c from the witness, then the proof."""
+
+    def __init__(self, files: dict, backend: str):
+        from .backend import get_backend
+        from .formats import read_wtns, read_zkey
+        from .prover import Prover
+        self.zk = read_zkey(files["zkey"])
+        self.values = read_wtns(files["wtns"]).values
+        self.prover = Prover(get_backend(backend, log=lambda m: None), self.zk.pk)
+
+    def prove(self):
+        asg = self.zk.assign(self.values)
+        return asg, self.prover.prove([asg])[0]
+
+    def time(self) -> float:
+        t0 = time.perf_counter()
+        self.prove()
+        return time.perf_counter() - t0
+
+
+def check(files: dict, outdir: Path) -> bool:
+    """cuzk's proof through `snarkjs groth16 verify`, snarkjs's proof through cuzk's verifier."""
+    from .groth16 import Proof, public_from_json, verify, vk_from_json
+    r = subprocess.run(snarkjs_cmd() + ["groth16", "verify", files["vk"], str(outdir / "cz_public.json"),
+                                        str(outdir / "cz_proof.json")], capture_output=True, text=True)
+    sj_ok = r.returncode == 0 and "OK!" in r.stdout + r.stderr
+    vk = vk_from_json(json.loads(Path(files["vk"]).read_text()))
+    pub = public_from_json(json.loads((outdir / "sj_public.json").read_text()))
+    cz_ok = verify(vk, pub, Proof.from_json(json.loads((outdir / "sj_proof.json").read_text())))
+    same_public = (json.loads((outdir / "sj_public.json").read_text())
+                   == json.loads((outdir / "cz_public.json").read_text()))
+    return bool(sj_ok and cz_ok and same_public)
+
+
+def run(sizes, circuit="porep_like", backend="auto", repeat=3, workdir=None, log=None) -> list[dict]:
+    from .backend import get_backend
+    snarkjs_cmd()                                  # fail early, before any key is made
+    backend_name = get_backend(backend, log=lambda m: None).name
+    rows = []
+    for k in sizes:
+        files = prepare(circuit, k, workdir, log)
+        outdir = Path(files["zkey"]).parent
+        sj, cli = [], []
+        for _ in range(repeat):                    # interleaved, so drift hits both alike
+            sj.append(snarkjs_prove(files, outdir))
+            cli.append(cuzk_prove_cli(files, outdir, backend))
+        res = Resident(files, backend)
+        res.prove()                                # warm-up (first-use conversions)
+        resident = [res.time() for _ in range(repeat)]
+        ok = check(files, outdir)
+        row = {"log_size": k, "constraints": files["constraints"], "backend": backend_name,
+               "snarkjs_s": statistics.median(sj), "cuzk_cli_s": statistics.median(cli),
+               "cuzk_resident_s": statistics.median(resident), "verified": ok,
+               "samples": {"snarkjs": sj, "cuzk_cli": cli, "cuzk_resident": resident}}
+        row["ratio_cli"] = row["snarkjs_s"] / row["cuzk_cli_s"]
+        row["ratio_resident"] = row["snarkjs_s"] / row["cuzk_resident_s"]
+        rows.append(row)
+        if log:
+            log(f"bench-snarkjs: 2^{k} done: snarkjs {row['snarkjs_s']:.2f} s, cuzk {row['cuzk_cli_s']:.2f} s "
+                f"(resident {row['cuzk_resident_s']:.2f} s), verified {ok}")
+    return rows
+
+
+def ratio_table(rows: list[dict]) -> str:
+    head = ("| size | constraints | backend | snarkjs prove s | cuzk prove (CLI) s | ratio | "
+            "cuzk resident s | ratio | verified |")
+    lines = [head, "|---" * (head.count("|") - 1) + "|"]
+    for r in rows:
+        lines.append(f"| 2^{r['log_size']} | {r['constraints']} | {r['backend']} | {r['snarkjs_s']:.2f} | "
+                     f"{r['cuzk_cli_s']:.2f} | {r['ratio_cli']:.2f}x | {r['cuzk_resident_s']:.2f} | "
+                     f"{r['ratio_resident']:.2f}x | {'yes' if r['verified'] else 'NO'} |")
+    return "\n".join(lines)
