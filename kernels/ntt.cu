@@ -32,7 +32,7 @@ __device__ __forceinline__ void sm_put(uint32_t* sm, int E, int slot, const fr_t
 extern "C" __global__ void __launch_bounds__(512, 2)
 ntt_pass(uint32_t* data, int log_n, int log_sub, int k, int log_c, int dit,
          const uint32_t* __restrict__ tw_small, const uint32_t* __restrict__ tw_lo,
-         const uint32_t* __restrict__ tw_hi, int tw_bits, const uint32_t* __restrict__ tw_col) {
+         const uint32_t* __restrict__ tw_hi, int tw_bits) {
     extern __shared__ uint32_t sm[];
     const int half = 1 << (k - 1), C = 1 << log_c, E = 1 << (k + log_c);
     const int log_n2 = log_sub - k;
@@ -49,17 +49,13 @@ ntt_pass(uint32_t* data, int log_n, int log_sub, int k, int log_c, int dit,
     // bitrev_k(bf) is even and bitrev_k(bf + half) = bitrev_k(bf) + 1
     const unsigned r0 = __brev(bf) >> (32 - k);
 
-    // twiddles w^(i2 r0) and w^(i2 (r0 + 1)) = w^(i2 r0) * tw_col[i2], tw_col[i] = w^(i << shift)
-    {
-    fr_t t;
 #pragma unroll 1
     for (int q = 0; q < 2; q++) {              // one element at a time keeps registers low
-        if (dit && tw)                          // the twiddle first: x is not live during its product
-            t = q ? t * fr_t::load(tw_col + i2 * FR_W) : twiddle(tw_lo, tw_hi, tw_bits, (i2 * r0) << shift);
+        fr_t t;
+        if (dit && tw) t = twiddle(tw_lo, tw_hi, tw_bits, (i2 * (r0 + q)) << shift);   // x not live yet
         fr_t x = fr_t::load(NTT_ROW(q));
         if (dit && tw) x = x * t;
         sm_put(sm, E, (bf + q * half) * C + c, x);
-    }
     }
     __syncthreads();
 
@@ -82,11 +78,10 @@ ntt_pass(uint32_t* data, int log_n, int log_sub, int k, int log_c, int dit,
         __syncthreads();
     }
 
-    fr_t t;
 #pragma unroll 1
     for (int q = 0; q < 2; q++) {
-        if (!dit && tw)
-            t = q ? t * fr_t::load(tw_col + i2 * FR_W) : twiddle(tw_lo, tw_hi, tw_bits, (i2 * r0) << shift);
+        fr_t t;
+        if (!dit && tw) t = twiddle(tw_lo, tw_hi, tw_bits, (i2 * (r0 + q)) << shift);
         fr_t x = sm_get(sm, E, (bf + q * half) * C + c);
         if (!dit && tw) x = x * t;
         x.store(NTT_ROW(q));

@@ -62,20 +62,6 @@ def _small_table(generator: int, inverse: bool):
     return cupy.asarray(fr_to_limbs(fr_powers(w, 1 << (KMAX - 1))))
 
 
-@lru_cache(maxsize=64)
-def _column_tables(generator: int, log_n: int, inverse: bool):
-    """Per DIF pass: tw_col[i] = w^(i << shift) for the pass's n2 columns (a dummy where n2 = 1)."""
-    import cupy
-    w = root_of_unity(log_n, generator)
-    if inverse:
-        w = pow(w, -1, R)
-    out = {}
-    for log_sub, k, _ in plan(log_n):
-        n2 = 1 << (log_sub - k)
-        out[log_sub] = cupy.asarray(fr_to_limbs(fr_powers(pow(w, 1 << (log_n - log_sub), R), n2)))
-    return out
-
-
 def _check_root(root: int, log_n: int, generator: int) -> bool:
     """True if root is the inverse of the generator's 2^log_n-th root."""
     w = root_of_unity(log_n, generator)
@@ -97,7 +83,6 @@ def _run(x, log_n: int, generator: int, inverse: bool, dit: bool):
         w = pow(w, -1, R)
     lo, hi, bits = _power_tables(w, log_n)
     small = _small_table(generator, inverse)
-    cols = _column_tables(generator, log_n, inverse)
     f = kernel("ntt", "ntt_pass")
     passes = plan(log_n)
     for log_sub, k, log_c in (reversed(passes) if dit else passes):
@@ -105,7 +90,7 @@ def _run(x, log_n: int, generator: int, inverse: bool, dit: bool):
         blocks = (n >> log_sub) * (1 << (log_sub - k - log_c))
         f((blocks, batch), (e // 2,),
           (x, np.int32(log_n), np.int32(log_sub), np.int32(k), np.int32(log_c), np.int32(int(dit)),
-           small, lo, hi, np.int32(bits), cols[log_sub]),
+           small, lo, hi, np.int32(bits)),
           shared_mem=e * 32)
     return x
 
