@@ -20,14 +20,19 @@ __device__ __forceinline__ void f_set_zero(fp_t& a) { a = fp_t::zero(); }
 __device__ __forceinline__ void f_set_zero(fp2_t& a) { a.c0 = fp_t::zero(); a.c1 = fp_t::zero(); }
 __device__ __forceinline__ void f_set_one(fp_t& a) { a = fp_t::one(); }
 __device__ __forceinline__ void f_set_one(fp2_t& a) { a.c0 = fp_t::one(); a.c1 = fp_t::zero(); }
-// Fp multiplications inline; Fp2 ones are out of line (each is 3 Fp mults, so the call costs
-// a few percent while keeping G2 kernels' code, and NVRTC time, an order of magnitude smaller).
-__device__ __noinline__ fp2_t fp2_mul_nl(const fp2_t a, const fp2_t b) { return a * b; }
-__device__ __noinline__ fp2_t fp2_sqr_nl(const fp2_t a) { return a.sqr(); }
+// Field products, inlined. Fp2 uses a Karatsuba ordered for few live values (the cross
+// term first): G2 state is 96 registers per XYZZ point, so every register counts.
+__device__ __forceinline__ fp2_t fp2_mul_lowreg(const fp2_t& a, const fp2_t& b) {
+    fp_t t2 = (a.c0 + a.c1) * (b.c0 + b.c1);
+    const fp_t t0 = a.c0 * b.c0;
+    t2 = t2 - t0;
+    const fp_t t1 = a.c1 * b.c1;
+    return {t0 - t1, t2 - t1};
+}
 __device__ __forceinline__ fp_t f_mul(const fp_t& a, const fp_t& b) { return a * b; }
-__device__ __forceinline__ fp2_t f_mul(const fp2_t& a, const fp2_t& b) { return fp2_mul_nl(a, b); }
+__device__ __forceinline__ fp2_t f_mul(const fp2_t& a, const fp2_t& b) { return fp2_mul_lowreg(a, b); }
 __device__ __forceinline__ fp_t f_sqr(const fp_t& a) { return a.sqr(); }
-__device__ __forceinline__ fp2_t f_sqr(const fp2_t& a) { return fp2_sqr_nl(a); }
+__device__ __forceinline__ fp2_t f_sqr(const fp2_t& a) { return a.sqr(); }
 __device__ __forceinline__ fp_t f_inv(const fp_t& a) { return a.inverse(); }
 __device__ __forceinline__ fp2_t f_inv(const fp2_t& a) { return a.inverse(); }
 
@@ -112,26 +117,24 @@ struct xyzz_t {
 
     __device__ __noinline__ static xyzz_t dbl_cold(const xyzz_t p) { return p.dbl(); }
 
-    // this += p for a finite affine p (madd-2008-s): 8M + 2S in the general case.
+    // this += p for a finite affine p (madd-2008-s): 8M + 2S in the general case. Ordered
+    // so that few values are live at once (G2 fits in 255 registers only just).
     __device__ __forceinline__ void add_affine(const affine_t<F>& p) {
         if (is_inf()) { *this = from_affine(p); return; }
-        const F U2 = f_mul(p.x, ZZ);
-        const F S2 = f_mul(p.y, ZZZ);
-        const F P = U2 - X;
-        const F R = S2 - Y;
+        const F P = f_mul(p.x, ZZ) - X;           // U2 - X1
+        const F R = f_mul(p.y, ZZZ) - Y;          // S2 - Y1
         if (f_is_zero(P)) {                       // same x: P + P or P + (-P)
             if (f_is_zero(R)) *this = dbl_affine(p);
             else *this = inf();
             return;
         }
         const F PP = f_sqr(P);
-        const F PPP = f_mul(P, PP);
-        const F Q = f_mul(X, PP);
-        const F X3 = f_sqr(R) - PPP - (Q + Q);
-        Y = f_mul(R, Q - X3) - f_mul(Y, PPP);
-        X = X3;
         ZZ = f_mul(ZZ, PP);
+        const F Q = f_mul(X, PP);
+        const F PPP = f_mul(P, PP);
         ZZZ = f_mul(ZZZ, PPP);
+        X = f_sqr(R) - PPP - (Q + Q);
+        Y = f_mul(R, Q - X) - f_mul(Y, PPP);
     }
 
     // this += q (add-2008-s): 12M + 2S in the general case.

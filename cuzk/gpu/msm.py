@@ -40,60 +40,66 @@ def _check(group: int, bases, inf, scalars) -> int:
     return n
 
 
-def _accumulate(g: str, group: int, sorted_keys, bases, nb: int):
-    """Bucket sums (XYZZ, uint32[nb, words]) from the sorted keys of one pass."""
-    import cupy
-    W = xyzz_words(group)
-    offsets = plan.bucket_offsets(sorted_keys, nb, cupy)
-    S = plan.first_segment_size(int(offsets[-1]), nb)
-    seg_first, seg_bucket, total = plan.segment_plan(offsets, S, cupy)
-    partials = cupy.empty((total, W), dtype=cupy.uint32)
-    kernel("msm", f"{g}_sum_affine")(_grid(total), (THREADS,),
-                                     (partials, sorted_keys, bases, seg_bucket, seg_first, offsets,
-                                      np.int64(S), np.int64(total)))
-    while total > nb:                     # some bucket has several partials: merge them
-        offsets = seg_first
-        seg_first, seg_bucket, total = plan.segment_plan(offsets, plan.MERGE_S, cupy)
-        merged = cupy.empty((total, W), dtype=cupy.uint32)
-        kernel("msm", f"{g}_sum_xyzz")(_grid(total), (THREADS,),
-                                       (merged, partials, seg_bucket, seg_first, offsets,
-                                        np.int64(plan.MERGE_S), np.int64(total)))
-        partials = merged
-    return partials
+class _Kernels:
+    """The kernel set of msm_plan.pippenger as launches of kernels/msm.cu."""
+
+    def __init__(self, group: int, bases, inf, scalars):
+        import cupy
+        self.cp = cupy
+        self.g = f"g{group}"
+        self.W = xyzz_words(group)
+        self.n = len(inf)
+        self.bases, self.inf8, self.scalars = bases, inf.view(cupy.uint8), scalars
+
+    def _f(self, name):
+        return kernel("msm", f"{self.g}_{name}")
+
+    def alloc(self, count):
+        return self.cp.empty((count, self.W), dtype=self.cp.uint32)
+
+    def digits(self, c, w0, w1):
+        keys = self.cp.empty((w1 - w0) * self.n, dtype=self.cp.uint64)
+        kernel("msm", "msm_digits")(_grid(self.n), (THREADS,),
+                                    (keys, self.scalars, self.inf8, np.int64(self.n), np.int32(c),
+                                     np.int32(w0), np.int32(w1)))
+        return keys
+
+    def sum_affine(self, keys, seg_bucket, seg_first, offsets, S, total):
+        out = self.alloc(total)
+        self._f("sum_affine")(_grid(total), (THREADS,),
+                              (out, keys, self.bases, seg_bucket, seg_first, offsets, np.int64(S), np.int64(total)))
+        return out
+
+    def sum_xyzz(self, partials, seg_bucket, seg_first, offsets, S, total):
+        out = self.alloc(total)
+        self._f("sum_xyzz")(_grid(total), (THREADS,),
+                            (out, partials, seg_bucket, seg_first, offsets, np.int64(S), np.int64(total)))
+        return out
+
+    def window_chunks(self, buckets, nwp, B, T):
+        cs, ct = self.alloc(nwp * T), self.alloc(nwp * T)
+        self._f("window_chunks")(_grid(nwp * T), (THREADS,),
+                                 (cs, ct, buckets, np.int32(nwp), np.int32(B), np.int32(T)))
+        return cs, ct
+
+    def window_final(self, window_sums, cs, ct, nwp, T, log_l, w0):
+        self._f("window_final")(_grid(nwp), (THREADS,),
+                                (window_sums, cs, ct, np.int32(nwp), np.int32(T), np.int32(log_l), np.int32(w0)))
+
+    def combine(self, window_sums, nw, c):
+        out = self.cp.empty(self.W, dtype=self.cp.uint32)
+        self._f("combine")((1,), (32,), (out, window_sums, np.int32(nw), np.int32(c)))
+        return out
 
 
 def msm_xyzz(group: int, bases, inf, scalars, c: int | None = None, max_entries: int = 1 << 28):
     """Σ s_i P_i as one XYZZ point on the device (uint32[words], Montgomery limbs)."""
     import cupy
     n = _check(group, bases, inf, scalars)
-    W = xyzz_words(group)
     if n == 0:
-        return cupy.zeros(W, dtype=cupy.uint32)
-    g = f"g{group}"
+        return cupy.zeros(xyzz_words(group), dtype=cupy.uint32)
     c = plan.choose_window(n) if c is None else int(c)
-    nw = plan.num_windows(c)
-    B = 1 << (c - 1)
-    T, log_l = plan.chunks(c)
-    inf8 = inf.view(cupy.uint8)
-    window_sums = cupy.empty((nw, W), dtype=cupy.uint32)
-    for w0, w1 in plan.window_passes(n, nw, max_entries):
-        nwp = w1 - w0
-        keys = cupy.empty(nwp * n, dtype=cupy.uint64)
-        kernel("msm", "msm_digits")(_grid(n), (THREADS,),
-                                    (keys, scalars, inf8, np.int64(n), np.int32(c), np.int32(w0), np.int32(w1)))
-        keys.sort()                       # CUB radix sort through CuPy
-        buckets = _accumulate(g, group, keys, bases, nwp * B)
-        del keys
-        chunk_s = cupy.empty((nwp * T, W), dtype=cupy.uint32)
-        chunk_t = cupy.empty_like(chunk_s)
-        kernel("msm", f"{g}_window_chunks")(_grid(nwp * T), (THREADS,),
-                                            (chunk_s, chunk_t, buckets, np.int32(nwp), np.int32(B), np.int32(T)))
-        kernel("msm", f"{g}_window_final")(_grid(nwp), (THREADS,),
-                                           (window_sums, chunk_s, chunk_t, np.int32(nwp), np.int32(T),
-                                            np.int32(log_l), np.int32(w0)))
-    out = cupy.empty(W, dtype=cupy.uint32)
-    kernel("msm", f"{g}_combine")((1,), (32,), (out, window_sums, np.int32(nw), np.int32(c)))
-    return out
+    return plan.pippenger(_Kernels(group, bases, inf, scalars), n, c, max_entries, cupy)
 
 
 # --- host side: XYZZ limbs -> affine ints -> arkworks point ---

@@ -12,15 +12,16 @@ from __future__ import annotations
 import math
 
 SCALAR_BITS = 255        # r < 2^255
-C_MAX = 20               # largest window (bucket memory and the sort key's width)
+C_MAX = 20               # largest window choose_window picks (bucket memory)
+C_LIMIT = 24             # largest window accepted: a pass's bucket ids must fit the key's 32 bits
 MERGE_S = 16             # entries per segment when merging a bucket's partial sums
 ZERO_KEY = (1 << 64) - 1 # a zero digit or a base at infinity: sorts after every bucket
 
 
 def num_windows(c: int) -> int:
     """Windows so that the top carry is absorbed: c * nw >= 256 > 255 bits."""
-    if not 1 <= c <= 31:
-        raise ValueError(f"window size must be in [1, 31], got {c}")
+    if not 1 <= c <= C_LIMIT:
+        raise ValueError(f"window size must be in [1, {C_LIMIT}], got {c}")
     return -(-(SCALAR_BITS + 1) // c)
 
 
@@ -43,7 +44,8 @@ def choose_window(n: int, popcount: float | None = None) -> int:
 
 
 def window_passes(n: int, nw: int, max_entries: int = 1 << 28) -> list[tuple[int, int]]:
-    """Windows [w0, w1) per pass, so a pass sorts at most max(n, max_entries) keys."""
+    """Windows [w0, w1) per pass, so a pass sorts at most max(n, max_entries) keys.
+    (nw windows of c <= C_LIMIT bits have fewer than 2^32 - 1 bucket ids in all.)"""
     per = max(1, max_entries // max(n, 1))
     return [(w0, min(w0 + per, nw)) for w0 in range(0, nw, per)]
 
@@ -82,3 +84,37 @@ def segment_plan(offsets, S: int, xp):
     total = int(seg_first[-1])
     seg_bucket = (xp.searchsorted(seg_first, xp.arange(total, dtype=xp.int64), side="right") - 1).astype(xp.int64)
     return seg_first, seg_bucket, total
+
+
+def pippenger(k, n: int, c: int, max_entries: int, xp):
+    """The MSM schedule, over a kernel set `k` (the GPU launches, or the CPU model's
+    emulation of the same kernels). Returns k.combine's result.
+
+    k.digits(c, w0, w1) -> uint64 keys [(w1 - w0) * n]
+    k.sum_affine(keys, seg_bucket, seg_first, offsets, S, total) -> partials [total]
+    k.sum_xyzz(partials, seg_bucket, seg_first, offsets, S, total) -> partials [total]
+    k.window_chunks(buckets, nwp, B, T) -> (chunk_s, chunk_t) [nwp * T]
+    k.window_final(window_sums, chunk_s, chunk_t, nwp, T, log_l, w0): window_sums[w0:w0+nwp]
+    k.combine(window_sums, nw, c) -> the result
+    """
+    nw = num_windows(c)
+    B = 1 << (c - 1)
+    T, log_l = chunks(c)
+    window_sums = k.alloc(nw)
+    for w0, w1 in window_passes(n, nw, max_entries):
+        nwp = w1 - w0
+        nb = nwp * B
+        keys = k.digits(c, w0, w1)
+        keys.sort()                       # CUB radix sort under CuPy
+        offsets = bucket_offsets(keys, nb, xp)
+        S = first_segment_size(int(offsets[-1]), nb)
+        seg_first, seg_bucket, total = segment_plan(offsets, S, xp)
+        partials = k.sum_affine(keys, seg_bucket, seg_first, offsets, S, total)
+        del keys
+        while total > nb:                 # some bucket has several partials: merge them
+            offsets = seg_first
+            seg_first, seg_bucket, total = segment_plan(offsets, MERGE_S, xp)
+            partials = k.sum_xyzz(partials, seg_bucket, seg_first, offsets, MERGE_S, total)
+        chunk_s, chunk_t = k.window_chunks(partials, nwp, B, T)
+        k.window_final(window_sums, chunk_s, chunk_t, nwp, T, log_l, w0)
+    return k.combine(window_sums, nw, c)
