@@ -172,11 +172,20 @@ struct xyzz_t {
     }
 };
 
-// Out-of-line add and double for cold, latency-bound code (bucket and window reduction).
+// Out-of-line add and double on points in memory, for cold, latency-bound code (bucket and
+// window reduction): only pointers cross the call, so callers keep no point state live.
 template <class F>
-__device__ __noinline__ xyzz_t<F> xyzz_add_nl(xyzz_t<F> a, const xyzz_t<F> b) { a.add(b); return a; }
+__device__ __noinline__ void xyzz_add_mem(uint32_t* acc, const uint32_t* q) {
+    xyzz_t<F> a = xyzz_t<F>::load(acc);
+    a.add(xyzz_t<F>::load(q));
+    a.store(acc);
+}
 template <class F>
-__device__ __noinline__ xyzz_t<F> xyzz_dbl_nl(const xyzz_t<F> a) { return a.dbl(); }
+__device__ __noinline__ void xyzz_dbl_mem(uint32_t* acc) { xyzz_t<F>::load(acc).dbl().store(acc); }
+template <class F>
+__device__ __forceinline__ void xyzz_copy_mem(uint32_t* dst, const uint32_t* src) {
+    xyzz_t<F>::load(src).store(dst);
+}
 
 typedef affine_t<fp_t> g1_affine_t;
 typedef affine_t<fp2_t> g2_affine_t;

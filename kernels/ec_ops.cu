@@ -8,9 +8,8 @@ using namespace cuzk;
         long i = blockIdx.x * (long)blockDim.x + threadIdx.x;                                        \
         if (i >= n) return;                                                                          \
         const int W = xyzz_t<F>::WORDS;                                                              \
-        xyzz_t<F> p = xyzz_t<F>::load(a + i * W);                                                    \
-        p = xyzz_add_nl(p, xyzz_t<F>::load(b + i * W));                                              \
-        p.store(out + i * W);                                                                        \
+        xyzz_copy_mem<F>(out + i * W, a + i * W);                                                    \
+        xyzz_add_mem<F>(out + i * W, b + i * W);                                                     \
     }                                                                                                \
     extern "C" __global__ void G##_add_affine(uint32_t* out, const uint32_t* a, const uint32_t* b,   \
                                               const unsigned char* b_inf, long n) {                  \
@@ -25,7 +24,8 @@ using namespace cuzk;
         long i = blockIdx.x * (long)blockDim.x + threadIdx.x;                                        \
         if (i >= n) return;                                                                          \
         const int W = xyzz_t<F>::WORDS;                                                              \
-        xyzz_dbl_nl(xyzz_t<F>::load(a + i * W)).store(out + i * W);                                  \
+        xyzz_copy_mem<F>(out + i * W, a + i * W);                                                    \
+        xyzz_dbl_mem<F>(out + i * W);                                                                \
     }                                                                                                \
     extern "C" __global__ void G##_neg(uint32_t* out, const uint32_t* a, long n) {                    \
         long i = blockIdx.x * (long)blockDim.x + threadIdx.x;                                        \

@@ -1,4 +1,4 @@
-"""GPU MSM (kernels/msm.cu) and curve formulas (kernels/ec.cuh via kernels/ec_ops.cu) against
+"""GPU MSM (kernels/msm.cuh) and curve formulas (kernels/ec.cuh via kernels/ec_ops.cu) against
 arkworks, on fresh random inputs. Run on the device machine: `pytest -m gpu tests/test_gpu_msm.py`."""
 import random
 

@@ -1,5 +1,5 @@
 """CPU model of the GPU MSM: the schedule of cuzk/gpu/msm_plan.py run over Python
-transcriptions of kernels/msm.cu and kernels/ec.cuh, checked against arkworks.
+transcriptions of kernels/msm.cuh and kernels/ec.cuh, checked against arkworks.
 
 - The digit kernel and the segment/window kernels are transcribed line by line; the schedule
   (passes, sort, bucket offsets, segment plans, merge levels) is the very code the GPU runs.
@@ -136,7 +136,7 @@ def rand_points(group, n, rng):
     return [CLS[group]() * Scalar(rng.randrange(1, R)) for _ in range(n)]
 
 
-# --- msm.cu transcribed ---
+# --- msm.cuh transcribed ---
 
 def digits_thread(limbs, skip, i, n, c, w0, w1, keys):
     """msm_digits for one point: limbs = the canonical scalar's 8 uint32 limbs."""
@@ -232,10 +232,11 @@ class ModelKernels:
 
     def window_final(self, window_sums, cs, ct, nwp, T, log_l, w0):
         for w in range(nwp):
-            run = acc = self.G.inf()
-            for t in range(T - 1, 0, -1):
-                run = self.G.add(run, ct[w * T + t])
-                acc = self.G.add(acc, run)
+            for t in range(T - 2, 0, -1):                 # suffix sums in place
+                ct[w * T + t] = self.G.add(ct[w * T + t], ct[w * T + t + 1])
+            acc = self.G.inf()
+            for t in range(1, T):
+                acc = self.G.add(acc, ct[w * T + t])
             for _ in range(log_l):
                 acc = self.G.dbl(acc)
             for t in range(T):
@@ -355,7 +356,7 @@ def int_case(n, seed, kind="random"):
     return bases, inf, sc, want
 
 
-@pytest.mark.parametrize("n,c", [(1, 1), (1, 13), (2, 2), (31, 5), (100, 4), (100, 16), (512, 8), (1000, 9), (1500, 12)])
+@pytest.mark.parametrize("n,c", [(1, 1), (1, 13), (2, 2), (31, 5), (100, 4), (100, 11), (512, 8), (1000, 9), (1500, 12)])
 @pytest.mark.parametrize("kind", ["random", "edge"])
 def test_schedule_int_group(n, c, kind):
     bases, inf, sc, want = int_case(n, n * 31 + c, kind)

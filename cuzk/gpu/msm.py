@@ -2,7 +2,7 @@
 
 Inputs stay on the device: bases uint32[n, 24] (G1) or [n, 48] (G2) affine Montgomery
 limbs, inf bool[n] (a base at infinity), scalars uint32[n, 8] Fr in Montgomery form.
-The kernels are in kernels/msm.cu; the index math is cuzk/gpu/msm_plan.py.
+The kernels are in kernels/msm.cuh (modules msm_g1.cu, msm_g2.cu); the index math is cuzk/gpu/msm_plan.py.
 """
 from __future__ import annotations
 
@@ -41,25 +41,26 @@ def _check(group: int, bases, inf, scalars) -> int:
 
 
 class _Kernels:
-    """The kernel set of msm_plan.pippenger as launches of kernels/msm.cu."""
+    """The kernel set of msm_plan.pippenger as launches of kernels/msm_g1.cu / msm_g2.cu."""
 
     def __init__(self, group: int, bases, inf, scalars):
         import cupy
         self.cp = cupy
         self.g = f"g{group}"
+        self.mod = f"msm_g{group}"
         self.W = xyzz_words(group)
         self.n = len(inf)
         self.bases, self.inf8, self.scalars = bases, inf.view(cupy.uint8), scalars
 
     def _f(self, name):
-        return kernel("msm", f"{self.g}_{name}")
+        return kernel(self.mod, f"{self.g}_{name}")
 
     def alloc(self, count):
         return self.cp.empty((count, self.W), dtype=self.cp.uint32)
 
     def digits(self, c, w0, w1):
         keys = self.cp.empty((w1 - w0) * self.n, dtype=self.cp.uint64)
-        kernel("msm", "msm_digits")(_grid(self.n), (THREADS,),
+        kernel(self.mod, "msm_digits")(_grid(self.n), (THREADS,),
                                     (keys, self.scalars, self.inf8, np.int64(self.n), np.int32(c),
                                      np.int32(w0), np.int32(w1)))
         return keys

@@ -1,4 +1,6 @@
-// Pippenger MSM with signed c-bit digits, 2^(c-1) buckets per window (G1 and G2).
+// Pippenger MSM with signed c-bit digits, 2^(c-1) buckets per window, templated over the
+// field of the group; msm_g1.cu and msm_g2.cu instantiate it (separate NVRTC modules, so a
+// G1 MSM never waits for the much larger G2 code to compile).
 //
 // Host driver: cuzk/gpu/msm.py; index math: cuzk/gpu/msm_plan.py (modelled on the CPU in
 // tests/test_msm_model.py). Per pass of windows [w0, w1):
@@ -10,6 +12,7 @@
 //   *_window_chunks   per (window, chunk of L buckets): running sums S_t, totals T_t;
 //   *_window_final    per window: sum_t S_t + L * sum_t t * T_t.
 // Then *_combine (one thread) folds the windows by c doublings each.
+#pragma once
 #include "ec.cuh"
 using namespace cuzk;
 
@@ -90,51 +93,54 @@ __device__ __forceinline__ void sum_xyzz(uint32_t* out, const uint32_t* __restri
 }
 
 // Thread g = w * T + t over buckets [t*L, (t+1)*L) of window w (B = T*L buckets each).
-// S_t = sum_k (k+1) bucket[t*L + k] (running sum, top down), T_t = sum_k bucket[t*L + k].
+// S_t = sum_k (k+1) bucket[t*L + k] (running sum, top down), T_t = sum_k bucket[t*L + k];
+// both accumulate in place in chunk_s[g], chunk_t[g].
 template <class F>
 __device__ __forceinline__ void window_chunks(uint32_t* chunk_s, uint32_t* chunk_t, const uint32_t* __restrict__ buckets,
                                               int nwp, int B, int T) {
     const i64 g = blockIdx.x * (i64)blockDim.x + threadIdx.x;
     if (g >= (i64)nwp * T) return;
+    constexpr int W = xyzz_t<F>::WORDS;
     const int w = (int)(g / T), t = (int)(g % T), L = B / T;
     const i64 base = (i64)w * B + (i64)t * L;
-    xyzz_t<F> run = xyzz_t<F>::inf(), sum = xyzz_t<F>::inf();
+    uint32_t* run = chunk_t + g * W;
+    uint32_t* sum = chunk_s + g * W;
+    xyzz_t<F>::inf().store(run);
+    xyzz_t<F>::inf().store(sum);
     for (int k = L - 1; k >= 0; k--) {
-        run = xyzz_add_nl(run, xyzz_t<F>::load(buckets + (base + k) * xyzz_t<F>::WORDS));
-        sum = xyzz_add_nl(sum, run);
+        xyzz_add_mem<F>(run, buckets + (base + k) * W);
+        xyzz_add_mem<F>(sum, run);
     }
-    sum.store(chunk_s + g * xyzz_t<F>::WORDS);
-    run.store(chunk_t + g * xyzz_t<F>::WORDS);
 }
 
 // Window w of the pass: sum_t S_t + 2^log_l * sum_{t>=1} t * T_t -> window_sums[w0 + w].
+// sum_t t * T_t = sum_{t>=1} U_t with suffix sums U_t = T_t + ... + T_{T-1}, formed in place.
 template <class F>
 __device__ __forceinline__ void window_final(uint32_t* window_sums, const uint32_t* __restrict__ chunk_s,
-                                             const uint32_t* __restrict__ chunk_t, int nwp, int T, int log_l, int w0) {
+                                             uint32_t* chunk_t, int nwp, int T, int log_l, int w0) {
     const int w = blockIdx.x * blockDim.x + threadIdx.x;
     if (w >= nwp) return;
     constexpr int W = xyzz_t<F>::WORDS;
-    xyzz_t<F> run = xyzz_t<F>::inf(), acc = xyzz_t<F>::inf();
-    for (int t = T - 1; t >= 1; t--) {
-        run = xyzz_add_nl(run, xyzz_t<F>::load(chunk_t + ((i64)w * T + t) * W));
-        acc = xyzz_add_nl(acc, run);
-    }
-    for (int k = 0; k < log_l; k++) acc = xyzz_dbl_nl(acc);
-    for (int t = 0; t < T; t++) acc = xyzz_add_nl(acc, xyzz_t<F>::load(chunk_s + ((i64)w * T + t) * W));
-    acc.store(window_sums + (i64)(w0 + w) * W);
+    uint32_t* acc = window_sums + (i64)(w0 + w) * W;
+    uint32_t* ct = chunk_t + (i64)w * T * W;
+    const uint32_t* cs = chunk_s + (i64)w * T * W;
+    for (int t = T - 2; t >= 1; t--) xyzz_add_mem<F>(ct + t * W, ct + (t + 1) * W);
+    xyzz_t<F>::inf().store(acc);
+    for (int t = 1; t < T; t++) xyzz_add_mem<F>(acc, ct + t * W);
+    for (int k = 0; k < log_l; k++) xyzz_dbl_mem<F>(acc);
+    for (int t = 0; t < T; t++) xyzz_add_mem<F>(acc, cs + t * W);
 }
 
-// One thread: sum_w 2^(c w) window_sums[w], Horner from the top window.
+// One thread: sum_w 2^(c w) window_sums[w], Horner from the top window, accumulated in out.
 template <class F>
 __device__ __forceinline__ void combine(uint32_t* out, const uint32_t* __restrict__ window_sums, int nw, int c) {
     if (blockIdx.x * blockDim.x + threadIdx.x != 0) return;
     constexpr int W = xyzz_t<F>::WORDS;
-    xyzz_t<F> acc = xyzz_t<F>::load(window_sums + (i64)(nw - 1) * W);
+    xyzz_copy_mem<F>(out, window_sums + (i64)(nw - 1) * W);
     for (int w = nw - 2; w >= 0; w--) {
-        for (int k = 0; k < c; k++) acc = xyzz_dbl_nl(acc);
-        acc = xyzz_add_nl(acc, xyzz_t<F>::load(window_sums + (i64)w * W));
+        for (int k = 0; k < c; k++) xyzz_dbl_mem<F>(out);
+        xyzz_add_mem<F>(out, window_sums + (i64)w * W);
     }
-    acc.store(out);
 }
 
 #define CUZK_MSM_KERNELS(G, F)                                                                                  \
@@ -153,7 +159,7 @@ __device__ __forceinline__ void combine(uint32_t* out, const uint32_t* __restric
         window_chunks<F>(chunk_s, chunk_t, buckets, nwp, B, T);                                                \
     }                                                                                                          \
     extern "C" __global__ void __launch_bounds__(128) G##_window_final(                                        \
-        uint32_t* window_sums, const uint32_t* chunk_s, const uint32_t* chunk_t, int nwp, int T, int log_l,    \
+        uint32_t* window_sums, const uint32_t* chunk_s, uint32_t* chunk_t, int nwp, int T, int log_l,          \
         int w0) {                                                                                              \
         window_final<F>(window_sums, chunk_s, chunk_t, nwp, T, log_l, w0);                                     \
     }                                                                                                          \
@@ -162,5 +168,3 @@ __device__ __forceinline__ void combine(uint32_t* out, const uint32_t* __restric
         combine<F>(out, window_sums, nw, c);                                                                   \
     }
 
-CUZK_MSM_KERNELS(g1, fp_t)
-CUZK_MSM_KERNELS(g2, fp2_t)
