@@ -115,8 +115,6 @@ struct xyzz_t {
         return r;
     }
 
-    __device__ __noinline__ static xyzz_t dbl_cold(const xyzz_t p) { return p.dbl(); }
-
     // this += p for a finite affine p (madd-2008-s): 8M + 2S in the general case. Ordered
     // so that few values are live at once (G2 fits in 255 registers only just).
     __device__ __forceinline__ void add_affine(const affine_t<F>& p) {
@@ -137,29 +135,6 @@ struct xyzz_t {
         Y = f_mul(R, Q - X) - f_mul(Y, PPP);
     }
 
-    // this += q (add-2008-s): 12M + 2S in the general case.
-    __device__ __forceinline__ void add(const xyzz_t& q) {
-        if (q.is_inf()) return;
-        if (is_inf()) { *this = q; return; }
-        const F U1 = f_mul(X, q.ZZ);
-        const F S1 = f_mul(Y, q.ZZZ);
-        const F P = f_mul(q.X, ZZ) - U1;
-        const F R = f_mul(q.Y, ZZZ) - S1;
-        if (f_is_zero(P)) {
-            if (f_is_zero(R)) *this = dbl_cold(*this);
-            else *this = inf();
-            return;
-        }
-        const F PP = f_sqr(P);
-        const F PPP = f_mul(P, PP);
-        const F Q = f_mul(U1, PP);
-        const F X3 = f_sqr(R) - PPP - (Q + Q);
-        Y = f_mul(R, Q - X3) - f_mul(S1, PPP);
-        X = X3;
-        ZZ = f_mul(f_mul(ZZ, q.ZZ), PP);
-        ZZZ = f_mul(f_mul(ZZZ, q.ZZZ), PPP);
-    }
-
     // Affine coordinates with one inversion: iZ = ZZ / ZZZ, x = X iZ^2, y = Y / ZZZ.
     // Returns false (and leaves out untouched) for infinity.
     __device__ __forceinline__ bool to_affine(affine_t<F>& out) const {
@@ -175,13 +150,73 @@ struct xyzz_t {
 // Out-of-line add and double on points in memory, for cold, latency-bound code (bucket and
 // window reduction): only pointers cross the call, so callers keep no point state live.
 template <class F>
-__device__ __noinline__ void xyzz_add_mem(uint32_t* acc, const uint32_t* q) {
-    xyzz_t<F> a = xyzz_t<F>::load(acc);
-    a.add(xyzz_t<F>::load(q));
-    a.store(acc);
-}
-template <class F>
 __device__ __noinline__ void xyzz_dbl_mem(uint32_t* acc) { xyzz_t<F>::load(acc).dbl().store(acc); }
+
+// *acc += *q (add-2008-s, 12M + 2S), loading each coordinate when first needed and storing
+// each result when final, so G2 (96 words per point) stays within 255 registers. All loads
+// of q precede the first store, so acc == q works too.
+template <class F>
+__device__ __noinline__ void xyzz_add_mem(uint32_t* acc, const uint32_t* q) {
+    constexpr int E = xyzz_t<F>::WORDS / 4;       // words per coordinate
+    const F ZZ2 = F::load(q + 2 * E);
+    if (f_is_zero(ZZ2)) return;                   // q = infinity
+    const F ZZ1 = F::load(acc + 2 * E);
+    if (f_is_zero(ZZ1)) { xyzz_t<F>::load(q).store(acc); return; }
+    const F U1 = f_mul(F::load(acc), ZZ2);
+    const F P = f_mul(F::load(q), ZZ1) - U1;      // U2 - U1
+    const F ZZ12 = f_mul(ZZ1, ZZ2);
+    const F ZZZ2 = F::load(q + 3 * E), ZZZ1 = F::load(acc + 3 * E);
+    const F S1 = f_mul(F::load(acc + E), ZZZ2);
+    const F R = f_mul(F::load(q + E), ZZZ1) - S1; // S2 - S1
+    const F ZZZ12 = f_mul(ZZZ1, ZZZ2);
+    if (f_is_zero(P)) {                           // same x: acc is still unchanged in memory
+        if (f_is_zero(R)) xyzz_dbl_mem<F>(acc);   // P + P
+        else xyzz_t<F>::inf().store(acc);         // P + (-P)
+        return;
+    }
+    const F PP = f_sqr(P);
+    const F Q = f_mul(U1, PP);
+    f_mul(ZZ12, PP).store(acc + 2 * E);
+    const F PPP = f_mul(P, PP);
+    f_mul(ZZZ12, PPP).store(acc + 3 * E);
+    const F X3 = f_sqr(R) - PPP - (Q + Q);
+    X3.store(acc);
+    (f_mul(R, Q - X3) - f_mul(S1, PPP)).store(acc + E);
+}
+// *acc += (x, y) or (x, -y) for a finite affine point at p (madd-2008-s), with the
+// accumulator in memory: the G2 bucket loop, where registers cannot hold it and a point.
+template <class F>
+__device__ __forceinline__ void xyzz_add_affine_mem(uint32_t* acc, const uint32_t* p, bool neg) {
+    constexpr int E = xyzz_t<F>::WORDS / 4, A = affine_t<F>::WORDS / 2;
+    const F ZZ1 = F::load(acc + 2 * E);
+    if (f_is_zero(ZZ1)) {
+        affine_t<F> a = affine_t<F>::load(p);
+        if (neg) a.y = f_neg(a.y);
+        xyzz_t<F>::from_affine(a).store(acc);
+        return;
+    }
+    const F X1 = F::load(acc);
+    const F P = f_mul(F::load(p), ZZ1) - X1;      // U2 - X1
+    const F ZZZ1 = F::load(acc + 3 * E);
+    F y2 = F::load(p + A);
+    if (neg) y2 = f_neg(y2);
+    const F Y1 = F::load(acc + E);
+    const F R = f_mul(y2, ZZZ1) - Y1;             // S2 - Y1
+    if (f_is_zero(P)) {
+        if (f_is_zero(R)) xyzz_t<F>::dbl_affine({F::load(p), y2}).store(acc);
+        else xyzz_t<F>::inf().store(acc);
+        return;
+    }
+    const F PP = f_sqr(P);
+    f_mul(ZZ1, PP).store(acc + 2 * E);
+    const F Q = f_mul(X1, PP);
+    const F PPP = f_mul(P, PP);
+    f_mul(ZZZ1, PPP).store(acc + 3 * E);
+    const F X3 = f_sqr(R) - PPP - (Q + Q);
+    X3.store(acc);
+    (f_mul(R, Q - X3) - f_mul(Y1, PPP)).store(acc + E);
+}
+
 template <class F>
 __device__ __forceinline__ void xyzz_copy_mem(uint32_t* dst, const uint32_t* src) {
     xyzz_t<F>::load(src).store(dst);

@@ -68,15 +68,25 @@ __device__ __forceinline__ void sum_affine(uint32_t* out, const u64* __restrict_
     if (j >= nseg) return;
     i64 start, end;
     segment_range(j, seg_bucket, seg_first, offsets, S, start, end);
-    xyzz_t<F> acc = xyzz_t<F>::inf();
-    for (i64 e = start; e < end; e++) {
-        const u64 key = sorted[e];
-        const uint32_t idx = (uint32_t)key >> 1;
-        affine_t<F> p = affine_t<F>::load(bases + (i64)idx * affine_t<F>::WORDS);
-        if (key & 1) p.y = f_neg(p.y);
-        acc.add_affine(p);
+    if constexpr (sizeof(F) == sizeof(fp_t)) {    // G1: the accumulator lives in registers
+        xyzz_t<F> acc = xyzz_t<F>::inf();
+        for (i64 e = start; e < end; e++) {
+            const u64 key = sorted[e];
+            const uint32_t idx = (uint32_t)key >> 1;
+            affine_t<F> p = affine_t<F>::load(bases + (i64)idx * affine_t<F>::WORDS);
+            if (key & 1) p.y = f_neg(p.y);
+            acc.add_affine(p);
+        }
+        acc.store(out + j * xyzz_t<F>::WORDS);
+    } else {                                       // G2: in memory (its output slot)
+        uint32_t* acc = out + j * xyzz_t<F>::WORDS;
+        xyzz_t<F>::inf().store(acc);
+        for (i64 e = start; e < end; e++) {
+            const u64 key = sorted[e];
+            const uint32_t idx = (uint32_t)key >> 1;
+            xyzz_add_affine_mem<F>(acc, bases + (i64)idx * affine_t<F>::WORDS, key & 1);
+        }
     }
-    acc.store(out + j * xyzz_t<F>::WORDS);
 }
 
 template <class F>
@@ -87,9 +97,9 @@ __device__ __forceinline__ void sum_xyzz(uint32_t* out, const uint32_t* __restri
     if (j >= nseg) return;
     i64 start, end;
     segment_range(j, seg_bucket, seg_first, offsets, S, start, end);
-    xyzz_t<F> acc = xyzz_t<F>::inf();
-    for (i64 e = start; e < end; e++) acc.add(xyzz_t<F>::load(partials + e * xyzz_t<F>::WORDS));
-    acc.store(out + j * xyzz_t<F>::WORDS);
+    uint32_t* acc = out + j * xyzz_t<F>::WORDS;   // rare (outsized buckets only): sum in memory
+    xyzz_t<F>::inf().store(acc);
+    for (i64 e = start; e < end; e++) xyzz_add_mem<F>(acc, partials + e * xyzz_t<F>::WORDS);
 }
 
 // Thread g = w * T + t over buckets [t*L, (t+1)*L) of window w (B = T*L buckets each).
