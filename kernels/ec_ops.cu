@@ -20,6 +20,14 @@ using namespace cuzk;
         if (!b_inf[i]) p.add_affine(affine_t<F>::load(b + i * affine_t<F>::WORDS));                  \
         p.store(out + i * W);                                                                        \
     }                                                                                                \
+    extern "C" __global__ void G##_add_affine_mem(uint32_t* out, const uint32_t* a, const uint32_t* b, \
+                                                  const unsigned char* b_inf, long n) {              \
+        long i = blockIdx.x * (long)blockDim.x + threadIdx.x;                                        \
+        if (i >= n) return;                                                                          \
+        const int W = xyzz_t<F>::WORDS;                                                              \
+        xyzz_copy_mem<F>(out + i * W, a + i * W);                                                    \
+        if (!b_inf[i]) xyzz_add_affine_mem<F>(out + i * W, b + i * affine_t<F>::WORDS, false);       \
+    }                                                                                                \
     extern "C" __global__ void G##_dbl(uint32_t* out, const uint32_t* a, long n) {                    \
         long i = blockIdx.x * (long)blockDim.x + threadIdx.x;                                        \
         if (i >= n) return;                                                                          \

@@ -212,19 +212,21 @@ def test_ec_ops_vs_arkworks(cp, group):
     def out():
         return cp.full((n, W), 0xFFFFFFFF, dtype=cp.uint32)
 
-    o_add, o_madd, o_dbl, o_neg = out(), out(), out(), out()
+    o_add, o_madd, o_mmem, o_dbl, o_neg = out(), out(), out(), out(), out()
     kernel("ec_ops", f"{g}_add")(grid, (64,), (o_add, A, B, np.int64(n)))
     kernel("ec_ops", f"{g}_add_affine")(grid, (64,), (o_madd, A, Baff, Binf, np.int64(n)))
+    kernel("ec_ops", f"{g}_add_affine_mem")(grid, (64,), (o_mmem, A, Baff, Binf, np.int64(n)))
     kernel("ec_ops", f"{g}_dbl")(grid, (64,), (o_dbl, A, np.int64(n)))
     kernel("ec_ops", f"{g}_neg")(grid, (64,), (o_neg, A, np.int64(n)))
     o_aff = cp.full((n, W // 2), 0xFFFFFFFF, dtype=cp.uint32)
     o_inf = cp.full(n, 7, dtype=cp.uint8)
     kernel("ec_ops", f"{g}_to_affine")(grid, (64,), (o_aff, o_inf, A, np.int64(n)))
-    h = {k: cp.asnumpy(v) for k, v in dict(add=o_add, madd=o_madd, dbl=o_dbl, neg=o_neg).items()}
+    h = {k: cp.asnumpy(v) for k, v in dict(add=o_add, madd=o_madd, mmem=o_mmem, dbl=o_dbl, neg=o_neg).items()}
     aff, ainf = cp.asnumpy(o_aff), cp.asnumpy(o_inf)
     for i, (a, b) in enumerate(pairs):
         assert to_ark(group, h["add"][i]) == a + b, i
         assert to_ark(group, h["madd"][i]) == a + b, i
+        assert to_ark(group, h["mmem"][i]) == a + b, i
         assert to_ark(group, h["dbl"][i]) == a + a, i
         assert to_ark(group, h["neg"][i]) == -a, i
         assert bool(ainf[i]) == (AFF[group](a) is None), i
