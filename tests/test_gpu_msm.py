@@ -1,0 +1,237 @@
+"""GPU MSM (kernels/msm.cuh) and curve formulas (kernels/ec.cuh via kernels/ec_ops.cu) against
+arkworks, on fresh random inputs. Run on the device machine: `pytest -m gpu tests/test_gpu_msm.py`."""
+import random
+
+import numpy as np
+import pytest
+from py_arkworks_bls12381 import G1Point, G2Point, Scalar
+
+from cuzk import field as F
+from cuzk.curve import ark_to_limbs, g1_affine_ints, g2_affine_ints, scalars_to_ark
+
+pytestmark = pytest.mark.gpu
+
+CLS = {1: G1Point, 2: G2Point}
+AFF = {1: g1_affine_ints, 2: g2_affine_ints}
+
+
+@pytest.fixture(scope="module")
+def cp():
+    import cupy
+    return cupy
+
+
+def seed():
+    return random.SystemRandom().randrange(1 << 30)
+
+
+def rand_points(group, n, rng, distinct=64):
+    """n points (at most `distinct` different ones, then repeated: scalar multiplication in
+    Python is the slow part), with infinity and a repeat mixed in."""
+    base = [CLS[group]() * Scalar(rng.randrange(1, F.R)) for _ in range(min(n, distinct))]
+    pts = [base[i % len(base)] for i in range(n)]
+    if n > 5:
+        pts[3] = CLS[group].identity()
+        pts[4] = pts[1]
+    rng.shuffle(pts)
+    return pts
+
+
+def upload(cp, group, pts, scalars):
+    limbs, inf = ark_to_limbs(group, pts)
+    return (cp.asarray(limbs), cp.asarray(inf), cp.asarray(F.fr_to_limbs(np.array(scalars, dtype=object))))
+
+
+def run(cp, group, pts, scalars, c=None):
+    from cuzk.gpu.msm import msm_g1, msm_g2
+    b, inf, s = upload(cp, group, pts, scalars)
+    return (msm_g1 if group == 1 else msm_g2)(b, inf, s, c=c)
+
+
+def want(group, pts, scalars):
+    return CLS[group].multiexp_unchecked(pts, scalars_to_ark(scalars))
+
+
+@pytest.mark.parametrize("n", [1, 2, 31, 100, 512, 1000, 4097, 1 << 16])
+def test_g1_msm_random(cp, n):
+    rng = random.Random(seed())
+    pts = rand_points(1, n, rng)
+    sc = [rng.randrange(F.R) for _ in range(n)]
+    assert run(cp, 1, pts, sc) == want(1, pts, sc)
+
+
+@pytest.mark.parametrize("n", [1, 31, 300, 2048])
+def test_g2_msm_random(cp, n):
+    rng = random.Random(seed())
+    pts = rand_points(2, n, rng, distinct=16)
+    sc = [rng.randrange(F.R) for _ in range(n)]
+    assert run(cp, 2, pts, sc) == want(2, pts, sc)
+
+
+@pytest.mark.parametrize("group", [1, 2])
+@pytest.mark.parametrize("c", [1, 2, 5, 8, 13, 16])
+def test_msm_window_sizes(cp, group, c):
+    rng = random.Random(seed())
+    n = 200
+    pts = rand_points(group, n, rng, distinct=16)
+    sc = [rng.randrange(F.R) for _ in range(n)]
+    assert run(cp, group, pts, sc, c=c) == want(group, pts, sc)
+
+
+EDGE_KINDS = ["zero", "one", "r-1", "mixed", "same", "small", "all-inf", "repeat-point"]
+
+
+def edge_case(group, kind, n, rng):
+    pts = rand_points(group, n, rng, distinct=8)
+    if kind == "zero":
+        sc = [0] * n
+    elif kind == "one":
+        sc = [1] * n
+    elif kind == "r-1":
+        sc = [F.R - 1] * n
+    elif kind == "mixed":
+        sc = [rng.choice([0, 1, 2, F.R - 1, F.R - 2, rng.randrange(F.R)]) for _ in range(n)]
+    elif kind == "same":                         # every point in one bucket per window: merges
+        sc = [rng.randrange(F.R)] * n
+    elif kind == "small":
+        sc = [rng.randrange(1 << 12) for _ in range(n)]
+    elif kind == "all-inf":
+        pts = [CLS[group].identity()] * n
+        sc = [rng.randrange(F.R) for _ in range(n)]
+    elif kind == "repeat-point":                 # one base: P + P and P + (-P) in buckets
+        pts = [pts[0]] * n
+        sc = [rng.randrange(F.R) for _ in range(n)]
+    return pts, sc
+
+
+@pytest.mark.parametrize("n", [1, 7, 600])
+@pytest.mark.parametrize("kind", EDGE_KINDS)
+@pytest.mark.parametrize("group", [1, 2])
+def test_msm_edge_cases(cp, group, kind, n):
+    rng = random.Random(seed())
+    pts, sc = edge_case(group, kind, n, rng)
+    assert run(cp, group, pts, sc) == want(group, pts, sc)
+
+
+def test_msm_negated_pairs_cancel(cp):
+    rng = random.Random(seed())
+    p = rand_points(1, 40, rng, distinct=40)
+    pts = p + [-q for q in p]
+    sc = [rng.randrange(F.R) for _ in range(40)] * 2
+    assert run(cp, 1, pts, sc) == G1Point.identity()
+
+
+def test_msm_large_same_scalar_g1(cp):
+    """2^16 points with one scalar: a 2^16-entry bucket per window, split and merged."""
+    rng = random.Random(seed())
+    n = 1 << 16
+    pts = rand_points(1, n, rng)
+    sc = [rng.randrange(F.R)] * n
+    assert run(cp, 1, pts, sc) == want(1, pts, sc)
+
+
+def test_msm_multi_pass(cp):
+    """Windows split over several sort passes (max_entries below n * windows)."""
+    from cuzk.gpu.msm import msm_xyzz, to_ark
+    rng = random.Random(seed())
+    n = 3000
+    pts = rand_points(1, n, rng)
+    sc = [rng.randrange(F.R) for _ in range(n)]
+    b, inf, s = upload(cp, 1, pts, sc)
+    got = to_ark(1, cp.asnumpy(msm_xyzz(1, b, inf, s, c=9, max_entries=3 * n)))
+    assert got == want(1, pts, sc)
+
+
+def test_msm_inputs_untouched_and_empty(cp):
+    from cuzk.gpu.msm import msm_g1
+    rng = random.Random(seed())
+    pts = rand_points(1, 50, rng)
+    sc = [rng.randrange(F.R) for _ in range(50)]
+    b, inf, s = upload(cp, 1, pts, sc)
+    b0, s0 = b.copy(), s.copy()
+    msm_g1(b, inf, s)
+    assert (b == b0).all() and (s == s0).all()
+    e = cp.zeros((0, 24), dtype=cp.uint32)
+    assert msm_g1(e, cp.zeros(0, dtype=bool), cp.zeros((0, 8), dtype=cp.uint32)) == G1Point.identity()
+
+
+def test_msm_rejects_bad_shapes(cp):
+    from cuzk.gpu.msm import msm_g1
+    b = cp.zeros((4, 24), dtype=cp.uint32)
+    with pytest.raises(ValueError):
+        msm_g1(b, cp.zeros(4, dtype=bool), cp.zeros((3, 8), dtype=cp.uint32))
+    with pytest.raises(ValueError):
+        msm_g1(cp.zeros((4, 48), dtype=cp.uint32), cp.zeros(4, dtype=bool), cp.zeros((4, 8), dtype=cp.uint32))
+    with pytest.raises(ValueError):
+        msm_g1(b, cp.zeros(4, dtype=bool), cp.zeros((4, 8), dtype=cp.uint32), c=0)
+
+
+# --- ec.cuh alone, through kernels/ec_ops.cu ---
+
+def _xyzz_host(group, pt, rng):
+    """arkworks point -> XYZZ Montgomery limbs with a random z (infinity: zeros)."""
+    from cuzk.gpu.msm import FIELDS
+    f = FIELDS[group]
+    xy = AFF[group](pt)
+    if xy is None:
+        vals = [f.zero] * 4
+    else:
+        z = rng.randrange(1, F.P) if group == 1 else (rng.randrange(F.P), rng.randrange(1, F.P))
+        zz = f.mul(z, z)
+        zzz = f.mul(zz, z)
+        vals = [f.mul(xy[0], zz), f.mul(xy[1], zzz), zz, zzz]
+    flat = vals if group == 1 else [c for v in vals for c in v]
+    return F.fp_to_limbs(np.array(flat, dtype=object)).reshape(-1)
+
+
+def _cases(group, rng):
+    """(a, b) pairs: random, P + P, P + (-P), infinity on either or both sides."""
+    cls = CLS[group]
+    ps = [cls() * Scalar(rng.randrange(1, F.R)) for _ in range(12)]
+    pairs = [(ps[i], ps[i + 1]) for i in range(0, 8, 2)]
+    pairs += [(ps[8], ps[8]), (ps[9], -ps[9]), (cls.identity(), ps[10]), (ps[11], cls.identity()),
+              (cls.identity(), cls.identity())]
+    return pairs
+
+
+@pytest.mark.parametrize("group", [1, 2])
+def test_ec_ops_vs_arkworks(cp, group):
+    from cuzk.gpu.loader import kernel
+    from cuzk.gpu.msm import to_ark, xyzz_words
+    rng = random.Random(seed())
+    pairs = _cases(group, rng)
+    n = len(pairs)
+    W = xyzz_words(group)
+    A = cp.asarray(np.stack([_xyzz_host(group, a, rng) for a, _ in pairs]))
+    B = cp.asarray(np.stack([_xyzz_host(group, b, rng) for _, b in pairs]))
+    blimbs, binf = ark_to_limbs(group, [b for _, b in pairs])
+    Baff, Binf = cp.asarray(blimbs), cp.asarray(binf.astype(np.uint8))
+    g = f"g{group}"
+    grid = ((n + 63) // 64,)
+
+    def out():
+        return cp.full((n, W), 0xFFFFFFFF, dtype=cp.uint32)
+
+    o_add, o_madd, o_mmem, o_dbl, o_neg = out(), out(), out(), out(), out()
+    kernel("ec_ops", f"{g}_add")(grid, (64,), (o_add, A, B, np.int64(n)))
+    kernel("ec_ops", f"{g}_add_affine")(grid, (64,), (o_madd, A, Baff, Binf, np.int64(n)))
+    kernel("ec_ops", f"{g}_add_affine_mem")(grid, (64,), (o_mmem, A, Baff, Binf, np.int64(n)))
+    kernel("ec_ops", f"{g}_dbl")(grid, (64,), (o_dbl, A, np.int64(n)))
+    kernel("ec_ops", f"{g}_neg")(grid, (64,), (o_neg, A, np.int64(n)))
+    o_aff = cp.full((n, W // 2), 0xFFFFFFFF, dtype=cp.uint32)
+    o_inf = cp.full(n, 7, dtype=cp.uint8)
+    kernel("ec_ops", f"{g}_to_affine")(grid, (64,), (o_aff, o_inf, A, np.int64(n)))
+    h = {k: cp.asnumpy(v) for k, v in dict(add=o_add, madd=o_madd, mmem=o_mmem, dbl=o_dbl, neg=o_neg).items()}
+    aff, ainf = cp.asnumpy(o_aff), cp.asnumpy(o_inf)
+    for i, (a, b) in enumerate(pairs):
+        assert to_ark(group, h["add"][i]) == a + b, i
+        assert to_ark(group, h["madd"][i]) == a + b, i
+        assert to_ark(group, h["mmem"][i]) == a + b, i
+        assert to_ark(group, h["dbl"][i]) == a + a, i
+        assert to_ark(group, h["neg"][i]) == -a, i
+        assert bool(ainf[i]) == (AFF[group](a) is None), i
+        if not ainf[i]:
+            got = F.fp_from_limbs(aff[i].reshape(-1, F.FP_LIMBS)).tolist()
+            xy = AFF[group](a)
+            flat = list(xy) if group == 1 else [*xy[0], *xy[1]]
+            assert got == flat, i
