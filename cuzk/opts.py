@@ -49,6 +49,19 @@ register(Optimization(
     "host->device copy of z up to 2x faster (pageable ~25 GB/s vs pinned ~50 GB/s); pinning itself costs "
     "~0.1-0.3 s per GiB, so small or one-shot transfers lose",
 ))
+register(Optimization(
+    "D4", ("ntt_msm_h", "tail_msm", "b_g2"),
+    "MSM window size chosen per MSM from its size and its scalars' popcount, instead of one for all",
+    False,
+    "tail and G2 MSMs (smaller than H) 5-20% faster with smaller windows; H unchanged; batch addition "
+    "unaffected",
+))
+register(Optimization(
+    "A4", ("b_g2",),
+    "B_G2 MSM on the CPU, a thread pool across circuits, instead of the GPU G2 MSM",
+    False,
+    "b_g2 much slower on a 2-core host than the GPU MSM; frees the GPU only when the G2 MSM is the bottleneck",
+))
 
 
 class OptError(ValueError):

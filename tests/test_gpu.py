@@ -216,7 +216,7 @@ def test_h_matches_cpu(cp, convention, gen):
 
 
 @pytest.mark.parametrize("convention", ["coeff", "odd_lagrange"])
-def test_mixed_pipeline_proofs_verify(cp, convention):
+def test_gpu_pipeline_proofs_verify(cp, convention):
     from cuzk.backend.cuda import CudaBackend
     from cuzk.groth16 import verify
     from cuzk.keygen import cached_setup
@@ -230,8 +230,9 @@ def test_mixed_pipeline_proofs_verify(cp, convention):
     vk = pk.verifying_key()
     assert all(verify(vk, a.public, p) for a, p in zip(asgs, proofs))
     rec = timer.as_dict()
-    assert rec["ntt_msm_h"]["impl"] == "mixed" and rec["ntt_msm_h"]["device_s"] > 0
-    assert rec["tail_msm"]["impl"] == "cpu" and rec["tail_msm"]["device_s"] is None
+    for phase in ("prep_msm", "ntt_msm_h", "batch_addition", "tail_msm", "b_g2"):
+        assert rec[phase]["impl"] == "cuda" and rec[phase]["device_s"] > 0, phase
+    assert rec["proof_assembly"]["impl"] == "cpu"
 
 
 @pytest.mark.parametrize("log_n", [24, 27])
@@ -292,3 +293,40 @@ def test_b1_pinned_upload_same_abc(cp):
     on = CudaBackend(resolve("none,+B1", env=False)).assign(r1cs, inputs, aux, d)
     off = CudaBackend(resolve("none", env=False)).assign(r1cs, inputs, aux, d)
     assert bool((on.abc_dev == off.abc_dev).all())
+
+
+@pytest.mark.parametrize("spec", ["none", "none,+B1", "none,+D4", "none,+A4", "all"])
+def test_each_optimization_gives_valid_proofs(cp, spec):
+    from cuzk.backend.cuda import CudaBackend
+    from cuzk.groth16 import verify
+    from cuzk.keygen import cached_setup
+    from cuzk.prover import Prover
+    be = CudaBackend(resolve(spec, env=False))
+    r1cs, asgs = synthesize("porep_like", 9, resolve(spec, env=False), seeds=(5, 6), assign_fn=be.assign)
+    pk, _, _ = cached_setup(r1cs, "coeff", 7)
+    proofs = Prover(be, pk).prove(asgs)
+    vk = pk.verifying_key()
+    assert all(verify(vk, a.public, p) for a, p in zip(asgs, proofs))
+
+
+def test_key_too_large_fails_cleanly_then_next_proof_works(cp):
+    from cuzk.backend.cuda import CudaBackend
+    from cuzk.gpu import srs
+    from cuzk.groth16 import verify
+    from cuzk.keygen import cached_setup
+    from cuzk.prover import Prover
+    be = CudaBackend()
+    r1cs, asgs = synthesize("mulchain", 8, resolve(), seeds=(1,), assign_fn=be.assign)
+    pk, _, _ = cached_setup(r1cs)
+    used = cp.get_default_memory_pool().used_bytes()
+    free, total = cp.cuda.runtime.memGetInfo()
+    real = srs.key_bytes
+    srs.key_bytes = lambda pk, sections=srs.SECTIONS: 2 * total      # a key twice the card
+    try:
+        with pytest.raises(srs.DeviceMemoryError, match="GiB"):
+            Prover(be, pk)
+    finally:
+        srs.key_bytes = real
+    assert cp.get_default_memory_pool().used_bytes() == used
+    proofs = Prover(be, pk).prove(asgs)
+    assert verify(pk.verifying_key(), asgs[0].public, proofs[0])

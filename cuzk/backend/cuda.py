@@ -1,19 +1,35 @@
-"""The CUDA backend. Part 1: a/b/c evaluation and the H polynomial's NTTs run on the GPU;
-phases not yet on the GPU fall back to the CPU reference, and PhaseRecord.impl says so
-('cuda', 'mixed' for GPU work with a CPU step inside, or 'cpu')."""
+"""The CUDA backend: every proving phase on the GPU, with the proving key resident there.
+
+synthesis     host witness generation, then a/b/c by SpMV on the GPU ('mixed')
+prep_msm      0/1/other split of the witness on the GPU, merged over the batch
+ntt_msm_h     H scalars by NTTs, then their G1 MSM
+batch_addition  the 1-scalar bases summed through the MSM's bucket-sum kernels
+tail_msm      G1 MSMs over the batch's shared tail bases (gathered once)
+b_g2          G2 MSM over the tail (A4 moves it to the CPU, a thread pool across circuits)
+proof_assembly  on the host (a handful of point operations with random r, s)
+PhaseRecord.impl says where each phase ran.
+"""
 from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
 
 import cupy
 import numpy as np
-from py_arkworks_bls12381 import G1Point
+from py_arkworks_bls12381 import G1Point, G2Point
 
 from ..field import FR_LIMBS
 from ..gpu import fr as gfr
 from ..gpu import h as gh
+from ..gpu import msm as gmsm
 from ..gpu import spmv
+from ..gpu.prep import prep_msm as gpu_prep
+from ..gpu.srs import DeviceKey
+from ..groth16 import Proof
+from ..phases.proof_assembly import assemble
 from ..phases.synthesis import Assignment
-from ..phases.tail_msm import msm
-from .cpu import CpuBackend, CpuKey
+from ..phases.tail_msm import msm as cpu_msm
+from ..poly import Domain
+from .cpu import CpuBackend
 
 
 class CudaTimerDevice:
@@ -32,12 +48,47 @@ class CudaTimerDevice:
         return int(cupy.get_default_memory_pool().total_bytes())
 
 
+class CudaKey:
+    """The key's bases on the GPU, uploaded once; the few fixed points as arkworks points."""
+
+    def __init__(self, pk):
+        self.pk = pk
+        self.domain = Domain(pk.log_n, pk.generator)
+        self.dev = DeviceKey(pk)
+        self.vk = {k: pk.points[k].to_ark()[0] for k in ("alpha_g1", "beta_g1", "beta_g2", "delta_g1", "delta_g2")}
+        self._b_g2_ark = None
+
+    def b_g2_ark(self) -> list:
+        if self._b_g2_ark is None:
+            self._b_g2_ark = self.pk.points["b_g2"].to_ark()
+        return self._b_g2_ark
+
+
+def _popcount(scalars, sample: int = 256) -> float:
+    """Mean set bits of the (canonical) scalars, from a small random sample."""
+    n = scalars.shape[0]
+    idx = np.random.default_rng(n).integers(0, n, size=min(n, sample))
+    vals = gfr.download(scalars[cupy.asarray(idx)])
+    return float(np.mean([int(v).bit_count() for v in vals]))
+
+
+def _window(kh, scalars, opts) -> int:
+    """D4 off: one window size for every MSM (the one for the largest, H); on: chosen per MSM
+    from its size and its scalars' popcount."""
+    from ..gpu.msm_plan import choose_window
+    if not opts.enabled("D4"):
+        return choose_window(len(kh.dev["h"]))
+    return choose_window(scalars.shape[0], _popcount(scalars))
+
+
 class CudaBackend(CpuBackend):
     name = "cuda"
-    IMPL = {"synthesis": "mixed", "ntt_msm_h": "mixed"}   # host witness + GPU SpMV; GPU NTTs + CPU MSM
+    IMPL = {"synthesis": "mixed", "proof_assembly": "cpu"}
 
     def phase_impl(self, phase: str) -> str:
-        return self.IMPL.get(phase, "cpu")
+        if phase == "b_g2" and self.opts.enabled("A4"):
+            return "cpu"
+        return self.IMPL.get(phase, "cuda")
 
     def timer_device(self):
         return CudaTimerDevice()
@@ -48,16 +99,83 @@ class CudaBackend(CpuBackend):
                              f"circuit ({r1cs.num_inputs}, {r1cs.num_aux})")
         z = gfr.upload(np.concatenate([inputs, aux]), pinned=self.opts.enabled("B1"))
         abc = spmv.evaluate(spmv.DeviceR1CS.of(r1cs), z, domain.n)
-        return Assignment(inputs, aux, None, None, None, abc_dev=abc)
+        return Assignment(inputs, aux, None, None, None, abc_dev=abc, z_dev=z)
+
+    def load_key(self, pk) -> CudaKey:
+        return CudaKey(pk)
+
+    @staticmethod
+    def _z(asg: Assignment):
+        if asg.z_dev is None:
+            asg.z_dev = gfr.upload(asg.z)
+        return asg.z_dev
 
     def _abc(self, asg: Assignment, n: int):
         if asg.abc_dev is not None:
             return asg.abc_dev.copy()            # the H pipeline works in place
         return gfr.upload(np.concatenate([asg.a, asg.b, asg.c])).reshape(3, n, FR_LIMBS)
 
-    def ntt_msm_h(self, kh: CpuKey, assignments) -> list:
+    def prep_msm(self, kh: CudaKey, assignments):
+        zs = cupy.stack([self._z(a) for a in assignments])
+        return gpu_prep(zs, kh.pk.num_inputs)
+
+    def ntt_msm_h(self, kh: CudaKey, assignments) -> list:
+        hb = kh.dev["h"]
         out = []
         for asg in assignments:
             h = gh.h_scalars(self._abc(asg, kh.domain.n), kh.domain, kh.pk.convention)
-            out.append(msm(kh.pts["h"], gfr.download(h), G1Point))
+            h = cupy.ascontiguousarray(h)
+            out.append(gmsm.msm_g1(hb.limbs, hb.inf, h, _window(kh, h, self.opts)))
         return out
+
+    def batch_addition(self, kh: CudaKey, prep) -> list:
+        one = gfr.upload([1])
+        out = []
+        for ones in prep.ones:
+            res = {}
+            for q, idx in (("a", ones), ("b_g1", ones), ("b_g2", ones), ("l", prep.aux_part(ones))):
+                b = kh.dev[q]
+                if idx.size == 0:
+                    res[q] = (G2Point if b.group == 2 else G1Point).identity()
+                    continue
+                scal = cupy.broadcast_to(one, (idx.size, FR_LIMBS)).copy()
+                fn = gmsm.msm_g2 if b.group == 2 else gmsm.msm_g1
+                res[q] = fn(cupy.ascontiguousarray(b.limbs[idx]), b.inf[idx], scal)
+            out.append(res)
+        return out
+
+    def tail_msm(self, kh: CudaKey, prep, assignments) -> list:
+        t, tl = prep.tail, prep.aux_part(prep.tail)
+        gathered = {q: (cupy.ascontiguousarray(kh.dev[q].limbs[t]), kh.dev[q].inf[t]) for q in ("a", "b_g1")}
+        gathered["l"] = (cupy.ascontiguousarray(kh.dev["l"].limbs[tl]), kh.dev["l"].inf[tl])
+        ni = kh.pk.num_inputs
+        out = []
+        for asg in assignments:
+            z = self._z(asg)
+            zt = cupy.ascontiguousarray(z[t])
+            zl = cupy.ascontiguousarray(z[tl + ni])
+            res = {}
+            for q, s in (("a", zt), ("b_g1", zt), ("l", zl)):
+                bases, inf = gathered[q]
+                res[q] = gmsm.msm_g1(bases, inf, s, _window(kh, s, self.opts))
+            out.append(res)
+        return out
+
+    def b_g2(self, kh: CudaKey, prep, assignments) -> list:
+        if self.opts.enabled("A4"):
+            idx = cupy.asnumpy(prep.tail)
+            arr = np.empty(len(kh.b_g2_ark()), dtype=object)
+            arr[:] = kh.b_g2_ark()
+            bases = arr[idx].tolist()
+            with ThreadPoolExecutor(max(1, len(assignments))) as ex:
+                return list(ex.map(lambda a: cpu_msm(bases, a.z[idx], G2Point), assignments))
+        b = kh.dev["b_g2"]
+        bases, inf = cupy.ascontiguousarray(b.limbs[prep.tail]), b.inf[prep.tail]
+        out = []
+        for a in assignments:
+            s = cupy.ascontiguousarray(self._z(a)[prep.tail])
+            out.append(gmsm.msm_g2(bases, inf, s, _window(kh, s, self.opts)))
+        return out
+
+    def proof_assembly(self, kh: CudaKey, parts: list, randomness: list) -> list:
+        return [Proof(*assemble(kh.vk, p, r, s)) for p, (r, s) in zip(parts, randomness)]

@@ -5,6 +5,8 @@ compiled cubins in its on-disk kernel cache, so a second process loads without N
 """
 from __future__ import annotations
 
+import hashlib
+import os
 import time
 from pathlib import Path
 
@@ -31,15 +33,40 @@ def options() -> tuple[str, ...]:
     return (f"-arch={arch()}", f"-I{kernel_dir()}", "--std=c++17", "-default-device")
 
 
+def source_key(name: str, arch_name: str) -> str:
+    """Hash of the module's source, every header beside it, and the target."""
+    h = hashlib.sha256(arch_name.encode())
+    d = kernel_dir()
+    for p in [Path(d, f"{name}.cu"), *sorted(Path(d).glob("*.cuh"))]:
+        h.update(p.name.encode())
+        h.update(p.read_bytes())
+    return h.hexdigest()[:20]
+
+
+def cubin_dir() -> Path:
+    base = os.environ.get("CUZK_CUBIN_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "cuzk", "cubin")
+    return Path(base)
+
+
+def cubin_path(name: str, arch_name: str) -> Path:
+    return cubin_dir() / f"{name}-{arch_name}-{source_key(name, arch_name)}.cubin"
+
+
 def module(name: str):
-    """The RawModule for kernels/<name>.cu, compiled on first use."""
+    """The RawModule for kernels/<name>.cu: a prebuilt cubin for this exact source and target when
+    one is in the cubin cache (tools/build_cubins.py), else compiled by NVRTC on first use."""
     mod = _modules.get(name)
     if mod is None:
         import cupy
-        src = Path(kernel_dir(), f"{name}.cu").read_text()
         t0 = time.perf_counter()
-        mod = cupy.RawModule(code=src, options=options(), backend="nvrtc")
-        mod.compile()
+        pre = cubin_path(name, arch())
+        if pre.exists():
+            mod = cupy.RawModule(path=str(pre))
+        else:
+            src = Path(kernel_dir(), f"{name}.cu").read_text()
+            mod = cupy.RawModule(code=src, options=options(), backend="nvrtc")
+            mod.compile()
         load_times[name] = time.perf_counter() - t0
         _modules[name] = mod
     return mod

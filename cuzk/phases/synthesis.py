@@ -19,6 +19,7 @@ class Assignment:
     b: np.ndarray | None
     c: np.ndarray | None
     abc_dev: object = None  # on the GPU backend: device uint32[3, n, 8], Montgomery (a, b, c on host are None)
+    z_dev: object = None    # on the GPU backend: the witness z, device uint32[num_vars, 8], Montgomery
 
     @property
     def z(self) -> np.ndarray:

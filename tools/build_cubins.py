@@ -1,0 +1,51 @@
+"""Prebuild kernels/*.cu with nvcc into the cubin cache the loader reads (CUZK_CUBIN_DIR).
+
+    python tools/build_cubins.py [--arch sm_90] [--out DIR] [--jobs N]
+
+Useful where NVRTC compiles are slow (the G2 MSM takes minutes) or on machines that are
+started fresh for each job. The file names carry a hash of the sources, so a stale cubin
+is never used.
+"""
+import argparse
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from cuzk.gpu import loader  # noqa: E402
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--arch", default="sm_90")
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
+    args = ap.parse_args()
+    if args.out:
+        os.environ["CUZK_CUBIN_DIR"] = args.out
+    out = loader.cubin_dir()
+    out.mkdir(parents=True, exist_ok=True)
+    names = sorted(p.stem for p in loader.kernel_dir().glob("*.cu"))
+
+    def build(name):
+        dst = loader.cubin_path(name, args.arch)
+        if dst.exists():
+            return name, "cached"
+        tmp = dst.with_suffix(".tmp")
+        r = subprocess.run(["nvcc", f"-arch={args.arch}", "-cubin", "-std=c++17", "-I", str(loader.kernel_dir()),
+                            "-o", str(tmp), str(loader.kernel_dir() / f"{name}.cu")], capture_output=True, text=True)
+        if r.returncode:
+            return name, "FAILED\n" + r.stderr
+        tmp.rename(dst)
+        return name, "built"
+
+    with ThreadPoolExecutor(args.jobs) as ex:
+        for name, status in ex.map(build, names):
+            print(f"{name}: {status}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
