@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import sys
 
-KERNELS = ("ntt", "intt", "h", "spmv", "fp_mul", "fr_mul", "msm", "batch_add")
-NOT_YET = {"msm": "GPU part 2 (issue 5)", "batch_add": "GPU part 2 (issue 5)"}
+KERNELS = ("ntt", "intt", "h", "spmv", "fp_mul", "fr_mul", "msm", "msm_g2", "batch_add")
+NOT_YET: dict = {}
 IMAD_MODEL_FP_MUL = 2.8e10     # Fp mul/s, design §7
 COPY_BW = 4.28e12              # bytes/s, device copy, design §7
 NTT27_FLOOR = 0.030            # s
+MSM26_FLOOR = 0.26             # s, 2^26 G1 MSM, IMAD floor 0.26-0.36 s
 
 
 def floor_s(kernel: str, log_size: int, work: int, convention: str = "coeff") -> float | None:
@@ -25,6 +26,8 @@ def floor_s(kernel: str, log_size: int, work: int, convention: str = "coeff") ->
         return ntt * (7 if convention == "coeff" else 6)
     if kernel == "fp_mul":
         return work / IMAD_MODEL_FP_MUL
+    if kernel == "msm" and log_size == 26:
+        return MSM26_FLOOR
     if kernel == "spmv":
         return work * (32 + 4 + 32) / COPY_BW          # coefficient, column, gathered witness
     return None
@@ -44,6 +47,12 @@ def _make(kernel: str, log_size: int, convention: str, generator: int):
         return M.make_spmv(log_size)
     if kernel in ("fp_mul", "fr_mul"):
         return M.make_mul(kernel[:2])
+    if kernel == "msm":
+        return M.make_msm(log_size, 1)
+    if kernel == "msm_g2":
+        return M.make_msm(log_size, 2)
+    if kernel == "batch_add":
+        return M.make_batch_add(log_size)
     raise ValueError(kernel)
 
 

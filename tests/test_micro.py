@@ -19,8 +19,5 @@ def test_micro_without_gpu_exits_2(capsys):
     assert "needs a GPU" in capsys.readouterr().err
 
 
-def test_micro_msm_not_yet(capsys):
-    pytest.importorskip("pyperf")
-    from cuzk.cli import main
-    assert main(["micro", "msm"]) == 2
-    assert "issue 5" in capsys.readouterr().err
+def test_msm_floor():
+    assert floor_s("msm", 26, 0) == pytest.approx(0.26)

@@ -102,3 +102,49 @@ def make_spmv(log_n: int):
 def median_time(run, loops: int = 1, repeat: int = 7) -> float:
     run(1)                                       # warm-up: compile, tables, allocator
     return float(np.median([run(loops) / loops for _ in range(repeat)]))
+
+
+def random_bases(log_n: int, group: int = 1, distinct_log: int = 18, seed: int = 1):
+    """Device bases: 2^distinct_log distinct random points P0 + i*Q (an addition chain, fast on the
+    host), tiled to 2^log_n. Repeats inside a bucket are rare (~0.4% at 2^26) and exercise doubling."""
+    import random
+
+    import cupy
+    from py_arkworks_bls12381 import G1Point, G2Point, Scalar
+    from ..curve import ark_to_limbs
+    cls = G1Point if group == 1 else G2Point
+    rng = random.Random(seed)
+    d = min(distinct_log, log_n)
+    p, q = cls() * Scalar(rng.randrange(1, 2**255)), cls() * Scalar(rng.randrange(1, 2**255))
+    pts = []
+    for _ in range(1 << d):
+        pts.append(p)
+        p = p + q
+    limbs, _ = ark_to_limbs(group, pts)
+    dev = cupy.asarray(limbs)
+    reps = 1 << (log_n - d)
+    bases = cupy.tile(dev, (reps, 1)) if reps > 1 else dev
+    return cupy.ascontiguousarray(bases), cupy.zeros(1 << log_n, dtype=cupy.bool_)
+
+
+def make_msm(log_n: int, group: int = 1, c: int | None = None):
+    from . import msm
+    bases, inf = random_bases(log_n, group)
+    scalars = random_fr(1 << log_n, seed=log_n + 7)
+
+    def run(loops: int) -> float:
+        return _events(lambda: msm.msm_xyzz(group, bases, inf, scalars, c), loops)
+    return run, 1 << log_n
+
+
+def make_batch_add(log_n: int):
+    """Batch addition as the backend runs it: all scalars 1, through the bucket-sum kernels."""
+    import cupy
+    from . import msm
+    from .fr import upload
+    bases, inf = random_bases(log_n, 1)
+    ones = cupy.broadcast_to(upload([1]), (1 << log_n, 8)).copy()
+
+    def run(loops: int) -> float:
+        return _events(lambda: msm.msm_xyzz(1, bases, inf, ones), loops)
+    return run, 1 << log_n
