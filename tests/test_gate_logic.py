@@ -1,0 +1,254 @@
+"""The gate's judgement without timing anything: statistics, config, orchestration with a
+scripted worker, exit codes and the report."""
+from __future__ import annotations
+
+import json
+import math
+import random
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from cuzk.perf import gate, gate_config, report
+from cuzk.perf.compare import IMPROVEMENT, NO_CHANGE, REGRESSION, compare
+from cuzk.perf.gate_config import ConfigError, min_p_value
+from cuzk.perf.worker import PROTOCOL
+from cuzk.timing import PHASES
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+# --- compare ---
+
+def _noisy(n, scale, sd, seed):
+    rng = random.Random(seed)
+    return [scale * math.exp(rng.gauss(0, sd)) for _ in range(n)]
+
+
+def test_clear_regression_and_improvement():
+    base = _noisy(10, 1.0, 0.01, 1)
+    assert compare("x", base, [b * 1.3 for b in base], 0.05, 0.01).verdict == REGRESSION
+    c = compare("x", base, [b / 1.3 for b in base], 0.05, 0.01)
+    assert c.verdict == IMPROVEMENT and c.ratio == pytest.approx(1 / 1.3)
+
+
+def test_same_distribution_is_no_change():
+    c = compare("x", _noisy(10, 1.0, 0.02, 2), _noisy(10, 1.0, 0.02, 3), 0.05, 0.01)
+    assert c.verdict == NO_CHANGE
+
+
+def test_significant_but_under_threshold_is_no_change():
+    base = _noisy(10, 1.0, 0.001, 4)
+    c = compare("x", base, [b * 1.02 for b in base], 0.05, 0.01)
+    assert c.p_value < 0.01 and c.verdict == NO_CHANGE
+
+
+def test_over_threshold_but_not_significant_is_no_change():
+    base = [1.0] * 10
+    head = [1.5, 0.7, 1.6, 0.8, 1.5, 0.7, 1.4, 0.9, 1.3, 1.2]
+    c = compare("x", base, head, 0.05, 0.01)
+    assert c.ratio > 1.05 and c.p_value > 0.01 and c.verdict == NO_CHANGE
+
+
+def test_pairing_cancels_drift():
+    """A machine that slows down 40% over the run: paired rounds still see no change."""
+    drift = [1 + 0.04 * i for i in range(10)]
+    base = [d * 1.0 for d in drift]
+    head = [d * 1.001 if i % 2 else d * 0.999 for i, d in enumerate(drift)]
+    assert compare("x", base, head, 0.05, 0.01).verdict == NO_CHANGE
+
+
+def test_identical_values_give_p_one():
+    assert compare("x", [1.0] * 8, [1.0] * 8, 0.05, 0.01).p_value == 1.0
+
+
+def test_min_p_value_is_what_the_test_can_reach():
+    base = [1.0] * 8
+    c = compare("x", base, [2.0] * 8, 0.05, 0.01)
+    assert c.p_value == pytest.approx(min_p_value(8))
+
+
+# --- config ---
+
+def _doc(**gate_kw):
+    return {"gate": {"rounds": 10, **gate_kw}, "workload": [{"backend": "cpu", "log_size": 8}]}
+
+
+def test_project_config_parses_and_matches_asv_thresholds():
+    cfg = gate_config.load(REPO / "perf-gate.toml")
+    assert cfg.areas == PHASES and cfg.workloads[0].spec.backend == "cpu"
+    assert min_p_value(cfg.rounds) < cfg.alpha
+    asv = json.loads((REPO / "asv.conf.json").read_text())["regressions_thresholds"]
+    assert asv[".*"] == cfg.threshold
+    for area, t in cfg.thresholds.items():
+        assert asv[f"bench_{area}\\."] == t, area
+    assert set(asv) == {".*"} | {f"bench_{a}\\." for a in cfg.thresholds}
+
+
+def test_config_that_can_never_fire_is_refused():
+    with pytest.raises(ConfigError, match="could never fire"):
+        gate_config.parse(_doc(rounds=7, alpha=0.01))
+    gate_config.parse(_doc(rounds=8, alpha=0.01))
+    with pytest.raises(ConfigError, match="could never fire"):
+        gate_config.parse(_doc(rounds=5, alpha=0.05))
+
+
+@pytest.mark.parametrize("doc,msg", [
+    ({"gate": {"rounds": 10, "samplez": 3}, "workload": [{"backend": "cpu"}]}, "unknown keys"),
+    ({"gate": {"rounds": 10}}, "no \\[\\[workload\\]\\]"),
+    ({"gate": {"rounds": 10}, "workload": [{"backend": "auto"}]}, "never auto"),
+    ({"gate": {"rounds": 10, "phases": ["nope"]}, "workload": [{"backend": "cpu"}]}, "unknown"),
+    ({"gate": {"rounds": 10}, "thresholds": {"nope": 0.1}, "workload": [{"backend": "cpu"}]}, "unknown phases"),
+    ({"gate": {"rounds": 10}, "trust": {"ignore_reasons": ["hot"]}, "workload": [{"backend": "cpu"}]}, "unknown"),
+    ({"gate": {"rounds": 10, "alpha": 1.5}, "workload": [{"backend": "cpu"}]}, "alpha"),
+])
+def test_bad_configs(doc, msg):
+    with pytest.raises(ConfigError, match=msg):
+        gate_config.parse(doc)
+
+
+# --- orchestration with a scripted worker ---
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory):
+    from cuzk.perf.calibrate import commit_change, make_repo
+    d = tmp_path_factory.mktemp("gate-logic-repo")
+    base = make_repo(REPO, d)
+    head = commit_change(d, "README.md", lambda t: t + "\nchanged\n", "head")
+    return d, base, head
+
+
+class Script:
+    """A worker runner: time per area = base time x factor on head; statuses on demand."""
+
+    def __init__(self, head_factor=None, status=None, noise=0.01, seed=0):
+        self.head_factor = head_factor or {}
+        self.status = status or {}          # (side, round) -> status
+        self.calls = []
+        self.rng = random.Random(seed)
+        self.noise = noise
+
+    def __call__(self, root, request, timeout):
+        side = Path(root).name
+        rnd = sum(1 for s, _ in self.calls if s == side)
+        self.calls.append((side, request["spec"]["backend"]))
+        st = self.status.get((side, rnd)) or self.status.get((side, "*"))
+        if st == "error":
+            return gate.WorkerResult("error", None, "Traceback...\nRuntimeError: b_g2 exploded", 0.1)
+        if st in ("untrusted", "unavailable"):
+            return gate.WorkerResult(st, {"protocol": PROTOCOL, "status": st, "message": f"{st} because",
+                                          "discards": ["throttled after: hw_thermal_slowdown"] * 11}, "", 0.1)
+        areas = {}
+        for a in request["areas"]:
+            f = self.head_factor.get(a, 1.0) if side == "head" else 1.0
+            areas[a] = {"samples": [f * (1 + self.rng.gauss(0, self.noise)) for _ in range(request["samples"])],
+                        "number": 1, "energy_j": []}
+        return gate.WorkerResult("ok", {"protocol": PROTOCOL, "status": "ok", "areas": areas, "discards": [],
+                                        "gpu": None}, "", 0.1)
+
+
+def _cfg(workloads=({"backend": "cpu", "log_size": 8},), **kw):
+    return gate_config.parse({"gate": {"rounds": 8, "samples": 3, **kw}, "workload": list(workloads)})
+
+
+def test_rounds_interleave_ab_ba(repo):
+    d, base, head = repo
+    s = Script()
+    res = gate.run(d, base, head, _cfg(), runner=s, log=lambda m: None)
+    assert res.exit_code == gate.EXIT_OK
+    sides = [side for side, _ in s.calls]
+    assert sides == ["base", "head", "head", "base"] * 4
+    assert [r["order"] for r in res.outcomes[0].rounds][:2] == [["base", "head"], ["head", "base"]]
+
+
+def test_regression_exits_1_and_names_the_phase(repo):
+    d, base, head = repo
+    res = gate.run(d, base, head, _cfg(), runner=Script({"tail_msm": 1.2}), log=lambda m: None)
+    assert res.exit_code == gate.EXIT_REGRESSION
+    assert [c.area for _, c in res.regressions()] == ["tail_msm"]
+    md = report.markdown(res)
+    assert "FAIL: regression" in md and "`tail_msm`" in md
+    line = next(l for l in md.splitlines() if l.startswith("| `tail_msm`"))
+    assert "REGRESSION" in line and "1.2" in line
+    cmd = next(l for l in md.splitlines() if l.startswith("asv find"))
+    assert f"{base}^..{head}" in cmd and "bench_tail_msm" in cmd
+    regex = shlex.split(cmd)[-1]
+    # asv matches parametrized benchmarks as name(param, ...) with the params repr'd
+    assert re.search(regex, "bench_tail_msm.TailMsm.track_time('cpu:8', 'all')")
+    assert not re.search(regex, "bench_tail_msm.TailMsm.track_time('cpu:10', 'all')")
+
+
+def test_improvement_passes(repo):
+    d, base, head = repo
+    res = gate.run(d, base, head, _cfg(), runner=Script({"ntt_msm_h": 0.5}), log=lambda m: None)
+    assert res.exit_code == gate.EXIT_OK
+    assert {c.area: c.verdict for c in res.outcomes[0].comparisons}["ntt_msm_h"] == IMPROVEMENT
+
+
+@pytest.mark.parametrize("status", ["error", "untrusted"])
+def test_error_or_untrusted_exits_2_even_with_a_regression(repo, status):
+    d, base, head = repo
+    s = Script({"tail_msm": 2.0}, status={("head", 3): status})
+    res = gate.run(d, base, head, _cfg(), runner=s, log=lambda m: None)
+    assert res.exit_code == gate.EXIT_ERROR
+    assert res.outcomes[0].status == status and "head" in res.outcomes[0].message
+    assert len(s.calls) == 2 * 3 + 2 or len(s.calls) == 2 * 3 + 1      # stopped at the failure
+    md = report.markdown(res)
+    assert "never a pass" in md and ("UNTRUSTED" in md if status == "untrusted" else "benchmark error" in md)
+
+
+def test_unavailable_optional_workload_is_skipped(repo):
+    d, base, head = repo
+    cfg = _cfg([{"backend": "cpu", "log_size": 8}, {"backend": "cuda", "log_size": 16, "required": False}])
+
+    def runner(root, req, timeout):
+        if req["spec"]["backend"] == "cuda":
+            return gate.WorkerResult("unavailable", {"protocol": PROTOCOL, "status": "unavailable",
+                                                     "message": "no GPU"}, "", 0.1)
+        return Script()(root, req, timeout)
+    res = gate.run(d, base, head, cfg, runner=runner, log=lambda m: None)
+    assert res.exit_code == gate.EXIT_OK
+    assert [o.status for o in res.outcomes] == ["ok", "skipped"]
+
+
+def test_unavailable_required_workload_is_an_error(repo):
+    d, base, head = repo
+    s = Script(status={("base", "*"): "unavailable", ("head", "*"): "unavailable"})
+    res = gate.run(d, base, head, _cfg([{"backend": "cuda", "log_size": 16}]), runner=s, log=lambda m: None)
+    assert res.exit_code == gate.EXIT_ERROR and res.outcomes[0].status == "error"
+
+
+def test_nothing_measured_is_not_a_pass(repo):
+    d, base, head = repo
+    s = Script(status={("base", "*"): "unavailable", ("head", "*"): "unavailable"})
+    res = gate.run(d, base, head, _cfg([{"backend": "cuda", "log_size": 16, "required": False}]), runner=s,
+                   log=lambda m: None)
+    assert res.exit_code == gate.EXIT_ERROR and "every workload was skipped" in report.markdown(res)
+
+
+def test_bad_ref_is_exit_2_through_the_cli(repo, capsys):
+    from cuzk.cli import main
+    d, base, head = repo
+    assert main(["gate", "--repo", str(d), "--base", "no-such-ref", "--head", head]) == 2
+    assert "gate:" in capsys.readouterr().err
+
+
+def test_missing_config_is_exit_2(repo, capsys):
+    from cuzk.cli import main
+    d, base, head = repo
+    assert main(["gate", "--repo", str(d), "--base", base, "--head", head, "--config", str(d / "nope.toml")]) == 2
+
+
+def test_materialize_imports_the_commit_not_the_installed_copy(repo, tmp_path):
+    import subprocess
+    import sys
+    from cuzk.perf import checkout
+    d, base, head = repo
+    root = checkout.materialize(d, head, tmp_path / "side")
+    out = subprocess.run([sys.executable, "-c", "import cuzk, cuzk.kernels; print(cuzk.__file__); "
+                          "print(cuzk.kernels.__file__)"], cwd=root, capture_output=True, text=True,
+                         env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"}).stdout.split()
+    assert all(Path(p).resolve().is_relative_to(root.resolve()) for p in out), out
+    assert (root / "README.md").read_text().endswith("changed\n")
