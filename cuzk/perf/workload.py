@@ -11,6 +11,7 @@ Workloads are memoised per process (`get`): asv re-runs `setup` before every sam
 """
 from __future__ import annotations
 
+import gc
 import math
 import os
 import random
@@ -144,7 +145,12 @@ class Workload:
             raise KeyError(f"unknown phase {phase!r}")
 
     def measure(self, area: str, number: int = 1) -> float:
-        """Seconds for `number` calls of one phase (or of a whole proof, area 'proof')."""
+        """Seconds for `number` calls of one phase (or of a whole proof, area 'proof').
+        A full garbage collection first, untimed: otherwise one phase's garbage is collected in
+        (and charged to) whichever phase runs next."""
+        if area != "synthesis":
+            self.prepare()
+        gc.collect()
         if area == "synthesis":
             timer = PhaseTimer()
             for _ in range(number):
@@ -153,7 +159,6 @@ class Workload:
             rec = timer.finish()["synthesis"]
             self.peak_host_bytes["synthesis"] = rec.peak_host_bytes
             return rec.host_s
-        self.prepare()
         timer = PhaseTimer(device=self.backend.timer_device())
         if area == "proof":
             for _ in range(number):
