@@ -206,6 +206,23 @@ def cmd_gate(args) -> int:
     return res.exit_code
 
 
+def cmd_history(args) -> int:
+    """Nightly: record this runner's asv results on the results branch, or publish all of them."""
+    from .perf import history
+    if args.action == "record" and not args.machine:
+        raise CliError("history record needs --machine NAME (a stable name per runner and GPU)")
+    try:
+        if args.action == "record":
+            return history.record(Path(args.repo), args.machine, args.remote, args.results_branch, args.bench,
+                                  push=not args.no_push)
+        history.publish(Path(args.repo), args.remote, args.results_branch, args.pages_branch,
+                        commit_url=history.commit_url_from_env(), push=not args.no_push)
+        return EXIT_OK
+    except history.HistoryError as e:
+        _err(f"history: {e}")
+        return EXIT_BAD_INPUT
+
+
 def cmd_gpu_state(args) -> int:
     """The run's GPU record (device, driver, clocks) and one state snapshot, as JSON."""
     from .nvml import open_device
@@ -261,6 +278,17 @@ def build_parser() -> argparse.ArgumentParser:
     gt.add_argument("--out", metavar="DIR", help="write report.md and gate.json (all samples) here")
     gt.add_argument("--rounds", type=int, default=None, help="override [gate] rounds")
     gt.set_defaults(func=cmd_gate)
+
+    hi = sub.add_parser("history", help="nightly asv history: record this runner's results, or publish all")
+    hi.add_argument("action", choices=("record", "publish"))
+    hi.add_argument("--machine", help="this runner's stable asv machine name (record)")
+    hi.add_argument("--repo", default=".")
+    hi.add_argument("--remote", default="origin")
+    hi.add_argument("--results-branch", default="asv-results")
+    hi.add_argument("--pages-branch", default="gh-pages")
+    hi.add_argument("--bench", default=None, help="asv --bench regex (default: the whole suite)")
+    hi.add_argument("--no-push", action="store_true", help="leave the commits local")
+    hi.set_defaults(func=cmd_history)
 
     gs = sub.add_parser("gpu-state", help="print the GPU's NVML record as JSON (read-only)")
     gs.set_defaults(func=cmd_gpu_state)
