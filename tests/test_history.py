@@ -38,7 +38,9 @@ def test_two_runners_one_history(tmp_path):
     assert "benchmarks.json" in files
     for m in ("gpu-a", "gpu-b"):
         assert f"{m}/machine.json" in files
-        assert any(f.startswith(f"{m}/") and f != f"{m}/machine.json" for f in files)
+        assert any(f.startswith(f"{m}/") and f.endswith(".json") and f != f"{m}/machine.json" for f in files)
+        gpu = [f for f in files if f.startswith(f"{m}/gpu-state/")]
+        assert len(gpu) == 1 and "gpu" in json.loads(_git(origin, "show", f"asv-results:{gpu[0]}"))
     assert len(_git(origin, "log", "--format=%s", "asv-results").split("\n")) >= 2
 
     pub = tmp_path / "publisher"

@@ -198,3 +198,15 @@ def test_gpu_state_without_a_gpu_is_none():
     if gpu_status()[0]:
         pytest.skip("a GPU is present")
     assert nvml.gpu_state() is None
+
+
+def test_gpu_state_command_with_a_fake_nvml(monkeypatch, capsys):
+    import json
+    from cuzk.cli import main
+    fake = FakeNvml(throttle=SW_POWER_CAP, pids=[1, 2])
+    monkeypatch.setattr(nvml, "open_device", lambda *a, **k: nvml.Nvml(fake))
+    assert main(["gpu-state"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["gpu"]["name"] == "Fake H200" and out["gpu"]["driver"] == "570.1"
+    assert out["state"]["throttle_names"] == ["sw_power_cap"] and out["state"]["processes"] == [1, 2]
+    assert fake.shutdowns == 1                      # read-only, and closed again

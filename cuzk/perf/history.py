@@ -2,8 +2,9 @@
 
 `record` (on each GPU runner, nightly): check out the results branch as asv's results_dir,
 run the whole suite on this commit in the existing interpreter (`asv run -E existing
---set-commit-hash --record-samples`, the way that works without a package registry), commit
-this machine's files and push, rebasing onto other runners' pushes. Each runner writes only
+--set-commit-hash --record-samples`, the way that works without a package registry), add the
+run's GPU record (NVML: device, driver, clocks), commit this machine's files and push,
+rebasing onto other runners' pushes. Each runner writes only
 under its own machine name, so runners never conflict; asv's shared benchmarks.json is taken
 from the newest run.
 `publish`: `asv publish` over all machines' results, then the site replaces the pages branch.
@@ -93,6 +94,7 @@ def record(repo: Path, machine: str, remote: str = "origin", branch: str = RESUL
     p = subprocess.run(cmd, cwd=repo)
     if p.returncode not in (0, 2):
         raise HistoryError(f"asv run failed with exit code {p.returncode}")
+    write_gpu_state(results / machine / "gpu-state" / f"{sha}.jsonl")
     _git(results, "add", "-A")
     if _git(results, "diff", "--cached", "--quiet", check=False).returncode != 0:
         _git(results, "commit", "-qm", f"results: {machine} at {sha[:10]}")
@@ -133,6 +135,19 @@ def publish(repo: Path, remote: str = "origin", results_branch: str = RESULTS_BR
             _git(site, "push", "-q", "--force", url, f"HEAD:refs/heads/{pages_branch}")
     log(f"cuzk history: published {html}" + (f" to {pages_branch}" if push else ""))
     return html
+
+
+def write_gpu_state(path: Path) -> None:
+    """The run's GPU record (device, driver, clocks, limits, state) beside asv's results.
+    Not *.json, which asv would try to read as results."""
+    from ..nvml import open_device
+    dev = open_device()
+    rec = {"gpu": None}
+    if dev is not None:
+        with dev:
+            rec = {"gpu": dev.info().as_dict(), "state": dev.snapshot().as_dict()}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(rec) + "\n")
 
 
 def commit_url_from_env() -> str | None:
