@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from cuzk.perf import gate, gate_config, report
-from cuzk.perf.compare import IMPROVEMENT, NO_CHANGE, REGRESSION, compare
+from cuzk.perf.compare import IMPROVEMENT, NO_CHANGE, REGRESSION, compare as _compare, log_ratios
 from cuzk.perf.gate_config import ConfigError, min_p_value
 from cuzk.perf.worker import PROTOCOL
 from cuzk.timing import PHASES
@@ -21,6 +21,10 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 # --- compare ---
+
+def compare(area, base, head, threshold, alpha):
+    return _compare(area, log_ratios(base, head), threshold, alpha)
+
 
 def _noisy(n, scale, sd, seed):
     rng = random.Random(seed)
@@ -120,33 +124,50 @@ def repo(tmp_path_factory):
     return d, base, head
 
 
-class Script:
-    """A worker runner: time per area = base time x factor on head; statuses on demand."""
+class FakeSpawn:
+    """Spawns scripted workers: time per area = 1 s x factor on head; failures on demand."""
 
-    def __init__(self, head_factor=None, status=None, noise=0.01, seed=0):
+    def __init__(self, head_factor=None, fail=None, noise=0.01, seed=0):
         self.head_factor = head_factor or {}
-        self.status = status or {}          # (side, round) -> status
-        self.calls = []
+        self.fail = fail or {}              # (side, round) or (side, "*") -> error | untrusted | unavailable
+        self.spawned, self.asks = [], []
         self.rng = random.Random(seed)
         self.noise = noise
 
-    def __call__(self, root, request, timeout):
+    def __call__(self, root, timeout):
         side = Path(root).name
-        rnd = sum(1 for s, _ in self.calls if s == side)
-        self.calls.append((side, request["spec"]["backend"]))
-        st = self.status.get((side, rnd)) or self.status.get((side, "*"))
-        if st == "error":
-            return gate.WorkerResult("error", None, "Traceback...\nRuntimeError: b_g2 exploded", 0.1)
-        if st in ("untrusted", "unavailable"):
-            return gate.WorkerResult(st, {"protocol": PROTOCOL, "status": st, "message": f"{st} because",
-                                          "discards": ["throttled after: hw_thermal_slowdown"] * 11}, "", 0.1)
-        areas = {}
-        for a in request["areas"]:
-            f = self.head_factor.get(a, 1.0) if side == "head" else 1.0
-            areas[a] = {"samples": [f * (1 + self.rng.gauss(0, self.noise)) for _ in range(request["samples"])],
-                        "number": 1, "energy_j": []}
-        return gate.WorkerResult("ok", {"protocol": PROTOCOL, "status": "ok", "areas": areas, "discards": [],
-                                        "gpu": None}, "", 0.1)
+        rnd = self.spawned.count(side)
+        self.spawned.append(side)
+        return FakeWorker(self, side, self.fail.get((side, rnd)) or self.fail.get((side, "*")))
+
+
+class FakeWorker:
+    def __init__(self, parent, side, fail):
+        self.parent, self.side, self.fail = parent, side, fail
+        self.pid = 1000 + len(parent.spawned)
+
+    def ask(self, msg):
+        p = self.parent
+        if "protocol" in msg:
+            p.asks.append((self.side, "setup"))
+            assert msg["protocol"] == PROTOCOL and msg["sibling_pid"] and msg["sibling_pid"] != self.pid
+            if self.fail == "error":
+                raise gate.WorkerFailed("Traceback...\nRuntimeError: b_g2 exploded\nworker exited with code 1")
+            if self.fail == "unavailable":
+                return {"status": "unavailable", "message": "no GPU"}
+            return {"status": "ready", "numbers": {a: 1 for a in msg["areas"]}, "gpu": None, "cuzk_file": "x"}
+        if "sample" in msg:
+            p.asks.append((self.side, msg["sample"]))
+            if self.fail == "untrusted" and sum(1 for s, _ in p.asks if s == self.side) > 5:
+                return {"status": "untrusted", "message": "untrusted run: 11 samples rejected",
+                        "discards": ["throttled after: hw_thermal_slowdown"] * 11}
+            f = p.head_factor.get(msg["sample"], 1.0) if self.side == "head" else 1.0
+            return {"status": "ok", "value": f * (1 + p.rng.gauss(0, p.noise)), "energy_j": None}
+        assert msg == {"quit": True}
+        return {"status": "done", "discards": [], "peak_device_bytes": {}}
+
+    def close(self):
+        pass
 
 
 def _cfg(workloads=({"backend": "cpu", "log_size": 8},), **kw):
@@ -155,17 +176,22 @@ def _cfg(workloads=({"backend": "cpu", "log_size": 8},), **kw):
 
 def test_rounds_interleave_ab_ba(repo):
     d, base, head = repo
-    s = Script()
-    res = gate.run(d, base, head, _cfg(), runner=s, log=lambda m: None)
+    s = FakeSpawn()
+    res = gate.run(d, base, head, _cfg(), spawn=s, log=lambda m: None)
     assert res.exit_code == gate.EXIT_OK
-    sides = [side for side, _ in s.calls]
-    assert sides == ["base", "head", "head", "base"] * 4
+    assert s.spawned == ["base", "head", "head", "base"] * 4              # rounds alternate AB, BA
     assert [r["order"] for r in res.outcomes[0].rounds][:2] == [["base", "head"], ["head", "base"]]
+    samples = [a for a in s.asks if a[1] != "setup"]
+    n = len(PHASES)
+    # round 1: sample 1 of every phase base then head; sample 2 head then base; ...
+    assert samples[:2 * n] == [(side, p) for p in PHASES for side in ("base", "head")]
+    assert samples[2 * n:4 * n] == [(side, p) for p in PHASES for side in ("head", "base")]
+    assert len(samples) == 8 * 3 * n * 2
 
 
 def test_regression_exits_1_and_names_the_phase(repo):
     d, base, head = repo
-    res = gate.run(d, base, head, _cfg(), runner=Script({"tail_msm": 1.2}), log=lambda m: None)
+    res = gate.run(d, base, head, _cfg(), spawn=FakeSpawn({"tail_msm": 1.2}), log=lambda m: None)
     assert res.exit_code == gate.EXIT_REGRESSION
     assert [c.area for _, c in res.regressions()] == ["tail_msm"]
     md = report.markdown(res)
@@ -182,7 +208,7 @@ def test_regression_exits_1_and_names_the_phase(repo):
 
 def test_improvement_passes(repo):
     d, base, head = repo
-    res = gate.run(d, base, head, _cfg(), runner=Script({"ntt_msm_h": 0.5}), log=lambda m: None)
+    res = gate.run(d, base, head, _cfg(), spawn=FakeSpawn({"ntt_msm_h": 0.5}), log=lambda m: None)
     assert res.exit_code == gate.EXIT_OK
     assert {c.area: c.verdict for c in res.outcomes[0].comparisons}["ntt_msm_h"] == IMPROVEMENT
 
@@ -190,11 +216,11 @@ def test_improvement_passes(repo):
 @pytest.mark.parametrize("status", ["error", "untrusted"])
 def test_error_or_untrusted_exits_2_even_with_a_regression(repo, status):
     d, base, head = repo
-    s = Script({"tail_msm": 2.0}, status={("head", 3): status})
-    res = gate.run(d, base, head, _cfg(), runner=s, log=lambda m: None)
+    s = FakeSpawn({"tail_msm": 2.0}, fail={("head", 3): status})
+    res = gate.run(d, base, head, _cfg(), spawn=s, log=lambda m: None)
     assert res.exit_code == gate.EXIT_ERROR
     assert res.outcomes[0].status == status and "head" in res.outcomes[0].message
-    assert len(s.calls) == 2 * 3 + 2 or len(s.calls) == 2 * 3 + 1      # stopped at the failure
+    assert "round 4" in res.outcomes[0].message and len(s.spawned) == 8     # stopped at the failure
     md = report.markdown(res)
     assert "never a pass" in md and ("UNTRUSTED" in md if status == "untrusted" else "benchmark error" in md)
 
@@ -203,27 +229,32 @@ def test_unavailable_optional_workload_is_skipped(repo):
     d, base, head = repo
     cfg = _cfg([{"backend": "cpu", "log_size": 8}, {"backend": "cuda", "log_size": 16, "required": False}])
 
-    def runner(root, req, timeout):
-        if req["spec"]["backend"] == "cuda":
-            return gate.WorkerResult("unavailable", {"protocol": PROTOCOL, "status": "unavailable",
-                                                     "message": "no GPU"}, "", 0.1)
-        return Script()(root, req, timeout)
-    res = gate.run(d, base, head, cfg, runner=runner, log=lambda m: None)
+    fake = FakeSpawn()
+
+    class Spawn:
+        """cuda workers are unavailable: their set-up says so."""
+        def __call__(self, root, timeout):
+            w = fake(root, timeout)
+            real = w.ask
+            w.ask = lambda msg: ({"status": "unavailable", "message": "no GPU"}
+                                 if msg.get("spec", {}).get("backend") == "cuda" else real(msg))
+            return w
+    res = gate.run(d, base, head, cfg, spawn=Spawn(), log=lambda m: None)
     assert res.exit_code == gate.EXIT_OK
     assert [o.status for o in res.outcomes] == ["ok", "skipped"]
 
 
 def test_unavailable_required_workload_is_an_error(repo):
     d, base, head = repo
-    s = Script(status={("base", "*"): "unavailable", ("head", "*"): "unavailable"})
-    res = gate.run(d, base, head, _cfg([{"backend": "cuda", "log_size": 16}]), runner=s, log=lambda m: None)
+    s = FakeSpawn(fail={("base", "*"): "unavailable", ("head", "*"): "unavailable"})
+    res = gate.run(d, base, head, _cfg([{"backend": "cuda", "log_size": 16}]), spawn=s, log=lambda m: None)
     assert res.exit_code == gate.EXIT_ERROR and res.outcomes[0].status == "error"
 
 
 def test_nothing_measured_is_not_a_pass(repo):
     d, base, head = repo
-    s = Script(status={("base", "*"): "unavailable", ("head", "*"): "unavailable"})
-    res = gate.run(d, base, head, _cfg([{"backend": "cuda", "log_size": 16, "required": False}]), runner=s,
+    s = FakeSpawn(fail={("base", "*"): "unavailable", ("head", "*"): "unavailable"})
+    res = gate.run(d, base, head, _cfg([{"backend": "cuda", "log_size": 16, "required": False}]), spawn=s,
                    log=lambda m: None)
     assert res.exit_code == gate.EXIT_ERROR and "every workload was skipped" in report.markdown(res)
 

@@ -158,23 +158,31 @@ class FakeGpuWorkload:
         return 0.001
 
 
-def test_worker_reports_an_untrusted_run(monkeypatch):
+def _serve(monkeypatch, w, fake, areas, n):
+    """Drive worker.serve as the gate does: set-up, n samples per area, quit."""
+    import json
     from cuzk.perf import workload
-    fake = FakeNvml(throttle=HW_THERMAL)              # throttled the whole time
-    monkeypatch.setattr(workload, "Workload", lambda spec: FakeGpuWorkload(spec, fake))
+    monkeypatch.setattr(workload, "Workload", lambda spec: (setattr(w, "spec", spec), w)[1])
     monkeypatch.setattr(sampler, "_NVML", {"dev": nvml.Nvml(fake)})
     monkeypatch.setattr(nvml, "open_device", lambda *a, **k: nvml.Nvml(fake))
-    reply = worker.run({"protocol": worker.PROTOCOL, "spec": {"backend": "cuda", "log_size": 16},
-                        "areas": ["tail_msm", "b_g2"], "samples": 5, "max_discards": 4, "pause_s": 0})
-    assert reply["status"] == "untrusted"
-    assert "hw_thermal_slowdown" in reply["message"] and len(reply["discards"]) == 5
-    assert reply["gpu"]["name"] == "Fake H200"
-    assert "areas" not in reply or reply["areas"] == {}
+    req = {"protocol": worker.PROTOCOL, "spec": {"backend": "cuda", "log_size": 16}, "areas": areas,
+           "max_discards": 4, "pause_s": 0, "sibling_pid": 424242}
+    lines = [json.dumps(req)] + [json.dumps({"sample": a}) for _ in range(n) for a in areas] + ['{"quit": true}']
+    replies = []
+    assert worker.serve(iter(lines), replies.append) == 0
+    return replies
+
+
+def test_worker_reports_an_untrusted_run(monkeypatch):
+    fake = FakeNvml(throttle=HW_THERMAL)              # throttled the whole time
+    replies = _serve(monkeypatch, FakeGpuWorkload(None, fake), fake, ["tail_msm", "b_g2"], 5)
+    assert replies[0]["status"] == "ready" and replies[0]["gpu"]["name"] == "Fake H200"
+    assert replies[-1]["status"] == "untrusted" and len(replies) == 2     # the worker stops there
+    assert "hw_thermal_slowdown" in replies[-1]["message"] and len(replies[-1]["discards"]) == 5
 
 
 def test_worker_keeps_only_trusted_samples(monkeypatch):
-    from cuzk.perf import workload
-    fake = FakeNvml(pids=[os.getpid()])
+    fake = FakeNvml(pids=[os.getpid(), 424242])       # our idle sibling worker is not contention
     w = FakeGpuWorkload(None, fake)
     calls = {"n": 0}
 
@@ -183,14 +191,14 @@ def test_worker_keeps_only_trusted_samples(monkeypatch):
         fake.state["throttle"] = SW_POWER_CAP if calls["n"] == 3 else IDLE
         return float(calls["n"])
     w.measure = measure
-    monkeypatch.setattr(workload, "Workload", lambda spec: (setattr(w, "spec", spec), w)[1])
-    monkeypatch.setattr(sampler, "_NVML", {"dev": nvml.Nvml(fake)})
-    monkeypatch.setattr(nvml, "open_device", lambda *a, **k: nvml.Nvml(fake))
-    reply = worker.run({"protocol": worker.PROTOCOL, "spec": {"backend": "cuda", "log_size": 16},
-                        "areas": ["tail_msm"], "samples": 3, "pause_s": 0})
-    assert reply["status"] == "ok"
-    assert reply["areas"]["tail_msm"]["samples"] == [1.0, 2.0, 5.0]
-    assert len(reply["discards"]) == 2
+    replies = _serve(monkeypatch, w, fake, ["tail_msm"], 3)
+    assert [r["value"] for r in replies[1:4]] == [1.0, 2.0, 5.0]
+    assert replies[-1]["status"] == "done" and len(replies[-1]["discards"]) == 2
+
+
+def test_worker_refuses_code_from_elsewhere():
+    with pytest.raises(RuntimeError, match="not from the commit under test"):
+        worker.Worker({"protocol": worker.PROTOCOL, "root": "/nonexistent/commit", "spec": {}, "areas": []})
 
 
 def test_gpu_state_without_a_gpu_is_none():

@@ -1,6 +1,7 @@
 """The measuring path shared by asv and the gate: workloads, sampling, the asv classes over it."""
 from __future__ import annotations
 
+import os
 import random
 
 import pytest
@@ -14,6 +15,17 @@ from cuzk.timing import PHASES
 def _gpu() -> bool:
     from cuzk.backend import gpu_status
     return gpu_status()[0]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _keep_cuzk_opt():
+    """Workloads export their variant as CUZK_OPT (for backends that read it); not beyond this module."""
+    old = os.environ.get("CUZK_OPT")
+    yield
+    if old is None:
+        os.environ.pop("CUZK_OPT", None)
+    else:
+        os.environ["CUZK_OPT"] = old
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +101,6 @@ def test_variant_names_and_specs():
 def test_workload_exports_its_variant(monkeypatch):
     monkeypatch.setenv("CUZK_OPT", "all")
     Workload(Spec(opts="baseline"))
-    import os
     from cuzk.opts import resolve
     assert os.environ["CUZK_OPT"] == "none"
     assert resolve().label() == "baseline"

@@ -2,7 +2,8 @@
 
 `collect` never keeps a sample that its guard rejected. When more than `max_discards` samples
 of one process are rejected it raises UntrustedRun: the run is reported untrusted, never judged.
-`sample_areas` is the one path by which both the asv benchmarks and `cuzk gate` take samples.
+The asv benchmarks (`sample_areas`) and the gate's workers (worker.py) both take every sample
+as `collect` around `Workload.measure`, calibrated by `Workload.calibrate`, guarded by `guard_for`.
 """
 from __future__ import annotations
 
@@ -63,7 +64,7 @@ def collect(measure: Callable[[], float], n: int, guard: SampleGuard | None = No
 _NVML: dict = {}
 
 
-def guard_for(workload, policy: TrustPolicy | None = None) -> SampleGuard | None:
+def guard_for(workload, policy: TrustPolicy | None = None, own_pids: frozenset = frozenset()) -> SampleGuard | None:
     """An NVML guard for a GPU workload (one NVML handle per process); None on the CPU reference.
     A GPU workload without NVML cannot be checked: that is an untrusted run, not a silent pass."""
     from ..nvml import open_device
@@ -73,7 +74,7 @@ def guard_for(workload, policy: TrustPolicy | None = None) -> SampleGuard | None
         _NVML["dev"] = open_device()
     if _NVML["dev"] is None:
         raise UntrustedRun(workload.spec.label(), ["NVML is unavailable, so GPU state cannot be checked"])
-    return SampleGuard(_NVML["dev"], policy or TrustPolicy())
+    return SampleGuard(_NVML["dev"], policy or TrustPolicy(), own_pids)
 
 
 @dataclass

@@ -62,14 +62,15 @@ def judge(before: Snapshot, after: Snapshot, policy: TrustPolicy = TrustPolicy()
 
 
 def other_processes(pids, own_pids: frozenset) -> list[int]:
-    """PIDs that are not ours. In a PID namespace (a container) NVML reports host PIDs, so our
-    own process is unrecognisable: then one unknown PID is taken to be us, and two mean contention."""
+    """PIDs that are not ours (ours: this process and the gate's idle sibling worker). In a PID
+    namespace (a container) NVML reports host PIDs and ours are unrecognisable: then up to as
+    many unknown PIDs as we own are taken to be ours, and more mean contention."""
     own = own_pids or frozenset({os.getpid()})
     seen = sorted(set(pids))
     unknown = [p for p in seen if p not in own]
     if any(p in own for p in seen):
         return unknown
-    return unknown if len(unknown) > 1 else []
+    return unknown if len(unknown) > len(own) else []
 
 
 class SampleGuard:
