@@ -127,7 +127,8 @@ def repo(tmp_path_factory):
 class FakeSpawn:
     """Spawns scripted workers: time per area = 1 s x factor on head; failures on demand."""
 
-    def __init__(self, head_factor=None, fail=None, noise=0.01, seed=0):
+    def __init__(self, head_factor=None, fail=None, noise=0.01, seed=0, joules=None):
+        self.joules = joules                # joules per second of sample, as NVML would count them
         self.head_factor = head_factor or {}
         self.fail = fail or {}              # (side, round) or (side, "*") -> error | untrusted | unavailable
         self.spawned, self.asks = [], []
@@ -162,7 +163,8 @@ class FakeWorker:
                 return {"status": "untrusted", "message": "untrusted run: 11 samples rejected",
                         "discards": ["throttled after: hw_thermal_slowdown"] * 11}
             f = p.head_factor.get(msg["sample"], 1.0) if self.side == "head" else 1.0
-            return {"status": "ok", "value": f * (1 + p.rng.gauss(0, p.noise)), "energy_j": None}
+            v = f * (1 + p.rng.gauss(0, p.noise))
+            return {"status": "ok", "value": v, "energy_j": v * p.joules if p.joules else None}
         assert msg == {"quit": True}
         return {"status": "done", "discards": [], "peak_device_bytes": {}}
 
@@ -283,3 +285,10 @@ def test_materialize_imports_the_commit_not_the_installed_copy(repo, tmp_path):
                          env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"}).stdout.split()
     assert all(Path(p).resolve().is_relative_to(root.resolve()) for p in out), out
     assert (root / "README.md").read_text().endswith("changed\n")
+
+
+def test_report_shows_energy_per_call_when_nvml_counts_it(repo):
+    d, base, head = repo
+    res = gate.run(d, base, head, _cfg(), spawn=FakeSpawn({"b_g2": 2.0}, joules=300.0), log=lambda m: None)
+    line = next(l for l in report.markdown(res).splitlines() if l.startswith("Energy per call"))
+    assert "`b_g2` 300 J → 600 J" in line

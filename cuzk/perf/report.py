@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import re
 import shlex
+import statistics
 
 from tabulate import tabulate
 
@@ -35,6 +36,16 @@ def asv_find_command(oc: Outcome, area: str, base: str, head: str) -> str:
     return cmd
 
 
+def energy_per_call(oc: Outcome) -> dict[str, tuple[float, float]]:
+    """area -> (base, head) median joules per call, where NVML counted energy on both sides."""
+    out = {}
+    for area in (oc.rounds[0]["base"]["areas"] if oc.rounds else {}):
+        e = {s: [x for rd in oc.rounds for x in rd[s]["areas"][area].get("energy_j", [])] for s in ("base", "head")}
+        if e["base"] and e["head"]:
+            out[area] = (statistics.median(e["base"]), statistics.median(e["head"]))
+    return out
+
+
 def verdict_line(res: GateResult) -> str:
     if res.exit_code == EXIT_OK:
         return "**PASS**: no phase regressed."
@@ -51,9 +62,10 @@ def markdown(res: GateResult) -> str:
     c = res.config
     out = [f"## cuzk perf gate: `{res.base[:10]}` ({res.base_ref}) → `{res.head[:10]}` ({res.head_ref})", "",
            verdict_line(res), "",
-           f"{c.rounds} rounds x {c.samples} samples a side, base and head processes interleaved "
-           f"(AB, BA, ...); per phase: exact two-sided Wilcoxon signed-rank test on the per-round "
-           f"log ratios, alpha = {c.alpha}; regression = ratio > 1 + threshold and p < alpha. "
+           f"{c.rounds} rounds (a fresh base and head worker each) x {c.samples} samples per phase a side, "
+           f"base and head samples alternating (AB, BA, ...); ratio = exp(median over rounds of each "
+           f"round's median paired log ratio head/base); p = exact two-sided Wilcoxon signed-rank test "
+           f"over the rounds; regression = ratio > 1 + threshold and p < alpha = {c.alpha}. "
            f"Config: `{c.path or 'built-in'}`. Wall time {res.wall_s:.1f} s."]
     if res.harness_changed:
         out += ["", "> Note: the measuring code (cuzk/perf, benchmarks/) differs between base and head; "
@@ -68,6 +80,10 @@ def markdown(res: GateResult) -> str:
         if oc.status != "ok":
             out += ["", f"**{_STATUS.get(oc.status, oc.status)}**:", "", "```", oc.message, "```"]
             continue
+        energy = energy_per_call(oc)
+        if energy:
+            out.append("Energy per call (NVML, trusted samples): " + "; ".join(
+                f"`{a}` {b:.3g} J → {h:.3g} J" for a, (b, h) in energy.items()) + ".")
         rows = [[f"`{x.area}`", fmt_s(x.base_s), fmt_s(x.head_s), f"{x.ratio:.3f}", f"{x.p_value:.2g}",
                  f"+{x.threshold:.0%}", _VERDICT.get(x.verdict, x.verdict)] for x in oc.comparisons]
         out += ["", tabulate(rows, headers=["phase", "base", "head", "ratio", "p-value", "threshold", "verdict"],
