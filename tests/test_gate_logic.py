@@ -291,4 +291,5 @@ def test_report_shows_energy_per_call_when_nvml_counts_it(repo):
     d, base, head = repo
     res = gate.run(d, base, head, _cfg(), spawn=FakeSpawn({"b_g2": 2.0}, joules=300.0), log=lambda m: None)
     line = next(l for l in report.markdown(res).splitlines() if l.startswith("Energy per call"))
-    assert "`b_g2` 300 J → 600 J" in line
+    b, h = map(float, re.search(r"`b_g2` ([\d.]+) J → ([\d.]+) J", line).groups())
+    assert b == pytest.approx(300, rel=0.02) and h == pytest.approx(600, rel=0.02)
