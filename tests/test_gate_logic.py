@@ -293,3 +293,10 @@ def test_report_shows_energy_per_call_when_nvml_counts_it(repo):
     line = next(l for l in report.markdown(res).splitlines() if l.startswith("Energy per call"))
     b, h = map(float, re.search(r"`b_g2` ([\d.]+) J → ([\d.]+) J", line).groups())
     assert b == pytest.approx(300, rel=0.02) and h == pytest.approx(600, rel=0.02)
+
+
+def test_rounds_override_is_validated_like_the_file(repo, capsys):
+    from cuzk.cli import main
+    d, base, head = repo
+    assert main(["gate", "--repo", str(d), "--base", base, "--head", head, "--rounds", "3"]) == 2
+    assert "could never fire" in capsys.readouterr().err
