@@ -164,7 +164,8 @@ class FakeWorker:
                         "discards": ["throttled after: hw_thermal_slowdown"] * 11}
             f = p.head_factor.get(msg["sample"], 1.0) if self.side == "head" else 1.0
             v = f * (1 + p.rng.gauss(0, p.noise))
-            return {"status": "ok", "value": v, "energy_j": v * p.joules if p.joules else None}
+            return {"status": "ok", "value": v, "energy_j": v * p.joules if p.joules else None,
+                    "state": {"sm_clock_mhz": 1980} if p.joules else None}
         assert msg == {"quit": True}
         return {"status": "done", "discards": [], "peak_device_bytes": {}}
 
@@ -290,6 +291,8 @@ def test_materialize_imports_the_commit_not_the_installed_copy(repo, tmp_path):
 def test_report_shows_energy_per_call_when_nvml_counts_it(repo):
     d, base, head = repo
     res = gate.run(d, base, head, _cfg(), spawn=FakeSpawn({"b_g2": 2.0}, joules=300.0), log=lambda m: None)
+    rd = res.outcomes[0].rounds[0]
+    assert rd["head"]["areas"]["b_g2"]["states"] == [{"sm_clock_mhz": 1980}] * 3     # kept in gate.json
     line = next(l for l in report.markdown(res).splitlines() if l.startswith("Energy per call"))
     b, h = map(float, re.search(r"`b_g2` ([\d.]+) J → ([\d.]+) J", line).groups())
     assert b == pytest.approx(300, rel=0.02) and h == pytest.approx(600, rel=0.02)

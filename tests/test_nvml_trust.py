@@ -130,6 +130,7 @@ def test_throttled_sample_is_discarded_and_retaken():
     assert 2.0 not in s.values and 3.0 not in s.values
     assert len(discards) == 2 and all("hw_thermal_slowdown" in d for d in discards)
     assert s.energy_j == [1.0] * 4
+    assert len(s.states) == 4 and all(st["throttle_reasons"] == IDLE for st in s.states)
 
 
 def test_persistent_throttling_makes_the_run_untrusted():
@@ -193,6 +194,7 @@ def test_worker_keeps_only_trusted_samples(monkeypatch):
     w.measure = measure
     replies = _serve(monkeypatch, w, fake, ["tail_msm"], 3)
     assert [r["value"] for r in replies[1:4]] == [1.0, 2.0, 5.0]
+    assert replies[1]["state"]["sm_clock_mhz"] == 1980 and replies[1]["state"]["throttle_reasons"] == IDLE
     assert replies[-1]["status"] == "done" and len(replies[-1]["discards"]) == 2
 
 

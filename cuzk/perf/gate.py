@@ -186,6 +186,7 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
             return
         got = {s: {a: [] for a in cfg.areas} for s in SIDES}
         energy = {s: {a: [] for a in cfg.areas} for s in SIDES}
+        states = {s: {a: [] for a in cfg.areas} for s in SIDES}
         for i in range(cfg.samples):
             for a in cfg.areas:
                 for side in (order if i % 2 == 0 else order[::-1]):
@@ -195,6 +196,8 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
                     got[side][a].append(rep["value"])
                     if rep.get("energy_j") is not None:
                         energy[side][a].append(rep["energy_j"])
+                    if rep.get("state") is not None:
+                        states[side][a].append(rep["state"])
         done = {}
         for side in order:
             done[side] = workers[side].ask({"quit": True})
@@ -208,7 +211,7 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
             w.close()
     oc.discards += sum(len(done[s].get("discards", [])) for s in SIDES)
     oc.rounds.append({"order": list(order), **{
-        s: {**ready[s], "areas": {a: {"samples": got[s][a], "energy_j": energy[s][a],
+        s: {**ready[s], "areas": {a: {"samples": got[s][a], "energy_j": energy[s][a], "states": states[s][a],
                                       "number": ready[s]["numbers"][a]} for a in cfg.areas},
             "discards": done[s].get("discards", []), "peak_device_bytes": done[s].get("peak_device_bytes")}
         for s in SIDES}})

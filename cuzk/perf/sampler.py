@@ -28,10 +28,11 @@ class UntrustedRun(RuntimeError):
 class SampleSet:
     values: list[float] = field(default_factory=list)        # seconds per call
     energy_j: list[float] = field(default_factory=list)      # joules per call, where NVML counts energy
+    states: list[dict] = field(default_factory=list)         # GPU state after each kept sample
     number: int = 1                                          # calls per sample
 
     def as_dict(self) -> dict:
-        return {"samples": self.values, "number": self.number, "energy_j": self.energy_j}
+        return {"samples": self.values, "number": self.number, "energy_j": self.energy_j, "states": self.states}
 
 
 def collect(measure: Callable[[], float], n: int, guard: SampleGuard | None = None, *,
@@ -46,7 +47,7 @@ def collect(measure: Callable[[], float], n: int, guard: SampleGuard | None = No
         before = guard.start() if guard is not None else None
         value = measure()
         if guard is not None:
-            verdict, _ = guard.finish(before)
+            verdict, after = guard.finish(before)
             if not verdict.trusted:
                 discards.append("; ".join(verdict.reasons))
                 if len(discards) > max_discards:
@@ -56,6 +57,8 @@ def collect(measure: Callable[[], float], n: int, guard: SampleGuard | None = No
                 continue
             if verdict.energy_j is not None:
                 out.energy_j.append(verdict.energy_j / number)
+            out.states.append({"sm_clock_mhz": after.sm_clock_mhz, "temperature_c": after.temperature_c,
+                               "power_w": after.power_w, "throttle_reasons": after.throttle_reasons})
         out.values.append(value / number)
         got += 1
     return out

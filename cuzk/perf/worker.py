@@ -6,7 +6,7 @@ head samples alternate a few milliseconds apart and drift hits both; the idle on
 stdin and uses no CPU. Requests:
   1. set-up: {"protocol", "root", "spec", "areas", "min_sample_s", "max_discards", "pause_s",
      "trust", "sibling_pid"} -> {"status": "ready" | "unavailable", "numbers", "gpu", ...}
-  2. {"sample": AREA} -> {"status": "ok", "value": seconds per call, "energy_j"}
+  2. {"sample": AREA} -> {"status": "ok", "value": seconds per call, "energy_j", "state" (GPU, after)}
      or {"status": "untrusted", "message", "discards"}, and the worker exits
   3. {"quit": true} -> {"status": "done", "discards", "peak_device_bytes"}
 The worker runs with a commit's import root first on sys.path, so it measures that commit's
@@ -74,7 +74,8 @@ class Worker:
                                  pause_s=self.req.get("pause_s", 1.0), what=self.w.spec.label(), number=s.number)
         except self.sampler.UntrustedRun as e:
             return {"status": "untrusted", "message": str(e), "discards": e.discards}
-        return {"status": "ok", "value": s.values[0], "energy_j": s.energy_j[0] if s.energy_j else None}
+        return {"status": "ok", "value": s.values[0], "energy_j": s.energy_j[0] if s.energy_j else None,
+                "state": s.states[0] if s.states else None}
 
     def finish(self) -> dict:
         return {"status": "done", "discards": self.discards, "peak_device_bytes": self.w.peak_device_bytes}
