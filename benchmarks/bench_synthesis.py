@@ -1,21 +1,24 @@
-"""Synthesis on the CPU: time and peak memory per size and optimization variant.
+"""Synthesis (host code on every backend): time per call and peak memory (A2's memory story).
 
-Params come from the registry (cuzk.opts.variants), so a new optimization is
-measured alone without editing this file.
+Params come from the registry (cuzk.opts.variants), so a new optimization is measured alone
+without editing this file.
 """
-from cuzk import circuits
-from cuzk.opts import variants
-
-VARIANTS = variants()
+from cuzk.perf import sampler, suite, workload
 
 
 class Synthesis:
-    params = (["porep_like", "mulchain"], [12, 16], list(VARIANTS))
+    params = (suite.SYNTHESIS_CIRCUITS, suite.SYNTHESIS_SIZES, suite.variant_names())
     param_names = ["circuit", "log_size", "opts"]
     timeout = 300
+    unit = "seconds"
 
-    def time_synthesis(self, circuit, log_size, opts):
-        circuits.build(circuit, log_size, opts=VARIANTS[opts])
+    def setup(self, circuit, log_size, opts):
+        # no key and no backend: peakmem_ must see synthesis, not set-up
+        self.w = workload.get(workload.Spec(circuit=circuit, log_size=log_size, opts=opts))
+
+    def track_time(self, circuit, log_size, opts):
+        s = sampler.sample(self.w, "synthesis", suite.SAMPLES["cpu"], min_sample_s=suite.MIN_SAMPLE_S["cpu"])
+        return {"samples": s.values, "number": 1}
 
     def peakmem_synthesis(self, circuit, log_size, opts):
-        circuits.build(circuit, log_size, opts=VARIANTS[opts])
+        self.w.measure("synthesis")

@@ -263,6 +263,64 @@ class _Parser(argparse.ArgumentParser):
         sys.exit(EXIT_BAD_INPUT)
 
 
+# --- gate (the per-phase performance gate; logic in cuzk/perf/) ---
+
+def cmd_gate(args) -> int:
+    """Exit 0 no regression, 1 a regression, 2 anything that could not be judged."""
+    try:
+        from .perf import gate, gate_config, report
+        cfg = gate_config.load(args.config or Path(args.repo) / gate_config.DEFAULT_PATH)
+        if args.rounds is not None:
+            cfg = gate_config.parse({**cfg.raw, "gate": {**cfg.raw.get("gate", {}), "rounds": args.rounds}},
+                                    cfg.path)
+        res = gate.run(args.repo, args.base, args.head, cfg)
+    except Exception as e:          # whatever went wrong, it is not a pass and not a regression
+        _err(f"gate: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+        return EXIT_BAD_INPUT
+    md = report.markdown(res)
+    print(md)
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary:
+        with open(summary, "a") as f:
+            f.write(md)
+    if args.out:
+        write_atomic(Path(args.out) / "report.md", md)
+        write_atomic(Path(args.out) / "gate.json", json.dumps(res.as_dict(), indent=1) + "\n")
+    for o, c in res.regressions():
+        print(f"cuzk gate: regression in phase {c.area} ({o.config.spec.label()}): x{c.ratio:.3f}, "
+              f"p={c.p_value:.2g}", file=sys.stderr)
+    return res.exit_code
+
+
+def cmd_history(args) -> int:
+    """Nightly: record this runner's asv results on the results branch, or publish all of them."""
+    from .perf import history
+    if args.action == "record" and not args.machine:
+        raise CliError("history record needs --machine NAME (a stable name per runner and GPU)")
+    try:
+        if args.action == "record":
+            return history.record(Path(args.repo), args.machine, args.remote, args.results_branch, args.bench,
+                                  push=not args.no_push)
+        history.publish(Path(args.repo), args.remote, args.results_branch, args.pages_branch,
+                        commit_url=history.commit_url_from_env(), push=not args.no_push)
+        return EXIT_OK
+    except history.HistoryError as e:
+        _err(f"history: {e}")
+        return EXIT_BAD_INPUT
+
+
+def cmd_gpu_state(args) -> int:
+    """The run's GPU record (device, driver, clocks) and one state snapshot, as JSON."""
+    from .nvml import open_device
+    dev = open_device()
+    if dev is None:
+        print(json.dumps({"gpu": None}))
+        return EXIT_OK
+    with dev:
+        print(json.dumps({"gpu": dev.info().as_dict(), "state": dev.snapshot().as_dict()}, indent=1))
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     from .circuits import CIRCUITS
     from .keys import CONVENTIONS
@@ -307,6 +365,30 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("micro", add_help=False,
                    help="pyperf kernel microbenchmarks: micro ntt|intt|h|spmv|fp_mul|fr_mul [--log-size K] "
                         "[pyperf options, e.g. -o out.json]")
+
+
+    gt = sub.add_parser("gate", help="per-phase perf gate: base vs head, interleaved; exit 0 ok, 1 regression, 2 error")
+    gt.add_argument("--base", required=True, help="base commit-ish")
+    gt.add_argument("--head", required=True, help="head commit-ish")
+    gt.add_argument("--config", default=None, help="gate config (default: perf-gate.toml in --repo)")
+    gt.add_argument("--repo", default=".", help="git repository (default: .)")
+    gt.add_argument("--out", metavar="DIR", help="write report.md and gate.json (all samples) here")
+    gt.add_argument("--rounds", type=int, default=None, help="override [gate] rounds")
+    gt.set_defaults(func=cmd_gate)
+
+    hi = sub.add_parser("history", help="nightly asv history: record this runner's results, or publish all")
+    hi.add_argument("action", choices=("record", "publish"))
+    hi.add_argument("--machine", help="this runner's stable asv machine name (record)")
+    hi.add_argument("--repo", default=".")
+    hi.add_argument("--remote", default="origin")
+    hi.add_argument("--results-branch", default="asv-results")
+    hi.add_argument("--pages-branch", default="gh-pages")
+    hi.add_argument("--bench", default=None, help="asv --bench regex (default: the whole suite)")
+    hi.add_argument("--no-push", action="store_true", help="leave the commits local")
+    hi.set_defaults(func=cmd_history)
+
+    gs = sub.add_parser("gpu-state", help="print the GPU's NVML record as JSON (read-only)")
+    gs.set_defaults(func=cmd_gpu_state)
     return p
 
 

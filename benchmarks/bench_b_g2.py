@@ -1,0 +1,6 @@
+"""b_g2: time per call (CUDA events on a GPU, host clock on the CPU reference) and peak device memory."""
+from ._phase import _PhaseBench
+
+
+class BG2(_PhaseBench):
+    area = "b_g2"

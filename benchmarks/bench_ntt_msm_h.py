@@ -1,0 +1,6 @@
+"""ntt_msm_h: time per call (CUDA events on a GPU, host clock on the CPU reference) and peak device memory."""
+from ._phase import _PhaseBench
+
+
+class NttMsmH(_PhaseBench):
+    area = "ntt_msm_h"

@@ -1,0 +1,6 @@
+"""prep_msm: time per call (CUDA events on a GPU, host clock on the CPU reference) and peak device memory."""
+from ._phase import _PhaseBench
+
+
+class PrepMsm(_PhaseBench):
+    area = "prep_msm"

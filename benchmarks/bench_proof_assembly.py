@@ -1,0 +1,6 @@
+"""proof_assembly: time per call (CUDA events on a GPU, host clock on the CPU reference) and peak device memory."""
+from ._phase import _PhaseBench
+
+
+class ProofAssembly(_PhaseBench):
+    area = "proof_assembly"

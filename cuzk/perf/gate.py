@@ -1,0 +1,279 @@
+"""`cuzk gate`: base against head, per phase, interleaved, with exit codes a CI job can trust.
+
+Both commits are extracted (checkout.materialize). Each round starts one worker process per
+commit (worker.py), each running its own commit's code, and asks them for samples in turn:
+for every phase a base sample and a head sample a few milliseconds apart, the order
+alternating (AB, BA, ...), so drift and bursts of load hit both sides alike. A round's value
+for a phase is the median of its paired log ratios ln(head/base); rounds (fresh processes,
+order alternating) are the independent units that compare.py judges. Exit codes: 0 no
+regression, 1 a regression, 2 a benchmark error, an untrusted run, or nothing measured: never
+a pass.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import queue
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from . import checkout
+from .compare import REGRESSION, Comparison, compare
+from .gate_config import GateConfig, WorkloadConfig
+from .worker import PROTOCOL
+
+EXIT_OK, EXIT_REGRESSION, EXIT_ERROR = 0, 1, 2
+SIDES = ("base", "head")
+
+
+class WorkerFailed(RuntimeError):
+    pass
+
+
+class WorkerProcess:
+    """`python -m cuzk.perf.worker` with the commit's root first on sys.path; JSON lines both ways."""
+
+    def __init__(self, root: Path, timeout: float):
+        env = dict(os.environ)
+        env["PYTHONPATH"] = str(root)
+        env.pop("CUZK_OPT", None)
+        self.timeout = timeout
+        self.err = tempfile.TemporaryFile(mode="w+")        # a file, not a pipe: it can never fill and block
+        self.p = subprocess.Popen([sys.executable, "-m", "cuzk.perf.worker"], cwd=root, env=env, text=True,
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.err, bufsize=1)
+        self.lines: queue.Queue = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        for line in self.p.stdout:
+            self.lines.put(line)
+        self.lines.put(None)
+
+    @property
+    def pid(self) -> int:
+        return self.p.pid
+
+    def stderr(self) -> str:
+        self.err.seek(0)
+        return self.err.read()
+
+    def ask(self, msg: dict) -> dict:
+        try:
+            self.p.stdin.write(json.dumps(msg) + "\n")
+            self.p.stdin.flush()
+        except (BrokenPipeError, OSError):
+            pass                                             # the reply (EOF) tells what happened
+        try:
+            line = self.lines.get(timeout=self.timeout)
+        except queue.Empty:
+            self.close()
+            raise WorkerFailed(f"{self.stderr()}\nworker timed out after {self.timeout:.0f} s") from None
+        if line is None:
+            code = self.p.wait()
+            raise WorkerFailed(f"{self.stderr()}\nworker exited with code {code}")
+        try:
+            return json.loads(line)
+        except ValueError:
+            raise WorkerFailed(f"{self.stderr()}\nworker reply is not JSON: {line[:500]!r}") from None
+
+    def close(self) -> None:
+        if self.p.poll() is None:
+            try:
+                self.p.stdin.close()
+                self.p.wait(timeout=10)
+            except Exception:
+                self.p.kill()
+                self.p.wait()
+        self.err.close()
+
+
+@dataclass
+class Outcome:
+    """One workload of the config, through the whole gate."""
+    config: WorkloadConfig
+    status: str = "running"     # running -> ok | skipped | error | untrusted | stopped
+    message: str = ""
+    rounds: list[dict] = field(default_factory=list)
+    comparisons: list[Comparison] = field(default_factory=list)
+    discards: int = 0
+
+    def as_dict(self) -> dict:
+        return {"spec": self.config.spec.as_dict(), "required": self.config.required, "status": self.status,
+                "message": self.message, "rounds": self.rounds, "discards": self.discards,
+                "comparisons": [c.as_dict() for c in self.comparisons]}
+
+
+@dataclass
+class GateResult:
+    repo: str
+    base: str
+    head: str
+    base_ref: str
+    head_ref: str
+    config: GateConfig
+    outcomes: list[Outcome]
+    wall_s: float = 0.0
+    harness_changed: bool = False
+    exit_code: int = EXIT_ERROR
+
+    def regressions(self) -> list[tuple[Outcome, Comparison]]:
+        return [(o, c) for o in self.outcomes for c in o.comparisons if c.verdict == REGRESSION]
+
+    def as_dict(self) -> dict:
+        c = self.config
+        return {"base": self.base, "head": self.head, "base_ref": self.base_ref, "head_ref": self.head_ref,
+                "exit_code": self.exit_code, "wall_s": self.wall_s, "harness_changed": self.harness_changed,
+                "config": {"path": c.path, "rounds": c.rounds, "samples": c.samples, "alpha": c.alpha,
+                           "threshold": c.threshold, "thresholds": c.thresholds, "areas": list(c.areas)},
+                "outcomes": [o.as_dict() for o in self.outcomes]}
+
+
+def _request(cfg: GateConfig, wc: WorkloadConfig, root: Path, sibling_pid: int | None) -> dict:
+    pol = cfg.policy
+    return {"protocol": PROTOCOL, "root": str(root), "spec": wc.spec.as_dict(), "areas": list(cfg.areas),
+            "min_sample_s": cfg.min_sample_s, "max_discards": cfg.max_discards, "pause_s": cfg.pause_s,
+            "sibling_pid": sibling_pid,
+            "trust": {"ignore_reasons": list(pol.ignore_reasons), "watched_violations": list(pol.watched_violations),
+                      "max_temperature_c": pol.max_temperature_c,
+                      "allow_other_processes": pol.allow_other_processes}}
+
+
+def _tail(text: str, n: int = 15) -> str:
+    return "\n".join(text.strip().splitlines()[-n:])
+
+
+class _Stop(Exception):
+    pass
+
+
+def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn, log) -> None:
+    order = SIDES if r % 2 == 0 else SIDES[::-1]
+    workers: dict = {}
+    side = order[0]
+
+    def fail(status: str, message: str, discards=()):
+        oc.status, oc.message = status, f"{side} ({shas[side][:10]}), round {r + 1}: {message}".strip()
+        oc.discards += len(discards)
+        raise _Stop
+
+    t0 = time.perf_counter()
+    try:
+        for side in order:
+            workers[side] = spawn(roots[side], cfg.worker_timeout_s)
+        ready = {}
+        for side in order:
+            other = workers[SIDES[1 - SIDES.index(side)]]
+            ready[side] = workers[side].ask(_request(cfg, oc.config, roots[side], other.pid))
+            if ready[side]["status"] == "untrusted":
+                fail("untrusted", ready[side].get("message", ""), ready[side].get("discards", []))
+            if ready[side]["status"] not in ("ready", "unavailable"):
+                fail("error", f"unexpected reply {ready[side]}")
+        unavailable = {s: ready[s].get("message", "") for s in SIDES if ready[s]["status"] == "unavailable"}
+        if unavailable:
+            why = "; ".join(f"{s}: {m}" for s, m in unavailable.items())
+            if oc.config.required:
+                oc.status, oc.message = "error", f"required workload cannot run: {why}"
+            else:
+                oc.status, oc.message = "skipped", f"not run (required = false): {why}"
+            return
+        got = {s: {a: [] for a in cfg.areas} for s in SIDES}
+        energy = {s: {a: [] for a in cfg.areas} for s in SIDES}
+        states = {s: {a: [] for a in cfg.areas} for s in SIDES}
+        for i in range(cfg.samples):
+            for a in cfg.areas:
+                for side in (order if i % 2 == 0 else order[::-1]):
+                    rep = workers[side].ask({"sample": a})
+                    if rep["status"] != "ok":
+                        fail(rep["status"], rep.get("message", ""), rep.get("discards", []))
+                    got[side][a].append(rep["value"])
+                    if rep.get("energy_j") is not None:
+                        energy[side][a].append(rep["energy_j"])
+                    if rep.get("state") is not None:
+                        states[side][a].append(rep["state"])
+        done = {}
+        for side in order:
+            done[side] = workers[side].ask({"quit": True})
+    except WorkerFailed as e:
+        oc.status, oc.message = "error", f"{side} ({shas[side][:10]}), round {r + 1}: {_tail(str(e))}"
+        return
+    except _Stop:
+        return
+    finally:
+        for w in workers.values():
+            w.close()
+    oc.discards += sum(len(done[s].get("discards", [])) for s in SIDES)
+    oc.rounds.append({"order": list(order), **{
+        s: {**ready[s], "areas": {a: {"samples": got[s][a], "energy_j": energy[s][a], "states": states[s][a],
+                                      "number": ready[s]["numbers"][a]} for a in cfg.areas},
+            "discards": done[s].get("discards", []), "peak_device_bytes": done[s].get("peak_device_bytes")}
+        for s in SIDES}})
+    log(f"  round {r + 1}/{cfg.rounds} {oc.config.spec.label()}: {time.perf_counter() - t0:.1f} s")
+
+
+def paired_log_ratios(rd: dict, area: str) -> list[float]:
+    return [math.log(h / b) for b, h in zip(rd["base"]["areas"][area]["samples"], rd["head"]["areas"][area]["samples"])]
+
+
+def _judge(cfg: GateConfig, oc: Outcome) -> None:
+    for area in cfg.areas:
+        d = [statistics.median(paired_log_ratios(rd, area)) for rd in oc.rounds]
+        level = {s: [statistics.median(rd[s]["areas"][area]["samples"]) for rd in oc.rounds] for s in SIDES}
+        oc.comparisons.append(compare(area, d, cfg.threshold_for(area), cfg.alpha,
+                                      base_s=statistics.median(level["base"]),
+                                      head_s=statistics.median(level["head"])))
+    oc.status = "ok"
+
+
+def harness_changed(repo, base: str, head: str) -> bool:
+    p = subprocess.run(["git", "-C", str(repo), "diff", "--quiet", base, head, "--", "cuzk/perf", "benchmarks"],
+                       capture_output=True)
+    return p.returncode != 0
+
+
+def exit_code(outcomes: list[Outcome]) -> int:
+    if any(o.status in ("error", "untrusted", "running", "stopped") for o in outcomes):
+        return EXIT_ERROR
+    if not any(o.status == "ok" for o in outcomes):
+        return EXIT_ERROR                    # nothing was measured: not a pass
+    if any(c.verdict == REGRESSION for o in outcomes for c in o.comparisons):
+        return EXIT_REGRESSION
+    return EXIT_OK
+
+
+def run(repo: str | Path, base_ref: str, head_ref: str, cfg: GateConfig,
+        spawn: Callable[[Path, float], WorkerProcess] = WorkerProcess,
+        log: Callable[[str], None] = lambda m: print(m, file=sys.stderr)) -> GateResult:
+    t0 = time.perf_counter()
+    repo = str(Path(repo).resolve())
+    shas = {"base": checkout.resolve(repo, base_ref), "head": checkout.resolve(repo, head_ref)}
+    result = GateResult(repo, shas["base"], shas["head"], base_ref, head_ref, cfg,
+                        [Outcome(wc) for wc in cfg.workloads])
+    result.harness_changed = harness_changed(repo, shas["base"], shas["head"])
+    with tempfile.TemporaryDirectory(prefix="cuzk-gate-") as tmp:
+        roots = {s: checkout.materialize(repo, shas[s], Path(tmp) / s) for s in SIDES}
+        log(f"cuzk gate: base {shas['base'][:10]} ({base_ref}) vs head {shas['head'][:10]} ({head_ref}), "
+            f"{cfg.rounds} rounds x {cfg.samples} paired samples")
+        for r in range(cfg.rounds):
+            for oc in result.outcomes:
+                if oc.status == "running":
+                    _round(cfg, oc, r, roots, shas, spawn, log)
+            if any(o.status in ("error", "untrusted") for o in result.outcomes):
+                break                       # the verdict is 2 whatever else happens: stop early
+    failed = any(o.status in ("error", "untrusted") for o in result.outcomes)
+    for oc in result.outcomes:
+        if oc.status == "running":
+            if failed:
+                oc.status, oc.message = "stopped", "not judged: the gate stopped at another workload's failure"
+            else:
+                _judge(cfg, oc)
+    result.exit_code = exit_code(result.outcomes)
+    result.wall_s = time.perf_counter() - t0
+    return result

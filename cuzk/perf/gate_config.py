@@ -1,0 +1,125 @@
+"""perf-gate.toml: what `cuzk gate` measures and when a change counts as a regression."""
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..nvml import THROTTLE_REASONS
+from ..timing import PHASES
+from .trust import BENIGN_REASONS, WATCHED_VIOLATIONS, TrustPolicy
+from .workload import AREAS, Spec
+
+DEFAULT_PATH = "perf-gate.toml"
+
+
+class ConfigError(ValueError):
+    pass
+
+
+def min_p_value(rounds: int) -> float:
+    """Smallest two-sided p-value the exact Wilcoxon signed-rank test can give with `rounds` pairs."""
+    return 2.0 / 2 ** rounds
+
+
+@dataclass(frozen=True)
+class WorkloadConfig:
+    spec: Spec
+    required: bool = True
+
+
+@dataclass
+class GateConfig:
+    rounds: int = 10
+    samples: int = 5
+    alpha: float = 0.01
+    threshold: float = 0.05
+    thresholds: dict[str, float] = field(default_factory=dict)
+    areas: tuple[str, ...] = PHASES
+    min_sample_s: float = 0.002
+    worker_timeout_s: float = 900.0
+    max_discards: int = 10
+    pause_s: float = 1.0
+    policy: TrustPolicy = TrustPolicy()
+    workloads: list[WorkloadConfig] = field(default_factory=list)
+    path: str | None = None
+    raw: dict = field(default_factory=dict)     # the parsed document
+
+    def threshold_for(self, area: str) -> float:
+        return self.thresholds.get(area, self.threshold)
+
+
+_GATE_KEYS = {"rounds", "samples", "alpha", "threshold", "phases", "min_sample_s", "worker_timeout_s"}
+_TRUST_KEYS = {"max_discards", "pause_s", "ignore_reasons", "allow_other_processes", "max_temperature_c"}
+_WORKLOAD_KEYS = {"backend", "circuit", "log_size", "opts", "batch", "convention", "generator", "required"}
+
+
+def _check_keys(section: str, got: dict, allowed: set) -> None:
+    extra = set(got) - allowed
+    if extra:
+        raise ConfigError(f"[{section}]: unknown keys {', '.join(sorted(extra))}; allowed: {', '.join(sorted(allowed))}")
+
+
+def parse(doc: dict, path: str | None = None) -> GateConfig:
+    _check_keys("top level", doc, {"gate", "thresholds", "trust", "workload"})
+    g, th, tr = doc.get("gate", {}), doc.get("thresholds", {}), doc.get("trust", {})
+    _check_keys("gate", g, _GATE_KEYS)
+    _check_keys("trust", tr, _TRUST_KEYS)
+    cfg = GateConfig(path=path, raw=doc)
+    for k in ("rounds", "samples", "alpha", "threshold", "min_sample_s", "worker_timeout_s"):
+        if k in g:
+            setattr(cfg, k, g[k])
+    if "phases" in g:
+        cfg.areas = tuple(g["phases"])
+    bad = [a for a in cfg.areas if a not in AREAS]
+    if bad or not cfg.areas:
+        raise ConfigError(f"[gate] phases: unknown {bad}; known: {', '.join(AREAS)}")
+    bad = [a for a in th if a not in AREAS]
+    if bad:
+        raise ConfigError(f"[thresholds]: unknown phases {bad}; known: {', '.join(AREAS)}")
+    cfg.thresholds = {a: float(v) for a, v in th.items()}
+    if not (isinstance(cfg.rounds, int) and cfg.rounds >= 2 and isinstance(cfg.samples, int) and cfg.samples >= 1):
+        raise ConfigError("[gate] rounds must be an integer >= 2 and samples >= 1")
+    if not 0 < cfg.alpha < 1:
+        raise ConfigError("[gate] alpha must be in (0, 1)")
+    if min_p_value(cfg.rounds) >= cfg.alpha:
+        raise ConfigError(f"[gate] with rounds = {cfg.rounds} the smallest possible p-value is "
+                          f"{min_p_value(cfg.rounds):.4g} >= alpha = {cfg.alpha}: the test could never fire. "
+                          f"Raise rounds.")
+    if any(t < 0 for t in [cfg.threshold, *cfg.thresholds.values()]):
+        raise ConfigError("thresholds must be >= 0")
+    cfg.max_discards = int(tr.get("max_discards", cfg.max_discards))
+    cfg.pause_s = float(tr.get("pause_s", cfg.pause_s))
+    extra = tuple(tr.get("ignore_reasons", ()))
+    unknown = [r for r in extra if r not in THROTTLE_REASONS.values()]
+    if unknown:
+        raise ConfigError(f"[trust] ignore_reasons: unknown {unknown}; known: {', '.join(THROTTLE_REASONS.values())}")
+    cfg.policy = TrustPolicy(ignore_reasons=BENIGN_REASONS + extra, watched_violations=WATCHED_VIOLATIONS,
+                             max_temperature_c=tr.get("max_temperature_c"),
+                             allow_other_processes=bool(tr.get("allow_other_processes", False)))
+    wls = doc.get("workload", [])
+    if not wls:
+        raise ConfigError("no [[workload]] given")
+    for i, w in enumerate(wls):
+        _check_keys(f"workload {i}", w, _WORKLOAD_KEYS)
+        w = dict(w)
+        required = bool(w.pop("required", True))
+        try:
+            spec = Spec(**w)
+        except TypeError as e:
+            raise ConfigError(f"[[workload]] {i}: {e}") from e
+        if spec.backend not in ("cpu", "cuda"):
+            raise ConfigError(f"[[workload]] {i}: backend must be cpu or cuda (never auto: no silent fallback)")
+        cfg.workloads.append(WorkloadConfig(spec, required))
+    return cfg
+
+
+def load(path: str | Path) -> GateConfig:
+    try:
+        with open(path, "rb") as f:
+            doc = tomllib.load(f)
+    except OSError as e:
+        raise ConfigError(f"{path}: {e.strerror}") from e
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{path}: {e}") from e
+    return parse(doc, str(path))

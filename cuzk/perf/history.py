@@ -1,0 +1,155 @@
+"""The published history: asv results from every runner on one branch, asv's site on another.
+
+`record` (on each GPU runner, nightly): check out the results branch as asv's results_dir,
+run the whole suite on this commit in the existing interpreter (`asv run -E existing
+--set-commit-hash --record-samples`, the way that works without a package registry), add the
+run's GPU record (NVML: device, driver, clocks), commit this machine's files and push,
+rebasing onto other runners' pushes. Each runner writes only
+under its own machine name, so runners never conflict; asv's shared benchmarks.json is taken
+from the newest run.
+`publish`: `asv publish` over all machines' results, then the site replaces the pages branch.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+RESULTS_BRANCH, PAGES_BRANCH = "asv-results", "gh-pages"
+
+
+class HistoryError(RuntimeError):
+    pass
+
+
+def _run(cmd, cwd, check=True, env=None) -> subprocess.CompletedProcess:
+    p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=env)
+    if check and p.returncode != 0:
+        raise HistoryError(f"{' '.join(map(str, cmd))}: exit {p.returncode}\n{(p.stdout + p.stderr).strip()[-2000:]}")
+    return p
+
+
+def _git(cwd, *args, check=True) -> subprocess.CompletedProcess:
+    return _run(["git", *args], cwd, check)
+
+
+def _conf(repo: Path) -> dict:
+    return json.loads((repo / "asv.conf.json").read_text())
+
+
+def _identity(cwd) -> None:
+    """Commits need an author; CI runners often have none configured."""
+    if _git(cwd, "config", "user.email", check=False).returncode != 0:
+        _git(cwd, "config", "user.email", "cuzk-history@users.noreply.github.com")
+        _git(cwd, "config", "user.name", "cuzk history")
+
+
+def checkout_branch(repo: Path, remote: str, branch: str, path: Path) -> None:
+    """`path` becomes a worktree of `branch` as on `remote` (a new orphan branch if there is none)."""
+    if path.exists():
+        _git(repo, "worktree", "remove", "--force", str(path), check=False)
+        shutil.rmtree(path, ignore_errors=True)
+    _git(repo, "worktree", "prune")
+    has = _git(repo, "ls-remote", "--exit-code", "--heads", remote, branch, check=False).returncode == 0
+    if has:
+        _git(repo, "fetch", "-q", remote, f"+refs/heads/{branch}:refs/remotes/{remote}/{branch}")
+        _git(repo, "worktree", "add", "-q", "-B", branch, str(path), f"{remote}/{branch}")
+    else:
+        _git(repo, "worktree", "add", "-q", "--detach", str(path))
+        _git(path, "checkout", "-q", "--orphan", branch)
+        _git(path, "rm", "-rfq", "--ignore-unmatch", ".")
+    _identity(path)
+
+
+def push_with_rebase(path: Path, remote: str, branch: str, tries: int = 5) -> None:
+    for _ in range(tries):
+        if _git(path, "push", "-q", remote, f"HEAD:refs/heads/{branch}", check=False).returncode == 0:
+            return
+        _git(path, "fetch", "-q", remote, branch)
+        # replaying our commit: "theirs" is ours here, so a clash in benchmarks.json keeps our newer copy
+        if _git(path, "rebase", "-X", "theirs", "FETCH_HEAD", check=False).returncode != 0:
+            _git(path, "rebase", "--abort", check=False)
+            raise HistoryError(f"could not rebase the results onto {remote}/{branch}")
+    raise HistoryError(f"could not push {branch} after {tries} tries")
+
+
+def record(repo: Path, machine: str, remote: str = "origin", branch: str = RESULTS_BRANCH,
+           bench: str | None = None, push: bool = True, log=print) -> int:
+    """Run the suite on HEAD into this machine's history; returns asv's exit code (2: a benchmark failed)."""
+    repo = Path(repo).resolve()
+    results = repo / _conf(repo).get("results_dir", "results")
+    checkout_branch(repo, remote, branch, results)
+    sha = _git(repo, "rev-parse", "HEAD").stdout.strip()
+    asv = [sys.executable, "-m", "asv"]
+    _run(asv + ["machine", "--yes", "--machine", machine], repo)
+    cmd = asv + ["run", "-E", f"existing:{sys.executable}", "--set-commit-hash", sha, "--record-samples",
+                 "--machine", machine, "--launch-method", "spawn", "--show-stderr"]
+    if bench:
+        cmd += ["--bench", bench]
+    log(f"cuzk history: {' '.join(cmd[2:])}")
+    p = subprocess.run(cmd, cwd=repo)
+    if p.returncode not in (0, 2):
+        raise HistoryError(f"asv run failed with exit code {p.returncode}")
+    write_gpu_state(results / machine / "gpu-state" / f"{sha}.jsonl")
+    _git(results, "add", "-A")
+    if _git(results, "diff", "--cached", "--quiet", check=False).returncode != 0:
+        _git(results, "commit", "-qm", f"results: {machine} at {sha[:10]}")
+        if push:
+            push_with_rebase(results, remote, branch)
+    log(f"cuzk history: results of {machine} at {sha[:10]} recorded"
+        + (f" (asv exit {p.returncode}: a benchmark failed)" if p.returncode else ""))
+    return p.returncode
+
+
+def publish(repo: Path, remote: str = "origin", results_branch: str = RESULTS_BRANCH,
+            pages_branch: str = PAGES_BRANCH, commit_url: str | None = None, push: bool = True, log=print) -> Path:
+    """asv publish over every runner's results; the site becomes the single commit of the pages branch."""
+    repo = Path(repo).resolve()
+    conf = _conf(repo)
+    results = repo / conf.get("results_dir", "results")
+    html = repo / conf.get("html_dir", "html")
+    checkout_branch(repo, remote, results_branch, results)
+    cmd = [sys.executable, "-m", "asv", "publish"]
+    with tempfile.TemporaryDirectory() as tmp:
+        if commit_url:           # the real repository's URL, known only in CI
+            c = dict(conf, show_commit_url=commit_url, results_dir=str(results), html_dir=str(html),
+                     repo=str(repo), benchmark_dir=str(repo / conf.get("benchmark_dir", "benchmarks")))
+            cpath = Path(tmp) / "asv.conf.json"
+            cpath.write_text(json.dumps(c))
+            cmd += ["--config", str(cpath)]
+        _run(cmd, repo)
+    (html / ".nojekyll").touch()
+    if push:
+        with tempfile.TemporaryDirectory() as tmp:
+            site = Path(tmp) / "site"
+            shutil.copytree(html, site)
+            _git(site, "init", "-q", "-b", pages_branch)
+            _identity(site)
+            _git(site, "add", "-A")
+            _git(site, "commit", "-qm", "asv site")
+            url = _git(repo, "remote", "get-url", remote).stdout.strip()
+            _git(site, "push", "-q", "--force", url, f"HEAD:refs/heads/{pages_branch}")
+    log(f"cuzk history: published {html}" + (f" to {pages_branch}" if push else ""))
+    return html
+
+
+def write_gpu_state(path: Path) -> None:
+    """The run's GPU record (device, driver, clocks, limits, state) beside asv's results.
+    Not *.json, which asv would try to read as results."""
+    from ..nvml import open_device
+    dev = open_device()
+    rec = {"gpu": None}
+    if dev is not None:
+        with dev:
+            rec = {"gpu": dev.info().as_dict(), "state": dev.snapshot().as_dict()}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(rec) + "\n")
+
+
+def commit_url_from_env() -> str | None:
+    s, r = os.environ.get("GITHUB_SERVER_URL"), os.environ.get("GITHUB_REPOSITORY")
+    return f"{s}/{r}/commit/" if s and r else None

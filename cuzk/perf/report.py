@@ -1,0 +1,98 @@
+"""The gate's Markdown report (stdout and the GitHub step summary) and its bisect hint."""
+from __future__ import annotations
+
+import re
+import shlex
+import statistics
+
+from tabulate import tabulate
+
+from .compare import IMPROVEMENT, REGRESSION
+from .gate import EXIT_ERROR, EXIT_OK, EXIT_REGRESSION, GateResult, Outcome
+from .suite import ASV_TIME_BENCHMARKS, asv_params
+
+_VERDICT = {REGRESSION: "**REGRESSION**", IMPROVEMENT: "improvement"}
+_STATUS = {"error": "benchmark error", "untrusted": "UNTRUSTED run", "skipped": "skipped",
+           "stopped": "stopped", "running": "not finished"}
+
+
+def fmt_s(s: float) -> str:
+    for unit, f in (("s", 1.0), ("ms", 1e3), ("µs", 1e6)):
+        if s * f >= 1:
+            return f"{s * f:.3g} {unit}"
+    return f"{s * 1e9:.3g} ns"
+
+
+def asv_find_command(oc: Outcome, area: str, base: str, head: str) -> str:
+    """The `asv find` command that bisects base..head for this phase's asv benchmark."""
+    name = ASV_TIME_BENCHMARKS[area]
+    regex = "^" + re.escape(name)
+    params = asv_params(area, oc.config.spec)
+    if params is not None:
+        regex += re.escape("(" + ", ".join(params) + ")") + "$"
+    cmd = f"asv find --launch-method spawn {base}^..{head} {shlex.quote(regex)}"
+    if oc.config.spec.backend != "cpu":
+        cmd = "VIRTUALENV_SYSTEM_SITE_PACKAGES=true " + cmd   # let asv's virtualenvs see the runner's CuPy
+    return cmd
+
+
+def energy_per_call(oc: Outcome) -> dict[str, tuple[float, float]]:
+    """area -> (base, head) median joules per call, where NVML counted energy on both sides."""
+    out = {}
+    for area in (oc.rounds[0]["base"]["areas"] if oc.rounds else {}):
+        e = {s: [x for rd in oc.rounds for x in rd[s]["areas"][area].get("energy_j", [])] for s in ("base", "head")}
+        if e["base"] and e["head"]:
+            out[area] = (statistics.median(e["base"]), statistics.median(e["head"]))
+    return out
+
+
+def verdict_line(res: GateResult) -> str:
+    if res.exit_code == EXIT_OK:
+        return "**PASS**: no phase regressed."
+    if res.exit_code == EXIT_REGRESSION:
+        names = ", ".join(f"`{c.area}` ({o.config.spec.label()}) x{c.ratio:.3f}, p={c.p_value:.2g}"
+                          for o, c in res.regressions())
+        return f"**FAIL: regression** in {names}."
+    bad = [o for o in res.outcomes if o.status != "ok"]
+    what = "; ".join(f"{_STATUS.get(o.status, o.status)} in {o.config.spec.label()}" for o in bad) or "nothing measured"
+    return f"**FAIL: not judged** ({what}). Exit code 2 is never a pass."
+
+
+def markdown(res: GateResult) -> str:
+    c = res.config
+    out = [f"## cuzk perf gate: `{res.base[:10]}` ({res.base_ref}) → `{res.head[:10]}` ({res.head_ref})", "",
+           verdict_line(res), "",
+           f"{c.rounds} rounds (a fresh base and head worker each) x {c.samples} samples per phase a side, "
+           f"base and head samples alternating (AB, BA, ...); ratio = exp(median over rounds of each "
+           f"round's median paired log ratio head/base); p = exact two-sided Wilcoxon signed-rank test "
+           f"over the rounds; regression = ratio > 1 + threshold and p < alpha = {c.alpha}. "
+           f"Config: `{c.path or 'built-in'}`. Wall time {res.wall_s:.1f} s."]
+    if res.harness_changed:
+        out += ["", "> Note: the measuring code (cuzk/perf, benchmarks/) differs between base and head; "
+                    "each side was measured by its own."]
+    for oc in res.outcomes:
+        out += ["", f"### {oc.config.spec.label()}"]
+        gpus = {(rd[s].get("gpu") or {}).get("name") for rd in oc.rounds for s in ("base", "head")} - {None}
+        if gpus:
+            rd0 = oc.rounds[0]["base"]["gpu"]
+            out.append(f"GPU {rd0['name']}, driver {rd0['driver']}, max SM clock {rd0['max_sm_clock_mhz']} MHz; "
+                       f"{oc.discards} samples discarded (throttled or contended) and retaken.")
+        if oc.status != "ok":
+            out += ["", f"**{_STATUS.get(oc.status, oc.status)}**:", "", "```", oc.message, "```"]
+            continue
+        energy = energy_per_call(oc)
+        if energy:
+            out.append("Energy per call (NVML, trusted samples): " + "; ".join(
+                f"`{a}` {b:.3g} J → {h:.3g} J" for a, (b, h) in energy.items()) + ".")
+        rows = [[f"`{x.area}`", fmt_s(x.base_s), fmt_s(x.head_s), f"{x.ratio:.3f}", f"{x.p_value:.2g}",
+                 f"+{x.threshold:.0%}", _VERDICT.get(x.verdict, x.verdict)] for x in oc.comparisons]
+        out += ["", tabulate(rows, headers=["phase", "base", "head", "ratio", "p-value", "threshold", "verdict"],
+                             tablefmt="github", disable_numparse=True)]
+    regs = res.regressions()
+    if regs:
+        out += ["", "### Bisect", "", "To find the commit, on a runner like this one:", "", "```sh"]
+        out += [asv_find_command(o, x.area, res.base, res.head) for o, x in regs]
+        out += ["```"]
+    if res.exit_code == EXIT_ERROR and not any(o.status in ("error", "untrusted") for o in res.outcomes):
+        out += ["", "Nothing was judged: every workload was skipped."]
+    return "\n".join(out) + "\n"

@@ -1,0 +1,117 @@
+"""A gate worker process: `python -m cuzk.perf.worker` serves samples of one workload, one
+request at a time, as JSON lines on stdin and stdout.
+
+The gate keeps a base and a head worker alive side by side and asks them in turn, so base and
+head samples alternate a few milliseconds apart and drift hits both; the idle one waits on its
+stdin and uses no CPU. Requests:
+  1. set-up: {"protocol", "root", "spec", "areas", "min_sample_s", "max_discards", "pause_s",
+     "trust", "sibling_pid"} -> {"status": "ready" | "unavailable", "numbers", "gpu", ...}
+  2. {"sample": AREA} -> {"status": "ok", "value": seconds per call, "energy_j", "state" (GPU, after)}
+     or {"status": "untrusted", "message", "discards"}, and the worker exits
+  3. {"quit": true} -> {"status": "done", "discards", "peak_device_bytes"}
+The worker runs with a commit's import root first on sys.path, so it measures that commit's
+code, and checks that `cuzk` really comes from there. Samples go through cuzk.perf.sampler
+(the NVML guard on a GPU). Any other failure: a traceback on stderr and a non-zero exit.
+"""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import sys
+from pathlib import Path
+
+PROTOCOL = 2
+
+
+class Worker:
+    def __init__(self, req: dict):
+        import cuzk
+        from . import sampler
+        from .trust import TrustPolicy
+        from .workload import Spec, Workload
+
+        if req.get("protocol") != PROTOCOL:
+            raise RuntimeError(f"worker protocol {PROTOCOL}, request {req.get('protocol')}")
+        root = req.get("root")
+        here = Path(cuzk.__file__).resolve()
+        if root and Path(root).resolve() not in here.parents:
+            raise RuntimeError(f"cuzk was imported from {here}, not from the commit under test ({root})")
+        self.req = req
+        self.info = {"protocol": PROTOCOL, "cuzk_file": str(here), "pid": os.getpid(),
+                     "python": platform.python_version(), "gpu": None}
+        tp = req.get("trust", {})
+        self.policy = TrustPolicy(**{k: tuple(v) if isinstance(v, list) else v for k, v in tp.items()})
+        own = {os.getpid()} | ({req["sibling_pid"]} if req.get("sibling_pid") else set())
+        self.own_pids = frozenset(own)
+        self.w = Workload(Spec(**req["spec"]))
+        self.sampler = sampler
+        self.discards: list[str] = []
+
+    def setup(self) -> dict:
+        from ..nvml import open_device
+        from .workload import Unavailable
+        try:
+            self.w.prepare()
+        except Unavailable as e:
+            return {**self.info, "status": "unavailable", "message": str(e)}
+        try:
+            self.guard = self.sampler.guard_for(self.w, self.policy, self.own_pids)
+        except self.sampler.UntrustedRun as e:
+            return {**self.info, "status": "untrusted", "message": str(e), "discards": e.discards}
+        if self.w.device:
+            dev = open_device()
+            self.info["gpu"] = dev.info().as_dict() if dev is not None else None
+        min_s = self.req.get("min_sample_s", 0.0)
+        self.numbers = {a: self.w.calibrate(a, min_s) if min_s > 0 else 1 for a in self.req["areas"]}
+        return {**self.info, "status": "ready", "numbers": self.numbers}
+
+    def sample(self, area: str) -> dict:
+        s = self.sampler.SampleSet(number=self.numbers[area])
+        try:
+            self.sampler.collect(lambda: self.w.measure(area, s.number), 1, self.guard, out=s,
+                                 discards=self.discards, max_discards=self.req.get("max_discards", 10),
+                                 pause_s=self.req.get("pause_s", 1.0), what=self.w.spec.label(), number=s.number)
+        except self.sampler.UntrustedRun as e:
+            return {"status": "untrusted", "message": str(e), "discards": e.discards}
+        return {"status": "ok", "value": s.values[0], "energy_j": s.energy_j[0] if s.energy_j else None,
+                "state": s.states[0] if s.states else None}
+
+    def finish(self) -> dict:
+        return {"status": "done", "discards": self.discards, "peak_device_bytes": self.w.peak_device_bytes}
+
+
+def serve(lines, reply) -> int:
+    worker = None
+    for line in lines:
+        msg = json.loads(line)
+        if worker is None:
+            worker = Worker(msg)
+            r = worker.setup()
+            reply(r)
+            if r["status"] != "ready":
+                return 0
+        elif "sample" in msg:
+            r = worker.sample(msg["sample"])
+            reply(r)
+            if r["status"] != "ok":
+                return 0
+        elif msg.get("quit"):
+            reply(worker.finish())
+            return 0
+        else:
+            raise RuntimeError(f"unknown request {msg!r}")
+    return 0
+
+
+def main() -> int:
+    out, sys.stdout = sys.stdout, sys.stderr      # stdout carries the replies only
+
+    def reply(obj: dict) -> None:
+        out.write(json.dumps(obj) + "\n")
+        out.flush()
+    return serve(sys.stdin, reply)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

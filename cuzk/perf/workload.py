@@ -1,0 +1,202 @@
+"""A proving workload held in memory so each phase can be timed alone, many times.
+
+`Workload(spec)` synthesizes the batch, loads (or sets up, cached on disk) the key, makes it
+resident on the backend and runs every phase once in order, keeping each phase's inputs; the
+proofs of that pass are verified, so a broken phase is an error, not a fast benchmark.
+`measure(phase)` then times one call of that phase on those inputs through PhaseTimer: CUDA
+events on a GPU backend (device_s), the host clock on the CPU reference.
+
+The wiring of phase inputs mirrors Prover.prove (tests check that the two agree).
+Workloads are memoised per process (`get`): asv re-runs `setup` before every sample.
+"""
+from __future__ import annotations
+
+import gc
+import math
+import os
+import random
+from dataclasses import asdict, dataclass
+
+from ..backend import BackendError, get_backend
+from ..opts import OptSet, resolve, variants
+from ..timing import PHASES, PhaseTimer
+
+AREAS = PHASES + ("proof",)      # "proof" = one whole proof (all phases after synthesis)
+
+
+class Unavailable(NotImplementedError):
+    """The workload cannot run here (no GPU, no such backend). asv skips on NotImplementedError."""
+
+
+@dataclass(frozen=True)
+class Spec:
+    backend: str = "cpu"            # "cpu" or "cuda"; never "auto": a benchmark must not fall back silently
+    circuit: str = "porep_like"
+    log_size: int = 10
+    opts: str = "all"               # a variant name from opts.variants() or an --opt spec
+    batch: int = 1                  # circuits proved in one call
+    convention: str = "coeff"
+    generator: int = 7
+
+    @classmethod
+    def parse_target(cls, target: str, **kw) -> "Spec":
+        """'cpu:10' -> Spec(backend='cpu', log_size=10)."""
+        backend, _, size = target.partition(":")
+        if backend not in ("cpu", "cuda") or not size.isdigit():
+            raise ValueError(f"bad target {target!r}; expected BACKEND:LOG_SIZE, e.g. cpu:10")
+        return cls(backend=backend, log_size=int(size), **kw)
+
+    def label(self) -> str:
+        b = f" x{self.batch}" if self.batch != 1 else ""
+        return f"{self.backend} {self.circuit} 2^{self.log_size}{b} opts={self.opts}"
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def opt_set(name_or_spec: str) -> OptSet:
+    known = variants()
+    return known[name_or_spec] if name_or_spec in known else resolve(name_or_spec, env=False)
+
+
+def opt_spec(opts: OptSet) -> str:
+    """An explicit --opt spec for exactly this set (for CUZK_OPT)."""
+    return ",".join(["none"] + [f"+{n}" for n, on in opts.flags if on])
+
+
+class Workload:
+    def __init__(self, spec: Spec, verify: bool = True):
+        if spec.backend not in ("cpu", "cuda"):
+            raise ValueError(f"backend must be cpu or cuda, not {spec.backend!r}")
+        self.spec = spec
+        self.opts = opt_set(spec.opts)
+        # backends that read the registry themselves see exactly this variant
+        os.environ["CUZK_OPT"] = opt_spec(self.opts)
+        self.peak_device_bytes: dict[str, int] = {}
+        self.peak_host_bytes: dict[str, int] = {}
+        self._verify = verify
+        self._ready = False
+
+    # --- set-up (lazy: synthesis alone needs no key and no backend) ---
+
+    def _seeds(self):
+        return range(1, self.spec.batch + 1)
+
+    def _synthesize(self):
+        from ..phases.synthesis import synthesize
+        return synthesize(self.spec.circuit, self.spec.log_size, self.opts, seeds=self._seeds())
+
+    def prepare(self) -> "Workload":
+        if self._ready:
+            return self
+        from ..groth16 import verify
+        from ..keygen import cached_setup
+        from ..prover import Prover
+        try:
+            self.backend = get_backend(self.spec.backend, log=lambda msg: None)
+        except BackendError as e:
+            raise Unavailable(str(e)) from e
+        self.r1cs, self.assignments = self._synthesize()
+        self.pk, _, _ = cached_setup(self.r1cs, self.spec.convention, self.spec.generator, progress=False)
+        self.prover = Prover(self.backend, self.pk)
+        self.kh = self.prover.kh
+        self.randomness = self.prover._randomness(len(self.assignments), random.Random(0))
+        timer = PhaseTimer(device=self.backend.timer_device())
+        for phase in PHASES[1:]:                 # one pass in order: warm-up, and every phase's inputs
+            with timer.phase(phase, self.backend.phase_impl(phase)):
+                self._call(phase)
+        timer.finish()
+        if self._verify:
+            vk = self.pk.verifying_key()
+            for asg, proof in zip(self.assignments, self.proofs):
+                if not verify(vk, asg.public, proof):
+                    raise RuntimeError(f"{self.spec.label()}: the proof from the phase pass does not verify")
+        self._ready = True
+        return self
+
+    @property
+    def device(self):
+        """Whether timings come from the device (CUDA events) rather than the host clock."""
+        return self.spec.backend != "cpu"
+
+    # --- one call of one phase on the kept inputs ---
+
+    def _call(self, phase: str):
+        if phase == "synthesis":
+            return self._synthesize()
+        be, kh, asg = self.backend, self.kh, self.assignments
+        if phase == "prep_msm":
+            self.prep = be.prep_msm(kh, asg)
+        elif phase == "ntt_msm_h":
+            self.hs = be.ntt_msm_h(kh, asg)
+        elif phase == "batch_addition":
+            self.ones = be.batch_addition(kh, self.prep)
+        elif phase == "tail_msm":
+            self.tails = be.tail_msm(kh, self.prep, asg)
+        elif phase == "b_g2":
+            self.g2 = be.b_g2(kh, self.prep, asg)
+        elif phase == "proof_assembly":
+            if not hasattr(self, "parts"):
+                self.parts = [{"a": o["a"] + t["a"], "b_g1": o["b_g1"] + t["b_g1"], "b_g2": o["b_g2"] + b2,
+                               "l": o["l"] + t["l"], "h": h}
+                              for o, t, b2, h in zip(self.ones, self.tails, self.g2, self.hs)]
+            self.proofs = be.proof_assembly(kh, self.parts, self.randomness)
+        else:
+            raise KeyError(f"unknown phase {phase!r}")
+
+    def measure(self, area: str, number: int = 1) -> float:
+        """Seconds for `number` calls of one phase (or of a whole proof, area 'proof').
+        A full garbage collection first, untimed: otherwise one phase's garbage is collected in
+        (and charged to) whichever phase runs next."""
+        if area != "synthesis":
+            self.prepare()
+        gc.collect()
+        if area == "synthesis":
+            timer = PhaseTimer()
+            for _ in range(number):
+                with timer.phase("synthesis", "cpu"):
+                    self._call("synthesis")
+            rec = timer.finish()["synthesis"]
+            self.peak_host_bytes["synthesis"] = rec.peak_host_bytes
+            return rec.host_s
+        timer = PhaseTimer(device=self.backend.timer_device())
+        if area == "proof":
+            for _ in range(number):
+                self.prover.prove(self.assignments, timer, rng=random.Random(0))
+            recs = timer.finish()
+            self._note_peaks("proof", recs.values())
+            dev = [r.device_s for r in recs.values()]
+            return sum(dev) if None not in dev else sum(r.host_s for r in recs.values())
+        impl = self.backend.phase_impl(area)
+        for _ in range(number):
+            with timer.phase(area, impl):
+                self._call(area)
+        rec = timer.finish()[area]
+        self._note_peaks(area, [rec])
+        return rec.device_s if rec.device_s is not None else rec.host_s
+
+    def _note_peaks(self, area: str, recs) -> None:
+        dev = [r.peak_device_bytes for r in recs if r.peak_device_bytes is not None]
+        if dev:
+            self.peak_device_bytes[area] = max(self.peak_device_bytes.get(area, 0), *dev)
+        self.peak_host_bytes[area] = max([self.peak_host_bytes.get(area, 0)] + [r.peak_host_bytes for r in recs])
+
+    def calibrate(self, area: str, min_sample_s: float, max_number: int = 1000) -> int:
+        """Calls per sample so that a host-timed sample lasts at least min_sample_s.
+        Device-timed (CUDA event) samples are always one call."""
+        if self.device and area != "synthesis":
+            return 1
+        t = self.measure(area)
+        if t <= 0:
+            return max_number
+        return max(1, min(max_number, math.ceil(min_sample_s / t)))
+
+
+_CACHE: dict[Spec, Workload] = {}
+
+
+def get(spec: Spec) -> Workload:
+    """The process's Workload for `spec` (built once)."""
+    if spec not in _CACHE:
+        _CACHE[spec] = Workload(spec)
+    return _CACHE[spec]

@@ -1,0 +1,109 @@
+"""The asv suite: `asv check` passes, discovery matches what the gate names, params follow the
+registry, and a real `asv run -E existing` records >= 7 samples for a phase and publishes."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cuzk.perf import suite
+from cuzk.timing import PHASES
+
+REPO = Path(__file__).resolve().parents[1]
+ASV = [sys.executable, "-m", "asv"]
+
+
+def _discover(code: str = "") -> dict:
+    """Benchmarks as asv_runner discovers them, in a fresh interpreter (after `code`)."""
+    prog = code + """
+import json, sys
+from asv_runner.discovery import disc_benchmarks
+out = {b.name: [list(p) for p in b.params] for b in disc_benchmarks(sys.argv[1])}
+print(json.dumps(out))
+"""
+    p = subprocess.run([sys.executable, "-c", prog, str(REPO / "benchmarks")], cwd=REPO, capture_output=True,
+                       text=True, check=True)
+    return json.loads(p.stdout)
+
+
+def test_asv_check_passes(tmp_path):
+    p = subprocess.run(ASV + ["check", "-E", f"existing:{sys.executable}"], cwd=REPO, capture_output=True,
+                       text=True, env=dict(os.environ, HOME=str(tmp_path)))
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "No problems found" in p.stdout
+
+
+def test_discovery_matches_the_gate_and_the_registry():
+    found = _discover()
+    for area, name in suite.ASV_TIME_BENCHMARKS.items():
+        assert name in found, name
+    from cuzk.opts import variants
+    for area in PHASES[1:] + ("proof",):
+        params = found[suite.ASV_TIME_BENCHMARKS[area]]
+        assert params == [[repr(t) for t in suite.TARGETS], [repr(v) for v in variants()]]
+        assert suite.ASV_TIME_BENCHMARKS[area].replace("track_time", "track_peak_device_bytes") in found
+    assert "bench_synthesis.Synthesis.peakmem_synthesis" in found
+    assert "bench_proof.Proof.track_energy_per_proof" in found
+    assert not any("_PhaseBench" in n or n.startswith("_phase") for n in found)
+
+
+def test_a_new_registry_entry_is_benchmarked_without_editing_benchmarks():
+    found = _discover("""
+from cuzk.opts import Optimization, register
+register(Optimization("Z9", ("tail_msm",), "test entry", False, "none"))
+""")
+    assert "'Z9'" in found["bench_tail_msm.TailMsm.track_time"][1]
+    assert "'Z9'" in found["bench_synthesis.Synthesis.track_time"][2]
+
+
+@pytest.fixture(scope="module")
+def asv_repo(tmp_path_factory):
+    from cuzk.perf.calibrate import make_repo
+    d = tmp_path_factory.mktemp("asv-run") / "repo"
+    sha = make_repo(REPO, d)
+    home = d.parent / "home"
+    home.mkdir()
+    env = dict(os.environ, HOME=str(home))
+    subprocess.run(ASV + ["machine", "--yes", "--machine", "ci-test"], cwd=d, env=env, check=True,
+                   capture_output=True)
+    return d, sha, env
+
+
+def test_asv_run_existing_records_samples_and_publishes(asv_repo):
+    d, sha, env = asv_repo
+    bench = r"bench_tail_msm\.TailMsm\.track_time\('cpu:8', 'all'\)"
+    p = subprocess.run(ASV + ["run", "-E", f"existing:{sys.executable}", "--set-commit-hash", sha,
+                              "--record-samples", "--machine", "ci-test", "--bench", bench, "--show-stderr"],
+                       cwd=d, env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    files = [f for f in (d / ".asv/results/ci-test").glob("*.json") if f.name != "machine.json"]
+    assert len(files) == 1
+    res = json.loads(files[0].read_text())
+    cols = res["result_columns"]
+    row = dict(zip(cols, res["results"]["bench_tail_msm.TailMsm.track_time"]))
+    targets, opts = row["params"]
+    i = targets.index("'cpu:8'") * len(opts) + opts.index("'all'")
+    samples = row["samples"][i]
+    assert len(samples) >= 7 and all(s > 0 for s in samples)
+    assert row["result"][i] > 0
+    p = subprocess.run(ASV + ["publish"], cwd=d, env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert (d / ".asv/html/index.html").exists()
+
+
+def test_asv_exit_code_2_when_a_benchmark_errors(asv_repo):
+    """What `cuzk nightly` relies on: asv reports a failing benchmark with exit code 2."""
+    d, sha, env = asv_repo
+    broken = d / "benchmarks" / "bench_zz_broken.py"
+    broken.write_text("def track_broken():\n    raise RuntimeError('broken on purpose')\n")
+    try:
+        p = subprocess.run(ASV + ["run", "-E", f"existing:{sys.executable}", "--set-commit-hash", sha,
+                                  "--machine", "ci-test", "--bench", "track_broken"], cwd=d, capture_output=True,
+                           text=True, timeout=300, env=env)
+    finally:
+        broken.unlink()
+    assert p.returncode == 2, p.stdout + p.stderr

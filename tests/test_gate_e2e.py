@@ -1,0 +1,117 @@
+"""`cuzk gate` end to end on the CPU reference, in a throwaway git repo made from the project.
+
+- A/A (head changes only the README) exits 0;
+- head computes the inverse NTT of ntt_msm_h as an O(n^2) matrix product: exits 1, names ntt_msm_h;
+- head's b_g2 raises: exits 2.
+The gate runs as a subprocess (`python -m cuzk gate`), so the exit codes are the real ones.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cuzk.perf.calibrate import BACKEND_FILE, commit_change, make_repo, raise_patch
+
+REPO = Path(__file__).resolve().parents[1]
+
+# small and quick, but the test can fire: 8 rounds give p >= 2/2^8 = 0.0078 < alpha
+CONFIG = """
+[gate]
+rounds = 8
+samples = 3
+alpha = 0.01
+threshold = 0.25
+min_sample_s = 0.002
+worker_timeout_s = 300
+
+[[workload]]
+backend = "cpu"
+circuit = "porep_like"
+log_size = 8
+opts = "all"
+"""
+
+WORSE_INTT = '''
+
+# deliberately worse: the inverse transform as an O(n^2) product with the DFT matrix
+def intt(a, omega):
+    n = len(a)
+    rows = fr_powers(pow(omega, -1, R), n)
+    m = np.array([fr_powers(r, n) for r in rows], dtype=object)
+    return (m.dot(np.asarray(a, dtype=object)) % R) * pow(n, -1, R) % R
+'''
+
+
+def _worse_intt(text: str) -> str:
+    assert "coset_intt, coset_ntt, intt, ntt" in text and "intt(v, w)" in text, "ntt_msm_h.py changed"
+    return text + WORSE_INTT
+
+
+@pytest.fixture(scope="module")
+def gate_repo(tmp_path_factory):
+    d = tmp_path_factory.mktemp("gate-e2e") / "repo"
+    base = make_repo(REPO, d)
+    cfg = d.parent / "gate.toml"
+    cfg.write_text(CONFIG)
+    return d, base, cfg
+
+
+def _gate(d: Path, base: str, head: str, cfg: Path, tmp: Path):
+    summary = tmp / "summary.md"
+    env = dict(os.environ, GITHUB_STEP_SUMMARY=str(summary))
+    p = subprocess.run([sys.executable, "-m", "cuzk", "gate", "--repo", str(d), "--base", base, "--head", head,
+                        "--config", str(cfg), "--out", str(tmp / "out")], capture_output=True, text=True, env=env,
+                       timeout=600)
+    data = json.loads((tmp / "out" / "gate.json").read_text()) if (tmp / "out" / "gate.json").exists() else None
+    return p, data, summary.read_text() if summary.exists() else ""
+
+
+def _branch(d: Path, base: str, name: str):
+    subprocess.run(["git", "-C", str(d), "checkout", "-q", "-B", name, base], check=True)
+
+
+def test_a_a_passes(gate_repo, tmp_path):
+    d, base, cfg = gate_repo
+    _branch(d, base, "aa")
+    head = commit_change(d, "README.md", lambda t: t + "\nA/A: no code change.\n", "docs only")
+    p, data, summary = _gate(d, base, head, cfg, tmp_path)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "PASS" in p.stdout and "| `ntt_msm_h`" in p.stdout
+    assert summary == p.stdout[:len(summary)] and "| phase" in summary
+    (oc,) = data["outcomes"]
+    assert oc["status"] == "ok" and len(oc["rounds"]) == 8
+    assert all(len(r[s]["areas"]["tail_msm"]["samples"]) == 3 for r in oc["rounds"] for s in ("base", "head"))
+    assert {c["verdict"] for c in oc["comparisons"]} <= {"no change", "improvement"}
+    # each side ran its own commit's code
+    for r in oc["rounds"]:
+        assert "/base/" in r["base"]["cuzk_file"] and "/head/" in r["head"]["cuzk_file"]
+
+
+def test_slower_algorithm_in_one_phase_exits_1_and_names_it(gate_repo, tmp_path):
+    d, base, cfg = gate_repo
+    _branch(d, base, "slow")
+    head = commit_change(d, "cuzk/phases/ntt_msm_h.py", _worse_intt, "ntt_msm_h: O(n^2) inverse DFT")
+    p, data, summary = _gate(d, base, head, cfg, tmp_path)
+    assert p.returncode == 1, p.stdout + p.stderr
+    flagged = [c["area"] for c in data["outcomes"][0]["comparisons"] if c["verdict"] == "regression"]
+    assert flagged == ["ntt_msm_h"]            # that phase, and no other
+    assert "regression in phase ntt_msm_h" in p.stderr
+    assert "FAIL: regression" in p.stdout and "`ntt_msm_h`" in p.stdout
+    assert f"asv find --launch-method spawn {base}^..{head}" in p.stdout and "bench_ntt_msm_h" in p.stdout
+    assert "REGRESSION" in summary
+
+
+def test_benchmark_that_raises_exits_2(gate_repo, tmp_path):
+    d, base, cfg = gate_repo
+    _branch(d, base, "broken")
+    head = commit_change(d, BACKEND_FILE, raise_patch("b_g2"), "b_g2 raises")
+    p, data, summary = _gate(d, base, head, cfg, tmp_path)
+    assert p.returncode == 2, p.stdout + p.stderr
+    (oc,) = data["outcomes"]
+    assert oc["status"] == "error" and "b_g2 is broken on purpose" in oc["message"]
+    assert "never a pass" in p.stdout and "never a pass" in summary

@@ -1,0 +1,305 @@
+"""The gate's judgement without timing anything: statistics, config, orchestration with a
+scripted worker, exit codes and the report."""
+from __future__ import annotations
+
+import json
+import math
+import random
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from cuzk.perf import gate, gate_config, report
+from cuzk.perf.compare import IMPROVEMENT, NO_CHANGE, REGRESSION, compare as _compare, log_ratios
+from cuzk.perf.gate_config import ConfigError, min_p_value
+from cuzk.perf.worker import PROTOCOL
+from cuzk.timing import PHASES
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+# --- compare ---
+
+def compare(area, base, head, threshold, alpha):
+    return _compare(area, log_ratios(base, head), threshold, alpha)
+
+
+def _noisy(n, scale, sd, seed):
+    rng = random.Random(seed)
+    return [scale * math.exp(rng.gauss(0, sd)) for _ in range(n)]
+
+
+def test_clear_regression_and_improvement():
+    base = _noisy(10, 1.0, 0.01, 1)
+    assert compare("x", base, [b * 1.3 for b in base], 0.05, 0.01).verdict == REGRESSION
+    c = compare("x", base, [b / 1.3 for b in base], 0.05, 0.01)
+    assert c.verdict == IMPROVEMENT and c.ratio == pytest.approx(1 / 1.3)
+
+
+def test_same_distribution_is_no_change():
+    c = compare("x", _noisy(10, 1.0, 0.02, 2), _noisy(10, 1.0, 0.02, 3), 0.05, 0.01)
+    assert c.verdict == NO_CHANGE
+
+
+def test_significant_but_under_threshold_is_no_change():
+    base = _noisy(10, 1.0, 0.001, 4)
+    c = compare("x", base, [b * 1.02 for b in base], 0.05, 0.01)
+    assert c.p_value < 0.01 and c.verdict == NO_CHANGE
+
+
+def test_over_threshold_but_not_significant_is_no_change():
+    base = [1.0] * 10
+    head = [1.5, 0.7, 1.6, 0.8, 1.5, 0.7, 1.4, 0.9, 1.3, 1.2]
+    c = compare("x", base, head, 0.05, 0.01)
+    assert c.ratio > 1.05 and c.p_value > 0.01 and c.verdict == NO_CHANGE
+
+
+def test_pairing_cancels_drift():
+    """A machine that slows down 40% over the run: paired rounds still see no change."""
+    drift = [1 + 0.04 * i for i in range(10)]
+    base = [d * 1.0 for d in drift]
+    head = [d * 1.001 if i % 2 else d * 0.999 for i, d in enumerate(drift)]
+    assert compare("x", base, head, 0.05, 0.01).verdict == NO_CHANGE
+
+
+def test_identical_values_give_p_one():
+    assert compare("x", [1.0] * 8, [1.0] * 8, 0.05, 0.01).p_value == 1.0
+
+
+def test_min_p_value_is_what_the_test_can_reach():
+    base = [1.0] * 8
+    c = compare("x", base, [2.0] * 8, 0.05, 0.01)
+    assert c.p_value == pytest.approx(min_p_value(8))
+
+
+# --- config ---
+
+def _doc(**gate_kw):
+    return {"gate": {"rounds": 10, **gate_kw}, "workload": [{"backend": "cpu", "log_size": 8}]}
+
+
+def test_project_config_parses_and_matches_asv_thresholds():
+    cfg = gate_config.load(REPO / "perf-gate.toml")
+    assert cfg.areas == PHASES and cfg.workloads[0].spec.backend == "cpu"
+    assert min_p_value(cfg.rounds) < cfg.alpha
+    asv = json.loads((REPO / "asv.conf.json").read_text())["regressions_thresholds"]
+    assert asv[".*"] == cfg.threshold
+    for area, t in cfg.thresholds.items():
+        assert asv[f"bench_{area}\\."] == t, area
+    assert set(asv) == {".*"} | {f"bench_{a}\\." for a in cfg.thresholds}
+
+
+def test_config_that_can_never_fire_is_refused():
+    with pytest.raises(ConfigError, match="could never fire"):
+        gate_config.parse(_doc(rounds=7, alpha=0.01))
+    gate_config.parse(_doc(rounds=8, alpha=0.01))
+    with pytest.raises(ConfigError, match="could never fire"):
+        gate_config.parse(_doc(rounds=5, alpha=0.05))
+
+
+@pytest.mark.parametrize("doc,msg", [
+    ({"gate": {"rounds": 10, "samplez": 3}, "workload": [{"backend": "cpu"}]}, "unknown keys"),
+    ({"gate": {"rounds": 10}}, "no \\[\\[workload\\]\\]"),
+    ({"gate": {"rounds": 10}, "workload": [{"backend": "auto"}]}, "never auto"),
+    ({"gate": {"rounds": 10, "phases": ["nope"]}, "workload": [{"backend": "cpu"}]}, "unknown"),
+    ({"gate": {"rounds": 10}, "thresholds": {"nope": 0.1}, "workload": [{"backend": "cpu"}]}, "unknown phases"),
+    ({"gate": {"rounds": 10}, "trust": {"ignore_reasons": ["hot"]}, "workload": [{"backend": "cpu"}]}, "unknown"),
+    ({"gate": {"rounds": 10, "alpha": 1.5}, "workload": [{"backend": "cpu"}]}, "alpha"),
+])
+def test_bad_configs(doc, msg):
+    with pytest.raises(ConfigError, match=msg):
+        gate_config.parse(doc)
+
+
+# --- orchestration with a scripted worker ---
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory):
+    from cuzk.perf.calibrate import commit_change, make_repo
+    d = tmp_path_factory.mktemp("gate-logic-repo")
+    base = make_repo(REPO, d)
+    head = commit_change(d, "README.md", lambda t: t + "\nchanged\n", "head")
+    return d, base, head
+
+
+class FakeSpawn:
+    """Spawns scripted workers: time per area = 1 s x factor on head; failures on demand."""
+
+    def __init__(self, head_factor=None, fail=None, noise=0.01, seed=0, joules=None):
+        self.joules = joules                # joules per second of sample, as NVML would count them
+        self.head_factor = head_factor or {}
+        self.fail = fail or {}              # (side, round) or (side, "*") -> error | untrusted | unavailable
+        self.spawned, self.asks = [], []
+        self.rng = random.Random(seed)
+        self.noise = noise
+
+    def __call__(self, root, timeout):
+        side = Path(root).name
+        rnd = self.spawned.count(side)
+        self.spawned.append(side)
+        return FakeWorker(self, side, self.fail.get((side, rnd)) or self.fail.get((side, "*")))
+
+
+class FakeWorker:
+    def __init__(self, parent, side, fail):
+        self.parent, self.side, self.fail = parent, side, fail
+        self.pid = 1000 + len(parent.spawned)
+
+    def ask(self, msg):
+        p = self.parent
+        if "protocol" in msg:
+            p.asks.append((self.side, "setup"))
+            assert msg["protocol"] == PROTOCOL and msg["sibling_pid"] and msg["sibling_pid"] != self.pid
+            if self.fail == "error":
+                raise gate.WorkerFailed("Traceback...\nRuntimeError: b_g2 exploded\nworker exited with code 1")
+            if self.fail == "unavailable":
+                return {"status": "unavailable", "message": "no GPU"}
+            return {"status": "ready", "numbers": {a: 1 for a in msg["areas"]}, "gpu": None, "cuzk_file": "x"}
+        if "sample" in msg:
+            p.asks.append((self.side, msg["sample"]))
+            if self.fail == "untrusted" and sum(1 for s, _ in p.asks if s == self.side) > 5:
+                return {"status": "untrusted", "message": "untrusted run: 11 samples rejected",
+                        "discards": ["throttled after: hw_thermal_slowdown"] * 11}
+            f = p.head_factor.get(msg["sample"], 1.0) if self.side == "head" else 1.0
+            v = f * (1 + p.rng.gauss(0, p.noise))
+            return {"status": "ok", "value": v, "energy_j": v * p.joules if p.joules else None,
+                    "state": {"sm_clock_mhz": 1980} if p.joules else None}
+        assert msg == {"quit": True}
+        return {"status": "done", "discards": [], "peak_device_bytes": {}}
+
+    def close(self):
+        pass
+
+
+def _cfg(workloads=({"backend": "cpu", "log_size": 8},), **kw):
+    return gate_config.parse({"gate": {"rounds": 8, "samples": 3, **kw}, "workload": list(workloads)})
+
+
+def test_rounds_interleave_ab_ba(repo):
+    d, base, head = repo
+    s = FakeSpawn()
+    res = gate.run(d, base, head, _cfg(), spawn=s, log=lambda m: None)
+    assert res.exit_code == gate.EXIT_OK
+    assert s.spawned == ["base", "head", "head", "base"] * 4              # rounds alternate AB, BA
+    assert [r["order"] for r in res.outcomes[0].rounds][:2] == [["base", "head"], ["head", "base"]]
+    samples = [a for a in s.asks if a[1] != "setup"]
+    n = len(PHASES)
+    # round 1: sample 1 of every phase base then head; sample 2 head then base; ...
+    assert samples[:2 * n] == [(side, p) for p in PHASES for side in ("base", "head")]
+    assert samples[2 * n:4 * n] == [(side, p) for p in PHASES for side in ("head", "base")]
+    assert len(samples) == 8 * 3 * n * 2
+
+
+def test_regression_exits_1_and_names_the_phase(repo):
+    d, base, head = repo
+    res = gate.run(d, base, head, _cfg(), spawn=FakeSpawn({"tail_msm": 1.2}), log=lambda m: None)
+    assert res.exit_code == gate.EXIT_REGRESSION
+    assert [c.area for _, c in res.regressions()] == ["tail_msm"]
+    md = report.markdown(res)
+    assert "FAIL: regression" in md and "`tail_msm`" in md
+    line = next(l for l in md.splitlines() if l.startswith("| `tail_msm`"))
+    assert "REGRESSION" in line and "1.2" in line
+    cmd = next(l for l in md.splitlines() if l.startswith("asv find"))
+    assert f"{base}^..{head}" in cmd and "bench_tail_msm" in cmd
+    regex = shlex.split(cmd)[-1]
+    # asv matches parametrized benchmarks as name(param, ...) with the params repr'd
+    assert re.search(regex, "bench_tail_msm.TailMsm.track_time('cpu:8', 'all')")
+    assert not re.search(regex, "bench_tail_msm.TailMsm.track_time('cpu:10', 'all')")
+
+
+def test_improvement_passes(repo):
+    d, base, head = repo
+    res = gate.run(d, base, head, _cfg(), spawn=FakeSpawn({"ntt_msm_h": 0.5}), log=lambda m: None)
+    assert res.exit_code == gate.EXIT_OK
+    assert {c.area: c.verdict for c in res.outcomes[0].comparisons}["ntt_msm_h"] == IMPROVEMENT
+
+
+@pytest.mark.parametrize("status", ["error", "untrusted"])
+def test_error_or_untrusted_exits_2_even_with_a_regression(repo, status):
+    d, base, head = repo
+    s = FakeSpawn({"tail_msm": 2.0}, fail={("head", 3): status})
+    res = gate.run(d, base, head, _cfg(), spawn=s, log=lambda m: None)
+    assert res.exit_code == gate.EXIT_ERROR
+    assert res.outcomes[0].status == status and "head" in res.outcomes[0].message
+    assert "round 4" in res.outcomes[0].message and len(s.spawned) == 8     # stopped at the failure
+    md = report.markdown(res)
+    assert "never a pass" in md and ("UNTRUSTED" in md if status == "untrusted" else "benchmark error" in md)
+
+
+def test_unavailable_optional_workload_is_skipped(repo):
+    d, base, head = repo
+    cfg = _cfg([{"backend": "cpu", "log_size": 8}, {"backend": "cuda", "log_size": 16, "required": False}])
+
+    fake = FakeSpawn()
+
+    class Spawn:
+        """cuda workers are unavailable: their set-up says so."""
+        def __call__(self, root, timeout):
+            w = fake(root, timeout)
+            real = w.ask
+            w.ask = lambda msg: ({"status": "unavailable", "message": "no GPU"}
+                                 if msg.get("spec", {}).get("backend") == "cuda" else real(msg))
+            return w
+    res = gate.run(d, base, head, cfg, spawn=Spawn(), log=lambda m: None)
+    assert res.exit_code == gate.EXIT_OK
+    assert [o.status for o in res.outcomes] == ["ok", "skipped"]
+
+
+def test_unavailable_required_workload_is_an_error(repo):
+    d, base, head = repo
+    s = FakeSpawn(fail={("base", "*"): "unavailable", ("head", "*"): "unavailable"})
+    res = gate.run(d, base, head, _cfg([{"backend": "cuda", "log_size": 16}]), spawn=s, log=lambda m: None)
+    assert res.exit_code == gate.EXIT_ERROR and res.outcomes[0].status == "error"
+
+
+def test_nothing_measured_is_not_a_pass(repo):
+    d, base, head = repo
+    s = FakeSpawn(fail={("base", "*"): "unavailable", ("head", "*"): "unavailable"})
+    res = gate.run(d, base, head, _cfg([{"backend": "cuda", "log_size": 16, "required": False}]), spawn=s,
+                   log=lambda m: None)
+    assert res.exit_code == gate.EXIT_ERROR and "every workload was skipped" in report.markdown(res)
+
+
+def test_bad_ref_is_exit_2_through_the_cli(repo, capsys):
+    from cuzk.cli import main
+    d, base, head = repo
+    assert main(["gate", "--repo", str(d), "--base", "no-such-ref", "--head", head]) == 2
+    assert "gate:" in capsys.readouterr().err
+
+
+def test_missing_config_is_exit_2(repo, capsys):
+    from cuzk.cli import main
+    d, base, head = repo
+    assert main(["gate", "--repo", str(d), "--base", base, "--head", head, "--config", str(d / "nope.toml")]) == 2
+
+
+def test_materialize_imports_the_commit_not_the_installed_copy(repo, tmp_path):
+    import subprocess
+    import sys
+    from cuzk.perf import checkout
+    d, base, head = repo
+    root = checkout.materialize(d, head, tmp_path / "side")
+    out = subprocess.run([sys.executable, "-c", "import cuzk, cuzk.kernels; print(cuzk.__file__); "
+                          "print(cuzk.kernels.__file__)"], cwd=root, capture_output=True, text=True,
+                         env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"}).stdout.split()
+    assert all(Path(p).resolve().is_relative_to(root.resolve()) for p in out), out
+    assert (root / "README.md").read_text().endswith("changed\n")
+
+
+def test_report_shows_energy_per_call_when_nvml_counts_it(repo):
+    d, base, head = repo
+    res = gate.run(d, base, head, _cfg(), spawn=FakeSpawn({"b_g2": 2.0}, joules=300.0), log=lambda m: None)
+    rd = res.outcomes[0].rounds[0]
+    assert rd["head"]["areas"]["b_g2"]["states"] == [{"sm_clock_mhz": 1980}] * 3     # kept in gate.json
+    line = next(l for l in report.markdown(res).splitlines() if l.startswith("Energy per call"))
+    b, h = map(float, re.search(r"`b_g2` ([\d.]+) J → ([\d.]+) J", line).groups())
+    assert b == pytest.approx(300, rel=0.02) and h == pytest.approx(600, rel=0.02)
+
+
+def test_rounds_override_is_validated_like_the_file(repo, capsys):
+    from cuzk.cli import main
+    d, base, head = repo
+    assert main(["gate", "--repo", str(d), "--base", base, "--head", head, "--rounds", "3"]) == 2
+    assert "could never fire" in capsys.readouterr().err

@@ -1,0 +1,222 @@
+"""The NVML layer and the sample guard, against a fake NVML at the module boundary.
+
+A throttled or contended sample must be discarded and taken again; a run that keeps being
+rejected must end as untrusted, never as a result.
+"""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from cuzk import nvml
+from cuzk.perf import sampler, worker
+from cuzk.perf.trust import SampleGuard, TrustPolicy, judge, other_processes
+
+from fake_nvml import FakeNvml
+
+HW_THERMAL, SW_POWER_CAP, IDLE, APP_CLOCKS = 0x40, 0x4, 0x1, 0x2
+
+
+def _dev(fake=None, **state):
+    fake = fake or FakeNvml(**state)
+    return nvml.Nvml(fake), fake
+
+
+def test_snapshot_and_info_read_through_the_module():
+    dev, fake = _dev(pids=[os.getpid()], violations={0: 5, 1: 7})
+    s = dev.snapshot()
+    assert s.sm_clock_mhz == 1980 and s.temperature_c == 40 and s.power_w == 120.0
+    assert s.throttle_reasons == IDLE and s.energy_mj == 1_000_000
+    assert s.violations_ns["power"] == 5 and s.violations_ns["thermal"] == 7
+    assert s.processes == (os.getpid(),)
+    info = dev.info()
+    assert info.name == "Fake H200" and info.driver == "570.1" and info.max_sm_clock_mhz == 1980
+    assert info.app_sm_clock_mhz is None          # a getter that raises becomes None, not a crash
+    assert info.power_limit_w == 700.0
+    dev.close()
+    assert fake.shutdowns == 1
+
+
+def test_device_follows_cuda_visible_devices(monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-abc,GPU-def")
+    dev, fake = _dev()
+    assert fake.handles == [("uuid", "GPU-abc")]
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2")
+    dev, fake = _dev()
+    assert fake.handles == [("index", 2)] and dev.index == 2
+
+
+def test_no_nvml_means_none():
+    class Broken(FakeNvml):
+        def nvmlInit(self):
+            raise RuntimeError("NVML Shared Library Not Found")
+    assert nvml.open_device(Broken()) is None
+
+
+@pytest.mark.parametrize("bits,trusted", [(IDLE, True), (APP_CLOCKS | IDLE, True), (HW_THERMAL, False),
+                                          (SW_POWER_CAP, False), (0x8, False), (0x20, False), (0x80, False)])
+def test_throttle_bits(bits, trusted):
+    dev, fake = _dev()
+    before = dev.snapshot()
+    fake.state["throttle"] = bits
+    after = dev.snapshot()
+    v = judge(before, after)
+    assert v.trusted is trusted, v.reasons
+
+
+def test_policy_can_accept_a_reason_explicitly():
+    dev, fake = _dev(throttle=SW_POWER_CAP)
+    s = dev.snapshot()
+    assert not judge(s, s).trusted
+    assert judge(s, s, TrustPolicy(ignore_reasons=("gpu_idle", "sw_power_cap"))).trusted
+
+
+def test_violation_counter_moving_during_a_sample_rejects_it():
+    dev, fake = _dev(violations={1: 100})
+    before = dev.snapshot()
+    fake.state["violations"] = {1: 100 + 2_000_000}         # 2 ms of thermal violation, bits clear again
+    v = judge(before, dev.snapshot())
+    assert not v.trusted and "thermal violation" in v.reasons[0]
+    before = dev.snapshot()
+    fake.state["violations"] = {1: 100 + 2_000_000, 4: 10**9}   # low-utilization time is not throttling
+    assert judge(before, dev.snapshot()).trusted
+
+
+def test_other_processes():
+    me = os.getpid()
+    assert other_processes([me], frozenset({me})) == []
+    assert other_processes([me, 4242], frozenset({me})) == [4242]
+    # in a container NVML shows host PIDs: one unknown PID is us, two mean contention
+    assert other_processes([777], frozenset({me})) == []
+    assert other_processes([777, 888], frozenset({me})) == [777, 888]
+    dev, fake = _dev(pids=[me, 4242])
+    s = dev.snapshot()
+    assert not judge(s, s, own_pids=frozenset({me})).trusted
+    assert judge(s, s, TrustPolicy(allow_other_processes=True), frozenset({me})).trusted
+
+
+def test_energy_per_sample():
+    dev, fake = _dev()
+    before = dev.snapshot()
+    fake.state["energy_mj"] += 2500
+    assert judge(before, dev.snapshot()).energy_j == pytest.approx(2.5)
+
+
+class Scripted:
+    """measure(): call i returns i seconds; throttles the GPU during the calls listed."""
+
+    def __init__(self, fake, throttled_calls, bits=HW_THERMAL):
+        self.fake, self.throttled, self.bits, self.calls = fake, set(throttled_calls), bits, 0
+
+    def __call__(self):
+        self.calls += 1
+        self.fake.state["throttle"] = self.bits if self.calls in self.throttled else IDLE
+        self.fake.state["energy_mj"] += 1000
+        v = float(self.calls)
+        return v
+
+
+def test_throttled_sample_is_discarded_and_retaken():
+    dev, fake = _dev(pids=[os.getpid()])
+    guard = SampleGuard(dev, own_pids=frozenset({os.getpid()}))
+    m = Scripted(fake, throttled_calls={2})
+    discards = []
+    s = sampler.collect(m, 4, guard, discards=discards, pause_s=0)
+    # call 2 ran throttled; its "after" snapshot flags it, and call 3's "before" still sees the bit
+    # set by call 2, so call 3 is rejected too; calls 4.. are clean
+    assert m.calls == 6
+    assert s.values == [1.0, 4.0, 5.0, 6.0]
+    assert 2.0 not in s.values and 3.0 not in s.values
+    assert len(discards) == 2 and all("hw_thermal_slowdown" in d for d in discards)
+    assert s.energy_j == [1.0] * 4
+    assert len(s.states) == 4 and all(st["throttle_reasons"] == IDLE for st in s.states)
+
+
+def test_persistent_throttling_makes_the_run_untrusted():
+    dev, fake = _dev()
+    m = Scripted(fake, throttled_calls=range(1, 100), bits=SW_POWER_CAP)
+    with pytest.raises(sampler.UntrustedRun) as e:
+        sampler.collect(m, 5, SampleGuard(dev), max_discards=3, pause_s=0, what="w")
+    assert len(e.value.discards) == 4 and "sw_power_cap" in str(e.value)
+
+
+class FakeGpuWorkload:
+    """Enough of perf.workload.Workload for the sampler and the worker: a 'device' workload."""
+    device = True
+
+    def __init__(self, spec, fake):
+        self.spec, self.fake, self.peak_device_bytes, self.calls = spec, fake, {}, 0
+
+    def prepare(self):
+        return self
+
+    def calibrate(self, area, min_sample_s):
+        return 1
+
+    def measure(self, area, number=1):
+        self.calls += 1
+        return 0.001
+
+
+def _serve(monkeypatch, w, fake, areas, n):
+    """Drive worker.serve as the gate does: set-up, n samples per area, quit."""
+    import json
+    from cuzk.perf import workload
+    monkeypatch.setattr(workload, "Workload", lambda spec: (setattr(w, "spec", spec), w)[1])
+    monkeypatch.setattr(sampler, "_NVML", {"dev": nvml.Nvml(fake)})
+    monkeypatch.setattr(nvml, "open_device", lambda *a, **k: nvml.Nvml(fake))
+    req = {"protocol": worker.PROTOCOL, "spec": {"backend": "cuda", "log_size": 16}, "areas": areas,
+           "max_discards": 4, "pause_s": 0, "sibling_pid": 424242}
+    lines = [json.dumps(req)] + [json.dumps({"sample": a}) for _ in range(n) for a in areas] + ['{"quit": true}']
+    replies = []
+    assert worker.serve(iter(lines), replies.append) == 0
+    return replies
+
+
+def test_worker_reports_an_untrusted_run(monkeypatch):
+    fake = FakeNvml(throttle=HW_THERMAL)              # throttled the whole time
+    replies = _serve(monkeypatch, FakeGpuWorkload(None, fake), fake, ["tail_msm", "b_g2"], 5)
+    assert replies[0]["status"] == "ready" and replies[0]["gpu"]["name"] == "Fake H200"
+    assert replies[-1]["status"] == "untrusted" and len(replies) == 2     # the worker stops there
+    assert "hw_thermal_slowdown" in replies[-1]["message"] and len(replies[-1]["discards"]) == 5
+
+
+def test_worker_keeps_only_trusted_samples(monkeypatch):
+    fake = FakeNvml(pids=[os.getpid(), 424242])       # our idle sibling worker is not contention
+    w = FakeGpuWorkload(None, fake)
+    calls = {"n": 0}
+
+    def measure(area, number=1):
+        calls["n"] += 1
+        fake.state["throttle"] = SW_POWER_CAP if calls["n"] == 3 else IDLE
+        return float(calls["n"])
+    w.measure = measure
+    replies = _serve(monkeypatch, w, fake, ["tail_msm"], 3)
+    assert [r["value"] for r in replies[1:4]] == [1.0, 2.0, 5.0]
+    assert replies[1]["state"]["sm_clock_mhz"] == 1980 and replies[1]["state"]["throttle_reasons"] == IDLE
+    assert replies[-1]["status"] == "done" and len(replies[-1]["discards"]) == 2
+
+
+def test_worker_refuses_code_from_elsewhere():
+    with pytest.raises(RuntimeError, match="not from the commit under test"):
+        worker.Worker({"protocol": worker.PROTOCOL, "root": "/nonexistent/commit", "spec": {}, "areas": []})
+
+
+def test_gpu_state_without_a_gpu_is_none():
+    from cuzk.backend import gpu_status
+    if gpu_status()[0]:
+        pytest.skip("a GPU is present")
+    assert nvml.gpu_state() is None
+
+
+def test_gpu_state_command_with_a_fake_nvml(monkeypatch, capsys):
+    import json
+    from cuzk.cli import main
+    fake = FakeNvml(throttle=SW_POWER_CAP, pids=[1, 2])
+    monkeypatch.setattr(nvml, "open_device", lambda *a, **k: nvml.Nvml(fake))
+    assert main(["gpu-state"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["gpu"]["name"] == "Fake H200" and out["gpu"]["driver"] == "570.1"
+    assert out["state"]["throttle_names"] == ["sw_power_cap"] and out["state"]["processes"] == [1, 2]
+    assert fake.shutdowns == 1                      # read-only, and closed again

@@ -1,0 +1,160 @@
+"""The measuring path shared by asv and the gate: workloads, sampling, the asv classes over it."""
+from __future__ import annotations
+
+import os
+import random
+
+import pytest
+
+from cuzk.opts import REGISTRY, variants
+from cuzk.perf import sampler, suite, workload
+from cuzk.perf.workload import AREAS, Spec, Unavailable, Workload
+from cuzk.timing import PHASES
+
+
+def _gpu() -> bool:
+    from cuzk.backend import gpu_status
+    return gpu_status()[0]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _keep_cuzk_opt():
+    """Workloads export their variant as CUZK_OPT (for backends that read it); not beyond this module."""
+    old = os.environ.get("CUZK_OPT")
+    yield
+    if old is None:
+        os.environ.pop("CUZK_OPT", None)
+    else:
+        os.environ["CUZK_OPT"] = old
+
+
+@pytest.fixture(scope="module")
+def w8():
+    return Workload(Spec(backend="cpu", log_size=8, opts="all")).prepare()
+
+
+def test_phase_wiring_gives_the_provers_proof(w8):
+    """Each phase called alone on the kept inputs must add up to what Prover.prove computes."""
+    proofs = w8.prover.prove(w8.assignments, rng=random.Random(0))
+    assert [p.to_json() for p in w8.proofs] == [p.to_json() for p in proofs]
+    w8.measure("proof_assembly")
+    assert [p.to_json() for p in w8.proofs] == [p.to_json() for p in proofs]
+
+
+@pytest.mark.parametrize("area", AREAS)
+def test_every_area_measures_a_positive_time(w8, area):
+    t = w8.measure(area)
+    assert t > 0
+    assert w8.measure(area, number=3) > 0
+
+
+def test_areas_are_the_phases_plus_the_whole_proof():
+    assert AREAS == PHASES + ("proof",)
+    assert set(suite.ASV_TIME_BENCHMARKS) == set(AREAS)
+
+
+def test_unknown_area(w8):
+    with pytest.raises(KeyError):
+        w8.measure("msm_everything")
+
+
+def test_calibration_repeats_short_calls(w8):
+    assert w8.calibrate("prep_msm", 0.002) > 1          # tens of microseconds per call
+    assert w8.calibrate("ntt_msm_h", 0.0) == 1
+
+
+def test_sample_areas_round_robin(w8):
+    seen = []
+    real = w8.measure
+
+    def spy(area, number=1):
+        seen.append(area)
+        return real(area, number)
+    w8.measure = spy
+    try:
+        res = sampler.sample_areas(w8, ["tail_msm", "b_g2"], 3)
+    finally:
+        w8.measure = real
+    assert seen == ["tail_msm", "b_g2"] * 3
+    assert all(len(s.values) == 3 for s in res.sets.values()) and res.discards == []
+
+
+def test_a_broken_phase_is_an_error_not_a_fast_benchmark(monkeypatch):
+    from cuzk.backend.cpu import CpuBackend
+    real = CpuBackend.proof_assembly
+
+    def wrong(self, kh, parts, randomness):          # the H term replaced by A's sum
+        return real(self, kh, [dict(p, h=p["a"]) for p in parts], randomness)
+    monkeypatch.setattr(CpuBackend, "proof_assembly", wrong)
+    with pytest.raises(RuntimeError, match="does not verify"):
+        Workload(Spec(backend="cpu", log_size=8, opts="baseline")).prepare()
+
+
+def test_variant_names_and_specs():
+    assert list(variants()) == suite.variant_names()
+    assert workload.opt_set("A1").as_dict() == {n: n == "A1" for n in REGISTRY}
+    assert workload.opt_set("+A1,-A2").as_dict()["A2"] is False
+    spec = workload.opt_spec(workload.opt_set("A2"))
+    assert workload.opt_set(spec) == workload.opt_set("A2")
+
+
+def test_workload_exports_its_variant(monkeypatch):
+    monkeypatch.setenv("CUZK_OPT", "all")
+    Workload(Spec(opts="baseline"))
+    from cuzk.opts import resolve
+    assert os.environ["CUZK_OPT"] == "none"
+    assert resolve().label() == "baseline"
+
+
+def test_targets():
+    assert Spec.parse_target("cpu:10") == Spec(backend="cpu", log_size=10)
+    for bad in ("gpu:10", "cpu", "cpu:x", "auto:8"):
+        with pytest.raises(ValueError):
+            Spec.parse_target(bad)
+    with pytest.raises(ValueError):
+        Workload(Spec(backend="auto"))
+
+
+@pytest.mark.skipif(_gpu(), reason="a GPU is present")
+def test_cuda_without_a_gpu_is_unavailable_so_asv_skips():
+    with pytest.raises(Unavailable) as e:
+        Workload(Spec(backend="cuda", log_size=8)).prepare()
+    assert isinstance(e.value, NotImplementedError)
+
+
+# --- the asv classes, called the way asv_runner calls them ---
+
+def test_asv_phase_class_returns_samples():
+    from benchmarks.bench_tail_msm import TailMsm
+    b = TailMsm()
+    b.setup("cpu:8", "all")
+    r = b.track_time("cpu:8", "all")
+    assert r["number"] == 1 and len(r["samples"]) >= 7 and min(r["samples"]) > 0
+    from asv_runner.benchmarks.mark import SkipNotImplemented
+    with pytest.raises(SkipNotImplemented):
+        b.track_peak_device_bytes("cpu:8", "all")
+
+
+@pytest.mark.skipif(_gpu(), reason="a GPU is present")
+def test_asv_gpu_params_skip_in_setup():
+    from benchmarks.bench_proof import Proof
+    with pytest.raises(NotImplementedError):
+        Proof().setup(suite.GPU_TARGETS[0], "all")
+
+
+def test_asv_setup_is_memoised():
+    from benchmarks.bench_b_g2 import BG2
+    a, b = BG2(), BG2()
+    a.setup("cpu:8", "baseline")
+    b.setup("cpu:8", "baseline")
+    assert a.w is b.w
+
+
+def test_asv_synthesis_class():
+    from benchmarks.bench_synthesis import Synthesis
+    b = Synthesis()
+    b.setup("mulchain", 12, "A2")
+    assert not b.w._ready                      # no key, no backend: peakmem sees synthesis only
+    r = b.track_time("mulchain", 12, "A2")
+    assert len(r["samples"]) >= 7
+    b.peakmem_synthesis("mulchain", 12, "A2")

