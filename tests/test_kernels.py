@@ -1,4 +1,5 @@
 """Kernel sources: layout constants match the host, they ship in the wheel, and nvcc compiles them."""
+import os
 import re
 import shutil
 import subprocess
@@ -55,16 +56,32 @@ SPILLS_ALLOWED = {
 }
 
 
-@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
-@pytest.mark.parametrize("src", sorted(p.name for p in KERNELS.iterdir() if p.suffix in (".cu", ".cuh")))
-def test_nvcc_compiles_sm90_without_spills(src, tmp_path):
+SOURCES = sorted(p.name for p in KERNELS.iterdir() if p.suffix in (".cu", ".cuh"))
+
+
+def _nvcc(src: str, tmp: Path) -> subprocess.CompletedProcess:
     path = KERNELS / src
     if path.suffix == ".cuh":
-        tu = tmp_path / "tu.cu"
+        tu = tmp / f"{src}.tu.cu"
         tu.write_text(f'#include "{path}"\n__global__ void cuzk_probe(unsigned *o) {{ o[0] = cuzk::FP_INV32; }}\n')
         path = tu
-    r = subprocess.run(["nvcc", "-arch=sm_90", "-c", "-Xptxas", "-v", "-I", str(KERNELS), "-o",
-                        str(tmp_path / "out.o"), str(path)], capture_output=True, text=True)
+    return subprocess.run(["nvcc", "-arch=sm_90", "-c", "-Xptxas", "-v", "-I", str(KERNELS), "-o",
+                           str(tmp / f"{src}.o"), str(path)], capture_output=True, text=True)
+
+
+@pytest.fixture(scope="module")
+def nvcc_results(tmp_path_factory):
+    """Every source compiled once, in parallel (the G2 modules take over a minute each)."""
+    from concurrent.futures import ThreadPoolExecutor
+    tmp = tmp_path_factory.mktemp("nvcc")
+    with ThreadPoolExecutor(max(2, os.cpu_count() or 2)) as ex:
+        return dict(zip(SOURCES, ex.map(lambda s: _nvcc(s, tmp), SOURCES)))
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
+@pytest.mark.parametrize("src", SOURCES)
+def test_nvcc_compiles_sm90_without_spills(src, nvcc_results):
+    r = nvcc_results[src]
     assert r.returncode == 0, r.stderr
     spills = re.findall(r"(\d+) bytes spill stores", r.stderr)
     if src not in SPILLS_ALLOWED:
