@@ -200,7 +200,6 @@ def column_values(xp, products, reduce, indptr, cols, coeffs, lag, nv: int):
 
 def limbsum_reduce_host(seg: np.ndarray) -> np.ndarray:
     """CPU model of kg_limbsum_reduce, word for word: uint64[8, nv] limb sums -> Montgomery limbs."""
-    from ..field import FR_MONT_R
     m32 = 0xFFFFFFFF
     out = np.empty(seg.shape[1], dtype=object)
     for i in range(seg.shape[1]):
@@ -257,10 +256,14 @@ def device_coeffs(m):
     """A CSR's coefficients on the device in Montgomery form, from its cached canonical limbs."""
     import cupy
     from .fr import to_mont
-    limbs = cupy.asarray(m.limbs())
-    bad = cupy.zeros(1, dtype=cupy.uint32)
-    _launch("kg_check_canonical", m.nnz, bad, limbs)
-    if int(bad[0]):
+    try:
+        limbs = cupy.asarray(m.limbs())
+        bad = cupy.zeros(1, dtype=cupy.uint32)
+        _launch("kg_check_canonical", m.nnz, bad, limbs)
+        canonical = not int(bad[0])
+    except ValueError:                          # a negative or oversized coefficient
+        canonical = False
+    if not canonical:
         limbs = cupy.asarray(ints_to_limbs(np.asarray(m.coeffs, dtype=object) % R, FR_LIMBS))
     return to_mont(limbs) if m.nnz else limbs
 
