@@ -142,7 +142,8 @@ def cmd_bench(args) -> int:
         r1cs, assignments = synthesize(args.circuit, args.log_size, opts, seeds=range(1, args.circuits + 1),
                                        assign_fn=backend.assign)
     t_setup = time.perf_counter()
-    pk, key_path, hit = cached_setup(r1cs, args.convention, args.generator, progress=None)
+    keygen_backend = args.keygen_backend or ("cuda" if backend.name == "cuda" else "cpu")
+    pk, key_path, hit = cached_setup(r1cs, args.convention, args.generator, progress=None, backend=keygen_backend)
     setup_s = time.perf_counter() - t_setup
     print(f"key: {key_path} ({'cached' if hit else f'generated in {setup_s:.1f} s'})", file=sys.stderr)
     prover = Prover(backend, pk)
@@ -216,12 +217,12 @@ def cmd_keygen(args) -> int:
     else:
         r1cs, _, _ = circuits.build(args.circuit, args.log_size, opts=resolve(args.opt))
     if args.out:
-        pk = setup(r1cs, args.convention, args.generator, ToxicWaste.from_seed(args.toxic_seed))
+        pk = setup(r1cs, args.convention, args.generator, ToxicWaste.from_seed(args.toxic_seed), backend=args.backend)
         path = Path(args.out)
         existed = path.exists()
         pk.save(path)
     else:
-        pk, path, hit = cached_setup(r1cs, args.convention, args.generator, args.toxic_seed)
+        pk, path, hit = cached_setup(r1cs, args.convention, args.generator, args.toxic_seed, backend=args.backend)
         existed = True
     outputs = {}
     if args.vk:
@@ -342,6 +343,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--circuits", type=int, default=1, help="circuits proved in one batch")
     b.add_argument("--json", metavar="FILE", help="write the run as JSON (design §4)")
     b.add_argument("--save", metavar="DIR", help="write proof.json, public.json, verification_key.json")
+    b.add_argument("--keygen-backend", default=None, choices=("auto", "cpu", "cuda"),
+                   help="where an uncached key is made (default: the GPU with --backend cuda, else the CPU)")
     b.set_defaults(func=cmd_bench)
 
     k = sub.add_parser("keygen", help="test setup with known toxic waste (cached unless --out)")
@@ -353,6 +356,9 @@ def build_parser() -> argparse.ArgumentParser:
                                                        "(implies --convention odd_lagrange --generator snarkjs)")
     k.add_argument("--vk", metavar="FILE", help="also write verification_key.json")
     k.add_argument("--toxic-seed", type=int, default=0)
+    k.add_argument("--backend", default="auto", choices=("auto", "cpu", "cuda"),
+                   help="keygen on the GPU (cuda), the CPU, or auto: the GPU when usable, for domains "
+                        "of 2^12 and up (the same key either way)")
     k.set_defaults(func=cmd_keygen, circuit=None, log_size=None, convention=None, generator=None)
 
     v = sub.add_parser("verify", help="verify a proof: VK PUBLIC PROOF (snarkjs order)")

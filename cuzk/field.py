@@ -49,15 +49,55 @@ def fr_array(values) -> np.ndarray:
     return a % R
 
 
-def ints_to_limbs(values, nlimbs: int) -> np.ndarray:
-    """Ints (object array or sequence) -> uint32[N, nlimbs], little-endian."""
+def _ints_to_limbs_slow(seq, nlimbs: int) -> np.ndarray:
     nbytes = 4 * nlimbs
-    seq = values.tolist() if isinstance(values, np.ndarray) else list(values)
     try:
         buf = b"".join([int(v).to_bytes(nbytes, "little") for v in seq])
     except OverflowError as e:
         raise ValueError(f"value does not fit in {nlimbs} limbs") from e
     return np.frombuffer(buf, dtype="<u4").reshape(len(seq), nlimbs).copy()
+
+
+FAST_LIMBS_MIN = 1 << 12
+_R_LIMBS = [(R >> (32 * i)) & 0xFFFFFFFF for i in range(FR_LIMBS)]
+
+
+def ints_to_limbs(values, nlimbs: int) -> np.ndarray:
+    """Ints (object array or sequence) -> uint32[N, nlimbs], little-endian.
+
+    Large object arrays take a vectorized path for the values circuits are full of: those below
+    2^64 (converted by numpy) and, for Fr, those within 2^64 below r (negated small constants,
+    r - d, by a limb subtraction); only the rest go through int.to_bytes."""
+    if not (isinstance(values, np.ndarray) and values.dtype == object and values.ndim == 1
+            and len(values) >= FAST_LIMBS_MIN and nlimbs >= 2):
+        seq = values.tolist() if isinstance(values, np.ndarray) else list(values)
+        return _ints_to_limbs_slow(seq, nlimbs)
+    n = len(values)
+    out = np.zeros((n, nlimbs), dtype="<u4")
+    small = (values >= 0) & (values < (1 << 64))
+    rest = ~small
+    if small.any():
+        x = values[small].astype(np.uint64)
+        out[small, 0] = (x & 0xFFFFFFFF).astype(np.uint32)
+        out[small, 1] = (x >> np.uint64(32)).astype(np.uint32)
+    if nlimbs == FR_LIMBS and rest.any():
+        idx = np.flatnonzero(rest)
+        vals = values[idx]
+        near = (vals < R) & (vals > R - (1 << 64))
+        if near.any():
+            d = (R - vals[near]).astype(np.uint64)          # in [1, 2^64)
+            sub = [(d & 0xFFFFFFFF).astype(np.int64), (d >> np.uint64(32)).astype(np.int64)]
+            limbs = np.empty((len(d), FR_LIMBS), dtype=np.int64)
+            borrow = np.zeros(len(d), dtype=np.int64)
+            for i in range(FR_LIMBS):
+                t = _R_LIMBS[i] - (sub[i] if i < 2 else 0) - borrow
+                borrow = (t < 0).astype(np.int64)
+                limbs[:, i] = t + (borrow << 32)
+            out[idx[near]] = limbs.astype(np.uint32)
+            rest[idx[near]] = False
+    if rest.any():
+        out[rest] = _ints_to_limbs_slow(values[rest].tolist(), nlimbs)
+    return out
 
 
 def limbs_to_ints(limbs: np.ndarray) -> np.ndarray:

@@ -3,8 +3,12 @@
 Scalars are computed with vectorized Fr arithmetic:
   Lagrange values at tau by one inverse NTT of [tau^i];
   u_j(tau), v_j(tau), w_j(tau) by transposed sparse products;
-then each scalar becomes a point by fixed-base multiplication (arkworks), with a
-progress bar at large sizes. Keys are cached on disk, keyed by the circuit's hash.
+then each scalar becomes a point by fixed-base multiplication. Two backends make the same key
+bit for bit: "cpu" (Python ints, one arkworks multiplication per point, with a progress bar at
+large sizes) and "cuda" (cuzk/gpu/keygen.py: the scalars and the points on the GPU). "auto" uses
+the GPU when one is usable and the domain is at least AUTO_GPU_MIN (below that the CPU is quick
+and the first GPU call would spend longer loading kernels). Keys are cached on disk, keyed by
+the circuit's hash.
 """
 from __future__ import annotations
 
@@ -24,6 +28,8 @@ from .poly import Domain, intt
 from .r1cs import CSR, R1CS
 
 PROGRESS_MIN = 1 << 12
+AUTO_GPU_MIN = 1 << 12
+BACKENDS = ("auto", "cpu", "cuda")
 
 
 @dataclass(frozen=True)
@@ -87,12 +93,40 @@ def _mul_points(gen, scalars: np.ndarray, label: str, bar) -> list:
     return out
 
 
+def single_points(alpha: int, beta: int, gamma: int, delta: int) -> dict:
+    """The key's six single points, by arkworks (both backends)."""
+    g1, g2 = G1Point(), G2Point()
+    def G1(x): return AffineBases.from_ark(1, _mul_points(g1, fr_array([x]), "", None))
+    def G2(x): return AffineBases.from_ark(2, _mul_points(g2, fr_array([x]), "", None))
+    return {"alpha_g1": G1(alpha), "beta_g1": G1(beta), "beta_g2": G2(beta), "gamma_g2": G2(gamma),
+            "delta_g1": G1(delta), "delta_g2": G2(delta)}
+
+
+def resolve_backend(backend: str, domain_size: int = AUTO_GPU_MIN) -> str:
+    """'cpu' or 'cuda' for a keygen backend choice ('auto': the GPU when usable, for domains of
+    at least AUTO_GPU_MIN)."""
+    from .backend import BackendError, gpu_status
+    if backend not in BACKENDS:
+        raise BackendError(f"unknown keygen backend {backend!r}; use {', '.join(BACKENDS)}")
+    if backend == "cpu" or (backend == "auto" and domain_size < AUTO_GPU_MIN):
+        return "cpu"
+    ok, why = gpu_status()
+    if ok:
+        return "cuda"
+    if backend == "cuda":
+        raise BackendError(f"keygen backend cuda: {why}")
+    return "cpu"
+
+
 def setup(r1cs: R1CS, convention: str = "coeff", generator: int = 7, toxic: ToxicWaste | None = None,
-          progress: bool | None = None) -> ProvingKey:
+          progress: bool | None = None, backend: str = "auto") -> ProvingKey:
     if convention not in CONVENTIONS:
         raise ValueError(f"unknown H convention {convention!r}; known: {', '.join(CONVENTIONS)}")
     toxic = toxic or ToxicWaste.from_seed(0)
     domain = Domain.for_size(r1cs.qap_rows, generator)
+    if resolve_backend(backend, domain.n) == "cuda":
+        from .gpu import keygen as gpu_keygen
+        return gpu_keygen.setup(r1cs, convention, generator, toxic)
     tau, alpha, beta, gamma, delta = toxic.tau, toxic.alpha, toxic.beta, toxic.gamma, toxic.delta
     u, v, w = qap_at_tau(r1cs, domain, tau)
     ni = r1cs.num_inputs
@@ -112,12 +146,9 @@ def setup(r1cs: R1CS, convention: str = "coeff", generator: int = 7, toxic: Toxi
     try:
         def G1(xs, lab): return AffineBases.from_ark(1, _mul_points(g1, fr_array(xs), lab, bar))
         def G2(xs, lab): return AffineBases.from_ark(2, _mul_points(g2, fr_array(xs), lab, bar))
-        pts = {
-            "alpha_g1": G1([alpha], "alpha"), "beta_g1": G1([beta], "beta"), "beta_g2": G2([beta], "beta"),
-            "gamma_g2": G2([gamma], "gamma"), "delta_g1": G1([delta], "delta"), "delta_g2": G2([delta], "delta"),
-            "ic": G1(ic, "ic"), "a": G1(u, "a"), "b_g1": G1(v, "b_g1"), "b_g2": G2(v, "b_g2"),
-            "l": G1(lq, "l"), "h": G1(h, "h"),
-        }
+        pts = single_points(alpha, beta, gamma, delta)
+        pts.update({"ic": G1(ic, "ic"), "a": G1(u, "a"), "b_g1": G1(v, "b_g1"), "b_g2": G2(v, "b_g2"),
+                    "l": G1(lq, "l"), "h": G1(h, "h")})
     finally:
         if bar is not None:
             bar.close()
@@ -139,13 +170,13 @@ def cache_path(r1cs: R1CS, convention: str, generator: int, toxic_seed: int) -> 
 
 
 def cached_setup(r1cs: R1CS, convention: str = "coeff", generator: int = 7, toxic_seed: int = 0,
-                 progress: bool | None = None) -> tuple[ProvingKey, Path, bool]:
+                 progress: bool | None = None, backend: str = "auto") -> tuple[ProvingKey, Path, bool]:
     """(key, path, hit): load from the cache or set up and store."""
     path = cache_path(r1cs, convention, generator, toxic_seed)
     if path.exists():
         key = ProvingKey.load(path)
         if key.digest.hex() == r1cs.digest():
             return key, path, True
-    key = setup(r1cs, convention, generator, ToxicWaste.from_seed(toxic_seed), progress)
+    key = setup(r1cs, convention, generator, ToxicWaste.from_seed(toxic_seed), progress, backend)
     key.save(path)
     return key, path, False

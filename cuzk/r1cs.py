@@ -59,6 +59,16 @@ class CSR:
         out[nonempty] = np.add.reduceat(prod, starts[nonempty])
         return out % R
 
+    def limbs(self) -> np.ndarray:
+        """The coefficients as they are (canonical) in limbs, uint32[nnz, 8]: computed once and kept
+        (the digest and the GPU uploads use them)."""
+        cached = getattr(self, "_limbs", None)
+        if cached is None or len(cached) != self.nnz:
+            cached = ints_to_limbs(self.coeffs, FR_LIMBS)
+            cached.flags.writeable = False
+            self._limbs = cached
+        return cached
+
     def coeff_limbs(self, mont: bool = True) -> np.ndarray:
         """Coefficients in device layout (uint32[nnz, 8], Montgomery)."""
         from .field import fr_to_limbs
@@ -104,7 +114,7 @@ class R1CS:
         for m in (self.A, self.B, self.C):
             h.update(m.indptr.astype("<i8").tobytes())
             h.update(m.cols.astype("<i8").tobytes())
-            h.update(ints_to_limbs(m.coeffs, FR_LIMBS).tobytes())
+            h.update(m.limbs().tobytes())
         self._digest = h.hexdigest()
         return self._digest
 

@@ -371,3 +371,20 @@ def test_snarkjs_rejects_tampered_proof(snarkjs, saved):
 def test_snarkjs_rejects_wrong_public_input(snarkjs, saved):
     rc, out = snarkjs(saved, public=_wrong_public(saved).name)
     assert rc != 0 or "OK!" not in out, out
+
+
+def test_keygen_backend_flag(tmp_path, monkeypatch, capsys):
+    """--backend cpu makes the same key as the default; --backend cuda without a GPU is a clear error."""
+    import cuzk.backend as B
+    import cuzk.keygen as kg
+    a, b = tmp_path / "a.cuzkkey", tmp_path / "b.cuzkkey"
+    assert main(["keygen", "--log-size", "5", "--out", str(a)]) == 0
+    assert main(["keygen", "--log-size", "5", "--out", str(b), "--backend", "cpu"]) == 0
+    assert a.read_bytes() == b.read_bytes()
+    seen = []
+    real = kg.setup
+    monkeypatch.setattr(kg, "setup", lambda *x, **k: seen.append(k.get("backend")) or real(*x, **k))
+    monkeypatch.setattr(B, "gpu_status", lambda: (False, "no GPU here"))
+    assert main(["keygen", "--log-size", "5", "--out", str(tmp_path / "c"), "--backend", "cuda"]) == 2
+    assert "keygen backend cuda: no GPU here" in capsys.readouterr().err
+    assert seen == ["cuda"] and not (tmp_path / "c").exists()

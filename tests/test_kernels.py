@@ -53,6 +53,8 @@ def test_installed_package_finds_kernels():
 SPILLS_ALLOWED = {
     "ec_ops.cu": "test kernels only (G2 formulas checked against arkworks), not on a hot path",
     "msm_g2.cu": "G2 XYZZ state over Fp2 exceeds 255 registers; 28-152 B spills, open in issue 5",
+    "keygen_g2.cu": "G2 mixed add over Fp2 at 255 registers (the out-of-line add spills ~180 B, the loop "
+                    "state saved around its calls ~140 B), as in msm_g2; small next to the additions",
 }
 
 

@@ -15,14 +15,14 @@ class DeviceR1CS:
 
     def __init__(self, r1cs: R1CS):
         import cupy
-        from .fr import upload
+        from .keygen import device_coeffs
         if r1cs.num_vars >= 2**31:
             raise ValueError("more than 2^31 variables")
         self.r1cs = r1cs
         self.mats = []
         for m in (r1cs.A, r1cs.B, r1cs.C):
             self.mats.append((cupy.asarray(m.indptr.astype(np.int64)), cupy.asarray(m.cols.astype(np.int32)),
-                              upload(m.coeffs) if m.nnz else cupy.zeros((1, 8), cupy.uint32)))
+                              device_coeffs(m) if m.nnz else cupy.zeros((1, 8), cupy.uint32)))
 
     @classmethod
     def of(cls, r1cs: R1CS) -> "DeviceR1CS":
