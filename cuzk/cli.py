@@ -128,19 +128,32 @@ def cmd_bench(args) -> int:
     from .keygen import cached_setup
     from .nvml import gpu_state
     from .opts import resolve
-    from .phases.synthesis import synthesize
+    from .phases.synthesis import make_pool, synthesize
     from .prover import Prover
     from .timing import PhaseTimer
 
     opts = resolve(args.opt)
     if args.circuits < 1:
         raise CliError("--circuits must be >= 1")
+    if args.parallel_synthesis < 0:
+        raise CliError("--parallel-synthesis must be >= 0")
+    if args.timeline:
+        from .perf.plots import _plt
+        try:
+            _plt()
+        except RuntimeError as e:
+            raise CliError(str(e)) from e
     backend = get_backend(args.backend, opts=opts)
     gpu_before = gpu_state() if backend.name != "cpu" else None
+    pool = make_pool(args.synthesis_pool, args.parallel_synthesis) if args.parallel_synthesis else None
     timer = PhaseTimer(device=backend.timer_device())
-    with timer.phase("synthesis", backend.phase_impl("synthesis")):
-        r1cs, assignments = synthesize(args.circuit, args.log_size, opts, seeds=range(1, args.circuits + 1),
-                                       assign_fn=backend.assign)
+    try:
+        with timer.phase("synthesis", backend.phase_impl("synthesis")):
+            r1cs, assignments = synthesize(args.circuit, args.log_size, opts, seeds=range(1, args.circuits + 1),
+                                           assign_fn=backend.assign, executor=pool, timer=timer)
+    finally:
+        if pool is not None:
+            pool.shutdown()
     t_setup = time.perf_counter()
     pk, key_path, hit = cached_setup(r1cs, args.convention, args.generator, progress=None)
     setup_s = time.perf_counter() - t_setup
@@ -158,7 +171,9 @@ def cmd_bench(args) -> int:
         "commit": git_commit(),
         "backend": backend.name,
         "circuit": {"name": args.circuit, "constraints": r1cs.num_constraints, "domain": 1 << pk.log_n,
-                    "circuits": args.circuits, "convention": pk.convention, "generator": pk.generator},
+                    "circuits": args.circuits, "convention": pk.convention, "generator": pk.generator,
+                    "parallel_synthesis": args.parallel_synthesis,
+                    "synthesis_pool": args.synthesis_pool if args.parallel_synthesis else None},
         "optimizations": opts.as_dict(),
         "phases": phases,
         "total_s": total_s,
@@ -176,6 +191,9 @@ def cmd_bench(args) -> int:
     outputs = {}
     if args.json:
         outputs[args.json] = json.dumps(report, indent=2) + "\n"
+    if args.timeline:
+        from .perf.plots import timeline_png
+        outputs[args.timeline] = timeline_png(report)
     if args.save:
         out = Path(args.save)
         outputs[out / "verification_key.json"] = json.dumps(vk_to_json(vk), indent=1) + "\n"
@@ -336,12 +354,21 @@ def build_parser() -> argparse.ArgumentParser:
                         help="root-of-unity generator: bellman (7, default) or snarkjs (5)")
         sp.add_argument("--opt", default=None, help="optimizations, e.g. +A1,-A2, all, none (or CUZK_OPT)")
 
+    def synthesis_args(sp):
+        sp.add_argument("--parallel-synthesis", type=int, default=0, metavar="N",
+                        help="generate the circuits' witnesses in N parallel workers (default 0: one after another)")
+        sp.add_argument("--synthesis-pool", default="thread", choices=("thread", "process"),
+                        help="parallel synthesis in threads (one address space, as bellperson; default) or processes")
+
     b = sub.add_parser("bench", help="set up (cached), synthesize, prove, verify; print the phase table")
     b.add_argument("--backend", default="auto", choices=("auto", "cpu", "cuda"))
     circuit_args(b)
     b.add_argument("--circuits", type=int, default=1, help="circuits proved in one batch")
     b.add_argument("--json", metavar="FILE", help="write the run as JSON (design §4)")
     b.add_argument("--save", metavar="DIR", help="write proof.json, public.json, verification_key.json")
+    b.add_argument("--timeline", metavar="FILE.png", help="draw each phase per circuit on a time axis (host and "
+                                                          "device lanes), so overlaps and gaps show")
+    synthesis_args(b)
     b.set_defaults(func=cmd_bench)
 
     k = sub.add_parser("keygen", help="test setup with known toxic waste (cached unless --out)")
