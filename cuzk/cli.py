@@ -310,6 +310,55 @@ def cmd_gate(args) -> int:
     return res.exit_code
 
 
+def cmd_ablate(args) -> int:
+    """Exit 0 measured, 2 bad input or a run that could not be measured (no such backend, untrusted GPU)."""
+    from .backend import gpu_status
+    from .perf import ablate
+    if args.repeat < 2:
+        raise CliError("--repeat must be >= 2 (samples are paired by round)")
+    if args.circuits < 1:
+        raise CliError("--circuits must be >= 1")
+    if args.parallel_synthesis < 0:
+        raise CliError("--parallel-synthesis must be >= 0")
+    if not 0.5 <= args.confidence < 1:
+        raise CliError("--confidence must be in [0.5, 1)")
+    from .perf.effects import critical_k
+    if critical_k(args.repeat, args.confidence) < 1:
+        need = next(n for n in range(2, 64) if critical_k(n, args.confidence) >= 1)
+        raise CliError(f"--repeat {args.repeat} cannot give a {args.confidence:.0%} interval; use >= {need}")
+    names = ablate.parse_opt_set(args.opt_set)
+    if args.png:
+        from .perf.plots import _plt
+        try:
+            _plt()
+        except RuntimeError as e:
+            raise CliError(str(e)) from e
+    backend = args.backend
+    if backend == "auto":
+        ok, why = gpu_status()
+        backend = "cuda" if ok else "cpu"
+        if not ok:
+            print(f"cuzk: no GPU backend ({why}); using the CPU reference", file=sys.stderr)
+    setup = ablate.Setup(backend=backend, circuit=args.circuit, log_size=args.log_size, circuits=args.circuits,
+                         repeat=args.repeat, names=names, confidence=args.confidence,
+                         parallel_synthesis=args.parallel_synthesis, synthesis_pool=args.synthesis_pool,
+                         convention=args.convention, generator=args.generator)
+    try:
+        res = ablate.Ablation(setup).run()
+    except ablate.AblateError as e:
+        raise CliError(f"ablate: {str(e).splitlines()[0]}") from e
+    res["cuzk_version"], res["commit"] = __version__, git_commit()
+    print(ablate.markdown(res))
+    outputs = {}
+    if args.json:
+        outputs[args.json] = json.dumps(res, indent=1) + "\n"
+    if args.png:
+        from .perf.plots import ablate_png
+        outputs[args.png] = ablate_png(res)
+    write_all(outputs)
+    return EXIT_OK
+
+
 def cmd_history(args) -> int:
     """Nightly: record this runner's asv results on the results branch, or publish all of them."""
     from .perf import history
@@ -346,13 +395,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"cuzk {__version__}")
     sub = p.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
 
-    def circuit_args(sp):
+    def circuit_args(sp, opt=True):
         sp.add_argument("--circuit", default="porep_like", choices=sorted(CIRCUITS))
         sp.add_argument("--log-size", type=int, default=12, help="domain 2^K (default 12)")
         sp.add_argument("--convention", default="coeff", choices=CONVENTIONS, help="H convention of the key")
         sp.add_argument("--generator", type=_generator, default=7,
                         help="root-of-unity generator: bellman (7, default) or snarkjs (5)")
-        sp.add_argument("--opt", default=None, help="optimizations, e.g. +A1,-A2, all, none (or CUZK_OPT)")
+        if opt:
+            sp.add_argument("--opt", default=None, help="optimizations, e.g. +A1,-A2, all, none (or CUZK_OPT)")
 
     def synthesis_args(sp):
         sp.add_argument("--parallel-synthesis", type=int, default=0, metavar="N",
@@ -393,6 +443,22 @@ def build_parser() -> argparse.ArgumentParser:
                    help="pyperf kernel microbenchmarks: micro ntt|intt|h|spmv|fp_mul|fr_mul [--log-size K] "
                         "[pyperf options, e.g. -o out.json]")
 
+
+    ab = sub.add_parser("ablate", help="each optimization alone, left out of all, and all, against baseline: "
+                                       "per-phase ratios with CIs, interactions, attribution")
+    ab.add_argument("--backend", default="auto", choices=("auto", "cpu", "cuda"))
+    circuit_args(ab, opt=False)
+    ab.set_defaults(log_size=10)
+    ab.add_argument("--circuits", type=int, default=1, help="circuits proved in one batch (PoRep: 10)")
+    ab.add_argument("--repeat", type=int, default=10, help="interleaved rounds: samples per configuration (default 10)")
+    ab.add_argument("--opt-set", default=None, metavar="A1,A2,...",
+                    help="the optimizations to ablate (default: the whole registry); the others stay off")
+    ab.add_argument("--confidence", type=float, default=0.99,
+                    help="confidence of the intervals (default 0.99: a run makes ~100 comparisons)")
+    synthesis_args(ab)
+    ab.add_argument("--json", metavar="FILE", help="write every sample, effect and verdict as JSON")
+    ab.add_argument("--png", metavar="FILE.png", help="phase bars per configuration (matplotlib)")
+    ab.set_defaults(func=cmd_ablate)
 
     gt = sub.add_parser("gate", help="per-phase perf gate: base vs head, interleaved; exit 0 ok, 1 regression, 2 error")
     gt.add_argument("--base", required=True, help="base commit-ish")

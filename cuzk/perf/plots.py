@@ -118,10 +118,11 @@ def ablate_png(result: dict):
     for ax in list(axes.flat)[len(areas):]:
         ax.axis("off")
     from matplotlib.patches import Patch
-    fig.legend(handles=[Patch(color=v, label=k) for k, v in KIND_COLOURS.items()], loc="lower right", fontsize=8)
+    fig.legend(handles=[Patch(color=v, label=k) for k, v in KIND_COLOURS.items()], loc="upper right", fontsize=7,
+               ncol=4, bbox_to_anchor=(1, 0.955))
     s = result["setup"]
     fig.suptitle(f"cuzk ablate: {s['backend']} {s['circuit']} 2^{s['log_size']} x{s['circuits']}, "
                  f"{s['repeat']} interleaved samples per configuration (▲ slower, ▼ faster than baseline, "
                  f"{s['confidence']:.0%} CI)", fontsize=9)
-    fig.tight_layout(rect=(0, 0.03, 1, 0.96))
+    fig.tight_layout(rect=(0, 0, 1, 0.92))
     return _writer(fig, plt)
