@@ -359,17 +359,37 @@ def cmd_ablate(args) -> int:
     return EXIT_OK
 
 
+def cmd_bisect(args) -> int:
+    """`asv find` over GOOD (included) .. BAD for one benchmark; asv's exit code."""
+    from .perf import bisect
+    try:
+        return bisect.run(args.benchmark, args.good, args.bad, args.target, args.opts, args.repo, args.dry_run,
+                          args.asv_args)
+    except bisect.BisectError as e:
+        raise CliError(f"bisect: {e}") from e
+
+
 def cmd_history(args) -> int:
     """Nightly: record this runner's asv results on the results branch, or publish all of them."""
     from .perf import history
     if args.action == "record" and not args.machine:
         raise CliError("history record needs --machine NAME (a stable name per runner and GPU)")
     try:
+        if args.action == "changes":
+            repo = Path(args.repo)
+            results = Path(args.results) if args.results else repo / history._conf(repo).get("results_dir", "results")
+            found = history.changes(results, args.machine, args.bench, args.max_pvalue, args.min_magnitude,
+                                    args.window)
+            print(history.changes_markdown(found), end="")
+            if args.json:
+                write_atomic(args.json, json.dumps(found, indent=1) + "\n")
+            return EXIT_OK
         if args.action == "record":
             return history.record(Path(args.repo), args.machine, args.remote, args.results_branch, args.bench,
                                   push=not args.no_push)
         history.publish(Path(args.repo), args.remote, args.results_branch, args.pages_branch,
-                        commit_url=history.commit_url_from_env(), push=not args.no_push)
+                        commit_url=history.commit_url_from_env(), push=not args.no_push,
+                        assets=Path(args.assets) if args.assets else None)
         return EXIT_OK
     except history.HistoryError as e:
         _err(f"history: {e}")
@@ -469,15 +489,38 @@ def build_parser() -> argparse.ArgumentParser:
     gt.add_argument("--rounds", type=int, default=None, help="override [gate] rounds")
     gt.set_defaults(func=cmd_gate)
 
-    hi = sub.add_parser("history", help="nightly asv history: record this runner's results, or publish all")
-    hi.add_argument("action", choices=("record", "publish"))
-    hi.add_argument("--machine", help="this runner's stable asv machine name (record)")
+    bi = sub.add_parser("bisect", help="asv find: the commit between GOOD and BAD that slowed a benchmark")
+    bi.add_argument("benchmark", help="a phase name (tail_msm, ...; with --target/--opts: one parameter set) "
+                                      "or an asv benchmark regex")
+    bi.add_argument("--good", required=True, help="a commit where the benchmark was fast (included)")
+    bi.add_argument("--bad", required=True, help="a commit where it is slow")
+    bi.add_argument("--target", help="the suite's BACKEND:LOG_SIZE, e.g. cuda:18")
+    bi.add_argument("--opts", help="the suite's variant: baseline, a registry name, or all")
+    bi.add_argument("--repo", default=".")
+    bi.add_argument("--dry-run", action="store_true", help="print the asv command only")
+    bi.add_argument("--asv-arg", dest="asv_args", action="append", default=[], metavar="ARG",
+                    help="one more asv find argument, e.g. --asv-arg=--invert (repeatable)")
+    bi.set_defaults(func=cmd_bisect)
+
+    hi = sub.add_parser("history", help="nightly asv history: record this runner's results, publish all, "
+                                        "or list change points")
+    hi.add_argument("action", choices=("record", "publish", "changes"))
+    hi.add_argument("--machine", help="this runner's stable asv machine name (record); only this machine (changes)")
     hi.add_argument("--repo", default=".")
     hi.add_argument("--remote", default="origin")
     hi.add_argument("--results-branch", default="asv-results")
     hi.add_argument("--pages-branch", default="gh-pages")
-    hi.add_argument("--bench", default=None, help="asv --bench regex (default: the whole suite)")
+    hi.add_argument("--bench", default=None, help="record: asv --bench regex (default: the whole suite); "
+                                                 "changes: a regex on 'benchmark(params)'")
     hi.add_argument("--no-push", action="store_true", help="leave the commits local")
+    hi.add_argument("--assets", metavar="NODE_MODULES", help="publish: serve asv's scripts from the site, copied "
+                                                           "from these npm packages (.ci/node/node_modules)")
+    hi.add_argument("--results", metavar="DIR", help="changes: asv results directory (default: asv.conf.json's)")
+    hi.add_argument("--max-pvalue", type=float, default=0.001, help="changes: t-test threshold (default 0.001)")
+    hi.add_argument("--min-magnitude", type=float, default=0.05,
+                    help="changes: smallest relative change reported (default 0.05)")
+    hi.add_argument("--window", type=int, default=30, help="changes: e-divisive window in commits (default 30)")
+    hi.add_argument("--json", metavar="FILE", help="changes: write the change points as JSON")
     hi.set_defaults(func=cmd_history)
 
     gs = sub.add_parser("gpu-state", help="print the GPU's NVML record as JSON (read-only)")
