@@ -460,8 +460,8 @@ def build_parser() -> argparse.ArgumentParser:
     from .snarkjs_cmds import add_parsers
     add_parsers(sub)
     sub.add_parser("micro", add_help=False,
-                   help="pyperf kernel microbenchmarks: micro ntt|intt|h|spmv|fp_mul|fr_mul [--log-size K] "
-                        "[pyperf options, e.g. -o out.json]")
+                   help="pyperf kernel microbenchmarks: micro ntt|intt|h|spmv|fp_mul|fr_mul|msm|msm_g2|batch_add "
+                        "[--log-size K] [--backend cuda|cpu] [pyperf options, e.g. -o out.json]")
 
 
     ab = sub.add_parser("ablate", help="each optimization alone, left out of all, and all, against baseline: "
