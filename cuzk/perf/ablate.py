@@ -6,8 +6,11 @@ that coincide (with one optimization, `all` is that one alone) are measured once
 
 One process holds the proving key resident once (one load on the backend, shared by one Prover per
 configuration: at 2^24 a key per configuration would not fit on one GPU) and takes samples round
-robin over the configurations, the order rotating each round, so drift and bursts of load hit every
-configuration alike. A sample is one whole run as `cuzk bench` makes it: synthesis (the backend's
+robin over the configurations, every configuration once per round in a fresh random order (seeded;
+kept in the JSON), so drift within a round and bursts of load hit every configuration alike. (A
+rotating order is not enough: with fewer rounds than configurations it leaves each configuration
+mostly early or mostly late in its rounds, and on the CPU reference later samples run ~1% slower,
+which was enough to make `baseline` look slower than everything else.) A sample is one whole run as `cuzk bench` makes it: synthesis (the backend's
 a/b/c evaluation included; the witnesses in parallel with --parallel-synthesis), then Prover.prove,
 all timed by one PhaseTimer. A phase's value is its CUDA-event time where events were recorded (the
 cuda backend) and its host time otherwise. On a GPU every sample is guarded by NVML
@@ -103,6 +106,7 @@ class Setup:
     generator: int = 7
     max_discards: int = 10
     pause_s: float = 1.0
+    seed: int = 0                 # of the per-round orders
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
@@ -189,9 +193,12 @@ class Ablation:
             self.states = {c.label: [] for c in self.configs}
             self.energy = {c.label: [] for c in self.configs}
             discards: list[str] = []
-            n = len(self.arms)
+            self.orders = []
+            rng = random.Random(s.seed)
             for r in range(s.repeat):
-                order = self.arms[r % n:] + self.arms[:r % n]
+                order = list(self.arms)
+                rng.shuffle(order)             # a fresh order each round: no configuration keeps a position
+                self.orders.append([a.cfg.label for a in order])
                 for arm in order:
                     got = {}
 
@@ -221,6 +228,7 @@ class Ablation:
             else:
                 os.environ["CUZK_OPT"] = old_env
         res = self.analyse()
+        res["orders"] = self.orders
         res["discards"] = discards
         res["gpu"] = gpu
         res["wall_s"] = time.perf_counter() - t0
@@ -308,7 +316,7 @@ def markdown(res: dict) -> str:
            + (f", witnesses in {s['parallel_synthesis']} parallel {s['synthesis_pool']}s" if s['parallel_synthesis'] else ""),
            "",
            f"{s['configurations']} configurations (baseline, each of {', '.join(s['names'])} alone, each left out of "
-           f"all, all; others off) x {s['repeat']} interleaved rounds, the order rotating each round. "
+           f"all, all; others off) x {s['repeat']} interleaved rounds, each in a fresh random order. "
            f"A sample is a whole run (synthesis + prove) timed by PhaseTimer: CUDA-event time where recorded, "
            f"else host time. Ratio to baseline = exp(Hodges-Lehmann estimate of the per-round paired log "
            f"ratios); {pct} CI from the exact signed-rank test; verdict: the CI excludes 1. "
