@@ -128,19 +128,32 @@ def cmd_bench(args) -> int:
     from .keygen import cached_setup
     from .nvml import gpu_state
     from .opts import resolve
-    from .phases.synthesis import synthesize
+    from .phases.synthesis import make_pool, synthesize
     from .prover import Prover
     from .timing import PhaseTimer
 
     opts = resolve(args.opt)
     if args.circuits < 1:
         raise CliError("--circuits must be >= 1")
+    if args.parallel_synthesis < 0:
+        raise CliError("--parallel-synthesis must be >= 0")
+    if args.timeline:
+        from .perf.plots import _plt
+        try:
+            _plt()
+        except RuntimeError as e:
+            raise CliError(str(e)) from e
     backend = get_backend(args.backend, opts=opts)
     gpu_before = gpu_state() if backend.name != "cpu" else None
+    pool = make_pool(args.synthesis_pool, args.parallel_synthesis) if args.parallel_synthesis else None
     timer = PhaseTimer(device=backend.timer_device())
-    with timer.phase("synthesis", backend.phase_impl("synthesis")):
-        r1cs, assignments = synthesize(args.circuit, args.log_size, opts, seeds=range(1, args.circuits + 1),
-                                       assign_fn=backend.assign)
+    try:
+        with timer.phase("synthesis", backend.phase_impl("synthesis")):
+            r1cs, assignments = synthesize(args.circuit, args.log_size, opts, seeds=range(1, args.circuits + 1),
+                                           assign_fn=backend.assign, executor=pool, timer=timer)
+    finally:
+        if pool is not None:
+            pool.shutdown()
     t_setup = time.perf_counter()
     keygen_backend = args.keygen_backend or ("cuda" if backend.name == "cuda" else "cpu")
     pk, key_path, hit = cached_setup(r1cs, args.convention, args.generator, progress=None, backend=keygen_backend)
@@ -159,7 +172,9 @@ def cmd_bench(args) -> int:
         "commit": git_commit(),
         "backend": backend.name,
         "circuit": {"name": args.circuit, "constraints": r1cs.num_constraints, "domain": 1 << pk.log_n,
-                    "circuits": args.circuits, "convention": pk.convention, "generator": pk.generator},
+                    "circuits": args.circuits, "convention": pk.convention, "generator": pk.generator,
+                    "parallel_synthesis": args.parallel_synthesis,
+                    "synthesis_pool": args.synthesis_pool if args.parallel_synthesis else None},
         "optimizations": opts.as_dict(),
         "phases": phases,
         "total_s": total_s,
@@ -177,6 +192,9 @@ def cmd_bench(args) -> int:
     outputs = {}
     if args.json:
         outputs[args.json] = json.dumps(report, indent=2) + "\n"
+    if args.timeline:
+        from .perf.plots import timeline_png
+        outputs[args.timeline] = timeline_png(report)
     if args.save:
         out = Path(args.save)
         outputs[out / "verification_key.json"] = json.dumps(vk_to_json(vk), indent=1) + "\n"
@@ -293,17 +311,86 @@ def cmd_gate(args) -> int:
     return res.exit_code
 
 
+def cmd_ablate(args) -> int:
+    """Exit 0 measured, 2 bad input or a run that could not be measured (no such backend, untrusted GPU)."""
+    from .backend import gpu_status
+    from .perf import ablate
+    if args.repeat < 2:
+        raise CliError("--repeat must be >= 2 (samples are paired by round)")
+    if args.circuits < 1:
+        raise CliError("--circuits must be >= 1")
+    if args.parallel_synthesis < 0:
+        raise CliError("--parallel-synthesis must be >= 0")
+    if not 0.5 <= args.confidence < 1:
+        raise CliError("--confidence must be in [0.5, 1)")
+    from .perf.effects import critical_k
+    if critical_k(args.repeat, args.confidence) < 1:
+        need = next(n for n in range(2, 64) if critical_k(n, args.confidence) >= 1)
+        raise CliError(f"--repeat {args.repeat} cannot give a {args.confidence:.0%} interval; use >= {need}")
+    names = ablate.parse_opt_set(args.opt_set)
+    if args.png:
+        from .perf.plots import _plt
+        try:
+            _plt()
+        except RuntimeError as e:
+            raise CliError(str(e)) from e
+    backend = args.backend
+    if backend == "auto":
+        ok, why = gpu_status()
+        backend = "cuda" if ok else "cpu"
+        if not ok:
+            print(f"cuzk: no GPU backend ({why}); using the CPU reference", file=sys.stderr)
+    setup = ablate.Setup(backend=backend, circuit=args.circuit, log_size=args.log_size, circuits=args.circuits,
+                         repeat=args.repeat, names=names, confidence=args.confidence,
+                         parallel_synthesis=args.parallel_synthesis, synthesis_pool=args.synthesis_pool,
+                         convention=args.convention, generator=args.generator)
+    try:
+        res = ablate.Ablation(setup).run()
+    except ablate.AblateError as e:
+        raise CliError(f"ablate: {str(e).splitlines()[0]}") from e
+    res["cuzk_version"], res["commit"] = __version__, git_commit()
+    print(ablate.markdown(res))
+    outputs = {}
+    if args.json:
+        outputs[args.json] = json.dumps(res, indent=1) + "\n"
+    if args.png:
+        from .perf.plots import ablate_png
+        outputs[args.png] = ablate_png(res)
+    write_all(outputs)
+    return EXIT_OK
+
+
+def cmd_bisect(args) -> int:
+    """`asv find` over GOOD (included) .. BAD for one benchmark; asv's exit code."""
+    from .perf import bisect
+    try:
+        return bisect.run(args.benchmark, args.good, args.bad, args.target, args.opts, args.repo, args.dry_run,
+                          args.asv_args)
+    except bisect.BisectError as e:
+        raise CliError(f"bisect: {e}") from e
+
+
 def cmd_history(args) -> int:
     """Nightly: record this runner's asv results on the results branch, or publish all of them."""
     from .perf import history
     if args.action == "record" and not args.machine:
         raise CliError("history record needs --machine NAME (a stable name per runner and GPU)")
     try:
+        if args.action == "changes":
+            repo = Path(args.repo)
+            results = Path(args.results) if args.results else repo / history._conf(repo).get("results_dir", "results")
+            found = history.changes(results, args.machine, args.bench, args.max_pvalue, args.min_magnitude,
+                                    args.window)
+            print(history.changes_markdown(found), end="")
+            if args.json:
+                write_atomic(args.json, json.dumps(found, indent=1) + "\n")
+            return EXIT_OK
         if args.action == "record":
             return history.record(Path(args.repo), args.machine, args.remote, args.results_branch, args.bench,
                                   push=not args.no_push)
         history.publish(Path(args.repo), args.remote, args.results_branch, args.pages_branch,
-                        commit_url=history.commit_url_from_env(), push=not args.no_push)
+                        commit_url=history.commit_url_from_env(), push=not args.no_push,
+                        assets=Path(args.assets) if args.assets else None)
         return EXIT_OK
     except history.HistoryError as e:
         _err(f"history: {e}")
@@ -329,13 +416,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"cuzk {__version__}")
     sub = p.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
 
-    def circuit_args(sp):
+    def circuit_args(sp, opt=True):
         sp.add_argument("--circuit", default="porep_like", choices=sorted(CIRCUITS))
         sp.add_argument("--log-size", type=int, default=12, help="domain 2^K (default 12)")
         sp.add_argument("--convention", default="coeff", choices=CONVENTIONS, help="H convention of the key")
         sp.add_argument("--generator", type=_generator, default=7,
                         help="root-of-unity generator: bellman (7, default) or snarkjs (5)")
-        sp.add_argument("--opt", default=None, help="optimizations, e.g. +A1,-A2, all, none (or CUZK_OPT)")
+        if opt:
+            sp.add_argument("--opt", default=None, help="optimizations, e.g. +A1,-A2, all, none (or CUZK_OPT)")
+
+    def synthesis_args(sp):
+        sp.add_argument("--parallel-synthesis", type=int, default=0, metavar="N",
+                        help="generate the circuits' witnesses in N parallel workers (default 0: one after another)")
+        sp.add_argument("--synthesis-pool", default="thread", choices=("thread", "process"),
+                        help="parallel synthesis in threads (one address space, as bellperson; default) or processes")
 
     b = sub.add_parser("bench", help="set up (cached), synthesize, prove, verify; print the phase table")
     b.add_argument("--backend", default="auto", choices=("auto", "cpu", "cuda"))
@@ -345,6 +439,9 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--save", metavar="DIR", help="write proof.json, public.json, verification_key.json")
     b.add_argument("--keygen-backend", default=None, choices=("auto", "cpu", "cuda"),
                    help="where an uncached key is made (default: the GPU with --backend cuda, else the CPU)")
+    b.add_argument("--timeline", metavar="FILE.png", help="draw each phase per circuit on a time axis (host and "
+                                                          "device lanes), so overlaps and gaps show")
+    synthesis_args(b)
     b.set_defaults(func=cmd_bench)
 
     k = sub.add_parser("keygen", help="test setup with known toxic waste (cached unless --out)")
@@ -369,9 +466,25 @@ def build_parser() -> argparse.ArgumentParser:
     from .snarkjs_cmds import add_parsers
     add_parsers(sub)
     sub.add_parser("micro", add_help=False,
-                   help="pyperf kernel microbenchmarks: micro ntt|intt|h|spmv|fp_mul|fr_mul [--log-size K] "
-                        "[pyperf options, e.g. -o out.json]")
+                   help="pyperf kernel microbenchmarks: micro ntt|intt|h|spmv|fp_mul|fr_mul|msm|msm_g2|batch_add "
+                        "[--log-size K] [--backend cuda|cpu] [pyperf options, e.g. -o out.json]")
 
+
+    ab = sub.add_parser("ablate", help="each optimization alone, left out of all, and all, against baseline: "
+                                       "per-phase ratios with CIs, interactions, attribution")
+    ab.add_argument("--backend", default="auto", choices=("auto", "cpu", "cuda"))
+    circuit_args(ab, opt=False)
+    ab.set_defaults(log_size=10)
+    ab.add_argument("--circuits", type=int, default=1, help="circuits proved in one batch (PoRep: 10)")
+    ab.add_argument("--repeat", type=int, default=10, help="interleaved rounds: samples per configuration (default 10)")
+    ab.add_argument("--opt-set", default=None, metavar="A1,A2,...",
+                    help="the optimizations to ablate (default: the whole registry); the others stay off")
+    ab.add_argument("--confidence", type=float, default=0.99,
+                    help="confidence of the intervals (default 0.99: a run makes ~100 comparisons)")
+    synthesis_args(ab)
+    ab.add_argument("--json", metavar="FILE", help="write every sample, effect and verdict as JSON")
+    ab.add_argument("--png", metavar="FILE.png", help="phase bars per configuration (matplotlib)")
+    ab.set_defaults(func=cmd_ablate)
 
     gt = sub.add_parser("gate", help="per-phase perf gate: base vs head, interleaved; exit 0 ok, 1 regression, 2 error")
     gt.add_argument("--base", required=True, help="base commit-ish")
@@ -382,15 +495,38 @@ def build_parser() -> argparse.ArgumentParser:
     gt.add_argument("--rounds", type=int, default=None, help="override [gate] rounds")
     gt.set_defaults(func=cmd_gate)
 
-    hi = sub.add_parser("history", help="nightly asv history: record this runner's results, or publish all")
-    hi.add_argument("action", choices=("record", "publish"))
-    hi.add_argument("--machine", help="this runner's stable asv machine name (record)")
+    bi = sub.add_parser("bisect", help="asv find: the commit between GOOD and BAD that slowed a benchmark")
+    bi.add_argument("benchmark", help="a phase name (tail_msm, ...; with --target/--opts: one parameter set) "
+                                      "or an asv benchmark regex")
+    bi.add_argument("--good", required=True, help="a commit where the benchmark was fast (included)")
+    bi.add_argument("--bad", required=True, help="a commit where it is slow")
+    bi.add_argument("--target", help="the suite's BACKEND:LOG_SIZE, e.g. cuda:18")
+    bi.add_argument("--opts", help="the suite's variant: baseline, a registry name, or all")
+    bi.add_argument("--repo", default=".")
+    bi.add_argument("--dry-run", action="store_true", help="print the asv command only")
+    bi.add_argument("--asv-arg", dest="asv_args", action="append", default=[], metavar="ARG",
+                    help="one more asv find argument, e.g. --asv-arg=--invert (repeatable)")
+    bi.set_defaults(func=cmd_bisect)
+
+    hi = sub.add_parser("history", help="nightly asv history: record this runner's results, publish all, "
+                                        "or list change points")
+    hi.add_argument("action", choices=("record", "publish", "changes"))
+    hi.add_argument("--machine", help="this runner's stable asv machine name (record); only this machine (changes)")
     hi.add_argument("--repo", default=".")
     hi.add_argument("--remote", default="origin")
     hi.add_argument("--results-branch", default="asv-results")
     hi.add_argument("--pages-branch", default="gh-pages")
-    hi.add_argument("--bench", default=None, help="asv --bench regex (default: the whole suite)")
+    hi.add_argument("--bench", default=None, help="record: asv --bench regex (default: the whole suite); "
+                                                 "changes: a regex on 'benchmark(params)'")
     hi.add_argument("--no-push", action="store_true", help="leave the commits local")
+    hi.add_argument("--assets", metavar="NODE_MODULES", help="publish: serve asv's scripts from the site, copied "
+                                                           "from these npm packages (.ci/node/node_modules)")
+    hi.add_argument("--results", metavar="DIR", help="changes: asv results directory (default: asv.conf.json's)")
+    hi.add_argument("--max-pvalue", type=float, default=0.001, help="changes: t-test threshold (default 0.001)")
+    hi.add_argument("--min-magnitude", type=float, default=0.05,
+                    help="changes: smallest relative change reported (default 0.05)")
+    hi.add_argument("--window", type=int, default=30, help="changes: e-divisive window in commits (default 30)")
+    hi.add_argument("--json", metavar="FILE", help="changes: write the change points as JSON")
     hi.set_defaults(func=cmd_history)
 
     gs = sub.add_parser("gpu-state", help="print the GPU's NVML record as JSON (read-only)")

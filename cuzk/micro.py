@@ -3,7 +3,13 @@
 pyperf runs calibrated loops in worker processes and writes JSON (`-o FILE`) that
 `python -m pyperf compare_to` reads. Workers inherit the whole environment (CUDA and
 CuPy variables included): pyperf drops most variables unless told otherwise. After the
-run, the ratio of the mean to the floor of design §7 is printed.
+run, the ratio of the mean to the floor of design §7 is printed, and the floor goes into the
+JSON's metadata (`cuzk_floor_s`; the ratio is the mean over it).
+The MSM floor is design §7's 2^26 figure scaled by n (a lower bound at smaller sizes, where
+Pippenger spends more per point).
+
+`--backend cpu` times the CPU reference's NTT and inverse NTT (ntt, intt) with the host
+clock instead: the same pyperf path, for machines without a GPU (CI checks it end to end).
 """
 from __future__ import annotations
 
@@ -26,8 +32,8 @@ def floor_s(kernel: str, log_size: int, work: int, convention: str = "coeff") ->
         return ntt * (7 if convention == "coeff" else 6)
     if kernel == "fp_mul":
         return work / IMAD_MODEL_FP_MUL
-    if kernel == "msm" and log_size == 26:
-        return MSM26_FLOOR
+    if kernel == "msm":
+        return MSM26_FLOOR * 2.0 ** (log_size - 26)
     if kernel == "spmv":
         return work * (32 + 4 + 32) / COPY_BW          # coefficient, column, gathered witness
     return None
@@ -56,6 +62,34 @@ def _make(kernel: str, log_size: int, convention: str, generator: int):
     raise ValueError(kernel)
 
 
+CPU_KERNELS = ("ntt", "intt")
+
+
+def _make_cpu(kernel: str, log_size: int, generator: int):
+    """The CPU reference's transforms on random Fr elements, timed by the host clock."""
+    import random
+    import time
+
+    from .field import R
+    from .poly import Domain, intt, ntt
+    d = Domain(log_size, generator)
+    rng = random.Random(1)
+    x = [rng.randrange(R) for _ in range(d.n)]
+    fn = ntt if kernel == "ntt" else intt
+
+    def run(loops: int) -> float:
+        t0 = time.perf_counter()
+        for _ in range(loops):
+            fn(x, d.omega)
+        return time.perf_counter() - t0
+    return run, d.n
+
+
+def _bad(msg: str) -> int:
+    print(f"cuzk: error: micro: {msg}", file=sys.stderr)
+    return 2
+
+
 def main(argv: list[str]) -> int:
     try:
         import pyperf
@@ -63,11 +97,16 @@ def main(argv: list[str]) -> int:
         print("cuzk: error: `cuzk micro` needs pyperf (pip install 'cuzk[bench]')", file=sys.stderr)
         return 2
     from .backend import gpu_status
-    kernel = next((a for a in argv if not a.startswith("-")), None)
+    cpu = "--backend=cpu" in argv or any(a == "--backend" and argv[i + 1:i + 2] == ["cpu"] for i, a in enumerate(argv))
+    kernel = next((a for a in argv if a in KERNELS or a in NOT_YET), None)
     if kernel in NOT_YET:
         print(f"cuzk: error: micro {kernel} arrives with {NOT_YET[kernel]}", file=sys.stderr)
         return 2
-    if kernel in KERNELS and "--worker" not in argv:
+    if kernel is None and not any(a in ("-h", "--help") for a in argv):
+        return _bad(f"name a kernel: {'|'.join(KERNELS)}")
+    if cpu and kernel not in CPU_KERNELS:
+        return _bad(f"--backend cpu times {' and '.join(CPU_KERNELS)} only")
+    if kernel in KERNELS and "--worker" not in argv and not cpu:
         ok, why = gpu_status()
         if not ok:
             print(f"cuzk: error: micro needs a GPU ({why})", file=sys.stderr)
@@ -77,7 +116,7 @@ def main(argv: list[str]) -> int:
 
     def add_cmdline_args(cmd, args):
         cmd.extend([args.kernel, "--log-size", str(args.log_size), "--convention", args.convention,
-                    "--generator", str(args.generator)])
+                    "--generator", str(args.generator), "--backend", args.backend])
 
     runner = pyperf.Runner(add_cmdline_args=add_cmdline_args, program_args=("-m", "cuzk", "micro"))
     p = runner.argparser
@@ -85,13 +124,28 @@ def main(argv: list[str]) -> int:
     p.add_argument("--log-size", type=int, default=20)
     p.add_argument("--convention", default="coeff", choices=("coeff", "odd_lagrange"))
     p.add_argument("--generator", type=int, default=7, choices=(5, 7))
+    p.add_argument("--backend", default="cuda", choices=("cuda", "cpu"),
+                   help="cuda (CUDA events; default) or cpu (the reference's ntt/intt, host clock)")
     args = runner.parse_args(argv)
-    run, work = _make(args.kernel, args.log_size, args.convention, args.generator)
+    if args.backend == "cpu":
+        run, work = _make_cpu(args.kernel, args.log_size, args.generator)
+    else:
+        run, work = _make(args.kernel, args.log_size, args.convention, args.generator)
     name = f"{args.kernel}_2^{args.log_size}" if args.kernel not in ("fp_mul", "fr_mul") else args.kernel
+    if args.backend == "cpu":
+        name = "cpu_" + name
+    fl = floor_s(args.kernel, args.log_size, work, args.convention) if args.backend == "cuda" else None
+    runner.metadata["cuzk_backend"] = args.backend
+    import os
+    for var in ("CUDA_VISIBLE_DEVICES", "CUPY_CACHE_DIR"):      # as each worker saw them (--copy-env)
+        if var in os.environ:
+            runner.metadata[f"cuzk_{var.lower()}"] = os.environ[var]
+    runner.metadata["cuzk_work_items"] = work
+    if fl:
+        runner.metadata["cuzk_floor_s"] = fl
     bench = runner.bench_time_func(name, run)
     if bench is not None and not args.worker:
         mean = bench.mean()
-        fl = floor_s(args.kernel, args.log_size, work, args.convention)
         extra = f"; {fl * 1e3:.3f} ms floor, {mean / fl:.2f}x the floor" if fl else ""
         if args.kernel in ("fp_mul", "fr_mul"):
             extra = f"; {work / mean:.3e} mul/s" + (f", {mean / fl:.2f}x the IMAD model" if fl else "")

@@ -11,10 +11,12 @@ from .timing import PhaseTimer
 class Prover:
     """Holds the key resident on its backend across many proofs."""
 
-    def __init__(self, backend: Backend, pk):
+    def __init__(self, backend: Backend, pk, kh=None):
+        """`kh`: a key handle already resident (from `load_key` of a backend of the same kind), so
+        several provers (e.g. one per optimization set in `cuzk ablate`) share one copy of the key."""
         self.backend = backend
         self.pk = pk
-        self.kh = backend.load_key(pk)
+        self.kh = kh if kh is not None else backend.load_key(pk)
 
     def _randomness(self, n: int, rng) -> list[tuple[int, int]]:
         if rng is None:

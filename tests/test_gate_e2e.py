@@ -102,7 +102,15 @@ def test_slower_algorithm_in_one_phase_exits_1_and_names_it(gate_repo, tmp_path)
     assert flagged == ["ntt_msm_h"]            # that phase, and no other
     assert "regression in phase ntt_msm_h" in p.stderr
     assert "FAIL: regression" in p.stdout and "`ntt_msm_h`" in p.stdout
-    assert f"asv find --launch-method spawn {base}^..{head}" in p.stdout and "bench_ntt_msm_h" in p.stdout
+    # base is the throwaway repo's root commit: asv find's range is then every ancestor of head
+    assert f"asv find --launch-method spawn {head} " in p.stdout and "bench_ntt_msm_h" in p.stdout
+    bis = f"cuzk bisect ntt_msm_h --target cpu:8 --opts all --good {base} --bad {head}"
+    assert bis in p.stdout
+    # the wrapper runs exactly the command the report prints
+    q = subprocess.run([sys.executable, "-m", "cuzk", *bis.split()[1:], "--repo", str(d), "--dry-run"],
+                       capture_output=True, text=True)
+    asv_line = next(x for x in p.stdout.splitlines() if x.startswith("asv find"))
+    assert q.returncode == 0 and q.stdout.strip() == asv_line
     assert "REGRESSION" in summary
 
 

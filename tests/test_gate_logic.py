@@ -202,7 +202,11 @@ def test_regression_exits_1_and_names_the_phase(repo):
     line = next(l for l in md.splitlines() if l.startswith("| `tail_msm`"))
     assert "REGRESSION" in line and "1.2" in line
     cmd = next(l for l in md.splitlines() if l.startswith("asv find"))
-    assert f"{base}^..{head}" in cmd and "bench_tail_msm" in cmd
+    # base..head with base included: base^..head, or every ancestor of head when base is a root commit
+    from cuzk.perf.bisect import commit_range
+    assert f" {commit_range(base, head, d)} " in cmd and "bench_tail_msm" in cmd
+    assert commit_range(base, head) == f"{base}^..{head}"
+    assert f"cuzk bisect tail_msm --target cpu:8 --opts all --good {base} --bad {head}" in md
     regex = shlex.split(cmd)[-1]
     # asv matches parametrized benchmarks as name(param, ...) with the params repr'd
     assert re.search(regex, "bench_tail_msm.TailMsm.track_time('cpu:8', 'all')")

@@ -21,3 +21,59 @@ def test_micro_without_gpu_exits_2(capsys):
 
 def test_msm_floor():
     assert floor_s("msm", 26, 0) == pytest.approx(0.26)
+
+
+def test_msm_floor_scales_with_n():
+    assert floor_s("msm", 20, 0) == pytest.approx(0.26 / 64)
+
+
+def _micro(*args, cwd):
+    import subprocess
+    import sys
+    return subprocess.run([sys.executable, "-m", "cuzk", "micro", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_pyperf_path_on_the_cpu_reference(tmp_path):
+    """Worker processes, calibrated loops, JSON that `pyperf compare_to` reads, the environment inherited."""
+    pytest.importorskip("pyperf")
+    import json
+    import os
+    import subprocess
+    import sys
+    outs = []
+    for i in range(2):
+        out = tmp_path / f"ntt{i}.json"
+        p = _micro("ntt", "--backend", "cpu", "--log-size", "6", "-p", "2", "-n", "3", "-w", "0", "-o", str(out),
+                   cwd=tmp_path)
+        assert p.returncode == 0, p.stdout + p.stderr
+        assert "cpu_ntt_2^6: mean" in p.stdout
+        outs.append(out)
+    data = json.loads(outs[0].read_text())
+    (bench,) = data["benchmarks"]
+    runs = [r for r in bench["runs"] if "values" in r]
+    assert len(runs) == 2                                   # two worker processes
+    assert data["metadata"]["cuzk_backend"] == "cpu"
+    loops = [{**data["metadata"], **bench.get("metadata", {}), **r["metadata"]}.get("loops", 0) for r in runs]
+    assert all(n >= 1 for n in loops)                       # loop counts calibrated by pyperf (no -l given)
+    q = subprocess.run([sys.executable, "-m", "pyperf", "compare_to", str(outs[0]), str(outs[1])],
+                       capture_output=True, text=True)
+    # one benchmark: compare_to prints the two means and their ratio, or hides an insignificant difference
+    assert q.returncode == 0 and "Traceback" not in q.stderr, q.stdout + q.stderr
+    assert "Mean +- std dev: [ntt0]" in q.stdout or "not significant (1): cpu_ntt_2^6" in q.stdout, q.stdout
+    # --copy-env: the workers see the whole environment (pyperf's default drops most variables)
+    probe = tmp_path / "env.json"
+    p = subprocess.run([sys.executable, "-m", "cuzk", "micro", "intt", "--backend", "cpu", "--log-size", "4",
+                        "-p", "1", "-n", "1", "-w", "0", "-l", "1", "-o", str(probe)], cwd=tmp_path,
+                       env=dict(os.environ, CUDA_VISIBLE_DEVICES="7"), capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    runs = [r for r in json.loads(probe.read_text())["benchmarks"][0]["runs"] if "values" in r]
+    meta = {**json.loads(probe.read_text())["metadata"], **runs[0].get("metadata", {})}
+    assert meta.get("cuzk_cuda_visible_devices") == "7"
+
+
+@pytest.mark.parametrize("args, msg", [([], "name a kernel"), (["msm", "--backend", "cpu"], "ntt and intt only")])
+def test_micro_bad_input(args, msg, tmp_path):
+    pytest.importorskip("pyperf")
+    p = _micro(*args, cwd=tmp_path)
+    assert p.returncode == 2 and p.stderr.startswith("cuzk: error: micro:") and msg in p.stderr

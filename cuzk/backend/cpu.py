@@ -11,6 +11,7 @@ from ..phases.prep_msm import prep_msm
 from ..phases.proof_assembly import assemble
 from ..phases.tail_msm import msm
 from ..poly import Domain
+from ..timing import circuit
 from .base import Backend
 
 
@@ -33,21 +34,23 @@ class CpuBackend(Backend):
 
     def ntt_msm_h(self, kh: CpuKey, assignments) -> list:
         out = []
-        for asg in assignments:
-            h = h_scalars(asg.a, asg.b, asg.c, kh.domain, kh.pk.convention)
-            out.append(msm(kh.pts["h"], h, G1Point))
+        for i, asg in enumerate(assignments):
+            with circuit(i):
+                h = h_scalars(asg.a, asg.b, asg.c, kh.domain, kh.pk.convention)
+                out.append(msm(kh.pts["h"], h, G1Point))
         return out
 
     def batch_addition(self, kh: CpuKey, prep) -> list:
         out = []
         g1, g2 = G1Point.identity(), G2Point.identity()
-        for ones in prep.ones:
-            out.append({
-                "a": point_sum(gather(kh.pts["a"], ones), g1),
-                "b_g1": point_sum(gather(kh.pts["b_g1"], ones), g1),
-                "b_g2": point_sum(gather(kh.pts["b_g2"], ones), g2),
-                "l": point_sum(gather(kh.pts["l"], prep.aux_part(ones)), g1),
-            })
+        for i, ones in enumerate(prep.ones):
+            with circuit(i):
+                out.append({
+                    "a": point_sum(gather(kh.pts["a"], ones), g1),
+                    "b_g1": point_sum(gather(kh.pts["b_g1"], ones), g1),
+                    "b_g2": point_sum(gather(kh.pts["b_g2"], ones), g2),
+                    "l": point_sum(gather(kh.pts["l"], prep.aux_part(ones)), g1),
+                })
         return out
 
     def tail_msm(self, kh: CpuKey, prep, assignments) -> list:
@@ -55,15 +58,24 @@ class CpuBackend(Backend):
         bases = {q: gather(kh.pts[q], t) for q in ("a", "b_g1")}
         bases["l"] = gather(kh.pts["l"], tl)
         out = []
-        for asg in assignments:
-            z = asg.z
-            out.append({"a": msm(bases["a"], z[t], G1Point), "b_g1": msm(bases["b_g1"], z[t], G1Point),
-                        "l": msm(bases["l"], asg.aux[tl], G1Point)})
+        for i, asg in enumerate(assignments):
+            with circuit(i):
+                z = asg.z
+                out.append({"a": msm(bases["a"], z[t], G1Point), "b_g1": msm(bases["b_g1"], z[t], G1Point),
+                            "l": msm(bases["l"], asg.aux[tl], G1Point)})
         return out
 
     def b_g2(self, kh: CpuKey, prep, assignments) -> list:
         bases = gather(kh.pts["b_g2"], prep.tail)
-        return [b_g2_msm(bases, asg.z[prep.tail]) for asg in assignments]
+        out = []
+        for i, asg in enumerate(assignments):
+            with circuit(i):
+                out.append(b_g2_msm(bases, asg.z[prep.tail]))
+        return out
 
     def proof_assembly(self, kh: CpuKey, parts: list, randomness: list) -> list:
-        return [Proof(*assemble(kh.vk, p, r, s)) for p, (r, s) in zip(parts, randomness)]
+        out = []
+        for i, (p, (r, s)) in enumerate(zip(parts, randomness)):
+            with circuit(i):
+                out.append(Proof(*assemble(kh.vk, p, r, s)))
+        return out

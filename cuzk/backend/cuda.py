@@ -11,6 +11,7 @@ PhaseRecord.impl says where each phase ran.
 """
 from __future__ import annotations
 
+import contextvars
 from concurrent.futures import ThreadPoolExecutor
 
 import cupy
@@ -29,6 +30,7 @@ from ..phases.proof_assembly import assemble
 from ..phases.synthesis import Assignment
 from ..phases.tail_msm import msm as cpu_msm
 from ..poly import Domain
+from ..timing import circuit
 from .cpu import CpuBackend
 
 
@@ -122,26 +124,28 @@ class CudaBackend(CpuBackend):
     def ntt_msm_h(self, kh: CudaKey, assignments) -> list:
         hb = kh.dev["h"]
         out = []
-        for asg in assignments:
-            h = gh.h_scalars(self._abc(asg, kh.domain.n), kh.domain, kh.pk.convention)
-            h = cupy.ascontiguousarray(h)
-            out.append(gmsm.msm_g1(hb.limbs, hb.inf, h, _window(kh, h, self.opts)))
+        for i, asg in enumerate(assignments):
+            with circuit(i):
+                h = gh.h_scalars(self._abc(asg, kh.domain.n), kh.domain, kh.pk.convention)
+                h = cupy.ascontiguousarray(h)
+                out.append(gmsm.msm_g1(hb.limbs, hb.inf, h, _window(kh, h, self.opts)))
         return out
 
     def batch_addition(self, kh: CudaKey, prep) -> list:
         one = gfr.upload([1])
         out = []
-        for ones in prep.ones:
-            res = {}
-            for q, idx in (("a", ones), ("b_g1", ones), ("b_g2", ones), ("l", prep.aux_part(ones))):
-                b = kh.dev[q]
-                if idx.size == 0:
-                    res[q] = (G2Point if b.group == 2 else G1Point).identity()
-                    continue
-                scal = cupy.broadcast_to(one, (idx.size, FR_LIMBS)).copy()
-                fn = gmsm.msm_g2 if b.group == 2 else gmsm.msm_g1
-                res[q] = fn(cupy.ascontiguousarray(b.limbs[idx]), b.inf[idx], scal)
-            out.append(res)
+        for i, ones in enumerate(prep.ones):
+            with circuit(i):
+                res = {}
+                for q, idx in (("a", ones), ("b_g1", ones), ("b_g2", ones), ("l", prep.aux_part(ones))):
+                    b = kh.dev[q]
+                    if idx.size == 0:
+                        res[q] = (G2Point if b.group == 2 else G1Point).identity()
+                        continue
+                    scal = cupy.broadcast_to(one, (idx.size, FR_LIMBS)).copy()
+                    fn = gmsm.msm_g2 if b.group == 2 else gmsm.msm_g1
+                    res[q] = fn(cupy.ascontiguousarray(b.limbs[idx]), b.inf[idx], scal)
+                out.append(res)
         return out
 
     def tail_msm(self, kh: CudaKey, prep, assignments) -> list:
@@ -150,15 +154,16 @@ class CudaBackend(CpuBackend):
         gathered["l"] = (cupy.ascontiguousarray(kh.dev["l"].limbs[tl]), kh.dev["l"].inf[tl])
         ni = kh.pk.num_inputs
         out = []
-        for asg in assignments:
-            z = self._z(asg)
-            zt = cupy.ascontiguousarray(z[t])
-            zl = cupy.ascontiguousarray(z[tl + ni])
-            res = {}
-            for q, s in (("a", zt), ("b_g1", zt), ("l", zl)):
-                bases, inf = gathered[q]
-                res[q] = gmsm.msm_g1(bases, inf, s, _window(kh, s, self.opts))
-            out.append(res)
+        for i, asg in enumerate(assignments):
+            with circuit(i):
+                z = self._z(asg)
+                zt = cupy.ascontiguousarray(z[t])
+                zl = cupy.ascontiguousarray(z[tl + ni])
+                res = {}
+                for q, s in (("a", zt), ("b_g1", zt), ("l", zl)):
+                    bases, inf = gathered[q]
+                    res[q] = gmsm.msm_g1(bases, inf, s, _window(kh, s, self.opts))
+                out.append(res)
         return out
 
     def b_g2(self, kh: CudaKey, prep, assignments) -> list:
@@ -167,15 +172,24 @@ class CudaBackend(CpuBackend):
             arr = np.empty(len(kh.b_g2_ark()), dtype=object)
             arr[:] = kh.b_g2_ark()
             bases = arr[idx].tolist()
+            def one(i, a):
+                with circuit(i):          # host sub-records: the threads overlap on the timeline
+                    return cpu_msm(bases, a.z[idx], G2Point)
             with ThreadPoolExecutor(max(1, len(assignments))) as ex:
-                return list(ex.map(lambda a: cpu_msm(bases, a.z[idx], G2Point), assignments))
+                futs = [ex.submit(contextvars.copy_context().run, one, i, a) for i, a in enumerate(assignments)]
+                return [f.result() for f in futs]
         b = kh.dev["b_g2"]
         bases, inf = cupy.ascontiguousarray(b.limbs[prep.tail]), b.inf[prep.tail]
         out = []
-        for a in assignments:
-            s = cupy.ascontiguousarray(self._z(a)[prep.tail])
-            out.append(gmsm.msm_g2(bases, inf, s, _window(kh, s, self.opts)))
+        for i, a in enumerate(assignments):
+            with circuit(i):
+                s = cupy.ascontiguousarray(self._z(a)[prep.tail])
+                out.append(gmsm.msm_g2(bases, inf, s, _window(kh, s, self.opts)))
         return out
 
     def proof_assembly(self, kh: CudaKey, parts: list, randomness: list) -> list:
-        return [Proof(*assemble(kh.vk, p, r, s)) for p, (r, s) in zip(parts, randomness)]
+        out = []
+        for i, (p, (r, s)) in enumerate(zip(parts, randomness)):
+            with circuit(i):
+                out.append(Proof(*assemble(kh.vk, p, r, s)))
+        return out

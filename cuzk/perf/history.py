@@ -7,7 +7,11 @@ run's GPU record (NVML: device, driver, clocks), commit this machine's files and
 rebasing onto other runners' pushes. Each runner writes only
 under its own machine name, so runners never conflict; asv's shared benchmarks.json is taken
 from the newest run.
-`publish`: `asv publish` over all machines' results, then the site replaces the pages branch.
+`publish`: `asv publish` over all machines' results, then the site replaces the pages branch
+(with `assets`, its CDN scripts are served from the site itself: cuzk/perf/asv_assets.py).
+`changes`: change-point detection (apache-otava's e-divisive with a t-test, the Hunter algorithm)
+over each benchmark's history, per machine and parameter set (phase x target x optimization):
+each change with its first commit, the level before and after, and its size.
 """
 from __future__ import annotations
 
@@ -106,7 +110,8 @@ def record(repo: Path, machine: str, remote: str = "origin", branch: str = RESUL
 
 
 def publish(repo: Path, remote: str = "origin", results_branch: str = RESULTS_BRANCH,
-            pages_branch: str = PAGES_BRANCH, commit_url: str | None = None, push: bool = True, log=print) -> Path:
+            pages_branch: str = PAGES_BRANCH, commit_url: str | None = None, push: bool = True, log=print,
+            assets: Path | None = None) -> Path:
     """asv publish over every runner's results; the site becomes the single commit of the pages branch."""
     repo = Path(repo).resolve()
     conf = _conf(repo)
@@ -123,6 +128,12 @@ def publish(repo: Path, remote: str = "origin", results_branch: str = RESULTS_BR
             cmd += ["--config", str(cpath)]
         _run(cmd, repo)
     (html / ".nojekyll").touch()
+    if assets is not None:
+        from .asv_assets import AssetError, localize
+        try:
+            localize(html, assets)
+        except AssetError as e:
+            raise HistoryError(str(e)) from e
     if push:
         with tempfile.TemporaryDirectory() as tmp:
             site = Path(tmp) / "site"
@@ -153,3 +164,77 @@ def write_gpu_state(path: Path) -> None:
 def commit_url_from_env() -> str | None:
     s, r = os.environ.get("GITHUB_SERVER_URL"), os.environ.get("GITHUB_REPOSITORY")
     return f"{s}/{r}/commit/" if s and r else None
+
+
+# --- change points ---
+
+def _series(results_dir: Path, machine: str | None, bench: str | None):
+    """{(machine, env, benchmark(params)): [(date, commit, value)]} from asv's result files."""
+    import math
+    import re
+    from asv.results import iter_results_for_machine
+    out: dict = {}
+    machines = sorted(d.name for d in Path(results_dir).iterdir() if (d / "machine.json").is_file())
+    if machine is not None:
+        if machine not in machines:
+            raise HistoryError(f"no results for machine {machine!r} in {results_dir} (have: {', '.join(machines) or 'none'})")
+        machines = [machine]
+    for m in machines:
+        for res in iter_results_for_machine(str(results_dir), m):
+            for key in res.get_all_result_keys():
+                params = res.get_result_params(key)
+                values = res.get_result_value(key, params)
+                combos = _combos(params)
+                for combo, v in zip(combos, values):
+                    name = f"{key}({', '.join(combo)})" if combo else key
+                    if bench and not re.search(bench, name):
+                        continue
+                    if v is None or (isinstance(v, float) and math.isnan(v)):
+                        continue            # failed or skipped (a GPU parameter on a CPU machine)
+                    out.setdefault((m, res.env_name, name), []).append((res.date or 0, res.commit_hash, float(v)))
+    return out
+
+
+def _combos(params) -> list[tuple]:
+    import itertools
+    return [tuple(c) for c in itertools.product(*params)] if params else [()]
+
+
+def changes(results_dir: Path, machine: str | None = None, bench: str | None = None, max_pvalue: float = 0.001,
+            min_magnitude: float = 0.05, window: int = 30) -> list[dict]:
+    """Change points of every series, largest first within a benchmark. `min_magnitude`: the smallest
+    relative change kept (0.05 = 5%); `max_pvalue`: the t-test threshold of the merge step."""
+    from otava.analysis import compute_change_points
+    results_dir = Path(results_dir)
+    if not results_dir.is_dir():
+        raise HistoryError(f"no asv results at {results_dir} (run `cuzk history publish --no-push` or check out "
+                           f"the {RESULTS_BRANCH} branch there)")
+    found = []
+    for (m, env, name), pts in sorted(_series(results_dir, machine, bench).items()):
+        pts.sort(key=lambda p: p[0])
+        values = [p[2] for p in pts]
+        if len(values) < 4:
+            continue
+        cps, _ = compute_change_points(values, window_len=window, max_pvalue=max_pvalue,
+                                       min_magnitude=min_magnitude)
+        for cp in cps:
+            i, st = cp.index, cp.stats
+            i = int(i)
+            found.append({"machine": m, "env": env, "benchmark": name, "index": i, "points": len(values),
+                          "commit": pts[i][1], "previous_commit": pts[i - 1][1],
+                          "before": float(st.mean_1), "after": float(st.mean_2),
+                          "change": float(st.mean_2 / st.mean_1 - 1) if st.mean_1 else float("inf"),
+                          "pvalue": float(st.pvalue)})
+    return found
+
+
+def changes_markdown(found: list[dict], hash_length: int = 10) -> str:
+    from tabulate import tabulate
+
+    from .report import fmt_s
+    if not found:
+        return "No change points.\n"
+    rows = [[f"`{c['benchmark']}`", c["machine"], c["commit"][:hash_length], fmt_s(c["before"]), fmt_s(c["after"]),
+             f"{c['change']:+.1%}", f"{c['pvalue']:.2g}"] for c in found]
+    return tabulate(rows, headers=["benchmark", "machine", "first commit", "before", "after", "change", "p"],
+                    tablefmt="github", disable_numparse=True) + "\n"

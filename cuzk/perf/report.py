@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import re
-import shlex
 import statistics
 
 from tabulate import tabulate
@@ -23,17 +22,29 @@ def fmt_s(s: float) -> str:
     return f"{s * 1e9:.3g} ns"
 
 
-def asv_find_command(oc: Outcome, area: str, base: str, head: str) -> str:
-    """The `asv find` command that bisects base..head for this phase's asv benchmark."""
-    name = ASV_TIME_BENCHMARKS[area]
-    regex = "^" + re.escape(name)
+def _bisect_args(oc: Outcome, area: str) -> tuple[str | None, str | None]:
+    """(target, opts) of the suite's parameter set that matches this workload, where there is one."""
     params = asv_params(area, oc.config.spec)
-    if params is not None:
-        regex += re.escape("(" + ", ".join(params) + ")") + "$"
-    cmd = f"asv find --launch-method spawn {base}^..{head} {shlex.quote(regex)}"
-    if oc.config.spec.backend != "cpu":
-        cmd = "VIRTUALENV_SYSTEM_SITE_PACKAGES=true " + cmd   # let asv's virtualenvs see the runner's CuPy
-    return cmd
+    if params is None or area == "synthesis":
+        return None, None
+    return f"{oc.config.spec.backend}:{oc.config.spec.log_size}", oc.config.spec.opts
+
+
+def asv_find_command(oc: Outcome, area: str, base: str, head: str, repo: str | None = None) -> str:
+    """The `asv find` command that bisects base..head for this phase's asv benchmark (what
+    `cuzk bisect` runs: both come from cuzk.perf.bisect)."""
+    from . import bisect
+    target, opts = _bisect_args(oc, area)
+    regex = bisect.bench_regex(area, target, opts)
+    if area == "synthesis" and asv_params(area, oc.config.spec) is not None:
+        regex += re.escape("(" + ", ".join(asv_params(area, oc.config.spec)) + ")") + "$"
+    return bisect.shell_command(regex, base, head, target or f"{oc.config.spec.backend}:", repo)
+
+
+def bisect_command(oc: Outcome, area: str, base: str, head: str) -> str:
+    from . import bisect
+    target, opts = _bisect_args(oc, area)
+    return bisect.cuzk_command(area, base, head, target, opts)
 
 
 def energy_per_call(oc: Outcome) -> dict[str, tuple[float, float]]:
@@ -91,7 +102,9 @@ def markdown(res: GateResult) -> str:
     regs = res.regressions()
     if regs:
         out += ["", "### Bisect", "", "To find the commit, on a runner like this one:", "", "```sh"]
-        out += [asv_find_command(o, x.area, res.base, res.head) for o, x in regs]
+        for o, x in regs:
+            out += [bisect_command(o, x.area, res.base, res.head),
+                    "# which runs:", asv_find_command(o, x.area, res.base, res.head, res.repo)]
         out += ["```"]
     if res.exit_code == EXIT_ERROR and not any(o.status in ("error", "untrusted") for o in res.outcomes):
         out += ["", "Nothing was judged: every workload was skipped."]

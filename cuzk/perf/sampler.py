@@ -70,13 +70,18 @@ _NVML: dict = {}
 def guard_for(workload, policy: TrustPolicy | None = None, own_pids: frozenset = frozenset()) -> SampleGuard | None:
     """An NVML guard for a GPU workload (one NVML handle per process); None on the CPU reference.
     A GPU workload without NVML cannot be checked: that is an untrusted run, not a silent pass."""
-    from ..nvml import open_device
     if not workload.device:
         return None
+    return nvml_guard(workload.spec.label(), policy, own_pids)
+
+
+def nvml_guard(what: str, policy: TrustPolicy | None = None, own_pids: frozenset = frozenset()) -> SampleGuard:
+    """The NVML guard of GPU samples (one NVML handle per process); no NVML: an untrusted run."""
+    from ..nvml import open_device
     if "dev" not in _NVML:
         _NVML["dev"] = open_device()
     if _NVML["dev"] is None:
-        raise UntrustedRun(workload.spec.label(), ["NVML is unavailable, so GPU state cannot be checked"])
+        raise UntrustedRun(what, ["NVML is unavailable, so GPU state cannot be checked"])
     return SampleGuard(_NVML["dev"], policy or TrustPolicy(), own_pids)
 
 

@@ -51,16 +51,68 @@ def assign(r1cs: R1CS, inputs: np.ndarray, aux: np.ndarray, domain: Domain) -> A
     return Assignment(inputs, aux, *out)
 
 
+def _build_timed(name: str, log_size: int, opts: OptSet, seed: int, keep_r1cs: bool):
+    """One circuit's witness generation, in a pool worker: (r1cs or None, inputs, aux, start, stop)
+    with absolute perf_counter times (CLOCK_MONOTONIC, comparable across processes on Linux)."""
+    import time
+    t0 = time.perf_counter()
+    r1cs, inputs, aux = circuits.build(name, log_size, opts=opts, seed=seed)
+    return (r1cs if keep_r1cs else None), inputs, aux, t0, time.perf_counter()
+
+
 def synthesize(name: str, log_size: int, opts: OptSet, domain: Domain | None = None,
-               seeds=(1,), assign_fn=None) -> tuple[R1CS, list[Assignment]]:
+               seeds=(1,), assign_fn=None, executor=None, timer=None) -> tuple[R1CS, list[Assignment]]:
     """Build each circuit of the batch (one witness seed each) and assign it (on the host,
-    or with the backend's `assign_fn`)."""
+    or with the backend's `assign_fn`).
+
+    With `executor` (a concurrent.futures pool of threads or processes) the circuits' witnesses
+    are generated in parallel, as bellperson does for a PoRep batch; the a/b/c evaluation then
+    runs here, circuit by circuit. Each circuit gets a sub-record in the running synthesis phase
+    (`timing.circuit`); pool workers' times go to `timer` when one is given."""
+    from ..timing import circuit
     assign_fn = assign_fn or assign
+    seeds = list(seeds)
     r1cs0, result = None, []
-    for seed in seeds:
-        r1cs, inputs, aux = circuits.build(name, log_size, opts=opts, seed=seed)
+    if executor is None:
+        for i, seed in enumerate(seeds):
+            with circuit(i):
+                r1cs, inputs, aux = circuits.build(name, log_size, opts=opts, seed=seed)
+                if r1cs0 is None:
+                    r1cs0 = r1cs
+                    domain = domain or Domain.for_size(r1cs.qap_rows)
+                result.append(assign_fn(r1cs, inputs, aux, domain))
+        return r1cs0, result
+    # every seed builds the same constraint system (only the witness differs): one copy travels back
+    futures = [executor.submit(_build_timed, name, log_size, opts, seed, i == 0) for i, seed in enumerate(seeds)]
+    for i, fut in enumerate(futures):
+        r1cs, inputs, aux, t0, t1 = fut.result()
+        if timer is not None:
+            timer.add_circuit_span("synthesis", i, t0, t1, label="witness")
         if r1cs0 is None:
             r1cs0 = r1cs
             domain = domain or Domain.for_size(r1cs.qap_rows)
-        result.append(assign_fn(r1cs, inputs, aux, domain))
+        with circuit(i, label="assign"):
+            result.append(assign_fn(r1cs0, inputs, aux, domain))
     return r1cs0, result
+
+
+def _warm(_):
+    from .. import circuits  # noqa: F401  (imports paid before timing, not inside the synthesis phase)
+    return 0
+
+
+def make_pool(kind: str, workers: int):
+    """A pool for parallel witness generation: 'thread' (one address space, as bellperson's
+    rayon threads: allocations and page faults contend in one process) or 'process'
+    (separate address spaces; started with 'spawn', safe beside a CUDA context)."""
+    from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+    if workers < 1:
+        raise ValueError(f"parallel synthesis needs >= 1 worker, got {workers}")
+    if kind == "thread":
+        return ThreadPoolExecutor(workers, thread_name_prefix="cuzk-synth")
+    if kind == "process":
+        import multiprocessing
+        pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+        list(pool.map(_warm, range(4 * workers)))     # start the workers now, outside the timed phase
+        return pool
+    raise ValueError(f"synthesis pool must be thread or process, not {kind!r}")

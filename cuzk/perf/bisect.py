@@ -1,0 +1,101 @@
+"""`cuzk bisect BENCHMARK --good REF --bad REF`: a thin wrapper around `asv find`, which bisects the
+commits from GOOD (included) to BAD for the commit that made a benchmark slower.
+
+BENCHMARK is a phase name (with --target and --opts it selects one parameter set of the suite, as
+the gate's report does) or an asv benchmark regex. The gate's report prints this command and the
+`asv find` command it runs; both come from `find_argv` here, so they always agree.
+"""
+from __future__ import annotations
+
+import re
+import shlex
+import subprocess
+import sys
+
+from .suite import ASV_TIME_BENCHMARKS, TARGETS, variant_names
+
+
+class BisectError(ValueError):
+    pass
+
+
+def bench_regex(benchmark: str, target: str | None = None, opts: str | None = None) -> str:
+    """The asv regex for a phase (one parameter set when target/opts are given) or a regex as is."""
+    if benchmark not in ASV_TIME_BENCHMARKS:
+        if target or opts:
+            raise BisectError(f"--target/--opts need a phase name ({', '.join(ASV_TIME_BENCHMARKS)}), "
+                              f"not {benchmark!r}")
+        try:
+            re.compile(benchmark)
+        except re.error as e:
+            raise BisectError(f"bad benchmark regex {benchmark!r}: {e}") from e
+        return benchmark
+    regex = "^" + re.escape(ASV_TIME_BENCHMARKS[benchmark])
+    if benchmark == "synthesis":
+        if target or opts:
+            raise BisectError("synthesis is parametrised by circuit and size: give an asv regex instead")
+        return regex
+    if target is not None and target not in TARGETS:
+        raise BisectError(f"unknown target {target!r}; the suite has {', '.join(TARGETS)}")
+    if opts is not None and opts not in variant_names():
+        raise BisectError(f"unknown variant {opts!r}; the suite has {', '.join(variant_names())}")
+    if target and opts:
+        return regex + re.escape(f"({target!r}, {opts!r})") + "$"
+    if target:
+        return regex + re.escape(f"({target!r}, ")
+    if opts:
+        return regex + r"\(.*" + re.escape(f", {opts!r})") + "$"
+    return regex
+
+
+def commit_range(good: str, bad: str, repo: str | None = None) -> str:
+    """good^..bad: asv find takes the range's first commit as the good end, so GOOD is included.
+    A root commit has no parent: then every ancestor of BAD is the range."""
+    if repo is not None:
+        p = subprocess.run(["git", "-C", str(repo), "rev-parse", "--verify", "-q", f"{good}^"], capture_output=True)
+        if p.returncode != 0:
+            return bad
+    return f"{good}^..{bad}"
+
+
+def find_argv(regex: str, good: str, bad: str, repo: str | None = None) -> list[str]:
+    return ["asv", "find", "--launch-method", "spawn", commit_range(good, bad, repo), regex]
+
+
+def gpu_env(regex: str, target: str | None) -> dict:
+    """asv's virtualenvs see the runner's CuPy (a GPU parameter set)."""
+    gpu = (target or "").startswith("cuda") or "cuda" in regex
+    return {"VIRTUALENV_SYSTEM_SITE_PACKAGES": "true"} if gpu else {}
+
+
+def shell_command(regex: str, good: str, bad: str, target: str | None = None, repo: str | None = None) -> str:
+    env = gpu_env(regex, target)
+    prefix = "".join(f"{k}={v} " for k, v in env.items())
+    return prefix + " ".join(shlex.quote(a) for a in find_argv(regex, good, bad, repo))
+
+
+def cuzk_command(benchmark: str, good: str, bad: str, target: str | None = None, opts: str | None = None) -> str:
+    parts = ["cuzk", "bisect", benchmark]
+    if target:
+        parts += ["--target", target]
+    if opts:
+        parts += ["--opts", opts]
+    parts += ["--good", good, "--bad", bad]
+    return " ".join(shlex.quote(p) for p in parts)
+
+
+def run(benchmark: str, good: str, bad: str, target: str | None = None, opts: str | None = None,
+        repo: str = ".", dry_run: bool = False, extra: list[str] | None = None) -> int:
+    import os
+    regex = bench_regex(benchmark, target, opts)
+    for ref in (good, bad):
+        if subprocess.run(["git", "-C", str(repo), "rev-parse", "--verify", "-q", f"{ref}^{{commit}}"],
+                          capture_output=True).returncode != 0:
+            raise BisectError(f"{ref!r} is not a commit in {repo}")
+    argv = find_argv(regex, good, bad, repo) + list(extra or [])
+    print(shell_command(regex, good, bad, target, repo) + "".join(" " + shlex.quote(a) for a in extra or []),
+          flush=True)
+    if dry_run:
+        return 0
+    env = dict(os.environ, **gpu_env(regex, target))
+    return subprocess.run([sys.executable, "-m", *argv], cwd=repo, env=env).returncode

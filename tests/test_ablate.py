@@ -1,0 +1,158 @@
+"""`cuzk ablate`: configurations, effect intervals, and, end to end in a throwaway repo, a test-only
+optimization whose "on" path uses a worse algorithm in one phase is found and named."""
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cuzk.cli import main
+from cuzk.opts import REGISTRY
+from cuzk.perf import ablate
+from cuzk.perf.calibrate import BACKEND_FILE, commit_change, make_repo
+from cuzk.perf.effects import hodges_lehmann, paired_effect
+
+REPO = Path(__file__).resolve().parents[1]
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+Z9_ENTRY = '''
+
+register(Optimization(
+    "Z9", ("ntt_msm_h",),
+    "test-only (tests/test_ablate.py): the inverse NTT of ntt_msm_h as an O(n^2) DFT",
+    False,
+    "ntt_msm_h several times slower; no other phase",
+))
+'''
+
+Z9_PATH = '''
+
+# test-only optimization Z9 (tests/test_ablate.py): "on" computes ntt_msm_h's inverse NTT as an O(n^2) DFT
+import numpy as _np
+
+from ..field import R as _R, fr_powers as _fr_powers
+from ..phases import ntt_msm_h as _nmh
+
+
+def _slow_intt(a, omega):
+    n = len(a)
+    rows = _fr_powers(pow(omega, -1, _R), n)
+    m = _np.array([_fr_powers(r, n) for r in rows], dtype=object)
+    return (m.dot(_np.asarray(a, dtype=object)) % _R) * pow(n, -1, _R) % _R
+
+
+_ntt_msm_h_plain = CpuBackend.ntt_msm_h
+
+
+def _ntt_msm_h_z9(self, kh, assignments):
+    if not self.opts.enabled("Z9"):
+        return _ntt_msm_h_plain(self, kh, assignments)
+    fast, _nmh.intt = _nmh.intt, _slow_intt
+    try:
+        return _ntt_msm_h_plain(self, kh, assignments)
+    finally:
+        _nmh.intt = fast
+
+
+CpuBackend.ntt_msm_h = _ntt_msm_h_z9
+'''
+
+
+def test_configurations_and_dedup():
+    cs = ablate.configurations(["A1", "A2", "D4"])
+    assert [c.label for c in cs] == ["baseline", "A1", "A2", "D4", "all-A1", "all-A2", "all-D4", "all"]
+    assert [c.kind for c in cs] == ["baseline"] + ["single"] * 3 + ["leave-one-out"] * 3 + ["all"]
+    by = {c.label: c for c in cs}
+    assert by["all-A2"].opts.as_dict() == {n: n in ("A1", "D4") for n in REGISTRY}
+    assert by["baseline"].opts.as_dict() == {n: False for n in REGISTRY}
+    two = ablate.configurations(["A1", "A2"])          # all-A1 is A2 alone: measured once
+    assert [(c.label, c.aliases) for c in two] == [("baseline", []), ("A1", ["all-A2"]), ("A2", ["all-A1"]),
+                                                   ("all", [])]
+    one = ablate.configurations(["B1"])
+    assert [(c.label, c.aliases) for c in one] == [("baseline", ["all-B1"]), ("B1", ["all"])]
+    assert ablate.parse_opt_set(None) == list(REGISTRY) == ablate.parse_opt_set("all")
+    with pytest.raises(ValueError):
+        ablate.parse_opt_set("A1,NOPE")
+
+
+def test_effect_interval():
+    rng = random.Random(3)
+    base = [1.0 + rng.gauss(0, 0.01) for _ in range(10)]
+    slow = [b * 1.2 * (1 + rng.gauss(0, 0.01)) for b in base]
+    e = paired_effect(slow, base, 0.99)
+    assert e.verdict == "slower" and e.low < 1.2 < e.high and e.ratio == pytest.approx(1.2, rel=0.02)
+    assert paired_effect(base, slow, 0.99).verdict == "faster"
+    same = paired_effect([b * (1 + rng.gauss(0, 0.01)) for b in base], base, 0.99)
+    assert same.verdict == "no significant change"
+    est, lo, hi = hodges_lehmann([0.1, 0.2, 0.3], 0.95)      # n = 3: no 95% interval exists
+    assert est == pytest.approx(0.2) and (lo, hi) == (-math.inf, math.inf)
+
+
+@pytest.mark.parametrize("argv, msg", [
+    (["--opt-set", "A1,NOPE"], "unknown optimization 'NOPE'"),
+    (["--repeat", "1"], "--repeat must be >= 2"),
+    (["--repeat", "5"], "cannot give a 99% interval; use >= 8"),
+    (["--circuits", "0"], "--circuits must be >= 1"),
+])
+def test_bad_input(capsys, argv, msg):
+    assert main(["ablate", "--backend", "cpu", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("cuzk: error:") and msg in err and len(err.strip().splitlines()) == 1
+
+
+def test_cuda_without_gpu_is_a_clean_error(capsys):
+    from cuzk.backend import gpu_status
+    if gpu_status()[0]:
+        pytest.skip("a GPU is present")
+    assert main(["ablate", "--backend", "cuda", "--log-size", "5", "--repeat", "8"]) == 2
+    err = capsys.readouterr().err
+    assert "cuzk: error: ablate: --backend cuda:" in err
+
+
+def test_small_run_in_process(tmp_path, capsys):
+    js, png = tmp_path / "a.json", tmp_path / "a.png"
+    rc = main(["ablate", "--backend", "cpu", "--log-size", "5", "--circuits", "2", "--repeat", "8",
+               "--opt-set", "A1,A2", "--parallel-synthesis", "2", "--json", str(js), "--png", str(png)])
+    out = capsys.readouterr().out
+    assert rc == 0
+    assert png.read_bytes()[:8] == PNG_MAGIC
+    res = json.loads(js.read_text())
+    assert [c["label"] for c in res["configurations"]] == ["baseline", "A1", "A2", "all"]
+    for c in res["configurations"]:
+        assert all(len(c["samples"][a]) == 8 for a in ablate.AREAS)
+    assert {o["name"] for o in res["optimizations"]} == {"A1", "A2"}
+    assert len(res["interactions"]) == len(ablate.AREAS)
+    assert "### `synthesis`" in out and "predicted (registry)" in out and REGISTRY["A2"].predicted in out
+    assert "### Interactions" in out and "### Attribution" in out
+
+
+def test_finds_the_slowed_phase_and_names_the_toggle(tmp_path):
+    d = tmp_path / "repo"
+    make_repo(REPO, d)
+    commit_change(d, "cuzk/opts.py", lambda t: t.replace("\n\nclass OptError", Z9_ENTRY + "\n\nclass OptError"),
+                  "test-only optimization Z9")
+    commit_change(d, BACKEND_FILE, lambda t: t + Z9_PATH, "Z9: a worse inverse NTT in ntt_msm_h")
+    out = tmp_path / "ablate.json"
+    env = dict(os.environ, PYTHONPATH=str(d))
+    env.pop("CUZK_OPT", None)
+    p = subprocess.run([sys.executable, "-m", "cuzk", "ablate", "--backend", "cpu", "--log-size", "8",
+                        "--repeat", "8", "--opt-set", "Z9,A1", "--json", str(out)],
+                       cwd=d, env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    res = json.loads(out.read_text())
+    opts = {o["name"]: o for o in res["optimizations"]}
+    z9, a1 = opts["Z9"], opts["A1"]
+    assert z9["alone"]["ntt_msm_h"]["verdict"] == "slower" and z9["alone"]["ntt_msm_h"]["ratio"] > 1.5
+    assert z9["in_all"]["ntt_msm_h"]["verdict"] == "slower" and z9["in_all"]["ntt_msm_h"]["ratio"] > 1.5
+    assert a1["alone"]["ntt_msm_h"]["ratio"] < 1.2 and a1["in_all"]["ntt_msm_h"]["ratio"] < 1.2
+    assert res["attribution"]["ntt_msm_h"]["optimizations"] == ["Z9"]
+    for phase in ("synthesis", "prep_msm", "batch_addition", "tail_msm", "b_g2", "proof_assembly"):
+        assert z9["in_all"][phase]["ratio"] < 1.5, phase        # nothing large anywhere else
+    assert "- `ntt_msm_h` slower with all" in p.stdout and ": Z9" in p.stdout
+    assert "ntt_msm_h several times slower" in p.stdout        # the copy's registry text, beside the measurement

@@ -1,0 +1,88 @@
+"""Per-phase start/stop times and per-circuit sub-records (PhaseTimer), and `cuzk bench --timeline`."""
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from cuzk.cli import main
+from cuzk.perf.plots import timeline_lanes
+from cuzk.timing import PhaseTimer, circuit
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+class FakeDevice:
+    """A timer device whose 'events' are host timestamps (elapsed = difference)."""
+
+    def record_event(self):
+        return time.perf_counter()
+
+    def elapsed_s(self, a, b):
+        return b - a
+
+    def peak_bytes(self):
+        return 0
+
+
+def test_spans_and_circuit_subrecords():
+    t = PhaseTimer()
+    with t.phase("prep_msm"):
+        time.sleep(0.002)
+    with t.phase("tail_msm"):
+        for i in range(3):
+            with circuit(i):
+                time.sleep(0.001)
+    with circuit(0):          # outside a phase: nothing recorded, no error
+        pass
+    d = t.as_dict()
+    a, b = d["prep_msm"], d["tail_msm"]
+    assert 0 <= a["start_s"] < a["stop_s"] <= b["start_s"] < b["stop_s"]
+    assert a["host_s"] == pytest.approx(a["stop_s"] - a["start_s"], abs=1e-3)
+    assert [c["circuit"] for c in b["circuits"]] == [0, 1, 2]
+    assert all(b["start_s"] <= c["start_s"] < c["stop_s"] <= b["stop_s"] for c in b["circuits"])
+    assert b["device_start_s"] is None and a["circuits"] == [] and b["calls"] == 1
+    for k in ("host_s", "device_s", "peak_device_bytes", "peak_host_bytes"):     # design §4 fields stay
+        assert k in a
+
+
+def test_device_spans_read_at_finish():
+    t = PhaseTimer(device=FakeDevice())
+    with t.phase("ntt_msm_h", "cuda"):
+        for i in range(2):
+            with circuit(i):
+                time.sleep(0.001)
+    with t.phase("proof_assembly", "cpu"):
+        pass
+    d = t.as_dict()
+    r = d["ntt_msm_h"]
+    assert r["device_s"] > 0 and r["device_start_s"] is not None
+    assert r["device_stop_s"] - r["device_start_s"] == pytest.approx(r["device_s"], abs=1e-4)
+    assert all(c["device_start_s"] is not None for c in r["circuits"])
+    assert d["proof_assembly"]["device_start_s"] is None
+    lanes = timeline_lanes(d)["lanes"]
+    assert lanes == ["ntt_msm_h (host)", "ntt_msm_h (device)", "proof_assembly (host)"]
+
+
+def test_bench_timeline_png_and_json(tmp_path, capsys):
+    png, js = tmp_path / "t.png", tmp_path / "run.json"
+    rc = main(["bench", "--backend", "cpu", "--log-size", "6", "--circuits", "2", "--parallel-synthesis", "2",
+               "--timeline", str(png), "--json", str(js)])
+    assert rc == 0
+    assert png.read_bytes()[:8] == PNG_MAGIC
+    rep = json.loads(js.read_text())
+    assert rep["circuit"]["parallel_synthesis"] == 2
+    syn = rep["phases"]["synthesis"]["circuits"]
+    assert sorted({(c["circuit"], c["label"]) for c in syn}) == [(0, "assign"), (0, "witness"), (1, "assign"),
+                                                                  (1, "witness")]
+    for p in ("ntt_msm_h", "tail_msm", "b_g2", "batch_addition", "proof_assembly"):
+        assert [c["circuit"] for c in rep["phases"][p]["circuits"]] == [0, 1], p
+
+
+def test_bench_timeline_needs_a_writable_place(tmp_path, capsys):
+    bad = tmp_path / "file"
+    bad.write_text("x")
+    rc = main(["bench", "--backend", "cpu", "--log-size", "5", "--timeline", str(bad / "t.png")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "cuzk: error:" in err and not (bad / "t.png").exists()
