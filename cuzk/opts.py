@@ -52,7 +52,7 @@ register(Optimization(
 register(Optimization(
     "D4", ("ntt_msm_h", "tail_msm", "b_g2"),
     "MSM window size chosen per MSM from its size and its scalars' popcount, instead of one for all",
-    False,
+    True,    # on since the 2^18 GPU ablation: tail_msm x0.51, b_g2 x0.49 (docs/perf-log.md)
     "tail and G2 MSMs (smaller than H) 5-20% faster with smaller windows; H unchanged; batch addition "
     "unaffected",
 ))
