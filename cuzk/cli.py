@@ -26,18 +26,8 @@ def _err(msg: str) -> None:
 
 
 def write_atomic(path: str | os.PathLike, text: str) -> None:
-    """Write to a temp file beside `path`, then rename: no partial file on failure."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    """One output, written to a temp file beside `path` and renamed: no partial file on failure."""
+    write_all({path: text})
 
 
 def write_all(files: dict) -> None:

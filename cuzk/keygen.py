@@ -83,7 +83,7 @@ def h_scalars(domain: Domain, convention: str, tau: int) -> np.ndarray:
     raise ValueError(f"unknown H convention {convention!r}; known: {', '.join(CONVENTIONS)}")
 
 
-def _mul_points(gen, scalars: np.ndarray, label: str, bar) -> list:
+def _mul_points(gen, scalars: np.ndarray, bar) -> list:
     ident = type(gen).identity()
     out = []
     for s in scalars.tolist():
@@ -96,8 +96,8 @@ def _mul_points(gen, scalars: np.ndarray, label: str, bar) -> list:
 def single_points(alpha: int, beta: int, gamma: int, delta: int) -> dict:
     """The key's six single points, by arkworks (both backends)."""
     g1, g2 = G1Point(), G2Point()
-    def G1(x): return AffineBases.from_ark(1, _mul_points(g1, fr_array([x]), "", None))
-    def G2(x): return AffineBases.from_ark(2, _mul_points(g2, fr_array([x]), "", None))
+    def G1(x): return AffineBases.from_ark(1, _mul_points(g1, fr_array([x]), None))
+    def G2(x): return AffineBases.from_ark(2, _mul_points(g2, fr_array([x]), None))
     return {"alpha_g1": G1(alpha), "beta_g1": G1(beta), "beta_g2": G2(beta), "gamma_g2": G2(gamma),
             "delta_g1": G1(delta), "delta_g2": G2(delta)}
 
@@ -144,11 +144,10 @@ def setup(r1cs: R1CS, convention: str = "coeff", generator: int = 7, toxic: Toxi
         from tqdm import tqdm
         bar = tqdm(total=total, desc="keygen", unit="pt", leave=False)
     try:
-        def G1(xs, lab): return AffineBases.from_ark(1, _mul_points(g1, fr_array(xs), lab, bar))
-        def G2(xs, lab): return AffineBases.from_ark(2, _mul_points(g2, fr_array(xs), lab, bar))
+        def G1(xs): return AffineBases.from_ark(1, _mul_points(g1, fr_array(xs), bar))
+        def G2(xs): return AffineBases.from_ark(2, _mul_points(g2, fr_array(xs), bar))
         pts = single_points(alpha, beta, gamma, delta)
-        pts.update({"ic": G1(ic, "ic"), "a": G1(u, "a"), "b_g1": G1(v, "b_g1"), "b_g2": G2(v, "b_g2"),
-                    "l": G1(lq, "l"), "h": G1(h, "h")})
+        pts.update({"ic": G1(ic), "a": G1(u), "b_g1": G1(v), "b_g2": G2(v), "l": G1(lq), "h": G1(h)})
     finally:
         if bar is not None:
             bar.close()

@@ -69,11 +69,6 @@ class CSR:
             self._limbs = cached
         return cached
 
-    def coeff_limbs(self, mont: bool = True) -> np.ndarray:
-        """Coefficients in device layout (uint32[nnz, 8], Montgomery)."""
-        from .field import fr_to_limbs
-        return fr_to_limbs(self.coeffs, mont=mont)
-
 
 @dataclass
 class R1CS:

@@ -6,7 +6,6 @@ against arkworks, and saved to the key cache ($CUZK_CACHE_DIR) so that
     python tools/gpu_keygen_check.py [--sizes 16,20,24] [--skip-tests] [--bench] [--spot N]
 """
 import argparse
-import os
 import random
 import resource
 import subprocess

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..field import FR_LIMBS, R, ints_to_limbs
 from ..r1cs import CSR, R1CS
-from .binfile import (FormatError, field_ints, limbs_lt, parse, prime_name, u32_words, write_header,
+from .binfile import (FormatError, field_ints, limbs_lt, parse, prime_name, write_header,
                       write_section)
 
 LABELS = {1: "header", 2: "constraints", 3: "wire-to-label map", 4: "custom gates list",

@@ -9,7 +9,6 @@ window holds the points whose digit there is ±|d|, so there are B = 2^(c-1) buc
 """
 from __future__ import annotations
 
-import math
 
 SCALAR_BITS = 255        # r < 2^255
 C_MAX = 16               # largest window choose_window picks: on the H200 c = 16 beat 20 at 2^24 and 2^26

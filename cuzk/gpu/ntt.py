@@ -62,16 +62,6 @@ def _small_table(generator: int, inverse: bool):
     return cupy.asarray(fr_to_limbs(fr_powers(w, 1 << (KMAX - 1))))
 
 
-def _check_root(root: int, log_n: int, generator: int) -> bool:
-    """True if root is the inverse of the generator's 2^log_n-th root."""
-    w = root_of_unity(log_n, generator)
-    if root == w:
-        return False
-    if root == pow(w, -1, R):
-        return True
-    raise ValueError("NTT root must be the domain's root of unity or its inverse")
-
-
 def _run(x, log_n: int, generator: int, inverse: bool, dit: bool):
     import cupy
     n = 1 << log_n

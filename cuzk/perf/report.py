@@ -8,7 +8,7 @@ from tabulate import tabulate
 
 from .compare import IMPROVEMENT, REGRESSION
 from .gate import EXIT_ERROR, EXIT_OK, EXIT_REGRESSION, GateResult, Outcome
-from .suite import ASV_TIME_BENCHMARKS, asv_params
+from .suite import asv_params
 
 _VERDICT = {REGRESSION: "**REGRESSION**", IMPROVEMENT: "improvement"}
 _STATUS = {"error": "benchmark error", "untrusted": "UNTRUSTED run", "skipped": "skipped",
