@@ -333,7 +333,8 @@ def cmd_ablate(args) -> int:
     setup = ablate.Setup(backend=backend, circuit=args.circuit, log_size=args.log_size, circuits=args.circuits,
                          repeat=args.repeat, names=names, confidence=args.confidence,
                          parallel_synthesis=args.parallel_synthesis, synthesis_pool=args.synthesis_pool,
-                         convention=args.convention, generator=args.generator)
+                         convention=args.convention, generator=args.generator,
+                         leave_one_out=not args.no_leave_one_out)
     try:
         res = ablate.Ablation(setup).run()
     except ablate.AblateError as e:
@@ -469,6 +470,8 @@ def build_parser() -> argparse.ArgumentParser:
     ab.add_argument("--repeat", type=int, default=10, help="interleaved rounds: samples per configuration (default 10)")
     ab.add_argument("--opt-set", default=None, metavar="A1,A2,...",
                     help="the optimizations to ablate (default: the whole registry); the others stay off")
+    ab.add_argument("--no-leave-one-out", action="store_true",
+                    help="skip the leave-one-out configurations: baseline, each alone and all (the founding scenario)")
     ab.add_argument("--confidence", type=float, default=0.99,
                     help="confidence of the intervals (default 0.99: a run makes ~100 comparisons)")
     synthesis_args(ab)

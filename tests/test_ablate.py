@@ -156,3 +156,21 @@ def test_finds_the_slowed_phase_and_names_the_toggle(tmp_path):
         assert z9["in_all"][phase]["ratio"] < 1.5, phase        # nothing large anywhere else
     assert "- `ntt_msm_h` slower with all" in p.stdout and ": Z9" in p.stdout
     assert "ntt_msm_h several times slower" in p.stdout        # the copy's registry text, beside the measurement
+
+
+def test_configurations_without_leave_one_out():
+    cs = ablate.configurations(["A1", "A2", "D4"], leave_one_out=False)
+    assert [c.label for c in cs] == ["baseline", "A1", "A2", "D4", "all"]
+    assert {c.kind for c in cs} == {"baseline", "single", "all"}
+
+
+def test_no_leave_one_out_run(tmp_path, capsys):
+    js = tmp_path / "s.json"
+    rc = main(["ablate", "--backend", "cpu", "--log-size", "5", "--repeat", "8", "--opt-set", "A1,A2,D4",
+               "--no-leave-one-out", "--json", str(js)])
+    out = capsys.readouterr().out
+    assert rc == 0
+    res = json.loads(js.read_text())
+    assert [c["label"] for c in res["configurations"]] == ["baseline", "A1", "A2", "D4", "all"]
+    assert all(o["in_all"] is None for o in res["optimizations"])
+    assert "not run" in out and "### Attribution" in out

@@ -74,13 +74,15 @@ def parse_opt_set(spec: str | None) -> list[str]:
     return names
 
 
-def configurations(names: list[str]) -> list[Config]:
-    """baseline, each alone, each left out of all, all; coinciding flag sets measured once."""
+def configurations(names: list[str], leave_one_out: bool = True) -> list[Config]:
+    """baseline, each alone, each left out of all (unless leave_one_out is False: the founding
+    scenario, all against each alone), all; coinciding flag sets measured once."""
     def opts(on) -> OptSet:
         return resolve(",".join(["none"] + [f"+{n}" for n in on]), env=False)
     wanted = [("baseline", "baseline", opts([]))]
     wanted += [(n, "single", opts([n])) for n in names]
-    wanted += [(f"all-{n}", "leave-one-out", opts([m for m in names if m != n])) for n in names]
+    if leave_one_out:
+        wanted += [(f"all-{n}", "leave-one-out", opts([m for m in names if m != n])) for n in names]
     wanted += [("all", "all", opts(names))]
     out: dict[tuple, Config] = {}
     for label, kind, o in wanted:
@@ -98,6 +100,7 @@ class Setup:
     log_size: int = 10
     circuits: int = 1
     repeat: int = 10
+    leave_one_out: bool = True
     names: list[str] = field(default_factory=lambda: list(REGISTRY))
     confidence: float = 0.99
     parallel_synthesis: int = 0
@@ -124,7 +127,7 @@ def _value(rec: dict) -> float:
 class Ablation:
     def __init__(self, setup: Setup, log=lambda m: print(m, file=sys.stderr)):
         self.s, self.log = setup, log
-        self.configs = configurations(setup.names)
+        self.configs = configurations(setup.names, setup.leave_one_out)
         self.by_label = {}
         for c in self.configs:
             for lab in [c.label, *c.aliases]:
@@ -259,7 +262,8 @@ class Ablation:
             optimizations.append({
                 "name": n, "phases": list(o.phases), "intent": o.intent, "predicted": o.predicted,
                 "alone": {a: self._eff(a, n, "baseline").as_dict() for a in AREAS},
-                "in_all": {a: self._eff(a, "all", f"all-{n}").as_dict() for a in AREAS}})
+                "in_all": ({a: self._eff(a, "all", f"all-{n}").as_dict() for a in AREAS}
+                           if f"all-{n}" in self.by_label else None)})
         interactions = []
         if len(s.names) >= 2:
             for a in AREAS:
@@ -277,7 +281,9 @@ class Ablation:
             tot = self._eff(a, "all", "baseline")
             if tot.verdict == NO_CHANGE:
                 continue
-            same = {o["name"]: (o["alone"][a]["verdict"] == tot.verdict, o["in_all"][a]["verdict"] == tot.verdict)
+            # without leave-one-out runs, attribution rests on the single effects alone
+            same = {o["name"]: (o["alone"][a]["verdict"] == tot.verdict,
+                                (o["in_all"] or o["alone"])[a]["verdict"] == tot.verdict)
                     for o in optimizations}
             # attributed: the same significant direction alone and when left out of all; partly: one of the two
             attribution[a] = {"all": tot.as_dict(), "optimizations": [n for n, v in same.items() if all(v)],
@@ -341,11 +347,12 @@ def markdown(res: dict) -> str:
     for o in res["optimizations"]:
         ph = [p for p in o["phases"] if p in o["alone"]] + ["total"]
         rows.append([o["name"], "<br>".join(f"`{p}` {_short(o['alone'][p])}" for p in ph),
-                     "<br>".join(f"`{p}` {_short(o['in_all'][p])}" for p in ph), o["predicted"]])
+                     "<br>".join(f"`{p}` {_short(o['in_all'][p])}" for p in ph) if o["in_all"] else "not run",
+                     o["predicted"]])
     out += ["", tabulate(rows, headers=["opt", "measured alone", "measured in all", "predicted (registry)"],
                          tablefmt="github", disable_numparse=True)]
     others = [(o["name"], p, k, o[k][p]) for o in res["optimizations"] for k in ("alone", "in_all")
-              for p in res["areas"] if p not in o["phases"] and p != "total" and o[k][p]["verdict"] != NO_CHANGE]
+              if o[k] for p in res["areas"] if p not in o["phases"] and p != "total" and o[k][p]["verdict"] != NO_CHANGE]
     if others:
         out += ["", "Effects outside the phases an optimization names: " + "; ".join(
             f"{n} {k.replace('_', ' ')} on `{p}` {_short(e)}" for n, p, k, e in others) + "."]
