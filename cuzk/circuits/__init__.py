@@ -18,14 +18,17 @@ CIRCUITS: dict[str, Generator] = {
     "porep_partition": porep_partition.build,
 }
 
+MIN_LOG_SIZE = {"porep_partition": 5}       # the others start at 3
+
 
 def build(name: str, log_size: int, opts: OptSet | None = None, seed: int = 1, limbs: bool = False):
     """(R1CS, inputs, aux). aux is Fr ints, or with `limbs` whatever the generator made: canonical
     uint32[num_aux, 8] limbs for the generators that write them (porep_partition), else ints."""
     if name not in CIRCUITS:
         raise ValueError(f"unknown circuit {name!r}; known: {', '.join(CIRCUITS)}")
-    if not 3 <= log_size <= 27:
-        raise ValueError(f"--log-size must be in 3..27, got {log_size}")
+    lo = MIN_LOG_SIZE.get(name, 3)
+    if not lo <= log_size <= 27:
+        raise ValueError(f"--log-size must be in {lo}..27 for {name}, got {log_size}")
     r1cs, inputs, aux = CIRCUITS[name](log_size, opts=opts, seed=seed)
     if not limbs and aux.dtype != object:
         aux = limbs_to_ints(aux)

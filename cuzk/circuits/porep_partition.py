@@ -41,7 +41,7 @@ def shape(log_size: int) -> tuple[int, int]:
         rows = U * (12 * W + 6) + 1 + NUM_INPUTS
         if U >= 1 and (1 << (log_size - 1)) < rows <= 1 << log_size:
             return U, W
-    raise ValueError(f"porep_partition needs --log-size >= 6, got {log_size}")
+    raise ValueError(f"porep_partition needs --log-size >= 5, got {log_size}")
 
 
 def counts(log_size: int) -> dict:
