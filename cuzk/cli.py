@@ -97,12 +97,29 @@ def _fmt_s(v) -> str:
     return "-" if v is None else f"{v * 1e3:10.2f}"
 
 
+def _fmt_mib(v) -> str:
+    return "-" if v is None else f"{v / 2**20:.1f}"
+
+
 def phase_table(phases: dict, total_s: float) -> str:
-    lines = [f"{'phase':<16}{'impl':<6}{'host ms':>11}{'device ms':>11}{'peak host MiB':>15}"]
+    """Per phase: times, the process's peak host RSS so far, and the device pool's size (its peak:
+    the pool keeps what it freed) at the phase's end."""
+    lines = [f"{'phase':<16}{'impl':<6}{'host ms':>11}{'device ms':>11}{'peak host MiB':>15}{'peak dev MiB':>14}"]
     for name, r in phases.items():
         lines.append(f"{name:<16}{r['impl']:<6}{_fmt_s(r['host_s']):>11}{_fmt_s(r['device_s']):>11}"
-                     f"{r['peak_host_bytes'] / 2**20:15.1f}")
+                     f"{_fmt_mib(r['peak_host_bytes']):>15}{_fmt_mib(r.get('peak_device_bytes')):>14}")
     lines.append(f"{'total':<16}{'':<6}{_fmt_s(total_s):>11}")
+    return "\n".join(lines)
+
+
+def keygen_table(info: dict) -> str:
+    """GPU keygen's steps: seconds, device pool and host peak after each."""
+    lines = [f"{'keygen step':<26}{'s':>9}{'dev pool MiB':>14}{'peak host MiB':>15}"]
+    for name, r in info["steps"].items():
+        lines.append(f"{name:<26}{r['s']:9.2f}{_fmt_mib(r.get('device_bytes')):>14}"
+                     f"{_fmt_mib(r.get('peak_host_bytes')):>15}")
+    lines.append(f"{'keygen total':<26}{info['s']:9.2f}   key on the GPU: {info['key_device_bytes'] / 2**30:.2f} GiB, "
+                 f"B points {info['b_points']} of {info['num_vars']}")
     return "\n".join(lines)
 
 
@@ -134,6 +151,8 @@ def cmd_bench(args) -> int:
         except RuntimeError as e:
             raise CliError(str(e)) from e
     backend = get_backend(args.backend, opts=opts)
+    if args.device_keygen == "on" and backend.name != "cuda":
+        raise CliError("--device-keygen on needs the cuda backend")
     gpu_before = gpu_state() if backend.name != "cpu" else None
     pool = make_pool(args.synthesis_pool, args.parallel_synthesis) if args.parallel_synthesis else None
     timer = PhaseTimer(device=backend.timer_device())
@@ -145,11 +164,19 @@ def cmd_bench(args) -> int:
         if pool is not None:
             pool.shutdown()
     t_setup = time.perf_counter()
-    keygen_backend = args.keygen_backend or ("cuda" if backend.name == "cuda" else "cpu")
-    pk, key_path, hit = cached_setup(r1cs, args.convention, args.generator, progress=None, backend=keygen_backend)
-    setup_s = time.perf_counter() - t_setup
-    print(f"key: {key_path} ({'cached' if hit else f'generated in {setup_s:.1f} s'})", file=sys.stderr)
-    prover = Prover(backend, pk)
+    keygen_info = None
+    if _device_keygen_on(args, backend, r1cs):
+        from .keygen import setup_on_device
+        pk, kh, keygen_info = setup_on_device(r1cs, args.convention, args.generator)
+        setup_s = time.perf_counter() - t_setup
+        print(f"key: made on the GPU and kept there in {setup_s:.1f} s", file=sys.stderr)
+        prover = Prover(backend, pk, kh=kh)
+    else:
+        keygen_backend = args.keygen_backend or ("cuda" if backend.name == "cuda" else "cpu")
+        pk, key_path, hit = cached_setup(r1cs, args.convention, args.generator, progress=None, backend=keygen_backend)
+        setup_s = time.perf_counter() - t_setup
+        print(f"key: {key_path} ({'cached' if hit else f'generated in {setup_s:.1f} s'})", file=sys.stderr)
+        prover = Prover(backend, pk)
     t1 = time.perf_counter()
     proofs = prover.prove(assignments, timer)
     prove_wall = time.perf_counter() - t1
@@ -170,6 +197,7 @@ def cmd_bench(args) -> int:
         "total_s": total_s,
         "prove_wall_s": prove_wall,
         "setup_s": setup_s,
+        "keygen": keygen_info,
         "verified": verified,
         "prep_counts": prover.last_prep.counts,
         "kernel_load_s": _kernel_load_times(),
@@ -178,6 +206,8 @@ def cmd_bench(args) -> int:
     print(f"cuzk bench: {args.circuit} 2^{pk.log_n} ({r1cs.num_constraints} constraints) x {args.circuits}, "
           f"backend {backend.name}, opts {opts.label()}")
     print(phase_table(phases, total_s))
+    if keygen_info is not None:
+        print(keygen_table(keygen_info))
     print(f"verified: {verified}")
     outputs = {}
     if args.json:
@@ -194,6 +224,17 @@ def cmd_bench(args) -> int:
             outputs[out / f"public{sfx}.json"] = json.dumps([str(v) for v in a.public]) + "\n"
     write_all(outputs)
     return EXIT_OK if verified else EXIT_INVALID
+
+
+def _device_keygen_on(args, backend, r1cs) -> bool:
+    """--device-keygen, or automatically on the GPU from DEVICE_KEYGEN_MIN (keys too large to save)."""
+    from .keygen import DEVICE_KEYGEN_MIN
+    from .poly import Domain
+    if args.device_keygen == "off":
+        return False
+    if backend.name != "cuda":
+        return False
+    return args.device_keygen == "on" or Domain.for_size(r1cs.qap_rows).n >= DEVICE_KEYGEN_MIN
 
 
 # --- keygen ---
@@ -430,6 +471,9 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--save", metavar="DIR", help="write proof.json, public.json, verification_key.json")
     b.add_argument("--keygen-backend", default=None, choices=("auto", "cpu", "cuda"),
                    help="where an uncached key is made (default: the GPU with --backend cuda, else the CPU)")
+    b.add_argument("--device-keygen", default="auto", choices=("auto", "on", "off"),
+                   help="make the key on the GPU and keep it there: no download, no key file, no circuit "
+                        "digest (auto: with --backend cuda from a 2^26 domain)")
     b.add_argument("--timeline", metavar="FILE.png", help="draw each phase per circuit on a time axis (host and "
                                                           "device lanes), so overlaps and gaps show")
     synthesis_args(b)

@@ -157,6 +157,27 @@ def setup(r1cs: R1CS, convention: str = "coeff", generator: int = 7, toxic: Toxi
     return key
 
 
+DEVICE_KEYGEN_MIN = 1 << 26     # `cuzk bench --device-keygen auto`: from here keys are ~20 GB and up
+
+
+def setup_on_device(r1cs: R1CS, convention: str = "coeff", generator: int = 7, toxic_seed: int = 0):
+    """The key made on the GPU and left there for the cuda backend (gpu.keygen.setup_device):
+    (host ProvingKey with the verifying key's points, CudaKey, report). The report: seconds, device
+    pool bytes and host peak RSS after each step, and the resident key's size."""
+    import time
+    from .backend.cuda import CudaKey
+    from .gpu import keygen as gpu_keygen
+    if convention not in CONVENTIONS:
+        raise ValueError(f"unknown H convention {convention!r}; known: {', '.join(CONVENTIONS)}")
+    t0 = time.perf_counter()
+    pk, dev = gpu_keygen.setup_device(r1cs, convention, generator, ToxicWaste.from_seed(toxic_seed))
+    kh = CudaKey(pk, dev)
+    steps = {name: {"s": t, **gpu_keygen.last_memory.get(name, {})} for name, t in gpu_keygen.last_timings.items()}
+    return pk, kh, {"where": "device", "s": time.perf_counter() - t0, "steps": steps,
+                    "key_device_bytes": dev.nbytes,
+                    "b_points": len(dev["b_g1"]), "num_vars": r1cs.num_vars}
+
+
 def cache_dir() -> Path:
     base = os.environ.get("CUZK_CACHE_DIR") or os.path.join(
         os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "cuzk")

@@ -81,6 +81,10 @@ class ProvingKey:
     def save(self, path: str | os.PathLike) -> None:
         """Write atomically: a temp file in the same folder, renamed into place."""
         path = Path(path)
+        missing = [name for name, _ in SECTIONS if name not in self.points]
+        if missing:
+            raise KeyFormatError(f"{path}: the key lacks sections {', '.join(missing)} (a key kept on the GPU "
+                                 f"cannot be saved)")
         path.parent.mkdir(parents=True, exist_ok=True)
         h = hashlib.sha256()
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")

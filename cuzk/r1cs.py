@@ -29,13 +29,34 @@ class UnsatisfiedError(ValueError):
     """The witness does not satisfy the circuit."""
 
 
-@dataclass
 class CSR:
-    """Sparse Fr matrix: row i holds cols[indptr[i]:indptr[i+1]] with coeffs (canonical ints)."""
+    """Sparse Fr matrix: row i holds cols[indptr[i]:indptr[i+1]] with their coefficients.
 
-    indptr: np.ndarray   # int64[m + 1]
-    cols: np.ndarray     # int64[nnz]
-    coeffs: np.ndarray   # object[nnz]
+    Two forms of the coefficients: `coeffs` (canonical ints, object[nnz]), or compact: `table`
+    (the distinct canonical ints, object[t], t <= 2^16) and `index` (uint16[nnz] into it), for
+    circuits too large for an object per nonzero. `coeffs` of a compact matrix is made on demand
+    (small sizes only); cols may be int64 or int32."""
+
+    INDEX_DTYPE = np.uint16
+
+    def __init__(self, indptr: np.ndarray, cols: np.ndarray, coeffs: np.ndarray | None = None,
+                 table: np.ndarray | None = None, index: np.ndarray | None = None):
+        if (coeffs is None) == (table is None or index is None):
+            raise ValueError("CSR takes either coeffs or table and index")
+        if index is not None and (index.dtype != self.INDEX_DTYPE or len(index) != len(cols)):
+            raise ValueError(f"CSR index must be {np.dtype(self.INDEX_DTYPE).name}[nnz]")
+        self.indptr, self.cols = indptr, cols
+        self._coeffs, self.table, self.index = coeffs, table, index
+
+    @property
+    def compact(self) -> bool:
+        return self.table is not None
+
+    @property
+    def coeffs(self) -> np.ndarray:
+        if self._coeffs is None:
+            self._coeffs = self.table[self.index]
+        return self._coeffs
 
     @property
     def nnz(self) -> int:
@@ -59,15 +80,41 @@ class CSR:
         out[nonempty] = np.add.reduceat(prod, starts[nonempty])
         return out % R
 
+    def table_limbs(self) -> np.ndarray:
+        """Compact form: the table in canonical limbs, uint32[t, 8]."""
+        return ints_to_limbs(self.table, FR_LIMBS)
+
     def limbs(self) -> np.ndarray:
         """The coefficients as they are (canonical) in limbs, uint32[nnz, 8]: computed once and kept
-        (the digest and the GPU uploads use them)."""
+        (the digest and the GPU uploads of the plain form use them; 32 bytes per nonzero)."""
         cached = getattr(self, "_limbs", None)
         if cached is None or len(cached) != self.nnz:
-            cached = ints_to_limbs(self.coeffs, FR_LIMBS)
+            cached = self.table_limbs()[self.index] if self.compact else ints_to_limbs(self.coeffs, FR_LIMBS)
             cached.flags.writeable = False
             self._limbs = cached
         return cached
+
+    def hash_into(self, h, chunk: int = 1 << 22) -> None:
+        """indptr, cols (<i8) and coefficient limbs into hashlib object h; a compact matrix
+        streams its limbs in chunks (the same bytes as the plain form)."""
+        h.update(self.indptr.astype("<i8").tobytes())
+        h.update(self.cols.astype("<i8").tobytes())
+        if not self.compact:
+            h.update(self.limbs().tobytes())
+            return
+        tl = self.table_limbs()
+        for i in range(0, self.nnz, chunk):
+            h.update(tl[self.index[i:i + chunk]].tobytes())
+
+    @classmethod
+    def to_compact(cls, m: "CSR") -> "CSR":
+        """The same matrix in compact form (raises ValueError over 2^16 distinct coefficients)."""
+        if m.compact:
+            return m
+        table, index = np.unique(m.coeffs % R, return_inverse=True)
+        if len(table) > 1 << 16:
+            raise ValueError(f"{len(table)} distinct coefficients: too many for the compact form")
+        return cls(m.indptr, m.cols, table=table, index=index.astype(cls.INDEX_DTYPE))
 
 
 @dataclass
@@ -107,9 +154,7 @@ class R1CS:
         h = hashlib.sha256()
         h.update(np.array([self.num_inputs, self.num_aux, self.num_constraints], dtype="<i8").tobytes())
         for m in (self.A, self.B, self.C):
-            h.update(m.indptr.astype("<i8").tobytes())
-            h.update(m.cols.astype("<i8").tobytes())
-            h.update(m.limbs().tobytes())
+            m.hash_into(h)
         self._digest = h.hexdigest()
         return self._digest
 

@@ -24,6 +24,19 @@ extern "C" __global__ void kg_products(uint32_t* __restrict__ prod, const i64* _
     for (int l = 0; l < CUZK_FR_LIMBS; l++) prod[l * nnz + k] = p.v[l];
 }
 
+// kg_products with compact coefficients: coeffs[e] = table[index[e]].
+extern "C" __global__ void kg_products_table(uint32_t* __restrict__ prod, const i64* __restrict__ order,
+                                             const i64* __restrict__ rows, const unsigned short* __restrict__ index,
+                                             const uint32_t* __restrict__ table, const uint32_t* __restrict__ lag,
+                                             i64 nnz) {
+    const i64 k = blockIdx.x * (i64)blockDim.x + threadIdx.x;
+    if (k >= nnz) return;
+    const i64 e = order[k];
+    const fr_t p = fr_t::load(table + (i64)index[e] * CUZK_FR_LIMBS) * fr_t::load(lag + rows[e] * CUZK_FR_LIMBS);
+#pragma unroll
+    for (int l = 0; l < CUZK_FR_LIMBS; l++) prod[l * nnz + k] = p.v[l];
+}
+
 // out[i] = (sum_l seg[l * nv + i] * 2^(32 l)) mod r, for per-limb sums seg < 2^64.
 // Words: w_l = lo32(seg_l) + hi32(seg_(l-1)) + carry (< 3 * 2^32, so the carry stays <= 2);
 // V = lo + 2^256 * hi with lo = w_0..w_7 < 2^256 < 3r and hi = w_8 | w_9 << 32 < 2^33.

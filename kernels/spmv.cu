@@ -17,6 +17,20 @@ extern "C" __global__ void spmv_csr(uint32_t* out, const long long* __restrict__
     acc.store(out + row * FR_W);
 }
 
+// The same with compact coefficients: coeffs = table[index[k]] (a small table of distinct values).
+extern "C" __global__ void spmv_csr_table(uint32_t* out, const long long* __restrict__ indptr,
+                                          const int* __restrict__ cols, const unsigned short* __restrict__ index,
+                                          const uint32_t* __restrict__ table, const uint32_t* __restrict__ z,
+                                          long long m) {
+    const long long row = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (row >= m) return;
+    fr_t acc = fr_t::zero();
+    const long long end = indptr[row + 1];
+    for (long long k = indptr[row]; k < end; k++)
+        acc += fr_t::load(table + (long long)index[k] * FR_W) * fr_t::load(z + (long long)cols[k] * FR_W);
+    acc.store(out + row * FR_W);
+}
+
 // Rows m .. n-1 of a, b, c (abc = a | b | c, n each): a = z_i for the input rows, else 0.
 extern "C" __global__ void abc_tail(uint32_t* abc, const uint32_t* __restrict__ z, long long m, long long num_inputs,
                                     long long n) {

@@ -61,6 +61,7 @@ def test_a1_a2_bit_identical(name, log_size):
 def test_generators_fill_domain_and_satisfy():
     for name in circuits.CIRCUITS:
         for k in (4, 7, 11):
+            k = max(k, circuits.MIN_LOG_SIZE.get(name, 3))
             r1cs, inputs, aux = circuits.build(name, k)
             d = Domain.for_size(r1cs.qap_rows)
             assert d.log_n == k and r1cs.qap_rows > d.n // 2

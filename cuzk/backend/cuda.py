@@ -51,16 +51,20 @@ class CudaTimerDevice:
 
 
 class CudaKey:
-    """The key's bases on the GPU, uploaded once; the few fixed points as arkworks points."""
+    """The key's bases on the GPU, uploaded once (or `dev`: already there, from GPU keygen);
+    the few fixed points as arkworks points."""
 
-    def __init__(self, pk):
+    def __init__(self, pk, dev: DeviceKey | None = None):
         self.pk = pk
         self.domain = Domain(pk.log_n, pk.generator)
-        self.dev = DeviceKey(pk)
+        self.dev = dev if dev is not None else DeviceKey(pk)
         self.vk = {k: pk.points[k].to_ark()[0] for k in ("alpha_g1", "beta_g1", "beta_g2", "delta_g1", "delta_g2")}
         self._b_g2_ark = None
 
     def b_g2_ark(self) -> list:
+        if "b_g2" not in self.pk.points:
+            raise ValueError("A4 (B_G2 on the CPU) needs the key's B_G2 points on the host; this key is on "
+                             "the GPU only (device keygen)")
         if self._b_g2_ark is None:
             self._b_g2_ark = self.pk.points["b_g2"].to_ark()
         return self._b_g2_ark
@@ -83,6 +87,14 @@ def _window(kh, scalars, opts) -> int:
     return choose_window(scalars.shape[0], _popcount(scalars))
 
 
+def _msm(group: int, bases, inf, scalars, kh, opts):
+    """An MSM that may be empty (a sparse section can keep none of the tail)."""
+    if inf.size == 0:
+        return (G2Point if group == 2 else G1Point).identity()
+    fn = gmsm.msm_g2 if group == 2 else gmsm.msm_g1
+    return fn(bases, inf, scalars, _window(kh, scalars, opts))
+
+
 class CudaBackend(CpuBackend):
     name = "cuda"
     IMPL = {"synthesis": "mixed", "proof_assembly": "cpu"}
@@ -99,7 +111,10 @@ class CudaBackend(CpuBackend):
         if len(inputs) != r1cs.num_inputs or len(aux) != r1cs.num_aux:
             raise ValueError(f"witness sizes ({len(inputs)} inputs, {len(aux)} aux) do not match the "
                              f"circuit ({r1cs.num_inputs}, {r1cs.num_aux})")
-        z = gfr.upload(np.concatenate([inputs, aux]), pinned=self.opts.enabled("B1"))
+        if aux.dtype == np.uint32 and aux.ndim == 2:          # canonical limbs: no ints on the way
+            z = gfr.upload_limbs(inputs, aux)
+        else:
+            z = gfr.upload(np.concatenate([inputs, aux]), pinned=self.opts.enabled("B1"))
         abc = spmv.evaluate(spmv.DeviceR1CS.of(r1cs), z, domain.n)
         return Assignment(inputs, aux, None, None, None, abc_dev=abc, z_dev=z)
 
@@ -139,30 +154,32 @@ class CudaBackend(CpuBackend):
                 res = {}
                 for q, idx in (("a", ones), ("b_g1", ones), ("b_g2", ones), ("l", prep.aux_part(ones))):
                     b = kh.dev[q]
-                    if idx.size == 0:
+                    bases, inf, _ = b.take(idx)
+                    if inf.size == 0:
                         res[q] = (G2Point if b.group == 2 else G1Point).identity()
                         continue
-                    scal = cupy.broadcast_to(one, (idx.size, FR_LIMBS)).copy()
+                    scal = cupy.broadcast_to(one, (inf.size, FR_LIMBS)).copy()
                     fn = gmsm.msm_g2 if b.group == 2 else gmsm.msm_g1
-                    res[q] = fn(cupy.ascontiguousarray(b.limbs[idx]), b.inf[idx], scal)
+                    res[q] = fn(bases, inf, scal)
                 out.append(res)
         return out
 
     def tail_msm(self, kh: CudaKey, prep, assignments) -> list:
         t, tl = prep.tail, prep.aux_part(prep.tail)
-        gathered = {q: (cupy.ascontiguousarray(kh.dev[q].limbs[t]), kh.dev[q].inf[t]) for q in ("a", "b_g1")}
-        gathered["l"] = (cupy.ascontiguousarray(kh.dev["l"].limbs[tl]), kh.dev["l"].inf[tl])
+        gathered = {q: kh.dev[q].take(t) for q in ("a", "b_g1")}
+        gathered["l"] = kh.dev["l"].take(tl)
         ni = kh.pk.num_inputs
         out = []
         for i, asg in enumerate(assignments):
             with circuit(i):
                 z = self._z(asg)
-                zt = cupy.ascontiguousarray(z[t])
-                zl = cupy.ascontiguousarray(z[tl + ni])
+                zt = z[t]
+                zl = z[tl + ni]
                 res = {}
                 for q, s in (("a", zt), ("b_g1", zt), ("l", zl)):
-                    bases, inf = gathered[q]
-                    res[q] = gmsm.msm_g1(bases, inf, s, _window(kh, s, self.opts))
+                    bases, inf, keep = gathered[q]
+                    s = cupy.ascontiguousarray(s if keep is None else s[keep])
+                    res[q] = _msm(1, bases, inf, s, kh, self.opts)
                 out.append(res)
         return out
 
@@ -178,13 +195,13 @@ class CudaBackend(CpuBackend):
             with ThreadPoolExecutor(max(1, len(assignments))) as ex:
                 futs = [ex.submit(contextvars.copy_context().run, one, i, a) for i, a in enumerate(assignments)]
                 return [f.result() for f in futs]
-        b = kh.dev["b_g2"]
-        bases, inf = cupy.ascontiguousarray(b.limbs[prep.tail]), b.inf[prep.tail]
+        bases, inf, keep = kh.dev["b_g2"].take(prep.tail)
         out = []
         for i, a in enumerate(assignments):
             with circuit(i):
-                s = cupy.ascontiguousarray(self._z(a)[prep.tail])
-                out.append(gmsm.msm_g2(bases, inf, s, _window(kh, s, self.opts)))
+                s = self._z(a)[prep.tail]
+                s = cupy.ascontiguousarray(s if keep is None else s[keep])
+                out.append(_msm(2, bases, inf, s, kh, self.opts))
         return out
 
     def proof_assembly(self, kh: CudaKey, parts: list, randomness: list) -> list:

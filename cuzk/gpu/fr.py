@@ -35,6 +35,18 @@ def upload(values, mont: bool = True, pinned: bool = False):
     return limbs
 
 
+def upload_limbs(inputs, aux_limbs):
+    """z = inputs (a few ints) | aux (canonical uint32[num_aux, 8] limbs) -> device Montgomery
+    uint32[num_vars, 8], written in place (no host concatenation of the large part)."""
+    import cupy
+    ni = len(inputs)
+    z = cupy.empty((ni + len(aux_limbs), FR_LIMBS), dtype=cupy.uint32)
+    z[:ni].set(ints_to_limbs(fr_array(inputs), FR_LIMBS))
+    if len(aux_limbs):
+        z[ni:].set(np.ascontiguousarray(aux_limbs, dtype=np.uint32))
+    return to_mont(z) if len(z) else z
+
+
 def to_mont(x):
     n = x.size // FR_LIMBS
     _launch("fr_to_mont", x, x, n)

@@ -1,5 +1,6 @@
 """Key generation on the GPU: the scalars of cuzk/keygen.py's setup(), then fixed-base scalar
 multiplication (kernels/keygen.cuh) into the key's AffineBases. Bit for bit the CPU setup's key.
+setup_device leaves the points on the GPU instead (keys too large to download: 2^27).
 
 Scalars (kernels/keygen_fr.cu, ntt.py):
   lag     = iNTT([tau^i]) over the domain (Lagrange values at tau), powers by scale_powers;
@@ -30,7 +31,8 @@ FR_THREADS = 256
 BLOCKS_PER_SM = 8             # grid cap of the grid-stride fixed-base loop (sets the G2 scratch)
 WORDS = {1: G1_WORDS, 2: G2_WORDS}
 
-last_timings: dict[str, float] = {}
+last_timings: dict[str, float] = {}       # the last setup's steps: seconds
+last_memory: dict[str, dict] = {}          # and device pool bytes / host peak RSS after each
 
 
 # --- window decomposition (the kernel's window_digit, and its CPU model) ---
@@ -232,9 +234,13 @@ def _launch(name: str, n: int, *args) -> None:
 
 def _dev_products(order, rows, coeffs, lag):
     import cupy
+    from .spmv import TableCoeffs
     nnz = int(order.shape[0])
     prod = cupy.empty((FR_LIMBS, nnz), dtype=cupy.uint32)
-    _launch("kg_products", nnz, prod, order, rows, coeffs, lag)
+    if isinstance(coeffs, TableCoeffs):
+        _launch("kg_products_table", nnz, prod, order, rows, coeffs.index, coeffs.table, lag)
+    else:
+        _launch("kg_products", nnz, prod, order, rows, coeffs, lag)
     return prod
 
 
@@ -290,12 +296,18 @@ def qap_at_tau(r1cs, domain: Domain, tau: int):
     """Device u, v, w (uint32[nv, 8], Montgomery): keygen.qap_at_tau on the GPU."""
     import cupy
     from .loader import kernel
+    from .spmv import table_coeffs
     lag = lagrange_at(tau, domain.log_n, domain.generator)
     nv, m, ni = r1cs.num_vars, r1cs.num_constraints, r1cs.num_inputs
     out = []
     for mat in (r1cs.A, r1cs.B, r1cs.C):
+        if mat.compact:
+            coeffs = table_coeffs(mat)
+        else:
+            coeffs = device_coeffs(mat)
         out.append(column_values(cupy, _dev_products, _dev_reduce, cupy.asarray(mat.indptr.astype(np.int64)),
-                                 cupy.asarray(mat.cols.astype(np.int64)), device_coeffs(mat), lag, nv))
+                                 cupy.asarray(mat.cols.astype(np.int64)), coeffs, lag, nv))
+        del coeffs
     u = out[0]
     if ni:
         kernel("field_ops", "fr_add")((_blocks(ni, FR_THREADS),), (FR_THREADS,),
@@ -319,28 +331,39 @@ def h_scalars(domain: Domain, convention: str, tau: int, factor: int = 1):
     raise ValueError(f"unknown H convention {convention!r}")
 
 
-def setup(r1cs, convention: str, generator: int, toxic):
-    """The proving key of keygen.setup(r1cs, convention, generator, toxic), made on the GPU."""
-    import cupy
-    from ..keys import ProvingKey
-    from ..keygen import single_points
-    sync = cupy.cuda.get_current_stream().synchronize
-    times: dict[str, float] = {}
-    t0 = time.perf_counter()
+class _Steps:
+    """Per-step wall time (synchronized), device pool bytes and host peak RSS, into last_timings
+    and last_memory."""
 
-    def mark(name):
-        nonlocal t0
-        sync()
+    def __init__(self):
+        import cupy
+        self.sync = cupy.cuda.get_current_stream().synchronize
+        self.pool = cupy.get_default_memory_pool()
+        self.times: dict[str, float] = {}
+        self.memory: dict[str, dict] = {}
+        self.t0 = time.perf_counter()
+
+    def mark(self, name: str) -> None:
+        from ..timing import peak_rss_bytes
+        self.sync()
         t = time.perf_counter()
-        times[name] = t - t0
-        t0 = t
+        self.times[name] = t - self.t0
+        self.memory[name] = {"device_bytes": int(self.pool.total_bytes()), "peak_host_bytes": peak_rss_bytes()}
+        self.t0 = t
 
-    domain = Domain.for_size(r1cs.qap_rows, generator)
+    def publish(self) -> None:
+        last_timings.clear()
+        last_timings.update(self.times)
+        last_memory.clear()
+        last_memory.update(self.memory)
+
+
+def _scalars(r1cs, domain: Domain, convention: str, toxic):
+    """Device (ic, u, v, lq, h): the key's scalars (v also for B's G1 and G2 points)."""
+    import cupy
     tau, alpha, beta, gamma, delta = toxic.tau, toxic.alpha, toxic.beta, toxic.gamma, toxic.delta
     gi, di = pow(gamma, -1, R), pow(delta, -1, R)
     ni, nv = r1cs.num_inputs, r1cs.num_vars
-    digest = bytes.fromhex(r1cs.digest())
-    mark("digest")
     u, v, w = qap_at_tau(r1cs, domain, tau)
     k = cupy.empty_like(u)
     _launch("kg_combine", nv, k, u, v, w, _const([beta, alpha]))
@@ -348,25 +371,93 @@ def setup(r1cs, convention: str, generator: int, toxic):
     ic, lq = k[:ni], k[ni:]
     _launch("kg_scale", ni, ic, ic, _const([gi]))
     _launch("kg_scale", nv - ni, lq, lq, _const([di]))
-    h = h_scalars(domain, convention, tau, di)
-    mark("scalars")
-    pts = single_points(alpha, beta, gamma, delta)
-    mark("single points")
+    return ic, u, v, lq, h_scalars(domain, convention, tau, di)
+
+
+def setup(r1cs, convention: str, generator: int, toxic):
+    """The proving key of keygen.setup(r1cs, convention, generator, toxic), made on the GPU."""
+    from ..keys import ProvingKey
+    from ..keygen import single_points
+    st = _Steps()
+    domain = Domain.for_size(r1cs.qap_rows, generator)
+    ni, nv = r1cs.num_inputs, r1cs.num_vars
+    digest = bytes.fromhex(r1cs.digest())
+    st.mark("digest")
+    ic, u, v, lq, h = _scalars(r1cs, domain, convention, toxic)
+    st.mark("scalars")
+    pts = single_points(toxic.alpha, toxic.beta, toxic.gamma, toxic.delta)
+    st.mark("single points")
     g1 = FixedBase.for_count(1, len(ic) + 2 * nv + len(lq) + len(h))
     for name, sc in (("ic", ic), ("a", u), ("b_g1", v), ("l", lq), ("h", h)):
         pts[name] = g1.bases(sc)
     c1 = g1.c
-    del g1, k, ic, lq, h, u
-    mark(f"G1 points (window {c1})")
+    del g1, ic, lq, h, u
+    st.mark(f"G1 points (window {c1})")
     g2 = FixedBase.for_count(2, nv)
     pts["b_g2"] = g2.bases(v)
     c2 = g2.c
     del g2, v
-    mark(f"G2 points (window {c2})")
+    st.mark(f"G2 points (window {c2})")
     pk = ProvingKey(convention, generator, domain.log_n, ni, r1cs.num_aux, r1cs.num_constraints, digest,
                     {name: pts[name] for name in ("alpha_g1", "beta_g1", "beta_g2", "gamma_g2", "delta_g1",
                                                   "delta_g2", "ic", "a", "b_g1", "b_g2", "l", "h")})
     pk.check_shapes()
-    last_timings.clear()
-    last_timings.update(times)
+    st.publish()
     return pk
+
+
+def b_density(r1cs):
+    """Device bool[num_vars]: the variables in some B combination (the others' B points are
+    infinity, so a device key keeps B's points for these only)."""
+    import cupy
+    dense = cupy.zeros(r1cs.num_vars, dtype=cupy.bool_)
+    if r1cs.B.nnz:
+        dense[cupy.asarray(r1cs.B.cols)] = True
+    return dense
+
+
+def setup_device(r1cs, convention: str, generator: int, toxic):
+    """keygen.setup's key made and left on the GPU, for circuits whose key is too large to download
+    and save (a 2^27 partition: ~48 GB of points): (host ProvingKey holding only the single points
+    and ic, enough for the verifying key and the proof assembly; srs.DeviceKey with a, b_g1, b_g2,
+    l, h, where B keeps only the variables of b_density). No circuit digest (the key is never
+    saved: its digest field is zeros)."""
+    import cupy
+    from ..keys import ProvingKey
+    from ..keygen import single_points
+    from .srs import DeviceBases, DeviceKey
+    st = _Steps()
+    domain = Domain.for_size(r1cs.qap_rows, generator)
+    ni, nv = r1cs.num_inputs, r1cs.num_vars
+    ic, u, v, lq, h = _scalars(r1cs, domain, convention, toxic)
+    dense = b_density(r1cs)
+    rows = cupy.cumsum(dense, dtype=cupy.int64) - 1
+    rows = cupy.where(dense, rows, -1).astype(cupy.int32)
+    vb = cupy.ascontiguousarray(v[dense])
+    del v
+    st.mark("scalars")
+    pts = single_points(toxic.alpha, toxic.beta, toxic.gamma, toxic.delta)
+    st.mark("single points")
+    g1 = FixedBase.for_count(1, len(ic) + nv + len(vb) + len(lq) + len(h))
+    pts["ic"] = g1.bases(ic)
+    sections = {}
+    for name, sc in (("l", lq), ("a", u), ("b_g1", vb), ("h", h)):
+        limbs, inf = g1(sc)
+        sections[name] = DeviceBases(1, limbs, inf, rows if name == "b_g1" else None)
+    c1 = g1.c
+    del g1, ic, lq, u, h
+    st.mark(f"G1 points (window {c1})")
+    g2 = FixedBase.for_count(2, len(vb))
+    limbs, inf = g2(vb)
+    sections["b_g2"] = DeviceBases(2, limbs, inf, rows)
+    c2 = g2.c
+    del g2, vb
+    st.mark(f"G2 points (window {c2})")
+    pk = ProvingKey(convention, generator, domain.log_n, ni, r1cs.num_aux, r1cs.num_constraints, bytes(32),
+                    {name: pts[name] for name in ("alpha_g1", "beta_g1", "beta_g2", "gamma_g2", "delta_g1",
+                                                  "delta_g2", "ic")})
+    if len(pk.points["ic"]) != ni:
+        raise AssertionError("ic has the wrong length")
+    dev = DeviceKey.resident(sections)
+    st.publish()
+    return pk, dev

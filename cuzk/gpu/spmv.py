@@ -2,6 +2,8 @@
 zero padding to the domain, and the a*b = c check."""
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from ..r1cs import R1CS, UnsatisfiedError
@@ -10,8 +12,22 @@ from .loader import kernel
 THREADS = 256
 
 
+class TableCoeffs(NamedTuple):
+    """A compact CSR's coefficients on the device: table[index[k]] (table Montgomery)."""
+    index: object      # cupy uint16[nnz]
+    table: object      # cupy uint32[t, 8]
+
+
+def table_coeffs(m) -> TableCoeffs:
+    import cupy
+    from .fr import to_mont
+    table = cupy.asarray(m.table_limbs()) if len(m.table) else cupy.zeros((1, 8), cupy.uint32)
+    return TableCoeffs(cupy.asarray(m.index), to_mont(table))
+
+
 class DeviceR1CS:
-    """The circuit's matrices on the device, uploaded once (coefficients in Montgomery form)."""
+    """The circuit's matrices on the device, uploaded once (coefficients in Montgomery form:
+    32 bytes per nonzero, or a compact CSR's table and uint16 index)."""
 
     def __init__(self, r1cs: R1CS):
         import cupy
@@ -21,8 +37,12 @@ class DeviceR1CS:
         self.r1cs = r1cs
         self.mats = []
         for m in (r1cs.A, r1cs.B, r1cs.C):
-            self.mats.append((cupy.asarray(m.indptr.astype(np.int64)), cupy.asarray(m.cols.astype(np.int32)),
-                              device_coeffs(m) if m.nnz else cupy.zeros((1, 8), cupy.uint32)))
+            if m.compact:
+                coeffs = table_coeffs(m)
+            else:
+                coeffs = device_coeffs(m) if m.nnz else cupy.zeros((1, 8), cupy.uint32)
+            self.mats.append((cupy.asarray(m.indptr.astype(np.int64, copy=False)),
+                              cupy.asarray(m.cols.astype(np.int32, copy=False)), coeffs))
 
     @classmethod
     def of(cls, r1cs: R1CS) -> "DeviceR1CS":
@@ -41,10 +61,15 @@ def evaluate(dev: DeviceR1CS, z, n: int, check: bool = True):
     if m + ni > n:
         raise ValueError(f"circuit needs {m + ni} rows but the domain has {n}")
     abc = cupy.empty((3, n, 8), dtype=cupy.uint32)
-    f = kernel("spmv", "spmv_csr")
+    grid = ((m + THREADS - 1) // THREADS,)
     for i, (indptr, cols, coeffs) in enumerate(dev.mats):
-        if m:
-            f(((m + THREADS - 1) // THREADS,), (THREADS,), (abc[i], indptr, cols, coeffs, z, np.int64(m)))
+        if not m:
+            continue
+        if isinstance(coeffs, TableCoeffs):
+            kernel("spmv", "spmv_csr_table")(grid, (THREADS,), (abc[i], indptr, cols, coeffs.index, coeffs.table, z,
+                                                                 np.int64(m)))
+        else:
+            kernel("spmv", "spmv_csr")(grid, (THREADS,), (abc[i], indptr, cols, coeffs, z, np.int64(m)))
     rest = n - m
     kernel("spmv", "abc_tail")(((rest + THREADS - 1) // THREADS,), (THREADS,),
                                (abc, z, np.int64(m), np.int64(ni), np.int64(n)))

@@ -1,4 +1,5 @@
-"""The proving key resident on the GPU: every point section uploaded once, kept across proofs.
+"""The proving key resident on the GPU: every point section uploaded once, kept across proofs
+(or made there: gpu.keygen.setup_device, whose B sections keep only B's variables).
 
 Before uploading, the key's size is checked against the device's free memory; a key that
 does not fit fails with a message naming both sizes and leaves nothing allocated.
@@ -19,9 +20,26 @@ class DeviceBases:
     group: int
     limbs: object      # cupy uint32[n, 24 or 48]
     inf: object        # cupy bool[n]
+    rows: object = None  # sparse sections: cupy int32[num_vars], variable -> row, -1 where the point is infinity
 
     def __len__(self) -> int:
         return int(self.inf.shape[0])
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.limbs.nbytes + self.inf.nbytes + (0 if self.rows is None else self.rows.nbytes))
+
+    def take(self, idx):
+        """(limbs, inf, keep) for the variables idx: the bases gathered (contiguous) and, for a
+        sparse section, keep = the bool mask over idx of those stored (None: all of them), so a
+        caller takes scalars[keep]. Variables left out have infinity as their point."""
+        import cupy
+        keep = None
+        if self.rows is not None:
+            r = self.rows[idx]
+            keep = r >= 0
+            idx = r[keep]
+        return cupy.ascontiguousarray(self.limbs[idx]), self.inf[idx], keep
 
 
 def key_bytes(pk, sections=SECTIONS) -> int:
@@ -47,6 +65,14 @@ class DeviceKey:
             self.release()
             raise DeviceMemoryError(f"proving key ({need / 2**30:.2f} GiB) did not fit on the GPU: {e}") from e
         self.nbytes = need
+
+    @classmethod
+    def resident(cls, sections: dict) -> "DeviceKey":
+        """A key whose sections were made on the device (gpu.keygen.setup_device)."""
+        self = cls.__new__(cls)
+        self.sections = dict(sections)
+        self.nbytes = sum(b.nbytes for b in sections.values())
+        return self
 
     def release(self) -> None:
         import cupy

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import circuits
+from ..field import limbs_to_ints
 from ..opts import OptSet
 from ..poly import Domain
 from ..r1cs import R1CS
@@ -14,7 +15,7 @@ from ..r1cs import R1CS
 @dataclass
 class Assignment:
     inputs: np.ndarray    # object[num_inputs], inputs[0] == 1
-    aux: np.ndarray       # object[num_aux]
+    aux: np.ndarray       # object[num_aux], or canonical limbs uint32[num_aux, 8] (large circuits)
     a: np.ndarray | None  # object[n]: constraint rows, then one row per input, then zeros
     b: np.ndarray | None
     c: np.ndarray | None
@@ -23,11 +24,20 @@ class Assignment:
 
     @property
     def z(self) -> np.ndarray:
-        return np.concatenate([self.inputs, self.aux])
+        """The witness as Fr ints (converted from limbs: small sizes only)."""
+        return np.concatenate([self.inputs, aux_ints(self.aux)])
 
     @property
     def public(self) -> list[int]:
         return [int(v) for v in self.inputs[1:]]
+
+
+def is_limbs(aux: np.ndarray) -> bool:
+    return aux.dtype == np.uint32 and aux.ndim == 2
+
+
+def aux_ints(aux: np.ndarray) -> np.ndarray:
+    return limbs_to_ints(aux) if is_limbs(aux) else aux
 
 
 def assign(r1cs: R1CS, inputs: np.ndarray, aux: np.ndarray, domain: Domain) -> Assignment:
@@ -35,6 +45,7 @@ def assign(r1cs: R1CS, inputs: np.ndarray, aux: np.ndarray, domain: Domain) -> A
     if len(inputs) != r1cs.num_inputs or len(aux) != r1cs.num_aux:
         raise ValueError(f"witness sizes ({len(inputs)} inputs, {len(aux)} aux) do not match the "
                          f"circuit ({r1cs.num_inputs}, {r1cs.num_aux})")
+    aux = aux_ints(aux)
     if r1cs.qap_rows > domain.n:
         raise ValueError(f"circuit needs {r1cs.qap_rows} rows but the domain has {domain.n}")
     z = np.concatenate([inputs, aux])
@@ -56,7 +67,7 @@ def _build_timed(name: str, log_size: int, opts: OptSet, seed: int, keep_r1cs: b
     with absolute perf_counter times (CLOCK_MONOTONIC, comparable across processes on Linux)."""
     import time
     t0 = time.perf_counter()
-    r1cs, inputs, aux = circuits.build(name, log_size, opts=opts, seed=seed)
+    r1cs, inputs, aux = circuits.build(name, log_size, opts=opts, seed=seed, limbs=True)
     return (r1cs if keep_r1cs else None), inputs, aux, t0, time.perf_counter()
 
 
@@ -76,7 +87,7 @@ def synthesize(name: str, log_size: int, opts: OptSet, domain: Domain | None = N
     if executor is None:
         for i, seed in enumerate(seeds):
             with circuit(i):
-                r1cs, inputs, aux = circuits.build(name, log_size, opts=opts, seed=seed)
+                r1cs, inputs, aux = circuits.build(name, log_size, opts=opts, seed=seed, limbs=True)
                 if r1cs0 is None:
                     r1cs0 = r1cs
                     domain = domain or Domain.for_size(r1cs.qap_rows)
