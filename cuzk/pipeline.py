@@ -7,7 +7,7 @@ bounded queue of `depth`: a worker with a finished circuit waits while the queue
 depth + workers + 1 circuits are held on the host at once.
 
 The caller's thread is the prover: it takes circuits as they come, assigns on the device where the
-backend does (cuda: SpMV), and proves each alone with one Prover (key resident, uploaded once). All
+backend does (cuda: SpMV; the host conversion of z to limbs is done by the worker), and proves each alone with one Prover (key resident, uploaded once). All
 device work runs on this one thread; on the CPU backend this thread plays the device.
 
 `run_sequential` proves the same circuits one after another (synthesize, prove, next) for comparison.
@@ -22,7 +22,10 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from . import circuits
+from .field import FR_LIMBS, fr_array, ints_to_limbs
 from .phases.synthesis import assign, make_pool
 from .poly import Domain
 from .timing import PhaseTimer, circuit
@@ -47,15 +50,20 @@ class Job:
     opts: object
     seeds: tuple
     host_assign: bool        # a/b/c evaluated by the worker (CPU backend); else on the prover thread
+    witness_limbs: bool = False   # the worker also converts z to limbs for the backend's assign (cuda)
 
 
-def synth_one(name: str, log_size: int, opts, seed: int, host_assign: bool):
+def synth_one(name: str, log_size: int, opts, seed: int, host_assign: bool, witness_limbs: bool = False):
     """One circuit's synthesis (in a worker thread or process): (payload, start, stop) with absolute
     perf_counter times (CLOCK_MONOTONIC: comparable across processes on Linux). The payload is an
-    Assignment (host_assign) or (inputs, aux)."""
+    Assignment (host_assign) or (inputs, aux, z as canonical limbs or None)."""
     t0 = time.perf_counter()
     r1cs, inputs, aux = circuits.build(name, log_size, opts=opts, seed=seed)
-    payload = assign(r1cs, inputs, aux, Domain.for_size(r1cs.qap_rows)) if host_assign else (inputs, aux)
+    if host_assign:
+        payload = assign(r1cs, inputs, aux, Domain.for_size(r1cs.qap_rows))
+    else:
+        limbs = ints_to_limbs(fr_array(np.concatenate([inputs, aux])), FR_LIMBS) if witness_limbs else None
+        payload = (inputs, aux, limbs)
     return payload, t0, time.perf_counter()
 
 
@@ -119,10 +127,11 @@ class _Proving:
         if self.job.host_assign:
             asg = payload
         else:
-            inputs, aux = payload
+            inputs, aux, limbs = payload
+            kw = {} if limbs is None else {"z_limbs": limbs}
             with timer.phase("synthesis", self.impl):
                 with circuit(i, label="assign"):
-                    asg = self.prover.backend.assign(self.r1cs, inputs, aux, self.domain)
+                    asg = self.prover.backend.assign(self.r1cs, inputs, aux, self.domain, **kw)
             run.spans.append(("synthesis", timer.records["synthesis"].spans[-1]))
         marks = {p: (len(r.spans), len(r.circuits)) for p, r in timer.records.items()}
         proof = self.prover.prove([asg], timer)[0]
@@ -167,7 +176,7 @@ def run_pipelined(prover, r1cs, job: Job, workers: int, depth: int, pool: str = 
                 i = next(counter, None)
             if i is None:
                 return
-            args = (job.name, job.log_size, job.opts, job.seeds[i], job.host_assign)
+            args = (job.name, job.log_size, job.opts, job.seeds[i], job.host_assign, job.witness_limbs)
             try:
                 res = executor.submit(synth_one, *args).result() if executor else synth_one(*args)
                 item = (i, w, res, step.now(), None)
@@ -224,7 +233,7 @@ def run_sequential(prover, r1cs, job: Job) -> RunResult:
     step = _Proving(prover, r1cs, job, timer)
     runs, proofs, publics = [], [], []
     for i, seed in enumerate(job.seeds):
-        payload, t0, t1 = synth_one(job.name, job.log_size, job.opts, seed, job.host_assign)
+        payload, t0, t1 = synth_one(job.name, job.log_size, job.opts, seed, job.host_assign, job.witness_limbs)
         ready = step.now()
         run = CircuitRun(i, seed, None, t0 - timer.origin, t1 - timer.origin, ready, ready)
         timer.add_circuit_span("synthesis", i, t0, t1, label="witness")

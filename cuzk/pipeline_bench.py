@@ -95,7 +95,8 @@ def bench_pipeline(args, opts) -> int:
         raise CliError("the warm-up proof does not verify")
     del asg, inputs, aux
 
-    job = Job(args.circuit, args.log_size, opts, tuple(range(1, args.circuits + 1)), host_assign)
+    job = Job(args.circuit, args.log_size, opts, tuple(range(1, args.circuits + 1)), host_assign,
+              witness_limbs=getattr(backend, "witness_limbs", False))
     try:
         pipe = run_pipelined(prover, r1cs, job, workers, depth, pool)
         seq = run_sequential(prover, r1cs, job) if args.compare else None

@@ -12,11 +12,13 @@ import threading
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from cuzk import circuits
 from cuzk.backend.cpu import CpuBackend
 from cuzk.cli import main
+from cuzk.field import FR_LIMBS, fr_array, ints_to_limbs
 from cuzk.groth16 import verify
 from cuzk.keygen import cached_setup
 from cuzk.opts import resolve
@@ -46,6 +48,13 @@ class FakeGpuBackend(CpuBackend):
     """The CPU backend with every proving phase 'on a device' timed by FakeDevice, and a/b/c
     assigned on the prover thread (as the cuda backend does)."""
     name = "fakegpu"
+    witness_limbs = True
+
+    def assign(self, r1cs, inputs, aux, domain, z_limbs=None):
+        z = np.concatenate([inputs, aux])
+        assert z_limbs is not None and (z_limbs == ints_to_limbs(fr_array(z), FR_LIMBS)).all()
+        self.limbs_seen = getattr(self, "limbs_seen", 0) + 1
+        return super().assign(r1cs, inputs, aux, domain)
 
     def phase_impl(self, phase):
         return {"synthesis": "mixed", "proof_assembly": "cpu"}.get(phase, "fake")
@@ -63,7 +72,7 @@ def setup():
 
 
 def _job(opts, n, host_assign=True):
-    return Job("porep_like", LOG, opts, tuple(range(1, n + 1)), host_assign)
+    return Job("porep_like", LOG, opts, tuple(range(1, n + 1)), host_assign, witness_limbs=not host_assign)
 
 
 def _check_times(s: dict, pipelined: bool):
@@ -120,7 +129,10 @@ def test_queue_bounds_the_circuits_held(setup):
 def test_device_clock_busy_idle_and_lanes(setup):
     opts, r1cs, pk = setup
     prover = Prover(FakeGpuBackend(opts), pk)
-    s = summary(run_pipelined(prover, r1cs, _job(opts, 3, host_assign=False), 1, 2, "thread"))
+    res = run_pipelined(prover, r1cs, _job(opts, 3, host_assign=False), 1, 2, "thread")
+    assert prover.backend.limbs_seen == 3
+    assert all(verify(pk.verifying_key(), pub, pf) for pub, pf in zip(res.publics, res.proofs))
+    s = summary(res)
     _check_times(s, pipelined=True)
     assert 0 < s["gpu_busy_s"] <= s["prover_busy_s"] and s["gpu_idle_s"] == pytest.approx(s["wall_s"] - s["gpu_busy_s"])
     for c in s["per_circuit"]:
@@ -188,3 +200,37 @@ def test_bad_depth_exit_code_in_a_process():
     r = subprocess.run([sys.executable, "-m", "cuzk", "bench", "--backend", "cpu", "--pipeline", "--pipeline-depth",
                         "0"], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and "--pipeline-depth must be >= 1" in r.stderr and r.stdout == ""
+
+
+@pytest.mark.gpu
+def test_cuda_assign_from_limbs_matches(setup):
+    import cupy
+    from cuzk.backend.cuda import CudaBackend
+    from cuzk.poly import Domain
+    opts, r1cs, _ = setup
+    be = CudaBackend(opts)
+    _, inputs, aux = circuits.build("porep_like", LOG, opts=opts, seed=5)
+    d = Domain.for_size(r1cs.qap_rows)
+    limbs = ints_to_limbs(fr_array(np.concatenate([inputs, aux])), FR_LIMBS)
+    a, b = be.assign(r1cs, inputs, aux, d), be.assign(r1cs, inputs, aux, d, z_limbs=limbs)
+    assert bool(cupy.array_equal(a.abc_dev, b.abc_dev)) and bool(cupy.array_equal(a.z_dev, b.z_dev))
+    with pytest.raises(ValueError, match="z_limbs has shape"):
+        be.assign(r1cs, inputs, aux, d, z_limbs=limbs[1:])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("pool", ["thread", "process"])
+def test_cuda_pipeline_verifies_with_gpu_clock(pool, tmp_path, capsys):
+    js = tmp_path / "run.json"
+    rc = main(["bench", "--backend", "cuda", "--log-size", "12", "--circuits", "3", "--pipeline", "--compare",
+               "--pipeline-workers", "2", "--synthesis-pool", pool, "--json", str(js)])
+    assert rc == 0
+    rep = json.loads(js.read_text())
+    p = rep["pipeline"]
+    assert rep["verified"] is True and p["pool"] == pool
+    _check_times(p, pipelined=True)
+    _check_times(p["sequential"], pipelined=False)
+    for s in (p, p["sequential"]):
+        assert 0 < s["gpu_busy_s"] < s["wall_s"] and s["gpu_idle_s"] == pytest.approx(s["wall_s"] - s["gpu_busy_s"])
+        for c in s["per_circuit"]:
+            assert c["device_spans"][0]["phase"] == "synthesis" and c["device_start_s"] < c["device_stop_s"]

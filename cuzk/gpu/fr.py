@@ -27,8 +27,12 @@ def _pinned_copy(host: np.ndarray):
 def upload(values, mont: bool = True, pinned: bool = False):
     """Host Fr ints -> device uint32[n, 8] (Montgomery when mont), converted on the GPU.
     `pinned` stages the limbs in page-locked host memory first (B1)."""
+    return upload_limbs(ints_to_limbs(fr_array(values), FR_LIMBS), mont, pinned)
+
+
+def upload_limbs(host: np.ndarray, mont: bool = True, pinned: bool = False):
+    """Canonical host limbs uint32[n, 8] (ints_to_limbs of fr_array) -> device, as `upload`."""
     import cupy
-    host = ints_to_limbs(fr_array(values), FR_LIMBS)
     limbs = _pinned_copy(host) if pinned else cupy.asarray(host)
     if mont and len(limbs):
         _launch("fr_to_mont", limbs, limbs, len(limbs))
