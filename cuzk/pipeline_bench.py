@@ -4,6 +4,9 @@
 Before the clock: the constraint system (the same for every seed) is built once for the key, and one
 warm-up proof of it is made and verified (kernels loaded, memory pools grown), so both runs see a warm
 prover. The pipelined run goes first, so the sequential one gets any warmth left over from it.
+The JSON's `phases` are the pipelined run's prover thread (its `synthesis` is the device assign only;
+the workers' witness generation is in that phase's per-circuit 'witness' sub-records); the `pipeline`
+section has the run's figures and per-circuit times (seconds since the run started).
 """
 from __future__ import annotations
 

@@ -87,7 +87,8 @@ def _check_times(s: dict, pipelined: bool):
     assert s["proofs_per_s"] == pytest.approx(s["circuits"] / s["wall_s"])
     overlapping = [(i["circuit"], j["circuit"]) for i in per for j in per
                    if j["synth_start_s"] < i["prove_stop_s"] and j["synth_stop_s"] > i["prove_start_s"]]
-    if pipelined:
+    if pipelined:       # sure once circuits > depth + workers: later syntheses wait for the prover to take one
+        assert s["circuits"] > s["depth"] + s["workers"]
         assert overlapping and s["overlap_s"] > 0, "a synthesis runs while an earlier circuit is proved"
     else:
         assert not overlapping and s["overlap_s"] == 0
@@ -129,8 +130,8 @@ def test_queue_bounds_the_circuits_held(setup):
 def test_device_clock_busy_idle_and_lanes(setup):
     opts, r1cs, pk = setup
     prover = Prover(FakeGpuBackend(opts), pk)
-    res = run_pipelined(prover, r1cs, _job(opts, 3, host_assign=False), 1, 2, "thread")
-    assert prover.backend.limbs_seen == 3
+    res = run_pipelined(prover, r1cs, _job(opts, 4, host_assign=False), 1, 2, "thread")
+    assert prover.backend.limbs_seen == 4
     assert all(verify(pk.verifying_key(), pub, pf) for pub, pf in zip(res.publics, res.proofs))
     s = summary(res)
     _check_times(s, pipelined=True)
@@ -142,7 +143,7 @@ def test_device_clock_busy_idle_and_lanes(setup):
             assert c["prove_start_s"] - 1e-3 <= d["start_s"] <= d["stop_s"] <= c["prove_stop_s"] + 1e-3
     tl = pipeline_lanes(s)
     assert tl["lanes"] == ["worker 0 (host)", "waiting for prover", "prover (host)", "GPU (CUDA events)"]
-    assert sorted(b["circuit"] for b in tl["bars"] if b["kind"] == "prove") == [0, 1, 2]
+    assert sorted(b["circuit"] for b in tl["bars"] if b["kind"] == "prove") == [0, 1, 2, 3]
     seq = summary(run_sequential(prover, r1cs, _job(opts, 2, host_assign=False)))
     _check_times(seq, pipelined=False)
     assert pipeline_lanes(seq)["lanes"][0] == "synthesis (host)"
@@ -156,13 +157,17 @@ def test_waiting_bars_get_their_own_rows():
 
 
 def test_process_pool_default(tmp_path, capsys):
-    js = tmp_path / "run.json"
-    rc = main(["bench", "--backend", "cpu", "--log-size", str(LOG), "--circuits", "3", "--pipeline",
-               "--pipeline-workers", "2", "--json", str(js)])
+    js, out = tmp_path / "run.json", tmp_path / "save"
+    rc = main(["bench", "--backend", "cpu", "--log-size", str(LOG), "--circuits", "5", "--pipeline",
+               "--pipeline-workers", "2", "--json", str(js), "--save", str(out)])
     assert rc == 0
     p = json.loads(js.read_text())["pipeline"]
     assert p["pool"] == "process" and p["sequential"] is None and p["speedup"] is None
     _check_times(p, pipelined=True)
+    capsys.readouterr()
+    vk = str(out / "verification_key.json")
+    assert main(["verify", vk, str(out / "public_2.json"), str(out / "proof_2.json")]) == 0
+    assert main(["verify", vk, str(out / "public_1.json"), str(out / "proof_2.json")]) == 1
 
 
 def test_failed_synthesis_is_an_error_and_writes_nothing(tmp_path, capsys, monkeypatch):
@@ -222,7 +227,7 @@ def test_cuda_assign_from_limbs_matches(setup):
 @pytest.mark.parametrize("pool", ["thread", "process"])
 def test_cuda_pipeline_verifies_with_gpu_clock(pool, tmp_path, capsys):
     js = tmp_path / "run.json"
-    rc = main(["bench", "--backend", "cuda", "--log-size", "12", "--circuits", "3", "--pipeline", "--compare",
+    rc = main(["bench", "--backend", "cuda", "--log-size", "12", "--circuits", "5", "--pipeline", "--compare",
                "--pipeline-workers", "2", "--synthesis-pool", pool, "--json", str(js)])
     assert rc == 0
     rep = json.loads(js.read_text())
