@@ -150,6 +150,10 @@ def cmd_bench(args) -> int:
             _plt()
         except RuntimeError as e:
             raise CliError(str(e)) from e
+    from . import pipeline_bench
+    if pipeline_bench.wanted(args):
+        return pipeline_bench.bench_pipeline(args, opts)
+    args.synthesis_pool = args.synthesis_pool or "thread"
     backend = get_backend(args.backend, opts=opts)
     if args.device_keygen == "on" and backend.name != "cuda":
         raise CliError("--device-keygen on needs the cuda backend")
@@ -373,7 +377,7 @@ def cmd_ablate(args) -> int:
             print(f"cuzk: no GPU backend ({why}); using the CPU reference", file=sys.stderr)
     setup = ablate.Setup(backend=backend, circuit=args.circuit, log_size=args.log_size, circuits=args.circuits,
                          repeat=args.repeat, names=names, confidence=args.confidence,
-                         parallel_synthesis=args.parallel_synthesis, synthesis_pool=args.synthesis_pool,
+                         parallel_synthesis=args.parallel_synthesis, synthesis_pool=args.synthesis_pool or "thread",
                          convention=args.convention, generator=args.generator,
                          leave_one_out=not args.no_leave_one_out)
     try:
@@ -460,8 +464,9 @@ def build_parser() -> argparse.ArgumentParser:
     def synthesis_args(sp):
         sp.add_argument("--parallel-synthesis", type=int, default=0, metavar="N",
                         help="generate the circuits' witnesses in N parallel workers (default 0: one after another)")
-        sp.add_argument("--synthesis-pool", default="thread", choices=("thread", "process"),
-                        help="parallel synthesis in threads (one address space, as bellperson; default) or processes")
+        sp.add_argument("--synthesis-pool", default=None, choices=("thread", "process"),
+                        help="parallel synthesis in threads (one address space, as bellperson; default) or "
+                             "processes (default with --pipeline)")
 
     b = sub.add_parser("bench", help="set up (cached), synthesize, prove, verify; print the phase table")
     b.add_argument("--backend", default="auto", choices=("auto", "cpu", "cuda"))
@@ -477,6 +482,15 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--timeline", metavar="FILE.png", help="draw each phase per circuit on a time axis (host and "
                                                           "device lanes), so overlaps and gaps show")
     synthesis_args(b)
+    b.add_argument("--pipeline", action="store_true",
+                   help="synthesize the next circuits on host workers while the prover proves the current ones "
+                        "(key resident; one proof per circuit); reports throughput, GPU busy/idle, overlap")
+    b.add_argument("--pipeline-depth", type=int, default=None, metavar="N",
+                   help="synthesized circuits that may wait for the prover (default 2; bounds host memory)")
+    b.add_argument("--pipeline-workers", type=int, default=None, metavar="N",
+                   help="synthesis workers (default: half the CPU cores, at most --circuits)")
+    b.add_argument("--compare", action="store_true",
+                   help="with --pipeline: also prove the same circuits one after another; report the wall ratio")
     b.set_defaults(func=cmd_bench)
 
     k = sub.add_parser("keygen", help="test setup with known toxic waste (cached unless --out)")

@@ -30,7 +30,7 @@ def test_compact_spmv_equals_plain(circuit):
     from cuzk.gpu import spmv
     from cuzk.poly import Domain
     L, (r1cs, inputs, aux) = circuit
-    z = gfr.upload_limbs(inputs, aux)
+    z = gfr.upload_split(inputs, aux)
     n = Domain.for_size(r1cs.qap_rows).n
     got = spmv.evaluate(spmv.DeviceR1CS(r1cs), z, n)
     want = spmv.evaluate(spmv.DeviceR1CS(plain(r1cs)), z, n)
@@ -39,7 +39,7 @@ def test_compact_spmv_equals_plain(circuit):
     bad[3, 0] ^= 1
     from cuzk.r1cs import UnsatisfiedError
     with pytest.raises(UnsatisfiedError):
-        spmv.evaluate(spmv.DeviceR1CS(r1cs), gfr.upload_limbs(inputs, bad), n)
+        spmv.evaluate(spmv.DeviceR1CS(r1cs), gfr.upload_split(inputs, bad), n)
 
 
 def test_upload_limbs_equals_upload(circuit):
@@ -48,7 +48,7 @@ def test_upload_limbs_equals_upload(circuit):
     from cuzk.gpu import fr as gfr
     _, (_, inputs, aux) = circuit
     want = gfr.upload(np.concatenate([inputs, limbs_to_ints(aux)]))
-    assert bool(cupy.array_equal(gfr.upload_limbs(inputs, aux), want))
+    assert bool(cupy.array_equal(gfr.upload_split(inputs, aux), want))
 
 
 def test_device_key_equals_downloaded_key(circuit):

@@ -107,14 +107,22 @@ class CudaBackend(CpuBackend):
     def timer_device(self):
         return CudaTimerDevice()
 
-    def assign(self, r1cs, inputs, aux, domain):
+    witness_limbs = True      # assign takes z_limbs: the host conversion made ahead (bench --pipeline workers)
+
+    def assign(self, r1cs, inputs, aux, domain, z_limbs=None):
+        """`z_limbs`: z as canonical limbs (field.ints_to_limbs of fr_array), converted elsewhere."""
         if len(inputs) != r1cs.num_inputs or len(aux) != r1cs.num_aux:
             raise ValueError(f"witness sizes ({len(inputs)} inputs, {len(aux)} aux) do not match the "
                              f"circuit ({r1cs.num_inputs}, {r1cs.num_aux})")
-        if aux.dtype == np.uint32 and aux.ndim == 2:          # canonical limbs: no ints on the way
-            z = gfr.upload_limbs(inputs, aux)
+        pinned = self.opts.enabled("B1")
+        if z_limbs is not None:
+            if z_limbs.shape != (len(inputs) + len(aux), FR_LIMBS):
+                raise ValueError(f"z_limbs has shape {z_limbs.shape}, expected ({len(inputs) + len(aux)}, {FR_LIMBS})")
+            z = gfr.upload_limbs(z_limbs, pinned=pinned)
+        elif aux.dtype == np.uint32 and aux.ndim == 2:          # canonical limbs: no ints on the way
+            z = gfr.upload_split(inputs, aux)
         else:
-            z = gfr.upload(np.concatenate([inputs, aux]), pinned=self.opts.enabled("B1"))
+            z = gfr.upload(np.concatenate([inputs, aux]), pinned=pinned)
         abc = spmv.evaluate(spmv.DeviceR1CS.of(r1cs), z, domain.n)
         return Assignment(inputs, aux, None, None, None, abc_dev=abc, z_dev=z)
 

@@ -27,15 +27,19 @@ def _pinned_copy(host: np.ndarray):
 def upload(values, mont: bool = True, pinned: bool = False):
     """Host Fr ints -> device uint32[n, 8] (Montgomery when mont), converted on the GPU.
     `pinned` stages the limbs in page-locked host memory first (B1)."""
+    return upload_limbs(ints_to_limbs(fr_array(values), FR_LIMBS), mont, pinned)
+
+
+def upload_limbs(host: np.ndarray, mont: bool = True, pinned: bool = False):
+    """Canonical host limbs uint32[n, 8] (ints_to_limbs of fr_array) -> device, as `upload`."""
     import cupy
-    host = ints_to_limbs(fr_array(values), FR_LIMBS)
     limbs = _pinned_copy(host) if pinned else cupy.asarray(host)
     if mont and len(limbs):
         _launch("fr_to_mont", limbs, limbs, len(limbs))
     return limbs
 
 
-def upload_limbs(inputs, aux_limbs):
+def upload_split(inputs, aux_limbs):
     """z = inputs (a few ints) | aux (canonical uint32[num_aux, 8] limbs) -> device Montgomery
     uint32[num_vars, 8], written in place (no host concatenation of the large part)."""
     import cupy

@@ -50,7 +50,11 @@ def timeline_lanes(phases: dict) -> list[dict]:
 
 
 def timeline_png(report: dict):
-    """Each phase per circuit on one time axis, host and device lanes, so overlaps and gaps show."""
+    """Each phase per circuit on one time axis, host and device lanes, so overlaps and gaps show.
+    A pipelined run (`bench --pipeline`) gets worker, prover and device lanes instead."""
+    if report.get("pipeline"):
+        from .pipeline_plot import pipeline_png
+        return pipeline_png(report)
     plt = _plt()
     tl = timeline_lanes(report["phases"])
     lanes, bars = tl["lanes"], tl["bars"]

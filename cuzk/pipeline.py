@@ -1,0 +1,289 @@
+"""Pipelined proving: circuits are synthesized on host workers while the prover proves earlier ones.
+
+Workers take circuit indices in order and synthesize each (the witness; on a backend that assigns on
+the host, a/b/c too) in a thread, or in a spawned process behind the thread ('process' pool: the
+witness generators are mostly object-array numpy, which holds the GIL). Finished circuits go on a
+bounded queue of `depth`: a worker with a finished circuit waits while the queue is full, so at most
+depth + workers + 1 circuits are held on the host at once.
+
+The caller's thread is the prover: it takes circuits as they come, assigns on the device where the
+backend does (cuda: SpMV; the host conversion of z to limbs is done by the worker), and proves each alone with one Prover (key resident, uploaded once). All
+device work runs on this one thread; on the CPU backend this thread plays the device.
+
+`run_sequential` proves the same circuits one after another (synthesize, prove, next) for comparison.
+Times are seconds since the run started (its PhaseTimer's origin), on the host clock; device spans
+come from the PhaseTimer's CUDA events.
+"""
+from __future__ import annotations
+
+import os
+import queue
+import threading
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import circuits
+from .field import FR_LIMBS, fr_array, ints_to_limbs
+from .phases.synthesis import assign, make_pool
+from .poly import Domain
+from .timing import PhaseTimer, circuit
+
+QUEUE_POLL_S = 0.2        # how often a blocked worker or the prover rechecks for a stop
+
+
+class PipelineError(RuntimeError):
+    pass
+
+
+def default_workers(circuits_n: int) -> int:
+    """Half the cores (the rest for the prover thread, the driver and numpy), at most one per circuit."""
+    return max(1, min(circuits_n, (os.cpu_count() or 2) // 2))
+
+
+@dataclass(frozen=True)
+class Job:
+    """What to synthesize: circuit `name` at 2^log_size, one witness seed per circuit."""
+    name: str
+    log_size: int
+    opts: object
+    seeds: tuple
+    host_assign: bool        # a/b/c evaluated by the worker (CPU backend); else on the prover thread
+    witness_limbs: bool = False   # the worker also converts z to limbs for the backend's assign (cuda)
+
+
+def synth_one(name: str, log_size: int, opts, seed: int, host_assign: bool, witness_limbs: bool = False):
+    """One circuit's synthesis (in a worker thread or process): (payload, start, stop) with absolute
+    perf_counter times (CLOCK_MONOTONIC: comparable across processes on Linux). The payload is an
+    Assignment (host_assign) or (inputs, aux, z as canonical limbs or None)."""
+    t0 = time.perf_counter()
+    r1cs, inputs, aux = circuits.build(name, log_size, opts=opts, seed=seed, limbs=witness_limbs and not host_assign)
+    if host_assign:
+        payload = assign(r1cs, inputs, aux, Domain.for_size(r1cs.qap_rows))
+    elif witness_limbs and aux.dtype == np.uint32:          # the generator wrote limbs (porep_partition)
+        payload = (inputs, aux, None)                        # the backend's assign takes them as they are
+    else:
+        limbs = ints_to_limbs(fr_array(np.concatenate([inputs, aux])), FR_LIMBS) if witness_limbs else None
+        payload = (inputs, aux, limbs)
+    return payload, t0, time.perf_counter()
+
+
+@dataclass
+class CircuitRun:
+    """When one circuit's steps ran (seconds since the run started)."""
+    circuit: int
+    seed: int
+    worker: int | None           # None: synthesized on the prover thread (sequential run)
+    synth_start_s: float = 0.0
+    synth_stop_s: float = 0.0
+    ready_s: float = 0.0         # the result is back in this process (after unpickling, for processes)
+    taken_s: float = 0.0         # the prover took it from the queue
+    prove_start_s: float = 0.0
+    prove_stop_s: float = 0.0
+    spans: list = field(default_factory=list)     # (phase, timing.Span) of this circuit's proving
+
+    def device_spans(self) -> list[dict]:
+        return [{"phase": p, "start_s": s.device_start_s, "stop_s": s.device_stop_s}
+                for p, s in self.spans if s.device_start_s is not None]
+
+    def as_dict(self) -> dict:
+        dev = self.device_spans()
+        return {"circuit": self.circuit, "seed": self.seed, "worker": self.worker,
+                "synth_start_s": self.synth_start_s, "synth_stop_s": self.synth_stop_s,
+                "ready_s": self.ready_s, "taken_s": self.taken_s,
+                "prove_start_s": self.prove_start_s, "prove_stop_s": self.prove_stop_s,
+                "device_start_s": dev[0]["start_s"] if dev else None,
+                "device_stop_s": dev[-1]["stop_s"] if dev else None,
+                "device_spans": dev}
+
+
+@dataclass
+class RunResult:
+    mode: str                    # "pipelined" or "sequential"
+    wall_s: float
+    runs: list                   # CircuitRun per circuit, by index
+    proofs: list
+    publics: list
+    phases: dict                 # the run's PhaseTimer.as_dict()
+    workers: int | None = None
+    depth: int | None = None
+    pool: str | None = None
+
+
+class _Proving:
+    """The prover thread's step for one circuit: device assign where needed, prove, record."""
+
+    def __init__(self, prover, r1cs, job: Job, timer: PhaseTimer):
+        self.prover, self.r1cs, self.job, self.timer = prover, r1cs, job, timer
+        self.domain = Domain.for_size(r1cs.qap_rows)
+        self.impl = prover.backend.phase_impl("synthesis")
+
+    def now(self) -> float:
+        return time.perf_counter() - self.timer.origin
+
+    def prove(self, run: CircuitRun, payload):
+        """The proof and public inputs of one circuit; its spans are tagged with its index."""
+        timer, i = self.timer, run.circuit
+        run.prove_start_s = self.now()
+        if self.job.host_assign:
+            asg = payload
+        else:
+            inputs, aux, limbs = payload
+            kw = {} if limbs is None else {"z_limbs": limbs}
+            with timer.phase("synthesis", self.impl):
+                with circuit(i, label="assign"):
+                    asg = self.prover.backend.assign(self.r1cs, inputs, aux, self.domain, **kw)
+            run.spans.append(("synthesis", timer.records["synthesis"].spans[-1]))
+        marks = {p: (len(r.spans), len(r.circuits)) for p, r in timer.records.items()}
+        proof = self.prover.prove([asg], timer)[0]
+        for p, rec in timer.records.items():
+            s0, c0 = marks.get(p, (0, 0))
+            run.spans.extend((p, s) for s in rec.spans[s0:])
+            for sub in rec.circuits[c0:]:        # the backend numbers circuits within its batch of one
+                sub.circuit = i
+        run.prove_stop_s = self.now()
+        return proof, asg.public
+
+
+def _put(q: queue.Queue, item, stop: threading.Event) -> bool:
+    while not stop.is_set():
+        try:
+            q.put(item, timeout=QUEUE_POLL_S)
+            return True
+        except queue.Full:
+            continue
+    return False
+
+
+def run_pipelined(prover, r1cs, job: Job, workers: int, depth: int, pool: str = "thread") -> RunResult:
+    """Prove job's circuits with synthesis on `workers` workers ahead of the prover, through a queue
+    of `depth`. Raises PipelineError if a synthesis fails (the other workers are stopped first)."""
+    if workers < 1 or depth < 1:
+        raise ValueError(f"a pipeline needs >= 1 worker and depth >= 1, got {workers} and {depth}")
+    if pool not in ("thread", "process"):
+        raise ValueError(f"synthesis pool must be thread or process, not {pool!r}")
+    n = len(job.seeds)
+    executor = make_pool("process", workers) if pool == "process" else None   # started before the clock
+    q: queue.Queue = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+    lock = threading.Lock()
+    counter = iter(range(n))
+    timer = PhaseTimer(device=prover.backend.timer_device())
+    step = _Proving(prover, r1cs, job, timer)
+
+    def work(w: int):
+        while not stop.is_set():
+            with lock:
+                i = next(counter, None)
+            if i is None:
+                return
+            args = (job.name, job.log_size, job.opts, job.seeds[i], job.host_assign, job.witness_limbs)
+            try:
+                res = executor.submit(synth_one, *args).result() if executor else synth_one(*args)
+                item = (i, w, res, step.now(), None)
+            except BaseException as e:          # handed to the prover, which raises it
+                item = (i, w, None, step.now(), e)
+            if not _put(q, item, stop) or item[4] is not None:
+                return
+
+    threads = [threading.Thread(target=work, args=(w,), name=f"cuzk-pipe-{w}", daemon=True)
+               for w in range(workers)]
+    runs: list = [None] * n
+    proofs: list = [None] * n
+    publics: list = [None] * n
+    try:
+        for t in threads:
+            t.start()
+        for _ in range(n):
+            while True:
+                try:
+                    i, w, res, ready, err = q.get(timeout=QUEUE_POLL_S)
+                    break
+                except queue.Empty:
+                    if not any(t.is_alive() for t in threads) and q.empty():
+                        raise PipelineError("the synthesis workers stopped without a result")
+            taken = step.now()
+            if err is not None:
+                raise PipelineError(f"synthesis of circuit {i} (seed {job.seeds[i]}) failed: "
+                                    f"{type(err).__name__}: {err}") from err
+            payload, t0, t1 = res
+            run = CircuitRun(i, job.seeds[i], w, t0 - timer.origin, t1 - timer.origin, ready, taken)
+            timer.add_circuit_span("synthesis", i, t0, t1, label="witness")
+            proofs[i], publics[i] = step.prove(run, payload)
+            runs[i] = run
+            del payload, res
+        wall = step.now()
+    finally:
+        stop.set()
+        while True:                         # unblock workers waiting on a full queue
+            try:
+                q.get_nowait()
+            except queue.Empty:
+                break
+        for t in threads:
+            if t.is_alive():
+                t.join()
+        if executor is not None:
+            executor.shutdown(wait=True, cancel_futures=True)
+    return RunResult("pipelined", wall, runs, proofs, publics, timer.as_dict(), workers, depth, pool)
+
+
+def run_sequential(prover, r1cs, job: Job) -> RunResult:
+    """The same circuits one after another on this thread: synthesize, prove, next."""
+    timer = PhaseTimer(device=prover.backend.timer_device())
+    step = _Proving(prover, r1cs, job, timer)
+    runs, proofs, publics = [], [], []
+    for i, seed in enumerate(job.seeds):
+        payload, t0, t1 = synth_one(job.name, job.log_size, job.opts, seed, job.host_assign, job.witness_limbs)
+        ready = step.now()
+        run = CircuitRun(i, seed, None, t0 - timer.origin, t1 - timer.origin, ready, ready)
+        timer.add_circuit_span("synthesis", i, t0, t1, label="witness")
+        proof, public = step.prove(run, payload)
+        del payload
+        runs.append(run)
+        proofs.append(proof)
+        publics.append(public)
+    wall = step.now()
+    return RunResult("sequential", wall, runs, proofs, publics, timer.as_dict())
+
+
+# --- summary ---
+
+def _union(intervals) -> list[tuple[float, float]]:
+    out: list = []
+    for a, b in sorted((a, b) for a, b in intervals if b > a):
+        if out and a <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], b))
+        else:
+            out.append((a, b))
+    return out
+
+
+def _length(intervals) -> float:
+    return sum(b - a for a, b in _union(intervals))
+
+
+def _overlap(xs, ys) -> float:
+    """Length of the time covered by both interval sets."""
+    return _length([(max(a, c), min(b, d)) for a, b in _union(xs) for c, d in _union(ys)])
+
+
+def summary(res: RunResult) -> dict:
+    """Throughput, busy/idle time of the prover thread and (where CUDA events were recorded) the GPU,
+    and the overlap of synthesis with proving, over the run's wall time."""
+    n, wall = len(res.runs), res.wall_s
+    prove = [(r.prove_start_s, r.prove_stop_s) for r in res.runs]
+    synth = [(r.synth_start_s, r.synth_stop_s) for r in res.runs]
+    dev = [(d["start_s"], d["stop_s"]) for r in res.runs for d in r.device_spans()]
+    busy = _length(prove)
+    gpu_busy = _length(dev) if dev else None
+    return {
+        "mode": res.mode, "circuits": n, "workers": res.workers, "depth": res.depth, "pool": res.pool,
+        "wall_s": wall, "proofs_per_s": n / wall, "s_per_proof": wall / n,
+        "fill_s": min(a for a, _ in prove),          # before the first prove: nothing to prove yet
+        "overlap_s": _overlap(synth, prove),
+        "prover_busy_s": busy, "prover_idle_s": wall - busy,
+        "gpu_busy_s": gpu_busy, "gpu_idle_s": None if gpu_busy is None else wall - gpu_busy,
+        "per_circuit": [r.as_dict() for r in res.runs],
+    }

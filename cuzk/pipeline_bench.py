@@ -1,0 +1,151 @@
+"""`cuzk bench --pipeline`: N circuits proved with synthesis running ahead on host workers
+(cuzk.pipeline), the key resident; with --compare, the same N one after another in the same process.
+
+Before the clock: the constraint system (the same for every seed) is built once for the key, and one
+warm-up proof of it is made and verified (kernels loaded, memory pools grown), so both runs see a warm
+prover. The pipelined run goes first, so the sequential one gets any warmth left over from it.
+The JSON's `phases` are the pipelined run's prover thread (its `synthesis` is the device assign only;
+the workers' witness generation is in that phase's per-circuit 'witness' sub-records); the `pipeline`
+section has the run's figures and per-circuit times (seconds since the run started).
+"""
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+from . import __version__
+from .cli import EXIT_INVALID, EXIT_OK, CliError, _kernel_load_times, git_commit, write_all
+
+PIPELINE_FLAGS = ("pipeline_depth", "pipeline_workers", "compare")
+
+
+def wanted(args) -> bool:
+    return bool(args.pipeline) or any(getattr(args, f) not in (None, False) for f in PIPELINE_FLAGS)
+
+
+def check_args(args) -> None:
+    if not args.pipeline:
+        given = [f"--{f.replace('_', '-')}" for f in PIPELINE_FLAGS if getattr(args, f) not in (None, False)]
+        raise CliError(f"{', '.join(given)} needs --pipeline")
+    if args.parallel_synthesis:
+        raise CliError("--pipeline sets its synthesis workers with --pipeline-workers, not --parallel-synthesis")
+    if args.pipeline_depth is not None and args.pipeline_depth < 1:
+        raise CliError(f"--pipeline-depth must be >= 1, got {args.pipeline_depth}")
+    if args.pipeline_workers is not None and args.pipeline_workers < 1:
+        raise CliError(f"--pipeline-workers must be >= 1, got {args.pipeline_workers}")
+
+
+def _row(name: str, s: dict) -> str:
+    f = lambda v: "-" if v is None else f"{v:.3f}"      # noqa: E731
+    return (f"{name:<11}{f(s['wall_s']):>9}{s['proofs_per_s']:>10.3f}{f(s['s_per_proof']):>9}"
+            f"{f(s['fill_s']):>8}{f(s['overlap_s']):>10}{f(s['prover_busy_s']):>9}{f(s['prover_idle_s']):>9}"
+            f"{f(s['gpu_busy_s']):>9}{f(s['gpu_idle_s']):>9}")
+
+
+def table(p: dict) -> str:
+    """Per circuit (pipelined run), then one line per run and the speedup."""
+    lines = [f"{'circuit':>7}{'worker':>7}{'synth s':>16}{'waited s':>9}{'prove s':>16}{'gpu s':>16}"]
+    for c in p["per_circuit"]:
+        gpu = ("-" if c["device_start_s"] is None else f"{c['device_start_s']:.3f}-{c['device_stop_s']:.3f}")
+        lines.append(f"{c['circuit']:>7}{'-' if c['worker'] is None else c['worker']:>7}"
+                     f"{c['synth_start_s']:>8.3f}-{c['synth_stop_s']:<7.3f}{c['prove_start_s'] - c['ready_s']:>9.3f}"
+                     f"{c['prove_start_s']:>8.3f}-{c['prove_stop_s']:<7.3f}{gpu:>16}")
+    lines.append("")
+    lines.append(f"{'run':<11}{'wall s':>9}{'proofs/s':>10}{'s/proof':>9}{'fill s':>8}{'overlap s':>10}"
+                 f"{'busy s':>9}{'idle s':>9}{'gpu busy':>9}{'gpu idle':>9}")
+    lines.append(_row("pipelined", p))
+    if p.get("sequential"):
+        lines.append(_row("sequential", p["sequential"]))
+        lines.append(f"speedup (sequential wall / pipelined wall): x{p['speedup']:.3f}")
+    return "\n".join(lines)
+
+
+def bench_pipeline(args, opts) -> int:
+    from . import circuits
+    from .backend import get_backend
+    from .groth16 import verify, vk_to_json
+    from .keygen import cached_setup
+    from .nvml import gpu_state
+    from .phases.synthesis import assign
+    from .pipeline import Job, PipelineError, default_workers, run_pipelined, run_sequential, summary
+    from .poly import Domain
+    from .prover import Prover
+
+    check_args(args)
+    depth = args.pipeline_depth or 2
+    workers = args.pipeline_workers or default_workers(args.circuits)
+    pool = args.synthesis_pool or "process"
+    backend = get_backend(args.backend, opts=opts)
+    gpu_before = gpu_state() if backend.name != "cpu" else None
+    host_assign = backend.phase_impl("synthesis") == "cpu"
+
+    r1cs, inputs, aux = circuits.build(args.circuit, args.log_size, opts=opts, seed=1)
+    t0 = time.perf_counter()
+    keygen_backend = args.keygen_backend or ("cuda" if backend.name == "cuda" else "cpu")
+    pk, key_path, hit = cached_setup(r1cs, args.convention, args.generator, progress=None, backend=keygen_backend)
+    setup_s = time.perf_counter() - t0
+    print(f"key: {key_path} ({'cached' if hit else f'generated in {setup_s:.1f} s'})", file=sys.stderr)
+    prover = Prover(backend, pk)
+    vk = pk.verifying_key()
+    t0 = time.perf_counter()
+    domain = Domain.for_size(r1cs.qap_rows)
+    asg = (assign if host_assign else backend.assign)(r1cs, inputs, aux, domain)
+    warm = prover.prove([asg])[0]
+    warmup_s = time.perf_counter() - t0
+    if not verify(vk, asg.public, warm):
+        raise CliError("the warm-up proof does not verify")
+    del asg, inputs, aux
+
+    job = Job(args.circuit, args.log_size, opts, tuple(range(1, args.circuits + 1)), host_assign,
+              witness_limbs=getattr(backend, "witness_limbs", False))
+    try:
+        pipe = run_pipelined(prover, r1cs, job, workers, depth, pool)
+        seq = run_sequential(prover, r1cs, job) if args.compare else None
+    except PipelineError as e:
+        raise CliError(str(e)) from e
+    runs = [pipe] + ([seq] if seq else [])
+    verified = all(verify(vk, pub, pf) for r in runs for pub, pf in zip(r.publics, r.proofs))
+
+    section = summary(pipe)
+    section["warmup_s"] = warmup_s
+    section["sequential"] = summary(seq) if seq else None
+    section["speedup"] = seq.wall_s / pipe.wall_s if seq else None
+    phases = pipe.phases
+    report = {
+        "cuzk_version": __version__,
+        "commit": git_commit(),
+        "backend": backend.name,
+        "circuit": {"name": args.circuit, "constraints": r1cs.num_constraints, "domain": 1 << pk.log_n,
+                    "circuits": args.circuits, "convention": pk.convention, "generator": pk.generator,
+                    "parallel_synthesis": 0, "synthesis_pool": pool},
+        "optimizations": opts.as_dict(),
+        "phases": phases,
+        "total_s": sum(r["host_s"] for r in phases.values()),
+        "prove_wall_s": pipe.wall_s,
+        "setup_s": setup_s,
+        "verified": verified,
+        "kernel_load_s": _kernel_load_times(),
+        "gpu": None if gpu_before is None else {"before": gpu_before, "after": gpu_state()},
+        "pipeline": section,
+    }
+    print(f"cuzk bench --pipeline: {args.circuit} 2^{pk.log_n} ({r1cs.num_constraints} constraints) x "
+          f"{args.circuits}, backend {backend.name}, opts {opts.label()}, {workers} {pool} worker(s), depth {depth}")
+    print(table(section))
+    print(f"verified: {verified}")
+    outputs = {}
+    if args.json:
+        outputs[args.json] = json.dumps(report, indent=2) + "\n"
+    if args.timeline:
+        from .perf.plots import timeline_png
+        outputs[args.timeline] = timeline_png(report)
+    if args.save:
+        out = Path(args.save)
+        outputs[out / "verification_key.json"] = json.dumps(vk_to_json(vk), indent=1) + "\n"
+        for i, (pub, pf) in enumerate(zip(pipe.publics, pipe.proofs)):
+            sfx = "" if i == 0 else f"_{i}"
+            outputs[out / f"proof{sfx}.json"] = json.dumps(pf.to_json(), indent=1) + "\n"
+            outputs[out / f"public{sfx}.json"] = json.dumps([str(v) for v in pub]) + "\n"
+    write_all(outputs)
+    return EXIT_OK if verified else EXIT_INVALID

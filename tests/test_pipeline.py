@@ -1,0 +1,241 @@
+"""Pipelined proving (`cuzk bench --pipeline`, cuzk.pipeline), CPU backend, tiny sizes.
+
+Times are checked by their order only (never against wall-clock thresholds). A timer device whose
+events are host timestamps stands in for CUDA events, so the GPU busy/idle path runs without a GPU.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cuzk import circuits
+from cuzk.backend.cpu import CpuBackend
+from cuzk.cli import main
+from cuzk.field import FR_LIMBS, fr_array, ints_to_limbs
+from cuzk.groth16 import verify
+from cuzk.keygen import cached_setup
+from cuzk.opts import resolve
+from cuzk.perf.pipeline_plot import pipeline_lanes
+from cuzk.pipeline import Job, run_pipelined, run_sequential, summary
+from cuzk.prover import Prover
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+REPO = Path(__file__).resolve().parents[1]
+LOG = 8
+
+
+class FakeDevice:
+    """Timer device whose 'events' are host timestamps (elapsed = difference)."""
+
+    def record_event(self):
+        return time.perf_counter()
+
+    def elapsed_s(self, a, b):
+        return b - a
+
+    def peak_bytes(self):
+        return 0
+
+
+class FakeGpuBackend(CpuBackend):
+    """The CPU backend with every proving phase 'on a device' timed by FakeDevice, and a/b/c
+    assigned on the prover thread (as the cuda backend does)."""
+    name = "fakegpu"
+    witness_limbs = True
+
+    def assign(self, r1cs, inputs, aux, domain, z_limbs=None):
+        z = np.concatenate([inputs, aux])
+        assert z_limbs is not None and (z_limbs == ints_to_limbs(fr_array(z), FR_LIMBS)).all()
+        self.limbs_seen = getattr(self, "limbs_seen", 0) + 1
+        return super().assign(r1cs, inputs, aux, domain)
+
+    def phase_impl(self, phase):
+        return {"synthesis": "mixed", "proof_assembly": "cpu"}.get(phase, "fake")
+
+    def timer_device(self):
+        return FakeDevice()
+
+
+@pytest.fixture(scope="module")
+def setup():
+    opts = resolve("none", env=False)
+    r1cs, _, _ = circuits.build("porep_like", LOG, opts=opts, seed=1)
+    pk, _, _ = cached_setup(r1cs, progress=False, backend="cpu")
+    return opts, r1cs, pk
+
+
+def _job(opts, n, host_assign=True):
+    return Job("porep_like", LOG, opts, tuple(range(1, n + 1)), host_assign, witness_limbs=not host_assign)
+
+
+def _check_times(s: dict, pipelined: bool):
+    per = s["per_circuit"]
+    assert [c["circuit"] for c in per] == list(range(s["circuits"]))
+    for c in per:
+        assert 0 <= c["synth_start_s"] <= c["synth_stop_s"] <= c["ready_s"] <= c["taken_s"] <= c["prove_start_s"]
+        assert c["prove_start_s"] < c["prove_stop_s"] <= s["wall_s"]
+    proves = sorted((c["prove_start_s"], c["prove_stop_s"]) for c in per)
+    assert all(a[1] <= b[0] for a, b in zip(proves, proves[1:])), "one prover: proves never overlap"
+    assert s["prover_busy_s"] + s["prover_idle_s"] == pytest.approx(s["wall_s"])
+    assert s["proofs_per_s"] == pytest.approx(s["circuits"] / s["wall_s"])
+    overlapping = [(i["circuit"], j["circuit"]) for i in per for j in per
+                   if j["synth_start_s"] < i["prove_stop_s"] and j["synth_stop_s"] > i["prove_start_s"]]
+    if pipelined:       # sure once circuits > depth + workers: later syntheses wait for the prover to take one
+        assert s["circuits"] > s["depth"] + s["workers"]
+        assert overlapping and s["overlap_s"] > 0, "a synthesis runs while an earlier circuit is proved"
+    else:
+        assert not overlapping and s["overlap_s"] == 0
+        assert all(b["synth_start_s"] >= a["prove_stop_s"] for a, b in zip(per, per[1:]))
+
+
+def test_bench_pipeline_compare_json_and_png(tmp_path, capsys):
+    js, png = tmp_path / "run.json", tmp_path / "t.png"
+    rc = main(["bench", "--backend", "cpu", "--log-size", str(LOG), "--circuits", "4", "--pipeline", "--compare",
+               "--pipeline-workers", "1", "--synthesis-pool", "thread", "--json", str(js), "--timeline", str(png)])
+    out = capsys.readouterr().out
+    assert rc == 0 and "verified: True" in out and "speedup" in out
+    assert png.read_bytes()[:8] == PNG_MAGIC
+    rep = json.loads(js.read_text())
+    assert rep["verified"] is True
+    p = rep["pipeline"]
+    assert (p["workers"], p["depth"], p["pool"], p["circuits"]) == (1, 2, "thread", 4)
+    _check_times(p, pipelined=True)
+    _check_times(p["sequential"], pipelined=False)
+    assert p["speedup"] == pytest.approx(p["sequential"]["wall_s"] / p["wall_s"])
+    assert p["gpu_busy_s"] is None and p["gpu_idle_s"] is None          # the CPU backend has no device clock
+    assert {c["worker"] for c in p["per_circuit"]} == {0}
+    assert [c["circuit"] for c in rep["phases"]["tail_msm"]["circuits"]] == [0, 1, 2, 3]
+
+
+def test_queue_bounds_the_circuits_held(setup):
+    """Fast synthesis, slow prover: without the bound every circuit would be waiting at once."""
+    opts, r1cs, pk = setup
+    workers, depth, n = 2, 1, 6
+    res = run_pipelined(Prover(CpuBackend(opts), pk), r1cs, _job(opts, n), workers, depth, "thread")
+    per = summary(res)["per_circuit"]
+    held = max(sum(c["ready_s"] <= t < c["taken_s"] for c in per) for t in (c["ready_s"] for c in per))
+    assert held <= depth + workers
+    assert not [t for t in threading.enumerate() if t.name.startswith("cuzk-pipe")]
+    vk = pk.verifying_key()
+    assert all(verify(vk, pub, pf) for pub, pf in zip(res.publics, res.proofs))
+
+
+def test_device_clock_busy_idle_and_lanes(setup):
+    opts, r1cs, pk = setup
+    prover = Prover(FakeGpuBackend(opts), pk)
+    res = run_pipelined(prover, r1cs, _job(opts, 4, host_assign=False), 1, 2, "thread")
+    assert prover.backend.limbs_seen == 4
+    assert all(verify(pk.verifying_key(), pub, pf) for pub, pf in zip(res.publics, res.proofs))
+    s = summary(res)
+    _check_times(s, pipelined=True)
+    assert 0 < s["gpu_busy_s"] <= s["prover_busy_s"] and s["gpu_idle_s"] == pytest.approx(s["wall_s"] - s["gpu_busy_s"])
+    for c in s["per_circuit"]:
+        phases = [d["phase"] for d in c["device_spans"]]
+        assert phases[0] == "synthesis" and "tail_msm" in phases and "proof_assembly" not in phases
+        for d in c["device_spans"]:          # fake events are host times: inside the circuit's prove
+            assert c["prove_start_s"] - 1e-3 <= d["start_s"] <= d["stop_s"] <= c["prove_stop_s"] + 1e-3
+    tl = pipeline_lanes(s)
+    assert tl["lanes"] == ["worker 0 (host)", "waiting for prover", "prover (host)", "GPU (CUDA events)"]
+    assert sorted(b["circuit"] for b in tl["bars"] if b["kind"] == "prove") == [0, 1, 2, 3]
+    seq = summary(run_sequential(prover, r1cs, _job(opts, 2, host_assign=False)))
+    _check_times(seq, pipelined=False)
+    assert pipeline_lanes(seq)["lanes"][0] == "synthesis (host)"
+
+
+def test_waiting_bars_get_their_own_rows():
+    per = [{"circuit": i, "worker": 0, "synth_start_s": 0.0, "synth_stop_s": 0.1 * (i + 1), "prove_start_s": 1.0 + i,
+            "prove_stop_s": 2.0 + i} for i in range(3)]
+    bars = [b for b in pipeline_lanes({"per_circuit": per})["bars"] if b["kind"] == "waiting"]
+    assert sorted(b["row"] for b in bars) == [0, 1, 2] and {b["rows"] for b in bars} == {3}
+
+
+def test_process_pool_default(tmp_path, capsys):
+    js, out = tmp_path / "run.json", tmp_path / "save"
+    rc = main(["bench", "--backend", "cpu", "--log-size", str(LOG), "--circuits", "5", "--pipeline",
+               "--pipeline-workers", "2", "--json", str(js), "--save", str(out)])
+    assert rc == 0
+    p = json.loads(js.read_text())["pipeline"]
+    assert p["pool"] == "process" and p["sequential"] is None and p["speedup"] is None
+    _check_times(p, pipelined=True)
+    capsys.readouterr()
+    vk = str(out / "verification_key.json")
+    assert main(["verify", vk, str(out / "public_2.json"), str(out / "proof_2.json")]) == 0
+    assert main(["verify", vk, str(out / "public_1.json"), str(out / "proof_2.json")]) == 1
+
+
+def test_failed_synthesis_is_an_error_and_writes_nothing(tmp_path, capsys, monkeypatch):
+    build = circuits.build
+
+    def broken(name, log_size, opts=None, seed=1, limbs=False):
+        if seed == 3:
+            raise ValueError("injected failure")
+        return build(name, log_size, opts=opts, seed=seed, limbs=limbs)
+
+    monkeypatch.setattr(circuits, "build", broken)
+    js = tmp_path / "run.json"
+    rc = main(["bench", "--backend", "cpu", "--log-size", str(LOG), "--circuits", "5", "--pipeline",
+               "--synthesis-pool", "thread", "--pipeline-workers", "2", "--json", str(js)])
+    assert rc == 2
+    assert "synthesis of circuit 2 (seed 3) failed: ValueError: injected failure" in capsys.readouterr().err
+    assert not js.exists()
+    assert not [t for t in threading.enumerate() if t.name.startswith("cuzk-pipe")]
+
+
+@pytest.mark.parametrize("argv, msg", [
+    (["--pipeline", "--pipeline-depth", "0"], "--pipeline-depth must be >= 1"),
+    (["--pipeline", "--pipeline-workers", "0"], "--pipeline-workers must be >= 1"),
+    (["--compare"], "--compare needs --pipeline"),
+    (["--pipeline-depth", "3"], "--pipeline-depth needs --pipeline"),
+    (["--pipeline", "--parallel-synthesis", "2"], "not --parallel-synthesis"),
+])
+def test_bad_pipeline_args(argv, msg, tmp_path, capsys):
+    js = tmp_path / "run.json"
+    rc = main(["bench", "--backend", "cpu", "--log-size", str(LOG), "--json", str(js)] + argv)
+    assert rc == 2 and msg in capsys.readouterr().err and not js.exists()
+
+
+def test_bad_depth_exit_code_in_a_process():
+    r = subprocess.run([sys.executable, "-m", "cuzk", "bench", "--backend", "cpu", "--pipeline", "--pipeline-depth",
+                        "0"], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "--pipeline-depth must be >= 1" in r.stderr and r.stdout == ""
+
+
+@pytest.mark.gpu
+def test_cuda_assign_from_limbs_matches(setup):
+    import cupy
+    from cuzk.backend.cuda import CudaBackend
+    from cuzk.poly import Domain
+    opts, r1cs, _ = setup
+    be = CudaBackend(opts)
+    _, inputs, aux = circuits.build("porep_like", LOG, opts=opts, seed=5)
+    d = Domain.for_size(r1cs.qap_rows)
+    limbs = ints_to_limbs(fr_array(np.concatenate([inputs, aux])), FR_LIMBS)
+    a, b = be.assign(r1cs, inputs, aux, d), be.assign(r1cs, inputs, aux, d, z_limbs=limbs)
+    assert bool(cupy.array_equal(a.abc_dev, b.abc_dev)) and bool(cupy.array_equal(a.z_dev, b.z_dev))
+    with pytest.raises(ValueError, match="z_limbs has shape"):
+        be.assign(r1cs, inputs, aux, d, z_limbs=limbs[1:])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("pool", ["thread", "process"])
+def test_cuda_pipeline_verifies_with_gpu_clock(pool, tmp_path, capsys):
+    js = tmp_path / "run.json"
+    rc = main(["bench", "--backend", "cuda", "--log-size", "12", "--circuits", "5", "--pipeline", "--compare",
+               "--pipeline-workers", "2", "--synthesis-pool", pool, "--json", str(js)])
+    assert rc == 0
+    rep = json.loads(js.read_text())
+    p = rep["pipeline"]
+    assert rep["verified"] is True and p["pool"] == pool
+    _check_times(p, pipelined=True)
+    _check_times(p["sequential"], pipelined=False)
+    for s in (p, p["sequential"]):
+        assert 0 < s["gpu_busy_s"] < s["wall_s"] and s["gpu_idle_s"] == pytest.approx(s["wall_s"] - s["gpu_busy_s"])
+        for c in s["per_circuit"]:
+            assert c["device_spans"][0]["phase"] == "synthesis" and c["device_start_s"] < c["device_stop_s"]
