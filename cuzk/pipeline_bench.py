@@ -81,13 +81,23 @@ def bench_pipeline(args, opts) -> int:
     gpu_before = gpu_state() if backend.name != "cpu" else None
     host_assign = backend.phase_impl("synthesis") == "cpu"
 
-    r1cs, inputs, aux = circuits.build(args.circuit, args.log_size, opts=opts, seed=1)
+    r1cs, inputs, aux = circuits.build(args.circuit, args.log_size, opts=opts, seed=1, limbs=not host_assign)
     t0 = time.perf_counter()
-    keygen_backend = args.keygen_backend or ("cuda" if backend.name == "cuda" else "cpu")
-    pk, key_path, hit = cached_setup(r1cs, args.convention, args.generator, progress=None, backend=keygen_backend)
-    setup_s = time.perf_counter() - t0
-    print(f"key: {key_path} ({'cached' if hit else f'generated in {setup_s:.1f} s'})", file=sys.stderr)
-    prover = Prover(backend, pk)
+    from .cli import _device_keygen_on
+    if getattr(args, "device_keygen", "off") == "on" and backend.name != "cuda":
+        raise CliError("--device-keygen on needs the cuda backend")
+    if _device_keygen_on(args, backend, r1cs):
+        from .keygen import setup_on_device
+        pk, kh, _info = setup_on_device(r1cs, args.convention, args.generator)
+        setup_s = time.perf_counter() - t0
+        print(f"key: made on the GPU and kept there in {setup_s:.1f} s", file=sys.stderr)
+        prover = Prover(backend, pk, kh=kh)
+    else:
+        keygen_backend = args.keygen_backend or ("cuda" if backend.name == "cuda" else "cpu")
+        pk, key_path, hit = cached_setup(r1cs, args.convention, args.generator, progress=None, backend=keygen_backend)
+        setup_s = time.perf_counter() - t0
+        print(f"key: {key_path} ({'cached' if hit else f'generated in {setup_s:.1f} s'})", file=sys.stderr)
+        prover = Prover(backend, pk)
     vk = pk.verifying_key()
     t0 = time.perf_counter()
     domain = Domain.for_size(r1cs.qap_rows)
