@@ -53,10 +53,57 @@ class Job:
     witness_limbs: bool = False   # the worker also converts z to limbs for the backend's assign (cuda)
 
 
-def synth_one(name: str, log_size: int, opts, seed: int, host_assign: bool, witness_limbs: bool = False):
+SHARE_MIN_BYTES = 1 << 20   # arrays from process workers at least this large travel in shared memory
+
+
+@dataclass(frozen=True)
+class Shared:
+    """A numpy array left by a worker process in a POSIX shared-memory block: the prover maps it
+    instead of unpickling a copy through a pipe (a 2^27 witness is 4 GiB; unpickling it holds the GIL)."""
+    name: str
+    shape: tuple
+    dtype: str
+
+    @classmethod
+    def put(cls, a: np.ndarray) -> "Shared":
+        from multiprocessing import shared_memory
+        shm = shared_memory.SharedMemory(create=True, size=max(a.nbytes, 1))
+        np.ndarray(a.shape, a.dtype, buffer=shm.buf)[...] = a
+        out = cls(shm.name, a.shape, a.dtype.str)
+        shm.close()
+        return out
+
+    def take(self):
+        """(array, block): the array maps the block; the block's name is removed at once, and its
+        memory goes when the block is closed after the last use of the array."""
+        from multiprocessing import shared_memory
+        shm = shared_memory.SharedMemory(name=self.name)
+        shm.unlink()
+        return np.ndarray(self.shape, np.dtype(self.dtype), buffer=shm.buf), shm
+
+
+def _shared(a, share: bool):
+    return Shared.put(a) if share and isinstance(a, np.ndarray) and a.dtype != object \
+        and a.nbytes >= SHARE_MIN_BYTES else a
+
+
+def _unshare(payload):
+    """(inputs, aux, limbs) with Shared parts mapped, and the blocks to close after the proof."""
+    blocks, out = [], []
+    for x in payload:
+        if isinstance(x, Shared):
+            x, shm = x.take()
+            blocks.append(shm)
+        out.append(x)
+    return tuple(out), blocks
+
+
+def synth_one(name: str, log_size: int, opts, seed: int, host_assign: bool, witness_limbs: bool = False,
+              share: bool = False):
     """One circuit's synthesis (in a worker thread or process): (payload, start, stop) with absolute
     perf_counter times (CLOCK_MONOTONIC: comparable across processes on Linux). The payload is an
-    Assignment (host_assign) or (inputs, aux, z as canonical limbs or None)."""
+    Assignment (host_assign) or (inputs, aux, z as canonical limbs or None); with `share` (process
+    workers) large limb arrays come back as Shared blocks."""
     t0 = time.perf_counter()
     r1cs, inputs, aux = circuits.build(name, log_size, opts=opts, seed=seed, limbs=witness_limbs and not host_assign)
     if host_assign:
@@ -66,6 +113,8 @@ def synth_one(name: str, log_size: int, opts, seed: int, host_assign: bool, witn
     else:
         limbs = ints_to_limbs(fr_array(np.concatenate([inputs, aux])), FR_LIMBS) if witness_limbs else None
         payload = (inputs, aux, limbs)
+    if not host_assign:
+        payload = tuple(_shared(x, share) for x in payload)
     return payload, t0, time.perf_counter()
 
 
@@ -118,6 +167,7 @@ class _Proving:
         self.prover, self.r1cs, self.job, self.timer = prover, r1cs, job, timer
         self.domain = Domain.for_size(r1cs.qap_rows)
         self.impl = prover.backend.phase_impl("synthesis")
+        self.blocks, self.pending = [], []      # shared-memory blocks of the circuit being proved / not yet closed
 
     def now(self) -> float:
         return time.perf_counter() - self.timer.origin
@@ -129,12 +179,14 @@ class _Proving:
         if self.job.host_assign:
             asg = payload
         else:
-            inputs, aux, limbs = payload
+            (inputs, aux, limbs), blocks = _unshare(payload)
             kw = {} if limbs is None else {"z_limbs": limbs}
             with timer.phase("synthesis", self.impl):
                 with circuit(i, label="assign"):
                     asg = self.prover.backend.assign(self.r1cs, inputs, aux, self.domain, **kw)
             run.spans.append(("synthesis", timer.records["synthesis"].spans[-1]))
+            del aux, limbs
+            self.blocks = blocks
         marks = {p: (len(r.spans), len(r.circuits)) for p, r in timer.records.items()}
         proof = self.prover.prove([asg], timer)[0]
         for p, rec in timer.records.items():
@@ -143,7 +195,20 @@ class _Proving:
             for sub in rec.circuits[c0:]:        # the backend numbers circuits within its batch of one
                 sub.circuit = i
         run.prove_stop_s = self.now()
-        return proof, asg.public
+        public = asg.public
+        del asg
+        self.close_blocks()
+        return proof, public
+
+    def close_blocks(self):
+        """Unmap the circuit's shared-memory blocks once nothing views them (else at a later call)."""
+        left = []
+        for shm in self.pending + self.blocks:
+            try:
+                shm.close()
+            except BufferError:          # still viewed (e.g. a caller kept the Assignment): retry later
+                left.append(shm)
+        self.pending, self.blocks = left, []
 
 
 def _put(q: queue.Queue, item, stop: threading.Event) -> bool:
@@ -178,7 +243,8 @@ def run_pipelined(prover, r1cs, job: Job, workers: int, depth: int, pool: str = 
                 i = next(counter, None)
             if i is None:
                 return
-            args = (job.name, job.log_size, job.opts, job.seeds[i], job.host_assign, job.witness_limbs)
+            args = (job.name, job.log_size, job.opts, job.seeds[i], job.host_assign, job.witness_limbs,
+                    executor is not None)
             try:
                 res = executor.submit(synth_one, *args).result() if executor else synth_one(*args)
                 item = (i, w, res, step.now(), None)

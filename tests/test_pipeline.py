@@ -239,3 +239,20 @@ def test_cuda_pipeline_verifies_with_gpu_clock(pool, tmp_path, capsys):
         assert 0 < s["gpu_busy_s"] < s["wall_s"] and s["gpu_idle_s"] == pytest.approx(s["wall_s"] - s["gpu_busy_s"])
         for c in s["per_circuit"]:
             assert c["device_spans"][0]["phase"] == "synthesis" and c["device_start_s"] < c["device_stop_s"]
+
+
+def test_shared_memory_handoff_roundtrip():
+    from cuzk.pipeline import Shared, _shared, _unshare
+    rng = np.random.default_rng(5)
+    a = rng.integers(0, 2**32, size=(1 << 16, 8), dtype=np.uint64).astype(np.uint32)   # 2 MiB: shared
+    small = np.arange(4, dtype=np.uint32)
+    obj = np.array([1, 2, 3], dtype=object)
+    payload = (obj, _shared(a, True), _shared(small, True))
+    assert isinstance(payload[1], Shared) and payload[2] is small and payload[0] is obj
+    (x, y, z), blocks = _unshare(payload)
+    assert len(blocks) == 1 and np.array_equal(y, a) and z is small
+    import os
+    assert not os.path.exists(f"/dev/shm/{payload[1].name}")     # the name is gone once mapped
+    del y
+    blocks[0].close()
+    assert _shared(a, False) is a
