@@ -57,6 +57,14 @@ register(Optimization(
     "unaffected",
 ))
 register(Optimization(
+    "C1", ("batch_addition",),
+    "batch addition as segment sums straight over the selected key rows (no gather, digits or sort), "
+    "instead of an MSM whose scalars are all 1",
+    False,
+    "batch_addition 2-3x faster (2^26: ~116 ms -> ~45 ms): the MSM path sorts nw*n keys, most of them zero "
+    "digits; other phases unchanged",
+))
+register(Optimization(
     "A4", ("b_g2",),
     "B_G2 MSM on the CPU, a thread pool across circuits, instead of the GPU G2 MSM",
     False,

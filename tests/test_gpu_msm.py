@@ -235,3 +235,24 @@ def test_ec_ops_vs_arkworks(cp, group):
             xy = AFF[group](a)
             flat = list(xy) if group == 1 else [*xy[0], *xy[1]]
             assert got == flat, i
+
+
+@pytest.mark.parametrize("group", [1, 2])
+@pytest.mark.parametrize("n", [0, 1, 2, 31, 1000, 5000])
+def test_batch_add_matches_arkworks(cp, group, n):
+    """gpu/batch_add: Σ bases[idx] over a random subset (with repeats of a row, a base at infinity
+    and a repeated point among the bases), against arkworks' sum."""
+    from cuzk.gpu.batch_add import batch_add
+    rng = random.Random(seed())
+    pts = rand_points(group, max(n, 8), rng)
+    limbs, inf = ark_to_limbs(group, pts)
+    idx = [i for i in range(len(pts)) if rng.random() < 0.6][:n] if n else []
+    if n > 3:
+        idx.append(idx[0])                                   # the same row twice: a doubling
+    total = CLS[group].identity()
+    for i in idx:
+        total = total + pts[i]
+    got = batch_add(group, cp.asarray(limbs), cp.asarray(inf), cp.asarray(np.array(idx, dtype=np.int64)))
+    assert got == total
+    with pytest.raises(IndexError):
+        batch_add(group, cp.asarray(limbs), cp.asarray(inf), cp.asarray(np.array([len(pts)], dtype=np.int64)))

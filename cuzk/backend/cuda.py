@@ -19,6 +19,7 @@ import numpy as np
 from py_arkworks_bls12381 import G1Point, G2Point
 
 from ..field import FR_LIMBS
+from ..gpu import batch_add as gbatch
 from ..gpu import fr as gfr
 from ..gpu import h as gh
 from ..gpu import msm as gmsm
@@ -162,6 +163,12 @@ class CudaBackend(CpuBackend):
                 res = {}
                 for q, idx in (("a", ones), ("b_g1", ones), ("b_g2", ones), ("l", prep.aux_part(ones))):
                     b = kh.dev[q]
+                    if self.opts.enabled("C1"):
+                        rows = idx if b.rows is None else b.rows[idx]
+                        if b.rows is not None:
+                            rows = rows[rows >= 0]
+                        res[q] = gbatch.batch_add(b.group, b.limbs, b.inf, rows)
+                        continue
                     bases, inf, _ = b.take(idx)
                     if inf.size == 0:
                         res[q] = (G2Point if b.group == 2 else G1Point).identity()

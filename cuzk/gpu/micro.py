@@ -138,13 +138,25 @@ def make_msm(log_n: int, group: int = 1, c: int | None = None):
 
 
 def make_batch_add(log_n: int):
-    """Batch addition as the backend runs it: all scalars 1, through the bucket-sum kernels."""
+    """Batch addition as the backend runs it: with C1 (CUZK_OPT) the segment sums over the rows
+    (gpu/batch_add.py), else an MSM whose scalars are all 1."""
     import cupy
+    from ..opts import resolve
     from . import msm
+    from .batch_add import sum_xyzz
     from .fr import upload
     bases, inf = random_bases(log_n, 1)
-    ones = cupy.broadcast_to(upload([1]), (1 << log_n, 8)).copy()
+    if resolve().enabled("C1"):
+        rows = cupy.arange(1 << log_n, dtype=cupy.int64)
+
+        def one():
+            return sum_xyzz(1, bases, inf, rows)
+    else:
+        ones = cupy.broadcast_to(upload([1]), (1 << log_n, 8)).copy()
+
+        def one():
+            return msm.msm_xyzz(1, bases, inf, ones)
 
     def run(loops: int) -> float:
-        return _events(lambda: msm.msm_xyzz(1, bases, inf, ones), loops)
+        return _events(one, loops)
     return run, 1 << log_n
