@@ -139,12 +139,13 @@ def _sm_count() -> int:
 
 
 def msm_xyzz(group: int, bases, inf, scalars, c: int | None = None, max_entries: int = 1 << 28,
-             bucket_sum: str | None = None, affine_min_pairs: int | None = None):
+             bucket_sum: str | None = None, affine_min_pairs: int | None = None, mark=None):
     """Σ s_i P_i as one XYZZ point on the device (uint32[words], Montgomery limbs).
 
     bucket_sum: "xyzz" or "affine" (G1 only); None -> DEFAULT_BUCKET_SUM. affine_min_pairs:
     the affine rounds' threshold (msm_plan.AFFINE_MIN_PAIRS when None; 1 runs rounds until
-    every bucket holds one point). Counts of the run land in last_stats.
+    every bucket holds one point). Counts of the run land in last_stats. mark: profiling hook
+    (msm_plan.pippenger).
     """
     import cupy
     n = _check(group, bases, inf, scalars)
@@ -164,7 +165,7 @@ def msm_xyzz(group: int, bases, inf, scalars, c: int | None = None, max_entries:
         return cupy.zeros(xyzz_words(group), dtype=cupy.uint32)
     c = plan.choose_window(n, affine=affine) if c is None else int(c)
     k = _Kernels(group, bases, inf, scalars)
-    out = plan.pippenger(k, n, c, max_entries, cupy, affine_min_pairs=min_pairs)
+    out = plan.pippenger(k, n, c, max_entries, cupy, affine_min_pairs=min_pairs, mark=mark)
     last_stats.update(k.stats, c=c, bucket_sum=bucket_sum)
     return out
 
