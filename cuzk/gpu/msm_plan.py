@@ -6,6 +6,10 @@ tests/test_msm_model.py runs the very same code on the CPU.
 Digits: a canonical scalar s < 2^255 is split into windows of c bits, recoded with a carry
 into signed digits d_w in (-2^(c-1), 2^(c-1)]; s = sum_w d_w 2^(c w). Bucket |d| - 1 of a
 window holds the points whose digit there is ±|d|, so there are B = 2^(c-1) buckets.
+
+Per pass: digits, sort, bucket offsets; optionally affine rounds (each halves every bucket's
+list by affine pair adds, batched inversion); XYZZ segment sums to one point per bucket; then
+the window reduction in levels (reduce_levels), over the buckets of one or more passes.
 """
 from __future__ import annotations
 
