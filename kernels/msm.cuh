@@ -6,12 +6,13 @@
 // tests/test_msm_model.py). Per pass of windows [w0, w1):
 //   msm_digits        one uint64 key per (window, point): bucket << 32 | index << 1 | negate,
 //                     or ~0 for a zero digit / a base at infinity (sorts last);
-//   (CuPy sort of the keys, searchsorted -> bucket offsets, segment plan)
+//   (CuPy sort of the keys, searchsorted -> bucket offsets)
+//   G1 only, optional (msm_affine.cuh): affine rounds that halve every bucket's list;
 //   *_sum_affine      one thread per segment (<= S entries of one bucket): mixed adds;
 //   *_sum_xyzz        merges a bucket's segment partials, again in segments, until one each;
-//   *_window_chunks   per (window, chunk of L buckets): running sums S_t, totals T_t;
-//   *_window_final    per window: sum_t S_t + L * sum_t t * T_t.
-// Then *_combine (one thread) folds the windows by c doublings each.
+// then over the buckets of one or more passes:
+//   *_window_level    chunks of L entries -> (A', T'), level after level (msm_plan.reduce_levels);
+// and *_combine (one thread) folds the windows by c doublings each.
 #pragma once
 #include "ec.cuh"
 using namespace cuzk;
@@ -59,7 +60,21 @@ __device__ __forceinline__ void segment_range(i64 j, const i64* seg_bucket, cons
     end = min(start + S, offsets[b + 1]);
 }
 
-template <class F>
+// Entry e of a bucket run: KEYED -> the base of sorted key e (negate: its low bit), else pts[e].
+template <class F, bool KEYED>
+__device__ __forceinline__ const uint32_t* entry_point(const u64* __restrict__ sorted, const uint32_t* __restrict__ pts,
+                                                       i64 e, bool& neg) {
+    if constexpr (KEYED) {
+        const u64 key = sorted[e];
+        neg = key & 1;
+        return pts + (i64)((uint32_t)key >> 1) * affine_t<F>::WORDS;
+    } else {
+        neg = false;
+        return pts + e * affine_t<F>::WORDS;
+    }
+}
+
+template <class F, bool KEYED>
 __device__ __forceinline__ void sum_affine(uint32_t* out, const u64* __restrict__ sorted,
                                            const uint32_t* __restrict__ bases, const i64* __restrict__ seg_bucket,
                                            const i64* __restrict__ seg_first, const i64* __restrict__ offsets,
@@ -71,10 +86,9 @@ __device__ __forceinline__ void sum_affine(uint32_t* out, const u64* __restrict_
     if constexpr (sizeof(F) == sizeof(fp_t)) {    // G1: the accumulator lives in registers
         xyzz_t<F> acc = xyzz_t<F>::inf();
         for (i64 e = start; e < end; e++) {
-            const u64 key = sorted[e];
-            const uint32_t idx = (uint32_t)key >> 1;
-            affine_t<F> p = affine_t<F>::load(bases + (i64)idx * affine_t<F>::WORDS);
-            if (key & 1) p.y = f_neg(p.y);
+            bool neg;
+            affine_t<F> p = affine_t<F>::load(entry_point<F, KEYED>(sorted, bases, e, neg));
+            if (neg) p.y = f_neg(p.y);
             acc.add_affine(p);
         }
         acc.store(out + j * xyzz_t<F>::WORDS);
@@ -82,9 +96,9 @@ __device__ __forceinline__ void sum_affine(uint32_t* out, const u64* __restrict_
         uint32_t* acc = out + j * xyzz_t<F>::WORDS;
         xyzz_t<F>::inf().store(acc);
         for (i64 e = start; e < end; e++) {
-            const u64 key = sorted[e];
-            const uint32_t idx = (uint32_t)key >> 1;
-            xyzz_add_affine_mem<F>(acc, bases + (i64)idx * affine_t<F>::WORDS, key & 1);
+            bool neg;
+            const uint32_t* p = entry_point<F, KEYED>(sorted, bases, e, neg);
+            xyzz_add_affine_mem<F>(acc, p, neg);
         }
     }
 }
@@ -102,43 +116,28 @@ __device__ __forceinline__ void sum_xyzz(uint32_t* out, const uint32_t* __restri
     for (i64 e = start; e < end; e++) xyzz_add_mem<F>(acc, partials + e * xyzz_t<F>::WORDS);
 }
 
-// Thread g = w * T + t over buckets [t*L, (t+1)*L) of window w (B = T*L buckets each).
-// S_t = sum_k (k+1) bucket[t*L + k] (running sum, top down), T_t = sum_k bucket[t*L + k];
-// both accumulate in place in chunk_s[g], chunk_t[g].
+// One level of the window reduction (msm_plan.reduce_levels), thread g over chunk g of L entries:
+// A'[g] = sum_j A[gL+j] + sum_j (j + first) T[gL+j] (running sums, top down; no A when !has_a),
+// T'[g] = 2^log_scale * sum_j T[gL+j]. Both accumulate in their output slots.
 template <class F>
-__device__ __forceinline__ void window_chunks(uint32_t* chunk_s, uint32_t* chunk_t, const uint32_t* __restrict__ buckets,
-                                              int nwp, int B, int T) {
+__device__ __forceinline__ void window_level(uint32_t* a_out, uint32_t* t_out, const uint32_t* __restrict__ a_in,
+                                             const uint32_t* __restrict__ t_in, i64 count, int L, int first,
+                                             int log_scale, int has_a) {
     const i64 g = blockIdx.x * (i64)blockDim.x + threadIdx.x;
-    if (g >= (i64)nwp * T) return;
+    if (g >= count) return;
     constexpr int W = xyzz_t<F>::WORDS;
-    const int w = (int)(g / T), t = (int)(g % T), L = B / T;
-    const i64 base = (i64)w * B + (i64)t * L;
-    uint32_t* run = chunk_t + g * W;
-    uint32_t* sum = chunk_s + g * W;
+    uint32_t* run = t_out + g * W;
+    uint32_t* acc = a_out + g * W;
     xyzz_t<F>::inf().store(run);
-    xyzz_t<F>::inf().store(sum);
-    for (int k = L - 1; k >= 0; k--) {
-        xyzz_add_mem<F>(run, buckets + (base + k) * W);
-        xyzz_add_mem<F>(sum, run);
-    }
-}
-
-// Window w of the pass: sum_t S_t + 2^log_l * sum_{t>=1} t * T_t -> window_sums[w0 + w].
-// sum_t t * T_t = sum_{t>=1} U_t with suffix sums U_t = T_t + ... + T_{T-1}, formed in place.
-template <class F>
-__device__ __forceinline__ void window_final(uint32_t* window_sums, const uint32_t* __restrict__ chunk_s,
-                                             uint32_t* chunk_t, int nwp, int T, int log_l, int w0) {
-    const int w = blockIdx.x * blockDim.x + threadIdx.x;
-    if (w >= nwp) return;
-    constexpr int W = xyzz_t<F>::WORDS;
-    uint32_t* acc = window_sums + (i64)(w0 + w) * W;
-    uint32_t* ct = chunk_t + (i64)w * T * W;
-    const uint32_t* cs = chunk_s + (i64)w * T * W;
-    for (int t = T - 2; t >= 1; t--) xyzz_add_mem<F>(ct + t * W, ct + (t + 1) * W);
     xyzz_t<F>::inf().store(acc);
-    for (int t = 1; t < T; t++) xyzz_add_mem<F>(acc, ct + t * W);
-    for (int k = 0; k < log_l; k++) xyzz_dbl_mem<F>(acc);
-    for (int t = 0; t < T; t++) xyzz_add_mem<F>(acc, cs + t * W);
+    for (int j = L - 1; j >= 0; j--) {
+        const i64 e = g * L + j;
+        if (!first) xyzz_add_mem<F>(acc, run);     // weight j: the entries above j
+        xyzz_add_mem<F>(run, t_in + e * W);
+        if (first) xyzz_add_mem<F>(acc, run);      // weight j + 1
+        if (has_a) xyzz_add_mem<F>(acc, a_in + e * W);
+    }
+    for (int k = 0; k < log_scale; k++) xyzz_dbl_mem<F>(run);
 }
 
 // One thread: sum_w 2^(c w) window_sums[w], Horner from the top window, accumulated in out.
@@ -157,21 +156,17 @@ __device__ __forceinline__ void combine(uint32_t* out, const uint32_t* __restric
     extern "C" __global__ void __launch_bounds__(128) G##_sum_affine(                                          \
         uint32_t* out, const u64* sorted, const uint32_t* bases, const i64* seg_bucket, const i64* seg_first,  \
         const i64* offsets, i64 S, i64 nseg) {                                                                 \
-        sum_affine<F>(out, sorted, bases, seg_bucket, seg_first, offsets, S, nseg);                            \
+        sum_affine<F, true>(out, sorted, bases, seg_bucket, seg_first, offsets, S, nseg);                      \
     }                                                                                                          \
     extern "C" __global__ void __launch_bounds__(128) G##_sum_xyzz(                                            \
         uint32_t* out, const uint32_t* partials, const i64* seg_bucket, const i64* seg_first,                  \
         const i64* offsets, i64 S, i64 nseg) {                                                                 \
         sum_xyzz<F>(out, partials, seg_bucket, seg_first, offsets, S, nseg);                                   \
     }                                                                                                          \
-    extern "C" __global__ void __launch_bounds__(128) G##_window_chunks(                                       \
-        uint32_t* chunk_s, uint32_t* chunk_t, const uint32_t* buckets, int nwp, int B, int T) {                \
-        window_chunks<F>(chunk_s, chunk_t, buckets, nwp, B, T);                                                \
-    }                                                                                                          \
-    extern "C" __global__ void __launch_bounds__(128) G##_window_final(                                        \
-        uint32_t* window_sums, const uint32_t* chunk_s, uint32_t* chunk_t, int nwp, int T, int log_l,          \
-        int w0) {                                                                                              \
-        window_final<F>(window_sums, chunk_s, chunk_t, nwp, T, log_l, w0);                                     \
+    extern "C" __global__ void __launch_bounds__(128) G##_window_level(                                        \
+        uint32_t* a_out, uint32_t* t_out, const uint32_t* a_in, const uint32_t* t_in, i64 count, int L,       \
+        int first, int log_scale, int has_a) {                                                                 \
+        window_level<F>(a_out, t_out, a_in, t_in, count, L, first, log_scale, has_a);                          \
     }                                                                                                          \
     extern "C" __global__ void __launch_bounds__(32) G##_combine(uint32_t* out, const uint32_t* window_sums,    \
                                                                  int nw, int c) {                              \

@@ -256,3 +256,139 @@ def test_batch_add_matches_arkworks(cp, group, n):
     assert got == total
     with pytest.raises(IndexError):
         batch_add(group, cp.asarray(limbs), cp.asarray(inf), cp.asarray(np.array([len(pts)], dtype=np.int64)))
+# --- affine bucket sums (kernels/msm_affine.cuh) ---
+
+def distinct_bases(cp, n, rng):
+    """n independent random G1 points a_i G made on the device (cuzk.gpu.keygen's fixed-base
+    kernel; spot-checked against arkworks here), so no pair in a bucket is degenerate."""
+    from cuzk.curve import limbs_to_ark
+    from cuzk.gpu.keygen import FixedBase
+    a = [rng.randrange(1, F.R) for _ in range(n)]
+    limbs, inf = FixedBase(1)(cp.asarray(F.fr_to_limbs(np.array(a, dtype=object))))
+    assert not bool(inf.any())
+    for i in rng.sample(range(n), min(n, 4)):
+        assert limbs_to_ark(1, cp.asnumpy(limbs[i:i + 1]), np.zeros(1, dtype=bool))[0] == G1Point() * Scalar(a[i])
+    return a, limbs, inf
+
+
+def run_affine(cp, b, inf, s, **kw):
+    from cuzk.gpu.msm import last_stats, msm_g1
+    kw.setdefault("affine_min_pairs", 1)
+    got = msm_g1(b, inf, s, bucket_sum="affine", **kw)
+    return got, dict(last_stats)
+
+
+def fr_dev(cp, scalars):
+    return cp.asarray(F.fr_to_limbs(np.array(scalars, dtype=object)))
+
+
+@pytest.mark.parametrize("n", [1, 31, 512, 1000, 1 << 16])
+def test_g1_affine_random(cp, n):
+    rng = random.Random(seed())
+    a, b, inf = distinct_bases(cp, n, rng)
+    sc = [rng.randrange(F.R) for _ in range(n)]
+    got, st = run_affine(cp, b, inf, fr_dev(cp, sc))
+    assert got == G1Point() * Scalar(sum(x * y for x, y in zip(a, sc)) % F.R)
+    assert st["fallbacks"] == 0 and st["bucket_sum"] == "affine"
+    assert st["affine_rounds"] > 0 or n == 1
+
+
+@pytest.mark.parametrize("c", [1, 2, 5, 8, 13, 16, 20])
+def test_g1_affine_window_sizes(cp, c):
+    rng = random.Random(seed())
+    n = 300
+    a, b, inf = distinct_bases(cp, n, rng)
+    sc = [rng.randrange(F.R) for _ in range(n)]
+    got, st = run_affine(cp, b, inf, fr_dev(cp, sc), c=c)
+    assert got == G1Point() * Scalar(sum(x * y for x, y in zip(a, sc)) % F.R)
+    assert st["fallbacks"] == 0 and st["affine_rounds"] > 0
+
+
+@pytest.mark.parametrize("min_pairs", [1 << 10, 1 << 14, None])
+def test_g1_affine_threshold(cp, min_pairs):
+    """Rounds stop below the threshold and the XYZZ segment sums finish the buckets."""
+    rng = random.Random(seed())
+    n = 1 << 14
+    a, b, inf = distinct_bases(cp, n, rng)
+    sc = [rng.randrange(F.R) for _ in range(n)]
+    got, st = run_affine(cp, b, inf, fr_dev(cp, sc), c=10, affine_min_pairs=min_pairs)
+    assert got == G1Point() * Scalar(sum(x * y for x, y in zip(a, sc)) % F.R)
+    assert st["fallbacks"] == 0
+    assert (st["affine_rounds"] > 0) == (min_pairs is not None)       # default 2^20: none at this size
+
+
+def test_g1_affine_large_same_scalar_and_multi_pass(cp):
+    """2^16 points, one scalar: one 2^16-point bucket per window (16 rounds); then windows over
+    several sort passes."""
+    rng = random.Random(seed())
+    n = 1 << 16
+    a, b, inf = distinct_bases(cp, n, rng)
+    s = rng.randrange(F.R)
+    got, st = run_affine(cp, b, inf, fr_dev(cp, [s] * n))
+    assert got == G1Point() * Scalar(sum(a) * s % F.R)
+    assert st["fallbacks"] == 0 and st["affine_rounds"] >= 16
+    sc = [rng.randrange(F.R) for _ in range(n)]
+    got, st = run_affine(cp, b, inf, fr_dev(cp, sc), c=9, max_entries=3 * n)
+    assert got == G1Point() * Scalar(sum(x * y for x, y in zip(a, sc)) % F.R)
+    assert st["fallbacks"] == 0
+
+
+@pytest.mark.parametrize("n", [1, 7, 600])
+@pytest.mark.parametrize("kind", EDGE_KINDS)
+def test_g1_affine_edge_cases(cp, kind, n):
+    rng = random.Random(seed())
+    pts, sc = edge_case(1, kind, n, rng)
+    b, inf, s = upload(cp, 1, pts, sc)
+    got, _ = run_affine(cp, b, inf, s)
+    assert got == want(1, pts, sc)
+
+
+def test_g1_affine_repeated_base_falls_back(cp):
+    """One base repeated: pairs P + P and P + (-P) are met, the passes are redone in XYZZ."""
+    rng = random.Random(seed())
+    n = 600
+    pts = [G1Point() * Scalar(rng.randrange(1, F.R))] * n
+    sc = [rng.randrange(F.R) for _ in range(n)]
+    b, inf, s = upload(cp, 1, pts, sc)
+    got, st = run_affine(cp, b, inf, s)
+    assert got == want(1, pts, sc)
+    assert st["fallbacks"] >= 1
+
+
+def test_g1_affine_negated_pairs_cancel(cp):
+    rng = random.Random(seed())
+    p = rand_points(1, 40, rng, distinct=40)
+    pts = p + [-q for q in p]
+    sc = [rng.randrange(F.R) for _ in range(40)] * 2
+    b, inf, s = upload(cp, 1, pts, sc)
+    assert run_affine(cp, b, inf, s)[0] == G1Point.identity()
+
+
+def test_g1_affine_inputs_untouched(cp):
+    rng = random.Random(seed())
+    _, b, inf = distinct_bases(cp, 500, rng)
+    s = fr_dev(cp, [rng.randrange(F.R) for _ in range(500)])
+    b0, s0 = b.copy(), s.copy()
+    run_affine(cp, b, inf, s)
+    assert (b == b0).all() and (s == s0).all()
+
+
+def test_msm_bucket_sum_bad_args(cp):
+    from cuzk.gpu.msm import msm_xyzz
+    b1, b2 = cp.zeros((4, 24), dtype=cp.uint32), cp.zeros((4, 48), dtype=cp.uint32)
+    inf, s = cp.zeros(4, dtype=bool), cp.zeros((4, 8), dtype=cp.uint32)
+    with pytest.raises(ValueError):
+        msm_xyzz(2, b2, inf, s, bucket_sum="affine")
+    with pytest.raises(ValueError):
+        msm_xyzz(1, b1, inf, s, bucket_sum="projective")
+    with pytest.raises(ValueError):
+        msm_xyzz(1, b1, inf, s, bucket_sum="affine", affine_min_pairs=0)
+
+
+def test_g1_xyzz_window_20(cp):
+    """c = 20 (2^19 buckets a window) through the multi-level window reduction, XYZZ sums."""
+    rng = random.Random(seed())
+    n = 200
+    pts = rand_points(1, n, rng, distinct=16)
+    sc = [rng.randrange(F.R) for _ in range(n)]
+    assert run(cp, 1, pts, sc, c=20) == want(1, pts, sc)

@@ -1,8 +1,11 @@
 """CPU model of the GPU MSM: the schedule of cuzk/gpu/msm_plan.py run over Python
-transcriptions of kernels/msm.cuh and kernels/ec.cuh, checked against arkworks.
+transcriptions of kernels/msm.cuh, kernels/msm_affine.cuh and kernels/ec.cuh, checked against
+arkworks.
 
-- The digit kernel and the segment/window kernels are transcribed line by line; the schedule
-  (passes, sort, bucket offsets, segment plans, merge levels) is the very code the GPU runs.
+- The digit kernel, the segment/window kernels and the affine round kernels (thread and block
+  structure, batch inversion tree included) are transcribed line by line; the schedule
+  (passes, sort, bucket offsets, affine rounds, segment plans, merges, reduction levels) is
+  the very code the GPU runs.
 - Points are either integers mod r (a stand-in group: fast, proves the index math) or real
   G1/G2 points in XYZZ through a transcription of ec.cuh's formulas (proves them and their
   special cases).
@@ -30,6 +33,17 @@ class XYZZ:
     def inf(self):
         z = self.f.zero
         return (z, z, z, z)
+
+    @staticmethod
+    def x(p):
+        return p[0]
+
+    def affine_add(self, p, q, inv_d):
+        """msm_affine.cuh's pair add, given 1 / (x2 - x1)."""
+        f = self.f
+        lam = f.mul(f.sub(q[1], p[1]), inv_d)
+        x3 = f.sub(f.sub(f.mul(lam, lam), p[0]), q[0])
+        return (x3, f.sub(f.mul(lam, f.sub(p[0], x3)), p[1]))
 
     def neg_affine(self, p):
         return (p[0], self.f.neg(p[1]))
@@ -99,10 +113,34 @@ class XYZZ:
         return (X3, Y3, f.mul(f.mul(ZZ, q[2]), PP), f.mul(f.mul(ZZZ, q[3]), PPP))
 
 
+class Zr:
+    """Z_r as the field of IntGroup's batch inversions."""
+    zero, one = 0, 1
+
+    @staticmethod
+    def sub(a, b): return (a - b) % R
+    @staticmethod
+    def mul(a, b): return a * b % R
+    @staticmethod
+    def inv(a): return pow(a, -1, R)
+    @staticmethod
+    def is_zero(a): return a == 0
+
+
 class IntGroup:
-    """Z_r as a stand-in group: a point is an int, its 'affine' and 'XYZZ' forms alike."""
+    """Z_r as a stand-in group: a point is an int, its 'affine' and 'XYZZ' forms alike; its
+    'x' is shared by p and -p only, as on the curve, so the degenerate cases are the same."""
+
+    f = Zr
 
     def inf(self): return 0
+    @staticmethod
+    def x(p): return min(p, R - p)
+
+    def affine_add(self, p, q, inv_d):
+        assert inv_d * (self.x(q) - self.x(p)) % R == 1      # the batch inversion's answer
+        return (p + q) % R
+
     def neg_affine(self, p): return -p % R
     def add_affine(self, a, p): return (a + p) % R
     def add(self, a, q): return (a + q) % R
@@ -165,17 +203,45 @@ def digits_thread(limbs, skip, i, n, c, w0, w1, keys):
         keys[(w - w0) * n + i] = key
 
 
-class ModelKernels:
-    """The kernel set of msm_plan.pippenger, emulated thread by thread."""
+def block_batch_inverse(f, vals):
+    """msm_affine.cuh block_batch_inverse: product tree up, one inversion, inverses down."""
+    tpb = len(vals)
+    tree = [None] * tpb + list(vals)
+    h = tpb // 2
+    while h >= 1:
+        for t in range(h):
+            tree[h + t] = f.mul(tree[2 * (h + t)], tree[2 * (h + t) + 1])
+        h //= 2
+    tree[1] = f.inv(tree[1])
+    h = 1
+    while h < tpb:
+        for t in range(h):
+            i = h + t
+            inv, a, b = tree[i], tree[2 * i], tree[2 * i + 1]
+            tree[2 * i], tree[2 * i + 1] = f.mul(inv, b), f.mul(inv, a)
+        h *= 2
+    return tree[tpb:]
 
-    def __init__(self, G, bases, inf, scalars):
+
+class ModelKernels:
+    """The kernel set of msm_plan.pippenger, emulated thread by thread (affine rounds with
+    tpb threads per block and at most max_blocks blocks: small, so that a block's threads
+    and a thread's several outputs are exercised)."""
+
+    def __init__(self, G, bases, inf, scalars, tpb=4, max_blocks=3):
         self.G, self.bases, self.inf = G, bases, inf
         self.limbs = ints_to_limbs(np.array([int(s) for s in scalars], dtype=object), FR_LIMBS).tolist()
         self.n = len(bases)
         self.merges = 0
+        self.tpb, self.max_blocks = tpb, max_blocks
+        self.flag = False
+        self.stats = {"affine_rounds": 0, "fallbacks": 0}
 
     def alloc(self, count):
         return [None] * count
+
+    def concat(self, arrays):
+        return [p for a in arrays for p in a]
 
     def digits(self, c, w0, w1):
         keys = np.zeros((w1 - w0) * self.n, dtype=np.uint64)
@@ -189,18 +255,23 @@ class ModelKernels:
         start = int(offsets[b]) + (j - int(seg_first[b])) * S
         return start, min(start + S, int(offsets[b + 1]))
 
-    def sum_affine(self, keys, seg_bucket, seg_first, offsets, S, total):
+    def _entry(self, src, keyed, e):
+        """entry_point: (point, negate)."""
+        if keyed:
+            key = int(src[e])
+            return self.bases[(key & 0xFFFFFFFF) >> 1], bool(key & 1)
+        return src[e], False
+
+    def _signed(self, p, neg):
+        return self.G.neg_affine(p) if neg else p
+
+    def sum_affine(self, src, keyed, seg_bucket, seg_first, offsets, S, total):
         out = []
         for j in range(total):
             start, end = self._range(j, seg_bucket, seg_first, offsets, S)
             acc = self.G.inf()
             for e in range(start, end):
-                key = int(keys[e])
-                idx = (key & 0xFFFFFFFF) >> 1
-                p = self.bases[idx]
-                if key & 1:
-                    p = self.G.neg_affine(p)
-                acc = self.G.add_affine(acc, p)
+                acc = self.G.add_affine(acc, self._signed(*self._entry(src, keyed, e)))
             out.append(acc)
         return out
 
@@ -215,33 +286,97 @@ class ModelKernels:
             out.append(acc)
         return out
 
-    def window_chunks(self, buckets, nwp, B, T):
-        assert len(buckets) == nwp * B
-        cs, ct = [], []
-        L = B // T
-        for g in range(nwp * T):
-            w, t = divmod(g, T)
-            base = w * B + t * L
-            run = sm = self.G.inf()
-            for k in range(L - 1, -1, -1):
-                run = self.G.add(run, buckets[base + k])
-                sm = self.G.add(sm, run)
-            cs.append(sm)
-            ct.append(run)
-        return cs, ct
+    # --- msm_affine.cuh ---
 
-    def window_final(self, window_sums, cs, ct, nwp, T, log_l, w0):
-        for w in range(nwp):
-            for t in range(T - 2, 0, -1):                 # suffix sums in place
-                ct[w * T + t] = self.G.add(ct[w * T + t], ct[w * T + t + 1])
-            acc = self.G.inf()
-            for t in range(1, T):
-                acc = self.G.add(acc, ct[w * T + t])
-            for _ in range(log_l):
-                acc = self.G.dbl(acc)
-            for t in range(T):
-                acc = self.G.add(acc, cs[w * T + t])
-            window_sums[w0 + w] = acc
+    def affine_plan(self, in_off, out_off, total):
+        nb = len(in_off) - 1
+        words = np.zeros(total, dtype=np.uint32)
+        for o in range(total):
+            lo, hi = 0, nb
+            while hi - lo > 1:
+                mid = (lo + hi) >> 1
+                if int(out_off[mid]) <= o:
+                    lo = mid
+                else:
+                    hi = mid
+            s = int(in_off[lo]) + 2 * (o - int(out_off[lo]))
+            words[o] = ((s << 1) & 0xFFFFFFFF) | int(s + 1 < int(in_off[lo + 1]))
+        return words
+
+    def reset_degenerate(self):
+        self.flag = False
+
+    def degenerate(self):
+        return self.flag
+
+    def affine_round(self, src, keyed, words, total):
+        G, f, tpb = self.G, self.G.f, self.tpb
+        blocks, per = plan.round_geometry(total, tpb, self.max_blocks)
+        out = [None] * total
+        for blk in range(blocks):
+            firsts, cnts, accs = [], [], []
+            for t in range(tpb):                       # pass 1
+                first = blk * tpb * per + t
+                left = total - first
+                cnt = 0 if left <= 0 else min(per, (left + tpb - 1) // tpb)
+                acc = f.one
+                for i in range(cnt):
+                    o = first + tpb * i
+                    w = int(words[o])
+                    if w & 1:
+                        s = w >> 1
+                        d = f.sub(G.x(self._entry(src, keyed, s + 1)[0]), G.x(self._entry(src, keyed, s)[0]))
+                        if f.is_zero(d):
+                            self.flag = True
+                            d = f.one
+                        acc = d if i == 0 else f.mul(acc, d)
+                    out[o] = ("prefix", acc)
+                firsts.append(first)
+                cnts.append(cnt)
+                accs.append(acc)
+            invs = block_batch_inverse(f, accs)
+            for t in range(tpb):                       # pass 2
+                inv = invs[t]
+                for i in range(cnts[t] - 1, -1, -1):
+                    o = firsts[t] + tpb * i
+                    w = int(words[o])
+                    s = w >> 1
+                    p1 = self._signed(*self._entry(src, keyed, s))
+                    if w & 1:
+                        p2 = self._signed(*self._entry(src, keyed, s + 1))
+                        inv_d = inv
+                        if i > 0:
+                            tag, prefix = out[o - tpb]
+                            assert tag == "prefix"
+                            inv_d = f.mul(inv, prefix)
+                            d = f.sub(G.x(p2), G.x(p1))
+                            inv = f.mul(inv, f.one if f.is_zero(d) else d)
+                        out[o] = G.affine_add(p1, p2, inv_d) if not self.flag else p1
+                    else:
+                        out[o] = p1
+        assert all(p is not None and not (isinstance(p, tuple) and p[0] == "prefix") for p in out)
+        return out
+
+    # --- window reduction ---
+
+    def window_level(self, A, T, count, L, first, log_scale):
+        a_out, t_out = [], []
+        for g in range(count):
+            run = acc = self.G.inf()
+            for j in range(L - 1, -1, -1):
+                e = g * L + j
+                if not first:
+                    acc = self.G.add(acc, run)
+                run = self.G.add(run, T[e])
+                if first:
+                    acc = self.G.add(acc, run)
+                if A is not None:
+                    acc = self.G.add(acc, A[e])
+            for _ in range(log_scale):
+                run = self.G.dbl(run)
+            a_out.append(acc)
+            t_out.append(run)
+        return a_out, t_out
 
     def combine(self, window_sums, nw, c):
         acc = window_sums[nw - 1]
@@ -252,9 +387,9 @@ class ModelKernels:
         return acc
 
 
-def model_msm(G, bases, inf, scalars, c, max_entries=1 << 28):
-    k = ModelKernels(G, bases, inf, scalars)
-    return plan.pippenger(k, len(bases), c, max_entries, np), k
+def model_msm(G, bases, inf, scalars, c, max_entries=1 << 28, min_pairs=None, **kw):
+    k = ModelKernels(G, bases, inf, scalars, **kw)
+    return plan.pippenger(k, len(bases), c, max_entries, np, affine_min_pairs=min_pairs), k
 
 
 # --- digits and plan ---
@@ -312,9 +447,7 @@ def test_window_choice_and_passes():
         assert all((w1 - w0) * n <= max(n, 1 << 28) for w0, w1 in passes)
     assert plan.choose_window(1 << 26) >= plan.choose_window(1 << 16) >= plan.choose_window(100)
     assert plan.choose_window(1 << 20, popcount=10) <= plan.choose_window(1 << 20)
-    for c in range(1, 21):
-        T, log_l = plan.chunks(c)
-        assert T << log_l == 1 << (c - 1)
+    assert plan.choose_window(1 << 26, affine=True) >= plan.choose_window(1 << 16, affine=True)
     for c in range(1, plan.C_LIMIT + 1):        # every bucket id (and none equals ZERO_KEY's) fits 32 bits
         assert plan.num_windows(c) << (c - 1) < (1 << 32) - 1
     for bad in (0, plan.C_LIMIT + 1):
@@ -444,3 +577,141 @@ def test_schedule_on_curve_vs_arkworks(group, n, c):
     got, _ = model_msm(XYZZ(group), bases, inf, sc, c)
     want = CLS[group].multiexp_unchecked(pts, scalars_to_ark(sc))
     assert xyzz_to_affine(group, got) == ark_affine(group, want)
+
+
+# --- window reduction levels ---
+
+@pytest.mark.parametrize("nwin", [1, 3, 16])
+def test_reduce_levels_cover_every_bucket(nwin):
+    for c in range(1, 23):
+        B = 1 << (c - 1)
+        levels = plan.reduce_levels(nwin, B)
+        N = B
+        for i, (L, first, log_scale) in enumerate(levels):
+            assert first == (i == 0) and L >= 1 and N % L == 0
+            assert L >= 2 or B == 1                   # every level shrinks the entries
+            N //= L
+            assert log_scale == (L.bit_length() - 1 if N > 1 else 0)
+        assert N == 1
+        assert levels[0][0] <= plan.REDUCE_FIRST_MAX
+
+
+@pytest.mark.parametrize("nwin,B", [(1, 1), (2, 2), (3, 16), (2, 64), (5, 256), (1, 1 << 12)])
+def test_reduce_windows_weights(nwin, B, monkeypatch):
+    """Window sums sum_k (k + 1) bucket_k over Z_r, with several level shapes."""
+    rng = random.Random(B * 7 + nwin)
+    buckets = [rng.randrange(R) for _ in range(nwin * B)]
+    want = [sum((k + 1) * buckets[w * B + k] for k in range(B)) % R for w in range(nwin)]
+    k = ModelKernels(IntGroup(), [], [], [])
+    for threads, first_max, up in [(1 << 16, 64, 4), (1, 8, 2), (4, 2, 8)]:
+        monkeypatch.setattr(plan, "REDUCE_THREADS", threads)
+        monkeypatch.setattr(plan, "REDUCE_FIRST_MAX", first_max)
+        monkeypatch.setattr(plan, "REDUCE_UP", up)
+        assert plan.reduce_windows(k, buckets, nwin, B) == want
+
+
+# --- affine rounds: plan and geometry ---
+
+def test_round_offsets_and_plan():
+    in_off = np.array([0, 0, 5, 6, 6, 10, 13], dtype=np.int64)      # counts 0, 5, 1, 0, 4, 3
+    out_off, total = plan.round_offsets(in_off, np)
+    assert out_off.tolist() == [0, 0, 3, 4, 4, 6, 8] and total == 8
+    words = ModelKernels(IntGroup(), [], [], []).affine_plan(in_off, out_off, total)
+    got = [(int(w) >> 1, int(w) & 1) for w in words]
+    assert got == [(0, 1), (2, 1), (4, 0), (5, 0), (6, 1), (8, 1), (10, 1), (12, 0)]
+
+
+@pytest.mark.parametrize("total", [1, 5, 127, 128, 129, 1000, 100003])
+def test_round_geometry_covers_outputs_once(total):
+    for threads, max_blocks in [(4, 3), (128, 528), (8, 1)]:
+        blocks, per = plan.round_geometry(total, threads, max_blocks)
+        assert 1 <= blocks <= max_blocks
+        seen = np.zeros(total, dtype=np.int64)
+        for b in range(blocks):
+            for t in range(threads):
+                first = b * threads * per + t
+                left = total - first
+                cnt = 0 if left <= 0 else min(per, (left + threads - 1) // threads)
+                seen[[first + threads * i for i in range(cnt)]] += 1
+        assert (seen == 1).all()
+        assert (blocks - 1) * threads * per < total           # no block left empty
+
+
+def test_block_batch_inverse():
+    rng = random.Random(9)
+    for tpb in (1, 2, 4, 8, 128):
+        vals = [rng.randrange(1, R) for _ in range(tpb)]
+        assert [v * i % R for v, i in zip(vals, block_batch_inverse(Zr, vals))] == [1] * tpb
+
+
+# --- the schedule with affine rounds ---
+
+@pytest.mark.parametrize("n,c", [(1, 1), (2, 2), (31, 5), (100, 4), (512, 8), (1000, 9)])
+@pytest.mark.parametrize("geom", [(4, 3), (1, 1), (8, 64)])
+def test_affine_schedule_int_group(n, c, geom):
+    bases, inf, sc, want = int_case(n, n * 13 + c, "random")
+    got, k = model_msm(IntGroup(), bases, inf, sc, c, min_pairs=1, tpb=geom[0], max_blocks=geom[1])
+    assert got == want
+    assert k.stats["fallbacks"] == 0
+    assert k.stats["affine_rounds"] > 0 or n < 31
+
+
+@pytest.mark.parametrize("kind", ["same", "small", "edge"])
+def test_affine_schedule_unbalanced(kind):
+    """One huge bucket per window (same scalars) or many small ones, infinity flags: the
+    rounds run until every bucket holds one point, the segment sums finish."""
+    bases, inf, sc, want = int_case(700, 11, kind)
+    got, k = model_msm(IntGroup(), bases, inf, sc, 7, min_pairs=1)
+    assert got == want
+    assert k.stats["affine_rounds"] >= 9 if kind == "same" else k.stats["affine_rounds"] > 0
+    assert k.stats["fallbacks"] == 0
+
+
+@pytest.mark.parametrize("min_pairs", [1, 40, 200, 10 ** 9])
+def test_affine_threshold_and_passes(min_pairs):
+    """Rounds stop below min_pairs (the rest summed in XYZZ); several passes."""
+    bases, inf, sc, want = int_case(300, 4)
+    got, k = model_msm(IntGroup(), bases, inf, sc, 6, max_entries=700, min_pairs=min_pairs)
+    assert got == want
+    if min_pairs == 10 ** 9:
+        assert k.stats["affine_rounds"] == 0
+    else:
+        assert k.stats["affine_rounds"] > 0
+
+
+def test_affine_degenerate_falls_back():
+    """A repeated base (P + P) or a negated one (P + (-P)) in a pair: flagged, the pass redone in XYZZ."""
+    rng = random.Random(5)
+    n = 60
+    bases = [rng.randrange(1, R) for _ in range(n)]
+    sc = [rng.randrange(R) for _ in range(n)]
+    bases[1] = bases[0]
+    bases[2] = R - bases[0]
+    sc[1] = sc[2] = sc[0]                         # same digits: adjacent in every bucket's run
+    want = sum(s * b for s, b in zip(sc, bases)) % R
+    got, k = model_msm(IntGroup(), bases, [False] * n, sc, 4, min_pairs=1)
+    assert got == want
+    assert k.stats["fallbacks"] >= 1
+
+
+@pytest.mark.parametrize("group,n,c,repeat", [(1, 1, 3, False), (1, 23, 2, False), (1, 40, 4, False),
+                                              (1, 40, 4, True), (2, 12, 3, False), (2, 12, 3, True)])
+def test_affine_schedule_on_curve_vs_arkworks(group, n, c, repeat):
+    """Real affine formulas and batch inversion over Fp (Fp2): distinct points take the affine
+    path to the end; a repeated point forces the XYZZ fallback; both match arkworks."""
+    rng = random.Random(n * 3 + group + repeat)
+    pts = rand_points(group, n, rng)
+    sc = [rng.randrange(R) for _ in range(n)]
+    if repeat:
+        pts[1] = pts[0]
+        sc[1] = sc[0]
+    if n > 8:
+        pts[3] = CLS[group].identity()
+        sc[5], sc[6] = 0, R - 1
+    inf = [ark_affine(group, p) is None for p in pts]
+    bases = [ark_affine(group, p) or (XYZZ(group).f.zero, XYZZ(group).f.zero) for p in pts]
+    got, k = model_msm(XYZZ(group), bases, inf, sc, c, min_pairs=1)
+    want = CLS[group].multiexp_unchecked(pts, scalars_to_ark(sc))
+    assert xyzz_to_affine(group, got) == ark_affine(group, want)
+    assert (k.stats["fallbacks"] > 0) == repeat
+    assert n == 1 or k.stats["affine_rounds"] > 0

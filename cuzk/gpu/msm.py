@@ -2,9 +2,16 @@
 
 Inputs stay on the device: bases uint32[n, 24] (G1) or [n, 48] (G2) affine Montgomery
 limbs, inf bool[n] (a base at infinity), scalars uint32[n, 8] Fr in Montgomery form.
-The kernels are in kernels/msm.cuh (modules msm_g1.cu, msm_g2.cu); the index math is cuzk/gpu/msm_plan.py.
+The kernels are in kernels/msm.cuh and kernels/msm_affine.cuh (modules msm_g1.cu, msm_g2.cu);
+the index math is cuzk/gpu/msm_plan.py.
+
+Bucket sums: "xyzz" (mixed XYZZ adds, one thread per segment) or, for G1, "affine" (rounds of
+affine pair additions with batched inversion, msm_plan.affine_rounds; a pass that meets
+P + P or P + (-P) is redone in XYZZ).
 """
 from __future__ import annotations
+
+from functools import lru_cache
 
 import numpy as np
 
@@ -15,6 +22,9 @@ from .loader import kernel
 
 THREADS = 128
 _AFFINE_WORDS = {1: G1_WORDS, 2: G2_WORDS}
+BUCKET_SUMS = ("xyzz", "affine")
+DEFAULT_BUCKET_SUM = {1: "xyzz", 2: "xyzz"}   # G1 "affine" once verified on the device
+last_stats: dict = {}                         # of the latest msm_xyzz: affine_rounds, fallbacks
 
 
 def xyzz_words(group: int) -> int:
@@ -51,6 +61,8 @@ class _Kernels:
         self.W = xyzz_words(group)
         self.n = len(inf)
         self.bases, self.inf8, self.scalars = bases, inf.view(cupy.uint8), scalars
+        self.flag = cupy.zeros(1, dtype=cupy.int32)
+        self.stats = {"affine_rounds": 0, "fallbacks": 0}
 
     def _f(self, name):
         return kernel(self.mod, f"{self.g}_{name}")
@@ -65,11 +77,38 @@ class _Kernels:
                                      np.int32(w0), np.int32(w1)))
         return keys
 
-    def sum_affine(self, keys, seg_bucket, seg_first, offsets, S, total):
+    def sum_affine(self, src, keyed, seg_bucket, seg_first, offsets, S, total):
         out = self.alloc(total)
-        self._f("sum_affine")(_grid(total), (THREADS,),
-                              (out, keys, self.bases, seg_bucket, seg_first, offsets, np.int64(S), np.int64(total)))
+        if keyed:
+            self._f("sum_affine")(_grid(total), (THREADS,), (out, src, self.bases, seg_bucket, seg_first, offsets,
+                                                             np.int64(S), np.int64(total)))
+        else:
+            self._f("sum_affine_direct")(_grid(total), (THREADS,), (out, src, seg_bucket, seg_first, offsets,
+                                                                    np.int64(S), np.int64(total)))
         return out
+
+    def affine_plan(self, in_off, out_off, total):
+        out = self.cp.empty(total, dtype=self.cp.uint32)
+        kernel(self.mod, "msm_affine_plan")(_grid(total), (THREADS,),
+                                            (out, in_off, out_off, np.int64(len(in_off) - 1), np.int64(total)))
+        return out
+
+    def affine_round(self, src, keyed, plan_words, total):
+        out = self.cp.empty((total, self.W // 2), dtype=self.cp.uint32)
+        blocks, per = plan.round_geometry(total, plan.AFFINE_THREADS, _sm_count() * plan.AFFINE_BLOCKS_PER_SM)
+        if keyed:
+            self._f("affine_round_keyed")((blocks,), (plan.AFFINE_THREADS,),
+                                          (out, src, self.bases, plan_words, np.int64(total), np.int64(per), self.flag))
+        else:
+            self._f("affine_round")((blocks,), (plan.AFFINE_THREADS,),
+                                    (out, src, plan_words, np.int64(total), np.int64(per), self.flag))
+        return out
+
+    def reset_degenerate(self):
+        self.flag.fill(0)
+
+    def degenerate(self) -> bool:
+        return bool(int(self.flag[0]))
 
     def sum_xyzz(self, partials, seg_bucket, seg_first, offsets, S, total):
         out = self.alloc(total)
@@ -77,15 +116,15 @@ class _Kernels:
                             (out, partials, seg_bucket, seg_first, offsets, np.int64(S), np.int64(total)))
         return out
 
-    def window_chunks(self, buckets, nwp, B, T):
-        cs, ct = self.alloc(nwp * T), self.alloc(nwp * T)
-        self._f("window_chunks")(_grid(nwp * T), (THREADS,),
-                                 (cs, ct, buckets, np.int32(nwp), np.int32(B), np.int32(T)))
-        return cs, ct
+    def window_level(self, A, T, count, L, first, log_scale):
+        a_out, t_out = self.alloc(count), self.alloc(count)
+        self._f("window_level")(_grid(count), (THREADS,),
+                                (a_out, t_out, T if A is None else A, T, np.int64(count), np.int32(L), np.int32(first),
+                                 np.int32(log_scale), np.int32(A is not None)))
+        return a_out, t_out
 
-    def window_final(self, window_sums, cs, ct, nwp, T, log_l, w0):
-        self._f("window_final")(_grid(nwp), (THREADS,),
-                                (window_sums, cs, ct, np.int32(nwp), np.int32(T), np.int32(log_l), np.int32(w0)))
+    def concat(self, arrays):
+        return arrays[0] if len(arrays) == 1 else self.cp.concatenate(arrays)
 
     def combine(self, window_sums, nw, c):
         out = self.cp.empty(self.W, dtype=self.cp.uint32)
@@ -93,14 +132,42 @@ class _Kernels:
         return out
 
 
-def msm_xyzz(group: int, bases, inf, scalars, c: int | None = None, max_entries: int = 1 << 28):
-    """Σ s_i P_i as one XYZZ point on the device (uint32[words], Montgomery limbs)."""
+@lru_cache(maxsize=1)
+def _sm_count() -> int:
+    import cupy
+    return int(cupy.cuda.Device().attributes["MultiProcessorCount"])
+
+
+def msm_xyzz(group: int, bases, inf, scalars, c: int | None = None, max_entries: int = 1 << 28,
+             bucket_sum: str | None = None, affine_min_pairs: int | None = None, mark=None):
+    """Σ s_i P_i as one XYZZ point on the device (uint32[words], Montgomery limbs).
+
+    bucket_sum: "xyzz" or "affine" (G1 only); None -> DEFAULT_BUCKET_SUM. affine_min_pairs:
+    the affine rounds' threshold (msm_plan.AFFINE_MIN_PAIRS when None; 1 runs rounds until
+    every bucket holds one point). Counts of the run land in last_stats. mark: profiling hook
+    (msm_plan.pippenger).
+    """
     import cupy
     n = _check(group, bases, inf, scalars)
+    bucket_sum = DEFAULT_BUCKET_SUM[group] if bucket_sum is None else bucket_sum
+    if bucket_sum not in BUCKET_SUMS:
+        raise ValueError(f"bucket_sum must be one of {BUCKET_SUMS}, got {bucket_sum!r}")
+    if bucket_sum == "affine" and group != 1:
+        raise ValueError("affine bucket sums are implemented for G1 only")
+    affine = bucket_sum == "affine"
+    min_pairs = None
+    if affine:
+        min_pairs = plan.AFFINE_MIN_PAIRS if affine_min_pairs is None else int(affine_min_pairs)
+        if min_pairs < 1:
+            raise ValueError("affine_min_pairs must be >= 1")
+    last_stats.clear()
     if n == 0:
         return cupy.zeros(xyzz_words(group), dtype=cupy.uint32)
-    c = plan.choose_window(n) if c is None else int(c)
-    return plan.pippenger(_Kernels(group, bases, inf, scalars), n, c, max_entries, cupy)
+    c = plan.choose_window(n, affine=affine) if c is None else int(c)
+    k = _Kernels(group, bases, inf, scalars)
+    out = plan.pippenger(k, n, c, max_entries, cupy, affine_min_pairs=min_pairs, mark=mark)
+    last_stats.update(k.stats, c=c, bucket_sum=bucket_sum)
+    return out
 
 
 # --- host side: XYZZ limbs -> affine ints -> arkworks point ---
@@ -176,10 +243,10 @@ def to_ark(group: int, limbs: np.ndarray):
     return g1_from_ints(*xy) if group == 1 else g2_from_ints(*xy)
 
 
-def msm_g1(bases, inf, scalars, c: int | None = None):
-    """Σ s_i P_i over G1 as a py_arkworks_bls12381 G1Point."""
+def msm_g1(bases, inf, scalars, c: int | None = None, **kw):
+    """Σ s_i P_i over G1 as a py_arkworks_bls12381 G1Point (kw: msm_xyzz's bucket_sum, ...)."""
     import cupy
-    return to_ark(1, cupy.asnumpy(msm_xyzz(1, bases, inf, scalars, c)))
+    return to_ark(1, cupy.asnumpy(msm_xyzz(1, bases, inf, scalars, c, **kw)))
 
 
 def msm_g2(bases, inf, scalars, c: int | None = None):

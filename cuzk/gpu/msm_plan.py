@@ -6,16 +6,35 @@ tests/test_msm_model.py runs the very same code on the CPU.
 Digits: a canonical scalar s < 2^255 is split into windows of c bits, recoded with a carry
 into signed digits d_w in (-2^(c-1), 2^(c-1)]; s = sum_w d_w 2^(c w). Bucket |d| - 1 of a
 window holds the points whose digit there is ±|d|, so there are B = 2^(c-1) buckets.
+
+Per pass: digits, sort, bucket offsets; optionally affine rounds (each halves every bucket's
+list by affine pair adds, batched inversion); XYZZ segment sums to one point per bucket; then
+the window reduction in levels (reduce_levels), over the buckets of one or more passes.
 """
 from __future__ import annotations
 
 
 SCALAR_BITS = 255        # r < 2^255
-C_MAX = 16               # largest window choose_window picks: on the H200 c = 16 beat 20 at 2^24 and 2^26
-                         # (257 vs 382 ms, 1086 vs 1225 ms: the window reduction grows with 2^c)
+C_MAX = 22               # largest window choose_window picks (the window reduction is parallel now)
 C_LIMIT = 24             # largest window accepted: a pass's bucket ids must fit the key's 32 bits
 MERGE_S = 16             # entries per segment when merging a bucket's partial sums
 ZERO_KEY = (1 << 64) - 1 # a zero digit or a base at infinity: sorts after every bucket
+
+# Cost model of choose_window, in Fp-multiplication equivalents.
+ADD_XYZZ = 10            # mixed XYZZ add into a bucket (madd-2008-s: 8M + 2S)
+ADD_AFFINE = 6           # affine add with batched inversion (3 for the batch, lambda, lambda^2, y3)
+SORT_KEY = 1             # sorting one uint64 key (measured: 2^28 keys in 14.4 ms ~ 1 mult each)
+REDUCE_BUCKET = 28       # window reduction: two full XYZZ adds (12M + 2S) per bucket
+
+# Affine accumulation (affine_rounds): rounds run while they have this many pairs; below it the
+# remaining points go to the XYZZ segment sums (a round's fixed cost is one inversion's latency).
+AFFINE_MIN_PAIRS = 1 << 20
+AFFINE_THREADS = 128     # threads per block of the round kernel (its __launch_bounds__)
+AFFINE_BLOCKS_PER_SM = 4 # resident blocks per SM: one wave, so one inversion per block per round
+REDUCE_THREADS = 1 << 16 # the first reduction level aims at this many chunks in all
+REDUCE_FIRST_MAX = 64    # largest chunk of the first level
+REDUCE_UP = 4            # chunk of the later levels (their latency: ~3L adds a level)
+REDUCE_MAX_BUCKETS = 1 << 23   # buckets of several passes are reduced together up to this many
 
 
 def num_windows(c: int) -> int:
@@ -25,19 +44,20 @@ def num_windows(c: int) -> int:
     return -(-(SCALAR_BITS + 1) // c)
 
 
-def choose_window(n: int, popcount: float | None = None) -> int:
-    """c minimising nw * (adds of points into buckets + ~2 adds per bucket to reduce).
+def choose_window(n: int, popcount: float | None = None, affine: bool = False) -> int:
+    """c minimising nw * (points into buckets + buckets to reduce), in multiplications.
 
     popcount, when given, is the scalars' mean number of set bits: sparse scalars leave
     more digits zero, so fewer points are added per window (optimization D4 refines this).
+    affine: the bucket sums use affine_rounds (cheaper adds) rather than XYZZ.
     """
     n = max(int(n), 1)
     density = 1.0 if popcount is None else min(max(popcount / SCALAR_BITS, 1e-9), 1.0)
+    add = ADD_AFFINE if affine else ADD_XYZZ
     best = None
     for c in range(1, C_MAX + 1):
         nonzero = 1.0 - (1.0 - density) ** c if popcount is not None else 1.0
-        # a mixed add ~ 10 mults, a full add ~ 14: bucket reduction is 2 full adds per bucket
-        cost = num_windows(c) * (n * nonzero * 10 + (1 << (c - 1)) * 28)
+        cost = num_windows(c) * (n * nonzero * add + n * SORT_KEY + (1 << (c - 1)) * REDUCE_BUCKET)
         if best is None or cost < best[0]:
             best = (cost, c)
     return best[1]
@@ -50,11 +70,26 @@ def window_passes(n: int, nw: int, max_entries: int = 1 << 28) -> list[tuple[int
     return [(w0, min(w0 + per, nw)) for w0 in range(0, nw, per)]
 
 
-def chunks(c: int) -> tuple[int, int]:
-    """(T, log2 L): a window's B = 2^(c-1) buckets in T chunks of L, T ~ L ~ sqrt(B)."""
-    log_b = c - 1
-    log_t = log_b // 2
-    return 1 << log_t, log_b - log_t
+def reduce_levels(nwin: int, B: int) -> list[tuple[int, bool, int]]:
+    """Window reduction levels (L, first, log_scale), each a k.window_level over chunks of L.
+
+    Invariant after each level, per window: V = sum_i A_i + sum_i i * T_i over its N entries;
+    a level makes chunk u of L entries into A'_u = sum_j A_uL+j + sum_j (j + first) T_uL+j and
+    T'_u = 2^log_scale * sum_j T_uL+j with 2^log_scale = L (0 at the last level: T' unused).
+    The first level reads the buckets as T (no A; bucket k has weight k + 1). N = B, B/L, ...
+    until 1, when V = A_0.
+    """
+    levels, N, first = [], B, True
+    while first or N > 1:
+        if first:
+            want = max(2, (nwin * N) // REDUCE_THREADS)
+            L = min(1 << (min(want, REDUCE_FIRST_MAX).bit_length() - 1), N)
+        else:
+            L = min(REDUCE_UP, N)
+        N //= L
+        levels.append((L, first, L.bit_length() - 1 if N > 1 else 0))
+        first = False
+    return levels
 
 
 def first_segment_size(valid: int, nbuckets: int) -> int:
@@ -86,35 +121,119 @@ def segment_plan(offsets, S: int, xp):
     return seg_first, seg_bucket, total
 
 
-def pippenger(k, n: int, c: int, max_entries: int, xp):
+def round_offsets(in_off, xp):
+    """One affine round: bucket b's cnt_b = in_off[b+1] - in_off[b] points become ceil(cnt_b / 2)
+    (pairs summed, an odd last one copied), stored compactly. Returns (out_off, total_out)."""
+    cnt = in_off[1:] - in_off[:-1]
+    out_off = xp.zeros(len(in_off), dtype=xp.int64)
+    xp.cumsum((cnt + 1) // 2, out=out_off[1:])
+    return out_off, int(out_off[-1])
+
+
+def round_geometry(total: int, threads: int, max_blocks: int) -> tuple[int, int]:
+    """(blocks, per): one wave of at most max_blocks blocks; thread t of block k takes outputs
+    k * threads * per + t + threads * i for i < per (those below total)."""
+    blocks = max(1, min(-(-total // threads), max_blocks))
+    per = max(1, -(-total // (blocks * threads)))
+    return -(-total // (threads * per)), per
+
+
+def affine_rounds(k, keys, offsets, min_pairs: int, xp):
+    """Halve every bucket's list by affine pair additions while a round has >= min_pairs pairs
+    (and at least one). Round 0 reads bases through the sorted keys, later rounds the previous
+    round's points. Returns (points, offsets, rounds); with rounds == 0, (keys, offsets, 0).
+
+    k.affine_plan(in_off, out_off, total) -> uint32 words s << 1 | paired per output
+    k.affine_round(src, keyed, plan, total) -> affine points [total]; an x1 == x2 pair sets
+    k.degenerate() (its output is then garbage: the caller redoes the pass in XYZZ).
+    """
+    src, in_off, rounds = keys, offsets, 0
+    if int(offsets[-1]) >= 1 << 31:          # a plan word holds an entry index << 1
+        return src, in_off, 0
+    while True:
+        out_off, total = round_offsets(in_off, xp)
+        pairs = int(in_off[-1]) - total
+        if pairs == 0 or pairs < min_pairs:
+            return src, in_off, rounds
+        plan = k.affine_plan(in_off, out_off, total)
+        src = k.affine_round(src, rounds == 0, plan, total)
+        in_off, rounds = out_off, rounds + 1
+
+
+def bucket_sums(k, src, keyed: bool, offsets, nb: int, xp):
+    """One XYZZ sum per bucket of the runs src[offsets[b]:offsets[b+1]] (keys or affine points):
+    segments of S entries, then merges of MERGE_S partials until one per bucket."""
+    S = first_segment_size(int(offsets[-1]), nb)
+    seg_first, seg_bucket, total = segment_plan(offsets, S, xp)
+    partials = k.sum_affine(src, keyed, seg_bucket, seg_first, offsets, S, total)
+    while total > nb:                     # some bucket has several partials: merge them
+        offsets = seg_first
+        seg_first, seg_bucket, total = segment_plan(offsets, MERGE_S, xp)
+        partials = k.sum_xyzz(partials, seg_bucket, seg_first, offsets, MERGE_S, total)
+    return partials
+
+
+def reduce_windows(k, buckets, nwin: int, B: int):
+    """nwin window sums sum_k (k + 1) bucket_k from nwin * B buckets (window-major)."""
+    A, T, N = None, buckets, B
+    for L, first, log_scale in reduce_levels(nwin, B):
+        N //= L
+        A, T = k.window_level(A, T, nwin * N, L, first, log_scale)
+    return A
+
+
+def pippenger(k, n: int, c: int, max_entries: int, xp, affine_min_pairs: int | None = None, mark=None):
     """The MSM schedule, over a kernel set `k` (the GPU launches, or the CPU model's
     emulation of the same kernels). Returns k.combine's result.
 
+    affine_min_pairs: None -> buckets accumulate in XYZZ; else affine_rounds with that
+    threshold first (G1), the pass redone in XYZZ if a round met x1 == x2.
+    mark(name), when given, is called after each step (profiling).
+
     k.digits(c, w0, w1) -> uint64 keys [(w1 - w0) * n]
-    k.sum_affine(keys, seg_bucket, seg_first, offsets, S, total) -> partials [total]
+    k.sum_affine(src, keyed, seg_bucket, seg_first, offsets, S, total) -> partials [total]
     k.sum_xyzz(partials, seg_bucket, seg_first, offsets, S, total) -> partials [total]
-    k.window_chunks(buckets, nwp, B, T) -> (chunk_s, chunk_t) [nwp * T]
-    k.window_final(window_sums, chunk_s, chunk_t, nwp, T, log_l, w0): window_sums[w0:w0+nwp]
-    k.combine(window_sums, nw, c) -> the result
+    k.affine_plan, k.affine_round, k.reset_degenerate(), k.degenerate(): see affine_rounds
+    k.window_level(A, T, count, L, first, log_scale) -> (A', T') [count]; A None at the first
+    k.concat(list of arrays) -> one array; k.combine(window_sums, nw, c) -> the result
+    k.stats: dict, counts of "affine_rounds" and "fallbacks" added to
     """
+    mark = mark or (lambda name: None)
     nw = num_windows(c)
     B = 1 << (c - 1)
-    T, log_l = chunks(c)
-    window_sums = k.alloc(nw)
-    for w0, w1 in window_passes(n, nw, max_entries):
+    sums, pending, pending_w = [], [], 0
+    passes = window_passes(n, nw, max_entries)
+    for i, (w0, w1) in enumerate(passes):
         nwp = w1 - w0
         nb = nwp * B
         keys = k.digits(c, w0, w1)
+        mark("digits")
         keys.sort()                       # CUB radix sort under CuPy
+        mark("sort")
         offsets = bucket_offsets(keys, nb, xp)
-        S = first_segment_size(int(offsets[-1]), nb)
-        seg_first, seg_bucket, total = segment_plan(offsets, S, xp)
-        partials = k.sum_affine(keys, seg_bucket, seg_first, offsets, S, total)
+        mark("offsets")
+        partials = None
+        if affine_min_pairs is not None:
+            k.reset_degenerate()
+            pts, off, rounds = affine_rounds(k, keys, offsets, affine_min_pairs, xp)
+            k.stats["affine_rounds"] = k.stats.get("affine_rounds", 0) + rounds
+            mark("affine rounds")
+            if rounds and k.degenerate():   # P + P or P + (-P) met: this pass in XYZZ instead
+                k.stats["fallbacks"] = k.stats.get("fallbacks", 0) + 1
+            elif rounds:
+                partials = bucket_sums(k, pts, False, off, nb, xp)
+            del pts, off
+        if partials is None:
+            partials = bucket_sums(k, keys, True, offsets, nb, xp)
+        mark("bucket sums")
         del keys
-        while total > nb:                 # some bucket has several partials: merge them
-            offsets = seg_first
-            seg_first, seg_bucket, total = segment_plan(offsets, MERGE_S, xp)
-            partials = k.sum_xyzz(partials, seg_bucket, seg_first, offsets, MERGE_S, total)
-        chunk_s, chunk_t = k.window_chunks(partials, nwp, B, T)
-        k.window_final(window_sums, chunk_s, chunk_t, nwp, T, log_l, w0)
-    return k.combine(window_sums, nw, c)
+        pending.append(partials)
+        pending_w += nwp
+        nxt = passes[i + 1][1] - passes[i + 1][0] if i + 1 < len(passes) else 0
+        if not nxt or (pending_w + nxt) * B > REDUCE_MAX_BUCKETS:
+            sums.append(reduce_windows(k, k.concat(pending), pending_w, B))
+            pending, pending_w = [], 0
+            mark("window reduction")
+    out = k.combine(k.concat(sums), nw, c)
+    mark("combine")
+    return out
