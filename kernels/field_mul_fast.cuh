@@ -23,7 +23,7 @@
 //     per row. Costs a zeroing MOV for the high half of the addend pair per product.
 //  2: plain products, then TWO carry chains per row (t + even words, then + odd words).
 // Per product: 1 IMAD.WIDE.U32 + 1 carry add + 1 MOV (1), or 1 IMAD.WIDE.U32 + 2 carry
-// adds (2). Which is faster depends on whether IMAD.WIDE occupies the FMA pipe for one
+// adds (2). Mixed (experiments): 3 = a*b_i rows as 1, m*p rows as 2; 4 = the reverse. Which is faster depends on whether IMAD.WIDE occupies the FMA pipe for one
 // or two issue slots: tools/experiments/mul_check.py times both.
 //
 // Carry chains are separate CUZK_ASM (asm volatile) statements, as in field.cuh. With
@@ -134,7 +134,9 @@ CUZK_FM_INLINE void mont_mul(uint32_t* out, const uint32_t* a, const uint32_t* b
     constexpr int N = P::N, H = N / 2;
     static_assert(N % 2 == 0, "even limb count");
     constexpr int V = N == 12 ? CUZK_FASTMUL_VARIANT_FP : CUZK_FASTMUL_VARIANT_FR;
-    static_assert(V == 1 || V == 2, "CUZK_FASTMUL_VARIANT is 1 or 2");
+    static_assert(V >= 1 && V <= 4, "CUZK_FASTMUL_VARIANT is 1 .. 4");
+    constexpr int VA = (V == 1 || V == 3) ? 1 : 2;   // how the a*b_i rows add T
+    constexpr int VM = (V == 1 || V == 4) ? 1 : 2;   // how the m*p rows add R
     uint32_t t[N];      // T < 2p
     uint32_t w[N + 1];  // R = T + a*b_i
     uint32_t x[N + 1];  // R + m*p (x[0] == 0)
@@ -147,12 +149,12 @@ CUZK_FM_INLINE void mont_mul(uint32_t* out, const uint32_t* a, const uint32_t* b
         for (int k = 0; k < H; k++) {
             e[k] = mul_wide(a[2 * k], bi);
             o[k] = mul_wide(a[2 * k + 1], bi);
-            if (V == 1 && i > 0) {
+            if (VA == 1 && i > 0) {
                 e[k] += t[2 * k];
                 o[k] += t[2 * k + 1];
             }
         }
-        if (V == 1 || i == 0) {
+        if (VA == 1 || i == 0) {
             w[0] = lo32(e[0]);
             fold<N>(w, e, o, 0);
         } else {
@@ -164,12 +166,12 @@ CUZK_FM_INLINE void mont_mul(uint32_t* out, const uint32_t* a, const uint32_t* b
         for (int k = 0; k < H; k++) {
             e[k] = mul_wide(m, P::mod(2 * k));
             o[k] = mul_wide(m, P::mod(2 * k + 1));
-            if (V == 1) {
+            if (VM == 1) {
                 e[k] += w[2 * k];
                 o[k] += w[2 * k + 1];
             }
         }
-        if (V == 1)
+        if (VM == 1)
             fold<N>(x, e, o, w[N]);
         else
             add_two_chains<N>(x, w, w[N], e, o);

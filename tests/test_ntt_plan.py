@@ -27,3 +27,54 @@ def test_plan_covers_every_stage():
         passes = G.plan(log_n)
         assert sum(k for _, k, _ in passes) == log_n
         assert all(k <= G.KMAX and k + c <= G.KMAX for _, k, c in passes)
+
+
+# --- kernels/ntt_reg.cu: register-radix passes ---
+
+@pytest.mark.parametrize("lr", [2, 3])
+@pytest.mark.parametrize("kmax,emax", [(10, None), (10, 11), (4, None), (5, 6)])
+@pytest.mark.parametrize("tw1_max", [0, 31])
+@pytest.mark.parametrize("log_n", [3, 4, 7, 11])
+def test_reg_pass_matches_ntt(monkeypatch, lr, kmax, emax, tw1_max, log_n):
+    monkeypatch.setattr(G, "KMAX", kmax)
+    if any(k < lr for _, k, _ in G.plan(log_n, emax)):
+        pytest.skip("the host falls back to the radix-2 kernel")
+    gen = 5 if log_n % 2 else 7
+    d = Domain(log_n, gen)
+    rng = random.Random(log_n * 1000 + kmax * 10 + lr)
+    a = np.array([rng.randrange(R) for _ in range(d.n)], dtype=object)
+    ref = ntt(a, d.omega)
+    got = G.emulate_reg(a, log_n, d.omega, False, lr, emax, tw1_max)
+    assert list(got[bitrev_perm(d.n)]) == list(ref)                                        # DIF
+    assert list(G.emulate_reg(a[bitrev_perm(d.n)], log_n, d.omega, True, lr, emax, tw1_max)) == list(ref)  # DIT
+
+
+def test_reg_groups_cover_every_stage_once():
+    for lr in (2, 3):
+        for k in range(lr, 12):
+            for dit in (False, True):
+                stages = [b0 + t for b0, lo, hi in G.reg_groups(k, lr, dit)
+                          for t in (range(lo, hi) if dit else reversed(range(lo, hi)))]
+                assert stages == (sorted(stages) if dit else sorted(stages, reverse=True))
+                assert sorted(stages) == list(range(k))
+                assert all(0 <= b0 <= k - lr for b0, _, _ in G.reg_groups(k, lr, dit))
+
+
+@pytest.mark.parametrize("lr", [2, 3])
+def test_reg_shared_memory_has_no_bank_conflicts(lr):
+    for k in range(lr, 12):
+        for log_c in range(0, 12 - k):
+            assert G.bank_conflicts(k, log_c, lr) == 1, (k, log_c)
+
+
+def test_bank_check_can_fail(monkeypatch):
+    monkeypatch.setattr(G, "SWZ", (0, 0, 0))
+    assert G.bank_conflicts(9, 0, 3) > 1
+
+
+def test_tw1_bits():
+    assert G.tw1_bits(G.plan(27), 18) == 18          # 9+9+9: the second pass only
+    assert G.tw1_bits(G.plan(27), 0) == 0
+    assert G.tw1_bits(G.plan(20), 18) == 0           # 10+10: the first pass is 2^20
+    assert G.tw1_bits(G.plan(20), 20) == 20
+    assert G.tw1_bits(G.plan(9), 18) == 0            # one pass: no twiddle

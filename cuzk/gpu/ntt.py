@@ -8,6 +8,7 @@ coset scaling where there is one).
 """
 from __future__ import annotations
 
+import os
 from functools import lru_cache
 
 import numpy as np
@@ -18,20 +19,42 @@ from .loader import kernel
 KMAX = 10            # stages per shared-memory pass (2^10 elements, 32 KiB)
 THREADS = 256
 
+# Pass kernels: (log2 elements per thread, log2 elements per block, largest sub-problem whose
+# 4-step twiddle is one table lookup; 0 = always tw_hi * tw_lo).
+#   r2: kernels/ntt.cu, one butterfly per thread per stage.
+#   r4, r8: kernels/ntt_reg.cu, 4 or 8 elements per thread in registers.
+VARIANTS = {
+    "r2": (1, KMAX, 0),
+    "r4": (2, KMAX, 18),
+    "r8": (3, KMAX, 18),
+    "r8-2lvl": (3, KMAX, 0),
+    "r8-e11": (3, KMAX + 1, 18),
+}
+# production pass kernel (tools/gpu_ntt_check.py times them all); CUZK_NTT_VARIANT overrides
+VARIANT = os.environ.get("CUZK_NTT_VARIANT", "r2")
 
-def plan(log_n: int) -> list[tuple[int, int, int]]:
-    """DIF passes as (log_sub, k, log_c); the DIT runs them in reverse."""
+
+def plan(log_n: int, emax: int | None = None) -> list[tuple[int, int, int]]:
+    """DIF passes as (log_sub, k, log_c); the DIT runs them in reverse. A block holds
+    2^(k + log_c) <= 2^emax elements (default KMAX)."""
     if not 1 <= log_n <= 31:
         raise ValueError(f"NTT sizes are 2^1 .. 2^31, got 2^{log_n}")
+    emax = KMAX if emax is None else emax
     passes = -(-log_n // KMAX)
     base, rem = divmod(log_n, passes)
     ks = [base + 1] * rem + [base] * (passes - rem)
     out, log_sub = [], log_n
     for k in ks:
-        log_c = min(log_sub - k, KMAX - k)
+        log_c = min(log_sub - k, emax - k)
         out.append((log_sub, k, log_c))
         log_sub -= k
     return out
+
+
+def tw1_bits(passes, tw1_max: int) -> int:
+    """Size (log2) of the one-lookup twiddle table: the largest twiddled sub-problem <= 2^tw1_max,
+    or 0 when no pass uses it."""
+    return max([ls for ls, k, _ in passes if ls > k and ls <= tw1_max], default=0)
 
 
 def split_bits(log_n: int) -> int:
@@ -62,7 +85,18 @@ def _small_table(generator: int, inverse: bool):
     return cupy.asarray(fr_to_limbs(fr_powers(w, 1 << (KMAX - 1))))
 
 
-def _run(x, log_n: int, generator: int, inverse: bool, dit: bool):
+@lru_cache(maxsize=16)
+def _tw1_table(w: int, log_n: int, bits: int):
+    """tw1[x] = w^(x << (log_n - bits)), x < 2^bits: built on the device from ones."""
+    import cupy
+    from .fr import to_mont
+    t = cupy.zeros((1 << bits, 8), dtype=cupy.uint32)
+    t[:, 0] = 1
+    to_mont(t)
+    return scale_powers(t, bits, pow(w, 1 << (log_n - bits), R))
+
+
+def _run(x, log_n: int, generator: int, inverse: bool, dit: bool, variant: str | None = None):
     import cupy
     n = 1 << log_n
     batch = x.size // (n * 8)
@@ -73,26 +107,44 @@ def _run(x, log_n: int, generator: int, inverse: bool, dit: bool):
         w = pow(w, -1, R)
     lo, hi, bits = _power_tables(w, log_n)
     small = _small_table(generator, inverse)
-    f = kernel("ntt", "ntt_pass")
-    passes = plan(log_n)
+    lr, emax, tw1_max = VARIANTS[variant or VARIANT]
+    passes = plan(log_n, emax)
+    if lr > 1 and any(k < lr for _, k, _ in passes):
+        lr, passes = 1, plan(log_n)                       # 2^1, 2^2: the radix-2 kernel
+    if lr == 1:
+        f = kernel("ntt", "ntt_pass")
+        for log_sub, k, log_c in (reversed(passes) if dit else passes):
+            e = 1 << (k + log_c)
+            blocks = (n >> log_sub) * (1 << (log_sub - k - log_c))
+            f((blocks, batch), (e // 2,),
+              (x, np.int32(log_n), np.int32(log_sub), np.int32(k), np.int32(log_c), np.int32(int(dit)),
+               small, lo, hi, np.int32(bits)),
+              shared_mem=e * 32)
+        return x
+    f = kernel("ntt_reg", f"ntt_r{1 << lr}_{'dit' if dit else 'dif'}")
+    tb = tw1_bits(passes, tw1_max)
+    tw1 = _tw1_table(w, log_n, tb) if tb else lo           # lo: a valid pointer, never read
+    if emax > 10:                                           # over 48 KiB of shared memory
+        cupy.cuda.driver.funcSetAttribute(f.ptr, 8, 32 << emax)   # 8: MAX_DYNAMIC_SHARED_SIZE_BYTES
     for log_sub, k, log_c in (reversed(passes) if dit else passes):
         e = 1 << (k + log_c)
         blocks = (n >> log_sub) * (1 << (log_sub - k - log_c))
-        f((blocks, batch), (e // 2,),
-          (x, np.int32(log_n), np.int32(log_sub), np.int32(k), np.int32(log_c), np.int32(int(dit)),
-           small, lo, hi, np.int32(bits)),
+        mode = 0 if log_sub == k else (2 if tb and log_sub <= tb else 1)
+        f((blocks, batch), (e >> lr,),
+          (x, np.int32(log_n), np.int32(log_sub), np.int32(k), np.int32(log_c), small, np.int32(mode),
+           lo, hi, np.int32(bits), tw1, np.int32(tb - log_sub if mode == 2 else 0)),
           shared_mem=e * 32)
     return x
 
 
-def dif(x, log_n: int, generator: int = 7, inverse: bool = False):
-    """In place: natural order in, bit-reversed out."""
-    return _run(x, log_n, generator, inverse, dit=False)
+def dif(x, log_n: int, generator: int = 7, inverse: bool = False, variant: str | None = None):
+    """In place: natural order in, bit-reversed out. variant: a VARIANTS key (default VARIANT)."""
+    return _run(x, log_n, generator, inverse, False, variant)
 
 
-def dit(x, log_n: int, generator: int = 7, inverse: bool = False):
+def dit(x, log_n: int, generator: int = 7, inverse: bool = False, variant: str | None = None):
     """In place: bit-reversed in, natural out."""
-    return _run(x, log_n, generator, inverse, dit=True)
+    return _run(x, log_n, generator, inverse, True, variant)
 
 
 def bit_reverse(x, log_n: int):
@@ -179,3 +231,123 @@ def emulate(x: np.ndarray, log_n: int, root: int, dit_order: bool) -> np.ndarray
             v[:] = (v * tw) % R
         x = v.reshape(n)
     return x
+
+
+# --- CPU emulation of kernels/ntt_reg.cu (its index math, swizzle and twiddle lookups) ---
+
+SWZ = (10, 21, 25)      # ntt_reg.cu swz(): XORed into the bank bits by slot bits 5, 6, 7
+
+
+def swz(s: np.ndarray) -> np.ndarray:
+    out = s.copy()
+    for b, v in enumerate(SWZ):
+        out ^= ((s >> (5 + b)) & 1) * v
+    return out
+
+
+def reg_groups(k: int, lr: int, dit_order: bool) -> list[tuple[int, int, int]]:
+    """The groups of one pass as (b0, tlo, thi): rows base + (m << b0), stages b0 + t."""
+    out = []
+    for g in range(-(-k // lr)):
+        if dit_order:
+            s_lo = g * lr
+            s_hi = min(k, s_lo + lr)
+        else:
+            s_hi = k - g * lr
+            s_lo = max(0, s_hi - lr)
+        b0 = min(s_lo, k - lr)
+        out.append((b0, s_lo - b0, s_hi - b0))
+    return out
+
+
+def emulate_reg(x: np.ndarray, log_n: int, root: int, dit_order: bool, lr: int, emax: int | None = None,
+                tw1_max: int = 0) -> np.ndarray:
+    """ntt_reg.cu on an object array, vectorized over [block, thread]: dif or dit order."""
+    n, r_ = 1 << log_n, 1 << lr
+    x = x.copy()
+    passes = plan(log_n, emax)
+    tb = tw1_bits(passes, tw1_max)
+    powr = np.vectorize(lambda e: pow(root, int(e), R), otypes=[object])
+
+    def small(idx):                     # tw_small[idx] = w_(2^KMAX)^idx, as a power of root
+        e = idx * n
+        assert not (e % (1 << KMAX)).any()
+        return powr(e >> KMAX)
+
+    for log_sub, k, log_c in (reversed(passes) if dit_order else passes):
+        log_n2, e_ = log_sub - k, 1 << (k + log_c)
+        log_g = log_n2 - log_c
+        blocks = (n >> log_sub) << log_g
+        bid = np.arange(blocks, dtype=np.int64)[:, None]
+        tid = np.arange(e_ >> lr, dtype=np.int64)[None, :]
+        c, q = tid & ((1 << log_c) - 1), tid >> log_c
+        i2 = ((bid & ((1 << log_g) - 1)) << log_c) + c
+        col = ((bid >> log_g) << log_sub) + i2
+        mode = 0 if log_n2 == 0 else (2 if tb and log_sub <= tb else 1)
+        sm = np.full((blocks, e_), None, dtype=object)
+        groups = reg_groups(k, lr, dit_order)
+        v = [None] * r_
+
+        def outer(base, m):
+            r = _bitrev(base + m, k)
+            e_sub = i2 * r
+            e = (e_sub << (tb - log_sub)) << (log_n - tb) if mode == 2 else e_sub << (log_n - log_sub)
+            return powr(e)
+
+        for g, (b0, tlo, thi) in enumerate(groups):
+            lo = q & ((1 << b0) - 1)
+            base = lo | ((q >> b0) << (b0 + lr))
+            rows = [base + (m << b0) for m in range(r_)]
+            if g == 0:
+                for m in range(r_):
+                    v[m] = x[col + (rows[m] << log_n2)]
+                    if dit_order and mode:
+                        assert b0 == 0
+                        v[m] = v[m] * outer(base, m) % R
+            else:
+                for m in range(r_):
+                    v[m] = sm[bid, swz((rows[m] << log_c) + c)]
+                    assert not any(a is None for a in v[m].ravel())
+            ts = range(lr) if dit_order else range(lr - 1, -1, -1)
+            for t in ts:
+                if not tlo <= t < thi:
+                    continue
+                st = b0 + t
+                for m in range(r_):
+                    if m & (1 << t):
+                        continue
+                    jm = m & ((1 << t) - 1)
+                    w = 1 if b0 == 0 and jm == 0 else small((lo + (jm << b0)) << (KMAX - 1 - st))
+                    a, b = v[m], v[m + (1 << t)]
+                    if dit_order:
+                        y = b * w % R
+                        v[m], v[m + (1 << t)] = (a + y) % R, (a - y) % R
+                    else:
+                        v[m], v[m + (1 << t)] = (a + b) % R, (a - b) * w % R
+            if g == len(groups) - 1:
+                for m in range(r_):
+                    if not dit_order and mode:
+                        assert b0 == 0
+                        v[m] = v[m] * outer(base, m) % R
+                    x[col + (rows[m] << log_n2)] = v[m]
+            else:
+                sm[:] = None
+                for m in range(r_):
+                    sm[bid, swz((rows[m] << log_c) + c)] = v[m]
+    return x
+
+
+def bank_conflicts(k: int, log_c: int, lr: int) -> int:
+    """The worst bank conflict (lanes per bank, 1 = none) of any 32-bit shared access in a pass."""
+    e_ = 1 << (k + log_c)
+    tid = np.arange(e_ >> lr, dtype=np.int64)
+    c, q = tid & ((1 << log_c) - 1), tid >> log_c
+    worst = 1
+    for dit_order in (False, True):
+        for b0, _, _ in reg_groups(k, lr, dit_order):
+            base = (q & ((1 << b0) - 1)) | ((q >> b0) << (b0 + lr))
+            for m in range(1 << lr):
+                banks = swz(((base + (m << b0)) << log_c) + c) & 31
+                for w0 in range(0, len(tid), 32):
+                    worst = max(worst, int(np.bincount(banks[w0:w0 + 32], minlength=32).max()))
+    return worst

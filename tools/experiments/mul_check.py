@@ -51,6 +51,8 @@ VARIANTS = {                      # name -> extra NVRTC options
     "legacy": ("-DCUZK_MUL_LEGACY",),            # the original CIOS (mad.lo.cc / madc.hi.cc)
     "fast1": ("-DCUZK_FASTMUL_VARIANT=1",),      # the default: wide products absorb t_j
     "fast2": ("-DCUZK_FASTMUL_VARIANT=2",),      # wide products, two carry chains per row
+    "fast3": ("-DCUZK_FASTMUL_VARIANT=3",),      # a*b_i rows as 1, m*p rows as 2
+    "fast4": ("-DCUZK_FASTMUL_VARIANT=4",),      # a*b_i rows as 2, m*p rows as 1
 }
 
 

@@ -157,7 +157,7 @@ def check_host(count: int) -> None:
     import tempfile
     root = Path(__file__).resolve().parents[2]
     with tempfile.TemporaryDirectory() as tmp:
-        for variant in (1, 2):
+        for variant in (1, 2, 3, 4):
             exe = Path(tmp) / f"mulhost{variant}"
             subprocess.run(["g++", "-O2", "-std=c++17", f"-DCUZK_FASTMUL_VARIANT={variant}", "-Wno-unknown-pragmas",
                             f"-I{root / 'kernels'}", "-o", str(exe),
