@@ -392,3 +392,23 @@ def test_g1_xyzz_window_20(cp):
     pts = rand_points(1, n, rng, distinct=16)
     sc = [rng.randrange(F.R) for _ in range(n)]
     assert run(cp, 1, pts, sc, c=20) == want(1, pts, sc)
+
+
+@pytest.mark.parametrize("n", [2, 3, 1000])
+def test_batch_add_affine_rounds(cp, n, monkeypatch):
+    """The G1 batch addition through affine pair rounds (every round taken: threshold 1) on
+    distinct points, and the fallback when a row repeats (P + P in a pair)."""
+    from cuzk.gpu import batch_add as gb
+    from cuzk.gpu import msm as gm
+    from cuzk.gpu import msm_plan as mp
+    monkeypatch.setitem(gm.DEFAULT_BUCKET_SUM, 1, "affine")
+    monkeypatch.setattr(mp, "AFFINE_MIN_PAIRS", 1)
+    rng = random.Random(seed())
+    pts = [G1Point() * Scalar(rng.randrange(1, F.R)) for _ in range(n)]
+    limbs, inf = ark_to_limbs(1, pts)
+    total = G1Point.identity()
+    for p in pts:
+        total = total + p
+    assert gb.batch_add(1, cp.asarray(limbs), cp.asarray(inf)) == total
+    idx = np.array([0, 0] + list(range(1, n)), dtype=np.int64)       # rows 0, 0 pair up: degenerate
+    assert gb.batch_add(1, cp.asarray(limbs), cp.asarray(inf), cp.asarray(idx)) == total + pts[0]

@@ -1,8 +1,9 @@
 """batch_addition on the GPU: Σ P_i over selected bases (the variables whose scalar is 1).
 
 No digits and no sort: one bucket whose entries are the selected rows themselves, summed by the
-MSM's segment kernels (kernels/msm.cuh: *_sum_affine per segment of SEGMENT points, then
-*_sum_xyzz merging partials MERGE_S at a time until one is left). Bases at infinity are dropped
+MSM's kernels: affine pair rounds where the MSM uses them (G1, msm.DEFAULT_BUCKET_SUM), then
+*_sum_affine per segment of SEGMENT points and *_sum_xyzz merging partials MERGE_S at a time
+until one is left. Bases at infinity are dropped
 first (the mixed-add kernels expect finite affine points).
 """
 from __future__ import annotations
@@ -32,8 +33,14 @@ def sum_xyzz(group: int, bases, inf, idx=None):
     k = gmsm._Kernels(group, bases, inf, None)
     keys = idx.astype(cupy.uint64) << cupy.uint64(1)          # bucket 0, not negated
     offsets = cupy.asarray([0, idx.size], dtype=cupy.int64)
+    src, keyed = keys, True
+    if gmsm.DEFAULT_BUCKET_SUM[group] == "affine":             # halve by affine pair adds first (G1)
+        k.reset_degenerate()
+        pts, off, rounds = plan.affine_rounds(k, keys, offsets, plan.AFFINE_MIN_PAIRS, cupy)
+        if rounds and not k.degenerate():
+            src, keyed, offsets = pts, False, off
     seg_first, seg_bucket, total = plan.segment_plan(offsets, SEGMENT, cupy)
-    partials = k.sum_affine(keys, seg_bucket, seg_first, offsets, SEGMENT, total)
+    partials = k.sum_affine(src, keyed, seg_bucket, seg_first, offsets, SEGMENT, total)
     while total > 1:
         offsets = seg_first
         seg_first, seg_bucket, total = plan.segment_plan(offsets, plan.MERGE_S, cupy)
