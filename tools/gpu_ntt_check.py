@@ -158,5 +158,10 @@ print("\nmultiplication (/s; 4 and 1 chains per thread; 'ok' = big-int check and
 for V in (1, 2, 3, 4):
     print(f"FASTMUL {V}  fp {rates[V, 'fp', 4]:.3e} {rates[V, 'fp', 1]:.3e} {mul_ok[V, 'fp']!s:<5}"
           f"  fr {rates[V, 'fr', 4]:.3e} {rates[V, 'fr', 1]:.3e} {mul_ok[V, 'fr']}")
+ok_v = [v for v in G.VARIANTS if eq27[v, "dif"] and eq27[v, "dit"] and eq16[v]]
+best = min(ok_v, key=lambda v: times[v, "dif", 27] + times[v, "dit", 27])
+print(f"fastest correct variant at 2^27 (dif + dit): {best}")
+if os.environ.get("OUT"):
+    Path(os.environ["OUT"], "ntt_best.txt").write_text(best + "\n")
 print(f"\n{'ALL OK' if not bad else 'FAILED: ' + '; '.join(bad)}  ({time.time() - t_start:.0f}s)")
 sys.exit(1 if bad else 0)

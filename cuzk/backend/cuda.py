@@ -79,13 +79,13 @@ def _popcount(scalars, sample: int = 256) -> float:
     return float(np.mean([int(v).bit_count() for v in vals]))
 
 
-def _window(kh, scalars, opts) -> int:
+def _window(kh, scalars, opts, group: int = 1) -> int:
     """D4 off: one window size for every MSM (the one for the largest, H); on: chosen per MSM
-    from its size and its scalars' popcount."""
+    from its size, its scalars' popcount and the group's bucket sums (affine or XYZZ)."""
     from ..gpu.msm_plan import choose_window
     if not opts.enabled("D4"):
-        return choose_window(len(kh.dev["h"]))
-    return choose_window(scalars.shape[0], _popcount(scalars))
+        return choose_window(len(kh.dev["h"]), affine=gmsm.DEFAULT_BUCKET_SUM[1] == "affine")
+    return choose_window(scalars.shape[0], _popcount(scalars), affine=gmsm.DEFAULT_BUCKET_SUM[group] == "affine")
 
 
 def _msm(group: int, bases, inf, scalars, kh, opts):
@@ -93,7 +93,7 @@ def _msm(group: int, bases, inf, scalars, kh, opts):
     if inf.size == 0:
         return (G2Point if group == 2 else G1Point).identity()
     fn = gmsm.msm_g2 if group == 2 else gmsm.msm_g1
-    return fn(bases, inf, scalars, _window(kh, scalars, opts))
+    return fn(bases, inf, scalars, _window(kh, scalars, opts, group))
 
 
 class CudaBackend(CpuBackend):

@@ -23,7 +23,7 @@ from .loader import kernel
 THREADS = 128
 _AFFINE_WORDS = {1: G1_WORDS, 2: G2_WORDS}
 BUCKET_SUMS = ("xyzz", "affine")
-DEFAULT_BUCKET_SUM = {1: "xyzz", 2: "xyzz"}   # G1 "affine" once verified on the device
+DEFAULT_BUCKET_SUM = {1: "affine", 2: "xyzz"}  # G1 affine: 2^26 550 ms vs 960 (xyzz c=16), docs/perf-log.md
 last_stats: dict = {}                         # of the latest msm_xyzz: affine_rounds, fallbacks
 
 

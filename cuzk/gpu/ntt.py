@@ -125,7 +125,7 @@ def _run(x, log_n: int, generator: int, inverse: bool, dit: bool, variant: str |
     tb = tw1_bits(passes, tw1_max)
     tw1 = _tw1_table(w, log_n, tb) if tb else lo           # lo: a valid pointer, never read
     if emax > 10:                                           # over 48 KiB of shared memory
-        cupy.cuda.driver.funcSetAttribute(f.ptr, 8, 32 << emax)   # 8: MAX_DYNAMIC_SHARED_SIZE_BYTES
+        f.max_dynamic_shared_size_bytes = 32 << emax
     for log_sub, k, log_c in (reversed(passes) if dit else passes):
         e = 1 << (k + log_c)
         blocks = (n >> log_sub) * (1 << (log_sub - k - log_c))
