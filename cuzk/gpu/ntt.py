@@ -31,7 +31,7 @@ VARIANTS = {
     "r8-e11": (3, KMAX + 1, 18),
 }
 # production pass kernel (tools/gpu_ntt_check.py times them all); CUZK_NTT_VARIANT overrides
-VARIANT = os.environ.get("CUZK_NTT_VARIANT", "r2")
+VARIANT = os.environ.get("CUZK_NTT_VARIANT", "r4")   # r4: 2^27 55 ms vs r2 61 (docs/perf-log.md)
 
 
 def plan(log_n: int, emax: int | None = None) -> list[tuple[int, int, int]]:
