@@ -11,6 +11,10 @@ each, with the median reported:
               witness, then the proof (what a prover daemon pays per proof).
 ratio = snarkjs time / cuzk time. Both proofs are checked: cuzk's by `snarkjs groth16 verify`,
 snarkjs's by cuzk's verifier.
+
+skip_snarkjs (a machine without node, e.g. the GPU device): cuzk only; its CLI and resident proofs
+are checked by cuzk's verifier against verification_key.json, and the table has no ratio (divide by
+a snarkjs time measured elsewhere on files made the same way).
 """
 from __future__ import annotations
 
@@ -43,8 +47,9 @@ def snarkjs_cmd() -> list[str]:
     return cmd
 
 
-def prepare(circuit: str, log_size: int, workdir=None, log=None) -> dict:
-    """The files for one size: {'r1cs', 'wtns', 'zkey', 'vk', 'constraints'} (made once, then reused)."""
+def prepare(circuit: str, log_size: int, workdir=None, log=None, keygen_backend: str = "auto") -> dict:
+    """The files for one size: {'r1cs', 'wtns', 'zkey', 'vk', 'constraints'} (made once, then reused).
+    `keygen_backend`: cuzk keygen's backend (auto: the GPU when usable, from 2^12)."""
     from . import circuits
     from .cli import write_all
     from .formats import write_r1cs, write_wtns
@@ -65,7 +70,7 @@ def prepare(circuit: str, log_size: int, workdir=None, log=None) -> dict:
     if log:
         log(f"bench-snarkjs: making the files for {circuit} 2^{log_size} in {d} (cuzk test setup, "
             f"cached by circuit)")
-    pk, _, _ = cached_setup(r1cs, *KEY_PARAMS)
+    pk, _, _ = cached_setup(r1cs, *KEY_PARAMS, backend=keygen_backend)
     z = np.concatenate([inputs, aux])
     write_all({files["r1cs"]: lambda f: write_r1cs(f, r1cs), files["wtns"]: lambda f: write_wtns(f, z),
                files["zkey"]: zkey_writer(pk, r1cs),
@@ -94,24 +99,39 @@ def cuzk_prove_cli(files: dict, outdir: Path, backend: str) -> float:
 
 
 class Resident:
-    """cuzk with the key loaded once: each call is a/b/c from the witness, then the proof."""
+    """cuzk with the key loaded once (the SRS and, on the GPU, the key's A/B matrices stay on the
+    device): each call is a/b/c from the witness, then the proof."""
 
     def __init__(self, files: dict, backend: str):
         from .backend import get_backend
         from .formats import read_wtns, read_zkey
         from .prover import Prover
         self.zk = read_zkey(files["zkey"])
-        self.values = read_wtns(files["wtns"]).values
-        self.prover = Prover(get_backend(backend, log=lambda m: None), self.zk.pk)
+        self.witness = read_wtns(files["wtns"]).limbs
+        self.backend = get_backend(backend, log=lambda m: None)
+        self.prover = Prover(self.backend, self.zk.pk)
 
     def prove(self):
-        asg = self.zk.assign(self.values)
+        asg = self.backend.assign_zkey(self.zk, self.witness)
         return asg, self.prover.prove([asg])[0]
 
     def time(self) -> float:
         t0 = time.perf_counter()
         self.prove()
         return time.perf_counter() - t0
+
+
+def check_cuzk(files: dict, outdir: Path, resident: Resident) -> bool:
+    """cuzk's CLI proof (cz_*.json) and a resident proof through cuzk's verifier, against
+    verification_key.json; the public signals must be the witness's."""
+    from .field import limbs_to_ints
+    from .groth16 import Proof, public_from_json, verify, vk_from_json
+    vk = vk_from_json(json.loads(Path(files["vk"]).read_text()))
+    pub = public_from_json(json.loads((outdir / "cz_public.json").read_text()))
+    cli_ok = verify(vk, pub, Proof.from_json(json.loads((outdir / "cz_proof.json").read_text())))
+    asg, proof = resident.prove()
+    want = [int(v) for v in limbs_to_ints(resident.witness[1:resident.zk.pk.num_inputs])]
+    return bool(cli_ok and verify(vk, asg.public, proof) and list(pub) == want == asg.public)
 
 
 def check(files: dict, outdir: Path) -> bool:
@@ -128,41 +148,55 @@ def check(files: dict, outdir: Path) -> bool:
     return bool(sj_ok and cz_ok and same_public)
 
 
-def run(sizes, circuit="porep_like", backend="auto", repeat=3, workdir=None, log=None) -> list[dict]:
+def run(sizes, circuit="porep_like", backend="auto", repeat=3, workdir=None, log=None, skip_snarkjs=False,
+        keygen_backend="auto") -> list[dict]:
     from .backend import get_backend
-    snarkjs_cmd()                                  # fail early, before any key is made
+    if not skip_snarkjs:
+        snarkjs_cmd()                              # fail early, before any key is made
     backend_name = get_backend(backend, log=lambda m: None).name
     rows = []
     for k in sizes:
-        files = prepare(circuit, k, workdir, log)
+        files = prepare(circuit, k, workdir, log, keygen_backend)
         outdir = Path(files["zkey"]).parent
         sj, cli = [], []
         for _ in range(repeat):                    # interleaved, so drift hits both alike
-            sj.append(snarkjs_prove(files, outdir))
+            if not skip_snarkjs:
+                sj.append(snarkjs_prove(files, outdir))
             cli.append(cuzk_prove_cli(files, outdir, backend))
         res = Resident(files, backend)
-        res.prove()                                # warm-up (first-use conversions)
+        res.prove()                                # warm-up (first-use conversions, device CSR)
         resident = [res.time() for _ in range(repeat)]
-        ok = check(files, outdir)
+        ok = check_cuzk(files, outdir, res) and (skip_snarkjs or check(files, outdir))
         row = {"log_size": k, "constraints": files["constraints"], "backend": backend_name,
-               "snarkjs_s": statistics.median(sj), "cuzk_cli_s": statistics.median(cli),
+               "snarkjs_s": statistics.median(sj) if sj else None, "cuzk_cli_s": statistics.median(cli),
                "cuzk_resident_s": statistics.median(resident), "verified": ok,
                "samples": {"snarkjs": sj, "cuzk_cli": cli, "cuzk_resident": resident}}
-        row["ratio_cli"] = row["snarkjs_s"] / row["cuzk_cli_s"]
-        row["ratio_resident"] = row["snarkjs_s"] / row["cuzk_resident_s"]
+        sjs = row["snarkjs_s"]
+        row["ratio_cli"] = sjs / row["cuzk_cli_s"] if sjs else None
+        row["ratio_resident"] = sjs / row["cuzk_resident_s"] if sjs else None
         rows.append(row)
         if log:
-            log(f"bench-snarkjs: 2^{k} done: snarkjs {row['snarkjs_s']:.2f} s, cuzk {row['cuzk_cli_s']:.2f} s "
-                f"(resident {row['cuzk_resident_s']:.2f} s), verified {ok}")
+            head = "" if skip_snarkjs else f"snarkjs {sjs:.2f} s, "
+            log(f"bench-snarkjs: 2^{k} done: {head}cuzk {row['cuzk_cli_s']:.3f} s "
+                f"(resident {row['cuzk_resident_s']:.3f} s), verified {ok}")
     return rows
 
 
+def _s(v) -> str:
+    return "-" if v is None else f"{v:.3f}"
+
+
+def _x(v) -> str:
+    return "-" if v is None else f"{v:.2f}x"
+
+
 def ratio_table(rows: list[dict]) -> str:
+    """Seconds are medians; '-' where snarkjs was not run (skip_snarkjs)."""
     head = ("| size | constraints | backend | snarkjs prove s | cuzk prove (CLI) s | ratio | "
             "cuzk resident s | ratio | verified |")
     lines = [head, "|---" * (head.count("|") - 1) + "|"]
     for r in rows:
-        lines.append(f"| 2^{r['log_size']} | {r['constraints']} | {r['backend']} | {r['snarkjs_s']:.2f} | "
-                     f"{r['cuzk_cli_s']:.2f} | {r['ratio_cli']:.2f}x | {r['cuzk_resident_s']:.2f} | "
-                     f"{r['ratio_resident']:.2f}x | {'yes' if r['verified'] else 'NO'} |")
+        lines.append(f"| 2^{r['log_size']} | {r['constraints']} | {r['backend']} | {_s(r['snarkjs_s'])} | "
+                     f"{_s(r['cuzk_cli_s'])} | {_x(r['ratio_cli'])} | {_s(r['cuzk_resident_s'])} | "
+                     f"{_x(r['ratio_resident'])} | {'yes' if r['verified'] else 'NO'} |")
     return "\n".join(lines)

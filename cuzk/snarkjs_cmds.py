@@ -54,8 +54,8 @@ def prove_files(zkey_path, wtns_path, backend="auto", check: bool = True, rng=No
     prover = Prover(be, zk.pk)
     t2 = time.perf_counter()
     timer = PhaseTimer(device=be.timer_device())
-    with timer.phase("synthesis", "cpu"):
-        asg = zk.assign(w.values)
+    with timer.phase("synthesis", be.phase_impl("synthesis")):
+        asg = be.assign_zkey(zk, w.limbs)
     proof = prover.prove([asg], timer, rng=rng)[0]
     t3 = time.perf_counter()
     ok = True
@@ -139,7 +139,8 @@ def cmd_bench_snarkjs(args) -> int:
         raise CliError("--repeat must be >= 1")
     try:
         rows = run(sizes, circuit=args.circuit, backend=args.backend, repeat=args.repeat, workdir=args.workdir,
-                   log=lambda m: print(m, file=sys.stderr))
+                   log=lambda m: print(m, file=sys.stderr), skip_snarkjs=args.skip_snarkjs,
+                   keygen_backend=args.keygen_backend)
     except (ToolMissing, RuntimeError) as e:
         raise CliError(f"bench-snarkjs: {e}") from e
     print(ratio_table(rows))
@@ -184,6 +185,10 @@ def add_parsers(sub) -> None:
     b.add_argument("--backend", default="auto", choices=("auto", "cpu", "cuda"))
     b.add_argument("--workdir", default=None, help="where the .r1cs/.wtns/.zkey go (default: the key cache)")
     b.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
+    b.add_argument("--skip-snarkjs", action="store_true",
+                   help="time cuzk only (no node needed); its proofs are checked by cuzk's verifier")
+    b.add_argument("--keygen-backend", default="auto", choices=("auto", "cpu", "cuda"),
+                   help="backend of the test setup that makes the .zkey (auto: the GPU when usable, from 2^12)")
     b.set_defaults(func=cmd_bench_snarkjs)
 
 

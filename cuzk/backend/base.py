@@ -24,6 +24,11 @@ class Backend(ABC):
         from ..phases.synthesis import assign
         return assign(r1cs, inputs, aux, domain)
 
+    def assign_zkey(self, zk, values):
+        """a/b/c of a snarkjs key's circuit (formats.ZKey) from the witness: Fr ints, or canonical
+        limbs uint32[n_vars, 8] (a .wtns as read). Host reference by default."""
+        return zk.assign(values)
+
     @abstractmethod
     def load_key(self, pk) -> object:
         """Make the proving key resident (GPU: upload the SRS once); returns a handle."""

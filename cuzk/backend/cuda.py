@@ -127,6 +127,11 @@ class CudaBackend(CpuBackend):
         abc = spmv.evaluate(spmv.DeviceR1CS.of(r1cs), z, domain.n)
         return Assignment(inputs, aux, None, None, None, abc_dev=abc, z_dev=z)
 
+    def assign_zkey(self, zk, values):
+        """On the GPU: z uploaded once, A·z and B·z by the SpMV kernel, c = a∘b (gpu/zkey.py)."""
+        from ..gpu import zkey as gzkey
+        return gzkey.assign(zk, values)
+
     def load_key(self, pk) -> CudaKey:
         return CudaKey(pk)
 

@@ -9,8 +9,6 @@ public inputs, private inputs, internal signals.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
-
 import numpy as np
 
 from ..field import FR_LIMBS, R, fr_array, ints_to_limbs
@@ -20,12 +18,23 @@ LABELS = {1: "header", 2: "witness values"}
 N8 = 32
 
 
-@dataclass
 class Witness:
-    values: np.ndarray          # object[nWitness] of Fr ints; values[0] is ONE
+    """The wire values, values[0] is ONE: `limbs` (canonical uint32[nWitness, 8], as read) and
+    `values` (Fr ints, made from the limbs on first use)."""
+
+    def __init__(self, values=None, limbs=None):
+        if values is None and limbs is None:
+            raise ValueError("Witness needs values or limbs")
+        self._values, self.limbs = values, limbs
+
+    @property
+    def values(self) -> np.ndarray:
+        if self._values is None:
+            self._values = field_ints(self.limbs)
+        return self._values
 
     def __len__(self) -> int:
-        return len(self.values)
+        return len(self.limbs) if self.limbs is not None else len(self._values)
 
 
 def read_wtns(source, name: str | None = None) -> Witness:
@@ -47,7 +56,7 @@ def read_wtns(source, name: str | None = None) -> Witness:
     bad = np.flatnonzero(~limbs_lt(limbs, R))
     if len(bad):
         raise bf.error(2, f"value {bad[0]} is not reduced mod r")
-    return Witness(field_ints(limbs))
+    return Witness(limbs=np.array(limbs))          # a copy: the file's buffer is not kept
 
 
 def write_wtns(f, values) -> None:

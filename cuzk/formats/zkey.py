@@ -32,9 +32,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..curve import AffineBases, PointError, limbs_to_ark
-from ..field import FR_LIMBS, FR_MONT_R, FP_LIMBS, P, R, fr_array, ints_to_limbs
+from ..field import FR_LIMBS, FR_MONT_R, FP_LIMBS, P, R, fr_array, ints_to_limbs, limbs_to_ints
 from ..keys import KeyFormatError, ProvingKey
-from ..phases.synthesis import Assignment
+from ..phases.synthesis import Assignment, is_limbs
 from ..r1cs import CSR, R1CS
 from .binfile import (FormatError, field_ints, limbs_lt, parse, prime_name, u32_words, write_header,
                       write_section)
@@ -55,23 +55,45 @@ HEADER_POINTS = (("alpha_g1", 1), ("beta_g1", 1), ("beta_g2", 2), ("gamma_g2", 2
 WRITE_ORDER = tuple(range(1, 11))     # as `snarkjs zkey contribute` writes (`groth16 setup`: 1,2,4,3,9,8,5,6,7,10)
 
 
-@dataclass
 class Coeffs:
-    """The A and B entries snarkjs's prover uses, in file order; values canonical."""
+    """The A and B entries snarkjs's prover uses, in file order. `value` (canonical ints) is made on
+    first use from `raw` (uint32[k, 8], value·R² mod r as the file stores it) when read from a key."""
 
-    matrix: np.ndarray     # int64[k]: 0 = A, 1 = B
-    row: np.ndarray        # int64[k]
-    col: np.ndarray        # int64[k]
-    value: np.ndarray      # object[k]
+    def __init__(self, matrix, row, col, value=None, raw=None):
+        if value is None and raw is None:
+            raise ValueError("Coeffs needs value or raw")
+        self.matrix = matrix   # int64[k]: 0 = A, 1 = B
+        self.row = row         # int64[k]
+        self.col = col         # int64[k]
+        self._value, self._raw = value, raw
+
+    @property
+    def value(self) -> np.ndarray:
+        """object[k], canonical."""
+        if self._value is None:
+            self._value = (field_ints(self._raw) * R2_INV) % R
+        return self._value
+
+    def raw(self) -> np.ndarray:
+        """uint32[k, 8]: value·R² mod r in limbs, as the file stores it (the Montgomery form of
+        value·R: a Montgomery reduction on the GPU gives value's Montgomery form)."""
+        if self._raw is None:
+            self._raw = ints_to_limbs((fr_array(self._value) * R2) % R, FR_LIMBS)
+        return self._raw
 
     def __len__(self) -> int:
         return len(self.row)
 
-    def csr(self, which: int, rows: int) -> CSR:
+    def rows_of(self, which: int, rows: int) -> tuple[np.ndarray, np.ndarray]:
+        """(order, indptr): matrix `which`'s entries sorted by row (file order kept within a row)."""
         sel = np.flatnonzero(self.matrix == which)
         order = sel[np.argsort(self.row[sel], kind="stable")]
         indptr = np.zeros(rows + 1, dtype=np.int64)
         np.cumsum(np.bincount(self.row[order], minlength=rows), out=indptr[1:])
+        return order, indptr
+
+    def csr(self, which: int, rows: int) -> CSR:
+        order, indptr = self.rows_of(which, rows)
         return CSR(indptr, self.col[order], self.value[order])
 
     def equals(self, other: "Coeffs") -> bool:
@@ -104,6 +126,7 @@ class ZKey:
     mpc: bytes | None = None  # section 10 as read (written back unchanged)
     name: str = "<zkey>"
     _mats: tuple | None = field(default=None, repr=False)
+    _device: object = field(default=None, repr=False)    # gpu.zkey.DeviceZKey, made on first GPU use
 
     @property
     def n_vars(self) -> int:
@@ -121,16 +144,19 @@ class ZKey:
             self._mats = (self.coeffs.csr(0, self.domain_size), self.coeffs.csr(1, self.domain_size))
         return self._mats
 
+    def check_witness(self, n: int, first: int) -> None:
+        """`n` values, value 0 (ONE) equal to `first`: else ValueError."""
+        if n != self.n_vars:
+            raise ValueError(f"the witness has {n} values, the key's circuit has {self.n_vars} signals")
+        if first != 1:
+            raise ValueError(f"witness value 0 (the constant ONE) is {first}, not 1")
+
     def assign(self, values) -> Assignment:
         """a, b, c over the domain exactly as snarkjs's prover builds them: a = A·z, b = B·z,
         c = a∘b. Without C the witness cannot be checked here; a wrong one gives a proof that
-        does not verify."""
-        z = fr_array(values)
-        if len(z) != self.n_vars:
-            raise ValueError(f"the witness has {len(z)} values, the key's circuit has {self.n_vars} "
-                             f"signals")
-        if z[0] != 1:
-            raise ValueError(f"witness value 0 (the constant ONE) is {z[0]}, not 1")
+        does not verify. `values`: Fr ints, or canonical limbs uint32[n, 8]."""
+        z = limbs_to_ints(values) if is_limbs(values) else fr_array(values)
+        self.check_witness(len(z), z[0] if len(z) else None)
         A, B = self.matrices()
         a, b = A.matvec(z), B.matvec(z)
         ni = self.pk.num_inputs
@@ -226,11 +252,10 @@ def _read_coeffs(bf, n_vars: int, n_public: int, domain: int):
     i = np.flatnonzero(~limbs_lt(limbs, R))
     if len(i):
         raise bf.error(4, f"coefficient {i[0]}: value not reduced mod r")
-    value = (field_ints(limbs) * R2_INV) % R
     # snarkjs puts the public-signal rows last, at m + s for s = 0..nPublic; m follows from them.
     nc = max(int(row.max()) - n_public, 0) if n else 0
     digest = hashlib.sha256(struct.pack("<III", n_vars, n_public, domain) + bytes(sec)).digest()
-    return Coeffs(mat, row, col, value), nc, digest
+    return Coeffs(mat, row, col, raw=limbs), nc, digest
 
 
 class _HashingWriter:
@@ -265,7 +290,7 @@ def write_zkey(f, pk: ProvingKey, coeffs: Coeffs, mpc: bytes | None = None) -> N
     p = pk.points
     rec = np.zeros(len(coeffs), dtype=COEF_DTYPE)
     rec["m"], rec["c"], rec["s"] = coeffs.matrix, coeffs.row, coeffs.col
-    rec["v"] = ints_to_limbs((fr_array(coeffs.value) * R2) % R, FR_LIMBS)
+    rec["v"] = coeffs.raw()
     body = {
         1: (struct.pack("<I", 1),),
         2: (struct.pack("<I", N8Q), P.to_bytes(N8Q, "little"), struct.pack("<I", N8R),

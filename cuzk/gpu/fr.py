@@ -57,6 +57,31 @@ def to_mont(x):
     return x
 
 
+def from_mont(x):
+    """In place: x·R^-1 (a zkey's stored coefficient c·R² becomes c's Montgomery form c·R)."""
+    n = x.size // FR_LIMBS
+    if n:
+        _launch("fr_from_mont", x, x, n)
+    return x
+
+
+def mul(a, b, out=None):
+    """a∘b elementwise, Montgomery in and out (field_ops fr_mul), into `out` (contiguous, the same
+    shape) or a new array."""
+    import cupy
+    if a.shape != b.shape or a.shape[-1] != FR_LIMBS or (out is not None and out.shape != a.shape):
+        raise ValueError(f"mul: shapes {a.shape}, {b.shape}" + ("" if out is None else f", out {out.shape}"))
+    a, b = cupy.ascontiguousarray(a), cupy.ascontiguousarray(b)
+    if out is None:
+        out = cupy.empty_like(a)
+    elif not out.flags.c_contiguous:
+        raise ValueError("mul: out must be contiguous")
+    n = a.size // FR_LIMBS
+    if n:
+        kernel("field_ops", "fr_mul")(((n + THREADS - 1) // THREADS,), (THREADS,), (out, a, b, np.int64(n)))
+    return out
+
+
 def download(x, mont: bool = True) -> np.ndarray:
     """Device uint32[n, 8] -> host object array of canonical ints."""
     import cupy

@@ -33,7 +33,7 @@ class Assignment:
 
 
 def is_limbs(aux: np.ndarray) -> bool:
-    return aux.dtype == np.uint32 and aux.ndim == 2
+    return isinstance(aux, np.ndarray) and aux.dtype == np.uint32 and aux.ndim == 2
 
 
 def aux_ints(aux: np.ndarray) -> np.ndarray:

@@ -1,0 +1,80 @@
+"""a/b/c of a snarkjs .zkey on the GPU, laid out as ZKey.assign (snarkjs's buildABC1) does:
+a = A·z and b = B·z at every domain row (the key's coefficient list already holds the public-signal
+rows), c = a∘b. The key's A and B go to the device once per ZKey as CSR (the spmv_csr kernel of
+synthesis); coefficients are the file's value·R² limbs, Montgomery-reduced on the GPU."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..field import FR_LIMBS
+from .loader import kernel
+
+THREADS = 256
+
+
+def host_csr(coeffs, which: int, rows: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Matrix `which` (0 = A, 1 = B) of a zkey's Coeffs as (indptr int64[rows + 1], cols int32[nnz],
+    raw uint32[nnz, 8]: value·R² mod r), in the row order of Coeffs.csr (= ZKey.matrices())."""
+    order, indptr = coeffs.rows_of(which, rows)
+    cols = coeffs.col[order]
+    if len(cols) and cols.max() >= 2**31:
+        raise ValueError("more than 2^31 signals")
+    return indptr, cols.astype(np.int32), np.ascontiguousarray(coeffs.raw()[order])
+
+
+class DeviceZKey:
+    """The key's A and B on the device (indptr, cols, Montgomery coefficients), uploaded once."""
+
+    def __init__(self, zk):
+        import cupy
+        from .fr import from_mont
+        self.n, self.n_vars = zk.domain_size, zk.n_vars
+        self.mats = []
+        for which in (0, 1):
+            indptr, cols, raw = host_csr(zk.coeffs, which, self.n)
+            coef = from_mont(cupy.asarray(raw)) if len(raw) else cupy.zeros((1, FR_LIMBS), cupy.uint32)
+            self.mats.append((cupy.asarray(indptr), cupy.asarray(cols), coef))
+
+    @classmethod
+    def of(cls, zk) -> "DeviceZKey":
+        """The one cached on the ZKey (made on first use)."""
+        if zk._device is None:
+            zk._device = cls(zk)
+        return zk._device
+
+
+def evaluate(dev: DeviceZKey, z):
+    """abc = [a | b | c], device uint32[3, n, 8], Montgomery; z: device uint32[n_vars, 8], Montgomery."""
+    import cupy
+    from .fr import mul
+    if z.shape != (dev.n_vars, FR_LIMBS):
+        raise ValueError(f"z has shape {z.shape}, expected ({dev.n_vars}, {FR_LIMBS})")
+    n = dev.n
+    abc = cupy.empty((3, n, FR_LIMBS), dtype=cupy.uint32)
+    grid = ((n + THREADS - 1) // THREADS,)
+    for i, (indptr, cols, coef) in enumerate(dev.mats):     # every row: empty ones give 0
+        kernel("spmv", "spmv_csr")(grid, (THREADS,), (abc[i], indptr, cols, coef, z, np.int64(n)))
+    mul(abc[0], abc[1], out=abc[2])
+    return abc
+
+
+def assign(zk, values):
+    """The cuda backend's ZKey.assign: `values` Fr ints or canonical limbs uint32[n_vars, 8] (a .wtns
+    as read); z is uploaded once and kept (z_dev) with abc_dev, as CudaBackend.assign does."""
+    from ..field import fr_array, limbs_to_ints
+    from ..phases.synthesis import Assignment, is_limbs
+    from .fr import upload, upload_limbs
+    ni = zk.pk.num_inputs
+    if is_limbs(values):
+        if values.shape[1] != FR_LIMBS:
+            raise ValueError(f"witness limbs have shape {values.shape}, expected (n, {FR_LIMBS})")
+        zk.check_witness(len(values), int(limbs_to_ints(values[:1])[0]) if len(values) else None)
+        inputs, aux = limbs_to_ints(values[:ni]), values[ni:]
+        z = upload_limbs(np.ascontiguousarray(values))
+    else:
+        v = fr_array(values)
+        zk.check_witness(len(v), v[0] if len(v) else None)
+        inputs, aux = v[:ni].copy(), v[ni:].copy()
+        z = upload(v)
+    abc = evaluate(DeviceZKey.of(zk), z)
+    return Assignment(inputs, aux, None, None, None, abc_dev=abc, z_dev=z)
