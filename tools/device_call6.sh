@@ -20,11 +20,11 @@ print("attribution", {a: v["optimizations"] for a, v in r["attribution"].items()
 print("interactions", [(i["area"], round(i["all_ratio"], 3), round(i["product_of_singles"], 3)) for i in r["interactions"] if i["significant"]])
 PY
 }
-timeout 150 python3 -m cuzk ablate --backend cuda --circuit porep_partition --log-size 24 --repeat 8 \
+timeout 165 python3 -m cuzk ablate --backend cuda --circuit porep_partition --log-size 24 --repeat 8 \
     --opt-set D4,C1,B1 --no-leave-one-out --json $OUT/ablate_part24.json --png $OUT/ablate_part24.png \
     > $OUT/ablate_part24.md 2>$OUT/ablate_part24.err
 echo "ablate 2^24 rc=$? at $(( $(date +%s) - t0 )) s"; tail -2 $OUT/ablate_part24.err; summ $OUT/ablate_part24.json
-timeout 95 python3 -m cuzk ablate --backend cuda --circuit porep_like --log-size 16 --circuits 10 --repeat 8 \
+timeout 85 python3 -m cuzk ablate --backend cuda --circuit porep_like --log-size 16 --circuits 10 --repeat 8 \
     --parallel-synthesis 10 --synthesis-pool thread --no-leave-one-out \
     --json $OUT/scenario16.json --png $OUT/scenario16.png > $OUT/scenario16.md 2>$OUT/scenario16.err
 echo "scenario rc=$? at $(( $(date +%s) - t0 )) s"; tail -2 $OUT/scenario16.err; summ $OUT/scenario16.json
