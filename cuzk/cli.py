@@ -350,6 +350,17 @@ def cmd_ablate(args) -> int:
     """Exit 0 measured, 2 bad input or a run that could not be measured (no such backend, untrusted GPU)."""
     from .backend import gpu_status
     from .perf import ablate
+    if args.from_json:                     # the report of a saved (possibly cut short) run
+        try:
+            res = json.loads(Path(args.from_json).read_text())
+            md = ablate.markdown(res)
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise CliError(f"ablate: cannot report {args.from_json}: {type(e).__name__}: {e}") from e
+        print(md)
+        if args.png:
+            from .perf.plots import ablate_png
+            write_all({args.png: ablate_png(res)})
+        return EXIT_OK
     if args.repeat < 2:
         raise CliError("--repeat must be >= 2 (samples are paired by round)")
     if args.circuits < 1:
@@ -363,6 +374,10 @@ def cmd_ablate(args) -> int:
         need = next(n for n in range(2, 64) if critical_k(n, args.confidence) >= 1)
         raise CliError(f"--repeat {args.repeat} cannot give a {args.confidence:.0%} interval; use >= {need}")
     names = ablate.parse_opt_set(args.opt_set)
+    if args.max_seconds is not None and args.max_seconds <= 0:
+        raise CliError("--max-seconds must be > 0")
+    if args.device_keygen and "A4" in names:
+        raise CliError("--device-keygen keeps no host key, which A4 (B_G2 on the CPU) needs: leave A4 out of --opt-set")
     if args.png:
         from .perf.plots import _plt
         try:
@@ -379,12 +394,19 @@ def cmd_ablate(args) -> int:
                          repeat=args.repeat, names=names, confidence=args.confidence,
                          parallel_synthesis=args.parallel_synthesis, synthesis_pool=args.synthesis_pool or "thread",
                          convention=args.convention, generator=args.generator,
-                         leave_one_out=not args.no_leave_one_out)
+                         leave_one_out=not args.no_leave_one_out, max_seconds=args.max_seconds,
+                         device_keygen=args.device_keygen)
+    if args.device_keygen and backend != "cuda":
+        raise CliError("--device-keygen needs the cuda backend")
+
+    def checkpoint(partial):               # the rounds so far, replaced every round: a killed run keeps them
+        if args.json:
+            write_atomic(args.json, json.dumps({**partial, "complete": False}, indent=1) + "\n")
     try:
-        res = ablate.Ablation(setup).run()
+        res = ablate.Ablation(setup, checkpoint=checkpoint).run()
     except ablate.AblateError as e:
         raise CliError(f"ablate: {str(e).splitlines()[0]}") from e
-    res["cuzk_version"], res["commit"] = __version__, git_commit()
+    res["cuzk_version"], res["commit"], res["complete"] = __version__, git_commit(), True
     print(ablate.markdown(res))
     outputs = {}
     if args.json:
@@ -528,6 +550,13 @@ def build_parser() -> argparse.ArgumentParser:
     ab.add_argument("--repeat", type=int, default=10, help="interleaved rounds: samples per configuration (default 10)")
     ab.add_argument("--opt-set", default=None, metavar="A1,A2,...",
                     help="the optimizations to ablate (default: the whole registry); the others stay off")
+    ab.add_argument("--from-json", metavar="FILE.json",
+                    help="measure nothing: print the report (and --png) of a run saved with --json")
+    ab.add_argument("--max-seconds", type=float, default=None, metavar="S",
+                    help="start no round that would end after S seconds (at least 2 rounds run); with --json the "
+                         "file holds the rounds so far after every round, so a run killed by a time limit keeps them")
+    ab.add_argument("--device-keygen", action="store_true",
+                    help="make the key on the GPU and keep it there (no host key, no key file; not with A4)")
     ab.add_argument("--no-leave-one-out", action="store_true",
                     help="skip the leave-one-out configurations: baseline, each alone and all (the founding scenario)")
     ab.add_argument("--confidence", type=float, default=0.99,

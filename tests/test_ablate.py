@@ -174,3 +174,40 @@ def test_no_leave_one_out_run(tmp_path, capsys):
     assert [c["label"] for c in res["configurations"]] == ["baseline", "A1", "A2", "D4", "all"]
     assert all(o["in_all"] is None for o in res["optimizations"])
     assert "not run" in out and "### Attribution" in out
+
+
+def test_max_seconds_checkpoints_and_report_from_json(tmp_path, capsys, monkeypatch):
+    """--max-seconds stops between rounds; every round from the second rewrites --json (marked
+    incomplete until the end), and --from-json prints the report of such a file."""
+    js = tmp_path / "m.json"
+    seen = []
+    real = ablate.Ablation.__init__
+
+    def spy(self, setup, log=lambda m: None, checkpoint=None):
+        def cp(res):
+            checkpoint(res)
+            seen.append(json.loads(js.read_text()))
+        real(self, setup, log, cp)
+    monkeypatch.setattr(ablate.Ablation, "__init__", spy)
+    clock = iter(range(0, 10**6, 10))                    # every perf_counter call: 10 s later
+    monkeypatch.setattr(ablate.time, "perf_counter", lambda: float(next(clock)))
+    rc = main(["ablate", "--backend", "cpu", "--log-size", "5", "--repeat", "8", "--opt-set", "A1",
+               "--confidence", "0.5", "--max-seconds", "600", "--json", str(js)])
+    assert rc == 0
+    res = json.loads(js.read_text())
+    assert res["complete"] is True and 2 <= res["rounds_done"] < 8
+    assert seen and all(s["complete"] is False for s in seen)
+    assert [s["rounds_done"] for s in seen] == list(range(2, res["rounds_done"] + 1))
+    assert all(len(c["samples"]["total"]) == res["rounds_done"] for c in res["configurations"])
+    capsys.readouterr()
+    assert main(["ablate", "--from-json", str(js)]) == 0
+    out = capsys.readouterr().out
+    assert f"x {res['rounds_done']} interleaved rounds (of 8 asked" in out
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}")
+    assert main(["ablate", "--from-json", str(bad)]) == 2
+
+
+def test_device_keygen_refuses_a4_and_cpu():
+    assert main(["ablate", "--backend", "cpu", "--device-keygen", "--opt-set", "A4,D4"]) == 2
+    assert main(["ablate", "--backend", "cpu", "--device-keygen", "--opt-set", "D4"]) == 2

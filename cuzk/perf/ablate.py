@@ -110,6 +110,8 @@ class Setup:
     max_discards: int = 10
     pause_s: float = 1.0
     seed: int = 0                 # of the per-round orders
+    max_seconds: float | None = None   # no new round once the next would end past this (>= 2 rounds run)
+    device_keygen: bool = False   # key made on the GPU and kept there (no host key: not with A4)
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
@@ -125,8 +127,10 @@ def _value(rec: dict) -> float:
 
 
 class Ablation:
-    def __init__(self, setup: Setup, log=lambda m: print(m, file=sys.stderr)):
-        self.s, self.log = setup, log
+    def __init__(self, setup: Setup, log=lambda m: print(m, file=sys.stderr), checkpoint=None):
+        """checkpoint(result), when given, gets the analysis of the rounds so far after every round
+        from the second on (the CLI writes it to --json), so a run cut short keeps what it measured."""
+        self.s, self.log, self.checkpoint = setup, log, checkpoint
         self.configs = configurations(setup.names, setup.leave_one_out)
         self.by_label = {}
         for c in self.configs:
@@ -159,9 +163,14 @@ class Ablation:
         except BackendError as e:
             raise AblateError(str(e)) from e
         r1cs, _ = synthesize(s.circuit, s.log_size, self.configs[0].opts, seeds=[1])
-        self.pk, key_path, hit = cached_setup(r1cs, s.convention, s.generator, progress=False)
-        self.log(f"key: {key_path} ({'cached' if hit else 'generated'})")
-        kh = first.load_key(self.pk)                 # resident once, shared by every configuration
+        if s.device_keygen:
+            from ..keygen import setup_on_device
+            self.pk, kh, info = setup_on_device(r1cs, s.convention, s.generator)
+            self.log(f"key: made on the GPU and kept there in {info['s']:.1f} s")
+        else:
+            self.pk, key_path, hit = cached_setup(r1cs, s.convention, s.generator, progress=False)
+            self.log(f"key: {key_path} ({'cached' if hit else 'generated'})")
+            kh = first.load_key(self.pk)             # resident once, shared by every configuration
         self.arms = []
         vk = self.pk.verifying_key()
         digest = r1cs.digest()
@@ -201,7 +210,13 @@ class Ablation:
             discards: list[str] = []
             self.orders = []
             rng = random.Random(s.seed)
+            self.rounds_done, t_rounds = 0, time.perf_counter()
             for r in range(s.repeat):
+                if s.max_seconds is not None and r >= 2:
+                    per_round = (time.perf_counter() - t_rounds) / r
+                    if time.perf_counter() - t0 + per_round > s.max_seconds:
+                        self.log(f"  stopping after {r} of {s.repeat} rounds (--max-seconds {s.max_seconds:g})")
+                        break
                 order = list(self.arms)
                 rng.shuffle(order)             # a fresh order each round: no configuration keeps a position
                 self.orders.append([a.cfg.label for a in order])
@@ -223,7 +238,10 @@ class Ablation:
                     self.host[lab]["total"].append(sum(recs[p]["host_s"] for p in PHASES))
                     self.states[lab] += ss.states
                     self.energy[lab] += ss.energy_j
+                self.rounds_done = r + 1
                 self.log(f"  round {r + 1}/{s.repeat}: {time.perf_counter() - t0:.1f} s")
+                if self.checkpoint is not None and r >= 1:
+                    self.checkpoint(self._result(discards, gpu, t0))
         except sampler.UntrustedRun as e:
             raise AblateError(str(e)) from e
         finally:
@@ -233,11 +251,15 @@ class Ablation:
                 os.environ.pop("CUZK_OPT", None)
             else:
                 os.environ["CUZK_OPT"] = old_env
+        return self._result(discards, gpu, t0)
+
+    def _result(self, discards, gpu, t0) -> dict:
         res = self.analyse()
         res["orders"] = self.orders
         res["discards"] = discards
         res["gpu"] = gpu
         res["wall_s"] = time.perf_counter() - t0
+        res["rounds_done"] = self.rounds_done
         return res
 
     # --- judging ---
@@ -324,8 +346,12 @@ def markdown(res: dict) -> str:
     out = [f"## cuzk ablate: {s['backend']} {s['circuit']} 2^{s['log_size']} x{s['circuits']} circuits"
            + (f", witnesses in {s['parallel_synthesis']} parallel {s['synthesis_pool']}s" if s['parallel_synthesis'] else ""),
            "",
-           f"{s['configurations']} configurations (baseline, each of {', '.join(s['names'])} alone, each left out of "
-           f"all, all; others off) x {s['repeat']} interleaved rounds, each in a fresh random order. "
+           f"{s['configurations']} configurations (baseline, each of {', '.join(s['names'])} alone, "
+           + ("each left out of all, " if s.get("leave_one_out", True) else "")
+           + f"all; others off) x {res.get('rounds_done', s['repeat'])} interleaved rounds"
+           + (f" (of {s['repeat']} asked: stopped by --max-seconds or cut short)"
+              if res.get("rounds_done", s["repeat"]) < s["repeat"] else "")
+           + ", each in a fresh random order. "
            f"A sample is a whole run (synthesis + prove) timed by PhaseTimer: CUDA-event time where recorded, "
            f"else host time. Ratio to baseline = exp(Hodges-Lehmann estimate of the per-round paired log "
            f"ratios); {pct} CI from the exact signed-rank test; verdict: the CI excludes 1. "
