@@ -1,7 +1,7 @@
 """Pipelined proving: circuits are synthesized on host workers while the prover proves earlier ones.
 
-Workers take circuit indices in order and synthesize each (the witness; on a backend that assigns on
-the host, a/b/c too) in a thread, or in a spawned process behind the thread ('process' pool: the
+Workers take circuit indices in order and synthesize each (the witness only, circuits.witness: the
+prover holds the circuit; on a backend that assigns on the host, a/b/c too) in a thread, or in a spawned process behind the thread ('process' pool: the
 witness generators are mostly object-array numpy, which holds the GIL). Finished circuits go on a
 bounded queue of `depth`: a worker with a finished circuit waits while the queue is full, so at most
 depth + workers + 1 circuits are held on the host at once.
