@@ -510,7 +510,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--pipeline-depth", type=int, default=None, metavar="N",
                    help="synthesized circuits that may wait for the prover (default 2; bounds host memory)")
     b.add_argument("--pipeline-workers", type=int, default=None, metavar="N",
-                   help="synthesis workers (default: half the CPU cores, at most --circuits)")
+                   help="synthesis workers (default: half the CPU cores, at most --circuits, and at most what "
+                        "host memory holds: pipeline.plan_workers)")
     b.add_argument("--compare", action="store_true",
                    help="with --pipeline: also prove the same circuits one after another; report the wall ratio")
     b.set_defaults(func=cmd_bench)

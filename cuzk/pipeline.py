@@ -1,7 +1,7 @@
 """Pipelined proving: circuits are synthesized on host workers while the prover proves earlier ones.
 
-Workers take circuit indices in order and synthesize each (the witness; on a backend that assigns on
-the host, a/b/c too) in a thread, or in a spawned process behind the thread ('process' pool: the
+Workers take circuit indices in order and synthesize each (the witness only, circuits.witness: the
+prover holds the circuit; on a backend that assigns on the host, a/b/c too) in a thread, or in a spawned process behind the thread ('process' pool: the
 witness generators are mostly object-array numpy, which holds the GIL). Finished circuits go on a
 bounded queue of `depth`: a worker with a finished circuit waits while the queue is full, so at most
 depth + workers + 1 circuits are held on the host at once.
@@ -37,9 +37,76 @@ class PipelineError(RuntimeError):
     pass
 
 
-def default_workers(circuits_n: int) -> int:
-    """Half the cores (the rest for the prover thread, the driver and numpy), at most one per circuit."""
-    return max(1, min(circuits_n, (os.cpu_count() or 2) // 2))
+# Host memory per pipelined circuit (estimates; local measurements in docs/perf-log.md, 2026-11-29 session 3):
+# held    = the witness a circuit keeps while it waits or is proved: 32 B (one Fr limb row) per domain
+#           element for limb witnesses (aux <= domain), 48 B for int witnesses (pointer + small int),
+#           4x that for an Assignment made on the host (z, a, b, c).
+# private = a worker's own peak on top: its interpreter and imports (WORKER_BASE_BYTES) plus, for a
+#           circuit without a witness-only generator, the whole build (porep_like: ~260 B per domain
+#           element measured at 2^18, porep_partition ~100 B at 2^22; BUILD_BYTES_PER_ELEM covers both).
+WORKER_BASE_BYTES = 256 << 20
+LIMB_BYTES_PER_ELEM = 32
+INT_BYTES_PER_ELEM = 48
+BUILD_BYTES_PER_ELEM = 320
+MEM_FRACTION = 0.8          # of the available host memory the pipeline may plan to use
+
+
+def worker_memory(name: str, log_size: int, limbs: bool = True, host_assign: bool = False) -> tuple[int, int]:
+    """(held, private) bytes per circuit and per worker: see the estimate above."""
+    n = 1 << log_size
+    held = 4 * INT_BYTES_PER_ELEM * n if host_assign else (LIMB_BYTES_PER_ELEM if limbs else INT_BYTES_PER_ELEM) * n
+    private = WORKER_BASE_BYTES + (0 if circuits.has_witness_only(name) else BUILD_BYTES_PER_ELEM * n)
+    return held, private
+
+
+def available_host_bytes() -> int | None:
+    """MemAvailable (/proc/meminfo), lowered to the cgroup v2 limit's headroom where one is set; None if unknown."""
+    avail = None
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    avail = int(line.split()[1]) * 1024
+                    break
+    except OSError:
+        return None
+    try:
+        with open("/sys/fs/cgroup/memory.max") as f:
+            limit = f.read().strip()
+        with open("/sys/fs/cgroup/memory.current") as f:
+            used = int(f.read())
+        if limit != "max" and avail is not None:
+            avail = min(avail, int(limit) - used)
+    except (OSError, ValueError):
+        pass
+    return avail
+
+
+def plan_workers(circuits_n: int, name: str | None = None, log_size: int | None = None, depth: int = 2,
+                 available: int | None = None, limbs: bool = True, host_assign: bool = False) -> dict:
+    """Default worker count: half the cores (the rest for the prover thread, the driver and numpy), at
+    most one per circuit, and at most what host memory holds: the pipeline keeps up to
+    workers + depth + 1 witnesses (`held` each) plus each worker's `private` peak, within
+    MEM_FRACTION of `available` (default: available_host_bytes(), read now: call it once the prover
+    holds its key and circuit)."""
+    by_cores = max(1, min(circuits_n, (os.cpu_count() or 2) // 2))
+    plan = {"workers": by_cores, "by_cores": by_cores, "by_memory": None}
+    if name is None or log_size is None:
+        return plan
+    avail = available_host_bytes() if available is None else available
+    held, private = worker_memory(name, log_size, limbs, host_assign)
+    plan.update(held_bytes=held, private_bytes=private, available_bytes=avail)
+    if avail is None:
+        return plan
+    by_mem = int((avail * MEM_FRACTION - (depth + 1) * held) // (held + private))
+    plan["by_memory"] = by_mem
+    plan["workers"] = max(1, min(by_cores, by_mem))
+    return plan
+
+
+def default_workers(circuits_n: int, name: str | None = None, log_size: int | None = None, depth: int = 2,
+                    available: int | None = None, limbs: bool = True, host_assign: bool = False) -> int:
+    return plan_workers(circuits_n, name, log_size, depth, available, limbs, host_assign)["workers"]
 
 
 @dataclass(frozen=True)
@@ -98,23 +165,82 @@ def _unshare(payload):
     return tuple(out), blocks
 
 
+class _ShmAlloc:
+    """`alloc` for circuits.witness in a process worker: the witness is written straight into a
+    fresh (zero-filled) shared-memory block, so it reaches the prover with no copy."""
+
+    def __init__(self):
+        self.blocks: list = []       # (block, data address of the array made in it)
+
+    def __call__(self, shape, dtype) -> np.ndarray:
+        from multiprocessing import shared_memory
+        dtype = np.dtype(dtype)
+        shm = shared_memory.SharedMemory(create=True, size=max(int(np.prod(shape)) * dtype.itemsize, 1))
+        a = np.ndarray(shape, dtype, buffer=shm.buf)
+        self.blocks.append((shm, a.ctypes.data))
+        return a
+
+    def handle(self, a: np.ndarray) -> Shared:
+        if len(self.blocks) != 1 or a.ctypes.data != self.blocks[0][1]:
+            raise RuntimeError("the witness is not in the one block allocated for it")
+        return Shared(self.blocks[0][0].name, a.shape, a.dtype.str)
+
+    def close(self, unlink: bool = False) -> None:
+        """Unmap the blocks here (the prover maps and unlinks them); with `unlink` (a failure) also
+        remove them, and leave a mapping still viewed to the process's end."""
+        blocks, self.blocks = self.blocks, []
+        for shm, _ in blocks:
+            if unlink:
+                shm.unlink()
+                try:
+                    shm.close()
+                except BufferError:
+                    pass
+            else:
+                shm.close()          # BufferError here: a view of the witness was kept (a bug)
+
+
+_OWN_CIRCUIT: dict = {}     # a process worker's circuit for host assign: built on its first job, kept
+
+
+def _r1cs_for(name: str, log_size: int, opts):
+    key = (name, log_size, opts)
+    if key not in _OWN_CIRCUIT:
+        _OWN_CIRCUIT.clear()
+        _OWN_CIRCUIT[key] = circuits.build(name, log_size, opts=opts)[0]
+    return _OWN_CIRCUIT[key]
+
+
 def synth_one(name: str, log_size: int, opts, seed: int, host_assign: bool, witness_limbs: bool = False,
-              share: bool = False):
+              share: bool = False, r1cs=None):
     """One circuit's synthesis (in a worker thread or process): (payload, start, stop) with absolute
-    perf_counter times (CLOCK_MONOTONIC: comparable across processes on Linux). The payload is an
-    Assignment (host_assign) or (inputs, aux, z as canonical limbs or None); with `share` (process
-    workers) large limb arrays come back as Shared blocks."""
+    perf_counter times (CLOCK_MONOTONIC: comparable across processes on Linux). Only the witness is
+    generated (circuits.witness: the prover holds the circuit). The payload is an Assignment
+    (host_assign: against `r1cs`, or the worker process's own copy, built on its first job) or
+    (inputs, aux, z as canonical limbs or None); with `share` (process workers) large limb arrays
+    come back as Shared blocks, the witness-only limbs written there directly."""
     t0 = time.perf_counter()
-    r1cs, inputs, aux = circuits.build(name, log_size, opts=opts, seed=seed, limbs=witness_limbs and not host_assign)
     if host_assign:
-        payload = assign(r1cs, inputs, aux, Domain.for_size(r1cs.qap_rows))
-    elif witness_limbs and aux.dtype == np.uint32:          # the generator wrote limbs (porep_partition)
-        payload = (inputs, aux, None)                        # the backend's assign takes them as they are
-    else:
-        limbs = ints_to_limbs(fr_array(np.concatenate([inputs, aux])), FR_LIMBS) if witness_limbs else None
-        payload = (inputs, aux, limbs)
-    if not host_assign:
-        payload = tuple(_shared(x, share) for x in payload)
+        r1cs = r1cs if r1cs is not None else _r1cs_for(name, log_size, opts)
+        inputs, aux = circuits.witness(name, log_size, seed=seed, opts=opts)
+        return assign(r1cs, inputs, aux, Domain.for_size(r1cs.qap_rows)), t0, time.perf_counter()
+    direct = share and witness_limbs and circuits.has_witness_only(name)
+    alloc = _ShmAlloc() if direct else None
+    try:
+        inputs, aux = circuits.witness(name, log_size, seed=seed, opts=opts, limbs=witness_limbs, alloc=alloc)
+        if direct:
+            payload = (inputs, alloc.handle(aux), None)
+            del aux
+            alloc.close()
+        elif witness_limbs and aux.dtype == np.uint32:      # the generator wrote limbs (porep_partition)
+            payload = tuple(_shared(x, share) for x in (inputs, aux, None))   # assign takes them as they are
+        else:
+            limbs = ints_to_limbs(fr_array(np.concatenate([inputs, aux])), FR_LIMBS) if witness_limbs else None
+            payload = tuple(_shared(x, share) for x in (inputs, aux, limbs))
+    except BaseException:
+        if alloc is not None:
+            alloc.close(unlink=True)
+        raise
     return payload, t0, time.perf_counter()
 
 
@@ -245,8 +371,8 @@ def run_pipelined(prover, r1cs, job: Job, workers: int, depth: int, pool: str = 
                 return
             args = (job.name, job.log_size, job.opts, job.seeds[i], job.host_assign, job.witness_limbs,
                     executor is not None)
-            try:
-                res = executor.submit(synth_one, *args).result() if executor else synth_one(*args)
+            try:   # threads share the prover's circuit; a process builds its own once if it assigns
+                res = executor.submit(synth_one, *args).result() if executor else synth_one(*args, r1cs=r1cs)
                 item = (i, w, res, step.now(), None)
             except BaseException as e:          # handed to the prover, which raises it
                 item = (i, w, None, step.now(), e)
@@ -301,7 +427,8 @@ def run_sequential(prover, r1cs, job: Job) -> RunResult:
     step = _Proving(prover, r1cs, job, timer)
     runs, proofs, publics = [], [], []
     for i, seed in enumerate(job.seeds):
-        payload, t0, t1 = synth_one(job.name, job.log_size, job.opts, seed, job.host_assign, job.witness_limbs)
+        payload, t0, t1 = synth_one(job.name, job.log_size, job.opts, seed, job.host_assign, job.witness_limbs,
+                                    r1cs=r1cs)
         ready = step.now()
         run = CircuitRun(i, seed, None, t0 - timer.origin, t1 - timer.origin, ready, ready)
         timer.add_circuit_span("synthesis", i, t0, t1, label="witness")

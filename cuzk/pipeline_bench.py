@@ -69,13 +69,12 @@ def bench_pipeline(args, opts) -> int:
     from .keygen import cached_setup
     from .nvml import gpu_state
     from .phases.synthesis import assign
-    from .pipeline import Job, PipelineError, default_workers, run_pipelined, run_sequential, summary
+    from .pipeline import Job, PipelineError, plan_workers, run_pipelined, run_sequential, summary
     from .poly import Domain
     from .prover import Prover
 
     check_args(args)
     depth = args.pipeline_depth or 2
-    workers = args.pipeline_workers or default_workers(args.circuits)
     pool = args.synthesis_pool or "process"
     backend = get_backend(args.backend, opts=opts)
     gpu_before = gpu_state() if backend.name != "cpu" else None
@@ -110,6 +109,16 @@ def bench_pipeline(args, opts) -> int:
 
     job = Job(args.circuit, args.log_size, opts, tuple(range(1, args.circuits + 1)), host_assign,
               witness_limbs=getattr(backend, "witness_limbs", False))
+    if args.pipeline_workers:
+        workers, plan = args.pipeline_workers, None
+    else:       # planned now: the available memory already excludes the prover's key and circuit
+        plan = plan_workers(args.circuits, args.circuit, pk.log_n, depth, limbs=job.witness_limbs,
+                            host_assign=host_assign)
+        workers = plan["workers"]
+        gib = lambda b: "?" if b is None else f"{b / 2**30:.1f}"      # noqa: E731
+        print(f"pipeline: {workers} worker(s) (cores allow {plan['by_cores']}, memory {plan['by_memory']}: "
+              f"{gib(plan['available_bytes'])} GiB available, ~{gib(plan['held_bytes'])} GiB held per circuit, "
+              f"~{gib(plan['private_bytes'])} GiB per worker)", file=sys.stderr)
     try:
         pipe = run_pipelined(prover, r1cs, job, workers, depth, pool)
         seq = run_sequential(prover, r1cs, job) if args.compare else None
@@ -120,6 +129,7 @@ def bench_pipeline(args, opts) -> int:
 
     section = summary(pipe)
     section["warmup_s"] = warmup_s
+    section["worker_plan"] = plan
     section["sequential"] = summary(seq) if seq else None
     section["speedup"] = seq.wall_s / pipe.wall_s if seq else None
     phases = pipe.phases

@@ -256,3 +256,112 @@ def test_shared_memory_handoff_roundtrip():
     del y
     blocks[0].close()
     assert _shared(a, False) is a
+
+
+# --- witness-only workers (porep_partition) and the memory-bounded default worker count ---
+
+def _shm_names() -> set:
+    from pathlib import Path as P
+    return {p.name for p in P("/dev/shm").glob("psm_*")} if P("/dev/shm").is_dir() else set()
+
+
+class LimbAuxBackend(CpuBackend):
+    """The CPU backend assigning on the prover thread from limb witnesses, as the cuda backend does."""
+    name = "limbaux"
+    witness_limbs = True
+
+    def assign(self, r1cs, inputs, aux, domain, z_limbs=None):
+        assert z_limbs is None and aux.dtype == np.uint32       # the worker's limbs, as written
+        self.seen = getattr(self, "seen", []) + [aux.copy()]
+        return super().assign(r1cs, inputs, aux, domain)
+
+    def phase_impl(self, phase):
+        return {"synthesis": "mixed", "proof_assembly": "cpu"}.get(phase, "fake")
+
+
+@pytest.mark.parametrize("pool", ["thread", "process"])
+def test_porep_partition_pipeline_from_witness_only_workers(pool, monkeypatch):
+    from cuzk.circuits import porep_partition as pp
+    opts = resolve("none", env=False)
+    r1cs, _, _ = circuits.build("porep_partition", LOG, opts=opts, seed=1)
+    pk, _, _ = cached_setup(r1cs, progress=False, backend="cpu")
+    if pool == "thread":      # the workers never build the circuit (processes: checked by the shm path)
+        monkeypatch.setattr(circuits, "build", lambda *a, **k: (_ for _ in ()).throw(AssertionError("built")))
+    before = _shm_names()
+    prover = Prover(LimbAuxBackend(opts), pk)
+    job = Job("porep_partition", LOG, opts, (1, 2, 3, 4), False, witness_limbs=True)
+    res = run_pipelined(prover, r1cs, job, 2, 1, pool)
+    vk = pk.verifying_key()
+    assert all(verify(vk, pub, pf) for pub, pf in zip(res.publics, res.proofs))
+    assert len(prover.backend.seen) == 4
+    import hashlib
+    digest = lambda a: hashlib.sha256(a.tobytes()).hexdigest()      # noqa: E731
+    assert {digest(a) for a in prover.backend.seen} == {digest(pp.build(LOG, seed=s)[2]) for s in job.seeds}
+    assert _shm_names() <= before, "every shared block was unlinked"
+
+
+def test_synth_one_writes_the_witness_into_shared_memory():
+    from cuzk.circuits import porep_partition as pp
+    from cuzk.pipeline import Shared, _unshare, synth_one
+    before = _shm_names()
+    payload, t0, t1 = synth_one("porep_partition", 12, None, 5, False, True, share=True)
+    assert t0 <= t1 and isinstance(payload[1], Shared) and payload[2] is None
+    (inputs, aux, _), blocks = _unshare(payload)
+    _, ri, ra = pp.build(12, seed=5)
+    assert list(inputs) == list(ri) and np.array_equal(aux, ra)
+    assert _shm_names() <= before
+    del aux
+    blocks[0].close()
+    p2, _, _ = synth_one("porep_like", LOG, None, 5, False, True, share=True)     # fallback: build, limbs made
+    assert p2[2] is not None
+
+
+def test_synth_one_failure_leaves_no_shared_block(monkeypatch):
+    from cuzk.pipeline import synth_one
+
+    def fails(log_size, opts=None, seed=1, alloc=None):
+        alloc((1 << 16, 8), np.uint32)
+        raise ValueError("injected")
+    monkeypatch.setitem(circuits.WITNESSES, "porep_partition", fails)
+    before = _shm_names()
+    with pytest.raises(ValueError, match="injected"):
+        synth_one("porep_partition", 12, None, 5, False, True, share=True)
+    assert _shm_names() <= before
+
+
+def test_plan_workers_by_memory(monkeypatch):
+    from cuzk import pipeline as pl
+    monkeypatch.setattr(pl.os, "cpu_count", lambda: 64)
+    G = 2**30
+    p = pl.plan_workers(10, "porep_partition", 27, depth=2, available=100 * G)
+    held, private = pl.worker_memory("porep_partition", 27)
+    assert held == 4 * G and private == pl.WORKER_BASE_BYTES
+    assert p["by_cores"] == 10 and p["by_memory"] == int((80 * G - 3 * held) // (held + private)) == 16
+    assert p["workers"] == 10
+    assert pl.plan_workers(10, "porep_partition", 27, 2, available=40 * G)["workers"] == 4     # (32-12)/4.25
+    assert pl.plan_workers(10, "porep_partition", 27, 2, available=8 * G)["workers"] == 1      # never below 1
+    assert pl.plan_workers(10, "porep_like", 27, 2, available=100 * G)["workers"] == 1         # builds: ~40 GiB each
+    assert pl.plan_workers(10, "porep_like", 20, 2, available=100 * G)["workers"] == 10
+    assert pl.plan_workers(3)["workers"] == 3 and pl.default_workers(3) == 3
+    monkeypatch.setattr(pl, "available_host_bytes", lambda: None)
+    assert pl.plan_workers(10, "porep_partition", 27)["workers"] == 10                         # unknown: cores
+
+
+def test_available_host_bytes_reads_meminfo():
+    from cuzk.pipeline import available_host_bytes
+    b = available_host_bytes()
+    assert b is None or b > 0
+
+
+def test_bench_default_workers_are_planned_and_explicit_wins(tmp_path, capsys):
+    js = tmp_path / "run.json"
+    assert main(["bench", "--backend", "cpu", "--circuit", "porep_partition", "--log-size", str(LOG), "--circuits",
+                 "3", "--pipeline", "--synthesis-pool", "thread", "--json", str(js)]) == 0
+    err = capsys.readouterr().err
+    plan = json.loads(js.read_text())["pipeline"]["worker_plan"]
+    assert f"pipeline: {plan['workers']} worker(s)" in err and plan["workers"] >= 1
+    assert json.loads(js.read_text())["pipeline"]["workers"] == plan["workers"]
+    assert main(["bench", "--backend", "cpu", "--circuit", "porep_partition", "--log-size", str(LOG), "--circuits",
+                 "3", "--pipeline", "--pipeline-workers", "2", "--synthesis-pool", "thread", "--json", str(js)]) == 0
+    p = json.loads(js.read_text())["pipeline"]
+    assert p["workers"] == 2 and p["worker_plan"] is None and "pipeline: " not in capsys.readouterr().err

@@ -18,18 +18,44 @@ CIRCUITS: dict[str, Generator] = {
     "porep_partition": porep_partition.build,
 }
 
+# Witness-only generators: (inputs, aux limbs) equal to the generator's, without the constraint
+# system (the same for every seed). Signature (log_size, opts=, seed=, alloc=).
+WITNESSES: dict[str, Callable] = {
+    "porep_partition": porep_partition.witness_limbs,
+}
+
 MIN_LOG_SIZE = {"porep_partition": 5}       # the others start at 3
 
 
-def build(name: str, log_size: int, opts: OptSet | None = None, seed: int = 1, limbs: bool = False):
-    """(R1CS, inputs, aux). aux is Fr ints, or with `limbs` whatever the generator made: canonical
-    uint32[num_aux, 8] limbs for the generators that write them (porep_partition), else ints."""
+def _check(name: str, log_size: int) -> None:
     if name not in CIRCUITS:
         raise ValueError(f"unknown circuit {name!r}; known: {', '.join(CIRCUITS)}")
     lo = MIN_LOG_SIZE.get(name, 3)
     if not lo <= log_size <= 27:
         raise ValueError(f"--log-size must be in {lo}..27 for {name}, got {log_size}")
+
+
+def build(name: str, log_size: int, opts: OptSet | None = None, seed: int = 1, limbs: bool = False):
+    """(R1CS, inputs, aux). aux is Fr ints, or with `limbs` whatever the generator made: canonical
+    uint32[num_aux, 8] limbs for the generators that write them (porep_partition), else ints."""
+    _check(name, log_size)
     r1cs, inputs, aux = CIRCUITS[name](log_size, opts=opts, seed=seed)
     if not limbs and aux.dtype != object:
         aux = limbs_to_ints(aux)
     return r1cs, inputs, aux
+
+
+def has_witness_only(name: str) -> bool:
+    return name in WITNESSES
+
+
+def witness(name: str, log_size: int, seed: int = 1, opts: OptSet | None = None, limbs: bool = False,
+            alloc=None):
+    """(inputs, aux) exactly as build(...)[1:] gives them, for a prover that already holds the circuit.
+    Uses the circuit's witness-only generator where it has one (no matrices; aux limbs allocated by
+    `alloc(shape, dtype)`, zero-filled), else builds the whole circuit and drops it (`alloc` unused)."""
+    _check(name, log_size)
+    if name not in WITNESSES:
+        return build(name, log_size, opts=opts, seed=seed, limbs=limbs)[1:]
+    inputs, aux = WITNESSES[name](log_size, opts=opts, seed=seed, alloc=alloc)
+    return inputs, (aux if limbs else limbs_to_ints(aux))

@@ -20,6 +20,8 @@ Per unit: 12W + 6 constraints and 12W + 5 aux, of which 3W + 4 in B and 12W + 1 
 Two writers of the same circuit: FastSink (numpy: compact int32/uint16 CSR, and the witness
 straight into canonical uint32 limbs, no Python int per value) and CsSink (the generic
 ConstraintSystem, object arrays: the reference the tests compare with, small sizes only).
+`witness_limbs` writes the same witness without the circuit (the constraint system does not depend on
+the seed), for provers that already hold it.
 """
 from __future__ import annotations
 
@@ -220,6 +222,49 @@ class CsSink:
 
     def finalize(self):
         return self.cs.finalize()
+
+
+BIT_CHUNK = 1 << 20          # bit values written per step (bounds the temporaries at ~8 MiB)
+
+
+def _write_bits(dst: np.ndarray, words: np.ndarray, W: int) -> None:
+    """dst (uint32[U * W], a strided view of limb word 0) = the W bits of each word, LSB first:
+    the order of _bits(words, W).reshape(-1), in chunks of units (no U x W temporary)."""
+    step = max(1, BIT_CHUNK // W)
+    wb = np.ascontiguousarray(words, dtype="<u8")
+    for u0 in range(0, len(wb), step):
+        chunk = wb[u0:u0 + step]
+        bits = np.unpackbits(chunk.view(np.uint8).reshape(-1, 8), axis=1, bitorder="little")[:, :W]
+        dst[u0 * W:(u0 + len(chunk)) * W] = bits.reshape(-1)
+
+
+def witness_limbs(log_size: int, opts=None, seed: int = 1, alloc=None):
+    """(inputs, aux limbs): exactly build(log_size, seed=seed)[1:], without any matrix.
+
+    aux is uint32[num_aux, 8], canonical, allocated by `alloc(shape, dtype)`, which must return a
+    zero-filled array (default np.zeros; e.g. a fresh shared-memory block). Bits and words go straight
+    into limb word 0; only the 3U field values (f, f2, f4) pass through Python ints."""
+    U, W = shape(log_size)
+    wv = witness(U, W, seed)
+    n = counts(log_size)["aux"]
+    aux = (alloc or np.zeros)((n, FR_LIMBS), np.dtype(np.uint32))
+    if aux.shape != (n, FR_LIMBS) or aux.dtype != np.uint32:
+        raise ValueError(f"alloc gave {aux.shape} {aux.dtype}, expected ({n}, {FR_LIMBS}) uint32")
+    lo = aux[:, 0]
+    off, k = 0, U * W
+    for words in (wv["m0"], wv["m1"], *wv["d"], wv["s"]):      # _circuit's alloc order
+        _write_bits(lo[off:off + k], words, W)
+        off += k
+    lo[off:off + U] = wv["carry"]
+    lo[off + U:off + 2 * U] = wv["w"]                           # w < 2^W <= 2^32: word 1 stays 0
+    off += 2 * U
+    for key in ("f", "f2", "f4"):
+        aux[off:off + U] = ints_to_limbs(wv[key] % R, FR_LIMBS)
+        off += U
+    if off != n:
+        raise AssertionError(f"wrote {off} aux of {n}")
+    inputs = np.array([1, wv["seed"] % R, wv["out"] % R], dtype=object)
+    return inputs, aux
 
 
 def build(log_size: int, opts=None, seed: int = 1, reference: bool = False):

@@ -64,22 +64,28 @@ def assign(r1cs: R1CS, inputs: np.ndarray, aux: np.ndarray, domain: Domain) -> A
 
 def _build_timed(name: str, log_size: int, opts: OptSet, seed: int, keep_r1cs: bool):
     """One circuit's witness generation, in a pool worker: (r1cs or None, inputs, aux, start, stop)
-    with absolute perf_counter times (CLOCK_MONOTONIC, comparable across processes on Linux)."""
+    with absolute perf_counter times (CLOCK_MONOTONIC, comparable across processes on Linux).
+    With keep_r1cs the whole circuit is built; else only the witness (circuits.witness)."""
     import time
     t0 = time.perf_counter()
-    r1cs, inputs, aux = circuits.build(name, log_size, opts=opts, seed=seed, limbs=True)
-    return (r1cs if keep_r1cs else None), inputs, aux, t0, time.perf_counter()
+    if keep_r1cs:
+        r1cs, inputs, aux = circuits.build(name, log_size, opts=opts, seed=seed, limbs=True)
+    else:
+        r1cs, (inputs, aux) = None, circuits.witness(name, log_size, seed=seed, opts=opts, limbs=True)
+    return r1cs, inputs, aux, t0, time.perf_counter()
 
 
 def synthesize(name: str, log_size: int, opts: OptSet, domain: Domain | None = None,
                seeds=(1,), assign_fn=None, executor=None, timer=None) -> tuple[R1CS, list[Assignment]]:
-    """Build each circuit of the batch (one witness seed each) and assign it (on the host,
-    or with the backend's `assign_fn`).
+    """Build the batch's circuit once (for its first seed) and each later seed's witness only
+    (circuits.witness: the constraint system does not depend on the seed), and assign each (on the
+    host, or with the backend's `assign_fn`) against that one circuit.
 
     With `executor` (a concurrent.futures pool of threads or processes) the circuits' witnesses
     are generated in parallel, as bellperson does for a PoRep batch; the a/b/c evaluation then
     runs here, circuit by circuit. Each circuit gets a sub-record in the running synthesis phase
-    (`timing.circuit`); pool workers' times go to `timer` when one is given."""
+    (`timing.circuit`): circuit 0's includes building the constraint system, the others' witness
+    generation and assign only. Pool workers' times go to `timer` when one is given."""
     from ..timing import circuit
     assign_fn = assign_fn or assign
     seeds = list(seeds)
@@ -87,13 +93,14 @@ def synthesize(name: str, log_size: int, opts: OptSet, domain: Domain | None = N
     if executor is None:
         for i, seed in enumerate(seeds):
             with circuit(i):
-                r1cs, inputs, aux = circuits.build(name, log_size, opts=opts, seed=seed, limbs=True)
                 if r1cs0 is None:
-                    r1cs0 = r1cs
-                    domain = domain or Domain.for_size(r1cs.qap_rows)
-                result.append(assign_fn(r1cs, inputs, aux, domain))
+                    r1cs0, inputs, aux = circuits.build(name, log_size, opts=opts, seed=seed, limbs=True)
+                    domain = domain or Domain.for_size(r1cs0.qap_rows)
+                else:
+                    inputs, aux = circuits.witness(name, log_size, seed=seed, opts=opts, limbs=True)
+                result.append(assign_fn(r1cs0, inputs, aux, domain))
         return r1cs0, result
-    # every seed builds the same constraint system (only the witness differs): one copy travels back
+    # every seed has the same constraint system: only the first future builds it
     futures = [executor.submit(_build_timed, name, log_size, opts, seed, i == 0) for i, seed in enumerate(seeds)]
     for i, fut in enumerate(futures):
         r1cs, inputs, aux, t0, t1 = fut.result()
