@@ -1,0 +1,34 @@
+# What session 2 left for the device (see the issue notes), in three calls of under 10 minutes each:
+#   bash tools/device_next.sh A   GPU tests of the witness-only synthesis; the 2^24 ablation with C1 (key kept on
+#                                 the GPU); the founding scenario (all five against each alone, 10 circuits in
+#                                 10 threads). Both ablations checkpoint their JSON every round (--max-seconds).
+#   bash tools/device_next.sh B   10 partitions at 2^27 pipelined with witness-only workers; one 2^27 partition
+#                                 with C1 on (batch addition without the all-ones MSM).
+#   bash tools/device_next.sh C   the cuzk side of the snarkjs ratio at 2^16/2^18; MSM round kernel variant 2
+#                                 (if tools/gpu_msm_v2_check.py exists).
+# Carry .whl and .cubin (tools/build_cubins.py --out .cubin first).
+set -o pipefail
+source tools/device_setup.sh >/dev/null 2>&1
+export CUZK_CUBIN_DIR=$PWD/.cubin CUZK_CACHE_DIR=/tmp/cz
+OUT=${OUT:-/tmp}
+t0=$(date +%s)
+case "$1" in
+A)
+  timeout 90 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_pipeline.py tests/test_gpu_partition.py \
+      "tests/test_gpu.py::test_each_optimization_gives_valid_proofs" 2>&1 | tail -2
+  timeout 200 python3 -m cuzk ablate --backend cuda --circuit porep_partition --log-size 24 --repeat 8 \
+      --opt-set D4,C1,B1 --no-leave-one-out --device-keygen --max-seconds 180 \
+      --json $OUT/ablate_part24.json --png $OUT/ablate_part24.png 2>&1 | tail -60
+  timeout 170 python3 -m cuzk ablate --backend cuda --circuit porep_like --log-size 16 --circuits 10 --repeat 8 \
+      --parallel-synthesis 10 --synthesis-pool thread --no-leave-one-out --max-seconds 150 \
+      --json $OUT/scenario16.json --png $OUT/scenario16.png 2>&1 | tail -60 ;;
+B)
+  timeout 330 bash tools/gpu_pipeline27.sh 2>&1 | tail -30
+  CUZK_OPT=+C1 timeout 200 python3 -m cuzk bench --backend cuda --circuit porep_partition --log-size 27 \
+      --device-keygen on --json $OUT/partition27_c1.json 2>&1 | tail -20 ;;
+C)
+  timeout 250 bash tools/gpu_snarkjs_ratio.sh 2>&1 | tail -15
+  [ -f tools/gpu_msm_v2_check.py ] && timeout 300 python3 tools/gpu_msm_v2_check.py 2>&1 | tail -30 ;;
+*) echo "usage: bash tools/device_next.sh A|B|C"; exit 2 ;;
+esac
+echo "elapsed $(( $(date +%s) - t0 )) s"
