@@ -891,3 +891,17 @@ def test_affine_variant_rejected():
     k = ModelKernels(IntGroup(), [], [], [])
     with pytest.raises(ValueError):
         plan.affine_rounds(k, np.zeros(0, dtype=np.uint64), np.zeros(1, dtype=np.int64), 1, np, 3)
+
+
+def test_quad_level2_degenerate_falls_back():
+    """P0 + P1 == P2 + P3 in a bucket: only the quad's second level meets x1 == x2; flagged, redone."""
+    rng = random.Random(8)
+    x, y, z = (rng.randrange(1, R) for _ in range(3))
+    bases = [x, y, z, (x + y - z) % R]
+    s = rng.randrange(R)
+    want = sum(bases) * s % R
+    for variant in (1, 2):
+        got, k = model_msm(IntGroup(), bases, [False] * 4, [s] * 4, 3, min_pairs=1, variant=variant)
+        assert got == want
+        assert k.stats["fallbacks"] >= 1
+        assert (k.stats.get("quad_rounds", 0) > 0) == (variant == 2)
