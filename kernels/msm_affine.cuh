@@ -142,7 +142,9 @@ __device__ __forceinline__ void affine_round(uint32_t* out, const u64* __restric
 //     + out 96 = 544 (keyed round 0: + 32 of keys = 576).
 //   variant 2, per quad (3 adds): x0..x3 256 + pre 48 | pre 48 + P0..P3 384 + A 96 + B 96
 //     + pre 48 | pre 48 + A 96 + B 96 + out 96 = 1312 -> 437 per add (keyed: + 64 / 3 -> 459).
-//   About 20% fewer bytes; the rounds' passes over the data halve (13 quad kernels for 26 rounds).
+//   About 20% fewer DRAM bytes (the parked 1/d23 and the suffix reread in walk 2 are recent
+//   writes of the same thread: L2, not counted); the passes over the data halve (13 quad
+//   kernels for 26 rounds). Predictions, not measurements.
 // Fp mults per add: variant 1 6 (3 batch + 3 add); variant 2 per quad 2 (pass 1) + 5 (invD,
 // D again, inv *= D, two split inverses) + 6 (two adds) + 1 (d' product) + 2 (pass 3 batch)
 // + 3 (add) = 19 -> 6.3 per add: the inverses of a quad's two level-1 pairs share one batch slot.
