@@ -36,7 +36,8 @@ def sum_xyzz(group: int, bases, inf, idx=None):
     src, keyed = keys, True
     if gmsm.DEFAULT_BUCKET_SUM[group] == "affine":             # halve by affine pair adds first (G1)
         k.reset_degenerate()
-        pts, off, rounds = plan.affine_rounds(k, keys, offsets, plan.AFFINE_MIN_PAIRS, cupy)
+        pts, off, rounds = plan.affine_rounds(k, keys, offsets, plan.AFFINE_MIN_PAIRS, cupy,
+                                             gmsm.resolve_affine_variant())
         if rounds and not k.degenerate():
             src, keyed, offsets = pts, False, off
     seg_first, seg_bucket, total = plan.segment_plan(offsets, SEGMENT, cupy)

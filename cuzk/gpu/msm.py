@@ -25,6 +25,18 @@ _AFFINE_WORDS = {1: G1_WORDS, 2: G2_WORDS}
 BUCKET_SUMS = ("xyzz", "affine")
 DEFAULT_BUCKET_SUM = {1: "affine", 2: "xyzz"}  # G1 affine: 2^26 550 ms vs 960 (xyzz c=16), docs/perf-log.md
 last_stats: dict = {}                         # of the latest msm_xyzz: affine_rounds, fallbacks
+DEFAULT_AFFINE_VARIANT = 1                    # 2: quad round kernels (issue 5); CUZK_MSM_AFFINE_VARIANT overrides
+
+
+def resolve_affine_variant(value: int | None = None) -> int:
+    """The affine round kernel: value, else $CUZK_MSM_AFFINE_VARIANT, else DEFAULT_AFFINE_VARIANT."""
+    import os
+    if value is None:
+        env = os.environ.get("CUZK_MSM_AFFINE_VARIANT", "").strip()
+        value = int(env) if env else DEFAULT_AFFINE_VARIANT
+    if value not in plan.AFFINE_VARIANTS:
+        raise ValueError(f"affine variant must be one of {plan.AFFINE_VARIANTS}, got {value!r}")
+    return int(value)
 
 
 def xyzz_words(group: int) -> int:
@@ -62,7 +74,7 @@ class _Kernels:
         self.n = len(inf)
         self.bases, self.inf8, self.scalars = bases, inf.view(cupy.uint8), scalars
         self.flag = cupy.zeros(1, dtype=cupy.int32)
-        self.stats = {"affine_rounds": 0, "fallbacks": 0}
+        self.stats = {"affine_rounds": 0, "fallbacks": 0, "quad_rounds": 0}
 
     def _f(self, name):
         return kernel(self.mod, f"{self.g}_{name}")
@@ -104,6 +116,27 @@ class _Kernels:
                                     (out, src, plan_words, np.int64(total), np.int64(per), self.flag))
         return out
 
+    def affine_plan4(self, in_off, out_off, total):
+        out = self.cp.empty(total, dtype=self.cp.uint32)
+        kernel(self.mod, "msm_affine_plan4")(_grid(total), (THREADS,),
+                                             (out, in_off, out_off, np.int64(len(in_off) - 1), np.int64(total)))
+        return out
+
+    def affine_quad(self, src, keyed, plan_words, total):
+        aw = self.W // 2
+        out = self.cp.empty((total, aw), dtype=self.cp.uint32)
+        tmp = self.cp.empty((total, aw), dtype=self.cp.uint32)        # level-1 sums P2 + P3
+        pre = self.cp.empty((total, aw // 2), dtype=self.cp.uint32)   # prefix / suffix products
+        blocks, per = plan.round_geometry(total, plan.AFFINE_THREADS, _sm_count() * plan.AFFINE_BLOCKS_PER_SM)
+        n64, p64 = np.int64(total), np.int64(per)
+        if keyed:
+            self._f("affine_quad_keyed")((blocks,), (plan.AFFINE_THREADS,),
+                                         (out, tmp, pre, src, self.bases, plan_words, n64, p64, self.flag))
+        else:
+            self._f("affine_quad")((blocks,), (plan.AFFINE_THREADS,),
+                                   (out, tmp, pre, src, plan_words, n64, p64, self.flag))
+        return out
+
     def reset_degenerate(self):
         self.flag.fill(0)
 
@@ -139,13 +172,15 @@ def _sm_count() -> int:
 
 
 def msm_xyzz(group: int, bases, inf, scalars, c: int | None = None, max_entries: int = 1 << 28,
-             bucket_sum: str | None = None, affine_min_pairs: int | None = None, mark=None):
+             bucket_sum: str | None = None, affine_min_pairs: int | None = None, mark=None,
+             affine_variant: int | None = None):
     """Σ s_i P_i as one XYZZ point on the device (uint32[words], Montgomery limbs).
 
     bucket_sum: "xyzz" or "affine" (G1 only); None -> DEFAULT_BUCKET_SUM. affine_min_pairs:
     the affine rounds' threshold (msm_plan.AFFINE_MIN_PAIRS when None; 1 runs rounds until
-    every bucket holds one point). Counts of the run land in last_stats. mark: profiling hook
-    (msm_plan.pippenger).
+    every bucket holds one point). affine_variant: the round kernel, 1 (pairs) or 2 (quads: two
+    rounds per kernel); None -> $CUZK_MSM_AFFINE_VARIANT or DEFAULT_AFFINE_VARIANT. Counts of the
+    run land in last_stats. mark: profiling hook (msm_plan.pippenger).
     """
     import cupy
     n = _check(group, bases, inf, scalars)
@@ -156,6 +191,7 @@ def msm_xyzz(group: int, bases, inf, scalars, c: int | None = None, max_entries:
         raise ValueError("affine bucket sums are implemented for G1 only")
     affine = bucket_sum == "affine"
     min_pairs = None
+    variant = resolve_affine_variant(affine_variant)
     if affine:
         min_pairs = plan.AFFINE_MIN_PAIRS if affine_min_pairs is None else int(affine_min_pairs)
         if min_pairs < 1:
@@ -165,8 +201,8 @@ def msm_xyzz(group: int, bases, inf, scalars, c: int | None = None, max_entries:
         return cupy.zeros(xyzz_words(group), dtype=cupy.uint32)
     c = plan.choose_window(n, affine=affine) if c is None else int(c)
     k = _Kernels(group, bases, inf, scalars)
-    out = plan.pippenger(k, n, c, max_entries, cupy, affine_min_pairs=min_pairs, mark=mark)
-    last_stats.update(k.stats, c=c, bucket_sum=bucket_sum)
+    out = plan.pippenger(k, n, c, max_entries, cupy, affine_min_pairs=min_pairs, mark=mark, affine_variant=variant)
+    last_stats.update(k.stats, c=c, bucket_sum=bucket_sum, affine_variant=variant)
     return out
 
 

@@ -130,6 +130,15 @@ def round_offsets(in_off, xp):
     return out_off, int(out_off[-1])
 
 
+def quad_offsets(in_off, xp):
+    """Two affine rounds in one (variant 2): bucket b's cnt_b points become ceil(cnt_b / 4), as
+    two round_offsets would make them. Returns (out_off, total_out)."""
+    cnt = in_off[1:] - in_off[:-1]
+    out_off = xp.zeros(len(in_off), dtype=xp.int64)
+    xp.cumsum((cnt + 3) // 4, out=out_off[1:])
+    return out_off, int(out_off[-1])
+
+
 def round_geometry(total: int, threads: int, max_blocks: int) -> tuple[int, int]:
     """(blocks, per): one wave of at most max_blocks blocks; thread t of block k takes outputs
     k * threads * per + t + threads * i for i < per (those below total)."""
@@ -138,7 +147,11 @@ def round_geometry(total: int, threads: int, max_blocks: int) -> tuple[int, int]
     return -(-total // (threads * per)), per
 
 
-def affine_rounds(k, keys, offsets, min_pairs: int, xp):
+AFFINE_VARIANTS = (1, 2)
+QUAD_MAX_ENTRIES = 1 << 30   # a quad plan word holds an entry index << 2
+
+
+def affine_rounds(k, keys, offsets, min_pairs: int, xp, variant: int = 1):
     """Halve every bucket's list by affine pair additions while a round has >= min_pairs pairs
     (and at least one). Round 0 reads bases through the sorted keys, later rounds the previous
     round's points. Returns (points, offsets, rounds); with rounds == 0, (keys, offsets, 0).
@@ -146,7 +159,12 @@ def affine_rounds(k, keys, offsets, min_pairs: int, xp):
     k.affine_plan(in_off, out_off, total) -> uint32 words s << 1 | paired per output
     k.affine_round(src, keyed, plan, total) -> affine points [total]; an x1 == x2 pair sets
     k.degenerate() (its output is then garbage: the caller redoes the pass in XYZZ).
+    variant 2: two rounds run as one quad kernel wherever both would run (the same sums):
+    k.affine_plan4(in_off, out_off, total) -> words s << 2 | (points - 1); k.affine_quad(src,
+    keyed, plan, total) -> points [total]; k.stats["quad_rounds"] counts them.
     """
+    if variant not in AFFINE_VARIANTS:
+        raise ValueError(f"affine variant must be one of {AFFINE_VARIANTS}, got {variant!r}")
     src, in_off, rounds = keys, offsets, 0
     if int(offsets[-1]) >= 1 << 31:          # a plan word holds an entry index << 1
         return src, in_off, 0
@@ -155,6 +173,15 @@ def affine_rounds(k, keys, offsets, min_pairs: int, xp):
         pairs = int(in_off[-1]) - total
         if pairs == 0 or pairs < min_pairs:
             return src, in_off, rounds
+        if variant == 2 and int(in_off[-1]) < QUAD_MAX_ENTRIES:
+            out4, total4 = quad_offsets(in_off, xp)
+            pairs2 = total - total4           # the second round's pairs
+            if pairs2 > 0 and pairs2 >= min_pairs:
+                plan = k.affine_plan4(in_off, out4, total4)
+                src = k.affine_quad(src, rounds == 0, plan, total4)
+                in_off, rounds = out4, rounds + 2
+                k.stats["quad_rounds"] = k.stats.get("quad_rounds", 0) + 1
+                continue
         plan = k.affine_plan(in_off, out_off, total)
         src = k.affine_round(src, rounds == 0, plan, total)
         in_off, rounds = out_off, rounds + 1
@@ -182,12 +209,14 @@ def reduce_windows(k, buckets, nwin: int, B: int):
     return A
 
 
-def pippenger(k, n: int, c: int, max_entries: int, xp, affine_min_pairs: int | None = None, mark=None):
+def pippenger(k, n: int, c: int, max_entries: int, xp, affine_min_pairs: int | None = None, mark=None,
+              affine_variant: int = 1):
     """The MSM schedule, over a kernel set `k` (the GPU launches, or the CPU model's
     emulation of the same kernels). Returns k.combine's result.
 
     affine_min_pairs: None -> buckets accumulate in XYZZ; else affine_rounds with that
     threshold first (G1), the pass redone in XYZZ if a round met x1 == x2.
+    affine_variant: affine_rounds' variant (2: quad kernels).
     mark(name), when given, is called after each step (profiling).
 
     k.digits(c, w0, w1) -> uint64 keys [(w1 - w0) * n]
@@ -215,7 +244,7 @@ def pippenger(k, n: int, c: int, max_entries: int, xp, affine_min_pairs: int | N
         partials = None
         if affine_min_pairs is not None:
             k.reset_degenerate()
-            pts, off, rounds = affine_rounds(k, keys, offsets, affine_min_pairs, xp)
+            pts, off, rounds = affine_rounds(k, keys, offsets, affine_min_pairs, xp, affine_variant)
             k.stats["affine_rounds"] = k.stats.get("affine_rounds", 0) + rounds
             mark("affine rounds")
             if rounds and k.degenerate():   # P + P or P + (-P) met: this pass in XYZZ instead
