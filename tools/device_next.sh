@@ -5,7 +5,7 @@
 #   bash tools/device_next.sh B   10 partitions at 2^27 pipelined with witness-only workers; one 2^27 partition
 #                                 with C1 on (batch addition without the all-ones MSM).
 #   bash tools/device_next.sh C   the cuzk side of the snarkjs ratio at 2^16/2^18; MSM round kernel variant 2
-#                                 (if tools/gpu_msm_v2_check.py exists).
+#                                 (tools/device_call_msm3.sh).
 # Carry .whl and .cubin (tools/build_cubins.py --out .cubin first).
 set -o pipefail
 source tools/device_setup.sh >/dev/null 2>&1
@@ -28,7 +28,7 @@ B)
       --device-keygen on --json $OUT/partition27_c1.json 2>&1 | tail -20 ;;
 C)
   timeout 250 bash tools/gpu_snarkjs_ratio.sh 2>&1 | tail -15
-  [ -f tools/gpu_msm_v2_check.py ] && timeout 300 python3 tools/gpu_msm_v2_check.py 2>&1 | tail -30 ;;
+  timeout 300 bash tools/device_call_msm3.sh 2>&1 | tail -30 ;;
 *) echo "usage: bash tools/device_next.sh A|B|C"; exit 2 ;;
 esac
 echo "elapsed $(( $(date +%s) - t0 )) s"
