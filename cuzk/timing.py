@@ -36,6 +36,18 @@ def peak_rss_bytes() -> int:
     return r if sys.platform == "darwin" else r * 1024
 
 
+def reset_peak_rss() -> bool:
+    """Reset the process's peak RSS to its current RSS (Linux: "5" to /proc/self/clear_refs), so the
+    next peak_rss_bytes() is the peak since now. False where that is not possible. It moves the
+    process-wide counter that asv's peakmem_ reads: only for timers that own their process (bench)."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
 @dataclass
 class Span:
     """One interval: host times (seconds since the timer's origin) and, on a GPU, device times."""
@@ -63,6 +75,7 @@ class PhaseRecord:
     device_s: float | None = None
     peak_device_bytes: int | None = None
     peak_host_bytes: int = 0
+    peak_host_scope: str = "process"   # "phase": the phase's own peak RSS; "process": the process's peak so far
     impl: str = "cpu"          # which backend actually ran it ("cpu" when a GPU run fell back)
     calls: int = 0
     spans: list = field(default_factory=list)      # one Span per entry of the phase
@@ -75,6 +88,7 @@ class PhaseRecord:
             "device_s": self.device_s,
             "peak_device_bytes": self.peak_device_bytes,
             "peak_host_bytes": self.peak_host_bytes,
+            "peak_host_scope": self.peak_host_scope,
             "impl": self.impl,
             # added for timelines (design §4 fields above are unchanged)
             "calls": self.calls,
@@ -117,7 +131,9 @@ class PhaseTimer:
     """Accumulates records per phase; a phase entered twice adds up."""
 
     device: object | None = None   # optional backend hook with event/peak methods
+    phase_peaks: bool = False      # reset the process's peak RSS at each phase start: per-phase host peaks
     records: dict[str, PhaseRecord] = field(default_factory=dict)
+    process_peak_host_bytes: int = 0   # with phase_peaks, the process's peak across the resets
     _pending: list = field(default_factory=list)
     origin: float = field(default_factory=time.perf_counter)   # host time zero of the spans
     _dev_origin: object = None              # the first CUDA event, and the host time it was recorded
@@ -138,6 +154,10 @@ class PhaseTimer:
         rec.impl = impl
         dev = self.device if impl != "cpu" else None
         span = Span(time.perf_counter() - self.origin)
+        scoped = False
+        if self.phase_peaks:
+            self.process_peak_host_bytes = max(self.process_peak_host_bytes, peak_rss_bytes())
+            scoped = reset_peak_rss()
         start_ev = self._device_event(dev) if dev is not None else None
         token = _ACTIVE.set((self, rec, dev))
         t0 = time.perf_counter()
@@ -151,6 +171,8 @@ class PhaseTimer:
             span.stop_s = t1 - self.origin
             rec.spans.append(span)
             rec.peak_host_bytes = max(rec.peak_host_bytes, peak_rss_bytes())
+            rec.peak_host_scope = "phase" if scoped else "process"
+            self.process_peak_host_bytes = max(self.process_peak_host_bytes, rec.peak_host_bytes)
             if dev is not None:
                 span._events = (start_ev, dev.record_event())
                 self._pending.append((rec, start_ev, span._events[1]))

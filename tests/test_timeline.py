@@ -86,3 +86,26 @@ def test_bench_timeline_needs_a_writable_place(tmp_path, capsys):
     rc = main(["bench", "--backend", "cpu", "--log-size", "5", "--timeline", str(bad / "t.png")])
     err = capsys.readouterr().err
     assert rc == 2 and "cuzk: error:" in err and not (bad / "t.png").exists()
+
+
+def test_phase_peaks_are_per_phase(tmp_path):
+    """With phase_peaks the host peak of a phase is its own: a phase after a big one that allocates
+    nothing reports less than the big one (where /proc/self/clear_refs can reset the counter)."""
+    import numpy as np
+    from cuzk.timing import PhaseTimer, reset_peak_rss
+    if not reset_peak_rss():
+        pytest.skip("no /proc/self/clear_refs here")
+    t = PhaseTimer(phase_peaks=True)
+    with t.phase("prep_msm"):
+        big = np.ones(40_000_000)            # 320 MB touched
+        del big
+    with t.phase("tail_msm"):
+        pass
+    r = t.as_dict()
+    assert r["prep_msm"]["peak_host_scope"] == r["tail_msm"]["peak_host_scope"] == "phase"
+    assert r["prep_msm"]["peak_host_bytes"] - r["tail_msm"]["peak_host_bytes"] > 250e6
+    assert t.process_peak_host_bytes >= r["prep_msm"]["peak_host_bytes"]
+    plain = PhaseTimer()
+    with plain.phase("prep_msm"):
+        pass
+    assert plain.as_dict()["prep_msm"]["peak_host_scope"] == "process"
