@@ -107,10 +107,10 @@ def phase_table(phases: dict, total_s: float) -> str:
     the pool keeps what it freed) at the phase's end."""
     own = phases and all(r.get("peak_host_scope") == "phase" for r in phases.values())
     host_col = "phase host MiB" if own else "peak host MiB"
-    lines = [f"{'phase':<16}{'impl':<6}{'host ms':>11}{'device ms':>11}{host_col:>15}{'peak dev MiB':>14}"]
+    lines = [f"{'phase':<16}{'impl':<6}{'host ms':>11}{'device ms':>11}{host_col:>16}{'peak dev MiB':>14}"]
     for name, r in phases.items():
         lines.append(f"{name:<16}{r['impl']:<6}{_fmt_s(r['host_s']):>11}{_fmt_s(r['device_s']):>11}"
-                     f"{_fmt_mib(r['peak_host_bytes']):>15}{_fmt_mib(r.get('peak_device_bytes')):>14}")
+                     f"{_fmt_mib(r['peak_host_bytes']):>16}{_fmt_mib(r.get('peak_device_bytes')):>14}")
     lines.append(f"{'total':<16}{'':<6}{_fmt_s(total_s):>11}")
     return "\n".join(lines)
 
