@@ -112,7 +112,33 @@ def phase_table(phases: dict, total_s: float) -> str:
         lines.append(f"{name:<16}{r['impl']:<6}{_fmt_s(r['host_s']):>11}{_fmt_s(r['device_s']):>11}"
                      f"{_fmt_mib(r['peak_host_bytes']):>16}{_fmt_mib(r.get('peak_device_bytes')):>14}")
     lines.append(f"{'total':<16}{'':<6}{_fmt_s(total_s):>11}")
+    subs = substeps(phases)
+    if subs:
+        lines.append("sub-steps (ms, summed over circuits; device time where recorded):")
+        lines += [f"  {name}: " + ", ".join(f"{lab} {t * 1e3:.2f}" for lab, t in d.items()) for name, d in subs.items()]
     return "\n".join(lines)
+
+
+def substeps(phases: dict) -> dict:
+    """{phase: {label: seconds}} from the labelled per-circuit spans (device duration where both
+    events were read, else host), in first-seen order."""
+    out = {}
+    for name, r in phases.items():
+        d = {}
+        for c in r.get("circuits", []):
+            lab = c.get("label")
+            if lab is None:
+                continue
+            if c.get("device_start_s") is not None and c.get("device_stop_s") is not None:
+                t = c["device_stop_s"] - c["device_start_s"]
+            elif c.get("stop_s") is not None:
+                t = c["stop_s"] - c["start_s"]
+            else:
+                continue
+            d[lab] = d.get(lab, 0.0) + t
+        if d:
+            out[name] = d
+    return out
 
 
 def keygen_table(info: dict) -> str:

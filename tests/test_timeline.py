@@ -109,3 +109,27 @@ def test_phase_peaks_are_per_phase(tmp_path):
     with plain.phase("prep_msm"):
         pass
     assert plain.as_dict()["prep_msm"]["peak_host_scope"] == "process"
+
+
+def test_substeps_sum_labelled_spans_by_label():
+    from cuzk.cli import phase_table, substeps
+    phases = {"ntt_msm_h": {"impl": "cuda", "host_s": 1.0, "device_s": 0.9, "peak_host_bytes": 0,
+                            "circuits": [
+                                {"start_s": 0.0, "stop_s": 0.5, "device_start_s": 0.1, "device_stop_s": 0.4,
+                                 "circuit": 0, "label": "h scalars"},
+                                {"start_s": 0.5, "stop_s": 1.0, "device_start_s": 0.4, "device_stop_s": 0.9,
+                                 "circuit": 0, "label": "h msm"},
+                                {"start_s": 1.0, "stop_s": 1.2, "device_start_s": 0.9, "device_stop_s": 1.0,
+                                 "circuit": 1, "label": "h scalars"}]},
+              "prep_msm": {"impl": "cpu", "host_s": 0.1, "device_s": None, "peak_host_bytes": 0,
+                           "circuits": [{"start_s": 0.0, "stop_s": 0.1, "device_start_s": None,
+                                         "device_stop_s": None, "circuit": 0}]},
+              "synthesis": {"impl": "cpu", "host_s": 0.3, "device_s": None, "peak_host_bytes": 0,
+                            "circuits": [{"start_s": 0.0, "stop_s": 0.25, "device_start_s": None,
+                                          "device_stop_s": None, "circuit": 0, "label": "witness"}]}}
+    d = substeps(phases)
+    assert list(d) == ["ntt_msm_h", "synthesis"]                 # unlabelled spans are not sub-steps
+    assert d["ntt_msm_h"]["h scalars"] == pytest.approx(0.4) and d["ntt_msm_h"]["h msm"] == pytest.approx(0.5)
+    assert d["synthesis"]["witness"] == pytest.approx(0.25)      # host time where no device events
+    table = phase_table(phases, 1.4)
+    assert "ntt_msm_h: h scalars 400.00, h msm 500.00" in table
