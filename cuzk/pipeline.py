@@ -83,12 +83,14 @@ def available_host_bytes() -> int | None:
 
 
 def plan_workers(circuits_n: int, name: str | None = None, log_size: int | None = None, depth: int = 2,
-                 available: int | None = None, limbs: bool = True, host_assign: bool = False) -> dict:
+                 available: int | None = None, limbs: bool = True, host_assign: bool = False,
+                 shm_free: int | None = None) -> dict:
     """Default worker count: half the cores (the rest for the prover thread, the driver and numpy), at
     most one per circuit, and at most what host memory holds: the pipeline keeps up to
     workers + depth + 1 witnesses (`held` each) plus each worker's `private` peak, within
     MEM_FRACTION of `available` (default: available_host_bytes(), read now: call it once the prover
-    holds its key and circuit)."""
+    holds its key and circuit). With `shm_free` (process workers handing witnesses over in /dev/shm),
+    also at most what that filesystem holds: workers + depth + 1 blocks of `held` each."""
     by_cores = max(1, min(circuits_n, (os.cpu_count() or 2) // 2))
     plan = {"workers": by_cores, "by_cores": by_cores, "by_memory": None}
     if name is None or log_size is None:
@@ -101,6 +103,10 @@ def plan_workers(circuits_n: int, name: str | None = None, log_size: int | None 
     by_mem = int((avail * MEM_FRACTION - (depth + 1) * held) // (held + private))
     plan["by_memory"] = by_mem
     plan["workers"] = max(1, min(by_cores, by_mem))
+    if shm_free is not None and not host_assign and held >= SHARE_MIN_BYTES:
+        plan["by_shm"] = by_shm = int(shm_free // (held * SHM_MARGIN)) - depth - 1
+        if by_shm >= 1:              # below 1 the witnesses travel pickled (no blocks): no cap
+            plan["workers"] = max(1, min(plan["workers"], by_shm))
     return plan
 
 
@@ -121,6 +127,23 @@ class Job:
 
 
 SHARE_MIN_BYTES = 1 << 20   # arrays from process workers at least this large travel in shared memory
+SHM_DIR = "/dev/shm"
+SHM_MARGIN = 1.1            # room asked for a block: its size plus 10%
+
+
+def shm_free_bytes() -> int | None:
+    """Free space of the shared-memory filesystem (None where there is none to ask). A tmpfs that
+    fills up while a worker writes its witness kills it with SIGBUS, so blocks are only made with room."""
+    try:
+        st = os.statvfs(SHM_DIR)
+    except OSError:
+        return None
+    return st.f_bavail * st.f_frsize
+
+
+def shm_room(nbytes: int) -> bool:
+    free = shm_free_bytes()
+    return free is not None and free >= nbytes * SHM_MARGIN
 
 
 @dataclass(frozen=True)
@@ -150,8 +173,9 @@ class Shared:
 
 
 def _shared(a, share: bool):
+    """a as a Shared block where sharing pays and /dev/shm has room; else a itself (pickled)."""
     return Shared.put(a) if share and isinstance(a, np.ndarray) and a.dtype != object \
-        and a.nbytes >= SHARE_MIN_BYTES else a
+        and a.nbytes >= SHARE_MIN_BYTES and shm_room(a.nbytes) else a
 
 
 def _unshare(payload):
@@ -175,7 +199,10 @@ class _ShmAlloc:
     def __call__(self, shape, dtype) -> np.ndarray:
         from multiprocessing import shared_memory
         dtype = np.dtype(dtype)
-        shm = shared_memory.SharedMemory(create=True, size=max(int(np.prod(shape)) * dtype.itemsize, 1))
+        size = max(int(np.prod(shape)) * dtype.itemsize, 1)
+        if not shm_room(size):               # no room in /dev/shm: an ordinary array, pickled back
+            return np.zeros(shape, dtype)
+        shm = shared_memory.SharedMemory(create=True, size=size)
         a = np.ndarray(shape, dtype, buffer=shm.buf)
         self.blocks.append((shm, a.ctypes.data))
         return a
@@ -228,11 +255,11 @@ def synth_one(name: str, log_size: int, opts, seed: int, host_assign: bool, witn
     alloc = _ShmAlloc() if direct else None
     try:
         inputs, aux = circuits.witness(name, log_size, seed=seed, opts=opts, limbs=witness_limbs, alloc=alloc)
-        if direct:
+        if direct and alloc.blocks:
             payload = (inputs, alloc.handle(aux), None)
             del aux
             alloc.close()
-        elif witness_limbs and aux.dtype == np.uint32:      # the generator wrote limbs (porep_partition)
+        elif witness_limbs and aux.dtype == np.uint32:      # limbs from the generator (porep_partition)
             payload = tuple(_shared(x, share) for x in (inputs, aux, None))   # assign takes them as they are
         else:
             limbs = ints_to_limbs(fr_array(np.concatenate([inputs, aux])), FR_LIMBS) if witness_limbs else None

@@ -112,11 +112,13 @@ def bench_pipeline(args, opts) -> int:
     if args.pipeline_workers:
         workers, plan = args.pipeline_workers, None
     else:       # planned now: the available memory already excludes the prover's key and circuit
+        from .pipeline import shm_free_bytes
         plan = plan_workers(args.circuits, args.circuit, pk.log_n, depth, limbs=job.witness_limbs,
-                            host_assign=host_assign)
+                            host_assign=host_assign, shm_free=shm_free_bytes() if pool == "process" else None)
         workers = plan["workers"]
         gib = lambda b: "?" if b is None else f"{b / 2**30:.1f}"      # noqa: E731
-        print(f"pipeline: {workers} worker(s) (cores allow {plan['by_cores']}, memory {plan['by_memory']}: "
+        print(f"pipeline: {workers} worker(s) (cores allow {plan['by_cores']}, memory {plan['by_memory']}"
+              + (f", /dev/shm {plan['by_shm']}" if "by_shm" in plan else "") + ": "
               f"{gib(plan['available_bytes'])} GiB available, ~{gib(plan['held_bytes'])} GiB held per circuit, "
               f"~{gib(plan['private_bytes'])} GiB per worker)", file=sys.stderr)
     try:

@@ -365,3 +365,31 @@ def test_bench_default_workers_are_planned_and_explicit_wins(tmp_path, capsys):
                  "3", "--pipeline", "--pipeline-workers", "2", "--synthesis-pool", "thread", "--json", str(js)]) == 0
     p = json.loads(js.read_text())["pipeline"]
     assert p["workers"] == 2 and p["worker_plan"] is None and "pipeline: " not in capsys.readouterr().err
+
+
+def test_no_room_in_dev_shm_falls_back_to_pickling(monkeypatch):
+    """Without room in /dev/shm (a small Docker default) nothing is written there: a full tmpfs would
+    kill the writing worker with SIGBUS. The witness then travels as an ordinary array."""
+    from cuzk import pipeline as pl
+    monkeypatch.setattr(pl, "shm_free_bytes", lambda: 1 << 20)
+    a = np.ones((1 << 16, 8), dtype=np.uint32)                     # 2 MiB > the 1 MiB free
+    assert pl._shared(a, True) is a
+    alloc = pl._ShmAlloc()
+    z = alloc((1 << 16, 8), np.uint32)
+    assert not alloc.blocks and z.shape == (1 << 16, 8) and not z.any()
+    payload, _, _ = pl.synth_one("porep_partition", 16, resolve(), 2, host_assign=False, witness_limbs=True,
+                                 share=True)                   # 2^16 aux limbs: ~2 MiB, no room
+    assert not any(isinstance(x, pl.Shared) for x in payload)
+    inputs, aux = circuits.witness("porep_partition", 16, seed=2, opts=resolve(), limbs=True)
+    assert np.array_equal(payload[1], aux)
+
+
+def test_plan_workers_fits_dev_shm():
+    from cuzk.pipeline import SHM_MARGIN, plan_workers
+    held = 32 << 20                                              # 2^20 limbs
+    roomy = plan_workers(8, "porep_partition", 20, depth=2, available=1 << 40, shm_free=1 << 40)
+    assert roomy["workers"] == roomy["by_cores"]
+    tight = plan_workers(8, "porep_partition", 20, depth=2, available=1 << 40, shm_free=int(5.5 * held * SHM_MARGIN))
+    assert tight["by_shm"] == 2 and tight["workers"] == min(2, tight["by_cores"])
+    none = plan_workers(8, "porep_partition", 20, depth=2, available=1 << 40, shm_free=held)
+    assert none["by_shm"] < 1 and none["workers"] == none["by_cores"]      # pickled: no cap from /dev/shm
