@@ -10,14 +10,12 @@ import io
 import json
 import random
 import struct
-from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from cuzk import circuits
-from cuzk.backend.cpu import CpuBackend
 from cuzk.cli import main
 from cuzk.curve import g1_affine_ints, g2_affine_ints
 from cuzk.field import P, R
@@ -28,7 +26,6 @@ from cuzk.groth16 import verify, verify_blst
 from cuzk.keygen import ToxicWaste, setup
 from cuzk.phases.synthesis import assign
 from cuzk.poly import Domain
-from cuzk.prover import Prover
 from cuzk.snarkjs_cmds import prove_files
 
 LOG = 5

@@ -3,7 +3,6 @@ published site opened in headless Chromium (a phase graph with one line per opti
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import socket

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import re
 import subprocess
 from pathlib import Path

@@ -1,5 +1,5 @@
 # What session 2 left for the device (see the issue notes), in three calls of under 10 minutes each:
-#   bash tools/device_next.sh A   GPU tests of the witness-only synthesis; the 2^24 ablation with C1 (key kept on
+#   bash tools/device_next.sh A   GPU tests of the witness-only synthesis; the 2^24 ablation of D4, C1, B1, M1, N1 (key kept on
 #                                 the GPU); the founding scenario (all five against each alone, 10 circuits in
 #                                 10 threads). Both ablations checkpoint their JSON every round (--max-seconds).
 #   bash tools/device_next.sh B   10 partitions at 2^27 pipelined with witness-only workers; one 2^27 partition
@@ -17,7 +17,7 @@ A)
   timeout 90 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_pipeline.py tests/test_gpu_partition.py \
       "tests/test_gpu.py::test_each_optimization_gives_valid_proofs" 2>&1 | tail -2
   timeout 200 python3 -m cuzk ablate --backend cuda --circuit porep_partition --log-size 24 --repeat 8 \
-      --opt-set D4,C1,B1 --no-leave-one-out --device-keygen --max-seconds 180 \
+      --opt-set D4,C1,B1,M1,N1 --no-leave-one-out --device-keygen --max-seconds 180 \
       --json $OUT/ablate_part24.json --png $OUT/ablate_part24.png 2>&1 | tail -60
   timeout 170 python3 -m cuzk ablate --backend cuda --circuit porep_like --log-size 16 --circuits 10 --repeat 8 \
       --parallel-synthesis 10 --synthesis-pool thread --no-leave-one-out --max-seconds 150 \

@@ -23,6 +23,7 @@ from ..gpu import batch_add as gbatch
 from ..gpu import fr as gfr
 from ..gpu import h as gh
 from ..gpu import msm as gmsm
+from ..gpu import ntt as gntt
 from ..gpu import spmv
 from ..gpu.prep import prep_msm as gpu_prep
 from ..gpu.srs import DeviceKey
@@ -79,21 +80,32 @@ def _popcount(scalars, sample: int = 256) -> float:
     return float(np.mean([int(v).bit_count() for v in vals]))
 
 
+def bucket_sum(opts, group: int) -> str:
+    """M1 on: the G1 MSMs sum buckets by affine rounds (gmsm.DEFAULT_BUCKET_SUM); off: XYZZ."""
+    return gmsm.DEFAULT_BUCKET_SUM[group] if opts.enabled("M1") else "xyzz"
+
+
+def ntt_variant(opts) -> str:
+    """N1 on: register-radix NTT passes (r4); off: radix-2 (r2). CUZK_NTT_VARIANT overrides both."""
+    return gntt.VARIANT_ENV or ("r4" if opts.enabled("N1") else "r2")
+
+
 def _window(kh, scalars, opts, group: int = 1) -> int:
     """D4 off: one window size for every MSM (the one for the largest, H); on: chosen per MSM
     from its size, its scalars' popcount and the group's bucket sums (affine or XYZZ)."""
     from ..gpu.msm_plan import choose_window
     if not opts.enabled("D4"):
-        return choose_window(len(kh.dev["h"]), affine=gmsm.DEFAULT_BUCKET_SUM[1] == "affine")
-    return choose_window(scalars.shape[0], _popcount(scalars), affine=gmsm.DEFAULT_BUCKET_SUM[group] == "affine")
+        return choose_window(len(kh.dev["h"]), affine=bucket_sum(opts, 1) == "affine")
+    return choose_window(scalars.shape[0], _popcount(scalars), affine=bucket_sum(opts, group) == "affine")
 
 
 def _msm(group: int, bases, inf, scalars, kh, opts):
     """An MSM that may be empty (a sparse section can keep none of the tail)."""
     if inf.size == 0:
         return (G2Point if group == 2 else G1Point).identity()
-    fn = gmsm.msm_g2 if group == 2 else gmsm.msm_g1
-    return fn(bases, inf, scalars, _window(kh, scalars, opts, group))
+    if group == 2:
+        return gmsm.msm_g2(bases, inf, scalars, _window(kh, scalars, opts, 2))
+    return gmsm.msm_g1(bases, inf, scalars, _window(kh, scalars, opts, 1), bucket_sum=bucket_sum(opts, 1))
 
 
 class CudaBackend(CpuBackend):
@@ -155,10 +167,12 @@ class CudaBackend(CpuBackend):
         out = []
         for i, asg in enumerate(assignments):
             with circuit(i, label="h scalars"):          # sub-steps: device time of each in the bench report
-                h = gh.h_scalars(self._abc(asg, kh.domain.n), kh.domain, kh.pk.convention)
+                h = gh.h_scalars(self._abc(asg, kh.domain.n), kh.domain, kh.pk.convention,
+                                 variant=ntt_variant(self.opts))
                 h = cupy.ascontiguousarray(h)
             with circuit(i, label="h msm"):
-                out.append(gmsm.msm_g1(hb.limbs, hb.inf, h, _window(kh, h, self.opts)))
+                out.append(gmsm.msm_g1(hb.limbs, hb.inf, h, _window(kh, h, self.opts),
+                                       bucket_sum=bucket_sum(self.opts, 1)))
         return out
 
     def batch_addition(self, kh: CudaKey, prep) -> list:
@@ -178,13 +192,14 @@ class CudaBackend(CpuBackend):
             rows = idx if b.rows is None else b.rows[idx]
             if b.rows is not None:
                 rows = rows[rows >= 0]
-            return gbatch.batch_add(b.group, b.limbs, b.inf, rows)
+            return gbatch.batch_add(b.group, b.limbs, b.inf, rows, bucket_sum=bucket_sum(self.opts, b.group))
         bases, inf, _ = b.take(idx)
         if inf.size == 0:
             return (G2Point if b.group == 2 else G1Point).identity()
         scal = cupy.broadcast_to(one, (inf.size, FR_LIMBS)).copy()
-        fn = gmsm.msm_g2 if b.group == 2 else gmsm.msm_g1
-        return fn(bases, inf, scal)
+        if b.group == 2:
+            return gmsm.msm_g2(bases, inf, scal)
+        return gmsm.msm_g1(bases, inf, scal, bucket_sum=bucket_sum(self.opts, 1))
 
     def tail_msm(self, kh: CudaKey, prep, assignments) -> list:
         t, tl = prep.tail, prep.aux_part(prep.tail)

@@ -8,7 +8,6 @@ first (the mixed-add kernels expect finite affine points).
 """
 from __future__ import annotations
 
-import numpy as np
 
 from . import msm as gmsm
 from . import msm_plan as plan
@@ -16,8 +15,9 @@ from . import msm_plan as plan
 SEGMENT = 128            # points per thread in the first pass: 2^26 points -> 2^19 threads
 
 
-def sum_xyzz(group: int, bases, inf, idx=None):
-    """Σ bases[idx] (all rows when idx is None) as one XYZZ point on the device."""
+def sum_xyzz(group: int, bases, inf, idx=None, bucket_sum: str | None = None):
+    """Σ bases[idx] (all rows when idx is None) as one XYZZ point on the device; bucket_sum as
+    msm.msm_xyzz's ("affine" for G1 only; None: msm.DEFAULT_BUCKET_SUM)."""
     import cupy
     n = len(inf)
     if idx is None:
@@ -34,7 +34,8 @@ def sum_xyzz(group: int, bases, inf, idx=None):
     keys = idx.astype(cupy.uint64) << cupy.uint64(1)          # bucket 0, not negated
     offsets = cupy.asarray([0, idx.size], dtype=cupy.int64)
     src, keyed = keys, True
-    if gmsm.DEFAULT_BUCKET_SUM[group] == "affine":             # halve by affine pair adds first (G1)
+    bucket_sum = gmsm.DEFAULT_BUCKET_SUM[group] if bucket_sum is None else bucket_sum
+    if bucket_sum == "affine" and group == 1:                 # halve by affine pair adds first
         k.reset_degenerate()
         pts, off, rounds = plan.affine_rounds(k, keys, offsets, plan.AFFINE_MIN_PAIRS, cupy,
                                              gmsm.resolve_affine_variant())
@@ -49,7 +50,7 @@ def sum_xyzz(group: int, bases, inf, idx=None):
     return partials[0]
 
 
-def batch_add(group: int, bases, inf, idx=None):
+def batch_add(group: int, bases, inf, idx=None, bucket_sum: str | None = None):
     """Σ bases[idx] as a py_arkworks_bls12381 point."""
     import cupy
-    return gmsm.to_ark(group, cupy.asnumpy(sum_xyzz(group, bases, inf, idx)))
+    return gmsm.to_ark(group, cupy.asnumpy(sum_xyzz(group, bases, inf, idx, bucket_sum)))

@@ -19,11 +19,12 @@ from .loader import kernel
 THREADS = 256
 
 
-def h_scalars(abc, domain: Domain, convention: str, check: bool = True):
+def h_scalars(abc, domain: Domain, convention: str, check: bool = True, variant: str | None = None):
+    """variant: the NTT pass kernel (ntt.VARIANTS key; None: ntt.VARIANT)."""
     import cupy
     L, n, gen = domain.log_n, domain.n, domain.generator
     ninv = pow(n, -1, R)
-    ntt.dif(abc, L, gen, inverse=True)                      # natural -> bitrev coefficients (x n)
+    ntt.dif(abc, L, gen, inverse=True, variant=variant)     # natural -> bitrev coefficients (x n)
     if convention == "coeff":
         shift = domain.coset_shift
         factor = pow(domain.vanishing_at(shift), -1, R)
@@ -33,13 +34,13 @@ def h_scalars(abc, domain: Domain, convention: str, check: bool = True):
     else:
         raise ValueError(f"unknown H convention {convention!r}")
     ntt.scale_powers(abc, L, shift, ninv, bitrev=True)
-    ntt.dit(abc, L, gen)                                     # bitrev -> natural values on the coset
+    ntt.dit(abc, L, gen, variant=variant)                    # bitrev -> natural values on the coset
     q = cupy.empty((n, 8), dtype=cupy.uint32)
     f = upload([factor])
     kernel("ntt", "abc_combine")(((n + THREADS - 1) // THREADS,), (THREADS,), (q, abc, f, np.int64(n)))
     if convention == "odd_lagrange":
         return q
-    ntt.dif(q, L, gen, inverse=True)
+    ntt.dif(q, L, gen, inverse=True, variant=variant)
     ntt.scale_powers(q, L, pow(shift, -1, R), ninv, bitrev=True)
     h = ntt.bit_reverse(q, L)
     if check and bool(h[n - 1].any()):

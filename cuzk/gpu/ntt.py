@@ -31,7 +31,8 @@ VARIANTS = {
     "r8-e11": (3, KMAX + 1, 18),
 }
 # production pass kernel (tools/gpu_ntt_check.py times them all); CUZK_NTT_VARIANT overrides
-VARIANT = os.environ.get("CUZK_NTT_VARIANT", "r4")   # r4: 2^27 55 ms vs r2 61 (docs/perf-log.md)
+VARIANT_ENV = os.environ.get("CUZK_NTT_VARIANT")     # an explicit kernel for experiments
+VARIANT = VARIANT_ENV or "r4"    # calls without a variant; the cuda backend picks by N1 (r4: 2^27 55 ms vs r2 61)
 
 
 def plan(log_n: int, emax: int | None = None) -> list[tuple[int, int, int]]:
