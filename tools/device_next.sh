@@ -20,7 +20,7 @@ A)
       --opt-set D4,C1,B1,M1,N1 --no-leave-one-out --device-keygen --max-seconds 180 \
       --json $OUT/ablate_part24.json --png $OUT/ablate_part24.png 2>&1 | tail -60
   timeout 170 python3 -m cuzk ablate --backend cuda --circuit porep_like --log-size 16 --circuits 10 --repeat 8 \
-      --parallel-synthesis 10 --synthesis-pool thread --no-leave-one-out --max-seconds 150 \
+      --parallel-synthesis 10 --synthesis-pool thread --no-leave-one-out --max-seconds 150 --opt-set A1,A2,B1,D4,A4 \
       --json $OUT/scenario16.json --png $OUT/scenario16.png 2>&1 | tail -60 ;;
 B)
   timeout 330 bash tools/gpu_pipeline27.sh 2>&1 | tail -30
