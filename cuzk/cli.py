@@ -161,11 +161,9 @@ def _kernel_load_times() -> dict:
 def cmd_bench(args) -> int:
     from .backend import get_backend
     from .groth16 import verify, vk_to_json
-    from .keygen import cached_setup
     from .nvml import gpu_state
     from .opts import resolve
     from .phases.synthesis import make_pool, synthesize
-    from .prover import Prover
     from .timing import PhaseTimer, peak_rss_bytes
 
     opts = resolve(args.opt)
@@ -184,7 +182,7 @@ def cmd_bench(args) -> int:
         return pipeline_bench.bench_pipeline(args, opts)
     args.synthesis_pool = args.synthesis_pool or "thread"
     backend = get_backend(args.backend, opts=opts)
-    if args.device_keygen == "on" and backend.name != "cuda":
+    if args.device_keygen == "on" and backend.name != "cuda":          # before the synthesis, not after
         raise CliError("--device-keygen on needs the cuda backend")
     gpu_before = gpu_state() if backend.name != "cpu" else None
     pool = make_pool(args.synthesis_pool, args.parallel_synthesis) if args.parallel_synthesis else None
@@ -196,20 +194,7 @@ def cmd_bench(args) -> int:
     finally:
         if pool is not None:
             pool.shutdown()
-    t_setup = time.perf_counter()
-    keygen_info = None
-    if _device_keygen_on(args, backend, r1cs):
-        from .keygen import setup_on_device
-        pk, kh, keygen_info = setup_on_device(r1cs, args.convention, args.generator)
-        setup_s = time.perf_counter() - t_setup
-        print(f"key: made on the GPU and kept there in {setup_s:.1f} s", file=sys.stderr)
-        prover = Prover(backend, pk, kh=kh)
-    else:
-        keygen_backend = args.keygen_backend or ("cuda" if backend.name == "cuda" else "cpu")
-        pk, key_path, hit = cached_setup(r1cs, args.convention, args.generator, progress=None, backend=keygen_backend)
-        setup_s = time.perf_counter() - t_setup
-        print(f"key: {key_path} ({'cached' if hit else f'generated in {setup_s:.1f} s'})", file=sys.stderr)
-        prover = Prover(backend, pk)
+    prover, pk, setup_s, keygen_info = bench_prover(args, backend, r1cs)
     t1 = time.perf_counter()
     proofs = prover.prove(assignments, timer)
     prove_wall = time.perf_counter() - t1
@@ -258,6 +243,26 @@ def cmd_bench(args) -> int:
             outputs[out / f"public{sfx}.json"] = json.dumps([str(v) for v in a.public]) + "\n"
     write_all(outputs)
     return EXIT_OK if verified else EXIT_INVALID
+
+
+def bench_prover(args, backend, r1cs):
+    """(Prover, key, setup seconds, keygen report or None) for bench: the key made on the GPU and
+    kept there (--device-keygen), or set up through the key cache."""
+    from .keygen import cached_setup, setup_on_device
+    from .prover import Prover
+    if getattr(args, "device_keygen", "off") == "on" and backend.name != "cuda":
+        raise CliError("--device-keygen on needs the cuda backend")
+    t0 = time.perf_counter()
+    if _device_keygen_on(args, backend, r1cs):
+        pk, kh, info = setup_on_device(r1cs, args.convention, args.generator)
+        setup_s = time.perf_counter() - t0
+        print(f"key: made on the GPU and kept there in {setup_s:.1f} s", file=sys.stderr)
+        return Prover(backend, pk, kh=kh), pk, setup_s, info
+    keygen_backend = args.keygen_backend or ("cuda" if backend.name == "cuda" else "cpu")
+    pk, key_path, hit = cached_setup(r1cs, args.convention, args.generator, progress=None, backend=keygen_backend)
+    setup_s = time.perf_counter() - t0
+    print(f"key: {key_path} ({'cached' if hit else f'generated in {setup_s:.1f} s'})", file=sys.stderr)
+    return Prover(backend, pk), pk, setup_s, None
 
 
 def _device_keygen_on(args, backend, r1cs) -> bool:

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from . import __version__
-from .cli import EXIT_INVALID, EXIT_OK, CliError, _kernel_load_times, git_commit, write_all
+from .cli import EXIT_INVALID, EXIT_OK, CliError, _kernel_load_times, bench_prover, git_commit, write_all
 
 PIPELINE_FLAGS = ("pipeline_depth", "pipeline_workers", "compare")
 
@@ -66,12 +66,10 @@ def bench_pipeline(args, opts) -> int:
     from . import circuits
     from .backend import get_backend
     from .groth16 import verify, vk_to_json
-    from .keygen import cached_setup
     from .nvml import gpu_state
     from .phases.synthesis import assign
     from .pipeline import Job, PipelineError, plan_workers, run_pipelined, run_sequential, summary
     from .poly import Domain
-    from .prover import Prover
 
     check_args(args)
     depth = args.pipeline_depth or 2
@@ -81,22 +79,7 @@ def bench_pipeline(args, opts) -> int:
     host_assign = backend.phase_impl("synthesis") == "cpu"
 
     r1cs, inputs, aux = circuits.build(args.circuit, args.log_size, opts=opts, seed=1, limbs=not host_assign)
-    t0 = time.perf_counter()
-    from .cli import _device_keygen_on
-    if getattr(args, "device_keygen", "off") == "on" and backend.name != "cuda":
-        raise CliError("--device-keygen on needs the cuda backend")
-    if _device_keygen_on(args, backend, r1cs):
-        from .keygen import setup_on_device
-        pk, kh, _info = setup_on_device(r1cs, args.convention, args.generator)
-        setup_s = time.perf_counter() - t0
-        print(f"key: made on the GPU and kept there in {setup_s:.1f} s", file=sys.stderr)
-        prover = Prover(backend, pk, kh=kh)
-    else:
-        keygen_backend = args.keygen_backend or ("cuda" if backend.name == "cuda" else "cpu")
-        pk, key_path, hit = cached_setup(r1cs, args.convention, args.generator, progress=None, backend=keygen_backend)
-        setup_s = time.perf_counter() - t0
-        print(f"key: {key_path} ({'cached' if hit else f'generated in {setup_s:.1f} s'})", file=sys.stderr)
-        prover = Prover(backend, pk)
+    prover, pk, setup_s, _ = bench_prover(args, backend, r1cs)
     vk = pk.verifying_key()
     t0 = time.perf_counter()
     domain = Domain.for_size(r1cs.qap_rows)

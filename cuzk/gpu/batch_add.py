@@ -2,12 +2,11 @@
 
 No digits and no sort: one bucket whose entries are the selected rows themselves, summed by the
 MSM's kernels: affine pair rounds where the MSM uses them (G1, msm.DEFAULT_BUCKET_SUM), then
-*_sum_affine per segment of SEGMENT points and *_sum_xyzz merging partials MERGE_S at a time
-until one is left. Bases at infinity are dropped
+msm_plan.bucket_sums over one bucket, in segments of SEGMENT points (its default for one
+bucket would be a single segment, one thread). Bases at infinity are dropped
 first (the mixed-add kernels expect finite affine points).
 """
 from __future__ import annotations
-
 
 from . import msm as gmsm
 from . import msm_plan as plan
@@ -41,12 +40,7 @@ def sum_xyzz(group: int, bases, inf, idx=None, bucket_sum: str | None = None):
                                              gmsm.resolve_affine_variant())
         if rounds and not k.degenerate():
             src, keyed, offsets = pts, False, off
-    seg_first, seg_bucket, total = plan.segment_plan(offsets, SEGMENT, cupy)
-    partials = k.sum_affine(src, keyed, seg_bucket, seg_first, offsets, SEGMENT, total)
-    while total > 1:
-        offsets = seg_first
-        seg_first, seg_bucket, total = plan.segment_plan(offsets, plan.MERGE_S, cupy)
-        partials = k.sum_xyzz(partials, seg_bucket, seg_first, offsets, plan.MERGE_S, total)
+    partials = plan.bucket_sums(k, src, keyed, offsets, 1, cupy, S=SEGMENT)   # one bucket: fixed segments
     return partials[0]
 
 

@@ -187,10 +187,11 @@ def affine_rounds(k, keys, offsets, min_pairs: int, xp, variant: int = 1):
         in_off, rounds = out_off, rounds + 1
 
 
-def bucket_sums(k, src, keyed: bool, offsets, nb: int, xp):
+def bucket_sums(k, src, keyed: bool, offsets, nb: int, xp, S: int | None = None):
     """One XYZZ sum per bucket of the runs src[offsets[b]:offsets[b+1]] (keys or affine points):
-    segments of S entries, then merges of MERGE_S partials until one per bucket."""
-    S = first_segment_size(int(offsets[-1]), nb)
+    segments of S entries (default: first_segment_size), then merges of MERGE_S partials until one
+    per bucket."""
+    S = first_segment_size(int(offsets[-1]), nb) if S is None else S
     seg_first, seg_bucket, total = segment_plan(offsets, S, xp)
     partials = k.sum_affine(src, keyed, seg_bucket, seg_first, offsets, S, total)
     while total > nb:                     # some bucket has several partials: merge them
