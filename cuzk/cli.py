@@ -411,8 +411,6 @@ def cmd_ablate(args) -> int:
     names = ablate.parse_opt_set(args.opt_set)
     if args.max_seconds is not None and args.max_seconds <= 0:
         raise CliError("--max-seconds must be > 0")
-    if args.device_keygen and "A4" in names:
-        raise CliError("--device-keygen keeps no host key, which A4 (B_G2 on the CPU) needs: leave A4 out of --opt-set")
     if args.png:
         from .perf.plots import _plt
         try:

@@ -93,7 +93,9 @@ def test_prove_with_the_device_key(circuit, batch):
     assert not verify(vk, [asgs[0].public[0] + 1, asgs[0].public[1]], proofs[0])
 
 
-def test_a4_refuses_a_device_key():
+def test_a4_with_a_device_key():
+    """A4 (B_G2 on the CPU) with a key made on the GPU: the sparse B_G2 section is downloaded once,
+    per variable, and its proofs verify and match the GPU B_G2's."""
     from cuzk.backend.cuda import CudaBackend
     from cuzk.keygen import setup_on_device
     from cuzk.opts import resolve
@@ -102,8 +104,13 @@ def test_a4_refuses_a_device_key():
     be = CudaBackend(resolve("+A4"))
     r1cs, asgs = synthesize("porep_partition", 10, be.opts, assign_fn=be.assign)
     pk, kh, _ = setup_on_device(r1cs)
-    with pytest.raises(ValueError, match="GPU only"):
-        Prover(be, pk, kh=kh).prove(asgs)
+    ark = kh.b_g2_ark()
+    assert len(ark) == r1cs.num_vars
+    vk = pk.verifying_key()
+    p4 = Prover(be, pk, kh=kh).prove(asgs, rng=random.Random(3))
+    p0 = Prover(CudaBackend(resolve("-A4")), pk, kh=kh).prove(asgs, rng=random.Random(3))
+    assert all(verify(vk, a.public, p) for a, p in zip(asgs, p4))
+    assert [p.b for p in p4] == [p.b for p in p0]
 
 
 def test_bench_device_keygen(tmp_path, capsys):

@@ -13,6 +13,20 @@ export CUZK_CUBIN_DIR=$PWD/.cubin CUZK_CACHE_DIR=/tmp/cz
 OUT=${OUT:-/tmp}
 t0=$(date +%s)
 case "$1" in
+S1)
+  # session 3, call 1: GPU tests of what session 2 merged untested, MSM variant 2, the 2^24 ablation (A4 added)
+  timeout 100 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_pipeline.py tests/test_gpu_partition.py \
+      "tests/test_gpu.py::test_each_optimization_gives_valid_proofs" 2>&1 | tail -2
+  timeout 200 python3 tools/gpu_msm_v2_check.py --sizes 20,24,26 --reps 3 2>&1 | tail -30
+  timeout 230 python3 -m cuzk ablate --backend cuda --circuit porep_partition --log-size 24 --repeat 8 \
+      --opt-set D4,C1,B1,A4,M1,N1 --no-leave-one-out --device-keygen --max-seconds 170 \
+      --json $OUT/ablate_part24.json --png $OUT/ablate_part24.png 2>&1 | tail -45 ;;
+S2)
+  # session 3, call 2: the founding scenario; 10 x 2^27 pipelined (witness-only workers) with C1 on
+  timeout 170 python3 -m cuzk ablate --backend cuda --circuit porep_like --log-size 16 --circuits 10 --repeat 8 \
+      --parallel-synthesis 10 --synthesis-pool thread --no-leave-one-out --max-seconds 140 --opt-set A1,A2,B1,D4,A4 \
+      --json $OUT/scenario16.json --png $OUT/scenario16.png 2>&1 | tail -40
+  CUZK_OPT=+C1 timeout 380 bash tools/gpu_pipeline27.sh 2>&1 | tail -40 ;;
 A)
   timeout 90 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_pipeline.py tests/test_gpu_partition.py \
       "tests/test_gpu.py::test_each_optimization_gives_valid_proofs" 2>&1 | tail -2

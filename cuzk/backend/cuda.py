@@ -64,11 +64,10 @@ class CudaKey:
         self._b_g2_ark = None
 
     def b_g2_ark(self) -> list:
-        if "b_g2" not in self.pk.points:
-            raise ValueError("A4 (B_G2 on the CPU) needs the key's B_G2 points on the host; this key is on "
-                             "the GPU only (device keygen)")
         if self._b_g2_ark is None:
-            self._b_g2_ark = self.pk.points["b_g2"].to_ark()
+            # a key made on the GPU has no host copy: download the section once
+            pts = self.pk.points.get("b_g2") or self.dev.sections["b_g2"]
+            self._b_g2_ark = pts.to_ark()
         return self._b_g2_ark
 
 

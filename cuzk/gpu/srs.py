@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 SECTIONS = ("a", "b_g1", "b_g2", "l", "h")
 
 
@@ -40,6 +42,24 @@ class DeviceBases:
             keep = r >= 0
             idx = r[keep]
         return cupy.ascontiguousarray(self.limbs[idx]), self.inf[idx], keep
+
+    def to_ark(self) -> list:
+        """The section as arkworks points indexed like the key (one per variable; a sparse section's
+        missing rows as the identity). Only the stored points are converted."""
+        import cupy
+        from ..curve import AffineBases
+        pts = AffineBases(self.group, cupy.asnumpy(self.limbs), cupy.asnumpy(self.inf)).to_ark()
+        if self.rows is None:
+            return pts
+        rows = cupy.asnumpy(self.rows)
+        stored = np.empty(len(pts), dtype=object)
+        stored[:] = pts
+        out = np.empty(rows.shape[0], dtype=object)
+        out.fill(AffineBases(self.group, np.zeros((1, self.limbs.shape[1]), np.uint32),
+                             np.ones(1, bool)).to_ark()[0])
+        have = rows >= 0
+        out[have] = stored[rows[have]]
+        return out.tolist()
 
 
 def key_bytes(pk, sections=SECTIONS) -> int:
