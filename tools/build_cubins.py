@@ -35,7 +35,7 @@ def main() -> int:
             return name, "cached"
         tmp = dst.with_suffix(".tmp")
         r = subprocess.run(["nvcc", f"-arch={args.arch}", "-cubin", "-std=c++17", "-I", str(loader.kernel_dir()),
-                            "-o", str(tmp), str(loader.kernel_dir() / f"{name}.cu")], capture_output=True, text=True)
+                            *loader.defines(), "-o", str(tmp), str(loader.kernel_dir() / f"{name}.cu")], capture_output=True, text=True)
         if r.returncode:
             return name, "FAILED\n" + r.stderr
         tmp.rename(dst)

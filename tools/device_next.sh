@@ -27,6 +27,15 @@ S2)
       --parallel-synthesis 10 --synthesis-pool thread --no-leave-one-out --max-seconds 140 --opt-set A1,A2,B1,D4,A4 \
       --json $OUT/scenario16.json --png $OUT/scenario16.png 2>&1 | tail -40
   CUZK_OPT=+C1 timeout 380 bash tools/gpu_pipeline27.sh 2>&1 | tail -40 ;;
+S3)
+  # session 3, call 3: A1, A2, A4 at 2^24 on porep_like (the generic ConstraintSystem, where A1/A2 act);
+  # A4 with the GPU-made key needs the B_G2 download, tested first
+  opts=A1,A2,A4
+  timeout 60 python3 -m pytest -q -m gpu -p no:cacheprovider "tests/test_gpu_partition.py::test_a4_with_a_device_key" \
+      2>&1 | tail -2 | grep -q "1 passed" || { echo "A4 device-key test failed: A4 left out"; opts=A1,A2; }
+  timeout 500 python3 -m cuzk ablate --backend cuda --circuit porep_like --log-size 24 --repeat 8 \
+      --opt-set $opts --no-leave-one-out --device-keygen --max-seconds 400 \
+      --json $OUT/ablate_like24.json --png $OUT/ablate_like24.png 2>&1 | tail -45 ;;
 A)
   timeout 90 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_pipeline.py tests/test_gpu_partition.py \
       "tests/test_gpu.py::test_each_optimization_gives_valid_proofs" 2>&1 | tail -2

@@ -29,13 +29,21 @@ def arch() -> str:
     return f"sm_{cc}"
 
 
+def defines() -> tuple[str, ...]:
+    """Extra -D options from CUZK_KERNEL_DEFINES (space-separated NAME=VALUE; e.g.
+    "CUZK_FASTMUL_VARIANT_FR=5"): build variants for experiments, part of the cubin key."""
+    return tuple(f"-D{d}" for d in os.environ.get("CUZK_KERNEL_DEFINES", "").split() if d)
+
+
 def options() -> tuple[str, ...]:
-    return (f"-arch={arch()}", f"-I{kernel_dir()}", "--std=c++17", "-default-device")
+    return (f"-arch={arch()}", f"-I{kernel_dir()}", "--std=c++17", "-default-device", *defines())
 
 
 def source_key(name: str, arch_name: str) -> str:
     """Hash of the module's source, every header beside it, and the target."""
     h = hashlib.sha256(arch_name.encode())
+    for opt in defines():
+        h.update(opt.encode())
     d = kernel_dir()
     for p in [Path(d, f"{name}.cu"), *sorted(Path(d).glob("*.cuh"))]:
         h.update(p.name.encode())

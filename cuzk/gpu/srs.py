@@ -10,6 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..field import FP_LIMBS
+
 SECTIONS = ("a", "b_g1", "b_g2", "l", "h")
 
 
@@ -45,18 +47,29 @@ class DeviceBases:
 
     def to_ark(self) -> list:
         """The section as arkworks points indexed like the key (one per variable; a sparse section's
-        missing rows as the identity). Only the stored points are converted."""
+        missing rows as the identity). Only the stored points are converted, from Montgomery form on
+        the GPU (field_ops fp_from_mont), so the host does one unchecked parse per point."""
         import cupy
-        from ..curve import AffineBases
-        pts = AffineBases(self.group, cupy.asnumpy(self.limbs), cupy.asnumpy(self.inf)).to_ark()
+        from ..curve import _CLS, _XY_BYTES
+        from .fr import THREADS
+        from .loader import kernel
+        canon = cupy.array(self.limbs)                   # (n, 24 or 48) words, Montgomery
+        n_fp = canon.size // FP_LIMBS
+        if n_fp:
+            kernel("field_ops", "fp_from_mont")(((n_fp + THREADS - 1) // THREADS,), (THREADS,),
+                                                (canon, canon, np.int64(n_fp)))
+        canon[self.inf] = 0                              # arkworks: all-zero x, y is the identity
+        buf = cupy.asnumpy(canon).tobytes()
+        del canon
+        nb, make = _XY_BYTES[self.group], _CLS[self.group].from_xy_bytes_unchecked_le
+        pts = [make(buf[i:i + nb]) for i in range(0, len(buf), nb)]
         if self.rows is None:
             return pts
         rows = cupy.asnumpy(self.rows)
         stored = np.empty(len(pts), dtype=object)
         stored[:] = pts
         out = np.empty(rows.shape[0], dtype=object)
-        out.fill(AffineBases(self.group, np.zeros((1, self.limbs.shape[1]), np.uint32),
-                             np.ones(1, bool)).to_ark()[0])
+        out.fill(_CLS[self.group].identity())
         have = rows >= 0
         out[have] = stored[rows[have]]
         return out.tolist()
