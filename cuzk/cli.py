@@ -429,17 +429,33 @@ def cmd_ablate(args) -> int:
                          convention=args.convention, generator=args.generator,
                          leave_one_out=not args.no_leave_one_out, max_seconds=args.max_seconds,
                          device_keygen=args.device_keygen)
-    if args.device_keygen and backend != "cuda":
+    resume = None
+    if args.resume:                        # the saved run's setup; this command line gives repeat, confidence, time
+        try:
+            resume = json.loads(Path(args.resume).read_text())
+            saved = {k: v for k, v in resume["setup"].items() if k in ablate.Setup.__dataclass_fields__}
+            setup = ablate.Setup(**{**saved, "repeat": args.repeat, "confidence": args.confidence,
+                                    "max_seconds": args.max_seconds})
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise CliError(f"ablate: cannot resume {args.resume}: {type(e).__name__}: {e}") from e
+        if resume.get("rounds_done", 0) >= args.repeat:
+            raise CliError(f"ablate: {args.resume} already has {resume.get('rounds_done')} rounds; "
+                           f"ask for more with --repeat")
+        args.json = args.json or args.resume
+        backend = setup.backend
+    if setup.device_keygen and backend != "cuda":
         raise CliError("--device-keygen needs the cuda backend")
 
     def checkpoint(partial):               # the rounds so far, replaced every round: a killed run keeps them
         if args.json:
             write_atomic(args.json, json.dumps({**partial, "complete": False}, indent=1) + "\n")
     try:
-        res = ablate.Ablation(setup, checkpoint=checkpoint).run()
+        res = ablate.Ablation(setup, checkpoint=checkpoint, resume=resume).run()
     except ablate.AblateError as e:
         raise CliError(f"ablate: {str(e).splitlines()[0]}") from e
     res["cuzk_version"], res["commit"], res["complete"] = __version__, git_commit(), True
+    if res.get("parts"):
+        res["parts"][-1]["commit"] = res["commit"]
     print(ablate.markdown(res))
     outputs = {}
     if args.json:
@@ -590,7 +606,10 @@ def build_parser() -> argparse.ArgumentParser:
                     help="start no round that would end after S seconds (at least 2 rounds run); with --json the "
                          "file holds the rounds so far after every round, so a run killed by a time limit keeps them")
     ab.add_argument("--device-keygen", action="store_true",
-                    help="make the key on the GPU and keep it there (no host key, no key file; not with A4)")
+                    help="make the key on the GPU and keep it there (no key file; A4 downloads B_G2 once)")
+    ab.add_argument("--resume", metavar="FILE.json",
+                    help="go on with a run saved with --json (e.g. cut short by --max-seconds) up to --repeat "
+                         "rounds: its setup is reused, its rounds kept; the result goes to --json (default: FILE)")
     ab.add_argument("--no-leave-one-out", action="store_true",
                     help="skip the leave-one-out configurations: baseline, each alone and all (the founding scenario)")
     ab.add_argument("--confidence", type=float, default=0.99,

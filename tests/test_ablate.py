@@ -183,11 +183,11 @@ def test_max_seconds_checkpoints_and_report_from_json(tmp_path, capsys, monkeypa
     seen = []
     real = ablate.Ablation.__init__
 
-    def spy(self, setup, log=lambda m: None, checkpoint=None):
+    def spy(self, setup, log=lambda m: None, checkpoint=None, resume=None):
         def cp(res):
             checkpoint(res)
             seen.append(json.loads(js.read_text()))
-        real(self, setup, log, cp)
+        real(self, setup, log, cp, resume)
     monkeypatch.setattr(ablate.Ablation, "__init__", spy)
     clock = iter(range(0, 10**6, 10))                    # every perf_counter call: 10 s later
     monkeypatch.setattr(ablate.time, "perf_counter", lambda: float(next(clock)))
@@ -206,6 +206,37 @@ def test_max_seconds_checkpoints_and_report_from_json(tmp_path, capsys, monkeypa
     bad = tmp_path / "bad.json"
     bad.write_text("{}")
     assert main(["ablate", "--from-json", str(bad)]) == 2
+
+
+def test_resume_goes_on_from_a_saved_run(tmp_path, capsys):
+    """--resume keeps a saved run's rounds and goes on with the same order stream: a run cut to 3
+    rounds and resumed to 8 has the full run's orders, 8 samples a configuration, and its parts."""
+    full = tmp_path / "full.json"
+    argv = ["ablate", "--backend", "cpu", "--log-size", "5", "--opt-set", "A1,A2", "--no-leave-one-out"]
+    assert main([*argv, "--repeat", "8", "--json", str(full)]) == 0
+    res = json.loads(full.read_text())
+    cut = dict(res, rounds_done=3, orders=res["orders"][:3], complete=False)
+    cut["configurations"] = [
+        dict(c, samples={a: v[:3] for a, v in c["samples"].items()},
+             host_samples={a: v[:3] for a, v in c["host_samples"].items()}) for c in res["configurations"]]
+    part = tmp_path / "part.json"
+    part.write_text(json.dumps(cut))
+    capsys.readouterr()
+    assert main(["ablate", "--resume", str(part), "--repeat", "8"]) == 0
+    out = capsys.readouterr().out
+    got = json.loads(part.read_text())                  # --json defaults to the resumed file
+    assert got["complete"] is True and got["rounds_done"] == 8
+    assert got["orders"] == res["orders"]
+    for c, old in zip(got["configurations"], cut["configurations"]):
+        assert len(c["samples"]["total"]) == 8 and c["samples"]["total"][:3] == old["samples"]["total"]
+    assert [p["rounds"] for p in got["parts"]] == [3, 5]
+    assert got["setup"]["names"] == ["A1", "A2"] and got["setup"]["log_size"] == 5
+    assert "Resumed run, rounds by part: 3" in out
+    assert main(["ablate", "--resume", str(part), "--repeat", "8"]) == 2     # nothing left to do
+    bad = dict(cut)
+    bad["configurations"] = cut["configurations"][:2]
+    part.write_text(json.dumps(bad))
+    assert main(["ablate", "--resume", str(part), "--repeat", "8"]) == 2
 
 
 def test_device_keygen_refuses_cpu():

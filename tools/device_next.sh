@@ -36,6 +36,18 @@ S3)
   timeout 500 python3 -m cuzk ablate --backend cuda --circuit porep_like --log-size 24 --repeat 8 \
       --opt-set $opts --no-leave-one-out --device-keygen --max-seconds 400 \
       --json $OUT/ablate_like24.json --png $OUT/ablate_like24.png 2>&1 | tail -45 ;;
+S4a)
+  # session 3, call 4: A4 with a GPU-made key (test output shown), then A4 at 2^24 on porep_partition
+  timeout 120 python3 -m pytest -q -m gpu -p no:cacheprovider "tests/test_gpu_partition.py::test_a4_with_a_device_key" \
+      2>&1 | tail -25
+  timeout 300 python3 -m cuzk ablate --backend cuda --circuit porep_partition --log-size 24 --repeat 8 \
+      --opt-set A4 --device-keygen --max-seconds 240 \
+      --json $OUT/ablate_part24_a4.json --png $OUT/ablate_part24_a4.png 2>&1 | tail -40 ;;
+S4b)
+  # session 3, call 5: A1, A2 at 2^24 on porep_like: the 3 rounds of call 3 resumed to 8
+  cp docs/perf-data/ablate-like-2p24.part1.json $OUT/ablate_like24.json
+  timeout 560 python3 -m cuzk ablate --resume $OUT/ablate_like24.json --repeat 8 --max-seconds 530 \
+      --png $OUT/ablate_like24.png 2>&1 | tail -45 ;;
 A)
   timeout 90 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_pipeline.py tests/test_gpu_partition.py \
       "tests/test_gpu.py::test_each_optimization_gives_valid_proofs" 2>&1 | tail -2

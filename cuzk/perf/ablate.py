@@ -127,10 +127,14 @@ def _value(rec: dict) -> float:
 
 
 class Ablation:
-    def __init__(self, setup: Setup, log=lambda m: print(m, file=sys.stderr), checkpoint=None):
+    def __init__(self, setup: Setup, log=lambda m: print(m, file=sys.stderr), checkpoint=None,
+                 resume: dict | None = None):
         """checkpoint(result), when given, gets the analysis of the rounds so far after every round
-        from the second on (the CLI writes it to --json), so a run cut short keeps what it measured."""
-        self.s, self.log, self.checkpoint = setup, log, checkpoint
+        from the second on (the CLI writes it to --json), so a run cut short keeps what it measured.
+        resume: a saved result (possibly cut short) of the same setup; its rounds are kept and the run
+        goes on from there up to setup.repeat rounds (every round is paired within itself, so rounds
+        from another process or machine still pair; the result lists where each part came from)."""
+        self.s, self.log, self.checkpoint, self.resume = setup, log, checkpoint, resume
         self.configs = configurations(setup.names, setup.leave_one_out)
         self.by_label = {}
         for c in self.configs:
@@ -210,10 +214,11 @@ class Ablation:
             discards: list[str] = []
             self.orders = []
             rng = random.Random(s.seed)
-            self.rounds_done, t_rounds = 0, time.perf_counter()
-            for r in range(s.repeat):
-                if s.max_seconds is not None and r >= 2:
-                    per_round = (time.perf_counter() - t_rounds) / r
+            self.rounds_done = start = self._restore(discards, rng)
+            t_rounds = time.perf_counter()
+            for r in range(start, s.repeat):
+                if s.max_seconds is not None and r >= 2 and r > start:
+                    per_round = (time.perf_counter() - t_rounds) / (r - start)
                     if time.perf_counter() - t0 + per_round > s.max_seconds:
                         self.log(f"  stopping after {r} of {s.repeat} rounds (--max-seconds {s.max_seconds:g})")
                         break
@@ -241,7 +246,7 @@ class Ablation:
                 self.rounds_done = r + 1
                 self.log(f"  round {r + 1}/{s.repeat}: {time.perf_counter() - t0:.1f} s")
                 if self.checkpoint is not None and r >= 1:
-                    self.checkpoint(self._result(discards, gpu, t0))
+                    self.checkpoint(self._result(discards, gpu, t0, start))
         except sampler.UntrustedRun as e:
             raise AblateError(str(e)) from e
         finally:
@@ -251,15 +256,49 @@ class Ablation:
                 os.environ.pop("CUZK_OPT", None)
             else:
                 os.environ["CUZK_OPT"] = old_env
-        return self._result(discards, gpu, t0)
+        return self._result(discards, gpu, t0, start)
 
-    def _result(self, discards, gpu, t0) -> dict:
+    def _restore(self, discards: list, rng) -> int:
+        """Load the resumed rounds (if any) into the sample tables; the rounds already done."""
+        old = self.resume
+        self.parts = list((old or {}).get("parts") or [])
+        if not old:
+            return 0
+        done = int(old.get("rounds_done") or 0)
+        saved = {c["label"]: c for c in old["configurations"]}
+        missing = [c.label for c in self.configs if c.label not in saved]
+        if missing:
+            raise AblateError(f"the resumed run has no samples for {', '.join(missing)}")
+        for c in self.configs:
+            got = saved[c.label]
+            for a in AREAS:
+                if len(got["samples"][a]) != done:
+                    raise AblateError(f"the resumed run has {len(got['samples'][a])} samples of {c.label} "
+                                      f"{a}, not one per round ({done})")
+                self.samples[c.label][a] = list(got["samples"][a])
+                self.host[c.label][a] = list(got["host_samples"][a])
+            self.states[c.label] = list(got.get("gpu_states") or [])
+            self.energy[c.label] = list(got.get("energy_j") or [])
+        self.orders = [list(o) for o in old.get("orders") or []]
+        discards += old.get("discards") or []
+        for _ in range(done):                  # the same order stream as one uninterrupted run
+            rng.shuffle(list(range(len(self.configs))))
+        if not self.parts:
+            self.parts = [{"rounds": done, "commit": old.get("commit"), "gpu": old.get("gpu"),
+                           "wall_s": old.get("wall_s")}]
+        self.log(f"  resumed: {done} round(s) from the saved run")
+        return done
+
+    def _result(self, discards, gpu, t0, start: int = 0) -> dict:
         res = self.analyse()
         res["orders"] = self.orders
         res["discards"] = discards
         res["gpu"] = gpu
         res["wall_s"] = time.perf_counter() - t0
         res["rounds_done"] = self.rounds_done
+        if self.resume:
+            res["parts"] = [*self.parts, {"rounds": self.rounds_done - start, "commit": None, "gpu": gpu,
+                                          "wall_s": res["wall_s"]}]
         return res
 
     # --- judging ---
@@ -360,6 +399,10 @@ def markdown(res: dict) -> str:
         g = res["gpu"]
         out.append(f"GPU {g.get('name')}, driver {g.get('driver')}; {len(res.get('discards', []))} samples "
                    f"discarded (throttled or contended) and retaken.")
+    if res.get("parts"):
+        out.append("Resumed run, rounds by part: " + "; ".join(
+            f"{p['rounds']} (commit {(p.get('commit') or '?')[:10]}, {(p.get('gpu') or {}).get('name', 'no GPU')})"
+            for p in res["parts"]) + ". Each round is paired within itself.")
     for a in res["areas"]:
         rows = []
         for c in res["configurations"]:
