@@ -388,7 +388,11 @@ def cmd_ablate(args) -> int:
     if args.from_json:                     # the report of a saved (possibly cut short) run
         try:
             res = json.loads(Path(args.from_json).read_text())
+            if args.confidence is not None and args.confidence != res["setup"]["confidence"]:
+                res = ablate.rejudge(res, args.confidence)      # the saved samples, other intervals
             md = ablate.markdown(res)
+        except ablate.AblateError as e:
+            raise CliError(f"ablate: {e}") from e
         except (OSError, ValueError, KeyError, TypeError) as e:
             raise CliError(f"ablate: cannot report {args.from_json}: {type(e).__name__}: {e}") from e
         print(md)
@@ -402,6 +406,8 @@ def cmd_ablate(args) -> int:
         raise CliError("--circuits must be >= 1")
     if args.parallel_synthesis < 0:
         raise CliError("--parallel-synthesis must be >= 0")
+    if args.confidence is None:
+        args.confidence = 0.99
     if not 0.5 <= args.confidence < 1:
         raise CliError("--confidence must be in [0.5, 1)")
     from .perf.effects import critical_k
@@ -612,8 +618,9 @@ def build_parser() -> argparse.ArgumentParser:
                          "rounds: its setup is reused, its rounds kept; the result goes to --json (default: FILE)")
     ab.add_argument("--no-leave-one-out", action="store_true",
                     help="skip the leave-one-out configurations: baseline, each alone and all (the founding scenario)")
-    ab.add_argument("--confidence", type=float, default=0.99,
-                    help="confidence of the intervals (default 0.99: a run makes ~100 comparisons)")
+    ab.add_argument("--confidence", type=float, default=None,
+                    help="confidence of the intervals (default 0.99: a run makes ~100 comparisons); with "
+                         "--from-json, the saved samples judged again at this confidence")
     synthesis_args(ab)
     ab.add_argument("--json", metavar="FILE", help="write every sample, effect and verdict as JSON")
     ab.add_argument("--png", metavar="FILE.png", help="phase bars per configuration (matplotlib)")

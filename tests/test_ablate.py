@@ -233,6 +233,22 @@ def test_resume_goes_on_from_a_saved_run(tmp_path, capsys):
     assert got["setup"]["names"] == ["A1", "A2"] and got["setup"]["log_size"] == 5
     assert "Resumed run, rounds by part: 3" in out
     assert main(["ablate", "--resume", str(part), "--repeat", "8"]) == 2     # nothing left to do
+    # the saved samples judged again at another confidence: narrower intervals, same medians
+    capsys.readouterr()
+    assert main(["ablate", "--from-json", str(part), "--confidence", "0.8"]) == 0
+    out = capsys.readouterr().out
+    assert "80% CI" in out and "judged again from the saved samples; the run asked for 99%" in out
+    re = ablate.rejudge(got, 0.8)
+    for c, c0 in zip(re["configurations"], got["configurations"]):
+        for a in ("synthesis", "total"):
+            e, e0 = c["areas"][a]["vs_baseline"], c0["areas"][a]["vs_baseline"]
+            assert c["areas"][a]["median_s"] == c0["areas"][a]["median_s"]
+            if e is not None:
+                assert e0["low"] <= e["low"] and e["high"] <= e0["high"]
+    few = dict(cut, configurations=cut["configurations"])
+    part.write_text(json.dumps(few))
+    assert main(["ablate", "--from-json", str(part), "--confidence", "0.99"]) == 0   # as saved: no rejudging
+    assert main(["ablate", "--from-json", str(part), "--confidence", "0.95"]) == 2   # 3 rounds: no 95% interval
     bad = dict(cut)
     bad["configurations"] = cut["configurations"][:2]
     part.write_text(json.dumps(bad))

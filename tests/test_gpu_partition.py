@@ -97,6 +97,7 @@ def test_a4_with_a_device_key():
     """A4 (B_G2 on the CPU) with a key made on the GPU: the sparse B_G2 section is downloaded once,
     per variable, and its proofs verify and match the GPU B_G2's."""
     from cuzk.backend.cuda import CudaBackend
+    from cuzk.groth16 import verify
     from cuzk.keygen import setup_on_device
     from cuzk.opts import resolve
     from cuzk.phases.synthesis import synthesize

@@ -357,6 +357,30 @@ class Ablation:
                 "interactions": interactions, "attribution": attribution}
 
 
+def rejudge(res: dict, confidence: float) -> dict:
+    """A saved result's samples analysed again at another confidence (intervals, verdicts,
+    interactions, attribution); what was measured is unchanged."""
+    if not 0.5 <= confidence < 1:
+        raise AblateError("--confidence must be in [0.5, 1)")
+    from .effects import critical_k
+    n = int(res.get("rounds_done") or len(res["configurations"][0]["samples"]["total"]))
+    if critical_k(n, confidence) < 1:
+        raise AblateError(f"{n} rounds cannot give a {confidence:.0%} interval")
+    saved = {k: v for k, v in res["setup"].items() if k in Setup.__dataclass_fields__}
+    ab = Ablation(Setup(**{**saved, "confidence": confidence}), log=lambda m: None, resume=res)
+    ab.samples = {c.label: {a: [] for a in AREAS} for c in ab.configs}
+    ab.host = {c.label: {a: [] for a in AREAS} for c in ab.configs}
+    ab.states = {c.label: [] for c in ab.configs}
+    ab.energy = {c.label: [] for c in ab.configs}
+    ab.impl = res["impl"]
+    ab._restore([], random.Random(0))
+    out = ab.analyse()
+    keep = ("orders", "discards", "gpu", "wall_s", "rounds_done", "parts", "cuzk_version", "commit", "complete")
+    out.update({k: res[k] for k in keep if k in res})
+    out["rejudged_from"] = res["setup"]["confidence"]
+    return out
+
+
 # --- the report ---
 
 def _ms(s: float) -> str:
@@ -393,7 +417,9 @@ def markdown(res: dict) -> str:
            + ", each in a fresh random order. "
            f"A sample is a whole run (synthesis + prove) timed by PhaseTimer: CUDA-event time where recorded, "
            f"else host time. Ratio to baseline = exp(Hodges-Lehmann estimate of the per-round paired log "
-           f"ratios); {pct} CI from the exact signed-rank test; verdict: the CI excludes 1. "
+           f"ratios); {pct} CI from the exact signed-rank test; verdict: the CI excludes 1"
+           + (f" (judged again from the saved samples; the run asked for {res['rejudged_from']:.0%})"
+              if res.get("rejudged_from") else "") + ". "
            f"Wall time {res.get('wall_s', 0):.1f} s."]
     if res.get("gpu"):
         g = res["gpu"]
