@@ -26,6 +26,9 @@
 // adds (2). Mixed (experiments): 3 = a*b_i rows as 1, m*p rows as 2; 4 = the reverse. Which is faster depends on whether IMAD.WIDE occupies the FMA pipe for one
 // or two issue slots: tools/experiments/mul_check.py times both.
 //
+// 5: one-level Karatsuba product, then reduction of its low half (mont_mul_kara; Fp only
+//    unless CUZK_FASTMUL_VARIANT_FR=5). docs/mul-notes.md, "Variant 5".
+//
 // Carry chains are separate CUZK_ASM (asm volatile) statements, as in field.cuh. With
 // CUZK_FASTMUL_HOST the same code compiles as plain C++ for the CPU (a global carry flag
 // stands in for CC.CF): tools/experiments/mul_host_check.cpp runs it against big ints.
