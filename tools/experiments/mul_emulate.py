@@ -10,7 +10,8 @@ push the intermediate T toward its bound 2p.
     python3 tools/experiments/mul_emulate.py              # ~100k random products per field
     python3 tools/experiments/mul_emulate.py 1000000      # more
     python3 tools/experiments/mul_emulate.py --host       # also: the header itself, compiled
-                                                          # for the CPU with g++ (both variants)
+                                                          # for the CPU with g++ (all variants)
+    python3 tools/experiments/mul_emulate.py 200000 --host-only --variants=5,5fr   # only those builds
 """
 from __future__ import annotations
 
@@ -134,6 +135,18 @@ def inputs(name: str, count: int, seed: int = 1) -> list[tuple[int, int]]:
                     break
             xs.append(v)
         pairs.append(tuple(xs))
+    # Karatsuba (variant 5): halves whose sum carries (low half near all ones, high half near
+    # its maximum), and one half zero
+    h32 = 32 * (n // 2)
+    hmax = (p - 1) >> h32
+
+    def half_heavy() -> int:
+        lo = (1 << h32) - 1 - rng.randrange(1 << rng.choice((1, 32, 96)))
+        v = ((hmax - rng.randrange(1 << rng.choice((1, 32, 96)))) << h32) | lo
+        return v if v < p else p - 1 - rng.randrange(1 << 32)
+    for _ in range(count // 10):
+        pairs.append((half_heavy(), half_heavy()))
+        pairs.append((half_heavy(), rng.choice((rng.randrange(1 << h32), (rng.randrange(hmax) << h32)))))
     return pairs
 
 
@@ -150,27 +163,37 @@ def check(name: str, count: int, seed: int = 1) -> None:
           f"max wide = 2^64 - {(1 << 64) - st.max_wide}")
 
 
-def check_host(count: int) -> None:
-    """Compile the header itself for the CPU (tools/experiments/mul_host_check.cpp, both
-    variants) and compare its outputs with big ints on the same inputs."""
+HOST_BUILDS = {  # name -> g++ defines; 5 is Fp-only by default, so "5fr" also puts Fr on it
+    "1": ("-DCUZK_FASTMUL_VARIANT=1",), "2": ("-DCUZK_FASTMUL_VARIANT=2",), "3": ("-DCUZK_FASTMUL_VARIANT=3",),
+    "4": ("-DCUZK_FASTMUL_VARIANT=4",), "5": ("-DCUZK_FASTMUL_VARIANT=5",),
+    "5fr": ("-DCUZK_FASTMUL_VARIANT=5", "-DCUZK_FASTMUL_VARIANT_FR=5"),
+    "5fr-m1": ("-DCUZK_FASTMUL_VARIANT=5", "-DCUZK_FASTMUL_VARIANT_FR=5", "-DCUZK_KARA_ROWS_M=1"),
+    "5fr-a2": ("-DCUZK_FASTMUL_VARIANT=5", "-DCUZK_FASTMUL_VARIANT_FR=5", "-DCUZK_KARA_ROWS_A=2",
+               "-DCUZK_KARA_SPECIAL=0"),
+}
+
+
+def check_host(count: int, variants=tuple(HOST_BUILDS)) -> None:
+    """Compile the header itself for the CPU (tools/experiments/mul_host_check.cpp, every
+    build in HOST_BUILDS) and compare its outputs with big ints on the same inputs."""
     import subprocess
     import tempfile
     root = Path(__file__).resolve().parents[2]
     with tempfile.TemporaryDirectory() as tmp:
-        for variant in (1, 2, 3, 4):
+        for variant in variants:
             exe = Path(tmp) / f"mulhost{variant}"
-            subprocess.run(["g++", "-O2", "-std=c++17", f"-DCUZK_FASTMUL_VARIANT={variant}", "-Wno-unknown-pragmas",
+            subprocess.run(["g++", "-O2", "-std=c++17", *HOST_BUILDS[variant], "-Wno-unknown-pragmas",
                             f"-I{root / 'kernels'}", "-o", str(exe),
                             str(root / "tools/experiments/mul_host_check.cpp")], check=True)
             for name, (p, n) in FIELDS.items():
                 pairs = inputs(name, count, seed=2)
                 text = "".join(f"{name[1]} {x:x} {y:x}\n" for x, y in pairs)
-                out = subprocess.run([str(exe)], input=text, capture_output=True, text=True, check=True).stdout.split()
+                out = subprocess.run([str(exe)], input=text, capture_output=True, text=True, check=True).stdout.splitlines()
                 rinv = pow(1 << (32 * n), -1, p)
                 assert len(out) == len(pairs), "host program failed"
                 for (x, y), g in zip(pairs, out):
                     want = x * y * rinv % p
-                    assert g != "ERROR" and int(g, 16) == want, (variant, name, hex(x), hex(y), g, hex(want))
+                    assert not g.startswith("ERROR") and int(g, 16) == want, (variant, name, hex(x), hex(y), g, hex(want))
                 print(f"{name}: {len(pairs)} products OK (header compiled for the host, variant {variant})")
 
 
@@ -180,5 +203,6 @@ if __name__ == "__main__":
     if "--host-only" not in sys.argv:
         for f in FIELDS:
             check(f, count)
+    sel = [a.split("=", 1)[1].split(",") for a in sys.argv[1:] if a.startswith("--variants=")]
     if "--host" in sys.argv or "--host-only" in sys.argv:
-        check_host(count)
+        check_host(count, *sel)
