@@ -1,0 +1,19 @@
+"""One G1 MSM (affine bucket sums) of 2^K random points for a profiler: ncu wraps this process.
+    python3 tools/experiments/msm_once.py K VARIANT [C]
+"""
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+import cupy  # noqa: E402
+
+from cuzk.gpu import micro, msm  # noqa: E402
+
+L, variant = int(sys.argv[1]), int(sys.argv[2])
+c = int(sys.argv[3]) if len(sys.argv) > 3 else 20
+bases, inf = micro.independent_bases(L, 1)
+scalars = micro.random_fr(1 << L, seed=L + 7)
+msm.msm_xyzz(1, bases, inf, scalars, c, bucket_sum="affine", affine_variant=variant)
+cupy.cuda.Device().synchronize()
+print("stats", dict(msm.last_stats))
