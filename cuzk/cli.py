@@ -67,6 +67,10 @@ def write_all(files: dict) -> None:
 
 
 def git_commit() -> str | None:
+    """HEAD of the checkout the package runs from; CUZK_COMMIT overrides it (a copied tree whose .git
+    is not the source's, e.g. on a device machine: tools/device_setup.sh sets it from .device-commit)."""
+    if os.environ.get("CUZK_COMMIT"):
+        return os.environ["CUZK_COMMIT"]
     try:
         out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).resolve().parent,
                              capture_output=True, text=True, timeout=5)

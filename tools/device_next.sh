@@ -1,12 +1,9 @@
-# What session 2 left for the device (see the issue notes), in three calls of under 10 minutes each:
-#   bash tools/device_next.sh A   GPU tests of the witness-only synthesis; the 2^24 ablation of D4, C1, B1, M1, N1 (key kept on
-#                                 the GPU); the founding scenario (all five against each alone, 10 circuits in
-#                                 10 threads). Both ablations checkpoint their JSON every round (--max-seconds).
-#   bash tools/device_next.sh B   10 partitions at 2^27 pipelined with witness-only workers; one 2^27 partition
-#                                 with C1 on (batch addition without the all-ones MSM).
-#   bash tools/device_next.sh C   the cuzk side of the snarkjs ratio at 2^16/2^18; MSM round kernel variant 2
-#                                 (tools/device_call_msm3.sh).
-# Carry .whl and .cubin (tools/build_cubins.py --out .cubin first).
+# Device calls, one case each (under 10 minutes). Before a call: `bash tools/device_commit.sh`; carry
+# [".whl", ".cubin", ".device-commit"] (wheels: ../shared/tools/offline-gpu-wheels.sh; cubins: python
+# tools/build_cubins.py --out .cubin). S1-S4b are what session 3 ran (docs/perf-log.md); T1-T2 are left
+# for session 4:
+#   T1  the whole `pytest -m gpu` after the variant-5 merge; tools/experiments/mul_check.py --only5
+#   T2  ncu on the affine round kernels (variant 1 vs 2); the cuzk side of the snarkjs ratio
 set -o pipefail
 source tools/device_setup.sh >/dev/null 2>&1
 export CUZK_CUBIN_DIR=$PWD/.cubin CUZK_CACHE_DIR=/tmp/cz
@@ -48,22 +45,15 @@ S4b)
   cp docs/perf-data/ablate-like-2p24.part1.json $OUT/ablate_like24.json
   timeout 560 python3 -m cuzk ablate --resume $OUT/ablate_like24.json --repeat 8 --max-seconds 530 \
       --png $OUT/ablate_like24.png 2>&1 | tail -45 ;;
-A)
-  timeout 90 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_pipeline.py tests/test_gpu_partition.py \
-      "tests/test_gpu.py::test_each_optimization_gives_valid_proofs" 2>&1 | tail -2
-  timeout 200 python3 -m cuzk ablate --backend cuda --circuit porep_partition --log-size 24 --repeat 8 \
-      --opt-set D4,C1,B1,M1,N1 --no-leave-one-out --device-keygen --max-seconds 180 \
-      --json $OUT/ablate_part24.json --png $OUT/ablate_part24.png 2>&1 | tail -60
-  timeout 170 python3 -m cuzk ablate --backend cuda --circuit porep_like --log-size 16 --circuits 10 --repeat 8 \
-      --parallel-synthesis 10 --synthesis-pool thread --no-leave-one-out --max-seconds 150 --opt-set A1,A2,B1,D4,A4 \
-      --json $OUT/scenario16.json --png $OUT/scenario16.png 2>&1 | tail -60 ;;
-B)
-  timeout 330 bash tools/gpu_pipeline27.sh 2>&1 | tail -30
-  CUZK_OPT=+C1 timeout 200 python3 -m cuzk bench --backend cuda --circuit porep_partition --log-size 27 \
-      --device-keygen on --json $OUT/partition27_c1.json 2>&1 | tail -20 ;;
-C)
-  timeout 250 bash tools/gpu_snarkjs_ratio.sh 2>&1 | tail -15
-  timeout 300 bash tools/device_call_msm3.sh 2>&1 | tail -30 ;;
-*) echo "usage: bash tools/device_next.sh A|B|C"; exit 2 ;;
+T1)
+  # session 4, call 1: the whole GPU suite after the fastmul variant-5 merge (default build's SASS unchanged),
+  # then Fp/Fr multiplication builds 1 and 5 (Karatsuba) checked against big ints and timed
+  timeout 330 python3 -m pytest -q -m gpu -p no:cacheprovider tests 2>&1 | tail -6
+  timeout 240 python3 tools/experiments/mul_check.py --only5 2>&1 | tail -30 ;;
+T2)
+  # session 4, call 2: Nsight Compute on the affine rounds (variant 1 vs 2); the snarkjs ratio at 2^16/2^18
+  timeout 280 bash tools/ncu_msm_affine.sh 24 2>&1 | tail -60
+  SNARKJS_S="16=6.05,18=13.83" timeout 280 bash tools/gpu_snarkjs_ratio.sh 2>&1 | tail -15 ;;
+*) echo "usage: bash tools/device_next.sh S1|S2|S3|S4a|S4b|T1|T2"; exit 2 ;;
 esac
 echo "elapsed $(( $(date +%s) - t0 )) s"
