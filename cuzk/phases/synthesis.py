@@ -84,20 +84,22 @@ def synthesize(name: str, log_size: int, opts: OptSet, domain: Domain | None = N
     With `executor` (a concurrent.futures pool of threads or processes) the circuits' witnesses
     are generated in parallel, as bellperson does for a PoRep batch; the a/b/c evaluation then
     runs here, circuit by circuit. Each circuit gets a sub-record in the running synthesis phase
-    (`timing.circuit`): circuit 0's includes building the constraint system, the others' witness
-    generation and assign only. Pool workers' times go to `timer` when one is given."""
+    (`timing.circuit`), labelled "build" (circuit 0: the constraint system and its witness) or
+    "witness" (the others), then "assign". Pool workers' times go to `timer` when one is given."""
     from ..timing import circuit
     assign_fn = assign_fn or assign
     seeds = list(seeds)
     r1cs0, result = None, []
     if executor is None:
         for i, seed in enumerate(seeds):
-            with circuit(i):
+            # two sub-steps per circuit, as in the pooled path: building (circuit 0) or the witness, then assign
+            with circuit(i, label="build" if r1cs0 is None else "witness"):
                 if r1cs0 is None:
                     r1cs0, inputs, aux = circuits.build(name, log_size, opts=opts, seed=seed, limbs=True)
                     domain = domain or Domain.for_size(r1cs0.qap_rows)
                 else:
                     inputs, aux = circuits.witness(name, log_size, seed=seed, opts=opts, limbs=True)
+            with circuit(i, label="assign"):
                 result.append(assign_fn(r1cs0, inputs, aux, domain))
         return r1cs0, result
     # every seed has the same constraint system: only the first future builds it
