@@ -148,32 +148,38 @@ CUZK_FM_INLINE void add_two_chains(uint32_t* w, const uint32_t* t, uint32_t t_to
 #define CUZK_KARA_SPECIAL 1
 #endif
 
+// w[0..K] = t[0..K-1] + a[0..K-1] * bi (t unread when first): one schoolbook row with the
+// even/odd split, t folded into the products (VA 1) or added by two chains (VA 2).
+template <int K, int VA>
+CUZK_FM_INLINE void row_mul_add(uint32_t* w, const uint32_t* t, const uint32_t* a, uint32_t bi, bool first) {
+    constexpr int Q = K / 2;
+    uint64_t e[Q], o[Q];
+#pragma unroll
+    for (int k = 0; k < Q; k++) {
+        e[k] = mul_wide(a[2 * k], bi);
+        o[k] = mul_wide(a[2 * k + 1], bi);
+        if (VA == 1 && !first) {
+            e[k] += t[2 * k];
+            o[k] += t[2 * k + 1];
+        }
+    }
+    if (VA == 1 || first) {
+        w[0] = lo32(e[0]);
+        fold<K>(w, e, o, 0);
+    } else {
+        add_two_chains<K>(w, t, 0, e, o);
+    }
+}
+
 // r[0..2H-1] = a[0..H-1] * b[0..H-1]: schoolbook rows t = (t + a*b_i) with the even/odd
 // split; t + a*b_i < 2^(32H) * 2^32, so no chain carries out of word H.
 template <int H, int VA>
 CUZK_FM_INLINE void mul_hh(uint32_t* r, const uint32_t* a, const uint32_t* b) {
-    constexpr int Q = H / 2;
     static_assert(H % 2 == 0, "even half");
     uint32_t t[H], w[H + 1];
-    uint64_t e[Q], o[Q];
 #pragma unroll
     for (int i = 0; i < H; i++) {
-        const uint32_t bi = b[i];
-#pragma unroll
-        for (int k = 0; k < Q; k++) {
-            e[k] = mul_wide(a[2 * k], bi);
-            o[k] = mul_wide(a[2 * k + 1], bi);
-            if (VA == 1 && i > 0) {
-                e[k] += t[2 * k];
-                o[k] += t[2 * k + 1];
-            }
-        }
-        if (VA == 1 || i == 0) {
-            w[0] = lo32(e[0]);
-            fold<H>(w, e, o, 0);
-        } else {
-            add_two_chains<H>(w, t, 0, e, o);
-        }
+        row_mul_add<H, VA>(w, t, a, b[i], i == 0);
         r[i] = w[0];
 #pragma unroll
         for (int j = 0; j < H; j++) t[j] = w[j + 1];
@@ -301,23 +307,7 @@ CUZK_FM_INLINE void mont_mul(uint32_t* out, const uint32_t* a, const uint32_t* b
     uint64_t e[H], o[H];
 #pragma unroll
     for (int i = 0; i < N; i++) {
-        const uint32_t bi = b[i];
-        // R = T + a*b_i
-#pragma unroll
-        for (int k = 0; k < H; k++) {
-            e[k] = mul_wide(a[2 * k], bi);
-            o[k] = mul_wide(a[2 * k + 1], bi);
-            if (VA == 1 && i > 0) {
-                e[k] += t[2 * k];
-                o[k] += t[2 * k + 1];
-            }
-        }
-        if (VA == 1 || i == 0) {
-            w[0] = lo32(e[0]);
-            fold<N>(w, e, o, 0);
-        } else {
-            add_two_chains<N>(w, t, 0, e, o);
-        }
+        row_mul_add<N, VA>(w, t, a, b[i], i == 0);     // R = T + a*b_i
         // R + m*p, then drop word 0 (it is zero)
         const uint32_t m = w[0] * P::INV;
 #pragma unroll
