@@ -29,6 +29,7 @@ from .field import FR_LIMBS, fr_array, ints_to_limbs
 from .phases.synthesis import assign, make_pool
 from .poly import Domain
 from .timing import PhaseTimer, circuit
+from .witness_pack import PackedWitness, pack
 
 QUEUE_POLL_S = 0.2        # how often a blocked worker or the prover rechecks for a stop
 
@@ -252,18 +253,23 @@ def synth_one(name: str, log_size: int, opts, seed: int, host_assign: bool, witn
         inputs, aux = circuits.witness(name, log_size, seed=seed, opts=opts)
         return assign(r1cs, inputs, aux, Domain.for_size(r1cs.qap_rows)), t0, time.perf_counter()
     direct = share and witness_limbs and circuits.has_witness_only(name)
+    packs = witness_limbs and opts is not None and opts.enabled("B2")   # (inputs, PackedWitness, None)
     alloc = _ShmAlloc() if direct else None
     try:
         inputs, aux = circuits.witness(name, log_size, seed=seed, opts=opts, limbs=witness_limbs, alloc=alloc)
         if direct and alloc.blocks:
-            payload = (inputs, alloc.handle(aux), None)
+            pw = pack(aux) if packs else None
+            payload = (inputs, pw if pw is not None else alloc.handle(aux), None)
             del aux
-            alloc.close()
+            alloc.close(unlink=pw is not None)
         elif witness_limbs and aux.dtype == np.uint32:      # limbs from the generator (porep_partition)
-            payload = tuple(_shared(x, share) for x in (inputs, aux, None))   # assign takes them as they are
+            pw = pack(aux) if packs else None
+            payload = (inputs, pw, None) if pw is not None else \
+                tuple(_shared(x, share) for x in (inputs, aux, None))   # assign takes them as they are
         else:
             limbs = ints_to_limbs(fr_array(np.concatenate([inputs, aux])), FR_LIMBS) if witness_limbs else None
-            payload = tuple(_shared(x, share) for x in (inputs, aux, limbs))
+            pw = pack(limbs[len(inputs):]) if packs else None
+            payload = (inputs, pw, None) if pw is not None else tuple(_shared(x, share) for x in (inputs, aux, limbs))
     except BaseException:
         if alloc is not None:
             alloc.close(unlink=True)
@@ -333,7 +339,10 @@ class _Proving:
             asg = payload
         else:
             (inputs, aux, limbs), blocks = _unshare(payload)
-            kw = {} if limbs is None else {"z_limbs": limbs}
+            if isinstance(aux, PackedWitness):            # B2: bits plus the other entries, expanded on the GPU
+                kw, aux = {"z_packed": aux}, None
+            else:
+                kw = {} if limbs is None else {"z_limbs": limbs}
             with timer.phase("synthesis", self.impl):
                 with circuit(i, label="assign"):
                     asg = self.prover.backend.assign(self.r1cs, inputs, aux, self.domain, **kw)

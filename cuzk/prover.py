@@ -30,8 +30,8 @@ class Prover:
         pk = self.pk
         for i, asg in enumerate(assignments):
             n = len(asg.a) if asg.a is not None else asg.abc_dev.shape[1]
-            if len(asg.inputs) != pk.num_inputs or len(asg.aux) != pk.num_aux or n != 1 << pk.log_n:
-                raise ValueError(f"circuit {i}: assignment sizes ({len(asg.inputs)} inputs, {len(asg.aux)} aux, "
+            if len(asg.inputs) != pk.num_inputs or asg.num_aux != pk.num_aux or n != 1 << pk.log_n:
+                raise ValueError(f"circuit {i}: assignment sizes ({len(asg.inputs)} inputs, {asg.num_aux} aux, "
                                  f"domain {n}) do not match the key ({pk.num_inputs}, {pk.num_aux}, "
                                  f"{1 << pk.log_n})")
         timer = timer if timer is not None else PhaseTimer(device=self.backend.timer_device())

@@ -224,11 +224,13 @@ def test_cuda_assign_from_limbs_matches(setup):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("pool", ["thread", "process"])
-def test_cuda_pipeline_verifies_with_gpu_clock(pool, tmp_path, capsys):
+@pytest.mark.parametrize("pool,circuit,opt", [("thread", "porep_like", ""), ("process", "porep_like", ""),
+                                              ("process", "porep_partition", "+B2")])
+def test_cuda_pipeline_verifies_with_gpu_clock(pool, circuit, opt, tmp_path, capsys):
     js = tmp_path / "run.json"
     rc = main(["bench", "--backend", "cuda", "--log-size", "12", "--circuits", "5", "--pipeline", "--compare",
-               "--pipeline-workers", "2", "--synthesis-pool", pool, "--json", str(js)])
+               "--pipeline-workers", "2", "--synthesis-pool", pool, "--circuit", circuit, "--json", str(js)]
+              + (["--opt", opt] if opt else []))
     assert rc == 0
     rep = json.loads(js.read_text())
     p = rep["pipeline"]
@@ -298,6 +300,37 @@ def test_porep_partition_pipeline_from_witness_only_workers(pool, monkeypatch):
     digest = lambda a: hashlib.sha256(a.tobytes()).hexdigest()      # noqa: E731
     assert {digest(a) for a in prover.backend.seen} == {digest(pp.build(LOG, seed=s)[2]) for s in job.seeds}
     assert _shm_names() <= before, "every shared block was unlinked"
+
+
+class PackedAuxBackend(CpuBackend):
+    """Assigns from the packed witness B2 hands over (expanded on the host here, on the GPU in cuda)."""
+    name = "packedaux"
+    witness_limbs = True
+
+    def assign(self, r1cs, inputs, aux, domain, z_limbs=None, z_packed=None):
+        from cuzk.witness_pack import unpack_host
+        assert aux is None and z_limbs is None and z_packed is not None
+        self.seen = getattr(self, "seen", 0) + 1
+        return super().assign(r1cs, inputs, unpack_host(z_packed), domain)
+
+    def phase_impl(self, phase):
+        return {"synthesis": "mixed", "proof_assembly": "cpu"}.get(phase, "fake")
+
+
+@pytest.mark.parametrize("pool", ["thread", "process"])
+def test_pipeline_hands_the_witness_over_packed_with_b2(pool):
+    opts = resolve("none,+B2", env=False)
+    r1cs, _, _ = circuits.build("porep_partition", LOG, opts=opts, seed=1)
+    pk, _, _ = cached_setup(r1cs, progress=False, backend="cpu")
+    before = _shm_names()
+    prover = Prover(PackedAuxBackend(opts), pk)
+    job = Job("porep_partition", LOG, opts, (1, 2, 3), False, witness_limbs=True)
+    res = run_pipelined(prover, r1cs, job, 2, 1, pool)
+    vk = pk.verifying_key()
+    assert all(verify(vk, pub, pf) for pub, pf in zip(res.publics, res.proofs)) and prover.backend.seen == 3
+    seq = run_sequential(prover, r1cs, job)
+    assert all(verify(vk, pub, pf) for pub, pf in zip(seq.publics, seq.proofs)) and prover.backend.seen == 6
+    assert _shm_names() <= before
 
 
 def test_synth_one_writes_the_witness_into_shared_memory():

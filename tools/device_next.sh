@@ -4,6 +4,7 @@
 # for session 4:
 #   T1  the whole `pytest -m gpu` after the variant-5 merge; tools/experiments/mul_check.py --only5
 #   T2  ncu on the affine round kernels (variant 1 vs 2); the cuzk side of the snarkjs ratio
+#   T3  10 x 2^27 pipelined with B2 (the witness packed: bits plus the other entries)
 set -o pipefail
 source tools/device_setup.sh >/dev/null 2>&1
 export CUZK_CUBIN_DIR=$PWD/.cubin CUZK_CACHE_DIR=/tmp/cz
@@ -54,6 +55,10 @@ T2)
   # session 4, call 2: Nsight Compute on the affine rounds (variant 1 vs 2); the snarkjs ratio at 2^16/2^18
   timeout 280 bash tools/ncu_msm_affine.sh 24 2>&1 | tail -60
   SNARKJS_S="16=6.05,18=13.83" timeout 280 bash tools/gpu_snarkjs_ratio.sh 2>&1 | tail -15 ;;
-*) echo "usage: bash tools/device_next.sh S1|S2|S3|S4a|S4b|T1|T2"; exit 2 ;;
+T3)
+  # session 4, call 3: B2 (packed witness hand-off and upload) in the 10 x 2^27 pipeline; before (session 3,
+  # B2 off): 35.59 s, 3.56 s a proof, synthesis device time 0.66-0.96 s a proof, GPU busy 26.0 s
+  CUZK_OPT=+B2 timeout 420 bash tools/gpu_pipeline27.sh 2>&1 | tail -40 ;;
+*) echo "usage: bash tools/device_next.sh S1|S2|S3|S4a|S4b|T1|T2|T3"; exit 2 ;;
 esac
 echo "elapsed $(( $(date +%s) - t0 )) s"

@@ -121,12 +121,18 @@ class CudaBackend(CpuBackend):
 
     witness_limbs = True      # assign takes z_limbs: the host conversion made ahead (bench --pipeline workers)
 
-    def assign(self, r1cs, inputs, aux, domain, z_limbs=None):
-        """`z_limbs`: z as canonical limbs (field.ints_to_limbs of fr_array), converted elsewhere."""
-        if len(inputs) != r1cs.num_inputs or len(aux) != r1cs.num_aux:
-            raise ValueError(f"witness sizes ({len(inputs)} inputs, {len(aux)} aux) do not match the "
+    def assign(self, r1cs, inputs, aux, domain, z_limbs=None, z_packed=None):
+        """`z_limbs`: z as canonical limbs (field.ints_to_limbs of fr_array), converted elsewhere;
+        `z_packed`: aux as a witness_pack.PackedWitness (then `aux` may be None), expanded on the GPU."""
+        n_aux = z_packed.n if z_packed is not None else len(aux)
+        if len(inputs) != r1cs.num_inputs or n_aux != r1cs.num_aux:
+            raise ValueError(f"witness sizes ({len(inputs)} inputs, {n_aux} aux) do not match the "
                              f"circuit ({r1cs.num_inputs}, {r1cs.num_aux})")
         pinned = self.opts.enabled("B1")
+        if z_packed is not None:
+            z = gfr.upload_packed(inputs, z_packed)
+            abc = spmv.evaluate(spmv.DeviceR1CS.of(r1cs), z, domain.n)
+            return Assignment(inputs, None, None, None, None, abc_dev=abc, z_dev=z, aux_packed=z_packed)
         if z_limbs is not None:
             if z_limbs.shape != (len(inputs) + len(aux), FR_LIMBS):
                 raise ValueError(f"z_limbs has shape {z_limbs.shape}, expected ({len(inputs) + len(aux)}, {FR_LIMBS})")

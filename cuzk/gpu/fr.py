@@ -51,6 +51,20 @@ def upload_split(inputs, aux_limbs):
     return to_mont(z) if len(z) else z
 
 
+def upload_packed(inputs, pw):
+    """z = inputs | a PackedWitness of aux (witness_pack: bits plus the other entries) -> device
+    Montgomery uint32[num_vars, 8], expanded on the GPU: ~60 MB cross the bus at 2^27, not 4 GiB."""
+    import cupy
+    from ..witness_pack import unpack_into
+    ni = len(inputs)
+    z = cupy.empty((ni + pw.n, FR_LIMBS), dtype=cupy.uint32)
+    if ni:
+        z[:ni].set(ints_to_limbs(fr_array(inputs), FR_LIMBS))
+        to_mont(z[:ni])
+    unpack_into(z[ni:], pw, cupy, to_mont)
+    return z
+
+
 def to_mont(x):
     n = x.size // FR_LIMBS
     _launch("fr_to_mont", x, x, n)

@@ -21,11 +21,20 @@ class Assignment:
     c: np.ndarray | None
     abc_dev: object = None  # on the GPU backend: device uint32[3, n, 8], Montgomery (a, b, c on host are None)
     z_dev: object = None    # on the GPU backend: the witness z, device uint32[num_vars, 8], Montgomery
+    aux_packed: object = None  # instead of aux: a witness_pack.PackedWitness (handed to the GPU packed, B2)
+
+    @property
+    def num_aux(self) -> int:
+        return len(self.aux) if self.aux is not None else self.aux_packed.n
 
     @property
     def z(self) -> np.ndarray:
         """The witness as Fr ints (converted from limbs: small sizes only)."""
-        return np.concatenate([self.inputs, aux_ints(self.aux)])
+        aux = self.aux
+        if aux is None:
+            from ..witness_pack import unpack_host
+            aux = unpack_host(self.aux_packed)
+        return np.concatenate([self.inputs, aux_ints(aux)])
 
     @property
     def public(self) -> list[int]:
