@@ -49,7 +49,13 @@
 // nearest); fma_rd for the hb step is emulated exactly (see split_hi below). The host must run in
 // the default rounding mode (FE_TONEAREST); all other FP ops here are exact in any mode.
 #pragma once
-#include <stdint.h>
+#if defined(__CUDACC_RTC__)   // NVRTC (CuPy RawModule): no system headers
+typedef unsigned int uint32_t;
+typedef unsigned long long uint64_t;
+typedef long long int64_t;
+#else
+#include <cstdint>
+#endif
 
 #ifdef CUZK_DFMA_HOST
 #include <cmath>
@@ -57,9 +63,11 @@
 #include <stdexcept>
 #define DFMA_FN inline
 #define DFMA_UNROLL
+#define DFMA_CX constexpr
 #else
 #define DFMA_FN __device__ __forceinline__
 #define DFMA_UNROLL _Pragma("unroll")
+#define DFMA_CX __host__ __device__ constexpr
 #endif
 
 namespace dfma {
@@ -128,12 +136,12 @@ DFMA_FN uint64_t d2u(double v) {
 struct Fp {
     static constexpr int L = 8, N32 = 12;
     static constexpr uint64_t PINV = 0x3fffcfffcfffdull;   // -p^-1 mod 2^52
-    static constexpr uint64_t p(int i) {
+    static DFMA_CX uint64_t p(int i) {
         constexpr uint64_t v[8] = {0xeffffffffaaabull, 0xfeb153ffffb9full, 0x6b0f6241eabffull, 0x12bf6730d2a0full,
                                    0x764774b84f385ull, 0x1ba7b6434bacdull, 0x1ea397fe69a4bull, 0x000000001a011ull};
         return v[i];
     }
-    static constexpr uint64_t r2(int i) {   // R'^2 mod p, R' = 2^416
+    static DFMA_CX uint64_t r2(int i) {   // R'^2 mod p, R' = 2^416
         constexpr uint64_t v[8] = {0xa5bf4cb89af51ull, 0x3afbba7ca31a2ull, 0x2646160ec71f1ull, 0xa84d710465903ull,
                                    0x3480a4a188311ull, 0x98e5907ad91f5ull, 0x2075d74507266ull, 0x0000000008746ull};
         return v[i];
@@ -142,12 +150,12 @@ struct Fp {
 struct Fr {
     static constexpr int L = 5, N32 = 8;
     static constexpr uint64_t PINV = 0xffffeffffffffull;   // -r^-1 mod 2^52
-    static constexpr uint64_t p(int i) {
+    static DFMA_CX uint64_t p(int i) {
         constexpr uint64_t v[5] = {0xfffff00000001ull, 0x02fffe5bfefffull, 0x9a1d80553bda4ull, 0x7d483339d8080ull,
                                    0x073eda753299dull};
         return v[i];
     }
-    static constexpr uint64_t r2(int i) {   // R'^2 mod r, R' = 2^260
+    static DFMA_CX uint64_t r2(int i) {   // R'^2 mod r, R' = 2^260
         constexpr uint64_t v[5] = {0x99103f29c6cf0ull, 0x57927663d999eull, 0xa1c0ed631138bull, 0x3c829f7715f1bull,
                                    0x009ff646cc027ull};
         return v[i];
@@ -158,7 +166,7 @@ template <class F> struct elem { double v[F::L]; };
 
 // Column k's total bias: the number of lo and hi parts mont_mul adds into it (see the header comment;
 // the reduction skips lo(m p_0)), times LB_BIAS / HB_BIAS, mod 2^64. The column starts at -bias.
-template <class F> constexpr uint64_t col_init(int k) {
+template <class F> DFMA_CX uint64_t col_init(int k) {
     uint64_t nlo = 0, nhi = 0;
     for (int i = 0; i < F::L; i++)
         for (int j = 0; j < F::L; j++) {
