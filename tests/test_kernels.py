@@ -67,7 +67,7 @@ def _nvcc(src: str, tmp: Path) -> subprocess.CompletedProcess:
     path = KERNELS / src
     if path.suffix == ".cuh":
         tu = tmp / f"{src}.tu.cu"
-        tu.write_text(f'#include "{path}"\n__global__ void cuzk_probe(unsigned *o) {{ o[0] = cuzk::FP_INV32; }}\n')
+        tu.write_text(f'#include "{path}"\n__global__ void cuzk_probe(unsigned *o) {{ o[0] = 1; }}\n')
         path = tu
     return subprocess.run(["nvcc", "-arch=sm_90", "-c", "-Xptxas", "-v", "-I", str(KERNELS), "-o",
                            str(tmp / f"{src}.o"), str(path)], capture_output=True, text=True)
@@ -98,3 +98,23 @@ def test_every_subpackage_is_listed_for_install():
     listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
     found = {".".join(p.relative_to(ROOT).parent.parts) for p in (ROOT / "cuzk").rglob("__init__.py")}
     assert found <= listed, found - listed
+
+
+def test_cubin_key_follows_the_included_headers_only(tmp_path, monkeypatch):
+    """A prebuilt cubin's name hashes its .cu, the headers it includes (transitively) and the
+    defines: editing an included header renames it, adding an unrelated header does not."""
+    from cuzk.gpu import loader
+    (tmp_path / "a.cu").write_text('#include "x.cuh"\nint a;\n')
+    (tmp_path / "x.cuh").write_text('#pragma once\n#ifdef Q\n  #include "y.cuh"\n#endif\n')
+    (tmp_path / "y.cuh").write_text("int y;\n")
+    monkeypatch.setattr(loader, "kernel_dir", lambda: tmp_path)
+    monkeypatch.delenv("CUZK_KERNEL_DEFINES", raising=False)
+    assert [p.name for p in loader.sources("a")] == ["a.cu", "x.cuh", "y.cuh"]
+    k0 = loader.source_key("a", "sm_90")
+    (tmp_path / "z.cuh").write_text("int z;\n")                   # included by nothing
+    assert loader.source_key("a", "sm_90") == k0
+    (tmp_path / "y.cuh").write_text("int y2;\n")                  # included through x.cuh
+    k1 = loader.source_key("a", "sm_90")
+    assert k1 != k0 and loader.source_key("a", "sm_80") != k1
+    monkeypatch.setenv("CUZK_KERNEL_DEFINES", "Q=1")
+    assert loader.source_key("a", "sm_90") != k1 and loader.defines() == ("-DQ=1",)

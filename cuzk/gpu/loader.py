@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import time
 from pathlib import Path
 
@@ -39,13 +40,29 @@ def options() -> tuple[str, ...]:
     return (f"-arch={arch()}", f"-I{kernel_dir()}", "--std=c++17", "-default-device", *defines())
 
 
+_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', re.M)
+
+
+def sources(name: str) -> list[Path]:
+    """kernels/<name>.cu and every kernels/ header it includes, directly or not (quoted includes,
+    conditional ones too): what its cubin depends on."""
+    d = kernel_dir()
+    out, todo = [], [Path(d, f"{name}.cu")]
+    while todo:
+        p = todo.pop()
+        if p in out:
+            continue
+        out.append(p)
+        todo += [Path(d, m.decode()) for m in _INCLUDE.findall(p.read_bytes()) if Path(d, m.decode()).is_file()]
+    return [out[0], *sorted(out[1:])]
+
+
 def source_key(name: str, arch_name: str) -> str:
-    """Hash of the module's source, every header beside it, and the target."""
+    """Hash of the module's source, the headers it includes, the -D defines and the target."""
     h = hashlib.sha256(arch_name.encode())
     for opt in defines():
         h.update(opt.encode())
-    d = kernel_dir()
-    for p in [Path(d, f"{name}.cu"), *sorted(Path(d).glob("*.cuh"))]:
+    for p in sources(name):
         h.update(p.name.encode())
         h.update(p.read_bytes())
     return h.hexdigest()[:20]
