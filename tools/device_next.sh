@@ -1,6 +1,6 @@
 # Device calls, one case each (under 10 minutes). Before a call: `bash tools/device_commit.sh`; carry
 # [".whl", ".cubin", ".device-commit"] (wheels: ../shared/tools/offline-gpu-wheels.sh; cubins: python
-# tools/build_cubins.py --out .cubin). S1-S4b are what session 3 ran (docs/perf-log.md); T1-T2 are left
+# tools/build_cubins.py --out .cubin). S1-S4b are what session 3 ran (docs/perf-log.md); T1-T4 are left
 # for session 4:
 #   T1  the whole `pytest -m gpu`; tools/experiments/dfma_check.py (FP64-pipe multiplier: check + throughput)
 #   T2  tools/experiments/mul_check.py --only5 (Karatsuba build); the cuzk side of the snarkjs ratio
