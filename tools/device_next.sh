@@ -2,10 +2,11 @@
 # [".whl", ".cubin", ".device-commit"] (wheels: ../shared/tools/offline-gpu-wheels.sh; cubins: python
 # tools/build_cubins.py --out .cubin). S1-S4b are what session 3 ran (docs/perf-log.md); T1-T4 are left
 # for session 4:
-#   T1  the whole `pytest -m gpu`; tools/experiments/dfma_check.py (FP64-pipe multiplier: check + throughput)
-#   T2  tools/experiments/mul_check.py --only5 (Karatsuba build); the cuzk side of the snarkjs ratio
+#   T1  the whole `pytest -m gpu` (needed: kernels changed since the last full run)
+#   T2  the multiplier experiments (dfma_check.py, mul_check.py --only5) and every NTT variant timed
 #   T3  10 x 2^27 pipelined with B2 (the witness packed: bits plus the other entries)
-#   T4  ncu on the affine round kernels (variant 1 vs 2)
+#   T4  the cuzk side of the snarkjs ratio; ncu on the affine round kernels (variant 1 vs 2)
+# In that order of priority: four calls plus four cold starts may not fit one session's 30 minutes.
 set -o pipefail
 source tools/device_setup.sh >/dev/null 2>&1
 export CUZK_CUBIN_DIR=$PWD/.cubin CUZK_CACHE_DIR=/tmp/cz
@@ -48,20 +49,21 @@ S4b)
   timeout 560 python3 -m cuzk ablate --resume $OUT/ablate_like24.json --repeat 8 --max-seconds 530 \
       --png $OUT/ablate_like24.png 2>&1 | tail -45 ;;
 T1)
-  # session 4, call 1: the whole GPU suite (kernels changed since session 3: fastmul variant 5 beside the
-  # default, whose SASS is unchanged; B2; A4 with a GPU-made key), then the FP64-pipe multiplier experiment
-  timeout 360 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests 2>&1 | tail -10
-  timeout 150 python3 tools/experiments/dfma_check.py 2>&1 | tail -25 ;;
+  # session 4, call 1: the whole GPU suite (428 tests; kernels changed since session 3's last suite run)
+  timeout 570 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests 2>&1 | tail -12 ;;
 T2)
-  # session 4, call 2: Fp/Fr builds 1 and 5 (Karatsuba); the cuzk side of the snarkjs ratio at 2^16/2^18
-  timeout 220 python3 tools/experiments/mul_check.py --only5 2>&1 | tail -30
-  SNARKJS_S="16=6.05,18=13.83" timeout 280 bash tools/gpu_snarkjs_ratio.sh 2>&1 | tail -15 ;;
+  # session 4, call 2: the multiplier experiments: FP64-pipe (DFMA) check + throughput; Karatsuba build 5;
+  # every NTT variant timed at 2^20/2^24/2^27 (r4d, the DFMA pass, if merged)
+  timeout 150 python3 tools/experiments/dfma_check.py 2>&1 | tail -25
+  timeout 200 python3 tools/experiments/mul_check.py --only5 2>&1 | tail -20
+  timeout 200 python3 tools/gpu_ntt_check.py --no-tests 2>&1 | tail -16 ;;
 T3)
   # session 4, call 3: B2 (packed witness hand-off and upload) in the 10 x 2^27 pipeline; before (session 3,
   # B2 off): 35.59 s, 3.56 s a proof, synthesis device time 0.66-0.96 s a proof, GPU busy 26.0 s
   CUZK_OPT=+B2 timeout 420 bash tools/gpu_pipeline27.sh 2>&1 | tail -40 ;;
 T4)
-  # session 4, if time is left: Nsight Compute on the affine rounds (variant 1 vs 2)
+  # session 4, if time is left: the cuzk side of the snarkjs ratio; ncu on the affine rounds (variant 1 vs 2)
+  SNARKJS_S="16=6.05,18=13.83" timeout 280 bash tools/gpu_snarkjs_ratio.sh 2>&1 | tail -15
   timeout 280 bash tools/ncu_msm_affine.sh 24 2>&1 | tail -60 ;;
 *) echo "usage: bash tools/device_next.sh S1|S2|S3|S4a|S4b|T1|T2|T3|T4"; exit 2 ;;
 esac
