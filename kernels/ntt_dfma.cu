@@ -16,6 +16,11 @@
 // regrouping + DADD per limb) to doubles. Shared memory: 5 uint64 planes (40 B per element), with
 // ntt_reg.cu's swizzle: its 32 lanes hit 32 distinct slots mod 32, so a 64-bit access (banks pair up:
 // slot mod 16) has every 8-byte bank pair hit by exactly 2 lanes, the minimum of 2 wavefronts.
+//
+// Variant "r4m" (ELEM = Mixed): the same pass with the elements in ntt_reg.cu's fr_t form (8 x uint32 in
+// registers and shared memory, 32 B per element; fr_t add/sub), regrouped into 52-bit limbs only around each
+// multiplication (from_u32 in, to_u32_u out). docs/mul-notes.md has the instruction counts of both.
+#include "field.cuh"
 #include "field_mul_dfma.cuh"
 #include "ntt_reg.cuh"
 
@@ -51,6 +56,36 @@ __device__ __forceinline__ fd load_tw(const uint32_t* p) {
 // x * w * 2^-260 mod r, canonical: x < r (any form), w < 2r (2^260 form)
 __device__ __forceinline__ fe mul(const fe& x, const fd& w) { return dfma::mont_mul_u<FR, true>(dfma::to_d<FR>(x), w); }
 
+// Element policies: the register form, its global and shared-memory traffic, add, sub, x * twiddle.
+struct Wide52 {                  // r4d: five 52-bit limbs as uint64 in registers and shared memory
+    using T = fe;
+    static constexpr int SMW = L;                       // 64-bit shared-memory words per element
+    using S = uint64_t;
+    static __device__ __forceinline__ T load(const uint32_t* p) { return load_fe(p); }
+    static __device__ __forceinline__ void store(const T& x, uint32_t* p) { store_fe(x, p); }
+    static __device__ __forceinline__ T add(const T& a, const T& b) { return dfma::add_u<FR>(a, b); }
+    static __device__ __forceinline__ T sub(const T& a, const T& b) { return dfma::sub_u<FR>(a, b); }
+    static __device__ __forceinline__ T mul(const T& x, const fd& w) { return ::mul(x, w); }
+    static __device__ __forceinline__ S word(const T& x, int w) { return x.v[w]; }
+    static __device__ __forceinline__ void set_word(T& x, int w, S v) { x.v[w] = v; }
+};
+struct Mixed {                   // r4m: fr_t (8 x uint32) in registers and shared memory
+    using T = cuzk::fr_t;
+    static constexpr int SMW = FR_W;                    // 32-bit shared-memory words per element
+    using S = uint32_t;
+    static __device__ __forceinline__ T load(const uint32_t* p) { return T::load(p); }
+    static __device__ __forceinline__ void store(const T& x, uint32_t* p) { x.store(p); }
+    static __device__ __forceinline__ T add(const T& a, const T& b) { return a + b; }
+    static __device__ __forceinline__ T sub(const T& a, const T& b) { return a - b; }
+    static __device__ __forceinline__ T mul(const T& x, const fd& w) {
+        T r;
+        dfma::to_u32_u<FR>(dfma::mont_mul_u<FR, true>(dfma::from_u32<FR>(x.v), w), r.v);
+        return r;
+    }
+    static __device__ __forceinline__ S word(const T& x, int w) { return x.v[w]; }
+    static __device__ __forceinline__ void set_word(T& x, int w, S v) { x.v[w] = v; }
+};
+
 // w_N^(e_sub << shift) in the 2^260 form, as doubles (< 2r). tw_mode 2: tw1[e_sub << tw1_shift];
 // tw_mode 1: tw_hi[e >> bits] * tw_lo[e & mask] (2^256 form x 2^264 form; lazy, < 2r).
 __device__ __forceinline__ fd outer_tw_d(unsigned e_sub, int tw_mode, int shift, const uint32_t* tw_lo,
@@ -60,13 +95,14 @@ __device__ __forceinline__ fd outer_tw_d(unsigned e_sub, int tw_mode, int shift,
     return dfma::mont_mul<FR>(load_tw(tw_hi + (e >> bits) * FR_W), load_tw(tw_lo + (e & mask) * FR_W));
 }
 
-template <int LR, bool DIT>
+template <int LR, bool DIT, class P>
 __device__ __forceinline__ void ntt_dfma_pass(uint32_t* data, int log_n, int log_sub, int k, int log_c,
                                               const uint32_t* __restrict__ tw_small, int tw_mode,
                                               const uint32_t* __restrict__ tw_lo, const uint32_t* __restrict__ tw_hi,
                                               int tw_bits, const uint32_t* __restrict__ tw1, int tw1_shift) {
     constexpr int R = 1 << LR;
-    extern __shared__ uint64_t sm64[];
+    extern __shared__ uint64_t sm_raw[];                  // 8-byte aligned
+    typename P::S* const sm = reinterpret_cast<typename P::S*>(sm_raw);
     const int E = 1 << (k + log_c);
     const int log_n2 = log_sub - k, log_g = log_n2 - log_c, shift = log_n - log_sub;
     const unsigned long long s = blockIdx.x >> log_g, cg = blockIdx.x & ((1u << log_g) - 1);
@@ -74,7 +110,7 @@ __device__ __forceinline__ void ntt_dfma_pass(uint32_t* data, int log_n, int log
     const unsigned i2 = (unsigned)(cg << log_c) + c;       // column, < 2^log_n2
     uint32_t* col = data + (((unsigned long long)blockIdx.y << log_n) + (s << log_sub) + i2) * FR_W;
     const int ng = (k + LR - 1) / LR;
-    fe x[R];
+    typename P::T x[R];
 
 #pragma unroll 1
     for (int g = 0; g < ng; g++) {
@@ -88,12 +124,12 @@ __device__ __forceinline__ void ntt_dfma_pass(uint32_t* data, int log_n, int log
         if (g == 0) {
 #pragma unroll
             for (int m = 0; m < R; m++)
-                x[m] = load_fe(col + ((unsigned long long)(base + (m << b0)) << log_n2) * FR_W);
+                x[m] = P::load(col + ((unsigned long long)(base + (m << b0)) << log_n2) * FR_W);
             if (DIT && tw_mode) {              // b0 == 0 here: rows base + m
 #pragma unroll
                 for (int m = 0; m < R; m++) {
                     const unsigned r = __brev(base + m) >> (32 - k);
-                    x[m] = mul(x[m], outer_tw_d(i2 * r, tw_mode, shift, tw_lo, tw_hi, tw_bits, tw1, tw1_shift));
+                    x[m] = P::mul(x[m], outer_tw_d(i2 * r, tw_mode, shift, tw_lo, tw_hi, tw_bits, tw1, tw1_shift));
                 }
             }
         } else {
@@ -102,7 +138,7 @@ __device__ __forceinline__ void ntt_dfma_pass(uint32_t* data, int log_n, int log
             for (int m = 0; m < R; m++) {
                 const int ph = swz(((base + (m << b0)) << log_c) + c);
 #pragma unroll
-                for (int w = 0; w < L; w++) x[m].v[w] = sm64[w * E + ph];
+                for (int w = 0; w < P::SMW; w++) P::set_word(x[m], w, sm[w * E + ph]);
             }
         }
 
@@ -117,16 +153,16 @@ __device__ __forceinline__ void ntt_dfma_pass(uint32_t* data, int log_n, int log
                 const int jm = m & ((1 << t) - 1);
                 const bool one = b0 == 0 && jm == 0;       // w = 1, the same for the whole block
                 const uint32_t* wp = tw_small + ((unsigned)(lo + (jm << b0)) << (NTT_KMAX - 1 - st)) * FR_W;
-                fe& a = x[m];
-                fe& b = x[m + (1 << t)];
+                typename P::T& a = x[m];
+                typename P::T& b = x[m + (1 << t)];
                 if (DIT) {
-                    const fe y = one ? b : mul(b, load_tw(wp));
-                    b = dfma::sub_u<FR>(a, y);
-                    a = dfma::add_u<FR>(a, y);
+                    const typename P::T y = one ? b : P::mul(b, load_tw(wp));
+                    b = P::sub(a, y);
+                    a = P::add(a, y);
                 } else {
-                    const fe d = dfma::sub_u<FR>(a, b);
-                    a = dfma::add_u<FR>(a, b);
-                    b = one ? d : mul(d, load_tw(wp));
+                    const typename P::T d = P::sub(a, b);
+                    a = P::add(a, b);
+                    b = one ? d : P::mul(d, load_tw(wp));
                 }
             }
         }
@@ -136,16 +172,16 @@ __device__ __forceinline__ void ntt_dfma_pass(uint32_t* data, int log_n, int log
             for (int m = 0; m < R; m++) {      // one element at a time: each dies at its store
                 if (!DIT && tw_mode) {         // b0 == 0 here: rows base + m
                     const unsigned r = __brev(base + m) >> (32 - k);
-                    x[m] = mul(x[m], outer_tw_d(i2 * r, tw_mode, shift, tw_lo, tw_hi, tw_bits, tw1, tw1_shift));
+                    x[m] = P::mul(x[m], outer_tw_d(i2 * r, tw_mode, shift, tw_lo, tw_hi, tw_bits, tw1, tw1_shift));
                 }
-                store_fe(x[m], col + ((unsigned long long)(base + (m << b0)) << log_n2) * FR_W);
+                P::store(x[m], col + ((unsigned long long)(base + (m << b0)) << log_n2) * FR_W);
             }
         } else {
 #pragma unroll
             for (int m = 0; m < R; m++) {
                 const int ph = swz(((base + (m << b0)) << log_c) + c);
 #pragma unroll
-                for (int w = 0; w < L; w++) sm64[w * E + ph] = x[m].v[w];
+                for (int w = 0; w < P::SMW; w++) sm[w * E + ph] = P::word(x[m], w);
             }
         }
     }
@@ -153,5 +189,8 @@ __device__ __forceinline__ void ntt_dfma_pass(uint32_t* data, int log_n, int log
 }  // namespace
 
 // R = 4: up to 256 threads (2^10 elements, 40 KiB of shared memory: 40 B per element).
-extern "C" __global__ void __launch_bounds__(256, 2) ntt_r4d_dif(NTT_REG_ARGS) { ntt_dfma_pass<2, false>(NTT_REG_CALL); }
-extern "C" __global__ void __launch_bounds__(256, 2) ntt_r4d_dit(NTT_REG_ARGS) { ntt_dfma_pass<2, true>(NTT_REG_CALL); }
+extern "C" __global__ void __launch_bounds__(256, 2) ntt_r4d_dif(NTT_REG_ARGS) { ntt_dfma_pass<2, false, Wide52>(NTT_REG_CALL); }
+extern "C" __global__ void __launch_bounds__(256, 2) ntt_r4d_dit(NTT_REG_ARGS) { ntt_dfma_pass<2, true, Wide52>(NTT_REG_CALL); }
+// r4m: 32 B of shared memory per element (32 KiB per block of 2^10).
+extern "C" __global__ void __launch_bounds__(256, 2) ntt_r4m_dif(NTT_REG_ARGS) { ntt_dfma_pass<2, false, Mixed>(NTT_REG_CALL); }
+extern "C" __global__ void __launch_bounds__(256, 2) ntt_r4m_dit(NTT_REG_ARGS) { ntt_dfma_pass<2, true, Mixed>(NTT_REG_CALL); }

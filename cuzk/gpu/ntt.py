@@ -25,16 +25,19 @@ THREADS = 256
 #   r4, r8: kernels/ntt_reg.cu, 4 or 8 elements per thread in registers.
 #   r4d: kernels/ntt_dfma.cu, r4's passes with the multiplications on the FP64 pipe (experiment):
 #        52-bit limbs in registers and shared memory (40 B per element), twiddles in the 2^260 form.
+#   r4m: the same kernel file, fr_t (8 x uint32) in registers and shared memory, 52-bit limbs only
+#        inside each multiplication (experiment).
 VARIANTS = {
     "r2": (1, KMAX, 0),
     "r4": (2, KMAX, 18),
     "r4d": (2, KMAX, 18),
+    "r4m": (2, KMAX, 18),
     "r8": (3, KMAX, 18),
     "r8-2lvl": (3, KMAX, 0),
     "r8-e11": (3, KMAX + 1, 18),
 }
-# variants run by kernels/ntt_dfma.cu (kernel ntt_<name>_{dif,dit})
-DFMA_VARIANTS = ("r4d",)
+# variants run by kernels/ntt_dfma.cu (kernel ntt_<name>_{dif,dit}) -> shared-memory bytes per element
+DFMA_VARIANTS = {"r4d": 40, "r4m": 32}
 # The DFMA pass multiplies data by twiddles with dfma::mont_mul (x * y * 2^-260): its twiddles are in the
 # 2^260 form, the Montgomery (2^256) form times 16. tw_hi * tw_lo (tw_mode 1) multiplies two table values,
 # so tw_lo carries 2^8: 2^256 * 2^264 * 2^-260 = 2^260 (tw_hi unscaled).
@@ -145,7 +148,7 @@ def _run(x, log_n: int, generator: int, inverse: bool, dit: bool, variant: str |
         return x
     direction = 'dit' if dit else 'dif'
     if dfma:
-        f, elem_bytes = kernel("ntt_dfma", f"ntt_{variant}_{direction}"), 40    # 5 x 52-bit limbs as uint64
+        f, elem_bytes = kernel("ntt_dfma", f"ntt_{variant}_{direction}"), DFMA_VARIANTS[variant]
     else:
         f, elem_bytes = kernel("ntt_reg", f"ntt_r{1 << lr}_{direction}"), 32
     tb = tw1_bits(passes, tw1_max)

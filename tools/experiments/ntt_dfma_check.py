@@ -6,7 +6,7 @@ and checks, with r the BLS12-381 scalar modulus and raw values (the data's 2^256
 twiddles in the 2^260 form, W = w 2^260 mod r):
   * conversion 8 x 32 <-> 5 x 52 (integer limbs, and through doubles): the value comes back, any X < 2^256;
   * add / sub mod r, canonical in and out;
-  * the twiddle product mul(X, W) = X W 2^-260 mod r, canonical: so mul(x 2^256, w 2^260) = x w 2^256;
+  * the twiddle product (r4d: integer limbs -> doubles; r4m: 8 x 32 words -> doubles -> words) mul(X, W) = X W 2^-260 mod r, canonical: so mul(x 2^256, w 2^260) = x w 2^256;
   * tw_mode 1: mul(X, H L 2^-260) with H = h 2^256 (tw_hi as is) and L = l 2^264 (tw_lo scaled by 2^8);
   * the DIF and DIT butterflies (a + b, (a - b) w) and (a + b w, a - b w), in the data's 2^256 form.
 Inputs: edge cases (0, 1, 2, r-1, r-2, (r+-1)/2, 2^52 +- 1, all lower 52-bit limbs at maximum, 2^256 mod r,
@@ -78,6 +78,7 @@ def cases(count: int, seed: int = 1) -> list[tuple]:
     n = max(1, count // 4)
     out += [(op, val(), val()) for op in ("a", "s") for _ in range(n)]
     out += [("m", val(), val()) for _ in range(count)]
+    out += [("x", val(), val()) for _ in range(max(1, count // 10))]
     out += [("o", val(), val(), val()) for _ in range(max(1, count // 10))]
     out += [(op, val(), val(), val()) for op in ("f", "t") for _ in range(max(1, count // 10))]
     return out
@@ -91,7 +92,7 @@ def expect(c: tuple) -> list[int]:
         return [(c[1] + c[2]) % R]
     if op == "s":
         return [(c[1] - c[2]) % R]
-    if op == "m":
+    if op in ("m", "x"):
         return [c[1] * c[2] * RP_INV % R]
     if op == "o":
         return [c[1] * (c[2] * c[3] * RP_INV) * RP_INV % R]

@@ -5,6 +5,7 @@
 //   a x y      ->  add_u(x, y)                        (x, y < r)
 //   s x y      ->  sub_u(x, y)                        (x, y < r)
 //   m x w      ->  mul(x, w) = mont_mul_u<Fr, true>(to_d(x), from_u32(w))   (x < r, w < r): x w 2^-260
+//   x x w      ->  r4m's mul: to_u32_u(mont_mul_u<Fr, true>(from_u32(x), from_u32(w)))   (same value as m)
 //   o x h l    ->  mul(x, mont_mul<Fr>(from_u32(h), from_u32(l)))           (tw_mode 1's outer twiddle)
 //   f a b w    ->  DIF butterfly: a + b, (a - b) * w                          (two values)
 //   t a b w    ->  DIT butterfly: a + b * w, a - b * w                        (two values)
@@ -72,6 +73,12 @@ int main() {
             put(dfma::sub_u<FR>(A, B));
         } else if (op == "m") {
             put(mul(A, load_tw(y)));
+        } else if (op == "x") {
+            fe r;
+            uint32_t o[8];
+            dfma::to_u32_u<FR>(dfma::mont_mul_u<FR, true>(dfma::from_u32<FR>(x), load_tw(y)), o);
+            r = dfma::from_u32_u<FR>(o);
+            put(r);
         } else if (op == "o") {
             put(mul(A, dfma::mont_mul<FR>(load_tw(y), load_tw(z))));
         } else if (op == "f") {
