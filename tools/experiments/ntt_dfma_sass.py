@@ -3,9 +3,10 @@ estimate at 2^27 (CPU only: nvcc + cuobjdump).
 
     CUOBJDUMP=... /tmp/venv/bin/python tools/experiments/ntt_dfma_sass.py
 
-1. Registers / spills and per-opcode counts of the whole kernels ntt_r4d_{dif,dit} and ntt_r4_{dif,dit}.
+1. Registers / spills and per-opcode counts of the whole kernels ntt_r4{d,m}_{dif,dit} and ntt_r4_{dif,dit}.
 2. Probe loops (one operation per iteration, as the passes compose them; the loop body is counted):
    r4d: mul = to_d(x) + a twiddle load and its regrouping + mont_mul_u<Fr, true>; add_u; sub_u;
+   r4m: words -> from_u32 + a twiddle + mont_mul_u<Fr, true> + to_u32_u (add/sub: r4's);
    r4:  fr_t * (a twiddle load + the multiplication); fr_t +; fr_t -.
 3. Per element at 2^27 (passes 9 + 9 + 9, the r4 plan): 13.875 multiplications, 27 additions or subtractions
    (one of each per butterfly, i.e. one per element per stage), per pass one load and one store conversion
@@ -46,6 +47,10 @@ extern "C" __global__ void p_sub(uint32_t* d, int n) {
     fe x = ld(d + 8 * threadIdx.x), y = ld(d + 8 * threadIdx.x + 4096);
     _Pragma("unroll 1") for (int i = 0; i < n; i++) x = dfma::sub_u<FR>(x, y);
     st(x, d + 8 * threadIdx.x); }
+extern "C" __global__ void p_mulm(uint32_t* d, const uint32_t* __restrict__ tw, int n) {   // r4m: words in and out
+    uint32_t x[8]; for (int i = 0; i < 8; i++) x[i] = d[8 * threadIdx.x + i];
+    _Pragma("unroll 1") for (int i = 0; i < n; i++) dfma::to_u32_u<FR>(dfma::mont_mul_u<FR, true>(dfma::from_u32<FR>(x), ldt(tw + 8 * (i & 511))), x);
+    for (int i = 0; i < 8; i++) d[8 * threadIdx.x + i] = x[i]; }
 extern "C" __global__ void p_conv(uint32_t* d, int n) {
     _Pragma("unroll 1") for (int i = 0; i < n; i++) { fe x = ld(d + 8 * i); st(x, d + 8 * i + 8); } }
 '''
@@ -109,7 +114,7 @@ def main() -> int:
         for name, src in (("ntt_dfma", ROOT / "kernels/ntt_dfma.cu"), ("ntt_reg", ROOT / "kernels/ntt_reg.cu")):
             info.update(regs(compile_(src, tmp / f"{name}.cubin")))
         print("== whole kernels (static counts) ==")
-        for cub, kerns in (("ntt_dfma", ("ntt_r4d_dif", "ntt_r4d_dit")), ("ntt_reg", ("ntt_r4_dif", "ntt_r4_dit"))):
+        for cub, kerns in (("ntt_dfma", ("ntt_r4d_dif", "ntt_r4d_dit", "ntt_r4m_dif", "ntt_r4m_dit")), ("ntt_reg", ("ntt_r4_dif", "ntt_r4_dit"))):
             for k in kerns:
                 c = S.count(S.sass_lines(tmp / f"{cub}.cubin", k))
                 top = ", ".join(f"{o} {v}" for o, v in sorted(c.items(), key=lambda kv: -kv[1])[:22] if o != "total")
@@ -119,16 +124,19 @@ def main() -> int:
         for tag, src in (("d", PROBE_D), ("r", PROBE_R)):
             (tmp / f"p{tag}.cu").write_text(src)
             compile_(tmp / f"p{tag}.cu", tmp / f"p{tag}.cubin")
-            for op in ("mul", "add", "sub", "conv") if tag == "d" else ("mul", "add", "sub"):
+            for op in ("mul", "add", "sub", "conv", "mulm") if tag == "d" else ("mul", "add", "sub"):
                 c = S.count(S.loop_body(S.sass_lines(tmp / f"p{tag}.cubin", f"p_{op}")))
                 probes[tag, op] = pipes(c)
         print("\n== probe loop bodies (one operation) ==")
         for (tag, op), p in probes.items():
             print(f"{'r4d' if tag == 'd' else 'r4 '} {op:<4}: {dict(p)}")
+        probes["m", "mul"] = probes["d", "mulm"]                  # r4m: dfma multiplication, fr_t add/sub
+        probes["m", "add"], probes["m", "sub"] = probes["r", "add"], probes["r", "sub"]
         # per element at 2^27
         mults, addsub, passes, exch = 13.875, 27, 3, 4
         el = {}
-        for tag in ("d", "r"):
+        names = {"r": "r4 ", "d": "r4d", "m": "r4m"}
+        for tag in ("d", "r", "m"):
             p = collections.Counter()
             for key, v in probes[tag, "mul"].items():
                 p[key] += mults * v
@@ -142,14 +150,15 @@ def main() -> int:
                     p[key] += passes * v                            # load + store regrouping per pass
             el[tag] = p
         print("\n== per element at 2^27 (model) ==")
-        for tag in ("r", "d"):
+        for tag in ("r", "d", "m"):
             p = el[tag]
-            print(f"{'r4d' if tag == 'd' else 'r4 '}: " + ", ".join(f"{k} {v:.0f}" for k, v in p.items())
+            print(f"{names[tag]}: " + ", ".join(f"{k} {v:.0f}" for k, v in p.items())
                   + f"; bound {bound(p):.0f} (model B) / {bound(p, 1):.0f} (model A) clk per warp-element")
-        for mb, name in ((2, "B"), (1, "A")):
-            ratio = bound(el["d"], mb) / bound(el["r"], mb)
-            print(f"model {name}: bound ratio r4d / r4 = {ratio:.3f} -> predicted r4d at 2^27: {55.0 * ratio:.1f} ms "
-                  f"(r4 measured 55.0 ms)")
+        for tag in ("d", "m"):
+            for mb, name in ((2, "B"), (1, "A")):
+                ratio = bound(el[tag], mb) / bound(el["r"], mb)
+                print(f"model {name}: bound ratio {names[tag]} / r4 = {ratio:.3f} -> predicted {names[tag]} at 2^27: "
+                      f"{55.0 * ratio:.1f} ms (r4 measured 55.0 ms)")
     return 0
 
 
