@@ -218,9 +218,15 @@ DFMA_UNROLL
     for (int k = 0; k < F::L; k++) t[k] = br ? t[k] : d[k];   // borrow out: t < p, keep t
 }
 
+// ---- integer-limb form: the same 52-bit limbs held as uint64 (value < p). Additions and subtractions
+// need no FP64 conversions in this form; a multiplication input goes through to_d (LOP3 + DADD per limb).
+// kernels/ntt_dfma.cu keeps its elements this way between multiplications.
+template <class F> struct elem_u { uint64_t v[F::L]; };
+
 // ---- Montgomery multiplication: X, Y < 2p (limbs < 2^52) -> X Y R'^-1 mod p, < 2p ----
 // CANON = true: the output is < p (one conditional subtraction on the integer limbs).
-template <class F, bool CANON = false> DFMA_FN elem<F> mont_mul(const elem<F>& a, const elem<F>& b) {
+// mont_mul_u: the same, with the output as integer limbs (elem_u); mont_mul converts them to doubles.
+template <class F, bool CANON = false> DFMA_FN elem_u<F> mont_mul_u(const elem<F>& a, const elem<F>& b) {
     constexpr int L = F::L;
     uint64_t c[2 * L];
 DFMA_UNROLL
@@ -270,9 +276,16 @@ DFMA_UNROLL
 #endif
     }
     if (CANON) cond_sub_p<F>(t);
+    elem_u<F> r;
+DFMA_UNROLL
+    for (int k = 0; k < L; k++) r.v[k] = t[k];
+    return r;
+}
+template <class F, bool CANON = false> DFMA_FN elem<F> mont_mul(const elem<F>& a, const elem<F>& b) {
+    const elem_u<F> t = mont_mul_u<F, CANON>(a, b);
     elem<F> r;
 DFMA_UNROLL
-    for (int k = 0; k < L; k++) r.v[k] = u2d(t[k]);
+    for (int k = 0; k < F::L; k++) r.v[k] = u2d(t.v[k]);
     return r;
 }
 
@@ -342,6 +355,69 @@ template <class F> DFMA_FN elem<F> from_mont(const elem<F>& a) {
 DFMA_UNROLL
     for (int k = 0; k < F::L; k++) one.v[k] = k == 0 ? 1.0 : 0.0;
     return mont_mul<F, true>(a, one);
+}
+
+// ---- integer-limb helpers (elem_u) ----
+// uint32[N32] (little-endian words, value < 2^(32 N32)) -> 52-bit integer limbs (no modular change)
+template <class F> DFMA_FN elem_u<F> from_u32_u(const uint32_t* w) {
+    elem_u<F> r;
+DFMA_UNROLL
+    for (int k = 0; k < F::L; k++) {
+        const int bit = 52 * k, q = bit / 32, s = bit % 32;
+        uint64_t x = (uint64_t)w[q] >> s;
+        if (q + 1 < F::N32) x |= (uint64_t)w[q + 1] << (32 - s);
+        if (q + 2 < F::N32 && 64 - s < 52) x |= (uint64_t)w[q + 2] << (64 - s);
+        r.v[k] = x & MASK52;
+    }
+    return r;
+}
+// normalized limbs of X < 2^(32 N32) -> uint32[N32]
+template <class F> DFMA_FN void to_u32_u(const elem_u<F>& a, uint32_t* w) {
+DFMA_UNROLL
+    for (int q = 0; q < F::N32; q++) {
+        const int bit = 32 * q, k = bit / 52, s = bit % 52;
+        uint64_t x = a.v[k] >> s;
+        if (s > 20 && k + 1 < F::L) x |= a.v[k + 1] << (52 - s);
+        w[q] = (uint32_t)x;
+    }
+}
+template <class F> DFMA_FN elem<F> to_d(const elem_u<F>& a) {
+    elem<F> r;
+DFMA_UNROLL
+    for (int k = 0; k < F::L; k++) r.v[k] = u2d(a.v[k]);
+    return r;
+}
+// a, b < p -> (a + b) mod p, (a - b) mod p, canonical; integer only, no branches
+template <class F> DFMA_FN elem_u<F> add_u(const elem_u<F>& a, const elem_u<F>& b) {
+    elem_u<F> r;
+    uint64_t cy = 0;
+DFMA_UNROLL
+    for (int k = 0; k < F::L; k++) {
+        const uint64_t s = a.v[k] + b.v[k] + cy;
+        r.v[k] = s & MASK52;
+        cy = s >> 52;
+    }
+    cond_sub_p<F>(r.v);   // a + b < 2p < 2^(52L): no carry out of the top limb
+    return r;
+}
+template <class F> DFMA_FN elem_u<F> sub_u(const elem_u<F>& a, const elem_u<F>& b) {
+    elem_u<F> r;
+    int64_t br = 0;
+DFMA_UNROLL
+    for (int k = 0; k < F::L; k++) {
+        const int64_t s = (int64_t)a.v[k] - (int64_t)b.v[k] + br;
+        r.v[k] = (uint64_t)s & MASK52;
+        br = s >> 52;                     // 0 or -1
+    }
+    const uint64_t msk = (uint64_t)br;    // a < b: add p back (wraps past 2^(52L) once; dropped)
+    uint64_t cy = 0;
+DFMA_UNROLL
+    for (int k = 0; k < F::L; k++) {
+        const uint64_t s = r.v[k] + (F::p(k) & msk) + cy;
+        r.v[k] = s & MASK52;
+        cy = s >> 52;
+    }
+    return r;
 }
 
 }  // namespace dfma

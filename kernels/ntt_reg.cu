@@ -18,16 +18,7 @@
 #include "field.cuh"
 using namespace cuzk;
 
-#define NTT_KMAX 10      // tw_small[i] = w_(2^NTT_KMAX)^i, i < 2^(NTT_KMAX - 1) (ntt.cu's table)
-#define FR_W 8
-
-// Shared memory is word-planar (sm[w * E + phys]). phys XORs slot bits 5..7 into the bank bits:
-// with these constants every group's 32-lane access hits 32 banks, for LR = 2 and 3 and any
-// b0 and log_c (checked on the CPU: tests/test_ntt_reg_plan.py).
-__device__ __forceinline__ int swz(int s) {
-    const int h = s >> 5;
-    return s ^ ((-(h & 1) & 10) ^ (-((h >> 1) & 1) & 21) ^ (-((h >> 2) & 1) & 25));
-}
+#include "ntt_reg.cuh"
 
 // w_N^(e_sub << shift), e_sub < 2^log_sub. tw_mode 2: tw1[e_sub << tw1_shift] (one load);
 // tw_mode 1: tw_hi[e >> bits] * tw_lo[e & mask] (one multiplication).
@@ -129,12 +120,6 @@ __device__ __forceinline__ void ntt_reg_pass(uint32_t* data, int log_n, int log_
         }
     }
 }
-
-#define NTT_REG_ARGS                                                                              \
-    uint32_t *data, int log_n, int log_sub, int k, int log_c, const uint32_t *__restrict__ tw_small, \
-        int tw_mode, const uint32_t *__restrict__ tw_lo, const uint32_t *__restrict__ tw_hi, int tw_bits, \
-        const uint32_t *__restrict__ tw1, int tw1_shift
-#define NTT_REG_CALL data, log_n, log_sub, k, log_c, tw_small, tw_mode, tw_lo, tw_hi, tw_bits, tw1, tw1_shift
 
 // R = 8: up to 256 threads (2^11 elements), at most 128 registers.
 extern "C" __global__ void __launch_bounds__(256, 2) ntt_r8_dif(NTT_REG_ARGS) { ntt_reg_pass<3, false>(NTT_REG_CALL); }

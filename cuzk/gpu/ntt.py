@@ -23,13 +23,26 @@ THREADS = 256
 # 4-step twiddle is one table lookup; 0 = always tw_hi * tw_lo).
 #   r2: kernels/ntt.cu, one butterfly per thread per stage.
 #   r4, r8: kernels/ntt_reg.cu, 4 or 8 elements per thread in registers.
+#   r4d: kernels/ntt_dfma.cu, r4's passes with the multiplications on the FP64 pipe (experiment):
+#        52-bit limbs in registers and shared memory (40 B per element), twiddles in the 2^260 form.
+#   r4m: the same kernel file, fr_t (8 x uint32) in registers and shared memory, 52-bit limbs only
+#        inside each multiplication (experiment).
 VARIANTS = {
     "r2": (1, KMAX, 0),
     "r4": (2, KMAX, 18),
+    "r4d": (2, KMAX, 18),
+    "r4m": (2, KMAX, 18),
     "r8": (3, KMAX, 18),
     "r8-2lvl": (3, KMAX, 0),
     "r8-e11": (3, KMAX + 1, 18),
 }
+# variants run by kernels/ntt_dfma.cu (kernel ntt_<name>_{dif,dit}) -> shared-memory bytes per element
+DFMA_VARIANTS = {"r4d": 40, "r4m": 32}
+# The DFMA pass multiplies data by twiddles with dfma::mont_mul (x * y * 2^-260): its twiddles are in the
+# 2^260 form, the Montgomery (2^256) form times 16. tw_hi * tw_lo (tw_mode 1) multiplies two table values,
+# so tw_lo carries 2^8: 2^256 * 2^264 * 2^-260 = 2^260 (tw_hi unscaled).
+DFMA_TW_SCALE = 16
+DFMA_LO_SCALE = 256
 # production pass kernel (tools/gpu_ntt_check.py times them all); CUZK_NTT_VARIANT overrides
 VARIANT_ENV = os.environ.get("CUZK_NTT_VARIANT")     # an explicit kernel for experiments
 VARIANT = VARIANT_ENV or "r4"    # calls without a variant; the cuda backend picks by N1 (r4: 2^27 55 ms vs r2 61)
@@ -77,24 +90,29 @@ def _power_tables(x: int, log_n: int, scale: int = 1):
     return cupy.asarray(lo), cupy.asarray(hi), bits
 
 
-@lru_cache(maxsize=16)
-def _small_table(generator: int, inverse: bool):
-    import cupy
+def small_table_host(generator: int, inverse: bool, scale: int = 1) -> np.ndarray:
+    """scale * w_(2^KMAX)^i, i < 2^(KMAX - 1), as Montgomery limbs."""
     w = root_of_unity(KMAX, generator)
     if inverse:
         w = pow(w, -1, R)
-    return cupy.asarray(fr_to_limbs(fr_powers(w, 1 << (KMAX - 1))))
+    return fr_to_limbs((fr_powers(w, 1 << (KMAX - 1)) * (scale % R)) % R)
 
 
 @lru_cache(maxsize=16)
-def _tw1_table(w: int, log_n: int, bits: int):
-    """tw1[x] = w^(x << (log_n - bits)), x < 2^bits: built on the device from ones."""
+def _small_table(generator: int, inverse: bool, scale: int = 1):
+    import cupy
+    return cupy.asarray(small_table_host(generator, inverse, scale))
+
+
+@lru_cache(maxsize=16)
+def _tw1_table(w: int, log_n: int, bits: int, scale: int = 1):
+    """tw1[x] = scale * w^(x << (log_n - bits)), x < 2^bits: built on the device from ones."""
     import cupy
     from .fr import to_mont
     t = cupy.zeros((1 << bits, 8), dtype=cupy.uint32)
     t[:, 0] = 1
     to_mont(t)
-    return scale_powers(t, bits, pow(w, 1 << (log_n - bits), R))
+    return scale_powers(t, bits, pow(w, 1 << (log_n - bits), R), scale)
 
 
 def _run(x, log_n: int, generator: int, inverse: bool, dit: bool, variant: str | None = None):
@@ -106,12 +124,18 @@ def _run(x, log_n: int, generator: int, inverse: bool, dit: bool, variant: str |
     w = root_of_unity(log_n, generator)
     if inverse:
         w = pow(w, -1, R)
-    lo, hi, bits = _power_tables(w, log_n)
-    small = _small_table(generator, inverse)
-    lr, emax, tw1_max = VARIANTS[variant or VARIANT]
+    variant = variant or VARIANT
+    lr, emax, tw1_max = VARIANTS[variant]
     passes = plan(log_n, emax)
     if lr > 1 and any(k < lr for _, k, _ in passes):
         lr, passes = 1, plan(log_n)                       # 2^1, 2^2: the radix-2 kernel
+    dfma = lr > 1 and variant in DFMA_VARIANTS
+    if dfma:                                              # twiddles in the 2^260 form (DFMA_TW_SCALE)
+        lo, hi, bits = _power_tables(w, log_n, DFMA_LO_SCALE)
+        small = _small_table(generator, inverse, DFMA_TW_SCALE)
+    else:
+        lo, hi, bits = _power_tables(w, log_n)
+        small = _small_table(generator, inverse)
     if lr == 1:
         f = kernel("ntt", "ntt_pass")
         for log_sub, k, log_c in (reversed(passes) if dit else passes):
@@ -122,11 +146,18 @@ def _run(x, log_n: int, generator: int, inverse: bool, dit: bool, variant: str |
                small, lo, hi, np.int32(bits)),
               shared_mem=e * 32)
         return x
-    f = kernel("ntt_reg", f"ntt_r{1 << lr}_{'dit' if dit else 'dif'}")
+    direction = 'dit' if dit else 'dif'
+    if dfma:
+        f, elem_bytes = kernel("ntt_dfma", f"ntt_{variant}_{direction}"), DFMA_VARIANTS[variant]
+    else:
+        f, elem_bytes = kernel("ntt_reg", f"ntt_r{1 << lr}_{direction}"), 32
     tb = tw1_bits(passes, tw1_max)
-    tw1 = _tw1_table(w, log_n, tb) if tb else lo           # lo: a valid pointer, never read
-    if emax > 10:                                           # over 48 KiB of shared memory
-        f.max_dynamic_shared_size_bytes = 32 << emax
+    if tb:
+        tw1 = _tw1_table(w, log_n, tb, DFMA_TW_SCALE) if dfma else _tw1_table(w, log_n, tb)
+    else:
+        tw1 = lo                                            # a valid pointer, never read
+    if elem_bytes << emax > 48 << 10:                       # over 48 KiB of shared memory
+        f.max_dynamic_shared_size_bytes = elem_bytes << emax
     for log_sub, k, log_c in (reversed(passes) if dit else passes):
         e = 1 << (k + log_c)
         blocks = (n >> log_sub) * (1 << (log_sub - k - log_c))
@@ -134,7 +165,7 @@ def _run(x, log_n: int, generator: int, inverse: bool, dit: bool, variant: str |
         f((blocks, batch), (e >> lr,),
           (x, np.int32(log_n), np.int32(log_sub), np.int32(k), np.int32(log_c), small, np.int32(mode),
            lo, hi, np.int32(bits), tw1, np.int32(tb - log_sub if mode == 2 else 0)),
-          shared_mem=e * 32)
+          shared_mem=e * elem_bytes)
     return x
 
 
