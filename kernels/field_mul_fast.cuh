@@ -29,6 +29,11 @@
 // 5: one-level Karatsuba product, then reduction of its low half (mont_mul_kara; Fp only
 //    unless CUZK_FASTMUL_VARIANT_FR=5). docs/mul-notes.md, "Variant 5".
 //
+// 6: the product on the FP64 pipe (mont_mul_dfma, below; kernels/field_mul_dfma.cuh's 52-bit limbs and
+//    exact DFMA splits), with a reduction that divides by exactly 2^(32N): same contract and
+//    representation as 1..5. Selected per field (CUZK_FASTMUL_VARIANT_FP=6 / _FR=6); docs/mul-notes.md,
+//    "Variant 6". field_mul_dfma.cuh is included only when a field uses it.
+//
 // Carry chains are separate CUZK_ASM (asm volatile) statements, as in field.cuh. With
 // CUZK_FASTMUL_HOST the same code compiles as plain C++ for the CPU (a global carry flag
 // stands in for CC.CF): tools/experiments/mul_host_check.cpp runs it against big ints.
@@ -46,6 +51,14 @@
 #endif
 #ifndef CUZK_FASTMUL_VARIANT_FR  // variant 5 is Fp-only unless asked for: Fr gains nothing, NTT spills
 #define CUZK_FASTMUL_VARIANT_FR (CUZK_FASTMUL_VARIANT == 5 ? 1 : CUZK_FASTMUL_VARIANT)
+#endif
+
+#if CUZK_FASTMUL_VARIANT_FP == 6 || CUZK_FASTMUL_VARIANT_FR == 6
+#define CUZK_FASTMUL_HAS_V6 1
+#if defined(CUZK_FASTMUL_HOST) && !defined(CUZK_DFMA_HOST)
+#define CUZK_DFMA_HOST 1   // std::fma + an exact round-down emulation (field_mul_dfma.cuh)
+#endif
+#include "field_mul_dfma.cuh"
 #endif
 
 #ifdef CUZK_FASTMUL_HOST
@@ -289,12 +302,173 @@ CUZK_FM_INLINE void mont_mul_kara(uint32_t* out, const uint32_t* a, const uint32
     for (int j = 0; j < N; j++) out[j] = borrow ? t[j] : s[j];
 }
 
+#ifdef CUZK_FASTMUL_HAS_V6
+// ---- variant 6: Montgomery multiplication on the FP64 pipe, R = 2^(32N) exactly ----
+// a, b < p as N uint32 words -> from_u32: L limbs of 52 bits as doubles (Fp: L = 8, Fr: L = 5;
+// 32N <= 52L, so every value < 2^(32N) fits). T = a*b in uint64 column sums c[0..2L-1] from L^2
+// exact splits (field_mul_dfma.cuh: hb = DFMA.RM(a, b, 2^104), lb = DFMA(a, b, 2^104 + 2^52 - hb)).
+// Reduction by 2^(32N) = 2^(52K + S), K = floor(32N / 52), S = 32N - 52K (Fp: K = 7, S = 20;
+// Fr: K = 4, S = 48):
+//   K full rounds as field_mul_dfma's mont_mul_u (m = c_i * (-p^-1) mod 2^52, lo(m p_0) implicit:
+//   c_{i+1} += ceil(c_i / 2^52)), which divide by 2^(52K); then ONE S-bit round:
+//   m_S = c_K * (-p^-1) mod 2^S (-p^-1 mod 2^S = PINV mod 2^S), c_{K+j} += lo(m_S p_j),
+//   c_{K+j+1} += hi(m_S p_j) for all j (L splits; lo(m_S p_0) is needed now: c_K + lo is only
+//   divisible by 2^S, not by 2^52). Then V = sum_k c_{K+k} 2^(52k) (carry-propagated) is
+//   (T + M p) / 2^(52K) with M = the combined multiplier < 2^(32N), V = 0 mod 2^S, and the output
+//   words are bits [S + 32q, S + 32q + 32) of V: the final shift by S costs nothing extra, it is
+//   folded into the 52 -> 32 regrouping. Cost vs. the alternatives: reducing by R' = 2^(52L) with
+//   field_mul_dfma's L full rounds and then multiplying by 2^(52L - 32N) mod p (2^32 for Fp, 2^4 for
+//   Fr) costs the same FP64 work (K = L - 1 here, so the S-bit round just replaces the last full
+//   round: one more full split, one fewer hi-only split) PLUS a shift-and-reduce (quotient estimate,
+//   subtract a multiple of p, integer pipe); scaling an operand by 2^(52L-32N) mod p costs the same
+//   extra. So the S-bit round is the cheapest exact scheme.
+// Bounds (each relied on below):
+//   * output: V / 2^S = (T + M p) / 2^(32N) < p*p / 2^(32N) + p < 2p (p < 2^(32N) / 2: Fp 2^381 vs 2^384,
+//     Fr 2^255 vs 2^256), so one conditional subtraction gives < p, and V < 2p 2^S < 2^(32N + S)
+//     fits the NV = 2L - K limbs c_K..c_{2L-1} (Fp 404 <= 468 bits, Fr 304 <= 312): no carry out.
+//   * column sums: column k receives at most v6_parts(k) parts (each < 2^52) plus one carry < 2^6, so
+//     with parts <= 63 the true value stays < 2^58 < 2^64 (static_assert below; the host build checks
+//     c < 2^58 at every carry). The biased running sum may wrap (mod 2^64, harmless).
+//   * splits: every factor is an integer in [0, 2^52) (from_u32 limbs, m < 2^52, m_S < 2^S, p_j < 2^52).
+template <int N> struct v6_field { using F = dfma::Fp; };   // 12 words
+template <> struct v6_field<8> { using F = dfma::Fr; };     // 8 words
+
+template <class F> DFMA_CX int v6_K() { return 32 * F::N32 / 52; }
+template <class F> DFMA_CX int v6_S() { return 32 * F::N32 - 52 * v6_K<F>(); }
+
+// Column k's parts: (nlo, nhi) counts, as added by mont_mul_dfma (the full rounds skip lo(m_i p_0)).
+template <class F> DFMA_CX int v6_nlo(int k) {
+    int n = 0;
+    for (int i = 0; i < F::L; i++)
+        for (int j = 0; j < F::L; j++) n += (i + j == k) + (i < v6_K<F>() && j > 0 && i + j == k);
+    for (int j = 0; j < F::L; j++) n += (v6_K<F>() + j == k);
+    return n;
+}
+template <class F> DFMA_CX int v6_nhi(int k) {
+    int n = 0;
+    for (int i = 0; i < F::L; i++)
+        for (int j = 0; j < F::L; j++) n += (i + j + 1 == k) + (i < v6_K<F>() && i + j + 1 == k);
+    for (int j = 0; j < F::L; j++) n += (v6_K<F>() + j + 1 == k);
+    return n;
+}
+template <class F> DFMA_CX int v6_max_parts() {
+    int m = 0;
+    for (int k = 0; k < 2 * F::L; k++) m = m < v6_nlo<F>(k) + v6_nhi<F>(k) ? v6_nlo<F>(k) + v6_nhi<F>(k) : m;
+    return m;
+}
+// The column starts at minus its total bias (LB_BIAS per lo part, HB_BIAS per hi part), mod 2^64.
+template <class F> DFMA_CX uint64_t v6_col_init(int k) {
+    return 0ull - ((uint64_t)v6_nlo<F>(k) * dfma::LB_BIAS + (uint64_t)v6_nhi<F>(k) * dfma::HB_BIAS);
+}
+
+#ifdef CUZK_FASTMUL_HOST
+#define CUZK_V6_CHECK(cond, msg) do { if (!(cond)) throw msg; } while (0)
+#else
+#define CUZK_V6_CHECK(cond, msg) do { } while (0)
+#endif
+
+template <class P>
+CUZK_FM_INLINE void mont_mul_dfma(uint32_t* out, const uint32_t* a, const uint32_t* b) {
+    using F = typename v6_field<P::N>::F;
+    constexpr int N = P::N, L = F::L, K = v6_K<F>(), S = v6_S<F>(), NV = 2 * L - K;
+    static_assert(F::N32 == N, "field mismatch");
+    static_assert(S > 0 && S < 52 && K < L, "round layout: K full rounds + 1 S-bit round; c_{K+L} exists");
+    static_assert(v6_max_parts<F>() <= 63, "column sums < 63 * 2^52 + 2^6 <= 2^58");
+    static_assert(S + 32 * N <= 52 * NV, "V < 2^(32N+S) fits NV limbs: no carry out of the top one");
+    using dfma::as_u64;
+    const dfma::elem<F> x = dfma::from_u32<F>(a), y = dfma::from_u32<F>(b);   // a, b < p: limbs < 2^52
+    uint64_t c[2 * L];
+#pragma unroll
+    for (int k = 0; k < 2 * L; k++) c[k] = v6_col_init<F>(k);
+    // T = a*b: L^2 exact splits
+#pragma unroll
+    for (int i = 0; i < L; i++)
+#pragma unroll
+        for (int j = 0; j < L; j++) {
+            const double hb = dfma::split_hi(x.v[i], y.v[j]);
+            const double lb = dfma::dfma_rn(x.v[i], y.v[j], dfma::dsub(dfma::TWO104_52, hb));
+            c[i + j] += as_u64(lb);
+            c[i + j + 1] += as_u64(hb);
+        }
+    // K full rounds of 52 bits (c[i] mod 2^52 is bias-free: both biases are multiples of 2^52)
+#pragma unroll
+    for (int i = 0; i < K; i++) {
+        const uint64_t m = (c[i] * F::PINV) & dfma::MASK52;
+        const double md = dfma::u2d(m);
+        c[i + 1] += as_u64(dfma::split_hi(md, (double)F::p(0)));   // hi(m p_0); lo(m p_0) implicit
+#pragma unroll
+        for (int j = 1; j < L; j++) {
+            const double pj = (double)F::p(j);                       // exact: p_j < 2^52
+            const double hb = dfma::split_hi(md, pj);
+            const double lb = dfma::dfma_rn(md, pj, dfma::dsub(dfma::TWO104_52, hb));
+            c[i + j] += as_u64(lb);
+            c[i + j + 1] += as_u64(hb);
+        }
+        // column i is complete (true value); c[i] + lo(m p_0) = 2^52 ceil(c[i] / 2^52)
+        CUZK_V6_CHECK(!(c[i] >> 58), "v6: column sum >= 2^58");
+        c[i + 1] += (c[i] + dfma::MASK52) >> 52;
+    }
+    // one S-bit round: m_S = c_K * (-p^-1) mod 2^S, all L parts of m_S * p
+    {
+        uint64_t m;
+        if (S <= 32)   // only the low S bits matter: a 32-bit multiply suffices
+            m = (uint32_t)c[K] * (uint32_t)F::PINV & (uint32_t)((1ull << S) - 1);
+        else
+            m = (c[K] * F::PINV) & ((1ull << S) - 1);
+        const double md = dfma::u2d(m);
+#pragma unroll
+        for (int j = 0; j < L; j++) {
+            const double pj = (double)F::p(j);
+            const double hb = dfma::split_hi(md, pj);
+            const double lb = dfma::dfma_rn(md, pj, dfma::dsub(dfma::TWO104_52, hb));
+            c[K + j] += as_u64(lb);
+            c[K + j + 1] += as_u64(hb);
+        }
+    }
+    // V = carry-propagated c[K..2L-1]; V = 0 mod 2^S, V < 2^(52 NV): no carry out of the top limb
+    uint64_t t[NV];
+#pragma unroll
+    for (int k = 0; k < NV; k++) {
+        const uint64_t s = c[K + k];
+        CUZK_V6_CHECK(!(s >> 58), "v6: column sum >= 2^58");
+        t[k] = s & dfma::MASK52;
+        if (k + 1 < NV) c[K + k + 1] += s >> 52;
+    }
+    CUZK_V6_CHECK(!(c[2 * L - 1] >> 52), "v6: carry out of the top limb");
+    CUZK_V6_CHECK((t[0] & ((1ull << S) - 1)) == 0, "v6: V != 0 mod 2^S");
+    // words of V / 2^S (< 2p < 2^(32N)): bits [S + 32q, S + 32q + 32)
+    uint32_t w[N];
+#pragma unroll
+    for (int q = 0; q < N; q++) {
+        const int bit = S + 32 * q, k = bit / 52, sh = bit % 52;
+        uint64_t v = t[k] >> sh;
+        if (sh > 20 && k + 1 < NV) v |= t[k + 1] << (52 - sh);
+        w[q] = (uint32_t)v;
+    }
+    // < 2p: subtract p once if >= p
+    uint32_t s[N];
+    s[0] = sub_cc(w[0], P::mod(0));
+#pragma unroll
+    for (int j = 1; j < N; j++) s[j] = subc_cc(w[j], P::mod(j));
+    const uint32_t borrow = subc(0, 0);
+#pragma unroll
+    for (int j = 0; j < N; j++) out[j] = borrow ? w[j] : s[j];
+}
+#undef CUZK_V6_CHECK
+#endif  // CUZK_FASTMUL_HAS_V6
+
 template <class P>
 CUZK_FM_INLINE void mont_mul(uint32_t* out, const uint32_t* a, const uint32_t* b) {
     constexpr int N = P::N, H = N / 2;
     static_assert(N % 2 == 0, "even limb count");
     constexpr int V = N == 12 ? CUZK_FASTMUL_VARIANT_FP : CUZK_FASTMUL_VARIANT_FR;
-    static_assert(V >= 1 && V <= 5, "CUZK_FASTMUL_VARIANT is 1 .. 5");
+    static_assert(V >= 1 && V <= 6, "CUZK_FASTMUL_VARIANT is 1 .. 6");
+#ifdef CUZK_FASTMUL_HAS_V6
+    if (V == 6) {
+        mont_mul_dfma<P>(out, a, b);
+        return;
+    }
+#endif
     if (V == 5) {
         mont_mul_kara<P, CUZK_KARA_ROWS_A, CUZK_KARA_ROWS_M>(out, a, b);
         return;

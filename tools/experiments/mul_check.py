@@ -6,7 +6,7 @@ Needs CuPy and a GPU; nothing from the cuzk package. From the repository root:
 
     python3 tools/experiments/mul_check.py            # check 2^20 products per field, then time
     python3 tools/experiments/mul_check.py --quick    # 2^16 products, fewer timing repeats
-    python3 tools/experiments/mul_check.py --only5    # legacy, fast1 and the variant-5 builds only
+    python3 tools/experiments/mul_check.py --only5    # legacy, fast1, the variant-5 and -6 builds only
 
 Correctness: fp_mul / fr_mul / fp_sqr / fr_sqr on 2^20 fresh random inputs below p
 plus edge cases (0, 1, 2, p-1, p-2, (p+-1)/2, all-ones limbs below p, 2^k - 1, p-2^k,
@@ -57,9 +57,12 @@ VARIANTS = {                      # name -> extra NVRTC options
     "fast5": ("-DCUZK_FASTMUL_VARIANT=5",),      # Fp: one-level Karatsuba (SOS); Fr stays 1
     "fast5m1": ("-DCUZK_FASTMUL_VARIANT=5", "-DCUZK_KARA_ROWS_M=1"),  # same, reduction rows as 1
     "fast5fr": ("-DCUZK_FASTMUL_VARIANT=5", "-DCUZK_FASTMUL_VARIANT_FR=5"),  # Karatsuba for Fr too
+    "fast6fp": ("-DCUZK_FASTMUL_VARIANT_FP=6",),  # Fp on the FP64 pipe (52-bit DFMA limbs); Fr stays 1
+    "fast6fr": ("-DCUZK_FASTMUL_VARIANT_FR=6",),  # Fr on the FP64 pipe; Fp stays 1
 }
-if "--only5" in sys.argv:                       # legacy, the default and the variant-5 builds
-    VARIANTS = {k: v for k, v in VARIANTS.items() if k in ("legacy", "fast1", "fast5", "fast5m1", "fast5fr")}
+if "--only5" in sys.argv:                       # legacy, the default, the variant-5 and variant-6 builds
+    VARIANTS = {k: v for k, v in VARIANTS.items()
+                if k in ("legacy", "fast1", "fast5", "fast5m1", "fast5fr", "fast6fp", "fast6fr")}
 
 
 def build(variant: str):

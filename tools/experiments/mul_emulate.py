@@ -12,6 +12,7 @@ push the intermediate T toward its bound 2p.
     python3 tools/experiments/mul_emulate.py --host       # also: the header itself, compiled
                                                           # for the CPU with g++ (all variants)
     python3 tools/experiments/mul_emulate.py 200000 --host-only --variants=5,5fr   # only those builds
+    python3 tools/experiments/mul_emulate.py 200000 --host-only --variants=6       # variant 6 (FP64 pipe)
 """
 from __future__ import annotations
 
@@ -170,6 +171,10 @@ HOST_BUILDS = {  # name -> g++ defines; 5 is Fp-only by default, so "5fr" also p
     "5fr-m1": ("-DCUZK_FASTMUL_VARIANT=5", "-DCUZK_FASTMUL_VARIANT_FR=5", "-DCUZK_KARA_ROWS_M=1"),
     "5fr-a2": ("-DCUZK_FASTMUL_VARIANT=5", "-DCUZK_FASTMUL_VARIANT_FR=5", "-DCUZK_KARA_ROWS_A=2",
                "-DCUZK_KARA_SPECIAL=0"),
+    # variant 6 (FP64 pipe): both fields, and each field alone (the other on the default)
+    "6": ("-DCUZK_FASTMUL_VARIANT=6",),
+    "6fp": ("-DCUZK_FASTMUL_VARIANT_FP=6",),
+    "6fr": ("-DCUZK_FASTMUL_VARIANT_FR=6",),
 }
 
 

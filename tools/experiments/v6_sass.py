@@ -1,0 +1,74 @@
+"""SASS counts, registers / spills and the pipe model for fastmul variant 6 vs variant 1 (CPU only: nvcc +
+cuobjdump, no GPU). docs/mul-notes.md, "Variant 6".
+
+    CUOBJDUMP=... /tmp/venv/bin/python tools/experiments/v6_sass.py
+
+Builds kernels/field_ops.cu plus a 1-chain probe loop (x = x * y, `#pragma unroll 1`, so the loop body is
+exactly one mont_t multiplication) for: v1 (default), v6 (both fields), and prints registers / spills of
+fp_mul / fr_mul / the probes, the per-opcode counts of fp_mul / fr_mul (whole kernels) and of the probe loop
+bodies, and the bound in clk per warp-mul per SMSP (dfma_sass.model: FP64, FMA (A: IMAD.WIDE = 1 slot,
+B: 2 slots), ALU pipes at 2 clk per warp instruction, issue at 1).
+"""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from dfma_sass import count, loop_body, model, sass_lines  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+PROBE = r'''
+#define CUZK_V6_PROBE(F, name)                                                       \
+    extern "C" __global__ void name(uint32_t* data, int iters) {                     \
+        long i = blockIdx.x * (long)blockDim.x + threadIdx.x;                        \
+        const int W = sizeof(F) / 4;                                                 \
+        F x0 = F::load(data + i * W); const F y = x0;                                \
+        _Pragma("unroll 1") for (int k = 0; k < iters; k++) x0 = x0 * y;             \
+        x0.store(data + i * W);                                                      \
+    }
+CUZK_V6_PROBE(fp_t, fp_probe1)
+CUZK_V6_PROBE(fr_t, fr_probe1)
+'''
+BUILDS = {"v1": (), "v6": ("-DCUZK_FASTMUL_VARIANT=6",)}
+
+
+def main() -> int:
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "probe.cu"
+        src.write_text((ROOT / "kernels/field_ops.cu").read_text() + PROBE)
+        for b, defs in BUILDS.items():
+            cubin = Path(tmp) / f"{b}.cubin"
+            r = subprocess.run(["nvcc", "-cubin", "-arch=sm_90", "-std=c++17", f"-I{ROOT / 'kernels'}", "-Xptxas", "-v",
+                                *defs, "-o", str(cubin), str(src)], capture_output=True, text=True)
+            if r.returncode:
+                print(r.stderr)
+                return 1
+            fn, res = None, {}
+            for line in r.stderr.splitlines():
+                m = re.search(r"Compiling entry function '(\w+)'", line)
+                if m:
+                    fn = m.group(1)
+                m = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", line)
+                if m:
+                    res[fn] = f"spill {m.group(1)}/{m.group(2)} B"
+                m = re.search(r"Used (\d+) registers", line)
+                if m:
+                    res[fn] = f"{m.group(1)} regs, " + res.get(fn, "")
+            for kern, body in (("fp_mul", False), ("fr_mul", False), ("fp_probe1", True), ("fr_probe1", True)):
+                lines = sass_lines(cubin, kern)
+                c = count(loop_body(lines) if body else lines)
+                m = model(c)
+                ops = ", ".join(f"{k} {v}" for k, v in sorted(c.items(), key=lambda kv: -kv[1]) if k != "total")
+                print(f"[{b}] {kern}{' (loop body = 1 mul)' if body else ' (whole kernel)'}: {res.get(kern, '')}; "
+                      f"{c['total']} instructions\n    {ops}\n    FP64 {m['fp64']}, FMA {m['fma']} (WIDE {m['wide']}), "
+                      f"ALU {m['alu']}, issue {m['issue']}; bound clk/warp-mul A {m['boundA']}, B {m['boundB']} -> "
+                      f"{m['rateA']:.3g} / {m['rateB']:.3g} mults/s at 100%", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
