@@ -1,12 +1,14 @@
 # Device calls, one case each (under 10 minutes). Before a call: `bash tools/device_commit.sh`; carry
 # [".whl", ".cubin", ".device-commit"] (wheels: ../shared/tools/offline-gpu-wheels.sh; cubins: python
-# tools/build_cubins.py --out .cubin). S1-S4b are what session 3 ran (docs/perf-log.md); T1-T4 are left
+# tools/build_cubins.py --out .cubin). S1-S4b are what session 3 ran (docs/perf-log.md); T1-T5 are left
 # for session 4:
 #   T1  the whole `pytest -m gpu` (needed: kernels changed since the last full run)
-#   T2  the multiplier experiments (dfma_check.py, mul_check.py --only5) and every NTT variant timed
-#   T3  10 x 2^27 pipelined with B2 (the witness packed: bits plus the other entries)
-#   T4  the cuzk side of the snarkjs ratio; ncu on the affine round kernels (variant 1 vs 2)
-# In that order of priority: four calls plus four cold starts may not fit one session's 30 minutes.
+#   T2  the multipliers against big ints and timed: dfma_check.py; mul_check.py --only5 (builds 1, 5, 6)
+#   T3  the NTT variants (r4d, r4m; r4 with Fr build 6) and the G1 MSM with Fp build 6, timed
+#   T4  10 x 2^27 pipelined with B2 (the witness packed: bits plus the other entries)
+#   T5  the cuzk side of the snarkjs ratio; ncu on the affine round kernels (variant 1 vs 2)
+# In that order of priority: five calls do not fit one session's 30 minutes; T1-T3 (~27 min with starts)
+# decide whether the FP64-pipe multiplier reaches the #4/#5 targets.
 set -o pipefail
 source tools/device_setup.sh >/dev/null 2>&1
 export CUZK_CUBIN_DIR=$PWD/.cubin CUZK_CACHE_DIR=/tmp/cz
@@ -52,19 +54,27 @@ T1)
   # session 4, call 1: the whole GPU suite (428 tests; kernels changed since session 3's last suite run)
   timeout 570 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests 2>&1 | tail -12 ;;
 T2)
-  # session 4, call 2: the multiplier experiments: FP64-pipe (DFMA) check + throughput; Karatsuba build 5;
-  # every NTT variant timed at 2^20/2^24/2^27 (r4d, the DFMA pass, if merged)
+  # session 4, call 2: the multipliers, each checked against big ints and timed: the FP64-pipe experiment
+  # (dfma_check.py), then builds 1, 5 (Karatsuba) and 6 (mont_t on the FP64 pipe) (mul_check.py --only5)
   timeout 150 python3 tools/experiments/dfma_check.py 2>&1 | tail -25
-  timeout 200 python3 tools/experiments/mul_check.py --only5 2>&1 | tail -20
-  timeout 200 python3 tools/gpu_ntt_check.py --no-tests 2>&1 | tail -16 ;;
+  timeout 330 python3 tools/experiments/mul_check.py --only5 2>&1 | tail -30 ;;
 T3)
-  # session 4, call 3: B2 (packed witness hand-off and upload) in the 10 x 2^27 pipeline; before (session 3,
+  # session 4, call 3: the NTT and the MSM on the new multipliers: every NTT variant (r4d, r4m included)
+  # at 2^20/2^24/2^27; r4 rebuilt with Fr variant 6; the G1 MSM at 2^24/2^26 with Fp variant 6 vs the default
+  timeout 150 python3 tools/gpu_ntt_check.py --no-tests --no-mul --variants r4,r4d,r4m 2>&1 | tail -10
+  CUZK_KERNEL_DEFINES="CUZK_FASTMUL_VARIANT_FR=6" timeout 100 python3 tools/gpu_ntt_check.py --no-tests --no-mul \
+      --variants r4 2>&1 | tail -6
+  timeout 90 python3 tools/gpu_msm_affine_check.py --sizes 24,26 --no-tests 2>&1 | tail -8
+  CUZK_KERNEL_DEFINES="CUZK_FASTMUL_VARIANT_FP=6 CUZK_AFFINE_BLOCKS_PER_SM=3" timeout 200 \
+      python3 tools/gpu_msm_affine_check.py --sizes 24,26 --no-tests 2>&1 | tail -8 ;;
+T4)
+  # session 4, call 4: B2 (packed witness hand-off and upload) in the 10 x 2^27 pipeline; before (session 3,
   # B2 off): 35.59 s, 3.56 s a proof, synthesis device time 0.66-0.96 s a proof, GPU busy 26.0 s
   CUZK_OPT=+B2 timeout 420 bash tools/gpu_pipeline27.sh 2>&1 | tail -40 ;;
-T4)
+T5)
   # session 4, if time is left: the cuzk side of the snarkjs ratio; ncu on the affine rounds (variant 1 vs 2)
   SNARKJS_S="16=6.05,18=13.83" timeout 280 bash tools/gpu_snarkjs_ratio.sh 2>&1 | tail -15
   timeout 280 bash tools/ncu_msm_affine.sh 24 2>&1 | tail -60 ;;
-*) echo "usage: bash tools/device_next.sh S1|S2|S3|S4a|S4b|T1|T2|T3|T4"; exit 2 ;;
+*) echo "usage: bash tools/device_next.sh S1|S2|S3|S4a|S4b|T1|T2|T3|T4|T5"; exit 2 ;;
 esac
 echo "elapsed $(( $(date +%s) - t0 )) s"

@@ -9,7 +9,7 @@
    chains and 1 chain per thread; outputs checked against Python big ints and across builds.
 Prints a short table last; exits 1 on any mismatch or test failure.
 
-    python3 tools/gpu_ntt_check.py [--no-tests]
+    python3 tools/gpu_ntt_check.py [--no-tests] [--no-mul] [--variants r4,r4m]
 """
 import os
 import random
@@ -24,6 +24,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 t_start = time.time()
 bad = []
+SKIP_MUL = "--no-mul" in sys.argv
+ONLY = next((a.split("=", 1)[1] if "=" in a else sys.argv[i + 1] for i, a in enumerate(sys.argv)
+             if a.startswith("--variants")), None)
 
 
 def pytest(args, env=None):
@@ -57,11 +60,15 @@ def median_ms(fn, reps=10):
     return 1e3 * float(np.median([micro._events(fn, 1) for _ in range(reps)]))
 
 
+VARS = [v for v in G.VARIANTS if ONLY is None or v in ONLY.split(",")]
+if not VARS:
+    sys.exit(f"--variants {ONLY}: none of {', '.join(G.VARIANTS)}")
+
 # --- 2. NTT variants ---
 times = {}
 for L in (20, 24, 27):
     x = micro.random_fr(1 << L, seed=L)
-    for v in G.VARIANTS:
+    for v in VARS:
         for name, fn in (("dif", G.dif), ("dit", G.dit)):
             times[v, name, L] = median_ms(lambda: fn(x, L, 7, variant=v))
             print(f"{v:<8} {name} 2^{L}: {times[v, name, L]:.2f} ms", flush=True)
@@ -72,7 +79,7 @@ x0 = micro.random_fr(1 << 27, seed=99)
 for name, fn in (("dif", G.dif), ("dit", G.dit)):
     ref = x0.copy()
     fn(ref, 27, 5, variant="r2")
-    for v in G.VARIANTS:
+    for v in VARS:
         y = x0.copy()
         fn(y, 27, 5, variant=v)
         eq27[v, name] = bool(cupy.array_equal(y, ref)) and not bool(cupy.array_equal(y, x0))
@@ -87,7 +94,7 @@ rng = random.Random(16)
 a = np.array([rng.randrange(F.R) for _ in range(d.n)], dtype=object)
 want = poly.ntt(a, d.omega)
 perm = poly.bitrev_perm(d.n)
-for v in G.VARIANTS:
+for v in VARS:
     y = G.dif(gfr.upload(a), 16, 7, variant=v)
     z = G.dit(gfr.upload(a[perm]), 16, 7, variant=v)
     eq16[v] = bool((gfr.download(y) == want[perm]).all()) and bool((gfr.download(z) == want).all())
@@ -118,7 +125,7 @@ for f, (p, w) in FIELDS.items():
     b[:, w - 1] &= 0x0FFFFFFF                                      # below p
     base[f] = b
 rates, outs, mul_ok = {}, {}, {}
-for V in (1, 2, 3, 4):
+for V in (() if SKIP_MUL else (1, 2, 3, 4)):
     mod = cupy.RawModule(code=MUL_SRC, options=(f"-arch={arch()}", f"-I{kernel_dir()}", "--std=c++17",
                                                 f"-DCUZK_FASTMUL_VARIANT_FP={V}", f"-DCUZK_FASTMUL_VARIANT_FR={V}"))
     for f, (p, w) in FIELDS.items():
@@ -151,14 +158,14 @@ for key, ok in [*eq27.items(), *eq16.items(), *mul_ok.items()]:
         bad.append(f"mismatch {key}")
 print(f"\nNTT (ms, median of 10; '=r2' output equal to r2's at 2^27, '=cpu' to the CPU reference at 2^16)")
 print(f"{'variant':<9}" + "".join(f"{n + ' 2^' + str(L):>12}" for L in (20, 24, 27) for n in ("dif", "dit")) + "  =r2 dif/dit  =cpu")
-for v in G.VARIANTS:
+for v in VARS:
     print(f"{v:<9}" + "".join(f"{times[v, n, L]:12.2f}" for L in (20, 24, 27) for n in ("dif", "dit"))
           + f"  {eq27[v, 'dif']!s:>5}/{eq27[v, 'dit']!s:<5}  {eq16[v]}")
 print("\nmultiplication (/s; 4 and 1 chains per thread; 'ok' = big-int check and equal to build 1)")
-for V in (1, 2, 3, 4):
+for V in (() if SKIP_MUL else (1, 2, 3, 4)):
     print(f"FASTMUL {V}  fp {rates[V, 'fp', 4]:.3e} {rates[V, 'fp', 1]:.3e} {mul_ok[V, 'fp']!s:<5}"
           f"  fr {rates[V, 'fr', 4]:.3e} {rates[V, 'fr', 1]:.3e} {mul_ok[V, 'fr']}")
-ok_v = [v for v in G.VARIANTS if eq27[v, "dif"] and eq27[v, "dit"] and eq16[v]]
+ok_v = [v for v in VARS if eq27[v, "dif"] and eq27[v, "dit"] and eq16[v]]
 best = min(ok_v, key=lambda v: times[v, "dif", 27] + times[v, "dit", 27])
 print(f"fastest correct variant at 2^27 (dif + dit): {best}")
 if os.environ.get("OUT"):
