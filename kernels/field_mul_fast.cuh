@@ -161,6 +161,19 @@ CUZK_FM_INLINE void add_two_chains(uint32_t* w, const uint32_t* t, uint32_t t_to
 #define CUZK_KARA_SPECIAL 1
 #endif
 
+// out = t - p if t >= p, else t (t < 2p): the final step of every multiplication path.
+template <class P>
+CUZK_FM_INLINE void sub_p_once(uint32_t* out, const uint32_t* t) {
+    constexpr int N = P::N;
+    uint32_t s[N];
+    s[0] = sub_cc(t[0], P::mod(0));
+#pragma unroll
+    for (int j = 1; j < N; j++) s[j] = subc_cc(t[j], P::mod(j));
+    const uint32_t borrow = subc(0, 0);
+#pragma unroll
+    for (int j = 0; j < N; j++) out[j] = borrow ? t[j] : s[j];
+}
+
 // w[0..K] = t[0..K-1] + a[0..K-1] * bi (t unread when first): one schoolbook row with the
 // even/odd split, t folded into the products (VA 1) or added by two chains (VA 2).
 template <int K, int VA>
@@ -289,17 +302,12 @@ CUZK_FM_INLINE void mont_mul_kara(uint32_t* out, const uint32_t* a, const uint32
     hi[N - 1] = addc(hi[N - 1], 0);
     redc_low<P, VM>(lo);
     // lo + hi < 2p < 2^(32N); subtract p once if >= p
-    uint32_t t[N], s[N];
+    uint32_t t[N];
     t[0] = add_cc(lo[0], hi[0]);
 #pragma unroll
     for (int j = 1; j < N - 1; j++) t[j] = addc_cc(lo[j], hi[j]);
     t[N - 1] = addc(lo[N - 1], hi[N - 1]);
-    s[0] = sub_cc(t[0], P::mod(0));
-#pragma unroll
-    for (int j = 1; j < N; j++) s[j] = subc_cc(t[j], P::mod(j));
-    const uint32_t borrow = subc(0, 0);
-#pragma unroll
-    for (int j = 0; j < N; j++) out[j] = borrow ? t[j] : s[j];
+    sub_p_once<P>(out, t);
 }
 
 #ifdef CUZK_FASTMUL_HAS_V6
@@ -445,14 +453,7 @@ CUZK_FM_INLINE void mont_mul_dfma(uint32_t* out, const uint32_t* a, const uint32
         if (sh > 20 && k + 1 < NV) v |= t[k + 1] << (52 - sh);
         w[q] = (uint32_t)v;
     }
-    // < 2p: subtract p once if >= p
-    uint32_t s[N];
-    s[0] = sub_cc(w[0], P::mod(0));
-#pragma unroll
-    for (int j = 1; j < N; j++) s[j] = subc_cc(w[j], P::mod(j));
-    const uint32_t borrow = subc(0, 0);
-#pragma unroll
-    for (int j = 0; j < N; j++) out[j] = borrow ? w[j] : s[j];
+    sub_p_once<P>(out, w);       // < 2p
 }
 #undef CUZK_V6_CHECK
 #endif  // CUZK_FASTMUL_HAS_V6
@@ -500,14 +501,7 @@ CUZK_FM_INLINE void mont_mul(uint32_t* out, const uint32_t* a, const uint32_t* b
 #pragma unroll
         for (int j = 0; j < N; j++) t[j] = x[j + 1];
     }
-    // T < 2p: subtract p once if T >= p
-    uint32_t s[N];
-    s[0] = sub_cc(t[0], P::mod(0));
-#pragma unroll
-    for (int j = 1; j < N; j++) s[j] = subc_cc(t[j], P::mod(j));
-    const uint32_t borrow = subc(0, 0);
-#pragma unroll
-    for (int j = 0; j < N; j++) out[j] = borrow ? t[j] : s[j];
+    sub_p_once<P>(out, t);       // T < 2p
 }
 
 }  // namespace fastmul
