@@ -56,8 +56,39 @@ __device__ __forceinline__ fd load_tw(const uint32_t* p) {
 // x * w * 2^-260 mod r, canonical: x < r (any form), w < 2r (2^260 form)
 __device__ __forceinline__ fe mul(const fe& x, const fd& w) { return dfma::mont_mul_u<FR, true>(dfma::to_d<FR>(x), w); }
 
+// w_N^(e_sub << shift) in the 2^260 form, as doubles (< 2r). tw_mode 2: tw1[e_sub << tw1_shift];
+// tw_mode 1: tw_hi[e >> bits] * tw_lo[e & mask] (2^256 form x 2^264 form; lazy, < 2r).
+__device__ __forceinline__ fd outer_tw_d(unsigned e_sub, int tw_mode, int shift, const uint32_t* tw_lo,
+                                         const uint32_t* tw_hi, int bits, const uint32_t* tw1, int tw1_shift) {
+    if (tw_mode == 2) return load_tw(tw1 + ((unsigned long long)e_sub << tw1_shift) * FR_W);
+    const unsigned long long e = (unsigned long long)e_sub << shift, mask = (1ull << bits) - 1;
+    return dfma::mont_mul<FR>(load_tw(tw_hi + (e >> bits) * FR_W), load_tw(tw_lo + (e & mask) * FR_W));
+}
+
+// The butterflies and the 4-step twiddle of both policies, from E's add, sub and x * twiddle.
+template <class E>
+struct DfmaSteps {              // (templates on T: E is incomplete where it derives from this)
+    template <class T>
+    static __device__ __forceinline__ T outer(const T& x, unsigned e_sub, int tw_mode, int shift, const uint32_t* tw_lo,
+                                              const uint32_t* tw_hi, int bits, const uint32_t* tw1, int tw1_shift) {
+        return E::mul(x, outer_tw_d(e_sub, tw_mode, shift, tw_lo, tw_hi, bits, tw1, tw1_shift));
+    }
+    template <class T>
+    static __device__ __forceinline__ void dit(T& a, T& b, bool one, const uint32_t* wp) {
+        const T y = one ? b : E::mul(b, load_tw(wp));
+        b = E::sub(a, y);
+        a = E::add(a, y);
+    }
+    template <class T>
+    static __device__ __forceinline__ void dif(T& a, T& b, bool one, const uint32_t* wp) {
+        const T d = E::sub(a, b);
+        a = E::add(a, b);
+        b = one ? d : E::mul(d, load_tw(wp));
+    }
+};
+
 // Element policies: the register form, its global and shared-memory traffic, add, sub, x * twiddle.
-struct Wide52 {                  // r4d: five 52-bit limbs as uint64 in registers and shared memory
+struct Wide52 : DfmaSteps<Wide52> {                  // r4d: five 52-bit limbs as uint64 in registers and shared memory
     using T = fe;
     static constexpr int SMW = L;                       // 64-bit shared-memory words per element
     using S = uint64_t;
@@ -69,7 +100,7 @@ struct Wide52 {                  // r4d: five 52-bit limbs as uint64 in register
     static __device__ __forceinline__ S word(const T& x, int w) { return x.v[w]; }
     static __device__ __forceinline__ void set_word(T& x, int w, S v) { x.v[w] = v; }
 };
-struct Mixed {                   // r4m: fr_t (8 x uint32) in registers and shared memory
+struct Mixed : DfmaSteps<Mixed> {                   // r4m: fr_t (8 x uint32) in registers and shared memory
     using T = cuzk::fr_t;
     static constexpr int SMW = FR_W;                    // 32-bit shared-memory words per element
     using S = uint32_t;
@@ -86,111 +117,12 @@ struct Mixed {                   // r4m: fr_t (8 x uint32) in registers and shar
     static __device__ __forceinline__ void set_word(T& x, int w, S v) { x.v[w] = v; }
 };
 
-// w_N^(e_sub << shift) in the 2^260 form, as doubles (< 2r). tw_mode 2: tw1[e_sub << tw1_shift];
-// tw_mode 1: tw_hi[e >> bits] * tw_lo[e & mask] (2^256 form x 2^264 form; lazy, < 2r).
-__device__ __forceinline__ fd outer_tw_d(unsigned e_sub, int tw_mode, int shift, const uint32_t* tw_lo,
-                                         const uint32_t* tw_hi, int bits, const uint32_t* tw1, int tw1_shift) {
-    if (tw_mode == 2) return load_tw(tw1 + ((unsigned long long)e_sub << tw1_shift) * FR_W);
-    const unsigned long long e = (unsigned long long)e_sub << shift, mask = (1ull << bits) - 1;
-    return dfma::mont_mul<FR>(load_tw(tw_hi + (e >> bits) * FR_W), load_tw(tw_lo + (e & mask) * FR_W));
-}
 
-template <int LR, bool DIT, class P>
-__device__ __forceinline__ void ntt_dfma_pass(uint32_t* data, int log_n, int log_sub, int k, int log_c,
-                                              const uint32_t* __restrict__ tw_small, int tw_mode,
-                                              const uint32_t* __restrict__ tw_lo, const uint32_t* __restrict__ tw_hi,
-                                              int tw_bits, const uint32_t* __restrict__ tw1, int tw1_shift) {
-    constexpr int R = 1 << LR;
-    extern __shared__ uint64_t sm_raw[];                  // 8-byte aligned
-    typename P::S* const sm = reinterpret_cast<typename P::S*>(sm_raw);
-    const int E = 1 << (k + log_c);
-    const int log_n2 = log_sub - k, log_g = log_n2 - log_c, shift = log_n - log_sub;
-    const unsigned long long s = blockIdx.x >> log_g, cg = blockIdx.x & ((1u << log_g) - 1);
-    const int c = threadIdx.x & ((1 << log_c) - 1), q = threadIdx.x >> log_c;
-    const unsigned i2 = (unsigned)(cg << log_c) + c;       // column, < 2^log_n2
-    uint32_t* col = data + (((unsigned long long)blockIdx.y << log_n) + (s << log_sub) + i2) * FR_W;
-    const int ng = (k + LR - 1) / LR;
-    typename P::T x[R];
-
-#pragma unroll 1
-    for (int g = 0; g < ng; g++) {
-        int s_lo, s_hi;
-        if (DIT) { s_lo = g * LR; s_hi = min(k, s_lo + LR); }
-        else { s_hi = k - g * LR; s_lo = max(0, s_hi - LR); }
-        const int b0 = min(s_lo, k - LR), tlo = s_lo - b0, thi = s_hi - b0;
-        const int lo = q & ((1 << b0) - 1);
-        const int base = lo | ((q >> b0) << (b0 + LR));
-
-        if (g == 0) {
-#pragma unroll
-            for (int m = 0; m < R; m++)
-                x[m] = P::load(col + ((unsigned long long)(base + (m << b0)) << log_n2) * FR_W);
-            if (DIT && tw_mode) {              // b0 == 0 here: rows base + m
-#pragma unroll
-                for (int m = 0; m < R; m++) {
-                    const unsigned r = __brev(base + m) >> (32 - k);
-                    x[m] = P::mul(x[m], outer_tw_d(i2 * r, tw_mode, shift, tw_lo, tw_hi, tw_bits, tw1, tw1_shift));
-                }
-            }
-        } else {
-            __syncthreads();
-#pragma unroll
-            for (int m = 0; m < R; m++) {
-                const int ph = swz(((base + (m << b0)) << log_c) + c);
-#pragma unroll
-                for (int w = 0; w < P::SMW; w++) P::set_word(x[m], w, sm[w * E + ph]);
-            }
-        }
-
-#pragma unroll
-        for (int tt = 0; tt < LR; tt++) {
-            const int t = DIT ? tt : LR - 1 - tt;
-            if (t < tlo || t >= thi) continue;
-            const int st = b0 + t;
-#pragma unroll
-            for (int m = 0; m < R; m++) {
-                if (m & (1 << t)) continue;
-                const int jm = m & ((1 << t) - 1);
-                const bool one = b0 == 0 && jm == 0;       // w = 1, the same for the whole block
-                const uint32_t* wp = tw_small + ((unsigned)(lo + (jm << b0)) << (NTT_KMAX - 1 - st)) * FR_W;
-                typename P::T& a = x[m];
-                typename P::T& b = x[m + (1 << t)];
-                if (DIT) {
-                    const typename P::T y = one ? b : P::mul(b, load_tw(wp));
-                    b = P::sub(a, y);
-                    a = P::add(a, y);
-                } else {
-                    const typename P::T d = P::sub(a, b);
-                    a = P::add(a, b);
-                    b = one ? d : P::mul(d, load_tw(wp));
-                }
-            }
-        }
-
-        if (g == ng - 1) {
-#pragma unroll
-            for (int m = 0; m < R; m++) {      // one element at a time: each dies at its store
-                if (!DIT && tw_mode) {         // b0 == 0 here: rows base + m
-                    const unsigned r = __brev(base + m) >> (32 - k);
-                    x[m] = P::mul(x[m], outer_tw_d(i2 * r, tw_mode, shift, tw_lo, tw_hi, tw_bits, tw1, tw1_shift));
-                }
-                P::store(x[m], col + ((unsigned long long)(base + (m << b0)) << log_n2) * FR_W);
-            }
-        } else {
-#pragma unroll
-            for (int m = 0; m < R; m++) {
-                const int ph = swz(((base + (m << b0)) << log_c) + c);
-#pragma unroll
-                for (int w = 0; w < P::SMW; w++) sm[w * E + ph] = P::word(x[m], w);
-            }
-        }
-    }
-}
 }  // namespace
 
 // R = 4: up to 256 threads (2^10 elements, 40 KiB of shared memory: 40 B per element).
-extern "C" __global__ void __launch_bounds__(256, 2) ntt_r4d_dif(NTT_REG_ARGS) { ntt_dfma_pass<2, false, Wide52>(NTT_REG_CALL); }
-extern "C" __global__ void __launch_bounds__(256, 2) ntt_r4d_dit(NTT_REG_ARGS) { ntt_dfma_pass<2, true, Wide52>(NTT_REG_CALL); }
+extern "C" __global__ void __launch_bounds__(256, 2) ntt_r4d_dif(NTT_REG_ARGS) { ntt_reg_pass<2, false, Wide52>(NTT_REG_CALL); }
+extern "C" __global__ void __launch_bounds__(256, 2) ntt_r4d_dit(NTT_REG_ARGS) { ntt_reg_pass<2, true, Wide52>(NTT_REG_CALL); }
 // r4m: 32 B of shared memory per element (32 KiB per block of 2^10).
-extern "C" __global__ void __launch_bounds__(256, 2) ntt_r4m_dif(NTT_REG_ARGS) { ntt_dfma_pass<2, false, Mixed>(NTT_REG_CALL); }
-extern "C" __global__ void __launch_bounds__(256, 2) ntt_r4m_dit(NTT_REG_ARGS) { ntt_dfma_pass<2, true, Mixed>(NTT_REG_CALL); }
+extern "C" __global__ void __launch_bounds__(256, 2) ntt_r4m_dif(NTT_REG_ARGS) { ntt_reg_pass<2, false, Mixed>(NTT_REG_CALL); }
+extern "C" __global__ void __launch_bounds__(256, 2) ntt_r4m_dit(NTT_REG_ARGS) { ntt_reg_pass<2, true, Mixed>(NTT_REG_CALL); }

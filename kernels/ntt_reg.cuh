@@ -18,3 +18,93 @@ __device__ __forceinline__ int swz(int s) {
         int tw_mode, const uint32_t *__restrict__ tw_lo, const uint32_t *__restrict__ tw_hi, int tw_bits, \
         const uint32_t *__restrict__ tw1, int tw1_shift
 #define NTT_REG_CALL data, log_n, log_sub, k, log_c, tw_small, tw_mode, tw_lo, tw_hi, tw_bits, tw1, tw1_shift
+
+// The pass itself, over an element policy P (ntt_reg.cu: fr_t; ntt_dfma.cu: 52-bit limbs): P::T in
+// registers, P::SMW words of type P::S per element in shared memory (word-planar, swizzled), and
+// P::load/store (global, 8 x uint32), P::word/set_word, P::outer (x times its 4-step twiddle) and the
+// butterflies P::dit / P::dif (a, b, w = 1 for the block?, twiddle table entry).
+template <int LR, bool DIT, class P>
+__device__ __forceinline__ void ntt_reg_pass(uint32_t* data, int log_n, int log_sub, int k, int log_c,
+                                             const uint32_t* __restrict__ tw_small, int tw_mode,
+                                             const uint32_t* __restrict__ tw_lo, const uint32_t* __restrict__ tw_hi,
+                                             int tw_bits, const uint32_t* __restrict__ tw1, int tw1_shift) {
+    constexpr int R = 1 << LR;
+    extern __shared__ uint64_t sm_raw[];                  // 8-byte aligned
+    typename P::S* const sm = reinterpret_cast<typename P::S*>(sm_raw);
+    const int E = 1 << (k + log_c);
+    const int log_n2 = log_sub - k, log_g = log_n2 - log_c, shift = log_n - log_sub;
+    const unsigned long long s = blockIdx.x >> log_g, cg = blockIdx.x & ((1u << log_g) - 1);
+    const int c = threadIdx.x & ((1 << log_c) - 1), q = threadIdx.x >> log_c;
+    const unsigned i2 = (unsigned)(cg << log_c) + c;       // column, < 2^log_n2
+    uint32_t* col = data + (((unsigned long long)blockIdx.y << log_n) + (s << log_sub) + i2) * FR_W;
+    const int ng = (k + LR - 1) / LR;
+    typename P::T x[R];
+
+#pragma unroll 1
+    for (int g = 0; g < ng; g++) {
+        int s_lo, s_hi;
+        if (DIT) { s_lo = g * LR; s_hi = min(k, s_lo + LR); }
+        else { s_hi = k - g * LR; s_lo = max(0, s_hi - LR); }
+        const int b0 = min(s_lo, k - LR), tlo = s_lo - b0, thi = s_hi - b0;
+        const int lo = q & ((1 << b0) - 1);
+        const int base = lo | ((q >> b0) << (b0 + LR));
+
+        if (g == 0) {
+#pragma unroll
+            for (int m = 0; m < R; m++)
+                x[m] = P::load(col + ((unsigned long long)(base + (m << b0)) << log_n2) * FR_W);
+            if (DIT && tw_mode) {              // b0 == 0 here: rows base + m
+#pragma unroll
+                for (int m = 0; m < R; m++) {
+                    const unsigned r = __brev(base + m) >> (32 - k);
+                    x[m] = P::outer(x[m], i2 * r, tw_mode, shift, tw_lo, tw_hi, tw_bits, tw1, tw1_shift);
+                }
+            }
+        } else {
+            __syncthreads();
+#pragma unroll
+            for (int m = 0; m < R; m++) {
+                const int ph = swz(((base + (m << b0)) << log_c) + c);
+#pragma unroll
+                for (int w = 0; w < P::SMW; w++) P::set_word(x[m], w, sm[w * E + ph]);
+            }
+        }
+
+#pragma unroll
+        for (int tt = 0; tt < LR; tt++) {
+            const int t = DIT ? tt : LR - 1 - tt;
+            if (t < tlo || t >= thi) continue;
+            const int st = b0 + t;
+#pragma unroll
+            for (int m = 0; m < R; m++) {
+                if (m & (1 << t)) continue;
+                const int jm = m & ((1 << t) - 1);
+                const bool one = b0 == 0 && jm == 0;       // w = 1, the same for the whole block
+                const uint32_t* wp = tw_small + ((unsigned)(lo + (jm << b0)) << (NTT_KMAX - 1 - st)) * FR_W;
+                if (DIT)
+                    P::dit(x[m], x[m + (1 << t)], one, wp);
+                else
+                    P::dif(x[m], x[m + (1 << t)], one, wp);
+            }
+        }
+
+        if (g == ng - 1) {
+#pragma unroll
+            for (int m = 0; m < R; m++) {      // one element at a time: each dies at its store
+                if (!DIT && tw_mode) {         // b0 == 0 here: rows base + m
+                    const unsigned r = __brev(base + m) >> (32 - k);
+                    x[m] = P::outer(x[m], i2 * r, tw_mode, shift, tw_lo, tw_hi, tw_bits, tw1, tw1_shift);
+                }
+                P::store(x[m], col + ((unsigned long long)(base + (m << b0)) << log_n2) * FR_W);
+            }
+        } else {
+#pragma unroll
+            for (int m = 0; m < R; m++) {
+                const int ph = swz(((base + (m << b0)) << log_c) + c);
+#pragma unroll
+                for (int w = 0; w < P::SMW; w++) sm[w * E + ph] = P::word(x[m], w);
+            }
+        }
+    }
+}
+
