@@ -63,7 +63,12 @@ def limbs_to_ark(group: int, limbs: np.ndarray, inf: np.ndarray, check: bool = F
     if n == 0:
         return []
     canon = F.ints_to_limbs(F.fp_from_limbs(limbs.reshape(-1, F.FP_LIMBS)), F.FP_LIMBS)
-    raw = canon.reshape(n, -1)
+    return canonical_to_ark(group, canon.reshape(n, -1), inf, check)
+
+
+def canonical_to_ark(group: int, raw: np.ndarray, inf: np.ndarray, check: bool = False) -> list:
+    """Points from canonical (not Montgomery) coordinate limbs, uint32[n, 24 or 48]; rows where inf
+    is set become the identity (all-zero coordinates). raw is modified there."""
     raw[inf] = 0
     buf = raw.tobytes()
     nb = _XY_BYTES[group]

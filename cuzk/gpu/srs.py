@@ -50,19 +50,14 @@ class DeviceBases:
         missing rows as the identity). Only the stored points are converted, from Montgomery form on
         the GPU (field_ops fp_from_mont), so the host does one unchecked parse per point."""
         import cupy
-        from ..curve import _CLS, _XY_BYTES
-        from .fr import THREADS
-        from .loader import kernel
+        from ..curve import _CLS, canonical_to_ark
+        from .fr import _launch
         canon = cupy.array(self.limbs)                   # (n, 24 or 48) words, Montgomery
         n_fp = canon.size // FP_LIMBS
         if n_fp:
-            kernel("field_ops", "fp_from_mont")(((n_fp + THREADS - 1) // THREADS,), (THREADS,),
-                                                (canon, canon, np.int64(n_fp)))
-        canon[self.inf] = 0                              # arkworks: all-zero x, y is the identity
-        buf = cupy.asnumpy(canon).tobytes()
+            _launch("fp_from_mont", canon, canon, n_fp)
+        pts = canonical_to_ark(self.group, cupy.asnumpy(canon), cupy.asnumpy(self.inf))
         del canon
-        nb, make = _XY_BYTES[self.group], _CLS[self.group].from_xy_bytes_unchecked_le
-        pts = [make(buf[i:i + nb]) for i in range(0, len(buf), nb)]
         if self.rows is None:
             return pts
         rows = cupy.asnumpy(self.rows)
