@@ -207,10 +207,7 @@ class Ablation:
             gpu = None
             if guard is not None:
                 gpu = guard.nvml.info().as_dict()
-            self.samples = {c.label: {a: [] for a in AREAS} for c in self.configs}
-            self.host = {c.label: {a: [] for a in AREAS} for c in self.configs}
-            self.states = {c.label: [] for c in self.configs}
-            self.energy = {c.label: [] for c in self.configs}
+            self._new_tables()
             discards: list[str] = []
             self.orders = []
             rng = random.Random(s.seed)
@@ -257,6 +254,13 @@ class Ablation:
             else:
                 os.environ["CUZK_OPT"] = old_env
         return self._result(discards, gpu, t0, start)
+
+    def _new_tables(self) -> None:
+        """Empty per-configuration sample tables (device/host per area, GPU states, energy)."""
+        self.samples = {c.label: {a: [] for a in AREAS} for c in self.configs}
+        self.host = {c.label: {a: [] for a in AREAS} for c in self.configs}
+        self.states = {c.label: [] for c in self.configs}
+        self.energy = {c.label: [] for c in self.configs}
 
     def _restore(self, discards: list, rng) -> int:
         """Load the resumed rounds (if any) into the sample tables; the rounds already done."""
@@ -368,10 +372,7 @@ def rejudge(res: dict, confidence: float) -> dict:
         raise AblateError(f"{n} rounds cannot give a {confidence:.0%} interval")
     saved = {k: v for k, v in res["setup"].items() if k in Setup.__dataclass_fields__}
     ab = Ablation(Setup(**{**saved, "confidence": confidence}), log=lambda m: None, resume=res)
-    ab.samples = {c.label: {a: [] for a in AREAS} for c in ab.configs}
-    ab.host = {c.label: {a: [] for a in AREAS} for c in ab.configs}
-    ab.states = {c.label: [] for c in ab.configs}
-    ab.energy = {c.label: [] for c in ab.configs}
+    ab._new_tables()
     ab.impl = res["impl"]
     ab._restore([], random.Random(0))
     out = ab.analyse()
