@@ -39,13 +39,19 @@ def upload_limbs(host: np.ndarray, mont: bool = True, pinned: bool = False):
     return limbs
 
 
+def _with_inputs(inputs, n_aux: int):
+    """(z, ni): device uint32[ni + n_aux, 8] with the inputs' canonical limbs in its first ni rows."""
+    import cupy
+    ni = len(inputs)
+    z = cupy.empty((ni + n_aux, FR_LIMBS), dtype=cupy.uint32)
+    z[:ni].set(ints_to_limbs(fr_array(inputs), FR_LIMBS))
+    return z, ni
+
+
 def upload_split(inputs, aux_limbs):
     """z = inputs (a few ints) | aux (canonical uint32[num_aux, 8] limbs) -> device Montgomery
     uint32[num_vars, 8], written in place (no host concatenation of the large part)."""
-    import cupy
-    ni = len(inputs)
-    z = cupy.empty((ni + len(aux_limbs), FR_LIMBS), dtype=cupy.uint32)
-    z[:ni].set(ints_to_limbs(fr_array(inputs), FR_LIMBS))
+    z, ni = _with_inputs(inputs, len(aux_limbs))
     if len(aux_limbs):
         z[ni:].set(np.ascontiguousarray(aux_limbs, dtype=np.uint32))
     return to_mont(z) if len(z) else z
@@ -56,10 +62,8 @@ def upload_packed(inputs, pw):
     Montgomery uint32[num_vars, 8], expanded on the GPU: ~60 MB cross the bus at 2^27, not 4 GiB."""
     import cupy
     from ..witness_pack import unpack_into
-    ni = len(inputs)
-    z = cupy.empty((ni + pw.n, FR_LIMBS), dtype=cupy.uint32)
+    z, ni = _with_inputs(inputs, pw.n)
     if ni:
-        z[:ni].set(ints_to_limbs(fr_array(inputs), FR_LIMBS))
         to_mont(z[:ni])
     unpack_into(z[ni:], pw, cupy, to_mont)
     return z
