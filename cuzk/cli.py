@@ -164,7 +164,7 @@ def _kernel_load_times() -> dict:
 
 def cmd_bench(args) -> int:
     from .backend import get_backend
-    from .groth16 import verify, vk_to_json
+    from .groth16 import verify
     from .nvml import gpu_state
     from .opts import resolve
     from .phases.synthesis import make_pool, synthesize
@@ -232,6 +232,14 @@ def cmd_bench(args) -> int:
     if keygen_info is not None:
         print(keygen_table(keygen_info))
     print(f"verified: {verified}")
+    write_all(bench_outputs(args, report, vk, [a.public for a in assignments], proofs))
+    return EXIT_OK if verified else EXIT_INVALID
+
+
+def bench_outputs(args, report: dict, vk, publics, proofs) -> dict:
+    """What `bench` (and `bench --pipeline`) writes: --json, --timeline, and with --save the
+    verification key and each circuit's proof and public inputs (snarkjs names)."""
+    from .groth16 import vk_to_json
     outputs = {}
     if args.json:
         outputs[args.json] = json.dumps(report, indent=2) + "\n"
@@ -241,12 +249,11 @@ def cmd_bench(args) -> int:
     if args.save:
         out = Path(args.save)
         outputs[out / "verification_key.json"] = json.dumps(vk_to_json(vk), indent=1) + "\n"
-        for i, (a, p) in enumerate(zip(assignments, proofs)):
+        for i, (pub, pf) in enumerate(zip(publics, proofs)):
             sfx = "" if i == 0 else f"_{i}"
-            outputs[out / f"proof{sfx}.json"] = json.dumps(p.to_json(), indent=1) + "\n"
-            outputs[out / f"public{sfx}.json"] = json.dumps([str(v) for v in a.public]) + "\n"
-    write_all(outputs)
-    return EXIT_OK if verified else EXIT_INVALID
+            outputs[out / f"proof{sfx}.json"] = json.dumps(pf.to_json(), indent=1) + "\n"
+            outputs[out / f"public{sfx}.json"] = json.dumps([str(v) for v in pub]) + "\n"
+    return outputs
 
 
 def bench_prover(args, backend, r1cs):

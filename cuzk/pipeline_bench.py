@@ -10,13 +10,11 @@ section has the run's figures and per-circuit times (seconds since the run start
 """
 from __future__ import annotations
 
-import json
 import sys
 import time
-from pathlib import Path
 
 from . import __version__
-from .cli import EXIT_INVALID, EXIT_OK, CliError, _kernel_load_times, bench_prover, git_commit, write_all
+from .cli import EXIT_INVALID, EXIT_OK, CliError, _kernel_load_times, bench_outputs, bench_prover, git_commit, write_all
 
 PIPELINE_FLAGS = ("pipeline_depth", "pipeline_workers", "compare")
 
@@ -65,7 +63,7 @@ def table(p: dict) -> str:
 def bench_pipeline(args, opts) -> int:
     from . import circuits
     from .backend import get_backend
-    from .groth16 import verify, vk_to_json
+    from .groth16 import verify
     from .nvml import gpu_state
     from .phases.synthesis import assign
     from .pipeline import Job, PipelineError, plan_workers, run_pipelined, run_sequential, summary
@@ -139,18 +137,5 @@ def bench_pipeline(args, opts) -> int:
           f"{args.circuits}, backend {backend.name}, opts {opts.label()}, {workers} {pool} worker(s), depth {depth}")
     print(table(section))
     print(f"verified: {verified}")
-    outputs = {}
-    if args.json:
-        outputs[args.json] = json.dumps(report, indent=2) + "\n"
-    if args.timeline:
-        from .perf.plots import timeline_png
-        outputs[args.timeline] = timeline_png(report)
-    if args.save:
-        out = Path(args.save)
-        outputs[out / "verification_key.json"] = json.dumps(vk_to_json(vk), indent=1) + "\n"
-        for i, (pub, pf) in enumerate(zip(pipe.publics, pipe.proofs)):
-            sfx = "" if i == 0 else f"_{i}"
-            outputs[out / f"proof{sfx}.json"] = json.dumps(pf.to_json(), indent=1) + "\n"
-            outputs[out / f"public{sfx}.json"] = json.dumps([str(v) for v in pub]) + "\n"
-    write_all(outputs)
+    write_all(bench_outputs(args, report, vk, pipe.publics, pipe.proofs))
     return EXIT_OK if verified else EXIT_INVALID
