@@ -1,6 +1,7 @@
 // Pieces shared by the register-radix NTT passes: kernels/ntt_reg.cu (r4, r8: elements as fr_t)
 // and kernels/ntt_dfma.cu (r4d: elements as 52-bit limbs for the FP64 multiplier).
 #pragma once
+#include "layout.cuh"   // uint32_t, uint64_t (NVRTC has no <cstdint>)
 
 #define NTT_KMAX 10      // tw_small[i] = w_(2^NTT_KMAX)^i, i < 2^(NTT_KMAX - 1) (ntt.cu's table)
 #define FR_W 8
