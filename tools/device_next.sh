@@ -67,6 +67,19 @@ T3)
   timeout 90 python3 tools/gpu_msm_affine_check.py --sizes 24,26 --no-tests 2>&1 | tail -8
   CUZK_KERNEL_DEFINES="CUZK_FASTMUL_VARIANT_FP=6 CUZK_AFFINE_BLOCKS_PER_SM=3" timeout 200 \
       python3 tools/gpu_msm_affine_check.py --sizes 24,26 --no-tests 2>&1 | tail -8 ;;
+T2b)
+  # session 4, call 1b: T2 cut short by blocks that do not launch (build 6 at 512 threads): rerun quick, Fr only
+  # for dfma; then the NTT variants (T3's first half)
+  timeout 90 python3 tools/experiments/dfma_check.py --quick --fields fr 2>&1 | tail -9
+  timeout 200 python3 tools/experiments/mul_check.py --only5 --quick 2>&1 | grep -v "^  ok" | tail -16
+  timeout 150 python3 tools/gpu_ntt_check.py --no-tests --no-mul --variants r4,r4d,r4m 2>&1 | tail -10
+  CUZK_KERNEL_DEFINES="CUZK_FASTMUL_VARIANT_FR=6" timeout 100 python3 tools/gpu_ntt_check.py --no-tests --no-mul \
+      --variants r4 2>&1 | tail -6 ;;
+T3b)
+  # session 4: T3's second half, the G1 MSM with Fp build 6 against the default
+  timeout 90 python3 tools/gpu_msm_affine_check.py --sizes 24,26 --no-tests 2>&1 | tail -8
+  CUZK_KERNEL_DEFINES="CUZK_FASTMUL_VARIANT_FP=6 CUZK_AFFINE_BLOCKS_PER_SM=3" timeout 200 \
+      python3 tools/gpu_msm_affine_check.py --sizes 24,26 --no-tests 2>&1 | tail -8 ;;
 T4)
   # session 4, call 4: B2 (packed witness hand-off and upload) in the 10 x 2^27 pipeline; before (session 3,
   # B2 off): 35.59 s, 3.56 s a proof, synthesis device time 0.66-0.96 s a proof, GPU busy 26.0 s
