@@ -80,6 +80,10 @@ T3b)
   timeout 90 python3 tools/gpu_msm_affine_check.py --sizes 24,26 --no-tests 2>&1 | tail -8
   CUZK_KERNEL_DEFINES="CUZK_FASTMUL_VARIANT_FP=6 CUZK_AFFINE_BLOCKS_PER_SM=3" timeout 200 \
       python3 tools/gpu_msm_affine_check.py --sizes 24,26 --no-tests 2>&1 | tail -8 ;;
+T5b)
+  # session 4: ncu on the NTT passes (Fr builds 1 and 6), then the cuzk side of the snarkjs ratio
+  timeout 280 bash tools/ncu_ntt.sh 24 2>&1 | tail -150
+  SNARKJS_S="16=6.05,18=13.83" timeout 300 bash tools/gpu_snarkjs_ratio.sh 2>&1 | tail -15 ;;
 T4)
   # session 4, call 4: B2 (packed witness hand-off and upload) in the 10 x 2^27 pipeline; before (session 3,
   # B2 off): 35.59 s, 3.56 s a proof, synthesis device time 0.66-0.96 s a proof, GPU busy 26.0 s
