@@ -111,14 +111,22 @@ class Resident:
         self.backend = get_backend(backend, log=lambda m: None)
         self.prover = Prover(self.backend, self.zk.pk)
 
-    def prove(self):
-        asg = self.backend.assign_zkey(self.zk, self.witness)
-        return asg, self.prover.prove([asg])[0]
+    def prove(self, timer=None):
+        """a/b/c (timed as synthesis) and the proof; `timer`: a PhaseTimer for both."""
+        from .timing import PhaseTimer
+        timer = timer if timer is not None else PhaseTimer(device=self.backend.timer_device())
+        with timer.phase("synthesis", self.backend.phase_impl("synthesis")):
+            asg = self.backend.assign_zkey(self.zk, self.witness)
+        return asg, self.prover.prove([asg], timer=timer)[0]
 
-    def time(self) -> float:
+    def time(self) -> tuple[float, dict]:
+        """Wall seconds of one proof, and its phases ({phase: {'host_s', 'device_s'}})."""
+        from .timing import PhaseTimer
+        timer = PhaseTimer(device=self.backend.timer_device())
         t0 = time.perf_counter()
-        self.prove()
-        return time.perf_counter() - t0
+        self.prove(timer)
+        dt = time.perf_counter() - t0
+        return dt, {p: {"host_s": r["host_s"], "device_s": r.get("device_s")} for p, r in timer.as_dict().items()}
 
 
 def check_cuzk(files: dict, outdir: Path, resident: Resident) -> bool:
@@ -165,12 +173,14 @@ def run(sizes, circuit="porep_like", backend="auto", repeat=3, workdir=None, log
             cli.append(cuzk_prove_cli(files, outdir, backend))
         res = Resident(files, backend)
         res.prove()                                # warm-up (first-use conversions, device CSR)
-        resident = [res.time() for _ in range(repeat)]
+        timed = [res.time() for _ in range(repeat)]
+        resident = [t for t, _ in timed]
         ok = check_cuzk(files, outdir, res) and (skip_snarkjs or check(files, outdir))
         row = {"log_size": k, "constraints": files["constraints"], "backend": backend_name,
                "snarkjs_s": statistics.median(sj) if sj else None, "cuzk_cli_s": statistics.median(cli),
                "cuzk_resident_s": statistics.median(resident), "verified": ok,
-               "samples": {"snarkjs": sj, "cuzk_cli": cli, "cuzk_resident": resident}}
+               "samples": {"snarkjs": sj, "cuzk_cli": cli, "cuzk_resident": resident},
+               "resident_phases": sorted(timed, key=lambda tp: tp[0])[len(timed) // 2][1]}   # the median sample's
         sjs = row["snarkjs_s"]
         row["ratio_cli"] = sjs / row["cuzk_cli_s"] if sjs else None
         row["ratio_resident"] = sjs / row["cuzk_resident_s"] if sjs else None

@@ -53,8 +53,8 @@
 #define CUZK_FASTMUL_VARIANT_FR (CUZK_FASTMUL_VARIANT == 5 ? 1 : CUZK_FASTMUL_VARIANT)
 #endif
 
-#if CUZK_FASTMUL_VARIANT_FP == 6 || CUZK_FASTMUL_VARIANT_FR == 6
-#define CUZK_FASTMUL_HAS_V6 1
+#if CUZK_FASTMUL_VARIANT_FP == 6 || CUZK_FASTMUL_VARIANT_FR == 6 || defined(CUZK_FASTMUL_WANT_V6)
+#define CUZK_FASTMUL_HAS_V6 1   // mont_mul_dfma; WANT_V6: beside the default build (kernels/ntt_split.cu)
 #if defined(CUZK_FASTMUL_HOST) && !defined(CUZK_DFMA_HOST)
 #define CUZK_DFMA_HOST 1   // std::fma + an exact round-down emulation (field_mul_dfma.cuh)
 #endif

@@ -70,17 +70,17 @@ template <class E>
 struct DfmaSteps {              // (templates on T: E is incomplete where it derives from this)
     template <class T>
     static __device__ __forceinline__ T outer(const T& x, unsigned e_sub, int tw_mode, int shift, const uint32_t* tw_lo,
-                                              const uint32_t* tw_hi, int bits, const uint32_t* tw1, int tw1_shift) {
+                                              const uint32_t* tw_hi, int bits, const uint32_t* tw1, int tw1_shift, int) {
         return E::mul(x, outer_tw_d(e_sub, tw_mode, shift, tw_lo, tw_hi, bits, tw1, tw1_shift));
     }
     template <class T>
-    static __device__ __forceinline__ void dit(T& a, T& b, bool one, const uint32_t* wp) {
+    static __device__ __forceinline__ void dit(T& a, T& b, bool one, const uint32_t* wp, int) {
         const T y = one ? b : E::mul(b, load_tw(wp));
         b = E::sub(a, y);
         a = E::add(a, y);
     }
     template <class T>
-    static __device__ __forceinline__ void dif(T& a, T& b, bool one, const uint32_t* wp) {
+    static __device__ __forceinline__ void dif(T& a, T& b, bool one, const uint32_t* wp, int) {
         const T d = E::sub(a, b);
         a = E::add(a, b);
         b = one ? d : E::mul(d, load_tw(wp));

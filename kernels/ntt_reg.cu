@@ -38,15 +38,15 @@ struct Fr32 {                    // r4, r8: fr_t in registers and shared memory 
     static __device__ __forceinline__ S word(const T& x, int w) { return x.v[w]; }
     static __device__ __forceinline__ void set_word(T& x, int w, S v) { x.v[w] = v; }
     static __device__ __forceinline__ T outer(const T& x, unsigned e_sub, int tw_mode, int shift, const uint32_t* tw_lo,
-                                              const uint32_t* tw_hi, int bits, const uint32_t* tw1, int tw1_shift) {
+                                              const uint32_t* tw_hi, int bits, const uint32_t* tw1, int tw1_shift, int) {
         return x * outer_tw(e_sub, tw_mode, shift, tw_lo, tw_hi, bits, tw1, tw1_shift);
     }
-    static __device__ __forceinline__ void dit(T& a, T& b, bool one, const uint32_t* wp) {
+    static __device__ __forceinline__ void dit(T& a, T& b, bool one, const uint32_t* wp, int) {
         T y = one ? b : b * T::load(wp);
         b = a - y;
         a = a + y;
     }
-    static __device__ __forceinline__ void dif(T& a, T& b, bool one, const uint32_t* wp) {
+    static __device__ __forceinline__ void dif(T& a, T& b, bool one, const uint32_t* wp, int) {
         b = a - b;
         a = a + a - b;                  // a + b_old: one more add, but no spills
                                         // at 128 registers (d = a - b; a += b spills)

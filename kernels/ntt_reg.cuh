@@ -23,7 +23,8 @@ __device__ __forceinline__ int swz(int s) {
 // The pass itself, over an element policy P (ntt_reg.cu: fr_t; ntt_dfma.cu: 52-bit limbs): P::T in
 // registers, P::SMW words of type P::S per element in shared memory (word-planar, swizzled), and
 // P::load/store (global, 8 x uint32), P::word/set_word, P::outer (x times its 4-step twiddle) and the
-// butterflies P::dit / P::dif (a, b, w = 1 for the block?, twiddle table entry).
+// butterflies P::dit / P::dif (a, b, w = 1 for the block?, twiddle table entry). The last argument of
+// outer/dit/dif is the element's (or pair's) index m < R, a constant after unrolling (ntt_split.cu).
 template <int LR, bool DIT, class P>
 __device__ __forceinline__ void ntt_reg_pass(uint32_t* data, int log_n, int log_sub, int k, int log_c,
                                              const uint32_t* __restrict__ tw_small, int tw_mode,
@@ -58,7 +59,7 @@ __device__ __forceinline__ void ntt_reg_pass(uint32_t* data, int log_n, int log_
 #pragma unroll
                 for (int m = 0; m < R; m++) {
                     const unsigned r = __brev(base + m) >> (32 - k);
-                    x[m] = P::outer(x[m], i2 * r, tw_mode, shift, tw_lo, tw_hi, tw_bits, tw1, tw1_shift);
+                    x[m] = P::outer(x[m], i2 * r, tw_mode, shift, tw_lo, tw_hi, tw_bits, tw1, tw1_shift, m);
                 }
             }
         } else {
@@ -83,9 +84,9 @@ __device__ __forceinline__ void ntt_reg_pass(uint32_t* data, int log_n, int log_
                 const bool one = b0 == 0 && jm == 0;       // w = 1, the same for the whole block
                 const uint32_t* wp = tw_small + ((unsigned)(lo + (jm << b0)) << (NTT_KMAX - 1 - st)) * FR_W;
                 if (DIT)
-                    P::dit(x[m], x[m + (1 << t)], one, wp);
+                    P::dit(x[m], x[m + (1 << t)], one, wp, m);
                 else
-                    P::dif(x[m], x[m + (1 << t)], one, wp);
+                    P::dif(x[m], x[m + (1 << t)], one, wp, m);
             }
         }
 
@@ -94,7 +95,7 @@ __device__ __forceinline__ void ntt_reg_pass(uint32_t* data, int log_n, int log_
             for (int m = 0; m < R; m++) {      // one element at a time: each dies at its store
                 if (!DIT && tw_mode) {         // b0 == 0 here: rows base + m
                     const unsigned r = __brev(base + m) >> (32 - k);
-                    x[m] = P::outer(x[m], i2 * r, tw_mode, shift, tw_lo, tw_hi, tw_bits, tw1, tw1_shift);
+                    x[m] = P::outer(x[m], i2 * r, tw_mode, shift, tw_lo, tw_hi, tw_bits, tw1, tw1_shift, m);
                 }
                 P::store(x[m], col + ((unsigned long long)(base + (m << b0)) << log_n2) * FR_W);
             }

@@ -113,6 +113,9 @@ def test_bench_snarkjs_skip_snarkjs_cpu(tmp_path, capsys):
     row = json.loads(js.read_text())["rows"][0]
     assert row["verified"] and row["snarkjs_s"] is None and row["ratio_cli"] is None
     assert row["cuzk_cli_s"] > 0 and row["cuzk_resident_s"] > 0
+    ph = row["resident_phases"]                  # where the resident proof's time went
+    assert {"synthesis", "ntt_msm_h", "tail_msm", "proof_assembly"} <= set(ph)
+    assert 0 < sum(v["host_s"] for v in ph.values()) <= row["cuzk_resident_s"]
     assert "| 2^6 |" in out and "| - |" in out
 
 

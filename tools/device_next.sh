@@ -84,6 +84,16 @@ T5b)
   # session 4: ncu on the NTT passes (Fr builds 1 and 6), then the cuzk side of the snarkjs ratio
   timeout 280 bash tools/ncu_ntt.sh 24 2>&1 | tail -150
   SNARKJS_S="16=6.05,18=13.83" timeout 300 bash tools/gpu_snarkjs_ratio.sh 2>&1 | tail -15 ;;
+T6)
+  # session 4: r4x (products split between the FMA and FP64 pipes), its GPU tests, three builds of it; then the
+  # snarkjs ratio with the resident proof's phases, and a host profile of the resident proof at 2^18
+  timeout 100 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu_ntt_reg.py -k r4x 2>&1 | tail -2
+  timeout 100 python3 tools/gpu_ntt_check.py --no-tests --no-mul --variants r4,r4x 2>&1 | tail -9 | head -4
+  for d in "CUZK_NTT_SPLIT_BLOCKS=3" "CUZK_NTT_SPLIT=0x2" "CUZK_NTT_SPLIT=0xE"; do echo "r4x $d"
+    CUZK_KERNEL_DEFINES="$d" timeout 80 python3 tools/gpu_ntt_check.py --no-tests --no-mul --variants r4x 2>&1 | grep "^r4x"
+  done
+  SNARKJS_S="16=6.05,18=13.83" timeout 150 bash tools/gpu_snarkjs_ratio.sh 2>&1 | tail -6
+  timeout 60 python3 tools/experiments/profile_resident.py 18 /tmp/sjb cuda 2>&1 | head -70 ;;
 T4)
   # session 4, call 4: B2 (packed witness hand-off and upload) in the 10 x 2^27 pipeline; before (session 3,
   # B2 off): 35.59 s, 3.56 s a proof, synthesis device time 0.66-0.96 s a proof, GPU busy 26.0 s

@@ -36,6 +36,10 @@ for r in rows:
     print(f"| 2^{r['log_size']} | {r['cuzk_cli_s']:.3f} ({', '.join(f'{t:.3f}' for t in s['cuzk_cli'])}) | "
           f"{r['cuzk_resident_s']:.3f} ({', '.join(f'{t:.3f}' for t in s['cuzk_resident'])}) | {r['verified']} | "
           f"{sj if sj else '-'} | {rat(r['cuzk_cli_s'])} | {rat(r['cuzk_resident_s'])} |")
+for r in rows:       # where the resident proof's time goes (its median sample), ms
+    ph = r.get("resident_phases", {})
+    print(f"2^{r['log_size']} resident phases (host / device ms): " + ", ".join(
+        f"{p} {v['host_s'] * 1e3:.1f}/{(v['device_s'] or 0) * 1e3:.1f}" for p, v in ph.items()))
 EOF
 echo "total: $(( $(date +%s) - t0 )) s"
 exit $rc

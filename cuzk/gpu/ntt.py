@@ -27,11 +27,14 @@ THREADS = 256
 #        52-bit limbs in registers and shared memory (40 B per element), twiddles in the 2^260 form.
 #   r4m: the same kernel file, fr_t (8 x uint32) in registers and shared memory, 52-bit limbs only
 #        inside each multiplication (experiment).
+#   r4x: kernels/ntt_split.cu, r4 with half its multiplications on the FP64 pipe (fastmul build 6) and
+#        half on the FMA pipe (build 1): the two pipes share the load (experiment).
 VARIANTS = {
     "r2": (1, KMAX, 0),
     "r4": (2, KMAX, 18),
     "r4d": (2, KMAX, 18),
     "r4m": (2, KMAX, 18),
+    "r4x": (2, KMAX, 18),
     "r8": (3, KMAX, 18),
     "r8-2lvl": (3, KMAX, 0),
     "r8-e11": (3, KMAX + 1, 18),
@@ -149,6 +152,8 @@ def _run(x, log_n: int, generator: int, inverse: bool, dit: bool, variant: str |
     direction = 'dit' if dit else 'dif'
     if dfma:
         f, elem_bytes = kernel("ntt_dfma", f"ntt_{variant}_{direction}"), DFMA_VARIANTS[variant]
+    elif variant == "r4x":
+        f, elem_bytes = kernel("ntt_split", f"ntt_r4x_{direction}"), 32
     else:
         f, elem_bytes = kernel("ntt_reg", f"ntt_r{1 << lr}_{direction}"), 32
     tb = tw1_bits(passes, tw1_max)
