@@ -53,6 +53,13 @@ S4b)
 T1)
   # session 4, call 1: the whole GPU suite (428 tests; kernels changed since session 3's last suite run)
   timeout 570 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests 2>&1 | tail -12 ;;
+T1a)
+  # the GPU suite in two calls (one may not fit 10 minutes): tests/test_gpu.py ...
+  timeout 570 python3 -m pytest -q -m gpu -p no:cacheprovider -rf --durations=8 tests/test_gpu.py 2>&1 | tail -16 ;;
+T1b)
+  # ... and every other GPU test
+  timeout 570 python3 -m pytest -q -m gpu -p no:cacheprovider -rf --durations=8 tests --ignore=tests/test_gpu.py \
+      2>&1 | tail -16 ;;
 T2)
   # session 4, call 2: the multipliers, each checked against big ints and timed: the FP64-pipe experiment
   # (dfma_check.py), then builds 1, 5 (Karatsuba) and 6 (mont_t on the FP64 pipe) (mul_check.py --only5)
