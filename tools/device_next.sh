@@ -101,6 +101,13 @@ T6)
   done
   SNARKJS_S="16=6.05,18=13.83" timeout 150 bash tools/gpu_snarkjs_ratio.sh 2>&1 | tail -6
   timeout 60 python3 tools/experiments/profile_resident.py 18 /tmp/sjb cuda 2>&1 | head -70 ;;
+T7)
+  # session 4: the kernels of one resident proof at 2^18 (nsys or ncu), then the GPU tests outside test_gpu.py
+  timeout 60 python3 -m cuzk bench-snarkjs --log-sizes 18 --backend cuda --keygen-backend cuda --skip-snarkjs \
+      --repeat 1 --workdir /tmp/sjb 2>&1 | tail -1
+  timeout 200 bash tools/nsys_resident.sh 18 2>&1 | tail -70
+  timeout 300 python3 -m pytest -q -m gpu -p no:cacheprovider -rf --durations=8 tests --ignore=tests/test_gpu.py \
+      2>&1 | tail -16 ;;
 T4)
   # session 4, call 4: B2 (packed witness hand-off and upload) in the 10 x 2^27 pipeline; before (session 3,
   # B2 off): 35.59 s, 3.56 s a proof, synthesis device time 0.66-0.96 s a proof, GPU busy 26.0 s
