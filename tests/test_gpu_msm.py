@@ -239,10 +239,15 @@ def test_ec_ops_vs_arkworks(cp, group):
 
 @pytest.mark.parametrize("group", [1, 2])
 @pytest.mark.parametrize("n", [0, 1, 2, 31, 1000, 5000])
-def test_batch_add_matches_arkworks(cp, group, n):
+@pytest.mark.parametrize("threads_min", [None, 32])
+def test_batch_add_matches_arkworks(cp, group, n, threads_min, monkeypatch):
     """gpu/batch_add: Σ bases[idx] over a random subset (with repeats of a row, a base at infinity
-    and a repeated point among the bases), against arkworks' sum."""
+    and a repeated point among the bases), against arkworks' sum; threads_min 32: the long
+    segments that large sums use (segment_size)."""
+    from cuzk.gpu import batch_add as gb
     from cuzk.gpu.batch_add import batch_add
+    if threads_min:
+        monkeypatch.setattr(gb, "THREADS_MIN", threads_min)
     rng = random.Random(seed())
     pts = rand_points(group, max(n, 8), rng)
     limbs, inf = ark_to_limbs(group, pts)

@@ -109,3 +109,24 @@ def test_split_drives_batch_addition_and_tail():
         assert ba[c]["b_g1"] + tm[c]["b_g1"] == naive(key.pts["b_g1"], z, G1Point)
         assert ba[c]["b_g2"] + g2[c] == naive(key.pts["b_g2"], z, G2Point)
         assert ba[c]["l"] + tm[c]["l"] == naive(key.pts["l"], z[ni:], G1Point)
+
+
+def test_batch_add_segment_size():
+    """Long segments (SEGMENT) from 2^24 points, shorter ones for smaller sums, never below SEGMENT_MIN."""
+    from cuzk.gpu import batch_add as gb
+    assert gb.segment_size(1 << 26) == gb.segment_size(1 << 24) == gb.SEGMENT
+    assert gb.segment_size(1 << 18) == gb.segment_size(5) == gb.segment_size(0) == gb.SEGMENT_MIN
+    sizes = [gb.segment_size(1 << k) for k in range(0, 28)]
+    assert sizes == sorted(sizes)
+    assert all((1 << k) // s >= gb.THREADS_MIN for k, s in zip(range(28), sizes) if gb.SEGMENT_MIN < s < gb.SEGMENT)
+
+
+def test_first_segment_size():
+    """Twice the mean bucket load for large MSMs; capped so a small MSM keeps SEGMENT_THREADS segments."""
+    from cuzk.gpu import msm_plan as mp
+    big = (1 << 26) * 13                         # 2^26 points, 13 windows of c = 20
+    assert mp.first_segment_size(big, 13 << 19) == 2 * -(-big // (13 << 19))
+    small = (1 << 18) * 22                       # 2^18 points, 22 windows of c = 12: mean 128 a bucket
+    s = mp.first_segment_size(small, 22 << 11)
+    assert s < 256 and small // s >= mp.SEGMENT_THREADS
+    assert mp.first_segment_size(10, 4) == 8 and mp.first_segment_size(0, 1) == 8

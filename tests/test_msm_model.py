@@ -905,3 +905,44 @@ def test_quad_level2_degenerate_falls_back():
         assert got == want
         assert k.stats["fallbacks"] >= 1
         assert (k.stats.get("quad_rounds", 0) > 0) == (variant == 2)
+
+
+# --- the host fold of the window sums (msm.fold_windows, used by msm_g1 / msm_g2) ---
+
+def xyzz_limbs(group, pts):
+    """XYZZ tuples -> uint32[len, words] Montgomery limbs (msm.xyzz_from_limbs's inverse)."""
+    from cuzk.field import fp_to_limbs
+    flat = [v for p in pts for v in (p if group == 1 else (c for pair in p for c in pair))]
+    return fp_to_limbs(np.array(flat, dtype=object)).reshape(len(pts), -1)
+
+
+@pytest.mark.parametrize("group,c,nw", [(1, 13, 20), (1, 16, 17), (2, 12, 22), (2, 1, 3)])
+def test_fold_windows_vs_arkworks(group, c, nw):
+    """Σ 2^(c w) W_w from un-normalised XYZZ window sums (random z), with an infinite window and a
+    repeated one, equals arkworks' sum."""
+    from cuzk.gpu.msm import fold_windows
+    rng = random.Random(group * 100 + c)
+    pts = rand_points(group, nw, rng)
+    pts[1] = CLS[group].identity()
+    pts[2] = pts[0]
+    rows = [xyzz_of(group, p, rand_z(group, rng)) for p in pts]
+    got = fold_windows(group, xyzz_limbs(group, rows), c)
+    want = CLS[group].multiexp_unchecked(pts, scalars_to_ark([pow(2, c * w, R) for w in range(nw)]))
+    assert got == want
+    top = CLS[group].identity()                  # only the top window set
+    only_top = [XYZZ(group).inf()] * (nw - 1) + [rows[-1]]
+    assert fold_windows(group, xyzz_limbs(group, only_top), c) == pts[-1] * Scalar(pow(2, c * (nw - 1), R))
+    assert fold_windows(group, xyzz_limbs(group, [XYZZ(group).inf()] * nw), c) == top
+
+
+@pytest.mark.parametrize("group", [1, 2])
+def test_fold_windows_rejects_a_point_off_the_curve(group):
+    from cuzk.curve import PointError
+    from cuzk.gpu.msm import fold_windows
+    rng = random.Random(7)
+    rows = [xyzz_of(group, p, rand_z(group, rng)) for p in rand_points(group, 4, rng)]
+    X, Y, ZZ, ZZZ = rows[2]
+    f = FIELDS[group]
+    rows[2] = (f.add(X, f.one), Y, ZZ, ZZZ)      # x moved: off the curve
+    with pytest.raises(PointError, match="not on the curve"):
+        fold_windows(group, xyzz_limbs(group, rows), 9)

@@ -108,6 +108,13 @@ T7)
   timeout 200 bash tools/nsys_resident.sh 18 2>&1 | tail -70
   timeout 300 python3 -m pytest -q -m gpu -p no:cacheprovider -rf --durations=8 tests --ignore=tests/test_gpu.py \
       2>&1 | tail -16 ;;
+T8)
+  # session 4: the host window fold and the shorter segments: GPU MSM tests, the snarkjs ratio with phases,
+  # the kernels of one 2^18 proof again
+  timeout 150 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests/test_gpu_msm.py tests/test_zkey_gpu.py \
+      2>&1 | tail -4
+  SNARKJS_S="16=6.05,18=13.83" timeout 150 bash tools/gpu_snarkjs_ratio.sh 2>&1 | tail -6
+  timeout 200 bash tools/nsys_resident.sh 18 2>&1 | tail -24 ;;
 T4)
   # session 4, call 4: B2 (packed witness hand-off and upload) in the 10 x 2^27 pipeline; before (session 3,
   # B2 off): 35.59 s, 3.56 s a proof, synthesis device time 0.66-0.96 s a proof, GPU busy 26.0 s

@@ -42,7 +42,7 @@ t, n = collections.Counter(), collections.Counter()
 for r in csv.DictReader(lines):
     if r.get("Metric Name") == "gpu__time_duration.sum":
         v = float(r["Metric Value"].replace(",", ""))
-        scale = {"nsecond": 1e-6, "usecond": 1e-3, "msecond": 1.0}.get(r["Metric Unit"], 1.0)
+        scale = {"nsecond": 1e-6, "ns": 1e-6, "usecond": 1e-3, "us": 1e-3, "msecond": 1.0, "ms": 1.0}[r["Metric Unit"]]
         t[r["Kernel Name"][:90]] += v * scale; n[r["Kernel Name"][:90]] += 1
 print(f"{sum(n.values())} kernels, {sum(t.values()):.2f} ms of kernel time")
 for name, ms in t.most_common(30):

@@ -2,7 +2,7 @@
 
 No digits and no sort: one bucket whose entries are the selected rows themselves, summed by the
 MSM's kernels: affine pair rounds where the MSM uses them (G1, msm.DEFAULT_BUCKET_SUM), then
-msm_plan.bucket_sums over one bucket, in segments of SEGMENT points (its default for one
+msm_plan.bucket_sums over one bucket, in segments of segment_size() points (its default for one
 bucket would be a single segment, one thread). Bases at infinity are dropped
 first (the mixed-add kernels expect finite affine points).
 """
@@ -12,6 +12,15 @@ from . import msm as gmsm
 from . import msm_plan as plan
 
 SEGMENT = 128            # points per thread in the first pass: 2^26 points -> 2^19 threads
+SEGMENT_MIN = 16         # ... down to this many for small sums, so they still get 2^17 threads: a thread's
+                         # chain of dependent adds (S, then 16 per merge level) is the time of a small sum
+THREADS_MIN = 1 << 17
+
+
+def segment_size(count: int) -> int:
+    """Points per thread of the first pass over `count` points: SEGMENT from 2^24 points, fewer below
+    (at least SEGMENT_MIN), so that the pass has THREADS_MIN threads while it can."""
+    return max(SEGMENT_MIN, min(SEGMENT, count // THREADS_MIN))
 
 
 def sum_xyzz(group: int, bases, inf, idx=None, bucket_sum: str | None = None):
@@ -40,7 +49,8 @@ def sum_xyzz(group: int, bases, inf, idx=None, bucket_sum: str | None = None):
                                              gmsm.resolve_affine_variant())
         if rounds and not k.degenerate():
             src, keyed, offsets = pts, False, off
-    partials = plan.bucket_sums(k, src, keyed, offsets, 1, cupy, S=SEGMENT)   # one bucket: fixed segments
+    count = int(offsets[-1])
+    partials = plan.bucket_sums(k, src, keyed, offsets, 1, cupy, S=segment_size(count))   # one bucket
     return partials[0]
 
 

@@ -92,10 +92,15 @@ def reduce_levels(nwin: int, B: int) -> list[tuple[int, bool, int]]:
     return levels
 
 
+SEGMENT_THREADS = 1 << 17   # a small MSM's first accumulation still gets this many segments (threads)
+
+
 def first_segment_size(valid: int, nbuckets: int) -> int:
     """Entries per segment of the first accumulation: twice the mean bucket load, so a
-    random MSM gets one segment per bucket and only outsized buckets are split."""
-    return max(8, 2 * -(-valid // max(nbuckets, 1)))
+    random MSM gets one segment per bucket and only outsized buckets are split; but no more
+    than valid / SEGMENT_THREADS (at least 8), so that a small MSM is not a few thousand
+    threads each adding hundreds of points in a dependent chain."""
+    return max(8, min(2 * -(-valid // max(nbuckets, 1)), valid // SEGMENT_THREADS))
 
 
 def bucket_offsets(sorted_keys, nbuckets: int, xp):
