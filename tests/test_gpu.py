@@ -295,7 +295,8 @@ def test_b1_pinned_upload_same_abc(cp):
     assert bool((on.abc_dev == off.abc_dev).all())
 
 
-@pytest.mark.parametrize("spec", ["none", "none,+B1", "none,+D4", "none,+A4", "none,+C1", "none,+M1", "none,+N1", "all"])
+@pytest.mark.parametrize("spec", ["none", "none,+B1", "none,+D4", "none,+A4", "none,+C1", "none,+M1", "none,+N1",
+                                  "none,+P1", "+P1", "all"])
 def test_each_optimization_gives_valid_proofs(cp, spec):
     from cuzk.backend.cuda import CudaBackend
     from cuzk.groth16 import verify
@@ -307,6 +308,22 @@ def test_each_optimization_gives_valid_proofs(cp, spec):
     proofs = Prover(be, pk).prove(asgs)
     vk = pk.verifying_key()
     assert all(verify(vk, a.public, p) for a, p in zip(asgs, proofs))
+
+
+@pytest.mark.parametrize("base", ["none", ""])
+def test_p1_same_parts_as_one_stream(cp, base):
+    """P1 (batch sums and tail MSMs on concurrent streams) gives the same points as one stream, for a
+    batch of two circuits; base "": the defaults (C1's segment sums), "none": the MSM path."""
+    from cuzk.backend.cuda import CudaBackend
+    from cuzk.keygen import cached_setup
+    seq = CudaBackend(resolve(f"{base},-P1", env=False))
+    par = CudaBackend(resolve(f"{base},+P1", env=False))
+    r1cs, asgs = synthesize("porep_like", 10, resolve("none", env=False), seeds=(3, 4), assign_fn=seq.assign)
+    pk, _, _ = cached_setup(r1cs, "coeff", 7)
+    kh = seq.load_key(pk)
+    prep = seq.prep_msm(kh, asgs)
+    assert par.batch_addition(kh, prep) == seq.batch_addition(kh, prep)
+    assert par.tail_msm(kh, prep, asgs) == seq.tail_msm(kh, prep, asgs)
 
 
 def test_key_too_large_fails_cleanly_then_next_proof_works(cp):

@@ -107,9 +107,44 @@ def _msm(group: int, bases, inf, scalars, kh, opts):
     return gmsm.msm_g1(bases, inf, scalars, _window(kh, scalars, opts, 1), bucket_sum=bucket_sum(opts, 1))
 
 
+class Concurrent:
+    """P1: independent jobs (each queues GPU work and returns host results) on their own non-blocking
+    CUDA streams, one thread each, ordered after the work already queued on the caller's stream."""
+
+    def __init__(self, width: int = 4):
+        self.width = width
+        self.streams = [cupy.cuda.Stream(non_blocking=True) for _ in range(width)]
+        self.pool = ThreadPoolExecutor(width, thread_name_prefix="cuzk-p1")
+
+    def run(self, jobs: list) -> list:
+        """jobs: callables; returns their results in order."""
+        ready = cupy.cuda.Event()
+        ready.record()                          # the inputs, queued on the caller's stream
+
+        def one(i, fn):
+            s = self.streams[i % self.width]
+            s.wait_event(ready)
+            with s:
+                out = fn()
+                s.synchronize()
+            return out
+
+        futs = [self.pool.submit(contextvars.copy_context().run, one, i, fn) for i, fn in enumerate(jobs)]
+        return [f.result() for f in futs]
+
+
 class CudaBackend(CpuBackend):
     name = "cuda"
     IMPL = {"synthesis": "mixed", "proof_assembly": "cpu"}
+    _concurrent: Concurrent | None = None
+
+    def _jobs(self, jobs: list) -> list:
+        """Run jobs one after another, or concurrently under P1."""
+        if not self.opts.enabled("P1") or len(jobs) < 2:
+            return [fn() for fn in jobs]
+        if self._concurrent is None:
+            self._concurrent = Concurrent()
+        return self._concurrent.run(jobs)
 
     def phase_impl(self, phase: str) -> str:
         if phase == "b_g2" and self.opts.enabled("A4"):
@@ -184,11 +219,14 @@ class CudaBackend(CpuBackend):
         one = gfr.upload([1])
         out = []
         for i, ones in enumerate(prep.ones):
-            res = {}
-            for q, idx in (("a", ones), ("b_g1", ones), ("b_g2", ones), ("l", prep.aux_part(ones))):
-                with circuit(i, label=q):
-                    res[q] = self._sum_ones(kh.dev[q], idx, one)
-            out.append(res)
+            work = (("a", ones), ("b_g1", ones), ("b_g2", ones), ("l", prep.aux_part(ones)))
+
+            def job(i, q, idx):
+                def fn():
+                    with circuit(i, label=q):
+                        return self._sum_ones(kh.dev[q], idx, one)
+                return fn
+            out.append(dict(zip([q for q, _ in work], self._jobs([job(i, q, idx) for q, idx in work]))))
         return out
 
     def _sum_ones(self, b, idx, one):
@@ -217,12 +255,13 @@ class CudaBackend(CpuBackend):
                 z = self._z(asg)
                 zt = z[t]
                 zl = z[tl + ni]
-                res = {}
+                work = []
                 for q, s in (("a", zt), ("b_g1", zt), ("l", zl)):
                     bases, inf, keep = gathered[q]
                     s = cupy.ascontiguousarray(s if keep is None else s[keep])
-                    res[q] = _msm(1, bases, inf, s, kh, self.opts)
-                out.append(res)
+                    work.append((q, bases, inf, s))
+                jobs = [lambda b=b, f=f, s=s: _msm(1, b, f, s, kh, self.opts) for _, b, f, s in work]
+                out.append(dict(zip([q for q, *_ in work], self._jobs(jobs))))
         return out
 
     def b_g2(self, kh: CudaKey, prep, assignments) -> list:
