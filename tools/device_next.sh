@@ -118,9 +118,11 @@ T8)
 T9)
   # session 4, last call: tests/test_gpu.py (the rest of the suite passed in T7/T8 after the last kernel change),
   # then the 2^16/2^18 resident proofs without and with P1 (concurrent streams)
-  timeout 330 python3 -m pytest -q -m gpu -p no:cacheprovider -rf --durations=5 tests/test_gpu.py 2>&1 | tail -12
-  SNARKJS_S="16=6.05,18=13.83" timeout 100 bash tools/gpu_snarkjs_ratio.sh 2>&1 | tail -5
-  CUZK_OPT=+P1 SNARKJS_S="16=6.05,18=13.83" timeout 100 bash tools/gpu_snarkjs_ratio.sh 2>&1 | tail -5 ;;
+  timeout 290 python3 -m pytest -q -m gpu -p no:cacheprovider -rf --durations=5 tests/test_gpu.py 2>&1 | tail -12
+  SNARKJS_S="16=6.05,18=13.83" timeout 80 bash tools/gpu_snarkjs_ratio.sh 2>&1 | tail -5
+  CUZK_OPT=+P1 timeout 60 python3 -m cuzk bench-snarkjs --log-sizes 18 --backend cuda --keygen-backend cuda \
+      --skip-snarkjs --repeat 5 --workdir /tmp/sjb --json /tmp/p1.json 2>&1 | tail -2
+  python3 -c "import json; r = json.load(open('/tmp/p1.json'))['rows'][0]; print('P1 2^18 resident', r['samples']['cuzk_resident'], {p: round(v['host_s'] * 1e3, 1) for p, v in r['resident_phases'].items()})" ;;
 T4)
   # session 4, call 4: B2 (packed witness hand-off and upload) in the 10 x 2^27 pipeline; before (session 3,
   # B2 off): 35.59 s, 3.56 s a proof, synthesis device time 0.66-0.96 s a proof, GPU busy 26.0 s
