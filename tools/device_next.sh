@@ -123,6 +123,12 @@ T9)
   CUZK_OPT=+P1 timeout 60 python3 -m cuzk bench-snarkjs --log-sizes 18 --backend cuda --keygen-backend cuda \
       --skip-snarkjs --repeat 5 --workdir /tmp/sjb --json /tmp/p1.json 2>&1 | tail -2
   python3 -c "import json; r = json.load(open('/tmp/p1.json'))['rows'][0]; print('P1 2^18 resident', r['samples']['cuzk_resident'], {p: round(v['host_s'] * 1e3, 1) for p, v in r['resident_phases'].items()})" ;;
+T10)
+  # session 4: every GPU test outside test_gpu.py again (the MSM's host fold came after T7), then P1 alone at
+  # 2^18 (porep_like, one circuit, interleaved rounds, 99% intervals)
+  timeout 170 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests --ignore=tests/test_gpu.py 2>&1 | tail -4
+  timeout 150 python3 -m cuzk ablate --backend cuda --circuit porep_like --log-size 18 --repeat 12 --opt-set P1 \
+      --no-leave-one-out --device-keygen --max-seconds 120 --json $OUT/ablate_p1_18.json 2>&1 | tail -22 ;;
 T4)
   # session 4, call 4: B2 (packed witness hand-off and upload) in the 10 x 2^27 pipeline; before (session 3,
   # B2 off): 35.59 s, 3.56 s a proof, synthesis device time 0.66-0.96 s a proof, GPU busy 26.0 s
