@@ -129,6 +129,10 @@ T10)
   timeout 170 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests --ignore=tests/test_gpu.py 2>&1 | tail -4
   timeout 150 python3 -m cuzk ablate --backend cuda --circuit porep_like --log-size 18 --repeat 12 --opt-set P1 \
       --no-leave-one-out --device-keygen --max-seconds 120 --json $OUT/ablate_p1_18.json 2>&1 | tail -22 ;;
+T11)
+  # session 4: the resident 2^16 and 2^18 proofs, default and +P1 interleaved in one process
+  timeout 90 python3 tools/experiments/resident_ab.py 18 15 "" +P1 2>&1 | tail -4
+  timeout 60 python3 tools/experiments/resident_ab.py 16 15 "" +P1 2>&1 | tail -3 ;;
 T4)
   # session 4, call 4: B2 (packed witness hand-off and upload) in the 10 x 2^27 pipeline; before (session 3,
   # B2 off): 35.59 s, 3.56 s a proof, synthesis device time 0.66-0.96 s a proof, GPU busy 26.0 s

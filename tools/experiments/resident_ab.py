@@ -1,0 +1,45 @@
+"""The resident proof (snarkjs-bench files, key loaded once) with and without optimizations, interleaved in one
+process: rounds alternate the configurations, medians and the ratio to snarkjs are printed.
+    python3 tools/experiments/resident_ab.py [LOG_SIZE] [ROUNDS] [SPEC ...]     (default: 18 15 "" +P1)
+"""
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from cuzk import snarkjs_bench as sb  # noqa: E402
+from cuzk.backend.cuda import CudaBackend  # noqa: E402
+from cuzk.opts import resolve  # noqa: E402
+from cuzk.prover import Prover  # noqa: E402
+
+SNARKJS_S = {16: 6.05, 18: 13.83}       # snarkjs groth16 prove on the same files, 2-core dev machine (perf-log)
+k = int(sys.argv[1]) if len(sys.argv) > 1 else 18
+rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 15
+specs = sys.argv[3:] or ["", "+P1"]
+files = sb.prepare("porep_like", k, "/tmp/sjb", print, keygen_backend="cuda")
+base = sb.Resident(files, "cuda")
+runs = {}
+for spec in specs:
+    r = sb.Resident.__new__(sb.Resident)
+    r.zk, r.witness = base.zk, base.witness
+    r.backend = CudaBackend(resolve(spec))
+    r.prover = Prover(r.backend, base.zk.pk, kh=base.prover.kh)
+    r.prove()                                   # warm-up
+    runs[spec or "default"] = r
+samples = {name: [] for name in runs}
+phases = {name: [] for name in runs}
+t0 = time.perf_counter()
+for i in range(rounds):
+    for name in (list(runs) if i % 2 == 0 else list(runs)[::-1]):
+        dt, ph = runs[name].time()
+        samples[name].append(dt)
+        phases[name].append(ph)
+print(f"2^{k}: {rounds} interleaved rounds in {time.perf_counter() - t0:.1f} s")
+for name, s in samples.items():
+    med = statistics.median(s)
+    ph = {p: round(statistics.median(x[p]["host_s"] for x in phases[name]) * 1e3, 1) for p in phases[name][0]}
+    sj = SNARKJS_S.get(k)
+    print(f"{name:>8}: median {med * 1e3:.1f} ms (min {min(s) * 1e3:.1f}, max {max(s) * 1e3:.1f})"
+          + (f", {sj / med:.0f}x snarkjs" if sj else "") + f"; phases (ms) {ph}")
