@@ -10,6 +10,7 @@ arkworks.
   G1/G2 points in XYZZ through a transcription of ec.cuh's formulas (proves them and their
   special cases).
 """
+import math
 import random
 
 import numpy as np
@@ -946,3 +947,56 @@ def test_fold_windows_rejects_a_point_off_the_curve(group):
     rows[2] = (f.add(X, f.one), Y, ZZ, ZZZ)      # x moved: off the curve
     with pytest.raises(PointError, match="not on the curve"):
         fold_windows(group, xyzz_limbs(group, rows), 9)
+
+
+# --- one bucket planned on the host (batch addition) ---
+
+class CountingKernels(ModelKernels):
+    """ModelKernels that also record every entry a segment covers, per launch."""
+
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
+        self.launches = []
+
+    def _cover(self, seg_bucket, seg_first, offsets, S, total):
+        seen = []
+        for j in range(total):
+            start, end = self._range(j, seg_bucket, seg_first, offsets, S)
+            assert 0 < end - start <= S                  # no empty and no oversized segment
+            seen += list(range(start, end))
+        self.launches.append((S, total, seen))
+
+    def sum_affine(self, src, keyed, seg_bucket, seg_first, offsets, S, total):
+        self._cover(seg_bucket, seg_first, offsets, S, total)
+        return super().sum_affine(src, keyed, seg_bucket, seg_first, offsets, S, total)
+
+    def sum_xyzz(self, partials, seg_bucket, seg_first, offsets, S, total):
+        self._cover(seg_bucket, seg_first, offsets, S, total)
+        return super().sum_xyzz(partials, seg_bucket, seg_first, offsets, S, total)
+
+
+@pytest.mark.parametrize("count,S,M", [(1, 8, 4), (7, 8, 4), (8, 8, 4), (9, 8, 4), (100, 8, 4), (1000, 16, 4),
+                                       (1000, 8, 2), (4097, 128, 16)])
+def test_one_bucket_sum(count, S, M):
+    """Every entry summed exactly once (keys with negation), each level covering its input exactly, and
+    as deep as S + M * levels; the same result as bucket_sums planned from device offsets."""
+    rng = random.Random(count * 7 + S)
+    n = 64
+    bases = [rng.randrange(1, R) for _ in range(n)]
+    rows = [rng.randrange(n) for _ in range(count)]
+    neg = [rng.random() < 0.3 for _ in range(count)]
+    keys = np.array([(r << 1) | ng for r, ng in zip(rows, neg)], dtype=np.uint64)
+    k = CountingKernels(IntGroup(), bases, [False] * n, [0] * n)
+    got = plan.one_bucket_sum(k, keys, True, count, S, np, M)
+    want = sum(-bases[r] if ng else bases[r] for r, ng in zip(rows, neg)) % R
+    assert len(got) == 1 and got[0] % R == want
+    inputs = count
+    for i, (s, total, seen) in enumerate(k.launches):
+        assert s == (S if i == 0 else M)
+        assert seen == list(range(inputs))             # each level reads all of the previous one, once
+        inputs = total
+    assert inputs == 1
+    levels = len(k.launches) - 1
+    assert levels == (0 if count <= S else math.ceil(round(math.log(-(-count // S), M), 9)))
+    k2 = ModelKernels(IntGroup(), bases, [False] * n, [0] * n)
+    assert plan.bucket_sums(k2, keys, True, np.array([0, count], dtype=np.int64), 1, np, S=S)[0] % R == want

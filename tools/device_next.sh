@@ -133,6 +133,12 @@ T11)
   # session 4: the resident 2^16 and 2^18 proofs, default and +P1 interleaved in one process
   timeout 90 python3 tools/experiments/resident_ab.py 18 15 "" +P1 2>&1 | tail -4
   timeout 60 python3 tools/experiments/resident_ab.py 16 15 "" +P1 2>&1 | tail -3 ;;
+T12)
+  # session 4: batch sums planned on the host (merges of 4): their GPU tests, then interleaved against the old ones
+  timeout 100 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests/test_gpu_msm.py tests/test_gpu.py \
+      -k "batch_add or each_optimization or p1_same or pipeline_proofs" 2>&1 | tail -3
+  timeout 60 python3 tools/experiments/resident_ab.py 18 15 "" old-batch 2>&1 | tail -3
+  timeout 40 python3 tools/experiments/resident_ab.py 16 15 "" old-batch 2>&1 | tail -2 ;;
 T4)
   # session 4, call 4: B2 (packed witness hand-off and upload) in the 10 x 2^27 pipeline; before (session 3,
   # B2 off): 35.59 s, 3.56 s a proof, synthesis device time 0.66-0.96 s a proof, GPU busy 26.0 s

@@ -206,6 +206,27 @@ def bucket_sums(k, src, keyed: bool, offsets, nb: int, xp, S: int | None = None)
     return partials
 
 
+MERGE_ONE = 4            # partials per merge thread when one bucket is summed (batch addition)
+
+
+def one_bucket_sum(k, src, keyed: bool, count: int, S: int, xp, M: int = MERGE_ONE):
+    """bucket_sums for a single bucket of `count` entries (> 0) whose size the host knows: every segment
+    plan is made without reading the device, so nothing waits for the GPU until the caller reads the
+    result. Segments of S entries, then merges of M partials (short dependent chains: a sum of n
+    entries is S + M * ceil(log_M(n / S)) additions deep). Returns partials[1]."""
+    def plan_of(total, nseg):             # offsets [0, total], seg_first [0, nseg], every segment in bucket 0
+        return xp.arange(0, 2 * total, max(total, 1), dtype=xp.int64)[:2], \
+            xp.arange(0, 2 * nseg, nseg, dtype=xp.int64)[:2], xp.zeros(nseg, dtype=xp.int64)
+    nseg = max(1, -(-count // S))
+    offsets, seg_first, seg_bucket = plan_of(count, nseg)
+    partials = k.sum_affine(src, keyed, seg_bucket, seg_first, offsets, S, nseg)
+    while nseg > 1:
+        count, nseg = nseg, -(-nseg // M)
+        offsets, seg_first, seg_bucket = plan_of(count, nseg)
+        partials = k.sum_xyzz(partials, seg_bucket, seg_first, offsets, M, nseg)
+    return partials
+
+
 def reduce_windows(k, buckets, nwin: int, B: int):
     """nwin window sums sum_k (k + 1) bucket_k from nwin * B buckets (window-major)."""
     A, T, N = None, buckets, B
