@@ -2,12 +2,8 @@
 # why variant 2 took 895 ms of rounds at 2^26 where variant 1 took 453 (docs/perf-log.md, session 3),
 # and how far variant 1 is from its bounds. Clocks left alone (--clock-control none, METHOD.md).
 #   bash tools/ncu_msm_affine.sh [K]        (reports in $OUT/ncu_v1.txt, $OUT/ncu_v2.txt)
-set -o pipefail
-source tools/device_setup.sh >/dev/null 2>&1
-export CUZK_CUBIN_DIR=$PWD/.cubin CUZK_CACHE_DIR=/tmp/cz
-OUT=${OUT:-/tmp}
+source tools/profiler_env.sh
 K=${1:-24}
-NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
 [ -n "$NCU" ] || { echo "no ncu"; exit 2; }
 for v in 1 2; do
   timeout 240 "$NCU" --clock-control none --kernel-name regex:'g1_affine_(round|quad)' --launch-skip 2 --launch-count 2 \

@@ -2,12 +2,8 @@
 # faster Fr multiplication (Fr build 6) made the 2^27 NTT only 1.04x faster (docs/perf-log.md, session 4).
 # Clocks left alone (--clock-control none, METHOD.md).
 #   bash tools/ncu_ntt.sh [K]        (reports in $OUT/ncu_ntt_b1.txt, $OUT/ncu_ntt_b6.txt)
-set -o pipefail
-source tools/device_setup.sh >/dev/null 2>&1
-export CUZK_CUBIN_DIR=$PWD/.cubin CUZK_CACHE_DIR=/tmp/cz
-OUT=${OUT:-/tmp}
+source tools/profiler_env.sh
 K=${1:-24}
-NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
 [ -n "$NCU" ] || { echo "no ncu"; exit 2; }
 for b in 1 6; do
   defs=""; [ $b = 6 ] && defs="CUZK_FASTMUL_VARIANT_FR=6"

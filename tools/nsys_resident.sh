@@ -2,15 +2,9 @@
 # count, and the proof's wall time, to see where a small proof's ~0.13 s goes (docs/perf-log.md, session 4).
 # Nsight Systems when present, else Nsight Compute (gpu__time_duration per kernel; serialized, no gaps).
 #   bash tools/nsys_resident.sh [K]
-set -o pipefail
-source tools/device_setup.sh >/dev/null 2>&1
-export CUZK_CUBIN_DIR=$PWD/.cubin CUZK_CACHE_DIR=/tmp/cz
-OUT=${OUT:-/tmp}
+source tools/profiler_env.sh
 K=${1:-18}
 RUN="python3 tools/experiments/profile_resident.py $K /tmp/sjb cuda --once"
-NSYS=$(command -v nsys || ls /opt/nvidia/nsight-systems*/*/bin/nsys /opt/nvidia/nsight-systems/*/bin/nsys \
-       /usr/local/cuda/bin/nsys 2>/dev/null | head -1)
-NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
 if [ -n "$NSYS" ]; then
   echo "nsys: $NSYS"
   timeout 200 "$NSYS" profile -o "$OUT/resident" --force-overwrite true --capture-range=cudaProfilerApi \
