@@ -296,7 +296,7 @@ def test_b1_pinned_upload_same_abc(cp):
 
 
 @pytest.mark.parametrize("spec", ["none", "none,+B1", "none,+D4", "none,+A4", "none,+C1", "none,+M1", "none,+N1",
-                                  "none,+P1", "+P1", "all"])
+                                  "none,+P1", "+P1", "+N2", "all"])
 def test_each_optimization_gives_valid_proofs(cp, spec):
     from cuzk.backend.cuda import CudaBackend
     from cuzk.groth16 import verify

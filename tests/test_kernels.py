@@ -118,3 +118,46 @@ def test_cubin_key_follows_the_included_headers_only(tmp_path, monkeypatch):
     assert k1 != k0 and loader.source_key("a", "sm_80") != k1
     monkeypatch.setenv("CUZK_KERNEL_DEFINES", "Q=1")
     assert loader.source_key("a", "sm_90") != k1 and loader.defines() == ("-DQ=1",)
+
+
+def test_module_builds_have_their_own_key(monkeypatch):
+    """A module build (loader.BUILDS, selected by a registry toggle) has its own cubin name, its defines
+    come before CUZK_KERNEL_DEFINES, and a build that is not listed is refused."""
+    from cuzk.gpu import loader
+    from cuzk.gpu import ntt
+    monkeypatch.delenv("CUZK_KERNEL_DEFINES", raising=False)
+    assert ntt.R4B6_BUILD in loader.BUILDS["ntt_reg"]
+    base = loader.cubin_path("ntt_reg", "sm_90")
+    b6 = loader.cubin_path("ntt_reg", "sm_90", ntt.R4B6_BUILD)
+    assert base != b6 and b6.name.startswith("ntt_reg-sm_90-")
+    assert loader.defines(ntt.R4B6_BUILD) == ("-DCUZK_FASTMUL_VARIANT_FR=6",)
+    monkeypatch.setenv("CUZK_KERNEL_DEFINES", "Q=1")
+    assert loader.defines(ntt.R4B6_BUILD) == ("-DCUZK_FASTMUL_VARIANT_FR=6", "-DQ=1")
+    with pytest.raises(ValueError, match="no build"):
+        loader.module("ntt_reg", ("CUZK_FASTMUL_VARIANT_FR=3",))
+
+
+# Spill bytes tolerated per module build (loader.BUILDS), per r4 kernel, with the reason.
+BUILD_SPILLS_ALLOWED = {
+    ("ntt_reg", ("CUZK_FASTMUL_VARIANT_FR=6",)):
+        (96, "N2 (default off): 32-76 B at r4's 80-register cap (3 blocks a SM); measured faster anyway, "
+             "2^27 dif/dit 52.7/51.1 ms against 55.1/54.6 (docs/perf-log.md, session 4)"),
+}
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
+def test_module_builds_compile_within_their_spill_bounds(tmp_path):
+    """Every loader.BUILDS entry compiles for sm_90; its r4 kernels spill at most what BUILD_SPILLS_ALLOWED
+    says (nothing when unlisted)."""
+    from cuzk.gpu import loader
+    for name, builds in loader.BUILDS.items():
+        for extra in builds:
+            r = subprocess.run(["nvcc", "-arch=sm_90", "-c", "-Xptxas", "-v", "-I", str(KERNELS),
+                                *loader.defines(extra), "-o", str(tmp_path / f"{name}.o"), str(KERNELS / f"{name}.cu")],
+                               capture_output=True, text=True)
+            assert r.returncode == 0, r.stderr
+            fns = re.findall(r"Compiling entry function '(\w+)'", r.stderr)
+            spills = [int(v) for v in re.findall(r"(\d+) bytes spill stores", r.stderr)]
+            assert len(fns) == len(spills) > 0, r.stderr
+            cap = BUILD_SPILLS_ALLOWED.get((name, extra), (0, ""))[0]
+            assert all(v <= cap for fn, v in zip(fns, spills) if "r4" in fn), r.stderr

@@ -28,22 +28,26 @@ def main() -> int:
     out = loader.cubin_dir()
     out.mkdir(parents=True, exist_ok=True)
     names = sorted(p.stem for p in loader.kernel_dir().glob("*.cu"))
+    jobs = [(n, ()) for n in names] + [(n, b) for n, builds in loader.BUILDS.items() for b in builds]
 
-    def build(name):
-        dst = loader.cubin_path(name, args.arch)
+    def build(job):
+        name, extra = job
+        label = name if not extra else f"{name} [{' '.join(extra)}]"
+        dst = loader.cubin_path(name, args.arch, extra)
         if dst.exists():
-            return name, "cached"
+            return label, "cached"
         tmp = dst.with_suffix(".tmp")
         r = subprocess.run(["nvcc", f"-arch={args.arch}", "-cubin", "-std=c++17", "-I", str(loader.kernel_dir()),
-                            *loader.defines(), "-o", str(tmp), str(loader.kernel_dir() / f"{name}.cu")], capture_output=True, text=True)
+                            *loader.defines(extra), "-o", str(tmp), str(loader.kernel_dir() / f"{name}.cu")],
+                           capture_output=True, text=True)
         if r.returncode:
-            return name, "FAILED\n" + r.stderr
+            return label, "FAILED\n" + r.stderr
         tmp.rename(dst)
-        return name, "built"
+        return label, "built"
 
     with ThreadPoolExecutor(args.jobs) as ex:
-        for name, status in ex.map(build, names):
-            print(f"{name}: {status}")
+        for label, status in ex.map(build, jobs):
+            print(f"{label}: {status}")
     return 0
 
 

@@ -85,8 +85,13 @@ def bucket_sum(opts, group: int) -> str:
 
 
 def ntt_variant(opts) -> str:
-    """N1 on: register-radix NTT passes (r4); off: radix-2 (r2). CUZK_NTT_VARIANT overrides both."""
-    return gntt.VARIANT_ENV or ("r4" if opts.enabled("N1") else "r2")
+    """N1 on: register-radix NTT passes (r4; with N2, built on fastmul build 6); off: radix-2 (r2).
+    CUZK_NTT_VARIANT overrides them."""
+    if gntt.VARIANT_ENV:
+        return gntt.VARIANT_ENV
+    if not opts.enabled("N1"):
+        return "r2"
+    return "r4b6" if opts.enabled("N2") else "r4"
 
 
 def _window(kh, scalars, opts, group: int = 1) -> int:

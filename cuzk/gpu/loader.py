@@ -30,14 +30,22 @@ def arch() -> str:
     return f"sm_{cc}"
 
 
-def defines() -> tuple[str, ...]:
-    """Extra -D options from CUZK_KERNEL_DEFINES (space-separated NAME=VALUE; e.g.
-    "CUZK_FASTMUL_VARIANT_FR=5"): build variants for experiments, part of the cubin key."""
-    return tuple(f"-D{d}" for d in os.environ.get("CUZK_KERNEL_DEFINES", "").split() if d)
+# Builds of a module that product code selects at run time (a registry toggle), beside its default build:
+# module -> tuples of NAME=VALUE defines. tools/build_cubins.py prebuilds them too.
+BUILDS: dict[str, tuple[tuple[str, ...], ...]] = {
+    "ntt_reg": (("CUZK_FASTMUL_VARIANT_FR=6",),),    # N2: the NTT passes on fastmul build 6 (FP64 pipe)
+}
 
 
-def options() -> tuple[str, ...]:
-    return (f"-arch={arch()}", f"-I{kernel_dir()}", "--std=c++17", "-default-device", *defines())
+def defines(extra: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """-D options: `extra` (a module build, BUILDS), then CUZK_KERNEL_DEFINES (space-separated NAME=VALUE;
+    e.g. "CUZK_FASTMUL_VARIANT_FR=5": build variants for experiments). Part of the cubin key."""
+    env = os.environ.get("CUZK_KERNEL_DEFINES", "").split()
+    return tuple(f"-D{d}" for d in (*extra, *env) if d)
+
+
+def options(extra: tuple[str, ...] = ()) -> tuple[str, ...]:
+    return (f"-arch={arch()}", f"-I{kernel_dir()}", "--std=c++17", "-default-device", *defines(extra))
 
 
 _INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', re.M)
@@ -57,10 +65,10 @@ def sources(name: str) -> list[Path]:
     return [out[0], *sorted(out[1:])]
 
 
-def source_key(name: str, arch_name: str) -> str:
+def source_key(name: str, arch_name: str, extra: tuple[str, ...] = ()) -> str:
     """Hash of the module's source, the headers it includes, the -D defines and the target."""
     h = hashlib.sha256(arch_name.encode())
-    for opt in defines():
+    for opt in defines(extra):
         h.update(opt.encode())
     for p in sources(name):
         h.update(p.name.encode())
@@ -74,28 +82,32 @@ def cubin_dir() -> Path:
     return Path(base)
 
 
-def cubin_path(name: str, arch_name: str) -> Path:
-    return cubin_dir() / f"{name}-{arch_name}-{source_key(name, arch_name)}.cubin"
+def cubin_path(name: str, arch_name: str, extra: tuple[str, ...] = ()) -> Path:
+    return cubin_dir() / f"{name}-{arch_name}-{source_key(name, arch_name, extra)}.cubin"
 
 
-def module(name: str):
-    """The RawModule for kernels/<name>.cu: a prebuilt cubin for this exact source and target when
-    one is in the cubin cache (tools/build_cubins.py), else compiled by NVRTC on first use."""
-    mod = _modules.get(name)
+def module(name: str, extra: tuple[str, ...] = ()):
+    """The RawModule for kernels/<name>.cu (built with the `extra` defines: one of BUILDS[name]): a
+    prebuilt cubin for this exact source, defines and target when one is in the cubin cache
+    (tools/build_cubins.py), else compiled by NVRTC on first use."""
+    extra = tuple(extra)
+    if extra and extra not in BUILDS.get(name, ()):
+        raise ValueError(f"{name} has no build {extra}; known: {BUILDS.get(name, ())}")
+    mod = _modules.get((name, extra))
     if mod is None:
         import cupy
         t0 = time.perf_counter()
-        pre = cubin_path(name, arch())
+        pre = cubin_path(name, arch(), extra)
         if pre.exists():
             mod = cupy.RawModule(path=str(pre))
         else:
             src = Path(kernel_dir(), f"{name}.cu").read_text()
-            mod = cupy.RawModule(code=src, options=options(), backend="nvrtc")
+            mod = cupy.RawModule(code=src, options=options(extra), backend="nvrtc")
             mod.compile()
-        load_times[name] = time.perf_counter() - t0
-        _modules[name] = mod
+        load_times[name if not extra else f"{name}[{' '.join(extra)}]"] = time.perf_counter() - t0
+        _modules[(name, extra)] = mod
     return mod
 
 
-def kernel(module_name: str, fn: str):
-    return module(module_name).get_function(fn)
+def kernel(module_name: str, fn: str, extra: tuple[str, ...] = ()):
+    return module(module_name, extra).get_function(fn)

@@ -27,6 +27,7 @@ THREADS = 256
 #        52-bit limbs in registers and shared memory (40 B per element), twiddles in the 2^260 form.
 #   r4m: the same kernel file, fr_t (8 x uint32) in registers and shared memory, 52-bit limbs only
 #        inside each multiplication (experiment).
+#   r4b6: r4's kernel built with fastmul build 6 for Fr (products on the FP64 pipe; loader.BUILDS): N2.
 #   r4x: kernels/ntt_split.cu, r4 with half its multiplications on the FP64 pipe (fastmul build 6) and
 #        half on the FMA pipe (build 1): the two pipes share the load (experiment).
 VARIANTS = {
@@ -35,6 +36,7 @@ VARIANTS = {
     "r4d": (2, KMAX, 18),
     "r4m": (2, KMAX, 18),
     "r4x": (2, KMAX, 18),
+    "r4b6": (2, KMAX, 18),
     "r8": (3, KMAX, 18),
     "r8-2lvl": (3, KMAX, 0),
     "r8-e11": (3, KMAX + 1, 18),
@@ -44,6 +46,7 @@ DFMA_VARIANTS = {"r4d": 40, "r4m": 32}
 # The DFMA pass multiplies data by twiddles with dfma::mont_mul (x * y * 2^-260): its twiddles are in the
 # 2^260 form, the Montgomery (2^256) form times 16. tw_hi * tw_lo (tw_mode 1) multiplies two table values,
 # so tw_lo carries 2^8: 2^256 * 2^264 * 2^-260 = 2^260 (tw_hi unscaled).
+R4B6_BUILD = ("CUZK_FASTMUL_VARIANT_FR=6",)       # loader.BUILDS["ntt_reg"]
 DFMA_TW_SCALE = 16
 DFMA_LO_SCALE = 256
 # production pass kernel (tools/gpu_ntt_check.py times them all); CUZK_NTT_VARIANT overrides
@@ -154,6 +157,8 @@ def _run(x, log_n: int, generator: int, inverse: bool, dit: bool, variant: str |
         f, elem_bytes = kernel("ntt_dfma", f"ntt_{variant}_{direction}"), DFMA_VARIANTS[variant]
     elif variant == "r4x":
         f, elem_bytes = kernel("ntt_split", f"ntt_r4x_{direction}"), 32
+    elif variant == "r4b6":
+        f, elem_bytes = kernel("ntt_reg", f"ntt_r4_{direction}", R4B6_BUILD), 32
     else:
         f, elem_bytes = kernel("ntt_reg", f"ntt_r{1 << lr}_{direction}"), 32
     tb = tw1_bits(passes, tw1_max)
