@@ -9,6 +9,10 @@
 #   T5  the cuzk side of the snarkjs ratio; ncu on the affine round kernels (variant 1 vs 2)
 # In that order of priority: five calls do not fit one session's 30 minutes; T1-T3 (~27 min with starts)
 # decide whether the FP64-pipe multiplier reaches the #4/#5 targets.
+# Session 4 ran T2, T2b, T3b, T5b, T6-T12 (docs/perf-log.md). Left for session 5, in this order:
+#   U1  N2's GPU tests (r4b6), then N2 alone at 2^24 (porep_partition, interleaved, 99% intervals)
+#   U2  10 x 2^27 pipelined with B2 (= T4), now also with the host window fold and the new batch sums
+#   T5's second half: ncu on the affine round kernels (variant 1 vs 2)
 set -o pipefail
 source tools/device_setup.sh >/dev/null 2>&1
 export CUZK_CUBIN_DIR=$PWD/.cubin CUZK_CACHE_DIR=/tmp/cz
@@ -139,6 +143,13 @@ T12)
       -k "batch_add or each_optimization or p1_same or pipeline_proofs" 2>&1 | tail -3
   timeout 60 python3 tools/experiments/resident_ab.py 18 15 "" old-batch 2>&1 | tail -3
   timeout 40 python3 tools/experiments/resident_ab.py 16 15 "" old-batch 2>&1 | tail -2 ;;
+U1)
+  timeout 120 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests/test_gpu_ntt_reg.py tests/test_gpu.py \
+      -k "r4b6 or each_optimization" 2>&1 | tail -3
+  timeout 420 python3 -m cuzk ablate --backend cuda --circuit porep_partition --log-size 24 --repeat 8 --opt-set N2 \
+      --no-leave-one-out --device-keygen --max-seconds 360 --json $OUT/ablate_n2_24.json 2>&1 | tail -20 ;;
+U2)
+  CUZK_OPT=+B2 timeout 560 bash tools/gpu_pipeline27.sh 2>&1 | tail -40 ;;
 T4)
   # session 4, call 4: B2 (packed witness hand-off and upload) in the 10 x 2^27 pipeline; before (session 3,
   # B2 off): 35.59 s, 3.56 s a proof, synthesis device time 0.66-0.96 s a proof, GPU busy 26.0 s
@@ -147,6 +158,6 @@ T5)
   # session 4, if time is left: the cuzk side of the snarkjs ratio; ncu on the affine rounds (variant 1 vs 2)
   SNARKJS_S="16=6.05,18=13.83" timeout 280 bash tools/gpu_snarkjs_ratio.sh 2>&1 | tail -15
   timeout 280 bash tools/ncu_msm_affine.sh 24 2>&1 | tail -60 ;;
-*) echo "usage: bash tools/device_next.sh S1|S2|S3|S4a|S4b|T1|T2|T3|T4|T5"; exit 2 ;;
+*) echo "usage: bash tools/device_next.sh S1|S2|S3|S4a|S4b|T1..T12|T1a|T1b|T2b|T3b|T5b|U1|U2"; exit 2 ;;
 esac
 echo "elapsed $(( $(date +%s) - t0 )) s"
