@@ -31,7 +31,8 @@ def _files(log_size: int) -> dict:
     return sb.prepare(CIRCUIT, log_size)
 
 
-class SnarkjsProve:
+class _Timed:
+    """One process (or proof) per sample, seven samples, per size."""
     params = SIZES
     param_names = ["log_size"]
     number = 1
@@ -39,38 +40,24 @@ class SnarkjsProve:
     warmup_time = 0
     timeout = 7200
 
+
+class _WithFiles(_Timed):
     def setup(self, log_size):
         self.files = _files(log_size)
         self.out = Path(tempfile.mkdtemp(prefix="cuzk-bench-snarkjs-"))
 
+
+class SnarkjsProve(_WithFiles):
     def time_prove(self, log_size):
         sb.snarkjs_prove(self.files, self.out)
 
 
-class CuzkProve:
-    params = SIZES
-    param_names = ["log_size"]
-    number = 1
-    repeat = (7, 7, 3600.0)
-    warmup_time = 0
-    timeout = 7200
-
-    def setup(self, log_size):
-        self.files = _files(log_size)
-        self.out = Path(tempfile.mkdtemp(prefix="cuzk-bench-snarkjs-"))
-
+class CuzkProve(_WithFiles):
     def time_prove_cli(self, log_size):
         sb.cuzk_prove_cli(self.files, self.out, BACKEND)
 
 
-class CuzkResident:
-    params = SIZES
-    param_names = ["log_size"]
-    number = 1
-    repeat = (7, 7, 3600.0)
-    warmup_time = 0
-    timeout = 7200
-
+class CuzkResident(_Timed):
     def setup(self, log_size):
         if log_size not in _memo:               # asv re-runs setup before every sample: load once
             _memo[log_size] = sb.Resident(_files(log_size), BACKEND)

@@ -21,6 +21,15 @@ class CliError(Exception):
     """A bad-input error: one line, exit code 2."""
 
 
+def _need_plots() -> None:
+    """matplotlib is there (--timeline, --png), checked before any work starts."""
+    from .perf.plots import _plt
+    try:
+        _plt()
+    except RuntimeError as e:
+        raise CliError(str(e)) from e
+
+
 def _err(msg: str) -> None:
     print(f"cuzk: error: {msg}", file=sys.stderr)
 
@@ -176,11 +185,7 @@ def cmd_bench(args) -> int:
     if args.parallel_synthesis < 0:
         raise CliError("--parallel-synthesis must be >= 0")
     if args.timeline:
-        from .perf.plots import _plt
-        try:
-            _plt()
-        except RuntimeError as e:
-            raise CliError(str(e)) from e
+        _need_plots()
     from . import pipeline_bench
     if pipeline_bench.wanted(args):
         return pipeline_bench.bench_pipeline(args, opts)
@@ -429,11 +434,7 @@ def cmd_ablate(args) -> int:
     if args.max_seconds is not None and args.max_seconds <= 0:
         raise CliError("--max-seconds must be > 0")
     if args.png:
-        from .perf.plots import _plt
-        try:
-            _plt()
-        except RuntimeError as e:
-            raise CliError(str(e)) from e
+        _need_plots()
     backend = args.backend
     if backend == "auto":
         ok, why = gpu_status()
