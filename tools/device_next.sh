@@ -12,6 +12,7 @@
 # Session 4 ran T2, T2b, T3b, T5b, T6-T12 (docs/perf-log.md). Left for session 5, in this order:
 #   U1  N2's GPU tests (r4b6), then N2 alone at 2^24 (porep_partition, interleaved, 99% intervals)
 #   U2  10 x 2^27 pipelined with B2 (= T4), now also with the host window fold and the new batch sums
+#   U3  r4's occupancy against its spills, on Fr builds 1 and 6 (CUZK_NTT_R4_BLOCKS 2/3/4)
 #   T5's second half: ncu on the affine round kernels (variant 1 vs 2)
 set -o pipefail
 source tools/device_setup.sh >/dev/null 2>&1
@@ -148,6 +149,13 @@ U1)
       -k "r4b6 or each_optimization" 2>&1 | tail -3
   timeout 420 python3 -m cuzk ablate --backend cuda --circuit porep_partition --log-size 24 --repeat 8 --opt-set N2 \
       --no-leave-one-out --device-keygen --max-seconds 360 --json $OUT/ablate_n2_24.json 2>&1 | tail -20 ;;
+U3)
+  # r4 at 2, 3 (default) and 4 blocks an SM, Fr builds 1 and 6 (nvcc -Xptxas -v, sm_90: build 1 106/91, 76/78,
+  # 64/64 registers with 0, 0, 140/96 B of spills; build 6 128/128, 80/80, 64/64 with 0, 76/32, 500/276 B)
+  for fr in 1 6; do for b in 2 3 4; do echo "r4 Fr build $fr, $b blocks/SM"
+    CUZK_KERNEL_DEFINES="CUZK_FASTMUL_VARIANT_FR=$fr CUZK_NTT_R4_BLOCKS=$b" timeout 60 \
+        python3 tools/gpu_ntt_check.py --no-tests --no-mul --variants r4 2>&1 | grep "^r4 "
+  done; done ;;
 U2)
   CUZK_OPT=+B2 timeout 560 bash tools/gpu_pipeline27.sh 2>&1 | tail -40 ;;
 T4)
