@@ -39,7 +39,7 @@ def floor_s(kernel: str, log_size: int, work: int, convention: str = "coeff") ->
     return None
 
 
-def _make(kernel: str, log_size: int, convention: str, generator: int):
+def _make(kernel: str, log_size: int, convention: str, generator: int, chains: int = 4, fastmul: int = 1):
     from .gpu import micro as M
     if kernel == "ntt":
         return M.make_ntt(log_size, "ntt", generator)
@@ -52,7 +52,7 @@ def _make(kernel: str, log_size: int, convention: str, generator: int):
     if kernel == "spmv":
         return M.make_spmv(log_size)
     if kernel in ("fp_mul", "fr_mul"):
-        return M.make_mul(kernel[:2])
+        return M.make_mul(kernel[:2], chains=chains, fastmul=fastmul)
     if kernel == "msm":
         return M.make_msm(log_size, 1)
     if kernel == "msm_g2":
@@ -90,6 +90,12 @@ def _bad(msg: str) -> int:
     return 2
 
 
+def mul_name(args) -> str:
+    """fp_mul / fr_mul, with the non-default chains and build in the name (so results never mix)."""
+    return args.kernel + (f"_c{args.chains}" if args.chains != 4 else "") + \
+        (f"_b{args.fastmul}" if args.fastmul != 1 else "")
+
+
 def main(argv: list[str]) -> int:
     try:
         import pyperf
@@ -116,7 +122,8 @@ def main(argv: list[str]) -> int:
 
     def add_cmdline_args(cmd, args):
         cmd.extend([args.kernel, "--log-size", str(args.log_size), "--convention", args.convention,
-                    "--generator", str(args.generator), "--backend", args.backend])
+                    "--generator", str(args.generator), "--backend", args.backend, "--chains", str(args.chains),
+                    "--fastmul", str(args.fastmul)])
 
     runner = pyperf.Runner(add_cmdline_args=add_cmdline_args, program_args=("-m", "cuzk", "micro"))
     p = runner.argparser
@@ -126,12 +133,16 @@ def main(argv: list[str]) -> int:
     p.add_argument("--generator", type=int, default=7, choices=(5, 7))
     p.add_argument("--backend", default="cuda", choices=("cuda", "cpu"),
                    help="cuda (CUDA events; default) or cpu (the reference's ntt/intt, host clock)")
+    p.add_argument("--chains", type=int, default=4, choices=(1, 4),
+                   help="fp_mul/fr_mul: independent multiplication chains per thread (4: default; 1: 4x the threads)")
+    p.add_argument("--fastmul", type=int, default=1, choices=(1, 6),
+                   help="fp_mul/fr_mul: the multiplier build, 1 (default, IMAD) or 6 (FP64 pipe; loader.BUILDS)")
     args = runner.parse_args(argv)
     if args.backend == "cpu":
         run, work = _make_cpu(args.kernel, args.log_size, args.generator)
     else:
-        run, work = _make(args.kernel, args.log_size, args.convention, args.generator)
-    name = f"{args.kernel}_2^{args.log_size}" if args.kernel not in ("fp_mul", "fr_mul") else args.kernel
+        run, work = _make(args.kernel, args.log_size, args.convention, args.generator, args.chains, args.fastmul)
+    name = f"{args.kernel}_2^{args.log_size}" if args.kernel not in ("fp_mul", "fr_mul") else mul_name(args)
     if args.backend == "cpu":
         name = "cpu_" + name
     fl = floor_s(args.kernel, args.log_size, work, args.convention) if args.backend == "cuda" else None

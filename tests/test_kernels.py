@@ -137,18 +137,20 @@ def test_module_builds_have_their_own_key(monkeypatch):
         loader.module("ntt_reg", ("CUZK_FASTMUL_VARIANT_FR=3",))
 
 
-# Spill bytes tolerated per module build (loader.BUILDS), per r4 kernel, with the reason.
+# Spill bytes tolerated per module build (loader.BUILDS): (kernels whose name contains this, bytes each,
+# the reason). Every other kernel of a build must spill nothing.
 BUILD_SPILLS_ALLOWED = {
     ("ntt_reg", ("CUZK_FASTMUL_VARIANT_FR=6",)):
-        (96, "N2 (default off): 32-76 B at r4's 80-register cap (3 blocks a SM); measured faster anyway, "
-             "2^27 dif/dit 52.7/51.1 ms against 55.1/54.6 (docs/perf-log.md, session 4)"),
+        ("_r", 96, "N2 (default off): r4 32-76 B at its 80-register cap (3 blocks a SM), measured faster "
+                   "anyway (2^27 dif/dit 52.7/51.1 ms against 55.1/54.6, docs/perf-log.md session 4); "
+                   "r8 (not used by N2) 24-60 B at 128"),
 }
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
 def test_module_builds_compile_within_their_spill_bounds(tmp_path):
-    """Every loader.BUILDS entry compiles for sm_90; its r4 kernels spill at most what BUILD_SPILLS_ALLOWED
-    says (nothing when unlisted)."""
+    """Every loader.BUILDS entry compiles for sm_90, and spills at most what BUILD_SPILLS_ALLOWED says
+    (nothing when unlisted)."""
     from cuzk.gpu import loader
     for name, builds in loader.BUILDS.items():
         for extra in builds:
@@ -156,8 +158,8 @@ def test_module_builds_compile_within_their_spill_bounds(tmp_path):
                                 *loader.defines(extra), "-o", str(tmp_path / f"{name}.o"), str(KERNELS / f"{name}.cu")],
                                capture_output=True, text=True)
             assert r.returncode == 0, r.stderr
-            fns = re.findall(r"Compiling entry function '(\w+)'", r.stderr)
-            spills = [int(v) for v in re.findall(r"(\d+) bytes spill stores", r.stderr)]
-            assert len(fns) == len(spills) > 0, r.stderr
-            cap = BUILD_SPILLS_ALLOWED.get((name, extra), (0, ""))[0]
-            assert all(v <= cap for fn, v in zip(fns, spills) if "r4" in fn), r.stderr
+            props = re.findall(r"Function properties for (\S+)\s+\d+ bytes stack frame, (\d+) bytes spill stores",
+                               r.stderr)
+            assert len(props) == len(re.findall(r"bytes spill stores", r.stderr)) > 0, r.stderr
+            which, cap, _ = BUILD_SPILLS_ALLOWED.get((name, extra), ("", 0, ""))
+            assert all(int(v) <= (cap if which and which in fn else 0) for fn, v in props), r.stderr

@@ -77,3 +77,20 @@ def test_micro_bad_input(args, msg, tmp_path):
     pytest.importorskip("pyperf")
     p = _micro(*args, cwd=tmp_path)
     assert p.returncode == 2 and p.stderr.startswith("cuzk: error: micro:") and msg in p.stderr
+
+
+def test_mul_names_keep_chains_and_builds_apart():
+    """fp_mul results of another chain count or multiplier build get their own benchmark name."""
+    from types import SimpleNamespace as NS
+    from cuzk.gpu.loader import BUILDS
+    from cuzk.gpu.micro import MUL_BUILDS
+    from cuzk.micro import mul_name
+    assert mul_name(NS(kernel="fp_mul", chains=4, fastmul=1)) == "fp_mul"
+    assert mul_name(NS(kernel="fp_mul", chains=1, fastmul=6)) == "fp_mul_c1_b6"
+    assert mul_name(NS(kernel="fr_mul", chains=4, fastmul=6)) == "fr_mul_b6"
+    assert all(b == () or b in BUILDS["field_ops"] for b in MUL_BUILDS.values())
+
+
+def test_micro_fastmul_choices(capsys):
+    from cuzk.cli import main
+    assert main(["micro", "fp_mul", "--fastmul", "5"]) == 2      # not a build micro offers

@@ -12,6 +12,7 @@
 # Session 4 ran T2, T2b, T3b, T5b, T6-T12 (docs/perf-log.md). Left for session 5, in this order:
 #   U1  N2's GPU tests (r4b6), then N2 alone at 2^24 (porep_partition, interleaved, 99% intervals)
 #   U2  10 x 2^27 pipelined with B2 (= T4), now also with the host window fold and the new batch sums
+#   U0  `cuzk micro fp_mul/fr_mul --chains 1 --fastmul 6` (the product command's figure for the 2.2e10 target)
 #   U3  r4's occupancy against its spills, on Fr builds 1 and 6 (CUZK_NTT_R4_BLOCKS 2/3/4)
 #   T5's second half: ncu on the affine round kernels (variant 1 vs 2)
 set -o pipefail
@@ -144,6 +145,9 @@ T12)
       -k "batch_add or each_optimization or p1_same or pipeline_proofs" 2>&1 | tail -3
   timeout 60 python3 tools/experiments/resident_ab.py 18 15 "" old-batch 2>&1 | tail -3
   timeout 40 python3 tools/experiments/resident_ab.py 16 15 "" old-batch 2>&1 | tail -2 ;;
+U0)
+  for f in fp_mul fr_mul; do for a in "--chains 4 --fastmul 1" "--chains 1 --fastmul 1" "--chains 1 --fastmul 6"; do
+    timeout 90 python3 -m cuzk micro $f $a -p 3 -n 5 -w 1 2>&1 | tail -1; done; done ;;
 U1)
   timeout 120 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests/test_gpu_ntt_reg.py tests/test_gpu.py \
       -k "r4b6 or each_optimization" 2>&1 | tail -3

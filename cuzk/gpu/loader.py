@@ -34,6 +34,7 @@ def arch() -> str:
 # module -> tuples of NAME=VALUE defines. tools/build_cubins.py prebuilds them too.
 BUILDS: dict[str, tuple[tuple[str, ...], ...]] = {
     "ntt_reg": (("CUZK_FASTMUL_VARIANT_FR=6",),),    # N2: the NTT passes on fastmul build 6 (FP64 pipe)
+    "field_ops": (("CUZK_FASTMUL_VARIANT_FP=6", "CUZK_FASTMUL_VARIANT_FR=6"),),   # cuzk micro --fastmul 6
 }
 
 

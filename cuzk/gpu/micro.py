@@ -42,18 +42,26 @@ def random_fr(n: int, batch: int = 1, seed: int = 1):
     return out.reshape(batch, n, 8) if batch > 1 else out.reshape(n, 8)
 
 
-def make_mul(field: str, threads: int = 1 << 20, iters: int = 256):
+MUL_BUILDS = {1: (), 6: ("CUZK_FASTMUL_VARIANT_FP=6", "CUZK_FASTMUL_VARIANT_FR=6")}   # loader.BUILDS
+
+
+def make_mul(field: str, threads: int = 1 << 20, iters: int = 256, chains: int = 4, fastmul: int = 1):
+    """x = x * y chains over 4 * threads elements: `chains` (4 or 1) per thread, so 1 chain runs 4x the
+    threads; `fastmul`: the multiplier build (1, or 6 on the FP64 pipe: field_ops' module build)."""
     import cupy
     from .loader import kernel
+    if chains not in (1, 4) or fastmul not in MUL_BUILDS:
+        raise ValueError(f"chains 1 or 4 and fastmul one of {sorted(MUL_BUILDS)}, got {chains}, {fastmul}")
     words = 12 if field == "fp" else 8
     rng = cupy.random.default_rng(3)
     data = rng.integers(0, 2**32, size=(4 * threads, words), dtype=cupy.uint64).astype(cupy.uint32)
     data[:, words - 1] &= 0x0FFFFFFF
-    f = kernel("field_ops", f"{field}_mul_bench")
-    block = 256
+    f = kernel("field_ops", f"{field}_mul_bench" + ("1" if chains == 1 else ""), MUL_BUILDS[fastmul])
+    block = 256 if fastmul == 1 else 128      # build 6 needs > 128 registers: 512 threads do not launch
+    grid = 4 * threads // chains // block
 
     def run(loops: int) -> float:
-        return _events(lambda: f((threads // block,), (block,), (data, np.int32(iters))), loops)
+        return _events(lambda: f((grid,), (block,), (data, np.int32(iters))), loops)
     return run, 4 * threads * iters
 
 

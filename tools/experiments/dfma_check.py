@@ -15,7 +15,7 @@ Needs CuPy (NVRTC) and numpy only; nothing from the cuzk package. From the repos
 (b) Throughput: x = x*y, 256 dependent iterations per chain, 4*2^20 elements as 1 chain per thread
     (4*2^20 threads) and 4 chains per thread (2^20 threads), block sizes 128/256/512, CUDA events,
     median of 5; multiplications per second for dfma lazy, dfma canonical and fastmul variant 1
-    (field_ops.cu fp_mul_bench / fr_mul_bench plus the 1-chain kernels of mul_check.py).
+    (field_ops.cu fp_mul_bench / fr_mul_bench and the 1-chain fp_mul_bench1 / fr_mul_bench1).
 Prints ALL OK and exits 0 only if every comparison matched.
 """
 from __future__ import annotations
@@ -34,19 +34,6 @@ P = 0x1A0111EA397FE69A4B1BA7B6434BACD764774B84F38512BF6730D2A0F6B0F6241EABFFFEB1
 R = 0x73EDA753299D7D483339D80809A1D80553BDA402FFFE5BFEFFFFFFFF00000001
 FIELDS = {"fp": (P, 8, 12), "fr": (R, 5, 8)}      # name -> (modulus, 52-bit limbs L, 32-bit words)
 M52 = (1 << 52) - 1
-
-BENCH1 = r'''
-#define CUZK_MUL_BENCH1(F, name)                                                     \
-    extern "C" __global__ void name(uint32_t* data, int iters) {                     \
-        long i = blockIdx.x * (long)blockDim.x + threadIdx.x;                        \
-        const int W = sizeof(F) / 4;                                                 \
-        F x0 = F::load(data + i * W); const F y = x0;                                \
-        for (int k = 0; k < iters; k++) x0 = x0 * y;                                 \
-        x0.store(data + i * W);                                                      \
-    }
-CUZK_MUL_BENCH1(fp_t, fp_mul_bench1)
-CUZK_MUL_BENCH1(fr_t, fr_mul_bench1)
-'''
 
 
 def build(name: str, src: str, extra=()):
@@ -191,7 +178,7 @@ def main() -> int:
     dev = cupy.cuda.Device()
     print(f"device: {cupy.cuda.runtime.getDeviceProperties(dev.id)['name'].decode()}, sm_{dev.compute_capability}")
     dmod = build("dfma", (ROOT / "tools/experiments/dfma_bench.cu").read_text())
-    fmod = build("fastmul variant 1", (KERNELS / "field_ops.cu").read_text() + BENCH1, ("-DCUZK_FASTMUL_VARIANT=1",))
+    fmod = build("fastmul variant 1", (KERNELS / "field_ops.cu").read_text(), ("-DCUZK_FASTMUL_VARIANT=1",))
     print("[dfma] correctness", flush=True)
     t0 = time.perf_counter()
     ok = check(dmod, count, random.Random(20261201))

@@ -34,19 +34,6 @@ P = 0x1A0111EA397FE69A4B1BA7B6434BACD764774B84F38512BF6730D2A0F6B0F6241EABFFFEB1
 R = 0x73EDA753299D7D483339D80809A1D80553BDA402FFFE5BFEFFFFFFFF00000001
 FIELDS = {"fp": (P, 12), "fr": (R, 8)}
 
-BENCH1 = r'''
-#define CUZK_MUL_BENCH1(F, name)                                                     \
-    extern "C" __global__ void name(uint32_t* data, int iters) {                     \
-        long i = blockIdx.x * (long)blockDim.x + threadIdx.x;                        \
-        const int W = sizeof(F) / 4;                                                 \
-        F x0 = F::load(data + i * W); const F y = x0;                                \
-        for (int k = 0; k < iters; k++) x0 = x0 * y;                                 \
-        x0.store(data + i * W);                                                      \
-    }
-CUZK_MUL_BENCH1(fp_t, fp_mul_bench1)
-CUZK_MUL_BENCH1(fr_t, fr_mul_bench1)
-'''
-
 
 VARIANTS = {                      # name -> extra NVRTC options
     "legacy": ("-DCUZK_MUL_LEGACY",),            # the original CIOS (mad.lo.cc / madc.hi.cc)
@@ -66,7 +53,7 @@ if "--only5" in sys.argv:                       # legacy, the default, the varia
 
 
 def build(variant: str):
-    src = (KERNELS / "field_ops.cu").read_text() + BENCH1
+    src = (KERNELS / "field_ops.cu").read_text()
     cc = cupy.cuda.Device().compute_capability
     opts = (f"-arch=sm_{cc}", f"-I{KERNELS}", "--std=c++17", "-default-device") + VARIANTS[variant]
     t0 = time.perf_counter()

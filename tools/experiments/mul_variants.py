@@ -4,22 +4,10 @@ import cupy
 from cuzk.gpu.loader import kernel_dir, arch
 
 src = (kernel_dir() / "field_ops.cu").read_text()
-extra = r'''
-#define CUZK_MUL_BENCH1(F, name)                                                     \
-    extern "C" __global__ void name(uint32_t* data, int iters) {                     \
-        long i = blockIdx.x * (long)blockDim.x + threadIdx.x;                        \
-        const int W = sizeof(F) / 4;                                                 \
-        F x0 = F::load(data + i * W); const F y = x0;                                \
-        for (int k = 0; k < iters; k++) x0 = x0 * y;                                 \
-        x0.store(data + i * W);                                                      \
-    }
-CUZK_MUL_BENCH1(fp_t, fp_mul_bench1)
-CUZK_MUL_BENCH1(fr_t, fr_mul_bench1)
-'''
 rows = []
 rng = cupy.random.default_rng(1)
 for variant, opts in (("volatile", ()), ("plain-asm", ("-DCUZK_ASM=asm",))):
-    mod = cupy.RawModule(code=src + extra, options=(f"-arch={arch()}", f"-I{kernel_dir()}", "--std=c++17") + opts)
+    mod = cupy.RawModule(code=src, options=(f"-arch={arch()}", f"-I{kernel_dir()}", "--std=c++17") + opts)
     for field, words in (("fp", 12), ("fr", 8)):
         for chains, fn in ((4, f"{field}_mul_bench"), (1, f"{field}_mul_bench1")):
             for block in (128, 256, 512):
@@ -46,7 +34,7 @@ for v, f, c, bl, rate, res in rows:
 from cuzk.gpu import loader, micro, ntt as G  # noqa: E402
 outs = {}
 for variant, opts in (("volatile", ()), ("plain-asm", ("-DCUZK_ASM=asm",))):
-    loader._modules["ntt"] = cupy.RawModule(code=(kernel_dir() / "ntt.cu").read_text(),
+    loader._modules[("ntt", ())] = cupy.RawModule(code=(kernel_dir() / "ntt.cu").read_text(),
                                             options=(f"-arch={arch()}", f"-I{kernel_dir()}", "--std=c++17") + opts)
     for L in (24, 27):
         x0 = micro.random_fr(1 << L, seed=L)

@@ -8,7 +8,7 @@ variants = {"legacy CIOS": ("-DCUZK_MUL_LEGACY",), "fast mul v1": ("-DCUZK_FASTM
             "fast mul v2": ("-DCUZK_FASTMUL_VARIANT=2",)}
 outs = {}
 for name, opts in variants.items():
-    loader._modules["ntt"] = cupy.RawModule(code=src, options=(f"-arch={arch()}", f"-I{kernel_dir()}", "--std=c++17") + opts)
+    loader._modules[("ntt", ())] = cupy.RawModule(code=src, options=(f"-arch={arch()}", f"-I{kernel_dir()}", "--std=c++17") + opts)
     for L in (24, 27):
         x0 = micro.random_fr(1 << L, seed=L)
         x = x0.copy()
