@@ -13,6 +13,7 @@
 #   U1  N2's GPU tests (r4b6), then N2 alone at 2^24 (porep_partition, interleaved, 99% intervals)
 #   U2  10 x 2^27 pipelined with B2 (= T4), now also with the host window fold and the new batch sums
 #   U0  `cuzk micro fp_mul/fr_mul --chains 1 --fastmul 6` (the product command's figure for the 2.2e10 target)
+#   U4  small MSMs (G1, G2; 2^14-2^18) over window sizes 5-15 (tools/gpu_msm_small_sweep.py): a latency model
 #   U3  r4's occupancy against its spills, on Fr builds 1 and 6 (CUZK_NTT_R4_BLOCKS 2/3/4)
 #   T5's second half: ncu on the affine round kernels (variant 1 vs 2)
 set -o pipefail
@@ -160,6 +161,8 @@ U3)
     CUZK_KERNEL_DEFINES="CUZK_FASTMUL_VARIANT_FR=$fr CUZK_NTT_R4_BLOCKS=$b" timeout 60 \
         python3 tools/gpu_ntt_check.py --no-tests --no-mul --variants r4 2>&1 | grep "^r4 "
   done; done ;;
+U4)
+  timeout 300 python3 tools/gpu_msm_small_sweep.py --sizes 14,16,18 --cs 5-15 --reps 5 2>&1 | grep -v "^G. 2^.. c=" ;;
 U2)
   CUZK_OPT=+B2 timeout 560 bash tools/gpu_pipeline27.sh 2>&1 | tail -40 ;;
 T4)
