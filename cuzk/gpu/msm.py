@@ -309,7 +309,13 @@ def fold_windows(group: int, sums: np.ndarray, c: int):
     from py_arkworks_bls12381 import G1Point, G2Point
     from ..curve import PointError, canonical_to_ark, scalars_to_ark
     f, cls = FIELDS[group], (G1Point if group == 1 else G2Point)
-    pts = [xyzz_from_limbs(group, row) for row in np.asarray(sums, dtype=np.uint32).reshape(len(sums), -1)]
+    rows = np.asarray(sums, dtype=np.uint32).reshape(len(sums), -1)
+    v = [int(t) for t in F.fp_from_limbs(rows.reshape(-1, F.FP_LIMBS))]      # one conversion for all windows
+    per = rows.shape[1] // F.FP_LIMBS                                         # 4 (G1) or 8 (G2) Fp values
+    if group == 1:
+        pts = [tuple(v[i * per:(i + 1) * per]) for i in range(len(rows))]
+    else:
+        pts = [tuple((v[i * per + 2 * j], v[i * per + 2 * j + 1]) for j in range(4)) for i in range(len(rows))]
     live = [(w, p) for w, p in enumerate(pts) if not f.is_zero(p[2])]
     if not live:
         return cls.identity()
