@@ -160,7 +160,10 @@ U3)
   for fr in 1 6; do for b in 2 3 4; do echo "r4 Fr build $fr, $b blocks/SM"
     CUZK_KERNEL_DEFINES="CUZK_FASTMUL_VARIANT_FR=$fr CUZK_NTT_R4_BLOCKS=$b" timeout 60 \
         python3 tools/gpu_ntt_check.py --no-tests --no-mul --variants r4 2>&1 | grep "^r4 "
-  done; done ;;
+  done; done
+  # r2 (64 registers, 2 blocks of 512: twice r4's warps) on Fr build 6 (40 B of spills): does occupancy beat barriers?
+  CUZK_KERNEL_DEFINES="CUZK_FASTMUL_VARIANT_FR=6" timeout 90 python3 tools/gpu_ntt_check.py --no-tests --no-mul \
+      --variants r2 2>&1 | grep "^r2 " ;;
 U4)
   timeout 300 python3 tools/gpu_msm_small_sweep.py --sizes 14,16,18 --cs 5-15 --reps 5 2>&1 | tail -75 ;;
 U2)
