@@ -10,6 +10,8 @@
 # In that order of priority: five calls do not fit one session's 30 minutes; T1-T3 (~27 min with starts)
 # decide whether the FP64-pipe multiplier reaches the #4/#5 targets.
 # Session 4 ran T2, T2b, T3b, T5b, T6-T12 (docs/perf-log.md). Left for session 5, in this order:
+#   U5  the snarkjs ratio with snarkjs on the GPU machine too (bash tools/node_bundle.sh first; carry
+#       [".whl", ".cubin", ".nodebundle", ".device-commit"], ~49 MB)
 #   U1  N2's GPU tests (r4b6), then N2 alone at 2^24 (porep_partition, interleaved, 99% intervals)
 #   U2  10 x 2^27 pipelined with B2 (= T4), now also with the host window fold and the new batch sums
 #   U0  `cuzk micro fp_mul/fr_mul --chains 1 --fastmul 6` (the product command's figure for the 2.2e10 target)
@@ -149,6 +151,8 @@ T12)
 U0)
   for f in fp_mul fr_mul; do for a in "--chains 4 --fastmul 1" "--chains 1 --fastmul 1" "--chains 1 --fastmul 6"; do
     timeout 90 python3 -m cuzk micro $f $a -p 3 -n 5 -w 1 2>&1 | tail -1; done; done ;;
+U5)
+  OUT=$OUT timeout 560 bash tools/gpu_snarkjs_same_machine.sh 16,18 2>&1 | tail -12 ;;
 U1)
   timeout 120 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests/test_gpu_ntt_reg.py tests/test_gpu.py \
       -k "r4b6 or each_optimization" 2>&1 | tail -3
