@@ -9,14 +9,15 @@
 #   T5  the cuzk side of the snarkjs ratio; ncu on the affine round kernels (variant 1 vs 2)
 # In that order of priority: five calls do not fit one session's 30 minutes; T1-T3 (~27 min with starts)
 # decide whether the FP64-pipe multiplier reaches the #4/#5 targets.
-# Session 4 ran T2, T2b, T3b, T5b, T6-T12 (docs/perf-log.md). Left for session 5, in this order:
+# Session 4 ran T2, T2b, T3b, T5b, T6-T12 (docs/perf-log.md). Left for session 5, in this order (all of them is
+# ~30 min of device time: pick from the top):
+#   U0  `cuzk micro fp_mul/fr_mul --chains 1 --fastmul 6` (the product command's figure for the 2.2e10 target)
 #   U5  the snarkjs ratio with snarkjs on the GPU machine too (bash tools/node_bundle.sh first; carry
 #       [".whl", ".cubin", ".nodebundle", ".device-commit"], ~49 MB)
 #   U1  N2's GPU tests (r4b6), then N2 alone at 2^24 (porep_partition, interleaved, 99% intervals)
-#   U2  10 x 2^27 pipelined with B2 (= T4), now also with the host window fold and the new batch sums
-#   U0  `cuzk micro fp_mul/fr_mul --chains 1 --fastmul 6` (the product command's figure for the 2.2e10 target)
+#   U3  r4's occupancy against its spills, on Fr builds 1 and 6 (CUZK_NTT_R4_BLOCKS 2/3/4), and r2 on build 6
 #   U4  small MSMs (G1, G2; 2^14-2^18) over window sizes 5-15 (tools/gpu_msm_small_sweep.py): a latency model
-#   U3  r4's occupancy against its spills, on Fr builds 1 and 6 (CUZK_NTT_R4_BLOCKS 2/3/4)
+#   U2  10 x 2^27 pipelined with B2 (= T4), now also with the host window fold and the new batch sums
 #   T5's second half: ncu on the affine round kernels (variant 1 vs 2)
 set -o pipefail
 source tools/device_setup.sh >/dev/null 2>&1
