@@ -271,24 +271,35 @@ class Fp2:
 FIELDS = {1: Fp, 2: Fp2}
 
 
+def xyzz_rows(group: int, limbs: np.ndarray) -> list[tuple]:
+    """uint32[k, words] Montgomery limbs (one conversion for all) -> k points (X, Y, ZZ, ZZZ) as field
+    ints (pairs for G2)."""
+    rows = np.asarray(limbs, dtype=np.uint32).reshape(-1, xyzz_words(group))
+    v = [int(t) for t in F.fp_from_limbs(rows.reshape(-1, F.FP_LIMBS))]
+    per = rows.shape[1] // F.FP_LIMBS                 # 4 (G1) or 8 (G2) Fp values a point
+    if group == 1:
+        return [tuple(v[i * per:(i + 1) * per]) for i in range(len(rows))]
+    return [tuple((v[i * per + 2 * j], v[i * per + 2 * j + 1]) for j in range(4)) for i in range(len(rows))]
+
+
 def xyzz_from_limbs(group: int, limbs: np.ndarray) -> tuple:
     """uint32[words] Montgomery limbs -> (X, Y, ZZ, ZZZ) as field ints (pairs for G2)."""
-    v = F.fp_from_limbs(np.asarray(limbs, dtype=np.uint32).reshape(-1, F.FP_LIMBS))
-    v = [int(t) for t in v]
-    if group == 1:
-        return tuple(v)
-    return tuple((v[2 * i], v[2 * i + 1]) for i in range(4))
+    return xyzz_rows(group, limbs)[0]
+
+
+def _affine(f, pt: tuple, iZZZ):
+    """(x, y) of a finite XYZZ point, given 1 / ZZZ: the one-inversion path of ec.cuh."""
+    X, Y, ZZ, _ = pt
+    iZ = f.mul(iZZZ, ZZ)
+    return f.mul(X, f.mul(iZ, iZ)), f.mul(Y, iZZZ)
 
 
 def xyzz_to_affine(group: int, pt: tuple):
-    """(X, Y, ZZ, ZZZ) -> (x, y), or None for infinity; the same one-inversion path as ec.cuh."""
+    """(X, Y, ZZ, ZZZ) -> (x, y), or None for infinity."""
     f = FIELDS[group]
-    X, Y, ZZ, ZZZ = pt
-    if f.is_zero(ZZ):
+    if f.is_zero(pt[2]):
         return None
-    iZZZ = f.inv(ZZZ)
-    iZ = f.mul(iZZZ, ZZ)
-    return f.mul(X, f.mul(iZ, iZ)), f.mul(Y, iZZZ)
+    return _affine(f, pt, f.inv(pt[3]))
 
 
 def to_ark(group: int, limbs: np.ndarray):
@@ -309,14 +320,7 @@ def fold_windows(group: int, sums: np.ndarray, c: int):
     from py_arkworks_bls12381 import G1Point, G2Point
     from ..curve import PointError, canonical_to_ark, scalars_to_ark
     f, cls = FIELDS[group], (G1Point if group == 1 else G2Point)
-    rows = np.asarray(sums, dtype=np.uint32).reshape(len(sums), -1)
-    v = [int(t) for t in F.fp_from_limbs(rows.reshape(-1, F.FP_LIMBS))]      # one conversion for all windows
-    per = rows.shape[1] // F.FP_LIMBS                                         # 4 (G1) or 8 (G2) Fp values
-    if group == 1:
-        pts = [tuple(v[i * per:(i + 1) * per]) for i in range(len(rows))]
-    else:
-        pts = [tuple((v[i * per + 2 * j], v[i * per + 2 * j + 1]) for j in range(4)) for i in range(len(rows))]
-    live = [(w, p) for w, p in enumerate(pts) if not f.is_zero(p[2])]
+    live = [(w, p) for w, p in enumerate(xyzz_rows(group, sums)) if not f.is_zero(p[2])]
     if not live:
         return cls.identity()
     prefix, acc = [], f.one                  # batched inversion of the ZZZ's
@@ -326,11 +330,9 @@ def fold_windows(group: int, sums: np.ndarray, c: int):
     inv = f.inv(acc)
     xy = [None] * len(live)
     for i in range(len(live) - 1, -1, -1):
-        X, Y, ZZ, ZZZ = live[i][1]
-        iZZZ = f.mul(inv, prefix[i])
-        inv = f.mul(inv, ZZZ)
-        iZ = f.mul(iZZZ, ZZ)
-        xy[i] = (f.mul(X, f.mul(iZ, iZ)), f.mul(Y, iZZZ))
+        pt = live[i][1]
+        xy[i] = _affine(f, pt, f.mul(inv, prefix[i]))
+        inv = f.mul(inv, pt[3])
     b = (4, 4) if group == 2 else 4          # y^2 = x^3 + 4 (G1), x^3 + 4(1 + u) (G2)
     for x, y in xy:
         if f.mul(y, y) != f.add(f.mul(f.mul(x, x), x), b):

@@ -41,12 +41,12 @@ VARIANTS = {
     "r8-2lvl": (3, KMAX, 0),
     "r8-e11": (3, KMAX + 1, 18),
 }
+R4B6_BUILD = ("CUZK_FASTMUL_VARIANT_FR=6",)       # r4b6's module build (loader.BUILDS["ntt_reg"])
 # variants run by kernels/ntt_dfma.cu (kernel ntt_<name>_{dif,dit}) -> shared-memory bytes per element
 DFMA_VARIANTS = {"r4d": 40, "r4m": 32}
 # The DFMA pass multiplies data by twiddles with dfma::mont_mul (x * y * 2^-260): its twiddles are in the
 # 2^260 form, the Montgomery (2^256) form times 16. tw_hi * tw_lo (tw_mode 1) multiplies two table values,
 # so tw_lo carries 2^8: 2^256 * 2^264 * 2^-260 = 2^260 (tw_hi unscaled).
-R4B6_BUILD = ("CUZK_FASTMUL_VARIANT_FR=6",)       # loader.BUILDS["ntt_reg"]
 DFMA_TW_SCALE = 16
 DFMA_LO_SCALE = 256
 # production pass kernel (tools/gpu_ntt_check.py times them all); CUZK_NTT_VARIANT overrides
