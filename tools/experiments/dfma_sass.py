@@ -29,6 +29,38 @@ ALU = ("IADD3", "LOP3", "SHF", "LEA", "ISETP", "SEL", "MOV", "PLOP3", "IABS", "F
 SMSP_CLK = 132 * 4 * 1.98e9
 
 
+def compile_cubin(src: Path, out: Path, defines=()) -> str:
+    """nvcc -cubin for sm_90 with -Xptxas -v; returns ptxas's report (RuntimeError with it on failure)."""
+    r = subprocess.run(["nvcc", "-cubin", "-arch=sm_90", "-std=c++17", f"-I{ROOT / 'kernels'}", "-Xptxas", "-v",
+                        *defines, "-o", str(out), str(src)], capture_output=True, text=True)
+    if r.returncode:
+        raise RuntimeError(r.stderr)
+    return r.stderr
+
+
+def ptxas_resources(report: str) -> dict[str, dict[str, int]]:
+    """Per entry function of a ptxas -v report: regs, stack, spill_stores, spill_loads (bytes)."""
+    out, fn = {}, None
+    for line in report.splitlines():
+        m = re.search(r"Compiling entry function '(\w+)'", line)
+        if m:
+            fn = m.group(1)
+        m = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", line)
+        if m and fn:
+            out.setdefault(fn, {}).update(stack=int(m.group(1)), spill_stores=int(m.group(2)),
+                                          spill_loads=int(m.group(3)))
+        m = re.search(r"Used (\d+) registers", line)
+        if m and fn:
+            out.setdefault(fn, {})["regs"] = int(m.group(1))
+    return out
+
+
+def describe(res: dict[str, int]) -> str:
+    """One ptxas_resources entry as text."""
+    return (f"{res.get('regs', '?')} regs, stack {res.get('stack', '?')} B, "
+            f"spill {res.get('spill_stores', '?')}/{res.get('spill_loads', '?')} B")
+
+
 def sass_lines(cubin: Path, fn: str) -> list[tuple[int, str, str]]:
     out = subprocess.run([CUOBJDUMP, "-sass", "-fun", fn, str(cubin)], capture_output=True, text=True,
                          check=True).stdout
@@ -73,23 +105,13 @@ def model(c: collections.Counter) -> dict:
 def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         cubin = Path(tmp) / "dfma.cubin"
-        r = subprocess.run(["nvcc", "-cubin", "-arch=sm_90", "-std=c++17", f"-I{ROOT / 'kernels'}", "-Xptxas", "-v",
-                            "-o", str(cubin), str(ROOT / "tools/experiments/dfma_bench.cu")],
-                           capture_output=True, text=True)
-        if r.returncode:
-            print(r.stderr)
+        try:
+            report = compile_cubin(ROOT / "tools/experiments/dfma_bench.cu", cubin)
+        except RuntimeError as e:
+            print(e)
             return 1
-        fn = None
-        for line in r.stderr.splitlines():
-            m = re.search(r"Compiling entry function '(\w+)'", line)
-            if m:
-                fn = m.group(1)
-            m = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", line)
-            if m:
-                print(f"{fn:<18} stack {m.group(1)} B, spill stores {m.group(2)} B, loads {m.group(3)} B", end="")
-            m = re.search(r"Used (\d+) registers", line)
-            if m:
-                print(f", {m.group(1)} registers")
+        for fn, res in ptxas_resources(report).items():
+            print(f"{fn:<18} {describe(res)}")
         for f in ("fp", "fr"):
             for kern, body in ((f"dfma_{f}_mul", False), (f"dfma_{f}_bench1", True), (f"dfma_{f}_bench1c", True)):
                 lines = sass_lines(cubin, kern)

@@ -17,9 +17,6 @@ estimate at 2^27 (CPU only: nvcc + cuobjdump).
 from __future__ import annotations
 
 import collections
-import os
-import re
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -73,29 +70,6 @@ extern "C" __global__ void p_sub(uint32_t* d, int n) {
 MEM = ("LDS", "STS", "LDG", "STG", "BAR")
 
 
-def compile_(src: Path, out: Path) -> str:
-    r = subprocess.run(["nvcc", "-cubin", "-arch=sm_90", "-std=c++17", f"-I{ROOT / 'kernels'}", "-Xptxas", "-v",
-                        "-o", str(out), str(src)], capture_output=True, text=True)
-    if r.returncode:
-        raise RuntimeError(r.stderr)
-    return r.stderr
-
-
-def regs(stderr: str) -> dict:
-    out, fn = {}, None
-    for line in stderr.splitlines():
-        m = re.search(r"Compiling entry function '(\w+)'", line)
-        if m:
-            fn = m.group(1)
-        m = re.search(r"(\d+) bytes spill stores", line)
-        if m:
-            out.setdefault(fn, {})["spill"] = int(m.group(1))
-        m = re.search(r"Used (\d+) registers", line)
-        if m:
-            out.setdefault(fn, {})["regs"] = int(m.group(1))
-    return out
-
-
 def pipes(c: collections.Counter) -> collections.Counter:
     m = S.model(c)
     mem = sum(v for k, v in c.items() if k.split(".")[0] in MEM)
@@ -112,18 +86,18 @@ def main() -> int:
         tmp = Path(tmp)
         info = {}
         for name, src in (("ntt_dfma", ROOT / "kernels/ntt_dfma.cu"), ("ntt_reg", ROOT / "kernels/ntt_reg.cu")):
-            info.update(regs(compile_(src, tmp / f"{name}.cubin")))
+            info.update(S.ptxas_resources(S.compile_cubin(src, tmp / f"{name}.cubin")))
         print("== whole kernels (static counts) ==")
         for cub, kerns in (("ntt_dfma", ("ntt_r4d_dif", "ntt_r4d_dit", "ntt_r4m_dif", "ntt_r4m_dit")), ("ntt_reg", ("ntt_r4_dif", "ntt_r4_dit"))):
             for k in kerns:
                 c = S.count(S.sass_lines(tmp / f"{cub}.cubin", k))
                 top = ", ".join(f"{o} {v}" for o, v in sorted(c.items(), key=lambda kv: -kv[1])[:22] if o != "total")
-                print(f"{k}: {info[k]['regs']} registers, {info[k]['spill']} B spill stores, {c['total']} instructions\n"
+                print(f"{k}: {info[k]['regs']} registers, {info[k]['spill_stores']} B spill stores, {c['total']} instructions\n"
                       f"    {top}\n    pipes {dict(pipes(c))}")
         probes = {}
         for tag, src in (("d", PROBE_D), ("r", PROBE_R)):
             (tmp / f"p{tag}.cu").write_text(src)
-            compile_(tmp / f"p{tag}.cu", tmp / f"p{tag}.cubin")
+            S.compile_cubin(tmp / f"p{tag}.cu", tmp / f"p{tag}.cubin")
             for op in ("mul", "add", "sub", "conv", "mulm") if tag == "d" else ("mul", "add", "sub"):
                 c = S.count(S.loop_body(S.sass_lines(tmp / f"p{tag}.cubin", f"p_{op}")))
                 probes[tag, op] = pipes(c)

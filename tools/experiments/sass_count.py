@@ -20,6 +20,8 @@ from pathlib import Path
 
 CUOBJDUMP = os.environ.get("CUOBJDUMP") or shutil.which("cuobjdump") or "cuobjdump"
 KERNELS = Path(__file__).resolve().parents[2] / "kernels"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import dfma_sass as S  # noqa: E402  (nvcc and ptxas-report helpers)
 FUNCS = {"field_ops.cu": os.environ.get("SASS_FUNCS", "fp_mul fr_mul fp_mul_bench fr_mul_bench").split(),
          "ntt_reg.cu": [] if os.environ.get("SASS_NO_NTT") else ["ntt_r8_dif", "ntt_r8_dit", "ntt_r4_dif", "ntt_r4_dit"]}
 FMA = ("IMAD", "IMAD.WIDE", "IMAD.WIDE.U32", "IMAD.HI", "IMAD.HI.U32", "IMAD.X", "IMAD.MOV", "IMAD.MOV.U32",
@@ -29,25 +31,8 @@ ALU = ("IADD3", "IADD3.X", "MOV", "SEL", "LOP3.LUT", "ISETP", "SHF", "LEA", "LEA
 
 def compile_(src: str, variant: int, tmp: Path) -> tuple[Path, str]:
     out = tmp / f"{src}.{variant}.cubin"
-    r = subprocess.run(["nvcc", "-cubin", "-arch=sm_90", f"-I{KERNELS}", "-std=c++17", "-Xptxas", "-v",
-                        f"-DCUZK_FASTMUL_VARIANT={variant}", *os.environ.get("SASS_EXTRA", "").split(), "-o", str(out), str(KERNELS / src)],
-                       capture_output=True, text=True, check=True)
-    return out, r.stderr
-
-
-def resources(log: str) -> dict[str, str]:
-    res, fn = {}, None
-    for line in log.splitlines():
-        m = re.search(r"Compiling entry function '(\w+)'", line)
-        if m:
-            fn = m.group(1)
-        m = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", line)
-        if m and fn:
-            res[fn] = f"stack {m.group(1)} spill {m.group(2)}/{m.group(3)}"
-        m = re.search(r"Used (\d+) registers", line)
-        if m and fn:
-            res[fn] = f"regs {m.group(1)}, " + res.get(fn, "")
-    return res
+    return out, S.compile_cubin(KERNELS / src, out, (f"-DCUZK_FASTMUL_VARIANT={variant}",
+                                                     *os.environ.get("SASS_EXTRA", "").split()))
 
 
 def opcounts(cubin: Path, fn: str) -> collections.Counter:
@@ -81,7 +66,7 @@ def main() -> None:
         for v in variants:
             for src, fns in FUNCS.items():
                 cubin, log = compile_(src, v, Path(tmp))
-                res = resources(log)
+                res = {fn: S.describe(r) for fn, r in S.ptxas_resources(log).items()}
                 for fn in fns:
                     c = opcounts(cubin, fn)
                     p = pipes(c)

@@ -11,14 +11,12 @@ B: 2 slots), ALU pipes at 2 clk per warp instruction, issue at 1).
 """
 from __future__ import annotations
 
-import re
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from dfma_sass import count, loop_body, model, sass_lines  # noqa: E402
+from dfma_sass import compile_cubin, count, describe, loop_body, model, ptxas_resources, sass_lines  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBE = r'''
@@ -42,22 +40,11 @@ def main() -> int:
         src.write_text((ROOT / "kernels/field_ops.cu").read_text() + PROBE)
         for b, defs in BUILDS.items():
             cubin = Path(tmp) / f"{b}.cubin"
-            r = subprocess.run(["nvcc", "-cubin", "-arch=sm_90", "-std=c++17", f"-I{ROOT / 'kernels'}", "-Xptxas", "-v",
-                                *defs, "-o", str(cubin), str(src)], capture_output=True, text=True)
-            if r.returncode:
-                print(r.stderr)
+            try:
+                res = {fn: describe(r) for fn, r in ptxas_resources(compile_cubin(src, cubin, defs)).items()}
+            except RuntimeError as e:
+                print(e)
                 return 1
-            fn, res = None, {}
-            for line in r.stderr.splitlines():
-                m = re.search(r"Compiling entry function '(\w+)'", line)
-                if m:
-                    fn = m.group(1)
-                m = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", line)
-                if m:
-                    res[fn] = f"spill {m.group(1)}/{m.group(2)} B"
-                m = re.search(r"Used (\d+) registers", line)
-                if m:
-                    res[fn] = f"{m.group(1)} regs, " + res.get(fn, "")
             for kern, body in (("fp_mul", False), ("fr_mul", False), ("fp_probe1", True), ("fr_probe1", True)):
                 lines = sass_lines(cubin, kern)
                 c = count(loop_body(lines) if body else lines)
