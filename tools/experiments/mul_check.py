@@ -29,6 +29,9 @@ from pathlib import Path
 import numpy as np
 import cupy
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from dfma_check import build as nvrtc_build, from_words, to_words  # noqa: E402
+
 KERNELS = Path(__file__).resolve().parents[2] / "kernels"
 P = 0x1A0111EA397FE69A4B1BA7B6434BACD764774B84F38512BF6730D2A0F6B0F6241EABFFFEB153FFFFB9FEFFFFFFFFAAAB
 R = 0x73EDA753299D7D483339D80809A1D80553BDA402FFFE5BFEFFFFFFFF00000001
@@ -53,26 +56,7 @@ if "--only5" in sys.argv:                       # legacy, the default, the varia
 
 
 def build(variant: str):
-    src = (KERNELS / "field_ops.cu").read_text()
-    cc = cupy.cuda.Device().compute_capability
-    opts = (f"-arch=sm_{cc}", f"-I{KERNELS}", "--std=c++17", "-default-device") + VARIANTS[variant]
-    t0 = time.perf_counter()
-    mod = cupy.RawModule(code=src, options=opts, backend="nvrtc")
-    mod.compile()
-    print(f"built {variant} in {time.perf_counter() - t0:.1f}s", flush=True)
-    return mod
-
-
-def to_limbs(vals: list[int], n: int) -> np.ndarray:
-    buf = b"".join(v.to_bytes(4 * n, "little") for v in vals)
-    return np.frombuffer(buf, dtype="<u4").reshape(len(vals), n).copy()
-
-
-def to_ints(a: np.ndarray) -> list[int]:
-    a = np.ascontiguousarray(a, dtype="<u4")
-    raw = a.tobytes()
-    w = 4 * a.shape[1]
-    return [int.from_bytes(raw[i * w:(i + 1) * w], "little") for i in range(a.shape[0])]
+    return nvrtc_build(variant, (KERNELS / "field_ops.cu").read_text(), VARIANTS[variant])
 
 
 def edge_cases(p: int, n: int) -> list[int]:
@@ -111,7 +95,7 @@ def run_unary(fn, x: np.ndarray) -> np.ndarray:
 
 
 def compare(label: str, got: np.ndarray, want: list[int], xs=None, ys=None) -> bool:
-    g = to_ints(got)
+    g = from_words(got)
     bad = [i for i in range(len(want)) if g[i] != want[i]]
     if bad:
         i = bad[0]
@@ -130,14 +114,14 @@ def check(mod, count: int, rng: random.Random) -> bool:
         edges = edge_cases(p, n)
         xs = [a for a in edges for _ in edges] + [rng.randrange(p) for _ in range(count)]
         ys = [b for _ in edges for b in edges] + [rng.randrange(p) for _ in range(count)]
-        got = run_binary(mod.get_function(f"{name}_mul"), to_limbs(xs, n), to_limbs(ys, n))
+        got = run_binary(mod.get_function(f"{name}_mul"), to_words(xs, n), to_words(ys, n))
         ok &= compare(f"{name}_mul ({len(edges)}^2 edge pairs + {count} random)", got,
                       [a * b * rinv % p for a, b in zip(xs, ys)], xs, ys)
-        got = run_unary(mod.get_function(f"{name}_sqr"), to_limbs(xs, n))
+        got = run_unary(mod.get_function(f"{name}_sqr"), to_words(xs, n))
         ok &= compare(f"{name}_sqr", got, [a * a * rinv % p for a in xs], xs)
         k = 1 << 12
         inv_in = edges + [rng.randrange(p) for _ in range(k)]
-        got = run_unary(mod.get_function(f"{name}_inv"), to_limbs(inv_in, n))
+        got = run_unary(mod.get_function(f"{name}_inv"), to_words(inv_in, n))
         # raw X represents a = X R^-1; inverse() returns a^-1 in Montgomery form: X^-1 R^2 mod p
         want = []
         for a in inv_in:
@@ -151,8 +135,8 @@ def check(mod, count: int, rng: random.Random) -> bool:
     rinv = pow(1 << (32 * n), -1, p)
     m = 1 << 14
     a0, a1, b0, b1 = ([rng.randrange(p) for _ in range(m)] for _ in range(4))
-    X = np.concatenate([to_limbs(a0, n), to_limbs(a1, n)], axis=1)
-    Y = np.concatenate([to_limbs(b0, n), to_limbs(b1, n)], axis=1)
+    X = np.concatenate([to_words(a0, n), to_words(a1, n)], axis=1)
+    Y = np.concatenate([to_words(b0, n), to_words(b1, n)], axis=1)
     got = run_binary(mod.get_function("fp2_mul"), X, Y)
     want0 = [(x0 * y0 - x1 * y1) * rinv % p for x0, x1, y0, y1 in zip(a0, a1, b0, b1)]
     want1 = [(x0 * y1 + x1 * y0) * rinv % p for x0, x1, y0, y1 in zip(a0, a1, b0, b1)]
