@@ -222,6 +222,12 @@ DFMA_UNROLL
 // need no FP64 conversions in this form; a multiplication input goes through to_d (LOP3 + DADD per limb).
 // kernels/ntt_dfma.cu keeps its elements this way between multiplications.
 template <class F> struct elem_u { uint64_t v[F::L]; };
+template <class F> DFMA_FN elem<F> to_d(const elem_u<F>& a) {
+    elem<F> r;
+DFMA_UNROLL
+    for (int k = 0; k < F::L; k++) r.v[k] = u2d(a.v[k]);
+    return r;
+}
 
 // ---- Montgomery multiplication: X, Y < 2p (limbs < 2^52) -> X Y R'^-1 mod p, < 2p ----
 // CANON = true: the output is < p (one conditional subtraction on the integer limbs).
@@ -282,64 +288,51 @@ DFMA_UNROLL
     return r;
 }
 template <class F, bool CANON = false> DFMA_FN elem<F> mont_mul(const elem<F>& a, const elem<F>& b) {
-    const elem_u<F> t = mont_mul_u<F, CANON>(a, b);
-    elem<F> r;
-DFMA_UNROLL
-    for (int k = 0; k < F::L; k++) r.v[k] = u2d(t.v[k]);
-    return r;
+    return to_d<F>(mont_mul_u<F, CANON>(a, b));
 }
 
 // X < 2p -> X mod p
 template <class F> DFMA_FN elem<F> canon(const elem<F>& a) {
-    uint64_t t[F::L];
+    elem_u<F> t;
 DFMA_UNROLL
-    for (int k = 0; k < F::L; k++) t[k] = d2u(a.v[k]);
-    cond_sub_p<F>(t);
-    elem<F> r;
-DFMA_UNROLL
-    for (int k = 0; k < F::L; k++) r.v[k] = u2d(t[k]);
-    return r;
+    for (int k = 0; k < F::L; k++) t.v[k] = d2u(a.v[k]);
+    cond_sub_p<F>(t.v);
+    return to_d<F>(t);
 }
 
 // a, b < p -> (a + b) mod p, (a - b) mod p (canonical in, canonical out; integer limbs)
 template <class F> DFMA_FN elem<F> add(const elem<F>& a, const elem<F>& b) {
-    uint64_t t[F::L];
+    elem_u<F> t;
     uint64_t cy = 0;
 DFMA_UNROLL
     for (int k = 0; k < F::L; k++) {
         const uint64_t s = d2u(a.v[k]) + d2u(b.v[k]) + cy;
-        t[k] = s & MASK52;
+        t.v[k] = s & MASK52;
         cy = s >> 52;
     }
     // a + b < 2p < R': no carry out of the top limb
-    cond_sub_p<F>(t);
-    elem<F> r;
-DFMA_UNROLL
-    for (int k = 0; k < F::L; k++) r.v[k] = u2d(t[k]);
-    return r;
+    cond_sub_p<F>(t.v);
+    return to_d<F>(t);
 }
 template <class F> DFMA_FN elem<F> sub(const elem<F>& a, const elem<F>& b) {
-    uint64_t t[F::L];
+    elem_u<F> t;
     int64_t br = 0;
 DFMA_UNROLL
     for (int k = 0; k < F::L; k++) {
         const int64_t s = (int64_t)d2u(a.v[k]) - (int64_t)d2u(b.v[k]) + br;
-        t[k] = (uint64_t)s & MASK52;
+        t.v[k] = (uint64_t)s & MASK52;
         br = s >> 52;
     }
     if (br) {   // a < b: add p back (the sum wraps past 2^(52L) exactly once)
         uint64_t cy = 0;
 DFMA_UNROLL
         for (int k = 0; k < F::L; k++) {
-            const uint64_t s = t[k] + F::p(k) + cy;
-            t[k] = s & MASK52;
+            const uint64_t s = t.v[k] + F::p(k) + cy;
+            t.v[k] = s & MASK52;
             cy = s >> 52;
         }
     }
-    elem<F> r;
-DFMA_UNROLL
-    for (int k = 0; k < F::L; k++) r.v[k] = u2d(t[k]);
-    return r;
+    return to_d<F>(t);
 }
 
 // x < 2^(32 N32) (any from_u32 value) -> x R' mod p, < 2p (lazy): T < 2^(32 N32) p, T/R' < p/16
@@ -380,12 +373,6 @@ DFMA_UNROLL
         if (s > 20 && k + 1 < F::L) x |= a.v[k + 1] << (52 - s);
         w[q] = (uint32_t)x;
     }
-}
-template <class F> DFMA_FN elem<F> to_d(const elem_u<F>& a) {
-    elem<F> r;
-DFMA_UNROLL
-    for (int k = 0; k < F::L; k++) r.v[k] = u2d(a.v[k]);
-    return r;
 }
 // a, b < p -> (a + b) mod p, (a - b) mod p, canonical; integer only, no branches
 template <class F> DFMA_FN elem_u<F> add_u(const elem_u<F>& a, const elem_u<F>& b) {
