@@ -1,0 +1,47 @@
+// The fr_t element policy of the register-radix NTT pass (ntt_reg.cuh): fr_t in registers and shared
+// memory (32 B an element), its products by Mul::mul(a, b, m) (m: the element's index in its group, a
+// constant after unrolling). ntt_reg.cu uses fr_t's own product (r4, r8); ntt_split.cu picks a multiplier
+// per m (r4x).
+#pragma once
+#include "field.cuh"
+#include "ntt_reg.cuh"
+
+struct FrProduct {               // fr_t's operator* (fastmul, the build's variant)
+    static __device__ __forceinline__ cuzk::fr_t mul(const cuzk::fr_t& a, const cuzk::fr_t& b, int) { return a * b; }
+};
+
+template <class Mul = FrProduct>
+struct FrPolicy {
+    using T = cuzk::fr_t;
+    using S = uint32_t;
+    static constexpr int SMW = FR_W;
+    static __device__ __forceinline__ T load(const uint32_t* p) { return T::load(p); }
+    static __device__ __forceinline__ void store(const T& x, uint32_t* p) { x.store(p); }
+    static __device__ __forceinline__ S word(const T& x, int w) { return x.v[w]; }
+    static __device__ __forceinline__ void set_word(T& x, int w, S v) { x.v[w] = v; }
+    // w_N^(e_sub << shift), e_sub < 2^log_sub. tw_mode 2: tw1[e_sub << tw1_shift] (one load);
+    // tw_mode 1: tw_hi[e >> bits] * tw_lo[e & mask] (one multiplication, by Mul with index m ^ 1).
+    static __device__ __forceinline__ T outer_tw(unsigned e_sub, int tw_mode, int shift, const uint32_t* tw_lo,
+                                                 const uint32_t* tw_hi, int bits, const uint32_t* tw1, int tw1_shift,
+                                                 int m) {
+        if (tw_mode == 2) return T::load(tw1 + ((unsigned long long)e_sub << tw1_shift) * FR_W);
+        const unsigned long long e = (unsigned long long)e_sub << shift, mask = (1ull << bits) - 1;
+        return Mul::mul(T::load(tw_hi + (e >> bits) * FR_W), T::load(tw_lo + (e & mask) * FR_W), m ^ 1);
+    }
+    static __device__ __forceinline__ T outer(const T& x, unsigned e_sub, int tw_mode, int shift, const uint32_t* tw_lo,
+                                              const uint32_t* tw_hi, int bits, const uint32_t* tw1, int tw1_shift,
+                                              int m) {
+        return Mul::mul(x, outer_tw(e_sub, tw_mode, shift, tw_lo, tw_hi, bits, tw1, tw1_shift, m), m);
+    }
+    static __device__ __forceinline__ void dit(T& a, T& b, bool one, const uint32_t* wp, int m) {
+        T y = one ? b : Mul::mul(b, T::load(wp), m);
+        b = a - y;
+        a = a + y;
+    }
+    static __device__ __forceinline__ void dif(T& a, T& b, bool one, const uint32_t* wp, int m) {
+        b = a - b;
+        a = a + a - b;                  // a + b_old: one more add, but no spills
+                                        // at 128 registers (d = a - b; a += b spills)
+        if (!one) b = Mul::mul(b, T::load(wp), m);
+    }
+};
