@@ -102,26 +102,31 @@ def model(c: collections.Counter) -> dict:
                 rateA=SMSP_CLK * 32 / boundA, rateB=SMSP_CLK * 32 / boundB)
 
 
+def report(cubin: Path, kern: str, body: bool, resources: str = "") -> str:
+    """Opcode counts and the pipe model of one kernel (body: its loop body, one multiplication)."""
+    lines = sass_lines(cubin, kern)
+    c = count(loop_body(lines) if body else lines)
+    m = model(c)
+    ops = ", ".join(f"{k} {v}" for k, v in sorted(c.items(), key=lambda kv: -kv[1]) if k != "total")
+    return (f"{kern}{' (loop body = 1 mul)' if body else ' (whole kernel)'}: {resources + '; ' if resources else ''}"
+            f"{c['total']} instructions\n    {ops}\n    FP64 {m['fp64']}, FMA {m['fma']} (WIDE {m['wide']}), "
+            f"ALU {m['alu']}, issue {m['issue']} (NOPs excluded); bound clk/warp-mul A {m['boundA']}, "
+            f"B {m['boundB']} -> {m['rateA']:.3g} / {m['rateB']:.3g} mults/s at 100%")
+
+
 def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         cubin = Path(tmp) / "dfma.cubin"
         try:
-            report = compile_cubin(ROOT / "tools/experiments/dfma_bench.cu", cubin)
+            ptxas = compile_cubin(ROOT / "tools/experiments/dfma_bench.cu", cubin)
         except RuntimeError as e:
             print(e)
             return 1
-        for fn, res in ptxas_resources(report).items():
+        for fn, res in ptxas_resources(ptxas).items():
             print(f"{fn:<18} {describe(res)}")
         for f in ("fp", "fr"):
             for kern, body in ((f"dfma_{f}_mul", False), (f"dfma_{f}_bench1", True), (f"dfma_{f}_bench1c", True)):
-                lines = sass_lines(cubin, kern)
-                c = count(loop_body(lines) if body else lines)
-                m = model(c)
-                ops = ", ".join(f"{k} {v}" for k, v in sorted(c.items(), key=lambda kv: -kv[1]) if k != "total")
-                print(f"\n{kern}{' (loop body = 1 mont_mul)' if body else ' (whole kernel)'}: {c['total']} instructions\n"
-                      f"    {ops}\n    FP64 {m['fp64']}, FMA {m['fma']} (of which WIDE {m['wide']}), ALU {m['alu']}, "
-                      f"issue {m['issue']} (NOPs excluded)\n    bound clk/warp-mul: A {m['boundA']}, B {m['boundB']} "
-                      f"-> {m['rateA']:.3g} / {m['rateB']:.3g} mults/s at 100% of the bound")
+                print("\n" + report(cubin, kern, body))
     return 0
 
 

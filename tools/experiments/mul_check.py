@@ -30,7 +30,7 @@ import numpy as np
 import cupy
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from dfma_check import build as nvrtc_build, from_words, to_words  # noqa: E402
+from dfma_check import build as nvrtc_build, from_words, timeit, to_words  # noqa: E402
 
 KERNELS = Path(__file__).resolve().parents[2] / "kernels"
 P = 0x1A0111EA397FE69A4B1BA7B6434BACD764774B84F38512BF6730D2A0F6B0F6241EABFFFEB153FFFFB9FEFFFFFFFFAAAB
@@ -155,25 +155,8 @@ def bench(mod, field: str, chains: int, block: int, repeat: int) -> tuple[float,
     base = g.integers(0, 2**32, size=(total, n), dtype=cupy.uint64).astype(cupy.uint32)
     base[:, n - 1] &= 0x0FFFFFFF             # below p
     iters = 256
-    data = base.copy()
-    try:
-        fn((threads // block,), (block,), (data, np.int32(iters)))   # warm-up, and the result
-    except cupy.cuda.driver.CUDADriverError as e:                   # too many registers for this block
-        if "OUT_OF_RESOURCES" not in str(e):
-            raise
-        return float("nan"), None
-    result = cupy.asnumpy(data[:4096])
-    times = []
-    for _ in range(repeat):
-        data = base.copy()
-        a, b = cupy.cuda.Event(), cupy.cuda.Event()
-        a.record()
-        fn((threads // block,), (block,), (data, np.int32(iters)))
-        b.record()
-        b.synchronize()
-        times.append(cupy.cuda.get_elapsed_time(a, b) / 1e3)
-    t = sorted(times)[len(times) // 2]
-    return total * iters / t, result
+    t, out = timeit(fn, threads // block, block, base, iters, repeat)
+    return total * iters / t, (None if out is None else cupy.asnumpy(out[:4096]))
 
 
 def main() -> int:

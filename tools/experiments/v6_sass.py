@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from dfma_sass import compile_cubin, count, describe, loop_body, model, ptxas_resources, sass_lines  # noqa: E402
+from dfma_sass import compile_cubin, describe, ptxas_resources, report  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBE = r'''
@@ -46,14 +46,7 @@ def main() -> int:
                 print(e)
                 return 1
             for kern, body in (("fp_mul", False), ("fr_mul", False), ("fp_probe1", True), ("fr_probe1", True)):
-                lines = sass_lines(cubin, kern)
-                c = count(loop_body(lines) if body else lines)
-                m = model(c)
-                ops = ", ".join(f"{k} {v}" for k, v in sorted(c.items(), key=lambda kv: -kv[1]) if k != "total")
-                print(f"[{b}] {kern}{' (loop body = 1 mul)' if body else ' (whole kernel)'}: {res.get(kern, '')}; "
-                      f"{c['total']} instructions\n    {ops}\n    FP64 {m['fp64']}, FMA {m['fma']} (WIDE {m['wide']}), "
-                      f"ALU {m['alu']}, issue {m['issue']}; bound clk/warp-mul A {m['boundA']}, B {m['boundB']} -> "
-                      f"{m['rateA']:.3g} / {m['rateB']:.3g} mults/s at 100%", flush=True)
+                print(f"[{b}] " + report(cubin, kern, body, res.get(kern, "")), flush=True)
     return 0
 
 
