@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..poly import Domain
+from .loader import BUILDS
 
 FLOORS = {           # seconds or rates measured/modelled on the H200 (design §7)
     "ntt_27": 0.030,
@@ -42,7 +43,7 @@ def random_fr(n: int, batch: int = 1, seed: int = 1):
     return out.reshape(batch, n, 8) if batch > 1 else out.reshape(n, 8)
 
 
-MUL_BUILDS = {1: (), 6: ("CUZK_FASTMUL_VARIANT_FP=6", "CUZK_FASTMUL_VARIANT_FR=6")}   # loader.BUILDS
+MUL_BUILDS = {1: (), 6: BUILDS["field_ops"][0]}    # fastmul build -> field_ops' module build
 
 
 def make_mul(field: str, threads: int = 1 << 20, iters: int = 256, chains: int = 4, fastmul: int = 1):

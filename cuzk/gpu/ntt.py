@@ -14,7 +14,7 @@ from functools import lru_cache
 import numpy as np
 
 from ..field import R, fr_powers, fr_to_limbs, root_of_unity
-from .loader import kernel
+from .loader import BUILDS, kernel
 
 KMAX = 10            # stages per shared-memory pass (2^10 elements, 32 KiB)
 THREADS = 256
@@ -41,7 +41,7 @@ VARIANTS = {
     "r8-2lvl": (3, KMAX, 0),
     "r8-e11": (3, KMAX + 1, 18),
 }
-R4B6_BUILD = ("CUZK_FASTMUL_VARIANT_FR=6",)       # r4b6's module build (loader.BUILDS["ntt_reg"])
+R4B6_BUILD = BUILDS["ntt_reg"][0]                  # r4b6: ntt_reg built with CUZK_FASTMUL_VARIANT_FR=6
 # variants run by kernels/ntt_dfma.cu (kernel ntt_<name>_{dif,dit}) -> shared-memory bytes per element
 DFMA_VARIANTS = {"r4d": 40, "r4m": 32}
 # The DFMA pass multiplies data by twiddles with dfma::mont_mul (x * y * 2^-260): its twiddles are in the
