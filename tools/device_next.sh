@@ -14,7 +14,7 @@
 #   U0  `cuzk micro fp_mul/fr_mul --chains 1 --fastmul 6` (the product command's figure for the 2.2e10 target)
 #   U5  the snarkjs ratio with snarkjs on the GPU machine too (bash tools/node_bundle.sh first; carry
 #       [".whl", ".cubin", ".nodebundle", ".device-commit"], ~49 MB)
-#   U1  N2's GPU tests (r4b6), then N2 alone at 2^24 (porep_partition, interleaved, 99% intervals)
+#   U1  N2's GPU tests (r4b6) and r4x's (reordered by the ntt_fr.cuh review), then N2 alone at 2^24 (porep_partition, interleaved, 99% intervals)
 #   U3  r4's occupancy against its spills, on Fr builds 1 and 6 (CUZK_NTT_R4_BLOCKS 2/3/4), and r2 on build 6
 #   U4  small MSMs (G1, G2; 2^14-2^18) over window sizes 5-15 (tools/gpu_msm_small_sweep.py): a latency model
 #   U2  10 x 2^27 pipelined with B2 (= T4), now also with the host window fold and the new batch sums
@@ -156,7 +156,7 @@ U5)
   OUT=$OUT timeout 560 bash tools/gpu_snarkjs_same_machine.sh 16,18 2>&1 | tail -12 ;;
 U1)
   timeout 120 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests/test_gpu_ntt_reg.py tests/test_gpu.py \
-      -k "r4b6 or each_optimization" 2>&1 | tail -3
+      -k "r4b6 or r4x or each_optimization" 2>&1 | tail -3
   timeout 420 python3 -m cuzk ablate --backend cuda --circuit porep_partition --log-size 24 --repeat 8 --opt-set N2 \
       --no-leave-one-out --device-keygen --max-seconds 360 --json $OUT/ablate_n2_24.json 2>&1 | tail -20 ;;
 U3)
