@@ -19,6 +19,7 @@
 #   U4  small MSMs (G1, G2; 2^14-2^18) over window sizes 5-15 (tools/gpu_msm_small_sweep.py): a latency model
 #   U2  10 x 2^27 pipelined with B2 (= T4), now also with the host window fold and the new batch sums
 #   T5's second half: ncu on the affine round kernels (variant 1 vs 2)
+# Session 5: V1 = U0 + U1's GPU tests + ncu on the affine rounds (variant 1, the product path) at 2^24.
 set -o pipefail
 source tools/device_setup.sh >/dev/null 2>&1
 export CUZK_CUBIN_DIR=$PWD/.cubin CUZK_CACHE_DIR=/tmp/cz
@@ -152,6 +153,12 @@ T12)
 U0)
   for f in fp_mul fr_mul; do for a in "--chains 4 --fastmul 1" "--chains 1 --fastmul 1" "--chains 1 --fastmul 6"; do
     timeout 90 python3 -m cuzk micro $f $a -p 3 -n 5 -w 1 2>&1 | tail -1; done; done ;;
+V1)
+  for f in fp_mul fr_mul; do for a in "--chains 4 --fastmul 1" "--chains 1 --fastmul 1" "--chains 1 --fastmul 6"; do
+    timeout 90 python3 -m cuzk micro $f $a -p 3 -n 5 -w 1 2>&1 | tail -1; done; done
+  timeout 150 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests/test_gpu_ntt_reg.py tests/test_gpu.py \
+      -k "r4b6 or r4x or each_optimization" 2>&1 | tail -3
+  OUT=$OUT timeout 250 bash tools/ncu_msm_affine.sh 24 1 2>&1 | tail -95 ;;
 U5)
   OUT=$OUT timeout 560 bash tools/gpu_snarkjs_same_machine.sh 16,18 2>&1 | tail -12 ;;
 U1)
