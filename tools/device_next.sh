@@ -19,7 +19,8 @@
 #   U4  small MSMs (G1, G2; 2^14-2^18) over window sizes 5-15 (tools/gpu_msm_small_sweep.py): a latency model
 #   U2  10 x 2^27 pipelined with B2 (= T4), now also with the host window fold and the new batch sums
 #   T5's second half: ncu on the affine round kernels (variant 1 vs 2)
-# Session 5: V1 = U0 + U1's GPU tests + ncu on the affine rounds (variant 1, the product path) at 2^24.
+# Session 5: V1 = U0 + U1's GPU tests + ncu on the affine rounds (variant 1, the product path) at 2^24;
+# V2 = U3 + U5.
 set -o pipefail
 source tools/device_setup.sh >/dev/null 2>&1
 export CUZK_CUBIN_DIR=$PWD/.cubin CUZK_CACHE_DIR=/tmp/cz
@@ -159,6 +160,10 @@ V1)
   timeout 150 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests/test_gpu_ntt_reg.py tests/test_gpu.py \
       -k "r4b6 or r4x or each_optimization" 2>&1 | tail -3
   OUT=$OUT timeout 250 bash tools/ncu_msm_affine.sh 24 1 2>&1 | tail -95 ;;
+V2)
+  # U3 (NTT occupancy), then U5 (the snarkjs ratio with snarkjs on the GPU machine; carry .nodebundle too)
+  bash tools/device_next.sh U3
+  OUT=$OUT timeout 480 bash tools/gpu_snarkjs_same_machine.sh 16,18 2>&1 | tail -12 ;;
 U5)
   OUT=$OUT timeout 560 bash tools/gpu_snarkjs_same_machine.sh 16,18 2>&1 | tail -12 ;;
 U1)
