@@ -891,7 +891,7 @@ def test_quad_round_on_curve_vs_pair_rounds():
 def test_affine_variant_rejected():
     k = ModelKernels(IntGroup(), [], [], [])
     with pytest.raises(ValueError):
-        plan.affine_rounds(k, np.zeros(0, dtype=np.uint64), np.zeros(1, dtype=np.int64), 1, np, 3)
+        plan.affine_rounds(k, np.zeros(0, dtype=np.uint64), np.zeros(1, dtype=np.int64), 1, np, 4)
 
 
 def test_quad_level2_degenerate_falls_back():

@@ -20,7 +20,7 @@
 #   U2  10 x 2^27 pipelined with B2 (= T4), now also with the host window fold and the new batch sums
 #   T5's second half: ncu on the affine round kernels (variant 1 vs 2)
 # Session 5: V1 = U0 + U1's GPU tests + ncu on the affine rounds (variant 1, the product path) at 2^24;
-# V2 = U3 + U5.
+# V2 = U3 + U5; V3 = the affine round with look-ahead loads (variant 3), tested and timed against variant 1.
 set -o pipefail
 source tools/device_setup.sh >/dev/null 2>&1
 export CUZK_CUBIN_DIR=$PWD/.cubin CUZK_CACHE_DIR=/tmp/cz
@@ -164,6 +164,10 @@ V2)
   # U3 (NTT occupancy), then U5 (the snarkjs ratio with snarkjs on the GPU machine; carry .nodebundle too)
   bash tools/device_next.sh U3
   OUT=$OUT timeout 480 bash tools/gpu_snarkjs_same_machine.sh 16,18 2>&1 | tail -12 ;;
+V3)
+  # affine round variant 3 (look-ahead loads): its GPU tests, then v1 vs v3 interleaved at 2^20, 2^24, 2^26
+  timeout 560 python3 tools/gpu_msm_v2_check.py --sizes 20,24,26 --reps 3 --variants 1,3,1,3 -k "v3 or affine_variant" \
+      2>&1 | tail -32 ;;
 U5)
   OUT=$OUT timeout 560 bash tools/gpu_snarkjs_same_machine.sh 16,18 2>&1 | tail -12 ;;
 U1)

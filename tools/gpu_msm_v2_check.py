@@ -1,10 +1,10 @@
-"""Device check of the variant-2 affine round kernels (quads, issue 5): the affine GPU tests of
-tests/test_gpu_msm.py (variant 1 and 2, edge cases, fallbacks), then G1 MSM timings by CUDA events
-(median of --reps after a warm-up) of variant 1 vs 2 at c = auto and 20, a phase profile of both
-at the largest size, and a table last. Bases: independent random points (micro.independent_bases),
+"""Device check of the affine round kernels (issue 5; variant 2 quads, 3 pairs with look-ahead loads): the
+affine GPU tests of tests/test_gpu_msm.py (edge cases, fallbacks), then G1 MSM timings by CUDA events
+(median of --reps after a warm-up) of --variants at c = auto and 20, a phase profile of each at the largest
+size, and a table last. Bases: independent random points (micro.independent_bases),
 random scalars. Every row's result is compared with the first row of its size.
 
-    python3 tools/gpu_msm_v2_check.py [--sizes 20,24,26] [--reps 3] [--no-tests]
+    python3 tools/gpu_msm_v2_check.py [--sizes 20,24,26] [--reps 3] [--no-tests] [--variants 1,3,1,3] [-k v3]
 """
 import argparse
 import subprocess
@@ -19,14 +19,16 @@ ap = argparse.ArgumentParser()
 ap.add_argument("--sizes", default="20,24,26")
 ap.add_argument("--reps", type=int, default=3)
 ap.add_argument("--no-tests", action="store_true")
+ap.add_argument("--variants", default="1,2", help="affine round kernels to time, in this order (repeats allowed)")
+ap.add_argument("-k", default="affine", help="pytest -k filter of the GPU tests run first")
 args = ap.parse_args()
 
 rc = 0
 if not args.no_tests:
     t0 = time.time()
-    rc = subprocess.call([sys.executable, "-m", "pytest", "-q", "-m", "gpu", "tests/test_gpu_msm.py", "-k", "affine",
+    rc = subprocess.call([sys.executable, "-m", "pytest", "-q", "-m", "gpu", "tests/test_gpu_msm.py", "-k", args.k,
                           "-p", "no:cacheprovider"])
-    print(f"pytest -m gpu tests/test_gpu_msm.py -k affine: rc={rc} in {time.time() - t0:.0f}s", flush=True)
+    print(f"pytest -m gpu tests/test_gpu_msm.py -k {args.k!r}: rc={rc} in {time.time() - t0:.0f}s", flush=True)
 
 import cupy  # noqa: E402
 import numpy as np  # noqa: E402
@@ -49,6 +51,7 @@ def timed(fn, reps):
 
 
 sizes = [int(x) for x in args.sizes.split(",")]
+variants = [int(v) for v in args.variants.split(",")]
 rows, profiles = [], []
 for L in sizes:
     t1 = time.time()
@@ -58,7 +61,7 @@ for L in sizes:
           f"{plan.choose_window(1 << L, affine=True)}", flush=True)
     ref = None
     for c in (None, 20):
-        for variant in (1, 2):
+        for variant in variants:
             def call():
                 return msm.msm_xyzz(1, bases, inf, scalars, c, bucket_sum="affine", affine_variant=variant)
             try:
@@ -73,7 +76,7 @@ for L in sizes:
                 rows.append((f"2^{L}", str(c), str(variant), "ERROR", f"{type(e).__name__}: {e}"[:60], "", "", "", ""))
             print(rows[-1], flush=True)
     if L == max(sizes):
-        for variant in (1, 2):
+        for variant in dict.fromkeys(variants):
             m = Marks()
             msm.msm_xyzz(1, bases, inf, scalars, 20, bucket_sum="affine", affine_variant=variant, mark=m)
             profiles.append(f"profile 2^{L} affine c=20 variant {variant}: total {m.total():.1f} ms | "

@@ -152,7 +152,7 @@ def round_geometry(total: int, threads: int, max_blocks: int) -> tuple[int, int]
     return -(-total // (threads * per)), per
 
 
-AFFINE_VARIANTS = (1, 2)
+AFFINE_VARIANTS = (1, 2, 3)   # 1 pairs, 2 quads, 3 pairs with look-ahead loads (msm_affine.cuh)
 QUAD_MAX_ENTRIES = 1 << 30   # a quad plan word holds an entry index << 2
 
 
