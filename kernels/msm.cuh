@@ -5,7 +5,8 @@
 // Host driver: cuzk/gpu/msm.py; index math: cuzk/gpu/msm_plan.py (modelled on the CPU in
 // tests/test_msm_model.py). Per pass of windows [w0, w1):
 //   msm_digits        one uint64 key per (window, point): bucket << 32 | index << 1 | negate,
-//                     or ~0 for a zero digit / a base at infinity (sorts last);
+//                     or ~0 for a zero digit / a base at infinity (sorts last); msm_digits_many
+//                     the same for several MSMs at once, each with its own buckets;
 //   (CuPy sort of the keys, searchsorted -> bucket offsets)
 //   G1 only, optional (msm_affine.cuh): affine rounds that halve every bucket's list;
 //   *_sum_affine      one thread per segment (<= S entries of one bucket): mixed adds;
@@ -20,13 +21,10 @@ using namespace cuzk;
 typedef unsigned long long u64;
 typedef long long i64;
 
-// Canonical scalar -> signed digits d_w in (-2^(c-1), 2^(c-1)], with carry; keys for [w0, w1).
-extern "C" __global__ void msm_digits(u64* keys, const uint32_t* __restrict__ scalars,
-                                      const unsigned char* __restrict__ inf, i64 n, int c, int w0, int w1) {
-    const i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    const fr_t s = fr_t::load(scalars + i * CUZK_FR_LIMBS).from_mont();
-    const bool skip = inf[i] != 0;
+// Signed digits d_w in (-2^(c-1), 2^(c-1)] of scalar i (canonical s), with carry; the key of window
+// w in [w0, w1) at keys[(w - w0) * n + i], its bucket (w - w0) * wstride + base + |d_w| - 1.
+__device__ __forceinline__ void digit_keys(u64* keys, const fr_t& s, bool skip, i64 i, i64 n, int c, int w0,
+                                           int w1, u64 wstride, u64 base) {
     const uint32_t half = 1u << (c - 1), mask = (1u << c) - 1;
     uint32_t carry = 0;
     for (int w = 0; w < w1; w++) {
@@ -44,11 +42,34 @@ extern "C" __global__ void msm_digits(u64* keys, const uint32_t* __restrict__ sc
         if (w < w0) continue;
         u64 key = ~0ull;
         if (d != 0 && !skip) {
-            const u64 bucket = (u64)(w - w0) * half + (d - 1);
+            const u64 bucket = (u64)(w - w0) * wstride + base + (d - 1);
             key = (bucket << 32) | ((u64)i << 1) | (u64)neg;
         }
         keys[(i64)(w - w0) * n + i] = key;
     }
+}
+
+// One MSM: keys for [w0, w1), 2^(c-1) buckets per window.
+extern "C" __global__ void msm_digits(u64* keys, const uint32_t* __restrict__ scalars,
+                                      const unsigned char* __restrict__ inf, i64 n, int c, int w0, int w1) {
+    const i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const fr_t s = fr_t::load(scalars + i * CUZK_FR_LIMBS).from_mont();
+    digit_keys(keys, s, inf[i] != 0, i, n, c, w0, w1, 1ull << (c - 1), 0);
+}
+
+// Several MSMs at once (cuzk/gpu/msm_many.py): point i is in part p, part_off[p] <= i < part_off[p + 1];
+// window w of part p has buckets ((w - w0) * parts + p) * 2^(c-1) + |d| - 1 (window-major).
+extern "C" __global__ void msm_digits_many(u64* keys, const uint32_t* __restrict__ scalars,
+                                           const unsigned char* __restrict__ inf, const i64* __restrict__ part_off,
+                                           int parts, i64 n, int c, int w0, int w1) {
+    const i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    int p = 0;
+    while (p + 1 < parts && i >= part_off[p + 1]) p++;
+    const fr_t s = fr_t::load(scalars + i * CUZK_FR_LIMBS).from_mont();
+    const u64 half = 1ull << (c - 1);
+    digit_keys(keys, s, inf[i] != 0, i, n, c, w0, w1, (u64)parts * half, (u64)p * half);
 }
 
 // Entries [offsets[b] + t*S, min(.. + S, offsets[b+1])) of bucket b = seg_bucket[j],

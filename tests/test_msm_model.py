@@ -177,9 +177,11 @@ def rand_points(group, n, rng):
 
 # --- msm.cuh transcribed ---
 
-def digits_thread(limbs, skip, i, n, c, w0, w1, keys):
-    """msm_digits for one point: limbs = the canonical scalar's 8 uint32 limbs."""
+def digits_thread(limbs, skip, i, n, c, w0, w1, keys, wstride=None, base=0):
+    """msm_digits for one point: limbs = the canonical scalar's 8 uint32 limbs (digit_keys; wstride
+    None: 2^(c-1), one MSM's)."""
     half, mask = 1 << (c - 1), (1 << c) - 1
+    wstride = half if wstride is None else wstride
     carry = 0
     for w in range(w1):
         pos = w * c
@@ -200,7 +202,7 @@ def digits_thread(limbs, skip, i, n, c, w0, w1, keys):
             continue
         key = plan.ZERO_KEY
         if d != 0 and not skip:
-            key = (((w - w0) * half + d - 1) << 32) | (i << 1) | int(neg)
+            key = (((w - w0) * wstride + base + d - 1) << 32) | (i << 1) | int(neg)
         keys[(w - w0) * n + i] = key
 
 
@@ -952,17 +954,19 @@ def test_fold_windows_rejects_a_point_off_the_curve(group):
 # --- one bucket planned on the host (batch addition) ---
 
 class CountingKernels(ModelKernels):
-    """ModelKernels that also record every entry a segment covers, per launch."""
+    """ModelKernels that also record every entry a segment covers, per launch (empty segments only
+    with allow_empty: an empty bucket's)."""
 
-    def __init__(self, *a, **kw):
+    def __init__(self, *a, allow_empty=False, **kw):
         super().__init__(*a, **kw)
         self.launches = []
+        self.allow_empty = allow_empty
 
     def _cover(self, seg_bucket, seg_first, offsets, S, total):
         seen = []
         for j in range(total):
             start, end = self._range(j, seg_bucket, seg_first, offsets, S)
-            assert 0 < end - start <= S                  # no empty and no oversized segment
+            assert (0 if self.allow_empty else 1) <= end - start <= S     # no empty and no oversized segment
             seen += list(range(start, end))
         self.launches.append((S, total, seen))
 
@@ -1000,3 +1004,243 @@ def test_one_bucket_sum(count, S, M):
     assert levels == (0 if count <= S else math.ceil(round(math.log(-(-count // S), M), 9)))
     k2 = ModelKernels(IntGroup(), bases, [False] * n, [0] * n)
     assert plan.bucket_sums(k2, keys, True, np.array([0, count], dtype=np.int64), 1, np, S=S)[0] % R == want
+
+
+# --- several MSMs as one (cuzk/gpu/msm_many.py, optimization M2) ---
+
+def digits_many_thread(limbs, skip, i, n, part_off, c, w0, w1, keys):
+    """msm_digits_many for one point: its MSM p (part_off), then digit_keys with window stride
+    parts * 2^(c-1) and base p * 2^(c-1)."""
+    parts = len(part_off) - 1
+    p = 0
+    while p + 1 < parts and i >= part_off[p + 1]:
+        p += 1
+    half = 1 << (c - 1)
+    digits_thread(limbs, skip, i, n, c, w0, w1, keys, wstride=parts * half, base=p * half)
+
+
+class ManyModelKernels(ModelKernels):
+    """ModelKernels with msm_many's digits (msm_digits_many over part_off) and its combine (the window
+    sums returned as they are, for the host fold)."""
+
+    def __init__(self, G, bases, inf, scalars, part_off, **kw):
+        super().__init__(G, bases, inf, scalars, **kw)
+        self.part_off = [int(o) for o in part_off]
+
+    def digits(self, c, w0, w1):
+        keys = np.zeros((w1 - w0) * self.n, dtype=np.uint64)
+        for i in range(self.n):
+            digits_many_thread(self.limbs[i], bool(self.inf[i]), i, self.n, self.part_off, c, w0, w1, keys)
+        return keys
+
+    def combine(self, window_sums, nw, c):
+        return window_sums
+
+
+def model_many(G, parts, c, max_entries=1 << 28, min_pairs=None, variant=1, **kw):
+    """msm_many's schedule over the model: parts = [(bases, inf, scalars)] -> (one result per part,
+    window rows, kernels); each part's rows w * P + j folded by ModelKernels.combine."""
+    from cuzk.gpu.msm_many import live_parts
+    live, off = live_parts([len(b) for b, _, _ in parts])
+    cat = [[x for p in parts for x in p[j]] for j in range(3)]
+    k = ManyModelKernels(G, *cat, off, **kw)
+    out = [G.inf() for _ in parts]
+    if not live:
+        return out, [], k
+    nparts = len(live)
+    rows = plan.pippenger(k, len(cat[0]), c, max_entries, np, affine_min_pairs=min_pairs, affine_variant=variant,
+                          parts=nparts)
+    nw = plan.num_windows(c)
+    assert len(rows) == nw * nparts
+    for j, p in enumerate(live):
+        out[p] = ModelKernels.combine(k, rows[j::nparts], nw, c)
+    return out, rows, k
+
+
+def int_parts(sizes, seed, kind="random"):
+    cases = [int_case(m, seed * 101 + j, kind) for j, m in enumerate(sizes)]
+    return [(b, f, s) for b, f, s, _ in cases], [w for *_, w in cases]
+
+
+@pytest.mark.parametrize("sizes", [[1, 31, 0, 50], [0, 7, 0], [40], [3, 100, 2, 1]])
+@pytest.mark.parametrize("c", [1, 4, 9])
+def test_many_digits_key_each_part_into_its_blocks(sizes, c):
+    """Every key of MSM p in window w lies in block (w - w0) * P + p (window-major), holds the point's
+    index in the concatenation, and each point's digits give back its scalar."""
+    from cuzk.gpu.msm_many import live_parts
+    parts, _ = int_parts(sizes, c, "edge")
+    live, off = live_parts(sizes)
+    nparts, B, nw = len(live), 1 << (c - 1), plan.num_windows(c)
+    sc = [s for _, _, ss in parts for s in ss]
+    n = len(sc)
+    k = ManyModelKernels(IntGroup(), [0] * n, [False] * n, sc, off)
+    for w0, w1 in [(0, nw), (1, min(3, nw))]:
+        keys = k.digits(c, w0, w1).reshape(w1 - w0, n)
+        total = [0] * n
+        for w in range(w0, w1):
+            for i in range(n):
+                key = int(keys[w - w0, i])
+                if key == plan.ZERO_KEY:
+                    continue
+                bucket, low = key >> 32, key & 0xFFFFFFFF
+                j = int(np.searchsorted(off, i, side="right")) - 1
+                assert low >> 1 == i and bucket // B == (w - w0) * nparts + j
+                d = bucket % B + 1
+                total[i] += (-d if low & 1 else d) << (c * w)
+        if (w0, w1) == (0, nw):
+            assert total == sc
+
+
+@pytest.mark.parametrize("sizes,c", [([1, 31, 1000, 0, 300], 9), ([0, 5, 0], 3), ([40], 5), ([3, 100, 2], 1),
+                                     ([200, 1, 60], 13), ([0], 4), ([0, 0], 7)])
+@pytest.mark.parametrize("kind", ["random", "edge"])
+def test_many_schedule_int_group(sizes, c, kind):
+    """P MSMs as one give each its own sum; empty ones the identity."""
+    parts, want = int_parts(sizes, len(sizes) * 7 + c, kind)
+    got, rows, _ = model_many(IntGroup(), parts, c)
+    assert got == want
+
+
+@pytest.mark.parametrize("variant", [1, 2])
+@pytest.mark.parametrize("geom", [(4, 3), (8, 64)])
+def test_many_schedule_affine_rounds(variant, geom):
+    parts, want = int_parts([31, 0, 400, 9], 3)
+    got, _, k = model_many(IntGroup(), parts, 5, min_pairs=1, variant=variant, tpb=geom[0], max_blocks=geom[1])
+    assert got == want
+    assert k.stats["affine_rounds"] > 0 and k.stats["fallbacks"] == 0
+
+
+def test_many_schedule_degenerate_pass_falls_back():
+    """A repeated base inside one MSM: its pass is redone in XYZZ, every MSM still right."""
+    parts, want = int_parts([60, 25], 6)
+    b, f, s = parts[0]
+    b[1], s[1] = b[0], s[0]
+    want[0] = sum(x * y for x, y, z in zip(b, s, f) if not z) % R
+    got, _, k = model_many(IntGroup(), parts, 4, min_pairs=1)
+    assert got == want and k.stats["fallbacks"] >= 1
+
+
+@pytest.mark.parametrize("reduce_max", [1 << 23, 200])
+def test_many_schedule_passes_and_split_reductions(reduce_max, monkeypatch):
+    """Windows over several sort passes (max_entries: 2 windows a pass), and the reduction split over
+    passes when two passes' buckets (2 * 2 windows * 3 MSMs * 32) pass REDUCE_MAX_BUCKETS: the rows
+    stay window-major across them."""
+    monkeypatch.setattr(plan, "REDUCE_MAX_BUCKETS", reduce_max)
+    parts, want = int_parts([100, 0, 37, 63], 8)
+    firsts = []
+
+    def level(self, A, T, count, L, first, log_scale):
+        firsts.append(first)
+        return ModelKernels.window_level(self, A, T, count, L, first, log_scale)
+    monkeypatch.setattr(ManyModelKernels, "window_level", level)
+    got, rows, _ = model_many(IntGroup(), parts, 6, max_entries=2 * 200)
+    assert got == want
+    passes = len(plan.window_passes(200, plan.num_windows(6), 2 * 200))
+    assert passes > 1 and sum(firsts) == (passes if reduce_max == 200 else 1)
+    got2, rows2, _ = model_many(IntGroup(), parts, 6)
+    assert rows == rows2                      # the same window sums as one pass
+
+
+@pytest.mark.parametrize("min_pairs", [None, 1])
+def test_many_on_curve_and_host_fold_vs_arkworks(min_pairs):
+    """Real G1 points (infinity, a repeat, scalars 0, 1, r - 1) through the schedule, the rows as limbs
+    through msm_many.fold_parts (the host fold msm_g1_concat uses): each MSM's arkworks multiexp."""
+    from cuzk.gpu.msm_many import fold_parts, live_parts
+    rng = random.Random(12 + (min_pairs or 0))
+    sizes = [5, 0, 12, 1]
+    pts, parts = [], []
+    for m in sizes:
+        p = rand_points(1, m, rng)
+        sc = [rng.randrange(R) for _ in range(m)]
+        if m > 4:
+            p[3], sc[0], sc[1], sc[2] = CLS[1].identity(), 0, 1, R - 1
+        pts.append((p, sc))
+        inf = [ark_affine(1, q) is None for q in p]
+        parts.append(([ark_affine(1, q) or (0, 0) for q in p], inf, sc))
+    if min_pairs is None:
+        parts[2][0][5], parts[2][2][5] = parts[2][0][4], parts[2][2][4]     # a repeated (point, scalar)
+        pts[2][0][5], pts[2][1][5] = pts[2][0][4], pts[2][1][4]
+    c = 3
+    got, rows, _ = model_many(XYZZ(1), parts, c, min_pairs=min_pairs)
+    want = [CLS[1].multiexp_unchecked(p, scalars_to_ark(s)) if p else CLS[1].identity() for p, s in pts]
+    assert [xyzz_to_affine(1, g) for g in got] == [ark_affine(1, w) for w in want]
+    live, _ = live_parts(sizes)
+    limbs = xyzz_limbs(1, rows).reshape(plan.num_windows(c), len(live), -1)
+    assert fold_parts(1, limbs, c, live, len(sizes)) == want
+
+
+def test_many_live_parts():
+    from cuzk.gpu.msm_many import live_parts
+    live, off = live_parts([0, 3, 0, 0, 5, 1, 0])
+    assert live == [1, 4, 5] and off.tolist() == [0, 3, 8, 9]
+    assert live_parts([])[0] == [] and live_parts([0, 0])[1].tolist() == [0]
+    with pytest.raises(ValueError):
+        live_parts([3, -1])
+
+
+def test_choose_window_parts_and_max_parts():
+    for m in [1, 31, 1000, 1 << 14, 1 << 17, 1 << 20]:
+        assert plan.choose_window(m, parts=1) == plan.choose_window(m)
+        for parts in (2, 3, 5):
+            # that many MSMs of m points as one pick the window one of them picks alone
+            assert plan.choose_window(parts * m, parts=parts) == plan.choose_window(m)
+            assert plan.choose_window(parts * m, popcount=40, affine=True, parts=parts) == \
+                plan.choose_window(m, popcount=40, affine=True)
+        assert plan.choose_window(3 * m, parts=3) <= plan.choose_window(3 * m)
+    for c in range(1, plan.C_LIMIT + 1):
+        ids = plan.num_windows(c) << (c - 1)
+        assert plan.max_parts(c) * ids < (1 << 32) - 1 <= (plan.max_parts(c) + 1) * ids
+        assert plan.max_parts(c) >= 1
+    assert plan.max_parts(plan.C_MAX) >= 64
+
+
+# --- several buckets planned on the host (msm_plan.few_bucket_sums: the batch sums of M2) ---
+
+@pytest.mark.parametrize("counts", [[0, 5, 1, 0, 34, 1], [7], [0], [100, 3, 0, 1000]])
+@pytest.mark.parametrize("S", [1, 4, 16])
+def test_known_plan_matches_segment_plan(counts, S):
+    """The host-made plan equals segment_plan's from device offsets (no read of the device)."""
+    offsets, seg_first, seg_bucket, nseg = plan.known_plan(counts, S, np)
+    assert offsets.tolist() == np.cumsum([0] + counts).tolist()
+    want_first, want_bucket, total = plan.segment_plan(offsets, S, np)
+    assert seg_first.tolist() == want_first.tolist() and seg_bucket.tolist() == want_bucket.tolist()
+    assert sum(nseg) == total and nseg == [max(1, -(-m // S)) for m in counts]
+    assert seg_first.dtype == np.int64 and seg_bucket.dtype == np.int64
+
+
+@pytest.mark.parametrize("counts,S,M", [([1000, 7, 300], 8, 4), ([0, 1, 2], 8, 4), ([9, 0, 4097], 16, 2),
+                                        ([64, 64, 64], 8, 4), ([5], 8, 4), ([0], 8, 4), ([33, 1], 1, 3)])
+def test_few_bucket_sums(counts, S, M):
+    """Each bucket's entries (keys into its own bases, some negated) summed exactly once: the first
+    level on the bucket's own kernel set, every merge level over all buckets covering its input once;
+    as many merge levels as the largest bucket needs alone; the same sums as one_bucket_sum."""
+    rng = random.Random(sum(counts) * 3 + S)
+    n = 64
+    ks, first, want = [], [], []
+    for m in counts:
+        bases = [rng.randrange(1, R) for _ in range(n)]
+        rows = [rng.randrange(n) for _ in range(m)]
+        neg = [rng.random() < 0.3 for _ in range(m)]
+        keys = np.array([(r << 1) | g for r, g in zip(rows, neg)], dtype=np.uint64)
+        k = CountingKernels(IntGroup(), bases, [False] * n, [0] * n, allow_empty=0 in counts)
+        ks.append(k)
+        first.append((k, keys, True, m))
+        want.append(sum(-bases[r] if g else bases[r] for r, g in zip(rows, neg)) % R)
+    got = plan.few_bucket_sums(first, S, np, M)
+    assert [g % R for g in got] == want
+    for k, m in zip(ks, counts):                       # first level: one launch per bucket, on its own bases
+        s, total, seen = k.launches[0]
+        assert s == S and seen == list(range(m)) and total == max(1, -(-m // S))
+    merges = ks[0].launches[1:]
+    assert all(len(k.launches) == 1 for k in ks[1:])
+    inputs = sum(max(1, -(-m // S)) for m in counts)
+    for s, total, seen in merges:
+        assert s == M and seen == list(range(inputs))
+        inputs = total
+    assert inputs == len(counts)
+    alone = [0 if m <= S else math.ceil(round(math.log(-(-m // S), M), 9)) for m in counts]
+    assert len(merges) == max(alone)
+    for m, g, (k, keys, _, _) in zip(counts, got, first):
+        if m:
+            assert plan.one_bucket_sum(ModelKernels(IntGroup(), k.bases, k.inf, [0] * n), keys, True, m, S, np, M)[0] \
+                % R == g % R

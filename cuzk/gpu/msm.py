@@ -204,22 +204,29 @@ def msm_windows(group: int, bases, inf, scalars, c: int | None = None, max_entri
                       affine_variant, True)
 
 
-def _pippenger(group, bases, inf, scalars, c, max_entries, bucket_sum, affine_min_pairs, mark, affine_variant,
-               host_fold):
-    import cupy
-    n = _check(group, bases, inf, scalars)
+def sum_options(group: int, bucket_sum, affine_min_pairs, affine_variant) -> tuple[str, int | None, int]:
+    """msm_xyzz's bucket_sum, affine_min_pairs and affine_variant resolved and checked:
+    (bucket_sum, min_pairs or None for XYZZ, variant)."""
     bucket_sum = DEFAULT_BUCKET_SUM[group] if bucket_sum is None else bucket_sum
     if bucket_sum not in BUCKET_SUMS:
         raise ValueError(f"bucket_sum must be one of {BUCKET_SUMS}, got {bucket_sum!r}")
     if bucket_sum == "affine" and group != 1:
         raise ValueError("affine bucket sums are implemented for G1 only")
-    affine = bucket_sum == "affine"
     min_pairs = None
     variant = resolve_affine_variant(affine_variant)
-    if affine:
+    if bucket_sum == "affine":
         min_pairs = plan.AFFINE_MIN_PAIRS if affine_min_pairs is None else int(affine_min_pairs)
         if min_pairs < 1:
             raise ValueError("affine_min_pairs must be >= 1")
+    return bucket_sum, min_pairs, variant
+
+
+def _pippenger(group, bases, inf, scalars, c, max_entries, bucket_sum, affine_min_pairs, mark, affine_variant,
+               host_fold):
+    import cupy
+    n = _check(group, bases, inf, scalars)
+    bucket_sum, min_pairs, variant = sum_options(group, bucket_sum, affine_min_pairs, affine_variant)
+    affine = bucket_sum == "affine"
     last_stats.clear()
     if n == 0:
         zero = cupy.zeros(xyzz_words(group), dtype=cupy.uint32)

@@ -44,12 +44,13 @@ def num_windows(c: int) -> int:
     return -(-(SCALAR_BITS + 1) // c)
 
 
-def choose_window(n: int, popcount: float | None = None, affine: bool = False) -> int:
+def choose_window(n: int, popcount: float | None = None, affine: bool = False, parts: int = 1) -> int:
     """c minimising nw * (points into buckets + buckets to reduce), in multiplications.
 
     popcount, when given, is the scalars' mean number of set bits: sparse scalars leave
     more digits zero, so fewer points are added per window (optimization D4 refines this).
     affine: the bucket sums use affine_rounds (cheaper adds) rather than XYZZ.
+    parts: n points of that many MSMs run as one (msm_many), each with its own buckets.
     """
     n = max(int(n), 1)
     density = 1.0 if popcount is None else min(max(popcount / SCALAR_BITS, 1e-9), 1.0)
@@ -57,10 +58,16 @@ def choose_window(n: int, popcount: float | None = None, affine: bool = False) -
     best = None
     for c in range(1, C_MAX + 1):
         nonzero = 1.0 - (1.0 - density) ** c if popcount is not None else 1.0
-        cost = num_windows(c) * (n * nonzero * add + n * SORT_KEY + (1 << (c - 1)) * REDUCE_BUCKET)
+        cost = num_windows(c) * (n * nonzero * add + n * SORT_KEY + parts * (1 << (c - 1)) * REDUCE_BUCKET)
         if best is None or cost < best[0]:
             best = (cost, c)
     return best[1]
+
+
+def max_parts(c: int) -> int:
+    """Most MSMs that one multi-MSM of window c holds: every bucket id, parts * nw * 2^(c-1) of them,
+    must stay below 2^32 - 1 (the key's high word; all ones is ZERO_KEY's)."""
+    return ((1 << 32) - 2) // (num_windows(c) << (c - 1))
 
 
 def window_passes(n: int, nw: int, max_entries: int = 1 << 28) -> list[tuple[int, int]]:
@@ -227,6 +234,40 @@ def one_bucket_sum(k, src, keyed: bool, count: int, S: int, xp, M: int = MERGE_O
     return partials
 
 
+def known_plan(counts: list[int], S: int, xp):
+    """segment_plan of consecutive buckets whose sizes (host ints, 0 allowed) the host knows, made
+    without reading the device: (offsets, seg_first, seg_bucket, nseg), nseg[b] = bucket b's segments
+    (at least one: an empty bucket's is empty, i.e. infinity)."""
+    nseg = [max(1, -(-c // S)) for c in counts]
+    off, first = [0], [0]
+    for c, m in zip(counts, nseg):
+        off.append(off[-1] + c)
+        first.append(first[-1] + m)
+    seg_first = xp.asarray(first, dtype=xp.int64)
+    seg_bucket = (xp.searchsorted(seg_first, xp.arange(first[-1], dtype=xp.int64), side="right") - 1).astype(xp.int64)
+    return xp.asarray(off, dtype=xp.int64), seg_first, seg_bucket, nseg
+
+
+def few_bucket_sums(first: list, S: int, xp, M: int = MERGE_ONE):
+    """one_bucket_sum for several buckets at once (batch sums of several sections, optimization M2):
+    first = [(k, src, keyed, count)], one per bucket, each with its own kernel set (its own bases).
+    Each bucket's first segment sums (S entries) run on its kernel set; then the partials of all the
+    buckets merge together, M at a time, in launches of first[0]'s kernel set, planned on the host
+    (known_plan). Returns partials[len(first)], bucket b's sum at b."""
+    parts, counts = [], []
+    for k, src, keyed, count in first:
+        offsets, seg_first, seg_bucket, nseg = known_plan([count], S, xp)
+        parts.append(k.sum_affine(src, keyed, seg_bucket, seg_first, offsets, S, nseg[0]))
+        counts += nseg
+    k = first[0][0]
+    partials = k.concat(parts)
+    while max(counts) > 1:
+        offsets, seg_first, seg_bucket, nseg = known_plan(counts, M, xp)
+        partials = k.sum_xyzz(partials, seg_bucket, seg_first, offsets, M, sum(nseg))
+        counts = nseg
+    return partials
+
+
 def reduce_windows(k, buckets, nwin: int, B: int):
     """nwin window sums sum_k (k + 1) bucket_k from nwin * B buckets (window-major)."""
     A, T, N = None, buckets, B
@@ -237,9 +278,13 @@ def reduce_windows(k, buckets, nwin: int, B: int):
 
 
 def pippenger(k, n: int, c: int, max_entries: int, xp, affine_min_pairs: int | None = None, mark=None,
-              affine_variant: int = 1):
+              affine_variant: int = 1, parts: int = 1):
     """The MSM schedule, over a kernel set `k` (the GPU launches, or the CPU model's
     emulation of the same kernels). Returns k.combine's result.
+
+    parts > 1: several MSMs in one (msm_many): n points in all, and every window has parts blocks
+    of 2^(c-1) buckets, one per MSM (k.digits keys them so); the window sums handed to k.combine
+    are then window-major, row w * parts + p for window w of MSM p.
 
     affine_min_pairs: None -> buckets accumulate in XYZZ; else affine_rounds with that
     threshold first (G1), the pass redone in XYZZ if a round met x1 == x2.
@@ -257,11 +302,12 @@ def pippenger(k, n: int, c: int, max_entries: int, xp, affine_min_pairs: int | N
     mark = mark or (lambda name: None)
     nw = num_windows(c)
     B = 1 << (c - 1)
+    PB = parts * B                        # buckets of one window
     sums, pending, pending_w = [], [], 0
     passes = window_passes(n, nw, max_entries)
     for i, (w0, w1) in enumerate(passes):
         nwp = w1 - w0
-        nb = nwp * B
+        nb = nwp * PB
         keys = k.digits(c, w0, w1)
         mark("digits")
         keys.sort()                       # CUB radix sort under CuPy
@@ -286,8 +332,8 @@ def pippenger(k, n: int, c: int, max_entries: int, xp, affine_min_pairs: int | N
         pending.append(partials)
         pending_w += nwp
         nxt = passes[i + 1][1] - passes[i + 1][0] if i + 1 < len(passes) else 0
-        if not nxt or (pending_w + nxt) * B > REDUCE_MAX_BUCKETS:
-            sums.append(reduce_windows(k, k.concat(pending), pending_w, B))
+        if not nxt or (pending_w + nxt) * PB > REDUCE_MAX_BUCKETS:
+            sums.append(reduce_windows(k, k.concat(pending), pending_w * parts, B))
             pending, pending_w = [], 0
             mark("window reduction")
     out = k.combine(k.concat(sums), nw, c)
