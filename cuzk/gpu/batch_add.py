@@ -5,8 +5,13 @@ MSM's kernels: affine pair rounds where the MSM uses them (G1, msm.DEFAULT_BUCKE
 msm_plan.one_bucket_sum, in segments of segment_size() points and merges of 4 partials, planned on the
 host (the bucket's size is known there, so nothing waits for the GPU). Bases at infinity are dropped
 first (the mixed-add kernels expect finite affine points).
+
+Several sections at once (sum_xyzz_many, optimization M2): one bucket per section, each section's first
+segment sums on its own bases, then the merges of all of them together (msm_plan.few_bucket_sums).
 """
 from __future__ import annotations
+
+import numpy as np
 
 from . import msm as gmsm
 from . import msm_plan as plan
@@ -58,3 +63,61 @@ def batch_add(group: int, bases, inf, idx=None, bucket_sum: str | None = None):
     """Σ bases[idx] as a py_arkworks_bls12381 point."""
     import cupy
     return gmsm.to_ark(group, cupy.asnumpy(sum_xyzz(group, bases, inf, idx, bucket_sum)))
+
+
+def _finite_rows(idx, keep, count: int):
+    """idx[keep] in order, `count` of them (known on the host): a scatter, no read of the device."""
+    import cupy
+    pos = cupy.cumsum(keep, dtype=cupy.int64) - 1
+    out = cupy.empty(count + 1, dtype=cupy.int64)
+    out[cupy.where(keep, pos, count)] = idx           # rows left out all land in the spare slot
+    return out[:count]
+
+
+def sum_xyzz_many(group: int, parts, bucket_sum: str | None = None):
+    """[sum_xyzz(group, bases, inf, idx, bucket_sum) for each part] as XYZZ points uint32[len(parts), words]
+    on the device (optimization M2): one read of the device for every part (the index checks and the
+    counts of finite rows together), then each part's first segment sums on its own bases and the merges
+    of all the parts at once (msm_plan.few_bucket_sums). A part large enough for affine rounds (G1, a first
+    round of msm_plan.AFFINE_MIN_PAIRS pairs) is summed alone by sum_xyzz."""
+    import cupy
+    bucket_sum = gmsm.DEFAULT_BUCKET_SUM[group] if bucket_sum is None else bucket_sum
+    idxs, flags = [], []
+    for bases, inf, idx in parts:
+        n = len(inf)
+        if idx is None:
+            idx = cupy.arange(n, dtype=cupy.int64)
+        idx = cupy.asarray(idx).astype(cupy.int64, copy=False).ravel()
+        if n == 0 and idx.size:
+            raise IndexError("batch addition index out of range for 0 bases")
+        if n >= 1 << 31:
+            raise ValueError("batch addition needs fewer than 2^31 bases (31-bit key index)")
+        # out-of-range indices wrap in CuPy (checked below); no bases: nothing to look up
+        keep = ~inf[idx].astype(cupy.bool_) if n else cupy.zeros(0, dtype=cupy.bool_)
+        idxs.append((idx, keep))
+        flags += [((idx < 0) | (idx >= n)).any().astype(cupy.int64), keep.sum(dtype=cupy.int64)]
+    host = cupy.asnumpy(cupy.stack(flags)).reshape(-1, 2) if flags else np.zeros((0, 2), dtype=np.int64)
+    if host[:, 0].any():
+        raise IndexError("batch addition index out of range")
+    counts = [int(m) for m in host[:, 1]]
+    alone = [bucket_sum == "affine" and group == 1 and m // 2 >= max(1, plan.AFFINE_MIN_PAIRS) for m in counts]
+    out = cupy.zeros((len(parts), gmsm.xyzz_words(group)), dtype=cupy.uint32)
+    few, first = [], []
+    for p, ((bases, inf, _), (idx, keep), m) in enumerate(zip(parts, idxs, counts)):
+        if alone[p]:
+            out[p] = sum_xyzz(group, bases, inf, idx, bucket_sum)
+        else:
+            keys = _finite_rows(idx, keep, m).astype(cupy.uint64) << cupy.uint64(1)   # not negated
+            few.append(p)
+            first.append((gmsm._Kernels(group, bases, inf, None), keys, True, m))
+    if few:
+        out[cupy.asarray(few)] = plan.few_bucket_sums(first, segment_size(sum(counts[p] for p in few)), cupy)
+    return out
+
+
+def batch_add_many(group: int, parts, bucket_sum: str | None = None) -> list:
+    """[batch_add(group, bases, inf, idx) for each (bases, inf, idx) of parts], summed together
+    (sum_xyzz_many) and downloaded once."""
+    import cupy
+    host = cupy.asnumpy(sum_xyzz_many(group, parts, bucket_sum))
+    return [gmsm.to_ark(group, row) for row in host]
