@@ -7,7 +7,7 @@ import pytest
 
 from cuzk import field as F
 from cuzk import poly
-from cuzk.opts import resolve
+from cuzk.opts import REGISTRY, resolve
 from cuzk.phases import ntt_msm_h as cpu_h
 from cuzk.phases.synthesis import assign, synthesize
 from cuzk.poly import Domain
@@ -295,8 +295,12 @@ def test_b1_pinned_upload_same_abc(cp):
     assert bool((on.abc_dev == off.abc_dev).all())
 
 
-@pytest.mark.parametrize("spec", ["none", "none,+B1", "none,+D4", "none,+A4", "none,+C1", "none,+M1", "none,+N1",
-                                  "none,+P1", "+P1", "+N2", "all"])
+SPECS = ["none", "none,+B1", "none,+D4", "none,+A4", "none,+C1", "none,+M1", "none,+N1", "none,+P1", "+P1", "+N2",
+         "+M2", "none,+C1,+M2", "+M2,+P1", "all"]
+SPECS += [f"none,+{name}" for name in REGISTRY if f"none,+{name}" not in SPECS]   # every toggle alone, new ones too
+
+
+@pytest.mark.parametrize("spec", SPECS)
 def test_each_optimization_gives_valid_proofs(cp, spec):
     from cuzk.backend.cuda import CudaBackend
     from cuzk.groth16 import verify
@@ -324,6 +328,23 @@ def test_p1_same_parts_as_one_stream(cp, base):
     prep = seq.prep_msm(kh, asgs)
     assert par.batch_addition(kh, prep) == seq.batch_addition(kh, prep)
     assert par.tail_msm(kh, prep, asgs) == seq.tail_msm(kh, prep, asgs)
+
+
+@pytest.mark.parametrize("base", ["", "none", "+P1", "-D4", "-M1"])
+def test_m2_same_parts_as_one_at_a_time(cp, base):
+    """M2 (a circuit's G1 tail MSMs as one multi-MSM, its G1 batch sums together) gives the same points as
+    the MSMs and sums one at a time, for a batch of two circuits; base "": the defaults (C1, M1, D4),
+    "none": XYZZ sums, one window for all, and the batch sums through the MSM path (M2 leaves them)."""
+    from cuzk.backend.cuda import CudaBackend
+    from cuzk.keygen import cached_setup
+    off = CudaBackend(resolve(f"{base},-M2", env=False))
+    on = CudaBackend(resolve(f"{base},+M2", env=False))
+    r1cs, asgs = synthesize("porep_like", 10, resolve("none", env=False), seeds=(3, 4), assign_fn=off.assign)
+    pk, _, _ = cached_setup(r1cs, "coeff", 7)
+    kh = off.load_key(pk)
+    prep = off.prep_msm(kh, asgs)
+    assert on.batch_addition(kh, prep) == off.batch_addition(kh, prep)
+    assert on.tail_msm(kh, prep, asgs) == off.tail_msm(kh, prep, asgs)
 
 
 def test_key_too_large_fails_cleanly_then_next_proof_works(cp):

@@ -3,8 +3,8 @@
 synthesis     host witness generation, then a/b/c by SpMV on the GPU ('mixed')
 prep_msm      0/1/other split of the witness on the GPU, merged over the batch
 ntt_msm_h     H scalars by NTTs, then their G1 MSM
-batch_addition  the 1-scalar bases summed through the MSM's bucket-sum kernels
-tail_msm      G1 MSMs over the batch's shared tail bases (gathered once)
+batch_addition  the 1-scalar bases summed through the MSM's bucket-sum kernels (M2: a circuit's G1 sums together)
+tail_msm      G1 MSMs over the batch's shared tail bases (gathered once; M2: a circuit's three as one multi-MSM)
 b_g2          G2 MSM over the tail (A4 moves it to the CPU, a thread pool across circuits)
 proof_assembly  on the host (a handful of point operations with random r, s)
 PhaseRecord.impl says where each phase ran.
@@ -23,6 +23,7 @@ from ..gpu import batch_add as gbatch
 from ..gpu import fr as gfr
 from ..gpu import h as gh
 from ..gpu import msm as gmsm
+from ..gpu import msm_many as gmany
 from ..gpu import ntt as gntt
 from ..gpu import spmv
 from ..gpu.prep import prep_msm as gpu_prep
@@ -94,13 +95,15 @@ def ntt_variant(opts) -> str:
     return "r4b6" if opts.enabled("N2") else "r4"
 
 
-def _window(kh, scalars, opts, group: int = 1) -> int:
+def _window(kh, scalars, opts, group: int = 1, parts: int = 1) -> int:
     """D4 off: one window size for every MSM (the one for the largest, H); on: chosen per MSM
-    from its size, its scalars' popcount and the group's bucket sums (affine or XYZZ)."""
+    from its size, its scalars' popcount and the group's bucket sums (affine or XYZZ); parts > 1:
+    for a multi-MSM (M2) of that many MSMs over these scalars."""
     from ..gpu.msm_plan import choose_window
     if not opts.enabled("D4"):
         return choose_window(len(kh.dev["h"]), affine=bucket_sum(opts, 1) == "affine")
-    return choose_window(scalars.shape[0], _popcount(scalars), affine=bucket_sum(opts, group) == "affine")
+    return choose_window(scalars.shape[0], _popcount(scalars), affine=bucket_sum(opts, group) == "affine",
+                         parts=parts)
 
 
 def _msm(group: int, bases, inf, scalars, kh, opts):
@@ -221,6 +224,8 @@ class CudaBackend(CpuBackend):
         return out
 
     def batch_addition(self, kh: CudaKey, prep) -> list:
+        if self.opts.enabled("M2") and self.opts.enabled("C1"):
+            return self._batch_many(kh, prep)
         one = gfr.upload([1])
         out = []
         for i, ones in enumerate(prep.ones):
@@ -234,13 +239,40 @@ class CudaBackend(CpuBackend):
             out.append(dict(zip([q for q, _ in work], self._jobs([job(i, q, idx) for q, idx in work]))))
         return out
 
+    def _batch_many(self, kh: CudaKey, prep) -> list:
+        """M2 (with C1): a circuit's three G1 batch sums in one gbatch.batch_add_many; the G2 sum alone."""
+        out = []
+        for i, ones in enumerate(prep.ones):
+            g1 = (("a", ones), ("b_g1", ones), ("l", prep.aux_part(ones)))
+
+            def sums(i=i, g1=g1):
+                with circuit(i, label="a+b_g1+l"):
+                    parts = [(kh.dev[q].limbs, kh.dev[q].inf, self._rows(kh.dev[q], idx)) for q, idx in g1]
+                    pts = gbatch.batch_add_many(1, parts, bucket_sum(self.opts, 1))
+                return dict(zip([q for q, _ in g1], pts))
+
+            def g2(i=i, ones=ones):
+                with circuit(i, label="b_g2"):
+                    return {"b_g2": self._sum_ones(kh.dev["b_g2"], ones, None)}
+            got = {}
+            for d in self._jobs([sums, g2]):
+                got.update(d)
+            out.append({q: got[q] for q in ("a", "b_g1", "b_g2", "l")})
+        return out
+
+    @staticmethod
+    def _rows(b, idx):
+        """The rows of section b that hold the variables idx (a sparse section keeps some of them)."""
+        if b.rows is None:
+            return idx
+        rows = b.rows[idx]
+        return rows[rows >= 0]
+
     def _sum_ones(self, b, idx, one):
         """Σ of section b's points over the variables idx (their scalars are 1)."""
         if self.opts.enabled("C1"):
-            rows = idx if b.rows is None else b.rows[idx]
-            if b.rows is not None:
-                rows = rows[rows >= 0]
-            return gbatch.batch_add(b.group, b.limbs, b.inf, rows, bucket_sum=bucket_sum(self.opts, b.group))
+            return gbatch.batch_add(b.group, b.limbs, b.inf, self._rows(b, idx),
+                                    bucket_sum=bucket_sum(self.opts, b.group))
         bases, inf, _ = b.take(idx)
         if inf.size == 0:
             return (G2Point if b.group == 2 else G1Point).identity()
@@ -250,6 +282,8 @@ class CudaBackend(CpuBackend):
         return gmsm.msm_g1(bases, inf, scal, bucket_sum=bucket_sum(self.opts, 1))
 
     def tail_msm(self, kh: CudaKey, prep, assignments) -> list:
+        if self.opts.enabled("M2"):
+            return self._tail_many(kh, prep, assignments)
         t, tl = prep.tail, prep.aux_part(prep.tail)
         gathered = {q: kh.dev[q].take(t) for q in ("a", "b_g1")}
         gathered["l"] = kh.dev["l"].take(tl)
@@ -267,6 +301,29 @@ class CudaBackend(CpuBackend):
                     work.append((q, bases, inf, s))
                 jobs = [lambda b=b, f=f, s=s: _msm(1, b, f, s, kh, self.opts) for _, b, f, s in work]
                 out.append(dict(zip([q for q, *_ in work], self._jobs(jobs))))
+        return out
+
+    def _tail_many(self, kh: CudaKey, prep, assignments) -> list:
+        """M2: a circuit's three G1 tail MSMs as one multi-MSM. The bases of the three are gathered into
+        one array once for the batch, and each circuit's scalars by one gather of z."""
+        t, tl = prep.tail, prep.aux_part(prep.tail)
+        ni = kh.pk.num_inputs
+        qs = ("a", "b_g1", "l")
+        bases, inf, zidx = [], [], []
+        for q, v, shift in (("a", t, 0), ("b_g1", t, 0), ("l", tl, ni)):
+            b, f, keep = kh.dev[q].take(v)
+            bases.append(b)
+            inf.append(f)
+            zidx.append((v if keep is None else v[keep]) + shift)   # z's index of each gathered base
+        sizes = [len(f) for f in inf]
+        bases, inf, zidx = cupy.concatenate(bases), cupy.concatenate(inf), cupy.concatenate(zidx)
+        out = []
+        for i, asg in enumerate(assignments):
+            with circuit(i):
+                s = cupy.ascontiguousarray(self._z(asg)[zidx])
+                c = _window(kh, s, self.opts, 1, sum(1 for m in sizes if m)) if s.shape[0] else None
+                pts = gmany.msm_g1_concat(bases, inf, s, sizes, c, bucket_sum=bucket_sum(self.opts, 1))
+                out.append(dict(zip(qs, pts)))
         return out
 
     def b_g2(self, kh: CudaKey, prep, assignments) -> list:
