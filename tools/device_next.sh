@@ -20,7 +20,8 @@
 #   U2  10 x 2^27 pipelined with B2 (= T4), now also with the host window fold and the new batch sums
 #   T5's second half: ncu on the affine round kernels (variant 1 vs 2)
 # Session 5: V1 = U0 + U1's GPU tests + ncu on the affine rounds (variant 1, the product path) at 2^24;
-# V2 = U3 + U5; V3 = the affine round with look-ahead loads (variant 3), tested and timed against variant 1.
+# V2 = U3 + U5; V3 = the affine round with look-ahead loads (variant 3), tested and timed against variant 1;
+# V4 = M2's GPU tests and its resident A/B, and the affine round's stall samples per instruction.
 set -o pipefail
 source tools/device_setup.sh >/dev/null 2>&1
 export CUZK_CUBIN_DIR=$PWD/.cubin CUZK_CACHE_DIR=/tmp/cz
@@ -168,6 +169,15 @@ V3)
   # affine round variant 3 (look-ahead loads): its GPU tests, then v1 vs v3 interleaved at 2^20, 2^24, 2^26
   timeout 560 python3 tools/gpu_msm_v2_check.py --sizes 20,24,26 --reps 3 --variants 1,3,1,3 -k "v3 or affine_variant" \
       2>&1 | tail -32 ;;
+V4)
+  # M2's GPU tests and msm_g1's after the msm_digits refactor; M2 in the resident 2^18 proof (interleaved A/B);
+  # ncu stall samples per instruction of the keyed affine round (why variant 3 missed)
+  timeout 420 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests/test_gpu_msm_many.py tests/test_gpu_msm.py \
+      2>&1 | tail -3
+  timeout 200 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests/test_gpu.py tests/test_gpu_partition.py \
+      -k "each_optimization or m2" 2>&1 | tail -3
+  timeout 150 python3 tools/experiments/resident_ab.py 18 12 "" +M2 2>&1 | tail -8
+  OUT=$OUT timeout 200 bash tools/ncu_msm_sources.sh 22 1 2>&1 | tail -46 ;;
 U5)
   OUT=$OUT timeout 560 bash tools/gpu_snarkjs_same_machine.sh 16,18 2>&1 | tail -12 ;;
 U1)

@@ -18,7 +18,7 @@ from cuzk.backend.cuda import CudaBackend  # noqa: E402
 from cuzk.opts import resolve  # noqa: E402
 from cuzk.prover import Prover  # noqa: E402
 
-SNARKJS_S = {16: 6.05, 18: 13.83}       # snarkjs groth16 prove on the same files, 2-core dev machine (perf-log)
+SNARKJS_S = {16: 2.395, 18: 8.829}     # snarkjs groth16 prove on the same files and the GPU machine (perf-log, session 5 V2)
 k = int(sys.argv[1]) if len(sys.argv) > 1 else 18
 rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 15
 specs = sys.argv[3:] or ["", "+P1"]
