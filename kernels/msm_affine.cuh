@@ -63,12 +63,9 @@ __device__ __forceinline__ F block_batch_inverse(const F& v) {
     return tree[TPB + t];
 }
 
-// Variant 3 (look-ahead, PF): the rounds are latency-bound (ncu at 2^24: ~4 warps a scheduler, a third of
-// the time waiting on the chain plan word -> key -> point). Walking its outputs, a thread loads plan words
-// three outputs ahead and keys two ahead (into registers) and asks L2 for the next output's point sectors,
-// so an output's loads find their data in L2 rather than DRAM.
-__device__ __forceinline__ void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
-
+// Variant 3 (look-ahead, PF): the rounds are latency-bound (ncu at 2^24: ~4 warps a scheduler; the stall
+// samples sit on the chain plan word -> key -> point). Walking its outputs, a thread loads plan words three
+// outputs ahead and keys two ahead, and in the first walk the next output's x coordinates, into registers.
 template <class F, bool KEYED>
 struct look_ahead {
     static constexpr int W = affine_t<F>::WORDS;
@@ -96,17 +93,6 @@ struct look_ahead {
             return pts + ((i64)(w >> 1) + j) * W;
         }
     }
-    // L2 prefetch of an output's points: x (2 sectors) or the whole point (3)
-    __device__ __forceinline__ static void prefetch(const uint32_t* __restrict__ pts, uint32_t w, uint2 k, bool valid,
-                                                    int sectors) {
-        if (!valid) return;
-        bool neg;
-        const int m = (w & 1) ? 2 : 1;
-        for (int j = 0; j < m; j++) {
-            const uint32_t* p = point(pts, w, k, j, neg);
-            for (int q = 0; q < sectors; q++) prefetch_l2(p + 8 * q);
-        }
-    }
 };
 
 // One round over outputs [0, total): thread t of block k takes o = k * TPB * per + t + TPB * i.
@@ -131,17 +117,28 @@ __device__ __forceinline__ void affine_round(uint32_t* out, const u64* __restric
         w0 = word(0); w1 = word(1); w2 = word(2);
         k0 = LA::keys(sorted, w0, cnt > 0);
         k1 = LA::keys(sorted, w1, cnt > 1);
-        LA::prefetch(pts, w0, k0, cnt > 0, 2);
+    }
+    F xa, xb;                             // PF: x1, x2 of output i (loaded one output ahead)
+    if constexpr (PF) {
+        bool ng;
+        if (cnt > 0 && (w0 & 1)) {
+            xa = F::load(LA::point(pts, w0, k0, 0, ng));
+            xb = F::load(LA::point(pts, w0, k0, 1, ng));
+        }
     }
     for (int i = 0; i < cnt; i++) {
         const i64 o = first + (i64)TPB * i;
         uint32_t w;
-        uint2 k;
+        F na, nb;                         // PF: x1, x2 of output i + 1
         if constexpr (PF) {
-            w = w0; k = k0;
+            w = w0;
             const uint32_t w3 = word(i + 3);
             const uint2 k2 = LA::keys(sorted, w2, i + 2 < cnt);
-            LA::prefetch(pts, w1, k1, i + 1 < cnt, 2);
+            bool ng;
+            if (i + 1 < cnt && (w1 & 1)) {
+                na = F::load(LA::point(pts, w1, k1, 0, ng));
+                nb = F::load(LA::point(pts, w1, k1, 1, ng));
+            }
             w0 = w1; w1 = w2; w2 = w3; k0 = k1; k1 = k2;
         } else {
             w = plan[o];
@@ -151,7 +148,7 @@ __device__ __forceinline__ void affine_round(uint32_t* out, const u64* __restric
             const i64 s = w >> 1;
             F d;
             if constexpr (PF)
-                d = F::load(LA::point(pts, w, k, 1, n2)) - F::load(LA::point(pts, w, k, 0, n1));
+                d = xb - xa;
             else
                 d = F::load(entry_point<F, KEYED>(sorted, pts, s + 1, n2)) -
                     F::load(entry_point<F, KEYED>(sorted, pts, s, n1));
@@ -162,6 +159,10 @@ __device__ __forceinline__ void affine_round(uint32_t* out, const u64* __restric
             acc = i == 0 ? d : f_mul(acc, d);
         }
         acc.store(out + o * W);           // prefix_i, in the x words of output o
+        if constexpr (PF) {
+            xa = na;
+            xb = nb;
+        }
     }
 
     F inv = block_batch_inverse<F, TPB>(acc);   // 1 / prefix_{cnt-1}
@@ -171,8 +172,6 @@ __device__ __forceinline__ void affine_round(uint32_t* out, const u64* __restric
         w0 = word(cnt - 1); w1 = word(cnt - 2); w2 = word(cnt - 3);
         k0 = LA::keys(sorted, w0, cnt > 0);
         k1 = LA::keys(sorted, w1, cnt > 1);
-        LA::prefetch(pts, w0, k0, cnt > 0, 3);
-        if (cnt > 1) prefetch_l2(out + (first + (i64)TPB * (cnt - 2)) * W);
     }
     for (int i = cnt - 1; i >= 0; i--) {
         const i64 o = first + (i64)TPB * i;
@@ -182,12 +181,6 @@ __device__ __forceinline__ void affine_round(uint32_t* out, const u64* __restric
             w = w0; k = k0;
             const uint32_t w3 = word(i - 3);
             const uint2 k2 = LA::keys(sorted, w2, i - 2 >= 0);
-            LA::prefetch(pts, w1, k1, i - 1 >= 0, 3);
-            if (i >= 2) {                 // output i - 1's prefix read: prefix_{i-2}
-                const uint32_t* q = out + (o - 2 * TPB) * W;
-                prefetch_l2(q);
-                prefetch_l2(q + 8);
-            }
             w0 = w1; w1 = w2; w2 = w3; k0 = k1; k1 = k2;
         } else {
             w = plan[o];

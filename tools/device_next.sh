@@ -21,7 +21,8 @@
 #   T5's second half: ncu on the affine round kernels (variant 1 vs 2)
 # Session 5: V1 = U0 + U1's GPU tests + ncu on the affine rounds (variant 1, the product path) at 2^24;
 # V2 = U3 + U5; V3 = the affine round with look-ahead loads (variant 3), tested and timed against variant 1;
-# V4 = M2's GPU tests and its resident A/B, and the affine round's stall samples per instruction.
+# V4 = M2's GPU tests and its resident A/B, and the affine round's stall samples per instruction;
+# V5 = variant 3 rewritten, tested and timed; G2 windows of small MSMs; one 2^27 partition.
 set -o pipefail
 source tools/device_setup.sh >/dev/null 2>&1
 export CUZK_CUBIN_DIR=$PWD/.cubin CUZK_CACHE_DIR=/tmp/cz
@@ -178,6 +179,12 @@ V4)
       -k "each_optimization or m2" 2>&1 | tail -3
   timeout 150 python3 tools/experiments/resident_ab.py 18 12 "" +M2 2>&1 | tail -8
   OUT=$OUT timeout 200 bash tools/ncu_msm_sources.sh 22 1 2>&1 | tail -46 ;;
+V5)
+  # variant 3 (rewritten: register look-ahead) tested and timed; small G2 MSMs over c (b_g2's window); one 2^27
+  # partition with today's defaults (issue 7's GPU time per partition)
+  timeout 200 python3 tools/gpu_msm_v2_check.py --sizes 24,26 --reps 3 --variants 1,3,1,3 -k "v3" 2>&1 | tail -14
+  timeout 150 python3 tools/gpu_msm_small_sweep.py --groups 2 --sizes 14,16,18 --cs 5-13 --reps 5 2>&1 | grep -E "fastest|ALL|MISMATCH"
+  OUT=$OUT CUZK_PART_TIMEOUT=200 bash tools/gpu_partition.sh 27 2>&1 | tail -22 ;;
 U5)
   OUT=$OUT timeout 560 bash tools/gpu_snarkjs_same_machine.sh 16,18 2>&1 | tail -12 ;;
 U1)
