@@ -63,95 +63,28 @@ __device__ __forceinline__ F block_batch_inverse(const F& v) {
     return tree[TPB + t];
 }
 
-// Variant 3 (look-ahead, PF): the rounds are latency-bound (ncu at 2^24: ~4 warps a scheduler; the stall
-// samples sit on the chain plan word -> key -> point). Walking its outputs, a thread loads plan words three
-// outputs ahead and keys two ahead, and in the first walk the next output's x coordinates, into registers.
-template <class F, bool KEYED>
-struct look_ahead {
-    static constexpr int W = affine_t<F>::WORDS;
-    // the low words of the keys of an output's two entries (keyed rounds; 0 otherwise)
-    __device__ __forceinline__ static uint2 keys(const u64* __restrict__ sorted, uint32_t w, bool valid) {
-        uint2 k = make_uint2(0, 0);
-        if constexpr (KEYED) {
-            if (valid) {
-                const i64 s = w >> 1;
-                k.x = (uint32_t)sorted[s];
-                if (w & 1) k.y = (uint32_t)sorted[s + 1];
-            }
-        }
-        return k;
-    }
-    // entry s + j of an output (j = 0, 1): its point, y negated on neg
-    __device__ __forceinline__ static const uint32_t* point(const uint32_t* __restrict__ pts, uint32_t w, uint2 k,
-                                                            int j, bool& neg) {
-        if constexpr (KEYED) {
-            const uint32_t kj = j ? k.y : k.x;
-            neg = kj & 1;
-            return pts + (i64)(kj >> 1) * W;
-        } else {
-            neg = false;
-            return pts + ((i64)(w >> 1) + j) * W;
-        }
-    }
-};
-
 // One round over outputs [0, total): thread t of block k takes o = k * TPB * per + t + TPB * i.
 // KEYED (round 0): P[e] is the base of sorted key e (y negated on its bit); else pts[e].
-template <class F, int TPB, bool KEYED, bool PF = false>
+template <class F, int TPB, bool KEYED>
 __device__ __forceinline__ void affine_round(uint32_t* out, const u64* __restrict__ sorted,
                                              const uint32_t* __restrict__ pts, const uint32_t* __restrict__ plan,
                                              i64 total, i64 per, int* degenerate) {
     constexpr int W = affine_t<F>::WORDS;
-    using LA = look_ahead<F, KEYED>;
     const i64 first = blockIdx.x * (i64)TPB * per + threadIdx.x;
     const i64 left = total - first;       // this thread's outputs: ceil(left / TPB), at most per
     const int cnt = left <= 0 ? 0 : (int)min(per, (left + TPB - 1) / TPB);
-    auto word = [&](int i) -> uint32_t { return (i >= 0 && i < cnt) ? plan[first + (i64)TPB * i] : 0u; };
 
     // pass 1: prefix products of d_i = x2 - x1 (1 for a copy or a degenerate pair)
     F acc;
     f_set_one(acc);
-    uint32_t w0 = 0, w1 = 0, w2 = 0;      // PF: plan words of outputs i, i + 1, i + 2
-    uint2 k0, k1;                         // PF: keys of outputs i, i + 1
-    if constexpr (PF) {
-        w0 = word(0); w1 = word(1); w2 = word(2);
-        k0 = LA::keys(sorted, w0, cnt > 0);
-        k1 = LA::keys(sorted, w1, cnt > 1);
-    }
-    F xa, xb;                             // PF: x1, x2 of output i (loaded one output ahead)
-    if constexpr (PF) {
-        bool ng;
-        if (cnt > 0 && (w0 & 1)) {
-            xa = F::load(LA::point(pts, w0, k0, 0, ng));
-            xb = F::load(LA::point(pts, w0, k0, 1, ng));
-        }
-    }
     for (int i = 0; i < cnt; i++) {
         const i64 o = first + (i64)TPB * i;
-        uint32_t w;
-        F na, nb;                         // PF: x1, x2 of output i + 1
-        if constexpr (PF) {
-            w = w0;
-            const uint32_t w3 = word(i + 3);
-            const uint2 k2 = LA::keys(sorted, w2, i + 2 < cnt);
-            bool ng;
-            if (i + 1 < cnt && (w1 & 1)) {
-                na = F::load(LA::point(pts, w1, k1, 0, ng));
-                nb = F::load(LA::point(pts, w1, k1, 1, ng));
-            }
-            w0 = w1; w1 = w2; w2 = w3; k0 = k1; k1 = k2;
-        } else {
-            w = plan[o];
-        }
+        const uint32_t w = plan[o];
         if (w & 1) {
             bool n1, n2;
             const i64 s = w >> 1;
-            F d;
-            if constexpr (PF)
-                d = xb - xa;
-            else
-                d = F::load(entry_point<F, KEYED>(sorted, pts, s + 1, n2)) -
-                    F::load(entry_point<F, KEYED>(sorted, pts, s, n1));
+            F d = F::load(entry_point<F, KEYED>(sorted, pts, s + 1, n2)) -
+                  F::load(entry_point<F, KEYED>(sorted, pts, s, n1));
             if (f_is_zero(d)) {
                 *degenerate = 1;
                 f_set_one(d);
@@ -159,41 +92,19 @@ __device__ __forceinline__ void affine_round(uint32_t* out, const u64* __restric
             acc = i == 0 ? d : f_mul(acc, d);
         }
         acc.store(out + o * W);           // prefix_i, in the x words of output o
-        if constexpr (PF) {
-            xa = na;
-            xb = nb;
-        }
     }
 
     F inv = block_batch_inverse<F, TPB>(acc);   // 1 / prefix_{cnt-1}
 
     // pass 2, backwards: 1/d_i = inv * prefix_{i-1}, then inv = 1 / prefix_{i-1} = inv * d_i
-    if constexpr (PF) {                   // the walk runs i = cnt-1 .. 0: "ahead" is i - 1, i - 2
-        w0 = word(cnt - 1); w1 = word(cnt - 2); w2 = word(cnt - 3);
-        k0 = LA::keys(sorted, w0, cnt > 0);
-        k1 = LA::keys(sorted, w1, cnt > 1);
-    }
     for (int i = cnt - 1; i >= 0; i--) {
         const i64 o = first + (i64)TPB * i;
-        uint32_t w;
-        uint2 k;
-        if constexpr (PF) {
-            w = w0; k = k0;
-            const uint32_t w3 = word(i - 3);
-            const uint2 k2 = LA::keys(sorted, w2, i - 2 >= 0);
-            w0 = w1; w1 = w2; w2 = w3; k0 = k1; k1 = k2;
-        } else {
-            w = plan[o];
-        }
+        const uint32_t w = plan[o];
         const i64 s = w >> 1;
         bool n1, n2;
-        const uint32_t* p1;
-        if constexpr (PF) p1 = LA::point(pts, w, k, 0, n1);
-        else p1 = entry_point<F, KEYED>(sorted, pts, s, n1);
+        const uint32_t* p1 = entry_point<F, KEYED>(sorted, pts, s, n1);
         if (w & 1) {                      // ordered for few live values: no spills at 128 registers
-            const uint32_t* p2;
-            if constexpr (PF) p2 = LA::point(pts, w, k, 1, n2);
-            else p2 = entry_point<F, KEYED>(sorted, pts, s + 1, n2);
+            const uint32_t* p2 = entry_point<F, KEYED>(sorted, pts, s + 1, n2);
             F id = inv;
             if (i > 0) id = f_mul(inv, F::load(out + (o - TPB) * W));
             const F x1 = F::load(p1), x2 = F::load(p2);
@@ -407,16 +318,6 @@ __device__ __forceinline__ void affine_quad(uint32_t* out, uint32_t* tmp, uint32
         G##_affine_round(uint32_t* out, const uint32_t* pts, const uint32_t* plan, i64 total, i64 per,         \
                          int* degenerate) {                                                                    \
         affine_round<F, CUZK_AFFINE_TPB, false>(out, nullptr, pts, plan, total, per, degenerate);              \
-    }                                                                                                          \
-    extern "C" __global__ void __launch_bounds__(CUZK_AFFINE_TPB, CUZK_AFFINE_BLOCKS_PER_SM)                   \
-        G##_affine_round_keyed_pf(uint32_t* out, const u64* sorted, const uint32_t* bases, const uint32_t* plan, \
-                                  i64 total, i64 per, int* degenerate) {                                       \
-        affine_round<F, CUZK_AFFINE_TPB, true, true>(out, sorted, bases, plan, total, per, degenerate);        \
-    }                                                                                                          \
-    extern "C" __global__ void __launch_bounds__(CUZK_AFFINE_TPB, CUZK_AFFINE_BLOCKS_PER_SM)                   \
-        G##_affine_round_pf(uint32_t* out, const uint32_t* pts, const uint32_t* plan, i64 total, i64 per,      \
-                            int* degenerate) {                                                                 \
-        affine_round<F, CUZK_AFFINE_TPB, false, true>(out, nullptr, pts, plan, total, per, degenerate);        \
     }                                                                                                          \
     extern "C" __global__ void __launch_bounds__(CUZK_AFFINE_TPB, CUZK_AFFINE_BLOCKS_PER_SM)                   \
         G##_affine_quad_keyed(uint32_t* out, uint32_t* tmp, uint32_t* pre, const u64* sorted,                  \

@@ -77,7 +77,6 @@ class _Kernels:
         self.bases, self.inf8, self.scalars = bases, inf.view(cupy.uint8), scalars
         self.flag = cupy.zeros(1, dtype=cupy.int32)
         self.stats = {"affine_rounds": 0, "fallbacks": 0, "quad_rounds": 0}
-        self.variant = 1                  # the affine round kernel (resolve_affine_variant)
 
     def _f(self, name):
         return kernel(self.mod, f"{self.g}_{name}")
@@ -111,14 +110,12 @@ class _Kernels:
     def affine_round(self, src, keyed, plan_words, total):
         out = self.cp.empty((total, self.W // 2), dtype=self.cp.uint32)
         blocks, per = plan.round_geometry(total, plan.AFFINE_THREADS, _sm_count() * plan.AFFINE_BLOCKS_PER_SM)
-        pf = "_pf" if self.variant == 3 else ""     # variant 3: the same round with look-ahead loads
         if keyed:
-            self._f("affine_round_keyed" + pf)((blocks,), (plan.AFFINE_THREADS,),
-                                               (out, src, self.bases, plan_words, np.int64(total), np.int64(per),
-                                                self.flag))
+            self._f("affine_round_keyed")((blocks,), (plan.AFFINE_THREADS,),
+                                          (out, src, self.bases, plan_words, np.int64(total), np.int64(per), self.flag))
         else:
-            self._f("affine_round" + pf)((blocks,), (plan.AFFINE_THREADS,),
-                                         (out, src, plan_words, np.int64(total), np.int64(per), self.flag))
+            self._f("affine_round")((blocks,), (plan.AFFINE_THREADS,),
+                                    (out, src, plan_words, np.int64(total), np.int64(per), self.flag))
         return out
 
     def affine_plan4(self, in_off, out_off, total):
@@ -185,8 +182,8 @@ def msm_xyzz(group: int, bases, inf, scalars, c: int | None = None, max_entries:
 
     bucket_sum: "xyzz" or "affine" (G1 only); None -> DEFAULT_BUCKET_SUM. affine_min_pairs:
     the affine rounds' threshold (msm_plan.AFFINE_MIN_PAIRS when None; 1 runs rounds until
-    every bucket holds one point). affine_variant: the round kernel, 1 (pairs), 2 (quads: two
-    rounds per kernel) or 3 (pairs with look-ahead loads); None -> $CUZK_MSM_AFFINE_VARIANT or DEFAULT_AFFINE_VARIANT. Counts of the
+    every bucket holds one point). affine_variant: the round kernel, 1 (pairs) or 2 (quads: two
+    rounds per kernel); None -> $CUZK_MSM_AFFINE_VARIANT or DEFAULT_AFFINE_VARIANT. Counts of the
     run land in last_stats. mark: profiling hook (msm_plan.pippenger).
     The windows are folded on the device by one thread (the *_combine kernel); msm_g1/msm_g2 fold
     them on the host instead (msm_windows, fold_windows).
@@ -233,7 +230,6 @@ def _pippenger(group, bases, inf, scalars, c, max_entries, bucket_sum, affine_mi
         return (zero[None, :] if host_fold else zero), 1
     c = plan.choose_window(n, affine=affine) if c is None else int(c)
     k = _Kernels(group, bases, inf, scalars, host_fold)
-    k.variant = variant
     out = plan.pippenger(k, n, c, max_entries, cupy, affine_min_pairs=min_pairs, mark=mark, affine_variant=variant)
     last_stats.update(k.stats, c=c, bucket_sum=bucket_sum, affine_variant=variant)
     return out, c

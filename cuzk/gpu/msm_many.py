@@ -89,7 +89,6 @@ def window_sums(bases, inf, scalars, sizes: list[int], c: int | None = None, max
     if P > plan.max_parts(c):
         raise ValueError(f"{P} MSMs of window {c} need more bucket ids than a key holds (at most {plan.max_parts(c)})")
     k = _ManyKernels(bases, inf, scalars, cupy.asarray(off))
-    k.variant = variant
     sums = plan.pippenger(k, n, c, max_entries, cupy, affine_min_pairs=min_pairs, mark=mark,
                           affine_variant=variant, parts=P)
     gmsm.last_stats.update(k.stats, c=c, bucket_sum=bucket_sum, affine_variant=variant, parts=P)
