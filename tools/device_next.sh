@@ -22,7 +22,8 @@
 # Session 5: V1 = U0 + U1's GPU tests + ncu on the affine rounds (variant 1, the product path) at 2^24;
 # V2 = U3 + U5; V3 = the affine round with look-ahead loads (variant 3), tested and timed against variant 1;
 # V4 = M2's GPU tests and its resident A/B, and the affine round's stall samples per instruction;
-# V5 = variant 3 rewritten, tested and timed; G2 windows of small MSMs; one 2^27 partition.
+# V5 = variant 3 rewritten, tested and timed; G2 windows of small MSMs; one 2^27 partition;
+# V6 = D5 tested and A/B; G2 windows at 2^15; a warm 2^27 partition.
 set -o pipefail
 source tools/device_setup.sh >/dev/null 2>&1
 export CUZK_CUBIN_DIR=$PWD/.cubin CUZK_CACHE_DIR=/tmp/cz
@@ -185,6 +186,12 @@ V5)
   timeout 200 python3 tools/gpu_msm_v2_check.py --sizes 24,26 --reps 3 --variants 1,3,1,3 -k "v3" 2>&1 | tail -14
   timeout 150 python3 tools/gpu_msm_small_sweep.py --groups 2 --sizes 14,16,18 --cs 5-13 --reps 5 2>&1 | grep -E "fastest|ALL|MISMATCH"
   OUT=$OUT CUZK_PART_TIMEOUT=200 bash tools/gpu_partition.sh 27 2>&1 | tail -22 ;;
+V6)
+  # D5's GPU tests and its resident A/B (with M2); G2 windows per c around 2^15; a 2^27 partition after a 2^20 warm-up
+  timeout 150 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests/test_gpu.py -k "each_optimization" 2>&1 | tail -2
+  timeout 120 python3 tools/experiments/resident_ab.py 18 12 +M2 +M2,+D5 2>&1 | tail -3
+  timeout 90 python3 tools/gpu_msm_small_sweep.py --groups 2 --sizes 15 --cs 9-14 --reps 5 2>&1 | grep -E "^G2|ALL|MISMATCH"
+  OUT=$OUT CUZK_PART_TIMEOUT=200 bash tools/gpu_partition.sh 20 27 2>&1 | grep -v "^\[" | tail -24 ;;
 U5)
   OUT=$OUT timeout 560 bash tools/gpu_snarkjs_same_machine.sh 16,18 2>&1 | tail -12 ;;
 U1)
