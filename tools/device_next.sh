@@ -23,7 +23,8 @@
 # V2 = U3 + U5; V3 = the affine round with look-ahead loads (variant 3), tested and timed against variant 1;
 # V4 = M2's GPU tests and its resident A/B, and the affine round's stall samples per instruction;
 # V5 = variant 3 rewritten, tested and timed; G2 windows of small MSMs; one 2^27 partition;
-# V6 = D5 tested and A/B; G2 windows at 2^15; a warm 2^27 partition.
+# V6 = D5 tested and A/B; G2 windows at 2^15; a warm 2^27 partition; U2 (10 x 2^27 with B2);
+# V7 = the same-machine snarkjs ratio at 2^18 with M2.
 set -o pipefail
 source tools/device_setup.sh >/dev/null 2>&1
 export CUZK_CUBIN_DIR=$PWD/.cubin CUZK_CACHE_DIR=/tmp/cz
@@ -192,6 +193,9 @@ V6)
   timeout 120 python3 tools/experiments/resident_ab.py 18 12 +M2 +M2,+D5 2>&1 | tail -3
   timeout 90 python3 tools/gpu_msm_small_sweep.py --groups 2 --sizes 15 --cs 9-14 --reps 5 2>&1 | grep -E "^G2|ALL|MISMATCH"
   OUT=$OUT CUZK_PART_TIMEOUT=200 bash tools/gpu_partition.sh 20 27 2>&1 | grep -v "^\[" | tail -24 ;;
+V7)
+  # the snarkjs ratio at 2^18 with M2 on, both provers on this machine in one call (carry .nodebundle)
+  CUZK_OPT=+M2 OUT=$OUT timeout 400 bash tools/gpu_snarkjs_same_machine.sh 18 2>&1 | tail -6 ;;
 U5)
   OUT=$OUT timeout 560 bash tools/gpu_snarkjs_same_machine.sh 16,18 2>&1 | tail -12 ;;
 U1)
