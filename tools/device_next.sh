@@ -24,7 +24,7 @@
 # V4 = M2's GPU tests and its resident A/B, and the affine round's stall samples per instruction;
 # V5 = variant 3 rewritten, tested and timed; G2 windows of small MSMs; one 2^27 partition;
 # V6 = D5 tested and A/B; G2 windows at 2^15; a warm 2^27 partition; U2 (10 x 2^27 with B2);
-# V7 = the same-machine snarkjs ratio at 2^18 with M2.
+# V7 = the same-machine snarkjs ratio at 2^18 with M2; V8 = M2 alone at 2^24.
 set -o pipefail
 source tools/device_setup.sh >/dev/null 2>&1
 export CUZK_CUBIN_DIR=$PWD/.cubin CUZK_CACHE_DIR=/tmp/cz
@@ -196,6 +196,10 @@ V6)
 V7)
   # the snarkjs ratio at 2^18 with M2 on, both provers on this machine in one call (carry .nodebundle)
   CUZK_OPT=+M2 OUT=$OUT timeout 400 bash tools/gpu_snarkjs_same_machine.sh 18 2>&1 | tail -6 ;;
+V8)
+  # M2 alone at 2^24 (porep_partition, key made on the GPU): does it cost anything where each MSM fills the GPU?
+  timeout 240 python3 -m cuzk ablate --backend cuda --circuit porep_partition --log-size 24 --repeat 6 --opt-set M2 \
+      --no-leave-one-out --device-keygen --max-seconds 180 --json $OUT/ablate_m2_24.json 2>&1 | tail -16 ;;
 U5)
   OUT=$OUT timeout 560 bash tools/gpu_snarkjs_same_machine.sh 16,18 2>&1 | tail -12 ;;
 U1)
