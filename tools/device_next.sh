@@ -198,7 +198,7 @@ V7)
   CUZK_OPT=+M2 OUT=$OUT timeout 400 bash tools/gpu_snarkjs_same_machine.sh 18 2>&1 | tail -6 ;;
 V8)
   # M2 alone at 2^24 (porep_partition, key made on the GPU): does it cost anything where each MSM fills the GPU?
-  timeout 240 python3 -m cuzk ablate --backend cuda --circuit porep_partition --log-size 24 --repeat 6 --opt-set M2 \
+  timeout 240 python3 -m cuzk ablate --backend cuda --circuit porep_partition --log-size 24 --repeat 8 --opt-set M2 \
       --no-leave-one-out --device-keygen --max-seconds 180 --json $OUT/ablate_m2_24.json 2>&1 | tail -16 ;;
 U5)
   OUT=$OUT timeout 560 bash tools/gpu_snarkjs_same_machine.sh 16,18 2>&1 | tail -12 ;;
