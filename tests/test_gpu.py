@@ -296,7 +296,7 @@ def test_b1_pinned_upload_same_abc(cp):
 
 
 SPECS = ["none", "none,+B1", "none,+D4", "none,+A4", "none,+C1", "none,+M1", "none,+N1", "none,+P1", "+P1", "+N2",
-         "+M2", "none,+C1,+M2", "+M2,+P1", "all"]
+         "-M2", "none,+C1,+M2", "+M2,+P1", "all"]
 SPECS += [f"none,+{name}" for name in REGISTRY if f"none,+{name}" not in SPECS]   # every toggle alone, new ones too
 
 
