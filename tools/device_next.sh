@@ -19,6 +19,9 @@
 #   U4  small MSMs (G1, G2; 2^14-2^18) over window sizes 5-15 (tools/gpu_msm_small_sweep.py): a latency model
 #   U2  10 x 2^27 pipelined with B2 (= T4), now also with the host window fold and the new batch sums
 #   T5's second half: ncu on the affine round kernels (variant 1 vs 2)
+# Left for session 6, in this order: T1 (the whole `pytest -m gpu`: M2 is on by default since session 5's end),
+# U2 (10 x 2^27 with B2, now with M2), U1 (N2's ablation; its tests passed in V1), U3 alone (its Fr build-1 rows
+# were cut from V2's output).
 # Session 5: V1 = U0 + U1's GPU tests + ncu on the affine rounds (variant 1, the product path) at 2^24;
 # V2 = U3 + U5; V3 = the affine round with look-ahead loads (variant 3), tested and timed against variant 1;
 # V4 = M2's GPU tests and its resident A/B, and the affine round's stall samples per instruction;
