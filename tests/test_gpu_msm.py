@@ -4,14 +4,14 @@ import random
 
 import numpy as np
 import pytest
-from py_arkworks_bls12381 import G1Point, G2Point, Scalar
+from py_arkworks_bls12381 import G1Point, Scalar
 
 from cuzk import field as F
-from cuzk.curve import ark_to_limbs, g1_affine_ints, g2_affine_ints, scalars_to_ark
+from cuzk.curve import ark_to_limbs, g1_affine_ints, g2_affine_ints
+from gpu_msm_cases import CLS, distinct_bases, fr_dev, rand_points, seed, upload, want
 
 pytestmark = pytest.mark.gpu
 
-CLS = {1: G1Point, 2: G2Point}
 AFF = {1: g1_affine_ints, 2: g2_affine_ints}
 
 
@@ -21,35 +21,10 @@ def cp():
     return cupy
 
 
-def seed():
-    return random.SystemRandom().randrange(1 << 30)
-
-
-def rand_points(group, n, rng, distinct=64):
-    """n points (at most `distinct` different ones, then repeated: scalar multiplication in
-    Python is the slow part), with infinity and a repeat mixed in."""
-    base = [CLS[group]() * Scalar(rng.randrange(1, F.R)) for _ in range(min(n, distinct))]
-    pts = [base[i % len(base)] for i in range(n)]
-    if n > 5:
-        pts[3] = CLS[group].identity()
-        pts[4] = pts[1]
-    rng.shuffle(pts)
-    return pts
-
-
-def upload(cp, group, pts, scalars):
-    limbs, inf = ark_to_limbs(group, pts)
-    return (cp.asarray(limbs), cp.asarray(inf), cp.asarray(F.fr_to_limbs(np.array(scalars, dtype=object))))
-
-
 def run(cp, group, pts, scalars, c=None):
     from cuzk.gpu.msm import msm_g1, msm_g2
     b, inf, s = upload(cp, group, pts, scalars)
     return (msm_g1 if group == 1 else msm_g2)(b, inf, s, c=c)
-
-
-def want(group, pts, scalars):
-    return CLS[group].multiexp_unchecked(pts, scalars_to_ark(scalars))
 
 
 @pytest.mark.parametrize("n", [1, 2, 31, 100, 512, 1000, 4097, 1 << 16])
@@ -263,28 +238,11 @@ def test_batch_add_matches_arkworks(cp, group, n, threads_min, monkeypatch):
         batch_add(group, cp.asarray(limbs), cp.asarray(inf), cp.asarray(np.array([len(pts)], dtype=np.int64)))
 # --- affine bucket sums (kernels/msm_affine.cuh) ---
 
-def distinct_bases(cp, n, rng):
-    """n independent random G1 points a_i G made on the device (cuzk.gpu.keygen's fixed-base
-    kernel; spot-checked against arkworks here), so no pair in a bucket is degenerate."""
-    from cuzk.curve import limbs_to_ark
-    from cuzk.gpu.keygen import FixedBase
-    a = [rng.randrange(1, F.R) for _ in range(n)]
-    limbs, inf = FixedBase(1)(cp.asarray(F.fr_to_limbs(np.array(a, dtype=object))))
-    assert not bool(inf.any())
-    for i in rng.sample(range(n), min(n, 4)):
-        assert limbs_to_ark(1, cp.asnumpy(limbs[i:i + 1]), np.zeros(1, dtype=bool))[0] == G1Point() * Scalar(a[i])
-    return a, limbs, inf
-
-
 def run_affine(cp, b, inf, s, **kw):
     from cuzk.gpu.msm import last_stats, msm_g1
     kw.setdefault("affine_min_pairs", 1)
     got = msm_g1(b, inf, s, bucket_sum="affine", **kw)
     return got, dict(last_stats)
-
-
-def fr_dev(cp, scalars):
-    return cp.asarray(F.fr_to_limbs(np.array(scalars, dtype=object)))
 
 
 @pytest.mark.parametrize("n", [1, 31, 512, 1000, 1 << 16])

@@ -5,51 +5,19 @@ import random
 
 import numpy as np
 import pytest
-from py_arkworks_bls12381 import G1Point, G2Point, Scalar
+from py_arkworks_bls12381 import G1Point, Scalar
 
 from cuzk import field as F
-from cuzk.curve import ark_to_limbs, scalars_to_ark
+from cuzk.curve import ark_to_limbs
+from gpu_msm_cases import CLS, distinct_bases, fr_dev, rand_points, seed, upload, want
 
 pytestmark = pytest.mark.gpu
-
-CLS = {1: G1Point, 2: G2Point}
-WORDS = {1: 24, 2: 48}
 
 
 @pytest.fixture(scope="module")
 def cp():
     import cupy
     return cupy
-
-
-def seed():
-    return random.SystemRandom().randrange(1 << 30)
-
-
-def rand_points(group, n, rng, distinct=64):
-    """n points (at most `distinct` different ones), with infinity and a repeat mixed in."""
-    base = [CLS[group]() * Scalar(rng.randrange(1, F.R)) for _ in range(min(n, distinct))]
-    pts = [base[i % len(base)] for i in range(n)]
-    if n > 5:
-        pts[3] = CLS[group].identity()
-        pts[4] = pts[1]
-    rng.shuffle(pts)
-    return pts
-
-
-def upload(cp, group, pts, scalars):
-    """(bases, inf, scalars) on the device; an empty part as empty arrays of the right shapes."""
-    if not pts:
-        return (cp.zeros((0, WORDS[group]), dtype=cp.uint32), cp.zeros(0, dtype=bool),
-                cp.zeros((0, F.FR_LIMBS), dtype=cp.uint32))
-    limbs, inf = ark_to_limbs(group, pts)
-    return cp.asarray(limbs), cp.asarray(inf), cp.asarray(F.fr_to_limbs(np.array(scalars, dtype=object)))
-
-
-def want(group, pts, scalars):
-    if not pts:
-        return CLS[group].identity()
-    return CLS[group].multiexp_unchecked(pts, scalars_to_ark(scalars))
 
 
 def many_case(cp, sizes, rng, distinct=64):
@@ -145,23 +113,18 @@ def test_many_multi_pass_and_concat(cp):
 def test_many_affine_rounds(cp, variant):
     """Every affine round taken (threshold 1) over distinct points made on the device: the multi-MSM's
     buckets go through the rounds like one MSM's, no fallback."""
-    from cuzk.curve import limbs_to_ark
-    from cuzk.gpu.keygen import FixedBase
     from cuzk.gpu.msm import last_stats
     from cuzk.gpu.msm_many import msm_g1_many
     rng = random.Random(seed())
     dev, wants = [], []
     for m in (1000, 0, 300, 2):
-        a = [rng.randrange(1, F.R) for _ in range(m)]
         sc = [rng.randrange(F.R) for _ in range(m)]
         if not m:
             dev.append(upload(cp, 1, [], []))
             wants.append(G1Point.identity())
             continue
-        limbs, inf = FixedBase(1)(cp.asarray(F.fr_to_limbs(np.array(a, dtype=object))))
-        i = rng.randrange(m)
-        assert limbs_to_ark(1, cp.asnumpy(limbs[i:i + 1]), np.zeros(1, dtype=bool))[0] == G1Point() * Scalar(a[i])
-        dev.append((limbs, inf, cp.asarray(F.fr_to_limbs(np.array(sc, dtype=object)))))
+        a, limbs, inf = distinct_bases(cp, m, rng)
+        dev.append((limbs, inf, fr_dev(cp, sc)))
         wants.append(G1Point() * Scalar(sum(x * y for x, y in zip(a, sc)) % F.R))
     got = msm_g1_many(dev, bucket_sum="affine", affine_min_pairs=1, affine_variant=variant)
     assert got == wants
