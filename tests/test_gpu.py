@@ -314,31 +314,19 @@ def test_each_optimization_gives_valid_proofs(cp, spec):
     assert all(verify(vk, a.public, p) for a, p in zip(asgs, proofs))
 
 
-@pytest.mark.parametrize("base", ["none", ""])
-def test_p1_same_parts_as_one_stream(cp, base):
-    """P1 (batch sums and tail MSMs on concurrent streams) gives the same points as one stream, for a
-    batch of two circuits; base "": the defaults (C1's segment sums), "none": the MSM path."""
-    from cuzk.backend.cuda import CudaBackend
-    from cuzk.keygen import cached_setup
-    seq = CudaBackend(resolve(f"{base},-P1", env=False))
-    par = CudaBackend(resolve(f"{base},+P1", env=False))
-    r1cs, asgs = synthesize("porep_like", 10, resolve("none", env=False), seeds=(3, 4), assign_fn=seq.assign)
-    pk, _, _ = cached_setup(r1cs, "coeff", 7)
-    kh = seq.load_key(pk)
-    prep = seq.prep_msm(kh, asgs)
-    assert par.batch_addition(kh, prep) == seq.batch_addition(kh, prep)
-    assert par.tail_msm(kh, prep, asgs) == seq.tail_msm(kh, prep, asgs)
+SAME_PARTS = [("P1", base) for base in ("none", "")] + [("M2", base) for base in ("", "none", "+P1", "-D4", "-M1")]
 
 
-@pytest.mark.parametrize("base", ["", "none", "+P1", "-D4", "-M1"])
-def test_m2_same_parts_as_one_at_a_time(cp, base):
-    """M2 (a circuit's G1 tail MSMs as one multi-MSM, its G1 batch sums together) gives the same points as
-    the MSMs and sums one at a time, for a batch of two circuits; base "": the defaults (C1, M1, D4),
-    "none": XYZZ sums, one window for all, and the batch sums through the MSM path (M2 leaves them)."""
+@pytest.mark.parametrize("opt,base", SAME_PARTS)
+def test_toggle_gives_same_parts(cp, opt, base):
+    """P1 (batch sums and tail MSMs on concurrent streams) and M2 (a circuit's G1 tail MSMs as one multi-MSM,
+    its G1 batch sums together) give the same points as one stream, one at a time, for a batch of two
+    circuits; base "": the defaults (C1's segment sums, M1, D4), "none": XYZZ sums, one window for all and
+    the batch sums through the MSM path."""
     from cuzk.backend.cuda import CudaBackend
     from cuzk.keygen import cached_setup
-    off = CudaBackend(resolve(f"{base},-M2", env=False))
-    on = CudaBackend(resolve(f"{base},+M2", env=False))
+    off = CudaBackend(resolve(f"{base},-{opt}", env=False))
+    on = CudaBackend(resolve(f"{base},+{opt}", env=False))
     r1cs, asgs = synthesize("porep_like", 10, resolve("none", env=False), seeds=(3, 4), assign_fn=off.assign)
     pk, _, _ = cached_setup(r1cs, "coeff", 7)
     kh = off.load_key(pk)
