@@ -162,8 +162,7 @@ U0)
   for f in fp_mul fr_mul; do for a in "--chains 4 --fastmul 1" "--chains 1 --fastmul 1" "--chains 1 --fastmul 6"; do
     timeout 90 python3 -m cuzk micro $f $a -p 3 -n 5 -w 1 2>&1 | tail -1; done; done ;;
 V1)
-  for f in fp_mul fr_mul; do for a in "--chains 4 --fastmul 1" "--chains 1 --fastmul 1" "--chains 1 --fastmul 6"; do
-    timeout 90 python3 -m cuzk micro $f $a -p 3 -n 5 -w 1 2>&1 | tail -1; done; done
+  bash tools/device_next.sh U0
   timeout 150 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests/test_gpu_ntt_reg.py tests/test_gpu.py \
       -k "r4b6 or r4x or each_optimization" 2>&1 | tail -3
   OUT=$OUT timeout 250 bash tools/ncu_msm_affine.sh 24 1 2>&1 | tail -95 ;;
