@@ -64,14 +64,6 @@ register(Optimization(
     "G1 MSM 2^26 ~1.0 s -> ~0.40 s; smaller gains below 2^20; G2 (b_g2) unchanged",
 ))
 register(Optimization(
-    "D5", ("b_g2",),
-    "G2 MSMs of at most 2^18 points use a window of at most 11 bits (msm_plan.latency_window), instead of "
-    "the work model's choice alone (13-14 at 2^16-2^18)",
-    False,
-    "2^18 resident proof: b_g2 13.4 -> 10-11 ms (small G2 MSMs measured fastest at c = 11: their bucket "
-    "reduction is a latency chain the model prices as parallel work); no effect above 2^18 or in G1",
-))
-register(Optimization(
     "N1", ("ntt_msm_h",),
     "NTT passes with 4 elements per thread in registers (2 stages per shared-memory round trip) and one "
     "table load for most 4-step twiddles, instead of one radix-2 butterfly per thread per stage",

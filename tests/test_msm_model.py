@@ -1245,13 +1245,3 @@ def test_few_bucket_sums(counts, S, M):
             assert plan.one_bucket_sum(ModelKernels(IntGroup(), k.bases, k.inf, [0] * n), keys, True, m, S, np, M)[0] \
                 % R == g % R
 
-
-def test_latency_window_caps_small_g2_only():
-    """D5: G2 MSMs up to G2_LATENCY_N points get at most G2_LATENCY_C; G1 and larger G2 keep the model's c."""
-    small, big = plan.G2_LATENCY_N, plan.G2_LATENCY_N + 1
-    c_small = plan.choose_window(small)
-    assert c_small > plan.G2_LATENCY_C                      # the model alone picks a larger window there
-    assert plan.latency_window(2, small, c_small) == plan.G2_LATENCY_C
-    assert plan.latency_window(2, small, 5) == 5            # a smaller choice stands
-    assert plan.latency_window(1, small, c_small) == c_small
-    assert plan.latency_window(2, big, 16) == 16

@@ -98,14 +98,12 @@ def ntt_variant(opts) -> str:
 def _window(kh, scalars, opts, group: int = 1, parts: int = 1) -> int:
     """D4 off: one window size for every MSM (the one for the largest, H); on: chosen per MSM
     from its size, its scalars' popcount and the group's bucket sums (affine or XYZZ); parts > 1:
-    for a multi-MSM (M2) of that many MSMs over these scalars. D5 caps it for small G2 MSMs."""
-    from ..gpu.msm_plan import choose_window, latency_window
+    for a multi-MSM (M2) of that many MSMs over these scalars."""
+    from ..gpu.msm_plan import choose_window
     if not opts.enabled("D4"):
-        c = choose_window(len(kh.dev["h"]), affine=bucket_sum(opts, 1) == "affine")
-    else:
-        c = choose_window(scalars.shape[0], _popcount(scalars), affine=bucket_sum(opts, group) == "affine",
-                          parts=parts)
-    return latency_window(group, scalars.shape[0], c) if opts.enabled("D5") else c
+        return choose_window(len(kh.dev["h"]), affine=bucket_sum(opts, 1) == "affine")
+    return choose_window(scalars.shape[0], _popcount(scalars), affine=bucket_sum(opts, group) == "affine",
+                         parts=parts)
 
 
 def _msm(group: int, bases, inf, scalars, kh, opts):

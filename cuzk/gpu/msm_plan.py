@@ -64,16 +64,6 @@ def choose_window(n: int, popcount: float | None = None, affine: bool = False, p
     return best[1]
 
 
-G2_LATENCY_N = 1 << 18   # D5: G2 MSMs up to this size ...
-G2_LATENCY_C = 11        # ... were fastest at c = 11 (session 5 sweep, 2^14-2^18; the model picks 11-14)
-
-
-def latency_window(group: int, n: int, c: int) -> int:
-    """D5: choose_window's c capped for small G2 MSMs, whose bucket reduction is a chain of dependent
-    Fp2 additions that the work model prices as if it ran in parallel."""
-    return min(c, G2_LATENCY_C) if group == 2 and n <= G2_LATENCY_N else c
-
-
 def max_parts(c: int) -> int:
     """Most MSMs that one multi-MSM of window c holds: every bucket id, parts * nw * 2^(c-1) of them,
     must stay below 2^32 - 1 (the key's high word; all ones is ZERO_KEY's)."""
