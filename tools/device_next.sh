@@ -28,6 +28,7 @@
 # V5 = variant 3 rewritten, tested and timed; G2 windows of small MSMs; one 2^27 partition;
 # V6 = D5 tested and A/B; G2 windows at 2^15; a warm 2^27 partition; U2 (10 x 2^27 with B2);
 # V7 = the same-machine snarkjs ratio at 2^18 with M2; V8 = M2 alone at 2^24.
+# Session 6: W1 = where the 2^18 resident proof's time goes (host cProfile, kernel durations).
 set -o pipefail
 source tools/device_setup.sh >/dev/null 2>&1
 export CUZK_CUBIN_DIR=$PWD/.cubin CUZK_CACHE_DIR=/tmp/cz
@@ -203,6 +204,11 @@ V8)
   # M2 alone at 2^24 (porep_partition, key made on the GPU): does it cost anything where each MSM fills the GPU?
   timeout 240 python3 -m cuzk ablate --backend cuda --circuit porep_partition --log-size 24 --repeat 8 --opt-set M2 \
       --no-leave-one-out --device-keygen --max-seconds 180 --json $OUT/ablate_m2_24.json 2>&1 | tail -16 ;;
+W1)
+  # session 6: where the 2^18 resident proof goes now (M2 on): cProfile of 5 proofs (host), then one proof's
+  # kernels (Nsight Compute durations per kernel name)
+  timeout 150 python3 tools/experiments/profile_resident.py 18 /tmp/sjb cuda 2>&1 | grep -v "^\[" | head -75
+  timeout 200 bash tools/nsys_resident.sh 18 2>&1 | tail -30 ;;
 U5)
   OUT=$OUT timeout 560 bash tools/gpu_snarkjs_same_machine.sh 16,18 2>&1 | tail -12 ;;
 U1)
