@@ -115,6 +115,15 @@ register(Optimization(
     "effect (each MSM fills the GPU)",
 ))
 register(Optimization(
+    "R1", ("ntt_msm_h", "tail_msm", "b_g2"),
+    "window reduction by pair levels (entries 2g, 2g + 1 -> g; A' and T' made by two warps, two adds deep) "
+    "after the first level, instead of chunks of 4 by running sums (about 3L = 12 adds deep a level)",
+    False,
+    "2^18 resident proof: window-level kernel time 10.8 -> ~4 ms (G1 4.4 -> ~1.7, G2 6.4 -> ~2.3: the "
+    "levels' dependent chain 58 -> 20 adds for 2^10 buckets), proof -4..-7 ms; 2^24 and above no "
+    "significant change (the first level, unchanged, is the reduction's work)",
+))
+register(Optimization(
     "A4", ("b_g2",),
     "B_G2 MSM on the CPU, a thread pool across circuits, instead of the GPU G2 MSM",
     False,

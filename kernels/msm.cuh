@@ -161,6 +161,33 @@ __device__ __forceinline__ void window_level(uint32_t* a_out, uint32_t* t_out, c
     for (int k = 0; k < log_scale; k++) xyzz_dbl_mem<F>(run);
 }
 
+// A pair level of the window reduction (msm_plan.reduce_windows with pairs): entries 2g, 2g + 1 -> g,
+// A'[g] = A[2g] + A[2g+1] + T[2g+1] (first: T[2g] + 2 T[2g+1], no A), T'[g] = 2^log_scale (T[2g] + T[2g+1]).
+// A' and T' are made by two warps, so a level is two operations deep (window_level: about 3L), and each
+// warp takes one role (no divergence). log_scale 0 is the last level: T' is not made.
+template <class F>
+__device__ __forceinline__ void window_pair(uint32_t* a_out, uint32_t* t_out, const uint32_t* __restrict__ a_in,
+                                            const uint32_t* __restrict__ t_in, i64 count, int first, int log_scale) {
+    const i64 h = blockIdx.x * (i64)blockDim.x + threadIdx.x;
+    const i64 warp = h >> 5, g = ((warp >> 1) << 5) | (h & 31);
+    if (g >= count) return;
+    constexpr int W = xyzz_t<F>::WORDS;
+    const uint32_t* t0 = t_in + 2 * g * W;
+    if (warp & 1) {
+        if (log_scale == 0) return;
+        uint32_t* t = t_out + g * W;
+        xyzz_copy_mem<F>(t, t0);
+        xyzz_add_mem<F>(t, t0 + W);
+        for (int k = 0; k < log_scale; k++) xyzz_dbl_mem<F>(t);
+    } else {
+        uint32_t* a = a_out + g * W;
+        const uint32_t* a0 = first ? t0 : a_in + 2 * g * W;
+        xyzz_copy_mem<F>(a, a0 + (first ? W : 0));
+        xyzz_add_mem<F>(a, first ? t0 : a0 + W);
+        xyzz_add_mem<F>(a, t0 + W);
+    }
+}
+
 // One thread: sum_w 2^(c w) window_sums[w], Horner from the top window, accumulated in out.
 template <class F>
 __device__ __forceinline__ void combine(uint32_t* out, const uint32_t* __restrict__ window_sums, int nw, int c) {
@@ -188,6 +215,11 @@ __device__ __forceinline__ void combine(uint32_t* out, const uint32_t* __restric
         uint32_t* a_out, uint32_t* t_out, const uint32_t* a_in, const uint32_t* t_in, i64 count, int L,       \
         int first, int log_scale, int has_a) {                                                                 \
         window_level<F>(a_out, t_out, a_in, t_in, count, L, first, log_scale, has_a);                          \
+    }                                                                                                          \
+    extern "C" __global__ void __launch_bounds__(128) G##_window_pair(                                         \
+        uint32_t* a_out, uint32_t* t_out, const uint32_t* a_in, const uint32_t* t_in, i64 count, int first,    \
+        int log_scale) {                                                                                       \
+        window_pair<F>(a_out, t_out, a_in, t_in, count, first, log_scale);                                     \
     }                                                                                                          \
     extern "C" __global__ void __launch_bounds__(32) G##_combine(uint32_t* out, const uint32_t* window_sums,    \
                                                                  int nw, int c) {                              \

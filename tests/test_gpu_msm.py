@@ -53,6 +53,29 @@ def test_msm_window_sizes(cp, group, c):
     assert run(cp, group, pts, sc, c=c) == want(group, pts, sc)
 
 
+@pytest.mark.parametrize("group", [1, 2])
+@pytest.mark.parametrize("c,n", [(1, 50), (2, 200), (5, 200), (8, 1000), (11, 3000), (13, 2000), (16, 300)])
+def test_pair_levels_window_sizes(cp, group, c, n):
+    """R1: the window reduction by pair levels (window_pair) gives arkworks' MSM at every level shape."""
+    from cuzk.gpu.msm import msm_g1, msm_g2
+    rng = random.Random(seed())
+    pts = rand_points(group, n, rng, distinct=16)
+    sc = [rng.randrange(F.R) for _ in range(n)]
+    b, inf, s = upload(cp, group, pts, sc)
+    assert (msm_g1 if group == 1 else msm_g2)(b, inf, s, c=c, pair_levels=True) == want(group, pts, sc)
+
+
+def test_pair_levels_g1_large_affine(cp):
+    from cuzk.gpu.msm import msm_g1
+    rng = random.Random(seed())
+    n = 1 << 16
+    pts = rand_points(1, n, rng)
+    sc = [rng.randrange(F.R) for _ in range(n)]
+    b, inf, s = upload(cp, 1, pts, sc)
+    for c in (None, 20):                         # the default window, and a first level of L = 64
+        assert msm_g1(b, inf, s, c=c, bucket_sum="affine", pair_levels=True) == want(1, pts, sc)
+
+
 EDGE_KINDS = ["zero", "one", "r-1", "mixed", "same", "small", "all-inf", "repeat-point"]
 
 
@@ -86,6 +109,16 @@ def test_msm_edge_cases(cp, group, kind, n):
     rng = random.Random(seed())
     pts, sc = edge_case(group, kind, n, rng)
     assert run(cp, group, pts, sc) == want(group, pts, sc)
+
+
+@pytest.mark.parametrize("kind", EDGE_KINDS)
+@pytest.mark.parametrize("group", [1, 2])
+def test_pair_levels_edge_cases(cp, group, kind):
+    from cuzk.gpu.msm import msm_g1, msm_g2
+    rng = random.Random(seed())
+    pts, sc = edge_case(group, kind, 600, rng)
+    b, inf, s = upload(cp, group, pts, sc)
+    assert (msm_g1 if group == 1 else msm_g2)(b, inf, s, c=7, pair_levels=True) == want(group, pts, sc)
 
 
 def test_msm_negated_pairs_cancel(cp):

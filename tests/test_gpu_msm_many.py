@@ -36,9 +36,10 @@ def many_case(cp, sizes, rng, distinct=64):
 
 # --- msm_g1_many ---
 
+@pytest.mark.parametrize("pairs", [False, True])
 @pytest.mark.parametrize("bucket_sum", ["xyzz", "affine"])
 @pytest.mark.parametrize("c", [None, 5, 13])
-def test_many_matches_arkworks_and_msm_g1(cp, bucket_sum, c):
+def test_many_matches_arkworks_and_msm_g1(cp, bucket_sum, c, pairs):
     """Parts of 1, 0, 31, 5000 and 1000 points (an empty one, a zero scalar, a scalar 1): each result is
     arkworks' multiexp of the part and msm_g1's on the part alone."""
     from cuzk.gpu.msm import last_stats, msm_g1
@@ -46,7 +47,7 @@ def test_many_matches_arkworks_and_msm_g1(cp, bucket_sum, c):
     rng = random.Random(seed())
     sizes = [1, 0, 31, 5000, 1000]
     host, dev = many_case(cp, sizes, rng)
-    got = msm_g1_many(dev, c=c, bucket_sum=bucket_sum)
+    got = msm_g1_many(dev, c=c, bucket_sum=bucket_sum, pair_levels=pairs)
     assert last_stats["parts"] == 4 and last_stats["bucket_sum"] == bucket_sum
     assert c is None or last_stats["c"] == c
     assert len(got) == len(sizes)

@@ -492,6 +492,31 @@ class ModelKernels:
             t_out.append(run)
         return a_out, t_out
 
+    def window_pair(self, A, T, count, first, log_scale):
+        """The window_pair kernel, thread by thread: warp w takes role w & 1 (0: A', 1: T') for
+        g = (w >> 1) * 32 + lane, as its launch of 64 * ceil(count / 32) threads does."""
+        G = self.G
+        a_out, t_out = [None] * count, [None] * count
+        for h in range(64 * -(-count // 32)):
+            warp = h >> 5
+            g = ((warp >> 1) << 5) | (h & 31)
+            if g >= count:
+                continue
+            t0, t1 = T[2 * g], T[2 * g + 1]
+            if warp & 1:
+                if log_scale == 0:
+                    continue
+                assert t_out[g] is None
+                t = G.add(t0, t1)
+                for _ in range(log_scale):
+                    t = G.dbl(t)
+                t_out[g] = t
+            else:
+                assert a_out[g] is None
+                a_out[g] = G.add(G.add(t1, t0), t1) if first else G.add(G.add(A[2 * g], A[2 * g + 1]), t1)
+        assert all(a is not None for a in a_out) and (log_scale == 0 or all(t is not None for t in t_out))
+        return a_out, (t_out if log_scale else None)
+
     def combine(self, window_sums, nw, c):
         acc = window_sums[nw - 1]
         for w in range(nw - 2, -1, -1):
@@ -501,9 +526,10 @@ class ModelKernels:
         return acc
 
 
-def model_msm(G, bases, inf, scalars, c, max_entries=1 << 28, min_pairs=None, variant=1, **kw):
+def model_msm(G, bases, inf, scalars, c, max_entries=1 << 28, min_pairs=None, variant=1, pair_levels=False, **kw):
     k = ModelKernels(G, bases, inf, scalars, **kw)
-    return plan.pippenger(k, len(bases), c, max_entries, np, affine_min_pairs=min_pairs, affine_variant=variant), k
+    return plan.pippenger(k, len(bases), c, max_entries, np, affine_min_pairs=min_pairs, affine_variant=variant,
+                          pair_levels=pair_levels), k
 
 
 # --- digits and plan ---
@@ -605,9 +631,10 @@ def int_case(n, seed, kind="random"):
 
 @pytest.mark.parametrize("n,c", [(1, 1), (1, 13), (2, 2), (31, 5), (100, 4), (100, 11), (512, 8), (1000, 9), (1500, 12)])
 @pytest.mark.parametrize("kind", ["random", "edge"])
-def test_schedule_int_group(n, c, kind):
+@pytest.mark.parametrize("pairs", [False, True])
+def test_schedule_int_group(n, c, kind, pairs):
     bases, inf, sc, want = int_case(n, n * 31 + c, kind)
-    got, _ = model_msm(IntGroup(), bases, inf, sc, c)
+    got, _ = model_msm(IntGroup(), bases, inf, sc, c, pair_levels=pairs)
     assert got == want
 
 
@@ -671,8 +698,9 @@ def test_xyzz_formulas_vs_arkworks(group):
     assert ark_affine(group, cls.identity()) is None
 
 
-@pytest.mark.parametrize("group,n,c", [(1, 1, 3), (1, 12, 2), (1, 40, 4), (2, 10, 3)])
-def test_schedule_on_curve_vs_arkworks(group, n, c):
+@pytest.mark.parametrize("group,n,c,pairs", [(1, 1, 3, False), (1, 12, 2, False), (1, 40, 4, False),
+                                             (2, 10, 3, False), (1, 40, 5, True), (2, 10, 4, True)])
+def test_schedule_on_curve_vs_arkworks(group, n, c, pairs):
     """The whole schedule on real points, with repeats, negations, infinity and edge scalars."""
     rng = random.Random(n + group)
     pts = rand_points(group, n, rng)
@@ -688,30 +716,33 @@ def test_schedule_on_curve_vs_arkworks(group, n, c):
         sc[5], sc[6], sc[7] = 0, 1, 2
     inf = [ark_affine(group, p) is None for p in pts]
     bases = [ark_affine(group, p) or (XYZZ(group).f.zero, XYZZ(group).f.zero) for p in pts]
-    got, _ = model_msm(XYZZ(group), bases, inf, sc, c)
+    got, _ = model_msm(XYZZ(group), bases, inf, sc, c, pair_levels=pairs)
     want = CLS[group].multiexp_unchecked(pts, scalars_to_ark(sc))
     assert xyzz_to_affine(group, got) == ark_affine(group, want)
 
 
 # --- window reduction levels ---
 
+@pytest.mark.parametrize("pairs", [False, True])
 @pytest.mark.parametrize("nwin", [1, 3, 16])
-def test_reduce_levels_cover_every_bucket(nwin):
+def test_reduce_levels_cover_every_bucket(nwin, pairs):
     for c in range(1, 23):
         B = 1 << (c - 1)
-        levels = plan.reduce_levels(nwin, B)
+        levels = plan.reduce_levels(nwin, B, pairs)
         N = B
         for i, (L, first, log_scale) in enumerate(levels):
             assert first == (i == 0) and L >= 1 and N % L == 0
             assert L >= 2 or B == 1                   # every level shrinks the entries
+            assert not pairs or i == 0 or L == 2
             N //= L
             assert log_scale == (L.bit_length() - 1 if N > 1 else 0)
         assert N == 1
         assert levels[0][0] <= plan.REDUCE_FIRST_MAX
 
 
-@pytest.mark.parametrize("nwin,B", [(1, 1), (2, 2), (3, 16), (2, 64), (5, 256), (1, 1 << 12)])
-def test_reduce_windows_weights(nwin, B, monkeypatch):
+@pytest.mark.parametrize("pairs", [False, True])
+@pytest.mark.parametrize("nwin,B", [(1, 1), (2, 2), (3, 16), (2, 64), (5, 256), (1, 1 << 12), (33, 4)])
+def test_reduce_windows_weights(nwin, B, pairs, monkeypatch):
     """Window sums sum_k (k + 1) bucket_k over Z_r, with several level shapes."""
     rng = random.Random(B * 7 + nwin)
     buckets = [rng.randrange(R) for _ in range(nwin * B)]
@@ -721,7 +752,7 @@ def test_reduce_windows_weights(nwin, B, monkeypatch):
         monkeypatch.setattr(plan, "REDUCE_THREADS", threads)
         monkeypatch.setattr(plan, "REDUCE_FIRST_MAX", first_max)
         monkeypatch.setattr(plan, "REDUCE_UP", up)
-        assert plan.reduce_windows(k, buckets, nwin, B) == want
+        assert plan.reduce_windows(k, buckets, nwin, B, pairs) == want
 
 
 # --- affine rounds: plan and geometry ---
@@ -1037,7 +1068,7 @@ class ManyModelKernels(ModelKernels):
         return window_sums
 
 
-def model_many(G, parts, c, max_entries=1 << 28, min_pairs=None, variant=1, **kw):
+def model_many(G, parts, c, max_entries=1 << 28, min_pairs=None, variant=1, pair_levels=False, **kw):
     """msm_many's schedule over the model: parts = [(bases, inf, scalars)] -> (one result per part,
     window rows, kernels); each part's rows w * P + j folded by ModelKernels.combine."""
     from cuzk.gpu.msm_many import live_parts
@@ -1049,7 +1080,7 @@ def model_many(G, parts, c, max_entries=1 << 28, min_pairs=None, variant=1, **kw
         return out, [], k
     nparts = len(live)
     rows = plan.pippenger(k, len(cat[0]), c, max_entries, np, affine_min_pairs=min_pairs, affine_variant=variant,
-                          parts=nparts)
+                          parts=nparts, pair_levels=pair_levels)
     nw = plan.num_windows(c)
     assert len(rows) == nw * nparts
     for j, p in enumerate(live):
@@ -1094,10 +1125,11 @@ def test_many_digits_key_each_part_into_its_blocks(sizes, c):
 @pytest.mark.parametrize("sizes,c", [([1, 31, 1000, 0, 300], 9), ([0, 5, 0], 3), ([40], 5), ([3, 100, 2], 1),
                                      ([200, 1, 60], 13), ([0], 4), ([0, 0], 7)])
 @pytest.mark.parametrize("kind", ["random", "edge"])
-def test_many_schedule_int_group(sizes, c, kind):
+@pytest.mark.parametrize("pairs", [False, True])
+def test_many_schedule_int_group(sizes, c, kind, pairs):
     """P MSMs as one give each its own sum; empty ones the identity."""
     parts, want = int_parts(sizes, len(sizes) * 7 + c, kind)
-    got, rows, _ = model_many(IntGroup(), parts, c)
+    got, rows, _ = model_many(IntGroup(), parts, c, pair_levels=pairs)
     assert got == want
 
 

@@ -28,7 +28,7 @@
 # V5 = variant 3 rewritten, tested and timed; G2 windows of small MSMs; one 2^27 partition;
 # V6 = D5 tested and A/B; G2 windows at 2^15; a warm 2^27 partition; U2 (10 x 2^27 with B2);
 # V7 = the same-machine snarkjs ratio at 2^18 with M2; V8 = M2 alone at 2^24.
-# Session 6: W1 = where the 2^18 resident proof's time goes (host cProfile, kernel durations).
+# Session 6: W1 = where the 2^18 resident proof's time goes (host cProfile, kernel durations); W2 = R1.
 set -o pipefail
 source tools/device_setup.sh >/dev/null 2>&1
 export CUZK_CUBIN_DIR=$PWD/.cubin CUZK_CACHE_DIR=/tmp/cz
@@ -209,6 +209,14 @@ W1)
   # kernels (Nsight Compute durations per kernel name)
   timeout 150 python3 tools/experiments/profile_resident.py 18 /tmp/sjb cuda 2>&1 | grep -v "^\[" | head -75
   timeout 200 bash tools/nsys_resident.sh 18 2>&1 | tail -30 ;;
+W2)
+  # session 6: R1 (window reduction by pair levels): GPU tests, every toggle alone, then the resident 2^18 A/B
+  # and the kernels of one +R1 proof
+  timeout 240 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests/test_gpu_msm.py tests/test_gpu_msm_many.py \
+      -k "pair_levels or matches_arkworks or window_sizes or edge_cases" 2>&1 | tail -3
+  timeout 150 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests/test_gpu.py -k each_optimization 2>&1 | tail -3
+  timeout 90 python3 tools/experiments/resident_ab.py 18 12 "" +R1 2>&1 | tail -4
+  CUZK_OPT=+R1 timeout 120 bash tools/nsys_resident.sh 18 2>&1 | tail -22 ;;
 U5)
   OUT=$OUT timeout 560 bash tools/gpu_snarkjs_same_machine.sh 16,18 2>&1 | tail -12 ;;
 U1)

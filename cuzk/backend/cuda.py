@@ -85,6 +85,14 @@ def bucket_sum(opts, group: int) -> str:
     return gmsm.DEFAULT_BUCKET_SUM[group] if opts.enabled("M1") else "xyzz"
 
 
+def msm_kw(opts, group: int) -> dict:
+    """The MSM options the registry sets: bucket sums (M1, G1) and the window reduction's levels (R1)."""
+    kw = {"pair_levels": opts.enabled("R1")}
+    if group == 1:
+        kw["bucket_sum"] = bucket_sum(opts, 1)
+    return kw
+
+
 def ntt_variant(opts) -> str:
     """N1 on: register-radix NTT passes (r4; with N2, built on fastmul build 6); off: radix-2 (r2).
     CUZK_NTT_VARIANT overrides them."""
@@ -111,8 +119,8 @@ def _msm(group: int, bases, inf, scalars, kh, opts):
     if inf.size == 0:
         return (G2Point if group == 2 else G1Point).identity()
     if group == 2:
-        return gmsm.msm_g2(bases, inf, scalars, _window(kh, scalars, opts, 2))
-    return gmsm.msm_g1(bases, inf, scalars, _window(kh, scalars, opts, 1), bucket_sum=bucket_sum(opts, 1))
+        return gmsm.msm_g2(bases, inf, scalars, _window(kh, scalars, opts, 2), **msm_kw(opts, 2))
+    return gmsm.msm_g1(bases, inf, scalars, _window(kh, scalars, opts, 1), **msm_kw(opts, 1))
 
 
 class Concurrent:
@@ -219,8 +227,7 @@ class CudaBackend(CpuBackend):
                                  variant=ntt_variant(self.opts))
                 h = cupy.ascontiguousarray(h)
             with circuit(i, label="h msm"):
-                out.append(gmsm.msm_g1(hb.limbs, hb.inf, h, _window(kh, h, self.opts),
-                                       bucket_sum=bucket_sum(self.opts, 1)))
+                out.append(gmsm.msm_g1(hb.limbs, hb.inf, h, _window(kh, h, self.opts), **msm_kw(self.opts, 1)))
         return out
 
     def batch_addition(self, kh: CudaKey, prep) -> list:
@@ -278,8 +285,8 @@ class CudaBackend(CpuBackend):
             return (G2Point if b.group == 2 else G1Point).identity()
         scal = cupy.broadcast_to(one, (inf.size, FR_LIMBS)).copy()
         if b.group == 2:
-            return gmsm.msm_g2(bases, inf, scal)
-        return gmsm.msm_g1(bases, inf, scal, bucket_sum=bucket_sum(self.opts, 1))
+            return gmsm.msm_g2(bases, inf, scal, **msm_kw(self.opts, 2))
+        return gmsm.msm_g1(bases, inf, scal, **msm_kw(self.opts, 1))
 
     def tail_msm(self, kh: CudaKey, prep, assignments) -> list:
         if self.opts.enabled("M2"):
@@ -322,7 +329,7 @@ class CudaBackend(CpuBackend):
             with circuit(i):
                 s = cupy.ascontiguousarray(self._z(asg)[zidx])
                 c = _window(kh, s, self.opts, 1, sum(1 for m in sizes if m)) if s.shape[0] else None
-                pts = gmany.msm_g1_concat(bases, inf, s, sizes, c, bucket_sum=bucket_sum(self.opts, 1))
+                pts = gmany.msm_g1_concat(bases, inf, s, sizes, c, **msm_kw(self.opts, 1))
                 out.append(dict(zip(qs, pts)))
         return out
 

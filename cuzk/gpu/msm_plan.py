@@ -77,8 +77,9 @@ def window_passes(n: int, nw: int, max_entries: int = 1 << 28) -> list[tuple[int
     return [(w0, min(w0 + per, nw)) for w0 in range(0, nw, per)]
 
 
-def reduce_levels(nwin: int, B: int) -> list[tuple[int, bool, int]]:
-    """Window reduction levels (L, first, log_scale), each a k.window_level over chunks of L.
+def reduce_levels(nwin: int, B: int, pairs: bool = False) -> list[tuple[int, bool, int]]:
+    """Window reduction levels (L, first, log_scale), each a k.window_level over chunks of L
+    (pairs: every level after the first has L = 2, and every L = 2 level is a k.window_pair).
 
     Invariant after each level, per window: V = sum_i A_i + sum_i i * T_i over its N entries;
     a level makes chunk u of L entries into A'_u = sum_j A_uL+j + sum_j (j + first) T_uL+j and
@@ -92,7 +93,7 @@ def reduce_levels(nwin: int, B: int) -> list[tuple[int, bool, int]]:
             want = max(2, (nwin * N) // REDUCE_THREADS)
             L = min(1 << (min(want, REDUCE_FIRST_MAX).bit_length() - 1), N)
         else:
-            L = min(REDUCE_UP, N)
+            L = min(2 if pairs else REDUCE_UP, N)
         N //= L
         levels.append((L, first, L.bit_length() - 1 if N > 1 else 0))
         first = False
@@ -268,17 +269,21 @@ def few_bucket_sums(first: list, S: int, xp, M: int = MERGE_ONE):
     return partials
 
 
-def reduce_windows(k, buckets, nwin: int, B: int):
-    """nwin window sums sum_k (k + 1) bucket_k from nwin * B buckets (window-major)."""
+def reduce_windows(k, buckets, nwin: int, B: int, pairs: bool = False):
+    """nwin window sums sum_k (k + 1) bucket_k from nwin * B buckets (window-major). pairs (optimization
+    R1): the levels after the first (and a first of L = 2) are k.window_pair, two adds deep each."""
     A, T, N = None, buckets, B
-    for L, first, log_scale in reduce_levels(nwin, B):
+    for L, first, log_scale in reduce_levels(nwin, B, pairs):
         N //= L
-        A, T = k.window_level(A, T, nwin * N, L, first, log_scale)
+        if pairs and L == 2:
+            A, T = k.window_pair(A, T, nwin * N, first, log_scale)
+        else:
+            A, T = k.window_level(A, T, nwin * N, L, first, log_scale)
     return A
 
 
 def pippenger(k, n: int, c: int, max_entries: int, xp, affine_min_pairs: int | None = None, mark=None,
-              affine_variant: int = 1, parts: int = 1):
+              affine_variant: int = 1, parts: int = 1, pair_levels: bool = False):
     """The MSM schedule, over a kernel set `k` (the GPU launches, or the CPU model's
     emulation of the same kernels). Returns k.combine's result.
 
@@ -289,6 +294,7 @@ def pippenger(k, n: int, c: int, max_entries: int, xp, affine_min_pairs: int | N
     affine_min_pairs: None -> buckets accumulate in XYZZ; else affine_rounds with that
     threshold first (G1), the pass redone in XYZZ if a round met x1 == x2.
     affine_variant: affine_rounds' variant (2: quad kernels).
+    pair_levels: the window reduction's later levels by k.window_pair (reduce_windows, optimization R1).
     mark(name), when given, is called after each step (profiling).
 
     k.digits(c, w0, w1) -> uint64 keys [(w1 - w0) * n]
@@ -296,6 +302,8 @@ def pippenger(k, n: int, c: int, max_entries: int, xp, affine_min_pairs: int | N
     k.sum_xyzz(partials, seg_bucket, seg_first, offsets, S, total) -> partials [total]
     k.affine_plan, k.affine_round, k.reset_degenerate(), k.degenerate(): see affine_rounds
     k.window_level(A, T, count, L, first, log_scale) -> (A', T') [count]; A None at the first
+    k.window_pair(A, T, count, first, log_scale) -> (A', T') [count], from 2 * count entries (T' None
+    or unused when log_scale is 0)
     k.concat(list of arrays) -> one array; k.combine(window_sums, nw, c) -> the result
     k.stats: dict, counts of "affine_rounds" and "fallbacks" added to
     """
@@ -333,7 +341,7 @@ def pippenger(k, n: int, c: int, max_entries: int, xp, affine_min_pairs: int | N
         pending_w += nwp
         nxt = passes[i + 1][1] - passes[i + 1][0] if i + 1 < len(passes) else 0
         if not nxt or (pending_w + nxt) * PB > REDUCE_MAX_BUCKETS:
-            sums.append(reduce_windows(k, k.concat(pending), pending_w * parts, B))
+            sums.append(reduce_windows(k, k.concat(pending), pending_w * parts, B, pair_levels))
             pending, pending_w = [], 0
             mark("window reduction")
     out = k.combine(k.concat(sums), nw, c)
