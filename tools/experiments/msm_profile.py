@@ -1,6 +1,7 @@
 """Where a G1 MSM's time goes: each step of msm_plan.pippenger between CUDA events (its mark hook).
 
-    python3 tools/experiments/msm_profile.py [LOG_N ...] [--affine] [--c C ...]
+    python3 tools/experiments/msm_profile.py [LOG_N ...] [--affine] [--c C ...] [--pairs both|on|off]
+--pairs: the window reduction by pair levels (R1) on, off, or both interleaved.
 """
 import argparse
 
@@ -33,9 +34,10 @@ class Marks:
         return cupy.cuda.get_elapsed_time(self.first, self.last)
 
 
-def profile(bases, inf, scalars, c, bucket_sum, min_pairs=None):
+def profile(bases, inf, scalars, c, bucket_sum, min_pairs=None, pair_levels=False):
     m = Marks()
-    msm.msm_xyzz(1, bases, inf, scalars, c, bucket_sum=bucket_sum, affine_min_pairs=min_pairs, mark=m)
+    msm.msm_xyzz(1, bases, inf, scalars, c, bucket_sum=bucket_sum, affine_min_pairs=min_pairs, mark=m,
+                 pair_levels=pair_levels)
     return m.total(), m.ms, dict(msm.last_stats)
 
 
@@ -44,17 +46,19 @@ def main():
     ap.add_argument("logs", nargs="*", type=int, default=[24, 26])
     ap.add_argument("--affine", action="store_true")
     ap.add_argument("--c", type=int, nargs="*", default=None)
+    ap.add_argument("--pairs", choices=["both", "on", "off"], default="off")
     args = ap.parse_args()
+    pairs = {"both": [False, True], "on": [True], "off": [False]}[args.pairs]
     kind = "affine" if args.affine else "xyzz"
     for L in args.logs:
         bases, inf = micro.independent_bases(L, 1)
         scalars = micro.random_fr(1 << L, seed=3)
         msm.msm_xyzz(1, bases, inf, scalars, bucket_sum=kind)          # warm-up
         for c in args.c or sorted({plan.choose_window(1 << L, affine=args.affine), 16, 20}):
-            total, ms, st = profile(bases, inf, scalars, c, kind)
-            print(f"2^{L} {kind} c={c}: total {total:.1f} ms | " + ", ".join(f"{k}: {v:.1f}" for k, v in ms.items())
-                  + f" | {st}", flush=True)
-
+            for pl in pairs:
+                total, ms, st = profile(bases, inf, scalars, c, kind, pair_levels=pl)
+                print(f"2^{L} {kind} c={c} R1={'on' if pl else 'off'}: total {total:.1f} ms | "
+                      + ", ".join(f"{k}: {v:.1f}" for k, v in ms.items()) + f" | {st}", flush=True)
 
 if __name__ == "__main__":
     main()
