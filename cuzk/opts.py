@@ -124,6 +124,16 @@ register(Optimization(
     "significant change (the first level, unchanged, is the reduction's work)",
 ))
 register(Optimization(
+    "R2", ("ntt_msm_h", "batch_addition", "tail_msm", "b_g2"),
+    "partial sums merged in pairs (one full add deep a level, kernel merge_pairs) instead of chains of up to "
+    "16 (MSM buckets) or 4 (batch sums) full adds a thread",
+    False,
+    "2^18 resident proof: g2_sum_xyzz + g1_sum_xyzz kernel time 11.6 -> ~6 ms (the G2 batch sum's 7 levels of "
+    "4-deep chains -> 14 levels of 1; an MSM bucket's ~6-16 partials: one chain of that depth -> 3-4 levels "
+    "of 1), proof -3..-5 ms, more host syncs (one a level in the MSM merges); 2^24 and above no significant "
+    "change",
+))
+register(Optimization(
     "A4", ("b_g2",),
     "B_G2 MSM on the CPU, a thread pool across circuits, instead of the GPU G2 MSM",
     False,

@@ -72,6 +72,23 @@ extern "C" __global__ void msm_digits_many(u64* keys, const uint32_t* __restrict
     digit_keys(keys, s, inf[i] != 0, i, n, c, w0, w1, (u64)parts * half, (u64)p * half);
 }
 
+// Pair plan (the affine rounds of msm_affine.cuh, merge_pairs): output o -> s << 1 | paired,
+// s = in_off[b] + 2 (o - out_off[b]) for the bucket b with out_off[b] <= o < out_off[b + 1] (binary
+// search), paired = s + 1 < in_off[b + 1].
+extern "C" __global__ void msm_affine_plan(uint32_t* plan, const i64* __restrict__ in_off,
+                                           const i64* __restrict__ out_off, i64 nb, i64 total) {
+    const i64 o = blockIdx.x * (i64)blockDim.x + threadIdx.x;
+    if (o >= total) return;
+    i64 lo = 0, hi = nb;                  // out_off[lo] <= o < out_off[hi]
+    while (hi - lo > 1) {
+        const i64 mid = (lo + hi) >> 1;
+        if (out_off[mid] <= o) lo = mid;
+        else hi = mid;
+    }
+    const i64 s = in_off[lo] + 2 * (o - out_off[lo]);
+    plan[o] = ((uint32_t)s << 1) | (uint32_t)(s + 1 < in_off[lo + 1]);
+}
+
 // Entries [offsets[b] + t*S, min(.. + S, offsets[b+1])) of bucket b = seg_bucket[j],
 // t = j - seg_first[b].
 __device__ __forceinline__ void segment_range(i64 j, const i64* seg_bucket, const i64* seg_first,
@@ -135,6 +152,22 @@ __device__ __forceinline__ void sum_xyzz(uint32_t* out, const uint32_t* __restri
     uint32_t* acc = out + j * xyzz_t<F>::WORDS;   // rare (outsized buckets only): sum in memory
     xyzz_t<F>::inf().store(acc);
     for (i64 e = start; e < end; e++) xyzz_add_mem<F>(acc, partials + e * xyzz_t<F>::WORDS);
+}
+
+// Pair merge of partial sums (msm_plan.bucket_sums with pairs, optimization R2): output o is
+// P[s] + P[s + 1] or a copy of P[s], w = plan[o] = s << 1 | paired (msm_affine_plan's words): one add
+// deep, against sum_xyzz's chain of up to S.
+template <class F>
+__device__ __forceinline__ void merge_pairs(uint32_t* out, const uint32_t* __restrict__ partials,
+                                            const uint32_t* __restrict__ plan, i64 total) {
+    const i64 o = blockIdx.x * (i64)blockDim.x + threadIdx.x;
+    if (o >= total) return;
+    constexpr int W = xyzz_t<F>::WORDS;
+    const uint32_t w = plan[o];
+    const uint32_t* p = partials + (i64)(w >> 1) * W;
+    uint32_t* acc = out + o * W;
+    xyzz_copy_mem<F>(acc, p);
+    if (w & 1) xyzz_add_mem<F>(acc, p + W);
 }
 
 // One level of the window reduction (msm_plan.reduce_levels), thread g over chunk g of L entries:
@@ -210,6 +243,10 @@ __device__ __forceinline__ void combine(uint32_t* out, const uint32_t* __restric
         uint32_t* out, const uint32_t* partials, const i64* seg_bucket, const i64* seg_first,                  \
         const i64* offsets, i64 S, i64 nseg) {                                                                 \
         sum_xyzz<F>(out, partials, seg_bucket, seg_first, offsets, S, nseg);                                   \
+    }                                                                                                          \
+    extern "C" __global__ void __launch_bounds__(128) G##_merge_pairs(                                         \
+        uint32_t* out, const uint32_t* partials, const uint32_t* plan, i64 total) {                            \
+        merge_pairs<F>(out, partials, plan, total);                                                            \
     }                                                                                                          \
     extern "C" __global__ void __launch_bounds__(128) G##_window_level(                                        \
         uint32_t* a_out, uint32_t* t_out, const uint32_t* a_in, const uint32_t* t_in, i64 count, int L,       \

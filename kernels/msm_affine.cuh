@@ -22,22 +22,6 @@
 #define CUZK_AFFINE_BLOCKS_PER_SM 4   // msm_plan.AFFINE_BLOCKS_PER_SM
 #endif
 
-// Round plan: output o -> s << 1 | paired, s = in_off[b] + 2 (o - out_off[b]) for the bucket b
-// with out_off[b] <= o < out_off[b + 1] (binary search), paired = s + 1 < in_off[b + 1].
-extern "C" __global__ void msm_affine_plan(uint32_t* plan, const i64* __restrict__ in_off,
-                                           const i64* __restrict__ out_off, i64 nb, i64 total) {
-    const i64 o = blockIdx.x * (i64)blockDim.x + threadIdx.x;
-    if (o >= total) return;
-    i64 lo = 0, hi = nb;                  // out_off[lo] <= o < out_off[hi]
-    while (hi - lo > 1) {
-        const i64 mid = (lo + hi) >> 1;
-        if (out_off[mid] <= o) lo = mid;
-        else hi = mid;
-    }
-    const i64 s = in_off[lo] + 2 * (o - out_off[lo]);
-    plan[o] = ((uint32_t)s << 1) | (uint32_t)(s + 1 < in_off[lo + 1]);
-}
-
 // The block's TPB values v_t -> 1 / v_t (all nonzero), through a product tree in shared memory.
 template <class F, int TPB>
 __device__ __forceinline__ F block_batch_inverse(const F& v) {

@@ -114,11 +114,27 @@ def test_msm_edge_cases(cp, group, kind, n):
 @pytest.mark.parametrize("kind", EDGE_KINDS)
 @pytest.mark.parametrize("group", [1, 2])
 def test_pair_levels_edge_cases(cp, group, kind):
+    """R1 and R2 (pair levels, pair merges) alone and together on every edge case ("same": one bucket a
+    window, so 600 / 8 partials merged over 7 pair levels)."""
     from cuzk.gpu.msm import msm_g1, msm_g2
     rng = random.Random(seed())
     pts, sc = edge_case(group, kind, 600, rng)
     b, inf, s = upload(cp, group, pts, sc)
-    assert (msm_g1 if group == 1 else msm_g2)(b, inf, s, c=7, pair_levels=True) == want(group, pts, sc)
+    f = msm_g1 if group == 1 else msm_g2
+    for levels, merges in ((True, False), (False, True), (True, True)):
+        assert f(b, inf, s, c=7, pair_levels=levels, pair_merges=merges) == want(group, pts, sc), (levels, merges)
+
+
+@pytest.mark.parametrize("group", [1, 2])
+@pytest.mark.parametrize("n", [31, 3000])
+def test_pair_merges_random(cp, group, n):
+    from cuzk.gpu.msm import msm_g1, msm_g2
+    rng = random.Random(seed())
+    pts = rand_points(group, n, rng, distinct=16)
+    sc = [rng.randrange(F.R) for _ in range(n)]
+    b, inf, s = upload(cp, group, pts, sc)
+    for c in (4, 11):
+        assert (msm_g1 if group == 1 else msm_g2)(b, inf, s, c=c, pair_merges=True) == want(group, pts, sc)
 
 
 def test_msm_negated_pairs_cancel(cp):
@@ -245,10 +261,11 @@ def test_ec_ops_vs_arkworks(cp, group):
             assert got == flat, i
 
 
+@pytest.mark.parametrize("pairs", [False, True])
 @pytest.mark.parametrize("group", [1, 2])
 @pytest.mark.parametrize("n", [0, 1, 2, 31, 1000, 5000])
 @pytest.mark.parametrize("threads_min", [None, 32])
-def test_batch_add_matches_arkworks(cp, group, n, threads_min, monkeypatch):
+def test_batch_add_matches_arkworks(cp, group, n, threads_min, pairs, monkeypatch):
     """gpu/batch_add: Σ bases[idx] over a random subset (with repeats of a row, a base at infinity
     and a repeated point among the bases), against arkworks' sum; threads_min 32: the long
     segments that large sums use (segment_size)."""
@@ -265,7 +282,8 @@ def test_batch_add_matches_arkworks(cp, group, n, threads_min, monkeypatch):
     total = CLS[group].identity()
     for i in idx:
         total = total + pts[i]
-    got = batch_add(group, cp.asarray(limbs), cp.asarray(inf), cp.asarray(np.array(idx, dtype=np.int64)))
+    got = batch_add(group, cp.asarray(limbs), cp.asarray(inf), cp.asarray(np.array(idx, dtype=np.int64)),
+                    pair_merges=pairs)
     assert got == total
     with pytest.raises(IndexError):
         batch_add(group, cp.asarray(limbs), cp.asarray(inf), cp.asarray(np.array([len(pts)], dtype=np.int64)))

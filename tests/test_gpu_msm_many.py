@@ -47,7 +47,7 @@ def test_many_matches_arkworks_and_msm_g1(cp, bucket_sum, c, pairs):
     rng = random.Random(seed())
     sizes = [1, 0, 31, 5000, 1000]
     host, dev = many_case(cp, sizes, rng)
-    got = msm_g1_many(dev, c=c, bucket_sum=bucket_sum, pair_levels=pairs)
+    got = msm_g1_many(dev, c=c, bucket_sum=bucket_sum, pair_levels=pairs, pair_merges=pairs)
     assert last_stats["parts"] == 4 and last_stats["bucket_sum"] == bucket_sum
     assert c is None or last_stats["c"] == c
     assert len(got) == len(sizes)
@@ -190,9 +190,10 @@ def batch_case(cp, group, sizes, rng):
     return host, dev
 
 
+@pytest.mark.parametrize("pairs", [False, True])
 @pytest.mark.parametrize("group", [1, 2])
 @pytest.mark.parametrize("threads_min", [None, 32])
-def test_batch_many_matches_arkworks_and_batch_add(cp, group, threads_min, monkeypatch):
+def test_batch_many_matches_arkworks_and_batch_add(cp, group, threads_min, pairs, monkeypatch):
     """Sections summed together (0, 1, 31, 5000 and 1000 rows, every row of one): each sum is arkworks'
     and batch_add's alone; threads_min 32: long first segments (segment_size)."""
     from cuzk.gpu import batch_add as gb
@@ -200,9 +201,9 @@ def test_batch_many_matches_arkworks_and_batch_add(cp, group, threads_min, monke
         monkeypatch.setattr(gb, "THREADS_MIN", threads_min)
     rng = random.Random(seed())
     host, dev = batch_case(cp, group, [0, 1, 31, None, 5000, 1000], rng)
-    got = gb.batch_add_many(group, dev)
+    got = gb.batch_add_many(group, dev, pair_merges=pairs)
     assert got == host
-    assert got == [gb.batch_add(group, *d) for d in dev]
+    assert got == [gb.batch_add(group, *d, pair_merges=pairs) for d in dev]
 
 
 def test_batch_many_infinity_rows_and_bad_index(cp):

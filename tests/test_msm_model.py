@@ -289,6 +289,17 @@ class ModelKernels:
             out.append(acc)
         return out
 
+    def merge_pairs(self, partials, plan_words, total):
+        """merge_pairs: output o = P[s] + P[s + 1] or P[s] (word s << 1 | paired); every input is read
+        exactly once over a level."""
+        self.pair_merges = getattr(self, "pair_merges", 0) + 1
+        words = [int(w) for w in plan_words]
+        assert len(words) == total
+        seen = [e for w in words for e in ((w >> 1, (w >> 1) + 1) if w & 1 else (w >> 1,))]
+        assert seen == list(range(len(partials)))
+        return [self.G.add(partials[w >> 1], partials[(w >> 1) + 1]) if w & 1 else partials[w >> 1]
+                for w in words]
+
     # --- msm_affine.cuh ---
 
     def affine_plan(self, in_off, out_off, total):
@@ -526,10 +537,11 @@ class ModelKernels:
         return acc
 
 
-def model_msm(G, bases, inf, scalars, c, max_entries=1 << 28, min_pairs=None, variant=1, pair_levels=False, **kw):
+def model_msm(G, bases, inf, scalars, c, max_entries=1 << 28, min_pairs=None, variant=1, pair_levels=False,
+              pair_merges=False, **kw):
     k = ModelKernels(G, bases, inf, scalars, **kw)
     return plan.pippenger(k, len(bases), c, max_entries, np, affine_min_pairs=min_pairs, affine_variant=variant,
-                          pair_levels=pair_levels), k
+                          pair_levels=pair_levels, pair_merges=pair_merges), k
 
 
 # --- digits and plan ---
@@ -634,7 +646,7 @@ def int_case(n, seed, kind="random"):
 @pytest.mark.parametrize("pairs", [False, True])
 def test_schedule_int_group(n, c, kind, pairs):
     bases, inf, sc, want = int_case(n, n * 31 + c, kind)
-    got, _ = model_msm(IntGroup(), bases, inf, sc, c, pair_levels=pairs)
+    got, _ = model_msm(IntGroup(), bases, inf, sc, c, pair_levels=pairs, pair_merges=pairs)
     assert got == want
 
 
@@ -651,13 +663,17 @@ def test_schedule_many_passes():
 
 
 @pytest.mark.parametrize("kind", ["same", "small"])
-def test_schedule_unbalanced_buckets_merge(kind):
-    """Equal scalars pile every point into one bucket per window: segments, then merges."""
+@pytest.mark.parametrize("pairs", [False, True])
+def test_schedule_unbalanced_buckets_merge(kind, pairs):
+    """Equal scalars pile every point into one bucket per window: segments, then merges (R2: in pairs,
+    every bucket's partials halved a level, the lone ones copied)."""
     bases, inf, sc, want = int_case(2000, 5, kind)
-    got, k = model_msm(IntGroup(), bases, inf, sc, 10)
+    got, k = model_msm(IntGroup(), bases, inf, sc, 10, pair_merges=pairs)
     assert got == want
-    if kind == "same":
+    if kind == "same" and not pairs:
         assert k.merges >= 2                      # 2000 points, S = 8 then 16 per merge
+    if kind == "same" and pairs:
+        assert k.merges == 0 and k.pair_merges >= 8   # 2000 / 8 partials: 8 pair levels a pass
 
 
 def test_schedule_all_zero_and_all_infinite():
@@ -716,7 +732,7 @@ def test_schedule_on_curve_vs_arkworks(group, n, c, pairs):
         sc[5], sc[6], sc[7] = 0, 1, 2
     inf = [ark_affine(group, p) is None for p in pts]
     bases = [ark_affine(group, p) or (XYZZ(group).f.zero, XYZZ(group).f.zero) for p in pts]
-    got, _ = model_msm(XYZZ(group), bases, inf, sc, c, pair_levels=pairs)
+    got, _ = model_msm(XYZZ(group), bases, inf, sc, c, pair_levels=pairs, pair_merges=pairs)
     want = CLS[group].multiexp_unchecked(pts, scalars_to_ark(sc))
     assert xyzz_to_affine(group, got) == ark_affine(group, want)
 
@@ -1037,6 +1053,32 @@ def test_one_bucket_sum(count, S, M):
     assert plan.bucket_sums(k2, keys, True, np.array([0, count], dtype=np.int64), 1, np, S=S)[0] % R == want
 
 
+@pytest.mark.parametrize("count,S", [(1, 8), (8, 8), (9, 8), (100, 8), (1000, 16), (4097, 3)])
+def test_one_bucket_sum_pairs(count, S):
+    """R2: the merges in pairs, planned on the host: ceil(log2(segments)) levels, the same sum."""
+    rng = random.Random(count * 5 + S)
+    n = 64
+    bases = [rng.randrange(1, R) for _ in range(n)]
+    rows = [rng.randrange(n) for _ in range(count)]
+    keys = np.array([r << 1 for r in rows], dtype=np.uint64)
+    k = CountingKernels(IntGroup(), bases, [False] * n, [0] * n)
+    got = plan.one_bucket_sum(k, keys, True, count, S, np, pairs=True)
+    assert len(got) == 1 and got[0] % R == sum(bases[r] for r in rows) % R
+    assert len(k.launches) == 1                        # the first segments only: no sum_xyzz
+    assert getattr(k, "pair_merges", 0) == math.ceil(math.log2(-(-count // S)))
+
+
+@pytest.mark.parametrize("counts", [[1], [1, 1], [5, 1, 2, 8], [3, 100, 1, 64]])
+def test_known_pair_plan(counts):
+    """The host-made pair plan equals msm_affine_plan's words from the offsets."""
+    words, after = plan.known_pair_plan(counts, np)
+    in_off = np.cumsum([0] + counts)
+    out_off, total = plan.round_offsets(in_off, np)
+    assert after == [-(-m // 2) for m in counts] and sum(after) == total
+    want = ModelKernels(IntGroup(), [], [], []).affine_plan(in_off, out_off, total)
+    assert words.dtype == np.uint32 and words.tolist() == [int(w) for w in want]
+
+
 # --- several MSMs as one (cuzk/gpu/msm_many.py, optimization M2) ---
 
 def digits_many_thread(limbs, skip, i, n, part_off, c, w0, w1, keys):
@@ -1068,7 +1110,8 @@ class ManyModelKernels(ModelKernels):
         return window_sums
 
 
-def model_many(G, parts, c, max_entries=1 << 28, min_pairs=None, variant=1, pair_levels=False, **kw):
+def model_many(G, parts, c, max_entries=1 << 28, min_pairs=None, variant=1, pair_levels=False, pair_merges=False,
+               **kw):
     """msm_many's schedule over the model: parts = [(bases, inf, scalars)] -> (one result per part,
     window rows, kernels); each part's rows w * P + j folded by ModelKernels.combine."""
     from cuzk.gpu.msm_many import live_parts
@@ -1080,7 +1123,7 @@ def model_many(G, parts, c, max_entries=1 << 28, min_pairs=None, variant=1, pair
         return out, [], k
     nparts = len(live)
     rows = plan.pippenger(k, len(cat[0]), c, max_entries, np, affine_min_pairs=min_pairs, affine_variant=variant,
-                          parts=nparts, pair_levels=pair_levels)
+                          parts=nparts, pair_levels=pair_levels, pair_merges=pair_merges)
     nw = plan.num_windows(c)
     assert len(rows) == nw * nparts
     for j, p in enumerate(live):
@@ -1129,7 +1172,7 @@ def test_many_digits_key_each_part_into_its_blocks(sizes, c):
 def test_many_schedule_int_group(sizes, c, kind, pairs):
     """P MSMs as one give each its own sum; empty ones the identity."""
     parts, want = int_parts(sizes, len(sizes) * 7 + c, kind)
-    got, rows, _ = model_many(IntGroup(), parts, c, pair_levels=pairs)
+    got, rows, _ = model_many(IntGroup(), parts, c, pair_levels=pairs, pair_merges=pairs)
     assert got == want
 
 
@@ -1238,6 +1281,25 @@ def test_known_plan_matches_segment_plan(counts, S):
     assert seg_first.tolist() == want_first.tolist() and seg_bucket.tolist() == want_bucket.tolist()
     assert sum(nseg) == total and nseg == [max(1, -(-m // S)) for m in counts]
     assert seg_first.dtype == np.int64 and seg_bucket.dtype == np.int64
+
+
+@pytest.mark.parametrize("counts,S,M", [([1000, 7, 300], 8, 4), ([0, 1, 2], 8, 4), ([9, 0, 4097], 16, 2),
+                                        ([64, 64, 64], 8, 4), ([5], 8, 4), ([0], 8, 4), ([33, 1], 1, 3)])
+def test_few_bucket_sums_pairs(counts, S, M):
+    """R2: the merges of several buckets in pairs (known_pair_plan): the same sums."""
+    rng = random.Random(sum(counts) * 11 + S)
+    n = 64
+    first, want = [], []
+    for m in counts:
+        bases = [rng.randrange(1, R) for _ in range(n)]
+        rows = [rng.randrange(n) for _ in range(m)]
+        keys = np.array([r << 1 for r in rows], dtype=np.uint64)
+        first.append((ModelKernels(IntGroup(), bases, [False] * n, [0] * n), keys, True, m))
+        want.append(sum(bases[r] for r in rows) % R)
+    got = plan.few_bucket_sums(first, S, np, M, pairs=True)
+    assert [g % R for g in got] == want
+    segs = max(max(1, -(-m // S)) for m in counts)
+    assert getattr(first[0][0], "pair_merges", 0) == math.ceil(math.log2(segs))
 
 
 @pytest.mark.parametrize("counts,S,M", [([1000, 7, 300], 8, 4), ([0, 1, 2], 8, 4), ([9, 0, 4097], 16, 2),

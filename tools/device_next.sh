@@ -28,7 +28,7 @@
 # V5 = variant 3 rewritten, tested and timed; G2 windows of small MSMs; one 2^27 partition;
 # V6 = D5 tested and A/B; G2 windows at 2^15; a warm 2^27 partition; U2 (10 x 2^27 with B2);
 # V7 = the same-machine snarkjs ratio at 2^18 with M2; V8 = M2 alone at 2^24.
-# Session 6: W1 = where the 2^18 resident proof's time goes (host cProfile, kernel durations); W2 = R1.
+# Session 6: W1 = where the 2^18 resident proof's time goes (host cProfile, kernel durations); W2 = R1; W3 = R2.
 set -o pipefail
 source tools/device_setup.sh >/dev/null 2>&1
 export CUZK_CUBIN_DIR=$PWD/.cubin CUZK_CACHE_DIR=/tmp/cz
@@ -217,6 +217,15 @@ W2)
   timeout 150 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests/test_gpu.py -k each_optimization 2>&1 | tail -3
   timeout 90 python3 tools/experiments/resident_ab.py 18 12 "" +R1 2>&1 | tail -4
   CUZK_OPT=+R1 timeout 120 bash tools/nsys_resident.sh 18 2>&1 | tail -22 ;;
+W3)
+  # session 6: R2 (merges in pairs): GPU tests, every toggle alone, the resident 2^18 A/B/C, one +R1+R2 proof's
+  # kernels, and the 2^26 MSM with R1+R2 off/on
+  timeout 240 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests/test_gpu_msm.py tests/test_gpu_msm_many.py \
+      -k "pair or batch_add or batch_many or matches_arkworks" 2>&1 | tail -3
+  timeout 150 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests/test_gpu.py -k each_optimization 2>&1 | tail -3
+  timeout 100 python3 tools/experiments/resident_ab.py 18 12 "" +R1 +R1,+R2 2>&1 | tail -5
+  CUZK_OPT=+R1,+R2 timeout 120 bash tools/nsys_resident.sh 18 2>&1 | tail -3
+  timeout 150 python3 tools/experiments/msm_profile.py 26 --affine --c 20 --pairs both 2>&1 | tail -3 ;;
 U5)
   OUT=$OUT timeout 560 bash tools/gpu_snarkjs_same_machine.sh 16,18 2>&1 | tail -12 ;;
 U1)

@@ -86,8 +86,9 @@ def bucket_sum(opts, group: int) -> str:
 
 
 def msm_kw(opts, group: int) -> dict:
-    """The MSM options the registry sets: bucket sums (M1, G1) and the window reduction's levels (R1)."""
-    kw = {"pair_levels": opts.enabled("R1")}
+    """The MSM options the registry sets: bucket sums (M1, G1), the window reduction's levels (R1) and the
+    bucket sums' merges (R2)."""
+    kw = {"pair_levels": opts.enabled("R1"), "pair_merges": opts.enabled("R2")}
     if group == 1:
         kw["bucket_sum"] = bucket_sum(opts, 1)
     return kw
@@ -255,7 +256,7 @@ class CudaBackend(CpuBackend):
             def sums(i=i, g1=g1):
                 with circuit(i, label="a+b_g1+l"):
                     parts = [(kh.dev[q].limbs, kh.dev[q].inf, self._rows(kh.dev[q], idx)) for q, idx in g1]
-                    pts = gbatch.batch_add_many(1, parts, bucket_sum(self.opts, 1))
+                    pts = gbatch.batch_add_many(1, parts, bucket_sum(self.opts, 1), self.opts.enabled("R2"))
                 return dict(zip([q for q, _ in g1], pts))
 
             def g2(i=i, ones=ones):
@@ -279,7 +280,7 @@ class CudaBackend(CpuBackend):
         """Σ of section b's points over the variables idx (their scalars are 1)."""
         if self.opts.enabled("C1"):
             return gbatch.batch_add(b.group, b.limbs, b.inf, self._rows(b, idx),
-                                    bucket_sum=bucket_sum(self.opts, b.group))
+                                    bucket_sum=bucket_sum(self.opts, b.group), pair_merges=self.opts.enabled("R2"))
         bases, inf, _ = b.take(idx)
         if inf.size == 0:
             return (G2Point if b.group == 2 else G1Point).identity()

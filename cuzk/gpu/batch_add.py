@@ -28,10 +28,11 @@ def segment_size(count: int) -> int:
     return max(SEGMENT_MIN, min(SEGMENT, count // THREADS_MIN))
 
 
-def sum_xyzz(group: int, bases, inf, idx=None, bucket_sum: str | None = None):
+def sum_xyzz(group: int, bases, inf, idx=None, bucket_sum: str | None = None, pair_merges: bool | None = None):
     """Σ bases[idx] (all rows when idx is None) as one XYZZ point on the device; bucket_sum as
-    msm.msm_xyzz's ("affine" for G1 only; None: msm.DEFAULT_BUCKET_SUM). Two reads of the device
-    (the index check and the count of finite rows); the sums themselves queue without waiting."""
+    msm.msm_xyzz's ("affine" for G1 only; None: msm.DEFAULT_BUCKET_SUM), pair_merges too (R2; None:
+    msm.DEFAULT_PAIR_MERGES). Two reads of the device (the index check and the count of finite rows);
+    the sums themselves queue without waiting."""
     import cupy
     n = len(inf)
     if idx is None:
@@ -55,14 +56,15 @@ def sum_xyzz(group: int, bases, inf, idx=None, bucket_sum: str | None = None):
                                              gmsm.resolve_affine_variant())
         if rounds and not k.degenerate():
             src, keyed, count = pts, False, int(off[-1])
-    partials = plan.one_bucket_sum(k, src, keyed, count, segment_size(count), cupy)
+    pairs = gmsm.DEFAULT_PAIR_MERGES if pair_merges is None else bool(pair_merges)
+    partials = plan.one_bucket_sum(k, src, keyed, count, segment_size(count), cupy, pairs=pairs)
     return partials[0]
 
 
-def batch_add(group: int, bases, inf, idx=None, bucket_sum: str | None = None):
+def batch_add(group: int, bases, inf, idx=None, bucket_sum: str | None = None, pair_merges: bool | None = None):
     """Σ bases[idx] as a py_arkworks_bls12381 point."""
     import cupy
-    return gmsm.to_ark(group, cupy.asnumpy(sum_xyzz(group, bases, inf, idx, bucket_sum)))
+    return gmsm.to_ark(group, cupy.asnumpy(sum_xyzz(group, bases, inf, idx, bucket_sum, pair_merges)))
 
 
 def _finite_rows(idx, keep, count: int):
@@ -74,7 +76,7 @@ def _finite_rows(idx, keep, count: int):
     return out[:count]
 
 
-def sum_xyzz_many(group: int, parts, bucket_sum: str | None = None):
+def sum_xyzz_many(group: int, parts, bucket_sum: str | None = None, pair_merges: bool | None = None):
     """[sum_xyzz(group, bases, inf, idx, bucket_sum) for each part] as XYZZ points uint32[len(parts), words]
     on the device (optimization M2): one read of the device for every part (the index checks and the
     counts of finite rows together), then each part's first segment sums on its own bases and the merges
@@ -105,19 +107,21 @@ def sum_xyzz_many(group: int, parts, bucket_sum: str | None = None):
     few, first = [], []
     for p, ((bases, inf, _), (idx, keep), m) in enumerate(zip(parts, idxs, counts)):
         if alone[p]:
-            out[p] = sum_xyzz(group, bases, inf, idx, bucket_sum)
+            out[p] = sum_xyzz(group, bases, inf, idx, bucket_sum, pair_merges)
         else:
             keys = _finite_rows(idx, keep, m).astype(cupy.uint64) << cupy.uint64(1)   # not negated
             few.append(p)
             first.append((gmsm._Kernels(group, bases, inf, None), keys, True, m))
     if few:
-        out[cupy.asarray(few)] = plan.few_bucket_sums(first, segment_size(sum(counts[p] for p in few)), cupy)
+        pairs = gmsm.DEFAULT_PAIR_MERGES if pair_merges is None else bool(pair_merges)
+        out[cupy.asarray(few)] = plan.few_bucket_sums(first, segment_size(sum(counts[p] for p in few)), cupy,
+                                                      pairs=pairs)
     return out
 
 
-def batch_add_many(group: int, parts, bucket_sum: str | None = None) -> list:
+def batch_add_many(group: int, parts, bucket_sum: str | None = None, pair_merges: bool | None = None) -> list:
     """[batch_add(group, bases, inf, idx) for each (bases, inf, idx) of parts], summed together
     (sum_xyzz_many) and downloaded once."""
     import cupy
-    host = cupy.asnumpy(sum_xyzz_many(group, parts, bucket_sum))
+    host = cupy.asnumpy(sum_xyzz_many(group, parts, bucket_sum, pair_merges))
     return [gmsm.to_ark(group, row) for row in host]

@@ -13,6 +13,8 @@ the window reduction in levels (reduce_levels), over the buckets of one or more 
 """
 from __future__ import annotations
 
+import numpy as np
+
 
 SCALAR_BITS = 255        # r < 2^255
 C_MAX = 22               # largest window choose_window picks (the window reduction is parallel now)
@@ -200,13 +202,18 @@ def affine_rounds(k, keys, offsets, min_pairs: int, xp, variant: int = 1):
         in_off, rounds = out_off, rounds + 1
 
 
-def bucket_sums(k, src, keyed: bool, offsets, nb: int, xp, S: int | None = None):
+def bucket_sums(k, src, keyed: bool, offsets, nb: int, xp, S: int | None = None, pairs: bool = False):
     """One XYZZ sum per bucket of the runs src[offsets[b]:offsets[b+1]] (keys or affine points):
     segments of S entries (default: first_segment_size), then merges of MERGE_S partials until one
-    per bucket."""
+    per bucket (pairs, optimization R2: pair merges, one add deep a level, k.merge_pairs over
+    k.affine_plan's words)."""
     S = first_segment_size(int(offsets[-1]), nb) if S is None else S
     seg_first, seg_bucket, total = segment_plan(offsets, S, xp)
     partials = k.sum_affine(src, keyed, seg_bucket, seg_first, offsets, S, total)
+    while pairs and total > nb:           # every bucket has at least one partial: total == nb is one each
+        out_off, total = round_offsets(seg_first, xp)
+        partials = k.merge_pairs(partials, k.affine_plan(seg_first, out_off, total), total)
+        seg_first = out_off
     while total > nb:                     # some bucket has several partials: merge them
         offsets = seg_first
         seg_first, seg_bucket, total = segment_plan(offsets, MERGE_S, xp)
@@ -217,7 +224,20 @@ def bucket_sums(k, src, keyed: bool, offsets, nb: int, xp, S: int | None = None)
 MERGE_ONE = 4            # partials per merge thread when one bucket is summed (batch addition)
 
 
-def one_bucket_sum(k, src, keyed: bool, count: int, S: int, xp, M: int = MERGE_ONE):
+def known_pair_plan(counts: list[int], xp):
+    """Pair merge plan (msm_affine_plan's words) of consecutive buckets whose partial counts (host ints,
+    each >= 1) the host knows, made on the host: (words on the device, the counts after the level)."""
+    c = np.asarray(counts, dtype=np.int64)
+    m = (c + 1) // 2
+    in_off = np.concatenate(([0], np.cumsum(c)))
+    out_off = np.concatenate(([0], np.cumsum(m)))
+    b = np.repeat(np.arange(len(c)), m)
+    s_ = in_off[b] + 2 * (np.arange(out_off[-1]) - out_off[b])
+    words = (s_ << 1) | (s_ + 1 < in_off[b + 1])
+    return xp.asarray(words.astype(np.uint32)), [int(v) for v in m]
+
+
+def one_bucket_sum(k, src, keyed: bool, count: int, S: int, xp, M: int = MERGE_ONE, pairs: bool = False):
     """bucket_sums for a single bucket of `count` entries (> 0) whose size the host knows: every segment
     plan is made without reading the device, so nothing waits for the GPU until the caller reads the
     result. Segments of S entries, then merges of M partials (short dependent chains: a sum of n
@@ -228,6 +248,12 @@ def one_bucket_sum(k, src, keyed: bool, count: int, S: int, xp, M: int = MERGE_O
     nseg = max(1, -(-count // S))
     offsets, seg_first, seg_bucket = plan_of(count, nseg)
     partials = k.sum_affine(src, keyed, seg_bucket, seg_first, offsets, S, nseg)
+    while pairs and nseg > 1:             # R2: pair merges, planned without reading the device
+        half = -(-nseg // 2)
+        o = xp.arange(half, dtype=xp.uint32)
+        words = (o << xp.uint32(2)) | (2 * o + 1 < nseg).astype(xp.uint32)
+        partials = k.merge_pairs(partials, words, half)
+        nseg = half
     while nseg > 1:
         count, nseg = nseg, -(-nseg // M)
         offsets, seg_first, seg_bucket = plan_of(count, nseg)
@@ -249,7 +275,7 @@ def known_plan(counts: list[int], S: int, xp):
     return xp.asarray(off, dtype=xp.int64), seg_first, seg_bucket, nseg
 
 
-def few_bucket_sums(first: list, S: int, xp, M: int = MERGE_ONE):
+def few_bucket_sums(first: list, S: int, xp, M: int = MERGE_ONE, pairs: bool = False):
     """one_bucket_sum for several buckets at once (batch sums of several sections, optimization M2):
     first = [(k, src, keyed, count)], one per bucket, each with its own kernel set (its own bases).
     Each bucket's first segment sums (S entries) run on its kernel set; then the partials of all the
@@ -262,6 +288,9 @@ def few_bucket_sums(first: list, S: int, xp, M: int = MERGE_ONE):
         counts += nseg
     k = first[0][0]
     partials = k.concat(parts)
+    while pairs and max(counts) > 1:      # R2: pair merges (known_pair_plan)
+        words, counts = known_pair_plan(counts, xp)
+        partials = k.merge_pairs(partials, words, sum(counts))
     while max(counts) > 1:
         offsets, seg_first, seg_bucket, nseg = known_plan(counts, M, xp)
         partials = k.sum_xyzz(partials, seg_bucket, seg_first, offsets, M, sum(nseg))
@@ -283,7 +312,7 @@ def reduce_windows(k, buckets, nwin: int, B: int, pairs: bool = False):
 
 
 def pippenger(k, n: int, c: int, max_entries: int, xp, affine_min_pairs: int | None = None, mark=None,
-              affine_variant: int = 1, parts: int = 1, pair_levels: bool = False):
+              affine_variant: int = 1, parts: int = 1, pair_levels: bool = False, pair_merges: bool = False):
     """The MSM schedule, over a kernel set `k` (the GPU launches, or the CPU model's
     emulation of the same kernels). Returns k.combine's result.
 
@@ -295,6 +324,7 @@ def pippenger(k, n: int, c: int, max_entries: int, xp, affine_min_pairs: int | N
     threshold first (G1), the pass redone in XYZZ if a round met x1 == x2.
     affine_variant: affine_rounds' variant (2: quad kernels).
     pair_levels: the window reduction's later levels by k.window_pair (reduce_windows, optimization R1).
+    pair_merges: the bucket sums' merges by k.merge_pairs (bucket_sums, optimization R2).
     mark(name), when given, is called after each step (profiling).
 
     k.digits(c, w0, w1) -> uint64 keys [(w1 - w0) * n]
@@ -302,6 +332,7 @@ def pippenger(k, n: int, c: int, max_entries: int, xp, affine_min_pairs: int | N
     k.sum_xyzz(partials, seg_bucket, seg_first, offsets, S, total) -> partials [total]
     k.affine_plan, k.affine_round, k.reset_degenerate(), k.degenerate(): see affine_rounds
     k.window_level(A, T, count, L, first, log_scale) -> (A', T') [count]; A None at the first
+    k.merge_pairs(partials, plan, total) -> partials [total], output o = the pair (or single) of plan[o]
     k.window_pair(A, T, count, first, log_scale) -> (A', T') [count], from 2 * count entries (T' None
     or unused when log_scale is 0)
     k.concat(list of arrays) -> one array; k.combine(window_sums, nw, c) -> the result
@@ -331,10 +362,10 @@ def pippenger(k, n: int, c: int, max_entries: int, xp, affine_min_pairs: int | N
             if rounds and k.degenerate():   # P + P or P + (-P) met: this pass in XYZZ instead
                 k.stats["fallbacks"] = k.stats.get("fallbacks", 0) + 1
             elif rounds:
-                partials = bucket_sums(k, pts, False, off, nb, xp)
+                partials = bucket_sums(k, pts, False, off, nb, xp, pairs=pair_merges)
             del pts, off
         if partials is None:
-            partials = bucket_sums(k, keys, True, offsets, nb, xp)
+            partials = bucket_sums(k, keys, True, offsets, nb, xp, pairs=pair_merges)
         mark("bucket sums")
         del keys
         pending.append(partials)

@@ -1,7 +1,7 @@
 """Where a G1 MSM's time goes: each step of msm_plan.pippenger between CUDA events (its mark hook).
 
     python3 tools/experiments/msm_profile.py [LOG_N ...] [--affine] [--c C ...] [--pairs both|on|off]
---pairs: the window reduction by pair levels (R1) on, off, or both interleaved.
+--pairs: the window reduction by pair levels and the merges by pairs (R1 and R2 together) on, off, or both.
 """
 import argparse
 
@@ -37,7 +37,7 @@ class Marks:
 def profile(bases, inf, scalars, c, bucket_sum, min_pairs=None, pair_levels=False):
     m = Marks()
     msm.msm_xyzz(1, bases, inf, scalars, c, bucket_sum=bucket_sum, affine_min_pairs=min_pairs, mark=m,
-                 pair_levels=pair_levels)
+                 pair_levels=pair_levels, pair_merges=pair_levels)
     return m.total(), m.ms, dict(msm.last_stats)
 
 
@@ -57,7 +57,7 @@ def main():
         for c in args.c or sorted({plan.choose_window(1 << L, affine=args.affine), 16, 20}):
             for pl in pairs:
                 total, ms, st = profile(bases, inf, scalars, c, kind, pair_levels=pl)
-                print(f"2^{L} {kind} c={c} R1={'on' if pl else 'off'}: total {total:.1f} ms | "
+                print(f"2^{L} {kind} c={c} R1+R2={'on' if pl else 'off'}: total {total:.1f} ms | "
                       + ", ".join(f"{k}: {v:.1f}" for k, v in ms.items()) + f" | {st}", flush=True)
 
 if __name__ == "__main__":
