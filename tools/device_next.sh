@@ -28,7 +28,7 @@
 # V5 = variant 3 rewritten, tested and timed; G2 windows of small MSMs; one 2^27 partition;
 # V6 = D5 tested and A/B; G2 windows at 2^15; a warm 2^27 partition; U2 (10 x 2^27 with B2);
 # V7 = the same-machine snarkjs ratio at 2^18 with M2; V8 = M2 alone at 2^24.
-# Session 6: W1 = where the 2^18 resident proof's time goes (host cProfile, kernel durations); W2 = R1; W3 = R2.
+# Session 6: W1 = where the 2^18 resident proof's time goes (host cProfile, kernel durations); W2 = R1; W3 = R2; W4 = P2 and the same-machine snarkjs ratio.
 set -o pipefail
 source tools/device_setup.sh >/dev/null 2>&1
 export CUZK_CUBIN_DIR=$PWD/.cubin CUZK_CACHE_DIR=/tmp/cz
@@ -226,6 +226,16 @@ W3)
   timeout 100 python3 tools/experiments/resident_ab.py 18 12 "" +R1 +R1,+R2 2>&1 | tail -5
   CUZK_OPT=+R1,+R2 timeout 120 bash tools/nsys_resident.sh 18 2>&1 | tail -3
   timeout 150 python3 tools/experiments/msm_profile.py 26 --affine --c 20 --pairs both 2>&1 | tail -3 ;;
+W4)
+  # session 6: P2 (G2 work overlapped): its GPU tests and every toggle alone; the resident 2^18 A/B/C; then the
+  # same-machine snarkjs ratio at 2^18 with R1, R2 (and P2 when its tests passed). Carry .nodebundle.
+  opt=+R1,+R2,+P2
+  timeout 150 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests/test_gpu.py -k "p2 or each_optimization" \
+      2>&1 | tail -3 | tee /tmp/w4t.txt
+  grep -q failed /tmp/w4t.txt && opt=+R1,+R2
+  timeout 100 python3 tools/experiments/resident_ab.py 18 12 "" +R1,+R2 +R1,+R2,+P2 2>&1 | tail -4
+  echo "snarkjs ratio with CUZK_OPT=$opt"
+  CUZK_OPT=$opt OUT=$OUT timeout 300 bash tools/gpu_snarkjs_same_machine.sh 18 2>&1 | tail -6 ;;
 U5)
   OUT=$OUT timeout 560 bash tools/gpu_snarkjs_same_machine.sh 16,18 2>&1 | tail -12 ;;
 U1)
