@@ -118,7 +118,7 @@ register(Optimization(
     "R1", ("ntt_msm_h", "tail_msm", "b_g2"),
     "window reduction by pair levels (entries 2g, 2g + 1 -> g; A' and T' made by two warps, two adds deep) "
     "after the first level, instead of chunks of 4 by running sums (about 3L = 12 adds deep a level)",
-    False,
+    True,     # on since session 6: 2^18 resident proof x0.90 / x0.89 (W2, W3 A/B); 2^26 MSM unchanged (W3)
     "2^18 resident proof: window-level kernel time 10.8 -> ~4 ms (G1 4.4 -> ~1.7, G2 6.4 -> ~2.3: the "
     "levels' dependent chain 58 -> 20 adds for 2^10 buckets), proof -4..-7 ms; 2^24 and above no "
     "significant change (the first level, unchanged, is the reduction's work)",
@@ -127,7 +127,7 @@ register(Optimization(
     "R2", ("ntt_msm_h", "batch_addition", "tail_msm", "b_g2"),
     "partial sums merged in pairs (one full add deep a level, kernel merge_pairs) instead of chains of up to "
     "16 (MSM buckets) or 4 (batch sums) full adds a thread",
-    False,
+    True,     # on since session 6: 2^18 resident proof x0.89 on top of R1 (W3 A/B); 2^26 MSM unchanged (W3)
     "2^18 resident proof: g2_sum_xyzz + g1_sum_xyzz kernel time 11.6 -> ~6 ms (the G2 batch sum's 7 levels of "
     "4-deep chains -> 14 levels of 1; an MSM bucket's ~6-16 partials: one chain of that depth -> 3-4 levels "
     "of 1), proof -3..-5 ms, more host syncs (one a level in the MSM merges); 2^24 and above no significant "

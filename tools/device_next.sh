@@ -28,7 +28,8 @@
 # V5 = variant 3 rewritten, tested and timed; G2 windows of small MSMs; one 2^27 partition;
 # V6 = D5 tested and A/B; G2 windows at 2^15; a warm 2^27 partition; U2 (10 x 2^27 with B2);
 # V7 = the same-machine snarkjs ratio at 2^18 with M2; V8 = M2 alone at 2^24.
-# Session 6: W1 = where the 2^18 resident proof's time goes (host cProfile, kernel durations); W2 = R1; W3 = R2; W4 = P2 and the same-machine snarkjs ratio.
+# Session 6: W1 = where the 2^18 resident proof's time goes (host cProfile, kernel durations); W2 = R1; W3 = R2; W4 = P2 and the same-machine snarkjs ratio;
+# W5, W6 = the whole GPU suite with R1, R2 on by default, and their 2^24 ablation.
 set -o pipefail
 source tools/device_setup.sh >/dev/null 2>&1
 export CUZK_CUBIN_DIR=$PWD/.cubin CUZK_CACHE_DIR=/tmp/cz
@@ -236,6 +237,15 @@ W4)
   timeout 100 python3 tools/experiments/resident_ab.py 18 12 "" +R1,+R2 +R1,+R2,+P2 2>&1 | tail -4
   echo "snarkjs ratio with CUZK_OPT=$opt"
   CUZK_OPT=$opt OUT=$OUT timeout 300 bash tools/gpu_snarkjs_same_machine.sh 18 2>&1 | tail -6 ;;
+W5)
+  # session 6: the whole GPU suite with R1 and R2 on by default, part 1 (every file but test_gpu.py)
+  timeout 420 python3 -m pytest -q -m gpu -p no:cacheprovider -rf --durations=5 tests --ignore=tests/test_gpu.py \
+      2>&1 | tail -12 ;;
+W6)
+  # session 6: part 2 (test_gpu.py), then R1 and R2 alone at 2^24 (porep_partition, key made on the GPU)
+  timeout 300 python3 -m pytest -q -m gpu -p no:cacheprovider -rf --durations=5 tests/test_gpu.py 2>&1 | tail -10
+  timeout 260 python3 -m cuzk ablate --backend cuda --circuit porep_partition --log-size 24 --repeat 6 \
+      --opt-set R1,R2 --no-leave-one-out --device-keygen --max-seconds 200 --json $OUT/ablate_r12_24.json 2>&1 | tail -16 ;;
 U5)
   OUT=$OUT timeout 560 bash tools/gpu_snarkjs_same_machine.sh 16,18 2>&1 | tail -12 ;;
 U1)

@@ -24,8 +24,8 @@ THREADS = 128
 _AFFINE_WORDS = {1: G1_WORDS, 2: G2_WORDS}
 BUCKET_SUMS = ("xyzz", "affine")
 DEFAULT_BUCKET_SUM = {1: "affine", 2: "xyzz"}  # G1 affine: 2^26 550 ms vs 960 (xyzz c=16), docs/perf-log.md
-DEFAULT_PAIR_LEVELS = False   # optimizations R1 and R2 (cuzk/opts.py) set them per call through the backend
-DEFAULT_PAIR_MERGES = False
+DEFAULT_PAIR_LEVELS = True    # R1 and R2 (cuzk/opts.py, on by default); the backend passes them per call
+DEFAULT_PAIR_MERGES = True
 last_stats: dict = {}                         # of the latest msm_xyzz: affine_rounds, fallbacks
 DEFAULT_AFFINE_VARIANT = 1                    # 2: quad round kernels (issue 5); CUZK_MSM_AFFINE_VARIANT overrides
 
