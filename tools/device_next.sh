@@ -244,7 +244,9 @@ W5)
 W6)
   # session 6: part 2 (test_gpu.py), then R1 and R2 alone at 2^24 (porep_partition, key made on the GPU)
   timeout 300 python3 -m pytest -q -m gpu -p no:cacheprovider -rf --durations=5 tests/test_gpu.py 2>&1 | tail -10
-  timeout 260 python3 -m cuzk ablate --backend cuda --circuit porep_partition --log-size 24 --repeat 6 \
+  bash tools/device_next.sh W7 ;;
+W7)
+  timeout 260 python3 -m cuzk ablate --backend cuda --circuit porep_partition --log-size 24 --repeat 8 \
       --opt-set R1,R2 --no-leave-one-out --device-keygen --max-seconds 200 --json $OUT/ablate_r12_24.json 2>&1 | tail -16 ;;
 U5)
   OUT=$OUT timeout 560 bash tools/gpu_snarkjs_same_machine.sh 16,18 2>&1 | tail -12 ;;
