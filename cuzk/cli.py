@@ -446,7 +446,7 @@ def cmd_ablate(args) -> int:
                          parallel_synthesis=args.parallel_synthesis, synthesis_pool=args.synthesis_pool or "thread",
                          convention=args.convention, generator=args.generator,
                          leave_one_out=not args.no_leave_one_out, max_seconds=args.max_seconds,
-                         device_keygen=args.device_keygen)
+                         device_keygen=args.device_keygen, others=args.others)
     resume = None
     if args.resume:                        # the saved run's setup; this command line gives repeat, confidence, time
         try:
@@ -628,6 +628,9 @@ def build_parser() -> argparse.ArgumentParser:
     ab.add_argument("--resume", metavar="FILE.json",
                     help="go on with a run saved with --json (e.g. cut short by --max-seconds) up to --repeat "
                          "rounds: its setup is reused, its rounds kept; the result goes to --json (default: FILE)")
+    ab.add_argument("--others", choices=("off", "defaults"), default="off",
+                    help="the optimizations outside --opt-set: off everywhere (default), or at their registry "
+                         "defaults (each of the set then measured against the defaults without it)")
     ab.add_argument("--no-leave-one-out", action="store_true",
                     help="skip the leave-one-out configurations: baseline, each alone and all (the founding scenario)")
     ab.add_argument("--confidence", type=float, default=None,

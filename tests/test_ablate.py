@@ -164,6 +164,21 @@ def test_configurations_without_leave_one_out():
     assert {c.kind for c in cs} == {"baseline", "single", "all"}
 
 
+def test_configurations_with_the_others_at_their_defaults():
+    """--others defaults: each of the set is switched on and off where every other optimization keeps its
+    registry default."""
+    from cuzk.opts import resolve
+    defaults = resolve("", env=False).as_dict()
+    cs = ablate.configurations(["R2", "B1"], leave_one_out=False, others="defaults")
+    by = {c.label: c.opts.as_dict() for c in cs}
+    assert by["baseline"] == {**defaults, "R2": False, "B1": False}
+    assert by["R2"] == {**defaults, "R2": True, "B1": False}
+    assert by["all"] == {**defaults, "R2": True, "B1": True}
+    assert ablate.configurations(["R2"])[0].opts.as_dict() == {n: False for n in REGISTRY}   # off by default
+    with pytest.raises(ValueError):
+        ablate.configurations(["R2"], others="on")
+
+
 def test_no_leave_one_out_run(tmp_path, capsys):
     js = tmp_path / "s.json"
     rc = main(["ablate", "--backend", "cpu", "--log-size", "5", "--repeat", "8", "--opt-set", "A1,A2,D4",

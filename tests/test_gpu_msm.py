@@ -126,6 +126,21 @@ def test_pair_levels_edge_cases(cp, group, kind):
 
 
 @pytest.mark.parametrize("group", [1, 2])
+def test_pair_merges_chains_first_above_the_threshold(cp, group, monkeypatch):
+    """R2 with PAIR_MERGE_MAX lowered: levels above it merge by MERGE_S chains, the rest in pairs."""
+    from cuzk.gpu import msm_plan
+    from cuzk.gpu.batch_add import batch_add
+    from cuzk.gpu.msm import msm_g1, msm_g2
+    monkeypatch.setattr(msm_plan, "PAIR_MERGE_MAX", 64)
+    rng = random.Random(seed())
+    pts, sc = edge_case(group, "same", 2000, rng)                # one bucket a window: 250 partials
+    b, inf, s = upload(cp, group, pts, sc)
+    assert (msm_g1 if group == 1 else msm_g2)(b, inf, s, c=5, pair_merges=True) == want(group, pts, sc)
+    idx = cp.arange(len(pts), dtype=cp.int64)
+    assert batch_add(group, b, inf, idx, pair_merges=True) == want(group, pts, [1] * len(pts))
+
+
+@pytest.mark.parametrize("group", [1, 2])
 @pytest.mark.parametrize("n", [31, 3000])
 def test_pair_merges_random(cp, group, n):
     from cuzk.gpu.msm import msm_g1, msm_g2

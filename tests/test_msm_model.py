@@ -1068,6 +1068,29 @@ def test_one_bucket_sum_pairs(count, S):
     assert getattr(k, "pair_merges", 0) == math.ceil(math.log2(-(-count // S)))
 
 
+@pytest.mark.parametrize("where", ["bucket", "one", "few"])
+def test_pair_merges_above_the_threshold_chain_first(where, monkeypatch):
+    """R2 above PAIR_MERGE_MAX partials: MERGE_S (or M) chains first, pairs once a level is small enough;
+    the same sums."""
+    monkeypatch.setattr(plan, "PAIR_MERGE_MAX", 40)
+    rng = random.Random(17)
+    n = 64
+    bases = [rng.randrange(1, R) for _ in range(n)]
+    count = 3000
+    rows = [rng.randrange(n) for _ in range(count)]
+    keys = np.array([r << 1 for r in rows], dtype=np.uint64)
+    want = sum(bases[r] for r in rows) % R
+    k = ModelKernels(IntGroup(), bases, [False] * n, [0] * n)
+    if where == "bucket":
+        got = plan.bucket_sums(k, keys, True, np.array([0, count], dtype=np.int64), 1, np, S=8, pairs=True)
+    elif where == "one":
+        got = plan.one_bucket_sum(k, keys, True, count, 8, np, pairs=True)
+    else:
+        got = plan.few_bucket_sums([(k, keys, True, count)], 8, np, pairs=True)
+    assert got[0] % R == want
+    assert k.merges >= 1 and k.pair_merges >= 1      # 375 partials: chains down to <= 40, then pairs
+
+
 @pytest.mark.parametrize("counts", [[1], [1, 1], [5, 1, 2, 8], [3, 100, 1, 64]])
 def test_known_pair_plan(counts):
     """The host-made pair plan equals msm_affine_plan's words from the offsets."""

@@ -29,7 +29,8 @@
 # V6 = D5 tested and A/B; G2 windows at 2^15; a warm 2^27 partition; U2 (10 x 2^27 with B2);
 # V7 = the same-machine snarkjs ratio at 2^18 with M2; V8 = M2 alone at 2^24.
 # Session 6: W1 = where the 2^18 resident proof's time goes (host cProfile, kernel durations); W2 = R1; W3 = R2; W4 = P2 and the same-machine snarkjs ratio;
-# W5, W6 = the whole GPU suite with R1, R2 on by default, and their 2^24 ablation.
+# W5, W6 = the whole GPU suite with R1, R2 on by default; W7 = their 2^24 ablation (others off);
+# W8 = R2 with its threshold, and R1, R2 at 2^24 with the others at their defaults.
 set -o pipefail
 source tools/device_setup.sh >/dev/null 2>&1
 export CUZK_CUBIN_DIR=$PWD/.cubin CUZK_CACHE_DIR=/tmp/cz
@@ -248,6 +249,15 @@ W6)
 W7)
   timeout 260 python3 -m cuzk ablate --backend cuda --circuit porep_partition --log-size 24 --repeat 8 \
       --opt-set R1,R2 --no-leave-one-out --device-keygen --max-seconds 200 --json $OUT/ablate_r12_24.json 2>&1 | tail -16 ;;
+W8)
+  # session 6: R2 only where a merge level has <= PAIR_MERGE_MAX partials (W7: slower at 2^24 with the others
+  # off); its GPU tests; R1, R2 at 2^24 with the other optimizations at their defaults; the 2^18 A/B again
+  timeout 200 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests/test_gpu_msm.py tests/test_gpu_msm_many.py \
+      tests/test_gpu.py -k "pair or batch_add or batch_many or each_optimization or same_parts or p2" 2>&1 | tail -3
+  timeout 240 python3 -m cuzk ablate --backend cuda --circuit porep_partition --log-size 24 --repeat 8 \
+      --opt-set R1,R2 --others defaults --no-leave-one-out --device-keygen --max-seconds 180 \
+      --json $OUT/ablate_r12_24d.json 2>&1 | grep -A4 "^| opt"
+  timeout 100 python3 tools/experiments/resident_ab.py 18 12 "" -R2 -R1,-R2 2>&1 | tail -4 ;;
 U5)
   OUT=$OUT timeout 560 bash tools/gpu_snarkjs_same_machine.sh 16,18 2>&1 | tail -12 ;;
 U1)

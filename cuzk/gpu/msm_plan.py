@@ -20,6 +20,8 @@ SCALAR_BITS = 255        # r < 2^255
 C_MAX = 22               # largest window choose_window picks (the window reduction is parallel now)
 C_LIMIT = 24             # largest window accepted: a pass's bucket ids must fit the key's 32 bits
 MERGE_S = 16             # entries per segment when merging a bucket's partial sums
+PAIR_MERGE_MAX = 1 << 19 # R2 merges in pairs only levels of at most this many partials (latency-bound; above, a
+                         # pair level's copies of every finished bucket cost more than MERGE_S chains: W7, 2^24)
 ZERO_KEY = (1 << 64) - 1 # a zero digit or a base at infinity: sorts after every bucket
 
 # Cost model of choose_window, in Fp-multiplication equivalents.
@@ -205,16 +207,17 @@ def affine_rounds(k, keys, offsets, min_pairs: int, xp, variant: int = 1):
 def bucket_sums(k, src, keyed: bool, offsets, nb: int, xp, S: int | None = None, pairs: bool = False):
     """One XYZZ sum per bucket of the runs src[offsets[b]:offsets[b+1]] (keys or affine points):
     segments of S entries (default: first_segment_size), then merges of MERGE_S partials until one
-    per bucket (pairs, optimization R2: pair merges, one add deep a level, k.merge_pairs over
-    k.affine_plan's words)."""
+    per bucket (pairs, optimization R2: a level of at most PAIR_MERGE_MAX partials merges them in pairs,
+    one add deep, k.merge_pairs over k.affine_plan's words)."""
     S = first_segment_size(int(offsets[-1]), nb) if S is None else S
     seg_first, seg_bucket, total = segment_plan(offsets, S, xp)
     partials = k.sum_affine(src, keyed, seg_bucket, seg_first, offsets, S, total)
-    while pairs and total > nb:           # every bucket has at least one partial: total == nb is one each
-        out_off, total = round_offsets(seg_first, xp)
-        partials = k.merge_pairs(partials, k.affine_plan(seg_first, out_off, total), total)
-        seg_first = out_off
-    while total > nb:                     # some bucket has several partials: merge them
+    while total > nb:                     # some bucket has several partials (total == nb: one each)
+        if pairs and total <= PAIR_MERGE_MAX:
+            out_off, total = round_offsets(seg_first, xp)
+            partials = k.merge_pairs(partials, k.affine_plan(seg_first, out_off, total), total)
+            seg_first = out_off
+            continue
         offsets = seg_first
         seg_first, seg_bucket, total = segment_plan(offsets, MERGE_S, xp)
         partials = k.sum_xyzz(partials, seg_bucket, seg_first, offsets, MERGE_S, total)
@@ -248,13 +251,14 @@ def one_bucket_sum(k, src, keyed: bool, count: int, S: int, xp, M: int = MERGE_O
     nseg = max(1, -(-count // S))
     offsets, seg_first, seg_bucket = plan_of(count, nseg)
     partials = k.sum_affine(src, keyed, seg_bucket, seg_first, offsets, S, nseg)
-    while pairs and nseg > 1:             # R2: pair merges, planned without reading the device
-        half = -(-nseg // 2)
-        o = xp.arange(half, dtype=xp.uint32)
-        words = (o << xp.uint32(2)) | (2 * o + 1 < nseg).astype(xp.uint32)
-        partials = k.merge_pairs(partials, words, half)
-        nseg = half
     while nseg > 1:
+        if pairs and nseg <= PAIR_MERGE_MAX:   # R2: pair merges, planned without reading the device
+            half = -(-nseg // 2)
+            o = xp.arange(half, dtype=xp.uint32)
+            words = (o << xp.uint32(2)) | (2 * o + 1 < nseg).astype(xp.uint32)
+            partials = k.merge_pairs(partials, words, half)
+            nseg = half
+            continue
         count, nseg = nseg, -(-nseg // M)
         offsets, seg_first, seg_bucket = plan_of(count, nseg)
         partials = k.sum_xyzz(partials, seg_bucket, seg_first, offsets, M, nseg)
@@ -288,10 +292,11 @@ def few_bucket_sums(first: list, S: int, xp, M: int = MERGE_ONE, pairs: bool = F
         counts += nseg
     k = first[0][0]
     partials = k.concat(parts)
-    while pairs and max(counts) > 1:      # R2: pair merges (known_pair_plan)
-        words, counts = known_pair_plan(counts, xp)
-        partials = k.merge_pairs(partials, words, sum(counts))
     while max(counts) > 1:
+        if pairs and sum(counts) <= PAIR_MERGE_MAX:   # R2: pair merges (known_pair_plan)
+            words, counts = known_pair_plan(counts, xp)
+            partials = k.merge_pairs(partials, words, sum(counts))
+            continue
         offsets, seg_first, seg_bucket, nseg = known_plan(counts, M, xp)
         partials = k.sum_xyzz(partials, seg_bucket, seg_first, offsets, M, sum(nseg))
         counts = nseg

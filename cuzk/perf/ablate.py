@@ -1,7 +1,8 @@
 """`cuzk ablate`: which optimization does what, measured in one interleaved run.
 
 Configurations: baseline (every optimization of the set off), each optimization alone, each left out
-of `all` (leave-one-out), and `all`; optimizations outside `--opt-set` stay off everywhere. Flag sets
+of `all` (leave-one-out), and `all`; optimizations outside `--opt-set` stay off everywhere (`--others
+defaults`: at their registry defaults, to measure a change where the others are on). Flag sets
 that coincide (with one optimization, `all` is that one alone) are measured once, under every label.
 
 One process holds the proving key resident once (one load on the backend, shared by one Prover per
@@ -58,6 +59,9 @@ class Config:
                 "optimizations": self.opts.as_dict()}
 
 
+OTHERS = ("off", "defaults")   # what the optimizations outside --opt-set are set to
+
+
 def parse_opt_set(spec: str | None) -> list[str]:
     if not spec or spec.strip() == "all":
         return list(REGISTRY)
@@ -74,11 +78,16 @@ def parse_opt_set(spec: str | None) -> list[str]:
     return names
 
 
-def configurations(names: list[str], leave_one_out: bool = True) -> list[Config]:
+def configurations(names: list[str], leave_one_out: bool = True, others: str = "off") -> list[Config]:
     """baseline, each alone, each left out of all (unless leave_one_out is False: the founding
-    scenario, all against each alone), all; coinciding flag sets measured once."""
+    scenario, all against each alone), all; coinciding flag sets measured once. others: the
+    optimizations outside names are "off" everywhere, or at their registry "defaults"."""
+    if others not in OTHERS:
+        raise OptError(f"others must be one of {OTHERS}, got {others!r}")
+    base = "none" if others == "off" else ""
+
     def opts(on) -> OptSet:
-        return resolve(",".join(["none"] + [f"+{n}" for n in on]), env=False)
+        return resolve(",".join([base] + [f"-{n}" for n in names] + [f"+{n}" for n in on]), env=False)
     wanted = [("baseline", "baseline", opts([]))]
     wanted += [(n, "single", opts([n])) for n in names]
     if leave_one_out:
@@ -112,6 +121,7 @@ class Setup:
     seed: int = 0                 # of the per-round orders
     max_seconds: float | None = None   # no new round once the next would end past this (>= 2 rounds run)
     device_keygen: bool = False   # key made on the GPU and kept there (no host key: not with A4)
+    others: str = "off"           # the optimizations outside names: "off", or at their registry "defaults"
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
@@ -135,7 +145,7 @@ class Ablation:
         goes on from there up to setup.repeat rounds (every round is paired within itself, so rounds
         from another process or machine still pair; the result lists where each part came from)."""
         self.s, self.log, self.checkpoint, self.resume = setup, log, checkpoint, resume
-        self.configs = configurations(setup.names, setup.leave_one_out)
+        self.configs = configurations(setup.names, setup.leave_one_out, setup.others)
         self.by_label = {}
         for c in self.configs:
             for lab in [c.label, *c.aliases]:
@@ -412,7 +422,8 @@ def markdown(res: dict) -> str:
            "",
            f"{s['configurations']} configurations (baseline, each of {', '.join(s['names'])} alone, "
            + ("each left out of all, " if s.get("leave_one_out", True) else "")
-           + f"all; others off) x {res.get('rounds_done', s['repeat'])} interleaved rounds"
+           + f"all; others {'at their defaults' if s.get('others') == 'defaults' else 'off'}) x "
+           + f"{res.get('rounds_done', s['repeat'])} interleaved rounds"
            + (f" (of {s['repeat']} asked: stopped by --max-seconds or cut short)"
               if res.get("rounds_done", s["repeat"]) < s["repeat"] else "")
            + ", each in a fresh random order. "
