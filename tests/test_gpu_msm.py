@@ -131,11 +131,12 @@ def test_pair_merges_chains_first_above_the_threshold(cp, group, monkeypatch):
     from cuzk.gpu import msm_plan
     from cuzk.gpu.batch_add import batch_add
     from cuzk.gpu.msm import msm_g1, msm_g2
-    monkeypatch.setattr(msm_plan, "PAIR_MERGE_MAX", 64)
     rng = random.Random(seed())
     pts, sc = edge_case(group, "same", 2000, rng)                # one bucket a window: 250 partials
     b, inf, s = upload(cp, group, pts, sc)
+    monkeypatch.setattr(msm_plan, "PAIR_MERGE_MAX", 2000)       # 13.7K partials: one chain level to 1612, pairs
     assert (msm_g1 if group == 1 else msm_g2)(b, inf, s, c=5, pair_merges=True) == want(group, pts, sc)
+    monkeypatch.setattr(msm_plan, "PAIR_MERGE_MAX", 64)         # a batch sum's 250 partials: chains to 63, pairs
     idx = cp.arange(len(pts), dtype=cp.int64)
     assert batch_add(group, b, inf, idx, pair_merges=True) == want(group, pts, [1] * len(pts))
 
