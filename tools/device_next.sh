@@ -258,6 +258,9 @@ W8)
       --opt-set R1,R2 --others defaults --no-leave-one-out --device-keygen --max-seconds 180 \
       --json $OUT/ablate_r12_24d.json 2>&1 | grep -A4 "^| opt"
   timeout 100 python3 tools/experiments/resident_ab.py 18 12 "" -R2 -R1,-R2 2>&1 | tail -4 ;;
+W9)
+  # session 6: one 2^27 partition with the new defaults (R1, R2, M2), after a 2^20 warm-up: proved and verified
+  OUT=$OUT CUZK_PART_TIMEOUT=300 bash tools/gpu_partition.sh 20 27 2>&1 | grep -v "^\[" | tail -16 ;;
 U5)
   OUT=$OUT timeout 560 bash tools/gpu_snarkjs_same_machine.sh 16,18 2>&1 | tail -12 ;;
 U1)
