@@ -5,7 +5,8 @@ prep_msm      0/1/other split of the witness on the GPU, merged over the batch
 ntt_msm_h     H scalars by NTTs, then their G1 MSM
 batch_addition  the 1-scalar bases summed through the MSM's bucket-sum kernels (M2: a circuit's G1 sums together)
 tail_msm      G1 MSMs over the batch's shared tail bases (gathered once; M2: a circuit's three as one multi-MSM)
-b_g2          G2 MSM over the tail (A4 moves it to the CPU, a thread pool across circuits)
+b_g2          G2 MSM over the tail (A4 moves it to the CPU, a thread pool across circuits; P2 starts the whole
+              B_G2 term on a second stream when prep_msm ends, and this phase waits for it)
 proof_assembly  on the host (a handful of point operations with random r, s)
 PhaseRecord.impl says where each phase ran.
 """
