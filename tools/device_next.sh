@@ -261,6 +261,9 @@ W8)
 W9)
   # session 6: one 2^27 partition with the new defaults (R1, R2, M2), after a 2^20 warm-up: proved and verified
   OUT=$OUT CUZK_PART_TIMEOUT=300 bash tools/gpu_partition.sh 20 27 2>&1 | grep -v "^\[" | tail -16 ;;
+W10)
+  # session 6: the same-machine snarkjs ratio at 2^18 with the final defaults (R1, R2 on; P2 off). Carry .nodebundle
+  OUT=$OUT timeout 280 bash tools/gpu_snarkjs_same_machine.sh 18 2>&1 | tail -5 ;;
 U5)
   OUT=$OUT timeout 560 bash tools/gpu_snarkjs_same_machine.sh 16,18 2>&1 | tail -12 ;;
 U1)
