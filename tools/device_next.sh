@@ -30,7 +30,12 @@
 # V7 = the same-machine snarkjs ratio at 2^18 with M2; V8 = M2 alone at 2^24.
 # Session 6: W1 = where the 2^18 resident proof's time goes (host cProfile, kernel durations); W2 = R1; W3 = R2; W4 = P2 and the same-machine snarkjs ratio;
 # W5, W6 = the whole GPU suite with R1, R2 on by default; W7 = their 2^24 ablation (others off);
-# W8 = R2 with its threshold, and R1, R2 at 2^24 with the others at their defaults.
+# W8 = R2 with its threshold, and R1, R2 at 2^24 with the others at their defaults; W9 = one 2^27 partition;
+# U2 again (10 x 2^27 with the new defaults); W10 = the snarkjs ratio with the final defaults (178.9x there,
+# 229.8x on W4's machine). Run tools/device_commit.sh here, before a call, never in the call's command.
+# Left for session 7: host dispatch of the small proof (the ratio's spread between machines is the host's:
+# segment_plan's and round_offsets' device reads, the popcount samples, ~600 launches), then the 2^26 MSM's
+# rounds (a dedicated Fp squaring) and its sort (50.9 ms).
 set -o pipefail
 source tools/device_setup.sh >/dev/null 2>&1
 export CUZK_CUBIN_DIR=$PWD/.cubin CUZK_CACHE_DIR=/tmp/cz
