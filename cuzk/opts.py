@@ -134,6 +134,16 @@ register(Optimization(
     "change",
 ))
 register(Optimization(
+    "H1", ("ntt_msm_h", "tail_msm", "b_g2"),
+    "an MSM pass's affine rounds, segment sums and merges sized from two reads of the device made up front "
+    "(every size is a function of the bucket counts), instead of a read before each round and merge level; "
+    "a degenerate round redoes the MSM as before",
+    False,
+    "2^18 resident proof -3..-6 ms (~9 device reads an MSM -> 3: the GPU runs the rounds, sums and merges "
+    "while the host queues them), more on machines with slow hosts; 2^24 and above no significant change. "
+    "CPU-model tested only in session 6: GPU tests and the A/B are session 7's first device case",
+))
+register(Optimization(
     "P2", ("batch_addition", "b_g2"),
     "a circuit's G2 work (B_G2's sum over its 1-scalars and its tail MSM) on its own CUDA stream and thread, "
     "started when prep_msm ends and overlapping ntt_msm_h, batch_addition and tail_msm; b_g2 then times the "

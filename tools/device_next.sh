@@ -33,7 +33,7 @@
 # W8 = R2 with its threshold, and R1, R2 at 2^24 with the others at their defaults; W9 = one 2^27 partition;
 # U2 again (10 x 2^27 with the new defaults); W10 = the snarkjs ratio with the final defaults (178.9x there,
 # 229.8x on W4's machine). Run tools/device_commit.sh here, before a call, never in the call's command.
-# Left for session 7: host dispatch of the small proof (the ratio's spread between machines is the host's:
+# Left for session 7: X1 (H1, written in session 6 and tested on the CPU model only), then host dispatch of the small proof (the ratio's spread between machines is the host's:
 # segment_plan's and round_offsets' device reads, the popcount samples, ~600 launches), then the 2^26 MSM's
 # rounds (a dedicated Fp squaring) and its sort (50.9 ms).
 set -o pipefail
@@ -269,6 +269,15 @@ W9)
 W10)
   # session 6: the same-machine snarkjs ratio at 2^18 with the final defaults (R1, R2 on; P2 off). Carry .nodebundle
   OUT=$OUT timeout 280 bash tools/gpu_snarkjs_same_machine.sh 18 2>&1 | tail -5 ;;
+X1)
+  # session 7, first: H1 (each MSM pass sized from two reads of the device; CPU-model tested in session 6):
+  # its GPU tests and every toggle alone, then the resident 2^18 A/B, then H1 at 2^24 with the others at defaults
+  timeout 200 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests/test_gpu_msm.py tests/test_gpu_msm_many.py \
+      tests/test_gpu.py -k "presized or each_optimization or same_parts" 2>&1 | tail -3
+  timeout 100 python3 tools/experiments/resident_ab.py 18 12 "" +H1 2>&1 | tail -3
+  timeout 240 python3 -m cuzk ablate --backend cuda --circuit porep_partition --log-size 24 --repeat 8 \
+      --opt-set H1 --others defaults --no-leave-one-out --device-keygen --max-seconds 180 \
+      --json $OUT/ablate_h1_24d.json 2>&1 | grep -A3 "^| opt" ;;
 U5)
   OUT=$OUT timeout 560 bash tools/gpu_snarkjs_same_machine.sh 16,18 2>&1 | tail -12 ;;
 U1)
