@@ -270,11 +270,11 @@ def presized_sums(k, keys, offsets, nb: int, xp, min_pairs: int | None, pairs: b
     S = first_segment_size(T[rounds], nb)
     n0 = xp.maximum((_ceil_shift(cnt, rounds) + (S - 1)) // S, 1)
     lmax = max(1, -(-T[rounds] // S)).bit_length() + 1          # > log2 of the most partials a bucket has
-    chain = [n0]
-    for _ in range(lmax):
+    chain = [n0]                          # MERGE_S levels: log16 of the pair levels' bound
+    for _ in range(-(-lmax // 4) + 1):
         chain.append(xp.maximum((chain[-1] + (MERGE_S - 1)) // MERGE_S, 1))
-    sizes = host_ints(xp, [_ceil_shift(n0, l).sum() for l in range(lmax + 1)] + [c.sum() for c in chain])   # read 2
-    P, C = sizes[:lmax + 1], sizes[lmax + 1:]
+    sizes = host_ints(xp, [_ceil_shift(n0, l).sum() for l in range(lmax + 1)] + [c.sum() for c in chain])
+    P, C = sizes[:lmax + 1], sizes[lmax + 1:]     # read 2: partials after each pair level, each chain level
     seg_first, seg_bucket, total = segment_plan(off, S, xp, P[0])
     partials = k.sum_affine(src, keyed, seg_bucket, seg_first, off, S, total)
     if pairs and P[0] <= PAIR_MERGE_MAX:
