@@ -144,16 +144,6 @@ register(Optimization(
     "CPU-model tested only in session 6: GPU tests and the A/B are session 7's first device case",
 ))
 register(Optimization(
-    "P2", ("batch_addition", "b_g2"),
-    "a circuit's G2 work (B_G2's sum over its 1-scalars and its tail MSM) on its own CUDA stream and thread, "
-    "started when prep_msm ends and overlapping ntt_msm_h, batch_addition and tail_msm; b_g2 then times the "
-    "wait for it (its sum leaves batch_addition), instead of in the phases one after another",
-    False,
-    "2^18 resident proof -5..-8 ms (b_g2 7.8 ms and the G2 batch sum ~2 ms are latency chains that the G1 "
-    "phases' own chains and host round trips leave room for; the GIL serializes the two threads' dispatch); "
-    "2^24 and above: no significant change (each phase fills the GPU)",
-))
-register(Optimization(
     "A4", ("b_g2",),
     "B_G2 MSM on the CPU, a thread pool across circuits, instead of the GPU G2 MSM",
     False,

@@ -335,28 +335,6 @@ def test_toggle_gives_same_parts(cp, opt, base):
     assert on.tail_msm(kh, prep, asgs) == off.tail_msm(kh, prep, asgs)
 
 
-@pytest.mark.parametrize("base", ["", "none", "+P1", "-M2"])
-def test_p2_same_b_g2_terms(cp, base):
-    """P2 (the G2 work overlapped on its own stream and thread) gives each circuit the same whole B_G2 term
-    (batch sum plus tail MSM) and the same G1 parts as the phases one after another, for two circuits."""
-    from py_arkworks_bls12381 import G2Point
-    from cuzk.backend.cuda import CudaBackend
-    from cuzk.keygen import cached_setup
-    off = CudaBackend(resolve(f"{base},-P2", env=False))
-    on = CudaBackend(resolve(f"{base},+P2", env=False))
-    r1cs, asgs = synthesize("porep_like", 10, resolve("none", env=False), seeds=(3, 4), assign_fn=off.assign)
-    pk, _, _ = cached_setup(r1cs, "coeff", 7)
-    kh = off.load_key(pk)
-    p_off, p_on = off.prep_msm(kh, asgs), on.prep_msm(kh, asgs)
-    assert p_off.g2_job is None and p_on.g2_job is not None
-    b_off, b_on = off.batch_addition(kh, p_off), on.batch_addition(kh, p_on)
-    assert all(b["b_g2"] == G2Point.identity() for b in b_on)
-    assert [{q: b[q] for q in ("a", "b_g1", "l")} for b in b_on] == [{q: b[q] for q in ("a", "b_g1", "l")} for b in b_off]
-    assert on.tail_msm(kh, p_on, asgs) == off.tail_msm(kh, p_off, asgs)
-    whole_off = [b["b_g2"] + t for b, t in zip(b_off, off.b_g2(kh, p_off, asgs))]
-    assert on.b_g2(kh, p_on, asgs) == whole_off
-
-
 def test_key_too_large_fails_cleanly_then_next_proof_works(cp):
     from cuzk.backend.cuda import CudaBackend
     from cuzk.gpu import srs

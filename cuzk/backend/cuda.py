@@ -5,8 +5,7 @@ prep_msm      0/1/other split of the witness on the GPU, merged over the batch
 ntt_msm_h     H scalars by NTTs, then their G1 MSM
 batch_addition  the 1-scalar bases summed through the MSM's bucket-sum kernels (M2: a circuit's G1 sums together)
 tail_msm      G1 MSMs over the batch's shared tail bases (gathered once; M2: a circuit's three as one multi-MSM)
-b_g2          G2 MSM over the tail (A4 moves it to the CPU, a thread pool across circuits; P2 starts the whole
-              B_G2 term on a second stream when prep_msm ends, and this phase waits for it)
+b_g2          G2 MSM over the tail (A4 moves it to the CPU, a thread pool across circuits)
 proof_assembly  on the host (a handful of point operations with random r, s)
 PhaseRecord.impl says where each phase ran.
 """
@@ -151,32 +150,10 @@ class Concurrent:
         return [f.result() for f in futs]
 
 
-class Overlap:
-    """P2: jobs on one non-blocking CUDA stream and one thread, each ordered after the work queued so far on
-    the caller's stream. The thread starts with an empty context, so no phase timer sees its spans."""
-
-    def __init__(self):
-        self.stream = cupy.cuda.Stream(non_blocking=True)
-        self.pool = ThreadPoolExecutor(1, thread_name_prefix="cuzk-p2")
-
-    def submit(self, fn):
-        ready = cupy.cuda.Event()
-        ready.record()
-
-        def run():
-            self.stream.wait_event(ready)
-            with self.stream:
-                out = fn()
-                self.stream.synchronize()
-            return out
-        return self.pool.submit(run)
-
-
 class CudaBackend(CpuBackend):
     name = "cuda"
     IMPL = {"synthesis": "mixed", "proof_assembly": "cpu"}
     _concurrent: Concurrent | None = None
-    _overlap: Overlap | None = None
 
     def _jobs(self, jobs: list) -> list:
         """Run jobs one after another, or concurrently under P1."""
@@ -240,19 +217,7 @@ class CudaBackend(CpuBackend):
 
     def prep_msm(self, kh: CudaKey, assignments):
         zs = cupy.stack([self._z(a) for a in assignments])
-        prep = gpu_prep(zs, kh.pk.num_inputs)
-        if self.opts.enabled("P2") and not self.opts.enabled("A4"):
-            if self._overlap is None:
-                self._overlap = Overlap()
-            prep.g2_job = self._overlap.submit(lambda: self._g2_terms(kh, prep, assignments))
-        return prep
-
-    def _g2_terms(self, kh: CudaKey, prep, assignments) -> list:
-        """P2: each circuit's whole B_G2 term, Σ over its 1-scalars plus its tail MSM (the G2 parts of
-        batch_addition and b_g2), on the overlap stream."""
-        tails = self._g2_tails(kh, prep, assignments)
-        one = gfr.upload([1])
-        return [self._sum_ones(kh.dev["b_g2"], ones, one) + t for ones, t in zip(prep.ones, tails)]
+        return gpu_prep(zs, kh.pk.num_inputs)
 
     def ntt_msm_h(self, kh: CudaKey, assignments) -> list:
         hb = kh.dev["h"]
@@ -273,17 +238,13 @@ class CudaBackend(CpuBackend):
         out = []
         for i, ones in enumerate(prep.ones):
             work = (("a", ones), ("b_g1", ones), ("b_g2", ones), ("l", prep.aux_part(ones)))
-            if prep.g2_job is not None:            # P2: B_G2's sum is in the overlapped job
-                work = tuple(w for w in work if w[0] != "b_g2")
 
             def job(i, q, idx):
                 def fn():
                     with circuit(i, label=q):
                         return self._sum_ones(kh.dev[q], idx, one)
                 return fn
-            got = dict(zip([q for q, _ in work], self._jobs([job(i, q, idx) for q, idx in work])))
-            got.setdefault("b_g2", G2Point.identity())
-            out.append({q: got[q] for q in ("a", "b_g1", "b_g2", "l")})
+            out.append(dict(zip([q for q, _ in work], self._jobs([job(i, q, idx) for q, idx in work]))))
         return out
 
     def _batch_many(self, kh: CudaKey, prep) -> list:
@@ -299,8 +260,6 @@ class CudaBackend(CpuBackend):
                 return dict(zip([q for q, _ in g1], pts))
 
             def g2(i=i, ones=ones):
-                if prep.g2_job is not None:        # P2: B_G2's sum is in the overlapped job
-                    return {"b_g2": G2Point.identity()}
                 with circuit(i, label="b_g2"):
                     return {"b_g2": self._sum_ones(kh.dev["b_g2"], ones, None)}
             got = {}
@@ -387,11 +346,6 @@ class CudaBackend(CpuBackend):
             with ThreadPoolExecutor(max(1, len(assignments))) as ex:
                 futs = [ex.submit(contextvars.copy_context().run, one, i, a) for i, a in enumerate(assignments)]
                 return [f.result() for f in futs]
-        if prep.g2_job is not None:                # P2: started with prep; this phase waits for it
-            return prep.g2_job.result()
-        return self._g2_tails(kh, prep, assignments)
-
-    def _g2_tails(self, kh: CudaKey, prep, assignments) -> list:
         bases, inf, keep = kh.dev["b_g2"].take(prep.tail)
         out = []
         for i, a in enumerate(assignments):

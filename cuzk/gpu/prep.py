@@ -21,7 +21,6 @@ class DevicePrep:
     tail: object          # cupy int64[t]
     ones: list            # per circuit: cupy int64 indices
     counts: dict
-    g2_job: object = None  # P2: a future of the B_G2 terms (cuzk/backend/cuda.py), started with prep
 
     def aux_part(self, idx):
         return idx[idx >= self.num_inputs] - self.num_inputs
