@@ -17,6 +17,7 @@ import numpy as np
 
 from .. import field as F
 from ..curve import G1_WORDS, G2_WORDS, g1_from_ints, g2_from_ints
+from ..opts import REGISTRY
 from . import msm_plan as plan
 from .loader import kernel
 
@@ -24,9 +25,10 @@ THREADS = 128
 _AFFINE_WORDS = {1: G1_WORDS, 2: G2_WORDS}
 BUCKET_SUMS = ("xyzz", "affine")
 DEFAULT_BUCKET_SUM = {1: "affine", 2: "xyzz"}  # G1 affine: 2^26 550 ms vs 960 (xyzz c=16), docs/perf-log.md
-DEFAULT_PAIR_LEVELS = True    # R1 and R2 (cuzk/opts.py, on by default); the backend passes them per call
-DEFAULT_PAIR_MERGES = True
-DEFAULT_PRESIZED = False      # H1 (cuzk/opts.py, off until measured on the GPU)
+# calls without the option take the registry's default (the backend passes each per call)
+DEFAULT_PAIR_LEVELS = REGISTRY["R1"].default
+DEFAULT_PAIR_MERGES = REGISTRY["R2"].default
+DEFAULT_PRESIZED = REGISTRY["H1"].default
 last_stats: dict = {}                         # of the latest msm_xyzz: affine_rounds, fallbacks
 DEFAULT_AFFINE_VARIANT = 1                    # 2: quad round kernels (issue 5); CUZK_MSM_AFFINE_VARIANT overrides
 
