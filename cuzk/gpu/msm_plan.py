@@ -121,6 +121,17 @@ def bucket_offsets(sorted_keys, nbuckets: int, xp):
     return xp.searchsorted(hi, xp.arange(nbuckets + 1, dtype=xp.uint64)).astype(xp.int64)
 
 
+def _offsets_of(counts, xp):
+    """[0, cumsum(counts)] as int64 (the runs of consecutive buckets)."""
+    off = xp.zeros(len(counts) + 1, dtype=xp.int64)
+    xp.cumsum(counts, out=off[1:])
+    return off
+
+
+def _ceil_shift(counts, r: int):
+    return (counts + ((1 << r) - 1)) >> r
+
+
 def segment_plan(offsets, S: int, xp, total: int | None = None):
     """Split each bucket's run [offsets[b], offsets[b+1]) into ceil(len/S) segments, at
     least one (an empty bucket gets an empty segment, i.e. infinity).
@@ -131,9 +142,7 @@ def segment_plan(offsets, S: int, xp, total: int | None = None):
     total: the number of segments when the host knows it already (no read of the device).
     """
     counts = offsets[1:] - offsets[:-1]
-    nseg = xp.maximum((counts + (S - 1)) // S, 1)
-    seg_first = xp.zeros(len(nseg) + 1, dtype=xp.int64)
-    xp.cumsum(nseg, out=seg_first[1:])
+    seg_first = _offsets_of(xp.maximum((counts + (S - 1)) // S, 1), xp)
     total = int(seg_first[-1]) if total is None else int(total)
     seg_bucket = (xp.searchsorted(seg_first, xp.arange(total, dtype=xp.int64), side="right") - 1).astype(xp.int64)
     return seg_first, seg_bucket, total
@@ -142,18 +151,14 @@ def segment_plan(offsets, S: int, xp, total: int | None = None):
 def round_offsets(in_off, xp):
     """One affine round: bucket b's cnt_b = in_off[b+1] - in_off[b] points become ceil(cnt_b / 2)
     (pairs summed, an odd last one copied), stored compactly. Returns (out_off, total_out)."""
-    cnt = in_off[1:] - in_off[:-1]
-    out_off = xp.zeros(len(in_off), dtype=xp.int64)
-    xp.cumsum((cnt + 1) // 2, out=out_off[1:])
+    out_off = _offsets_of(_ceil_shift(in_off[1:] - in_off[:-1], 1), xp)
     return out_off, int(out_off[-1])
 
 
 def quad_offsets(in_off, xp):
     """Two affine rounds in one (variant 2): bucket b's cnt_b points become ceil(cnt_b / 4), as
     two round_offsets would make them. Returns (out_off, total_out)."""
-    cnt = in_off[1:] - in_off[:-1]
-    out_off = xp.zeros(len(in_off), dtype=xp.int64)
-    xp.cumsum((cnt + 3) // 4, out=out_off[1:])
+    out_off = _offsets_of(_ceil_shift(in_off[1:] - in_off[:-1], 2), xp)
     return out_off, int(out_off[-1])
 
 
@@ -230,17 +235,6 @@ def host_ints(xp, values) -> list[int]:
     arr = xp.stack(values) if isinstance(values, (list, tuple)) else values
     host = arr.get() if hasattr(arr, "get") else arr
     return [int(v) for v in host]
-
-
-def _offsets_of(counts, xp):
-    """[0, cumsum(counts)] as int64 (the runs of consecutive buckets)."""
-    off = xp.zeros(len(counts) + 1, dtype=xp.int64)
-    xp.cumsum(counts, out=off[1:])
-    return off
-
-
-def _ceil_shift(counts, r: int):
-    return (counts + ((1 << r) - 1)) >> r
 
 
 def presized_sums(k, keys, offsets, nb: int, xp, min_pairs: int | None, pairs: bool, upper: int):
