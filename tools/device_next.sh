@@ -276,8 +276,9 @@ X1)
       tests/test_gpu.py -k "presized or each_optimization or same_parts" 2>&1 | tail -3
   timeout 100 python3 tools/experiments/resident_ab.py 18 12 "" +H1 2>&1 | tail -3
   timeout 240 python3 -m cuzk ablate --backend cuda --circuit porep_partition --log-size 24 --repeat 8 \
-      --opt-set H1 --others defaults --no-leave-one-out --device-keygen --max-seconds 180 \
-      --json $OUT/ablate_h1_24d.json 2>&1 | grep -A3 "^| opt" ;;
+      --opt-set H1 --others defaults --no-leave-one-out --device-keygen --max-seconds 130 \
+      --json $OUT/ablate_h1_24d.json 2>&1 | grep -A3 "^| opt"
+  CUZK_OPT=+H1 timeout 90 python3 tools/experiments/profile_resident.py 18 /tmp/sjb cuda 2>&1 | grep -v "^\[" | head -60 ;;
 U5)
   OUT=$OUT timeout 560 bash tools/gpu_snarkjs_same_machine.sh 16,18 2>&1 | tail -12 ;;
 U1)
