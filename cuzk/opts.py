@@ -134,16 +134,6 @@ register(Optimization(
     "change",
 ))
 register(Optimization(
-    "H1", ("ntt_msm_h", "tail_msm", "b_g2"),
-    "an MSM pass's affine rounds, segment sums and merges sized from two reads of the device made up front "
-    "(every size is a function of the bucket counts), instead of a read before each round and merge level; "
-    "a degenerate round redoes the MSM as before",
-    False,
-    "2^18 resident proof -3..-6 ms (~9 device reads an MSM -> 3: the GPU runs the rounds, sums and merges "
-    "while the host queues them), more on machines with slow hosts; 2^24 and above no significant change. "
-    "CPU-model tested only in session 6: GPU tests and the A/B are session 7's first device case",
-))
-register(Optimization(
     "A4", ("b_g2",),
     "B_G2 MSM on the CPU, a thread pool across circuits, instead of the GPU G2 MSM",
     False,

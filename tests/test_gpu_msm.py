@@ -142,44 +142,6 @@ def test_pair_merges_chains_first_above_the_threshold(cp, group, monkeypatch):
 
 
 @pytest.mark.parametrize("group", [1, 2])
-@pytest.mark.parametrize("c,n", [(1, 50), (5, 300), (11, 3000), (16, 300)])
-@pytest.mark.parametrize("min_pairs", [None, 1, 1 << 10])
-def test_presized_matches_arkworks(cp, group, c, n, min_pairs):
-    """H1: each pass sized from two reads of the device, with and without affine rounds (G1), in pairs and not."""
-    from cuzk.gpu.msm import last_stats, msm_g1, msm_g2
-    rng = random.Random(seed())
-    pts = rand_points(group, n, rng, distinct=16)
-    sc = [rng.randrange(F.R) for _ in range(n)]
-    b, inf, s = upload(cp, group, pts, sc)
-    for merges in (False, True):
-        if group == 1:
-            kind = "xyzz" if min_pairs is None else "affine"
-            got = msm_g1(b, inf, s, c=c, bucket_sum=kind, affine_min_pairs=min_pairs, pair_merges=merges,
-                         presized=True)
-        else:
-            got = msm_g2(b, inf, s, c=c, pair_merges=merges, presized=True)
-        assert got == want(group, pts, sc), merges
-    if group == 1 and min_pairs == 1 and n > 100:
-        assert last_stats["affine_rounds"] > 0
-
-
-@pytest.mark.parametrize("kind", EDGE_KINDS)
-@pytest.mark.parametrize("group", [1, 2])
-def test_presized_edge_cases(cp, group, kind):
-    """H1 on every edge case; "repeat-point" meets P + P in a round (G1): the MSM is redone without H1."""
-    from cuzk.gpu.msm import last_stats, msm_g1, msm_g2
-    rng = random.Random(seed())
-    pts, sc = edge_case(group, kind, 600, rng)
-    b, inf, s = upload(cp, group, pts, sc)
-    if group == 1:
-        assert msm_g1(b, inf, s, c=7, affine_min_pairs=1, presized=True) == want(group, pts, sc)
-        if kind == "repeat-point":
-            assert last_stats["fallbacks"] >= 1
-    else:
-        assert msm_g2(b, inf, s, c=7, presized=True) == want(group, pts, sc)
-
-
-@pytest.mark.parametrize("group", [1, 2])
 @pytest.mark.parametrize("n", [31, 3000])
 def test_pair_merges_random(cp, group, n):
     from cuzk.gpu.msm import msm_g1, msm_g2

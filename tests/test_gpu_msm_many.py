@@ -56,16 +56,6 @@ def test_many_matches_arkworks_and_msm_g1(cp, bucket_sum, c, pairs):
         assert g == msm_g1(*d, c=c, bucket_sum=bucket_sum)
 
 
-def test_many_presized(cp):
-    """H1 in the multi-MSM: the same points as arkworks, with affine rounds forced."""
-    from cuzk.gpu.msm_many import msm_g1_many
-    rng = random.Random(seed())
-    sizes = [1, 0, 31, 3000, 1000]
-    host, dev = many_case(cp, sizes, rng)
-    got = msm_g1_many(dev, c=9, bucket_sum="affine", affine_min_pairs=1, presized=True)
-    assert got == [want(1, pts, sc) for pts, sc in host]
-
-
 @pytest.mark.parametrize("sizes", [[0], [0, 0, 0], [7], [600], [1, 1, 1], [0, 300, 0]])
 def test_many_few_and_empty_parts(cp, sizes):
     """All empty (identities, nothing launched), one part (the single MSM), parts of one point."""

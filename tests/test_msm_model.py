@@ -538,10 +538,10 @@ class ModelKernels:
 
 
 def model_msm(G, bases, inf, scalars, c, max_entries=1 << 28, min_pairs=None, variant=1, pair_levels=False,
-              pair_merges=False, presized=False, **kw):
+              pair_merges=False, **kw):
     k = ModelKernels(G, bases, inf, scalars, **kw)
     return plan.pippenger(k, len(bases), c, max_entries, np, affine_min_pairs=min_pairs, affine_variant=variant,
-                          pair_levels=pair_levels, pair_merges=pair_merges, presized=presized), k
+                          pair_levels=pair_levels, pair_merges=pair_merges), k
 
 
 # --- digits and plan ---
@@ -844,58 +844,9 @@ def test_affine_threshold_and_passes(min_pairs, variant):
         assert k.stats["affine_rounds"] > 0
 
 
-# --- H1: rounds and bucket sums sized from two reads of the device (msm_plan.presized_sums) ---
-
-@pytest.mark.parametrize("n,c", [(1, 1), (31, 5), (300, 4), (1000, 9), (1500, 12)])
-@pytest.mark.parametrize("min_pairs", [None, 1, 8, 200])
-@pytest.mark.parametrize("pairs", [False, True])
-@pytest.mark.parametrize("kind", ["random", "same", "edge"])
-def test_presized_matches_the_schedule(n, c, min_pairs, pairs, kind, monkeypatch):
-    """The same MSM, rounds and sums as the schedule that reads the device as it goes, with two reads a pass."""
-    reads = []
-    real = plan.host_ints
-    monkeypatch.setattr(plan, "host_ints", lambda xp, v: reads.append(1) or real(xp, v))
-    bases, inf, sc, want = int_case(n, n * 7 + c, kind)
-    got, k = model_msm(IntGroup(), bases, inf, sc, c, min_pairs=min_pairs, pair_merges=pairs, presized=True)
-    assert got == want and k.stats["fallbacks"] == 0
-    assert len(reads) == 2                        # one pass: the round sizes, then the merge sizes
-    ref, k2 = model_msm(IntGroup(), bases, inf, sc, c, min_pairs=min_pairs, pair_merges=pairs)
-    assert ref == want and k.stats["affine_rounds"] == k2.stats["affine_rounds"]
-    assert getattr(k, "pair_merges", 0) == getattr(k2, "pair_merges", 0) and k.merges == k2.merges
-
-
-@pytest.mark.parametrize("pairs", [False, True])
-def test_presized_passes_and_chains(pairs, monkeypatch):
-    """Several sort passes (two reads each), and merges by MERGE_S chains where the first level is above
-    PAIR_MERGE_MAX."""
-    monkeypatch.setattr(plan, "PAIR_MERGE_MAX", 50)
-    reads = []
-    real = plan.host_ints
-    monkeypatch.setattr(plan, "host_ints", lambda xp, v: reads.append(1) or real(xp, v))
-    bases, inf, sc, want = int_case(2000, 5, "same")
-    got, k = model_msm(IntGroup(), bases, inf, sc, 6, max_entries=2 * 2000, min_pairs=64, pair_merges=pairs,
-                       presized=True)
-    assert got == want and k.merges >= 1
-    assert len(reads) == 2 * len(plan.window_passes(2000, plan.num_windows(6), 2 * 2000))
-
-
-@pytest.mark.parametrize("group,n,c", [(1, 40, 4), (2, 12, 3)])
-def test_presized_on_curve_vs_arkworks(group, n, c):
-    rng = random.Random(n * 5 + group)
-    pts = rand_points(group, n, rng)
-    sc = [rng.randrange(R) for _ in range(n)]
-    inf = [ark_affine(group, p) is None for p in pts]
-    bases = [ark_affine(group, p) or (XYZZ(group).f.zero, XYZZ(group).f.zero) for p in pts]
-    got, k = model_msm(XYZZ(group), bases, inf, sc, c, min_pairs=1, pair_merges=True, pair_levels=True,
-                       presized=True)
-    assert k.stats["affine_rounds"] > 0
-    assert xyzz_to_affine(group, got) == ark_affine(group, CLS[group].multiexp_unchecked(pts, scalars_to_ark(sc)))
-
-
-@pytest.mark.parametrize("variant,presized", [(1, False), (2, False), (1, True)])
-def test_affine_degenerate_falls_back(variant, presized):
-    """A repeated base (P + P) or a negated one (P + (-P)) in a pair: flagged, the pass redone in XYZZ
-    (H1: the round only sets the flag; the whole MSM is done again, then pass by pass)."""
+@pytest.mark.parametrize("variant", [1, 2])
+def test_affine_degenerate_falls_back(variant):
+    """A repeated base (P + P) or a negated one (P + (-P)) in a pair: flagged, the pass redone in XYZZ."""
     rng = random.Random(5)
     n = 60
     bases = [rng.randrange(1, R) for _ in range(n)]
@@ -904,9 +855,9 @@ def test_affine_degenerate_falls_back(variant, presized):
     bases[2] = R - bases[0]
     sc[1] = sc[2] = sc[0]                         # same digits: adjacent in every bucket's run
     want = sum(s * b for s, b in zip(sc, bases)) % R
-    got, k = model_msm(IntGroup(), bases, [False] * n, sc, 4, min_pairs=1, variant=variant, presized=presized)
+    got, k = model_msm(IntGroup(), bases, [False] * n, sc, 4, min_pairs=1, variant=variant)
     assert got == want
-    assert k.stats["fallbacks"] >= (2 if presized else 1)
+    assert k.stats["fallbacks"] >= 1
 
 
 @pytest.mark.parametrize("group,n,c,repeat", [(1, 1, 3, False), (1, 23, 2, False), (1, 40, 4, False),

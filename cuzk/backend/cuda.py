@@ -87,8 +87,8 @@ def bucket_sum(opts, group: int) -> str:
 
 def msm_kw(opts, group: int) -> dict:
     """The MSM options the registry sets: bucket sums (M1, G1), the window reduction's levels (R1), the
-    bucket sums' merges (R2) and their sizes read up front (H1)."""
-    kw = {"pair_levels": opts.enabled("R1"), "pair_merges": opts.enabled("R2"), "presized": opts.enabled("H1")}
+    bucket sums' merges (R2)."""
+    kw = {"pair_levels": opts.enabled("R1"), "pair_merges": opts.enabled("R2")}
     if group == 1:
         kw["bucket_sum"] = bucket_sum(opts, 1)
     return kw

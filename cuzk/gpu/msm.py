@@ -28,7 +28,6 @@ DEFAULT_BUCKET_SUM = {1: "affine", 2: "xyzz"}  # G1 affine: 2^26 550 ms vs 960 (
 # calls without the option take the registry's default (the backend passes each per call)
 DEFAULT_PAIR_LEVELS = REGISTRY["R1"].default
 DEFAULT_PAIR_MERGES = REGISTRY["R2"].default
-DEFAULT_PRESIZED = REGISTRY["H1"].default
 last_stats: dict = {}                         # of the latest msm_xyzz: affine_rounds, fallbacks
 DEFAULT_AFFINE_VARIANT = 1                    # 2: quad round kernels (issue 5); CUZK_MSM_AFFINE_VARIANT overrides
 
@@ -197,7 +196,7 @@ def _sm_count() -> int:
 def msm_xyzz(group: int, bases, inf, scalars, c: int | None = None, max_entries: int = 1 << 28,
              bucket_sum: str | None = None, affine_min_pairs: int | None = None, mark=None,
              affine_variant: int | None = None, pair_levels: bool | None = None,
-             pair_merges: bool | None = None, presized: bool | None = None):
+             pair_merges: bool | None = None):
     """Σ s_i P_i as one XYZZ point on the device (uint32[words], Montgomery limbs).
 
     bucket_sum: "xyzz" or "affine" (G1 only); None -> DEFAULT_BUCKET_SUM. affine_min_pairs:
@@ -206,23 +205,22 @@ def msm_xyzz(group: int, bases, inf, scalars, c: int | None = None, max_entries:
     rounds per kernel); None -> $CUZK_MSM_AFFINE_VARIANT or DEFAULT_AFFINE_VARIANT. Counts of the
     run land in last_stats. mark: profiling hook (msm_plan.pippenger). pair_levels: the window reduction
     by pair levels (msm_plan.reduce_windows; None -> DEFAULT_PAIR_LEVELS); pair_merges: the bucket sums'
-    merges by pairs (msm_plan.bucket_sums; None -> DEFAULT_PAIR_MERGES); presized: each pass sized from two
-    reads of the device (msm_plan.presized_sums, H1; None -> DEFAULT_PRESIZED).
+    merges by pairs (msm_plan.bucket_sums; None -> DEFAULT_PAIR_MERGES).
     The windows are folded on the device by one thread (the *_combine kernel); msm_g1/msm_g2 fold
     them on the host instead (msm_windows, fold_windows).
     """
     return _pippenger(group, bases, inf, scalars, c, max_entries, bucket_sum, affine_min_pairs, mark,
-                      affine_variant, False, pair_levels, pair_merges, presized)[0]
+                      affine_variant, False, pair_levels, pair_merges)[0]
 
 
 def msm_windows(group: int, bases, inf, scalars, c: int | None = None, max_entries: int = 1 << 28,
                 bucket_sum: str | None = None, affine_min_pairs: int | None = None, mark=None,
                 affine_variant: int | None = None, pair_levels: bool | None = None,
-                pair_merges: bool | None = None, presized: bool | None = None):
+                pair_merges: bool | None = None):
     """The window sums of msm_xyzz's MSM, not yet folded: (uint32[nw, words] on the device, c);
     arguments as msm_xyzz's. Σ_w 2^(c w) sums[w] is the MSM (fold_windows)."""
     return _pippenger(group, bases, inf, scalars, c, max_entries, bucket_sum, affine_min_pairs, mark,
-                      affine_variant, True, pair_levels, pair_merges, presized)
+                      affine_variant, True, pair_levels, pair_merges)
 
 
 def sum_options(group: int, bucket_sum, affine_min_pairs, affine_variant) -> tuple[str, int | None, int]:
@@ -243,7 +241,7 @@ def sum_options(group: int, bucket_sum, affine_min_pairs, affine_variant) -> tup
 
 
 def _pippenger(group, bases, inf, scalars, c, max_entries, bucket_sum, affine_min_pairs, mark, affine_variant,
-               host_fold, pair_levels=None, pair_merges=None, presized=None):
+               host_fold, pair_levels=None, pair_merges=None):
     import cupy
     n = _check(group, bases, inf, scalars)
     bucket_sum, min_pairs, variant = sum_options(group, bucket_sum, affine_min_pairs, affine_variant)
@@ -256,8 +254,7 @@ def _pippenger(group, bases, inf, scalars, c, max_entries, bucket_sum, affine_mi
     k = _Kernels(group, bases, inf, scalars, host_fold)
     out = plan.pippenger(k, n, c, max_entries, cupy, affine_min_pairs=min_pairs, mark=mark, affine_variant=variant,
                          pair_levels=DEFAULT_PAIR_LEVELS if pair_levels is None else bool(pair_levels),
-                         pair_merges=DEFAULT_PAIR_MERGES if pair_merges is None else bool(pair_merges),
-                         presized=DEFAULT_PRESIZED if presized is None else bool(presized))
+                         pair_merges=DEFAULT_PAIR_MERGES if pair_merges is None else bool(pair_merges))
     last_stats.update(k.stats, c=c, bucket_sum=bucket_sum, affine_variant=variant)
     return out, c
 
@@ -388,7 +385,7 @@ def msm_g1(bases, inf, scalars, c: int | None = None, **kw):
 
 
 def msm_g2(bases, inf, scalars, c: int | None = None, **kw):
-    """Σ s_i P_i over G2 as a py_arkworks_bls12381 G2Point (kw: msm_xyzz's pair_levels, pair_merges, presized)."""
+    """Σ s_i P_i over G2 as a py_arkworks_bls12381 G2Point (kw: msm_xyzz's pair_levels, pair_merges)."""
     import cupy
     sums, c = msm_windows(2, bases, inf, scalars, c, **kw)
     return fold_windows(2, cupy.asnumpy(sums), c)

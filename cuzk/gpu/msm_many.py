@@ -71,7 +71,7 @@ def fold_parts(group: int, sums: np.ndarray, c: int, live: list[int], count: int
 def window_sums(bases, inf, scalars, sizes: list[int], c: int | None = None, max_entries: int = 1 << 28,
                 bucket_sum: str | None = None, affine_min_pairs: int | None = None, mark=None,
                 affine_variant: int | None = None, pair_levels: bool | None = None,
-                pair_merges: bool | None = None, presized: bool | None = None):
+                pair_merges: bool | None = None):
     """The window sums of the MSMs whose inputs lie one after another (concat_parts; sizes[p] points
     for MSM p): (uint32[nw, P, words] on the device, c, live), live = the indices of the non-empty
     MSMs, in order, P = len(live) (None for the sums when there are none). Arguments as msm.msm_xyzz's;
@@ -93,8 +93,7 @@ def window_sums(bases, inf, scalars, sizes: list[int], c: int | None = None, max
     sums = plan.pippenger(k, n, c, max_entries, cupy, affine_min_pairs=min_pairs, mark=mark,
                           affine_variant=variant, parts=P,
                           pair_levels=gmsm.DEFAULT_PAIR_LEVELS if pair_levels is None else bool(pair_levels),
-                          pair_merges=gmsm.DEFAULT_PAIR_MERGES if pair_merges is None else bool(pair_merges),
-                          presized=gmsm.DEFAULT_PRESIZED if presized is None else bool(presized))
+                          pair_merges=gmsm.DEFAULT_PAIR_MERGES if pair_merges is None else bool(pair_merges))
     gmsm.last_stats.update(k.stats, c=c, bucket_sum=bucket_sum, affine_variant=variant, parts=P)
     return sums.reshape(plan.num_windows(c), P, -1), c, live
 

@@ -230,63 +230,6 @@ def bucket_sums(k, src, keyed: bool, offsets, nb: int, xp, S: int | None = None,
     return partials
 
 
-def host_ints(xp, values) -> list[int]:
-    """One read of the device: a list of device scalars (or a 1-d array) as host ints."""
-    arr = xp.stack(values) if isinstance(values, (list, tuple)) else values
-    host = arr.get() if hasattr(arr, "get") else arr
-    return [int(v) for v in host]
-
-
-def presized_sums(k, keys, offsets, nb: int, xp, min_pairs: int | None, pairs: bool, upper: int):
-    """One XYZZ sum per bucket, as affine_rounds then bucket_sums make it, but sized from two reads of the
-    device made up front (optimization H1): every round's and every merge level's size is a function of
-    the bucket counts, so the first read takes the entries left after each round that can run (at most
-    `upper` entries: round r has at most upper / 2^(r+1) pairs), the second the partials after each merge
-    level. Every launch after that is sized on the host, so the GPU runs the rounds, the segment sums and
-    the merges while the host is still queueing them. Returns (partials [nb], rounds). Rounds that meet
-    x1 == x2 only set k.degenerate(): the caller checks it once, at the end of the MSM. Merges: in pairs
-    (R2) when the first level has at most PAIR_MERGE_MAX partials, else MERGE_S chains."""
-    cnt = offsets[1:] - offsets[:-1]
-    rmax = 0                              # rounds 0 .. rmax - 1 can run
-    if min_pairs is not None:
-        while (upper >> (rmax + 1)) >= max(min_pairs, 1):
-            rmax += 1
-    T = host_ints(xp, [_ceil_shift(cnt, r).sum() for r in range(rmax + 1)])     # read 1
-    rounds = 0
-    if T[0] < 1 << 31:                    # a plan word holds an entry index << 1
-        while rounds < rmax and 0 < T[rounds] - T[rounds + 1] >= min_pairs:
-            rounds += 1
-    src, keyed, off = keys, True, offsets
-    for r in range(rounds):
-        out_off = _offsets_of(_ceil_shift(cnt, r + 1), xp)
-        src = k.affine_round(src, keyed, k.affine_plan(off, out_off, T[r + 1]), T[r + 1])
-        keyed, off = False, out_off
-    S = first_segment_size(T[rounds], nb)
-    n0 = xp.maximum((_ceil_shift(cnt, rounds) + (S - 1)) // S, 1)
-    lmax = max(1, -(-T[rounds] // S)).bit_length() + 1          # > log2 of the most partials a bucket has
-    chain = [n0]                          # MERGE_S levels: log16 of the pair levels' bound
-    for _ in range(-(-lmax // 4) + 1):
-        chain.append(xp.maximum((chain[-1] + (MERGE_S - 1)) // MERGE_S, 1))
-    sizes = host_ints(xp, [_ceil_shift(n0, l).sum() for l in range(lmax + 1)] + [c.sum() for c in chain])
-    P, C = sizes[:lmax + 1], sizes[lmax + 1:]     # read 2: partials after each pair level, each chain level
-    seg_first, seg_bucket, total = segment_plan(off, S, xp, P[0])
-    partials = k.sum_affine(src, keyed, seg_bucket, seg_first, off, S, total)
-    if pairs and P[0] <= PAIR_MERGE_MAX:
-        level, counts = 0, n0
-        while P[level] > nb:
-            nxt = _ceil_shift(counts, 1)
-            partials = k.merge_pairs(partials, k.affine_plan(_offsets_of(counts, xp), _offsets_of(nxt, xp),
-                                                             P[level + 1]), P[level + 1])
-            level, counts = level + 1, nxt
-    else:
-        level, prev = 0, seg_first
-        while C[level] > nb:
-            seg_first, seg_bucket, total = segment_plan(prev, MERGE_S, xp, C[level + 1])
-            partials = k.sum_xyzz(partials, seg_bucket, seg_first, prev, MERGE_S, total)
-            level, prev = level + 1, seg_first
-    return partials, rounds
-
-
 MERGE_ONE = 4            # partials per merge thread when one bucket is summed (batch addition)
 
 
@@ -380,8 +323,7 @@ def reduce_windows(k, buckets, nwin: int, B: int, pairs: bool = False):
 
 
 def pippenger(k, n: int, c: int, max_entries: int, xp, affine_min_pairs: int | None = None, mark=None,
-              affine_variant: int = 1, parts: int = 1, pair_levels: bool = False, pair_merges: bool = False,
-              presized: bool = False):
+              affine_variant: int = 1, parts: int = 1, pair_levels: bool = False, pair_merges: bool = False):
     """The MSM schedule, over a kernel set `k` (the GPU launches, or the CPU model's
     emulation of the same kernels). Returns k.combine's result.
 
@@ -394,8 +336,6 @@ def pippenger(k, n: int, c: int, max_entries: int, xp, affine_min_pairs: int | N
     affine_variant: affine_rounds' variant (2: quad kernels).
     pair_levels: the window reduction's later levels by k.window_pair (reduce_windows, optimization R1).
     pair_merges: the bucket sums' merges by k.merge_pairs (bucket_sums, optimization R2).
-    presized: each pass's rounds and bucket sums sized from two reads of the device (presized_sums,
-    optimization H1; affine variant 1 only); a degenerate round anywhere redoes the whole MSM without it.
     mark(name), when given, is called after each step (profiling).
 
     k.digits(c, w0, w1) -> uint64 keys [(w1 - w0) * n]
@@ -415,10 +355,6 @@ def pippenger(k, n: int, c: int, max_entries: int, xp, affine_min_pairs: int | N
     PB = parts * B                        # buckets of one window
     sums, pending, pending_w = [], [], 0
     passes = window_passes(n, nw, max_entries)
-    presized = presized and affine_variant == 1
-    h1_rounds = 0
-    if presized and affine_min_pairs is not None:
-        k.reset_degenerate()
     for i, (w0, w1) in enumerate(passes):
         nwp = w1 - w0
         nb = nwp * PB
@@ -429,11 +365,7 @@ def pippenger(k, n: int, c: int, max_entries: int, xp, affine_min_pairs: int | N
         offsets = bucket_offsets(keys, nb, xp)
         mark("offsets")
         partials = None
-        if presized:
-            partials, rounds = presized_sums(k, keys, offsets, nb, xp, affine_min_pairs, pair_merges, n * nwp)
-            k.stats["affine_rounds"] = k.stats.get("affine_rounds", 0) + rounds
-            h1_rounds += rounds
-        elif affine_min_pairs is not None:
+        if affine_min_pairs is not None:
             k.reset_degenerate()
             pts, off, rounds = affine_rounds(k, keys, offsets, affine_min_pairs, xp, affine_variant)
             k.stats["affine_rounds"] = k.stats.get("affine_rounds", 0) + rounds
@@ -454,10 +386,6 @@ def pippenger(k, n: int, c: int, max_entries: int, xp, affine_min_pairs: int | N
             sums.append(reduce_windows(k, k.concat(pending), pending_w * parts, B, pair_levels))
             pending, pending_w = [], 0
             mark("window reduction")
-    if h1_rounds and k.degenerate():      # H1: P + P or P + (-P) met in some round: all of it again, checked
-        k.stats["fallbacks"] = k.stats.get("fallbacks", 0) + 1     # pass by pass
-        return pippenger(k, n, c, max_entries, xp, affine_min_pairs, mark, affine_variant, parts, pair_levels,
-                         pair_merges, False)
     out = k.combine(k.concat(sums), nw, c)
     mark("combine")
     return out
