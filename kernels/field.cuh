@@ -13,6 +13,9 @@
 #ifndef CUZK_MUL_LEGACY
 #include "field_mul_fast.cuh"
 #endif
+#ifndef CUZK_FASTSQR
+#define CUZK_FASTSQR 0   // 1: mont_t::sqr by fastmul::mont_sqr (optimization S1, loader.BUILDS)
+#endif
 
 namespace cuzk {
 
@@ -172,7 +175,16 @@ struct mont_t {
 #endif
     }
 
-    __device__ __forceinline__ mont_t sqr() const { return *this * *this; }
+    // CUZK_FASTSQR=1 (optimization S1): fastmul::mont_sqr, a squaring with (N^2 + N) / 2 products
+    __device__ __forceinline__ mont_t sqr() const {
+#if CUZK_FASTSQR && !defined(CUZK_MUL_LEGACY)
+        mont_t r;
+        fastmul::mont_sqr<P>(r.v, v);
+        return r;
+#else
+        return *this * *this;
+#endif
+    }
 
     __device__ __forceinline__ mont_t& operator*=(const mont_t& o) { return *this = *this * o; }
     __device__ __forceinline__ mont_t& operator+=(const mont_t& o) { return *this = *this + o; }

@@ -234,6 +234,49 @@ def _cases(group, rng):
     return pairs
 
 
+@pytest.mark.parametrize("kind", ["random", *EDGE_KINDS])
+@pytest.mark.parametrize("group", [1, 2])
+def test_fast_sqr_same_window_sums(cp, group, kind):
+    """S1: the kernels built with the dedicated squaring (CUZK_FASTSQR=1) give the default build's window sums
+    word for word (XYZZ words, poisoned-free: a fresh MSM each), and arkworks' MSM; G1 in XYZZ and with affine
+    rounds forced (lambda^2 and the block inversions square), G2 in XYZZ."""
+    from cuzk.gpu.msm import fold_windows, msm_windows
+    rng = random.Random(seed())
+    n = 3000
+    if kind == "random":
+        pts = rand_points(group, n, rng, distinct=64)
+        sc = [rng.randrange(F.R) for _ in range(n)]
+    else:
+        pts, sc = edge_case(group, kind, n, rng)
+    b, inf, s = upload(cp, group, pts, sc)
+    sums = ["xyzz", "affine"] if group == 1 else ["xyzz"]
+    for bucket_sum in sums:
+        kw = dict(c=9, bucket_sum=bucket_sum, affine_min_pairs=1 if bucket_sum == "affine" else None)
+        old, c = msm_windows(group, b, inf, s, fast_sqr=False, **kw)
+        new, c2 = msm_windows(group, b, inf, s, fast_sqr=True, **kw)
+        assert c == c2
+        assert np.array_equal(cp.asnumpy(old), cp.asnumpy(new)), bucket_sum
+        assert fold_windows(group, cp.asnumpy(new), c) == want(group, pts, sc), bucket_sum
+
+
+@pytest.mark.parametrize("group", [1, 2])
+@pytest.mark.parametrize("n", [1, 31, 5000])
+def test_fast_sqr_batch_add(cp, group, n):
+    """S1 in the batch sums, one at a time and several together (M2's batch_add_many)."""
+    from cuzk.gpu.batch_add import batch_add, batch_add_many
+    rng = random.Random(seed())
+    pts = rand_points(group, n, rng)
+    limbs, inf = ark_to_limbs(group, pts)
+    b, i = cp.asarray(limbs), cp.asarray(inf)
+    total = CLS[group].identity()
+    for p in pts:
+        total = total + p
+    assert batch_add(group, b, i, fast_sqr=True) == total
+    half = cp.arange(n // 2, dtype=cp.int64)
+    got = batch_add_many(group, [(b, i, None), (b, i, half)], fast_sqr=True)
+    assert got == [total, batch_add(group, b, i, half)]
+
+
 @pytest.mark.parametrize("group", [1, 2])
 def test_ec_ops_vs_arkworks(cp, group):
     from cuzk.gpu.loader import kernel

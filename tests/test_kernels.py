@@ -137,6 +137,27 @@ def test_module_builds_have_their_own_key(monkeypatch):
         loader.module("ntt_reg", ("CUZK_FASTMUL_VARIANT_FR=3",))
 
 
+def test_s1_builds_are_listed(monkeypatch):
+    """S1's kernel builds (the dedicated squaring) are the msm_g1 / msm_g2 builds the MSM code asks for, with a
+    cubin name of their own."""
+    from cuzk.gpu import loader
+    from cuzk.gpu import msm
+    monkeypatch.delenv("CUZK_KERNEL_DEFINES", raising=False)
+    for mod in ("msm_g1", "msm_g2"):
+        assert msm.SQR_BUILD in loader.BUILDS[mod]
+        assert loader.cubin_path(mod, "sm_90", msm.SQR_BUILD) != loader.cubin_path(mod, "sm_90")
+    assert loader.defines(msm.SQR_BUILD) == ("-DCUZK_FASTSQR=1",)
+
+
+def test_define_int_reads_the_experiment_defines(monkeypatch):
+    from cuzk.gpu import loader
+    monkeypatch.setenv("CUZK_KERNEL_DEFINES", "A=1 CUZK_AFFINE_BLOCKS_PER_SM=5")
+    assert loader.define_int("CUZK_AFFINE_BLOCKS_PER_SM", 4) == 5
+    assert loader.define_int("B", 7) == 7
+    monkeypatch.delenv("CUZK_KERNEL_DEFINES")
+    assert loader.define_int("CUZK_AFFINE_BLOCKS_PER_SM", 4) == 4
+
+
 # Spill bytes tolerated per module build (loader.BUILDS): (kernels whose name contains this, bytes each,
 # the reason). Every other kernel of a build must spill nothing.
 BUILD_SPILLS_ALLOWED = {

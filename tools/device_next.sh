@@ -36,6 +36,7 @@
 # Left for session 7: X1 (H1, written in session 6 and tested on the CPU model only), then host dispatch of the small proof (the ratio's spread between machines is the host's:
 # segment_plan's and round_offsets' device reads, the popcount samples, ~600 launches), then the 2^26 MSM's
 # rounds (a dedicated Fp squaring) and its sort (50.9 ms).
+# Session 7: X1 = H1's tests and A/B (slower: removed); X2 = S1 (the dedicated squaring) and 5 affine blocks an SM.
 set -o pipefail
 source tools/device_setup.sh >/dev/null 2>&1
 export CUZK_CUBIN_DIR=$PWD/.cubin CUZK_CACHE_DIR=/tmp/cz
@@ -279,6 +280,19 @@ X1)
       --opt-set H1 --others defaults --no-leave-one-out --device-keygen --max-seconds 130 \
       --json $OUT/ablate_h1_24d.json 2>&1 | grep -A3 "^| opt"
   CUZK_OPT=+H1 timeout 90 python3 tools/experiments/profile_resident.py 18 /tmp/sjb cuda 2>&1 | grep -v "^\[" | head -60 ;;
+X2)
+  # session 7: S1 (the MSM kernels' dedicated Fp squaring): its GPU tests, every toggle alone, same parts; the 2^26
+  # MSM with and without it (R1, R2 on, interleaved); affine rounds at 5 blocks an SM (96 registers, ~50 B of
+  # spills; an experiment define); the resident 2^18 A/B; S1 at 2^24 with the others at their defaults
+  timeout 200 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests/test_gpu_msm.py tests/test_gpu.py \
+      -k "fast_sqr or each_optimization or same_parts or ec_ops" 2>&1 | tail -3
+  timeout 100 python3 tools/experiments/msm_profile.py 26 --affine --c 20 --pairs on --sqr both --reps 3 2>&1 | tail -3
+  CUZK_KERNEL_DEFINES="CUZK_AFFINE_BLOCKS_PER_SM=5" timeout 90 python3 tools/experiments/msm_profile.py 26 --affine \
+      --c 20 --pairs on --reps 3 2>&1 | tail -2
+  timeout 60 python3 tools/experiments/resident_ab.py 18 12 "" +S1 2>&1 | tail -3
+  timeout 200 python3 -m cuzk ablate --backend cuda --circuit porep_partition --log-size 24 --repeat 8 \
+      --opt-set S1 --others defaults --no-leave-one-out --device-keygen --max-seconds 130 \
+      --json $OUT/ablate_s1_24d.json 2>&1 | grep -A3 "^| opt" ;;
 U5)
   OUT=$OUT timeout 560 bash tools/gpu_snarkjs_same_machine.sh 16,18 2>&1 | tail -12 ;;
 U1)

@@ -87,8 +87,8 @@ def bucket_sum(opts, group: int) -> str:
 
 def msm_kw(opts, group: int) -> dict:
     """The MSM options the registry sets: bucket sums (M1, G1), the window reduction's levels (R1), the
-    bucket sums' merges (R2)."""
-    kw = {"pair_levels": opts.enabled("R1"), "pair_merges": opts.enabled("R2")}
+    bucket sums' merges (R2) and the kernels' squaring (S1)."""
+    kw = {"pair_levels": opts.enabled("R1"), "pair_merges": opts.enabled("R2"), "fast_sqr": opts.enabled("S1")}
     if group == 1:
         kw["bucket_sum"] = bucket_sum(opts, 1)
     return kw
@@ -256,7 +256,8 @@ class CudaBackend(CpuBackend):
             def sums(i=i, g1=g1):
                 with circuit(i, label="a+b_g1+l"):
                     parts = [(kh.dev[q].limbs, kh.dev[q].inf, self._rows(kh.dev[q], idx)) for q, idx in g1]
-                    pts = gbatch.batch_add_many(1, parts, bucket_sum(self.opts, 1), self.opts.enabled("R2"))
+                    pts = gbatch.batch_add_many(1, parts, bucket_sum(self.opts, 1), self.opts.enabled("R2"),
+                                                self.opts.enabled("S1"))
                 return dict(zip([q for q, _ in g1], pts))
 
             def g2(i=i, ones=ones):
@@ -280,7 +281,8 @@ class CudaBackend(CpuBackend):
         """Σ of section b's points over the variables idx (their scalars are 1)."""
         if self.opts.enabled("C1"):
             return gbatch.batch_add(b.group, b.limbs, b.inf, self._rows(b, idx),
-                                    bucket_sum=bucket_sum(self.opts, b.group), pair_merges=self.opts.enabled("R2"))
+                                    bucket_sum=bucket_sum(self.opts, b.group), pair_merges=self.opts.enabled("R2"),
+                                    fast_sqr=self.opts.enabled("S1"))
         bases, inf, _ = b.take(idx)
         if inf.size == 0:
             return (G2Point if b.group == 2 else G1Point).identity()

@@ -35,6 +35,8 @@ def arch() -> str:
 BUILDS: dict[str, tuple[tuple[str, ...], ...]] = {
     "ntt_reg": (("CUZK_FASTMUL_VARIANT_FR=6",),),    # N2: the NTT passes on fastmul build 6 (FP64 pipe)
     "field_ops": (("CUZK_FASTMUL_VARIANT_FP=6", "CUZK_FASTMUL_VARIANT_FR=6"),),   # cuzk micro --fastmul 6
+    "msm_g1": (("CUZK_FASTSQR=1",),),                   # S1: squarings by fastmul::mont_sqr
+    "msm_g2": (("CUZK_FASTSQR=1",),),
 }
 
 
@@ -43,6 +45,16 @@ def defines(extra: tuple[str, ...] = ()) -> tuple[str, ...]:
     e.g. "CUZK_FASTMUL_VARIANT_FR=5": build variants for experiments). Part of the cubin key."""
     env = os.environ.get("CUZK_KERNEL_DEFINES", "").split()
     return tuple(f"-D{d}" for d in (*extra, *env) if d)
+
+
+def define_int(name: str, default: int) -> int:
+    """The value CUZK_KERNEL_DEFINES gives the kernel macro `name` (experiments), else `default`: host code
+    that must agree with a kernel's build (e.g. blocks per SM under __launch_bounds__) reads it here."""
+    for d in os.environ.get("CUZK_KERNEL_DEFINES", "").split():
+        key, _, value = d.partition("=")
+        if key == name and value:
+            return int(value)
+    return default
 
 
 def options(extra: tuple[str, ...] = ()) -> tuple[str, ...]:

@@ -28,6 +28,8 @@ DEFAULT_BUCKET_SUM = {1: "affine", 2: "xyzz"}  # G1 affine: 2^26 550 ms vs 960 (
 # calls without the option take the registry's default (the backend passes each per call)
 DEFAULT_PAIR_LEVELS = REGISTRY["R1"].default
 DEFAULT_PAIR_MERGES = REGISTRY["R2"].default
+DEFAULT_FAST_SQR = REGISTRY["S1"].default
+SQR_BUILD = ("CUZK_FASTSQR=1",)                # the msm_g1 / msm_g2 build of S1 (loader.BUILDS)
 last_stats: dict = {}                         # of the latest msm_xyzz: affine_rounds, fallbacks
 DEFAULT_AFFINE_VARIANT = 1                    # 2: quad round kernels (issue 5); CUZK_MSM_AFFINE_VARIANT overrides
 
@@ -69,13 +71,15 @@ def _check(group: int, bases, inf, scalars) -> int:
 class _Kernels:
     """The kernel set of msm_plan.pippenger as launches of kernels/msm_g1.cu / msm_g2.cu."""
 
-    def __init__(self, group: int, bases, inf, scalars, host_fold: bool = False):
-        """host_fold: combine returns the window sums as they are (fold_windows folds them on the host)."""
+    def __init__(self, group: int, bases, inf, scalars, host_fold: bool = False, fast_sqr: bool | None = None):
+        """host_fold: combine returns the window sums as they are (fold_windows folds them on the host).
+        fast_sqr: the kernels built with S1's squaring (None: DEFAULT_FAST_SQR)."""
         import cupy
         self.cp = cupy
         self.host_fold = host_fold
         self.g = f"g{group}"
         self.mod = f"msm_g{group}"
+        self.build = SQR_BUILD if (DEFAULT_FAST_SQR if fast_sqr is None else fast_sqr) else ()
         self.W = xyzz_words(group)
         self.n = len(inf)
         self.bases, self.inf8, self.scalars = bases, inf.view(cupy.uint8), scalars
@@ -83,14 +87,14 @@ class _Kernels:
         self.stats = {"affine_rounds": 0, "fallbacks": 0, "quad_rounds": 0}
 
     def _f(self, name):
-        return kernel(self.mod, f"{self.g}_{name}")
+        return kernel(self.mod, f"{self.g}_{name}", self.build)
 
     def alloc(self, count):
         return self.cp.empty((count, self.W), dtype=self.cp.uint32)
 
     def digits(self, c, w0, w1):
         keys = self.cp.empty((w1 - w0) * self.n, dtype=self.cp.uint64)
-        kernel(self.mod, "msm_digits")(_grid(self.n), (THREADS,),
+        kernel(self.mod, "msm_digits", self.build)(_grid(self.n), (THREADS,),
                                     (keys, self.scalars, self.inf8, np.int64(self.n), np.int32(c),
                                      np.int32(w0), np.int32(w1)))
         return keys
@@ -107,7 +111,7 @@ class _Kernels:
 
     def affine_plan(self, in_off, out_off, total):
         out = self.cp.empty(total, dtype=self.cp.uint32)
-        kernel(self.mod, "msm_affine_plan")(_grid(total), (THREADS,),
+        kernel(self.mod, "msm_affine_plan", self.build)(_grid(total), (THREADS,),
                                             (out, in_off, out_off, np.int64(len(in_off) - 1), np.int64(total)))
         return out
 
@@ -124,7 +128,7 @@ class _Kernels:
 
     def affine_plan4(self, in_off, out_off, total):
         out = self.cp.empty(total, dtype=self.cp.uint32)
-        kernel(self.mod, "msm_affine_plan4")(_grid(total), (THREADS,),
+        kernel(self.mod, "msm_affine_plan4", self.build)(_grid(total), (THREADS,),
                                              (out, in_off, out_off, np.int64(len(in_off) - 1), np.int64(total)))
         return out
 
@@ -196,7 +200,7 @@ def _sm_count() -> int:
 def msm_xyzz(group: int, bases, inf, scalars, c: int | None = None, max_entries: int = 1 << 28,
              bucket_sum: str | None = None, affine_min_pairs: int | None = None, mark=None,
              affine_variant: int | None = None, pair_levels: bool | None = None,
-             pair_merges: bool | None = None):
+             pair_merges: bool | None = None, fast_sqr: bool | None = None):
     """Σ s_i P_i as one XYZZ point on the device (uint32[words], Montgomery limbs).
 
     bucket_sum: "xyzz" or "affine" (G1 only); None -> DEFAULT_BUCKET_SUM. affine_min_pairs:
@@ -205,22 +209,23 @@ def msm_xyzz(group: int, bases, inf, scalars, c: int | None = None, max_entries:
     rounds per kernel); None -> $CUZK_MSM_AFFINE_VARIANT or DEFAULT_AFFINE_VARIANT. Counts of the
     run land in last_stats. mark: profiling hook (msm_plan.pippenger). pair_levels: the window reduction
     by pair levels (msm_plan.reduce_windows; None -> DEFAULT_PAIR_LEVELS); pair_merges: the bucket sums'
-    merges by pairs (msm_plan.bucket_sums; None -> DEFAULT_PAIR_MERGES).
+    merges by pairs (msm_plan.bucket_sums; None -> DEFAULT_PAIR_MERGES); fast_sqr: kernels with S1's squaring
+    (None -> DEFAULT_FAST_SQR).
     The windows are folded on the device by one thread (the *_combine kernel); msm_g1/msm_g2 fold
     them on the host instead (msm_windows, fold_windows).
     """
     return _pippenger(group, bases, inf, scalars, c, max_entries, bucket_sum, affine_min_pairs, mark,
-                      affine_variant, False, pair_levels, pair_merges)[0]
+                      affine_variant, False, pair_levels, pair_merges, fast_sqr)[0]
 
 
 def msm_windows(group: int, bases, inf, scalars, c: int | None = None, max_entries: int = 1 << 28,
                 bucket_sum: str | None = None, affine_min_pairs: int | None = None, mark=None,
                 affine_variant: int | None = None, pair_levels: bool | None = None,
-                pair_merges: bool | None = None):
+                pair_merges: bool | None = None, fast_sqr: bool | None = None):
     """The window sums of msm_xyzz's MSM, not yet folded: (uint32[nw, words] on the device, c);
     arguments as msm_xyzz's. Σ_w 2^(c w) sums[w] is the MSM (fold_windows)."""
     return _pippenger(group, bases, inf, scalars, c, max_entries, bucket_sum, affine_min_pairs, mark,
-                      affine_variant, True, pair_levels, pair_merges)
+                      affine_variant, True, pair_levels, pair_merges, fast_sqr)
 
 
 def sum_options(group: int, bucket_sum, affine_min_pairs, affine_variant) -> tuple[str, int | None, int]:
@@ -241,7 +246,7 @@ def sum_options(group: int, bucket_sum, affine_min_pairs, affine_variant) -> tup
 
 
 def _pippenger(group, bases, inf, scalars, c, max_entries, bucket_sum, affine_min_pairs, mark, affine_variant,
-               host_fold, pair_levels=None, pair_merges=None):
+               host_fold, pair_levels=None, pair_merges=None, fast_sqr=None):
     import cupy
     n = _check(group, bases, inf, scalars)
     bucket_sum, min_pairs, variant = sum_options(group, bucket_sum, affine_min_pairs, affine_variant)
@@ -251,7 +256,7 @@ def _pippenger(group, bases, inf, scalars, c, max_entries, bucket_sum, affine_mi
         zero = cupy.zeros(xyzz_words(group), dtype=cupy.uint32)
         return (zero[None, :] if host_fold else zero), 1
     c = plan.choose_window(n, affine=affine) if c is None else int(c)
-    k = _Kernels(group, bases, inf, scalars, host_fold)
+    k = _Kernels(group, bases, inf, scalars, host_fold, fast_sqr)
     out = plan.pippenger(k, n, c, max_entries, cupy, affine_min_pairs=min_pairs, mark=mark, affine_variant=variant,
                          pair_levels=DEFAULT_PAIR_LEVELS if pair_levels is None else bool(pair_levels),
                          pair_merges=DEFAULT_PAIR_MERGES if pair_merges is None else bool(pair_merges))
@@ -385,7 +390,7 @@ def msm_g1(bases, inf, scalars, c: int | None = None, **kw):
 
 
 def msm_g2(bases, inf, scalars, c: int | None = None, **kw):
-    """Σ s_i P_i over G2 as a py_arkworks_bls12381 G2Point (kw: msm_xyzz's pair_levels, pair_merges)."""
+    """Σ s_i P_i over G2 as a py_arkworks_bls12381 G2Point (kw: msm_xyzz's pair_levels, pair_merges, fast_sqr)."""
     import cupy
     sums, c = msm_windows(2, bases, inf, scalars, c, **kw)
     return fold_windows(2, cupy.asnumpy(sums), c)

@@ -1,0 +1,72 @@
+"""CPU checks of fastmul::mont_sqr (optimization S1) and mont_mul: kernels/field_mul_fast.cuh built for the host
+with g++ (tools/experiments/mul_host_check.cpp, the same template code the GPU runs), against Python big ints,
+for the integer builds 1-4. The kernels built with CUZK_FASTSQR=1 run in tests/test_gpu*.py (pytest -m gpu)."""
+import random
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from cuzk.field import P, R
+
+ROOT = Path(__file__).resolve().parents[1]
+FIELDS = {"p": (P, 12), "r": (R, 8)}
+
+
+def edge_values(p: int, n: int) -> list[int]:
+    vals = [0, 1, 2, p - 1, p - 2, p >> 1, (p + 1) // 2, (1 << (32 * n)) % p]
+    vals += [((1 << (32 * k)) - 1) % p for k in range(1, n + 1)]     # runs of all-ones limbs
+    vals += [(1 << (32 * k)) % p for k in range(n)]
+    return vals
+
+
+@pytest.fixture(scope="module")
+def host_builds(tmp_path_factory):
+    if shutil.which("g++") is None:
+        pytest.skip("g++ not on PATH")
+    out = {}
+    for variant in (1, 2, 3, 4):
+        exe = tmp_path_factory.mktemp("mulhost") / f"mulhost{variant}"
+        subprocess.run(["g++", "-O2", "-std=c++17", f"-DCUZK_FASTMUL_VARIANT={variant}", "-Wno-unknown-pragmas",
+                        f"-I{ROOT / 'kernels'}", "-o", str(exe), str(ROOT / "tools/experiments/mul_host_check.cpp")],
+                       check=True)
+        out[variant] = exe
+    return out
+
+
+def run(exe, lines: list[str]) -> list[str]:
+    out = subprocess.run([str(exe)], input="\n".join(lines) + "\n", capture_output=True, text=True, check=True)
+    return out.stdout.split()
+
+
+@pytest.mark.parametrize("variant", [1, 2, 3, 4])
+@pytest.mark.parametrize("field", ["p", "r"])
+def test_square_matches_big_ints(host_builds, variant, field):
+    p, n = FIELDS[field]
+    rng = random.Random(variant * 7 + n)
+    vals = edge_values(p, n) + [rng.randrange(p) for _ in range(3000)]
+    rinv = pow(1 << (32 * n), -1, p)
+    got = run(host_builds[variant], [f"{field.upper()} {a:x} 0" for a in vals])
+    assert len(got) == len(vals)
+    for a, g in zip(vals, got):
+        assert not g.startswith("ERROR") and int(g, 16) == a * a * rinv % p, (hex(a), g)
+
+
+@pytest.mark.parametrize("field", ["p", "r"])
+def test_square_equals_the_product(host_builds, field):
+    """mont_sqr(a) and mont_mul(a, a) give the same words (build 1), so S1 changes no result."""
+    p, n = FIELDS[field]
+    rng = random.Random(n)
+    vals = edge_values(p, n) + [rng.randrange(p) for _ in range(2000)]
+    sq = run(host_builds[1], [f"{field.upper()} {a:x} 0" for a in vals])
+    mul = run(host_builds[1], [f"{field} {a:x} {a:x}" for a in vals])
+    assert sq == mul
+
+
+def test_a_broken_square_is_caught(host_builds):
+    """The comparison can fail: a product of different operands is not the square."""
+    p, n = FIELDS["p"]
+    rinv = pow(1 << (32 * n), -1, p)
+    got = run(host_builds[1], [f"p {3:x} {5:x}"])
+    assert int(got[0], 16) != 3 * 3 * rinv % p
