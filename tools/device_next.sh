@@ -289,6 +289,7 @@ X2)
   timeout 100 python3 tools/experiments/msm_profile.py 26 --affine --c 20 --pairs on --sqr both --reps 3 2>&1 | tail -3
   CUZK_KERNEL_DEFINES="CUZK_AFFINE_BLOCKS_PER_SM=5" timeout 90 python3 tools/experiments/msm_profile.py 26 --affine \
       --c 20 --pairs on --reps 3 2>&1 | tail -2
+  timeout 60 python3 tools/experiments/sort_variants.py 26 28 2>&1 | tail -2
   timeout 60 python3 tools/experiments/resident_ab.py 18 12 "" +S1 2>&1 | tail -3
   timeout 200 python3 -m cuzk ablate --backend cuda --circuit porep_partition --log-size 24 --repeat 8 \
       --opt-set S1 --others defaults --no-leave-one-out --device-keygen --max-seconds 130 \
