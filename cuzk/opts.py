@@ -138,7 +138,7 @@ register(Optimization(
     "the MSM kernels' Fp squarings by a dedicated squaring (fastmul::mont_sqr: the off-diagonal products once, "
     "doubled, then Montgomery's reduction; Fp 78 + 144 products against 288) instead of a multiplication "
     "of a value by itself (kernel builds msm_g1/msm_g2 [CUZK_FASTSQR=1])",
-    False,
+    True,     # on since session 7: 2^26 MSM x0.977, 2^24 ntt_msm_h x0.983 [0.98, 0.99], the rest n.s. (X2)
     "2^26 G1 MSM x0.97-0.985 (the affine add's lambda^2 is one of its six multiplications, ~18% fewer "
     "instructions for it: the rounds -2..-3%); 2^24 ntt_msm_h x0.98, the other phases not significant (G2 "
     "squares in Fp2, which does not use the Fp squaring); 2^18 resident proof within noise",
