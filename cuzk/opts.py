@@ -135,13 +135,24 @@ register(Optimization(
 ))
 register(Optimization(
     "S1", ("ntt_msm_h", "batch_addition", "tail_msm", "b_g2"),
-    "the MSM kernels' Fp squarings by a dedicated squaring (fastmul::mont_sqr: the off-diagonal products once, "
-    "doubled, then Montgomery's reduction; Fp 78 + 144 products against 288) instead of a multiplication "
-    "of a value by itself (kernel builds msm_g1/msm_g2 [CUZK_FASTSQR=1])",
+    "the G1 MSM kernels' Fp squarings by a dedicated squaring (fastmul::mont_sqr: the off-diagonal products "
+    "once, doubled, then Montgomery's reduction; Fp 78 + 144 products against 288) instead of a "
+    "multiplication of a value by itself (kernel build msm_g1 [CUZK_FASTSQR=1]; G2 squares in Fp2 by "
+    "products, so its kernels stay as they are)",
     True,     # on since session 7: 2^26 MSM x0.977, 2^24 ntt_msm_h x0.983 [0.98, 0.99], the rest n.s. (X2)
     "2^26 G1 MSM x0.97-0.985 (the affine add's lambda^2 is one of its six multiplications, ~18% fewer "
     "instructions for it: the rounds -2..-3%); 2^24 ntt_msm_h x0.98, the other phases not significant (G2 "
     "squares in Fp2, which does not use the Fp squaring); 2^18 resident proof within noise",
+))
+register(Optimization(
+    "L1", ("ntt_msm_h", "batch_addition", "tail_msm"),
+    "lazy reduction in the G1 affine rounds: the prefix products, the inverses and lambda are left < 2p "
+    "(no final subtraction; Fp has 4p < 2^384, so products of such operands stay below 2p), since each goes "
+    "only into further products; lambda^2 and y3's product reduce, so the points stay canonical",
+    False,
+    "2^26 G1 MSM x0.975-0.99 (4 of an add's 6 products skip a ~25-37-instruction conditional subtraction; "
+    "static SASS of the round kernel 9831 -> 9679, SEL 148 -> 64); 2^24 ntt_msm_h x0.99, the rest not "
+    "significant; 2^18 within noise",
 ))
 register(Optimization(
     "A4", ("b_g2",),

@@ -31,6 +31,9 @@ __device__ __forceinline__ fp2_t fp2_mul_lowreg(const fp2_t& a, const fp2_t& b) 
 }
 __device__ __forceinline__ fp_t f_mul(const fp_t& a, const fp_t& b) { return a * b; }
 __device__ __forceinline__ fp2_t f_mul(const fp2_t& a, const fp2_t& b) { return fp2_mul_lowreg(a, b); }
+// L1: a product left < 2p, for operands of further products only (Fp; Fp2 reduces as usual)
+__device__ __forceinline__ fp_t f_mul_lazy(const fp_t& a, const fp_t& b) { return mul_lazy(a, b); }
+__device__ __forceinline__ fp2_t f_mul_lazy(const fp2_t& a, const fp2_t& b) { return fp2_mul_lowreg(a, b); }
 __device__ __forceinline__ fp_t f_sqr(const fp_t& a) { return a.sqr(); }
 __device__ __forceinline__ fp2_t f_sqr(const fp2_t& a) { return a.sqr(); }
 __device__ __forceinline__ fp_t f_inv(const fp_t& a) { return a.inverse(); }

@@ -175,6 +175,19 @@ struct mont_t {
 #endif
     }
 
+    // a * b left < 2p (optimization L1): only for values that go on into products (any product accepts
+    // inputs < 2p); Fp only (4p < 2^(32N)). Compare, add or store it as a field element only after a product.
+    __device__ __forceinline__ friend mont_t mul_lazy(const mont_t& a, const mont_t& b) {
+#ifndef CUZK_MUL_LEGACY
+        static_assert(N == 12, "lazy products need 4p < 2^(32N): Fp only");
+        mont_t r;
+        fastmul::mont_mul<P, false>(r.v, a.v, b.v);
+        return r;
+#else
+        return a * b;
+#endif
+    }
+
     // CUZK_FASTSQR=1 (optimization S1): fastmul::mont_sqr, a squaring with (N^2 + N) / 2 products
     __device__ __forceinline__ mont_t sqr() const {
 #if CUZK_FASTSQR && !defined(CUZK_MUL_LEGACY)

@@ -458,7 +458,10 @@ CUZK_FM_INLINE void mont_mul_dfma(uint32_t* out, const uint32_t* a, const uint32
 #undef CUZK_V6_CHECK
 #endif  // CUZK_FASTMUL_HAS_V6
 
-template <class P>
+// REDUCE false (optimization L1, Fp only): the output is left < 2p (no final subtraction). With 4p < 2^(32N)
+// (Fp: p < 2^381) inputs < 2p keep every row's T < 3p and give (a b + M p) / R < 4p^2 / R + p < 2p; every
+// product here accepts inputs < 2p, and the reduced ones return < p.
+template <class P, bool REDUCE = true>
 CUZK_FM_INLINE void mont_mul(uint32_t* out, const uint32_t* a, const uint32_t* b) {
     constexpr int N = P::N, H = N / 2;
     static_assert(N % 2 == 0, "even limb count");
@@ -501,7 +504,12 @@ CUZK_FM_INLINE void mont_mul(uint32_t* out, const uint32_t* a, const uint32_t* b
 #pragma unroll
         for (int j = 0; j < N; j++) t[j] = x[j + 1];
     }
-    sub_p_once<P>(out, t);       // T < 2p
+    if (REDUCE) {
+        sub_p_once<P>(out, t);   // T < 2p
+    } else {
+#pragma unroll
+        for (int j = 0; j < N; j++) out[j] = t[j];
+    }
 }
 
 // ---- squaring (optimization S1): a^2 in (N^2 + N) / 2 products, then redc_low ----

@@ -22,15 +22,23 @@
 #define CUZK_AFFINE_BLOCKS_PER_SM 4   // msm_plan.AFFINE_BLOCKS_PER_SM
 #endif
 
-// The block's TPB values v_t -> 1 / v_t (all nonzero), through a product tree in shared memory.
-template <class F, int TPB>
+// f_mul, or f_mul_lazy (optimization L1: the result left < 2p) where it only goes on into products.
+template <bool LAZY, class F>
+__device__ __forceinline__ F mul_l(const F& a, const F& b) {
+    if constexpr (LAZY) return f_mul_lazy(a, b);
+    else return f_mul(a, b);
+}
+
+// The block's TPB values v_t -> 1 / v_t (all nonzero), through a product tree in shared memory. LAZY: the
+// tree's products and the inverses handed down left < 2p (inputs may be too); the root's inverse reduces.
+template <class F, int TPB, bool LAZY = false>
 __device__ __forceinline__ F block_batch_inverse(const F& v) {
     __shared__ F tree[2 * TPB];           // node i: children 2i, 2i + 1; leaves TPB + t
     const int t = threadIdx.x;
     tree[TPB + t] = v;
     __syncthreads();
     for (int h = TPB / 2; h >= 1; h >>= 1) {
-        if (t < h) tree[h + t] = f_mul(tree[2 * (h + t)], tree[2 * (h + t) + 1]);
+        if (t < h) tree[h + t] = mul_l<LAZY>(tree[2 * (h + t)], tree[2 * (h + t) + 1]);
         __syncthreads();
     }
     if (t == 0) tree[1] = f_inv(tree[1]);
@@ -39,8 +47,8 @@ __device__ __forceinline__ F block_batch_inverse(const F& v) {
         if (t < h) {
             const int i = h + t;
             const F inv = tree[i], a = tree[2 * i], b = tree[2 * i + 1];
-            tree[2 * i] = f_mul(inv, b);
-            tree[2 * i + 1] = f_mul(inv, a);
+            tree[2 * i] = mul_l<LAZY>(inv, b);
+            tree[2 * i + 1] = mul_l<LAZY>(inv, a);
         }
         __syncthreads();
     }
@@ -49,7 +57,9 @@ __device__ __forceinline__ F block_batch_inverse(const F& v) {
 
 // One round over outputs [0, total): thread t of block k takes o = k * TPB * per + t + TPB * i.
 // KEYED (round 0): P[e] is the base of sorted key e (y negated on its bit); else pts[e].
-template <class F, int TPB, bool KEYED>
+// LAZY (L1): the prefix products, the inverses and lambda are left < 2p (each goes only into products);
+// lambda^2 and y3's product reduce, so x3, y3 are canonical.
+template <class F, int TPB, bool KEYED, bool LAZY = false>
 __device__ __forceinline__ void affine_round(uint32_t* out, const u64* __restrict__ sorted,
                                              const uint32_t* __restrict__ pts, const uint32_t* __restrict__ plan,
                                              i64 total, i64 per, int* degenerate) {
@@ -73,12 +83,12 @@ __device__ __forceinline__ void affine_round(uint32_t* out, const u64* __restric
                 *degenerate = 1;
                 f_set_one(d);
             }
-            acc = i == 0 ? d : f_mul(acc, d);
+            acc = i == 0 ? d : mul_l<LAZY>(acc, d);
         }
         acc.store(out + o * W);           // prefix_i, in the x words of output o
     }
 
-    F inv = block_batch_inverse<F, TPB>(acc);   // 1 / prefix_{cnt-1}
+    F inv = block_batch_inverse<F, TPB, LAZY>(acc);   // 1 / prefix_{cnt-1}
 
     // pass 2, backwards: 1/d_i = inv * prefix_{i-1}, then inv = 1 / prefix_{i-1} = inv * d_i
     for (int i = cnt - 1; i >= 0; i--) {
@@ -90,17 +100,17 @@ __device__ __forceinline__ void affine_round(uint32_t* out, const u64* __restric
         if (w & 1) {                      // ordered for few live values: no spills at 128 registers
             const uint32_t* p2 = entry_point<F, KEYED>(sorted, pts, s + 1, n2);
             F id = inv;
-            if (i > 0) id = f_mul(inv, F::load(out + (o - TPB) * W));
+            if (i > 0) id = mul_l<LAZY>(inv, F::load(out + (o - TPB) * W));
             const F x1 = F::load(p1), x2 = F::load(p2);
             if (i > 0) {
                 F d = x2 - x1;
                 if (f_is_zero(d)) f_set_one(d);
-                inv = f_mul(inv, d);
+                inv = mul_l<LAZY>(inv, d);
             }
             F y1 = F::load(p1 + W / 2), y2 = F::load(p2 + W / 2);
             if (n1) y1 = f_neg(y1);
             if (n2) y2 = f_neg(y2);
-            const F lambda = f_mul(y2 - y1, id);
+            const F lambda = mul_l<LAZY>(y2 - y1, id);
             const F x3 = f_sqr(lambda) - x1 - x2;
             const F y3 = f_mul(lambda, x1 - x3) - y1;
             x3.store(out + o * W);
@@ -302,6 +312,16 @@ __device__ __forceinline__ void affine_quad(uint32_t* out, uint32_t* tmp, uint32
         G##_affine_round(uint32_t* out, const uint32_t* pts, const uint32_t* plan, i64 total, i64 per,         \
                          int* degenerate) {                                                                    \
         affine_round<F, CUZK_AFFINE_TPB, false>(out, nullptr, pts, plan, total, per, degenerate);              \
+    }                                                                                                          \
+    extern "C" __global__ void __launch_bounds__(CUZK_AFFINE_TPB, CUZK_AFFINE_BLOCKS_PER_SM)                   \
+        G##_affine_round_keyed_lazy(uint32_t* out, const u64* sorted, const uint32_t* bases,                   \
+                                    const uint32_t* plan, i64 total, i64 per, int* degenerate) {               \
+        affine_round<F, CUZK_AFFINE_TPB, true, true>(out, sorted, bases, plan, total, per, degenerate);        \
+    }                                                                                                          \
+    extern "C" __global__ void __launch_bounds__(CUZK_AFFINE_TPB, CUZK_AFFINE_BLOCKS_PER_SM)                   \
+        G##_affine_round_lazy(uint32_t* out, const uint32_t* pts, const uint32_t* plan, i64 total, i64 per,    \
+                              int* degenerate) {                                                               \
+        affine_round<F, CUZK_AFFINE_TPB, false, true>(out, nullptr, pts, plan, total, per, degenerate);        \
     }                                                                                                          \
     extern "C" __global__ void __launch_bounds__(CUZK_AFFINE_TPB, CUZK_AFFINE_BLOCKS_PER_SM)                   \
         G##_affine_quad_keyed(uint32_t* out, uint32_t* tmp, uint32_t* pre, const u64* sorted,                  \

@@ -1,6 +1,7 @@
-"""CPU checks of fastmul::mont_sqr (optimization S1) and mont_mul: kernels/field_mul_fast.cuh built for the host
-with g++ (tools/experiments/mul_host_check.cpp, the same template code the GPU runs), against Python big ints,
-for the integer builds 1-4. The kernels built with CUZK_FASTSQR=1 run in tests/test_gpu*.py (pytest -m gpu)."""
+"""CPU checks of fastmul::mont_sqr (optimization S1), mont_mul, and the Fp product left < 2p (mont_mul<P, false>,
+optimization L1): kernels/field_mul_fast.cuh built for the host with g++ (tools/experiments/mul_host_check.cpp, the
+same template code the GPU runs), against Python big ints, for the integer builds 1-4. The kernels themselves run
+in tests/test_gpu*.py (pytest -m gpu)."""
 import random
 import shutil
 import subprocess
@@ -70,3 +71,37 @@ def test_a_broken_square_is_caught(host_builds):
     rinv = pow(1 << (32 * n), -1, p)
     got = run(host_builds[1], [f"p {3:x} {5:x}"])
     assert int(got[0], 16) != 3 * 3 * rinv % p
+
+
+@pytest.mark.parametrize("variant", [1, 2, 3, 4])
+def test_products_of_unreduced_operands(host_builds, variant):
+    """L1: operands in [0, 2p) (what a lazy product leaves): the lazy product stays below 2p and is congruent;
+    the reduced product and the square of such operands are canonical (what lambda^2 and y3 rely on)."""
+    p, n = P, 12
+    rng = random.Random(variant + 100)
+    hi = [p, p + 1, 2 * p - 1, 2 * p - 2, (1 << 382) - 1 if (1 << 382) - 1 < 2 * p else 2 * p - 3]
+    vals = [(a, b) for a in hi for b in hi + [0, 1, p - 1]]
+    vals += [(rng.randrange(2 * p), rng.randrange(2 * p)) for _ in range(3000)]
+    rinv = pow(1 << (32 * n), -1, p)
+    exe = host_builds[variant]
+    lazy = run(exe, [f"l {a:x} {b:x}" for a, b in vals])
+    full = run(exe, [f"p {a:x} {b:x}" for a, b in vals])
+    sq = run(exe, [f"P {a:x} 0" for a, _ in vals])
+    for (a, b), g, f, s in zip(vals, lazy, full, sq):
+        want = a * b * rinv % p
+        assert not g.startswith("ERROR") and int(g, 16) < 2 * p and int(g, 16) % p == want, (hex(a), hex(b), g)
+        assert int(f, 16) == want, (hex(a), hex(b), f)
+        assert int(s, 16) == a * a * rinv % p, (hex(a), s)
+
+
+def test_lazy_products_chain(host_builds):
+    """A chain of lazy products (the prefix products of a walk) stays below 2p and congruent throughout."""
+    rng = random.Random(9)
+    rinv = pow(1 << 384, -1, P)
+    exe = host_builds[1]
+    acc, want = 1, 1
+    for _ in range(300):
+        d = rng.randrange(P)
+        acc = int(run(exe, [f"l {acc:x} {d:x}"])[0], 16)
+        want = want * d * rinv % P
+        assert acc < 2 * P and acc % P == want

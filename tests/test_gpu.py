@@ -315,14 +315,15 @@ def test_each_optimization_gives_valid_proofs(cp, spec):
 
 
 SAME_PARTS = [("P1", base) for base in ("none", "")] + [("M2", base) for base in ("", "none", "+P1", "-D4", "-M1")] \
-    + [("S1", base) for base in ("", "none")]
+    + [(opt, base) for opt in ("S1", "L1") for base in ("", "none")]
 
 
 @pytest.mark.parametrize("opt,base", SAME_PARTS)
 def test_toggle_gives_same_parts(cp, opt, base):
     """P1 (batch sums and tail MSMs on concurrent streams), M2 (a circuit's G1 tail MSMs as one multi-MSM,
-    its G1 batch sums together) and S1 (the MSM kernels' dedicated squaring) give the same points as without
-    them, for a batch of two circuits (S1: in every MSM phase); base "": the defaults (C1's segment sums, M1,
+    its G1 batch sums together), S1 (the MSM kernels' dedicated squaring) and L1 (lazy products in the affine
+    rounds) give the same points as without them, for a batch of two circuits (S1, L1: in every MSM phase);
+    base "": the defaults (C1's segment sums, M1,
     D4), "none": XYZZ sums, one window for all and the batch sums through the MSM path."""
     from cuzk.backend.cuda import CudaBackend
     from cuzk.keygen import cached_setup
@@ -334,7 +335,7 @@ def test_toggle_gives_same_parts(cp, opt, base):
     prep = off.prep_msm(kh, asgs)
     assert on.batch_addition(kh, prep) == off.batch_addition(kh, prep)
     assert on.tail_msm(kh, prep, asgs) == off.tail_msm(kh, prep, asgs)
-    if opt == "S1":
+    if opt in ("S1", "L1"):
         assert on.b_g2(kh, prep, asgs) == off.b_g2(kh, prep, asgs)
         assert on.ntt_msm_h(kh, asgs) == off.ntt_msm_h(kh, asgs)
 

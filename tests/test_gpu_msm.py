@@ -234,12 +234,16 @@ def _cases(group, rng):
     return pairs
 
 
+KERNEL_SETS = [(), ("S1",), ("L1",), ("S1", "L1")]
+
+
 @pytest.mark.parametrize("kind", ["random", *EDGE_KINDS])
 @pytest.mark.parametrize("group", [1, 2])
-def test_fast_sqr_same_window_sums(cp, group, kind):
-    """S1: the kernels built with the dedicated squaring (CUZK_FASTSQR=1) give the default build's window sums
-    word for word (XYZZ words, poisoned-free: a fresh MSM each), and arkworks' MSM; G1 in XYZZ and with affine
-    rounds forced (lambda^2 and the block inversions square), G2 in XYZZ."""
+def test_kernel_opts_same_window_sums(cp, group, kind):
+    """S1 (the kernels built with the dedicated squaring) and L1 (affine rounds with products left < 2p), alone
+    and together, give the default kernels' window sums word for word (XYZZ words of a fresh MSM each) and
+    arkworks' MSM; G1 in XYZZ and with affine rounds forced (lambda^2 and the block inversions square, the lazy
+    products feed them), G2 in XYZZ."""
     from cuzk.gpu.msm import fold_windows, msm_windows
     rng = random.Random(seed())
     n = 3000
@@ -252,18 +256,22 @@ def test_fast_sqr_same_window_sums(cp, group, kind):
     sums = ["xyzz", "affine"] if group == 1 else ["xyzz"]
     for bucket_sum in sums:
         kw = dict(c=9, bucket_sum=bucket_sum, affine_min_pairs=1 if bucket_sum == "affine" else None)
-        old, c = msm_windows(group, b, inf, s, fast_sqr=False, **kw)
-        new, c2 = msm_windows(group, b, inf, s, fast_sqr=True, **kw)
-        assert c == c2
-        assert np.array_equal(cp.asnumpy(old), cp.asnumpy(new)), bucket_sum
-        assert fold_windows(group, cp.asnumpy(new), c) == want(group, pts, sc), bucket_sum
+        ref, c = msm_windows(group, b, inf, s, kernel_opts=(), **kw)
+        ref = cp.asnumpy(ref)
+        assert fold_windows(group, ref, c) == want(group, pts, sc), bucket_sum
+        for ko in KERNEL_SETS[1:]:
+            got, c2 = msm_windows(group, b, inf, s, kernel_opts=ko, **kw)
+            assert c2 == c and np.array_equal(ref, cp.asnumpy(got)), (bucket_sum, ko)
 
 
 @pytest.mark.parametrize("group", [1, 2])
 @pytest.mark.parametrize("n", [1, 31, 5000])
-def test_fast_sqr_batch_add(cp, group, n):
-    """S1 in the batch sums, one at a time and several together (M2's batch_add_many)."""
+def test_kernel_opts_batch_add(cp, group, n, monkeypatch):
+    """S1 and L1 in the batch sums, one at a time and several together (M2's batch_add_many); affine rounds
+    forced (G1), so L1's round kernels run."""
+    from cuzk.gpu import msm_plan
     from cuzk.gpu.batch_add import batch_add, batch_add_many
+    monkeypatch.setattr(msm_plan, "AFFINE_MIN_PAIRS", 1)
     rng = random.Random(seed())
     pts = rand_points(group, n, rng)
     limbs, inf = ark_to_limbs(group, pts)
@@ -271,10 +279,11 @@ def test_fast_sqr_batch_add(cp, group, n):
     total = CLS[group].identity()
     for p in pts:
         total = total + p
-    assert batch_add(group, b, i, fast_sqr=True) == total
     half = cp.arange(n // 2, dtype=cp.int64)
-    got = batch_add_many(group, [(b, i, None), (b, i, half)], fast_sqr=True)
-    assert got == [total, batch_add(group, b, i, half)]
+    part = batch_add(group, b, i, half, kernel_opts=())
+    for ko in KERNEL_SETS[1:]:
+        assert batch_add(group, b, i, kernel_opts=ko) == total, ko
+        assert batch_add_many(group, [(b, i, None), (b, i, half)], kernel_opts=ko) == [total, part], ko
 
 
 @pytest.mark.parametrize("group", [1, 2])

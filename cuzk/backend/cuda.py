@@ -85,10 +85,15 @@ def bucket_sum(opts, group: int) -> str:
     return gmsm.DEFAULT_BUCKET_SUM[group] if opts.enabled("M1") else "xyzz"
 
 
+def kernel_opts(opts) -> frozenset:
+    """The MSM kernels' toggles (msm.KERNEL_OPTS) that opts turns on."""
+    return frozenset(o for o in gmsm.KERNEL_OPTS if opts.enabled(o))
+
+
 def msm_kw(opts, group: int) -> dict:
     """The MSM options the registry sets: bucket sums (M1, G1), the window reduction's levels (R1), the
-    bucket sums' merges (R2) and the kernels' squaring (S1)."""
-    kw = {"pair_levels": opts.enabled("R1"), "pair_merges": opts.enabled("R2"), "fast_sqr": opts.enabled("S1")}
+    bucket sums' merges (R2) and the kernels' code (S1, L1)."""
+    kw = {"pair_levels": opts.enabled("R1"), "pair_merges": opts.enabled("R2"), "kernel_opts": kernel_opts(opts)}
     if group == 1:
         kw["bucket_sum"] = bucket_sum(opts, 1)
     return kw
@@ -257,7 +262,7 @@ class CudaBackend(CpuBackend):
                 with circuit(i, label="a+b_g1+l"):
                     parts = [(kh.dev[q].limbs, kh.dev[q].inf, self._rows(kh.dev[q], idx)) for q, idx in g1]
                     pts = gbatch.batch_add_many(1, parts, bucket_sum(self.opts, 1), self.opts.enabled("R2"),
-                                                self.opts.enabled("S1"))
+                                                kernel_opts(self.opts))
                 return dict(zip([q for q, _ in g1], pts))
 
             def g2(i=i, ones=ones):
@@ -282,7 +287,7 @@ class CudaBackend(CpuBackend):
         if self.opts.enabled("C1"):
             return gbatch.batch_add(b.group, b.limbs, b.inf, self._rows(b, idx),
                                     bucket_sum=bucket_sum(self.opts, b.group), pair_merges=self.opts.enabled("R2"),
-                                    fast_sqr=self.opts.enabled("S1"))
+                                    kernel_opts=kernel_opts(self.opts))
         bases, inf, _ = b.take(idx)
         if inf.size == 0:
             return (G2Point if b.group == 2 else G1Point).identity()

@@ -28,8 +28,9 @@ DEFAULT_BUCKET_SUM = {1: "affine", 2: "xyzz"}  # G1 affine: 2^26 550 ms vs 960 (
 # calls without the option take the registry's default (the backend passes each per call)
 DEFAULT_PAIR_LEVELS = REGISTRY["R1"].default
 DEFAULT_PAIR_MERGES = REGISTRY["R2"].default
-DEFAULT_FAST_SQR = REGISTRY["S1"].default
-SQR_BUILD = ("CUZK_FASTSQR=1",)                # the msm_g1 / msm_g2 build of S1 (loader.BUILDS)
+KERNEL_OPTS = ("S1", "L1")                     # the toggles that pick the MSM kernels' code: a build, a variant
+DEFAULT_KERNEL_OPTS = frozenset(o for o in KERNEL_OPTS if REGISTRY[o].default)
+SQR_BUILD = ("CUZK_FASTSQR=1",)                # the msm_g1 build of S1 (loader.BUILDS); G2 squares in Fp2
 last_stats: dict = {}                         # of the latest msm_xyzz: affine_rounds, fallbacks
 DEFAULT_AFFINE_VARIANT = 1                    # 2: quad round kernels (issue 5); CUZK_MSM_AFFINE_VARIANT overrides
 
@@ -71,15 +72,20 @@ def _check(group: int, bases, inf, scalars) -> int:
 class _Kernels:
     """The kernel set of msm_plan.pippenger as launches of kernels/msm_g1.cu / msm_g2.cu."""
 
-    def __init__(self, group: int, bases, inf, scalars, host_fold: bool = False, fast_sqr: bool | None = None):
+    def __init__(self, group: int, bases, inf, scalars, host_fold: bool = False, kernel_opts=None):
         """host_fold: combine returns the window sums as they are (fold_windows folds them on the host).
-        fast_sqr: the kernels built with S1's squaring (None: DEFAULT_FAST_SQR)."""
+        kernel_opts: which of KERNEL_OPTS are on (None: DEFAULT_KERNEL_OPTS): S1, the G1 kernels built with the
+        dedicated squaring; L1, the affine rounds (G1) with lazy products."""
         import cupy
         self.cp = cupy
         self.host_fold = host_fold
         self.g = f"g{group}"
         self.mod = f"msm_g{group}"
-        self.build = SQR_BUILD if (DEFAULT_FAST_SQR if fast_sqr is None else fast_sqr) else ()
+        ko = DEFAULT_KERNEL_OPTS if kernel_opts is None else frozenset(kernel_opts)
+        if not ko <= set(KERNEL_OPTS):
+            raise ValueError(f"kernel_opts must be among {KERNEL_OPTS}, got {sorted(ko)}")
+        self.build = SQR_BUILD if "S1" in ko and group == 1 else ()
+        self.lazy = "_lazy" if "L1" in ko else ""
         self.W = xyzz_words(group)
         self.n = len(inf)
         self.bases, self.inf8, self.scalars = bases, inf.view(cupy.uint8), scalars
@@ -119,10 +125,10 @@ class _Kernels:
         out = self.cp.empty((total, self.W // 2), dtype=self.cp.uint32)
         blocks, per = plan.round_geometry(total, plan.AFFINE_THREADS, _sm_count() * plan.AFFINE_BLOCKS_PER_SM)
         if keyed:
-            self._f("affine_round_keyed")((blocks,), (plan.AFFINE_THREADS,),
+            self._f("affine_round_keyed" + self.lazy)((blocks,), (plan.AFFINE_THREADS,),
                                           (out, src, self.bases, plan_words, np.int64(total), np.int64(per), self.flag))
         else:
-            self._f("affine_round")((blocks,), (plan.AFFINE_THREADS,),
+            self._f("affine_round" + self.lazy)((blocks,), (plan.AFFINE_THREADS,),
                                     (out, src, plan_words, np.int64(total), np.int64(per), self.flag))
         return out
 
@@ -200,7 +206,7 @@ def _sm_count() -> int:
 def msm_xyzz(group: int, bases, inf, scalars, c: int | None = None, max_entries: int = 1 << 28,
              bucket_sum: str | None = None, affine_min_pairs: int | None = None, mark=None,
              affine_variant: int | None = None, pair_levels: bool | None = None,
-             pair_merges: bool | None = None, fast_sqr: bool | None = None):
+             pair_merges: bool | None = None, kernel_opts=None):
     """Σ s_i P_i as one XYZZ point on the device (uint32[words], Montgomery limbs).
 
     bucket_sum: "xyzz" or "affine" (G1 only); None -> DEFAULT_BUCKET_SUM. affine_min_pairs:
@@ -209,23 +215,23 @@ def msm_xyzz(group: int, bases, inf, scalars, c: int | None = None, max_entries:
     rounds per kernel); None -> $CUZK_MSM_AFFINE_VARIANT or DEFAULT_AFFINE_VARIANT. Counts of the
     run land in last_stats. mark: profiling hook (msm_plan.pippenger). pair_levels: the window reduction
     by pair levels (msm_plan.reduce_windows; None -> DEFAULT_PAIR_LEVELS); pair_merges: the bucket sums'
-    merges by pairs (msm_plan.bucket_sums; None -> DEFAULT_PAIR_MERGES); fast_sqr: kernels with S1's squaring
-    (None -> DEFAULT_FAST_SQR).
+    merges by pairs (msm_plan.bucket_sums; None -> DEFAULT_PAIR_MERGES); kernel_opts: the kernels' S1 and L1
+    (_Kernels; None -> DEFAULT_KERNEL_OPTS).
     The windows are folded on the device by one thread (the *_combine kernel); msm_g1/msm_g2 fold
     them on the host instead (msm_windows, fold_windows).
     """
     return _pippenger(group, bases, inf, scalars, c, max_entries, bucket_sum, affine_min_pairs, mark,
-                      affine_variant, False, pair_levels, pair_merges, fast_sqr)[0]
+                      affine_variant, False, pair_levels, pair_merges, kernel_opts)[0]
 
 
 def msm_windows(group: int, bases, inf, scalars, c: int | None = None, max_entries: int = 1 << 28,
                 bucket_sum: str | None = None, affine_min_pairs: int | None = None, mark=None,
                 affine_variant: int | None = None, pair_levels: bool | None = None,
-                pair_merges: bool | None = None, fast_sqr: bool | None = None):
+                pair_merges: bool | None = None, kernel_opts=None):
     """The window sums of msm_xyzz's MSM, not yet folded: (uint32[nw, words] on the device, c);
     arguments as msm_xyzz's. Σ_w 2^(c w) sums[w] is the MSM (fold_windows)."""
     return _pippenger(group, bases, inf, scalars, c, max_entries, bucket_sum, affine_min_pairs, mark,
-                      affine_variant, True, pair_levels, pair_merges, fast_sqr)
+                      affine_variant, True, pair_levels, pair_merges, kernel_opts)
 
 
 def sum_options(group: int, bucket_sum, affine_min_pairs, affine_variant) -> tuple[str, int | None, int]:
@@ -246,7 +252,7 @@ def sum_options(group: int, bucket_sum, affine_min_pairs, affine_variant) -> tup
 
 
 def _pippenger(group, bases, inf, scalars, c, max_entries, bucket_sum, affine_min_pairs, mark, affine_variant,
-               host_fold, pair_levels=None, pair_merges=None, fast_sqr=None):
+               host_fold, pair_levels=None, pair_merges=None, kernel_opts=None):
     import cupy
     n = _check(group, bases, inf, scalars)
     bucket_sum, min_pairs, variant = sum_options(group, bucket_sum, affine_min_pairs, affine_variant)
@@ -256,7 +262,7 @@ def _pippenger(group, bases, inf, scalars, c, max_entries, bucket_sum, affine_mi
         zero = cupy.zeros(xyzz_words(group), dtype=cupy.uint32)
         return (zero[None, :] if host_fold else zero), 1
     c = plan.choose_window(n, affine=affine) if c is None else int(c)
-    k = _Kernels(group, bases, inf, scalars, host_fold, fast_sqr)
+    k = _Kernels(group, bases, inf, scalars, host_fold, kernel_opts)
     out = plan.pippenger(k, n, c, max_entries, cupy, affine_min_pairs=min_pairs, mark=mark, affine_variant=variant,
                          pair_levels=DEFAULT_PAIR_LEVELS if pair_levels is None else bool(pair_levels),
                          pair_merges=DEFAULT_PAIR_MERGES if pair_merges is None else bool(pair_merges))
@@ -390,7 +396,7 @@ def msm_g1(bases, inf, scalars, c: int | None = None, **kw):
 
 
 def msm_g2(bases, inf, scalars, c: int | None = None, **kw):
-    """Σ s_i P_i over G2 as a py_arkworks_bls12381 G2Point (kw: msm_xyzz's pair_levels, pair_merges, fast_sqr)."""
+    """Σ s_i P_i over G2 as a py_arkworks_bls12381 G2Point (kw: msm_xyzz's pair_levels, pair_merges, kernel_opts)."""
     import cupy
     sums, c = msm_windows(2, bases, inf, scalars, c, **kw)
     return fold_windows(2, cupy.asnumpy(sums), c)

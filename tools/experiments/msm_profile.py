@@ -1,10 +1,10 @@
 """Where a G1 MSM's time goes: each step of msm_plan.pippenger between CUDA events (its mark hook).
 
     python3 tools/experiments/msm_profile.py [LOG_N ...] [--affine] [--c C ...] [--pairs both|on|off]
-        [--sqr both|on|off] [--reps N]
+        [--kernels SET ...] [--reps N]
 --pairs: the window reduction by pair levels and the merges by pairs (R1 and R2 together) on, off, or both.
---sqr: the kernels built with S1's squaring, or not, or both (interleaved); --reps: rounds of every setting,
-then the median total of each.
+--kernels: the MSM kernels' toggles (msm.KERNEL_OPTS) per setting, comma-separated ("none": neither; default:
+the registry's), run interleaved; --reps: rounds of every setting, then the median total of each.
 """
 import argparse
 import statistics
@@ -38,10 +38,10 @@ class Marks:
         return cupy.cuda.get_elapsed_time(self.first, self.last)
 
 
-def profile(bases, inf, scalars, c, bucket_sum, min_pairs=None, pair_levels=False, fast_sqr=False):
+def profile(bases, inf, scalars, c, bucket_sum, min_pairs=None, pair_levels=False, kernel_opts=()):
     m = Marks()
     msm.msm_xyzz(1, bases, inf, scalars, c, bucket_sum=bucket_sum, affine_min_pairs=min_pairs, mark=m,
-                 pair_levels=pair_levels, pair_merges=pair_levels, fast_sqr=fast_sqr)
+                 pair_levels=pair_levels, pair_merges=pair_levels, kernel_opts=kernel_opts)
     return m.total(), m.ms, dict(msm.last_stats)
 
 
@@ -51,30 +51,32 @@ def main():
     ap.add_argument("--affine", action="store_true")
     ap.add_argument("--c", type=int, nargs="*", default=None)
     ap.add_argument("--pairs", choices=["both", "on", "off"], default="off")
-    ap.add_argument("--sqr", choices=["both", "on", "off"], default="off")
+    ap.add_argument("--kernels", nargs="*", default=None)
     ap.add_argument("--reps", type=int, default=1)
     args = ap.parse_args()
     choice = {"both": [False, True], "on": [True], "off": [False]}
-    pairs, sqrs = choice[args.pairs], choice[args.sqr]
+    pairs = choice[args.pairs]
+    sqrs = [frozenset(o for o in k.split(",") if o and o != "none") for k in args.kernels] if args.kernels \
+        else [msm.DEFAULT_KERNEL_OPTS]
     kind = "affine" if args.affine else "xyzz"
     for L in args.logs:
         bases, inf = micro.independent_bases(L, 1)
         scalars = micro.random_fr(1 << L, seed=3)
         for sq in sqrs:
-            msm.msm_xyzz(1, bases, inf, scalars, bucket_sum=kind, fast_sqr=sq)          # warm-up
+            msm.msm_xyzz(1, bases, inf, scalars, bucket_sum=kind, kernel_opts=sq)          # warm-up
         for c in args.c or sorted({plan.choose_window(1 << L, affine=args.affine), 16, 20}):
             totals = {}
             for _ in range(args.reps):
                 for pl in pairs:
                     for sq in sqrs:
-                        total, ms, st = profile(bases, inf, scalars, c, kind, pair_levels=pl, fast_sqr=sq)
+                        total, ms, st = profile(bases, inf, scalars, c, kind, pair_levels=pl, kernel_opts=sq)
                         totals.setdefault((pl, sq), []).append(total)
-                        print(f"2^{L} {kind} c={c} R1+R2={'on' if pl else 'off'} S1={'on' if sq else 'off'}: "
+                        print(f"2^{L} {kind} c={c} R1+R2={'on' if pl else 'off'} kernels={','.join(sorted(sq)) or 'none'}: "
                               f"total {total:.1f} ms | " + ", ".join(f"{k}: {v:.1f}" for k, v in ms.items())
                               + f" | {st}", flush=True)
             if args.reps > 1:
                 for (pl, sq), v in totals.items():
-                    print(f"2^{L} c={c} R1+R2={'on' if pl else 'off'} S1={'on' if sq else 'off'}: median "
+                    print(f"2^{L} c={c} R1+R2={'on' if pl else 'off'} kernels={','.join(sorted(sq)) or 'none'}: median "
                           f"{statistics.median(v):.1f} ms of {len(v)} ({min(v):.1f}-{max(v):.1f})", flush=True)
 
 if __name__ == "__main__":

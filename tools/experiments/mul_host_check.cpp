@@ -1,7 +1,8 @@
 // Host build of kernels/field_mul_fast.cuh (CUZK_FASTMUL_HOST): the very template code the
 // GPU runs, with the PTX carry-chain primitives replaced by C++ on a global carry flag.
 // Reads lines "f a b" (f = p or r, a and b as hex) and prints the Montgomery product
-// a*b*2^(-32N) mod (p or r) in hex; f = P or R: a*a the same way, through mont_sqr (b ignored).
+// a*b*2^(-32N) mod (p or r) in hex; f = P or R: a*a the same way, through mont_sqr (b ignored);
+// f = l: the Fp product left unreduced (mont_mul<P, false>, optimization L1: < 2p, not canonical).
 // tools/experiments/mul_emulate.py --host and tests/test_field_sqr_host.py drive it.
 //   g++ -O2 -std=c++17 -DCUZK_FASTMUL_VARIANT=1 -I kernels -o /tmp/mulhost tools/experiments/mul_host_check.cpp
 #include <cstdint>
@@ -38,12 +39,13 @@ int main() {
     std::string f, a, b;
     uint32_t x[12], y[12], r[12];
     while (std::cin >> f >> a >> b) {
-        const bool sq = f == "P" || f == "R";
-        const int n = f == "p" || f == "P" ? 12 : 8;
+        const bool sq = f == "P" || f == "R", lazy = f == "l";
+        const int n = f == "p" || f == "P" || f == "l" ? 12 : 8;
         parse(a, x, n);
         parse(b, y, n);
         try {
-            if (sq && n == 12) cuzk::fastmul::mont_sqr<cuzk::fp_host>(r, x);
+            if (lazy) cuzk::fastmul::mont_mul<cuzk::fp_host, false>(r, x, y);
+            else if (sq && n == 12) cuzk::fastmul::mont_sqr<cuzk::fp_host>(r, x);
             else if (sq) cuzk::fastmul::mont_sqr<cuzk::fr_host>(r, x);
             else if (n == 12) cuzk::fastmul::mont_mul<cuzk::fp_host>(r, x, y);
             else cuzk::fastmul::mont_mul<cuzk::fr_host>(r, x, y);
