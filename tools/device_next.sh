@@ -36,7 +36,8 @@
 # Left for session 7: X1 (H1, written in session 6 and tested on the CPU model only), then host dispatch of the small proof (the ratio's spread between machines is the host's:
 # segment_plan's and round_offsets' device reads, the popcount samples, ~600 launches), then the 2^26 MSM's
 # rounds (a dedicated Fp squaring) and its sort (50.9 ms).
-# Session 7: X1 = H1's tests and A/B (slower: removed); X2 = S1 (the dedicated squaring) and 5 affine blocks an SM.
+# Session 7: X1 = H1's tests and A/B (slower: removed); X2 = S1 (the dedicated squaring) and 5 affine blocks an SM;
+# X3 = L1 (lazy reduction in the affine rounds); X4 = the whole GPU suite and the same-machine snarkjs ratio.
 set -o pipefail
 source tools/device_setup.sh >/dev/null 2>&1
 export CUZK_CUBIN_DIR=$PWD/.cubin CUZK_CACHE_DIR=/tmp/cz
@@ -294,6 +295,25 @@ X2)
   timeout 200 python3 -m cuzk ablate --backend cuda --circuit porep_partition --log-size 24 --repeat 8 \
       --opt-set S1 --others defaults --no-leave-one-out --device-keygen --max-seconds 130 \
       --json $OUT/ablate_s1_24d.json 2>&1 | grep -A3 "^| opt" ;;
+X3)
+  # session 7: L1 (lazy reduction in the G1 affine rounds): its GPU tests (window sums word for word with S1 and L1
+  # alone and together, every edge case; batch sums; every toggle alone; same parts), the 2^26 MSM against S1
+  # alone, the resident 2^18 A/B, L1 at 2^24 with the others at their defaults
+  timeout 200 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests/test_gpu_msm.py tests/test_gpu.py \
+      -k "kernel_opts or each_optimization or same_parts or ec_ops or affine" 2>&1 | tail -3
+  timeout 100 python3 tools/experiments/msm_profile.py 26 --affine --c 20 --pairs on --kernels S1 S1,L1 --reps 3 \
+      2>&1 | tail -3
+  timeout 60 python3 tools/experiments/resident_ab.py 18 12 "" +L1 2>&1 | tail -3
+  timeout 200 python3 -m cuzk ablate --backend cuda --circuit porep_partition --log-size 24 --repeat 8 \
+      --opt-set L1 --others defaults --no-leave-one-out --device-keygen --max-seconds 130 \
+      --json $OUT/ablate_l1_24d.json 2>&1 | grep -A3 "^| opt" ;;
+X4)
+  # session 7, last: the whole GPU suite on the final kernels and defaults, then the same-machine snarkjs ratio at
+  # 2^18 (carry .nodebundle too)
+  timeout 230 python3 -m pytest -q -m gpu -p no:cacheprovider -rf --durations=3 tests --ignore=tests/test_gpu.py \
+      2>&1 | tail -6
+  timeout 190 python3 -m pytest -q -m gpu -p no:cacheprovider -rf --durations=3 tests/test_gpu.py 2>&1 | tail -6
+  OUT=$OUT timeout 170 bash tools/gpu_snarkjs_same_machine.sh 18 2>&1 | tail -5 ;;
 U5)
   OUT=$OUT timeout 560 bash tools/gpu_snarkjs_same_machine.sh 16,18 2>&1 | tail -12 ;;
 U1)
