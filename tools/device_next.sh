@@ -37,7 +37,8 @@
 # segment_plan's and round_offsets' device reads, the popcount samples, ~600 launches), then the 2^26 MSM's
 # rounds (a dedicated Fp squaring) and its sort (50.9 ms).
 # Session 7: X1 = H1's tests and A/B (slower: removed); X2 = S1 (the dedicated squaring) and 5 affine blocks an SM;
-# X3 = L1 (lazy reduction in the affine rounds); X4 = the whole GPU suite and the same-machine snarkjs ratio.
+# X3 = L1 (lazy reduction in the affine rounds); X4 = the whole GPU suite and the same-machine snarkjs ratio;
+# U2 again (10 x 2^27, S1 and L1 on); X5 = N2 (NTT on build 6) alone at 2^24, never measured before.
 set -o pipefail
 source tools/device_setup.sh >/dev/null 2>&1
 export CUZK_CUBIN_DIR=$PWD/.cubin CUZK_CACHE_DIR=/tmp/cz
@@ -314,6 +315,13 @@ X4)
       2>&1 | tail -6
   timeout 190 python3 -m pytest -q -m gpu -p no:cacheprovider -rf --durations=3 tests/test_gpu.py 2>&1 | tail -6
   OUT=$OUT timeout 170 bash tools/gpu_snarkjs_same_machine.sh 18 2>&1 | tail -5 ;;
+X5)
+  # session 7: N2 (the NTT passes on fastmul build 6), never measured alone: r4 and r4b6 at 2^20/2^24/2^27
+  # (outputs checked), then N2 at 2^24 with the others at their defaults
+  timeout 150 python3 tools/gpu_ntt_check.py --no-tests --no-mul --variants r4,r4b6 2>&1 | grep -E "^(r4|bad|ALL|FAIL)" | tail -8
+  timeout 230 python3 -m cuzk ablate --backend cuda --circuit porep_partition --log-size 24 --repeat 8 \
+      --opt-set N2 --others defaults --no-leave-one-out --device-keygen --max-seconds 150 \
+      --json $OUT/ablate_n2_24d.json 2>&1 | grep -A3 "^| opt" ;;
 U5)
   OUT=$OUT timeout 560 bash tools/gpu_snarkjs_same_machine.sh 16,18 2>&1 | tail -12 ;;
 U1)
