@@ -74,7 +74,7 @@ register(Optimization(
     "N2", ("ntt_msm_h",),
     "N1's NTT passes built with fastmul build 6 for Fr (the products on the FP64 pipe, same limbs and "
     "tables) instead of build 1 (IMAD on the FMA pipe); acts only with N1",
-    False,
+    True,     # on since session 7: 2^24 ntt_msm_h x0.988 [0.98, 0.99], total n.s.; NTT 2^27 55.2 -> 52.6 ms (X5)
     "NTT 2^27 ~55 -> ~52 ms (one gpu_ntt_check run: dif/dit 55.1/54.6 -> 52.7/51.1 ms), so ntt_msm_h about "
     "-1.5% at 2^27 (7 NTTs in a 1.52 s phase) and -3..-5% at 2^20-2^24; other phases unchanged",
 ))
