@@ -322,6 +322,10 @@ X5)
   timeout 230 python3 -m cuzk ablate --backend cuda --circuit porep_partition --log-size 24 --repeat 8 \
       --opt-set N2 --others defaults --no-leave-one-out --device-keygen --max-seconds 150 \
       --json $OUT/ablate_n2_24d.json 2>&1 | grep -A3 "^| opt" ;;
+X6)
+  # session 7, close: the final defaults (N2 on since X5): test_gpu.py, then the README's main command at 2^20
+  timeout 150 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests/test_gpu.py tests/test_gpu_ntt_reg.py 2>&1 | tail -3
+  timeout 200 python3 -m cuzk bench --backend cuda --log-size 20 2>&1 | tail -16 ;;
 U5)
   OUT=$OUT timeout 560 bash tools/gpu_snarkjs_same_machine.sh 16,18 2>&1 | tail -12 ;;
 U1)
