@@ -94,3 +94,21 @@ def test_mul_names_keep_chains_and_builds_apart():
 def test_micro_fastmul_choices(capsys):
     from cuzk.cli import main
     assert main(["micro", "fp_mul", "--fastmul", "5"]) == 2      # not a build micro offers
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kernel", ["msm", "msm_g2", "batch_add"])
+def test_micro_msm_kernels_time_the_device_work(kernel, monkeypatch):
+    """`cuzk micro msm/msm_g2/batch_add` time the window sums (msm.msm_windows, the device work of the product
+    path) with the registry's options, not a device fold the product path does not run."""
+    from cuzk import micro
+    from cuzk.gpu import msm
+    calls = []
+    real = msm.msm_windows
+    monkeypatch.setattr(msm, "msm_windows", lambda *a, **k: calls.append(k) or real(*a, **k))
+    monkeypatch.setattr(msm, "msm_xyzz", lambda *a, **k: pytest.fail("msm_xyzz folds on the device"))
+    monkeypatch.setenv("CUZK_OPT", "-C1" if kernel == "batch_add" else "")
+    run, n = micro._make(kernel, 10, "coeff", 7)
+    assert n == 1 << 10 and run(2) > 0 and calls
+    if kernel != "batch_add":
+        assert "kernel_opts" in calls[0] and "pair_levels" in calls[0]

@@ -153,12 +153,17 @@ def independent_bases(log_n: int, group: int = 1, distinct_log: int = 24, seed: 
 
 
 def make_msm(log_n: int, group: int = 1, c: int | None = None):
+    """The MSM's device work as the backend runs it: the window sums (msm.msm_windows) with the registry's
+    MSM options under CUZK_OPT (msm_kw: M1, R1, R2, S1, L1); the product path folds the windows on the host."""
+    from ..backend.cuda import msm_kw
+    from ..opts import resolve
     from . import msm
     bases, inf = independent_bases(log_n, 1) if group == 1 else random_bases(log_n, group)
     scalars = random_fr(1 << log_n, seed=log_n + 7)
+    kw = msm_kw(resolve(), group)
 
     def run(loops: int) -> float:
-        return _events(lambda: msm.msm_xyzz(group, bases, inf, scalars, c), loops)
+        return _events(lambda: msm.msm_windows(group, bases, inf, scalars, c, **kw), loops)
     return run, 1 << log_n
 
 
@@ -180,7 +185,7 @@ def make_batch_add(log_n: int):
         ones = cupy.broadcast_to(upload([1]), (1 << log_n, 8)).copy()
 
         def one():
-            return msm.msm_xyzz(1, bases, inf, ones)
+            return msm.msm_windows(1, bases, inf, ones)
 
     def run(loops: int) -> float:
         return _events(one, loops)
