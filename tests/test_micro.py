@@ -112,3 +112,21 @@ def test_micro_msm_kernels_time_the_device_work(kernel, monkeypatch):
     assert n == 1 << 10 and run(2) > 0 and calls
     if kernel != "batch_add":
         assert "kernel_opts" in calls[0] and "pair_levels" in calls[0]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("spec,want", [("", "r4b6"), ("-N2", "r4"), ("-N1", "r2")])
+def test_micro_ntt_and_h_run_the_backends_variant(spec, want, monkeypatch):
+    """`cuzk micro ntt` and `h` time the NTT pass variant the backend picks under CUZK_OPT (N1, N2)."""
+    from cuzk import micro
+    from cuzk.gpu import ntt
+    monkeypatch.delenv("CUZK_NTT_VARIANT", raising=False)
+    monkeypatch.setattr(ntt, "VARIANT_ENV", None)
+    monkeypatch.setenv("CUZK_OPT", spec)
+    seen = []
+    real = ntt._run
+    monkeypatch.setattr(ntt, "_run", lambda *a: seen.append(a[-1]) or real(*a))
+    for kernel in ("ntt", "h"):
+        run, n = micro._make(kernel, 10, "coeff", 7)
+        assert n == 1 << 10 and run(1) > 0
+    assert seen and set(seen) == {want}

@@ -38,7 +38,8 @@
 # rounds (a dedicated Fp squaring) and its sort (50.9 ms).
 # Session 7: X1 = H1's tests and A/B (slower: removed); X2 = S1 (the dedicated squaring) and 5 affine blocks an SM;
 # X3 = L1 (lazy reduction in the affine rounds); X4 = the whole GPU suite and the same-machine snarkjs ratio;
-# U2 again (10 x 2^27, S1 and L1 on); X5 = N2 (NTT on build 6) alone at 2^24, never measured before.
+# U2 again (10 x 2^27, S1 and L1 on); X5 = N2 (NTT on build 6) alone at 2^24, never measured before;
+# X6 = the final defaults' GPU tests and cuzk bench; X7 = the micro commands on the backend's path.
 set -o pipefail
 source tools/device_setup.sh >/dev/null 2>&1
 export CUZK_CUBIN_DIR=$PWD/.cubin CUZK_CACHE_DIR=/tmp/cz
@@ -326,6 +327,12 @@ X6)
   # session 7, close: the final defaults (N2 on since X5): test_gpu.py, then the README's main command at 2^20
   timeout 150 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests/test_gpu.py tests/test_gpu_ntt_reg.py 2>&1 | tail -3
   timeout 200 python3 -m cuzk bench --backend cuda --log-size 20 2>&1 | tail -16 ;;
+X7)
+  # session 7, close: the micro commands now time the backend's path (window sums with the registry's MSM options;
+  # the NTT variant N1/N2 pick): their GPU tests, then the issue figures through them (pyperf, CUDA events)
+  timeout 100 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests/test_micro.py 2>&1 | tail -2
+  timeout 150 python3 -m cuzk micro msm --log-size 26 -p 2 -n 3 -o $OUT/micro_msm26.json 2>&1 | tail -4
+  timeout 100 python3 -m cuzk micro ntt --log-size 27 -p 2 -n 3 -o $OUT/micro_ntt27.json 2>&1 | tail -4 ;;
 U5)
   OUT=$OUT timeout 560 bash tools/gpu_snarkjs_same_machine.sh 16,18 2>&1 | tail -12 ;;
 U1)

@@ -67,12 +67,16 @@ def make_mul(field: str, threads: int = 1 << 20, iters: int = 256, chains: int =
 
 
 def make_ntt(log_n: int, kind: str = "dif", generator: int = 7):
+    """The NTT pass variant the backend runs under CUZK_OPT (N1, N2; CUZK_NTT_VARIANT overrides)."""
+    from ..backend.cuda import ntt_variant
+    from ..opts import resolve
     from . import ntt as G
     x = random_fr(1 << log_n)
+    v = ntt_variant(resolve())
     if kind == "dif":
-        def call(): G.dif(x, log_n, generator)
+        def call(): G.dif(x, log_n, generator, variant=v)
     else:
-        def call(): G.bit_reverse(G.dif(x, log_n, generator), log_n)
+        def call(): G.bit_reverse(G.dif(x, log_n, generator, variant=v), log_n)
 
     def run(loops: int) -> float:
         return _events(call, loops)
@@ -85,9 +89,13 @@ def make_h(log_n: int, convention: str = "coeff", generator: int = 7):
     abc = random_fr(d.n, 3)
     work = abc.copy()
 
+    from ..backend.cuda import ntt_variant
+    from ..opts import resolve
+    v = ntt_variant(resolve())
+
     def call():
         work[...] = abc
-        h_scalars(work, d, convention, check=False)
+        h_scalars(work, d, convention, check=False, variant=v)
 
     def run(loops: int) -> float:
         return _events(call, loops)
