@@ -39,7 +39,8 @@
 # Session 7: X1 = H1's tests and A/B (slower: removed); X2 = S1 (the dedicated squaring) and 5 affine blocks an SM;
 # X3 = L1 (lazy reduction in the affine rounds); X4 = the whole GPU suite and the same-machine snarkjs ratio;
 # U2 again (10 x 2^27, S1 and L1 on); X5 = N2 (NTT on build 6) alone at 2^24, never measured before;
-# X6 = the final defaults' GPU tests and cuzk bench; X7 = the micro commands on the backend's path.
+# X6 = the final defaults' GPU tests and cuzk bench; X7 = the micro commands on the backend's path;
+# X8 = affine variant 4 (two chains a thread).
 set -o pipefail
 source tools/device_setup.sh >/dev/null 2>&1
 export CUZK_CUBIN_DIR=$PWD/.cubin CUZK_CACHE_DIR=/tmp/cz
@@ -333,6 +334,12 @@ X7)
   timeout 100 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests/test_micro.py 2>&1 | tail -2
   timeout 150 python3 -m cuzk micro msm --log-size 26 -p 2 -n 3 -o $OUT/micro_msm26.json 2>&1 | tail -4
   timeout 100 python3 -m cuzk micro ntt --log-size 27 -p 2 -n 3 -o $OUT/micro_ntt27.json 2>&1 | tail -4 ;;
+X8)
+  # session 7: affine variant 4 (two chains a thread, 3 blocks an SM; experiment): its GPU tests, then the 2^26 MSM
+  # against variant 1, interleaved, with and without L1 (variant 4's lazy kernels spill 24-28 B; the others none)
+  timeout 100 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests/test_gpu_msm.py -k "variant4" 2>&1 | tail -2
+  timeout 150 python3 tools/experiments/msm_profile.py 26 --affine --c 20 --pairs on --kernels S1,L1 S1 \
+      --variants 1 4 --reps 2 2>&1 | tail -4 ;;
 U5)
   OUT=$OUT timeout 560 bash tools/gpu_snarkjs_same_machine.sh 16,18 2>&1 | tail -12 ;;
 U1)

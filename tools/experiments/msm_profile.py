@@ -1,10 +1,11 @@
 """Where a G1 MSM's time goes: each step of msm_plan.pippenger between CUDA events (its mark hook).
 
     python3 tools/experiments/msm_profile.py [LOG_N ...] [--affine] [--c C ...] [--pairs both|on|off]
-        [--kernels SET ...] [--reps N]
+        [--kernels SET ...] [--variants V ...] [--reps N]
 --pairs: the window reduction by pair levels and the merges by pairs (R1 and R2 together) on, off, or both.
 --kernels: the MSM kernels' toggles (msm.KERNEL_OPTS) per setting, comma-separated ("none": neither; default:
-the registry's), run interleaved; --reps: rounds of every setting, then the median total of each.
+the registry's), run interleaved; --variants: affine round kernels (msm_plan.AFFINE_VARIANTS), interleaved
+too; --reps: rounds of every setting, then the median total of each.
 """
 import argparse
 import statistics
@@ -38,10 +39,10 @@ class Marks:
         return cupy.cuda.get_elapsed_time(self.first, self.last)
 
 
-def profile(bases, inf, scalars, c, bucket_sum, min_pairs=None, pair_levels=False, kernel_opts=()):
+def profile(bases, inf, scalars, c, bucket_sum, min_pairs=None, pair_levels=False, kernel_opts=(), variant=None):
     m = Marks()
     msm.msm_xyzz(1, bases, inf, scalars, c, bucket_sum=bucket_sum, affine_min_pairs=min_pairs, mark=m,
-                 pair_levels=pair_levels, pair_merges=pair_levels, kernel_opts=kernel_opts)
+                 pair_levels=pair_levels, pair_merges=pair_levels, kernel_opts=kernel_opts, affine_variant=variant)
     return m.total(), m.ms, dict(msm.last_stats)
 
 
@@ -52,6 +53,7 @@ def main():
     ap.add_argument("--c", type=int, nargs="*", default=None)
     ap.add_argument("--pairs", choices=["both", "on", "off"], default="off")
     ap.add_argument("--kernels", nargs="*", default=None)
+    ap.add_argument("--variants", type=int, nargs="*", default=None)
     ap.add_argument("--reps", type=int, default=1)
     args = ap.parse_args()
     choice = {"both": [False, True], "on": [True], "off": [False]}
@@ -62,22 +64,28 @@ def main():
     for L in args.logs:
         bases, inf = micro.independent_bases(L, 1)
         scalars = micro.random_fr(1 << L, seed=3)
+        variants = args.variants or [None]
         for sq in sqrs:
-            msm.msm_xyzz(1, bases, inf, scalars, bucket_sum=kind, kernel_opts=sq)          # warm-up
+            for v in variants:
+                msm.msm_xyzz(1, bases, inf, scalars, bucket_sum=kind, kernel_opts=sq, affine_variant=v)   # warm-up
         for c in args.c or sorted({plan.choose_window(1 << L, affine=args.affine), 16, 20}):
             totals = {}
             for _ in range(args.reps):
                 for pl in pairs:
                     for sq in sqrs:
-                        total, ms, st = profile(bases, inf, scalars, c, kind, pair_levels=pl, kernel_opts=sq)
-                        totals.setdefault((pl, sq), []).append(total)
-                        print(f"2^{L} {kind} c={c} R1+R2={'on' if pl else 'off'} kernels={','.join(sorted(sq)) or 'none'}: "
-                              f"total {total:.1f} ms | " + ", ".join(f"{k}: {v:.1f}" for k, v in ms.items())
-                              + f" | {st}", flush=True)
+                        for var in variants:
+                            total, ms, st = profile(bases, inf, scalars, c, kind, pair_levels=pl, kernel_opts=sq,
+                                                    variant=var)
+                            totals.setdefault((pl, sq, var), []).append(total)
+                            print(f"2^{L} {kind} c={c} R1+R2={'on' if pl else 'off'} "
+                                  f"kernels={','.join(sorted(sq)) or 'none'} variant={st['affine_variant']}: "
+                                  f"total {total:.1f} ms | " + ", ".join(f"{k}: {v:.1f}" for k, v in ms.items())
+                                  + f" | {st}", flush=True)
             if args.reps > 1:
-                for (pl, sq), v in totals.items():
-                    print(f"2^{L} c={c} R1+R2={'on' if pl else 'off'} kernels={','.join(sorted(sq)) or 'none'}: median "
-                          f"{statistics.median(v):.1f} ms of {len(v)} ({min(v):.1f}-{max(v):.1f})", flush=True)
+                for (pl, sq, var), v in totals.items():
+                    print(f"2^{L} c={c} R1+R2={'on' if pl else 'off'} kernels={','.join(sorted(sq)) or 'none'} "
+                          f"variant={var or 'default'}: median {statistics.median(v):.1f} ms of {len(v)} "
+                          f"({min(v):.1f}-{max(v):.1f})", flush=True)
 
 if __name__ == "__main__":
     main()
