@@ -21,9 +21,6 @@
 #ifndef CUZK_AFFINE_BLOCKS_PER_SM
 #define CUZK_AFFINE_BLOCKS_PER_SM 4   // msm_plan.AFFINE_BLOCKS_PER_SM
 #endif
-#ifndef CUZK_AFFINE2_BLOCKS_PER_SM
-#define CUZK_AFFINE2_BLOCKS_PER_SM 3  // variant 4's kernels; msm_plan.AFFINE2_BLOCKS_PER_SM
-#endif
 
 // f_mul, or f_mul_lazy (optimization L1: the result left < 2p) where it only goes on into products.
 template <bool LAZY, class F>
@@ -123,99 +120,6 @@ __device__ __forceinline__ void affine_round(uint32_t* out, const u64* __restric
             if (n1) a.y = f_neg(a.y);
             a.store(out + o * W);
         }
-    }
-}
-
-// --- Variant 4: a thread's outputs as two chains walked together (experiment, CUZK_MSM_AFFINE_VARIANT=4) ---
-// Chain A holds the thread's outputs i < h, chain B the outputs h + i (h = ceil(cnt / 2)); each keeps its own
-// prefix products and its own inverse (one block inversion of accA * accB serves both: invA = inv * accB,
-// invB = inv * accA). Each step's body is branch-free (a copy runs the add on P + P with d = 1 and keeps P by
-// selection; chain B's missing last step reads A's output and stores nothing), so that the compiler can
-// interleave the two chains: two independent product chains and two load chains in flight per thread,
-// at 3 blocks an SM (168 registers). The same outputs, word for word, as variant 1.
-__device__ __forceinline__ fp_t f_sel(bool c, const fp_t& a, const fp_t& b) {
-    fp_t r;
-#pragma unroll
-    for (int i = 0; i < fp_t::N; i++) r.v[i] = c ? a.v[i] : b.v[i];
-    return r;
-}
-
-template <class F, bool KEYED, bool LAZY>
-__device__ __forceinline__ void chain_walk1(uint32_t* out, const u64* __restrict__ sorted, const uint32_t* __restrict__ pts,
-                                            const uint32_t* __restrict__ plan, i64 o, bool valid, F& acc,
-                                            int* degenerate) {
-    constexpr int W = affine_t<F>::WORDS;
-    const uint32_t w = plan[o];
-    const i64 s = w >> 1;
-    const bool paired = w & 1;
-    bool n1, n2;
-    const F x1 = F::load(entry_point<F, KEYED>(sorted, pts, s, n1));
-    const F x2 = F::load(entry_point<F, KEYED>(sorted, pts, paired ? s + 1 : s, n2));
-    F d = x2 - x1;
-    const bool zero = f_is_zero(d);
-    if (paired && zero && valid) *degenerate = 1;
-    d = f_sel(zero || !paired, F::one(), d);
-    const F nacc = mul_l<LAZY>(acc, d);   // acc starts at one: one * d = d
-    if (valid) nacc.store(out + o * W);    // prefix_i, in the x words of output o
-    acc = f_sel(valid, nacc, acc);
-}
-
-template <class F, int TPB, bool KEYED, bool LAZY>
-__device__ __forceinline__ void chain_walk2(uint32_t* out, const u64* __restrict__ sorted, const uint32_t* __restrict__ pts,
-                                            const uint32_t* __restrict__ plan, i64 o, bool valid, bool has_prev,
-                                            F& inv) {
-    constexpr int W = affine_t<F>::WORDS;
-    const uint32_t w = plan[o];
-    const i64 s = w >> 1;
-    const bool paired = w & 1;
-    bool n1, n2;
-    const uint32_t* p1 = entry_point<F, KEYED>(sorted, pts, s, n1);
-    const uint32_t* p2 = entry_point<F, KEYED>(sorted, pts, paired ? s + 1 : s, n2);
-    const F pre = f_sel(has_prev, F::load(out + (has_prev ? o - TPB : o) * W), F::one());
-    const F id = mul_l<LAZY>(inv, pre);
-    const F x1 = F::load(p1), x2 = F::load(p2);
-    F d = x2 - x1;
-    d = f_sel(f_is_zero(d) || !paired, F::one(), d);
-    const F ninv = mul_l<LAZY>(inv, d);
-    F y1 = F::load(p1 + W / 2), y2 = F::load(p2 + W / 2);
-    y1 = f_sel(n1, f_neg(y1), y1);
-    y2 = f_sel(n2, f_neg(y2), y2);
-    const F lambda = mul_l<LAZY>(y2 - y1, id);
-    F x3 = f_sqr(lambda) - x1 - x2;
-    F y3 = f_mul(lambda, x1 - x3) - y1;
-    x3 = f_sel(paired, x3, x1);            // a copy keeps its point (y already negated)
-    y3 = f_sel(paired, y3, y1);
-    if (valid) {
-        x3.store(out + o * W);
-        y3.store(out + o * W + W / 2);
-    }
-    inv = f_sel(valid, ninv, inv);
-}
-
-template <class F, int TPB, bool KEYED, bool LAZY>
-__device__ __forceinline__ void affine_round2(uint32_t* out, const u64* __restrict__ sorted,
-                                              const uint32_t* __restrict__ pts, const uint32_t* __restrict__ plan,
-                                              i64 total, i64 per, int* degenerate) {
-    const i64 first = blockIdx.x * (i64)TPB * per + threadIdx.x;
-    const i64 left = total - first;
-    const int cnt = left <= 0 ? 0 : (int)min(per, (left + TPB - 1) / TPB);
-    const int h = (cnt + 1) >> 1, hb = cnt - h;
-    F accA, accB;
-    f_set_one(accA);
-    f_set_one(accB);
-    for (int i = 0; i < h; i++) {
-        const i64 oA = first + (i64)TPB * i;
-        const i64 oB = i < hb ? first + (i64)TPB * (h + i) : oA;
-        chain_walk1<F, KEYED, LAZY>(out, sorted, pts, plan, oA, true, accA, degenerate);
-        chain_walk1<F, KEYED, LAZY>(out, sorted, pts, plan, oB, i < hb, accB, degenerate);
-    }
-    const F inv = block_batch_inverse<F, TPB, LAZY>(mul_l<LAZY>(accA, accB));
-    F invA = mul_l<LAZY>(inv, accB), invB = mul_l<LAZY>(inv, accA);
-    for (int i = h - 1; i >= 0; i--) {
-        const i64 oA = first + (i64)TPB * i;
-        const i64 oB = i < hb ? first + (i64)TPB * (h + i) : oA;
-        chain_walk2<F, TPB, KEYED, LAZY>(out, sorted, pts, plan, oA, true, i > 0, invA);
-        chain_walk2<F, TPB, KEYED, LAZY>(out, sorted, pts, plan, oB, i < hb, i > 0, invB);
     }
 }
 
@@ -418,26 +322,6 @@ __device__ __forceinline__ void affine_quad(uint32_t* out, uint32_t* tmp, uint32
         G##_affine_round_lazy(uint32_t* out, const uint32_t* pts, const uint32_t* plan, i64 total, i64 per,    \
                               int* degenerate) {                                                               \
         affine_round<F, CUZK_AFFINE_TPB, false, true>(out, nullptr, pts, plan, total, per, degenerate);        \
-    }                                                                                                          \
-    extern "C" __global__ void __launch_bounds__(CUZK_AFFINE_TPB, CUZK_AFFINE2_BLOCKS_PER_SM)                  \
-        G##_affine_round2_keyed(uint32_t* out, const u64* sorted, const uint32_t* bases, const uint32_t* plan, \
-                                i64 total, i64 per, int* degenerate) {                                         \
-        affine_round2<F, CUZK_AFFINE_TPB, true, false>(out, sorted, bases, plan, total, per, degenerate);      \
-    }                                                                                                          \
-    extern "C" __global__ void __launch_bounds__(CUZK_AFFINE_TPB, CUZK_AFFINE2_BLOCKS_PER_SM)                  \
-        G##_affine_round2(uint32_t* out, const uint32_t* pts, const uint32_t* plan, i64 total, i64 per,        \
-                          int* degenerate) {                                                                   \
-        affine_round2<F, CUZK_AFFINE_TPB, false, false>(out, nullptr, pts, plan, total, per, degenerate);      \
-    }                                                                                                          \
-    extern "C" __global__ void __launch_bounds__(CUZK_AFFINE_TPB, CUZK_AFFINE2_BLOCKS_PER_SM)                  \
-        G##_affine_round2_keyed_lazy(uint32_t* out, const u64* sorted, const uint32_t* bases,                  \
-                                     const uint32_t* plan, i64 total, i64 per, int* degenerate) {              \
-        affine_round2<F, CUZK_AFFINE_TPB, true, true>(out, sorted, bases, plan, total, per, degenerate);       \
-    }                                                                                                          \
-    extern "C" __global__ void __launch_bounds__(CUZK_AFFINE_TPB, CUZK_AFFINE2_BLOCKS_PER_SM)                  \
-        G##_affine_round2_lazy(uint32_t* out, const uint32_t* pts, const uint32_t* plan, i64 total, i64 per,   \
-                               int* degenerate) {                                                              \
-        affine_round2<F, CUZK_AFFINE_TPB, false, true>(out, nullptr, pts, plan, total, per, degenerate);       \
     }                                                                                                          \
     extern "C" __global__ void __launch_bounds__(CUZK_AFFINE_TPB, CUZK_AFFINE_BLOCKS_PER_SM)                   \
         G##_affine_quad_keyed(uint32_t* out, uint32_t* tmp, uint32_t* pre, const u64* sorted,                  \

@@ -264,30 +264,6 @@ def test_kernel_opts_same_window_sums(cp, group, kind):
             assert c2 == c and np.array_equal(ref, cp.asnumpy(got)), (bucket_sum, ko)
 
 
-@pytest.mark.parametrize("kind", ["random", "same", "mixed", "repeat-point", "all-inf"])
-@pytest.mark.parametrize("n", [1, 7, 600, 3000])
-def test_affine_variant4_same_window_sums(cp, kind, n):
-    """Variant 4 (a thread's outputs as two chains, affine_round2; experiment) gives variant 1's window sums word
-    for word, with and without L1 and S1, and arkworks' MSM; rounds forced (min_pairs 1), so every round runs
-    it, odd per-thread counts (chain B one short) included."""
-    from cuzk.gpu.msm import fold_windows, last_stats, msm_windows
-    rng = random.Random(seed())
-    if kind == "random":
-        pts = rand_points(1, n, rng, distinct=64)
-        sc = [rng.randrange(F.R) for _ in range(n)]
-    else:
-        pts, sc = edge_case(1, kind, n, rng)
-    b, inf, s = upload(cp, 1, pts, sc)
-    kw = dict(c=7, bucket_sum="affine", affine_min_pairs=1)
-    for ko in KERNEL_SETS:
-        ref, c = msm_windows(1, b, inf, s, kernel_opts=ko, affine_variant=1, **kw)
-        ref = cp.asnumpy(ref)
-        got, c2 = msm_windows(1, b, inf, s, kernel_opts=ko, affine_variant=4, **kw)
-        assert c2 == c and np.array_equal(ref, cp.asnumpy(got)), ko
-        assert last_stats["affine_variant"] == 4
-    assert fold_windows(1, ref, c) == want(1, pts, sc)
-
-
 @pytest.mark.parametrize("group", [1, 2])
 @pytest.mark.parametrize("n", [1, 31, 5000])
 def test_kernel_opts_batch_add(cp, group, n, monkeypatch):

@@ -132,19 +132,6 @@ class _Kernels:
                                     (out, src, plan_words, np.int64(total), np.int64(per), self.flag))
         return out
 
-    def affine_round2(self, src, keyed, plan_words, total):
-        """Variant 4 (experiment): affine_round's outputs, a thread's outputs walked as two chains."""
-        out = self.cp.empty((total, self.W // 2), dtype=self.cp.uint32)
-        blocks, per = plan.round_geometry(total, plan.AFFINE_THREADS, _sm_count() * plan.AFFINE2_BLOCKS_PER_SM)
-        if keyed:
-            self._f("affine_round2_keyed" + self.lazy)((blocks,), (plan.AFFINE_THREADS,),
-                                                       (out, src, self.bases, plan_words, np.int64(total),
-                                                        np.int64(per), self.flag))
-        else:
-            self._f("affine_round2" + self.lazy)((blocks,), (plan.AFFINE_THREADS,),
-                                                 (out, src, plan_words, np.int64(total), np.int64(per), self.flag))
-        return out
-
     def affine_plan4(self, in_off, out_off, total):
         out = self.cp.empty(total, dtype=self.cp.uint32)
         kernel(self.mod, "msm_affine_plan4", self.build)(_grid(total), (THREADS,),

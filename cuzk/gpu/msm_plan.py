@@ -173,9 +173,7 @@ def round_geometry(total: int, threads: int, max_blocks: int) -> tuple[int, int]
     return -(-total // (threads * per)), per
 
 
-AFFINE_VARIANTS = (1, 2, 4)
-# variant 4's kernels (two chains a thread, affine_round2): resident blocks per SM under their __launch_bounds__
-AFFINE2_BLOCKS_PER_SM = define_int("CUZK_AFFINE2_BLOCKS_PER_SM", 3)
+AFFINE_VARIANTS = (1, 2)
 QUAD_MAX_ENTRIES = 1 << 30   # a quad plan word holds an entry index << 2
 
 
@@ -187,7 +185,6 @@ def affine_rounds(k, keys, offsets, min_pairs: int, xp, variant: int = 1):
     k.affine_plan(in_off, out_off, total) -> uint32 words s << 1 | paired per output
     k.affine_round(src, keyed, plan, total) -> affine points [total]; an x1 == x2 pair sets
     k.degenerate() (its output is then garbage: the caller redoes the pass in XYZZ).
-    variant 4: k.affine_round2 (the same arguments and outputs; a thread's outputs walked as two chains).
     variant 2: two rounds run as one quad kernel wherever both would run (the same sums):
     k.affine_plan4(in_off, out_off, total) -> words s << 2 | (points - 1); k.affine_quad(src,
     keyed, plan, total) -> points [total]; k.stats["quad_rounds"] counts them.
@@ -212,7 +209,7 @@ def affine_rounds(k, keys, offsets, min_pairs: int, xp, variant: int = 1):
                 k.stats["quad_rounds"] = k.stats.get("quad_rounds", 0) + 1
                 continue
         plan = k.affine_plan(in_off, out_off, total)
-        src = (k.affine_round2 if variant == 4 else k.affine_round)(src, rounds == 0, plan, total)
+        src = k.affine_round(src, rounds == 0, plan, total)
         in_off, rounds = out_off, rounds + 1
 
 
