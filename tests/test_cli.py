@@ -388,3 +388,21 @@ def test_keygen_backend_flag(tmp_path, monkeypatch, capsys):
     assert main(["keygen", "--log-size", "5", "--out", str(tmp_path / "c"), "--backend", "cuda"]) == 2
     assert "keygen backend cuda: no GPU here" in capsys.readouterr().err
     assert seen == ["cuda"] and not (tmp_path / "c").exists()
+
+
+def test_bench_warmup_keeps_first_use_out_of_the_phases(tmp_path, capsys):
+    """--warmup N: N untimed proofs first (their wall times in the report), then the timed one, verified."""
+    report = tmp_path / "r.json"
+    rc = main(["bench", "--backend", "cpu", "--log-size", "6", "--circuit", "mulchain", "--warmup", "2",
+               "--json", str(report)])
+    assert rc == 0
+    rep = _json(report)
+    assert len(rep["warmup_wall_s"]) == 2 and all(t > 0 for t in rep["warmup_wall_s"])
+    assert rep["verified"] is True and rep["phases"]["tail_msm"]["calls"] == 1
+
+
+@pytest.mark.parametrize("extra", [["--warmup", "-1"], ["--warmup", "1", "--pipeline"]])
+def test_bench_warmup_bad_values(extra, capsys):
+    rc = main(["bench", "--backend", "cpu", "--log-size", "6", "--circuit", "mulchain", *extra])
+    assert rc != 0
+    assert "--warmup" in capsys.readouterr().err
