@@ -41,10 +41,10 @@
 # U2 again (10 x 2^27, S1 and L1 on); X5 = N2 (NTT on build 6) alone at 2^24, never measured before;
 # X6 = the final defaults' GPU tests and cuzk bench; X7 = the micro commands on the backend's path;
 # X8 = affine variant 4 (two chains a thread: slower, removed).
-# Left for session 8: why `cuzk bench --log-size 20` with a key from the disk cache runs ntt_msm_h in 84 ms against
-# 35 ms in the process that made the key (X6: print msm.last_stats after the H MSM in both); the small proof on
-# slow-host machines (48.8 ms on X3's); the rounds' instruction count (the Fp product itself: every latency-hiding
-# form tried so far lost: L2 prefetch, register look-ahead, 5 blocks an SM, two chains a thread).
+# Left for session 8: `cuzk bench --warmup 1` on the GPU (the single-shot phases carry first-use costs: the same H
+# MSM plan ran 35-1295 ms across processes; bench_msm_stats.py); 10 x 2^27 with N2 on (U2 ran before it); the small
+# proof on slow-host machines (48.8 ms on X3's); the rounds' instruction count (the Fp product itself: every
+# latency-hiding form tried so far lost: L2 prefetch, register look-ahead, 5 blocks an SM, two chains a thread).
 set -o pipefail
 source tools/device_setup.sh >/dev/null 2>&1
 export CUZK_CUBIN_DIR=$PWD/.cubin CUZK_CACHE_DIR=/tmp/cz
