@@ -134,7 +134,7 @@ register(Optimization(
     "change",
 ))
 register(Optimization(
-    "S1", ("ntt_msm_h", "batch_addition", "tail_msm", "b_g2"),
+    "S1", ("ntt_msm_h", "batch_addition", "tail_msm"),
     "the G1 MSM kernels' Fp squarings by a dedicated squaring (fastmul::mont_sqr: the off-diagonal products "
     "once, doubled, then Montgomery's reduction; Fp 78 + 144 products against 288) instead of a "
     "multiplication of a value by itself (kernel build msm_g1 [CUZK_FASTSQR=1]; G2 squares in Fp2 by "

@@ -251,6 +251,20 @@ CUZK_FM_INLINE void redc_low(uint32_t* t) {
     }
 }
 
+// out = REDC(lo + hi * 2^(32N)) for a product split in halves (hi < p / 2 for a, b < 2p when 4p <= 2^(32N),
+// or for a, b < p): redc_low(lo) + hi < 2p, then one conditional subtraction of p. lo is overwritten.
+template <class P, int VM>
+CUZK_FM_INLINE void redc_halves(uint32_t* out, uint32_t* lo, const uint32_t* hi) {
+    constexpr int N = P::N;
+    redc_low<P, VM>(lo);
+    uint32_t t[N];
+    t[0] = add_cc(lo[0], hi[0]);
+#pragma unroll
+    for (int j = 1; j < N - 1; j++) t[j] = addc_cc(lo[j], hi[j]);
+    t[N - 1] = addc(lo[N - 1], hi[N - 1]);
+    sub_p_once<P>(out, t);
+}
+
 // a*b = L + D*2^(32H) + U*2^(64H), L = a0*b0, U = a1*b1, D = a0*b1 + a1*b0 = S - L - U with
 // S = (a0+a1)(b0+b1); a0+a1 = sa + ca*2^(32H) (ca = carry bit), so
 // S = sa*sb + (ca*sb + cb*sa)*2^(32H) + ca*cb*2^(64H). Then with T_lo / T_hi the low / high
@@ -300,14 +314,7 @@ CUZK_FM_INLINE void mont_mul_kara(uint32_t* out, const uint32_t* a, const uint32
 #pragma unroll
     for (int j = H + 1; j < N - 1; j++) hi[j] = addc_cc(hi[j], 0);
     hi[N - 1] = addc(hi[N - 1], 0);
-    redc_low<P, VM>(lo);
-    // lo + hi < 2p < 2^(32N); subtract p once if >= p
-    uint32_t t[N];
-    t[0] = add_cc(lo[0], hi[0]);
-#pragma unroll
-    for (int j = 1; j < N - 1; j++) t[j] = addc_cc(lo[j], hi[j]);
-    t[N - 1] = addc(lo[N - 1], hi[N - 1]);
-    sub_p_once<P>(out, t);
+    redc_halves<P, VM>(out, lo, hi);
 }
 
 #ifdef CUZK_FASTMUL_HAS_V6
@@ -515,8 +522,8 @@ CUZK_FM_INLINE void mont_mul(uint32_t* out, const uint32_t* a, const uint32_t* b
 // ---- squaring (optimization S1): a^2 in (N^2 + N) / 2 products, then redc_low ----
 // D = sum_{i<j} a_i a_j 2^(32(i+j)) by rows (row i: a_i * a[i+1..N-1] at word 2i+1, the words
 // below folded into the products: a_i a_j + r_k < 2^64), one carry chain a row; then
-// a^2 = 2 D + sum_i a_i^2 2^(64 i) (a one-bit shift, then one chain); then Montgomery's reduction
-// of the low half, as mont_mul_kara: REDC(a^2) = hi + (lo + M p) / R < 2p. Products: Fp 78 + 144
+// a^2 = 2 D + sum_i a_i^2 2^(64 i) (a one-bit shift, then one chain); then redc_halves, as
+// mont_mul_kara: REDC(a^2) = hi + (lo + M p) / R < 2p. Products: Fp 78 + 144
 // (mont_mul: 288), Fr 36 + 64 (128).
 template <int N>
 CUZK_FM_INLINE void sqr_wide(uint32_t* r, const uint32_t* a) {
@@ -568,13 +575,7 @@ CUZK_FM_INLINE void mont_sqr(uint32_t* out, const uint32_t* a) {
     constexpr int VM = (V == 1 || V == 4) ? 1 : 2;
     uint32_t r[2 * N];
     sqr_wide<N>(r, a);
-    redc_low<P, VM>(r);                              // r[0..N-1] = (lo + M p) / R <= p
-    uint32_t t[N];
-    t[0] = add_cc(r[0], r[N]);
-#pragma unroll
-    for (int j = 1; j < N - 1; j++) t[j] = addc_cc(r[j], r[N + j]);
-    t[N - 1] = addc(r[N - 1], r[2 * N - 1]);
-    sub_p_once<P>(out, t);
+    redc_halves<P, VM>(out, r, r + N);
 }
 
 }  // namespace fastmul

@@ -32,8 +32,8 @@ def sum_xyzz(group: int, bases, inf, idx=None, bucket_sum: str | None = None, pa
              kernel_opts=None):
     """Σ bases[idx] (all rows when idx is None) as one XYZZ point on the device; bucket_sum as
     msm.msm_xyzz's ("affine" for G1 only; None: msm.DEFAULT_BUCKET_SUM), pair_merges too (R2; None:
-    msm.DEFAULT_PAIR_MERGES), kernel_opts (msm._Kernels) too. Two reads of the device (the index check and the count of finite rows);
-    the sums themselves queue without waiting."""
+    msm.DEFAULT_PAIR_MERGES), kernel_opts too (msm._Kernels). Two reads of the device (the index check and
+    the count of finite rows); the sums themselves queue without waiting."""
     import cupy
     n = len(inf)
     if idx is None:

@@ -66,13 +66,17 @@ def make_mul(field: str, threads: int = 1 << 20, iters: int = 256, chains: int =
     return run, 4 * threads * iters
 
 
-def make_ntt(log_n: int, kind: str = "dif", generator: int = 7):
+def _backend_ntt_variant() -> str:
     """The NTT pass variant the backend runs under CUZK_OPT (N1, N2; CUZK_NTT_VARIANT overrides)."""
     from ..backend.cuda import ntt_variant
     from ..opts import resolve
+    return ntt_variant(resolve())
+
+
+def make_ntt(log_n: int, kind: str = "dif", generator: int = 7):
     from . import ntt as G
     x = random_fr(1 << log_n)
-    v = ntt_variant(resolve())
+    v = _backend_ntt_variant()
     if kind == "dif":
         def call(): G.dif(x, log_n, generator, variant=v)
     else:
@@ -89,9 +93,7 @@ def make_h(log_n: int, convention: str = "coeff", generator: int = 7):
     abc = random_fr(d.n, 3)
     work = abc.copy()
 
-    from ..backend.cuda import ntt_variant
-    from ..opts import resolve
-    v = ntt_variant(resolve())
+    v = _backend_ntt_variant()
 
     def call():
         work[...] = abc
@@ -176,24 +178,27 @@ def make_msm(log_n: int, group: int = 1, c: int | None = None):
 
 
 def make_batch_add(log_n: int):
-    """Batch addition as the backend runs it: with C1 (CUZK_OPT) the segment sums over the rows
-    (gpu/batch_add.py), else an MSM whose scalars are all 1."""
+    """Batch addition as the backend runs it, with the registry's options under CUZK_OPT: with C1 the segment
+    sums over the rows (gpu/batch_add.py), else the window sums of an MSM whose scalars are all 1."""
     import cupy
+    from ..backend.cuda import bucket_sum, kernel_opts, msm_kw
     from ..opts import resolve
     from . import msm
     from .batch_add import sum_xyzz
     from .fr import upload
+    opts = resolve()
     bases, inf = independent_bases(log_n, 1)
-    if resolve().enabled("C1"):
+    if opts.enabled("C1"):
         rows = cupy.arange(1 << log_n, dtype=cupy.int64)
 
         def one():
-            return sum_xyzz(1, bases, inf, rows)
+            return sum_xyzz(1, bases, inf, rows, bucket_sum(opts, 1), opts.enabled("R2"), kernel_opts(opts))
     else:
         ones = cupy.broadcast_to(upload([1]), (1 << log_n, 8)).copy()
+        kw = msm_kw(opts, 1)
 
         def one():
-            return msm.msm_windows(1, bases, inf, ones)
+            return msm.msm_windows(1, bases, inf, ones, **kw)
 
     def run(loops: int) -> float:
         return _events(one, loops)

@@ -126,10 +126,11 @@ class _Kernels:
         blocks, per = plan.round_geometry(total, plan.AFFINE_THREADS, _sm_count() * plan.AFFINE_BLOCKS_PER_SM)
         if keyed:
             self._f("affine_round_keyed" + self.lazy)((blocks,), (plan.AFFINE_THREADS,),
-                                          (out, src, self.bases, plan_words, np.int64(total), np.int64(per), self.flag))
+                                                      (out, src, self.bases, plan_words, np.int64(total),
+                                                       np.int64(per), self.flag))
         else:
             self._f("affine_round" + self.lazy)((blocks,), (plan.AFFINE_THREADS,),
-                                    (out, src, plan_words, np.int64(total), np.int64(per), self.flag))
+                                                (out, src, plan_words, np.int64(total), np.int64(per), self.flag))
         return out
 
     def affine_plan4(self, in_off, out_off, total):
