@@ -278,6 +278,19 @@ W9)
 W10)
   # session 6: the same-machine snarkjs ratio at 2^18 with the final defaults (R1, R2 on; P2 off). Carry .nodebundle
   OUT=$OUT timeout 280 bash tools/gpu_snarkjs_same_machine.sh 18 2>&1 | tail -5 ;;
+Y1)
+  # session 8: affine pass 2 with few live values (CUZK_AFFINE_LOWREG=1, experiment define): its GPU tests at 5 blocks
+  # an SM (G1 affine rounds against arkworks, window sums word for word across S1/L1); the 2^26 MSM, one process per
+  # build, alternated (default; LOWREG at 4, 5, 6 blocks); then `cuzk bench --warmup 1` at 2^20 on the GPU
+  LR="CUZK_AFFINE_LOWREG=1"
+  CUZK_KERNEL_DEFINES="$LR CUZK_AFFINE_BLOCKS_PER_SM=5" timeout 170 python3 -m pytest -q -m gpu -p no:cacheprovider -rf \
+      tests/test_gpu_msm.py -k "affine or same_window_sums and 1-" 2>&1 | tail -3
+  for r in 1 2; do for d in "" "$LR" "$LR CUZK_AFFINE_BLOCKS_PER_SM=5" "$LR CUZK_AFFINE_BLOCKS_PER_SM=6"; do
+    echo "defines: ${d:-default}"
+    CUZK_KERNEL_DEFINES="$d" timeout 60 python3 tools/experiments/msm_profile.py 26 --affine --c 20 --pairs on \
+        --reps 2 2>&1 | tail -3 | cut -c1-400
+  done; done
+  timeout 150 python3 -m cuzk bench --backend cuda --log-size 20 --warmup 1 2>&1 | tail -22 ;;
 X1)
   # session 7, first: H1 (each MSM pass sized from two reads of the device; CPU-model tested in session 6):
   # its GPU tests and every toggle alone, then the resident 2^18 A/B, then H1 at 2^24 with the others at defaults
