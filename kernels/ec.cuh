@@ -29,12 +29,26 @@ __device__ __forceinline__ fp2_t fp2_mul_lowreg(const fp2_t& a, const fp2_t& b) 
     const fp_t t1 = a.c1 * b.c1;
     return {t0 - t1, t2 - t1};
 }
+#ifndef CUZK_FP_CALL
+#define CUZK_FP_CALL 0   // 1: the Fp products and squarings of the curve code are called, not inlined (code size)
+#endif
+#if CUZK_FP_CALL
+// One copy of each product in the kernel's code: the callers' loops shrink from ~150 KB to a few KB of
+// instructions, so a warp's next instructions are more often in the instruction caches.
+__device__ __noinline__ fp_t fp_mul_call(const fp_t a, const fp_t b) { return a * b; }
+__device__ __noinline__ fp_t fp_mul_lazy_call(const fp_t a, const fp_t b) { return mul_lazy(a, b); }
+__device__ __noinline__ fp_t fp_sqr_call(const fp_t a) { return a.sqr(); }
+__device__ __forceinline__ fp_t f_mul(const fp_t& a, const fp_t& b) { return fp_mul_call(a, b); }
+__device__ __forceinline__ fp_t f_mul_lazy(const fp_t& a, const fp_t& b) { return fp_mul_lazy_call(a, b); }
+__device__ __forceinline__ fp_t f_sqr(const fp_t& a) { return fp_sqr_call(a); }
+#else
 __device__ __forceinline__ fp_t f_mul(const fp_t& a, const fp_t& b) { return a * b; }
-__device__ __forceinline__ fp2_t f_mul(const fp2_t& a, const fp2_t& b) { return fp2_mul_lowreg(a, b); }
 // L1: a product left < 2p, for operands of further products only (Fp; Fp2 reduces as usual)
 __device__ __forceinline__ fp_t f_mul_lazy(const fp_t& a, const fp_t& b) { return mul_lazy(a, b); }
-__device__ __forceinline__ fp2_t f_mul_lazy(const fp2_t& a, const fp2_t& b) { return fp2_mul_lowreg(a, b); }
 __device__ __forceinline__ fp_t f_sqr(const fp_t& a) { return a.sqr(); }
+#endif
+__device__ __forceinline__ fp2_t f_mul(const fp2_t& a, const fp2_t& b) { return fp2_mul_lowreg(a, b); }
+__device__ __forceinline__ fp2_t f_mul_lazy(const fp2_t& a, const fp2_t& b) { return fp2_mul_lowreg(a, b); }
 __device__ __forceinline__ fp2_t f_sqr(const fp2_t& a) { return a.sqr(); }
 __device__ __forceinline__ fp_t f_inv(const fp_t& a) { return a.inverse(); }
 __device__ __forceinline__ fp2_t f_inv(const fp2_t& a) { return a.inverse(); }

@@ -291,6 +291,16 @@ Y1)
         --reps 2 2>&1 | tail -3 | cut -c1-400
   done; done
   timeout 150 python3 -m cuzk bench --backend cuda --log-size 20 --warmup 1 2>&1 | tail -22 ;;
+Y2)
+  # session 8: the Fp products called instead of inlined (CUZK_FP_CALL=1, experiment define): GPU tests (G1 affine and
+  # XYZZ against arkworks, S1/L1 word for word), then the 2^26 MSM alternated: default, CALL, CALL + LOWREG at 5 blocks
+  CUZK_KERNEL_DEFINES="CUZK_FP_CALL=1" timeout 170 python3 -m pytest -q -m gpu -p no:cacheprovider -rf \
+      tests/test_gpu_msm.py -k "affine or same_window_sums and 1-" 2>&1 | tail -3
+  for r in 1 2; do for d in "" "CUZK_FP_CALL=1" "CUZK_FP_CALL=1 CUZK_AFFINE_LOWREG=1 CUZK_AFFINE_BLOCKS_PER_SM=5"; do
+    echo "defines: ${d:-default}"
+    CUZK_KERNEL_DEFINES="$d" timeout 60 python3 tools/experiments/msm_profile.py 26 --affine --c 20 --pairs on \
+        --reps 2 2>&1 | tail -3 | cut -c1-300
+  done; done ;;
 X1)
   # session 7, first: H1 (each MSM pass sized from two reads of the device; CPU-model tested in session 6):
   # its GPU tests and every toggle alone, then the resident 2^18 A/B, then H1 at 2^24 with the others at defaults
