@@ -30,26 +30,46 @@ __device__ __forceinline__ fp2_t fp2_mul_lowreg(const fp2_t& a, const fp2_t& b) 
     return {t0 - t1, t2 - t1};
 }
 #ifndef CUZK_FP_CALL
-#define CUZK_FP_CALL 0   // 1: the Fp products and squarings of the curve code are called, not inlined (code size)
+#define CUZK_FP_CALL 0   // 1, 2: the curve code's Fp products and squarings are called, not inlined (code size)
 #endif
 #if CUZK_FP_CALL
 // One copy of each product in the kernel's code: the callers' loops shrink from ~150 KB to a few KB of
-// instructions, so a warp's next instructions are more often in the instruction caches.
-__device__ __noinline__ fp_t fp_mul_call(const fp_t a, const fp_t b) { return a * b; }
+// instructions, so a warp's next instructions are more often in the instruction caches. 2: the full product
+// is the lazy one's call plus the final subtraction (one callee fewer).
 __device__ __noinline__ fp_t fp_mul_lazy_call(const fp_t a, const fp_t b) { return mul_lazy(a, b); }
 __device__ __noinline__ fp_t fp_sqr_call(const fp_t a) { return a.sqr(); }
+#if CUZK_FP_CALL == 2
+__device__ __forceinline__ fp_t fp_mul_call(const fp_t& a, const fp_t& b) {
+    fp_t r = fp_mul_lazy_call(a, b);
+    fastmul::sub_p_once<fp_params>(r.v, r.v);
+    return r;
+}
+#else
+__device__ __noinline__ fp_t fp_mul_call(const fp_t a, const fp_t b) { return a * b; }
+#endif
 __device__ __forceinline__ fp_t f_mul(const fp_t& a, const fp_t& b) { return fp_mul_call(a, b); }
 __device__ __forceinline__ fp_t f_mul_lazy(const fp_t& a, const fp_t& b) { return fp_mul_lazy_call(a, b); }
 __device__ __forceinline__ fp_t f_sqr(const fp_t& a) { return fp_sqr_call(a); }
+__device__ __forceinline__ fp2_t f_mul(const fp2_t& a, const fp2_t& b) {   // fp2_mul_lowreg's steps
+    fp_t t2 = fp_mul_call(a.c0 + a.c1, b.c0 + b.c1);
+    const fp_t t0 = fp_mul_call(a.c0, b.c0);
+    t2 = t2 - t0;
+    const fp_t t1 = fp_mul_call(a.c1, b.c1);
+    return {t0 - t1, t2 - t1};
+}
+__device__ __forceinline__ fp2_t f_sqr(const fp2_t& a) {                   // fp2_t::sqr's steps
+    const fp_t m = fp_mul_call(a.c0, a.c1);
+    return {fp_mul_call(a.c0 + a.c1, a.c0 - a.c1), m + m};
+}
 #else
 __device__ __forceinline__ fp_t f_mul(const fp_t& a, const fp_t& b) { return a * b; }
 // L1: a product left < 2p, for operands of further products only (Fp; Fp2 reduces as usual)
 __device__ __forceinline__ fp_t f_mul_lazy(const fp_t& a, const fp_t& b) { return mul_lazy(a, b); }
 __device__ __forceinline__ fp_t f_sqr(const fp_t& a) { return a.sqr(); }
-#endif
 __device__ __forceinline__ fp2_t f_mul(const fp2_t& a, const fp2_t& b) { return fp2_mul_lowreg(a, b); }
-__device__ __forceinline__ fp2_t f_mul_lazy(const fp2_t& a, const fp2_t& b) { return fp2_mul_lowreg(a, b); }
 __device__ __forceinline__ fp2_t f_sqr(const fp2_t& a) { return a.sqr(); }
+#endif
+__device__ __forceinline__ fp2_t f_mul_lazy(const fp2_t& a, const fp2_t& b) { return f_mul(a, b); }
 __device__ __forceinline__ fp_t f_inv(const fp_t& a) { return a.inverse(); }
 __device__ __forceinline__ fp2_t f_inv(const fp2_t& a) { return a.inverse(); }
 

@@ -55,35 +55,6 @@ __device__ __forceinline__ F block_batch_inverse(const F& v) {
     return tree[TPB + t];
 }
 
-#ifndef CUZK_AFFINE_LOWREG
-#define CUZK_AFFINE_LOWREG 0   // experiment: pass 2 reloads coordinates (affine_pass2_lowreg)
-#endif
-
-// An Fp element loaded by volatile loads: kept in program order and never merged with an earlier load of
-// the same words, so the compiler reloads (an L1 hit) instead of keeping the value live in registers.
-template <class F>
-__device__ __forceinline__ F vload(const uint32_t* p) {
-    F r;
-#pragma unroll
-    for (int i = 0; i < CUZK_FP_LIMBS / 4; i++)
-        asm volatile("ld.global.v4.u32 {%0, %1, %2, %3}, [%4];"
-                     : "=r"(r.v[4 * i]), "=r"(r.v[4 * i + 1]), "=r"(r.v[4 * i + 2]), "=r"(r.v[4 * i + 3])
-                     : "l"(p + 4 * i));
-    return r;
-}
-template <class F>
-__device__ __forceinline__ F vload_y(const uint32_t* p, bool neg) {
-    const F y = vload<F>(p + CUZK_FP_LIMBS);
-    return neg ? f_neg(y) : y;
-}
-
-// Pass 2 of affine_round with at most three Fp values live across a product (inv, and two of id, dy,
-// lambda, x3, x1 - x3): x1, x2, y1, y2 are reloaded where used. Same sums, same outputs.
-template <class F, int TPB, bool KEYED, bool LAZY>
-__device__ __forceinline__ void affine_pass2_lowreg(uint32_t* out, const u64* __restrict__ sorted,
-                                                   const uint32_t* __restrict__ pts, const uint32_t* __restrict__ plan,
-                                                   i64 first, int cnt, F inv);
-
 // One round over outputs [0, total): thread t of block k takes o = k * TPB * per + t + TPB * i.
 // KEYED (round 0): P[e] is the base of sorted key e (y negated on its bit); else pts[e].
 // LAZY (L1): the prefix products, the inverses and lambda are left < 2p (each goes only into products);
@@ -120,12 +91,6 @@ __device__ __forceinline__ void affine_round(uint32_t* out, const u64* __restric
     F inv = block_batch_inverse<F, TPB, LAZY>(acc);   // 1 / prefix_{cnt-1}
 
     // pass 2, backwards: 1/d_i = inv * prefix_{i-1}, then inv = 1 / prefix_{i-1} = inv * d_i
-#if CUZK_AFFINE_LOWREG
-    if constexpr (sizeof(F) == 4 * CUZK_FP_LIMBS) {   // Fp: coordinates reloaded where used (few live values)
-        affine_pass2_lowreg<F, TPB, KEYED, LAZY>(out, sorted, pts, plan, first, cnt, inv);
-        return;
-    }
-#endif
     for (int i = cnt - 1; i >= 0; i--) {
         const i64 o = first + (i64)TPB * i;
         const uint32_t w = plan[o];
@@ -151,39 +116,6 @@ __device__ __forceinline__ void affine_round(uint32_t* out, const u64* __restric
             x3.store(out + o * W);
             y3.store(out + o * W + W / 2);
         } else {                          // copy: d_i = 1 leaves inv as it is
-            affine_t<F> a = affine_t<F>::load(p1);
-            if (n1) a.y = f_neg(a.y);
-            a.store(out + o * W);
-        }
-    }
-}
-
-template <class F, int TPB, bool KEYED, bool LAZY>
-__device__ __forceinline__ void affine_pass2_lowreg(uint32_t* out, const u64* __restrict__ sorted,
-                                                   const uint32_t* __restrict__ pts, const uint32_t* __restrict__ plan,
-                                                   i64 first, int cnt, F inv) {
-    constexpr int W = affine_t<F>::WORDS;
-    for (int i = cnt - 1; i >= 0; i--) {
-        const i64 o = first + (i64)TPB * i;
-        const uint32_t w = plan[o];
-        const i64 s = w >> 1;
-        bool n1, n2;
-        const uint32_t* p1 = entry_point<F, KEYED>(sorted, pts, s, n1);
-        if (w & 1) {
-            const uint32_t* p2 = entry_point<F, KEYED>(sorted, pts, s + 1, n2);
-            F id = inv;
-            if (i > 0) {
-                id = mul_l<LAZY>(inv, F::load(out + (o - TPB) * W));
-                F d = vload<F>(p2) - vload<F>(p1);
-                if (f_is_zero(d)) f_set_one(d);
-                inv = mul_l<LAZY>(inv, d);
-            }
-            const F lambda = mul_l<LAZY>(vload_y<F>(p2, n2) - vload_y<F>(p1, n1), id);
-            const F x3 = f_sqr(lambda) - vload<F>(p1) - vload<F>(p2);
-            x3.store(out + o * W);
-            const F y3 = f_mul(lambda, vload<F>(p1) - x3) - vload_y<F>(p1, n1);
-            y3.store(out + o * W + W / 2);
-        } else {
             affine_t<F> a = affine_t<F>::load(p1);
             if (n1) a.y = f_neg(a.y);
             a.store(out + o * W);

@@ -301,6 +301,26 @@ Y2)
     CUZK_KERNEL_DEFINES="$d" timeout 60 python3 tools/experiments/msm_profile.py 26 --affine --c 20 --pairs on \
         --reps 2 2>&1 | tail -3 | cut -c1-300
   done; done ;;
+Y3)
+  # session 8: called products in every G1/G2 MSM kernel (CUZK_FP_CALL=1; 2: the full product as the lazy call plus
+  # the subtraction) and in the NTT passes (CUZK_FR_CALL=1): GPU tests of both, then the 2^26 G1 MSM and the
+  # 2^22 G2 MSM and the NTT passes, one process per build, alternated
+  CUZK_KERNEL_DEFINES="CUZK_FP_CALL=1" timeout 200 python3 -m pytest -q -m gpu -p no:cacheprovider -rf \
+      tests/test_gpu_msm.py 2>&1 | tail -2
+  CUZK_KERNEL_DEFINES="CUZK_FR_CALL=1" timeout 120 python3 -m pytest -q -m gpu -p no:cacheprovider -rf \
+      tests/test_gpu_ntt_reg.py -k "r4 and not r4x and not r4d and not r4m" 2>&1 | tail -2
+  for r in 1 2; do for d in "" "CUZK_FP_CALL=1" "CUZK_FP_CALL=2" "CUZK_FP_CALL=1 CUZK_AFFINE_BLOCKS_PER_SM=3"; do
+    echo "defines: ${d:-default}"
+    CUZK_KERNEL_DEFINES="$d" timeout 60 python3 tools/experiments/msm_profile.py 26 --affine --c 20 --pairs on \
+        --reps 2 2>&1 | tail -1 | cut -c1-300
+  done; done
+  for d in "" "CUZK_FP_CALL=1" "CUZK_FP_CALL=2" ""; do echo "G2 defines: ${d:-default}"
+    CUZK_KERNEL_DEFINES="$d" timeout 90 python3 -m cuzk micro msm_g2 --log-size 22 -p 1 -n 3 -w 1 2>&1 | tail -1
+  done
+  for d in "" "CUZK_FR_CALL=1" "" "CUZK_FR_CALL=1"; do echo "NTT defines: ${d:-default}"
+    CUZK_KERNEL_DEFINES="$d" timeout 90 python3 tools/gpu_ntt_check.py --no-tests --no-mul --variants r4,r4b6 2>&1 \
+        | grep -E "^(r4|bad|ALL|FAIL)" | tail -4
+  done ;;
 X1)
   # session 7, first: H1 (each MSM pass sized from two reads of the device; CPU-model tested in session 6):
   # its GPU tests and every toggle alone, then the resident 2^18 A/B, then H1 at 2^24 with the others at defaults
