@@ -30,22 +30,26 @@ __device__ __forceinline__ fp2_t fp2_mul_lowreg(const fp2_t& a, const fp2_t& b) 
     return {t0 - t1, t2 - t1};
 }
 #ifndef CUZK_FP_CALL
-#define CUZK_FP_CALL 0   // 1, 2: the curve code's Fp products and squarings are called, not inlined (code size)
+#define CUZK_FP_CALL 0   // 1 (optimization I1): the curve code's Fp products are called, not inlined
 #endif
-#if CUZK_FP_CALL
-// One copy of each product in the kernel's code: the callers' loops shrink from ~150 KB to a few KB of
-// instructions, so a warp's next instructions are more often in the instruction caches. 2: the full product
-// is the lazy one's call plus the final subtraction (one callee fewer).
+#if CUZK_FP_CALL && !defined(CUZK_MUL_LEGACY)
+// I1: one copy of the product in the kernel's code. Inlined, every product is ~900 instructions and a
+// kernel's loop is 70-300 KB, more than the instruction caches hold; called, the loop is a few KB around
+// two callees (the lazy product, the squaring). The full product is the lazy call plus the final
+// subtraction inline: the same words as fp_t's operator*.
 __device__ __noinline__ fp_t fp_mul_lazy_call(const fp_t a, const fp_t b) { return mul_lazy(a, b); }
-__device__ __noinline__ fp_t fp_sqr_call(const fp_t a) { return a.sqr(); }
-#if CUZK_FP_CALL == 2
 __device__ __forceinline__ fp_t fp_mul_call(const fp_t& a, const fp_t& b) {
     fp_t r = fp_mul_lazy_call(a, b);
     fastmul::sub_p_once<fp_params>(r.v, r.v);
     return r;
 }
+#ifndef CUZK_FP_CALL_SQR
+#define CUZK_FP_CALL_SQR 0   // experiment: 1 squares through the product's call (one callee in all)
+#endif
+#if CUZK_FP_CALL_SQR
+__device__ __forceinline__ fp_t fp_sqr_call(const fp_t& a) { return fp_mul_call(a, a); }
 #else
-__device__ __noinline__ fp_t fp_mul_call(const fp_t a, const fp_t b) { return a * b; }
+__device__ __noinline__ fp_t fp_sqr_call(const fp_t a) { return a.sqr(); }
 #endif
 __device__ __forceinline__ fp_t f_mul(const fp_t& a, const fp_t& b) { return fp_mul_call(a, b); }
 __device__ __forceinline__ fp_t f_mul_lazy(const fp_t& a, const fp_t& b) { return fp_mul_lazy_call(a, b); }

@@ -6,21 +6,8 @@
 #include "field.cuh"
 #include "ntt_reg.cuh"
 
-#ifndef CUZK_FR_CALL
-#define CUZK_FR_CALL 0   // 1: the pass calls one copy of the product instead of inlining each (code size)
-#endif
-#if CUZK_FR_CALL
-__device__ __noinline__ cuzk::fr_t fr_mul_call(const cuzk::fr_t a, const cuzk::fr_t b) { return a * b; }
-#endif
-
 struct FrProduct {               // fr_t's operator* (fastmul, the build's variant)
-    static __device__ __forceinline__ cuzk::fr_t mul(const cuzk::fr_t& a, const cuzk::fr_t& b, int) {
-#if CUZK_FR_CALL
-        return fr_mul_call(a, b);
-#else
-        return a * b;
-#endif
-    }
+    static __device__ __forceinline__ cuzk::fr_t mul(const cuzk::fr_t& a, const cuzk::fr_t& b, int) { return a * b; }
 };
 
 template <class Mul = FrProduct>

@@ -234,14 +234,14 @@ def _cases(group, rng):
     return pairs
 
 
-KERNEL_SETS = [(), ("S1",), ("L1",), ("S1", "L1")]
+KERNEL_SETS = [(), ("S1",), ("L1",), ("S1", "L1"), ("I1",), ("S1", "L1", "I1")]
 
 
 @pytest.mark.parametrize("kind", ["random", *EDGE_KINDS])
 @pytest.mark.parametrize("group", [1, 2])
 def test_kernel_opts_same_window_sums(cp, group, kind):
-    """S1 (the kernels built with the dedicated squaring) and L1 (affine rounds with products left < 2p), alone
-    and together, give the default kernels' window sums word for word (XYZZ words of a fresh MSM each) and
+    """S1 (the kernels built with the dedicated squaring), L1 (affine rounds with products left < 2p) and I1 (the
+    products called, not inlined), alone and together, give the default kernels' window sums word for word (XYZZ words of a fresh MSM each) and
     arkworks' MSM; G1 in XYZZ and with affine rounds forced (lambda^2 and the block inversions square, the lazy
     products feed them), G2 in XYZZ."""
     from cuzk.gpu.msm import fold_windows, msm_windows

@@ -1,4 +1,5 @@
 """Kernel sources: layout constants match the host, they ship in the wheel, and nvcc compiles them."""
+import itertools
 import os
 import re
 import shutil
@@ -137,15 +138,25 @@ def test_module_builds_have_their_own_key(monkeypatch):
         loader.module("ntt_reg", ("CUZK_FASTMUL_VARIANT_FR=3",))
 
 
-def test_s1_builds_are_listed(monkeypatch):
-    """S1's kernel build (the dedicated squaring) is the msm_g1 build the MSM code asks for, with a cubin name of
-    its own; G2's kernels have none (Fp2 squares by products)."""
+def test_msm_kernel_builds_are_listed(monkeypatch):
+    """Every build the MSM kernel toggles select (S1: the dedicated squaring, G1 only; I1: the products called) is
+    a listed module build with a cubin name of its own; the default build is ()."""
     from cuzk.gpu import loader
     from cuzk.gpu import msm
     monkeypatch.delenv("CUZK_KERNEL_DEFINES", raising=False)
-    assert msm.SQR_BUILD in loader.BUILDS["msm_g1"] and "msm_g2" not in loader.BUILDS
-    assert loader.cubin_path("msm_g1", "sm_90", msm.SQR_BUILD) != loader.cubin_path("msm_g1", "sm_90")
-    assert loader.defines(msm.SQR_BUILD) == ("-DCUZK_FASTSQR=1",)
+    seen = set()
+    for group in (1, 2):
+        for r in range(len(msm.KERNEL_OPTS) + 1):
+            for ko in itertools.combinations(msm.KERNEL_OPTS, r):
+                b = msm.kernel_build(group, frozenset(ko))
+                assert b == () or b in loader.BUILDS[f"msm_g{group}"], (group, ko, b)
+                seen.add((group, b))
+    assert msm.kernel_build(2, frozenset({"S1"})) == ()          # G2 squares in Fp2 by products
+    assert msm.kernel_build(1, frozenset({"L1"})) == ()          # L1 is a kernel name, not a build
+    assert seen == {(g, ()) for g in (1, 2)} | {(g, b) for g in (1, 2) for b in loader.BUILDS[f"msm_g{g}"]}
+    names = {loader.cubin_path("msm_g1", "sm_90", b) for b in ((), *loader.BUILDS["msm_g1"])}
+    assert len(names) == 4
+    assert loader.defines(msm.kernel_build(1, frozenset({"S1", "I1"}))) == ("-DCUZK_FASTSQR=1", "-DCUZK_FP_CALL=1")
 
 
 def test_define_int_reads_the_experiment_defines(monkeypatch):

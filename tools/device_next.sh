@@ -321,6 +321,27 @@ Y3)
     CUZK_KERNEL_DEFINES="$d" timeout 90 python3 tools/gpu_ntt_check.py --no-tests --no-mul --variants r4,r4b6 2>&1 \
         | grep -E "^(r4|bad|ALL|FAIL)" | tail -4
   done ;;
+Y4)
+  # session 8: I1 (the MSM kernels with the Fp products called; registry toggle now): its GPU tests (window sums word
+  # for word with S1/L1/I1 sets, G1 and G2, every edge case; every toggle alone gives verified proofs), then the 2^26
+  # G1 MSM with and without I1 (one process, interleaved), I1 with the squaring through the product (experiment),
+  # and the 2^22 G2 MSM with and without I1
+  timeout 200 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests/test_gpu_msm.py tests/test_gpu_msm_many.py \
+      2>&1 | tail -2
+  timeout 120 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests/test_gpu.py -k "each_optimization" 2>&1 | tail -2
+  timeout 80 python3 tools/experiments/msm_profile.py 26 --affine --c 20 --pairs on --kernels S1,L1 S1,L1,I1 --reps 3 \
+      2>&1 | grep median
+  CUZK_KERNEL_DEFINES="CUZK_FP_CALL_SQR=1" timeout 60 python3 tools/experiments/msm_profile.py 26 --affine --c 20 \
+      --pairs on --kernels S1,L1,I1 --reps 2 2>&1 | grep median
+  for o in "" "+I1"; do echo "G2 CUZK_OPT=$o"
+    CUZK_OPT="$o" timeout 90 python3 -m cuzk micro msm_g2 --log-size 22 -p 1 -n 3 -w 1 2>&1 | tail -1
+  done ;;
+Y5)
+  # session 8: I1 alone at 2^24 with the others at their defaults (porep_partition), then the resident 2^18 A/B
+  timeout 260 python3 -m cuzk ablate --backend cuda --circuit porep_partition --log-size 24 --repeat 8 \
+      --opt-set I1 --others defaults --no-leave-one-out --device-keygen --max-seconds 180 \
+      --json $OUT/ablate_i1_24d.json 2>&1 | grep -A3 "^| opt"
+  timeout 100 python3 tools/experiments/resident_ab.py 18 12 "" +I1 2>&1 | tail -3 ;;
 X1)
   # session 7, first: H1 (each MSM pass sized from two reads of the device; CPU-model tested in session 6):
   # its GPU tests and every toggle alone, then the resident 2^18 A/B, then H1 at 2^24 with the others at defaults

@@ -35,7 +35,10 @@ def arch() -> str:
 BUILDS: dict[str, tuple[tuple[str, ...], ...]] = {
     "ntt_reg": (("CUZK_FASTMUL_VARIANT_FR=6",),),    # N2: the NTT passes on fastmul build 6 (FP64 pipe)
     "field_ops": (("CUZK_FASTMUL_VARIANT_FP=6", "CUZK_FASTMUL_VARIANT_FR=6"),),   # cuzk micro --fastmul 6
-    "msm_g1": (("CUZK_FASTSQR=1",),),                   # S1: squarings by fastmul::mont_sqr
+    "msm_g1": (("CUZK_FASTSQR=1",),                     # S1: squarings by fastmul::mont_sqr
+               ("CUZK_FP_CALL=1",),                     # I1: the Fp products called, not inlined
+               ("CUZK_FASTSQR=1", "CUZK_FP_CALL=1")),   # S1 and I1
+    "msm_g2": (("CUZK_FP_CALL=1",),),                   # I1 (Fp2 over called Fp products)
 }
 
 

@@ -28,9 +28,15 @@ DEFAULT_BUCKET_SUM = {1: "affine", 2: "xyzz"}  # G1 affine: 2^26 550 ms vs 960 (
 # calls without the option take the registry's default (the backend passes each per call)
 DEFAULT_PAIR_LEVELS = REGISTRY["R1"].default
 DEFAULT_PAIR_MERGES = REGISTRY["R2"].default
-KERNEL_OPTS = ("S1", "L1")                     # the toggles that pick the MSM kernels' code: a build, a variant
+KERNEL_OPTS = ("S1", "L1", "I1")               # the toggles that pick the MSM kernels' code: builds, a variant
 DEFAULT_KERNEL_OPTS = frozenset(o for o in KERNEL_OPTS if REGISTRY[o].default)
 SQR_BUILD = ("CUZK_FASTSQR=1",)                # the msm_g1 build of S1 (loader.BUILDS); G2 squares in Fp2
+CALL_BUILD = ("CUZK_FP_CALL=1",)               # I1: msm_g1 and msm_g2 with the Fp products called
+
+
+def kernel_build(group: int, kernel_opts) -> tuple[str, ...]:
+    """The msm_g<group> module build (loader.BUILDS) that the MSM kernel toggles select: S1 (G1 only), I1."""
+    return (SQR_BUILD if "S1" in kernel_opts and group == 1 else ()) + (CALL_BUILD if "I1" in kernel_opts else ())
 last_stats: dict = {}                         # of the latest msm_xyzz: affine_rounds, fallbacks
 DEFAULT_AFFINE_VARIANT = 1                    # 2: quad round kernels (issue 5); CUZK_MSM_AFFINE_VARIANT overrides
 
@@ -75,7 +81,8 @@ class _Kernels:
     def __init__(self, group: int, bases, inf, scalars, host_fold: bool = False, kernel_opts=None):
         """host_fold: combine returns the window sums as they are (fold_windows folds them on the host).
         kernel_opts: which of KERNEL_OPTS are on (None: DEFAULT_KERNEL_OPTS): S1, the G1 kernels built with the
-        dedicated squaring; L1, the affine rounds (G1) with lazy products."""
+        dedicated squaring; L1, the affine rounds (G1) with lazy products; I1, the kernels with the Fp products
+        called instead of inlined."""
         import cupy
         self.cp = cupy
         self.host_fold = host_fold
@@ -84,7 +91,7 @@ class _Kernels:
         ko = DEFAULT_KERNEL_OPTS if kernel_opts is None else frozenset(kernel_opts)
         if not ko <= set(KERNEL_OPTS):
             raise ValueError(f"kernel_opts must be among {KERNEL_OPTS}, got {sorted(ko)}")
-        self.build = SQR_BUILD if "S1" in ko and group == 1 else ()
+        self.build = kernel_build(group, ko)
         self.lazy = "_lazy" if "L1" in ko else ""
         self.W = xyzz_words(group)
         self.n = len(inf)
