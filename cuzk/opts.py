@@ -160,7 +160,8 @@ register(Optimization(
     "subtraction inline) and of the squaring instead of inlining ~900 instructions at every use: a round or "
     "XYZZ kernel's loop shrinks from 70-300 KB of code, more than the instruction caches hold, to a few KB "
     "(kernel builds msm_g1 / msm_g2 [CUZK_FP_CALL=1]; G2's Fp2 products over the called Fp product)",
-    False,
+    True,     # on since session 8: 2^26 G1 MSM x0.916, 2^22 G2 x0.522 (Y4); 2^24 ntt_msm_h x0.920 [0.91, 0.93],
+              # batch_addition x0.765, b_g2 x0.588 (Y5); 10 x 2^27: 1.818 -> 1.620 s a partition (U2)
     "2^26 G1 MSM x0.91-0.93 and 2^22 G2 MSM x0.5-0.55 (the experiment define measured so in Y3: 533 -> 488 ms, "
     "337 -> 178 ms); 2^24 ntt_msm_h x0.92-0.95, b_g2 x0.6-0.7, batch_addition and tail_msm x0.8-0.95; "
     "the 2^18 resident proof -4..-8 ms (its G2 MSM and batch sums)",

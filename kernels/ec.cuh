@@ -43,14 +43,9 @@ __device__ __forceinline__ fp_t fp_mul_call(const fp_t& a, const fp_t& b) {
     fastmul::sub_p_once<fp_params>(r.v, r.v);
     return r;
 }
-#ifndef CUZK_FP_CALL_SQR
-#define CUZK_FP_CALL_SQR 0   // experiment: 1 squares through the product's call (one callee in all)
-#endif
-#if CUZK_FP_CALL_SQR
-__device__ __forceinline__ fp_t fp_sqr_call(const fp_t& a) { return fp_mul_call(a, a); }
-#else
+// The squaring keeps its own callee: squaring through the product's call (one callee) measured slower
+// (2^26 G1 MSM 498.3 against 487.6 ms, docs/perf-log.md session 8).
 __device__ __noinline__ fp_t fp_sqr_call(const fp_t a) { return a.sqr(); }
-#endif
 __device__ __forceinline__ fp_t f_mul(const fp_t& a, const fp_t& b) { return fp_mul_call(a, b); }
 __device__ __forceinline__ fp_t f_mul_lazy(const fp_t& a, const fp_t& b) { return fp_mul_lazy_call(a, b); }
 __device__ __forceinline__ fp_t f_sqr(const fp_t& a) { return fp_sqr_call(a); }

@@ -45,6 +45,10 @@
 # MSM plan ran 35-1295 ms across processes; bench_msm_stats.py); 10 x 2^27 with N2 on (U2 ran before it); the small
 # proof on slow-host machines (48.8 ms on X3's); the rounds' instruction count (the Fp product itself: every
 # latency-hiding form tried so far lost: L2 prefetch, register look-ahead, 5 blocks an SM, two chains a thread).
+# Session 8: Y1 = fewer live values in the affine rounds at 4-6 blocks (slower: removed) and `cuzk bench --warmup 1`;
+# Y2 = the Fp products called instead of inlined (CUZK_FP_CALL); Y3 = its forms, G2, and the NTT (CUZK_FR_CALL:
+# slower, removed); Y4 = I1's GPU tests and 2^26/2^22 figures; Y5 = I1 at 2^24 and the resident 2^18 A/B; U2 with
+# I1 (1.620 s a partition); Y6 = the whole GPU suite with I1 on, quads with I1, the same-machine snarkjs ratio.
 set -o pipefail
 source tools/device_setup.sh >/dev/null 2>&1
 export CUZK_CUBIN_DIR=$PWD/.cubin CUZK_CACHE_DIR=/tmp/cz
@@ -342,6 +346,16 @@ Y5)
       --opt-set I1 --others defaults --no-leave-one-out --device-keygen --max-seconds 180 \
       --json $OUT/ablate_i1_24d.json 2>&1 | grep -A3 "^| opt"
   timeout 100 python3 tools/experiments/resident_ab.py 18 12 "" +I1 2>&1 | tail -3 ;;
+Y6)
+  # session 8, close: the whole GPU suite on the final kernels and defaults (I1 on); the affine quads (variant 2)
+  # with I1 against variant 1 (inlined they were x1.97 slower: 390 KB of code); the same-machine snarkjs ratio at
+  # 2^18 (carry .nodebundle too)
+  timeout 230 python3 -m pytest -q -m gpu -p no:cacheprovider -rf --durations=3 tests --ignore=tests/test_gpu.py \
+      2>&1 | tail -5
+  timeout 90 python3 -m pytest -q -m gpu -p no:cacheprovider -rf --durations=3 tests/test_gpu.py 2>&1 | tail -5
+  timeout 70 python3 tools/experiments/msm_profile.py 26 --affine --c 20 --pairs on --variants 1 2 --reps 1 2>&1 \
+      | tail -2 | cut -c1-330
+  OUT=$OUT timeout 170 bash tools/gpu_snarkjs_same_machine.sh 18 2>&1 | tail -5 ;;
 X1)
   # session 7, first: H1 (each MSM pass sized from two reads of the device; CPU-model tested in session 6):
   # its GPU tests and every toggle alone, then the resident 2^18 A/B, then H1 at 2^24 with the others at defaults
