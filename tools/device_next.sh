@@ -356,6 +356,10 @@ Y6)
   timeout 70 python3 tools/experiments/msm_profile.py 26 --affine --c 20 --pairs on --variants 1 2 --reps 1 2>&1 \
       | tail -2 | cut -c1-330
   OUT=$OUT timeout 170 bash tools/gpu_snarkjs_same_machine.sh 18 2>&1 | tail -5 ;;
+Y7)
+  # session 8, last: issue 5's MSM figures through `cuzk micro msm` (pyperf, the registry's MSM options: I1 on)
+  for L in 20 24 26; do timeout 100 python3 -m cuzk micro msm --log-size $L -p 1 -n 3 -w 1 -o $OUT/micro_msm$L.json \
+      2>&1 | tail -1; done ;;
 X1)
   # session 7, first: H1 (each MSM pass sized from two reads of the device; CPU-model tested in session 6):
   # its GPU tests and every toggle alone, then the resident 2^18 A/B, then H1 at 2^24 with the others at defaults
