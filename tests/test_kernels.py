@@ -168,13 +168,17 @@ def test_define_int_reads_the_experiment_defines(monkeypatch):
     assert loader.define_int("CUZK_AFFINE_BLOCKS_PER_SM", 4) == 4
 
 
-# Spill bytes tolerated per module build (loader.BUILDS): (kernels whose name contains this, bytes each,
-# the reason). Every other kernel of a build must spill nothing.
+# Spill bytes tolerated per module build (loader.BUILDS): (functions whose name contains this, or one of
+# these, bytes each, the reason). Every other kernel of a build must spill nothing.
 BUILD_SPILLS_ALLOWED = {
     ("ntt_reg", ("CUZK_FASTMUL_VARIANT_FR=6",)):
         ("_r", 96, "N2 (default off): r4 32-76 B at its 80-register cap (3 blocks a SM), measured faster "
                    "anyway (2^27 dif/dit 52.7/51.1 ms against 55.1/54.6, docs/perf-log.md session 4); "
                    "r8 (not used by N2) 24-60 B at 128"),
+    ("msm_g2", ("CUZK_FP_CALL=1",)):
+        (("g2_", "_ZN4cuzk"), 128, "I1's G2 build: 4-128 B in the G2 kernels and their callees (xyzz_add_mem, "
+                                   "xyzz_dbl_mem, the called product); the default msm_g2 build, not listed, spills "
+                                   "more. Measured x0.52 faster anyway (2^22 G2 MSM, docs/perf-log.md session 8)"),
 }
 
 
@@ -192,5 +196,6 @@ def test_module_builds_compile_within_their_spill_bounds(tmp_path):
             props = re.findall(r"Function properties for (\S+)\s+\d+ bytes stack frame, (\d+) bytes spill stores",
                                r.stderr)
             assert len(props) == len(re.findall(r"bytes spill stores", r.stderr)) > 0, r.stderr
-            which, cap, _ = BUILD_SPILLS_ALLOWED.get((name, extra), ("", 0, ""))
-            assert all(int(v) <= (cap if which and which in fn else 0) for fn, v in props), r.stderr
+            which, cap, _ = BUILD_SPILLS_ALLOWED.get((name, extra), ((), 0, ""))
+            which = (which,) if isinstance(which, str) else which
+            assert all(int(v) <= (cap if any(w in fn for w in which) else 0) for fn, v in props), r.stderr

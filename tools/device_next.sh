@@ -54,6 +54,15 @@ source tools/device_setup.sh >/dev/null 2>&1
 export CUZK_CUBIN_DIR=$PWD/.cubin CUZK_CACHE_DIR=/tmp/cz
 OUT=${OUT:-/tmp}
 t0=$(date +%s)
+# The 2^26 G1 MSM (msm_profile.py, c = 20, R1 + R2) in one process per CUZK_KERNEL_DEFINES set ("" = none), the sets
+# alternated twice; the median line of each.
+msm26_alternated() {
+  for r in 1 2; do for d in "$@"; do
+    echo "defines: ${d:-default}"
+    CUZK_KERNEL_DEFINES="$d" timeout 60 python3 tools/experiments/msm_profile.py 26 --affine --c 20 --pairs on \
+        --reps 2 2>&1 | tail -1 | cut -c1-300
+  done; done
+}
 case "$1" in
 S1)
   # session 3, call 1: GPU tests of what session 2 merged untested, MSM variant 2, the 2^24 ablation (A4 added)
@@ -283,28 +292,21 @@ W10)
   # session 6: the same-machine snarkjs ratio at 2^18 with the final defaults (R1, R2 on; P2 off). Carry .nodebundle
   OUT=$OUT timeout 280 bash tools/gpu_snarkjs_same_machine.sh 18 2>&1 | tail -5 ;;
 Y1)
+  # session 8 (LOWREG, FR_CALL and CUZK_FP_CALL=2's numbering were removed after Y3: commits f67e32f, f655c86 have them)
   # session 8: affine pass 2 with few live values (CUZK_AFFINE_LOWREG=1, experiment define): its GPU tests at 5 blocks
   # an SM (G1 affine rounds against arkworks, window sums word for word across S1/L1); the 2^26 MSM, one process per
   # build, alternated (default; LOWREG at 4, 5, 6 blocks); then `cuzk bench --warmup 1` at 2^20 on the GPU
   LR="CUZK_AFFINE_LOWREG=1"
   CUZK_KERNEL_DEFINES="$LR CUZK_AFFINE_BLOCKS_PER_SM=5" timeout 170 python3 -m pytest -q -m gpu -p no:cacheprovider -rf \
       tests/test_gpu_msm.py -k "affine or same_window_sums and 1-" 2>&1 | tail -3
-  for r in 1 2; do for d in "" "$LR" "$LR CUZK_AFFINE_BLOCKS_PER_SM=5" "$LR CUZK_AFFINE_BLOCKS_PER_SM=6"; do
-    echo "defines: ${d:-default}"
-    CUZK_KERNEL_DEFINES="$d" timeout 60 python3 tools/experiments/msm_profile.py 26 --affine --c 20 --pairs on \
-        --reps 2 2>&1 | tail -3 | cut -c1-400
-  done; done
+  msm26_alternated "" "$LR" "$LR CUZK_AFFINE_BLOCKS_PER_SM=5" "$LR CUZK_AFFINE_BLOCKS_PER_SM=6"
   timeout 150 python3 -m cuzk bench --backend cuda --log-size 20 --warmup 1 2>&1 | tail -22 ;;
 Y2)
   # session 8: the Fp products called instead of inlined (CUZK_FP_CALL=1, experiment define): GPU tests (G1 affine and
   # XYZZ against arkworks, S1/L1 word for word), then the 2^26 MSM alternated: default, CALL, CALL + LOWREG at 5 blocks
   CUZK_KERNEL_DEFINES="CUZK_FP_CALL=1" timeout 170 python3 -m pytest -q -m gpu -p no:cacheprovider -rf \
       tests/test_gpu_msm.py -k "affine or same_window_sums and 1-" 2>&1 | tail -3
-  for r in 1 2; do for d in "" "CUZK_FP_CALL=1" "CUZK_FP_CALL=1 CUZK_AFFINE_LOWREG=1 CUZK_AFFINE_BLOCKS_PER_SM=5"; do
-    echo "defines: ${d:-default}"
-    CUZK_KERNEL_DEFINES="$d" timeout 60 python3 tools/experiments/msm_profile.py 26 --affine --c 20 --pairs on \
-        --reps 2 2>&1 | tail -3 | cut -c1-300
-  done; done ;;
+  msm26_alternated "" "CUZK_FP_CALL=1" "CUZK_FP_CALL=1 CUZK_AFFINE_LOWREG=1 CUZK_AFFINE_BLOCKS_PER_SM=5" ;;
 Y3)
   # session 8: called products in every G1/G2 MSM kernel (CUZK_FP_CALL=1; 2: the full product as the lazy call plus
   # the subtraction) and in the NTT passes (CUZK_FR_CALL=1): GPU tests of both, then the 2^26 G1 MSM and the
@@ -313,11 +315,7 @@ Y3)
       tests/test_gpu_msm.py 2>&1 | tail -2
   CUZK_KERNEL_DEFINES="CUZK_FR_CALL=1" timeout 120 python3 -m pytest -q -m gpu -p no:cacheprovider -rf \
       tests/test_gpu_ntt_reg.py -k "r4 and not r4x and not r4d and not r4m" 2>&1 | tail -2
-  for r in 1 2; do for d in "" "CUZK_FP_CALL=1" "CUZK_FP_CALL=2" "CUZK_FP_CALL=1 CUZK_AFFINE_BLOCKS_PER_SM=3"; do
-    echo "defines: ${d:-default}"
-    CUZK_KERNEL_DEFINES="$d" timeout 60 python3 tools/experiments/msm_profile.py 26 --affine --c 20 --pairs on \
-        --reps 2 2>&1 | tail -1 | cut -c1-300
-  done; done
+  msm26_alternated "" "CUZK_FP_CALL=1" "CUZK_FP_CALL=2" "CUZK_FP_CALL=1 CUZK_AFFINE_BLOCKS_PER_SM=3"
   for d in "" "CUZK_FP_CALL=1" "CUZK_FP_CALL=2" ""; do echo "G2 defines: ${d:-default}"
     CUZK_KERNEL_DEFINES="$d" timeout 90 python3 -m cuzk micro msm_g2 --log-size 22 -p 1 -n 3 -w 1 2>&1 | tail -1
   done
