@@ -358,6 +358,12 @@ Y7)
   # session 8, last: issue 5's MSM figures through `cuzk micro msm` (pyperf, the registry's MSM options: I1 on)
   for L in 20 24 26; do timeout 100 python3 -m cuzk micro msm --log-size $L -p 1 -n 3 -w 1 -o $OUT/micro_msm$L.json \
       2>&1 | tail -1; done ;;
+Y8)
+  # session 8, if device time is left: ncu on the 2^22 affine rounds with I1 off and on (the stall reasons, now with
+  # no_instruction: is the fetch wait gone?)
+  for k in S1,L1 S1,L1,I1; do echo "kernels $k"
+    MSM_KERNEL_OPTS=$k TAG=_${k//,/} timeout 110 bash tools/ncu_msm_affine.sh 22 1 2>&1 | grep -E "g1_affine|Duration|Issue Slots Busy|Eligible Warps|Warp Cycles Per|stalled" | head -24
+  done ;;
 X1)
   # session 7, first: H1 (each MSM pass sized from two reads of the device; CPU-model tested in session 6):
   # its GPU tests and every toggle alone, then the resident 2^18 A/B, then H1 at 2^24 with the others at defaults
