@@ -55,30 +55,102 @@ __device__ __forceinline__ F block_batch_inverse(const F& v) {
     return tree[TPB + t];
 }
 
+// Variant 5 (PF, experiment): look-ahead for the load chain plan word -> key -> point, which is the rounds'
+// largest stall once I1 removed the instruction-fetch one (ncu, docs/perf-log.md session 8). Walking its
+// outputs, a thread holds plan words three outputs ahead and keys two ahead in registers (7 registers) and
+// asks L2 for the next output's point sectors, so an output's loads meet L2 instead of DRAM. Session 5's
+// form of this lost x1.18 with the products inlined (its prefetches unrolled into a loop of 150 KB).
+__device__ __forceinline__ void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
+
+template <class F, bool KEYED>
+struct look_ahead {
+    static constexpr int W = affine_t<F>::WORDS;
+    // the low words of the keys of an output's entries (keyed rounds; 0 otherwise)
+    __device__ __forceinline__ static uint2 keys(const u64* __restrict__ sorted, uint32_t w, bool valid) {
+        uint2 k = make_uint2(0, 0);
+        if constexpr (KEYED) {
+            if (valid) {
+                const i64 s = w >> 1;
+                k.x = (uint32_t)sorted[s];
+                if (w & 1) k.y = (uint32_t)sorted[s + 1];
+            }
+        }
+        return k;
+    }
+    // entry s + j of an output (j = 0, 1): its point, y negated on neg (entry_point with the key at hand)
+    __device__ __forceinline__ static const uint32_t* point(const uint32_t* __restrict__ pts, uint32_t w, uint2 k,
+                                                            int j, bool& neg) {
+        if constexpr (KEYED) {
+            const uint32_t kj = j ? k.y : k.x;
+            neg = kj & 1;
+            return pts + (i64)(kj >> 1) * W;
+        } else {
+            neg = false;
+            return pts + ((i64)(w >> 1) + j) * W;
+        }
+    }
+    // L2 prefetch of an output's points: their x (sectors 2) or the whole points (3)
+    __device__ __forceinline__ static void prefetch(const uint32_t* __restrict__ pts, uint32_t w, uint2 k, bool valid,
+                                                    int sectors) {
+        if (!valid) return;
+        bool neg;
+#pragma unroll 1
+        for (int j = 0; j < 1 + (int)(w & 1); j++) {
+            const uint32_t* p = point(pts, w, k, j, neg);
+#pragma unroll 1
+            for (int q = 0; q < sectors; q++) prefetch_l2(p + 8 * q);
+        }
+    }
+};
+
 // One round over outputs [0, total): thread t of block k takes o = k * TPB * per + t + TPB * i.
 // KEYED (round 0): P[e] is the base of sorted key e (y negated on its bit); else pts[e].
 // LAZY (L1): the prefix products, the inverses and lambda are left < 2p (each goes only into products);
-// lambda^2 and y3's product reduce, so x3, y3 are canonical.
-template <class F, int TPB, bool KEYED, bool LAZY = false>
+// lambda^2 and y3's product reduce, so x3, y3 are canonical. PF: variant 5's look-ahead (above).
+template <class F, int TPB, bool KEYED, bool LAZY = false, bool PF = false>
 __device__ __forceinline__ void affine_round(uint32_t* out, const u64* __restrict__ sorted,
                                              const uint32_t* __restrict__ pts, const uint32_t* __restrict__ plan,
                                              i64 total, i64 per, int* degenerate) {
     constexpr int W = affine_t<F>::WORDS;
+    using LA = look_ahead<F, KEYED>;
     const i64 first = blockIdx.x * (i64)TPB * per + threadIdx.x;
     const i64 left = total - first;       // this thread's outputs: ceil(left / TPB), at most per
     const int cnt = left <= 0 ? 0 : (int)min(per, (left + TPB - 1) / TPB);
+    auto word = [&](int i) -> uint32_t { return (i >= 0 && i < cnt) ? plan[first + (i64)TPB * i] : 0u; };
+    uint32_t w0 = 0, w1 = 0, w2 = 0;      // PF: plan words of outputs i, i +- 1, i +- 2 (the walk's direction)
+    uint2 k0 = make_uint2(0, 0), k1 = make_uint2(0, 0);   // PF: keys of outputs i, i +- 1
 
     // pass 1: prefix products of d_i = x2 - x1 (1 for a copy or a degenerate pair)
     F acc;
     f_set_one(acc);
+    if constexpr (PF) {
+        w0 = word(0); w1 = word(1); w2 = word(2);
+        k0 = LA::keys(sorted, w0, cnt > 0);
+        k1 = LA::keys(sorted, w1, cnt > 1);
+        LA::prefetch(pts, w0, k0, cnt > 0, 2);
+    }
     for (int i = 0; i < cnt; i++) {
         const i64 o = first + (i64)TPB * i;
-        const uint32_t w = plan[o];
+        uint32_t w;
+        uint2 k;
+        if constexpr (PF) {
+            w = w0; k = k0;
+            const uint32_t w3 = word(i + 3);
+            const uint2 k2 = LA::keys(sorted, w2, i + 2 < cnt);
+            LA::prefetch(pts, w1, k1, i + 1 < cnt, 2);
+            w0 = w1; w1 = w2; w2 = w3; k0 = k1; k1 = k2;
+        } else {
+            w = plan[o];
+        }
         if (w & 1) {
             bool n1, n2;
             const i64 s = w >> 1;
-            F d = F::load(entry_point<F, KEYED>(sorted, pts, s + 1, n2)) -
-                  F::load(entry_point<F, KEYED>(sorted, pts, s, n1));
+            F d;
+            if constexpr (PF)
+                d = F::load(LA::point(pts, w, k, 1, n2)) - F::load(LA::point(pts, w, k, 0, n1));
+            else
+                d = F::load(entry_point<F, KEYED>(sorted, pts, s + 1, n2)) -
+                    F::load(entry_point<F, KEYED>(sorted, pts, s, n1));
             if (f_is_zero(d)) {
                 *degenerate = 1;
                 f_set_one(d);
@@ -91,14 +163,35 @@ __device__ __forceinline__ void affine_round(uint32_t* out, const u64* __restric
     F inv = block_batch_inverse<F, TPB, LAZY>(acc);   // 1 / prefix_{cnt-1}
 
     // pass 2, backwards: 1/d_i = inv * prefix_{i-1}, then inv = 1 / prefix_{i-1} = inv * d_i
+    if constexpr (PF) {                   // the walk runs i = cnt-1 .. 0: "ahead" is i - 1, i - 2
+        w0 = word(cnt - 1); w1 = word(cnt - 2); w2 = word(cnt - 3);
+        k0 = LA::keys(sorted, w0, cnt > 0);
+        k1 = LA::keys(sorted, w1, cnt > 1);
+        LA::prefetch(pts, w0, k0, cnt > 0, 3);
+    }
     for (int i = cnt - 1; i >= 0; i--) {
         const i64 o = first + (i64)TPB * i;
-        const uint32_t w = plan[o];
+        uint32_t w;
+        uint2 k;
+        if constexpr (PF) {
+            w = w0; k = k0;
+            const uint32_t w3 = word(i - 3);
+            const uint2 k2 = LA::keys(sorted, w2, i - 2 >= 0);
+            LA::prefetch(pts, w1, k1, i - 1 >= 0, 3);
+            if (i >= 2) prefetch_l2(out + (o - 2 * TPB) * W);   // output i - 1's prefix read (prefix_{i-2})
+            w0 = w1; w1 = w2; w2 = w3; k0 = k1; k1 = k2;
+        } else {
+            w = plan[o];
+        }
         const i64 s = w >> 1;
         bool n1, n2;
-        const uint32_t* p1 = entry_point<F, KEYED>(sorted, pts, s, n1);
+        const uint32_t* p1;
+        if constexpr (PF) p1 = LA::point(pts, w, k, 0, n1);
+        else p1 = entry_point<F, KEYED>(sorted, pts, s, n1);
         if (w & 1) {                      // ordered for few live values: no spills at 128 registers
-            const uint32_t* p2 = entry_point<F, KEYED>(sorted, pts, s + 1, n2);
+            const uint32_t* p2;
+            if constexpr (PF) p2 = LA::point(pts, w, k, 1, n2);
+            else p2 = entry_point<F, KEYED>(sorted, pts, s + 1, n2);
             F id = inv;
             if (i > 0) id = mul_l<LAZY>(inv, F::load(out + (o - TPB) * W));
             const F x1 = F::load(p1), x2 = F::load(p2);
@@ -322,6 +415,16 @@ __device__ __forceinline__ void affine_quad(uint32_t* out, uint32_t* tmp, uint32
         G##_affine_round_lazy(uint32_t* out, const uint32_t* pts, const uint32_t* plan, i64 total, i64 per,    \
                               int* degenerate) {                                                               \
         affine_round<F, CUZK_AFFINE_TPB, false, true>(out, nullptr, pts, plan, total, per, degenerate);        \
+    }                                                                                                          \
+    extern "C" __global__ void __launch_bounds__(CUZK_AFFINE_TPB, CUZK_AFFINE_BLOCKS_PER_SM)                   \
+        G##_affine_round_keyed_lazy_pf(uint32_t* out, const u64* sorted, const uint32_t* bases,                \
+                                       const uint32_t* plan, i64 total, i64 per, int* degenerate) {            \
+        affine_round<F, CUZK_AFFINE_TPB, true, true, true>(out, sorted, bases, plan, total, per, degenerate);  \
+    }                                                                                                          \
+    extern "C" __global__ void __launch_bounds__(CUZK_AFFINE_TPB, CUZK_AFFINE_BLOCKS_PER_SM)                   \
+        G##_affine_round_lazy_pf(uint32_t* out, const uint32_t* pts, const uint32_t* plan, i64 total, i64 per, \
+                                 int* degenerate) {                                                            \
+        affine_round<F, CUZK_AFFINE_TPB, false, true, true>(out, nullptr, pts, plan, total, per, degenerate);  \
     }                                                                                                          \
     extern "C" __global__ void __launch_bounds__(CUZK_AFFINE_TPB, CUZK_AFFINE_BLOCKS_PER_SM)                   \
         G##_affine_quad_keyed(uint32_t* out, uint32_t* tmp, uint32_t* pre, const u64* sorted,                  \

@@ -48,7 +48,9 @@
 # Session 8: Y1 = fewer live values in the affine rounds at 4-6 blocks (slower: removed) and `cuzk bench --warmup 1`;
 # Y2 = the Fp products called instead of inlined (CUZK_FP_CALL); Y3 = its forms, G2, and the NTT (CUZK_FR_CALL:
 # slower, removed); Y4 = I1's GPU tests and 2^26/2^22 figures; Y5 = I1 at 2^24 and the resident 2^18 A/B; U2 with
-# I1 (1.620 s a partition); Y6 = the whole GPU suite with I1 on, quads with I1, the same-machine snarkjs ratio.
+# I1 (1.620 s a partition); Y6 = the whole GPU suite with I1 on, quads with I1, the same-machine snarkjs ratio;
+# Y7 = `cuzk micro msm` at 2^20/24/26; Y8 = ncu stall shares with I1 off/on. Left for session 9: Y9 (affine variant 5,
+# look-ahead loads on top of I1: written, compile-checked, GPU tests not yet run).
 set -o pipefail
 source tools/device_setup.sh >/dev/null 2>&1
 export CUZK_CUBIN_DIR=$PWD/.cubin CUZK_CACHE_DIR=/tmp/cz
@@ -364,6 +366,14 @@ Y8)
   for k in S1,L1 S1,L1,I1; do echo "kernels $k"
     MSM_KERNEL_OPTS=$k TAG=_${k//,/} timeout 110 bash tools/ncu_msm_affine.sh 22 1 2>&1 | grep -E "g1_affine|Duration|Issue Slots Busy|Eligible Warps|Warp Cycles Per|stalled" | head -24
   done ;;
+Y9)
+  # session 9, first: affine variant 5 (look-ahead loads: plan words 3 ahead, keys 2 ahead, L2 prefetch of the next
+  # output's points; written in session 8 on top of I1, compile-checked only): its GPU tests, then the 2^26 MSM
+  # against variant 1 (one process, interleaved) and the ncu stall shares of its rounds at 2^22
+  timeout 150 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests/test_gpu_msm.py -k "variant5" 2>&1 | tail -2
+  timeout 100 python3 tools/experiments/msm_profile.py 26 --affine --c 20 --pairs on --variants 1 5 --reps 3 2>&1 \
+      | grep median
+  TAG=_v5 timeout 110 bash tools/ncu_msm_affine.sh 22 5 2>&1 | grep -E "g1_affine|Duration|Issue Slots Busy|Warp Cycles Per|long_scoreboard|no_instruction" | head -16 ;;
 X1)
   # session 7, first: H1 (each MSM pass sized from two reads of the device; CPU-model tested in session 6):
   # its GPU tests and every toggle alone, then the resident 2^18 A/B, then H1 at 2^24 with the others at defaults
