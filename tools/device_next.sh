@@ -50,7 +50,7 @@
 # slower, removed); Y4 = I1's GPU tests and 2^26/2^22 figures; Y5 = I1 at 2^24 and the resident 2^18 A/B; U2 with
 # I1 (1.620 s a partition); Y6 = the whole GPU suite with I1 on, quads with I1, the same-machine snarkjs ratio;
 # Y7 = `cuzk micro msm` at 2^20/24/26; Y8 = ncu stall shares with I1 off/on. Left for session 9: Y9 (affine variant 5,
-# look-ahead loads on top of I1: written, compile-checked, GPU tests not yet run).
+# look-ahead loads on top of I1: written, compile-checked, GPU tests not yet run), then Y10 (c under I1).
 set -o pipefail
 source tools/device_setup.sh >/dev/null 2>&1
 export CUZK_CUBIN_DIR=$PWD/.cubin CUZK_CACHE_DIR=/tmp/cz
@@ -374,6 +374,12 @@ Y9)
   timeout 100 python3 tools/experiments/msm_profile.py 26 --affine --c 20 --pairs on --variants 1 5 --reps 3 2>&1 \
       | grep median
   TAG=_v5 timeout 110 bash tools/ncu_msm_affine.sh 22 5 2>&1 | grep -E "g1_affine|Duration|Issue Slots Busy|Warp Cycles Per|long_scoreboard|no_instruction" | head -16 ;;
+Y10)
+  # session 9: the window size under I1 (choose_window's constants were fitted before I1 made the XYZZ reductions
+  # cheaper): the G1 MSM at 2^24, 2^26, 2^27 over c, one run each (steps shown)
+  timeout 250 python3 tools/experiments/msm_profile.py 24 26 --affine --c 18 19 20 21 22 --pairs on --reps 1 2>&1 \
+      | cut -c1-200
+  timeout 200 python3 tools/experiments/msm_profile.py 27 --affine --c 20 21 22 23 --pairs on --reps 1 2>&1 | cut -c1-200 ;;
 X1)
   # session 7, first: H1 (each MSM pass sized from two reads of the device; CPU-model tested in session 6):
   # its GPU tests and every toggle alone, then the resident 2^18 A/B, then H1 at 2^24 with the others at defaults
