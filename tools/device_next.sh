@@ -50,7 +50,8 @@
 # slower, removed); Y4 = I1's GPU tests and 2^26/2^22 figures; Y5 = I1 at 2^24 and the resident 2^18 A/B; U2 with
 # I1 (1.620 s a partition); Y6 = the whole GPU suite with I1 on, quads with I1, the same-machine snarkjs ratio;
 # Y7 = `cuzk micro msm` at 2^20/24/26; Y8 = ncu stall shares with I1 off/on. Left for session 9: Y9 (affine variant 5,
-# look-ahead loads on top of I1: written, compile-checked, GPU tests not yet run), then Y10 (c under I1).
+# look-ahead loads on top of I1: written, compile-checked, GPU tests not yet run), then Y10 (c under I1), Y11 (the Fp
+# product's build inside I1's callee).
 set -o pipefail
 source tools/device_setup.sh >/dev/null 2>&1
 export CUZK_CUBIN_DIR=$PWD/.cubin CUZK_CACHE_DIR=/tmp/cz
@@ -380,6 +381,15 @@ Y10)
   timeout 250 python3 tools/experiments/msm_profile.py 24 26 --affine --c 18 19 20 21 22 --pairs on --reps 1 2>&1 \
       | cut -c1-200
   timeout 200 python3 tools/experiments/msm_profile.py 27 --affine --c 20 21 22 23 --pairs on --reps 1 2>&1 | cut -c1-200 ;;
+Y11)
+  # session 9: the Fp product's build inside I1's callee (session 8 prebuilt the cubins: msm_g1 [S1 I1], keygen_g1,
+  # keygen_fr, field_ops with each define): build 3 (product rows in one chain, reduction rows in two; no spills)
+  # and build 6 (FP64 pipe; 116 B of spills at 128 registers) against build 1; each checked on random inputs first
+  for v in 3 6; do
+    CUZK_KERNEL_DEFINES="CUZK_FASTMUL_VARIANT_FP=$v" timeout 90 python3 -m pytest -q -m gpu -p no:cacheprovider -rf \
+        tests/test_gpu_msm.py -k "test_g1_affine_random" 2>&1 | tail -1
+  done
+  msm26_alternated "" "CUZK_FASTMUL_VARIANT_FP=3" "CUZK_FASTMUL_VARIANT_FP=6" ;;
 X1)
   # session 7, first: H1 (each MSM pass sized from two reads of the device; CPU-model tested in session 6):
   # its GPU tests and every toggle alone, then the resident 2^18 A/B, then H1 at 2^24 with the others at defaults
