@@ -20,13 +20,15 @@ __device__ __forceinline__ void f_set_zero(fp_t& a) { a = fp_t::zero(); }
 __device__ __forceinline__ void f_set_zero(fp2_t& a) { a.c0 = fp_t::zero(); a.c1 = fp_t::zero(); }
 __device__ __forceinline__ void f_set_one(fp_t& a) { a = fp_t::one(); }
 __device__ __forceinline__ void f_set_one(fp2_t& a) { a.c0 = fp_t::one(); a.c1 = fp_t::zero(); }
-// Field products, inlined. Fp2 uses a Karatsuba ordered for few live values (the cross
-// term first): G2 state is 96 registers per XYZZ point, so every register counts.
-__device__ __forceinline__ fp2_t fp2_mul_lowreg(const fp2_t& a, const fp2_t& b) {
-    fp_t t2 = (a.c0 + a.c1) * (b.c0 + b.c1);
-    const fp_t t0 = a.c0 * b.c0;
+// Field products. Fp2 uses a Karatsuba ordered for few live values (the cross term first): G2 state is
+// 96 registers per XYZZ point, so every register counts. mul: the Fp product (operator* inlined, or I1's
+// called one below).
+template <class Mul>
+__device__ __forceinline__ fp2_t fp2_mul_lowreg(const fp2_t& a, const fp2_t& b, Mul mul) {
+    fp_t t2 = mul(a.c0 + a.c1, b.c0 + b.c1);
+    const fp_t t0 = mul(a.c0, b.c0);
     t2 = t2 - t0;
-    const fp_t t1 = a.c1 * b.c1;
+    const fp_t t1 = mul(a.c1, b.c1);
     return {t0 - t1, t2 - t1};
 }
 #ifndef CUZK_FP_CALL
@@ -49,23 +51,20 @@ __device__ __noinline__ fp_t fp_sqr_call(const fp_t a) { return a.sqr(); }
 __device__ __forceinline__ fp_t f_mul(const fp_t& a, const fp_t& b) { return fp_mul_call(a, b); }
 __device__ __forceinline__ fp_t f_mul_lazy(const fp_t& a, const fp_t& b) { return fp_mul_lazy_call(a, b); }
 __device__ __forceinline__ fp_t f_sqr(const fp_t& a) { return fp_sqr_call(a); }
-__device__ __forceinline__ fp2_t f_mul(const fp2_t& a, const fp2_t& b) {   // fp2_mul_lowreg's steps
-    fp_t t2 = fp_mul_call(a.c0 + a.c1, b.c0 + b.c1);
-    const fp_t t0 = fp_mul_call(a.c0, b.c0);
-    t2 = t2 - t0;
-    const fp_t t1 = fp_mul_call(a.c1, b.c1);
-    return {t0 - t1, t2 - t1};
+__device__ __forceinline__ fp2_t f_mul(const fp2_t& a, const fp2_t& b) {
+    return fp2_mul_lowreg(a, b, [](const fp_t& x, const fp_t& y) { return fp_mul_call(x, y); });
 }
-__device__ __forceinline__ fp2_t f_sqr(const fp2_t& a) {                   // fp2_t::sqr's steps
-    const fp_t m = fp_mul_call(a.c0, a.c1);
-    return {fp_mul_call(a.c0 + a.c1, a.c0 - a.c1), m + m};
+__device__ __forceinline__ fp2_t f_sqr(const fp2_t& a) {
+    return a.sqr_by([](const fp_t& x, const fp_t& y) { return fp_mul_call(x, y); });
 }
 #else
 __device__ __forceinline__ fp_t f_mul(const fp_t& a, const fp_t& b) { return a * b; }
 // L1: a product left < 2p, for operands of further products only (Fp; Fp2 reduces as usual)
 __device__ __forceinline__ fp_t f_mul_lazy(const fp_t& a, const fp_t& b) { return mul_lazy(a, b); }
 __device__ __forceinline__ fp_t f_sqr(const fp_t& a) { return a.sqr(); }
-__device__ __forceinline__ fp2_t f_mul(const fp2_t& a, const fp2_t& b) { return fp2_mul_lowreg(a, b); }
+__device__ __forceinline__ fp2_t f_mul(const fp2_t& a, const fp2_t& b) {
+    return fp2_mul_lowreg(a, b, [](const fp_t& x, const fp_t& y) { return x * y; });
+}
 __device__ __forceinline__ fp2_t f_sqr(const fp2_t& a) { return a.sqr(); }
 #endif
 __device__ __forceinline__ fp2_t f_mul_lazy(const fp2_t& a, const fp2_t& b) { return f_mul(a, b); }

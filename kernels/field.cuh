@@ -253,10 +253,14 @@ struct fp2_t {
         fp_t t2 = (a.c0 + a.c1) * (b.c0 + b.c1);
         return {t0 - t1, t2 - t0 - t1};
     }
+    // (c0 + c1)(c0 - c1) + 2 c0 c1 u, over the Fp product mul (ec.cuh's I1 passes a called one)
+    template <class Mul>
+    __device__ __forceinline__ fp2_t sqr_by(Mul mul) const {
+        fp_t m = mul(c0, c1);
+        return {mul(c0 + c1, c0 - c1), m + m};
+    }
     __device__ __forceinline__ fp2_t sqr() const {
-        // (c0 + c1)(c0 - c1) + 2 c0 c1 u
-        fp_t m = c0 * c1;
-        return {(c0 + c1) * (c0 - c1), m + m};
+        return sqr_by([](const fp_t& a, const fp_t& b) { return a * b; });
     }
     __device__ __forceinline__ fp2_t inverse() const {
         // 1 / (c0 + c1 u) = (c0 - c1 u) / (c0^2 + c1^2)

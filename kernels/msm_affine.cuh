@@ -81,9 +81,7 @@ struct look_ahead {
     __device__ __forceinline__ static const uint32_t* point(const uint32_t* __restrict__ pts, uint32_t w, uint2 k,
                                                             int j, bool& neg) {
         if constexpr (KEYED) {
-            const uint32_t kj = j ? k.y : k.x;
-            neg = kj & 1;
-            return pts + (i64)(kj >> 1) * W;
+            return key_point<F>(pts, j ? k.y : k.x, neg);
         } else {
             neg = false;
             return pts + ((i64)(w >> 1) + j) * W;

@@ -32,13 +32,13 @@ KERNEL_OPTS = ("S1", "L1", "I1")               # the toggles that pick the MSM k
 DEFAULT_KERNEL_OPTS = frozenset(o for o in KERNEL_OPTS if REGISTRY[o].default)
 SQR_BUILD = ("CUZK_FASTSQR=1",)                # the msm_g1 build of S1 (loader.BUILDS); G2 squares in Fp2
 CALL_BUILD = ("CUZK_FP_CALL=1",)               # I1: msm_g1 and msm_g2 with the Fp products called
+last_stats: dict = {}                         # of the latest msm_xyzz: affine_rounds, fallbacks
+DEFAULT_AFFINE_VARIANT = 1                    # 2: quad round kernels (issue 5); CUZK_MSM_AFFINE_VARIANT overrides
 
 
 def kernel_build(group: int, kernel_opts) -> tuple[str, ...]:
     """The msm_g<group> module build (loader.BUILDS) that the MSM kernel toggles select: S1 (G1 only), I1."""
     return (SQR_BUILD if "S1" in kernel_opts and group == 1 else ()) + (CALL_BUILD if "I1" in kernel_opts else ())
-last_stats: dict = {}                         # of the latest msm_xyzz: affine_rounds, fallbacks
-DEFAULT_AFFINE_VARIANT = 1                    # 2: quad round kernels (issue 5); CUZK_MSM_AFFINE_VARIANT overrides
 
 
 def resolve_affine_variant(value: int | None = None) -> int:
