@@ -67,6 +67,12 @@ msm26_alternated() {
   done; done
 }
 case "$1" in
+Z1)
+  # session 9: Y10's 2^27 c = 22 row spent 194.8 ms in bucket sums (13-15 at c = 21, 23): a degenerate pass redone in
+  # XYZZ (copies of a tiled base meeting as P + P) or the product's schedule? The stats, tiled (2^24) and distinct bases
+  timeout 120 python3 tools/experiments/msm_profile.py 27 --affine --c 21 22 --pairs on --reps 1 2>&1 | grep "^2^27"
+  timeout 200 python3 tools/experiments/msm_profile.py 27 --affine --c 21 22 23 --pairs on --reps 2 --distinct-log 27 \
+      2>&1 | grep "^2^27" ;;
 S1)
   # session 3, call 1: GPU tests of what session 2 merged untested, MSM variant 2, the 2^24 ablation (A4 added)
   timeout 100 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_pipeline.py tests/test_gpu_partition.py \

@@ -1,11 +1,12 @@
 """Where a G1 MSM's time goes: each step of msm_plan.pippenger between CUDA events (its mark hook).
 
     python3 tools/experiments/msm_profile.py [LOG_N ...] [--affine] [--c C ...] [--pairs both|on|off]
-        [--kernels SET ...] [--variants V ...] [--reps N]
+        [--kernels SET ...] [--variants V ...] [--reps N] [--distinct-log D]
 --pairs: the window reduction by pair levels and the merges by pairs (R1 and R2 together) on, off, or both.
 --kernels: the MSM kernels' toggles (msm.KERNEL_OPTS) per setting, comma-separated ("none": neither; default:
 the registry's), run interleaved; --variants: affine round kernels (msm_plan.AFFINE_VARIANTS), interleaved
-too; --reps: rounds of every setting, then the median total of each.
+too; --reps: rounds of every setting, then the median total of each; --distinct-log D: 2^D independent bases,
+tiled (copies of a base in one bucket can meet as P + P: a degenerate round, the pass redone in XYZZ).
 """
 import argparse
 import statistics
@@ -55,6 +56,8 @@ def main():
     ap.add_argument("--kernels", nargs="*", default=None)
     ap.add_argument("--variants", type=int, nargs="*", default=None)
     ap.add_argument("--reps", type=int, default=1)
+    ap.add_argument("--distinct-log", type=int, default=24,
+                    help="independent bases 2^D, tiled to 2^LOG_N (micro.independent_bases; default 24)")
     args = ap.parse_args()
     choice = {"both": [False, True], "on": [True], "off": [False]}
     pairs = choice[args.pairs]
@@ -62,7 +65,7 @@ def main():
         else [msm.DEFAULT_KERNEL_OPTS]
     kind = "affine" if args.affine else "xyzz"
     for L in args.logs:
-        bases, inf = micro.independent_bases(L, 1)
+        bases, inf = micro.independent_bases(L, 1, distinct_log=args.distinct_log)
         scalars = micro.random_fr(1 << L, seed=3)
         variants = args.variants or [None]
         for sq in sqrs:
