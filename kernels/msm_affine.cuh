@@ -55,15 +55,50 @@ __device__ __forceinline__ F block_batch_inverse(const F& v) {
     return tree[TPB + t];
 }
 
-// Variant 5 (PF, experiment): look-ahead for the load chain plan word -> key -> point, which is the rounds'
-// largest stall once I1 removed the instruction-fetch one (ncu, docs/perf-log.md session 8). Walking its
-// outputs, a thread holds plan words three outputs ahead and keys two ahead in registers (7 registers) and
-// asks L2 for the next output's point sectors, so an output's loads meet L2 instead of DRAM. Session 5's
-// form of this lost x1.18 with the products inlined (its prefetches unrolled into a loop of 150 KB).
-__device__ __forceinline__ void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
+// Variant 6 (ST, experiment): staged loads. The rounds wait on global loads (ncu, session 8: long scoreboard 46% of
+// round 0's stalls): the plan word, then the key, then the point, and in the second walk the prefix, the x and
+// the y words each after a call, so a thread pays several load latencies an output. Here a thread's loads of
+// output i +- 1 go into its slots of shared memory by cp.async (no registers held) while it computes output i;
+// plan words are read two outputs ahead and keys one ahead. Variant 5 (an L2 prefetch of the next points) lost
+// x1.13: its prefetches raised DRAM traffic (53% against ~33%).
+__device__ __forceinline__ void cp_async16(void* smem, const void* g) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"((uint32_t)__cvta_generic_to_shared(smem)), "l"(g)
+                 : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
 
+// A thread's staging slots: SLOTS field elements, chunk k of slot j at s[j * CH + k][thread] (16 B a chunk;
+// consecutive threads read consecutive chunks: no bank conflicts).
+template <class F, int TPB, int SLOTS>
+struct stage_t {
+    static constexpr int CH = sizeof(F) / 16;
+    static_assert(sizeof(F) % 16 == 0, "staged elements are whole 16-B chunks");
+    uint4 (*s)[TPB];
+    __device__ __forceinline__ void put(int j, const uint32_t* g) const {
+#pragma unroll
+        for (int k = 0; k < CH; k++) cp_async16(&s[j * CH + k][threadIdx.x], g + 4 * k);
+    }
+    __device__ __forceinline__ F get(int j) const {
+        F r;
+#pragma unroll
+        for (int k = 0; k < CH; k++) {
+            const uint4 w = s[j * CH + k][threadIdx.x];
+            r.v[4 * k] = w.x; r.v[4 * k + 1] = w.y; r.v[4 * k + 2] = w.z; r.v[4 * k + 3] = w.w;
+        }
+        return r;
+    }
+};
+
+template <class F, int TPB, int SLOTS>
+__device__ __forceinline__ stage_t<F, TPB, SLOTS> stage_slots() {
+    __shared__ uint4 buf[SLOTS * stage_t<F, TPB, SLOTS>::CH][TPB];
+    return {buf};
+}
+
+// An output's entries: keys (round 0) or positions, from its plan word
 template <class F, bool KEYED>
-struct look_ahead {
+struct entries {
     static constexpr int W = affine_t<F>::WORDS;
     // the low words of the keys of an output's entries (keyed rounds; 0 otherwise)
     __device__ __forceinline__ static uint2 keys(const u64* __restrict__ sorted, uint32_t w, bool valid) {
@@ -87,68 +122,32 @@ struct look_ahead {
             return pts + ((i64)(w >> 1) + j) * W;
         }
     }
-    // L2 prefetch of an output's points: their x (sectors 2) or the whole points (3)
-    __device__ __forceinline__ static void prefetch(const uint32_t* __restrict__ pts, uint32_t w, uint2 k, bool valid,
-                                                    int sectors) {
-        if (!valid) return;
-        bool neg;
-#pragma unroll 1
-        for (int j = 0; j < 1 + (int)(w & 1); j++) {
-            const uint32_t* p = point(pts, w, k, j, neg);
-#pragma unroll 1
-            for (int q = 0; q < sectors; q++) prefetch_l2(p + 8 * q);
-        }
-    }
 };
 
 // One round over outputs [0, total): thread t of block k takes o = k * TPB * per + t + TPB * i.
 // KEYED (round 0): P[e] is the base of sorted key e (y negated on its bit); else pts[e].
 // LAZY (L1): the prefix products, the inverses and lambda are left < 2p (each goes only into products);
-// lambda^2 and y3's product reduce, so x3, y3 are canonical. PF: variant 5's look-ahead (above).
-template <class F, int TPB, bool KEYED, bool LAZY = false, bool PF = false>
+// lambda^2 and y3's product reduce, so x3, y3 are canonical.
+template <class F, int TPB, bool KEYED, bool LAZY = false>
 __device__ __forceinline__ void affine_round(uint32_t* out, const u64* __restrict__ sorted,
                                              const uint32_t* __restrict__ pts, const uint32_t* __restrict__ plan,
                                              i64 total, i64 per, int* degenerate) {
     constexpr int W = affine_t<F>::WORDS;
-    using LA = look_ahead<F, KEYED>;
     const i64 first = blockIdx.x * (i64)TPB * per + threadIdx.x;
     const i64 left = total - first;       // this thread's outputs: ceil(left / TPB), at most per
     const int cnt = left <= 0 ? 0 : (int)min(per, (left + TPB - 1) / TPB);
-    auto word = [&](int i) -> uint32_t { return (i >= 0 && i < cnt) ? plan[first + (i64)TPB * i] : 0u; };
-    uint32_t w0 = 0, w1 = 0, w2 = 0;      // PF: plan words of outputs i, i +- 1, i +- 2 (the walk's direction)
-    uint2 k0 = make_uint2(0, 0), k1 = make_uint2(0, 0);   // PF: keys of outputs i, i +- 1
 
     // pass 1: prefix products of d_i = x2 - x1 (1 for a copy or a degenerate pair)
     F acc;
     f_set_one(acc);
-    if constexpr (PF) {
-        w0 = word(0); w1 = word(1); w2 = word(2);
-        k0 = LA::keys(sorted, w0, cnt > 0);
-        k1 = LA::keys(sorted, w1, cnt > 1);
-        LA::prefetch(pts, w0, k0, cnt > 0, 2);
-    }
     for (int i = 0; i < cnt; i++) {
         const i64 o = first + (i64)TPB * i;
-        uint32_t w;
-        uint2 k;
-        if constexpr (PF) {
-            w = w0; k = k0;
-            const uint32_t w3 = word(i + 3);
-            const uint2 k2 = LA::keys(sorted, w2, i + 2 < cnt);
-            LA::prefetch(pts, w1, k1, i + 1 < cnt, 2);
-            w0 = w1; w1 = w2; w2 = w3; k0 = k1; k1 = k2;
-        } else {
-            w = plan[o];
-        }
+        const uint32_t w = plan[o];
         if (w & 1) {
             bool n1, n2;
             const i64 s = w >> 1;
-            F d;
-            if constexpr (PF)
-                d = F::load(LA::point(pts, w, k, 1, n2)) - F::load(LA::point(pts, w, k, 0, n1));
-            else
-                d = F::load(entry_point<F, KEYED>(sorted, pts, s + 1, n2)) -
-                    F::load(entry_point<F, KEYED>(sorted, pts, s, n1));
+            F d = F::load(entry_point<F, KEYED>(sorted, pts, s + 1, n2)) -
+                  F::load(entry_point<F, KEYED>(sorted, pts, s, n1));
             if (f_is_zero(d)) {
                 *degenerate = 1;
                 f_set_one(d);
@@ -161,35 +160,14 @@ __device__ __forceinline__ void affine_round(uint32_t* out, const u64* __restric
     F inv = block_batch_inverse<F, TPB, LAZY>(acc);   // 1 / prefix_{cnt-1}
 
     // pass 2, backwards: 1/d_i = inv * prefix_{i-1}, then inv = 1 / prefix_{i-1} = inv * d_i
-    if constexpr (PF) {                   // the walk runs i = cnt-1 .. 0: "ahead" is i - 1, i - 2
-        w0 = word(cnt - 1); w1 = word(cnt - 2); w2 = word(cnt - 3);
-        k0 = LA::keys(sorted, w0, cnt > 0);
-        k1 = LA::keys(sorted, w1, cnt > 1);
-        LA::prefetch(pts, w0, k0, cnt > 0, 3);
-    }
     for (int i = cnt - 1; i >= 0; i--) {
         const i64 o = first + (i64)TPB * i;
-        uint32_t w;
-        uint2 k;
-        if constexpr (PF) {
-            w = w0; k = k0;
-            const uint32_t w3 = word(i - 3);
-            const uint2 k2 = LA::keys(sorted, w2, i - 2 >= 0);
-            LA::prefetch(pts, w1, k1, i - 1 >= 0, 3);
-            if (i >= 2) prefetch_l2(out + (o - 2 * TPB) * W);   // output i - 1's prefix read (prefix_{i-2})
-            w0 = w1; w1 = w2; w2 = w3; k0 = k1; k1 = k2;
-        } else {
-            w = plan[o];
-        }
+        const uint32_t w = plan[o];
         const i64 s = w >> 1;
         bool n1, n2;
-        const uint32_t* p1;
-        if constexpr (PF) p1 = LA::point(pts, w, k, 0, n1);
-        else p1 = entry_point<F, KEYED>(sorted, pts, s, n1);
+        const uint32_t* p1 = entry_point<F, KEYED>(sorted, pts, s, n1);
         if (w & 1) {                      // ordered for few live values: no spills at 128 registers
-            const uint32_t* p2;
-            if constexpr (PF) p2 = LA::point(pts, w, k, 1, n2);
-            else p2 = entry_point<F, KEYED>(sorted, pts, s + 1, n2);
+            const uint32_t* p2 = entry_point<F, KEYED>(sorted, pts, s + 1, n2);
             F id = inv;
             if (i > 0) id = mul_l<LAZY>(inv, F::load(out + (o - TPB) * W));
             const F x1 = F::load(p1), x2 = F::load(p2);
@@ -212,6 +190,123 @@ __device__ __forceinline__ void affine_round(uint32_t* out, const u64* __restric
             a.store(out + o * W);
         }
     }
+}
+
+// affine_round as variant 6 (staged loads, above): the same products in the same order, so the same outputs.
+// Slots: pass 1 x1, x2 (0, 1); pass 2 prefix_{i-1}, x1, x2, y1, y2 (0..4).
+template <class F, int TPB, bool KEYED, bool LAZY>
+__device__ __forceinline__ void affine_round_staged(uint32_t* out, const u64* __restrict__ sorted,
+                                                    const uint32_t* __restrict__ pts,
+                                                    const uint32_t* __restrict__ plan, i64 total, i64 per,
+                                                    int* degenerate) {
+    constexpr int W = affine_t<F>::WORDS;
+    using E = entries<F, KEYED>;
+    const stage_t<F, TPB, 5> st = stage_slots<F, TPB, 5>();
+    const i64 first = blockIdx.x * (i64)TPB * per + threadIdx.x;
+    const i64 left = total - first;
+    const int cnt = left <= 0 ? 0 : (int)min(per, (left + TPB - 1) / TPB);
+    auto word = [&](int i) -> uint32_t { return (i >= 0 && i < cnt) ? plan[first + (i64)TPB * i] : 0u; };
+    bool ng;
+    // pass 1's staging of output j: the x words of its two entries (a copy needs none)
+    auto stage1 = [&](int j, uint32_t w, uint2 k) {
+        if (j >= 0 && j < cnt && (w & 1)) {
+            st.put(0, E::point(pts, w, k, 0, ng));
+            st.put(1, E::point(pts, w, k, 1, ng));
+        }
+        cp_async_commit();
+    };
+    // pass 2's: prefix_{j-1} (paired, j > 0), both entries' x and y (a copy: the first entry's)
+    auto stage2 = [&](int j, uint32_t w, uint2 k) {
+        if (j >= 0 && j < cnt) {
+            const uint32_t* p1 = E::point(pts, w, k, 0, ng);
+            st.put(1, p1);
+            st.put(3, p1 + W / 2);
+            if (w & 1) {
+                const uint32_t* p2 = E::point(pts, w, k, 1, ng);
+                if (j > 0) st.put(0, out + (first + (i64)TPB * (j - 1)) * W);
+                st.put(2, p2);
+                st.put(4, p2 + W / 2);
+            }
+        }
+        cp_async_commit();
+    };
+
+    // pass 1: registers hold output i + 1's word and keys, output i + 2's word
+    uint32_t w0 = word(0), w1 = word(1);
+    uint2 k0 = E::keys(sorted, w0, cnt > 0);
+    stage1(0, w0, k0);
+    uint2 k1 = E::keys(sorted, w1, cnt > 1);
+    uint32_t w2 = word(2);
+    F acc;
+    f_set_one(acc);
+    for (int i = 0; i < cnt; i++) {
+        const i64 o = first + (i64)TPB * i;
+        const bool paired = w0 & 1;
+        cp_async_wait_all();
+        F d;
+        if (paired) {
+            d = st.get(1) - st.get(0);
+            if (f_is_zero(d)) {
+                *degenerate = 1;
+                f_set_one(d);
+            }
+        }
+        stage1(i + 1, w1, k1);           // the slots are read: output i + 1's loads fly during this product
+        const uint2 k2 = E::keys(sorted, w2, i + 2 < cnt);
+        const uint32_t w3 = word(i + 3);
+        w0 = w1; w1 = w2; w2 = w3; k1 = k2;
+        if (paired) acc = i == 0 ? d : mul_l<LAZY>(acc, d);
+        acc.store(out + o * W);
+    }
+    cp_async_wait_all();
+
+    // pass 2, backwards; its first output's loads fly during the block's inversion
+    w0 = word(cnt - 1); w1 = word(cnt - 2);
+    k0 = E::keys(sorted, w0, cnt > 0);
+    stage2(cnt - 1, w0, k0);
+    k1 = E::keys(sorted, w1, cnt > 1);
+    w2 = word(cnt - 3);
+    F inv = block_batch_inverse<F, TPB, LAZY>(acc);
+    for (int i = cnt - 1; i >= 0; i--) {
+        const i64 o = first + (i64)TPB * i;
+        const uint32_t w = w0;
+        bool n1, n2 = false;
+        E::point(pts, w, k0, 0, n1);
+        if (w & 1) E::point(pts, w, k0, 1, n2);
+        cp_async_wait_all();
+        // output i - 1's loads, once this output's slots are read (after lambda's product: fewer live values)
+        auto next = [&]() {
+            stage2(i - 1, w1, k1);
+            const uint2 k2 = E::keys(sorted, w2, i - 2 >= 0);
+            const uint32_t w3 = word(i - 3);
+            w0 = w1; w1 = w2; w2 = w3; k0 = k1; k1 = k2;
+        };
+        F x1 = st.get(1), y1 = st.get(3);
+        if (n1) y1 = f_neg(y1);
+        if (w & 1) {
+            F id = inv;
+            if (i > 0) {
+                id = mul_l<LAZY>(inv, st.get(0));
+                F d = st.get(2) - x1;
+                if (f_is_zero(d)) f_set_one(d);
+                inv = mul_l<LAZY>(inv, d);
+            }
+            F y2 = st.get(4);
+            if (n2) y2 = f_neg(y2);
+            const F lambda = mul_l<LAZY>(y2 - y1, id);
+            const F x2 = st.get(2);
+            next();
+            const F x3 = f_sqr(lambda) - x1 - x2;
+            const F y3 = f_mul(lambda, x1 - x3) - y1;
+            x3.store(out + o * W);
+            y3.store(out + o * W + W / 2);
+        } else {                          // copy: d_i = 1 leaves inv as it is
+            next();
+            x1.store(out + o * W);
+            y1.store(out + o * W + W / 2);
+        }
+    }
+    cp_async_wait_all();
 }
 
 // --- Variant 2: two rounds in one kernel ("quads", msm_plan.affine_rounds(variant=2)) ---
@@ -415,14 +510,14 @@ __device__ __forceinline__ void affine_quad(uint32_t* out, uint32_t* tmp, uint32
         affine_round<F, CUZK_AFFINE_TPB, false, true>(out, nullptr, pts, plan, total, per, degenerate);        \
     }                                                                                                          \
     extern "C" __global__ void __launch_bounds__(CUZK_AFFINE_TPB, CUZK_AFFINE_BLOCKS_PER_SM)                   \
-        G##_affine_round_keyed_lazy_pf(uint32_t* out, const u64* sorted, const uint32_t* bases,                \
+        G##_affine_round_keyed_lazy_st(uint32_t* out, const u64* sorted, const uint32_t* bases,                \
                                        const uint32_t* plan, i64 total, i64 per, int* degenerate) {            \
-        affine_round<F, CUZK_AFFINE_TPB, true, true, true>(out, sorted, bases, plan, total, per, degenerate);  \
+        affine_round_staged<F, CUZK_AFFINE_TPB, true, true>(out, sorted, bases, plan, total, per, degenerate); \
     }                                                                                                          \
     extern "C" __global__ void __launch_bounds__(CUZK_AFFINE_TPB, CUZK_AFFINE_BLOCKS_PER_SM)                   \
-        G##_affine_round_lazy_pf(uint32_t* out, const uint32_t* pts, const uint32_t* plan, i64 total, i64 per, \
+        G##_affine_round_lazy_st(uint32_t* out, const uint32_t* pts, const uint32_t* plan, i64 total, i64 per, \
                                  int* degenerate) {                                                            \
-        affine_round<F, CUZK_AFFINE_TPB, false, true, true>(out, nullptr, pts, plan, total, per, degenerate);  \
+        affine_round_staged<F, CUZK_AFFINE_TPB, false, true>(out, nullptr, pts, plan, total, per, degenerate); \
     }                                                                                                          \
     extern "C" __global__ void __launch_bounds__(CUZK_AFFINE_TPB, CUZK_AFFINE_BLOCKS_PER_SM)                   \
         G##_affine_quad_keyed(uint32_t* out, uint32_t* tmp, uint32_t* pre, const u64* sorted,                  \

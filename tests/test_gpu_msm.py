@@ -633,12 +633,12 @@ def test_batch_add_affine_v2(cp, monkeypatch):
     assert gb.batch_add(1, cp.asarray(limbs), cp.asarray(inf)) == total
 
 
-# --- variant 5 (experiment): pair rounds with look-ahead loads (plan words, keys, L2 prefetch) ---
+# --- variant 6 (experiment): pair rounds with staged loads (cp.async into shared memory, plan words and keys ahead) ---
 
 @pytest.mark.parametrize("n", [1, 2, 3, 31, 1000, 1 << 16])
-def test_affine_variant5_same_window_sums(cp, n):
-    """Variant 5 gives variant 1's window sums word for word, and arkworks' MSM: threads with 1, 2, 3 and many
-    outputs (the look-ahead's edges; at 2^16 with c = 9 every thread walks ~14 outputs in round 0), every round
+def test_affine_variant6_same_window_sums(cp, n):
+    """Variant 6 gives variant 1's window sums word for word, and arkworks' MSM: threads with 1, 2, 3 and many
+    outputs (the staging's edges; at 2^16 with c = 9 every thread walks ~14 outputs in round 0), every round
     affine, the registry's kernel toggles."""
     from cuzk.gpu.msm import fold_windows, last_stats, msm_windows
     rng = random.Random(seed())
@@ -648,25 +648,25 @@ def test_affine_variant5_same_window_sums(cp, n):
     kw = dict(c=9, bucket_sum="affine", affine_min_pairs=1)
     ref, c = msm_windows(1, b, inf, s, affine_variant=1, **kw)
     rounds = last_stats["affine_rounds"]
-    got, c5 = msm_windows(1, b, inf, s, affine_variant=5, **kw)
-    assert last_stats["affine_variant"] == 5 and last_stats["affine_rounds"] == rounds
-    assert c5 == c and np.array_equal(cp.asnumpy(ref), cp.asnumpy(got))
+    got, c6 = msm_windows(1, b, inf, s, affine_variant=6, **kw)
+    assert last_stats["affine_variant"] == 6 and last_stats["affine_rounds"] == rounds
+    assert c6 == c and np.array_equal(cp.asnumpy(ref), cp.asnumpy(got))
     assert fold_windows(1, cp.asnumpy(got), c) == affine_sum(a, sc)
 
 
 @pytest.mark.parametrize("kind", EDGE_KINDS)
-def test_affine_variant5_edge_cases(cp, kind):
-    """Every edge case (repeated points take the XYZZ redo) through variant 5, against arkworks."""
+def test_affine_variant6_edge_cases(cp, kind):
+    """Every edge case (repeated points take the XYZZ redo) through variant 6, against arkworks."""
     from cuzk.gpu.msm import msm_g1
     rng = random.Random(seed())
     pts, sc = edge_case(1, kind, 600, rng)
     b, inf, s = upload(cp, 1, pts, sc)
-    assert msm_g1(b, inf, s, bucket_sum="affine", affine_min_pairs=1, affine_variant=5) == want(1, pts, sc)
+    assert msm_g1(b, inf, s, bucket_sum="affine", affine_min_pairs=1, affine_variant=6) == want(1, pts, sc)
 
 
-def test_affine_variant5_needs_l1_and_batch_sums(cp, monkeypatch):
-    """Variant 5 has lazy round kernels only, so it refuses kernel sets without L1; the G1 batch addition runs its
-    rounds through it (CUZK_MSM_AFFINE_VARIANT=5)."""
+def test_affine_variant6_needs_l1_and_batch_sums(cp, monkeypatch):
+    """Variant 6 has lazy round kernels only, so it refuses kernel sets without L1; the G1 batch addition runs its
+    rounds through it (CUZK_MSM_AFFINE_VARIANT=6)."""
     from cuzk.gpu import batch_add as gb
     from cuzk.gpu import msm_plan
     from cuzk.gpu.msm import msm_xyzz
@@ -674,8 +674,8 @@ def test_affine_variant5_needs_l1_and_batch_sums(cp, monkeypatch):
     a, b, inf = distinct_bases(cp, 300, rng)
     sc = [rng.randrange(F.R) for _ in range(300)]
     with pytest.raises(ValueError, match="needs L1"):
-        msm_xyzz(1, b, inf, fr_dev(cp, sc), bucket_sum="affine", affine_min_pairs=1, affine_variant=5,
+        msm_xyzz(1, b, inf, fr_dev(cp, sc), bucket_sum="affine", affine_min_pairs=1, affine_variant=6,
                  kernel_opts=("S1",))
     monkeypatch.setattr(msm_plan, "AFFINE_MIN_PAIRS", 1)
-    monkeypatch.setenv("CUZK_MSM_AFFINE_VARIANT", "5")
+    monkeypatch.setenv("CUZK_MSM_AFFINE_VARIANT", "6")
     assert gb.batch_add(1, b, inf) == G1Point() * Scalar(sum(a) % F.R)

@@ -67,6 +67,15 @@ msm26_alternated() {
   done; done
 }
 case "$1" in
+Z2)
+  # session 9: affine variant 6 (staged loads: cp.async into shared memory, plan words and keys ahead): its GPU
+  # tests, the 2^26 MSM against variant 1 (interleaved), the same with Fp build 3 in I1's callee, ncu at 2^22
+  timeout 150 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests/test_gpu_msm.py -k "variant6" 2>&1 | tail -2
+  timeout 100 python3 tools/experiments/msm_profile.py 26 --affine --c 20 --pairs on --variants 1 6 --reps 3 2>&1 \
+      | grep -E "median|variant=6" | cut -c1-260
+  CUZK_KERNEL_DEFINES="CUZK_FASTMUL_VARIANT_FP=3" timeout 100 python3 tools/experiments/msm_profile.py 26 --affine \
+      --c 20 --pairs on --variants 1 6 --reps 2 2>&1 | grep median
+  TAG=_v6 timeout 110 bash tools/ncu_msm_affine.sh 22 6 2>&1 | grep -E "g1_affine|Duration|DRAM Throughput|Issue Slots Busy|Warp Cycles Per|long_scoreboard|barrier" | head -16 ;;
 Z1)
   # session 9: Y10's 2^27 c = 22 row spent 194.8 ms in bucket sums (13-15 at c = 21, 23): a degenerate pass redone in
   # XYZZ (copies of a tiled base meeting as P + P) or the product's schedule? The stats, tiled (2^24) and distinct bases

@@ -98,7 +98,7 @@ class _Kernels:
         self.bases, self.inf8, self.scalars = bases, inf.view(cupy.uint8), scalars
         self.flag = cupy.zeros(1, dtype=cupy.int32)
         self.stats = {"affine_rounds": 0, "fallbacks": 0, "quad_rounds": 0}
-        self.variant = 1                  # the affine round kernel, set by msm_plan.affine_rounds: 5 adds "_pf"
+        self.variant = 1                  # the affine round kernel, set by msm_plan.affine_rounds: 6 adds "_st"
 
     def _f(self, name):
         return kernel(self.mod, f"{self.g}_{name}", self.build)
@@ -132,17 +132,17 @@ class _Kernels:
     def affine_round(self, src, keyed, plan_words, total):
         out = self.cp.empty((total, self.W // 2), dtype=self.cp.uint32)
         blocks, per = plan.round_geometry(total, plan.AFFINE_THREADS, _sm_count() * plan.AFFINE_BLOCKS_PER_SM)
-        pf = ""
-        if self.variant == 5:             # the same round with look-ahead loads: lazy kernels only
+        st = ""
+        if self.variant == 6:             # the same round with staged loads: lazy kernels only
             if not self.lazy:
-                raise ValueError("affine variant 5 (look-ahead loads) has lazy round kernels only: it needs L1")
-            pf = "_pf"
+                raise ValueError("affine variant 6 (staged loads) has lazy round kernels only: it needs L1")
+            st = "_st"
         if keyed:
-            self._f("affine_round_keyed" + self.lazy + pf)((blocks,), (plan.AFFINE_THREADS,),
+            self._f("affine_round_keyed" + self.lazy + st)((blocks,), (plan.AFFINE_THREADS,),
                                                       (out, src, self.bases, plan_words, np.int64(total),
                                                        np.int64(per), self.flag))
         else:
-            self._f("affine_round" + self.lazy + pf)((blocks,), (plan.AFFINE_THREADS,),
+            self._f("affine_round" + self.lazy + st)((blocks,), (plan.AFFINE_THREADS,),
                                                 (out, src, plan_words, np.int64(total), np.int64(per), self.flag))
         return out
 
@@ -226,7 +226,7 @@ def msm_xyzz(group: int, bases, inf, scalars, c: int | None = None, max_entries:
     bucket_sum: "xyzz" or "affine" (G1 only); None -> DEFAULT_BUCKET_SUM. affine_min_pairs:
     the affine rounds' threshold (msm_plan.AFFINE_MIN_PAIRS when None; 1 runs rounds until
     every bucket holds one point). affine_variant: the round kernel, 1 (pairs), 2 (quads: two
-    rounds per kernel) or 5 (pairs with look-ahead loads; needs L1); None -> $CUZK_MSM_AFFINE_VARIANT or
+    rounds per kernel) or 6 (pairs with staged loads; needs L1); None -> $CUZK_MSM_AFFINE_VARIANT or
     DEFAULT_AFFINE_VARIANT. Counts of the
     run land in last_stats. mark: profiling hook (msm_plan.pippenger). pair_levels: the window reduction
     by pair levels (msm_plan.reduce_windows; None -> DEFAULT_PAIR_LEVELS); pair_merges: the bucket sums'
