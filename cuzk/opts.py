@@ -167,6 +167,16 @@ register(Optimization(
     "the 2^18 resident proof -4..-8 ms (its G2 MSM and batch sums)",
 ))
 register(Optimization(
+    "I2", ("ntt_msm_h", "batch_addition", "tail_msm", "b_g2"),
+    "with I1 (alone it changes nothing), I1's called Fp product on fastmul build 3 instead of 1: the a*b_i rows "
+    "as one carry chain with the addend folded into the products, the m*p rows as two chains. Inside the callee "
+    "the rounds are latency-bound, and the shorter dependent path pays (kernel builds msm_g1 / msm_g2 "
+    "[CUZK_FP_CALL=1 CUZK_FASTMUL_VARIANT_FP=3])",
+    False,
+    "2^26 G1 MSM x0.97-0.99 (the experiment define: x0.986 and x0.972 in Y11, x0.971 in Z2); 2^24 ntt_msm_h "
+    "x0.97-0.99, b_g2 x0.95-1.0, batch_addition and tail_msm x0.97-1.0",
+))
+register(Optimization(
     "A4", ("b_g2",),
     "B_G2 MSM on the CPU, a thread pool across circuits, instead of the GPU G2 MSM",
     False,

@@ -234,14 +234,15 @@ def _cases(group, rng):
     return pairs
 
 
-KERNEL_SETS = [(), ("S1",), ("L1",), ("S1", "L1"), ("I1",), ("S1", "L1", "I1")]
+KERNEL_SETS = [(), ("S1",), ("L1",), ("S1", "L1"), ("I1",), ("S1", "L1", "I1"), ("I1", "I2"), ("S1", "L1", "I1", "I2")]
 
 
 @pytest.mark.parametrize("kind", ["random", *EDGE_KINDS])
 @pytest.mark.parametrize("group", [1, 2])
 def test_kernel_opts_same_window_sums(cp, group, kind):
-    """S1 (the kernels built with the dedicated squaring), L1 (affine rounds with products left < 2p) and I1 (the
-    products called, not inlined), alone and together, give the default kernels' window sums word for word (XYZZ words of a fresh MSM each) and
+    """S1 (the kernels built with the dedicated squaring), L1 (affine rounds with products left < 2p), I1 (the
+    products called, not inlined) and I2 (I1's callee on Fp build 3), alone and together, give the default kernels'
+    window sums word for word (XYZZ words of a fresh MSM each) and
     arkworks' MSM; G1 in XYZZ and with affine rounds forced (lambda^2 and the block inversions square, the lazy
     products feed them), G2 in XYZZ."""
     from cuzk.gpu.msm import fold_windows, msm_windows
@@ -631,51 +632,3 @@ def test_batch_add_affine_v2(cp, monkeypatch):
     for p in pts:
         total = total + p
     assert gb.batch_add(1, cp.asarray(limbs), cp.asarray(inf)) == total
-
-
-# --- variant 6 (experiment): pair rounds with staged loads (cp.async into shared memory, plan words and keys ahead) ---
-
-@pytest.mark.parametrize("n", [1, 2, 3, 31, 1000, 1 << 16])
-def test_affine_variant6_same_window_sums(cp, n):
-    """Variant 6 gives variant 1's window sums word for word, and arkworks' MSM: threads with 1, 2, 3 and many
-    outputs (the staging's edges; at 2^16 with c = 9 every thread walks ~14 outputs in round 0), every round
-    affine, the registry's kernel toggles."""
-    from cuzk.gpu.msm import fold_windows, last_stats, msm_windows
-    rng = random.Random(seed())
-    a, b, inf = distinct_bases(cp, n, rng)
-    sc = [rng.randrange(F.R) for _ in range(n)]
-    s = fr_dev(cp, sc)
-    kw = dict(c=9, bucket_sum="affine", affine_min_pairs=1)
-    ref, c = msm_windows(1, b, inf, s, affine_variant=1, **kw)
-    rounds = last_stats["affine_rounds"]
-    got, c6 = msm_windows(1, b, inf, s, affine_variant=6, **kw)
-    assert last_stats["affine_variant"] == 6 and last_stats["affine_rounds"] == rounds
-    assert c6 == c and np.array_equal(cp.asnumpy(ref), cp.asnumpy(got))
-    assert fold_windows(1, cp.asnumpy(got), c) == affine_sum(a, sc)
-
-
-@pytest.mark.parametrize("kind", EDGE_KINDS)
-def test_affine_variant6_edge_cases(cp, kind):
-    """Every edge case (repeated points take the XYZZ redo) through variant 6, against arkworks."""
-    from cuzk.gpu.msm import msm_g1
-    rng = random.Random(seed())
-    pts, sc = edge_case(1, kind, 600, rng)
-    b, inf, s = upload(cp, 1, pts, sc)
-    assert msm_g1(b, inf, s, bucket_sum="affine", affine_min_pairs=1, affine_variant=6) == want(1, pts, sc)
-
-
-def test_affine_variant6_needs_l1_and_batch_sums(cp, monkeypatch):
-    """Variant 6 has lazy round kernels only, so it refuses kernel sets without L1; the G1 batch addition runs its
-    rounds through it (CUZK_MSM_AFFINE_VARIANT=6)."""
-    from cuzk.gpu import batch_add as gb
-    from cuzk.gpu import msm_plan
-    from cuzk.gpu.msm import msm_xyzz
-    rng = random.Random(seed())
-    a, b, inf = distinct_bases(cp, 300, rng)
-    sc = [rng.randrange(F.R) for _ in range(300)]
-    with pytest.raises(ValueError, match="needs L1"):
-        msm_xyzz(1, b, inf, fr_dev(cp, sc), bucket_sum="affine", affine_min_pairs=1, affine_variant=6,
-                 kernel_opts=("S1",))
-    monkeypatch.setattr(msm_plan, "AFFINE_MIN_PAIRS", 1)
-    monkeypatch.setenv("CUZK_MSM_AFFINE_VARIANT", "6")
-    assert gb.batch_add(1, b, inf) == G1Point() * Scalar(sum(a) % F.R)

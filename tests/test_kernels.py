@@ -139,8 +139,8 @@ def test_module_builds_have_their_own_key(monkeypatch):
 
 
 def test_msm_kernel_builds_are_listed(monkeypatch):
-    """Every build the MSM kernel toggles select (S1: the dedicated squaring, G1 only; I1: the products called) is
-    a listed module build with a cubin name of its own; the default build is ()."""
+    """Every build the MSM kernel toggles select (S1: the dedicated squaring, G1 only; I1: the products called; I2
+    with I1: the callee on build 3) is a listed module build with a cubin name of its own; the default build is ()."""
     from cuzk.gpu import loader
     from cuzk.gpu import msm
     monkeypatch.delenv("CUZK_KERNEL_DEFINES", raising=False)
@@ -153,10 +153,13 @@ def test_msm_kernel_builds_are_listed(monkeypatch):
                 seen.add((group, b))
     assert msm.kernel_build(2, frozenset({"S1"})) == ()          # G2 squares in Fp2 by products
     assert msm.kernel_build(1, frozenset({"L1"})) == ()          # L1 is a kernel name, not a build
+    assert msm.kernel_build(1, frozenset({"I2"})) == ()          # I2 picks I1's callee: nothing without I1
     assert seen == {(g, ()) for g in (1, 2)} | {(g, b) for g in (1, 2) for b in loader.BUILDS[f"msm_g{g}"]}
     names = {loader.cubin_path("msm_g1", "sm_90", b) for b in ((), *loader.BUILDS["msm_g1"])}
-    assert len(names) == 4
+    assert len(names) == 6
     assert loader.defines(msm.kernel_build(1, frozenset({"S1", "I1"}))) == ("-DCUZK_FASTSQR=1", "-DCUZK_FP_CALL=1")
+    assert loader.defines(msm.kernel_build(2, frozenset({"S1", "I1", "I2"}))) == \
+        ("-DCUZK_FP_CALL=1", "-DCUZK_FASTMUL_VARIANT_FP=3")
 
 
 def test_define_int_reads_the_experiment_defines(monkeypatch):
@@ -179,6 +182,11 @@ BUILD_SPILLS_ALLOWED = {
         (("g2_", "_ZN4cuzk"), 128, "I1's G2 build: 4-128 B in the G2 kernels and their callees (xyzz_add_mem, "
                                    "xyzz_dbl_mem, the called product); the default msm_g2 build, not listed, spills "
                                    "more. Measured x0.52 faster anyway (2^22 G2 MSM, docs/perf-log.md session 8)"),
+    ("msm_g1", ("CUZK_FP_CALL=1", "CUZK_FASTMUL_VARIANT_FP=3")):
+        ("_ZN4cuzk12xyzz_", 32, "I1 and I2 without S1 (not the default set): 4-32 B in xyzz_add_mem / xyzz_dbl_mem; "
+                                "the default set (S1, I1, I2) spills nothing"),
+    ("msm_g2", ("CUZK_FP_CALL=1", "CUZK_FASTMUL_VARIANT_FP=3")):
+        (("g2_", "_ZN4cuzk"), 128, "I2's G2 build: 8-120 B in the G2 kernels and their callees, within I1's G2 bound"),
 }
 
 

@@ -67,6 +67,19 @@ msm26_alternated() {
   done; done
 }
 case "$1" in
+Z3)
+  # session 9: I2 (I1's callee on Fp build 3): its GPU tests (window sums word for word over the kernel sets, batch
+  # sums, every toggle alone gives a valid proof), the 2^26 G1 MSM with and without it (interleaved), the 2^22 G2
+  # MSM, then I2 at 2^24 with the others at their defaults
+  timeout 200 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests/test_gpu_msm.py tests/test_gpu.py \
+      -k "kernel_opts or each_optimization" 2>&1 | tail -2
+  timeout 100 python3 tools/experiments/msm_profile.py 26 --affine --c 20 --pairs on --kernels S1,L1,I1 S1,L1,I1,I2 \
+      --reps 3 2>&1 | grep median
+  for o in "" "+I2"; do CUZK_OPT=$o timeout 60 python3 -m cuzk micro msm_g2 --log-size 22 -p 1 -n 3 -w 1 \
+      -o $OUT/micro_g2_22$o.json 2>&1 | tail -1; done
+  timeout 230 python3 -m cuzk ablate --backend cuda --circuit porep_partition --log-size 24 --repeat 8 \
+      --opt-set I2 --others defaults --no-leave-one-out --device-keygen --max-seconds 150 \
+      --json $OUT/ablate_i2_24d.json 2>&1 | grep -A3 "^| opt" ;;
 Z2)
   # session 9: affine variant 6 (staged loads: cp.async into shared memory, plan words and keys ahead): its GPU
   # tests, the 2^26 MSM against variant 1 (interleaved), the same with Fp build 3 in I1's callee, ncu at 2^22

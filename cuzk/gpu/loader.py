@@ -37,8 +37,11 @@ BUILDS: dict[str, tuple[tuple[str, ...], ...]] = {
     "field_ops": (("CUZK_FASTMUL_VARIANT_FP=6", "CUZK_FASTMUL_VARIANT_FR=6"),),   # cuzk micro --fastmul 6
     "msm_g1": (("CUZK_FASTSQR=1",),                     # S1: squarings by fastmul::mont_sqr
                ("CUZK_FP_CALL=1",),                     # I1: the Fp products called, not inlined
-               ("CUZK_FASTSQR=1", "CUZK_FP_CALL=1")),   # S1 and I1
-    "msm_g2": (("CUZK_FP_CALL=1",),),                   # I1 (Fp2 over called Fp products)
+               ("CUZK_FASTSQR=1", "CUZK_FP_CALL=1"),    # S1 and I1
+               ("CUZK_FP_CALL=1", "CUZK_FASTMUL_VARIANT_FP=3"),                     # I1 and I2: the callee on build 3
+               ("CUZK_FASTSQR=1", "CUZK_FP_CALL=1", "CUZK_FASTMUL_VARIANT_FP=3")),  # S1, I1, I2
+    "msm_g2": (("CUZK_FP_CALL=1",),                     # I1 (Fp2 over called Fp products)
+               ("CUZK_FP_CALL=1", "CUZK_FASTMUL_VARIANT_FP=3")),   # I1 and I2
 }
 
 

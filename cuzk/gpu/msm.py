@@ -28,17 +28,20 @@ DEFAULT_BUCKET_SUM = {1: "affine", 2: "xyzz"}  # G1 affine: 2^26 550 ms vs 960 (
 # calls without the option take the registry's default (the backend passes each per call)
 DEFAULT_PAIR_LEVELS = REGISTRY["R1"].default
 DEFAULT_PAIR_MERGES = REGISTRY["R2"].default
-KERNEL_OPTS = ("S1", "L1", "I1")               # the toggles that pick the MSM kernels' code: builds, a variant
+KERNEL_OPTS = ("S1", "L1", "I1", "I2")         # the toggles that pick the MSM kernels' code: builds, a variant
 DEFAULT_KERNEL_OPTS = frozenset(o for o in KERNEL_OPTS if REGISTRY[o].default)
 SQR_BUILD = ("CUZK_FASTSQR=1",)                # the msm_g1 build of S1 (loader.BUILDS); G2 squares in Fp2
 CALL_BUILD = ("CUZK_FP_CALL=1",)               # I1: msm_g1 and msm_g2 with the Fp products called
+CALLEE_BUILD = ("CUZK_FASTMUL_VARIANT_FP=3",)  # I2 (with I1): the called Fp product on fastmul build 3
 last_stats: dict = {}                         # of the latest msm_xyzz: affine_rounds, fallbacks
 DEFAULT_AFFINE_VARIANT = 1                    # 2: quad round kernels (issue 5); CUZK_MSM_AFFINE_VARIANT overrides
 
 
 def kernel_build(group: int, kernel_opts) -> tuple[str, ...]:
-    """The msm_g<group> module build (loader.BUILDS) that the MSM kernel toggles select: S1 (G1 only), I1."""
-    return (SQR_BUILD if "S1" in kernel_opts and group == 1 else ()) + (CALL_BUILD if "I1" in kernel_opts else ())
+    """The msm_g<group> module build (loader.BUILDS) that the MSM kernel toggles select: S1 (G1 only), I1, and I2
+    (only with I1: it picks the build of I1's callee)."""
+    call = CALL_BUILD + (CALLEE_BUILD if "I2" in kernel_opts else ()) if "I1" in kernel_opts else ()
+    return (SQR_BUILD if "S1" in kernel_opts and group == 1 else ()) + call
 
 
 def resolve_affine_variant(value: int | None = None) -> int:
@@ -98,7 +101,6 @@ class _Kernels:
         self.bases, self.inf8, self.scalars = bases, inf.view(cupy.uint8), scalars
         self.flag = cupy.zeros(1, dtype=cupy.int32)
         self.stats = {"affine_rounds": 0, "fallbacks": 0, "quad_rounds": 0}
-        self.variant = 1                  # the affine round kernel, set by msm_plan.affine_rounds: 6 adds "_st"
 
     def _f(self, name):
         return kernel(self.mod, f"{self.g}_{name}", self.build)
@@ -132,17 +134,12 @@ class _Kernels:
     def affine_round(self, src, keyed, plan_words, total):
         out = self.cp.empty((total, self.W // 2), dtype=self.cp.uint32)
         blocks, per = plan.round_geometry(total, plan.AFFINE_THREADS, _sm_count() * plan.AFFINE_BLOCKS_PER_SM)
-        st = ""
-        if self.variant == 6:             # the same round with staged loads: lazy kernels only
-            if not self.lazy:
-                raise ValueError("affine variant 6 (staged loads) has lazy round kernels only: it needs L1")
-            st = "_st"
         if keyed:
-            self._f("affine_round_keyed" + self.lazy + st)((blocks,), (plan.AFFINE_THREADS,),
+            self._f("affine_round_keyed" + self.lazy)((blocks,), (plan.AFFINE_THREADS,),
                                                       (out, src, self.bases, plan_words, np.int64(total),
                                                        np.int64(per), self.flag))
         else:
-            self._f("affine_round" + self.lazy + st)((blocks,), (plan.AFFINE_THREADS,),
+            self._f("affine_round" + self.lazy)((blocks,), (plan.AFFINE_THREADS,),
                                                 (out, src, plan_words, np.int64(total), np.int64(per), self.flag))
         return out
 
@@ -225,9 +222,8 @@ def msm_xyzz(group: int, bases, inf, scalars, c: int | None = None, max_entries:
 
     bucket_sum: "xyzz" or "affine" (G1 only); None -> DEFAULT_BUCKET_SUM. affine_min_pairs:
     the affine rounds' threshold (msm_plan.AFFINE_MIN_PAIRS when None; 1 runs rounds until
-    every bucket holds one point). affine_variant: the round kernel, 1 (pairs), 2 (quads: two
-    rounds per kernel) or 6 (pairs with staged loads; needs L1); None -> $CUZK_MSM_AFFINE_VARIANT or
-    DEFAULT_AFFINE_VARIANT. Counts of the
+    every bucket holds one point). affine_variant: the round kernel, 1 (pairs) or 2 (quads: two
+    rounds per kernel); None -> $CUZK_MSM_AFFINE_VARIANT or DEFAULT_AFFINE_VARIANT. Counts of the
     run land in last_stats. mark: profiling hook (msm_plan.pippenger). pair_levels: the window reduction
     by pair levels (msm_plan.reduce_windows; None -> DEFAULT_PAIR_LEVELS); pair_merges: the bucket sums'
     merges by pairs (msm_plan.bucket_sums; None -> DEFAULT_PAIR_MERGES); kernel_opts: the kernels' S1, L1

@@ -173,7 +173,7 @@ def round_geometry(total: int, threads: int, max_blocks: int) -> tuple[int, int]
     return -(-total // (threads * per)), per
 
 
-AFFINE_VARIANTS = (1, 2, 6)  # 1 pairs, 2 quads, 6 pairs with staged loads (experiment; kernels/msm_affine.cuh)
+AFFINE_VARIANTS = (1, 2)
 QUAD_MAX_ENTRIES = 1 << 30   # a quad plan word holds an entry index << 2
 
 
@@ -185,14 +185,12 @@ def affine_rounds(k, keys, offsets, min_pairs: int, xp, variant: int = 1):
     k.affine_plan(in_off, out_off, total) -> uint32 words s << 1 | paired per output
     k.affine_round(src, keyed, plan, total) -> affine points [total]; an x1 == x2 pair sets
     k.degenerate() (its output is then garbage: the caller redoes the pass in XYZZ).
-    variant 6: as 1, with k.affine_round's staged-load kernels (k.variant).
     variant 2: two rounds run as one quad kernel wherever both would run (the same sums):
     k.affine_plan4(in_off, out_off, total) -> words s << 2 | (points - 1); k.affine_quad(src,
     keyed, plan, total) -> points [total]; k.stats["quad_rounds"] counts them.
     """
     if variant not in AFFINE_VARIANTS:
         raise ValueError(f"affine variant must be one of {AFFINE_VARIANTS}, got {variant!r}")
-    k.variant = variant                   # variant 6: k.affine_round's kernels stage their loads (same plan as 1)
     src, in_off, rounds = keys, offsets, 0
     if int(offsets[-1]) >= 1 << 31:          # a plan word holds an entry index << 1
         return src, in_off, 0
