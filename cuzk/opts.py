@@ -172,7 +172,8 @@ register(Optimization(
     "as one carry chain with the addend folded into the products, the m*p rows as two chains. Inside the callee "
     "the rounds are latency-bound, and the shorter dependent path pays (kernel builds msm_g1 / msm_g2 "
     "[CUZK_FP_CALL=1 CUZK_FASTMUL_VARIANT_FP=3])",
-    False,
+    True,     # on since session 9: 2^26 G1 MSM x0.972, 2^22 G2 x0.957 (Z3); 2^24 ntt_msm_h x0.974 [0.96, 0.99],
+              # batch_addition, tail_msm, b_g2 n.s. (x0.96-0.98)
     "2^26 G1 MSM x0.97-0.99 (the experiment define: x0.986 and x0.972 in Y11, x0.971 in Z2); 2^24 ntt_msm_h "
     "x0.97-0.99, b_g2 x0.95-1.0, batch_addition and tail_msm x0.97-1.0",
 ))
