@@ -67,6 +67,12 @@ msm26_alternated() {
   done; done
 }
 case "$1" in
+Z4)
+  # session 9: the whole GPU suite with I2 on by default, then issue 5's figures through `cuzk micro msm`
+  timeout 250 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests --ignore=tests/test_gpu.py 2>&1 | tail -3
+  timeout 100 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests/test_gpu.py 2>&1 | tail -3
+  for L in 20 24 26; do timeout 100 python3 -m cuzk micro msm --log-size $L -p 1 -n 3 -w 1 -o $OUT/micro_msm$L.json \
+      2>&1 | tail -1; done ;;
 Z3)
   # session 9: I2 (I1's callee on Fp build 3): its GPU tests (window sums word for word over the kernel sets, batch
   # sums, every toggle alone gives a valid proof), the 2^26 G1 MSM with and without it (interleaved), the 2^22 G2
