@@ -52,6 +52,12 @@
 # Y7 = `cuzk micro msm` at 2^20/24/26; Y8 = ncu stall shares with I1 off/on. Left for session 9: Y9 (affine variant 5,
 # look-ahead loads on top of I1: written, compile-checked, GPU tests not yet run), then Y10 (c under I1), Y11 (the Fp
 # product's build inside I1's callee).
+# Session 9: Y9 (variant 5 slower: removed), Y11 (build 3 in the callee x0.97-0.99), Y10 (c stays), Z1 (the 2^27 c = 22
+# anomaly was a tiled-base fallback), Z2 (variant 6, staged loads: the loads hidden, no faster: removed), Z3 (I2's tests
+# and A/B: on), Z4 (the whole GPU suite with I2; micro msm), U2 (1.569 s a partition), W10 (snarkjs 323x). Left for
+# session 10: two independent Fp products per call (the rounds now wait on the products' dependent chains: Z2's
+# ncu); the MSM pass loop's host waits (U2's h msm spread, 0.91-1.06 s); the H phase's pointwise passes (~50 ms at
+# 2^27 beside 7 NTTs of ~52 ms).
 set -o pipefail
 source tools/device_setup.sh >/dev/null 2>&1
 export CUZK_CUBIN_DIR=$PWD/.cubin CUZK_CACHE_DIR=/tmp/cz
