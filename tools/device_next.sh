@@ -73,6 +73,15 @@ msm26_alternated() {
   done; done
 }
 case "$1" in
+Z5)
+  # session 9: two products in one call (CUZK_AFFINE_PAIR=1, experiment define: id and the next inv of the second
+  # walk): the G1 kernel-set window sums under it (word for word against the default kernels and arkworks), then
+  # the 2^26 MSM alternated with the defaults
+  CUZK_KERNEL_DEFINES="CUZK_AFFINE_PAIR=1" timeout 150 python3 -m pytest -q -m gpu -p no:cacheprovider -rf \
+      "tests/test_gpu_msm.py::test_kernel_opts_same_window_sums[1-random]" \
+      "tests/test_gpu_msm.py::test_kernel_opts_same_window_sums[1-mixed]" \
+      "tests/test_gpu_msm.py::test_kernel_opts_same_window_sums[1-small]" 2>&1 | tail -2
+  msm26_alternated "" "CUZK_AFFINE_PAIR=1" ;;
 Z4)
   # session 9: the whole GPU suite with I2 on by default, then issue 5's figures through `cuzk micro msm`
   timeout 250 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests --ignore=tests/test_gpu.py 2>&1 | tail -3
