@@ -34,9 +34,6 @@ __device__ __forceinline__ fp2_t fp2_mul_lowreg(const fp2_t& a, const fp2_t& b, 
 #ifndef CUZK_FP_CALL
 #define CUZK_FP_CALL 0   // 1 (optimization I1): the curve code's Fp products are called, not inlined
 #endif
-#ifndef CUZK_AFFINE_PAIR
-#define CUZK_AFFINE_PAIR 0   // 1 (experiment, with I1): the affine rounds' two independent products in one call
-#endif
 #if CUZK_FP_CALL && !defined(CUZK_MUL_LEGACY)
 // I1: one copy of the product in the kernel's code. Inlined, every product is ~900 instructions and a
 // kernel's loop is 70-300 KB, more than the instruction caches hold; called, the loop is a few KB around
@@ -54,22 +51,6 @@ __device__ __noinline__ fp_t fp_sqr_call(const fp_t a) { return a.sqr(); }
 __device__ __forceinline__ fp_t f_mul(const fp_t& a, const fp_t& b) { return fp_mul_call(a, b); }
 __device__ __forceinline__ fp_t f_mul_lazy(const fp_t& a, const fp_t& b) { return fp_mul_lazy_call(a, b); }
 __device__ __forceinline__ fp_t f_sqr(const fp_t& a) { return fp_sqr_call(a); }
-#if CUZK_AFFINE_PAIR
-// Two independent lazy products in one call (experiment): a warp has two chains' instructions to issue where one
-// product's dependent chain stalls it (the rounds' wait and math-pipe stalls, docs/perf-log.md session 9).
-struct fp_pair_t {
-    fp_t a, b;
-};
-__device__ __noinline__ fp_pair_t fp_mul_lazy2_call(const fp_t a0, const fp_t b0, const fp_t a1, const fp_t b1) {
-    return {mul_lazy(a0, b0), mul_lazy(a1, b1)};
-}
-__device__ __forceinline__ void f_mul_lazy2(fp_t& r0, fp_t& r1, const fp_t& a0, const fp_t& b0, const fp_t& a1,
-                                            const fp_t& b1) {
-    const fp_pair_t p = fp_mul_lazy2_call(a0, b0, a1, b1);
-    r0 = p.a;
-    r1 = p.b;
-}
-#endif
 __device__ __forceinline__ fp2_t f_mul(const fp2_t& a, const fp2_t& b) {
     return fp2_mul_lowreg(a, b, [](const fp_t& x, const fp_t& y) { return fp_mul_call(x, y); });
 }

@@ -100,19 +100,6 @@ __device__ __forceinline__ void affine_round(uint32_t* out, const u64* __restric
         if (w & 1) {                      // ordered for few live values: no spills at 128 registers
             const uint32_t* p2 = entry_point<F, KEYED>(sorted, pts, s + 1, n2);
             F id = inv;
-#if CUZK_AFFINE_PAIR && CUZK_FP_CALL
-            const F x1 = F::load(p1), x2 = F::load(p2);
-            if (i > 0) {                  // id and the next inv, both from inv: one call of two products
-                F d = x2 - x1;
-                if (f_is_zero(d)) f_set_one(d);
-                if constexpr (LAZY) {
-                    f_mul_lazy2(id, inv, inv, F::load(out + (o - TPB) * W), inv, d);
-                } else {
-                    id = f_mul(inv, F::load(out + (o - TPB) * W));
-                    inv = f_mul(inv, d);
-                }
-            }
-#else
             if (i > 0) id = mul_l<LAZY>(inv, F::load(out + (o - TPB) * W));
             const F x1 = F::load(p1), x2 = F::load(p2);
             if (i > 0) {
@@ -120,7 +107,6 @@ __device__ __forceinline__ void affine_round(uint32_t* out, const u64* __restric
                 if (f_is_zero(d)) f_set_one(d);
                 inv = mul_l<LAZY>(inv, d);
             }
-#endif
             F y1 = F::load(p1 + W / 2), y2 = F::load(p2 + W / 2);
             if (n1) y1 = f_neg(y1);
             if (n2) y2 = f_neg(y2);
