@@ -73,6 +73,28 @@ msm26_alternated() {
   done; done
 }
 case "$1" in
+Z6)
+  # session 9, last: where the H phase's 0.414 s at 2^27 goes (7 NTTs and the pointwise passes, per step), and the
+  # host's share of the 2^27 H MSM (Nsight Systems: the kernels' sum against the events' time of one plain MSM)
+  timeout 150 python3 tools/experiments/h_profile.py 24 27 --reps 2 2>&1 | tail -4
+  source tools/profiler_env.sh
+  if [ -n "$NSYS" ]; then
+    timeout 200 "$NSYS" profile -o "$OUT/msm27" --force-overwrite true --capture-range=cudaProfilerApi --trace cuda \
+        python3 tools/experiments/msm_profile.py 27 --affine --c 22 --pairs on --distinct-log 26 --profiler-range \
+        2>&1 | grep -E "profiled MSM|rror" | head -5
+    timeout 100 "$NSYS" stats --report cuda_gpu_kern_sum --format csv --output "$OUT/k27" "$OUT/msm27.nsys-rep" \
+        >/dev/null 2>&1
+    python3 - "$OUT" <<'PY'
+import csv, glob, sys
+for f in glob.glob(f"{sys.argv[1]}/k27*.csv"):
+    rows = list(csv.DictReader(open(f)))
+    tot = sum(float(r.get("Total Time (ns)", 0) or 0) for r in rows)
+    n = sum(int(r.get("Instances", 0) or 0) for r in rows)
+    print(f"kernels: {len(rows)} names, {n} launches, sum {tot / 1e6:.1f} ms")
+    for r in rows[:6]:
+        print(f"  {float(r['Total Time (ns)']) / 1e6:8.1f} ms {r['Instances']:>6} x {r['Name'][:70]}")
+PY
+  else echo "no nsys"; fi ;;
 Z5)
   # session 9: two products in one call (CUZK_AFFINE_PAIR=1, experiment define: id and the next inv of the second
   # walk): the G1 kernel-set window sums under it (word for word against the default kernels and arkworks), then

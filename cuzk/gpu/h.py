@@ -19,12 +19,15 @@ from .loader import kernel
 THREADS = 256
 
 
-def h_scalars(abc, domain: Domain, convention: str, check: bool = True, variant: str | None = None):
-    """variant: the NTT pass kernel (ntt.VARIANTS key; None: ntt.VARIANT)."""
+def h_scalars(abc, domain: Domain, convention: str, check: bool = True, variant: str | None = None, mark=None):
+    """variant: the NTT pass kernel (ntt.VARIANTS key; None: ntt.VARIANT). mark(name), when given, is called after
+    each step (profiling: tools/experiments/h_profile.py)."""
     import cupy
+    mark = mark or (lambda name: None)
     L, n, gen = domain.log_n, domain.n, domain.generator
     ninv = pow(n, -1, R)
     ntt.dif(abc, L, gen, inverse=True, variant=variant)     # natural -> bitrev coefficients (x n)
+    mark("iNTT a, b, c")
     if convention == "coeff":
         shift = domain.coset_shift
         factor = pow(domain.vanishing_at(shift), -1, R)
@@ -34,15 +37,21 @@ def h_scalars(abc, domain: Domain, convention: str, check: bool = True, variant:
     else:
         raise ValueError(f"unknown H convention {convention!r}")
     ntt.scale_powers(abc, L, shift, ninv, bitrev=True)
+    mark("coset scale a, b, c")
     ntt.dit(abc, L, gen, variant=variant)                    # bitrev -> natural values on the coset
+    mark("NTT a, b, c")
     q = cupy.empty((n, 8), dtype=cupy.uint32)
     f = upload([factor])
     kernel("ntt", "abc_combine")(((n + THREADS - 1) // THREADS,), (THREADS,), (q, abc, f, np.int64(n)))
+    mark("(ab - c) / Z")
     if convention == "odd_lagrange":
         return q
     ntt.dif(q, L, gen, inverse=True, variant=variant)
+    mark("iNTT h")
     ntt.scale_powers(q, L, pow(shift, -1, R), ninv, bitrev=True)
+    mark("coset scale h")
     h = ntt.bit_reverse(q, L)
+    mark("bit reverse")
     if check and bool(h[n - 1].any()):
         raise ArithmeticError("H has degree n - 1: the assignment does not satisfy the QAP")
     return h[: n - 1]

@@ -1,7 +1,7 @@
 """Where a G1 MSM's time goes: each step of msm_plan.pippenger between CUDA events (its mark hook).
 
     python3 tools/experiments/msm_profile.py [LOG_N ...] [--affine] [--c C ...] [--pairs both|on|off]
-        [--kernels SET ...] [--variants V ...] [--reps N] [--distinct-log D]
+        [--kernels SET ...] [--variants V ...] [--reps N] [--distinct-log D] [--profiler-range]
 --pairs: the window reduction by pair levels and the merges by pairs (R1 and R2 together) on, off, or both.
 --kernels: the MSM kernels' toggles (msm.KERNEL_OPTS) per setting, comma-separated ("none": neither; default:
 the registry's), run interleaved; --variants: affine round kernels (msm_plan.AFFINE_VARIANTS), interleaved
@@ -58,6 +58,10 @@ def main():
     ap.add_argument("--reps", type=int, default=1)
     ap.add_argument("--distinct-log", type=int, default=24,
                     help="independent bases 2^D, tiled to 2^LOG_N (micro.independent_bases; default 24)")
+    ap.add_argument("--profiler-range", action="store_true",
+                    help="instead of the steps: one plain MSM per c inside cudaProfilerStart/Stop (nsys "
+                         "--capture-range=cudaProfilerApi), its event time printed: the kernels' sum against it "
+                         "is the host's share")
     args = ap.parse_args()
     choice = {"both": [False, True], "on": [True], "off": [False]}
     pairs = choice[args.pairs]
@@ -72,6 +76,17 @@ def main():
             for v in variants:
                 msm.msm_xyzz(1, bases, inf, scalars, bucket_sum=kind, kernel_opts=sq, affine_variant=v)   # warm-up
         for c in args.c or sorted({plan.choose_window(1 << L, affine=args.affine), 16, 20}):
+            if args.profiler_range:
+                a, b = cupy.cuda.Event(), cupy.cuda.Event()
+                cupy.cuda.profiler.start()
+                a.record()
+                msm.msm_xyzz(1, bases, inf, scalars, c, bucket_sum=kind, kernel_opts=sqrs[0],
+                             pair_levels=pairs[0], pair_merges=pairs[0])
+                b.record()
+                b.synchronize()
+                cupy.cuda.profiler.stop()
+                print(f"2^{L} c={c} profiled MSM: {cupy.cuda.get_elapsed_time(a, b):.1f} ms (events)", flush=True)
+                continue
             totals = {}
             for _ in range(args.reps):
                 for pl in pairs:
