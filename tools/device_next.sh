@@ -80,7 +80,7 @@ Z6)
   source tools/profiler_env.sh
   if [ -n "$NSYS" ]; then
     timeout 200 "$NSYS" profile -o "$OUT/msm27" --force-overwrite true --capture-range=cudaProfilerApi --trace cuda \
-        python3 tools/experiments/msm_profile.py 27 --affine --c 22 --pairs on --distinct-log 26 --profiler-range \
+        python3 tools/experiments/msm_profile.py 27 --affine --c 22 --pairs on --distinct-log 27 --profiler-range \
         2>&1 | grep -E "profiled MSM|rror" | head -5
     timeout 100 "$NSYS" stats --report cuda_gpu_kern_sum --format csv --output "$OUT/k27" "$OUT/msm27.nsys-rep" \
         >/dev/null 2>&1
