@@ -178,6 +178,23 @@ register(Optimization(
     "x0.97-0.99, b_g2 x0.95-1.0, batch_addition and tail_msm x0.97-1.0",
 ))
 register(Optimization(
+    "F1", ("ntt_msm_h",),
+    "the H phase's last coset scale (by g^-i / n, in bit-reversed order) and the bit reversal to natural order in "
+    "one out-of-place pass (kernel scale_bitrev_powers_out) instead of two passes over n elements",
+    False,
+    "2^27 h scalars -5..-7 ms of 416 (h_profile, Z6: coset scale h 6.3 + bit reverse 7.9 ms -> one pass of ~8); "
+    "ntt_msm_h x0.995-1.0 at 2^27, n.s. at 2^24",
+))
+register(Optimization(
+    "F2", ("ntt_msm_h",),
+    "a pipelined proof consumes its assignment's a, b, c on the GPU in place (the H phase works in place) instead "
+    "of copying them first: the pipeline proves each assignment once (Assignment.abc_spendable); a spent "
+    "assignment refuses a second proof with a clear error",
+    False,
+    "10 x 2^27 pipelined: ntt_msm_h -13..-16 ms a partition (h_profile, Z6: the copy of 3 x 2^27 elements, 12.9 GB, "
+    "15.3 ms); no change outside the pipeline (nothing there is spendable)",
+))
+register(Optimization(
     "A4", ("b_g2",),
     "B_G2 MSM on the CPU, a thread pool across circuits, instead of the GPU G2 MSM",
     False,

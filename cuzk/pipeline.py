@@ -347,6 +347,7 @@ class _Proving:
                 with circuit(i, label="assign"):
                     asg = self.prover.backend.assign(self.r1cs, inputs, aux, self.domain, **kw)
             run.spans.append(("synthesis", timer.records["synthesis"].spans[-1]))
+            asg.abc_spendable = True                       # proved once, here: F2 may consume its a, b, c
             del aux, limbs
             self.blocks = blocks
         marks = {p: (len(r.spans), len(r.circuits)) for p, r in timer.records.items()}

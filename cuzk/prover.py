@@ -29,6 +29,9 @@ class Prover:
             return []
         pk = self.pk
         for i, asg in enumerate(assignments):
+            if asg.a is None and asg.abc_dev is None:
+                raise ValueError(f"circuit {i}: its a, b, c were consumed by an earlier proof (optimization F2 "
+                                 f"spends a pipeline's assignments); make the assignment again")
             n = len(asg.a) if asg.a is not None else asg.abc_dev.shape[1]
             if len(asg.inputs) != pk.num_inputs or asg.num_aux != pk.num_aux or n != 1 << pk.log_n:
                 raise ValueError(f"circuit {i}: assignment sizes ({len(asg.inputs)} inputs, {asg.num_aux} aux, "

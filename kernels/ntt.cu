@@ -111,6 +111,19 @@ extern "C" __global__ void scale_bitrev_powers(uint32_t* data, int log_n, const 
     (fr_t::load(p) * twiddle(tw_lo, tw_hi, bits, e)).store(p);
 }
 
+// out[b][bitrev(j)] = data[b][j] * P(bitrev(j)) (out of place): scale_bitrev_powers and bit_reverse in one pass
+// (optimization F1: the H phase's last coset scale).
+extern "C" __global__ void scale_bitrev_powers_out(uint32_t* out, const uint32_t* data, int log_n,
+                                                   const uint32_t* __restrict__ tw_lo,
+                                                   const uint32_t* __restrict__ tw_hi, int bits) {
+    const long long n = 1ll << log_n;
+    const long long j = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (j >= n) return;
+    const long long off = (long long)blockIdx.y * n * FR_W;
+    const unsigned long long e = __brevll((unsigned long long)j) >> (64 - log_n);
+    (fr_t::load(data + off + j * FR_W) * twiddle(tw_lo, tw_hi, bits, e)).store(out + off + (long long)e * FR_W);
+}
+
 // data[b][j] *= P(j), natural order.
 extern "C" __global__ void scale_powers(uint32_t* data, int log_n, const uint32_t* __restrict__ tw_lo,
                                         const uint32_t* __restrict__ tw_hi, int bits) {

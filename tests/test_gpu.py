@@ -201,9 +201,11 @@ def test_spmv_unsatisfied_names_constraint(cp):
     assert str(gpu_err.value).split(" fails")[0] == str(cpu_err.value).split(" fails")[0]
 
 
+@pytest.mark.parametrize("fused_tail", [False, True])
 @pytest.mark.parametrize("gen", [7, 5])
 @pytest.mark.parametrize("convention", ["coeff", "odd_lagrange"])
-def test_h_matches_cpu(cp, convention, gen):
+def test_h_matches_cpu(cp, convention, gen, fused_tail):
+    """The H scalars against the CPU reference, with the last scale and bit reversal apart or fused (F1)."""
     from cuzk.backend.cuda import CudaBackend
     from cuzk.gpu import fr as gfr
     from cuzk.gpu.h import h_scalars
@@ -211,8 +213,23 @@ def test_h_matches_cpu(cp, convention, gen):
     d = Domain(10, gen)
     want = cpu_h.h_scalars(asgs[0].a, asgs[0].b, asgs[0].c, d, convention)
     dev = CudaBackend().assign(r1cs, asgs[0].inputs, asgs[0].aux, d)
-    got = gfr.download(h_scalars(dev.abc_dev.copy(), d, convention))
+    got = gfr.download(h_scalars(dev.abc_dev.copy(), d, convention, fused_tail=fused_tail))
     assert len(got) == len(want) and (got == want).all()
+
+
+@pytest.mark.parametrize("log_n", [1, 5, 12])
+def test_scale_bit_reverse_is_scale_then_bit_reverse(cp, log_n):
+    """F1's fused pass gives scale_powers(bitrev=True) then bit_reverse word for word, over a batch of 3 random
+    vectors, every output written (the output is poisoned first by the empty allocation's reuse)."""
+    from cuzk.gpu import micro, ntt
+    x = micro.random_fr(1 << log_n, batch=3, seed=log_n).reshape(3, 1 << log_n, 8)
+    base, scale = 0x1234567 + log_n, 987654321
+    want = ntt.bit_reverse(ntt.scale_powers(x.copy(), log_n, base, scale, bitrev=True), log_n)
+    cp.get_default_memory_pool().free_all_blocks()
+    poison = cp.full(x.shape, 0xFFFFFFFF, dtype=cp.uint32)
+    del poison                                   # its block, full of ones, is what empty_like gets next
+    got = ntt.scale_bit_reverse(x, log_n, base, scale)
+    assert cp.array_equal(got, want)
 
 
 @pytest.mark.parametrize("convention", ["coeff", "odd_lagrange"])
@@ -233,6 +250,30 @@ def test_gpu_pipeline_proofs_verify(cp, convention):
     for phase in ("prep_msm", "ntt_msm_h", "batch_addition", "tail_msm", "b_g2"):
         assert rec[phase]["impl"] == "cuda" and rec[phase]["device_s"] > 0, phase
     assert rec["proof_assembly"]["impl"] == "cpu"
+
+
+@pytest.mark.parametrize("f2", [False, True])
+def test_spendable_assignment(cp, f2):
+    """F2: a spendable assignment's a, b, c are taken in place by its proof, which verifies; a second proof of it is
+    refused with a clear error. Without F2 (or not spendable) the same assignment proves twice."""
+    from cuzk.backend.cuda import CudaBackend
+    from cuzk.groth16 import verify
+    from cuzk.keygen import cached_setup
+    from cuzk.prover import Prover
+    be = CudaBackend(resolve("+F2" if f2 else "-F2"))
+    r1cs, asgs = synthesize("porep_like", 10, resolve(), seeds=(5, 6), assign_fn=be.assign)
+    pk, _, _ = cached_setup(r1cs, "coeff", 5)
+    vk = pk.verifying_key()
+    asgs[0].abc_spendable = True
+    prover = Prover(be, pk)
+    p0, p1 = prover.prove(asgs, rng=random.Random(3))
+    assert verify(vk, asgs[0].public, p0) and verify(vk, asgs[1].public, p1)
+    assert (asgs[0].abc_dev is None) == f2 and asgs[1].abc_dev is not None
+    if f2:
+        with pytest.raises(ValueError, match="consumed by an earlier proof"):
+            prover.prove(asgs[:1])
+    else:
+        assert verify(vk, asgs[0].public, prover.prove(asgs[:1])[0])
 
 
 @pytest.mark.parametrize("log_n", [24, 27])

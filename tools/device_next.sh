@@ -73,6 +73,13 @@ msm26_alternated() {
   done; done
 }
 case "$1" in
+Z7)
+  # session 9, last: F1 (the H phase's last scale and bit reversal fused) and F2 (a pipelined proof consumes its a, b,
+  # c in place): their GPU tests, the H phase's steps at 2^27 with F1, then 10 x 2^27 pipelined with both
+  timeout 150 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests/test_gpu.py tests/test_pipeline.py \
+      -k "h_matches_cpu or scale_bit_reverse or spendable or each_optimization or pipeline" 2>&1 | tail -2
+  timeout 60 python3 tools/experiments/h_profile.py 27 --reps 2 2>&1 | tail -3 | cut -c1-250
+  CUZK_OPT=+B2,+F1,+F2 timeout 300 bash tools/gpu_pipeline27.sh 2>&1 | grep -E "^run|^pipelined|verified" ;;
 Z6)
   # session 9, last: where the H phase's 0.414 s at 2^27 goes (7 NTTs and the pointwise passes, per step), and the
   # host's share of the 2^27 H MSM (Nsight Systems: the kernels' sum against the events' time of one plain MSM)

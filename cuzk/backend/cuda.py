@@ -217,6 +217,9 @@ class CudaBackend(CpuBackend):
 
     def _abc(self, asg: Assignment, n: int):
         if asg.abc_dev is not None:
+            if asg.abc_spendable and self.opts.enabled("F2"):
+                abc, asg.abc_dev = asg.abc_dev, None     # F2: consumed in place, no copy
+                return abc
             return asg.abc_dev.copy()            # the H pipeline works in place
         return gfr.upload(np.concatenate([asg.a, asg.b, asg.c])).reshape(3, n, FR_LIMBS)
 
@@ -230,7 +233,7 @@ class CudaBackend(CpuBackend):
         for i, asg in enumerate(assignments):
             with circuit(i, label="h scalars"):          # sub-steps: device time of each in the bench report
                 h = gh.h_scalars(self._abc(asg, kh.domain.n), kh.domain, kh.pk.convention,
-                                 variant=ntt_variant(self.opts))
+                                 variant=ntt_variant(self.opts), fused_tail=self.opts.enabled("F1"))
                 h = cupy.ascontiguousarray(h)
             with circuit(i, label="h msm"):
                 out.append(gmsm.msm_g1(hb.limbs, hb.inf, h, _window(kh, h, self.opts), **msm_kw(self.opts, 1)))

@@ -19,9 +19,11 @@ from .loader import kernel
 THREADS = 256
 
 
-def h_scalars(abc, domain: Domain, convention: str, check: bool = True, variant: str | None = None, mark=None):
+def h_scalars(abc, domain: Domain, convention: str, check: bool = True, variant: str | None = None, mark=None,
+              fused_tail: bool = False):
     """variant: the NTT pass kernel (ntt.VARIANTS key; None: ntt.VARIANT). mark(name), when given, is called after
-    each step (profiling: tools/experiments/h_profile.py)."""
+    each step (profiling: tools/experiments/h_profile.py). fused_tail (optimization F1): the last coset scale and
+    the bit reversal in one pass (ntt.scale_bit_reverse)."""
     import cupy
     mark = mark or (lambda name: None)
     L, n, gen = domain.log_n, domain.n, domain.generator
@@ -48,10 +50,14 @@ def h_scalars(abc, domain: Domain, convention: str, check: bool = True, variant:
         return q
     ntt.dif(q, L, gen, inverse=True, variant=variant)
     mark("iNTT h")
-    ntt.scale_powers(q, L, pow(shift, -1, R), ninv, bitrev=True)
-    mark("coset scale h")
-    h = ntt.bit_reverse(q, L)
-    mark("bit reverse")
+    if fused_tail:
+        h = ntt.scale_bit_reverse(q, L, pow(shift, -1, R), ninv)
+        mark("coset scale and bit reverse h")
+    else:
+        ntt.scale_powers(q, L, pow(shift, -1, R), ninv, bitrev=True)
+        mark("coset scale h")
+        h = ntt.bit_reverse(q, L)
+        mark("bit reverse")
     if check and bool(h[n - 1].any()):
         raise ArithmeticError("H has degree n - 1: the assignment does not satisfy the QAP")
     return h[: n - 1]

@@ -208,6 +208,19 @@ def scale_powers(x, log_n: int, base: int, scale: int = 1, bitrev: bool = False)
     return x
 
 
+def scale_bit_reverse(x, log_n: int, base: int, scale: int = 1):
+    """Out of place: y[bitrev(j)] = x[j] * scale * base^bitrev(j), i.e. scale_powers(x, bitrev=True) then
+    bit_reverse in one pass (optimization F1)."""
+    import cupy
+    n = 1 << log_n
+    batch = x.size // (n * 8)
+    lo, hi, bits = _power_tables(base % R, log_n, scale % R)
+    out = cupy.empty_like(x)
+    kernel("ntt", "scale_bitrev_powers_out")(((n + THREADS - 1) // THREADS, batch), (THREADS,),
+                                             (out, x, np.int32(log_n), lo, hi, np.int32(bits)))
+    return out
+
+
 def ntt(x, log_n: int, generator: int = 7):
     """Natural -> natural forward NTT (out of place)."""
     return bit_reverse(dif(x.copy(), log_n, generator), log_n)

@@ -22,6 +22,7 @@ class Assignment:
     abc_dev: object = None  # on the GPU backend: device uint32[3, n, 8], Montgomery (a, b, c on host are None)
     z_dev: object = None    # on the GPU backend: the witness z, device uint32[num_vars, 8], Montgomery
     aux_packed: object = None  # instead of aux: a witness_pack.PackedWitness (handed to the GPU packed, B2)
+    abc_spendable: bool = False  # its proof may consume abc_dev in place (F2): the pipeline's, proved once
 
     @property
     def num_aux(self) -> int:
