@@ -54,10 +54,11 @@
 # product's build inside I1's callee).
 # Session 9: Y9 (variant 5 slower: removed), Y11 (build 3 in the callee x0.97-0.99), Y10 (c stays), Z1 (the 2^27 c = 22
 # anomaly was a tiled-base fallback), Z2 (variant 6, staged loads: the loads hidden, no faster: removed), Z3 (I2's tests
-# and A/B: on), Z4 (the whole GPU suite with I2; micro msm), U2 (1.569 s a partition), W10 (snarkjs 323x). Left for
-# session 10: two independent Fp products per call (the rounds now wait on the products' dependent chains: Z2's
-# ncu); the MSM pass loop's host waits (U2's h msm spread, 0.91-1.06 s); the H phase's pointwise passes (~50 ms at
-# 2^27 beside 7 NTTs of ~52 ms).
+# and A/B: on), Z4 (the whole GPU suite with I2; micro msm), U2 (1.569 s a partition), W10 (snarkjs 323x), Z5 (two
+# products a call: slower, removed), Z6 (the H phase per step), Z7 (F1, F2: on). Left for session 10, first: the
+# whole GPU suite with F1 and F2 on by default (Z4's two pytest lines), then U2; then the MSM pass loop's host waits
+# in the pipeline (U2's h msm spread, 0.91-1.08 s: one kernel for all round sizes, not H1's many launches); the coset
+# scale of a, b, c (18.7 ms at 2^27) folded into the iNTT's last pass.
 set -o pipefail
 source tools/device_setup.sh >/dev/null 2>&1
 export CUZK_CUBIN_DIR=$PWD/.cubin CUZK_CACHE_DIR=/tmp/cz
