@@ -74,6 +74,16 @@ msm26_alternated() {
   done; done
 }
 case "$1" in
+Z8)
+  # session 10, first: the whole GPU suite with F1 and F2 on by default (M3 off; its own tests run in it too:
+  # test_g2_affine_*), then M3 (G2 affine rounds, I1 builds) at 2^22 and in the 2^24 ablation
+  timeout 250 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests --ignore=tests/test_gpu.py 2>&1 | tail -3
+  timeout 100 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests/test_gpu.py 2>&1 | tail -3
+  for o in "" "+M3"; do CUZK_OPT=$o timeout 60 python3 -m cuzk micro msm_g2 --log-size 22 -p 1 -n 3 -w 1 \
+      -o $OUT/micro_g2_22_m3$o.json 2>&1 | tail -1; done
+  timeout 230 python3 -m cuzk ablate --backend cuda --circuit porep_partition --log-size 24 --repeat 8 \
+      --opt-set M3 --others defaults --no-leave-one-out --device-keygen --max-seconds 150 \
+      --json $OUT/ablate_m3_24d.json 2>&1 | grep -A3 "^| opt" ;;
 Z7)
   # session 9, last: F1 (the H phase's last scale and bit reversal fused) and F2 (a pipelined proof consumes its a, b,
   # c in place): their GPU tests, the H phase's steps at 2^27 with F1, then 10 x 2^27 pipelined with both
