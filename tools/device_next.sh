@@ -73,6 +73,12 @@ msm26_alternated() {
         --reps 2 2>&1 | tail -1 | cut -c1-300
   done; done
 }
+# One toggle alone at 2^24 (porep_partition, key made on the GPU) with the others at their defaults: ablate_alone OPT
+ablate_alone() {
+  timeout 230 python3 -m cuzk ablate --backend cuda --circuit porep_partition --log-size 24 --repeat 8 \
+      --opt-set "$1" --others defaults --no-leave-one-out --device-keygen --max-seconds 150 \
+      --json "$OUT/ablate_$(echo "$1" | tr 'A-Z' 'a-z')_24d.json" 2>&1 | grep -A3 "^| opt"
+}
 case "$1" in
 Z8)
   # session 10, first: the whole GPU suite with F1 and F2 on by default (M3 off; its own tests run in it too:
@@ -81,9 +87,7 @@ Z8)
   timeout 100 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests/test_gpu.py 2>&1 | tail -3
   for o in "" "+M3"; do CUZK_OPT=$o timeout 60 python3 -m cuzk micro msm_g2 --log-size 22 -p 1 -n 3 -w 1 \
       -o $OUT/micro_g2_22_m3$o.json 2>&1 | tail -1; done
-  timeout 230 python3 -m cuzk ablate --backend cuda --circuit porep_partition --log-size 24 --repeat 8 \
-      --opt-set M3 --others defaults --no-leave-one-out --device-keygen --max-seconds 150 \
-      --json $OUT/ablate_m3_24d.json 2>&1 | grep -A3 "^| opt" ;;
+  ablate_alone M3 ;;
 Z7)
   # session 9, last: F1 (the H phase's last scale and bit reversal fused) and F2 (a pipelined proof consumes its a, b,
   # c in place): their GPU tests, the H phase's steps at 2^27 with F1, then 10 x 2^27 pipelined with both
@@ -138,9 +142,7 @@ Z3)
       --reps 3 2>&1 | grep median
   for o in "" "+I2"; do CUZK_OPT=$o timeout 60 python3 -m cuzk micro msm_g2 --log-size 22 -p 1 -n 3 -w 1 \
       -o $OUT/micro_g2_22$o.json 2>&1 | tail -1; done
-  timeout 230 python3 -m cuzk ablate --backend cuda --circuit porep_partition --log-size 24 --repeat 8 \
-      --opt-set I2 --others defaults --no-leave-one-out --device-keygen --max-seconds 150 \
-      --json $OUT/ablate_i2_24d.json 2>&1 | grep -A3 "^| opt" ;;
+  ablate_alone I2 ;;
 Z2)
   # session 9: affine variant 6 (staged loads: cp.async into shared memory, plan words and keys ahead): its GPU
   # tests, the 2^26 MSM against variant 1 (interleaved), the same with Fp build 3 in I1's callee, ncu at 2^22
