@@ -56,7 +56,7 @@
 # anomaly was a tiled-base fallback), Z2 (variant 6, staged loads: the loads hidden, no faster: removed), Z3 (I2's tests
 # and A/B: on), Z4 (the whole GPU suite with I2; micro msm), U2 (1.569 s a partition), W10 (snarkjs 323x), Z5 (two
 # products a call: slower, removed), Z6 (the H phase per step), Z7 (F1, F2: on). Left for session 10, first: the
-# whole GPU suite with F1 and F2 on by default (Z4's two pytest lines), then U2; then the MSM pass loop's host waits
+# whole GPU suite with F1 and F2 on by default and M3's GPU tests and A/B (Z8), then U2; then the MSM pass loop's host waits
 # in the pipeline (U2's h msm spread, 0.91-1.08 s: one kernel for all round sizes, not H1's many launches); the coset
 # scale of a, b, c (18.7 ms at 2^27) folded into the iNTT's last pass.
 set -o pipefail
