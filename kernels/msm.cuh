@@ -98,19 +98,14 @@ __device__ __forceinline__ void segment_range(i64 j, const i64* seg_bucket, cons
     end = min(start + S, offsets[b + 1]);
 }
 
-// The base a sort key's low word names (index << 1 | negate).
-template <class F>
-__device__ __forceinline__ const uint32_t* key_point(const uint32_t* __restrict__ pts, uint32_t key, bool& neg) {
-    neg = key & 1;
-    return pts + (i64)(key >> 1) * affine_t<F>::WORDS;
-}
-
 // Entry e of a bucket run: KEYED -> the base of sorted key e (negate: its low bit), else pts[e].
 template <class F, bool KEYED>
 __device__ __forceinline__ const uint32_t* entry_point(const u64* __restrict__ sorted, const uint32_t* __restrict__ pts,
                                                        i64 e, bool& neg) {
     if constexpr (KEYED) {
-        return key_point<F>(pts, (uint32_t)sorted[e], neg);
+        const u64 key = sorted[e];
+        neg = key & 1;
+        return pts + (i64)((uint32_t)key >> 1) * affine_t<F>::WORDS;
     } else {
         neg = false;
         return pts + e * affine_t<F>::WORDS;

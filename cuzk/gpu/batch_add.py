@@ -50,9 +50,8 @@ def sum_xyzz(group: int, bases, inf, idx=None, bucket_sum: str | None = None, pa
     keys = idx.astype(cupy.uint64) << cupy.uint64(1)          # bucket 0, not negated
     src, keyed, count = keys, True, int(idx.size)
     bucket_sum = gmsm.DEFAULT_BUCKET_SUM[group] if bucket_sum is None else bucket_sum
-    if bucket_sum == "affine" and not gmsm.affine_ok(group, kernel_opts):
-        raise ValueError("G2 affine bucket sums (M3) need I1's kernel builds: kernel_opts without I1")
     if bucket_sum == "affine":                                # halve by affine pair adds first
+        gmsm.check_affine(group, kernel_opts)
         k.reset_degenerate()
         offsets = cupy.asarray([0, count], dtype=cupy.int64)
         pts, off, rounds = plan.affine_rounds(k, keys, offsets, plan.AFFINE_MIN_PAIRS, cupy,

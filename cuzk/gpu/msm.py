@@ -84,8 +84,8 @@ class _Kernels:
     def __init__(self, group: int, bases, inf, scalars, host_fold: bool = False, kernel_opts=None):
         """host_fold: combine returns the window sums as they are (fold_windows folds them on the host).
         kernel_opts: which of KERNEL_OPTS are on (None: DEFAULT_KERNEL_OPTS): S1, the G1 kernels built with the
-        dedicated squaring; L1, the affine rounds (G1) with lazy products; I1, the kernels with the Fp products
-        called instead of inlined."""
+        dedicated squaring; L1, the affine rounds with lazy products; I1, the kernels with the Fp products
+        called instead of inlined; I2, I1's callee on Fp build 3."""
         import cupy
         self.cp = cupy
         self.host_fold = host_fold
@@ -228,8 +228,8 @@ def msm_xyzz(group: int, bases, inf, scalars, c: int | None = None, max_entries:
     rounds per kernel); None -> $CUZK_MSM_AFFINE_VARIANT or DEFAULT_AFFINE_VARIANT. Counts of the
     run land in last_stats. mark: profiling hook (msm_plan.pippenger). pair_levels: the window reduction
     by pair levels (msm_plan.reduce_windows; None -> DEFAULT_PAIR_LEVELS); pair_merges: the bucket sums'
-    merges by pairs (msm_plan.bucket_sums; None -> DEFAULT_PAIR_MERGES); kernel_opts: the kernels' S1, L1
-    and I1 (_Kernels; None -> DEFAULT_KERNEL_OPTS).
+    merges by pairs (msm_plan.bucket_sums; None -> DEFAULT_PAIR_MERGES); kernel_opts: the kernels' S1, L1,
+    I1 and I2 (_Kernels; None -> DEFAULT_KERNEL_OPTS).
     The windows are folded on the device by one thread (the *_combine kernel); msm_g1/msm_g2 fold
     them on the host instead (msm_windows, fold_windows).
     """
@@ -247,10 +247,11 @@ def msm_windows(group: int, bases, inf, scalars, c: int | None = None, max_entri
                       affine_variant, True, pair_levels, pair_merges, kernel_opts)
 
 
-def affine_ok(group: int, kernel_opts=None) -> bool:
-    """Whether the group's kernel set has affine round kernels: G1 always; G2 in I1's builds only (M3)."""
+def check_affine(group: int, kernel_opts=None):
+    """Raise unless the group's kernel set has affine round kernels: G1 always; G2 in I1's builds only (M3)."""
     ko = DEFAULT_KERNEL_OPTS if kernel_opts is None else frozenset(kernel_opts)
-    return group == 1 or "I1" in ko
+    if group != 1 and "I1" not in ko:
+        raise ValueError("G2 affine bucket sums (M3) need I1's kernel builds: kernel_opts without I1")
 
 
 def sum_options(group: int, bucket_sum, affine_min_pairs, affine_variant,
@@ -260,8 +261,8 @@ def sum_options(group: int, bucket_sum, affine_min_pairs, affine_variant,
     bucket_sum = DEFAULT_BUCKET_SUM[group] if bucket_sum is None else bucket_sum
     if bucket_sum not in BUCKET_SUMS:
         raise ValueError(f"bucket_sum must be one of {BUCKET_SUMS}, got {bucket_sum!r}")
-    if bucket_sum == "affine" and not affine_ok(group, kernel_opts):
-        raise ValueError("G2 affine bucket sums (M3) need I1's kernel builds: kernel_opts without I1")
+    if bucket_sum == "affine":
+        check_affine(group, kernel_opts)
     min_pairs = None
     variant = resolve_affine_variant(affine_variant)
     if bucket_sum == "affine":
