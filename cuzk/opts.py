@@ -195,15 +195,6 @@ register(Optimization(
     "15.3 ms); no change outside the pipeline (nothing there is spendable)",
 ))
 register(Optimization(
-    "M3", ("batch_addition", "tail_msm", "b_g2"),
-    "with I1, the G2 MSMs and batch sums accumulate buckets by affine pair rounds with batched inversion, as M1 "
-    "does for G1: about 6 Fp2 products an add (3 for the batch, lambda, lambda^2, y3) against ~10 for a mixed "
-    "XYZZ add. The G2 round kernels are in msm_g2's I1 builds only, 2 blocks an SM (226 registers, no spills)",
-    False,
-    "2^22 G2 MSM x0.7-0.9; 10 x 2^27: b_g2 (0.037 s) and the G2 batch sum (0.033 s) x0.7-0.9 each, -10..-20 ms a "
-    "partition; a small proof's G2 work n.s.",
-))
-register(Optimization(
     "A4", ("b_g2",),
     "B_G2 MSM on the CPU, a thread pool across circuits, instead of the GPU G2 MSM",
     False,

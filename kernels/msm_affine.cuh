@@ -21,9 +21,6 @@
 #ifndef CUZK_AFFINE_BLOCKS_PER_SM
 #define CUZK_AFFINE_BLOCKS_PER_SM 4   // msm_plan.AFFINE_BLOCKS_PER_SM
 #endif
-#ifndef CUZK_AFFINE_BLOCKS_PER_SM_G2
-#define CUZK_AFFINE_BLOCKS_PER_SM_G2 2   // G2 (M3): 226 registers, no spills (4 blocks: ~1.1 KB of spills)
-#endif
 
 // f_mul, or f_mul_lazy (optimization L1: the result left < 2p) where it only goes on into products.
 template <bool LAZY, class F>
@@ -305,33 +302,33 @@ __device__ __forceinline__ void affine_quad(uint32_t* out, uint32_t* tmp, uint32
     }
 }
 
-#define CUZK_MSM_AFFINE_KERNELS(G, F, BLOCKS)                                                                   \
-    extern "C" __global__ void __launch_bounds__(CUZK_AFFINE_TPB, BLOCKS)                                      \
+#define CUZK_MSM_AFFINE_KERNELS(G, F)                                                                           \
+    extern "C" __global__ void __launch_bounds__(CUZK_AFFINE_TPB, CUZK_AFFINE_BLOCKS_PER_SM)                   \
         G##_affine_round_keyed(uint32_t* out, const u64* sorted, const uint32_t* bases, const uint32_t* plan,  \
                                i64 total, i64 per, int* degenerate) {                                          \
         affine_round<F, CUZK_AFFINE_TPB, true>(out, sorted, bases, plan, total, per, degenerate);              \
     }                                                                                                          \
-    extern "C" __global__ void __launch_bounds__(CUZK_AFFINE_TPB, BLOCKS)                                      \
+    extern "C" __global__ void __launch_bounds__(CUZK_AFFINE_TPB, CUZK_AFFINE_BLOCKS_PER_SM)                   \
         G##_affine_round(uint32_t* out, const uint32_t* pts, const uint32_t* plan, i64 total, i64 per,         \
                          int* degenerate) {                                                                    \
         affine_round<F, CUZK_AFFINE_TPB, false>(out, nullptr, pts, plan, total, per, degenerate);              \
     }                                                                                                          \
-    extern "C" __global__ void __launch_bounds__(CUZK_AFFINE_TPB, BLOCKS)                                      \
+    extern "C" __global__ void __launch_bounds__(CUZK_AFFINE_TPB, CUZK_AFFINE_BLOCKS_PER_SM)                   \
         G##_affine_round_keyed_lazy(uint32_t* out, const u64* sorted, const uint32_t* bases,                   \
                                     const uint32_t* plan, i64 total, i64 per, int* degenerate) {               \
         affine_round<F, CUZK_AFFINE_TPB, true, true>(out, sorted, bases, plan, total, per, degenerate);        \
     }                                                                                                          \
-    extern "C" __global__ void __launch_bounds__(CUZK_AFFINE_TPB, BLOCKS)                                      \
+    extern "C" __global__ void __launch_bounds__(CUZK_AFFINE_TPB, CUZK_AFFINE_BLOCKS_PER_SM)                   \
         G##_affine_round_lazy(uint32_t* out, const uint32_t* pts, const uint32_t* plan, i64 total, i64 per,    \
                               int* degenerate) {                                                               \
         affine_round<F, CUZK_AFFINE_TPB, false, true>(out, nullptr, pts, plan, total, per, degenerate);        \
     }                                                                                                          \
-    extern "C" __global__ void __launch_bounds__(CUZK_AFFINE_TPB, BLOCKS)                                      \
+    extern "C" __global__ void __launch_bounds__(CUZK_AFFINE_TPB, CUZK_AFFINE_BLOCKS_PER_SM)                   \
         G##_affine_quad_keyed(uint32_t* out, uint32_t* tmp, uint32_t* pre, const u64* sorted,                  \
                               const uint32_t* bases, const uint32_t* plan, i64 total, i64 per, int* degenerate) { \
         affine_quad<F, CUZK_AFFINE_TPB, true>(out, tmp, pre, sorted, bases, plan, total, per, degenerate);      \
     }                                                                                                          \
-    extern "C" __global__ void __launch_bounds__(CUZK_AFFINE_TPB, BLOCKS)                                      \
+    extern "C" __global__ void __launch_bounds__(CUZK_AFFINE_TPB, CUZK_AFFINE_BLOCKS_PER_SM)                   \
         G##_affine_quad(uint32_t* out, uint32_t* tmp, uint32_t* pre, const uint32_t* pts, const uint32_t* plan, \
                         i64 total, i64 per, int* degenerate) {                                                 \
         affine_quad<F, CUZK_AFFINE_TPB, false>(out, tmp, pre, nullptr, pts, plan, total, per, degenerate);     \

@@ -2,4 +2,4 @@
 #include "msm_affine.cuh"
 
 CUZK_MSM_KERNELS(g1, fp_t)
-CUZK_MSM_AFFINE_KERNELS(g1, fp_t, CUZK_AFFINE_BLOCKS_PER_SM)
+CUZK_MSM_AFFINE_KERNELS(g1, fp_t)

@@ -287,57 +287,6 @@ def test_kernel_opts_batch_add(cp, group, n, monkeypatch):
         assert batch_add_many(group, [(b, i, None), (b, i, half)], kernel_opts=ko) == [total, part], ko
 
 
-G2_AFFINE_SETS = [("I1",), ("S1", "L1", "I1"), ("S1", "L1", "I1", "I2")]
-
-
-@pytest.mark.parametrize("kind", ["random", *EDGE_KINDS])
-def test_g2_affine_bucket_sums(cp, kind):
-    """M3: G2 window sums by affine rounds (the round kernels of msm_g2's I1 builds, every round affine) fold to
-    arkworks' MSM on random inputs and every edge case (repeated points take the XYZZ redo); the kernel sets with
-    I1 agree word for word; a kernel set without I1 is refused."""
-    from cuzk.gpu.msm import fold_windows, last_stats, msm_windows
-    rng = random.Random(seed())
-    n = 700
-    if kind == "random":
-        pts = rand_points(2, n, rng, distinct=64)
-        sc = [rng.randrange(F.R) for _ in range(n)]
-    else:
-        pts, sc = edge_case(2, kind, n, rng)
-    b, inf, s = upload(cp, 2, pts, sc)
-    kw = dict(c=7, bucket_sum="affine", affine_min_pairs=1)
-    ref, c = msm_windows(2, b, inf, s, kernel_opts=G2_AFFINE_SETS[0], **kw)
-    ref = cp.asnumpy(ref)
-    assert fold_windows(2, ref, c) == want(2, pts, sc)
-    if kind == "random":
-        assert last_stats["affine_rounds"] > 0 and last_stats["fallbacks"] == 0
-    for ko in G2_AFFINE_SETS[1:]:
-        got, c2 = msm_windows(2, b, inf, s, kernel_opts=ko, **kw)
-        assert c2 == c and np.array_equal(ref, cp.asnumpy(got)), ko
-    with pytest.raises(ValueError, match="need I1"):
-        msm_windows(2, b, inf, s, kernel_opts=("S1", "L1"), **kw)
-
-
-@pytest.mark.parametrize("n", [1, 31, 3000])
-def test_g2_affine_batch_add(cp, n, monkeypatch):
-    """M3 in the G2 batch sums: affine rounds forced, alone and several parts together (batch_add_many)."""
-    from cuzk.gpu import msm_plan
-    from cuzk.gpu.batch_add import batch_add, batch_add_many
-    monkeypatch.setattr(msm_plan, "AFFINE_MIN_PAIRS", 1)
-    rng = random.Random(seed())
-    pts = rand_points(2, n, rng)
-    limbs, inf = ark_to_limbs(2, pts)
-    b, i = cp.asarray(limbs), cp.asarray(inf)
-    total = CLS[2].identity()
-    for p in pts:
-        total = total + p
-    half = cp.arange(n // 2, dtype=cp.int64)
-    part = batch_add(2, b, i, half, kernel_opts=())
-    for ko in G2_AFFINE_SETS:
-        assert batch_add(2, b, i, bucket_sum="affine", kernel_opts=ko) == total, ko
-        assert batch_add_many(2, [(b, i, None), (b, i, half)], bucket_sum="affine", kernel_opts=ko) == \
-            [total, part], ko
-
-
 @pytest.mark.parametrize("group", [1, 2])
 def test_ec_ops_vs_arkworks(cp, group):
     from cuzk.gpu.loader import kernel

@@ -81,10 +81,7 @@ def _popcount(scalars, sample: int = 256) -> float:
 
 
 def bucket_sum(opts, group: int) -> str:
-    """M1 on: the G1 MSMs sum buckets by affine rounds (gmsm.DEFAULT_BUCKET_SUM); off: XYZZ. M3 with I1: the
-    G2 MSMs and batch sums too (their affine kernels are in I1's builds only)."""
-    if group == 2:
-        return "affine" if opts.enabled("M3") and opts.enabled("I1") else "xyzz"
+    """M1 on: the G1 MSMs sum buckets by affine rounds (gmsm.DEFAULT_BUCKET_SUM); off: XYZZ."""
     return gmsm.DEFAULT_BUCKET_SUM[group] if opts.enabled("M1") else "xyzz"
 
 
@@ -94,10 +91,11 @@ def kernel_opts(opts) -> frozenset:
 
 
 def msm_kw(opts, group: int) -> dict:
-    """The MSM options the registry sets: bucket sums (M1 for G1, M3 for G2), the window reduction's levels (R1),
-    the bucket sums' merges (R2) and the kernels' code (S1, L1, I1, I2)."""
-    kw = {"pair_levels": opts.enabled("R1"), "pair_merges": opts.enabled("R2"), "kernel_opts": kernel_opts(opts),
-          "bucket_sum": bucket_sum(opts, group)}
+    """The MSM options the registry sets: bucket sums (M1, G1), the window reduction's levels (R1), the
+    bucket sums' merges (R2) and the kernels' code (S1, L1)."""
+    kw = {"pair_levels": opts.enabled("R1"), "pair_merges": opts.enabled("R2"), "kernel_opts": kernel_opts(opts)}
+    if group == 1:
+        kw["bucket_sum"] = bucket_sum(opts, 1)
     return kw
 
 

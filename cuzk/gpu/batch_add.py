@@ -31,7 +31,7 @@ def segment_size(count: int) -> int:
 def sum_xyzz(group: int, bases, inf, idx=None, bucket_sum: str | None = None, pair_merges: bool | None = None,
              kernel_opts=None):
     """Σ bases[idx] (all rows when idx is None) as one XYZZ point on the device; bucket_sum as
-    msm.msm_xyzz's ("affine": G1, and G2 with I1's kernels (M3); None: msm.DEFAULT_BUCKET_SUM), pair_merges too (R2; None:
+    msm.msm_xyzz's ("affine" for G1 only; None: msm.DEFAULT_BUCKET_SUM), pair_merges too (R2; None:
     msm.DEFAULT_PAIR_MERGES), kernel_opts too (msm._Kernels). Two reads of the device (the index check and
     the count of finite rows); the sums themselves queue without waiting."""
     import cupy
@@ -50,8 +50,7 @@ def sum_xyzz(group: int, bases, inf, idx=None, bucket_sum: str | None = None, pa
     keys = idx.astype(cupy.uint64) << cupy.uint64(1)          # bucket 0, not negated
     src, keyed, count = keys, True, int(idx.size)
     bucket_sum = gmsm.DEFAULT_BUCKET_SUM[group] if bucket_sum is None else bucket_sum
-    if bucket_sum == "affine":                                # halve by affine pair adds first
-        gmsm.check_affine(group, kernel_opts)
+    if bucket_sum == "affine" and group == 1:                 # halve by affine pair adds first
         k.reset_degenerate()
         offsets = cupy.asarray([0, count], dtype=cupy.int64)
         pts, off, rounds = plan.affine_rounds(k, keys, offsets, plan.AFFINE_MIN_PAIRS, cupy,
@@ -84,8 +83,8 @@ def sum_xyzz_many(group: int, parts, bucket_sum: str | None = None, pair_merges:
     """[sum_xyzz(group, bases, inf, idx, bucket_sum) for each part] as XYZZ points uint32[len(parts), words]
     on the device (optimization M2): one read of the device for every part (the index checks and the
     counts of finite rows together), then each part's first segment sums on its own bases and the merges
-    of all the parts at once (msm_plan.few_bucket_sums). A part large enough for affine rounds (a first round of
-    msm_plan.AFFINE_MIN_PAIRS pairs, bucket_sum "affine") is summed alone by sum_xyzz."""
+    of all the parts at once (msm_plan.few_bucket_sums). A part large enough for affine rounds (G1, a first
+    round of msm_plan.AFFINE_MIN_PAIRS pairs) is summed alone by sum_xyzz."""
     import cupy
     bucket_sum = gmsm.DEFAULT_BUCKET_SUM[group] if bucket_sum is None else bucket_sum
     idxs, flags = [], []
@@ -106,7 +105,7 @@ def sum_xyzz_many(group: int, parts, bucket_sum: str | None = None, pair_merges:
     if host[:, 0].any():
         raise IndexError("batch addition index out of range")
     counts = [int(m) for m in host[:, 1]]
-    alone = [bucket_sum == "affine" and m // 2 >= max(1, plan.AFFINE_MIN_PAIRS) for m in counts]
+    alone = [bucket_sum == "affine" and group == 1 and m // 2 >= max(1, plan.AFFINE_MIN_PAIRS) for m in counts]
     out = cupy.zeros((len(parts), gmsm.xyzz_words(group)), dtype=cupy.uint32)
     few, first = [], []
     for p, ((bases, inf, _), (idx, keep), m) in enumerate(zip(parts, idxs, counts)):

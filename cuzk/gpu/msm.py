@@ -89,7 +89,7 @@ class _Kernels:
         import cupy
         self.cp = cupy
         self.host_fold = host_fold
-        self.group, self.g = group, f"g{group}"
+        self.g = f"g{group}"
         self.mod = f"msm_g{group}"
         ko = DEFAULT_KERNEL_OPTS if kernel_opts is None else frozenset(kernel_opts)
         if not ko <= set(KERNEL_OPTS):
@@ -133,8 +133,7 @@ class _Kernels:
 
     def affine_round(self, src, keyed, plan_words, total):
         out = self.cp.empty((total, self.W // 2), dtype=self.cp.uint32)
-        blocks, per = plan.round_geometry(total, plan.AFFINE_THREADS,
-                                          _sm_count() * plan.affine_blocks_per_sm(self.group))
+        blocks, per = plan.round_geometry(total, plan.AFFINE_THREADS, _sm_count() * plan.AFFINE_BLOCKS_PER_SM)
         if keyed:
             self._f("affine_round_keyed" + self.lazy)((blocks,), (plan.AFFINE_THREADS,),
                                                       (out, src, self.bases, plan_words, np.int64(total),
@@ -155,8 +154,7 @@ class _Kernels:
         out = self.cp.empty((total, aw), dtype=self.cp.uint32)
         tmp = self.cp.empty((total, aw), dtype=self.cp.uint32)        # level-1 sums P2 + P3
         pre = self.cp.empty((total, aw // 2), dtype=self.cp.uint32)   # prefix / suffix products
-        blocks, per = plan.round_geometry(total, plan.AFFINE_THREADS,
-                                          _sm_count() * plan.affine_blocks_per_sm(self.group))
+        blocks, per = plan.round_geometry(total, plan.AFFINE_THREADS, _sm_count() * plan.AFFINE_BLOCKS_PER_SM)
         n64, p64 = np.int64(total), np.int64(per)
         if keyed:
             self._f("affine_quad_keyed")((blocks,), (plan.AFFINE_THREADS,),
@@ -222,7 +220,7 @@ def msm_xyzz(group: int, bases, inf, scalars, c: int | None = None, max_entries:
              pair_merges: bool | None = None, kernel_opts=None):
     """Σ s_i P_i as one XYZZ point on the device (uint32[words], Montgomery limbs).
 
-    bucket_sum: "xyzz" or "affine" (G1; G2 in I1's builds, M3); None -> DEFAULT_BUCKET_SUM. affine_min_pairs:
+    bucket_sum: "xyzz" or "affine" (G1 only); None -> DEFAULT_BUCKET_SUM. affine_min_pairs:
     the affine rounds' threshold (msm_plan.AFFINE_MIN_PAIRS when None; 1 runs rounds until
     every bucket holds one point). affine_variant: the round kernel, 1 (pairs) or 2 (quads: two
     rounds per kernel); None -> $CUZK_MSM_AFFINE_VARIANT or DEFAULT_AFFINE_VARIANT. Counts of the
@@ -247,22 +245,14 @@ def msm_windows(group: int, bases, inf, scalars, c: int | None = None, max_entri
                       affine_variant, True, pair_levels, pair_merges, kernel_opts)
 
 
-def check_affine(group: int, kernel_opts=None):
-    """Raise unless the group's kernel set has affine round kernels: G1 always; G2 in I1's builds only (M3)."""
-    ko = DEFAULT_KERNEL_OPTS if kernel_opts is None else frozenset(kernel_opts)
-    if group != 1 and "I1" not in ko:
-        raise ValueError("G2 affine bucket sums (M3) need I1's kernel builds: kernel_opts without I1")
-
-
-def sum_options(group: int, bucket_sum, affine_min_pairs, affine_variant,
-                kernel_opts=None) -> tuple[str, int | None, int]:
+def sum_options(group: int, bucket_sum, affine_min_pairs, affine_variant) -> tuple[str, int | None, int]:
     """msm_xyzz's bucket_sum, affine_min_pairs and affine_variant resolved and checked:
     (bucket_sum, min_pairs or None for XYZZ, variant)."""
     bucket_sum = DEFAULT_BUCKET_SUM[group] if bucket_sum is None else bucket_sum
     if bucket_sum not in BUCKET_SUMS:
         raise ValueError(f"bucket_sum must be one of {BUCKET_SUMS}, got {bucket_sum!r}")
-    if bucket_sum == "affine":
-        check_affine(group, kernel_opts)
+    if bucket_sum == "affine" and group != 1:
+        raise ValueError("affine bucket sums are implemented for G1 only")
     min_pairs = None
     variant = resolve_affine_variant(affine_variant)
     if bucket_sum == "affine":
@@ -276,7 +266,7 @@ def _pippenger(group, bases, inf, scalars, c, max_entries, bucket_sum, affine_mi
                host_fold, pair_levels=None, pair_merges=None, kernel_opts=None):
     import cupy
     n = _check(group, bases, inf, scalars)
-    bucket_sum, min_pairs, variant = sum_options(group, bucket_sum, affine_min_pairs, affine_variant, kernel_opts)
+    bucket_sum, min_pairs, variant = sum_options(group, bucket_sum, affine_min_pairs, affine_variant)
     affine = bucket_sum == "affine"
     last_stats.clear()
     if n == 0:

@@ -38,7 +38,6 @@ AFFINE_MIN_PAIRS = 1 << 20
 AFFINE_THREADS = 128     # threads per block of the round kernel (its __launch_bounds__)
 # resident blocks per SM: one wave, so one inversion per block per round (the kernels' CUZK_AFFINE_BLOCKS_PER_SM)
 AFFINE_BLOCKS_PER_SM = define_int("CUZK_AFFINE_BLOCKS_PER_SM", 4)
-AFFINE_BLOCKS_PER_SM_G2 = define_int("CUZK_AFFINE_BLOCKS_PER_SM_G2", 2)   # G2 (M3): CUZK_AFFINE_BLOCKS_PER_SM_G2
 REDUCE_THREADS = 1 << 16 # the first reduction level aims at this many chunks in all
 REDUCE_FIRST_MAX = 64    # largest chunk of the first level
 REDUCE_UP = 4            # chunk of the later levels (their latency: ~3L adds a level)
@@ -50,11 +49,6 @@ def num_windows(c: int) -> int:
     if not 1 <= c <= C_LIMIT:
         raise ValueError(f"window size must be in [1, {C_LIMIT}], got {c}")
     return -(-(SCALAR_BITS + 1) // c)
-
-
-def affine_blocks_per_sm(group: int) -> int:
-    """Resident round blocks per SM for the group's affine kernels (their __launch_bounds__)."""
-    return AFFINE_BLOCKS_PER_SM if group == 1 else AFFINE_BLOCKS_PER_SM_G2
 
 
 def choose_window(n: int, popcount: float | None = None, affine: bool = False, parts: int = 1) -> int:
