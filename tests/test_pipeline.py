@@ -23,7 +23,7 @@ from cuzk.groth16 import verify
 from cuzk.keygen import cached_setup
 from cuzk.opts import resolve
 from cuzk.perf.pipeline_plot import pipeline_lanes
-from cuzk.pipeline import Job, run_pipelined, run_sequential, summary
+from cuzk.pipeline import Job, run_pipelined, run_sequential, summary, warm_up
 from cuzk.prover import Prover
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -125,6 +125,23 @@ def test_queue_bounds_the_circuits_held(setup):
     assert not [t for t in threading.enumerate() if t.name.startswith("cuzk-pipe")]
     vk = pk.verifying_key()
     assert all(verify(vk, pub, pf) for pub, pf in zip(res.publics, res.proofs))
+
+
+def test_warm_up_takes_the_pipelined_path(setup):
+    """The bench's untimed warm-up proof goes through the pipeline's hand-off: limbs to the device
+    assign, and an assignment the proof may consume (F2), as the timed proofs do."""
+    opts, r1cs, pk = setup
+    be = FakeGpuBackend(opts)
+    prover, spendable = Prover(be, pk), []
+    prove = prover.prove
+
+    def watched(asgs, *a, **kw):
+        spendable.extend(x.abc_spendable for x in asgs)
+        return prove(asgs, *a, **kw)
+    prover.prove = watched
+    proof, public = warm_up(prover, r1cs, _job(opts, 3, host_assign=False))
+    assert be.limbs_seen == 1 and spendable == [True]
+    assert verify(pk.verifying_key(), public, proof)
 
 
 def test_device_clock_busy_idle_and_lanes(setup):
