@@ -80,6 +80,13 @@ ablate_alone() {
       --json "$OUT/ablate_$(echo "$1" | tr 'A-Z' 'a-z')_24d.json" 2>&1 | grep -A3 "^| opt"
 }
 case "$1" in
+Z9)
+  # session 10: M3's removal (the G2 bad-args test), the pipeline's GPU tests (warm-up along the pipelined path, W1),
+  # then W1 against the defaults at 10 x 2^27, one key, alternated runs (tools/experiments/pipeline_ab.py; B2 on)
+  timeout 120 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests/test_gpu_msm.py tests/test_pipeline.py \
+      -k "bad_args or g2 or pipeline" 2>&1 | tail -2
+  CUZK_OPT=+B2 timeout 440 python3 tools/experiments/pipeline_ab.py --rounds 2 "" "+W1" 2>&1 | grep -v "^key:" \
+      | tail -14 ;;
 Z8)
   # session 10, first: the whole GPU suite with F1 and F2 on by default (M3 off; its own tests run in it too:
   # test_g2_affine_*), then M3 (G2 affine rounds, I1 builds) at 2^22 and in the 2^24 ablation

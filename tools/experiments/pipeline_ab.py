@@ -1,0 +1,90 @@
+"""Pipeline toggles A/B at full size in one process: the key made once on the GPU, one untimed warm-up proof along
+the pipelined path, then `run_pipelined` alternated between the opt sets, ROUNDS runs each. The sets may differ
+only in the pipeline's own toggles (PIPELINE_OPTS): the backend and its kernels stay the same.
+
+    python3 tools/experiments/pipeline_ab.py [--log-size 27] [--circuits 10] [--rounds 2] SPEC [SPEC ...]
+
+A SPEC is applied on top of the defaults and CUZK_OPT (e.g. "+B2" "+B2,+W1"). One row per run: the wall, the
+prove phases per partition (prep_msm + ntt_msm_h + batch_addition + tail_msm + b_g2, device time, mean), each
+prove phase's mean, the h msm step's median / mean / max, and whether every proof verified.
+"""
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from cuzk import circuits  # noqa: E402
+from cuzk.backend import get_backend  # noqa: E402
+from cuzk.groth16 import verify  # noqa: E402
+from cuzk.keygen import cached_setup, setup_on_device  # noqa: E402
+from cuzk.opts import resolve  # noqa: E402
+from cuzk.pipeline import Job, plan_workers, run_pipelined, shm_free_bytes, warm_up  # noqa: E402
+from cuzk.prover import Prover  # noqa: E402
+
+PIPELINE_OPTS = {"B2", "W1"}
+PROVE = ("prep_msm", "ntt_msm_h", "batch_addition", "tail_msm", "b_g2")
+
+
+def steps(phases: dict, label: str) -> list[float]:
+    """Device seconds of each proof's sub-step `label` (h scalars, h msm)."""
+    return [c["device_stop_s"] - c["device_start_s"] for c in phases["ntt_msm_h"]["circuits"]
+            if c.get("label") == label and c.get("device_stop_s") is not None]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("specs", nargs="+")
+    ap.add_argument("--log-size", type=int, default=27)
+    ap.add_argument("--circuits", type=int, default=10)
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--circuit", default="porep_partition")
+    ap.add_argument("--depth", type=int, default=2)
+    ap.add_argument("--backend", default="cuda", choices=("cuda", "cpu"), help="cpu: a smoke run of this script")
+    args = ap.parse_args()
+    sets = [resolve(s) for s in args.specs]
+    for s in sets[1:]:
+        diff = {k for k, v in s.as_dict().items() if v != sets[0].as_dict()[k]}
+        if not diff <= PIPELINE_OPTS:
+            ap.error(f"the sets differ in {sorted(diff - PIPELINE_OPTS)}: only {sorted(PIPELINE_OPTS)} may differ")
+    backend = get_backend(args.backend, opts=sets[0])
+    gpu = backend.name == "cuda"
+    t0 = time.perf_counter()
+    r1cs = circuits.build(args.circuit, args.log_size, opts=sets[0], seed=1, limbs=gpu)[0]
+    if gpu:
+        pk, kh, _ = setup_on_device(r1cs)
+        prover = Prover(backend, pk, kh=kh)
+    else:
+        pk = cached_setup(r1cs, progress=False, backend="cpu")[0]
+        prover = Prover(backend, pk)
+    vk = pk.verifying_key()
+    print(f"circuit and key: {time.perf_counter() - t0:.1f} s", flush=True)
+    jobs = [Job(args.circuit, args.log_size, s, tuple(range(1, args.circuits + 1)), not gpu,
+                witness_limbs=gpu) for s in sets]
+    proof, public = warm_up(prover, r1cs, jobs[0])
+    assert verify(vk, public, proof), "the warm-up proof does not verify"
+    workers = plan_workers(args.circuits, args.circuit, pk.log_n, args.depth, limbs=gpu, host_assign=not gpu,
+                           shm_free=shm_free_bytes())["workers"]
+    print(f"{workers} process workers, depth {args.depth}", flush=True)
+    print("| set | round | wall s | prove phases s/partition | " + " | ".join(PROVE)
+          + " | h scalars | h msm median / mean / max | verified |")
+    print("|---|---|---|---|" + "---|" * len(PROVE) + "---|---|---|")
+    for r in range(args.rounds):
+        for spec, job in zip(args.specs, jobs):
+            res = run_pipelined(prover, r1cs, job, workers, args.depth, "process")
+            ph = res.phases
+            means = [(ph[p]["device_s"] if gpu else ph[p]["host_s"]) / ph[p]["calls"] for p in PROVE]
+            hm, hs = steps(ph, "h msm") or [0.0], steps(ph, "h scalars") or [0.0]
+            ok = all(verify(vk, pub, pf) for pub, pf in zip(res.publics, res.proofs))
+            print(f"| {spec or 'defaults'} | {r} | {res.wall_s:.2f} | {sum(means):.4f} | "
+                  + " | ".join(f"{m:.4f}" for m in means)
+                  + f" | {statistics.mean(hs):.4f} | {statistics.median(hm):.4f} / {statistics.mean(hm):.4f} / "
+                  f"{max(hm):.4f} | {ok} |", flush=True)
+            print("  h msm per proof, in proving order: " + " ".join(f"{x:.3f}" for x in hm), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
