@@ -195,15 +195,6 @@ register(Optimization(
     "15.3 ms); no change outside the pipeline (nothing there is spendable)",
 ))
 register(Optimization(
-    "W1", ("ntt_msm_h", "batch_addition", "tail_msm", "b_g2"),
-    "bench --pipeline: the synthesis workers (processes or threads) run at a lower CPU priority (nice +10), so "
-    "the prover thread that drives the GPU is not kept waiting by them between kernels",
-    False,
-    "10 x 2^27 pipelined: the h msm of proofs that overlap synthesis (0.97-1.06 s) near the quiet ones' "
-    "(0.91-0.92 s), if host scheduling is the cause: ntt_msm_h -10..-30 ms a partition on the mean; no change if "
-    "the cause is memory traffic or the GPU; synthesis wall per witness up to a few % slower",
-))
-register(Optimization(
     "A4", ("b_g2",),
     "B_G2 MSM on the CPU, a thread pool across circuits, instead of the GPU G2 MSM",
     False,

@@ -26,7 +26,7 @@ import numpy as np
 
 from . import circuits
 from .field import FR_LIMBS, fr_array, ints_to_limbs
-from .phases.synthesis import assign, lower_priority, make_pool
+from .phases.synthesis import assign, make_pool
 from .poly import Domain
 from .timing import PhaseTimer, circuit
 from .witness_pack import PackedWitness, pack
@@ -128,7 +128,6 @@ class Job:
 
 
 SHARE_MIN_BYTES = 1 << 20   # arrays from process workers at least this large travel in shared memory
-WORKER_NICE = 10            # W1: synthesis workers this far below the prover's CPU priority
 SHM_DIR = "/dev/shm"
 SHM_MARGIN = 1.1            # room asked for a block: its size plus 10%
 
@@ -393,8 +392,7 @@ def run_pipelined(prover, r1cs, job: Job, workers: int, depth: int, pool: str = 
     if pool not in ("thread", "process"):
         raise ValueError(f"synthesis pool must be thread or process, not {pool!r}")
     n = len(job.seeds)
-    nice = WORKER_NICE if job.opts is not None and job.opts.enabled("W1") else 0
-    executor = make_pool("process", workers, nice) if pool == "process" else None   # started before the clock
+    executor = make_pool("process", workers) if pool == "process" else None   # started before the clock
     q: queue.Queue = queue.Queue(maxsize=depth)
     stop = threading.Event()
     lock = threading.Lock()
@@ -403,8 +401,6 @@ def run_pipelined(prover, r1cs, job: Job, workers: int, depth: int, pool: str = 
     step = _Proving(prover, r1cs, job, timer)
 
     def work(w: int):
-        if executor is None:                # this thread synthesizes
-            lower_priority(nice)
         while not stop.is_set():
             with lock:
                 i = next(counter, None)

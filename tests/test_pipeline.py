@@ -127,41 +127,6 @@ def test_queue_bounds_the_circuits_held(setup):
     assert all(verify(vk, pub, pf) for pub, pf in zip(res.publics, res.proofs))
 
 
-@pytest.mark.parametrize("kind", ["thread", "process"])
-def test_pool_workers_run_at_lower_priority(kind):
-    """W1's pools: each worker is `nice` steps below the caller (a thread's own nice value on Linux)."""
-    import os
-    from cuzk.phases.synthesis import make_pool
-    mine = os.getpriority(os.PRIO_PROCESS, 0)
-    for nice, want in ((0, mine), (10, min(mine + 10, 19))):
-        with make_pool(kind, 2, nice) as pool:
-            if kind == "thread":
-                got = pool.submit(lambda: os.getpriority(os.PRIO_PROCESS, threading.get_native_id())).result()
-            else:
-                got = pool.submit(os.getpriority, os.PRIO_PROCESS, 0).result()
-        assert got == want
-
-
-@pytest.mark.parametrize("w1, lowered", [("+W1", 10), ("-W1", 0)])
-def test_pipeline_thread_workers_lowered_with_w1(setup, monkeypatch, w1, lowered):
-    """W1 in a thread pipeline: the threads that synthesize run lower; the prover thread does not."""
-    import os
-    import cuzk.pipeline as pl
-    opts, r1cs, pk = setup
-    mine, seen = os.getpriority(os.PRIO_PROCESS, threading.get_native_id()), []
-    synth = pl.synth_one
-
-    def watched(*a, **kw):
-        seen.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
-        return synth(*a, **kw)
-    monkeypatch.setattr(pl, "synth_one", watched)
-    wopts = resolve("none," + w1, env=False)
-    res = run_pipelined(Prover(CpuBackend(wopts), pk), r1cs, _job(wopts, 2), 1, 1, "thread")
-    assert seen == [min(mine + lowered, 19)] * 2
-    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == mine
-    assert all(verify(pk.verifying_key(), pub, pf) for pub, pf in zip(res.publics, res.proofs))
-
-
 def test_warm_up_takes_the_pipelined_path(setup):
     """The bench's untimed warm-up proof goes through the pipeline's hand-off: limbs to the device
     assign, and an assignment the proof may consume (F2), as the timed proofs do."""

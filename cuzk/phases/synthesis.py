@@ -1,8 +1,6 @@
 """synthesis: circuit -> Assignment (input and aux witness, and a, b, c over the domain)."""
 from __future__ import annotations
 
-import os
-import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -133,27 +131,18 @@ def _warm(_):
     return 0
 
 
-def lower_priority(nice: int) -> None:
-    """This thread (Linux: a thread has its own nice value) `nice` steps below its current CPU priority."""
-    if nice:
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), os.getpriority(os.PRIO_PROCESS, 0) + nice)
-
-
-def make_pool(kind: str, workers: int, nice: int = 0):
+def make_pool(kind: str, workers: int):
     """A pool for parallel witness generation: 'thread' (one address space, as bellperson's
     rayon threads: allocations and page faults contend in one process) or 'process'
-    (separate address spaces; started with 'spawn', safe beside a CUDA context). nice > 0:
-    its workers run that much below the caller's CPU priority (W1)."""
+    (separate address spaces; started with 'spawn', safe beside a CUDA context)."""
     from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
     if workers < 1:
         raise ValueError(f"parallel synthesis needs >= 1 worker, got {workers}")
     if kind == "thread":
-        return ThreadPoolExecutor(workers, thread_name_prefix="cuzk-synth", initializer=lower_priority,
-                                  initargs=(nice,))
+        return ThreadPoolExecutor(workers, thread_name_prefix="cuzk-synth")
     if kind == "process":
         import multiprocessing
-        pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
-                                   initializer=os.nice, initargs=(nice,))
+        pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
         list(pool.map(_warm, range(4 * workers)))     # start the workers now, outside the timed phase
         return pool
     raise ValueError(f"synthesis pool must be thread or process, not {kind!r}")
