@@ -96,6 +96,16 @@ register(Optimization(
     "only the pipeline (and its sequential --compare run) packs",
 ))
 register(Optimization(
+    "B3", ("ntt_msm_h", "batch_addition", "tail_msm", "b_g2"),
+    "bench --pipeline with B2 and process workers: the packed witness's arrays reach the prover in /dev/shm "
+    "blocks it maps, instead of pickled through the process pool's result pipe and unpickled in the prover's "
+    "process under the GIL",
+    False,
+    "10 x 2^27 pipelined (~60 MB a packed witness): the h msm of proofs during hand-offs (proof 0: 1.03-1.08 s) "
+    "near the quiet ones (0.91-0.92 s), if the GIL held by the unpickling is the cause: ntt_msm_h -10..-25 ms a "
+    "partition on the mean; no change without B2 or with thread workers",
+))
+register(Optimization(
     "P1", ("batch_addition", "tail_msm"),
     "a circuit's batch sums (A, B_G1, B_G2, L) and its tail MSMs (A, B_G1, L) run concurrently, each on its "
     "own CUDA stream from a thread pool, instead of one after another on one stream",

@@ -20,7 +20,7 @@ import os
 import queue
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -164,6 +164,13 @@ class Shared:
         shm.close()
         return out
 
+    def discard(self) -> None:
+        """Remove the block unread (a hand-off that failed)."""
+        from multiprocessing import shared_memory
+        shm = shared_memory.SharedMemory(name=self.name)
+        shm.unlink()
+        shm.close()
+
     def take(self):
         """(array, block): the array maps the block; the block's name is removed at once, and its
         memory goes when the block is closed after the last use of the array."""
@@ -179,14 +186,35 @@ def _shared(a, share: bool):
         and a.nbytes >= SHARE_MIN_BYTES and shm_room(a.nbytes) else a
 
 
+def _shared_packed(pw: PackedWitness, share: bool) -> PackedWitness:
+    """B3: a packed witness whose large arrays wait in Shared blocks (not pickled through the pool's pipe);
+    on a failure, the blocks already made are removed."""
+    parts: dict = {}
+    try:
+        for k in ("bits", "idx", "vals"):
+            parts[k] = _shared(getattr(pw, k), share)
+        return replace(pw, **parts)
+    except BaseException:
+        for x in parts.values():
+            if isinstance(x, Shared):
+                x.discard()
+        raise
+
+
 def _unshare(payload):
-    """(inputs, aux, limbs) with Shared parts mapped, and the blocks to close after the proof."""
+    """(inputs, aux, limbs) with Shared parts mapped (a packed witness's too), and the blocks to close
+    after the proof."""
     blocks, out = [], []
-    for x in payload:
+
+    def take(x):
         if isinstance(x, Shared):
             x, shm = x.take()
             blocks.append(shm)
-        out.append(x)
+        return x
+    for x in payload:
+        if isinstance(x, PackedWitness):
+            x = replace(x, bits=take(x.bits), idx=take(x.idx), vals=take(x.vals))
+        out.append(take(x))
     return tuple(out), blocks
 
 
@@ -254,6 +282,7 @@ def synth_one(name: str, log_size: int, opts, seed: int, host_assign: bool, witn
         return assign(r1cs, inputs, aux, Domain.for_size(r1cs.qap_rows)), t0, time.perf_counter()
     direct = share and witness_limbs and circuits.has_witness_only(name)
     packs = witness_limbs and opts is not None and opts.enabled("B2")   # (inputs, PackedWitness, None)
+    packed_shared = share and packs and opts.enabled("B3")
     alloc = _ShmAlloc() if direct else None
     try:
         inputs, aux = circuits.witness(name, log_size, seed=seed, opts=opts, limbs=witness_limbs, alloc=alloc)
@@ -270,6 +299,8 @@ def synth_one(name: str, log_size: int, opts, seed: int, host_assign: bool, witn
             limbs = ints_to_limbs(fr_array(np.concatenate([inputs, aux])), FR_LIMBS) if witness_limbs else None
             pw = pack(limbs[len(inputs):]) if packs else None
             payload = (inputs, pw, None) if pw is not None else tuple(_shared(x, share) for x in (inputs, aux, limbs))
+        if packed_shared and isinstance(payload[1], PackedWitness):
+            payload = (payload[0], _shared_packed(payload[1], True), None)
     except BaseException:
         if alloc is not None:
             alloc.close(unlink=True)

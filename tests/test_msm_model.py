@@ -911,7 +911,8 @@ def test_quad_rounds_equal_pair_rounds(kind, min_pairs, geom):
         k = ModelKernels(IntGroup(), bases, inf, sc, tpb=geom[0], max_blocks=geom[1])
         keys = np.sort(k.digits(5, 0, 2))
         offsets = plan.bucket_offsets(keys, 2 * 16, np)
-        pts, off, rounds = plan.affine_rounds(k, keys, offsets, min_pairs, np, variant)
+        pts, off, rounds, count = plan.affine_rounds(k, keys, offsets, min_pairs, np, variant)
+        assert count == int(off[-1]) and (rounds or count == int(offsets[-1]))
         res[variant] = (list(pts), off.tolist(), rounds, k.stats.get("quad_rounds", 0), k.flag)
     assert res[2][:3] == res[1][:3]
     assert (res[2][3] >= 1) == (res[1][2] >= 2) and not res[2][4]
@@ -931,7 +932,8 @@ def test_quad_round_on_curve_vs_pair_rounds():
     res = []
     for variant in (1, 2):
         k = ModelKernels(G, pts, [False] * 45, [], tpb=2, max_blocks=2)
-        out, off, rounds = plan.affine_rounds(k, keys, in_off, 1, np, variant)
+        out, off, rounds, count = plan.affine_rounds(k, keys, in_off, 1, np, variant)
+        assert count == int(off[-1]) == len(out)
         res.append((out, off.tolist()))
         assert not k.flag
     assert res[0] == res[1]

@@ -366,6 +366,47 @@ def test_synth_one_writes_the_witness_into_shared_memory():
     assert p2[2] is not None
 
 
+def test_synth_one_hands_a_packed_witness_over_in_shared_memory_with_b3(monkeypatch):
+    """B3: the packed witness's arrays come back as Shared blocks (every array, with the size floor at 1
+    byte) and map back to the packed witness of the circuit's own witness; without B3 they are pickled."""
+    import cuzk.pipeline as pl
+    from cuzk.circuits import porep_partition as pp
+    from cuzk.witness_pack import pack
+    monkeypatch.setattr(pl, "SHARE_MIN_BYTES", 1)
+    _, _, ra = pp.build(12, seed=5)
+    want = pack(ra)
+    before = _shm_names()
+    for spec, shared in (("none,+B2", False), ("none,+B2,+B3", True)):
+        payload, _, _ = pl.synth_one("porep_partition", 12, resolve(spec, env=False), 5, False, True, share=True)
+        pw = payload[1]
+        assert isinstance(pw, pl.PackedWitness) and payload[2] is None
+        assert all(isinstance(getattr(pw, k), pl.Shared) == shared for k in ("bits", "idx", "vals"))
+        (_, got, _), blocks = pl._unshare(payload)
+        assert len(blocks) == (3 if shared else 0) and got.n == want.n
+        assert all(np.array_equal(getattr(got, k), getattr(want, k)) for k in ("bits", "idx", "vals"))
+        assert _shm_names() <= before                   # mapped blocks are unlinked at once
+        del got, pw, payload
+        for b in blocks:
+            b.close()
+
+
+def test_b3_failure_leaves_no_shared_block(monkeypatch):
+    import cuzk.pipeline as pl
+    monkeypatch.setattr(pl, "SHARE_MIN_BYTES", 1)
+    put, calls = pl.Shared.put.__func__, []
+
+    def failing(cls, a):
+        calls.append(1)
+        if len(calls) == 3:
+            raise OSError("injected: /dev/shm full")
+        return put(cls, a)
+    monkeypatch.setattr(pl.Shared, "put", classmethod(failing))
+    before = _shm_names()
+    with pytest.raises(OSError, match="injected"):
+        pl.synth_one("porep_partition", 12, resolve("none,+B2,+B3", env=False), 5, False, True, share=True)
+    assert len(calls) == 3 and _shm_names() <= before
+
+
 def test_synth_one_failure_leaves_no_shared_block(monkeypatch):
     from cuzk.pipeline import synth_one
 

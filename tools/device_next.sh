@@ -80,6 +80,14 @@ ablate_alone() {
       --json "$OUT/ablate_$(echo "$1" | tr 'A-Z' 'a-z')_24d.json" 2>&1 | grep -A3 "^| opt"
 }
 case "$1" in
+Z10)
+  # session 10: the GPU suite after the MSM pass loop lost its redundant device reads (affine_rounds counts on the
+  # host), with B3's pipeline tests; the 2^26 MSM; then B3 (the packed witness through /dev/shm) at 10 x 2^27
+  timeout 200 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests --ignore=tests/test_gpu.py 2>&1 | tail -2
+  timeout 60 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests/test_gpu.py 2>&1 | tail -2
+  timeout 60 python3 -m cuzk micro msm --log-size 26 -p 1 -n 3 -w 1 -o $OUT/micro_msm26.json 2>&1 | tail -1
+  CUZK_OPT=+B2 timeout 300 python3 tools/experiments/pipeline_ab.py --rounds 2 "" "+B3" 2>&1 | grep -v "^key:" \
+      | tail -10 ;;
 Z9)
   # session 10: M3's removal (the G2 bad-args test), the pipeline's GPU tests (warm-up along the pipelined path, W1),
   # then W1 against the defaults at 10 x 2^27, one key, alternated runs (tools/experiments/pipeline_ab.py; B2 on)

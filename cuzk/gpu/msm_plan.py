@@ -180,7 +180,9 @@ QUAD_MAX_ENTRIES = 1 << 30   # a quad plan word holds an entry index << 2
 def affine_rounds(k, keys, offsets, min_pairs: int, xp, variant: int = 1):
     """Halve every bucket's list by affine pair additions while a round has >= min_pairs pairs
     (and at least one). Round 0 reads bases through the sorted keys, later rounds the previous
-    round's points. Returns (points, offsets, rounds); with rounds == 0, (keys, offsets, 0).
+    round's points. Returns (points, offsets, rounds, count), count = offsets[-1] known on the host
+    (one device read for all rounds: each round's size is the next one's count); with rounds == 0,
+    (keys, offsets, 0, count).
 
     k.affine_plan(in_off, out_off, total) -> uint32 words s << 1 | paired per output
     k.affine_round(src, keyed, plan, total) -> affine points [total]; an x1 == x2 pair sets
@@ -192,33 +194,36 @@ def affine_rounds(k, keys, offsets, min_pairs: int, xp, variant: int = 1):
     if variant not in AFFINE_VARIANTS:
         raise ValueError(f"affine variant must be one of {AFFINE_VARIANTS}, got {variant!r}")
     src, in_off, rounds = keys, offsets, 0
-    if int(offsets[-1]) >= 1 << 31:          # a plan word holds an entry index << 1
-        return src, in_off, 0
+    count = int(offsets[-1])
+    if count >= 1 << 31:                      # a plan word holds an entry index << 1
+        return src, in_off, 0, count
     while True:
         out_off, total = round_offsets(in_off, xp)
-        pairs = int(in_off[-1]) - total
+        pairs = count - total
         if pairs == 0 or pairs < min_pairs:
-            return src, in_off, rounds
-        if variant == 2 and int(in_off[-1]) < QUAD_MAX_ENTRIES:
+            return src, in_off, rounds, count
+        if variant == 2 and count < QUAD_MAX_ENTRIES:
             out4, total4 = quad_offsets(in_off, xp)
             pairs2 = total - total4           # the second round's pairs
             if pairs2 > 0 and pairs2 >= min_pairs:
                 plan = k.affine_plan4(in_off, out4, total4)
                 src = k.affine_quad(src, rounds == 0, plan, total4)
-                in_off, rounds = out4, rounds + 2
+                in_off, rounds, count = out4, rounds + 2, total4
                 k.stats["quad_rounds"] = k.stats.get("quad_rounds", 0) + 1
                 continue
         plan = k.affine_plan(in_off, out_off, total)
         src = k.affine_round(src, rounds == 0, plan, total)
-        in_off, rounds = out_off, rounds + 1
+        in_off, rounds, count = out_off, rounds + 1, total
 
 
-def bucket_sums(k, src, keyed: bool, offsets, nb: int, xp, S: int | None = None, pairs: bool = False):
+def bucket_sums(k, src, keyed: bool, offsets, nb: int, xp, S: int | None = None, pairs: bool = False,
+                count: int | None = None):
     """One XYZZ sum per bucket of the runs src[offsets[b]:offsets[b+1]] (keys or affine points):
     segments of S entries (default: first_segment_size), then merges of MERGE_S partials until one
     per bucket (pairs, optimization R2: a level of at most PAIR_MERGE_MAX partials merges them in pairs,
-    one add deep, k.merge_pairs over k.affine_plan's words)."""
-    S = first_segment_size(int(offsets[-1]), nb) if S is None else S
+    one add deep, k.merge_pairs over k.affine_plan's words). count: offsets[-1] when the host knows it."""
+    if S is None:
+        S = first_segment_size(int(offsets[-1]) if count is None else count, nb)
     seg_first, seg_bucket, total = segment_plan(offsets, S, xp)
     partials = k.sum_affine(src, keyed, seg_bucket, seg_first, offsets, S, total)
     while total > nb:                     # some bucket has several partials (total == nb: one each)
@@ -370,13 +375,13 @@ def pippenger(k, n: int, c: int, max_entries: int, xp, affine_min_pairs: int | N
         partials = None
         if affine_min_pairs is not None:
             k.reset_degenerate()
-            pts, off, rounds = affine_rounds(k, keys, offsets, affine_min_pairs, xp, affine_variant)
+            pts, off, rounds, count = affine_rounds(k, keys, offsets, affine_min_pairs, xp, affine_variant)
             k.stats["affine_rounds"] = k.stats.get("affine_rounds", 0) + rounds
             mark("affine rounds")
             if rounds and k.degenerate():   # P + P or P + (-P) met: this pass in XYZZ instead
                 k.stats["fallbacks"] = k.stats.get("fallbacks", 0) + 1
             elif rounds:
-                partials = bucket_sums(k, pts, False, off, nb, xp, pairs=pair_merges)
+                partials = bucket_sums(k, pts, False, off, nb, xp, pairs=pair_merges, count=count)
             del pts, off
         if partials is None:
             partials = bucket_sums(k, keys, True, offsets, nb, xp, pairs=pair_merges)

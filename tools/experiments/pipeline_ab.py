@@ -24,7 +24,7 @@ from cuzk.opts import resolve  # noqa: E402
 from cuzk.pipeline import Job, plan_workers, run_pipelined, shm_free_bytes, warm_up  # noqa: E402
 from cuzk.prover import Prover  # noqa: E402
 
-PIPELINE_OPTS = {"B2", "W1"}
+PIPELINE_OPTS = {"B2", "B3"}
 PROVE = ("prep_msm", "ntt_msm_h", "batch_addition", "tail_msm", "b_g2")
 
 
