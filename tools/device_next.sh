@@ -80,6 +80,14 @@ ablate_alone() {
       --json "$OUT/ablate_$(echo "$1" | tr 'A-Z' 'a-z')_24d.json" 2>&1 | grep -A3 "^| opt"
 }
 case "$1" in
+Z11)
+  # session 10: c = 24 (11 windows, not 12) for the 2^27 H MSM on distinct bases, against c = 22; 2^26 over c = 20, 22,
+  # 24 on distinct bases (session 9's 2^26 rows used tiled bases); the affine window-size test made deterministic
+  timeout 60 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests/test_gpu_msm.py -k window_sizes 2>&1 | tail -1
+  timeout 260 python3 tools/experiments/msm_profile.py 27 --affine --c 22 24 --pairs on --reps 2 --distinct-log 27 \
+      2>&1 | grep "^2^27" | cut -c1-260
+  timeout 200 python3 tools/experiments/msm_profile.py 26 --affine --c 20 22 24 --pairs on --reps 2 --distinct-log 26 \
+      2>&1 | grep "^2^26" | cut -c1-260 ;;
 Z10)
   # session 10: the GPU suite after the MSM pass loop lost its redundant device reads (affine_rounds counts on the
   # host), with B3's pipeline tests; the 2^26 MSM; then B3 (the packed witness through /dev/shm) at 10 x 2^27
