@@ -90,7 +90,7 @@ register(Optimization(
     "B2", ("synthesis",),
     "bench --pipeline: each worker packs the witness (one bit per variable plus its entries that are "
     "not 0 or 1) and the GPU expands it, instead of handing over and uploading 32-byte limbs",
-    False,
+    True,     # on since session 10 (in every U2 since session 6: 10 x 2^27 wall 35.6 -> 28.1 s, perf-log V6/U2)
     "2^27 PoRep partition (99% bits): ~4 GiB -> ~60 MB over the bus and through /dev/shm; the synthesis "
     "phase's device time 0.5-0.9 s -> <0.1 s a proof; +1-2 s of packing per witness in the workers; "
     "only the pipeline (and its sequential --compare run) packs",
@@ -100,7 +100,7 @@ register(Optimization(
     "bench --pipeline with B2 and process workers: the packed witness's arrays reach the prover in /dev/shm "
     "blocks it maps, instead of pickled through the process pool's result pipe and unpickled in the prover's "
     "process under the GIL",
-    False,
+    True,     # on since session 10: 10 x 2^27, prove phases 1.552 -> 1.510 and 1.551 -> 1.506 s a partition (Z10)
     "10 x 2^27 pipelined (~60 MB a packed witness): the h msm of proofs during hand-offs (proof 0: 1.03-1.08 s) "
     "near the quiet ones (0.91-0.92 s), if the GIL held by the unpickling is the cause: ntt_msm_h -10..-25 ms a "
     "partition on the mean; no change without B2 or with thread workers",

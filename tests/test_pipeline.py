@@ -468,11 +468,19 @@ def test_no_room_in_dev_shm_falls_back_to_pickling(monkeypatch):
     alloc = pl._ShmAlloc()
     z = alloc((1 << 16, 8), np.uint32)
     assert not alloc.blocks and z.shape == (1 << 16, 8) and not z.any()
-    payload, _, _ = pl.synth_one("porep_partition", 16, resolve(), 2, host_assign=False, witness_limbs=True,
+    plain = resolve("-B2", env=False)
+    payload, _, _ = pl.synth_one("porep_partition", 16, plain, 2, host_assign=False, witness_limbs=True,
                                  share=True)                   # 2^16 aux limbs: ~2 MiB, no room
     assert not any(isinstance(x, pl.Shared) for x in payload)
-    inputs, aux = circuits.witness("porep_partition", 16, seed=2, opts=resolve(), limbs=True)
+    inputs, aux = circuits.witness("porep_partition", 16, seed=2, opts=plain, limbs=True)
     assert np.array_equal(payload[1], aux)
+    monkeypatch.setattr(pl, "SHARE_MIN_BYTES", 1)                  # B3: the packed arrays stay pickled too
+    monkeypatch.setattr(pl, "shm_free_bytes", lambda: 0)
+    payload, _, _ = pl.synth_one("porep_partition", 16, resolve("+B2,+B3", env=False), 2, host_assign=False,
+                                 witness_limbs=True, share=True)
+    pw = payload[1]
+    assert isinstance(pw, pl.PackedWitness) and not any(isinstance(getattr(pw, k), pl.Shared)
+                                                        for k in ("bits", "idx", "vals"))
 
 
 def test_plan_workers_fits_dev_shm():
