@@ -79,6 +79,15 @@ register(Optimization(
     "-1.5% at 2^27 (7 NTTs in a 1.52 s phase) and -3..-5% at 2^20-2^24; other phases unchanged",
 ))
 register(Optimization(
+    "N3", ("ntt_msm_h",),
+    "the H phase's pointwise passes (the coset scales of a, b, c and of h, the (ab - c)/Z combine) built with "
+    "fastmul build 6 for Fr (FP64 pipe), as N2 does for the NTT passes, instead of build 1",
+    False,
+    "2^27 h scalars 392 -> 386-388 ms: the pointwise passes (32 ms, Z6: 2 or 3 products an element) are bound by "
+    "the Fr product, which build 6 runs at 5.50e10/s against 4.45e10 (V1); ntt_msm_h -4..-6 ms a partition; "
+    "n.s. below 2^24",
+))
+register(Optimization(
     "C1", ("batch_addition",),
     "batch addition as segment sums straight over the selected key rows (no gather, digits or sort), "
     "instead of an MSM whose scalars are all 1",

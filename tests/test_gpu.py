@@ -201,11 +201,13 @@ def test_spmv_unsatisfied_names_constraint(cp):
     assert str(gpu_err.value).split(" fails")[0] == str(cpu_err.value).split(" fails")[0]
 
 
+@pytest.mark.parametrize("pointwise_b6", [False, True])
 @pytest.mark.parametrize("fused_tail", [False, True])
 @pytest.mark.parametrize("gen", [7, 5])
 @pytest.mark.parametrize("convention", ["coeff", "odd_lagrange"])
-def test_h_matches_cpu(cp, convention, gen, fused_tail):
-    """The H scalars against the CPU reference, with the last scale and bit reversal apart or fused (F1)."""
+def test_h_matches_cpu(cp, convention, gen, fused_tail, pointwise_b6):
+    """The H scalars against the CPU reference, with the last scale and bit reversal apart or fused (F1), the
+    pointwise passes on Fr build 1 or 6 (N3)."""
     from cuzk.backend.cuda import CudaBackend
     from cuzk.gpu import fr as gfr
     from cuzk.gpu.h import h_scalars
@@ -213,8 +215,36 @@ def test_h_matches_cpu(cp, convention, gen, fused_tail):
     d = Domain(10, gen)
     want = cpu_h.h_scalars(asgs[0].a, asgs[0].b, asgs[0].c, d, convention)
     dev = CudaBackend().assign(r1cs, asgs[0].inputs, asgs[0].aux, d)
-    got = gfr.download(h_scalars(dev.abc_dev.copy(), d, convention, fused_tail=fused_tail))
+    got = gfr.download(h_scalars(dev.abc_dev.copy(), d, convention, fused_tail=fused_tail, pointwise_b6=pointwise_b6))
     assert len(got) == len(want) and (got == want).all()
+
+
+@pytest.mark.parametrize("build", [(), ("CUZK_FASTMUL_VARIANT_FR=6",)])
+@pytest.mark.parametrize("log_n", [1, 5, 12])
+def test_pointwise_kernels_match_ints(cp, log_n, build):
+    """ntt.cu's pointwise kernels, on Fr build 1 and on N3's build 6, against Python ints over a batch of 3
+    random vectors: the scale by scale * base^j (natural and bit-reversed j), F1's out-of-place form, and the
+    (ab - c) f combine."""
+    from cuzk.field import R
+    from cuzk.gpu import fr as gfr
+    from cuzk.gpu import micro, ntt
+    from cuzk.gpu.loader import kernel
+    n = 1 << log_n
+    x = micro.random_fr(n, batch=3, seed=log_n + 40).reshape(3, n, 8)
+    xs = [int(v) for v in gfr.download(x)]
+    base, scale = 0x1234567 + log_n, 987654321
+    rev = [int(format(j, f"0{log_n}b")[::-1], 2) for j in range(n)]
+    for bitrev in (False, True):
+        got = [int(v) for v in gfr.download(ntt.scale_powers(x.copy(), log_n, base, scale, bitrev, build=build))]
+        e = rev if bitrev else list(range(n))
+        assert got == [xs[b * n + j] * scale * pow(base, e[j], R) % R for b in range(3) for j in range(n)]
+    got = [int(v) for v in gfr.download(ntt.scale_bit_reverse(x, log_n, base, scale, build=build))]
+    assert got == [xs[b * n + rev[j]] * scale * pow(base, j, R) % R for b in range(3) for j in range(n)]
+    f = 0xABCDEF12345 + log_n
+    q = cp.full((n, 8), 0xFFFFFFFF, dtype=cp.uint32)                      # poisoned
+    kernel("ntt", "abc_combine", build)(((n + 255) // 256,), (256,), (q, x, gfr.upload([f]), np.int64(n)))
+    got = [int(v) for v in gfr.download(q)]
+    assert got == [(xs[j] * xs[n + j] - xs[2 * n + j]) * f % R for j in range(n)]
 
 
 @pytest.mark.parametrize("log_n", [1, 5, 12])

@@ -80,6 +80,13 @@ ablate_alone() {
       --json "$OUT/ablate_$(echo "$1" | tr 'A-Z' 'a-z')_24d.json" 2>&1 | grep -A3 "^| opt"
 }
 case "$1" in
+Z12)
+  # session 10, last: N3 (the H phase's pointwise passes on Fr build 6): its GPU tests, the H steps at 2^27 with and
+  # without it, then 10 x 2^27 pipelined with the final defaults (B2, B3 on) against +N3, one key, alternated
+  timeout 120 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests/test_gpu.py \
+      -k "h_matches_cpu or pointwise or scale_bit_reverse or each_optimization" 2>&1 | tail -2
+  timeout 80 python3 tools/experiments/h_profile.py 27 --reps 2 2>&1 | grep "coeff" | cut -c1-300
+  timeout 330 python3 tools/experiments/pipeline_ab.py --rounds 2 "" "+N3" 2>&1 | grep -v "^key:" | tail -10 ;;
 Z11)
   # session 10: c = 24 (11 windows, not 12) for the 2^27 H MSM on distinct bases, against c = 22; 2^26 over c = 20, 22,
   # 24 on distinct bases (session 9's 2^26 rows used tiled bases); the affine window-size test made deterministic

@@ -42,6 +42,7 @@ VARIANTS = {
     "r8-e11": (3, KMAX + 1, 18),
 }
 R4B6_BUILD = BUILDS["ntt_reg"][0]                  # r4b6: ntt_reg built with CUZK_FASTMUL_VARIANT_FR=6
+POINTWISE_B6 = BUILDS["ntt"][0]                    # N3: ntt.cu's pointwise kernels on Fr build 6
 # variants run by kernels/ntt_dfma.cu (kernel ntt_<name>_{dif,dit}) -> shared-memory bytes per element
 DFMA_VARIANTS = {"r4d": 40, "r4m": 32}
 # The DFMA pass multiplies data by twiddles with dfma::mont_mul (x * y * 2^-260): its twiddles are in the
@@ -198,17 +199,18 @@ def bit_reverse(x, log_n: int):
     return out
 
 
-def scale_powers(x, log_n: int, base: int, scale: int = 1, bitrev: bool = False):
-    """In place: x[j] *= scale * base^j (base^bitrev(j) when bitrev)."""
+def scale_powers(x, log_n: int, base: int, scale: int = 1, bitrev: bool = False, build: tuple = ()):
+    """In place: x[j] *= scale * base^j (base^bitrev(j) when bitrev). build: ntt.cu's build (POINTWISE_B6: N3)."""
     n = 1 << log_n
     batch = x.size // (n * 8)
     lo, hi, bits = _power_tables(base % R, log_n, scale % R)
     name = "scale_bitrev_powers" if bitrev else "scale_powers"
-    kernel("ntt", name)(((n + THREADS - 1) // THREADS, batch), (THREADS,), (x, np.int32(log_n), lo, hi, np.int32(bits)))
+    kernel("ntt", name, build)(((n + THREADS - 1) // THREADS, batch), (THREADS,),
+                               (x, np.int32(log_n), lo, hi, np.int32(bits)))
     return x
 
 
-def scale_bit_reverse(x, log_n: int, base: int, scale: int = 1):
+def scale_bit_reverse(x, log_n: int, base: int, scale: int = 1, build: tuple = ()):
     """Out of place: y[bitrev(j)] = x[j] * scale * base^bitrev(j), i.e. scale_powers(x, bitrev=True) then
     bit_reverse in one pass (optimization F1)."""
     import cupy
@@ -216,8 +218,8 @@ def scale_bit_reverse(x, log_n: int, base: int, scale: int = 1):
     batch = x.size // (n * 8)
     lo, hi, bits = _power_tables(base % R, log_n, scale % R)
     out = cupy.empty_like(x)
-    kernel("ntt", "scale_bitrev_powers_out")(((n + THREADS - 1) // THREADS, batch), (THREADS,),
-                                             (out, x, np.int32(log_n), lo, hi, np.int32(bits)))
+    kernel("ntt", "scale_bitrev_powers_out", build)(((n + THREADS - 1) // THREADS, batch), (THREADS,),
+                                                    (out, x, np.int32(log_n), lo, hi, np.int32(bits)))
     return out
 
 
