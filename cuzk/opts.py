@@ -82,7 +82,7 @@ register(Optimization(
     "N3", ("ntt_msm_h",),
     "the H phase's pointwise passes (the coset scales of a, b, c and of h, the (ab - c)/Z combine) built with "
     "fastmul build 6 for Fr (FP64 pipe), as N2 does for the NTT passes, instead of build 1",
-    False,
+    True,     # on since session 10: 2^27 h scalars 408.3 -> 405.7 ms (h_profile, Z12); pipelined -1.7..-2.0 ms
     "2^27 h scalars 392 -> 386-388 ms: the pointwise passes (32 ms, Z6: 2 or 3 products an element) are bound by "
     "the Fr product, which build 6 runs at 5.50e10/s against 4.45e10 (V1); ntt_msm_h -4..-6 ms a partition; "
     "n.s. below 2^24",

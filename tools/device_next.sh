@@ -80,6 +80,10 @@ ablate_alone() {
       --json "$OUT/ablate_$(echo "$1" | tr 'A-Z' 'a-z')_24d.json" 2>&1 | grep -A3 "^| opt"
 }
 case "$1" in
+Z13)
+  # session 10, last: the whole GPU suite with the final defaults (N3, B2, B3 on)
+  timeout 220 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests --ignore=tests/test_gpu.py 2>&1 | tail -3
+  timeout 80 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests/test_gpu.py 2>&1 | tail -2 ;;
 Z12)
   # session 10, last: N3 (the H phase's pointwise passes on Fr build 6): its GPU tests, the H steps at 2^27 with and
   # without it, then 10 x 2^27 pipelined with the final defaults (B2, B3 on) against +N3, one key, alternated
