@@ -59,6 +59,12 @@
 # whole GPU suite with F1 and F2 on by default and M3's GPU tests and A/B (Z8), then U2; then the MSM pass loop's host waits
 # in the pipeline (U2's h msm spread, 0.91-1.08 s: one kernel for all round sizes, not H1's many launches); the coset
 # scale of a, b, c (18.7 ms at 2^27) folded into the iNTT's last pass.
+# Session 10: Z8 (the whole GPU suite with F1, F2; M3 x1.38 slower: removed), Z9 (W1 no change: removed; proof 0's
+# h msm slow though warm), Z10 (B3: 1.510 s a partition, on with B2), Z11 (c = 24 slower at 2^27, c = 20 stays at
+# 2^26), Z12 (N3 -2.6 ms: on; 1.514-1.522 s a partition), Z13 (the whole GPU suite with the final defaults: 721
+# passed). The pointwise passes are product-bound (no gain from folding the coset scale into the iNTT). Left for
+# session 11: the window reduction in affine batch adds (45 ms at 2^27 c = 22, ~0.9 ns an XYZZ add: ~-14 ms, and
+# it is what keeps c small), the MSM's remaining per-round reads, the NTT (#4).
 set -o pipefail
 source tools/device_setup.sh >/dev/null 2>&1
 export CUZK_CUBIN_DIR=$PWD/.cubin CUZK_CACHE_DIR=/tmp/cz
