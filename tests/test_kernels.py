@@ -174,6 +174,9 @@ def test_define_int_reads_the_experiment_defines(monkeypatch):
 # Spill bytes tolerated per module build (loader.BUILDS): (functions whose name contains this, or one of
 # these, bytes each, the reason). Every other kernel of a build must spill nothing.
 BUILD_SPILLS_ALLOWED = {
+    ("ntt", ("CUZK_FASTMUL_VARIANT_FR=6",)):
+        ("ntt_pass", 48, "N3 runs only the pointwise kernels of this build (64-69 registers, no spills); r2's "
+                         "pass, never launched from it, spills 40 B at its 64-register cap (512 threads, 2 blocks)"),
     ("ntt_reg", ("CUZK_FASTMUL_VARIANT_FR=6",)):
         ("_r", 96, "N2 (default off): r4 32-76 B at its 80-register cap (3 blocks a SM), measured faster "
                    "anyway (2^27 dif/dit 52.7/51.1 ms against 55.1/54.6, docs/perf-log.md session 4); "
