@@ -134,6 +134,33 @@ extern "C" __global__ void scale_powers(uint32_t* data, int log_n, const uint32_
     (fr_t::load(p) * twiddle(tw_lo, tw_hi, bits, (unsigned long long)j)).store(p);
 }
 
+// H2: x[bitrev(j)] = data[j] * P(bitrev(j)) - sub[j] * k (out of place): F1's pass, less k times C's coefficients
+// (the H phase without C's coset NTT: h = iNTT_coset(a b f) - f C).
+extern "C" __global__ void scale_bitrev_powers_sub_out(uint32_t* out, const uint32_t* data, const uint32_t* sub,
+                                                       const uint32_t* k, int log_n, const uint32_t* __restrict__ tw_lo,
+                                                       const uint32_t* __restrict__ tw_hi, int bits) {
+    const long long n = 1ll << log_n;
+    const long long j = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (j >= n) return;
+    const unsigned long long e = __brevll((unsigned long long)j) >> (64 - log_n);
+    (fr_t::load(data + j * FR_W) * twiddle(tw_lo, tw_hi, bits, e) - fr_t::load(sub + j * FR_W) * fr_t::load(k))
+        .store(out + (long long)e * FR_W);
+}
+
+// H2 without F1: x[j] -= y[j] * k over n elements, in place.
+extern "C" __global__ void sub_scaled(uint32_t* x, const uint32_t* y, const uint32_t* k, long long n) {
+    const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    (fr_t::load(x + i * FR_W) - fr_t::load(y + i * FR_W) * fr_t::load(k)).store(x + i * FR_W);
+}
+
+// H2: q = a * b * f over n elements; ab holds a | b (each n elements).
+extern "C" __global__ void ab_combine(uint32_t* q, const uint32_t* ab, const uint32_t* f, long long n) {
+    const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    (fr_t::load(ab + i * FR_W) * fr_t::load(ab + (n + i) * FR_W) * fr_t::load(f)).store(q + i * FR_W);
+}
+
 // q = (a * b - c) * f over n elements; abc holds a | b | c (each n elements).
 extern "C" __global__ void abc_combine(uint32_t* q, const uint32_t* abc, const uint32_t* f, long long n) {
     const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;

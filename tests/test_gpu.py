@@ -201,13 +201,14 @@ def test_spmv_unsatisfied_names_constraint(cp):
     assert str(gpu_err.value).split(" fails")[0] == str(cpu_err.value).split(" fails")[0]
 
 
+@pytest.mark.parametrize("skip_c", [False, True])
 @pytest.mark.parametrize("pointwise_b6", [False, True])
 @pytest.mark.parametrize("fused_tail", [False, True])
 @pytest.mark.parametrize("gen", [7, 5])
 @pytest.mark.parametrize("convention", ["coeff", "odd_lagrange"])
-def test_h_matches_cpu(cp, convention, gen, fused_tail, pointwise_b6):
+def test_h_matches_cpu(cp, convention, gen, fused_tail, pointwise_b6, skip_c):
     """The H scalars against the CPU reference, with the last scale and bit reversal apart or fused (F1), the
-    pointwise passes on Fr build 1 or 6 (N3)."""
+    pointwise passes on Fr build 1 or 6 (N3), with or without C's coset NTT (H2; coeff only)."""
     from cuzk.backend.cuda import CudaBackend
     from cuzk.gpu import fr as gfr
     from cuzk.gpu.h import h_scalars
@@ -215,16 +216,33 @@ def test_h_matches_cpu(cp, convention, gen, fused_tail, pointwise_b6):
     d = Domain(10, gen)
     want = cpu_h.h_scalars(asgs[0].a, asgs[0].b, asgs[0].c, d, convention)
     dev = CudaBackend().assign(r1cs, asgs[0].inputs, asgs[0].aux, d)
-    got = gfr.download(h_scalars(dev.abc_dev.copy(), d, convention, fused_tail=fused_tail, pointwise_b6=pointwise_b6))
+    got = gfr.download(h_scalars(dev.abc_dev.copy(), d, convention, fused_tail=fused_tail, pointwise_b6=pointwise_b6,
+                                 skip_c=skip_c))
     assert len(got) == len(want) and (got == want).all()
+
+
+@pytest.mark.parametrize("fused_tail", [False, True])
+@pytest.mark.parametrize("log_n", [4, 11])
+def test_h2_same_h_on_random_abc(cp, log_n, fused_tail):
+    """H2 gives the seven-NTT path's h word for word on fresh random a, b, c that satisfy no QAP (the degree
+    check off), and raises the same degree error on them with the check on."""
+    from cuzk.gpu import micro
+    from cuzk.gpu.h import h_scalars
+    d = Domain(log_n, 7)
+    abc = micro.random_fr(d.n, batch=3, seed=log_n + 70).reshape(3, d.n, 8)
+    want = h_scalars(abc.copy(), d, "coeff", check=False, fused_tail=fused_tail)
+    got = h_scalars(abc.copy(), d, "coeff", check=False, fused_tail=fused_tail, skip_c=True)
+    assert cp.array_equal(got, want)
+    with pytest.raises(ArithmeticError, match="degree n - 1"):
+        h_scalars(abc.copy(), d, "coeff", fused_tail=fused_tail, skip_c=True)
 
 
 @pytest.mark.parametrize("build", [(), ("CUZK_FASTMUL_VARIANT_FR=6",)])
 @pytest.mark.parametrize("log_n", [1, 5, 12])
 def test_pointwise_kernels_match_ints(cp, log_n, build):
     """ntt.cu's pointwise kernels, on Fr build 1 and on N3's build 6, against Python ints over a batch of 3
-    random vectors: the scale by scale * base^j (natural and bit-reversed j), F1's out-of-place form, and the
-    (ab - c) f combine."""
+    random vectors: the scale by scale * base^j (natural and bit-reversed j), F1's out-of-place form, the
+    (ab - c) f combine, and H2's kernels (the ab f combine, F1's pass less k * sub, x - k y)."""
     from cuzk.field import R
     from cuzk.gpu import fr as gfr
     from cuzk.gpu import micro, ntt
@@ -245,6 +263,14 @@ def test_pointwise_kernels_match_ints(cp, log_n, build):
     kernel("ntt", "abc_combine", build)(((n + 255) // 256,), (256,), (q, x, gfr.upload([f]), np.int64(n)))
     got = [int(v) for v in gfr.download(q)]
     assert got == [(xs[j] * xs[n + j] - xs[2 * n + j]) * f % R for j in range(n)]
+    q = cp.full((n, 8), 0xFFFFFFFF, dtype=cp.uint32)                      # H2's combine
+    kernel("ntt", "ab_combine", build)(((n + 255) // 256,), (256,), (q, x, gfr.upload([f]), np.int64(n)))
+    got = [int(v) for v in gfr.download(q)]
+    assert got == [xs[j] * xs[n + j] * f % R for j in range(n)]
+    got = [int(v) for v in gfr.download(ntt.scale_bit_reverse_sub(x[0], log_n, base, scale, x[2], f, build=build))]
+    assert got == [(xs[rev[j]] * scale * pow(base, j, R) - xs[2 * n + rev[j]] * f) % R for j in range(n)]
+    got = [int(v) for v in gfr.download(ntt.sub_scaled(x[0].copy(), x[1], f, build=build))]
+    assert got == [(xs[j] - xs[n + j] * f) % R for j in range(n)]
 
 
 @pytest.mark.parametrize("log_n", [1, 5, 12])

@@ -86,6 +86,12 @@ ablate_alone() {
       --json "$OUT/ablate_$(echo "$1" | tr 'A-Z' 'a-z')_24d.json" 2>&1 | grep -A3 "^| opt"
 }
 case "$1" in
+Z14)
+  # session 10, last (~200 s left): H2's GPU tests (h against the CPU with and without it, its kernels against
+  # Python ints, the same h on random a, b, c, a proof with H2 alone), then the H phase's steps at 2^27
+  timeout 90 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests/test_gpu.py \
+      -k "h_matches_cpu or pointwise or h2 or (each_optimization and H2)" 2>&1 | tail -2
+  timeout 70 python3 tools/experiments/h_profile.py 27 --reps 2 2>&1 | grep "coeff F1 N3" | cut -c1-320 ;;
 Z13)
   # session 10, last: the whole GPU suite with the final defaults (N3, B2, B3 on)
   timeout 220 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests --ignore=tests/test_gpu.py 2>&1 | tail -3

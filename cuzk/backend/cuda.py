@@ -234,7 +234,7 @@ class CudaBackend(CpuBackend):
             with circuit(i, label="h scalars"):          # sub-steps: device time of each in the bench report
                 h = gh.h_scalars(self._abc(asg, kh.domain.n), kh.domain, kh.pk.convention,
                                  variant=ntt_variant(self.opts), fused_tail=self.opts.enabled("F1"),
-                                 pointwise_b6=self.opts.enabled("N3"))
+                                 pointwise_b6=self.opts.enabled("N3"), skip_c=self.opts.enabled("H2"))
                 h = cupy.ascontiguousarray(h)
             with circuit(i, label="h msm"):
                 out.append(gmsm.msm_g1(hb.limbs, hb.inf, h, _window(kh, h, self.opts), **msm_kw(self.opts, 1)))

@@ -223,6 +223,33 @@ def scale_bit_reverse(x, log_n: int, base: int, scale: int = 1, build: tuple = (
     return out
 
 
+def scale_bit_reverse_sub(x, log_n: int, base: int, scale: int, sub, k: int, build: tuple = ()):
+    """Out of place, one vector: y[bitrev(j)] = x[j] * scale * base^bitrev(j) - sub[j] * k (scale_bit_reverse
+    less k * sub, optimization H2's last pass)."""
+    import cupy
+    from .fr import upload
+    n = 1 << log_n
+    if x.size != n * 8 or sub.size != n * 8:
+        raise ValueError(f"scale_bit_reverse_sub takes one vector of 2^{log_n} elements and its sub")
+    lo, hi, bits = _power_tables(base % R, log_n, scale % R)
+    out = cupy.empty_like(x)
+    kernel("ntt", "scale_bitrev_powers_sub_out", build)(((n + THREADS - 1) // THREADS,), (THREADS,),
+                                                        (out, x, sub, upload([k % R]), np.int32(log_n), lo, hi,
+                                                         np.int32(bits)))
+    return out
+
+
+def sub_scaled(x, y, k: int, build: tuple = ()):
+    """In place: x[j] -= y[j] * k (H2 without F1)."""
+    from .fr import upload
+    n = x.size // 8
+    if y.size != x.size:
+        raise ValueError(f"sub_scaled: x has {n} elements, y {y.size // 8}")
+    kernel("ntt", "sub_scaled", build)(((n + THREADS - 1) // THREADS,), (THREADS,),
+                                       (x, y, upload([k % R]), np.int64(n)))
+    return x
+
+
 def ntt(x, log_n: int, generator: int = 7):
     """Natural -> natural forward NTT (out of place)."""
     return bit_reverse(dif(x.copy(), log_n, generator), log_n)
