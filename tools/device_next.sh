@@ -65,6 +65,10 @@
 # passed). The pointwise passes are product-bound (no gain from folding the coset scale into the iNTT). Left for
 # session 11: the window reduction in affine batch adds (45 ms at 2^27 c = 22, ~0.9 ns an XYZZ add: ~-14 ms, and
 # it is what keeps c small), the MSM's remaining per-round reads, the NTT (#4).
+# Then Z14: H2 (no coset NTT of C: six NTTs) passed its 43 GPU tests and took 2^27's h scalars 408.7 -> 353.4 ms; on
+# by default. Its 10 x 2^27 pipeline run (one round, on the warm machine) was cut by the session's last device
+# seconds before the ten proofs ended (no figure, no error shown). Session 11, first: Z15 (the whole GPU suite with
+# H2 on by default, then the 10 x 2^27 pipeline with H2 against -H2: issue 7's figure, estimated ~1.46 s).
 set -o pipefail
 source tools/device_setup.sh >/dev/null 2>&1
 export CUZK_CUBIN_DIR=$PWD/.cubin CUZK_CACHE_DIR=/tmp/cz
@@ -86,6 +90,12 @@ ablate_alone() {
       --json "$OUT/ablate_$(echo "$1" | tr 'A-Z' 'a-z')_24d.json" 2>&1 | grep -A3 "^| opt"
 }
 case "$1" in
+Z15)
+  # session 11, first: the whole GPU suite with H2 on by default; then 10 x 2^27 pipelined, H2 against -H2 (one
+  # key, alternated; Z14's single run was cut by the device budget before its proofs ended)
+  timeout 200 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests --ignore=tests/test_gpu.py 2>&1 | tail -3
+  timeout 80 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests/test_gpu.py 2>&1 | tail -2
+  timeout 300 python3 tools/experiments/pipeline_ab.py --rounds 2 "" "-H2" 2>&1 | grep -v "^key:" | tail -12 ;;
 Z14)
   # session 10, last (~200 s left): H2's GPU tests (h against the CPU with and without it, its kernels against
   # Python ints, the same h on random a, b, c, a proof with H2 alone), then the H phase's steps at 2^27
