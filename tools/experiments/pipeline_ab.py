@@ -58,9 +58,11 @@ def main() -> int:
     print(f"circuit and key: {time.perf_counter() - t0:.1f} s", flush=True)
     jobs = [Job(args.circuit, args.log_size, s, tuple(range(1, args.circuits + 1)), not gpu,
                 witness_limbs=gpu) for s in sets]
-    for prover, job in zip(provers, jobs):
+    for spec, prover, job in zip(args.specs, provers, jobs):
+        t0 = time.perf_counter()
         proof, public = warm_up(prover, r1cs, job)
         assert verify(vk, public, proof), "the warm-up proof does not verify"
+        print(f"warm-up ({spec or 'defaults'}): {time.perf_counter() - t0:.1f} s", flush=True)
     workers = plan_workers(args.circuits, args.circuit, pk.log_n, args.depth, limbs=gpu, host_assign=not gpu,
                            shm_free=shm_free_bytes())["workers"]
     print(f"{workers} process workers, depth {args.depth}", flush=True)
