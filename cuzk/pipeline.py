@@ -444,7 +444,10 @@ def run_pipelined(prover, r1cs, job: Job, workers: int, depth: int, pool: str = 
                 item = (i, w, res, step.now(), None)
             except BaseException as e:          # handed to the prover, which raises it
                 item = (i, w, None, step.now(), e)
-            if not _put(q, item, stop) or item[4] is not None:
+            if not _put(q, item, stop):
+                _discard(item)                  # the run stopped: nobody takes it
+                return
+            if item[4] is not None:
                 return
 
     threads = [threading.Thread(target=work, args=(w,), name=f"cuzk-pipe-{w}", daemon=True)
@@ -470,23 +473,47 @@ def run_pipelined(prover, r1cs, job: Job, workers: int, depth: int, pool: str = 
             payload, t0, t1 = res
             run = CircuitRun(i, job.seeds[i], w, t0 - timer.origin, t1 - timer.origin, ready, taken)
             timer.add_circuit_span("synthesis", i, t0, t1, label="witness")
-            proofs[i], publics[i] = step.prove(run, payload)
+            try:
+                proofs[i], publics[i] = step.prove(run, payload)
+            except BaseException:
+                _discard((i, w, res, ready, err))       # its blocks, if the proof failed before taking them
+                raise
             runs[i] = run
             del payload, res
         wall = step.now()
     finally:
         stop.set()
-        while True:                         # unblock workers waiting on a full queue
-            try:
-                q.get_nowait()
-            except queue.Empty:
-                break
+        _drain(q)                           # unblock workers waiting on a full queue
         for t in threads:
             if t.is_alive():
                 t.join()
+        _drain(q)                           # what a worker put while the first drain ran
         if executor is not None:
             executor.shutdown(wait=True, cancel_futures=True)
     return RunResult("pipelined", wall, runs, proofs, publics, timer.as_dict(), workers, depth, pool)
+
+
+def _discard(item) -> None:
+    """Remove the /dev/shm blocks of a queue item that will never be proved (a run that stopped early):
+    a worker's witness (Shared) or a packed witness's arrays (B3)."""
+    res = item[2]
+    if res is None or not isinstance(res[0], tuple):
+        return
+    for x in res[0]:
+        for part in ((x.bits, x.idx, x.vals) if isinstance(x, PackedWitness) else (x,)):
+            if isinstance(part, Shared):
+                try:
+                    part.discard()
+                except FileNotFoundError:       # already taken
+                    pass
+
+
+def _drain(q: queue.Queue) -> None:
+    while True:
+        try:
+            _discard(q.get_nowait())
+        except queue.Empty:
+            return
 
 
 def warm_up(prover, r1cs, job: Job, seed: int | None = None) -> tuple:

@@ -350,6 +350,42 @@ def test_pipeline_hands_the_witness_over_packed_with_b2(pool):
     assert _shm_names() <= before
 
 
+def test_a_run_that_stops_early_leaves_no_shared_block(monkeypatch):
+    """Process workers hand 2^16 witnesses over in /dev/shm. The prover fails on the first one before mapping
+    it; that witness's block, those queued and those of witnesses still being made are all removed, and the
+    error is the prover's."""
+    import types
+    import cuzk.pipeline as pl
+    opts = resolve("none", env=False)
+    before = _shm_names()
+    taken = []
+
+    def failing(payload):
+        taken.append(payload)
+        raise RuntimeError("injected: the device is gone")
+    monkeypatch.setattr(pl, "_unshare", failing)
+    prover = types.SimpleNamespace(backend=LimbAuxBackend(opts))
+    job = Job("porep_partition", 16, opts, (1, 2, 3, 4, 5), False, witness_limbs=True)
+    with pytest.raises(RuntimeError, match="injected"):
+        run_pipelined(prover, types.SimpleNamespace(qap_rows=1 << 16), job, 2, 2, "process")
+    assert len(taken) == 1 and isinstance(taken[0][1], pl.Shared)
+    assert _shm_names() <= before
+
+
+def test_discard_removes_a_packed_witness_blocks(monkeypatch):
+    """B3's packed arrays in /dev/shm are removed when their item is dropped, and a block already taken is
+    skipped."""
+    import cuzk.pipeline as pl
+    monkeypatch.setattr(pl, "SHARE_MIN_BYTES", 1)
+    before = _shm_names()
+    payload, t0, t1 = pl.synth_one("porep_partition", 12, resolve("none,+B2,+B3", env=False), 5, False, True,
+                                   share=True)
+    assert len(_shm_names() - before) == 3
+    payload[1].bits.take()[1].close()                       # one taken (mapped and unlinked) already
+    pl._discard((0, 0, (payload, t0, t1), 0.0, None))
+    assert _shm_names() <= before
+
+
 def test_synth_one_writes_the_witness_into_shared_memory():
     from cuzk.circuits import porep_partition as pp
     from cuzk.pipeline import Shared, _unshare, synth_one
