@@ -703,6 +703,15 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _exit_on_sigterm() -> None:
+    """SIGTERM (a timeout, a job scheduler) becomes SystemExit(143) in the main thread, so finally blocks
+    run: a pipeline removes its /dev/shm witnesses and stops its workers, and no partial output is left."""
+    import signal
+    import threading
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+
+
 def main(argv=None) -> int:
     from .backend import BackendError
     from .curve import PointError
@@ -710,6 +719,8 @@ def main(argv=None) -> int:
     from .opts import OptError
     from .r1cs import UnsatisfiedError
 
+    if argv is None:                 # the program itself (not a caller's argv)
+        _exit_on_sigterm()
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["micro"]:
         from .micro import main as micro_main      # pyperf owns the command line there

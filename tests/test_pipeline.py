@@ -260,6 +260,44 @@ def test_cuda_pipeline_verifies_with_gpu_clock(pool, circuit, opt, tmp_path, cap
             assert c["device_spans"][0]["phase"] == "synthesis" and c["device_start_s"] < c["device_stop_s"]
 
 
+def test_sigterm_stops_a_pipeline_cleanly(tmp_path):
+    """`cuzk bench --pipeline` killed by SIGTERM mid-run exits 143 through its cleanup: no JSON written, no
+    /dev/shm block left, no worker process left behind."""
+    import os
+    import signal
+    js = tmp_path / "run.json"
+    before = _shm_names()
+    p = subprocess.Popen([sys.executable, "-m", "cuzk", "bench", "--backend", "cpu", "--log-size", str(LOG),
+                          "--circuits", "1000", "--pipeline", "--json", str(js)],
+                         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        for line in p.stderr:                              # the run starts after this line
+            if line.startswith("pipeline:"):
+                break
+        time.sleep(1.0)
+        workers = [int(x) for x in subprocess.run(["pgrep", "-P", str(p.pid)], capture_output=True,
+                                                   text=True).stdout.split()]
+        p.send_signal(signal.SIGTERM)
+        _, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 128 + signal.SIGTERM, err
+    assert not js.exists() and _shm_names() <= before
+    assert workers                                          # the process pool was running
+
+    def alive(pid):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"     # a zombie is gone but unreaped
+    deadline = time.time() + 10                             # the resource tracker exits when its pipe closes
+    while any(alive(x) for x in workers) and time.time() < deadline:
+        time.sleep(0.1)
+    assert not [x for x in workers if alive(x)]
+
+
 def test_shared_memory_handoff_roundtrip():
     from cuzk.pipeline import Shared, _shared, _unshare
     rng = np.random.default_rng(5)
