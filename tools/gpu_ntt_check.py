@@ -70,7 +70,7 @@ for L in (20, 24, 27):
     x = micro.random_fr(1 << L, seed=L)
     for v in VARS:
         for name, fn in (("dif", G.dif), ("dit", G.dit)):
-            times[v, name, L] = median_ms(lambda: fn(x, L, 7, variant=v))
+            times[v, name, L] = median_ms(lambda x=x, fn=fn, v=v, L=L: fn(x, L, 7, variant=v))
             print(f"{v:<8} {name} 2^{L}: {times[v, name, L]:.2f} ms", flush=True)
     del x
 
@@ -156,7 +156,7 @@ for V in (() if SKIP_MUL else (1, 2, 3, 4)):
 for key, ok in [*eq27.items(), *eq16.items(), *mul_ok.items()]:
     if not ok:
         bad.append(f"mismatch {key}")
-print(f"\nNTT (ms, median of 10; '=r2' output equal to r2's at 2^27, '=cpu' to the CPU reference at 2^16)")
+print("\nNTT (ms, median of 10; '=r2' output equal to r2's at 2^27, '=cpu' to the CPU reference at 2^16)")
 print(f"{'variant':<9}" + "".join(f"{n + ' 2^' + str(L):>12}" for L in (20, 24, 27) for n in ("dif", "dit")) + "  =r2 dif/dit  =cpu")
 for v in VARS:
     print(f"{v:<9}" + "".join(f"{times[v, n, L]:12.2f}" for L in (20, 24, 27) for n in ("dif", "dit"))
