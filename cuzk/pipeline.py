@@ -517,16 +517,11 @@ def _drain(q: queue.Queue) -> None:
 
 
 def warm_up(prover, r1cs, job: Job, seed: int | None = None) -> tuple:
-    """(proof, public) of one circuit proved untimed along the pipelined path: the same hand-off
-    (B2's packed witness), device assign and in-place a, b, c (F2), so the first timed proof finds
+    """(proof, public) of one circuit proved untimed along the pipelined path (run_sequential's: the same
+    hand-off, B2's packed witness, device assign and in-place a, b, c, F2), so the first timed proof finds
     every kernel, table and pool block of that path already made."""
-    seed = job.seeds[0] if seed is None else seed
-    timer = PhaseTimer(device=prover.backend.timer_device())
-    step = _Proving(prover, r1cs, job, timer)
-    payload, t0, t1 = synth_one(job.name, job.log_size, job.opts, seed, job.host_assign, job.witness_limbs,
-                                r1cs=r1cs)
-    ready = step.now()
-    return step.prove(CircuitRun(-1, seed, None, t0 - timer.origin, t1 - timer.origin, ready, ready), payload)
+    res = run_sequential(prover, r1cs, replace(job, seeds=(job.seeds[0] if seed is None else seed,)))
+    return res.proofs[0], res.publics[0]
 
 
 def run_sequential(prover, r1cs, job: Job) -> RunResult:
