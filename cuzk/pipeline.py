@@ -165,9 +165,12 @@ class Shared:
         return out
 
     def discard(self) -> None:
-        """Remove the block unread (a hand-off that failed)."""
+        """Remove the block unread (a hand-off that failed); nothing if it was taken already."""
         from multiprocessing import shared_memory
-        shm = shared_memory.SharedMemory(name=self.name)
+        try:
+            shm = shared_memory.SharedMemory(name=self.name)
+        except FileNotFoundError:
+            return
         shm.unlink()
         shm.close()
 
@@ -186,36 +189,46 @@ def _shared(a, share: bool):
         and a.nbytes >= SHARE_MIN_BYTES and shm_room(a.nbytes) else a
 
 
-def _shared_packed(pw: PackedWitness, share: bool) -> PackedWitness:
+def _parts(x, fn):
+    """x with fn applied to it, or to each of a packed witness's arrays (which B3 shares one by one)."""
+    if isinstance(x, PackedWitness):
+        return replace(x, bits=fn(x.bits), idx=fn(x.idx), vals=fn(x.vals))
+    return fn(x)
+
+
+def _discard_shared(x):
+    if isinstance(x, Shared):
+        x.discard()
+    return x
+
+
+def _shared_packed(pw: PackedWitness) -> PackedWitness:
     """B3: a packed witness whose large arrays wait in Shared blocks (not pickled through the pool's pipe);
     on a failure, the blocks already made are removed."""
-    parts: dict = {}
+    made: list = []
+
+    def share(a):
+        made.append(_shared(a, True))
+        return made[-1]
     try:
-        for k in ("bits", "idx", "vals"):
-            parts[k] = _shared(getattr(pw, k), share)
-        return replace(pw, **parts)
+        return _parts(pw, share)
     except BaseException:
-        for x in parts.values():
-            if isinstance(x, Shared):
-                x.discard()
+        for x in made:
+            _discard_shared(x)
         raise
 
 
 def _unshare(payload):
     """(inputs, aux, limbs) with Shared parts mapped (a packed witness's too), and the blocks to close
     after the proof."""
-    blocks, out = [], []
+    blocks = []
 
     def take(x):
         if isinstance(x, Shared):
             x, shm = x.take()
             blocks.append(shm)
         return x
-    for x in payload:
-        if isinstance(x, PackedWitness):
-            x = replace(x, bits=take(x.bits), idx=take(x.idx), vals=take(x.vals))
-        out.append(take(x))
-    return tuple(out), blocks
+    return tuple(_parts(x, take) for x in payload), blocks
 
 
 class _ShmAlloc:
@@ -300,7 +313,7 @@ def synth_one(name: str, log_size: int, opts, seed: int, host_assign: bool, witn
             pw = pack(limbs[len(inputs):]) if packs else None
             payload = (inputs, pw, None) if pw is not None else tuple(_shared(x, share) for x in (inputs, aux, limbs))
         if packed_shared and isinstance(payload[1], PackedWitness):
-            payload = (payload[0], _shared_packed(payload[1], True), None)
+            payload = (payload[0], _shared_packed(payload[1]), None)
     except BaseException:
         if alloc is not None:
             alloc.close(unlink=True)
@@ -497,15 +510,9 @@ def _discard(item) -> None:
     """Remove the /dev/shm blocks of a queue item that will never be proved (a run that stopped early):
     a worker's witness (Shared) or a packed witness's arrays (B3)."""
     res = item[2]
-    if res is None or not isinstance(res[0], tuple):
-        return
-    for x in res[0]:
-        for part in ((x.bits, x.idx, x.vals) if isinstance(x, PackedWitness) else (x,)):
-            if isinstance(part, Shared):
-                try:
-                    part.discard()
-                except FileNotFoundError:       # already taken
-                    pass
+    if res is not None and isinstance(res[0], tuple):
+        for x in res[0]:
+            _parts(x, _discard_shared)
 
 
 def _drain(q: queue.Queue) -> None:
