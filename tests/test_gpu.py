@@ -267,7 +267,7 @@ def test_pointwise_kernels_match_ints(cp, log_n, build):
     kernel("ntt", "ab_combine", build)(((n + 255) // 256,), (256,), (q, x, gfr.upload([f]), np.int64(n)))
     got = [int(v) for v in gfr.download(q)]
     assert got == [xs[j] * xs[n + j] * f % R for j in range(n)]
-    got = [int(v) for v in gfr.download(ntt.scale_bit_reverse_sub(x[0], log_n, base, scale, x[2], f, build=build))]
+    got = [int(v) for v in gfr.download(ntt.scale_bit_reverse(x[0], log_n, base, scale, build=build, sub=x[2], k=f))]
     assert got == [(xs[rev[j]] * scale * pow(base, j, R) - xs[2 * n + rev[j]] * f) % R for j in range(n)]
     got = [int(v) for v in gfr.download(ntt.sub_scaled(x[0].copy(), x[1], f, build=build))]
     assert got == [(xs[j] - xs[n + j] * f) % R for j in range(n)]

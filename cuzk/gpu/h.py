@@ -62,7 +62,7 @@ def h_scalars(abc, domain: Domain, convention: str, check: bool = True, variant:
     mark("iNTT h")
     sub = factor * ninv                                      # f C = (f / n) (n C) for H2
     if fused_tail and skip_c:
-        h = ntt.scale_bit_reverse_sub(q, L, pow(shift, -1, R), ninv, abc[2], sub, build=pw)
+        h = ntt.scale_bit_reverse(q, L, pow(shift, -1, R), ninv, build=pw, sub=abc[2], k=sub)
         mark("coset scale, - f C and bit reverse h")
     elif fused_tail:
         h = ntt.scale_bit_reverse(q, L, pow(shift, -1, R), ninv, build=pw)

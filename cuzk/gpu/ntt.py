@@ -210,32 +210,23 @@ def scale_powers(x, log_n: int, base: int, scale: int = 1, bitrev: bool = False,
     return x
 
 
-def scale_bit_reverse(x, log_n: int, base: int, scale: int = 1, build: tuple = ()):
+def scale_bit_reverse(x, log_n: int, base: int, scale: int = 1, build: tuple = (), sub=None, k: int = 0):
     """Out of place: y[bitrev(j)] = x[j] * scale * base^bitrev(j), i.e. scale_powers(x, bitrev=True) then
-    bit_reverse in one pass (optimization F1)."""
+    bit_reverse in one pass (optimization F1). With `sub` (one vector of n, as x): less sub[j] * k (H2's last
+    pass)."""
     import cupy
     n = 1 << log_n
     batch = x.size // (n * 8)
     lo, hi, bits = _power_tables(base % R, log_n, scale % R)
     out = cupy.empty_like(x)
-    kernel("ntt", "scale_bitrev_powers_out", build)(((n + THREADS - 1) // THREADS, batch), (THREADS,),
-                                                    (out, x, np.int32(log_n), lo, hi, np.int32(bits)))
-    return out
-
-
-def scale_bit_reverse_sub(x, log_n: int, base: int, scale: int, sub, k: int, build: tuple = ()):
-    """Out of place, one vector: y[bitrev(j)] = x[j] * scale * base^bitrev(j) - sub[j] * k (scale_bit_reverse
-    less k * sub, optimization H2's last pass)."""
-    import cupy
+    grid, tail = ((n + THREADS - 1) // THREADS, batch), (np.int32(log_n), lo, hi, np.int32(bits))
+    if sub is None:
+        kernel("ntt", "scale_bitrev_powers_out", build)(grid, (THREADS,), (out, x, *tail))
+        return out
     from .fr import upload
-    n = 1 << log_n
-    if x.size != n * 8 or sub.size != n * 8:
-        raise ValueError(f"scale_bit_reverse_sub takes one vector of 2^{log_n} elements and its sub")
-    lo, hi, bits = _power_tables(base % R, log_n, scale % R)
-    out = cupy.empty_like(x)
-    kernel("ntt", "scale_bitrev_powers_sub_out", build)(((n + THREADS - 1) // THREADS,), (THREADS,),
-                                                        (out, x, sub, upload([k % R]), np.int32(log_n), lo, hi,
-                                                         np.int32(bits)))
+    if batch != 1 or sub.size != x.size:
+        raise ValueError(f"scale_bit_reverse with sub takes one vector of 2^{log_n} elements and a sub as large")
+    kernel("ntt", "scale_bitrev_powers_sub_out", build)(grid, (THREADS,), (out, x, sub, upload([k % R]), *tail))
     return out
 
 
