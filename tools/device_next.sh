@@ -95,7 +95,7 @@ Z15)
   # key, alternated; Z14's single run was cut by the device budget before its proofs ended)
   timeout 200 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests --ignore=tests/test_gpu.py 2>&1 | tail -3
   timeout 80 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests/test_gpu.py 2>&1 | tail -2
-  timeout 300 python3 tools/experiments/pipeline_ab.py --rounds 2 "" "-H2" 2>&1 | grep -v "^key:" | tail -12 ;;
+  timeout 300 python3 tools/experiments/pipeline_ab.py --rounds 2 -- "" "-H2" 2>&1 | grep -v "^key:" | tail -12 ;;
 Z14)
   # session 10, last (~200 s left): H2's GPU tests (h against the CPU with and without it, its kernels against
   # Python ints, the same h on random a, b, c, a proof with H2 alone), then the H phase's steps at 2^27

@@ -4,7 +4,8 @@ opt set (each with its own backend), one untimed warm-up proof per set along the
 
     python3 tools/experiments/pipeline_ab.py [--log-size 27] [--circuits 10] [--rounds 2] SPEC [SPEC ...]
 
-A SPEC is applied on top of the defaults and CUZK_OPT (e.g. "+B2" "+B2,+W1"). One row per run: the wall, the
+A SPEC is applied on top of the defaults and CUZK_OPT (e.g. "+B2" "+B2,+W1"). Put `--` before specs that start
+with "-" (`--rounds 2 -- "" "-H2"`), or argparse reads them as options. One row per run: the wall, the
 prove phases per partition (prep_msm + ntt_msm_h + batch_addition + tail_msm + b_g2, device time, mean), each
 prove phase's mean, the h msm step's median / mean / max, and whether every proof verified.
 """
