@@ -234,15 +234,16 @@ def _cases(group, rng):
     return pairs
 
 
-KERNEL_SETS = [(), ("S1",), ("L1",), ("S1", "L1"), ("I1",), ("S1", "L1", "I1"), ("I1", "I2"), ("S1", "L1", "I1", "I2")]
+KERNEL_SETS = [(), ("S1",), ("L1",), ("S1", "L1"), ("I1",), ("S1", "L1", "I1"), ("I1", "I2"), ("S1", "L1", "I1", "I2"),
+               ("K1",), ("S1", "L1", "I1", "I2", "K1")]
 
 
 @pytest.mark.parametrize("kind", ["random", *EDGE_KINDS])
 @pytest.mark.parametrize("group", [1, 2])
 def test_kernel_opts_same_window_sums(cp, group, kind):
     """S1 (the kernels built with the dedicated squaring), L1 (affine rounds with products left < 2p), I1 (the
-    products called, not inlined) and I2 (I1's callee on Fp build 3), alone and together, give the default kernels'
-    window sums word for word (XYZZ words of a fresh MSM each) and
+    products called, not inlined), I2 (I1's callee on Fp build 3) and K1 (the keys sorted by their bucket bits
+    alone), alone and together, give the default kernels' window sums word for word (XYZZ words of a fresh MSM each) and
     arkworks' MSM; G1 in XYZZ and with affine rounds forced (lambda^2 and the block inversions square, the lazy
     products feed them), G2 in XYZZ."""
     from cuzk.gpu.msm import fold_windows, msm_windows

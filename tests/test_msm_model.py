@@ -253,6 +253,16 @@ class ModelKernels:
         return keys
 
     @staticmethod
+    def sort(keys, nb):
+        """K1's sort: stable, by the bits plan.sort_bits names alone; every model run checks that this is the
+        full sort's order (ZERO_KEY last, a bucket's keys by index)."""
+        lo, hi = plan.sort_bits(nb)
+        field = (keys >> np.uint64(lo)) & np.uint64((1 << (hi - lo)) - 1)
+        out = keys[np.argsort(field, kind="stable")]
+        assert np.array_equal(out, np.sort(keys))
+        return out
+
+    @staticmethod
     def _range(j, seg_bucket, seg_first, offsets, S):
         b = int(seg_bucket[j])
         start = int(offsets[b]) + (j - int(seg_first[b])) * S

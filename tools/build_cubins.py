@@ -4,7 +4,7 @@
 
 Useful where NVRTC compiles are slow (the G2 MSM takes minutes) or on machines that are
 started fresh for each job. The file names carry a hash of the sources, so a stale cubin
-is never used.
+is never used. It also builds K1's shared library (kernels/host/cub_sort.cu: cuzk/gpu/cub_sort.py).
 """
 import argparse
 import os
@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from cuzk.gpu import loader  # noqa: E402
+from cuzk.gpu import cub_sort, loader  # noqa: E402
 
 
 def main() -> int:
@@ -45,10 +45,22 @@ def main() -> int:
         tmp.rename(dst)
         return label, "built"
 
+    def build_shim(_):
+        dst = cub_sort.library_path(args.arch)
+        if dst.exists():
+            return cub_sort.SOURCE, "cached"
+        try:
+            cub_sort.build(args.arch, dst)
+        except cub_sort.SortUnavailable as e:
+            return cub_sort.SOURCE, f"FAILED\n{e}"
+        return cub_sort.SOURCE, "built"
+
+    failed = False
     with ThreadPoolExecutor(args.jobs) as ex:
-        for label, status in ex.map(build, jobs):
+        for label, status in ex.map(lambda j: build_shim(j) if j is None else build(j), [None, *jobs]):
             print(f"{label}: {status}")
-    return 0
+            failed |= status.startswith("FAILED")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

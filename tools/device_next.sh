@@ -69,6 +69,8 @@
 # by default. Its 10 x 2^27 pipeline run (one round, on the warm machine) was cut by the session's last device
 # seconds before the ten proofs ended (no figure, no error shown). Session 11, first: Z15 (the whole GPU suite with
 # H2 on by default, then the 10 x 2^27 pipeline with H2 against -H2: issue 7's figure, estimated ~1.46 s).
+# Session 11: Z15 ran (742 GPU tests passed; 1.456-1.461 s a partition with H2); Z16 = K1 (CUB sort over the bucket
+# bits) tested and timed.
 set -o pipefail
 source tools/device_setup.sh >/dev/null 2>&1
 export CUZK_CUBIN_DIR=$PWD/.cubin CUZK_CACHE_DIR=/tmp/cz
@@ -90,6 +92,16 @@ ablate_alone() {
       --json "$OUT/ablate_$(echo "$1" | tr 'A-Z' 'a-z')_24d.json" 2>&1 | grep -A3 "^| opt"
 }
 case "$1" in
+Z16)
+  # session 11: K1 (the bucket keys sorted by CUB over their bucket bits alone): its GPU tests, the 2^26 and 2^27 MSMs
+  # with and without it (alternated in one process, distinct bases), then 10 x 2^27 pipelined, defaults against +K1
+  timeout 150 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests/test_gpu_sort.py tests/test_gpu_msm.py \
+      -k "sort or kernel_opts or multi_pass" 2>&1 | tail -2
+  for L in 26 27; do c=$([ $L = 26 ] && echo 20 || echo 22)
+    timeout 120 python3 tools/experiments/msm_profile.py $L --affine --c $c --pairs on --reps 2 --distinct-log $L \
+        --kernels S1,L1,I1,I2 S1,L1,I1,I2,K1 2>&1 | grep "^2^$L" | cut -c1-300
+  done
+  timeout 300 python3 tools/experiments/pipeline_ab.py --rounds 2 -- "" "+K1" 2>&1 | grep -v "^key:" | tail -12 ;;
 Z15)
   # session 11, first: the whole GPU suite with H2 on by default; then 10 x 2^27 pipelined, H2 against -H2 (one
   # key, alternated; Z14's single run was cut by the device budget before its proofs ended)

@@ -28,7 +28,7 @@ DEFAULT_BUCKET_SUM = {1: "affine", 2: "xyzz"}  # G1 affine: 2^26 550 ms vs 960 (
 # calls without the option take the registry's default (the backend passes each per call)
 DEFAULT_PAIR_LEVELS = REGISTRY["R1"].default
 DEFAULT_PAIR_MERGES = REGISTRY["R2"].default
-KERNEL_OPTS = ("S1", "L1", "I1", "I2")         # the toggles that pick the MSM kernels' code: builds, a variant
+KERNEL_OPTS = ("S1", "L1", "I1", "I2", "K1")   # the toggles that pick the MSM's code: builds, a variant, the sort
 DEFAULT_KERNEL_OPTS = frozenset(o for o in KERNEL_OPTS if REGISTRY[o].default)
 SQR_BUILD = ("CUZK_FASTSQR=1",)                # the msm_g1 build of S1 (loader.BUILDS); G2 squares in Fp2
 CALL_BUILD = ("CUZK_FP_CALL=1",)               # I1: msm_g1 and msm_g2 with the Fp products called
@@ -85,7 +85,8 @@ class _Kernels:
         """host_fold: combine returns the window sums as they are (fold_windows folds them on the host).
         kernel_opts: which of KERNEL_OPTS are on (None: DEFAULT_KERNEL_OPTS): S1, the G1 kernels built with the
         dedicated squaring; L1, the affine rounds with lazy products; I1, the kernels with the Fp products
-        called instead of inlined; I2, I1's callee on Fp build 3."""
+        called instead of inlined; I2, I1's callee on Fp build 3; K1, the keys sorted by their bucket bits alone
+        (cub_sort)."""
         import cupy
         self.cp = cupy
         self.host_fold = host_fold
@@ -96,6 +97,7 @@ class _Kernels:
             raise ValueError(f"kernel_opts must be among {KERNEL_OPTS}, got {sorted(ko)}")
         self.build = kernel_build(group, ko)
         self.lazy = "_lazy" if "L1" in ko else ""
+        self.bit_sort = "K1" in ko
         self.W = xyzz_words(group)
         self.n = len(inf)
         self.bases, self.inf8, self.scalars = bases, inf.view(cupy.uint8), scalars
@@ -113,6 +115,13 @@ class _Kernels:
         kernel(self.mod, "msm_digits", self.build)(_grid(self.n), (THREADS,),
                                     (keys, self.scalars, self.inf8, np.int64(self.n), np.int32(c),
                                      np.int32(w0), np.int32(w1)))
+        return keys
+
+    def sort(self, keys, nb):
+        if self.bit_sort:
+            from .cub_sort import sort_keys
+            return sort_keys(keys, *plan.sort_bits(nb))
+        keys.sort()                           # CuPy: all 64 bits
         return keys
 
     def sum_affine(self, src, keyed, seg_bucket, seg_first, offsets, S, total):

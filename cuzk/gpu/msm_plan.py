@@ -118,6 +118,14 @@ def first_segment_size(valid: int, nbuckets: int) -> int:
     return max(8, min(2 * -(-valid // max(nbuckets, 1)), valid // SEGMENT_THREADS))
 
 
+def sort_bits(nb: int) -> tuple[int, int]:
+    """The key bits [lo, hi) a stable sort needs when the bucket ids are < nb: the high word's low nb.bit_length()
+    bits. ZERO_KEY's bits there are all ones, >= nb, so it still sorts last; within a bucket the digits kernel
+    writes the keys by ascending index (the low word), and a stable sort keeps that, so the order is the full
+    sort's."""
+    return 32, 32 + max(1, nb.bit_length())
+
+
 def bucket_offsets(sorted_keys, nbuckets: int, xp):
     """offsets[b] = first sorted entry of bucket b; offsets[nbuckets] = valid entries."""
     hi = sorted_keys >> xp.uint64(32)
@@ -347,6 +355,7 @@ def pippenger(k, n: int, c: int, max_entries: int, xp, affine_min_pairs: int | N
     mark(name), when given, is called after each step (profiling).
 
     k.digits(c, w0, w1) -> uint64 keys [(w1 - w0) * n]
+    k.sort(keys, nb) -> the keys in ascending order (keys of one bucket by index: sort_bits)
     k.sum_affine(src, keyed, seg_bucket, seg_first, offsets, S, total) -> partials [total]
     k.sum_xyzz(partials, seg_bucket, seg_first, offsets, S, total) -> partials [total]
     k.affine_plan, k.affine_round, k.reset_degenerate(), k.degenerate(): see affine_rounds
@@ -368,7 +377,7 @@ def pippenger(k, n: int, c: int, max_entries: int, xp, affine_min_pairs: int | N
         nb = nwp * PB
         keys = k.digits(c, w0, w1)
         mark("digits")
-        keys.sort()                       # CUB radix sort under CuPy
+        keys = k.sort(keys, nb)           # CUB radix sort (K1: the bucket id bits only)
         mark("sort")
         offsets = bucket_offsets(keys, nb, xp)
         mark("offsets")
