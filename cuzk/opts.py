@@ -228,7 +228,8 @@ register(Optimization(
     "the MSM's bucket keys sorted by CUB's radix sort over their bucket id bits alone (cub::DeviceRadixSort with a "
     "bit range, kernels/host/cub_sort.cu through ctypes) instead of CuPy's sort of all 64 bits; the order is the "
     "same (the sort is stable, and a bucket's keys come in index order)",
-    False,
+    True,     # on since session 11: 2^26 G1 MSM 471.8 -> 442.0 ms (sort 50.6 -> 20.6), 2^27 916.7 -> 856.3 (Z16);
+              # 10 x 2^27 pipelined 1.484 / 1.451 -> 1.402 / 1.396 s a partition
     "2^26 G1 MSM: the sort 50.7 -> ~20 ms (22 key bits: 3 passes of 8 bits instead of 8, plus the histogram "
     "pass), the MSM 472 -> ~444 ms (x0.94); 2^27 H MSM sort 93 -> ~38 ms; 10 x 2^27: -55..-65 ms a partition "
     "(~1.40 s); 2^18 resident proof n.s.",
