@@ -92,6 +92,10 @@ ablate_alone() {
       --json "$OUT/ablate_$(echo "$1" | tr 'A-Z' 'a-z')_24d.json" 2>&1 | grep -A3 "^| opt"
 }
 case "$1" in
+Z17)
+  # session 11: K1 alone at 2^24 (others at their defaults; 8 rounds, 99% intervals), then the NTT figure at 2^27
+  ablate_alone K1
+  timeout 120 python3 -m cuzk micro ntt --log-size 27 -p 1 -n 3 -w 1 2>&1 | tail -2 ;;
 Z16)
   # session 11: K1 (the bucket keys sorted by CUB over their bucket bits alone): its GPU tests, the 2^26 and 2^27 MSMs
   # with and without it (alternated in one process, distinct bases), then 10 x 2^27 pipelined, defaults against +K1
