@@ -18,11 +18,12 @@ def test_sort_bits_keep_zero_key_last(nb):
     assert field(plan.ZERO_KEY) > nb - 1                                  # and ZERO_KEY stays above them
 
 
-def test_k1_is_an_msm_toggle_that_changes_no_kernel_build():
-    assert "K1" in msm.KERNEL_OPTS
+@pytest.mark.parametrize("opt", ["K1", "K2", "K3"])
+def test_k_opts_are_msm_toggles_that_change_no_kernel_build(opt):
+    assert opt in msm.KERNEL_OPTS
     for g in (1, 2):
         for ko in [(), ("S1",), ("I1", "I2"), ("S1", "L1", "I1", "I2")]:
-            assert msm.kernel_build(g, ko) == msm.kernel_build(g, (*ko, "K1"))
+            assert msm.kernel_build(g, ko) == msm.kernel_build(g, (*ko, opt))
 
 
 def test_library_path_follows_the_source(tmp_path, monkeypatch):
@@ -57,3 +58,17 @@ def test_model_sort_matches_the_full_sort():
     keys = (rng.integers(0, nb, n, dtype=np.uint64) << np.uint64(32)) | (np.arange(n, dtype=np.uint64) << np.uint64(1))
     keys[rng.random(n) < 0.2] = np.uint64(plan.ZERO_KEY)
     assert np.array_equal(ModelKernels.sort(keys, nb), np.sort(keys))
+
+
+@pytest.mark.parametrize("nb", [1, 7, 256, 1 << 12])
+def test_direct_offsets_equal_the_shifted_form(nb):
+    """K3: searching the sorted keys for b << 32 gives the offsets of the search over their high words, with empty
+    buckets, ZERO_KEYs (offsets[nb] = the valid count) and all-zero inputs."""
+    rng = np.random.default_rng(nb)
+    for n, zeros in [(0, 0.0), (1, 0.0), (3000, 0.3), (3000, 1.0)]:
+        keys = (rng.integers(0, nb, n, dtype=np.uint64) << np.uint64(32)) | (np.arange(n, dtype=np.uint64) << np.uint64(1))
+        keys[rng.random(n) < zeros] = np.uint64(plan.ZERO_KEY)
+        keys = np.sort(keys)
+        a = plan.bucket_offsets(keys, nb, np, direct=True)
+        assert np.array_equal(a, plan.bucket_offsets(keys, nb, np))
+        assert a[-1] == np.count_nonzero(keys != np.uint64(plan.ZERO_KEY)) and a.dtype == np.int64

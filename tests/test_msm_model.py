@@ -231,6 +231,8 @@ class ModelKernels:
     tpb threads per block and at most max_blocks blocks: small, so that a block's threads
     and a thread's several outputs are exercised)."""
 
+    direct_offsets = True                 # K3's bucket_offsets (test_cub_sort checks it against the shifted form)
+
     def __init__(self, G, bases, inf, scalars, tpb=4, max_blocks=3):
         self.G, self.bases, self.inf = G, bases, inf
         self.limbs = ints_to_limbs(np.array([int(s) for s in scalars], dtype=object), FR_LIMBS).tolist()

@@ -92,6 +92,18 @@ ablate_alone() {
       --json "$OUT/ablate_$(echo "$1" | tr 'A-Z' 'a-z')_24d.json" 2>&1 | grep -A3 "^| opt"
 }
 case "$1" in
+Z18)
+  # session 11: K2 (canonical scalars once) and K3 (offsets from the keys), both on by default in this tree: their GPU
+  # tests, the 2^26 and 2^27 MSMs over the four sets (alternated in one process), then the whole GPU suite
+  timeout 120 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests/test_gpu_msm.py tests/test_gpu_msm_many.py \
+      tests/test_gpu_sort.py -k "kernel_opts or k2 or multi_pass or untouched or many or sort" 2>&1 | tail -2
+  B=S1,L1,I1,I2,K1
+  for L in 26 27; do c=$([ $L = 26 ] && echo 20 || echo 22)
+    timeout 110 python3 tools/experiments/msm_profile.py $L --affine --c $c --pairs on --reps 2 --distinct-log $L \
+        --kernels $B $B,K2 $B,K3 $B,K2,K3 2>&1 | grep "^2^$L" | sed 's/R1+R2=on //; s/ variant=1//' | cut -c1-215
+  done
+  timeout 200 python3 -m pytest -q -m gpu -p no:cacheprovider -x tests --ignore=tests/test_gpu.py 2>&1 | tail -2
+  timeout 60 python3 -m pytest -q -m gpu -p no:cacheprovider -x tests/test_gpu.py 2>&1 | tail -2 ;;
 Z17)
   # session 11: K1 alone at 2^24 (others at their defaults; 8 rounds, 99% intervals), then the NTT figure at 2^27
   ablate_alone K1

@@ -126,10 +126,15 @@ def sort_bits(nb: int) -> tuple[int, int]:
     return 32, 32 + max(1, nb.bit_length())
 
 
-def bucket_offsets(sorted_keys, nbuckets: int, xp):
-    """offsets[b] = first sorted entry of bucket b; offsets[nbuckets] = valid entries."""
+def bucket_offsets(sorted_keys, nbuckets: int, xp, direct: bool = False):
+    """offsets[b] = first sorted entry of bucket b; offsets[nbuckets] = valid entries. direct (K3): search the
+    keys themselves for b << 32 (they are in numeric order: bucket, then index; ZERO_KEY last) instead of a
+    shifted copy of their high words (a pass that writes and reads 8 bytes a key)."""
+    q = xp.arange(nbuckets + 1, dtype=xp.uint64)
+    if direct:
+        return xp.searchsorted(sorted_keys, q << xp.uint64(32)).astype(xp.int64)
     hi = sorted_keys >> xp.uint64(32)
-    return xp.searchsorted(hi, xp.arange(nbuckets + 1, dtype=xp.uint64)).astype(xp.int64)
+    return xp.searchsorted(hi, q).astype(xp.int64)
 
 
 def _offsets_of(counts, xp):
@@ -356,6 +361,7 @@ def pippenger(k, n: int, c: int, max_entries: int, xp, affine_min_pairs: int | N
 
     k.digits(c, w0, w1) -> uint64 keys [(w1 - w0) * n]
     k.sort(keys, nb) -> the keys in ascending order (keys of one bucket by index: sort_bits)
+    k.direct_offsets: bucket_offsets' form (K3)
     k.sum_affine(src, keyed, seg_bucket, seg_first, offsets, S, total) -> partials [total]
     k.sum_xyzz(partials, seg_bucket, seg_first, offsets, S, total) -> partials [total]
     k.affine_plan, k.affine_round, k.reset_degenerate(), k.degenerate(): see affine_rounds
@@ -379,7 +385,7 @@ def pippenger(k, n: int, c: int, max_entries: int, xp, affine_min_pairs: int | N
         mark("digits")
         keys = k.sort(keys, nb)           # CUB radix sort (K1: the bucket id bits only)
         mark("sort")
-        offsets = bucket_offsets(keys, nb, xp)
+        offsets = bucket_offsets(keys, nb, xp, k.direct_offsets)
         mark("offsets")
         partials = None
         if affine_min_pairs is not None:
