@@ -235,18 +235,11 @@ register(Optimization(
     "(~1.40 s); 2^18 resident proof n.s.",
 ))
 register(Optimization(
-    "K2", ("ntt_msm_h", "batch_addition", "tail_msm", "b_g2"),
-    "an MSM of several sort passes makes its scalars canonical once, into a copy, instead of converting them from "
-    "Montgomery form (one Fr product a scalar) in every pass's digits kernel",
-    True,     # on for Z18's whole GPU suite; kept only if Z18's A/B (same call) shows the predicted gain
-    "2^27 H MSM (6 passes): digits 23 -> ~10 ms plus ~3 ms for the one conversion, -10 ms a partition; 2^26 MSM "
-    "(4 passes): digits 9 -> ~4.5 plus ~1.5, -3 ms; single-pass MSMs (all below ~2^24 at c = 20) unchanged",
-))
-register(Optimization(
     "K3", ("ntt_msm_h", "batch_addition", "tail_msm", "b_g2"),
     "the bucket offsets by a search of the sorted keys themselves for b << 32 instead of a search of a shifted copy "
     "of their high words (a pass that writes and reads 8 bytes a key)",
-    True,     # on for Z18's whole GPU suite; kept only if Z18's A/B (same call) shows the predicted gain
+    True,     # on since session 11: 2^26 offsets 6.0 -> 2.1 ms, MSM 450.1 -> 445.4; 2^27 offsets 12.0 -> 4.7 ms, MSM
+              # 868.2 -> 863.0 (Z18, alternated in one process); the whole GPU suite with it on: 779 passed
     "2^27 H MSM: offsets 10.9 -> ~3 ms (-8 ms a partition); 2^26 MSM 5.5 -> ~1.5 ms; small MSMs n.s.",
 ))
 register(Optimization(

@@ -49,31 +49,27 @@ __device__ __forceinline__ void digit_keys(u64* keys, const fr_t& s, bool skip, 
     }
 }
 
-// The scalar of point i, canonical: from Montgomery form when mont (else already canonical: K2's copy).
-__device__ __forceinline__ fr_t digit_scalar(const uint32_t* __restrict__ scalars, i64 i, int mont) {
-    const fr_t s = fr_t::load(scalars + i * CUZK_FR_LIMBS);
-    return mont ? s.from_mont() : s;
-}
-
 // One MSM: keys for [w0, w1), 2^(c-1) buckets per window.
 extern "C" __global__ void msm_digits(u64* keys, const uint32_t* __restrict__ scalars,
-                                      const unsigned char* __restrict__ inf, i64 n, int c, int w0, int w1, int mont) {
+                                      const unsigned char* __restrict__ inf, i64 n, int c, int w0, int w1) {
     const i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x;
     if (i >= n) return;
-    digit_keys(keys, digit_scalar(scalars, i, mont), inf[i] != 0, i, n, c, w0, w1, 1ull << (c - 1), 0);
+    const fr_t s = fr_t::load(scalars + i * CUZK_FR_LIMBS).from_mont();
+    digit_keys(keys, s, inf[i] != 0, i, n, c, w0, w1, 1ull << (c - 1), 0);
 }
 
 // Several MSMs at once (cuzk/gpu/msm_many.py): point i is in part p, part_off[p] <= i < part_off[p + 1];
 // window w of part p has buckets ((w - w0) * parts + p) * 2^(c-1) + |d| - 1 (window-major).
 extern "C" __global__ void msm_digits_many(u64* keys, const uint32_t* __restrict__ scalars,
                                            const unsigned char* __restrict__ inf, const i64* __restrict__ part_off,
-                                           int parts, i64 n, int c, int w0, int w1, int mont) {
+                                           int parts, i64 n, int c, int w0, int w1) {
     const i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x;
     if (i >= n) return;
     int p = 0;
     while (p + 1 < parts && i >= part_off[p + 1]) p++;
+    const fr_t s = fr_t::load(scalars + i * CUZK_FR_LIMBS).from_mont();
     const u64 half = 1ull << (c - 1);
-    digit_keys(keys, digit_scalar(scalars, i, mont), inf[i] != 0, i, n, c, w0, w1, (u64)parts * half, (u64)p * half);
+    digit_keys(keys, s, inf[i] != 0, i, n, c, w0, w1, (u64)parts * half, (u64)p * half);
 }
 
 // Pair plan (the affine rounds of msm_affine.cuh, merge_pairs): output o -> s << 1 | paired,

@@ -182,38 +182,6 @@ def test_msm_multi_pass(cp):
     assert got == want(1, pts, sc)
 
 
-@pytest.mark.parametrize("kind", ["random", *EDGE_KINDS])
-@pytest.mark.parametrize("group", [1, 2])
-def test_k2_multi_pass_same_window_sums(cp, group, kind):
-    """K2 over several passes (max_entries below n * windows): the scalars made canonical once, into a copy,
-    give the per-pass conversion's window sums word for word and arkworks' MSM; the caller's scalars are
-    untouched. Also through msm_many (two MSMs at once)."""
-    from cuzk.gpu.msm import fold_windows, msm_windows
-    from cuzk.gpu.msm_many import window_sums
-    rng = random.Random(seed())
-    n = 3000
-    if kind == "random":
-        pts = rand_points(group, n, rng, distinct=64)
-        sc = [rng.randrange(F.R) for _ in range(n)]
-    else:
-        pts, sc = edge_case(group, kind, n, rng)
-    b, inf, s = upload(cp, group, pts, sc)
-    s0 = s.copy()
-    for bucket_sum in (["xyzz", "affine"] if group == 1 else ["xyzz"]):
-        kw = dict(c=9, max_entries=3 * n, bucket_sum=bucket_sum,
-                  affine_min_pairs=1 if bucket_sum == "affine" else None)
-        ref, c = msm_windows(group, b, inf, s, kernel_opts=("K1",), **kw)
-        got, c2 = msm_windows(group, b, inf, s, kernel_opts=("K1", "K2", "K3"), **kw)
-        assert c2 == c and np.array_equal(cp.asnumpy(ref), cp.asnumpy(got)), bucket_sum
-        assert fold_windows(group, cp.asnumpy(got), c) == want(group, pts, sc), bucket_sum
-        if group == 1:
-            sizes = [n // 3, n - n // 3]
-            r, _, _ = window_sums(b, inf, s, sizes, kernel_opts=("K1",), **kw)
-            g, _, _ = window_sums(b, inf, s, sizes, kernel_opts=("K1", "K2", "K3"), **kw)
-            assert np.array_equal(cp.asnumpy(r), cp.asnumpy(g)), bucket_sum
-    assert (s == s0).all()
-
-
 def test_msm_inputs_untouched_and_empty(cp):
     from cuzk.gpu.msm import msm_g1
     rng = random.Random(seed())
@@ -267,7 +235,7 @@ def _cases(group, rng):
 
 
 KERNEL_SETS = [(), ("S1",), ("L1",), ("S1", "L1"), ("I1",), ("S1", "L1", "I1"), ("I1", "I2"), ("S1", "L1", "I1", "I2"),
-               ("K1",), ("K2",), ("K3",), ("S1", "L1", "I1", "I2", "K1", "K2", "K3")]
+               ("K1",), ("K3",), ("S1", "L1", "I1", "I2", "K1", "K3")]
 
 
 @pytest.mark.parametrize("kind", ["random", *EDGE_KINDS])
@@ -275,8 +243,7 @@ KERNEL_SETS = [(), ("S1",), ("L1",), ("S1", "L1"), ("I1",), ("S1", "L1", "I1"), 
 def test_kernel_opts_same_window_sums(cp, group, kind):
     """S1 (the kernels built with the dedicated squaring), L1 (affine rounds with products left < 2p), I1 (the
     products called, not inlined), I2 (I1's callee on Fp build 3), K1 (the keys sorted by their bucket bits
-    alone), K2 (canonical scalars once; single-pass here, so the digits convert) and K3 (offsets searched in the
-    keys), alone and together, give the default kernels' window sums word for word (XYZZ words of a fresh MSM each) and
+    alone) and K3 (offsets searched in the keys), alone and together, give the default kernels' window sums word for word (XYZZ words of a fresh MSM each) and
     arkworks' MSM; G1 in XYZZ and with affine rounds forced (lambda^2 and the block inversions square, the lazy
     products feed them), G2 in XYZZ."""
     from cuzk.gpu.msm import fold_windows, msm_windows

@@ -28,7 +28,7 @@ DEFAULT_BUCKET_SUM = {1: "affine", 2: "xyzz"}  # G1 affine: 2^26 550 ms vs 960 (
 # calls without the option take the registry's default (the backend passes each per call)
 DEFAULT_PAIR_LEVELS = REGISTRY["R1"].default
 DEFAULT_PAIR_MERGES = REGISTRY["R2"].default
-KERNEL_OPTS = ("S1", "L1", "I1", "I2", "K1", "K2", "K3")   # the toggles that pick the MSM's code: builds, sort, digits
+KERNEL_OPTS = ("S1", "L1", "I1", "I2", "K1", "K3")   # the toggles that pick the MSM's code: builds, the sort, offsets
 DEFAULT_KERNEL_OPTS = frozenset(o for o in KERNEL_OPTS if REGISTRY[o].default)
 SQR_BUILD = ("CUZK_FASTSQR=1",)                # the msm_g1 build of S1 (loader.BUILDS); G2 squares in Fp2
 CALL_BUILD = ("CUZK_FP_CALL=1",)               # I1: msm_g1 and msm_g2 with the Fp products called
@@ -86,8 +86,7 @@ class _Kernels:
         kernel_opts: which of KERNEL_OPTS are on (None: DEFAULT_KERNEL_OPTS): S1, the G1 kernels built with the
         dedicated squaring; L1, the affine rounds with lazy products; I1, the kernels with the Fp products
         called instead of inlined; I2, I1's callee on Fp build 3; K1, the keys sorted by their bucket bits alone
-        (cub_sort); K2, the scalars made canonical once for a multi-pass MSM (canonical_once); K3, the bucket
-        offsets searched in the keys themselves."""
+        (cub_sort); K3, the bucket offsets searched in the keys themselves."""
         import cupy
         self.cp = cupy
         self.host_fold = host_fold
@@ -99,9 +98,7 @@ class _Kernels:
         self.build = kernel_build(group, ko)
         self.lazy = "_lazy" if "L1" in ko else ""
         self.bit_sort = "K1" in ko
-        self.canonical = "K2" in ko
         self.direct_offsets = "K3" in ko          # bucket_offsets searches the keys themselves
-        self.mont = 1                         # the digits kernels convert the scalars (K2: canonical_once)
         self.W = xyzz_words(group)
         self.n = len(inf)
         self.bases, self.inf8, self.scalars = bases, inf.view(cupy.uint8), scalars
@@ -118,16 +115,8 @@ class _Kernels:
         keys = self.cp.empty((w1 - w0) * self.n, dtype=self.cp.uint64)
         kernel(self.mod, "msm_digits", self.build)(_grid(self.n), (THREADS,),
                                     (keys, self.scalars, self.inf8, np.int64(self.n), np.int32(c),
-                                     np.int32(w0), np.int32(w1), np.int32(self.mont)))
+                                     np.int32(w0), np.int32(w1)))
         return keys
-
-    def canonical_once(self, passes: int):
-        """K2: with several passes (each a digits launch), the scalars converted from Montgomery form once, into
-        a copy (the caller's stay as they are), instead of in every pass's digits kernel."""
-        if self.canonical and passes > 1 and self.mont:
-            from .fr import from_mont
-            self.scalars = from_mont(self.scalars.copy())
-            self.mont = 0
 
     def sort(self, keys, nb):
         if self.bit_sort:
@@ -295,7 +284,6 @@ def _pippenger(group, bases, inf, scalars, c, max_entries, bucket_sum, affine_mi
         return (zero[None, :] if host_fold else zero), 1
     c = plan.choose_window(n, affine=affine) if c is None else int(c)
     k = _Kernels(group, bases, inf, scalars, host_fold, kernel_opts)
-    k.canonical_once(len(plan.window_passes(n, plan.num_windows(c), max_entries)))
     out = plan.pippenger(k, n, c, max_entries, cupy, affine_min_pairs=min_pairs, mark=mark, affine_variant=variant,
                          pair_levels=DEFAULT_PAIR_LEVELS if pair_levels is None else bool(pair_levels),
                          pair_merges=DEFAULT_PAIR_MERGES if pair_merges is None else bool(pair_merges))

@@ -33,8 +33,7 @@ class _ManyKernels(gmsm._Kernels):
         keys = self.cp.empty((w1 - w0) * self.n, dtype=self.cp.uint64)
         kernel(self.mod, "msm_digits_many", self.build)(gmsm._grid(self.n), (gmsm.THREADS,),
                                             (keys, self.scalars, self.inf8, self.part_off, np.int32(self.parts),
-                                             np.int64(self.n), np.int32(c), np.int32(w0), np.int32(w1),
-                                             np.int32(self.mont)))
+                                             np.int64(self.n), np.int32(c), np.int32(w0), np.int32(w1)))
         return keys
 
 
@@ -91,7 +90,6 @@ def window_sums(bases, inf, scalars, sizes: list[int], c: int | None = None, max
     if P > plan.max_parts(c):
         raise ValueError(f"{P} MSMs of window {c} need more bucket ids than a key holds (at most {plan.max_parts(c)})")
     k = _ManyKernels(bases, inf, scalars, cupy.asarray(off), kernel_opts)
-    k.canonical_once(len(plan.window_passes(n, plan.num_windows(c), max_entries)))
     sums = plan.pippenger(k, n, c, max_entries, cupy, affine_min_pairs=min_pairs, mark=mark,
                           affine_variant=variant, parts=P,
                           pair_levels=gmsm.DEFAULT_PAIR_LEVELS if pair_levels is None else bool(pair_levels),
