@@ -70,7 +70,10 @@
 # seconds before the ten proofs ended (no figure, no error shown). Session 11, first: Z15 (the whole GPU suite with
 # H2 on by default, then the 10 x 2^27 pipeline with H2 against -H2: issue 7's figure, estimated ~1.46 s).
 # Session 11: Z15 ran (742 GPU tests passed; 1.456-1.461 s a partition with H2); Z16 = K1 (CUB sort over the bucket
-# bits) tested and timed.
+# bits) tested and timed (on; 759 GPU tests passed with it); Z17 = K1 alone at 2^24; Z18 = K2 (removed) and K3 (on),
+# the whole suite with K1-K3 on: 779 passed. Left for session 12: 10 x 2^27 with K3 (predicted ~1.39 s a partition,
+# `pipeline_ab.py --rounds 2 -- "" "-K3"`); the rounds (385 of the 2^26 MSM's ~438 ms) are what stands between issue
+# 5 and 0.40 s; the NTT (#4) is product-bound at ~65% of build 6's Fr product rate.
 set -o pipefail
 source tools/device_setup.sh >/dev/null 2>&1
 export CUZK_CUBIN_DIR=$PWD/.cubin CUZK_CACHE_DIR=/tmp/cz
