@@ -843,6 +843,23 @@ def test_affine_schedule_unbalanced(kind, variant):
     assert k.stats["fallbacks"] == 0
 
 
+@pytest.mark.parametrize("variant", [1, 2])
+def test_marks_split_round_plans_from_rounds(variant):
+    """pippenger's mark: per pass digits, sort, offsets, then a "round plans" before every "affine rounds" kernel
+    mark (one pair per round kernel: a quad counts once), then the bucket sums; the MSM is the same."""
+    bases, inf, sc, want = int_case(300, 4)
+    names = []
+    k = ModelKernels(IntGroup(), bases, inf, sc)
+    got = plan.pippenger(k, len(bases), 6, 700, np, affine_min_pairs=1, affine_variant=variant, mark=names.append)
+    assert got == want
+    kernels = k.stats["affine_rounds"] - k.stats.get("quad_rounds", 0)
+    assert kernels > 0 and names.count("round plans") == kernels
+    assert names.count("digits") == names.count("sort") == names.count("offsets") > 1     # several passes
+    for i, name in enumerate(names):
+        if name == "round plans":
+            assert names[i + 1] == "affine rounds"
+
+
 @pytest.mark.parametrize("min_pairs", [1, 40, 200, 10 ** 9])
 @pytest.mark.parametrize("variant", [1, 2])
 def test_affine_threshold_and_passes(min_pairs, variant):

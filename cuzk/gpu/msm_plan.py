@@ -190,7 +190,7 @@ AFFINE_VARIANTS = (1, 2)
 QUAD_MAX_ENTRIES = 1 << 30   # a quad plan word holds an entry index << 2
 
 
-def affine_rounds(k, keys, offsets, min_pairs: int, xp, variant: int = 1):
+def affine_rounds(k, keys, offsets, min_pairs: int, xp, variant: int = 1, mark=None):
     """Halve every bucket's list by affine pair additions while a round has >= min_pairs pairs
     (and at least one). Round 0 reads bases through the sorted keys, later rounds the previous
     round's points. Returns (points, offsets, rounds, count), count = offsets[-1] known on the host
@@ -203,7 +203,10 @@ def affine_rounds(k, keys, offsets, min_pairs: int, xp, variant: int = 1):
     variant 2: two rounds run as one quad kernel wherever both would run (the same sums):
     k.affine_plan4(in_off, out_off, total) -> words s << 2 | (points - 1); k.affine_quad(src,
     keyed, plan, total) -> points [total]; k.stats["quad_rounds"] counts them.
+    mark(name), when given, is called after each round's plan ("round plans": its offsets, with their device read,
+    and the plan kernel) and after each round kernel ("affine rounds").
     """
+    mark = mark or (lambda name: None)
     if variant not in AFFINE_VARIANTS:
         raise ValueError(f"affine variant must be one of {AFFINE_VARIANTS}, got {variant!r}")
     src, in_off, rounds = keys, offsets, 0
@@ -220,12 +223,16 @@ def affine_rounds(k, keys, offsets, min_pairs: int, xp, variant: int = 1):
             pairs2 = total - total4           # the second round's pairs
             if pairs2 > 0 and pairs2 >= min_pairs:
                 plan = k.affine_plan4(in_off, out4, total4)
+                mark("round plans")
                 src = k.affine_quad(src, rounds == 0, plan, total4)
+                mark("affine rounds")
                 in_off, rounds, count = out4, rounds + 2, total4
                 k.stats["quad_rounds"] = k.stats.get("quad_rounds", 0) + 1
                 continue
         plan = k.affine_plan(in_off, out_off, total)
+        mark("round plans")
         src = k.affine_round(src, rounds == 0, plan, total)
+        mark("affine rounds")
         in_off, rounds, count = out_off, rounds + 1, total
 
 
@@ -390,7 +397,7 @@ def pippenger(k, n: int, c: int, max_entries: int, xp, affine_min_pairs: int | N
         partials = None
         if affine_min_pairs is not None:
             k.reset_degenerate()
-            pts, off, rounds, count = affine_rounds(k, keys, offsets, affine_min_pairs, xp, affine_variant)
+            pts, off, rounds, count = affine_rounds(k, keys, offsets, affine_min_pairs, xp, affine_variant, mark)
             k.stats["affine_rounds"] = k.stats.get("affine_rounds", 0) + rounds
             mark("affine rounds")
             if rounds and k.degenerate():   # P + P or P + (-P) met: this pass in XYZZ instead
