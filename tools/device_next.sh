@@ -72,7 +72,8 @@
 # Session 11: Z15 ran (742 GPU tests passed; 1.456-1.461 s a partition with H2); Z16 = K1 (CUB sort over the bucket
 # bits) tested and timed (on; 759 GPU tests passed with it); Z17 = K1 alone at 2^24; Z18 = K2 (removed) and K3 (on),
 # the whole suite with K1-K3 on: 779 passed. Left for session 12: 10 x 2^27 with K3 (predicted ~1.39 s a partition,
-# `pipeline_ab.py --rounds 2 -- "" "-K3"`) and the CUZK_XYZZ_AFFINE_Q experiment: both are Z19. The rounds (385 of
+# `pipeline_ab.py --rounds 2 -- "" "-K3"`) and the CUZK_XYZZ_AFFINE_Q experiment's tests (Z19), its timings and 3
+# windows a pass at 2^27 (Z20; msm_profile.py now also splits "round plans" from "affine rounds"). The rounds (385 of
 # the 2^26 MSM's ~441 ms) are what stands between issue 5 and 0.40 s; the NTT (#4) is product-bound at ~65% of
 # build 6's Fr product rate.
 set -o pipefail
@@ -99,16 +100,22 @@ case "$1" in
 Z19)
   # session 12, first: 10 x 2^27 with K3 against -K3 (predicted ~1.39 s a partition); then the experiment define
   # CUZK_XYZZ_AFFINE_Q=1 (xyzz_add_mem skips q's ZZ/ZZZ products when both are one; its msm_g1/msm_g2 cubins are in
-  # .cubin): the MSM GPU tests in that build, then the 2^27 and 2^26 MSMs in alternated processes
+  # .cubin): the MSM GPU tests in that build. Its timings are Z20
   timeout 300 python3 tools/experiments/pipeline_ab.py --rounds 2 -- "" "-K3" 2>&1 | grep -v "^key:" | tail -12
   CUZK_KERNEL_DEFINES="CUZK_XYZZ_AFFINE_Q=1" timeout 150 python3 -m pytest -q -m gpu -p no:cacheprovider \
       tests/test_gpu_msm.py tests/test_gpu_msm_many.py -k "kernel_opts or edge or random or pair or multi_pass or many" \
-      2>&1 | tail -2
+      2>&1 | tail -2 ;;
+Z20)
+  # session 12, after Z19: the CUZK_XYZZ_AFFINE_Q=1 MSMs against the default (processes alternated), then three
+  # windows a sort pass at 2^27
   for r in 1 2; do for d in "" "CUZK_XYZZ_AFFINE_Q=1"; do for L in 27 26; do c=$([ $L = 26 ] && echo 20 || echo 22)
     echo "defines: ${d:-default}"
     CUZK_KERNEL_DEFINES="$d" timeout 60 python3 tools/experiments/msm_profile.py $L --affine --c $c --pairs on \
         --reps 1 --distinct-log $L 2>&1 | grep "^2^$L" | sed 's/R1+R2=on //; s/ variant=1//' | cut -c1-215
-  done; done; done ;;
+  done; done; done
+  # three windows a sort pass at 2^27 (4 passes, not 6: fewer scalar reads and launches, ~4 GB more at the peak)
+  timeout 100 python3 tools/experiments/msm_profile.py 27 --affine --c 22 --pairs on --reps 2 --distinct-log 27 \
+      --max-entries 268435456 402653184 2>&1 | grep "^2^27" | sed 's/R1+R2=on //; s/ variant=1//' | cut -c1-240 ;;
 Z18)
   # session 11: K2 (canonical scalars once) and K3 (offsets from the keys), both on by default in this tree: their GPU
   # tests, the 2^26 and 2^27 MSMs over the four sets (alternated in one process), then the whole GPU suite

@@ -40,9 +40,11 @@ class Marks:
         return cupy.cuda.get_elapsed_time(self.first, self.last)
 
 
-def profile(bases, inf, scalars, c, bucket_sum, min_pairs=None, pair_levels=False, kernel_opts=(), variant=None):
+def profile(bases, inf, scalars, c, bucket_sum, min_pairs=None, pair_levels=False, kernel_opts=(), variant=None,
+            max_entries=1 << 28):
     m = Marks()
-    msm.msm_xyzz(1, bases, inf, scalars, c, bucket_sum=bucket_sum, affine_min_pairs=min_pairs, mark=m,
+    msm.msm_xyzz(1, bases, inf, scalars, c, max_entries=max_entries, bucket_sum=bucket_sum, affine_min_pairs=min_pairs,
+                 mark=m,
                  pair_levels=pair_levels, pair_merges=pair_levels, kernel_opts=kernel_opts, affine_variant=variant)
     return m.total(), m.ms, dict(msm.last_stats)
 
@@ -56,6 +58,8 @@ def main():
     ap.add_argument("--kernels", nargs="*", default=None)
     ap.add_argument("--variants", type=int, nargs="*", default=None)
     ap.add_argument("--reps", type=int, default=1)
+    ap.add_argument("--max-entries", type=int, nargs="*", default=[1 << 28],
+                    help="keys a sort pass may hold (msm_xyzz's max_entries; several: alternated like --kernels)")
     ap.add_argument("--distinct-log", type=int, default=24,
                     help="independent bases 2^D, tiled to 2^LOG_N (micro.independent_bases; default 24)")
     ap.add_argument("--profiler-range", action="store_true",
@@ -92,18 +96,21 @@ def main():
                 for pl in pairs:
                     for sq in sqrs:
                         for var in variants:
-                            total, ms, st = profile(bases, inf, scalars, c, kind, pair_levels=pl, kernel_opts=sq,
-                                                    variant=var)
-                            totals.setdefault((pl, sq, var), []).append(total)
-                            print(f"2^{L} {kind} c={c} R1+R2={'on' if pl else 'off'} "
-                                  f"kernels={','.join(sorted(sq)) or 'none'} variant={st['affine_variant']}: "
-                                  f"total {total:.1f} ms | " + ", ".join(f"{k}: {v:.1f}" for k, v in ms.items())
-                                  + f" | {st}", flush=True)
+                            for me in args.max_entries:
+                                total, ms, st = profile(bases, inf, scalars, c, kind, pair_levels=pl, kernel_opts=sq,
+                                                        variant=var, max_entries=me)
+                                totals.setdefault((pl, sq, var, me), []).append(total)
+                                print(f"2^{L} {kind} c={c} R1+R2={'on' if pl else 'off'} "
+                                      f"kernels={','.join(sorted(sq)) or 'none'} variant={st['affine_variant']}"
+                                      + (f" max_entries={me}" if len(args.max_entries) > 1 else "") + ": "
+                                      f"total {total:.1f} ms | " + ", ".join(f"{k}: {v:.1f}" for k, v in ms.items())
+                                      + f" | {st}", flush=True)
             if args.reps > 1:
-                for (pl, sq, var), v in totals.items():
+                for (pl, sq, var, me), v in totals.items():
                     print(f"2^{L} c={c} R1+R2={'on' if pl else 'off'} kernels={','.join(sorted(sq)) or 'none'} "
-                          f"variant={var or 'default'}: median {statistics.median(v):.1f} ms of {len(v)} "
-                          f"({min(v):.1f}-{max(v):.1f})", flush=True)
+                          f"variant={var or 'default'}" + (f" max_entries={me}" if len(args.max_entries) > 1 else "")
+                          + f": median {statistics.median(v):.1f} ms of {len(v)} ({min(v):.1f}-{max(v):.1f})",
+                          flush=True)
 
 if __name__ == "__main__":
     main()
