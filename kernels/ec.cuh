@@ -195,8 +195,10 @@ __device__ __noinline__ void xyzz_dbl_mem(uint32_t* acc) { xyzz_t<F>::load(acc).
 #ifndef CUZK_XYZZ_AFFINE_Q
 #define CUZK_XYZZ_AFFINE_Q 0
 #endif
+#if CUZK_XYZZ_AFFINE_Q
 template <class F>
 __device__ __forceinline__ bool f_eq(const F& a, const F& b) { return f_is_zero(a - b); }
+#endif
 
 template <class F>
 __device__ __noinline__ void xyzz_add_mem(uint32_t* acc, const uint32_t* q) {

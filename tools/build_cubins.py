@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -45,7 +46,7 @@ def main() -> int:
         tmp.rename(dst)
         return label, "built"
 
-    def build_shim(_):
+    def build_shim():
         dst = cub_sort.library_path(args.arch)
         if dst.exists():
             return cub_sort.SOURCE, "cached"
@@ -57,7 +58,7 @@ def main() -> int:
 
     failed = False
     with ThreadPoolExecutor(args.jobs) as ex:
-        for label, status in ex.map(lambda j: build_shim(j) if j is None else build(j), [None, *jobs]):
+        for label, status in ex.map(lambda task: task(), [build_shim, *(partial(build, j) for j in jobs)]):
             print(f"{label}: {status}")
             failed |= status.startswith("FAILED")
     return 1 if failed else 0

@@ -16,7 +16,7 @@ import subprocess
 import warnings
 from pathlib import Path
 
-from .loader import cubin_dir, kernel_dir
+from .loader import arch, cubin_dir, kernel_dir
 
 SOURCE = "host/cub_sort.cu"
 NVCC_FLAGS = ("-O3", "-std=c++17", "-shared", "-Xcompiler", "-fPIC")
@@ -62,7 +62,6 @@ def _load():
     global _lib, _failed
     if _lib is not None or _failed is not None:
         return _lib
-    from .loader import arch
     a = arch()
     path = library_path(a)
     try:

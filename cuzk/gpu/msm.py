@@ -19,6 +19,7 @@ from .. import field as F
 from ..curve import G1_WORDS, G2_WORDS, g1_from_ints, g2_from_ints
 from ..opts import REGISTRY
 from . import msm_plan as plan
+from .cub_sort import sort_keys
 from .loader import kernel
 
 THREADS = 128
@@ -120,7 +121,6 @@ class _Kernels:
 
     def sort(self, keys, nb):
         if self.bit_sort:
-            from .cub_sort import sort_keys
             return sort_keys(keys, *plan.sort_bits(nb))
         keys.sort()                           # CuPy: all 64 bits
         return keys
@@ -236,8 +236,8 @@ def msm_xyzz(group: int, bases, inf, scalars, c: int | None = None, max_entries:
     rounds per kernel); None -> $CUZK_MSM_AFFINE_VARIANT or DEFAULT_AFFINE_VARIANT. Counts of the
     run land in last_stats. mark: profiling hook (msm_plan.pippenger). pair_levels: the window reduction
     by pair levels (msm_plan.reduce_windows; None -> DEFAULT_PAIR_LEVELS); pair_merges: the bucket sums'
-    merges by pairs (msm_plan.bucket_sums; None -> DEFAULT_PAIR_MERGES); kernel_opts: the kernels' S1, L1,
-    I1 and I2 (_Kernels; None -> DEFAULT_KERNEL_OPTS).
+    merges by pairs (msm_plan.bucket_sums; None -> DEFAULT_PAIR_MERGES); kernel_opts: which of KERNEL_OPTS
+    are on (_Kernels; None -> DEFAULT_KERNEL_OPTS).
     The windows are folded on the device by one thread (the *_combine kernel); msm_g1/msm_g2 fold
     them on the host instead (msm_windows, fold_windows).
     """
