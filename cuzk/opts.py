@@ -243,6 +243,21 @@ register(Optimization(
     "2^27 H MSM: offsets 10.9 -> ~3 ms (-8 ms a partition); 2^26 MSM 5.5 -> ~1.5 ms; small MSMs n.s.",
 ))
 register(Optimization(
+    "K4", ("ntt_msm_h", "batch_addition", "tail_msm"),
+    "the affine round plans written by input entry (its bucket from the key in the first round, then from ids the "
+    "previous plan wrote) instead of a binary search over the bucket offsets for every output",
+    False,
+    "2^26 G1 MSM (c = 20, 34 rounds): round plans ~28 -> ~12 ms (a stream of 8-16 B an entry instead of a 21-step "
+    "search an output); 2^27 H MSM ~58 -> ~25 ms",
+))
+register(Optimization(
+    "K5", ("ntt_msm_h", "batch_addition", "tail_msm"),
+    "every affine round's size from one device read a pass (msm_round_totals: sum_b ceil(cnt_b / 2^r) for all r) "
+    "instead of a read of each round's offsets, so the rounds of a pass queue without waiting on the host",
+    False,
+    "2^26 G1 MSM: round plans -2..-4 ms (34 host round trips of ~60-100 us, the GPU idle in each); 2^27 -3..-6 ms",
+))
+register(Optimization(
     "A4", ("b_g2",),
     "B_G2 MSM on the CPU, a thread pool across circuits, instead of the GPU G2 MSM",
     False,

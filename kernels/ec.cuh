@@ -190,16 +190,6 @@ __device__ __noinline__ void xyzz_dbl_mem(uint32_t* acc) { xyzz_t<F>::load(acc).
 // *acc += *q (add-2008-s, 12M + 2S), loading each coordinate when first needed and storing
 // each result when final, so G2 (96 words per point) stays within 255 registers. All loads
 // of q precede the first store, so acc == q works too.
-// CUZK_XYZZ_AFFINE_Q (experiment define, default 0): when q's ZZ and ZZZ are both one (a bucket sum of one
-// point, from_affine), the four products by them are skipped (madd's 8M + 2S instead of 12M + 2S); the same words.
-#ifndef CUZK_XYZZ_AFFINE_Q
-#define CUZK_XYZZ_AFFINE_Q 0
-#endif
-#if CUZK_XYZZ_AFFINE_Q
-template <class F>
-__device__ __forceinline__ bool f_eq(const F& a, const F& b) { return f_is_zero(a - b); }
-#endif
-
 template <class F>
 __device__ __noinline__ void xyzz_add_mem(uint32_t* acc, const uint32_t* q) {
     constexpr int E = xyzz_t<F>::WORDS / 4;       // words per coordinate
@@ -207,18 +197,6 @@ __device__ __noinline__ void xyzz_add_mem(uint32_t* acc, const uint32_t* q) {
     if (f_is_zero(ZZ2)) return;                   // q = infinity
     const F ZZ1 = F::load(acc + 2 * E);
     if (f_is_zero(ZZ1)) { xyzz_t<F>::load(q).store(acc); return; }
-#if CUZK_XYZZ_AFFINE_Q
-    F one;
-    f_set_one(one);
-    const F ZZZ2 = F::load(q + 3 * E), ZZZ1 = F::load(acc + 3 * E);
-    const bool q1 = f_eq(ZZ2, one) && f_eq(ZZZ2, one);
-    const F U1 = q1 ? F::load(acc) : f_mul(F::load(acc), ZZ2);
-    const F P = f_mul(F::load(q), ZZ1) - U1;      // U2 - U1
-    const F ZZ12 = q1 ? ZZ1 : f_mul(ZZ1, ZZ2);
-    const F S1 = q1 ? F::load(acc + E) : f_mul(F::load(acc + E), ZZZ2);
-    const F R = f_mul(F::load(q + E), ZZZ1) - S1; // S2 - S1
-    const F ZZZ12 = q1 ? ZZZ1 : f_mul(ZZZ1, ZZZ2);
-#else
     const F U1 = f_mul(F::load(acc), ZZ2);
     const F P = f_mul(F::load(q), ZZ1) - U1;      // U2 - U1
     const F ZZ12 = f_mul(ZZ1, ZZ2);
@@ -226,7 +204,6 @@ __device__ __noinline__ void xyzz_add_mem(uint32_t* acc, const uint32_t* q) {
     const F S1 = f_mul(F::load(acc + E), ZZZ2);
     const F R = f_mul(F::load(q + E), ZZZ1) - S1; // S2 - S1
     const F ZZZ12 = f_mul(ZZZ1, ZZZ2);
-#endif
     if (f_is_zero(P)) {                           // same x: acc is still unchanged in memory
         if (f_is_zero(R)) xyzz_dbl_mem<F>(acc);   // P + P
         else xyzz_t<F>::inf().store(acc);         // P + (-P)

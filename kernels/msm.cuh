@@ -89,6 +89,35 @@ extern "C" __global__ void msm_affine_plan(uint32_t* plan, const i64* __restrict
     plan[o] = ((uint32_t)s << 1) | (uint32_t)(s + 1 < in_off[lo + 1]);
 }
 
+// The same words by input entry (optimization K4), no search: entry s of bucket b (b = keys[s] >> 32 in the first
+// round, ids[s] after it) at an even place in its run writes output o = out_off[b] + (s - in_off[b]) / 2, and
+// ids_out[o] = b, the bucket of the next round's entry o.
+extern "C" __global__ void msm_affine_plan_entry(uint32_t* plan, uint32_t* ids_out, const u64* __restrict__ keys,
+                                                 const uint32_t* __restrict__ ids, const i64* __restrict__ in_off,
+                                                 const i64* __restrict__ out_off, i64 count) {
+    const i64 s = blockIdx.x * (i64)blockDim.x + threadIdx.x;
+    if (s >= count) return;
+    const uint32_t b = keys ? (uint32_t)(keys[s] >> 32) : ids[s];
+    const i64 first = in_off[b], d = s - first;
+    if (d & 1) return;
+    const i64 o = out_off[b] + (d >> 1);
+    plan[o] = ((uint32_t)s << 1) | (uint32_t)(s + 1 < in_off[b + 1]);
+    ids_out[o] = b;
+}
+
+// Every round's size at once (optimization K5): totals[r] = sum_b ceil(cnt_b / 2^r), cnt_b = off[b+1] - off[b],
+// for r < 32 (totals zeroed by the caller); one warp sum and one atomic per warp and r.
+extern "C" __global__ void msm_round_totals(u64* totals, const i64* __restrict__ off, i64 nb) {
+    const i64 stride = (i64)gridDim.x * blockDim.x;
+    for (int r = 0; r < 32; r++) {
+        u64 acc = 0;
+        for (i64 b = blockIdx.x * (i64)blockDim.x + threadIdx.x; b < nb; b += stride)
+            acc += (u64)((off[b + 1] - off[b] + ((1ll << r) - 1)) >> r);
+        for (int k = 16; k; k >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, k);
+        if ((threadIdx.x & 31) == 0 && acc) atomicAdd(totals + r, acc);
+    }
+}
+
 // Entries [offsets[b] + t*S, min(.. + S, offsets[b+1])) of bucket b = seg_bucket[j],
 // t = j - seg_first[b].
 __device__ __forceinline__ void segment_range(i64 j, const i64* seg_bucket, const i64* seg_first,

@@ -235,7 +235,7 @@ def _cases(group, rng):
 
 
 KERNEL_SETS = [(), ("S1",), ("L1",), ("S1", "L1"), ("I1",), ("S1", "L1", "I1"), ("I1", "I2"), ("S1", "L1", "I1", "I2"),
-               ("K1",), ("K3",), ("S1", "L1", "I1", "I2", "K1", "K3")]
+               ("K1",), ("K3",), ("K4",), ("K5",), ("K4", "K5"), ("S1", "L1", "I1", "I2", "K1", "K3", "K4", "K5")]
 
 
 @pytest.mark.parametrize("kind", ["random", *EDGE_KINDS])
@@ -243,7 +243,8 @@ KERNEL_SETS = [(), ("S1",), ("L1",), ("S1", "L1"), ("I1",), ("S1", "L1", "I1"), 
 def test_kernel_opts_same_window_sums(cp, group, kind):
     """S1 (the kernels built with the dedicated squaring), L1 (affine rounds with products left < 2p), I1 (the
     products called, not inlined), I2 (I1's callee on Fp build 3), K1 (the keys sorted by their bucket bits
-    alone) and K3 (offsets searched in the keys), alone and together, give the default kernels' window sums word for word (XYZZ words of a fresh MSM each) and
+    alone), K3 (offsets searched in the keys), K4 (round plans by entry) and K5 (the rounds' sizes read once), alone
+    and together, give the default kernels' window sums word for word (XYZZ words of a fresh MSM each) and
     arkworks' MSM; G1 in XYZZ and with affine rounds forced (lambda^2 and the block inversions square, the lazy
     products feed them), G2 in XYZZ."""
     from cuzk.gpu.msm import fold_windows, msm_windows
@@ -264,6 +265,48 @@ def test_kernel_opts_same_window_sums(cp, group, kind):
         for ko in KERNEL_SETS[1:]:
             got, c2 = msm_windows(group, b, inf, s, kernel_opts=ko, **kw)
             assert c2 == c and np.array_equal(ref, cp.asnumpy(got)), (bucket_sum, ko)
+
+
+@pytest.mark.parametrize("shape", ["random", "zeros", "one", "skewed"])
+def test_plan_entry_and_round_totals_kernels(cp, shape):
+    """msm_affine_plan_entry (K4) writes every word of msm_affine_plan's (the search) and the bucket of every output,
+    into poisoned outputs, round after round (its ids feeding the next); msm_round_totals (K5) gives every round's size
+    (numpy's sum of ceil(cnt / 2^r)), over fresh random bucket counts with empty buckets and outsized ones."""
+    from cuzk.gpu import msm_plan as plan
+    from cuzk.gpu.loader import kernel
+    from cuzk.gpu.msm import DEFAULT_KERNEL_OPTS, _grid, _Kernels, kernel_build
+    rng = np.random.default_rng(seed())
+    nb = int(rng.integers(1000, 5000))
+    counts = {"random": rng.poisson(6, nb), "zeros": rng.poisson(6, nb) * (rng.random(nb) < 0.4),
+              "one": np.zeros(nb, dtype=np.int64), "skewed": rng.poisson(2, nb)}[shape].astype(np.int64)
+    if shape == "one":
+        counts[int(rng.integers(nb))] = 70001
+    if shape == "skewed":
+        counts[rng.integers(nb, size=3)] += 20000
+    off = np.concatenate(([0], np.cumsum(counts)))
+    k = _Kernels(1, None, cp.zeros(1, dtype=cp.uint8), None, kernel_opts=DEFAULT_KERNEL_OPTS)
+    want_t = [int(sum((int(c) + (1 << r) - 1) >> r for c in counts)) for r in range(32)]
+    assert [int(t) for t in k.round_totals(cp.asarray(off)).get()] == want_t
+    b = np.repeat(np.arange(nb, dtype=np.uint64), counts)
+    keys = cp.asarray((b << np.uint64(32)) | (np.arange(len(b), dtype=np.uint64) << np.uint64(1)))
+    by, keyed, in_off, rounds = keys, True, cp.asarray(off), 0
+    while True:
+        out_off, total = plan.round_offsets(in_off, cp)
+        if total == int(in_off[-1]):
+            break
+        want_w = k.affine_plan(in_off, out_off, total)
+        words = cp.full(total, 0xFFFFFFFF, dtype=cp.uint32)
+        ids = cp.full(total, 0xFFFFFFFF, dtype=cp.uint32)
+        kernel(k.mod, "msm_affine_plan_entry", kernel_build(1, DEFAULT_KERNEL_OPTS))(
+            _grid(int(in_off[-1])), (128,), (words, ids, by if keyed else np.uint64(0), np.uint64(0) if keyed else by, in_off,
+                                            out_off, np.int64(int(in_off[-1]))))
+        assert cp.array_equal(words, want_w), rounds
+        assert np.array_equal(cp.asnumpy(ids), np.repeat(np.arange(nb), np.diff(cp.asnumpy(out_off)))), rounds
+        got_w, got_ids = k.affine_plan_entry(by, keyed, in_off, out_off, int(in_off[-1]), total)
+        assert cp.array_equal(got_w, words) and cp.array_equal(got_ids, ids)
+        assert total == want_t[rounds + 1]
+        by, keyed, in_off, rounds = ids, False, out_off, rounds + 1
+    assert rounds >= 3
 
 
 @pytest.mark.parametrize("group", [1, 2])

@@ -233,7 +233,9 @@ class ModelKernels:
 
     direct_offsets = True                 # K3's bucket_offsets (test_cub_sort checks it against the shifted form)
 
-    def __init__(self, G, bases, inf, scalars, tpb=4, max_blocks=3):
+    def __init__(self, G, bases, inf, scalars, tpb=4, max_blocks=3, plan_by_entry=False, sizes_once=False):
+        """plan_by_entry, sizes_once: K4 and K5 (affine_rounds)."""
+        self.plan_by_entry, self.sizes_once = plan_by_entry, sizes_once
         self.G, self.bases, self.inf = G, bases, inf
         self.limbs = ints_to_limbs(np.array([int(s) for s in scalars], dtype=object), FR_LIMBS).tolist()
         self.n = len(bases)
@@ -384,6 +386,32 @@ class ModelKernels:
         return out
 
     # --- msm_affine.cuh, variant 2 (quads) ---
+
+    def affine_plan_entry(self, by, keyed, in_off, out_off, count, total):
+        """msm_affine_plan_entry (K4), thread by thread (entry s), into poisoned outputs: every word is written, and
+        equals the search's (affine_plan); ids[o] is output o's bucket."""
+        words = np.full(total, 0xFFFFFFFF, dtype=np.uint32)
+        ids = np.full(total, 0xFFFFFFFF, dtype=np.uint32)
+        for s in range(count):
+            b = int(by[s]) >> 32 if keyed else int(by[s])
+            d = s - int(in_off[b])
+            if d & 1:
+                continue
+            o = int(out_off[b]) + d // 2
+            words[o] = ((s << 1) & 0xFFFFFFFF) | int(s + 1 < int(in_off[b + 1]))
+            ids[o] = b
+        assert np.array_equal(words, self.affine_plan(in_off, out_off, total))
+        assert np.array_equal(ids, np.repeat(np.arange(len(in_off) - 1), np.diff(out_off)))
+        self.stats["entry_plans"] = self.stats.get("entry_plans", 0) + 1
+        return words, ids
+
+    def round_totals(self, offsets):
+        """msm_round_totals (K5), bucket by bucket; equals plan.round_totals."""
+        counts = [int(c) for c in np.diff(offsets)]
+        t = np.array([sum((c + (1 << r) - 1) >> r for c in counts) for r in range(32)], dtype=np.uint64)
+        assert np.array_equal(t, plan.round_totals(offsets, np))
+        self.stats["sizes_once"] = self.stats.get("sizes_once", 0) + 1
+        return t
 
     def affine_plan4(self, in_off, out_off, total):
         nb = len(in_off) - 1
@@ -829,6 +857,41 @@ def test_affine_schedule_int_group(n, c, geom, variant):
     assert k.stats["fallbacks"] == 0
     assert k.stats["affine_rounds"] > 0 or n < 31
     assert (k.stats.get("quad_rounds", 0) > 0) == (variant == 2 and k.stats["affine_rounds"] >= 2)
+
+
+PLAN_OPTS = [dict(plan_by_entry=True), dict(sizes_once=True), dict(plan_by_entry=True, sizes_once=True)]
+
+
+@pytest.mark.parametrize("kind", ["random", "same", "small", "edge"])
+@pytest.mark.parametrize("opts", PLAN_OPTS, ids=["K4", "K5", "K4+K5"])
+@pytest.mark.parametrize("variant", [1, 2])
+def test_plan_opts_same_rounds(kind, opts, variant):
+    """K4 (round plans by entry) and K5 (every round's size from one read), alone and together: the very points,
+    offsets and round counts of the default rounds (the model checks each plan word against the search's and each
+    size against a read per round); several passes, a threshold that stops the rounds early."""
+    bases, inf, sc, want = int_case(400, 23, kind)
+    for min_pairs in (1, 30):
+        res = []
+        for o in ({}, opts):
+            k = ModelKernels(IntGroup(), bases, inf, sc, **o)
+            keys = np.sort(k.digits(5, 0, 2))
+            offsets = plan.bucket_offsets(keys, 2 * 16, np, True)
+            pts, off, rounds, count = plan.affine_rounds(k, keys, offsets, min_pairs, np, variant)
+            res.append((list(pts), off.tolist(), rounds, count, k.stats.get("quad_rounds", 0)))
+            if o.get("plan_by_entry") and variant == 1 and rounds:
+                assert k.stats["entry_plans"] == rounds
+            assert k.stats.get("sizes_once", 0) == int(bool(o.get("sizes_once")))
+        assert res[1] == res[0]
+        got, k = model_msm(IntGroup(), bases, inf, sc, 5, max_entries=900, min_pairs=min_pairs, variant=variant,
+                           **opts)
+        assert got == want and k.stats["affine_rounds"] > 0
+
+
+def test_round_totals():
+    in_off = np.array([0, 0, 5, 6, 6, 10, 13], dtype=np.int64)      # counts 0, 5, 1, 0, 4, 3
+    t = plan.round_totals(in_off, np).tolist()
+    assert t[:5] == [13, 8, 5, 4, 4] and t[31] == 4 and len(t) == 32
+    assert ModelKernels(IntGroup(), [], [], []).round_totals(in_off).tolist() == t
 
 
 @pytest.mark.parametrize("kind", ["same", "small", "edge"])

@@ -29,7 +29,7 @@ DEFAULT_BUCKET_SUM = {1: "affine", 2: "xyzz"}  # G1 affine: 2^26 550 ms vs 960 (
 # calls without the option take the registry's default (the backend passes each per call)
 DEFAULT_PAIR_LEVELS = REGISTRY["R1"].default
 DEFAULT_PAIR_MERGES = REGISTRY["R2"].default
-KERNEL_OPTS = ("S1", "L1", "I1", "I2", "K1", "K3")   # the toggles that pick the MSM's code: builds, the sort, offsets
+KERNEL_OPTS = ("S1", "L1", "I1", "I2", "K1", "K3", "K4", "K5")   # the toggles that pick the MSM's code: builds, the sort, offsets
 DEFAULT_KERNEL_OPTS = frozenset(o for o in KERNEL_OPTS if REGISTRY[o].default)
 SQR_BUILD = ("CUZK_FASTSQR=1",)                # the msm_g1 build of S1 (loader.BUILDS); G2 squares in Fp2
 CALL_BUILD = ("CUZK_FP_CALL=1",)               # I1: msm_g1 and msm_g2 with the Fp products called
@@ -87,7 +87,8 @@ class _Kernels:
         kernel_opts: which of KERNEL_OPTS are on (None: DEFAULT_KERNEL_OPTS): S1, the G1 kernels built with the
         dedicated squaring; L1, the affine rounds with lazy products; I1, the kernels with the Fp products
         called instead of inlined; I2, I1's callee on Fp build 3; K1, the keys sorted by their bucket bits alone
-        (cub_sort); K3, the bucket offsets searched in the keys themselves."""
+        (cub_sort); K3, the bucket offsets searched in the keys themselves; K4, the round plans written by input entry
+        (no search); K5, every affine round's size from one device read."""
         import cupy
         self.cp = cupy
         self.host_fold = host_fold
@@ -100,6 +101,8 @@ class _Kernels:
         self.lazy = "_lazy" if "L1" in ko else ""
         self.bit_sort = "K1" in ko
         self.direct_offsets = "K3" in ko          # bucket_offsets searches the keys themselves
+        self.plan_by_entry = "K4" in ko           # affine_rounds: k.affine_plan_entry
+        self.sizes_once = "K5" in ko              # affine_rounds: k.round_totals
         self.W = xyzz_words(group)
         self.n = len(inf)
         self.bases, self.inf8, self.scalars = bases, inf.view(cupy.uint8), scalars
@@ -140,6 +143,22 @@ class _Kernels:
         kernel(self.mod, "msm_affine_plan", self.build)(_grid(total), (THREADS,),
                                             (out, in_off, out_off, np.int64(len(in_off) - 1), np.int64(total)))
         return out
+
+    def affine_plan_entry(self, by, keyed, in_off, out_off, count, total):
+        words = self.cp.empty(total, dtype=self.cp.uint32)
+        ids = self.cp.empty(total, dtype=self.cp.uint32)
+        null = np.uint64(0)                   # a null pointer, passed by value
+        keys, prev = (by, null) if keyed else (null, by)
+        kernel(self.mod, "msm_affine_plan_entry", self.build)(_grid(count), (THREADS,),
+                                                  (words, ids, keys, prev, in_off, out_off, np.int64(count)))
+        return words, ids
+
+    def round_totals(self, offsets):
+        totals = self.cp.zeros(32, dtype=self.cp.uint64)
+        nb = len(offsets) - 1
+        kernel(self.mod, "msm_round_totals", self.build)((max(1, min(_grid(nb)[0], 4 * _sm_count())),), (THREADS,),
+                                             (totals, offsets, np.int64(nb)))
+        return totals
 
     def affine_round(self, src, keyed, plan_words, total):
         out = self.cp.empty((total, self.W // 2), dtype=self.cp.uint32)

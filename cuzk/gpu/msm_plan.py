@@ -164,18 +164,27 @@ def segment_plan(offsets, S: int, xp, total: int | None = None):
     return seg_first, seg_bucket, total
 
 
-def round_offsets(in_off, xp):
+def round_offsets(in_off, xp, total: int | None = None):
     """One affine round: bucket b's cnt_b = in_off[b+1] - in_off[b] points become ceil(cnt_b / 2)
-    (pairs summed, an odd last one copied), stored compactly. Returns (out_off, total_out)."""
+    (pairs summed, an odd last one copied), stored compactly. Returns (out_off, total_out); total: total_out when
+    the host knows it (no read of the device)."""
     out_off = _offsets_of(_ceil_shift(in_off[1:] - in_off[:-1], 1), xp)
-    return out_off, int(out_off[-1])
+    return out_off, int(out_off[-1]) if total is None else int(total)
 
 
-def quad_offsets(in_off, xp):
+def quad_offsets(in_off, xp, total: int | None = None):
     """Two affine rounds in one (variant 2): bucket b's cnt_b points become ceil(cnt_b / 4), as
-    two round_offsets would make them. Returns (out_off, total_out)."""
+    two round_offsets would make them. Returns (out_off, total_out); total as round_offsets'."""
     out_off = _offsets_of(_ceil_shift(in_off[1:] - in_off[:-1], 2), xp)
-    return out_off, int(out_off[-1])
+    return out_off, int(out_off[-1]) if total is None else int(total)
+
+
+def round_totals(offsets, xp):
+    """totals[r] = sum_b ceil(cnt_b / 2^r) for r < 32: the entries left after r affine rounds (msm_round_totals;
+    ceil(ceil(c / 2) / 2) = ceil(c / 4), so round r + 1's size follows from the first counts). With every
+    cnt_b < 2^31, totals[r] for r >= 31 is totals[31], the non-empty buckets."""
+    counts = offsets[1:] - offsets[:-1]
+    return xp.stack([_ceil_shift(counts, r).sum() for r in range(32)])
 
 
 def round_geometry(total: int, threads: int, max_blocks: int) -> tuple[int, int]:
@@ -200,6 +209,11 @@ def affine_rounds(k, keys, offsets, min_pairs: int, xp, variant: int = 1, mark=N
     k.affine_plan(in_off, out_off, total) -> uint32 words s << 1 | paired per output
     k.affine_round(src, keyed, plan, total) -> affine points [total]; an x1 == x2 pair sets
     k.degenerate() (its output is then garbage: the caller redoes the pass in XYZZ).
+    k.plan_by_entry (K4, variant 1): the words by k.affine_plan_entry(by, keyed, in_off, out_off, count, total) ->
+    (words, ids) instead, no search: by = the keys in round 0 (bucket = key >> 32), else the previous round's ids
+    (ids[o] = the bucket of output o).
+    k.sizes_once (K5): every round's size from one read of k.round_totals(offsets) (round_totals), not a read
+    per round.
     variant 2: two rounds run as one quad kernel wherever both would run (the same sums):
     k.affine_plan4(in_off, out_off, total) -> words s << 2 | (points - 1); k.affine_quad(src,
     keyed, plan, total) -> points [total]; k.stats["quad_rounds"] counts them.
@@ -209,17 +223,19 @@ def affine_rounds(k, keys, offsets, min_pairs: int, xp, variant: int = 1, mark=N
     mark = mark or (lambda name: None)
     if variant not in AFFINE_VARIANTS:
         raise ValueError(f"affine variant must be one of {AFFINE_VARIANTS}, got {variant!r}")
-    src, in_off, rounds = keys, offsets, 0
-    count = int(offsets[-1])
+    by_entry = getattr(k, "plan_by_entry", False) and variant == 1
+    sizes = k.round_totals(offsets).tolist() if getattr(k, "sizes_once", False) else None
+    src, in_off, rounds, ids = keys, offsets, 0, keys
+    count = int(offsets[-1]) if sizes is None else int(sizes[0])
     if count >= 1 << 31:                      # a plan word holds an entry index << 1
         return src, in_off, 0, count
     while True:
-        out_off, total = round_offsets(in_off, xp)
+        out_off, total = round_offsets(in_off, xp, None if sizes is None else sizes[min(rounds + 1, 31)])
         pairs = count - total
         if pairs == 0 or pairs < min_pairs:
             return src, in_off, rounds, count
         if variant == 2 and count < QUAD_MAX_ENTRIES:
-            out4, total4 = quad_offsets(in_off, xp)
+            out4, total4 = quad_offsets(in_off, xp, None if sizes is None else sizes[min(rounds + 2, 31)])
             pairs2 = total - total4           # the second round's pairs
             if pairs2 > 0 and pairs2 >= min_pairs:
                 plan = k.affine_plan4(in_off, out4, total4)
@@ -229,7 +245,10 @@ def affine_rounds(k, keys, offsets, min_pairs: int, xp, variant: int = 1, mark=N
                 in_off, rounds, count = out4, rounds + 2, total4
                 k.stats["quad_rounds"] = k.stats.get("quad_rounds", 0) + 1
                 continue
-        plan = k.affine_plan(in_off, out_off, total)
+        if by_entry:
+            plan, ids = k.affine_plan_entry(ids, rounds == 0, in_off, out_off, count, total)
+        else:
+            plan = k.affine_plan(in_off, out_off, total)
         mark("round plans")
         src = k.affine_round(src, rounds == 0, plan, total)
         mark("affine rounds")
