@@ -97,6 +97,16 @@ ablate_alone() {
       --json "$OUT/ablate_$(echo "$1" | tr 'A-Z' 'a-z')_24d.json" 2>&1 | grep -A3 "^| opt"
 }
 case "$1" in
+Z21)
+  # session 12: K4 (round plans by entry) and K5 (the rounds' sizes read once): their GPU tests, then the 2^26 and
+  # 2^27 MSMs over the base, +K4, +K5 and +K4+K5 (alternated in one process; prediction in docs/perf-log.md)
+  timeout 200 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests/test_gpu_msm.py tests/test_gpu_msm_many.py \
+      -k "plan_entry or kernel_opts or multi_pass or affine or many" 2>&1 | tail -2
+  B=S1,L1,I1,I2,K1,K3
+  for L in 26 27; do c=$([ $L = 26 ] && echo 20 || echo 22)
+    timeout 150 python3 tools/experiments/msm_profile.py $L --affine --c $c --pairs on --reps 2 --distinct-log $L \
+        --kernels $B $B,K4 $B,K5 $B,K4,K5 2>&1 | grep "^2^$L" | sed 's/R1+R2=on //; s/ variant=1//' | cut -c1-250
+  done ;;
 Z19)
   # session 12, first: 10 x 2^27 with K3 against -K3 (predicted ~1.39 s a partition); then the experiment define
   # CUZK_XYZZ_AFFINE_Q=1 (xyzz_add_mem skips q's ZZ/ZZZ products when both are one; its msm_g1/msm_g2 cubins are in
