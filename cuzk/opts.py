@@ -246,7 +246,8 @@ register(Optimization(
     "K4", ("ntt_msm_h", "batch_addition", "tail_msm"),
     "the affine round plans written by input entry (its bucket from the key in the first round, then from ids the "
     "previous plan wrote) instead of a binary search over the bucket offsets for every output",
-    False,
+    True,     # on since session 12: 2^26 G1 MSM 443.5 -> 438.6 ms alone, 432.5 with K5 (plans 26 -> 16); 2^27 862.6 ->
+              # 846.9 alone, 847.4 with K5 (Z21, alternated in one process; GPU tests 158 passed)
     "2^26 G1 MSM (c = 20, 34 rounds): round plans ~28 -> ~12 ms (a stream of 8-16 B an entry instead of a 21-step "
     "search an output); 2^27 H MSM ~58 -> ~25 ms",
 ))
@@ -254,7 +255,8 @@ register(Optimization(
     "K5", ("ntt_msm_h", "batch_addition", "tail_msm"),
     "every affine round's size from one device read a pass (msm_round_totals: sum_b ceil(cnt_b / 2^r) for all r) "
     "instead of a read of each round's offsets, so the rounds of a pass queue without waiting on the host",
-    False,
+    True,     # on since session 12: alone n.s. (2^26 443.5 -> 443.0, 2^27 862.6 -> 860.6); with K4 the plans 18.8-22.1
+              # -> 15.7-15.8 ms at 2^26 (the host round trips show once the search is gone) (Z21)
     "2^26 G1 MSM: round plans -2..-4 ms (34 host round trips of ~60-100 us, the GPU idle in each); 2^27 -3..-6 ms",
 ))
 register(Optimization(

@@ -97,6 +97,14 @@ ablate_alone() {
       --json "$OUT/ablate_$(echo "$1" | tr 'A-Z' 'a-z')_24d.json" 2>&1 | grep -A3 "^| opt"
 }
 case "$1" in
+Z22)
+  # session 12, K4 + K5 on: windows a sort pass. 2^26 (c = 20, 13 windows) at 4, 6, 7 and 13 a pass (4, 3, 2, 1
+  # passes); 2^27 (c = 22, 12 windows) at 2 and 3 (6, 4 passes); each size warmed up once, then alternated
+  for L in 26 27; do c=$([ $L = 26 ] && echo 20 || echo 22)
+    me=$([ $L = 26 ] && echo "268435456 402653184 469762048 872415232" || echo "268435456 402653184")
+    timeout 220 python3 tools/experiments/msm_profile.py $L --affine --c $c --pairs on --reps 3 --distinct-log $L \
+        --max-entries $me 2>&1 | grep "^2^$L" | sed 's/R1+R2=on //; s/ variant=1//; s/kernels=[A-Z0-9,]* //' | cut -c1-240
+  done ;;
 Z21)
   # session 12: K4 (round plans by entry) and K5 (the rounds' sizes read once): their GPU tests, then the 2^26 and
   # 2^27 MSMs over the base, +K4, +K5 and +K4+K5 (alternated in one process; prediction in docs/perf-log.md)

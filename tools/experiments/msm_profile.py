@@ -78,7 +78,9 @@ def main():
         variants = args.variants or [None]
         for sq in sqrs:
             for v in variants:
-                msm.msm_xyzz(1, bases, inf, scalars, bucket_sum=kind, kernel_opts=sq, affine_variant=v)   # warm-up
+                for me in args.max_entries:         # warm-up (the pool grows to each pass size once)
+                    msm.msm_xyzz(1, bases, inf, scalars, bucket_sum=kind, kernel_opts=sq, affine_variant=v,
+                                 max_entries=me)
         for c in args.c or sorted({plan.choose_window(1 << L, affine=args.affine), 16, 20}):
             if args.profiler_range:
                 a, b = cupy.cuda.Event(), cupy.cuda.Event()
