@@ -260,6 +260,16 @@ register(Optimization(
     "2^26 G1 MSM: round plans -2..-4 ms (34 host round trips of ~60-100 us, the GPU idle in each); 2^27 -3..-6 ms",
 ))
 register(Optimization(
+    "K6", ("ntt_msm_h", "batch_addition", "tail_msm", "b_g2"),
+    "an MSM sorts as many windows a pass as 3/4 of the free device memory holds (84 B a key at the affine rounds' "
+    "peak), balanced over the fewest passes, instead of 2^28 keys a pass: fewer digit passes over the scalars, "
+    "fewer small tail rounds, one window reduction",
+    False,
+    "2^26 G1 MSM (13 windows of c = 20): 4 passes -> 1, 432 -> ~410 ms (Z22: 434.2 / 427.0 / 419.8 / 410.3 ms at "
+    "4 / 3 / 2 / 1 passes); 2^27 (12 windows) 6 passes -> 2, ~843 -> ~805 ms; 10 x 2^27 pipelined: ntt_msm_h "
+    "-20..-40 ms a partition, as free memory allows",
+))
+register(Optimization(
     "A4", ("b_g2",),
     "B_G2 MSM on the CPU, a thread pool across circuits, instead of the GPU G2 MSM",
     False,

@@ -267,6 +267,30 @@ def test_kernel_opts_same_window_sums(cp, group, kind):
             assert c2 == c and np.array_equal(ref, cp.asnumpy(got)), (bucket_sum, ko)
 
 
+@pytest.mark.parametrize("group", [1, 2])
+def test_k6_pass_size_from_free_memory(cp, group, monkeypatch):
+    """K6: with the device's free memory every window fits one pass; with none free, the floor's passes (balanced);
+    an explicit max_entries wins. Each MSM is arkworks'."""
+    from cuzk.gpu import msm as gmsm
+    from cuzk.gpu import msm_plan as plan
+    rng = random.Random(seed())
+    n, c = 3000, 9
+    nw = plan.num_windows(c)
+    pts = rand_points(group, n, rng, distinct=64)
+    sc = [rng.randrange(F.R) for _ in range(n)]
+    b, inf, s = upload(cp, group, pts, sc)
+    fn = gmsm.msm_g1 if group == 1 else gmsm.msm_g2
+    ko = gmsm.DEFAULT_KERNEL_OPTS | {"K6"}
+    w = want(group, pts, sc)
+    assert fn(b, inf, s, c=c, kernel_opts=ko) == w and gmsm.last_stats["max_entries"] == nw * n
+    monkeypatch.setattr(gmsm, "PASS_MEMORY_FRACTION", 0.0)
+    monkeypatch.setattr(plan, "PASS_ENTRIES_FLOOR", 7 * n)
+    assert fn(b, inf, s, c=c, kernel_opts=ko) == w and gmsm.last_stats["max_entries"] == plan.pass_entries(n, nw, 0)
+    assert gmsm.last_stats["max_entries"] == -(-nw // -(-nw // 7)) * n                # 29 windows: 5 passes of 6
+    assert fn(b, inf, s, c=c, kernel_opts=ko - {"K6"}) == w and gmsm.last_stats["max_entries"] == 7 * n
+    assert fn(b, inf, s, c=c, kernel_opts=ko, max_entries=2 * n) == w and gmsm.last_stats["max_entries"] == 2 * n
+
+
 @pytest.mark.parametrize("shape", ["random", "zeros", "one", "skewed"])
 def test_plan_entry_and_round_totals_kernels(cp, shape):
     """msm_affine_plan_entry (K4) writes every word of msm_affine_plan's (the search) and the bucket of every output,

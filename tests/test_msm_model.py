@@ -1456,3 +1456,27 @@ def test_few_bucket_sums(counts, S, M):
             assert plan.one_bucket_sum(ModelKernels(IntGroup(), k.bases, k.inf, [0] * n), keys, True, m, S, np, M)[0] \
                 % R == g % R
 
+
+
+# --- K6: the sort pass sized from free memory ---
+
+@pytest.mark.parametrize("n,nw", [(1, 1), (1000, 13), (1 << 20, 13), (1 << 26, 13), (1 << 27, 12), (1 << 29, 11)])
+def test_pass_entries(n, nw):
+    """pass_entries: within the budget (or at the floor), below 2^31 keys, balanced (the fewest passes, the largest
+    as small as can be), and the floor's passes when memory is short."""
+    floor_per = max(1, min(plan.PASS_ENTRIES_FLOOR // n, nw))
+    for budget in (0, 1 << 30, 10 << 30, 60 << 30, 100 << 30, 1 << 45):
+        me = plan.pass_entries(n, nw, budget)
+        per = me // n
+        assert me % n == 0 and 1 <= per <= nw
+        passes = plan.window_passes(n, nw, me)
+        assert len(passes) == -(-nw // per) and max(b - a for a, b in passes) == per
+        assert sum(b - a for a, b in passes) == nw
+        assert per == -(-nw // len(passes))                                  # balanced
+        assert per * n < 1 << 31 or per == 1
+        fits = per * n * plan.PASS_BYTES_PER_ENTRY <= budget
+        assert fits or per <= floor_per
+        assert len(passes) <= len(plan.window_passes(n, nw, plan.PASS_ENTRIES_FLOOR))   # never more passes
+    assert plan.pass_entries(1 << 26, 13, 100 << 30) == 13 << 26                      # 2^26 in one pass
+    assert plan.pass_entries(1 << 27, 12, 93 << 30) == 6 << 27                        # 2^27: two of six
+    assert plan.pass_entries(1 << 26, 13, 0) == 4 << 26                               # the floor's 4 windows

@@ -97,6 +97,17 @@ ablate_alone() {
       --json "$OUT/ablate_$(echo "$1" | tr 'A-Z' 'a-z')_24d.json" 2>&1 | grep -A3 "^| opt"
 }
 case "$1" in
+Z23)
+  # session 12: K6 (windows a sort pass from free memory): its GPU tests; the 2^26 and 2^27 MSMs with and without it
+  # (alternated in one process); 10 x 2^27 pipelined with +K6 against the defaults
+  timeout 120 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests/test_gpu_msm.py tests/test_gpu_msm_many.py \
+      -k "k6 or kernel_opts or many_affine" 2>&1 | tail -2
+  B=S1,L1,I1,I2,K1,K3,K4,K5
+  for L in 26 27; do c=$([ $L = 26 ] && echo 20 || echo 22)
+    timeout 120 python3 tools/experiments/msm_profile.py $L --affine --c $c --pairs on --reps 2 --distinct-log $L \
+        --kernels $B $B,K6 2>&1 | grep "^2^$L" | sed 's/R1+R2=on //; s/ variant=1//; s/I1,I2,K1,K3,K4,K5,L1,S1/B/' | cut -c1-250
+  done
+  timeout 330 python3 tools/experiments/pipeline_ab.py --rounds 2 -- "" "+K6" 2>&1 | grep -v "^key:" | tail -12 ;;
 Z22)
   # session 12, K4 + K5 on: windows a sort pass. 2^26 (c = 20, 13 windows) at 4, 6, 7 and 13 a pass (4, 3, 2, 1
   # passes); 2^27 (c = 22, 12 windows) at 2 and 3 (6, 4 passes); each size warmed up once, then alternated

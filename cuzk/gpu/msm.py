@@ -29,12 +29,13 @@ DEFAULT_BUCKET_SUM = {1: "affine", 2: "xyzz"}  # G1 affine: 2^26 550 ms vs 960 (
 # calls without the option take the registry's default (the backend passes each per call)
 DEFAULT_PAIR_LEVELS = REGISTRY["R1"].default
 DEFAULT_PAIR_MERGES = REGISTRY["R2"].default
-KERNEL_OPTS = ("S1", "L1", "I1", "I2", "K1", "K3", "K4", "K5")   # the toggles that pick the MSM's code: builds, the sort, offsets
+KERNEL_OPTS = ("S1", "L1", "I1", "I2", "K1", "K3", "K4", "K5", "K6")   # the toggles that pick the MSM's code: builds, the sort, offsets
 DEFAULT_KERNEL_OPTS = frozenset(o for o in KERNEL_OPTS if REGISTRY[o].default)
 SQR_BUILD = ("CUZK_FASTSQR=1",)                # the msm_g1 build of S1 (loader.BUILDS); G2 squares in Fp2
 CALL_BUILD = ("CUZK_FP_CALL=1",)               # I1: msm_g1 and msm_g2 with the Fp products called
 CALLEE_BUILD = ("CUZK_FASTMUL_VARIANT_FP=3",)  # I2 (with I1): the called Fp product on fastmul build 3
 last_stats: dict = {}                         # of the latest msm_xyzz: affine_rounds, fallbacks
+PASS_MEMORY_FRACTION = 0.75                   # K6: the share of free device memory (the pool's too) a sort pass takes
 DEFAULT_AFFINE_VARIANT = 1                    # 2: quad round kernels (issue 5); CUZK_MSM_AFFINE_VARIANT overrides
 
 
@@ -88,7 +89,8 @@ class _Kernels:
         dedicated squaring; L1, the affine rounds with lazy products; I1, the kernels with the Fp products
         called instead of inlined; I2, I1's callee on Fp build 3; K1, the keys sorted by their bucket bits alone
         (cub_sort); K3, the bucket offsets searched in the keys themselves; K4, the round plans written by input entry
-        (no search); K5, every affine round's size from one device read."""
+        (no search); K5, every affine round's size from one device read; K6, the sort pass sized from free memory
+        (resolve_max_entries)."""
         import cupy
         self.cp = cupy
         self.host_fold = host_fold
@@ -243,7 +245,7 @@ def _sm_count() -> int:
     return int(cupy.cuda.Device().attributes["MultiProcessorCount"])
 
 
-def msm_xyzz(group: int, bases, inf, scalars, c: int | None = None, max_entries: int = 1 << 28,
+def msm_xyzz(group: int, bases, inf, scalars, c: int | None = None, max_entries: int | None = None,
              bucket_sum: str | None = None, affine_min_pairs: int | None = None, mark=None,
              affine_variant: int | None = None, pair_levels: bool | None = None,
              pair_merges: bool | None = None, kernel_opts=None):
@@ -256,7 +258,8 @@ def msm_xyzz(group: int, bases, inf, scalars, c: int | None = None, max_entries:
     run land in last_stats. mark: profiling hook (msm_plan.pippenger). pair_levels: the window reduction
     by pair levels (msm_plan.reduce_windows; None -> DEFAULT_PAIR_LEVELS); pair_merges: the bucket sums'
     merges by pairs (msm_plan.bucket_sums; None -> DEFAULT_PAIR_MERGES); kernel_opts: which of KERNEL_OPTS
-    are on (_Kernels; None -> DEFAULT_KERNEL_OPTS).
+    are on (_Kernels; None -> DEFAULT_KERNEL_OPTS). max_entries: the keys a sort pass may hold (None:
+    resolve_max_entries, from free memory under K6).
     The windows are folded on the device by one thread (the *_combine kernel); msm_g1/msm_g2 fold
     them on the host instead (msm_windows, fold_windows).
     """
@@ -264,7 +267,7 @@ def msm_xyzz(group: int, bases, inf, scalars, c: int | None = None, max_entries:
                       affine_variant, False, pair_levels, pair_merges, kernel_opts)[0]
 
 
-def msm_windows(group: int, bases, inf, scalars, c: int | None = None, max_entries: int = 1 << 28,
+def msm_windows(group: int, bases, inf, scalars, c: int | None = None, max_entries: int | None = None,
                 bucket_sum: str | None = None, affine_min_pairs: int | None = None, mark=None,
                 affine_variant: int | None = None, pair_levels: bool | None = None,
                 pair_merges: bool | None = None, kernel_opts=None):
@@ -272,6 +275,20 @@ def msm_windows(group: int, bases, inf, scalars, c: int | None = None, max_entri
     arguments as msm_xyzz's. Σ_w 2^(c w) sums[w] is the MSM (fold_windows)."""
     return _pippenger(group, bases, inf, scalars, c, max_entries, bucket_sum, affine_min_pairs, mark,
                       affine_variant, True, pair_levels, pair_merges, kernel_opts)
+
+
+def resolve_max_entries(max_entries: int | None, n: int, c: int, kernel_opts=None) -> int:
+    """The keys a sort pass may hold: max_entries when given; else, under K6, as many windows as
+    PASS_MEMORY_FRACTION of the free device memory (the pool's free blocks included) holds (msm_plan.pass_entries);
+    else msm_plan.PASS_ENTRIES_FLOOR."""
+    if max_entries is not None:
+        return int(max_entries)
+    ko = DEFAULT_KERNEL_OPTS if kernel_opts is None else frozenset(kernel_opts)
+    if "K6" not in ko:
+        return plan.PASS_ENTRIES_FLOOR
+    import cupy
+    free = cupy.cuda.runtime.memGetInfo()[0] + cupy.get_default_memory_pool().free_bytes()
+    return plan.pass_entries(n, plan.num_windows(c), int(PASS_MEMORY_FRACTION * free))
 
 
 def sum_options(group: int, bucket_sum, affine_min_pairs, affine_variant) -> tuple[str, int | None, int]:
@@ -303,10 +320,11 @@ def _pippenger(group, bases, inf, scalars, c, max_entries, bucket_sum, affine_mi
         return (zero[None, :] if host_fold else zero), 1
     c = plan.choose_window(n, affine=affine) if c is None else int(c)
     k = _Kernels(group, bases, inf, scalars, host_fold, kernel_opts)
+    max_entries = resolve_max_entries(max_entries, n, c, kernel_opts)
     out = plan.pippenger(k, n, c, max_entries, cupy, affine_min_pairs=min_pairs, mark=mark, affine_variant=variant,
                          pair_levels=DEFAULT_PAIR_LEVELS if pair_levels is None else bool(pair_levels),
                          pair_merges=DEFAULT_PAIR_MERGES if pair_merges is None else bool(pair_merges))
-    last_stats.update(k.stats, c=c, bucket_sum=bucket_sum, affine_variant=variant)
+    last_stats.update(k.stats, c=c, bucket_sum=bucket_sum, affine_variant=variant, max_entries=max_entries)
     return out, c
 
 

@@ -68,7 +68,7 @@ def fold_parts(group: int, sums: np.ndarray, c: int, live: list[int], count: int
     return out
 
 
-def window_sums(bases, inf, scalars, sizes: list[int], c: int | None = None, max_entries: int = 1 << 28,
+def window_sums(bases, inf, scalars, sizes: list[int], c: int | None = None, max_entries: int | None = None,
                 bucket_sum: str | None = None, affine_min_pairs: int | None = None, mark=None,
                 affine_variant: int | None = None, pair_levels: bool | None = None,
                 pair_merges: bool | None = None, kernel_opts=None):
@@ -90,6 +90,7 @@ def window_sums(bases, inf, scalars, sizes: list[int], c: int | None = None, max
     if P > plan.max_parts(c):
         raise ValueError(f"{P} MSMs of window {c} need more bucket ids than a key holds (at most {plan.max_parts(c)})")
     k = _ManyKernels(bases, inf, scalars, cupy.asarray(off), kernel_opts)
+    max_entries = gmsm.resolve_max_entries(max_entries, n, c, kernel_opts)
     sums = plan.pippenger(k, n, c, max_entries, cupy, affine_min_pairs=min_pairs, mark=mark,
                           affine_variant=variant, parts=P,
                           pair_levels=gmsm.DEFAULT_PAIR_LEVELS if pair_levels is None else bool(pair_levels),

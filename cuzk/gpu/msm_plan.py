@@ -84,6 +84,22 @@ def window_passes(n: int, nw: int, max_entries: int = 1 << 28) -> list[tuple[int
     return [(w0, min(w0 + per, nw)) for w0 in range(0, nw, per)]
 
 
+PASS_BYTES_PER_ENTRY = 84    # a pass's peak an entry: its key (8 B), round 0's and round 1's points (48 + 24 B), plans, ids
+PASS_ENTRIES_FLOOR = 1 << 28  # the fixed pass size before K6
+
+
+def pass_entries(n: int, nw: int, budget: int, floor: int | None = None) -> int:
+    """K6: the keys a sort pass may hold (window_passes' max_entries) when `budget` bytes of device memory are free
+    for it: as many of the nw windows of n keys as the budget holds at PASS_BYTES_PER_ENTRY, never fewer than
+    `floor` keys hold, the count below 2^31 (affine_rounds' plan words), then balanced: the fewest passes with
+    their largest as small as can be. floor None: PASS_ENTRIES_FLOOR."""
+    n, floor = max(n, 1), PASS_ENTRIES_FLOOR if floor is None else floor
+    per = max(1, floor // n, min(budget // (PASS_BYTES_PER_ENTRY * n), ((1 << 31) - 1) // n))
+    per = min(per, nw)
+    passes = -(-nw // per)
+    return -(-nw // passes) * n
+
+
 def reduce_levels(nwin: int, B: int, pairs: bool = False) -> list[tuple[int, bool, int]]:
     """Window reduction levels (L, first, log_scale), each a k.window_level over chunks of L
     (pairs: every level after the first has L = 2, and every L = 2 level is a k.window_pair).

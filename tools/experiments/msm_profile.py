@@ -41,7 +41,7 @@ class Marks:
 
 
 def profile(bases, inf, scalars, c, bucket_sum, min_pairs=None, pair_levels=False, kernel_opts=(), variant=None,
-            max_entries=1 << 28):
+            max_entries=None):
     m = Marks()
     msm.msm_xyzz(1, bases, inf, scalars, c, max_entries=max_entries, bucket_sum=bucket_sum, affine_min_pairs=min_pairs,
                  mark=m,
@@ -58,8 +58,9 @@ def main():
     ap.add_argument("--kernels", nargs="*", default=None)
     ap.add_argument("--variants", type=int, nargs="*", default=None)
     ap.add_argument("--reps", type=int, default=1)
-    ap.add_argument("--max-entries", type=int, nargs="*", default=[1 << 28],
-                    help="keys a sort pass may hold (msm_xyzz's max_entries; several: alternated like --kernels)")
+    ap.add_argument("--max-entries", type=int, nargs="*", default=[0],
+                    help="keys a sort pass may hold (msm_xyzz's max_entries; 0: the registry's, from free memory under "
+                         "K6; several: alternated like --kernels)")
     ap.add_argument("--distinct-log", type=int, default=24,
                     help="independent bases 2^D, tiled to 2^LOG_N (micro.independent_bases; default 24)")
     ap.add_argument("--profiler-range", action="store_true",
@@ -80,7 +81,7 @@ def main():
             for v in variants:
                 for me in args.max_entries:         # warm-up (the pool grows to each pass size once)
                     msm.msm_xyzz(1, bases, inf, scalars, bucket_sum=kind, kernel_opts=sq, affine_variant=v,
-                                 max_entries=me)
+                                 max_entries=me or None)
         for c in args.c or sorted({plan.choose_window(1 << L, affine=args.affine), 16, 20}):
             if args.profiler_range:
                 a, b = cupy.cuda.Event(), cupy.cuda.Event()
@@ -100,10 +101,11 @@ def main():
                         for var in variants:
                             for me in args.max_entries:
                                 total, ms, st = profile(bases, inf, scalars, c, kind, pair_levels=pl, kernel_opts=sq,
-                                                        variant=var, max_entries=me)
+                                                        variant=var, max_entries=me or None)
                                 totals.setdefault((pl, sq, var, me), []).append(total)
                                 print(f"2^{L} {kind} c={c} R1+R2={'on' if pl else 'off'} "
-                                      f"kernels={','.join(sorted(sq)) or 'none'} variant={st['affine_variant']}"
+                                      f"kernels={','.join(sorted(sq)) or 'none'} variant={st['affine_variant']} "
+                                      f"windows/pass={st.get('max_entries', 0) >> L}"
                                       + (f" max_entries={me}" if len(args.max_entries) > 1 else "") + ": "
                                       f"total {total:.1f} ms | " + ", ".join(f"{k}: {v:.1f}" for k, v in ms.items())
                                       + f" | {st}", flush=True)
