@@ -264,7 +264,8 @@ register(Optimization(
     "an MSM sorts as many windows a pass as 3/4 of the free device memory holds (84 B a key at the affine rounds' "
     "peak), balanced over the fewest passes, instead of 2^28 keys a pass: fewer digit passes over the scalars, "
     "fewer small tail rounds, one window reduction",
-    False,
+    True,     # on since session 12: 2^26 G1 MSM 434.8 -> 413.7 ms (one pass), 2^27 846.4 -> 802.5 (two of 6 windows);
+              # 10 x 2^27 pipelined: h msm median 0.830 -> 0.805 s, 1.3656 -> 1.3431 s a partition in round 1 (Z23)
     "2^26 G1 MSM (13 windows of c = 20): 4 passes -> 1, 432 -> ~410 ms (Z22: 434.2 / 427.0 / 419.8 / 410.3 ms at "
     "4 / 3 / 2 / 1 passes); 2^27 (12 windows) 6 passes -> 2, ~843 -> ~805 ms; 10 x 2^27 pipelined: ntt_msm_h "
     "-20..-40 ms a partition, as free memory allows",

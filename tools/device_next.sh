@@ -97,6 +97,14 @@ ablate_alone() {
       --json "$OUT/ablate_$(echo "$1" | tr 'A-Z' 'a-z')_24d.json" 2>&1 | grep -A3 "^| opt"
 }
 case "$1" in
+Z24)
+  # session 12, K4-K6 on by default: c at one pass (2^26: 20, 21, 22), the issue's figure (cuzk micro msm), then the
+  # whole GPU suite
+  timeout 100 python3 tools/experiments/msm_profile.py 26 --affine --c 20 21 22 --pairs on --reps 2 --distinct-log 26 \
+      2>&1 | grep "^2^26" | sed 's/R1+R2=on //; s/ variant=1//; s/kernels=I1,I2,K1,K3,K4,K5,K6,L1,S1 //' | cut -c1-230
+  timeout 90 python3 -m cuzk micro msm --log-size 26 2>&1 | tail -3
+  timeout 240 python3 -m pytest -q -m gpu -p no:cacheprovider -x tests --ignore=tests/test_gpu.py 2>&1 | tail -2
+  timeout 80 python3 -m pytest -q -m gpu -p no:cacheprovider -x tests/test_gpu.py 2>&1 | tail -2 ;;
 Z23)
   # session 12: K6 (windows a sort pass from free memory): its GPU tests; the 2^26 and 2^27 MSMs with and without it
   # (alternated in one process); 10 x 2^27 pipelined with +K6 against the defaults
