@@ -97,6 +97,20 @@ ablate_alone() {
       --json "$OUT/ablate_$(echo "$1" | tr 'A-Z' 'a-z')_24d.json" 2>&1 | grep -A3 "^| opt"
 }
 case "$1" in
+Z25)
+  # session 12: K7 (round plans by bucket groups, with K5): its GPU tests; the 2^26 and 2^27 MSMs with and without
+  # it (alternated in one process); cuzk micro msm at 2^26 with and without it
+  timeout 120 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests/test_gpu_msm.py tests/test_gpu_msm_many.py \
+      -k "plan_entry or kernel_opts or k6 or many_affine" 2>&1 | tail -2
+  B=S1,L1,I1,I2,K1,K3,K4,K5,K6
+  for L in 26 27; do c=$([ $L = 26 ] && echo 20 || echo 22)
+    timeout 100 python3 tools/experiments/msm_profile.py $L --affine --c $c --pairs on --reps 2 --distinct-log $L \
+        --kernels $B $B,K7 2>&1 | grep "^2^$L" | sed 's/R1+R2=on //; s/ variant=1//; s/I1,I2,K1,K3,K4,K5,K6,L1,S1/B/' \
+        | cut -c1-240
+  done
+  for r in 1 2; do for o in "" "+K7"; do echo "CUZK_OPT=${o:-defaults}"
+    CUZK_OPT=$o timeout 60 python3 -m cuzk micro msm --log-size 26 -p 1 -n 3 -w 1 2>&1 | tail -1
+  done; done ;;
 Z24)
   # session 12, K4-K6 on by default: c at one pass (2^26: 20, 21, 22), the issue's figure (cuzk micro msm), then the
   # whole GPU suite
