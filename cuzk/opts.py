@@ -271,15 +271,6 @@ register(Optimization(
     "-20..-40 ms a partition, as free memory allows",
 ))
 register(Optimization(
-    "K7", ("ntt_msm_h", "batch_addition", "tail_msm"),
-    "with K5, the affine round plans written by bucket: 2^g threads a bucket (the round's mean outputs a bucket) "
-    "write its words in order, from the offsets alone: no keys or ids read, no ids written; a round whose largest "
-    "bucket would take a thread over 256 steps is planned by search",
-    False,
-    "2^26 G1 MSM (one pass, 8 rounds): round plans ~13.7 -> ~6-7 ms (~3.5 GB written in all, against K4's ~17 GB "
-    "read and written), the MSM -6..-7 ms (micro ~409 -> ~402 ms); 2^27 plans ~27 -> ~14 ms",
-))
-register(Optimization(
     "A4", ("b_g2",),
     "B_G2 MSM on the CPU, a thread pool across circuits, instead of the GPU G2 MSM",
     False,

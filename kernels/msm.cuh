@@ -105,20 +105,6 @@ extern "C" __global__ void msm_affine_plan_entry(uint32_t* plan, uint32_t* ids_o
     ids_out[o] = b;
 }
 
-// The same words by bucket (optimization K7): 2^log_g threads a bucket, thread t takes bucket t >> log_g and writes
-// its outputs j = lane, lane + 2^log_g, ...: s = in_off[b] + 2 j. No search, no ids; coalesced within a bucket.
-extern "C" __global__ void msm_affine_plan_group(uint32_t* plan, const i64* __restrict__ in_off,
-                                                 const i64* __restrict__ out_off, i64 nb, int log_g) {
-    const i64 t = blockIdx.x * (i64)blockDim.x + threadIdx.x;
-    const i64 b = t >> log_g;
-    if (b >= nb) return;
-    const i64 first = in_off[b], end = in_off[b + 1], o0 = out_off[b], m = out_off[b + 1] - o0;
-    for (i64 j = t & ((1ll << log_g) - 1); j < m; j += 1ll << log_g) {
-        const i64 s = first + 2 * j;
-        plan[o0 + j] = ((uint32_t)s << 1) | (uint32_t)(s + 1 < end);
-    }
-}
-
 // Every round's size at once (optimization K5): totals[r] = sum_b ceil(cnt_b / 2^r), cnt_b = off[b+1] - off[b],
 // for r < 32 (totals zeroed by the caller); one warp sum and one atomic per warp and r.
 extern "C" __global__ void msm_round_totals(u64* totals, const i64* __restrict__ off, i64 nb) {

@@ -235,8 +235,7 @@ def _cases(group, rng):
 
 
 KERNEL_SETS = [(), ("S1",), ("L1",), ("S1", "L1"), ("I1",), ("S1", "L1", "I1"), ("I1", "I2"), ("S1", "L1", "I1", "I2"),
-               ("K1",), ("K3",), ("K4",), ("K5",), ("K4", "K5"), ("K5", "K7"),
-               ("S1", "L1", "I1", "I2", "K1", "K3", "K4", "K5"), ("S1", "L1", "I1", "I2", "K1", "K3", "K4", "K5", "K7")]
+               ("K1",), ("K3",), ("K4",), ("K5",), ("K4", "K5"), ("S1", "L1", "I1", "I2", "K1", "K3", "K4", "K5")]
 
 
 @pytest.mark.parametrize("kind", ["random", *EDGE_KINDS])
@@ -244,8 +243,8 @@ KERNEL_SETS = [(), ("S1",), ("L1",), ("S1", "L1"), ("I1",), ("S1", "L1", "I1"), 
 def test_kernel_opts_same_window_sums(cp, group, kind):
     """S1 (the kernels built with the dedicated squaring), L1 (affine rounds with products left < 2p), I1 (the
     products called, not inlined), I2 (I1's callee on Fp build 3), K1 (the keys sorted by their bucket bits
-    alone), K3 (offsets searched in the keys), K4 (round plans by entry), K5 (the rounds' sizes read once) and K7
-    (plans by bucket groups), alone and together, give the default kernels' window sums word for word (XYZZ words of a fresh MSM each) and
+    alone), K3 (offsets searched in the keys), K4 (round plans by entry) and K5 (the rounds' sizes read once), alone
+    and together, give the default kernels' window sums word for word (XYZZ words of a fresh MSM each) and
     arkworks' MSM; G1 in XYZZ and with affine rounds forced (lambda^2 and the block inversions square, the lazy
     products feed them), G2 in XYZZ."""
     from cuzk.gpu.msm import fold_windows, msm_windows
@@ -294,8 +293,7 @@ def test_k6_pass_size_from_free_memory(cp, group, monkeypatch):
 
 @pytest.mark.parametrize("shape", ["random", "zeros", "one", "skewed"])
 def test_plan_entry_and_round_totals_kernels(cp, shape):
-    """msm_affine_plan_entry (K4) and msm_affine_plan_group (K7, at several threads a bucket) write every word of
-    msm_affine_plan's (the search), K4 also the bucket of every output,
+    """msm_affine_plan_entry (K4) writes every word of msm_affine_plan's (the search) and the bucket of every output,
     into poisoned outputs, round after round (its ids feeding the next); msm_round_totals (K5) gives every round's size
     (numpy's sum of ceil(cnt / 2^r)), over fresh random bucket counts with empty buckets and outsized ones."""
     from cuzk.gpu import msm_plan as plan
@@ -330,12 +328,6 @@ def test_plan_entry_and_round_totals_kernels(cp, shape):
         assert np.array_equal(cp.asnumpy(ids), np.repeat(np.arange(nb), np.diff(cp.asnumpy(out_off)))), rounds
         got_w, got_ids = k.affine_plan_entry(by, keyed, in_off, out_off, int(in_off[-1]), total)
         assert cp.array_equal(got_w, words) and cp.array_equal(got_ids, ids)
-        for log_g in (0, 3, 5, 10):           # K7's kernel at several group sizes, into poisoned words
-            words.fill(0xFFFFFFFF)
-            kernel(k.mod, "msm_affine_plan_group", kernel_build(1, DEFAULT_KERNEL_OPTS))(
-                _grid(nb << log_g), (128,), (words, in_off, out_off, np.int64(nb), np.int32(log_g)))
-            assert cp.array_equal(words, want_w), (rounds, log_g)
-            assert cp.array_equal(k.affine_plan_group(in_off, out_off, total, log_g), want_w)
         assert total == want_t[rounds + 1]
         by, keyed, in_off, rounds = ids, False, out_off, rounds + 1
     assert rounds >= 3

@@ -110,12 +110,12 @@ def test_many_multi_pass_and_concat(cp):
         assert all(bool((a == b).all()) for a, b in zip(d, c0))
 
 
-@pytest.mark.parametrize("plans", ["off", "on", "group"])
+@pytest.mark.parametrize("plans", ["off", "on"])
 @pytest.mark.parametrize("variant", [1, 2])
 def test_many_affine_rounds(cp, variant, plans):
     """Every affine round taken (threshold 1) over distinct points made on the device: the multi-MSM's
     buckets go through the rounds like one MSM's, no fallback; also with K4 and K5 (the plans by entry, the keys'
-    buckets counting every part's) and with K7 (plans by bucket groups)."""
+    buckets counting every part's)."""
     from cuzk.gpu.msm import DEFAULT_KERNEL_OPTS
     from cuzk.gpu.msm import last_stats
     from cuzk.gpu.msm_many import msm_g1_many
@@ -130,8 +130,7 @@ def test_many_affine_rounds(cp, variant, plans):
         a, limbs, inf = distinct_bases(cp, m, rng)
         dev.append((limbs, inf, fr_dev(cp, sc)))
         wants.append(G1Point() * Scalar(sum(x * y for x, y in zip(a, sc)) % F.R))
-    ko = {"off": DEFAULT_KERNEL_OPTS - {"K4", "K5", "K7"}, "on": DEFAULT_KERNEL_OPTS | {"K4", "K5"},
-          "group": DEFAULT_KERNEL_OPTS | {"K5", "K7"}}[plans]
+    ko = DEFAULT_KERNEL_OPTS | {"K4", "K5"} if plans == "on" else DEFAULT_KERNEL_OPTS - {"K4", "K5"}
     got = msm_g1_many(dev, bucket_sum="affine", affine_min_pairs=1, affine_variant=variant, kernel_opts=ko)
     assert got == wants
     assert last_stats["affine_rounds"] > 0 and last_stats["fallbacks"] == 0

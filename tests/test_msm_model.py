@@ -233,10 +233,9 @@ class ModelKernels:
 
     direct_offsets = True                 # K3's bucket_offsets (test_cub_sort checks it against the shifted form)
 
-    def __init__(self, G, bases, inf, scalars, tpb=4, max_blocks=3, plan_by_entry=False, sizes_once=False,
-                 plan_by_group=False):
-        """plan_by_entry, sizes_once, plan_by_group: K4, K5 and K7 (affine_rounds)."""
-        self.plan_by_entry, self.sizes_once, self.plan_by_group = plan_by_entry, sizes_once, plan_by_group
+    def __init__(self, G, bases, inf, scalars, tpb=4, max_blocks=3, plan_by_entry=False, sizes_once=False):
+        """plan_by_entry, sizes_once: K4 and K5 (affine_rounds)."""
+        self.plan_by_entry, self.sizes_once = plan_by_entry, sizes_once
         self.G, self.bases, self.inf = G, bases, inf
         self.limbs = ints_to_limbs(np.array([int(s) for s in scalars], dtype=object), FR_LIMBS).tolist()
         self.n = len(bases)
@@ -405,24 +404,6 @@ class ModelKernels:
         assert np.array_equal(ids, np.repeat(np.arange(len(in_off) - 1), np.diff(out_off)))
         self.stats["entry_plans"] = self.stats.get("entry_plans", 0) + 1
         return words, ids
-
-    def affine_plan_group(self, in_off, out_off, total, log_g):
-        """msm_affine_plan_group (K7), thread by thread (2^log_g a bucket), into poisoned outputs: every word is
-        written once, and equals the search's (affine_plan)."""
-        words = np.full(total, 0xFFFFFFFF, dtype=np.uint32)
-        writes = np.zeros(total, dtype=np.int64)
-        nb, g = len(in_off) - 1, 1 << log_g
-        for t in range(nb * g):
-            b, lane = t >> log_g, t & (g - 1)
-            first, end, o0 = int(in_off[b]), int(in_off[b + 1]), int(out_off[b])
-            for j in range(lane, int(out_off[b + 1]) - o0, g):
-                s = first + 2 * j
-                words[o0 + j] = ((s << 1) & 0xFFFFFFFF) | int(s + 1 < end)
-                writes[o0 + j] += 1
-        assert (writes == 1).all()
-        assert np.array_equal(words, self.affine_plan(in_off, out_off, total))
-        self.stats["group_plans"] = self.stats.get("group_plans", 0) + 1
-        return words
 
     def round_totals(self, offsets):
         """msm_round_totals (K5), bucket by bucket; equals plan.round_totals."""
@@ -878,13 +859,11 @@ def test_affine_schedule_int_group(n, c, geom, variant):
     assert (k.stats.get("quad_rounds", 0) > 0) == (variant == 2 and k.stats["affine_rounds"] >= 2)
 
 
-PLAN_OPTS = [dict(plan_by_entry=True), dict(sizes_once=True), dict(plan_by_entry=True, sizes_once=True),
-             dict(sizes_once=True, plan_by_group=True), dict(plan_by_entry=True, sizes_once=True, plan_by_group=True),
-             dict(plan_by_group=True)]
+PLAN_OPTS = [dict(plan_by_entry=True), dict(sizes_once=True), dict(plan_by_entry=True, sizes_once=True)]
 
 
 @pytest.mark.parametrize("kind", ["random", "same", "small", "edge"])
-@pytest.mark.parametrize("opts", PLAN_OPTS, ids=["K4", "K5", "K4+K5", "K5+K7", "K4+K5+K7", "K7-alone"])
+@pytest.mark.parametrize("opts", PLAN_OPTS, ids=["K4", "K5", "K4+K5"])
 @pytest.mark.parametrize("variant", [1, 2])
 def test_plan_opts_same_rounds(kind, opts, variant):
     """K4 (round plans by entry) and K5 (every round's size from one read), alone and together: the very points,
@@ -899,12 +878,8 @@ def test_plan_opts_same_rounds(kind, opts, variant):
             offsets = plan.bucket_offsets(keys, 2 * 16, np, True)
             pts, off, rounds, count = plan.affine_rounds(k, keys, offsets, min_pairs, np, variant)
             res.append((list(pts), off.tolist(), rounds, count, k.stats.get("quad_rounds", 0)))
-            group = o.get("plan_by_group") and o.get("sizes_once") and variant == 1
-            if o.get("plan_by_entry") and variant == 1 and rounds and not group:
+            if o.get("plan_by_entry") and variant == 1 and rounds:
                 assert k.stats["entry_plans"] == rounds
-            if group:                         # K7 takes every round but a skewed one (K4 unused)
-                assert "entry_plans" not in k.stats
-                assert k.stats.get("group_plans", 0) > 0 or kind == "same" or not rounds
             assert k.stats.get("sizes_once", 0) == int(bool(o.get("sizes_once")))
         assert res[1] == res[0]
         got, k = model_msm(IntGroup(), bases, inf, sc, 5, max_entries=900, min_pairs=min_pairs, variant=variant,
@@ -917,19 +892,6 @@ def test_round_totals():
     t = plan.round_totals(in_off, np).tolist()
     assert t[:5] == [13, 8, 5, 4, 4] and t[31] == 4 and len(t) == 32
     assert ModelKernels(IntGroup(), [], [], []).round_totals(in_off).tolist() == t
-
-
-def test_group_log():
-    """K7's threads a bucket: the mean rounded up to a power of two, capped; a round whose largest bucket needs
-    more than GROUP_MAX_STEPS steps a thread is left to the search."""
-    assert plan.group_log(64 * 1000, 1000, 2250) == 6                     # 2^26's first round: 64 a bucket
-    assert plan.group_log(1000, 1000, 1) == 0 and plan.group_log(1001, 1000, 2) == 1
-    assert plan.group_log(1 << 25, 1, 1 << 25) is None                    # one bucket of 2^25: the search
-    assert plan.group_log(1 << 18, 1, 1 << 18) == plan.GROUP_MAX_LOG      # 2^18 / 2^10 = 256 steps
-    assert plan.group_log(2000, 1000, 1000) is None                       # one bucket holds half: skewed
-    for total, nb, mx in [(5, 3, 2), (100, 7, 40), (1 << 20, 1 << 10, 3000)]:
-        lg = plan.group_log(total, nb, mx)
-        assert lg is not None and (1 << lg) >= -(-total // nb) and (lg == 0 or (1 << (lg - 1)) < -(-total // nb))
 
 
 @pytest.mark.parametrize("kind", ["same", "small", "edge"])

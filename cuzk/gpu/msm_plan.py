@@ -212,17 +212,6 @@ def round_geometry(total: int, threads: int, max_blocks: int) -> tuple[int, int]
 
 
 AFFINE_VARIANTS = (1, 2)
-GROUP_MAX_LOG = 10           # K7: at most 2^10 threads a bucket
-GROUP_MAX_STEPS = 256        # K7: a round whose largest bucket needs more steps a thread is planned by search
-
-
-def group_log(total: int, nb: int, max_out: int) -> int | None:
-    """K7's threads a bucket (log2) for a round of `total` outputs over nb buckets, the largest max_out: the mean
-    outputs a bucket rounded up to a power of two (at most 2^GROUP_MAX_LOG); None when the largest bucket would
-    take a thread more than GROUP_MAX_STEPS steps (a skewed round: the search plan instead)."""
-    log_g = min(GROUP_MAX_LOG, max(0, (-(-total // max(nb, 1)) - 1).bit_length()))
-    return log_g if -(-max_out // (1 << log_g)) <= GROUP_MAX_STEPS else None
-
 QUAD_MAX_ENTRIES = 1 << 30   # a quad plan word holds an entry index << 2
 
 
@@ -241,9 +230,6 @@ def affine_rounds(k, keys, offsets, min_pairs: int, xp, variant: int = 1, mark=N
     (ids[o] = the bucket of output o).
     k.sizes_once (K5): every round's size from one read of k.round_totals(offsets) (round_totals), not a read
     per round.
-    k.plan_by_group (K7, with K5, variant 1): the words by k.affine_plan_group(in_off, out_off, total, log_g) ->
-    words, 2^log_g threads a bucket (group_log, from the round's mean and its largest bucket, read with the sizes);
-    a round too skewed for it is planned by search (K4 is not used with K7).
     variant 2: two rounds run as one quad kernel wherever both would run (the same sums):
     k.affine_plan4(in_off, out_off, total) -> words s << 2 | (points - 1); k.affine_quad(src,
     keyed, plan, total) -> points [total]; k.stats["quad_rounds"] counts them.
@@ -254,15 +240,7 @@ def affine_rounds(k, keys, offsets, min_pairs: int, xp, variant: int = 1, mark=N
     if variant not in AFFINE_VARIANTS:
         raise ValueError(f"affine variant must be one of {AFFINE_VARIANTS}, got {variant!r}")
     by_entry = getattr(k, "plan_by_entry", False) and variant == 1
-    by_group = getattr(k, "plan_by_group", False) and getattr(k, "sizes_once", False) and variant == 1
-    sizes = max_cnt = None
-    if getattr(k, "sizes_once", False):
-        t = k.round_totals(offsets)
-        if by_group:                          # the largest bucket, in the same read
-            t = xp.concatenate([t, (offsets[1:] - offsets[:-1]).max()[None].astype(t.dtype)])
-        sizes = t.tolist()
-        if by_group:
-            sizes, max_cnt = sizes[:32], int(sizes[32])
+    sizes = k.round_totals(offsets).tolist() if getattr(k, "sizes_once", False) else None
     src, in_off, rounds, ids = keys, offsets, 0, keys
     count = int(offsets[-1]) if sizes is None else int(sizes[0])
     if count >= 1 << 31:                      # a plan word holds an entry index << 1
@@ -283,10 +261,7 @@ def affine_rounds(k, keys, offsets, min_pairs: int, xp, variant: int = 1, mark=N
                 in_off, rounds, count = out4, rounds + 2, total4
                 k.stats["quad_rounds"] = k.stats.get("quad_rounds", 0) + 1
                 continue
-        log_g = group_log(total, len(in_off) - 1, -(-max_cnt // (2 << rounds))) if by_group else None
-        if log_g is not None:
-            plan = k.affine_plan_group(in_off, out_off, total, log_g)
-        elif by_entry and not by_group:
+        if by_entry:
             plan, ids = k.affine_plan_entry(ids, rounds == 0, in_off, out_off, count, total)
         else:
             plan = k.affine_plan(in_off, out_off, total)
