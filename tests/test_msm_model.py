@@ -908,8 +908,8 @@ def test_affine_schedule_unbalanced(kind, variant):
 
 @pytest.mark.parametrize("variant", [1, 2])
 def test_marks_split_round_plans_from_rounds(variant):
-    """pippenger's mark: per pass digits, sort, offsets, then a "round plans" before every "affine rounds" kernel
-    mark (one pair per round kernel: a quad counts once), then the bucket sums; the MSM is the same."""
+    """pippenger's mark: per pass digits, sort, offsets, the rounds' sizes, then "round offsets" and "round plans"
+    before every "affine rounds" kernel mark (a quad counts once), then the bucket sums; the MSM is the same."""
     bases, inf, sc, want = int_case(300, 4)
     names = []
     k = ModelKernels(IntGroup(), bases, inf, sc)
@@ -920,7 +920,10 @@ def test_marks_split_round_plans_from_rounds(variant):
     assert names.count("digits") == names.count("sort") == names.count("offsets") > 1     # several passes
     for i, name in enumerate(names):
         if name == "round plans":
-            assert names[i + 1] == "affine rounds"
+            assert names[i + 1] == "affine rounds" and names[i - 1] == "round offsets"
+        if name == "round sizes":
+            assert names[i - 1] == "offsets" and names[i + 1] == "round offsets"
+    assert names.count("round sizes") == names.count("offsets")
 
 
 @pytest.mark.parametrize("min_pairs", [1, 40, 200, 10 ** 9])

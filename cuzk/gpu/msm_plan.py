@@ -233,8 +233,9 @@ def affine_rounds(k, keys, offsets, min_pairs: int, xp, variant: int = 1, mark=N
     variant 2: two rounds run as one quad kernel wherever both would run (the same sums):
     k.affine_plan4(in_off, out_off, total) -> words s << 2 | (points - 1); k.affine_quad(src,
     keyed, plan, total) -> points [total]; k.stats["quad_rounds"] counts them.
-    mark(name), when given, is called after each round's plan ("round plans": its offsets, with their device read,
-    and the plan kernel) and after each round kernel ("affine rounds").
+    mark(name), when given, is called after the sizes' read ("round sizes": K5's totals, else the count), after each
+    round's offsets ("round offsets", with their device read without K5), after its plan kernel ("round plans") and
+    after its round kernel ("affine rounds").
     """
     mark = mark or (lambda name: None)
     if variant not in AFFINE_VARIANTS:
@@ -243,15 +244,18 @@ def affine_rounds(k, keys, offsets, min_pairs: int, xp, variant: int = 1, mark=N
     sizes = k.round_totals(offsets).tolist() if getattr(k, "sizes_once", False) else None
     src, in_off, rounds, ids = keys, offsets, 0, keys
     count = int(offsets[-1]) if sizes is None else int(sizes[0])
+    mark("round sizes")
     if count >= 1 << 31:                      # a plan word holds an entry index << 1
         return src, in_off, 0, count
     while True:
         out_off, total = round_offsets(in_off, xp, None if sizes is None else sizes[min(rounds + 1, 31)])
+        mark("round offsets")
         pairs = count - total
         if pairs == 0 or pairs < min_pairs:
             return src, in_off, rounds, count
         if variant == 2 and count < QUAD_MAX_ENTRIES:
             out4, total4 = quad_offsets(in_off, xp, None if sizes is None else sizes[min(rounds + 2, 31)])
+            mark("round offsets")
             pairs2 = total - total4           # the second round's pairs
             if pairs2 > 0 and pairs2 >= min_pairs:
                 plan = k.affine_plan4(in_off, out4, total4)
