@@ -271,6 +271,14 @@ register(Optimization(
     "-20..-40 ms a partition, as free memory allows",
 ))
 register(Optimization(
+    "K8", ("ntt_msm_h", "batch_addition", "tail_msm"),
+    "K5's round totals with each bucket count read once (32 running sums a thread, in registers) instead of one "
+    "pass over the offsets for each of the 32 round indices",
+    False,
+    "2^26 G1 MSM (one pass, 6.8e6 buckets): the \"round sizes\" mark (device case Z26) from its measured value "
+    "to ~0.2 ms: 32 passes over 54 MB of offsets, latency-bound at 528 blocks, become one",
+))
+register(Optimization(
     "A4", ("b_g2",),
     "B_G2 MSM on the CPU, a thread pool across circuits, instead of the GPU G2 MSM",
     False,

@@ -235,7 +235,8 @@ def _cases(group, rng):
 
 
 KERNEL_SETS = [(), ("S1",), ("L1",), ("S1", "L1"), ("I1",), ("S1", "L1", "I1"), ("I1", "I2"), ("S1", "L1", "I1", "I2"),
-               ("K1",), ("K3",), ("K4",), ("K5",), ("K4", "K5"), ("S1", "L1", "I1", "I2", "K1", "K3", "K4", "K5")]
+               ("K1",), ("K3",), ("K4",), ("K5",), ("K4", "K5"), ("K5", "K8"),
+               ("S1", "L1", "I1", "I2", "K1", "K3", "K4", "K5", "K8")]
 
 
 @pytest.mark.parametrize("kind", ["random", *EDGE_KINDS])
@@ -243,8 +244,8 @@ KERNEL_SETS = [(), ("S1",), ("L1",), ("S1", "L1"), ("I1",), ("S1", "L1", "I1"), 
 def test_kernel_opts_same_window_sums(cp, group, kind):
     """S1 (the kernels built with the dedicated squaring), L1 (affine rounds with products left < 2p), I1 (the
     products called, not inlined), I2 (I1's callee on Fp build 3), K1 (the keys sorted by their bucket bits
-    alone), K3 (offsets searched in the keys), K4 (round plans by entry) and K5 (the rounds' sizes read once), alone
-    and together, give the default kernels' window sums word for word (XYZZ words of a fresh MSM each) and
+    alone), K3 (offsets searched in the keys), K4 (round plans by entry), K5 (the rounds' sizes read once) and K8
+    (their totals in one read of the offsets), alone and together, give the default kernels' window sums word for word (XYZZ words of a fresh MSM each) and
     arkworks' MSM; G1 in XYZZ and with affine rounds forced (lambda^2 and the block inversions square, the lazy
     products feed them), G2 in XYZZ."""
     from cuzk.gpu.msm import fold_windows, msm_windows
@@ -311,6 +312,8 @@ def test_plan_entry_and_round_totals_kernels(cp, shape):
     k = _Kernels(1, None, cp.zeros(1, dtype=cp.uint8), None, kernel_opts=DEFAULT_KERNEL_OPTS)
     want_t = [int(sum((int(c) + (1 << r) - 1) >> r for c in counts)) for r in range(32)]
     assert [int(t) for t in k.round_totals(cp.asarray(off)).get()] == want_t
+    k8 = _Kernels(1, None, cp.zeros(1, dtype=cp.uint8), None, kernel_opts=DEFAULT_KERNEL_OPTS | {"K8"})
+    assert [int(t) for t in k8.round_totals(cp.asarray(off)).get()] == want_t          # K8's kernel
     b = np.repeat(np.arange(nb, dtype=np.uint64), counts)
     keys = cp.asarray((b << np.uint64(32)) | (np.arange(len(b), dtype=np.uint64) << np.uint64(1)))
     by, keyed, in_off, rounds = keys, True, cp.asarray(off), 0

@@ -29,7 +29,7 @@ DEFAULT_BUCKET_SUM = {1: "affine", 2: "xyzz"}  # G1 affine: 2^26 550 ms vs 960 (
 # calls without the option take the registry's default (the backend passes each per call)
 DEFAULT_PAIR_LEVELS = REGISTRY["R1"].default
 DEFAULT_PAIR_MERGES = REGISTRY["R2"].default
-KERNEL_OPTS = ("S1", "L1", "I1", "I2", "K1", "K3", "K4", "K5", "K6")   # the toggles that pick the MSM's code: builds, the sort, offsets
+KERNEL_OPTS = ("S1", "L1", "I1", "I2", "K1", "K3", "K4", "K5", "K6", "K8")   # the toggles that pick the MSM's code: builds, the sort, offsets
 DEFAULT_KERNEL_OPTS = frozenset(o for o in KERNEL_OPTS if REGISTRY[o].default)
 SQR_BUILD = ("CUZK_FASTSQR=1",)                # the msm_g1 build of S1 (loader.BUILDS); G2 squares in Fp2
 CALL_BUILD = ("CUZK_FP_CALL=1",)               # I1: msm_g1 and msm_g2 with the Fp products called
@@ -90,7 +90,7 @@ class _Kernels:
         called instead of inlined; I2, I1's callee on Fp build 3; K1, the keys sorted by their bucket bits alone
         (cub_sort); K3, the bucket offsets searched in the keys themselves; K4, the round plans written by input entry
         (no search); K5, every affine round's size from one device read; K6, the sort pass sized from free memory
-        (resolve_max_entries)."""
+        (resolve_max_entries); K8, K5's totals with each bucket count read once."""
         import cupy
         self.cp = cupy
         self.host_fold = host_fold
@@ -105,6 +105,7 @@ class _Kernels:
         self.direct_offsets = "K3" in ko          # bucket_offsets searches the keys themselves
         self.plan_by_entry = "K4" in ko           # affine_rounds: k.affine_plan_entry
         self.sizes_once = "K5" in ko              # affine_rounds: k.round_totals
+        self.totals_kernel = "msm_round_totals1" if "K8" in ko else "msm_round_totals"
         self.W = xyzz_words(group)
         self.n = len(inf)
         self.bases, self.inf8, self.scalars = bases, inf.view(cupy.uint8), scalars
@@ -158,7 +159,7 @@ class _Kernels:
     def round_totals(self, offsets):
         totals = self.cp.zeros(32, dtype=self.cp.uint64)
         nb = len(offsets) - 1
-        kernel(self.mod, "msm_round_totals", self.build)((max(1, min(_grid(nb)[0], 4 * _sm_count())),), (THREADS,),
+        kernel(self.mod, self.totals_kernel, self.build)((max(1, min(_grid(nb)[0], 4 * _sm_count())),), (THREADS,),
                                              (totals, offsets, np.int64(nb)))
         return totals
 
