@@ -235,8 +235,8 @@ def _cases(group, rng):
 
 
 KERNEL_SETS = [(), ("S1",), ("L1",), ("S1", "L1"), ("I1",), ("S1", "L1", "I1"), ("I1", "I2"), ("S1", "L1", "I1", "I2"),
-               ("K1",), ("K3",), ("K4",), ("K5",), ("K4", "K5"), ("K5", "K8"),
-               ("S1", "L1", "I1", "I2", "K1", "K3", "K4", "K5", "K8")]
+               ("K1",), ("K3",), ("K4",), ("K5",), ("K4", "K5"), ("K5", "K8"), ("K9",),
+               ("S1", "L1", "I1", "I2", "K1", "K3", "K4", "K5", "K8", "K9")]
 
 
 @pytest.mark.parametrize("kind", ["random", *EDGE_KINDS])
@@ -244,8 +244,9 @@ KERNEL_SETS = [(), ("S1",), ("L1",), ("S1", "L1"), ("I1",), ("S1", "L1", "I1"), 
 def test_kernel_opts_same_window_sums(cp, group, kind):
     """S1 (the kernels built with the dedicated squaring), L1 (affine rounds with products left < 2p), I1 (the
     products called, not inlined), I2 (I1's callee on Fp build 3), K1 (the keys sorted by their bucket bits
-    alone), K3 (offsets searched in the keys), K4 (round plans by entry), K5 (the rounds' sizes read once) and K8
-    (their totals in one read of the offsets), alone and together, give the default kernels' window sums word for word (XYZZ words of a fresh MSM each) and
+    alone), K3 (offsets searched in the keys), K4 (round plans by entry), K5 (the rounds' sizes read once), K8
+    (their totals in one read of the offsets) and K9 (each round's offsets from one counts kernel), alone and
+    together, give the default kernels' window sums word for word (XYZZ words of a fresh MSM each) and
     arkworks' MSM; G1 in XYZZ and with affine rounds forced (lambda^2 and the block inversions square, the lazy
     products feed them), G2 in XYZZ."""
     from cuzk.gpu.msm import fold_windows, msm_windows
@@ -296,7 +297,8 @@ def test_k6_pass_size_from_free_memory(cp, group, monkeypatch):
 def test_plan_entry_and_round_totals_kernels(cp, shape):
     """msm_affine_plan_entry (K4) writes every word of msm_affine_plan's (the search) and the bucket of every output,
     into poisoned outputs, round after round (its ids feeding the next); msm_round_totals (K5) gives every round's size
-    (numpy's sum of ceil(cnt / 2^r)), over fresh random bucket counts with empty buckets and outsized ones."""
+    (numpy's sum of ceil(cnt / 2^r)), as does K8's kernel, and K9's counts kernel gives the generic offsets, over
+    fresh random bucket counts with empty buckets and outsized ones."""
     from cuzk.gpu import msm_plan as plan
     from cuzk.gpu.loader import kernel
     from cuzk.gpu.msm import DEFAULT_KERNEL_OPTS, _grid, _Kernels, kernel_build
@@ -321,6 +323,10 @@ def test_plan_entry_and_round_totals_kernels(cp, shape):
         out_off, total = plan.round_offsets(in_off, cp)
         if total == int(in_off[-1]):
             break
+        k9 = _Kernels(1, None, cp.zeros(1, dtype=cp.uint8), None, kernel_opts=DEFAULT_KERNEL_OPTS | {"K9"})
+        for shift in (1, 2):                  # K9's counts kernel and cumsum: the generic offsets
+            assert cp.array_equal(k9.counts_offsets(in_off, shift),
+                                  plan._offsets_of(plan._ceil_shift(in_off[1:] - in_off[:-1], shift), cp)), shift
         want_w = k.affine_plan(in_off, out_off, total)
         words = cp.full(total, 0xFFFFFFFF, dtype=cp.uint32)
         ids = cp.full(total, 0xFFFFFFFF, dtype=cp.uint32)

@@ -233,9 +233,10 @@ class ModelKernels:
 
     direct_offsets = True                 # K3's bucket_offsets (test_cub_sort checks it against the shifted form)
 
-    def __init__(self, G, bases, inf, scalars, tpb=4, max_blocks=3, plan_by_entry=False, sizes_once=False):
-        """plan_by_entry, sizes_once: K4 and K5 (affine_rounds)."""
-        self.plan_by_entry, self.sizes_once = plan_by_entry, sizes_once
+    def __init__(self, G, bases, inf, scalars, tpb=4, max_blocks=3, plan_by_entry=False, sizes_once=False,
+                 lean_offsets=False):
+        """plan_by_entry, sizes_once, lean_offsets: K4, K5 and K9 (affine_rounds)."""
+        self.plan_by_entry, self.sizes_once, self.lean_offsets = plan_by_entry, sizes_once, lean_offsets
         self.G, self.bases, self.inf = G, bases, inf
         self.limbs = ints_to_limbs(np.array([int(s) for s in scalars], dtype=object), FR_LIMBS).tolist()
         self.n = len(bases)
@@ -404,6 +405,14 @@ class ModelKernels:
         assert np.array_equal(ids, np.repeat(np.arange(len(in_off) - 1), np.diff(out_off)))
         self.stats["entry_plans"] = self.stats.get("entry_plans", 0) + 1
         return words, ids
+
+    def counts_offsets(self, in_off, shift):
+        """msm_round_counts (K9), bucket by bucket, and the cumsum; equals the generic offsets."""
+        cnt = [(int(in_off[b + 1]) - int(in_off[b]) + (1 << shift) - 1) >> shift for b in range(len(in_off) - 1)]
+        off = np.concatenate(([0], np.cumsum(cnt, dtype=np.int64))).astype(np.int64)
+        assert np.array_equal(off, plan._offsets_of(plan._ceil_shift(in_off[1:] - in_off[:-1], shift), np))
+        self.stats["lean_offsets"] = self.stats.get("lean_offsets", 0) + 1
+        return off
 
     def round_totals(self, offsets):
         """msm_round_totals (K5), bucket by bucket; equals plan.round_totals."""
@@ -859,14 +868,16 @@ def test_affine_schedule_int_group(n, c, geom, variant):
     assert (k.stats.get("quad_rounds", 0) > 0) == (variant == 2 and k.stats["affine_rounds"] >= 2)
 
 
-PLAN_OPTS = [dict(plan_by_entry=True), dict(sizes_once=True), dict(plan_by_entry=True, sizes_once=True)]
+PLAN_OPTS = [dict(plan_by_entry=True), dict(sizes_once=True), dict(plan_by_entry=True, sizes_once=True),
+             dict(lean_offsets=True), dict(plan_by_entry=True, sizes_once=True, lean_offsets=True)]
 
 
 @pytest.mark.parametrize("kind", ["random", "same", "small", "edge"])
-@pytest.mark.parametrize("opts", PLAN_OPTS, ids=["K4", "K5", "K4+K5"])
+@pytest.mark.parametrize("opts", PLAN_OPTS, ids=["K4", "K5", "K4+K5", "K9", "K4+K5+K9"])
 @pytest.mark.parametrize("variant", [1, 2])
 def test_plan_opts_same_rounds(kind, opts, variant):
-    """K4 (round plans by entry) and K5 (every round's size from one read), alone and together: the very points,
+    """K4 (round plans by entry), K5 (every round's size from one read) and K9 (offsets from one counts kernel), alone
+    and together: the very points,
     offsets and round counts of the default rounds (the model checks each plan word against the search's and each
     size against a read per round); several passes, a threshold that stops the rounds early."""
     bases, inf, sc, want = int_case(400, 23, kind)
@@ -881,6 +892,7 @@ def test_plan_opts_same_rounds(kind, opts, variant):
             if o.get("plan_by_entry") and variant == 1 and rounds:
                 assert k.stats["entry_plans"] == rounds
             assert k.stats.get("sizes_once", 0) == int(bool(o.get("sizes_once")))
+            assert (k.stats.get("lean_offsets", 0) > 0) == bool(o.get("lean_offsets"))
         assert res[1] == res[0]
         got, k = model_msm(IntGroup(), bases, inf, sc, 5, max_entries=900, min_pairs=min_pairs, variant=variant,
                            **opts)

@@ -81,8 +81,8 @@
 # 432.5 ms), Z22 (windows a pass: one pass at 2^26 410.3 ms), Z23 (K6, passes from free memory: on; 2^26 413.7, 2^27
 # 802.5; 10 x 2^27 1.343 s a partition), Z24 (c at one pass: 20 stays; micro msm 2^26 408.8 ms; the whole GPU suite:
 # 771 passed), Z25 (K7, plans by bucket groups: -1.5 ms at 2^26, +7 at 2^27: removed). Left for session 13: Z26 (K8's
-# tests; the rounds' sizes, offsets and plan kernels timed apart, with and without K8: where the ~14 ms of "round
-# plans" at 2^26 go), then whatever
+# and K9's tests; the rounds' sizes, offsets and plan kernels timed apart, with and without K8, K9: where the ~14 ms
+# of "round plans" at 2^26 go), then whatever
 # takes the 2^26 MSM the last ~6-9 ms to 0.40 s (issue 5); the NTT (#4) is unchanged.
 set -o pipefail
 source tools/device_setup.sh >/dev/null 2>&1
@@ -106,15 +106,16 @@ ablate_alone() {
 }
 case "$1" in
 Z26)
-  # session 13, first: K8's GPU tests (K5's totals with each count read once), then the affine rounds' host-side steps
-  # timed apart ("round sizes", "round offsets", "round plans": marks added at the end of session 12) at 2^26 and
-  # 2^27, the defaults (K4-K6 on) against +K8, alternated, 2 reps
+  # session 13, first: the GPU tests of K8 (K5's totals with each count read once) and K9 (each round's offsets from
+  # one counts kernel), then the affine rounds' host-side steps timed apart ("round sizes", "round offsets", "round
+  # plans": marks added at the end of session 12) at 2^26 and 2^27, the defaults (K4-K6 on) against +K8, +K9 and
+  # +K8+K9, alternated, 2 reps
   timeout 120 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests/test_gpu_msm.py -k "plan_entry or kernel_opts" \
       2>&1 | tail -2
   B=S1,L1,I1,I2,K1,K3,K4,K5,K6
   for L in 26 27; do c=$([ $L = 26 ] && echo 20 || echo 22)
     timeout 100 python3 tools/experiments/msm_profile.py $L --affine --c $c --pairs on --reps 2 --distinct-log $L \
-        --kernels $B $B,K8 2>&1 | grep "^2^$L" | sed 's/R1+R2=on //; s/ variant=1//; s/I1,I2,K1,K3,K4,K5,K6,L1,S1/B/' \
+        --kernels $B $B,K8 $B,K9 $B,K8,K9 2>&1 | grep "^2^$L" | sed 's/R1+R2=on //; s/ variant=1//; s/I1,I2,K1,K3,K4,K5,K6,L1,S1/B/' \
         | cut -c1-300
   done ;;
 Z25)

@@ -29,7 +29,7 @@ DEFAULT_BUCKET_SUM = {1: "affine", 2: "xyzz"}  # G1 affine: 2^26 550 ms vs 960 (
 # calls without the option take the registry's default (the backend passes each per call)
 DEFAULT_PAIR_LEVELS = REGISTRY["R1"].default
 DEFAULT_PAIR_MERGES = REGISTRY["R2"].default
-KERNEL_OPTS = ("S1", "L1", "I1", "I2", "K1", "K3", "K4", "K5", "K6", "K8")   # the toggles that pick the MSM's code: builds, the sort, offsets
+KERNEL_OPTS = ("S1", "L1", "I1", "I2", "K1", "K3", "K4", "K5", "K6", "K8", "K9")   # the toggles that pick the MSM's code: builds, the sort, offsets
 DEFAULT_KERNEL_OPTS = frozenset(o for o in KERNEL_OPTS if REGISTRY[o].default)
 SQR_BUILD = ("CUZK_FASTSQR=1",)                # the msm_g1 build of S1 (loader.BUILDS); G2 squares in Fp2
 CALL_BUILD = ("CUZK_FP_CALL=1",)               # I1: msm_g1 and msm_g2 with the Fp products called
@@ -90,7 +90,8 @@ class _Kernels:
         called instead of inlined; I2, I1's callee on Fp build 3; K1, the keys sorted by their bucket bits alone
         (cub_sort); K3, the bucket offsets searched in the keys themselves; K4, the round plans written by input entry
         (no search); K5, every affine round's size from one device read; K6, the sort pass sized from free memory
-        (resolve_max_entries); K8, K5's totals with each bucket count read once."""
+        (resolve_max_entries); K8, K5's totals with each bucket count read once; K9, each round's offsets from one
+        counts kernel and a cumsum."""
         import cupy
         self.cp = cupy
         self.host_fold = host_fold
@@ -106,6 +107,7 @@ class _Kernels:
         self.plan_by_entry = "K4" in ko           # affine_rounds: k.affine_plan_entry
         self.sizes_once = "K5" in ko              # affine_rounds: k.round_totals
         self.totals_kernel = "msm_round_totals1" if "K8" in ko else "msm_round_totals"
+        self.lean_offsets = "K9" in ko            # msm_plan.round_offsets: k.counts_offsets
         self.W = xyzz_words(group)
         self.n = len(inf)
         self.bases, self.inf8, self.scalars = bases, inf.view(cupy.uint8), scalars
@@ -155,6 +157,16 @@ class _Kernels:
         kernel(self.mod, "msm_affine_plan_entry", self.build)(_grid(count), (THREADS,),
                                                   (words, ids, keys, prev, in_off, out_off, np.int64(count)))
         return words, ids
+
+    def counts_offsets(self, in_off, shift):
+        nb = len(in_off) - 1
+        cnt = self.cp.empty(nb, dtype=self.cp.int64)
+        kernel(self.mod, "msm_round_counts", self.build)(_grid(nb), (THREADS,), (cnt, in_off, np.int64(nb),
+                                                                                 np.int32(shift)))
+        off = self.cp.empty(nb + 1, dtype=self.cp.int64)
+        off[:1] = 0
+        self.cp.cumsum(cnt, out=off[1:])
+        return off
 
     def round_totals(self, offsets):
         totals = self.cp.zeros(32, dtype=self.cp.uint64)

@@ -180,18 +180,25 @@ def segment_plan(offsets, S: int, xp, total: int | None = None):
     return seg_first, seg_bucket, total
 
 
-def round_offsets(in_off, xp, total: int | None = None):
+def _shifted_offsets(in_off, shift: int, xp, k=None):
+    if k is not None and getattr(k, "lean_offsets", False):     # K9: one counts kernel and the cumsum
+        return k.counts_offsets(in_off, shift)
+    return _offsets_of(_ceil_shift(in_off[1:] - in_off[:-1], shift), xp)
+
+
+def round_offsets(in_off, xp, total: int | None = None, k=None):
     """One affine round: bucket b's cnt_b = in_off[b+1] - in_off[b] points become ceil(cnt_b / 2)
     (pairs summed, an odd last one copied), stored compactly. Returns (out_off, total_out); total: total_out when
-    the host knows it (no read of the device)."""
-    out_off = _offsets_of(_ceil_shift(in_off[1:] - in_off[:-1], 1), xp)
+    the host knows it (no read of the device). k: a kernel set whose lean_offsets (K9) makes them with
+    k.counts_offsets(in_off, shift)."""
+    out_off = _shifted_offsets(in_off, 1, xp, k)
     return out_off, int(out_off[-1]) if total is None else int(total)
 
 
-def quad_offsets(in_off, xp, total: int | None = None):
+def quad_offsets(in_off, xp, total: int | None = None, k=None):
     """Two affine rounds in one (variant 2): bucket b's cnt_b points become ceil(cnt_b / 4), as
-    two round_offsets would make them. Returns (out_off, total_out); total as round_offsets'."""
-    out_off = _offsets_of(_ceil_shift(in_off[1:] - in_off[:-1], 2), xp)
+    two round_offsets would make them. Returns (out_off, total_out); total and k as round_offsets'."""
+    out_off = _shifted_offsets(in_off, 2, xp, k)
     return out_off, int(out_off[-1]) if total is None else int(total)
 
 
@@ -248,13 +255,13 @@ def affine_rounds(k, keys, offsets, min_pairs: int, xp, variant: int = 1, mark=N
     if count >= 1 << 31:                      # a plan word holds an entry index << 1
         return src, in_off, 0, count
     while True:
-        out_off, total = round_offsets(in_off, xp, None if sizes is None else sizes[min(rounds + 1, 31)])
+        out_off, total = round_offsets(in_off, xp, None if sizes is None else sizes[min(rounds + 1, 31)], k)
         mark("round offsets")
         pairs = count - total
         if pairs == 0 or pairs < min_pairs:
             return src, in_off, rounds, count
         if variant == 2 and count < QUAD_MAX_ENTRIES:
-            out4, total4 = quad_offsets(in_off, xp, None if sizes is None else sizes[min(rounds + 2, 31)])
+            out4, total4 = quad_offsets(in_off, xp, None if sizes is None else sizes[min(rounds + 2, 31)], k)
             mark("round offsets")
             pairs2 = total - total4           # the second round's pairs
             if pairs2 > 0 and pairs2 >= min_pairs:
