@@ -152,8 +152,12 @@ def test_finds_the_slowed_phase_and_names_the_toggle(tmp_path):
     assert z9["in_all"]["ntt_msm_h"]["verdict"] == "slower" and z9["in_all"]["ntt_msm_h"]["ratio"] > 1.5
     assert a1["alone"]["ntt_msm_h"]["ratio"] < 1.2 and a1["in_all"]["ntt_msm_h"]["ratio"] < 1.2
     assert res["attribution"]["ntt_msm_h"]["optimizations"] == ["Z9"]
+    med = {lab: c["areas"] for c in res["configurations"] for lab in (c["label"], *c["aliases"])}
+    delta = {a: med["all"][a]["median_s"] - med["all-Z9"][a]["median_s"] for a in med["all"]}
     for phase in ("synthesis", "prep_msm", "batch_addition", "tail_msm", "b_g2", "proof_assembly"):
-        assert z9["in_all"][phase]["ratio"] < 1.5, phase        # nothing large anywhere else
+        # nothing large anywhere else: a phase of tens of microseconds can show x1.5 from scheduler noise on a
+        # 2-core runner, so the bound is on its share of Z9's own slowdown, not on its ratio
+        assert z9["in_all"][phase]["ratio"] < 1.5 or abs(delta[phase]) < 0.1 * delta["ntt_msm_h"], phase
     assert "- `ntt_msm_h` slower with all" in p.stdout and ": Z9" in p.stdout
     assert "ntt_msm_h several times slower" in p.stdout        # the copy's registry text, beside the measurement
 
