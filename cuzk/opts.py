@@ -281,10 +281,10 @@ register(Optimization(
 register(Optimization(
     "K9", ("ntt_msm_h", "batch_addition", "tail_msm"),
     "each affine round's offsets from one counts kernel (ceil(cnt / 2^shift) straight from the input offsets) and "
-    "a cumsum, instead of CuPy's difference, add, shift and zero fill before the cumsum",
+    "a cumsum, instead of CuPy's difference, add and shift before the cumsum",
     False,
     "2^26 G1 MSM (one pass, 8 rounds over 6.8e6 buckets): the \"round offsets\" mark (device case Z26) -0.5..-1 "
-    "ms (three fewer passes of ~54 MB a round)",
+    "ms (two fewer passes of ~54 MB a round)",
 ))
 register(Optimization(
     "A4", ("b_g2",),

@@ -108,6 +108,7 @@ class _Kernels:
         self.sizes_once = "K5" in ko              # affine_rounds: k.round_totals
         self.totals_kernel = "msm_round_totals1" if "K8" in ko else "msm_round_totals"
         self.lean_offsets = "K9" in ko            # msm_plan.round_offsets: k.counts_offsets
+        self.passes_from_memory = "K6" in ko      # resolve_max_entries
         self.W = xyzz_words(group)
         self.n = len(inf)
         self.bases, self.inf8, self.scalars = bases, inf.view(cupy.uint8), scalars
@@ -163,10 +164,7 @@ class _Kernels:
         cnt = self.cp.empty(nb, dtype=self.cp.int64)
         kernel(self.mod, "msm_round_counts", self.build)(_grid(nb), (THREADS,), (cnt, in_off, np.int64(nb),
                                                                                  np.int32(shift)))
-        off = self.cp.empty(nb + 1, dtype=self.cp.int64)
-        off[:1] = 0
-        self.cp.cumsum(cnt, out=off[1:])
-        return off
+        return plan._offsets_of(cnt, self.cp)
 
     def round_totals(self, offsets):
         totals = self.cp.zeros(32, dtype=self.cp.uint64)
@@ -290,14 +288,13 @@ def msm_windows(group: int, bases, inf, scalars, c: int | None = None, max_entri
                       affine_variant, True, pair_levels, pair_merges, kernel_opts)
 
 
-def resolve_max_entries(max_entries: int | None, n: int, c: int, kernel_opts=None) -> int:
-    """The keys a sort pass may hold: max_entries when given; else, under K6, as many windows as
+def resolve_max_entries(max_entries: int | None, n: int, c: int, k) -> int:
+    """The keys a sort pass may hold: max_entries when given; else, when kernel set k has K6 on, as many windows as
     PASS_MEMORY_FRACTION of the free device memory (the pool's free blocks included) holds (msm_plan.pass_entries);
     else msm_plan.PASS_ENTRIES_FLOOR."""
     if max_entries is not None:
         return int(max_entries)
-    ko = DEFAULT_KERNEL_OPTS if kernel_opts is None else frozenset(kernel_opts)
-    if "K6" not in ko:
+    if not k.passes_from_memory:
         return plan.PASS_ENTRIES_FLOOR
     import cupy
     free = cupy.cuda.runtime.memGetInfo()[0] + cupy.get_default_memory_pool().free_bytes()
@@ -333,7 +330,7 @@ def _pippenger(group, bases, inf, scalars, c, max_entries, bucket_sum, affine_mi
         return (zero[None, :] if host_fold else zero), 1
     c = plan.choose_window(n, affine=affine) if c is None else int(c)
     k = _Kernels(group, bases, inf, scalars, host_fold, kernel_opts)
-    max_entries = resolve_max_entries(max_entries, n, c, kernel_opts)
+    max_entries = resolve_max_entries(max_entries, n, c, k)
     out = plan.pippenger(k, n, c, max_entries, cupy, affine_min_pairs=min_pairs, mark=mark, affine_variant=variant,
                          pair_levels=DEFAULT_PAIR_LEVELS if pair_levels is None else bool(pair_levels),
                          pair_merges=DEFAULT_PAIR_MERGES if pair_merges is None else bool(pair_merges))

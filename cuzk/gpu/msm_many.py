@@ -90,7 +90,7 @@ def window_sums(bases, inf, scalars, sizes: list[int], c: int | None = None, max
     if P > plan.max_parts(c):
         raise ValueError(f"{P} MSMs of window {c} need more bucket ids than a key holds (at most {plan.max_parts(c)})")
     k = _ManyKernels(bases, inf, scalars, cupy.asarray(off), kernel_opts)
-    max_entries = gmsm.resolve_max_entries(max_entries, n, c, kernel_opts)
+    max_entries = gmsm.resolve_max_entries(max_entries, n, c, k)
     sums = plan.pippenger(k, n, c, max_entries, cupy, affine_min_pairs=min_pairs, mark=mark,
                           affine_variant=variant, parts=P,
                           pair_levels=gmsm.DEFAULT_PAIR_LEVELS if pair_levels is None else bool(pair_levels),

@@ -77,7 +77,10 @@ def max_parts(c: int) -> int:
     return ((1 << 32) - 2) // (num_windows(c) << (c - 1))
 
 
-def window_passes(n: int, nw: int, max_entries: int = 1 << 28) -> list[tuple[int, int]]:
+PASS_ENTRIES_FLOOR = 1 << 28  # the fixed pass size before K6
+
+
+def window_passes(n: int, nw: int, max_entries: int = PASS_ENTRIES_FLOOR) -> list[tuple[int, int]]:
     """Windows [w0, w1) per pass, so a pass sorts at most max(n, max_entries) keys.
     (nw windows of c <= C_LIMIT bits have fewer than 2^32 - 1 bucket ids in all.)"""
     per = max(1, max_entries // max(n, 1))
@@ -85,7 +88,6 @@ def window_passes(n: int, nw: int, max_entries: int = 1 << 28) -> list[tuple[int
 
 
 PASS_BYTES_PER_ENTRY = 84    # a pass's peak an entry: its key (8 B), round 0's and round 1's points (48 + 24 B), plans, ids
-PASS_ENTRIES_FLOOR = 1 << 28  # the fixed pass size before K6
 
 
 def pass_entries(n: int, nw: int, budget: int, floor: int | None = None) -> int:

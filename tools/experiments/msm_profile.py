@@ -44,8 +44,8 @@ def profile(bases, inf, scalars, c, bucket_sum, min_pairs=None, pair_levels=Fals
             max_entries=None):
     m = Marks()
     msm.msm_xyzz(1, bases, inf, scalars, c, max_entries=max_entries, bucket_sum=bucket_sum, affine_min_pairs=min_pairs,
-                 mark=m,
-                 pair_levels=pair_levels, pair_merges=pair_levels, kernel_opts=kernel_opts, affine_variant=variant)
+                 mark=m, pair_levels=pair_levels, pair_merges=pair_levels, kernel_opts=kernel_opts,
+                 affine_variant=variant)
     return m.total(), m.ms, dict(msm.last_stats)
 
 
