@@ -110,7 +110,8 @@ Z26)
   # one counts kernel), then the affine rounds' host-side steps timed apart ("round sizes", "round offsets", "round
   # plans": marks added at the end of session 12) at 2^26 and 2^27, the defaults (K4-K6 on) against +K8, +K9 and
   # +K8+K9, alternated, 2 reps
-  timeout 120 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests/test_gpu_msm.py -k "plan_entry or kernel_opts" \
+  timeout 120 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests/test_gpu_msm.py tests/test_gpu_msm_many.py \
+      -k "plan_entry or kernel_opts or k6 or many_affine" \
       2>&1 | tail -2
   B=S1,L1,I1,I2,K1,K3,K4,K5,K6
   for L in 26 27; do c=$([ $L = 26 ] && echo 20 || echo 22)
