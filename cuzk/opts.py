@@ -274,7 +274,8 @@ register(Optimization(
     "K8", ("ntt_msm_h", "batch_addition", "tail_msm"),
     "K5's round totals with each bucket count read once (32 running sums a thread, in registers) instead of one "
     "pass over the offsets for each of the 32 round indices",
-    False,
+    True,     # on since session 13: "round sizes" 0.9 -> 0.3-0.4 ms at 2^26, 3.0-3.2 -> 0.6-0.9 at 2^27; the MSM
+              # 414.9 -> 414.5 (2^26), 803.2 -> 799.6 ms (2^27), medians of 2 (Z26)
     "2^26 G1 MSM (one pass, 6.8e6 buckets): the \"round sizes\" mark (device case Z26) from its measured value "
     "to ~0.2 ms: 32 passes over 54 MB of offsets, latency-bound at 528 blocks, become one",
 ))
@@ -282,7 +283,8 @@ register(Optimization(
     "K9", ("ntt_msm_h", "batch_addition", "tail_msm"),
     "each affine round's offsets from one counts kernel (ceil(cnt / 2^shift) straight from the input offsets) and "
     "a cumsum, instead of CuPy's difference, add and shift before the cumsum",
-    False,
+    True,     # on since session 13: "round offsets" 5.1-5.2 -> 4.2-4.5 ms at 2^26, 8.6-9.0 -> 5.9-6.9 at 2^27; the MSM
+              # 414.9 -> 414.1 (2^26), 803.2 -> 799.9 (2^27); with K8: 413.1 and 799.5 ms (Z26)
     "2^26 G1 MSM (one pass, 8 rounds over 6.8e6 buckets): the \"round offsets\" mark (device case Z26) -0.5..-1 "
     "ms (two fewer passes of ~54 MB a round)",
 ))

@@ -311,9 +311,9 @@ def test_plan_entry_and_round_totals_kernels(cp, shape):
     if shape == "skewed":
         counts[rng.integers(nb, size=3)] += 20000
     off = np.concatenate(([0], np.cumsum(counts)))
-    k = _Kernels(1, None, cp.zeros(1, dtype=cp.uint8), None, kernel_opts=DEFAULT_KERNEL_OPTS)
+    k = _Kernels(1, None, cp.zeros(1, dtype=cp.uint8), None, kernel_opts=DEFAULT_KERNEL_OPTS - {"K8"})
     want_t = [int(sum((int(c) + (1 << r) - 1) >> r for c in counts)) for r in range(32)]
-    assert [int(t) for t in k.round_totals(cp.asarray(off)).get()] == want_t
+    assert [int(t) for t in k.round_totals(cp.asarray(off)).get()] == want_t            # K5's kernel
     k8 = _Kernels(1, None, cp.zeros(1, dtype=cp.uint8), None, kernel_opts=DEFAULT_KERNEL_OPTS | {"K8"})
     assert [int(t) for t in k8.round_totals(cp.asarray(off)).get()] == want_t          # K8's kernel
     b = np.repeat(np.arange(nb, dtype=np.uint64), counts)
