@@ -276,6 +276,20 @@ __device__ __forceinline__ void window_pair(uint32_t* a_out, uint32_t* t_out, co
     }
 }
 
+// A window's sum from its two group reductions (optimization K10, msm_plan.group_windows):
+// out[g] = 2^s hi_sums[g] + lo_sums[g].
+template <class F>
+__device__ __forceinline__ void window_join(uint32_t* out, const uint32_t* __restrict__ hi_sums,
+                                            const uint32_t* __restrict__ lo_sums, i64 count, int s) {
+    const i64 g = blockIdx.x * (i64)blockDim.x + threadIdx.x;
+    if (g >= count) return;
+    constexpr int W = xyzz_t<F>::WORDS;
+    uint32_t* acc = out + g * W;
+    xyzz_copy_mem<F>(acc, hi_sums + g * W);
+    for (int k = 0; k < s; k++) xyzz_dbl_mem<F>(acc);
+    xyzz_add_mem<F>(acc, lo_sums + g * W);
+}
+
 // One thread: sum_w 2^(c w) window_sums[w], Horner from the top window, accumulated in out.
 template <class F>
 __device__ __forceinline__ void combine(uint32_t* out, const uint32_t* __restrict__ window_sums, int nw, int c) {
@@ -312,6 +326,10 @@ __device__ __forceinline__ void combine(uint32_t* out, const uint32_t* __restric
         uint32_t* a_out, uint32_t* t_out, const uint32_t* a_in, const uint32_t* t_in, i64 count, int first,    \
         int log_scale) {                                                                                       \
         window_pair<F>(a_out, t_out, a_in, t_in, count, first, log_scale);                                     \
+    }                                                                                                          \
+    extern "C" __global__ void __launch_bounds__(128) G##_window_join(                                         \
+        uint32_t* out, const uint32_t* hi_sums, const uint32_t* lo_sums, i64 count, int s) {                   \
+        window_join<F>(out, hi_sums, lo_sums, count, s);                                                       \
     }                                                                                                          \
     extern "C" __global__ void __launch_bounds__(32) G##_combine(uint32_t* out, const uint32_t* window_sums,    \
                                                                  int nw, int c) {                              \

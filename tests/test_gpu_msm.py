@@ -269,6 +269,70 @@ def test_kernel_opts_same_window_sums(cp, group, kind):
             assert c2 == c and np.array_equal(ref, cp.asnumpy(got)), (bucket_sum, ko)
 
 
+@pytest.mark.parametrize("kind", ["random", *EDGE_KINDS])
+@pytest.mark.parametrize("c", [4, 9, 12])
+def test_k10_group_reduce(cp, kind, c, monkeypatch):
+    """K10 on every pass (GROUP_MIN_BUCKETS lowered), G1 with affine rounds forced: arkworks' MSM on fresh random
+    inputs and every edge case, one pass and several, with the K4/K5/K9 plans on and off; the group rounds run on
+    random inputs (distinct points: no fallback)."""
+    from cuzk.gpu import msm_plan as plan
+    from cuzk.gpu.msm import DEFAULT_KERNEL_OPTS, last_stats, msm_g1
+    monkeypatch.setattr(plan, "GROUP_MIN_BUCKETS", 1)
+    rng = random.Random(seed())
+    n = 3000
+    if kind == "random":
+        a, b, inf = distinct_bases(cp, n, rng)
+        sc = [rng.randrange(F.R) for _ in range(n)]
+        w = G1Point() * Scalar(sum(x * y for x, y in zip(a, sc)) % F.R)
+        s = fr_dev(cp, sc)
+    else:
+        pts, sc = edge_case(1, kind, n, rng)
+        b, inf, s = upload(cp, 1, pts, sc)
+        w = want(1, pts, sc)
+    for ko in (DEFAULT_KERNEL_OPTS | {"K10"}, (DEFAULT_KERNEL_OPTS | {"K10"}) - {"K4", "K5", "K9"}):
+        for max_entries in (None, 2 * n):
+            got = msm_g1(b, inf, s, c=c, bucket_sum="affine", affine_min_pairs=1, kernel_opts=ko,
+                         max_entries=max_entries)
+            assert got == w, (kind, sorted(ko), max_entries)
+            if kind == "random":
+                assert last_stats["affine_rounds"] > 0 and last_stats["group_rounds"] > 0
+                assert last_stats["fallbacks"] == 0 and last_stats.get("group_fallbacks", 0) == 0
+
+
+def test_k10_group_degenerate_falls_back(cp, monkeypatch):
+    """Two buckets of one lo whose sums are equal (b1 + b2 under digits 1 and 2^s + 1): a group round meets
+    x1 == x2 and the pass reduces its buckets as before; the MSM is arkworks'."""
+    from cuzk.gpu import msm_plan as plan
+    from cuzk.gpu.msm import DEFAULT_KERNEL_OPTS, last_stats, msm_g1
+    monkeypatch.setattr(plan, "GROUP_MIN_BUCKETS", 1)
+    rng = random.Random(seed())
+    c = 8
+    s = plan.group_split(c)
+    p1, p2 = (G1Point() * Scalar(rng.randrange(1, F.R)) for _ in range(2))
+    pts, sc = [p1, p2, p1, p2], [1, 1, (1 << s) + 1, (1 << s) + 1]
+    b, inf, sd = upload(cp, 1, pts, sc)
+    got = msm_g1(b, inf, sd, c=c, bucket_sum="affine", affine_min_pairs=1, kernel_opts=DEFAULT_KERNEL_OPTS | {"K10"})
+    assert got == want(1, pts, sc)
+    assert last_stats["affine_rounds"] > 0 and last_stats["group_fallbacks"] == 1 and last_stats["fallbacks"] == 0
+
+
+@pytest.mark.parametrize("log_n,c", [(20, 20), (18, 16)])
+def test_k10_at_its_threshold_matches_the_bucket_reduction(cp, log_n, c):
+    """K10 at the registry's GROUP_MIN_BUCKETS and AFFINE_MIN_PAIRS (2^20 bases made on the device, c = 20: 13 windows of
+    2^19 buckets), against the same MSM reduced bucket by bucket (the path arkworks checks above): the same point."""
+    from cuzk.gpu import micro
+    from cuzk.gpu import msm_plan as plan
+    from cuzk.gpu.msm import DEFAULT_KERNEL_OPTS, last_stats, msm_g1
+    bases, inf = micro.independent_bases(log_n, 1, distinct_log=log_n, seed=seed())
+    scalars = micro.random_fr(1 << log_n, seed=seed())
+    ref = msm_g1(bases, inf, scalars, c=c, bucket_sum="affine", kernel_opts=DEFAULT_KERNEL_OPTS - {"K10"})
+    assert last_stats.get("group_rounds", 0) == 0
+    got = msm_g1(bases, inf, scalars, c=c, bucket_sum="affine", kernel_opts=DEFAULT_KERNEL_OPTS | {"K10"})
+    assert got == ref
+    if plan.num_windows(c) << (c - 1) >= plan.GROUP_MIN_BUCKETS:
+        assert last_stats["group_rounds"] > 0 and last_stats.get("group_fallbacks", 0) == 0
+
+
 @pytest.mark.parametrize("group", [1, 2])
 def test_k6_pass_size_from_free_memory(cp, group, monkeypatch):
     """K6: with the device's free memory every window fits one pass; with none free, the floor's passes (balanced);

@@ -234,9 +234,10 @@ class ModelKernels:
     direct_offsets = True                 # K3's bucket_offsets (test_cub_sort checks it against the shifted form)
 
     def __init__(self, G, bases, inf, scalars, tpb=4, max_blocks=3, plan_by_entry=False, sizes_once=False,
-                 lean_offsets=False):
-        """plan_by_entry, sizes_once, lean_offsets: K4, K5 and K9 (affine_rounds)."""
+                 lean_offsets=False, group_reduce=False):
+        """plan_by_entry, sizes_once, lean_offsets: K4, K5 and K9 (affine_rounds); group_reduce: K10 (pippenger)."""
         self.plan_by_entry, self.sizes_once, self.lean_offsets = plan_by_entry, sizes_once, lean_offsets
+        self.group_reduce = group_reduce
         self.G, self.bases, self.inf = G, bases, inf
         self.limbs = ints_to_limbs(np.array([int(s) for s in scalars], dtype=object), FR_LIMBS).tolist()
         self.n = len(bases)
@@ -250,6 +251,20 @@ class ModelKernels:
 
     def concat(self, arrays):
         return [p for a in arrays for p in a]
+
+    @staticmethod
+    def gather(points, idx):
+        return [points[int(i)] for i in idx]
+
+    def window_join(self, hi_sums, lo_sums, count, s):
+        """The window_join kernel: 2^s hi + lo, by doublings (one thread an output)."""
+        out = []
+        for g in range(count):
+            acc = hi_sums[g]
+            for _ in range(s):
+                acc = self.G.dbl(acc)
+            out.append(self.G.add(acc, lo_sums[g]))
+        return out
 
     def digits(self, c, w0, w1):
         keys = np.zeros((w1 - w0) * self.n, dtype=np.uint64)
@@ -990,6 +1005,100 @@ def test_affine_schedule_on_curve_vs_arkworks(group, n, c, repeat, variant):
     assert (k.stats["fallbacks"] > 0) == repeat
     assert (k.stats.get("quad_rounds", 0) > 0) == (variant == 2 and k.stats["affine_rounds"] >= 2)
     assert n == 1 or k.stats["affine_rounds"] > 0
+
+
+# --- K10: the window reduction by affine groups ---
+
+@pytest.mark.parametrize("units,c", [(1, 2), (2, 3), (3, 6), (2, 7), (1, 10)])
+@pytest.mark.parametrize("shape", ["random", "sparse", "one"])
+def test_group_offsets_weights(units, c, shape):
+    """group_offsets: the G runs are the bucket runs in place (every entry once, in order) and the H runs hold every
+    entry of a bucket with lo > 0 once; with a random integer on each entry, 2^s sum hi G_hi + sum lo H_lo is each
+    unit's sum_j (j + 1) bucket_j; runs per unit 1 + B / 2^s and 2^s, the last H run empty."""
+    rng = np.random.default_rng(units * 100 + c)
+    B, s = 1 << (c - 1), plan.group_split(c)
+    HB = B >> s
+    counts = {"random": rng.poisson(2, units * B), "sparse": rng.poisson(0.3, units * B),
+              "one": np.zeros(units * B, dtype=np.int64)}[shape].astype(np.int64)
+    if shape == "one":
+        counts[rng.integers(units * B)] = 5
+    off = np.concatenate(([0], np.cumsum(counts)))
+    count = int(off[-1])
+    v = rng.integers(1, 1 << 40, size=count).astype(object)
+    src, goff, ng = plan.group_offsets(off, count, units, B, s, np)
+    assert ng == units * (1 + HB + (1 << s)) and len(goff) == ng + 1 and goff[0] == 0 and goff[-1] == len(src)
+    assert np.all(np.diff(goff) >= 0)
+    assert src[:count].tolist() == list(range(count))
+    g = [sum(v[src[goff[i]:goff[i + 1]]]) for i in range(ng)]
+    for u in range(units):
+        want = sum((j + 1) * sum(v[off[u * B + j]:off[u * B + j + 1]]) for j in range(B))
+        gu = g[u * (1 + HB):(u + 1) * (1 + HB)]
+        hu = g[units * (1 + HB) + u * (1 << s):units * (1 + HB) + (u + 1) * (1 << s)]
+        assert hu[-1] == 0
+        assert (1 << s) * sum(hi * gu[hi] for hi in range(1, HB + 1)) + sum((lo + 1) * hu[lo] for lo in range(1 << s)) \
+            == want
+    lo_zero = {e for u in range(units) for hi in range(1, HB + 1)
+               for e in range(off[u * B + (hi << s) - 1], off[u * B + (hi << s)])}    # d = 2^s hi: lo = 0, not in H
+    assert sorted(src[count:].tolist()) == sorted(set(range(count)) - lo_zero)
+
+
+@pytest.mark.parametrize("n,c", [(40, 2), (100, 4), (300, 5), (700, 7), (512, 8)])
+@pytest.mark.parametrize("kind", ["random", "same", "small", "edge"])
+@pytest.mark.parametrize("variant", [1, 2])
+def test_group_reduce_schedule(n, c, kind, variant, monkeypatch):
+    """K10 on every pass (GROUP_MIN_BUCKETS lowered): the MSM of the default schedule, with and without rounds in
+    the groups, over one pass and several, with the K4/K5/K9 plans."""
+    monkeypatch.setattr(plan, "GROUP_MIN_BUCKETS", 1)
+    bases, inf, sc, want = int_case(n, n * 7 + c, kind)
+    for min_pairs, max_entries in ((1, 1 << 28), (1, 2 * n), (8, 1 << 28)):
+        for o in ({}, dict(plan_by_entry=True, sizes_once=True, lean_offsets=True)):
+            got, k = model_msm(IntGroup(), bases, inf, sc, c, max_entries=max_entries, min_pairs=min_pairs,
+                               variant=variant, group_reduce=True, **o)
+            assert got == want, (min_pairs, max_entries, o)
+            assert k.stats["fallbacks"] == 0 and k.stats.get("group_fallbacks", 0) == 0
+            if k.stats["affine_rounds"] and min_pairs == 1 and kind == "random" and c >= 4:   # c < 4: a bucket a group
+                assert k.stats["group_rounds"] > 0
+
+
+def test_group_reduce_many_parts(monkeypatch):
+    """K10 with several MSMs in one (msm_many: a unit is one window of one MSM)."""
+    monkeypatch.setattr(plan, "GROUP_MIN_BUCKETS", 1)
+    parts, want = int_parts([31, 100, 2, 60], 9)
+    got, _, k = model_many(IntGroup(), parts, 5, min_pairs=1, group_reduce=True)
+    assert got == want and k.stats["group_rounds"] > 0
+
+
+@pytest.mark.parametrize("variant", [1, 2])
+def test_group_degenerate_falls_back(variant, monkeypatch):
+    """Two buckets of one lo whose sums are equal (bases b1 + b2 under digits 1 and 2^s + 1): a group round meets
+    x1 == x2, so the pass reduces its buckets as before, and the MSM is right."""
+    monkeypatch.setattr(plan, "GROUP_MIN_BUCKETS", 1)
+    c = 6
+    s = plan.group_split(c)
+    rng = random.Random(3)
+    b1, b2 = rng.randrange(1, R), rng.randrange(1, R)
+    bases, sc = [b1, b2, b1, b2], [1, 1, (1 << s) + 1, (1 << s) + 1]
+    want = sum(x * y for x, y in zip(bases, sc)) % R
+    got, k = model_msm(IntGroup(), bases, [False] * 4, sc, c, min_pairs=1, variant=variant, group_reduce=True)
+    assert got == want
+    assert k.stats["affine_rounds"] > 0 and k.stats["group_fallbacks"] == 1 and k.stats["fallbacks"] == 0
+
+
+@pytest.mark.parametrize("group,n,c", [(1, 40, 4), (1, 64, 6), (2, 12, 3)])
+def test_group_reduce_on_curve_vs_arkworks(group, n, c, monkeypatch):
+    """K10 with the real affine formulas over Fp (Fp2) and the XYZZ doublings of window_join: arkworks' MSM."""
+    monkeypatch.setattr(plan, "GROUP_MIN_BUCKETS", 1)
+    rng = random.Random(n * 5 + group)
+    pts = rand_points(group, n, rng)
+    sc = [rng.randrange(R) for _ in range(n)]
+    pts[3] = CLS[group].identity()
+    sc[5], sc[6] = 0, R - 1
+    inf = [ark_affine(group, p) is None for p in pts]
+    bases = [ark_affine(group, p) or (XYZZ(group).f.zero, XYZZ(group).f.zero) for p in pts]
+    got, k = model_msm(XYZZ(group), bases, inf, sc, c, min_pairs=1, group_reduce=True)
+    want = CLS[group].multiexp_unchecked(pts, scalars_to_ark(sc))
+    assert xyzz_to_affine(group, got) == ark_affine(group, want)
+    assert k.stats["affine_rounds"] > 0 and k.stats["group_rounds"] > 0 and k.stats.get("group_fallbacks", 0) == 0
 
 
 # --- variant 2: quad rounds ---

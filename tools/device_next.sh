@@ -105,6 +105,20 @@ ablate_alone() {
       --json "$OUT/ablate_$(echo "$1" | tr 'A-Z' 'a-z')_24d.json" 2>&1 | grep -A3 "^| opt"
 }
 case "$1" in
+Z27)
+  # session 13: K10 (the window reduction by affine groups): its GPU tests, then the 2^26 and 2^27 MSMs with and
+  # without it (alternated, 2 reps), then cuzk micro msm at 2^26 with and without it
+  timeout 200 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests/test_gpu_msm.py -k "k10 or plan_entry" \
+      2>&1 | tail -3
+  B=S1,L1,I1,I2,K1,K3,K4,K5,K6,K8,K9
+  for L in 26 27; do c=$([ $L = 26 ] && echo 20 || echo 22)
+    timeout 100 python3 tools/experiments/msm_profile.py $L --affine --c $c --pairs on --reps 2 --distinct-log $L \
+        --kernels $B $B,K10 2>&1 | grep "^2^$L" | sed 's/R1+R2=on //; s/ variant=1//; s/I1,I2,K1,K3,K4,K5,K6,K8,K9,L1,S1/B/' \
+        | cut -c1-420
+  done
+  for r in 1 2; do for o in "" "+K10"; do echo "CUZK_OPT=${o:-defaults}"
+    CUZK_OPT=$o timeout 60 python3 -m cuzk micro msm --log-size 26 -p 1 -n 3 -w 1 2>&1 | tail -1
+  done; done ;;
 Z26)
   # session 13, first: the GPU tests of K8 (K5's totals with each count read once) and K9 (each round's offsets from
   # one counts kernel), then the affine rounds' host-side steps timed apart ("round sizes", "round offsets", "round

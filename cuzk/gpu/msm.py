@@ -29,7 +29,7 @@ DEFAULT_BUCKET_SUM = {1: "affine", 2: "xyzz"}  # G1 affine: 2^26 550 ms vs 960 (
 # calls without the option take the registry's default (the backend passes each per call)
 DEFAULT_PAIR_LEVELS = REGISTRY["R1"].default
 DEFAULT_PAIR_MERGES = REGISTRY["R2"].default
-KERNEL_OPTS = ("S1", "L1", "I1", "I2", "K1", "K3", "K4", "K5", "K6", "K8", "K9")   # the toggles that pick the MSM's code: builds, the sort, offsets
+KERNEL_OPTS = ("S1", "L1", "I1", "I2", "K1", "K3", "K4", "K5", "K6", "K8", "K9", "K10")   # the toggles that pick the MSM's code: builds, the sort, offsets
 DEFAULT_KERNEL_OPTS = frozenset(o for o in KERNEL_OPTS if REGISTRY[o].default)
 SQR_BUILD = ("CUZK_FASTSQR=1",)                # the msm_g1 build of S1 (loader.BUILDS); G2 squares in Fp2
 CALL_BUILD = ("CUZK_FP_CALL=1",)               # I1: msm_g1 and msm_g2 with the Fp products called
@@ -109,6 +109,7 @@ class _Kernels:
         self.totals_kernel = "msm_round_totals1" if "K8" in ko else "msm_round_totals"
         self.lean_offsets = "K9" in ko            # msm_plan.round_offsets: k.counts_offsets
         self.passes_from_memory = "K6" in ko      # resolve_max_entries
+        self.group_reduce = "K10" in ko           # msm_plan.pippenger: group_windows
         self.W = xyzz_words(group)
         self.n = len(inf)
         self.bases, self.inf8, self.scalars = bases, inf.view(cupy.uint8), scalars
@@ -241,6 +242,14 @@ class _Kernels:
 
     def concat(self, arrays):
         return arrays[0] if len(arrays) == 1 else self.cp.concatenate(arrays)
+
+    def gather(self, points, idx):
+        return self.cp.take(points, idx, axis=0)
+
+    def window_join(self, hi_sums, lo_sums, count, s):
+        out = self.alloc(count)
+        self._f("window_join")(_grid(count), (THREADS,), (out, hi_sums, lo_sums, np.int64(count), np.int32(s)))
+        return out
 
     def combine(self, window_sums, nw, c):
         if self.host_fold:

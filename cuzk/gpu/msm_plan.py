@@ -224,7 +224,7 @@ AFFINE_VARIANTS = (1, 2)
 QUAD_MAX_ENTRIES = 1 << 30   # a quad plan word holds an entry index << 2
 
 
-def affine_rounds(k, keys, offsets, min_pairs: int, xp, variant: int = 1, mark=None):
+def affine_rounds(k, keys, offsets, min_pairs: int, xp, variant: int = 1, mark=None, keyed: bool = True):
     """Halve every bucket's list by affine pair additions while a round has >= min_pairs pairs
     (and at least one). Round 0 reads bases through the sorted keys, later rounds the previous
     round's points. Returns (points, offsets, rounds, count), count = offsets[-1] known on the host
@@ -245,11 +245,13 @@ def affine_rounds(k, keys, offsets, min_pairs: int, xp, variant: int = 1, mark=N
     mark(name), when given, is called after the sizes' read ("round sizes": K5's totals, else the count), after each
     round's offsets ("round offsets", with their device read without K5), after its plan kernel ("round plans") and
     after its round kernel ("affine rounds").
+    keyed=False: `keys` are affine points already (K10's groups): round 0 reads them as later rounds do, and every
+    round is planned by the search (no keys to take the buckets from).
     """
     mark = mark or (lambda name: None)
     if variant not in AFFINE_VARIANTS:
         raise ValueError(f"affine variant must be one of {AFFINE_VARIANTS}, got {variant!r}")
-    by_entry = getattr(k, "plan_by_entry", False) and variant == 1
+    by_entry = keyed and getattr(k, "plan_by_entry", False) and variant == 1
     sizes = k.round_totals(offsets).tolist() if getattr(k, "sizes_once", False) else None
     src, in_off, rounds, ids = keys, offsets, 0, keys
     count = int(offsets[-1]) if sizes is None else int(sizes[0])
@@ -269,7 +271,7 @@ def affine_rounds(k, keys, offsets, min_pairs: int, xp, variant: int = 1, mark=N
             if pairs2 > 0 and pairs2 >= min_pairs:
                 plan = k.affine_plan4(in_off, out4, total4)
                 mark("round plans")
-                src = k.affine_quad(src, rounds == 0, plan, total4)
+                src = k.affine_quad(src, keyed and rounds == 0, plan, total4)
                 mark("affine rounds")
                 in_off, rounds, count = out4, rounds + 2, total4
                 k.stats["quad_rounds"] = k.stats.get("quad_rounds", 0) + 1
@@ -279,7 +281,7 @@ def affine_rounds(k, keys, offsets, min_pairs: int, xp, variant: int = 1, mark=N
         else:
             plan = k.affine_plan(in_off, out_off, total)
         mark("round plans")
-        src = k.affine_round(src, rounds == 0, plan, total)
+        src = k.affine_round(src, keyed and rounds == 0, plan, total)
         mark("affine rounds")
         in_off, rounds, count = out_off, rounds + 1, total
 
@@ -398,6 +400,70 @@ def reduce_windows(k, buckets, nwin: int, B: int, pairs: bool = False):
     return A
 
 
+GROUP_MIN_BUCKETS = 1 << 20   # K10 reduces a pass's windows by affine groups from this many buckets
+
+
+def group_split(c: int) -> int:
+    """K10's split of a digit d = 2^s hi + lo, 1 <= d <= 2^(c-1): s = c // 2."""
+    return c // 2
+
+
+def group_offsets(off, count: int, units: int, B: int, s: int, xp):
+    """K10's groups of the bucket runs off[units * B + 1] left by the affine rounds (count = off[-1]). Bucket j of a
+    unit (one window of one MSM) has digit d = j + 1 = 2^s hi + lo, so its weighted sum is
+    sum_j d P_j = 2^s sum_hi hi G_hi + sum_lo lo H_lo, G_hi the sum of the buckets with that hi, H_lo of those with
+    that lo. Per unit, the G runs are one run of hi = 0 (weight 0, discarded), then hi = 1 .. B / 2^s: each a
+    contiguous range of the bucket runs, so the points stay where they are. The H runs are lo = 1 .. 2^s - 1, each the
+    buckets j = 2^s hi + lo - 1 for hi < B / 2^s (gathered), then an empty run (lo = 2^s: a power of two of runs).
+    Returns (src, offsets, ng): the grouped points are pts[src] (every unit's G runs, then every unit's H runs), group
+    g is [offsets[g], offsets[g + 1]), ng groups."""
+    HB, lo_n = B >> s, (1 << s) - 1
+    ju = xp.arange(units, dtype=xp.int64)[:, None] * B
+    g_first = xp.concatenate([ju, ju + (xp.arange(1, HB + 1, dtype=xp.int64)[None, :] << s) - 1], axis=1).ravel()
+    off_g = off[g_first]                                                   # units * (1 + HB) group starts
+    b = (ju[:, :, None] + (xp.arange(HB, dtype=xp.int64)[None, None, :] << s)
+         + xp.arange(lo_n, dtype=xp.int64)[None, :, None]).ravel()       # H's buckets: (unit, lo - 1, hi)
+    off_hb = _offsets_of(off[b + 1] - off[b], xp)
+    total_h = int(off_hb[-1])
+    q = xp.arange(total_h, dtype=xp.int64)
+    r = xp.searchsorted(off_hb, q, side="right") - 1
+    src = xp.concatenate([xp.arange(count, dtype=xp.int64), off[b[r]] + (q - off_hb[r])])
+    per_unit = lo_n * HB
+    starts = off_hb[:-1:HB].reshape(units, lo_n)
+    ends = off_hb[per_unit::per_unit].reshape(units, 1)                  # each unit's end: its empty run
+    off_h = xp.concatenate([xp.concatenate([starts, ends], axis=1).ravel(), off_hb[-1:]])
+    offsets = xp.concatenate([off_g, off_h + count])
+    return src, offsets, len(offsets) - 1
+
+
+def group_windows(k, pts, off, count: int, units: int, B: int, c: int, min_pairs: int, xp, variant: int = 1,
+                  pair_levels: bool = False, pair_merges: bool = False, mark=None):
+    """The window sums of `units` windows (optimization K10) from the affine points pts that the bucket rounds left
+    (bucket runs off, count = off[-1]): group_offsets' G and H groups summed by more affine rounds (the same adds
+    as a running sum's two a bucket, at the affine price), their XYZZ sums reduced per unit (B / 2^s and 2^s
+    groups: small), then k.window_join: 2^s G + H. None when a group round met x1 == x2 (the caller reduces the
+    buckets as before). k.gather(points, idx) -> points[idx]; k.window_join(hi_sums, lo_sums, count, s)."""
+    mark = mark or (lambda name: None)
+    s = group_split(c)
+    src, goff, ng = group_offsets(off, count, units, B, s, xp)
+    grouped = k.gather(pts, src)
+    mark("group gather")
+    k.reset_degenerate()
+    pts2, off2, rounds, count2 = affine_rounds(k, grouped, goff, min_pairs, xp, variant,
+                                               lambda name: mark("group " + name), keyed=False)
+    k.stats["group_rounds"] = k.stats.get("group_rounds", 0) + rounds
+    if rounds and k.degenerate():
+        k.stats["group_fallbacks"] = k.stats.get("group_fallbacks", 0) + 1
+        return None
+    partials = bucket_sums(k, pts2, False, off2, ng, xp, pairs=pair_merges, count=count2)
+    mark("bucket sums")
+    HB = B >> s
+    g_rows = (xp.arange(units, dtype=xp.int64)[:, None] * (1 + HB) + xp.arange(1, HB + 1, dtype=xp.int64)).ravel()
+    hi_sums = reduce_windows(k, k.gather(partials, g_rows), units, HB, pair_levels)
+    lo_sums = reduce_windows(k, partials[units * (1 + HB):], units, 1 << s, pair_levels)
+    return k.window_join(hi_sums, lo_sums, units, s)
+
+
 def pippenger(k, n: int, c: int, max_entries: int, xp, affine_min_pairs: int | None = None, mark=None,
               affine_variant: int = 1, parts: int = 1, pair_levels: bool = False, pair_merges: bool = False):
     """The MSM schedule, over a kernel set `k` (the GPU launches, or the CPU model's
@@ -425,6 +491,8 @@ def pippenger(k, n: int, c: int, max_entries: int, xp, affine_min_pairs: int | N
     k.window_pair(A, T, count, first, log_scale) -> (A', T') [count], from 2 * count entries (T' None
     or unused when log_scale is 0)
     k.concat(list of arrays) -> one array; k.combine(window_sums, nw, c) -> the result
+    k.group_reduce (K10): a pass of at least GROUP_MIN_BUCKETS buckets whose affine rounds ran makes its window sums
+    by group_windows (k.gather, k.window_join)
     k.stats: dict, counts of "affine_rounds" and "fallbacks" added to
     """
     mark = mark or (lambda name: None)
@@ -442,7 +510,7 @@ def pippenger(k, n: int, c: int, max_entries: int, xp, affine_min_pairs: int | N
         mark("sort")
         offsets = bucket_offsets(keys, nb, xp, k.direct_offsets)
         mark("offsets")
-        partials = None
+        partials = direct = None
         if affine_min_pairs is not None:
             k.reset_degenerate()
             pts, off, rounds, count = affine_rounds(k, keys, offsets, affine_min_pairs, xp, affine_variant, mark)
@@ -451,8 +519,20 @@ def pippenger(k, n: int, c: int, max_entries: int, xp, affine_min_pairs: int | N
             if rounds and k.degenerate():   # P + P or P + (-P) met: this pass in XYZZ instead
                 k.stats["fallbacks"] = k.stats.get("fallbacks", 0) + 1
             elif rounds:
-                partials = bucket_sums(k, pts, False, off, nb, xp, pairs=pair_merges, count=count)
+                if getattr(k, "group_reduce", False) and nb >= GROUP_MIN_BUCKETS and c >= 2:   # K10
+                    direct = group_windows(k, pts, off, count, nwp * parts, B, c, affine_min_pairs, xp,
+                                           affine_variant, pair_levels, pair_merges, mark)
+                if direct is None:
+                    partials = bucket_sums(k, pts, False, off, nb, xp, pairs=pair_merges, count=count)
             del pts, off
+        if direct is not None:                # K10: this pass's window sums, after the earlier passes' own
+            del keys
+            if pending:
+                sums.append(reduce_windows(k, k.concat(pending), pending_w * parts, B, pair_levels))
+                pending, pending_w = [], 0
+            sums.append(direct)
+            mark("window reduction")
+            continue
         if partials is None:
             partials = bucket_sums(k, keys, True, offsets, nb, xp, pairs=pair_merges)
         mark("bucket sums")
