@@ -105,6 +105,53 @@ extern "C" __global__ void msm_affine_plan_entry(uint32_t* plan, uint32_t* ids_o
     ids_out[o] = b;
 }
 
+// msm_affine_plan_entry over 4 consecutive entries a thread (optimization K11): the keys' (ids') loads and then the
+// offsets' are issued together, four chains in flight a thread instead of one.
+extern "C" __global__ void msm_affine_plan_entry4(uint32_t* plan, uint32_t* ids_out, const u64* __restrict__ keys,
+                                                  const uint32_t* __restrict__ ids, const i64* __restrict__ in_off,
+                                                  const i64* __restrict__ out_off, i64 count) {
+    const i64 s0 = (blockIdx.x * (i64)blockDim.x + threadIdx.x) * 4;
+    if (s0 >= count) return;
+    uint32_t b[4];
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        const i64 s = min(s0 + i, count - 1);
+        b[i] = keys ? (uint32_t)(keys[s] >> 32) : ids[s];
+    }
+    i64 first[4], out[4], next[4];
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        first[i] = in_off[b[i]];
+        out[i] = out_off[b[i]];
+        next[i] = in_off[b[i] + 1];
+    }
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        const i64 s = s0 + i, d = s - first[i];
+        if (s < count && !(d & 1)) {
+            const i64 o = out[i] + (d >> 1);
+            plan[o] = ((uint32_t)s << 1) | (uint32_t)(s + 1 < next[i]);
+            ids_out[o] = b[i];
+        }
+    }
+}
+
+// K10's gather (msm_plan.group_offsets): H bucket t, in the order (unit, lo - 1, hi), is bucket
+// b = u B + (hi << s) + lo - 1 of the rounds' points; its run pts[off[b], off[b+1]) goes to out[count + off_h[t] ..).
+// aw: words a point (a multiple of 4).
+extern "C" __global__ void msm_group_gather(uint32_t* out, const uint32_t* __restrict__ pts, const i64* __restrict__ off,
+                                            const i64* __restrict__ off_h, i64 nh, i64 B, int s, i64 count, int aw) {
+    const i64 t = blockIdx.x * (i64)blockDim.x + threadIdx.x;
+    if (t >= nh) return;
+    const i64 HB = B >> s, per_unit = ((1ll << s) - 1) * HB;
+    const i64 u = t / per_unit, r = t - u * per_unit, lo1 = r / HB, hi = r - lo1 * HB;
+    const i64 b = u * B + (hi << s) + lo1;
+    const i64 first = off[b], n = (off[b + 1] - first) * (aw / 4);
+    const uint4* src = reinterpret_cast<const uint4*>(pts + first * aw);
+    uint4* dst = reinterpret_cast<uint4*>(out + (count + off_h[t]) * aw);
+    for (i64 i = 0; i < n; i++) dst[i] = src[i];
+}
+
 // Every round's size at once (optimization K5): totals[r] = sum_b ceil(cnt_b / 2^r), cnt_b = off[b+1] - off[b],
 // for r < 32 (totals zeroed by the caller); one warp sum and one atomic per warp and r.
 extern "C" __global__ void msm_round_totals(u64* totals, const i64* __restrict__ off, i64 nb) {

@@ -235,8 +235,9 @@ def _cases(group, rng):
 
 
 KERNEL_SETS = [(), ("S1",), ("L1",), ("S1", "L1"), ("I1",), ("S1", "L1", "I1"), ("I1", "I2"), ("S1", "L1", "I1", "I2"),
-               ("K1",), ("K3",), ("K4",), ("K5",), ("K4", "K5"), ("K5", "K8"), ("K9",),
-               ("S1", "L1", "I1", "I2", "K1", "K3", "K4", "K5", "K8", "K9")]
+               ("K1",), ("K3",), ("K4",), ("K5",), ("K4", "K5"), ("K5", "K8"), ("K9",), ("K4", "K11"),
+               ("S1", "L1", "I1", "I2", "K1", "K3", "K4", "K5", "K8", "K9"),
+               ("S1", "L1", "I1", "I2", "K1", "K3", "K4", "K5", "K8", "K9", "K11")]
 
 
 @pytest.mark.parametrize("kind", ["random", *EDGE_KINDS])
@@ -245,7 +246,8 @@ def test_kernel_opts_same_window_sums(cp, group, kind):
     """S1 (the kernels built with the dedicated squaring), L1 (affine rounds with products left < 2p), I1 (the
     products called, not inlined), I2 (I1's callee on Fp build 3), K1 (the keys sorted by their bucket bits
     alone), K3 (offsets searched in the keys), K4 (round plans by entry), K5 (the rounds' sizes read once), K8
-    (their totals in one read of the offsets) and K9 (each round's offsets from one counts kernel), alone and
+    (their totals in one read of the offsets), K9 (each round's offsets from one counts kernel) and K11 (K4's plans 4
+    entries a thread), alone and
     together, give the default kernels' window sums word for word (XYZZ words of a fresh MSM each) and
     arkworks' MSM; G1 in XYZZ and with affine rounds forced (lambda^2 and the block inversions square, the lazy
     products feed them), G2 in XYZZ."""
@@ -401,6 +403,9 @@ def test_plan_entry_and_round_totals_kernels(cp, shape):
         assert np.array_equal(cp.asnumpy(ids), np.repeat(np.arange(nb), np.diff(cp.asnumpy(out_off)))), rounds
         got_w, got_ids = k.affine_plan_entry(by, keyed, in_off, out_off, int(in_off[-1]), total)
         assert cp.array_equal(got_w, words) and cp.array_equal(got_ids, ids)
+        k11 = _Kernels(1, None, cp.zeros(1, dtype=cp.uint8), None, kernel_opts=DEFAULT_KERNEL_OPTS | {"K11"})
+        got_w, got_ids = k11.affine_plan_entry(by, keyed, in_off, out_off, int(in_off[-1]), total)   # K11: 4 a thread
+        assert cp.array_equal(got_w, words) and cp.array_equal(got_ids, ids), rounds
         assert total == want_t[rounds + 1]
         by, keyed, in_off, rounds = ids, False, out_off, rounds + 1
     assert rounds >= 3

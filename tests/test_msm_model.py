@@ -256,6 +256,22 @@ class ModelKernels:
     def gather(points, idx):
         return [points[int(i)] for i in idx]
 
+    @staticmethod
+    def group_gather(pts, off, off_h, count, units, B, s):
+        """msm_group_gather, thread by thread (H bucket t in the order unit, lo - 1, hi), into 2 count slots."""
+        out = list(pts[:count]) + [None] * count
+        HB = B >> s
+        per_unit = ((1 << s) - 1) * HB
+        for t in range(len(off_h) - 1):
+            u, r = divmod(t, per_unit)
+            lo1, hi = divmod(r, HB)
+            b = u * B + (hi << s) + lo1
+            first, n = int(off[b]), int(off[b + 1] - off[b])
+            dst = count + int(off_h[t])
+            assert all(x is None for x in out[dst:dst + n])          # each slot written once
+            out[dst:dst + n] = pts[first:first + n]
+        return out
+
     def window_join(self, hi_sums, lo_sums, count, s):
         """The window_join kernel: 2^s hi + lo, by doublings (one thread an output)."""
         out = []
@@ -1025,11 +1041,12 @@ def test_group_offsets_weights(units, c, shape):
     off = np.concatenate(([0], np.cumsum(counts)))
     count = int(off[-1])
     v = rng.integers(1, 1 << 40, size=count).astype(object)
-    src, goff, ng = plan.group_offsets(off, count, units, B, s, np)
-    assert ng == units * (1 + HB + (1 << s)) and len(goff) == ng + 1 and goff[0] == 0 and goff[-1] == len(src)
+    off_h, goff, ng = plan.group_offsets(off, count, units, B, s, np)
+    x = ModelKernels.group_gather(list(v), off, off_h, count, units, B, s)
+    assert ng == units * (1 + HB + (1 << s)) and len(goff) == ng + 1 and goff[0] == 0 and goff[-1] <= 2 * count
     assert np.all(np.diff(goff) >= 0)
-    assert src[:count].tolist() == list(range(count))
-    g = [sum(v[src[goff[i]:goff[i + 1]]]) for i in range(ng)]
+    assert x[:count] == list(v) and all(e is not None for e in x[:goff[-1]]) and all(e is None for e in x[goff[-1]:])
+    g = [sum(x[goff[i]:goff[i + 1]]) for i in range(ng)]
     for u in range(units):
         want = sum((j + 1) * sum(v[off[u * B + j]:off[u * B + j + 1]]) for j in range(B))
         gu = g[u * (1 + HB):(u + 1) * (1 + HB)]
@@ -1039,7 +1056,7 @@ def test_group_offsets_weights(units, c, shape):
             == want
     lo_zero = {e for u in range(units) for hi in range(1, HB + 1)
                for e in range(off[u * B + (hi << s) - 1], off[u * B + (hi << s)])}    # d = 2^s hi: lo = 0, not in H
-    assert sorted(src[count:].tolist()) == sorted(set(range(count)) - lo_zero)
+    assert sorted(x[count:goff[-1]]) == sorted(v[e] for e in set(range(count)) - lo_zero)
 
 
 @pytest.mark.parametrize("n,c", [(40, 2), (100, 4), (300, 5), (700, 7), (512, 8)])

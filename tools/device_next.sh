@@ -105,6 +105,22 @@ ablate_alone() {
       --json "$OUT/ablate_$(echo "$1" | tr 'A-Z' 'a-z')_24d.json" 2>&1 | grep -A3 "^| opt"
 }
 case "$1" in
+Z28)
+  # session 13: K10 with its gather kernel and the group rounds' own threshold, and K11 (K4's plans 4 entries a
+  # thread): their GPU tests; the 2^26 and 2^27 MSMs, B against +K10, +K11 and both (alternated, 2 reps); cuzk
+  # micro msm at 2^26, the defaults against +K10,+K11
+  timeout 240 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests/test_gpu_msm.py -k "k10 or plan_entry or kernel_opts" \
+      2>&1 | tail -3
+  B=S1,L1,I1,I2,K1,K3,K4,K5,K6,K8,K9
+  for L in 26 27; do c=$([ $L = 26 ] && echo 20 || echo 22)
+    timeout 150 python3 tools/experiments/msm_profile.py $L --affine --c $c --pairs on --reps 2 --distinct-log $L \
+        --kernels $B $B,K10 $B,K11 $B,K10,K11 2>&1 | grep "^2^$L" \
+        | sed 's/R1+R2=on //; s/ variant=1//; s/I1,I2,K1,K3,K4,K5,K6,K8,K9,L1,S1/B/; s/I1,I2,K1,K10,K3,K4,K5,K6,K8,K9,L1,S1/B+K10/; s/I1,I2,K1,K10,K11,K3,K4,K5,K6,K8,K9,L1,S1/B+K10+K11/; s/I1,I2,K1,K11,K3,K4,K5,K6,K8,K9,L1,S1/B+K11/' \
+        | cut -c1-330
+  done
+  for r in 1 2; do for o in "" "+K10,+K11"; do echo "CUZK_OPT=${o:-defaults}"
+    CUZK_OPT=$o timeout 60 python3 -m cuzk micro msm --log-size 26 -p 1 -n 3 -w 1 2>&1 | tail -1
+  done; done ;;
 Z27)
   # session 13: K10 (the window reduction by affine groups): its GPU tests, then the 2^26 and 2^27 MSMs with and
   # without it (alternated, 2 reps), then cuzk micro msm at 2^26 with and without it

@@ -413,27 +413,26 @@ def group_offsets(off, count: int, units: int, B: int, s: int, xp):
     unit (one window of one MSM) has digit d = j + 1 = 2^s hi + lo, so its weighted sum is
     sum_j d P_j = 2^s sum_hi hi G_hi + sum_lo lo H_lo, G_hi the sum of the buckets with that hi, H_lo of those with
     that lo. Per unit, the G runs are one run of hi = 0 (weight 0, discarded), then hi = 1 .. B / 2^s: each a
-    contiguous range of the bucket runs, so the points stay where they are. The H runs are lo = 1 .. 2^s - 1, each the
-    buckets j = 2^s hi + lo - 1 for hi < B / 2^s (gathered), then an empty run (lo = 2^s: a power of two of runs).
-    Returns (src, offsets, ng): the grouped points are pts[src] (every unit's G runs, then every unit's H runs), group
-    g is [offsets[g], offsets[g + 1]), ng groups."""
+    contiguous range of the bucket runs, so the points stay where they are (entries [0, count) of the grouped
+    array). The H runs are lo = 1 .. 2^s - 1, each the buckets j = 2^s hi + lo - 1 for hi < B / 2^s, then an empty
+    run (lo = 2^s: a power of two of runs); k.group_gather copies them after the G runs.
+    Returns (off_h, offsets, ng): off_h[t] = where H's bucket t (order: unit, lo - 1, hi) starts among the H entries;
+    group g of the grouped array is [offsets[g], offsets[g + 1]), ng groups."""
     HB, lo_n = B >> s, (1 << s) - 1
     ju = xp.arange(units, dtype=xp.int64)[:, None] * B
     g_first = xp.concatenate([ju, ju + (xp.arange(1, HB + 1, dtype=xp.int64)[None, :] << s) - 1], axis=1).ravel()
     off_g = off[g_first]                                                   # units * (1 + HB) group starts
-    b = (ju[:, :, None] + (xp.arange(HB, dtype=xp.int64)[None, None, :] << s)
-         + xp.arange(lo_n, dtype=xp.int64)[None, :, None]).ravel()       # H's buckets: (unit, lo - 1, hi)
-    off_hb = _offsets_of(off[b + 1] - off[b], xp)
-    total_h = int(off_hb[-1])
-    q = xp.arange(total_h, dtype=xp.int64)
-    r = xp.searchsorted(off_hb, q, side="right") - 1
-    src = xp.concatenate([xp.arange(count, dtype=xp.int64), off[b[r]] + (q - off_hb[r])])
+    cnt = (off[1:] - off[:-1]).reshape(units, HB, 1 << s).transpose(0, 2, 1)[:, :lo_n, :]   # (unit, lo - 1, hi)
+    off_h = _offsets_of(xp.ascontiguousarray(cnt).ravel(), xp)
     per_unit = lo_n * HB
-    starts = off_hb[:-1:HB].reshape(units, lo_n)
-    ends = off_hb[per_unit::per_unit].reshape(units, 1)                  # each unit's end: its empty run
-    off_h = xp.concatenate([xp.concatenate([starts, ends], axis=1).ravel(), off_hb[-1:]])
-    offsets = xp.concatenate([off_g, off_h + count])
-    return src, offsets, len(offsets) - 1
+    starts = off_h[:-1:HB].reshape(units, lo_n)
+    ends = off_h[per_unit::per_unit].reshape(units, 1)                   # each unit's end: its empty run
+    goff_h = xp.concatenate([xp.concatenate([starts, ends], axis=1).ravel(), off_h[-1:]])
+    offsets = xp.concatenate([off_g, goff_h + count])
+    return off_h, offsets, len(offsets) - 1
+
+
+GROUP_MIN_PAIRS = 1 << 16     # K10's group rounds run while they have this many pairs (their XYZZ tail is chains)
 
 
 def group_windows(k, pts, off, count: int, units: int, B: int, c: int, min_pairs: int, xp, variant: int = 1,
@@ -442,14 +441,15 @@ def group_windows(k, pts, off, count: int, units: int, B: int, c: int, min_pairs
     (bucket runs off, count = off[-1]): group_offsets' G and H groups summed by more affine rounds (the same adds
     as a running sum's two a bucket, at the affine price), their XYZZ sums reduced per unit (B / 2^s and 2^s
     groups: small), then k.window_join: 2^s G + H. None when a group round met x1 == x2 (the caller reduces the
-    buckets as before). k.gather(points, idx) -> points[idx]; k.window_join(hi_sums, lo_sums, count, s)."""
+    buckets as before). k.group_gather(pts, off, off_h, count, units, B, s) -> the grouped points (group_offsets);
+    k.gather(points, idx) -> points[idx]; k.window_join(hi_sums, lo_sums, count, s)."""
     mark = mark or (lambda name: None)
     s = group_split(c)
-    src, goff, ng = group_offsets(off, count, units, B, s, xp)
-    grouped = k.gather(pts, src)
+    off_h, goff, ng = group_offsets(off, count, units, B, s, xp)
+    grouped = k.group_gather(pts, off, off_h, count, units, B, s)
     mark("group gather")
     k.reset_degenerate()
-    pts2, off2, rounds, count2 = affine_rounds(k, grouped, goff, min_pairs, xp, variant,
+    pts2, off2, rounds, count2 = affine_rounds(k, grouped, goff, min(min_pairs, GROUP_MIN_PAIRS), xp, variant,
                                                lambda name: mark("group " + name), keyed=False)
     k.stats["group_rounds"] = k.stats.get("group_rounds", 0) + rounds
     if rounds and k.degenerate():
