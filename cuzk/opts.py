@@ -293,7 +293,10 @@ register(Optimization(
     "a G1 pass of at least 2^20 buckets reduces its windows by affine groups: digit d = 2^s hi + lo, the window "
     "sum is 2^s sum hi G_hi + sum lo H_lo, G_hi and H_lo summed by more affine rounds (two adds a bucket at ~6 "
     "products, not a running sum's two XYZZ adds at ~14), then two small reductions; the per-bucket XYZZ sums go",
-    False,
+    True,     # on since session 13: 2^27 G1 MSM 800.0 -> 786.5 ms, with K11 794.1 -> 781.2 (Z28); 2^26 411.9 -> 411.9
+              # (profile), micro msm 407.3-407.7 -> 404.5-405.2 (Z27; its groups' rounds at AFFINE_MIN_PAIRS: Z28's
+              # 2^16 cost 3 ms more rounds for 1 ms less XYZZ, so the threshold stays the same as the buckets')
+
     "2^26 G1 MSM (6.8e6 buckets): bucket sums + window reduction 16.5 -> ~9 ms, the MSM -4..-8 ms; 2^27 (2.5e7 "
     "buckets, 57 ms) -20..-30 ms",
 ))
@@ -301,7 +304,9 @@ register(Optimization(
     "K11", ("ntt_msm_h", "batch_addition", "tail_msm"),
     "K4's round plans with 4 consecutive entries a thread (msm_affine_plan_entry4): the key or id loads, then the "
     "offsets' loads, issued together, instead of one dependent chain a thread",
-    False,
+    True,     # on since session 13: round plans 10.0 -> 6.9 ms at 2^26, 18.7 -> 13.5 at 2^27; the MSM 413.4 -> 410.1,
+              # 800.0 -> 794.1 ms (Z28)
+
     "2^26 G1 MSM: round plans (8 rounds over 1.7e9 entries, latency-bound) ~10 -> ~4-5 ms, the MSM -4..-6 ms; 2^27 "
     "~18.5 -> ~8 ms",
 ))

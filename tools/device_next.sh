@@ -105,6 +105,12 @@ ablate_alone() {
       --json "$OUT/ablate_$(echo "$1" | tr 'A-Z' 'a-z')_24d.json" 2>&1 | grep -A3 "^| opt"
 }
 case "$1" in
+Z29)
+  # session 13, K10 and K11 on by default: issue 5's figures (cuzk micro msm at 2^26 twice, 2^24, 2^20), then the whole
+  # GPU suite
+  for L in 26 26 24 20; do timeout 60 python3 -m cuzk micro msm --log-size $L -p 1 -n 3 -w 1 2>&1 | tail -1; done
+  timeout 260 python3 -m pytest -q -m gpu -p no:cacheprovider -x tests --ignore=tests/test_gpu.py 2>&1 | tail -2
+  timeout 90 python3 -m pytest -q -m gpu -p no:cacheprovider -x tests/test_gpu.py 2>&1 | tail -2 ;;
 Z28)
   # session 13: K10 with its gather kernel and the group rounds' own threshold, and K11 (K4's plans 4 entries a
   # thread): their GPU tests; the 2^26 and 2^27 MSMs, B against +K10, +K11 and both (alternated, 2 reps); cuzk

@@ -432,9 +432,6 @@ def group_offsets(off, count: int, units: int, B: int, s: int, xp):
     return off_h, offsets, len(offsets) - 1
 
 
-GROUP_MIN_PAIRS = 1 << 16     # K10's group rounds run while they have this many pairs (their XYZZ tail is chains)
-
-
 def group_windows(k, pts, off, count: int, units: int, B: int, c: int, min_pairs: int, xp, variant: int = 1,
                   pair_levels: bool = False, pair_merges: bool = False, mark=None):
     """The window sums of `units` windows (optimization K10) from the affine points pts that the bucket rounds left
@@ -449,7 +446,7 @@ def group_windows(k, pts, off, count: int, units: int, B: int, c: int, min_pairs
     grouped = k.group_gather(pts, off, off_h, count, units, B, s)
     mark("group gather")
     k.reset_degenerate()
-    pts2, off2, rounds, count2 = affine_rounds(k, grouped, goff, min(min_pairs, GROUP_MIN_PAIRS), xp, variant,
+    pts2, off2, rounds, count2 = affine_rounds(k, grouped, goff, min_pairs, xp, variant,
                                                lambda name: mark("group " + name), keyed=False)
     k.stats["group_rounds"] = k.stats.get("group_rounds", 0) + rounds
     if rounds and k.degenerate():
