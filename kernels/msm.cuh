@@ -105,28 +105,29 @@ extern "C" __global__ void msm_affine_plan_entry(uint32_t* plan, uint32_t* ids_o
     ids_out[o] = b;
 }
 
-// msm_affine_plan_entry over 4 consecutive entries a thread (optimization K11): the keys' (ids') loads and then the
-// offsets' are issued together, four chains in flight a thread instead of one.
-extern "C" __global__ void msm_affine_plan_entry4(uint32_t* plan, uint32_t* ids_out, const u64* __restrict__ keys,
-                                                  const uint32_t* __restrict__ ids, const i64* __restrict__ in_off,
-                                                  const i64* __restrict__ out_off, i64 count) {
-    const i64 s0 = (blockIdx.x * (i64)blockDim.x + threadIdx.x) * 4;
+// msm_affine_plan_entry over E consecutive entries a thread (optimization K11: 4; K12: 8): the keys' (ids') loads and
+// then the offsets' are issued together, E chains in flight a thread instead of one.
+template <int E>
+__device__ __forceinline__ void affine_plan_entries(uint32_t* plan, uint32_t* ids_out, const u64* __restrict__ keys,
+                                                    const uint32_t* __restrict__ ids, const i64* __restrict__ in_off,
+                                                    const i64* __restrict__ out_off, i64 count) {
+    const i64 s0 = (blockIdx.x * (i64)blockDim.x + threadIdx.x) * E;
     if (s0 >= count) return;
-    uint32_t b[4];
+    uint32_t b[E];
 #pragma unroll
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < E; i++) {
         const i64 s = min(s0 + i, count - 1);
         b[i] = keys ? (uint32_t)(keys[s] >> 32) : ids[s];
     }
-    i64 first[4], out[4], next[4];
+    i64 first[E], out[E], next[E];
 #pragma unroll
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < E; i++) {
         first[i] = in_off[b[i]];
         out[i] = out_off[b[i]];
         next[i] = in_off[b[i] + 1];
     }
 #pragma unroll
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < E; i++) {
         const i64 s = s0 + i, d = s - first[i];
         if (s < count && !(d & 1)) {
             const i64 o = out[i] + (d >> 1);
@@ -134,6 +135,29 @@ extern "C" __global__ void msm_affine_plan_entry4(uint32_t* plan, uint32_t* ids_
             ids_out[o] = b[i];
         }
     }
+}
+
+extern "C" __global__ void msm_affine_plan_entry4(uint32_t* plan, uint32_t* ids_out, const u64* __restrict__ keys,
+                                                  const uint32_t* __restrict__ ids, const i64* __restrict__ in_off,
+                                                  const i64* __restrict__ out_off, i64 count) {
+    affine_plan_entries<4>(plan, ids_out, keys, ids, in_off, out_off, count);
+}
+
+extern "C" __global__ void msm_affine_plan_entry8(uint32_t* plan, uint32_t* ids_out, const u64* __restrict__ keys,
+                                                  const uint32_t* __restrict__ ids, const i64* __restrict__ in_off,
+                                                  const i64* __restrict__ out_off, i64 count) {
+    affine_plan_entries<8>(plan, ids_out, keys, ids, in_off, out_off, count);
+}
+
+// K10's H counts (msm_plan.group_offsets): cnt[t] = the run length of H's bucket t, in the order (unit, lo - 1, hi),
+// bucket b = u B + (hi << s) + lo - 1 (msm_group_gather's order), straight from the offsets.
+extern "C" __global__ void msm_group_counts(i64* cnt, const i64* __restrict__ off, i64 nh, i64 B, int s) {
+    const i64 t = blockIdx.x * (i64)blockDim.x + threadIdx.x;
+    if (t >= nh) return;
+    const i64 HB = B >> s, per_unit = ((1ll << s) - 1) * HB;
+    const i64 u = t / per_unit, r = t - u * per_unit, lo1 = r / HB, hi = r - lo1 * HB;
+    const i64 b = u * B + (hi << s) + lo1;
+    cnt[t] = off[b + 1] - off[b];
 }
 
 // K10's gather (msm_plan.group_offsets): H bucket t, in the order (unit, lo - 1, hi), is bucket

@@ -235,7 +235,7 @@ def _cases(group, rng):
 
 
 KERNEL_SETS = [(), ("S1",), ("L1",), ("S1", "L1"), ("I1",), ("S1", "L1", "I1"), ("I1", "I2"), ("S1", "L1", "I1", "I2"),
-               ("K1",), ("K3",), ("K4",), ("K5",), ("K4", "K5"), ("K5", "K8"), ("K9",), ("K4", "K11"),
+               ("K1",), ("K3",), ("K4",), ("K5",), ("K4", "K5"), ("K5", "K8"), ("K9",), ("K4", "K11"), ("K4", "K12"),
                ("S1", "L1", "I1", "I2", "K1", "K3", "K4", "K5", "K8", "K9"),
                ("S1", "L1", "I1", "I2", "K1", "K3", "K4", "K5", "K8", "K9", "K11")]
 
@@ -246,8 +246,8 @@ def test_kernel_opts_same_window_sums(cp, group, kind):
     """S1 (the kernels built with the dedicated squaring), L1 (affine rounds with products left < 2p), I1 (the
     products called, not inlined), I2 (I1's callee on Fp build 3), K1 (the keys sorted by their bucket bits
     alone), K3 (offsets searched in the keys), K4 (round plans by entry), K5 (the rounds' sizes read once), K8
-    (their totals in one read of the offsets), K9 (each round's offsets from one counts kernel) and K11 (K4's plans 4
-    entries a thread), alone and
+    (their totals in one read of the offsets), K9 (each round's offsets from one counts kernel), K11 and K12 (K4's plans
+    4 and 8 entries a thread), alone and
     together, give the default kernels' window sums word for word (XYZZ words of a fresh MSM each) and
     arkworks' MSM; G1 in XYZZ and with affine rounds forced (lambda^2 and the block inversions square, the lazy
     products feed them), G2 in XYZZ."""
@@ -299,6 +299,24 @@ def test_k10_group_reduce(cp, kind, c, monkeypatch):
             if kind == "random":
                 assert last_stats["affine_rounds"] > 0 and last_stats["group_rounds"] > 0
                 assert last_stats["fallbacks"] == 0 and last_stats.get("group_fallbacks", 0) == 0
+
+
+@pytest.mark.parametrize("c", [2, 5, 12])
+def test_k10_group_counts_kernel(cp, c):
+    """msm_group_counts gives group_offsets' H run lengths (the transposed count array), over fresh random runs with
+    empty buckets and outsized ones, several units."""
+    from cuzk.gpu import msm_plan as plan
+    from cuzk.gpu.msm import DEFAULT_KERNEL_OPTS, _Kernels
+    rng = np.random.default_rng(seed())
+    B, s, units = 1 << (c - 1), plan.group_split(c), int(rng.integers(1, 5))
+    counts = rng.poisson(1.5, units * B) * (rng.random(units * B) < 0.7)
+    counts[rng.integers(units * B)] += 5000
+    off = cp.asarray(np.concatenate(([0], np.cumsum(counts))).astype(np.int64))
+    count = int(off[-1])
+    k = _Kernels(1, None, cp.zeros(1, dtype=cp.uint8), None, kernel_opts=DEFAULT_KERNEL_OPTS)
+    got = plan.group_offsets(off, count, units, B, s, cp, k)
+    ref = plan.group_offsets(off, count, units, B, s, cp)
+    assert all(cp.array_equal(a, b) for a, b in zip(got[:2], ref[:2])) and got[2] == ref[2]
 
 
 def test_k10_group_degenerate_falls_back(cp, monkeypatch):
@@ -403,9 +421,10 @@ def test_plan_entry_and_round_totals_kernels(cp, shape):
         assert np.array_equal(cp.asnumpy(ids), np.repeat(np.arange(nb), np.diff(cp.asnumpy(out_off)))), rounds
         got_w, got_ids = k.affine_plan_entry(by, keyed, in_off, out_off, int(in_off[-1]), total)
         assert cp.array_equal(got_w, words) and cp.array_equal(got_ids, ids)
-        k11 = _Kernels(1, None, cp.zeros(1, dtype=cp.uint8), None, kernel_opts=DEFAULT_KERNEL_OPTS | {"K11"})
-        got_w, got_ids = k11.affine_plan_entry(by, keyed, in_off, out_off, int(in_off[-1]), total)   # K11: 4 a thread
-        assert cp.array_equal(got_w, words) and cp.array_equal(got_ids, ids), rounds
+        for opt in ("K11", "K12"):            # 4 and 8 entries a thread
+            ke = _Kernels(1, None, cp.zeros(1, dtype=cp.uint8), None, kernel_opts=DEFAULT_KERNEL_OPTS | {opt})
+            got_w, got_ids = ke.affine_plan_entry(by, keyed, in_off, out_off, int(in_off[-1]), total)
+            assert cp.array_equal(got_w, words) and cp.array_equal(got_ids, ids), (opt, rounds)
         assert total == want_t[rounds + 1]
         by, keyed, in_off, rounds = ids, False, out_off, rounds + 1
     assert rounds >= 3

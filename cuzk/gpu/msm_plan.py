@@ -408,7 +408,7 @@ def group_split(c: int) -> int:
     return c // 2
 
 
-def group_offsets(off, count: int, units: int, B: int, s: int, xp):
+def group_offsets(off, count: int, units: int, B: int, s: int, xp, k=None):
     """K10's groups of the bucket runs off[units * B + 1] left by the affine rounds (count = off[-1]). Bucket j of a
     unit (one window of one MSM) has digit d = j + 1 = 2^s hi + lo, so its weighted sum is
     sum_j d P_j = 2^s sum_hi hi G_hi + sum_lo lo H_lo, G_hi the sum of the buckets with that hi, H_lo of those with
@@ -416,14 +416,19 @@ def group_offsets(off, count: int, units: int, B: int, s: int, xp):
     contiguous range of the bucket runs, so the points stay where they are (entries [0, count) of the grouped
     array). The H runs are lo = 1 .. 2^s - 1, each the buckets j = 2^s hi + lo - 1 for hi < B / 2^s, then an empty
     run (lo = 2^s: a power of two of runs); k.group_gather copies them after the G runs.
-    Returns (off_h, offsets, ng): off_h[t] = where H's bucket t (order: unit, lo - 1, hi) starts among the H entries;
+    k: a kernel set whose k.group_counts(off, units, B, s) gives H's run lengths in that order (else numpy/CuPy's
+    transpose). Returns (off_h, offsets, ng): off_h[t] = where H's bucket t (order: unit, lo - 1, hi) starts among
+    the H entries;
     group g of the grouped array is [offsets[g], offsets[g + 1]), ng groups."""
     HB, lo_n = B >> s, (1 << s) - 1
     ju = xp.arange(units, dtype=xp.int64)[:, None] * B
     g_first = xp.concatenate([ju, ju + (xp.arange(1, HB + 1, dtype=xp.int64)[None, :] << s) - 1], axis=1).ravel()
     off_g = off[g_first]                                                   # units * (1 + HB) group starts
-    cnt = (off[1:] - off[:-1]).reshape(units, HB, 1 << s).transpose(0, 2, 1)[:, :lo_n, :]   # (unit, lo - 1, hi)
-    off_h = _offsets_of(xp.ascontiguousarray(cnt).ravel(), xp)
+    if k is not None:                                                    # one kernel (msm_group_counts)
+        off_h = _offsets_of(k.group_counts(off, units, B, s), xp)
+    else:
+        cnt = (off[1:] - off[:-1]).reshape(units, HB, 1 << s).transpose(0, 2, 1)[:, :lo_n, :]   # (unit, lo - 1, hi)
+        off_h = _offsets_of(xp.ascontiguousarray(cnt).ravel(), xp)
     per_unit = lo_n * HB
     starts = off_h[:-1:HB].reshape(units, lo_n)
     ends = off_h[per_unit::per_unit].reshape(units, 1)                   # each unit's end: its empty run
@@ -442,7 +447,7 @@ def group_windows(k, pts, off, count: int, units: int, B: int, c: int, min_pairs
     k.gather(points, idx) -> points[idx]; k.window_join(hi_sums, lo_sums, count, s)."""
     mark = mark or (lambda name: None)
     s = group_split(c)
-    off_h, goff, ng = group_offsets(off, count, units, B, s, xp)
+    off_h, goff, ng = group_offsets(off, count, units, B, s, xp, k if getattr(k, "group_counts", None) else None)
     grouped = k.group_gather(pts, off, off_h, count, units, B, s)
     mark("group gather")
     k.reset_degenerate()
