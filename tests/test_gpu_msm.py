@@ -247,7 +247,7 @@ def test_kernel_opts_same_window_sums(cp, group, kind):
     products called, not inlined), I2 (I1's callee on Fp build 3), K1 (the keys sorted by their bucket bits
     alone), K3 (offsets searched in the keys), K4 (round plans by entry), K5 (the rounds' sizes read once), K8
     (their totals in one read of the offsets), K9 (each round's offsets from one counts kernel), K11 and K12 (K4's plans
-    4 and 8 entries a thread), alone and
+    4 entries a thread, consecutive or strided), alone and
     together, give the default kernels' window sums word for word (XYZZ words of a fresh MSM each) and
     arkworks' MSM; G1 in XYZZ and with affine rounds forced (lambda^2 and the block inversions square, the lazy
     products feed them), G2 in XYZZ."""
@@ -291,7 +291,8 @@ def test_k10_group_reduce(cp, kind, c, monkeypatch):
         pts, sc = edge_case(1, kind, n, rng)
         b, inf, s = upload(cp, 1, pts, sc)
         w = want(1, pts, sc)
-    for ko in (DEFAULT_KERNEL_OPTS | {"K10"}, (DEFAULT_KERNEL_OPTS | {"K10"}) - {"K4", "K5", "K9"}):
+    for ko in (DEFAULT_KERNEL_OPTS | {"K10"}, (DEFAULT_KERNEL_OPTS | {"K10"}) - {"K4", "K5", "K9"},
+               DEFAULT_KERNEL_OPTS | {"K10", "K13"}):
         for max_entries in (None, 2 * n):
             got = msm_g1(b, inf, s, c=c, bucket_sum="affine", affine_min_pairs=1, kernel_opts=ko,
                          max_entries=max_entries)
@@ -421,7 +422,7 @@ def test_plan_entry_and_round_totals_kernels(cp, shape):
         assert np.array_equal(cp.asnumpy(ids), np.repeat(np.arange(nb), np.diff(cp.asnumpy(out_off)))), rounds
         got_w, got_ids = k.affine_plan_entry(by, keyed, in_off, out_off, int(in_off[-1]), total)
         assert cp.array_equal(got_w, words) and cp.array_equal(got_ids, ids)
-        for opt in ("K11", "K12"):            # 4 and 8 entries a thread
+        for opt in ("K11", "K12"):            # 4 entries a thread: consecutive, strided by the grid
             ke = _Kernels(1, None, cp.zeros(1, dtype=cp.uint8), None, kernel_opts=DEFAULT_KERNEL_OPTS | {opt})
             got_w, got_ids = ke.affine_plan_entry(by, keyed, in_off, out_off, int(in_off[-1]), total)
             assert cp.array_equal(got_w, words) and cp.array_equal(got_ids, ids), (opt, rounds)

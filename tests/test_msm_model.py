@@ -234,10 +234,11 @@ class ModelKernels:
     direct_offsets = True                 # K3's bucket_offsets (test_cub_sort checks it against the shifted form)
 
     def __init__(self, G, bases, inf, scalars, tpb=4, max_blocks=3, plan_by_entry=False, sizes_once=False,
-                 lean_offsets=False, group_reduce=False):
-        """plan_by_entry, sizes_once, lean_offsets: K4, K5 and K9 (affine_rounds); group_reduce: K10 (pippenger)."""
+                 lean_offsets=False, group_reduce=False, group_segments=False):
+        """plan_by_entry, sizes_once, lean_offsets: K4, K5 and K9 (affine_rounds); group_reduce, group_segments: K10
+        and K13 (pippenger, group_windows)."""
         self.plan_by_entry, self.sizes_once, self.lean_offsets = plan_by_entry, sizes_once, lean_offsets
-        self.group_reduce = group_reduce
+        self.group_reduce, self.group_segments = group_reduce, group_segments
         self.G, self.bases, self.inf = G, bases, inf
         self.limbs = ints_to_limbs(np.array([int(s) for s in scalars], dtype=object), FR_LIMBS).tolist()
         self.n = len(bases)
@@ -1068,7 +1069,7 @@ def test_group_reduce_schedule(n, c, kind, variant, monkeypatch):
     monkeypatch.setattr(plan, "GROUP_MIN_BUCKETS", 1)
     bases, inf, sc, want = int_case(n, n * 7 + c, kind)
     for min_pairs, max_entries in ((1, 1 << 28), (1, 2 * n), (8, 1 << 28)):
-        for o in ({}, dict(plan_by_entry=True, sizes_once=True, lean_offsets=True)):
+        for o in ({}, dict(plan_by_entry=True, sizes_once=True, lean_offsets=True), dict(group_segments=True)):
             got, k = model_msm(IntGroup(), bases, inf, sc, c, max_entries=max_entries, min_pairs=min_pairs,
                                variant=variant, group_reduce=True, **o)
             assert got == want, (min_pairs, max_entries, o)

@@ -105,6 +105,20 @@ ablate_alone() {
       --json "$OUT/ablate_$(echo "$1" | tr 'A-Z' 'a-z')_24d.json" 2>&1 | grep -A3 "^| opt"
 }
 case "$1" in
+Z31)
+  # session 13: K12 (K11's 4 entries strided by the grid) and K13 (K10's group sums one segment a group): their GPU
+  # tests; the 2^26 MSM, the defaults D against +K12, +K13 and both (alternated, 2 reps); cuzk micro msm at 2^26, the
+  # defaults against +K12,+K13
+  timeout 150 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests/test_gpu_msm.py -k "k10 or plan_entry or kernel_opts" \
+      2>&1 | tail -3
+  B=S1,L1,I1,I2,K1,K3,K4,K5,K6,K8,K9,K10,K11
+  timeout 140 python3 tools/experiments/msm_profile.py 26 --affine --c 20 --pairs on --reps 2 --distinct-log 26 \
+      --kernels $B $B,K12 $B,K13 $B,K12,K13 2>&1 | grep "^2^26" \
+      | sed 's/R1+R2=on //; s/ variant=1//; s/I1,I2,K1,K10,K11,K12,K13,K3,K4,K5,K6,K8,K9,L1,S1/D+K12+K13/; s/I1,I2,K1,K10,K11,K12,K3,K4,K5,K6,K8,K9,L1,S1/D+K12/; s/I1,I2,K1,K10,K11,K13,K3,K4,K5,K6,K8,K9,L1,S1/D+K13/; s/I1,I2,K1,K10,K11,K3,K4,K5,K6,K8,K9,L1,S1/D/' \
+      | cut -c1-400
+  for r in 1 2; do for o in "" "+K12,+K13"; do echo "CUZK_OPT=${o:-defaults}"
+    CUZK_OPT=$o timeout 60 python3 -m cuzk micro msm --log-size 26 -p 1 -n 3 -w 1 2>&1 | tail -1
+  done; done ;;
 Z30)
   # session 13: K10's counts kernel and K12 (plans 8 entries a thread): their GPU tests; the 2^26 MSM with the
   # defaults (K10, K11 on) against +K12 and -K10 (alternated, 2 reps); cuzk micro msm at 2^26, the defaults against +K12

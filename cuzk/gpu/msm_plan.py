@@ -457,7 +457,8 @@ def group_windows(k, pts, off, count: int, units: int, B: int, c: int, min_pairs
     if rounds and k.degenerate():
         k.stats["group_fallbacks"] = k.stats.get("group_fallbacks", 0) + 1
         return None
-    partials = bucket_sums(k, pts2, False, off2, ng, xp, pairs=pair_merges, count=count2)
+    S = max(8, 2 * -(-count2 // ng)) if getattr(k, "group_segments", False) else None   # K13: one segment a group
+    partials = bucket_sums(k, pts2, False, off2, ng, xp, S=S, pairs=pair_merges, count=count2)
     mark("bucket sums")
     HB = B >> s
     g_rows = (xp.arange(units, dtype=xp.int64)[:, None] * (1 + HB) + xp.arange(1, HB + 1, dtype=xp.int64)).ravel()
