@@ -311,21 +311,6 @@ register(Optimization(
     "~18.5 -> ~8 ms",
 ))
 register(Optimization(
-    "K12", ("ntt_msm_h", "batch_addition", "tail_msm"),
-    "K11's 4 entries a thread strided by the grid (s, s + T, s + 2T, s + 3T; msm_affine_plan_entry4s) instead of 4 "
-    "consecutive ones, so that each of a warp's loads and stores is coalesced",
-    False,
-    "2^26 G1 MSM: round plans 6.8 -> ~4.5-5 ms, the MSM -2 ms; 2^27 13.5 -> ~9-10 ms (8 consecutive entries a "
-    "thread, measured first in Z30, lost: 6.8 -> 10.6 ms)",
-))
-register(Optimization(
-    "K13", ("ntt_msm_h", "batch_addition", "tail_msm"),
-    "K10's XYZZ sums after the group rounds in one segment a group (twice the mean group load, outsized groups "
-    "split) instead of the generic segment size capped for 2^17 threads, so no merge levels follow",
-    False,
-    "2^26 G1 MSM: K10's bucket sums 2.5 -> ~0.7 ms (3 merge levels, each with a device read, go); the MSM -1..-2 ms",
-))
-register(Optimization(
     "A4", ("b_g2",),
     "B_G2 MSM on the CPU, a thread pool across circuits, instead of the GPU G2 MSM",
     False,

@@ -105,6 +105,12 @@ ablate_alone() {
       --json "$OUT/ablate_$(echo "$1" | tr 'A-Z' 'a-z')_24d.json" 2>&1 | grep -A3 "^| opt"
 }
 case "$1" in
+Z32)
+  # session 13, final kernels (K12 and K13 removed; K10 reads the degenerate flag once): the MSM GPU tests of the
+  # session's kernels; then issue 5's figures (cuzk micro msm: 2^26 four times, 2^24, 2^20)
+  timeout 170 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests/test_gpu_msm.py tests/test_gpu_msm_many.py \
+      -k "k10 or plan_entry or kernel_opts or many_affine or repeated or degenerate" 2>&1 | tail -3
+  for L in 26 26 26 26 24 20; do timeout 60 python3 -m cuzk micro msm --log-size $L -p 1 -n 3 -w 1 2>&1 | tail -1; done ;;
 Z31)
   # session 13: K12 (K11's 4 entries strided by the grid) and K13 (K10's group sums one segment a group): their GPU
   # tests; the 2^26 MSM, the defaults D against +K12, +K13 and both (alternated, 2 reps); cuzk micro msm at 2^26, the

@@ -29,7 +29,7 @@ DEFAULT_BUCKET_SUM = {1: "affine", 2: "xyzz"}  # G1 affine: 2^26 550 ms vs 960 (
 # calls without the option take the registry's default (the backend passes each per call)
 DEFAULT_PAIR_LEVELS = REGISTRY["R1"].default
 DEFAULT_PAIR_MERGES = REGISTRY["R2"].default
-KERNEL_OPTS = ("S1", "L1", "I1", "I2", "K1", "K3", "K4", "K5", "K6", "K8", "K9", "K10", "K11", "K12", "K13")   # the toggles that pick the MSM's code: builds, the sort, offsets
+KERNEL_OPTS = ("S1", "L1", "I1", "I2", "K1", "K3", "K4", "K5", "K6", "K8", "K9", "K10", "K11")   # the toggles that pick the MSM's code: builds, the sort, offsets
 DEFAULT_KERNEL_OPTS = frozenset(o for o in KERNEL_OPTS if REGISTRY[o].default)
 SQR_BUILD = ("CUZK_FASTSQR=1",)                # the msm_g1 build of S1 (loader.BUILDS); G2 squares in Fp2
 CALL_BUILD = ("CUZK_FP_CALL=1",)               # I1: msm_g1 and msm_g2 with the Fp products called
@@ -110,9 +110,7 @@ class _Kernels:
         self.lean_offsets = "K9" in ko            # msm_plan.round_offsets: k.counts_offsets
         self.passes_from_memory = "K6" in ko      # resolve_max_entries
         self.group_reduce = "K10" in ko           # msm_plan.pippenger: group_windows
-        self.plan_kernel = ("msm_affine_plan_entry4s", 4) if "K12" in ko else ("msm_affine_plan_entry4", 4) \
-            if "K11" in ko else ("msm_affine_plan_entry", 1)            # affine_plan_entry: (kernel, entries a thread)
-        self.group_segments = "K13" in ko         # group_windows: one segment a group
+        self.plan_kernel = ("msm_affine_plan_entry4", 4) if "K11" in ko else ("msm_affine_plan_entry", 1)
         self.W = xyzz_words(group)
         self.n = len(inf)
         self.bases, self.inf8, self.scalars = bases, inf.view(cupy.uint8), scalars

@@ -442,23 +442,21 @@ def group_windows(k, pts, off, count: int, units: int, B: int, c: int, min_pairs
     """The window sums of `units` windows (optimization K10) from the affine points pts that the bucket rounds left
     (bucket runs off, count = off[-1]): group_offsets' G and H groups summed by more affine rounds (the same adds
     as a running sum's two a bucket, at the affine price), their XYZZ sums reduced per unit (B / 2^s and 2^s
-    groups: small), then k.window_join: 2^s G + H. None when a group round met x1 == x2 (the caller reduces the
-    buckets as before). k.group_gather(pts, off, off_h, count, units, B, s) -> the grouped points (group_offsets);
+    groups: small), then k.window_join: 2^s G + H. The degenerate flag is not reset: the caller's bucket rounds
+    are not read before the groups are planned (the host plans them while those rounds run), and one read after the
+    group rounds covers both; None when either met x1 == x2 (the caller redoes the pass in XYZZ). k.group_gather(pts, off, off_h, count, units, B, s) -> the grouped points (group_offsets);
     k.gather(points, idx) -> points[idx]; k.window_join(hi_sums, lo_sums, count, s)."""
     mark = mark or (lambda name: None)
     s = group_split(c)
     off_h, goff, ng = group_offsets(off, count, units, B, s, xp, k if getattr(k, "group_counts", None) else None)
     grouped = k.group_gather(pts, off, off_h, count, units, B, s)
     mark("group gather")
-    k.reset_degenerate()
     pts2, off2, rounds, count2 = affine_rounds(k, grouped, goff, min_pairs, xp, variant,
                                                lambda name: mark("group " + name), keyed=False)
     k.stats["group_rounds"] = k.stats.get("group_rounds", 0) + rounds
-    if rounds and k.degenerate():
-        k.stats["group_fallbacks"] = k.stats.get("group_fallbacks", 0) + 1
+    if k.degenerate():
         return None
-    S = max(8, 2 * -(-count2 // ng)) if getattr(k, "group_segments", False) else None   # K13: one segment a group
-    partials = bucket_sums(k, pts2, False, off2, ng, xp, S=S, pairs=pair_merges, count=count2)
+    partials = bucket_sums(k, pts2, False, off2, ng, xp, pairs=pair_merges, count=count2)
     mark("bucket sums")
     HB = B >> s
     g_rows = (xp.arange(units, dtype=xp.int64)[:, None] * (1 + HB) + xp.arange(1, HB + 1, dtype=xp.int64)).ravel()
@@ -519,14 +517,14 @@ def pippenger(k, n: int, c: int, max_entries: int, xp, affine_min_pairs: int | N
             pts, off, rounds, count = affine_rounds(k, keys, offsets, affine_min_pairs, xp, affine_variant, mark)
             k.stats["affine_rounds"] = k.stats.get("affine_rounds", 0) + rounds
             mark("affine rounds")
-            if rounds and k.degenerate():   # P + P or P + (-P) met: this pass in XYZZ instead
+            group = rounds and getattr(k, "group_reduce", False) and nb >= GROUP_MIN_BUCKETS and c >= 2   # K10
+            if group:                         # the flag read once, after the group rounds
+                direct = group_windows(k, pts, off, count, nwp * parts, B, c, affine_min_pairs, xp,
+                                       affine_variant, pair_levels, pair_merges, mark)
+            if (direct is None) if group else (rounds and k.degenerate()):   # P + P or P + (-P) met: the pass in XYZZ
                 k.stats["fallbacks"] = k.stats.get("fallbacks", 0) + 1
-            elif rounds:
-                if getattr(k, "group_reduce", False) and nb >= GROUP_MIN_BUCKETS and c >= 2:   # K10
-                    direct = group_windows(k, pts, off, count, nwp * parts, B, c, affine_min_pairs, xp,
-                                           affine_variant, pair_levels, pair_merges, mark)
-                if direct is None:
-                    partials = bucket_sums(k, pts, False, off, nb, xp, pairs=pair_merges, count=count)
+            elif rounds and not group:
+                partials = bucket_sums(k, pts, False, off, nb, xp, pairs=pair_merges, count=count)
             del pts, off
         if direct is not None:                # K10: this pass's window sums, after the earlier passes' own
             del keys
