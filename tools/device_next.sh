@@ -105,6 +105,9 @@ ablate_alone() {
       --json "$OUT/ablate_$(echo "$1" | tr 'A-Z' 'a-z')_24d.json" 2>&1 | grep -A3 "^| opt"
 }
 case "$1" in
+Z33)
+  # session 13: 10 x 2^27 pipelined with the session's defaults (K8-K11 on), one round (issue 7's figure)
+  timeout 330 python3 tools/experiments/pipeline_ab.py --rounds 1 -- "" 2>&1 | grep -v "^key:" | tail -8 ;;
 Z32)
   # session 13, final kernels (K12 and K13 removed; K10 reads the degenerate flag once): the MSM GPU tests of the
   # session's kernels; then issue 5's figures (cuzk micro msm: 2^26 four times, 2^24, 2^20)
