@@ -998,13 +998,10 @@ def test_affine_degenerate_falls_back(variant):
     assert k.stats["fallbacks"] >= 1
 
 
-@pytest.mark.parametrize("group,n,c,repeat", [(1, 1, 3, False), (1, 23, 2, False), (1, 40, 4, False),
-                                              (1, 40, 4, True), (2, 12, 3, False), (2, 12, 3, True)])
-@pytest.mark.parametrize("variant", [1, 2])
-def test_affine_schedule_on_curve_vs_arkworks(group, n, c, repeat, variant):
-    """Real affine formulas and batch inversion over Fp (Fp2): distinct points take the affine
-    path to the end; a repeated point forces the XYZZ fallback; both match arkworks."""
-    rng = random.Random(n * 3 + group + repeat)
+def curve_case(group, n, seed_, repeat=False):
+    """(bases, inf, scalars, arkworks' MSM) of n random points: one at infinity, a zero scalar and r - 1 when n > 8;
+    repeat: point 1 equal to point 0 with the same scalar (a degenerate affine pair)."""
+    rng = random.Random(seed_)
     pts = rand_points(group, n, rng)
     sc = [rng.randrange(R) for _ in range(n)]
     if repeat:
@@ -1015,8 +1012,17 @@ def test_affine_schedule_on_curve_vs_arkworks(group, n, c, repeat, variant):
         sc[5], sc[6] = 0, R - 1
     inf = [ark_affine(group, p) is None for p in pts]
     bases = [ark_affine(group, p) or (XYZZ(group).f.zero, XYZZ(group).f.zero) for p in pts]
+    return bases, inf, sc, CLS[group].multiexp_unchecked(pts, scalars_to_ark(sc))
+
+
+@pytest.mark.parametrize("group,n,c,repeat", [(1, 1, 3, False), (1, 23, 2, False), (1, 40, 4, False),
+                                              (1, 40, 4, True), (2, 12, 3, False), (2, 12, 3, True)])
+@pytest.mark.parametrize("variant", [1, 2])
+def test_affine_schedule_on_curve_vs_arkworks(group, n, c, repeat, variant):
+    """Real affine formulas and batch inversion over Fp (Fp2): distinct points take the affine
+    path to the end; a repeated point forces the XYZZ fallback; both match arkworks."""
+    bases, inf, sc, want = curve_case(group, n, n * 3 + group + repeat, repeat)
     got, k = model_msm(XYZZ(group), bases, inf, sc, c, min_pairs=1, variant=variant)
-    want = CLS[group].multiexp_unchecked(pts, scalars_to_ark(sc))
     assert xyzz_to_affine(group, got) == ark_affine(group, want)
     assert (k.stats["fallbacks"] > 0) == repeat
     assert (k.stats.get("quad_rounds", 0) > 0) == (variant == 2 and k.stats["affine_rounds"] >= 2)
@@ -1105,15 +1111,8 @@ def test_group_degenerate_falls_back(variant, monkeypatch):
 def test_group_reduce_on_curve_vs_arkworks(group, n, c, monkeypatch):
     """K10 with the real affine formulas over Fp (Fp2) and the XYZZ doublings of window_join: arkworks' MSM."""
     monkeypatch.setattr(plan, "GROUP_MIN_BUCKETS", 1)
-    rng = random.Random(n * 5 + group)
-    pts = rand_points(group, n, rng)
-    sc = [rng.randrange(R) for _ in range(n)]
-    pts[3] = CLS[group].identity()
-    sc[5], sc[6] = 0, R - 1
-    inf = [ark_affine(group, p) is None for p in pts]
-    bases = [ark_affine(group, p) or (XYZZ(group).f.zero, XYZZ(group).f.zero) for p in pts]
+    bases, inf, sc, want = curve_case(group, n, n * 5 + group)
     got, k = model_msm(XYZZ(group), bases, inf, sc, c, min_pairs=1, group_reduce=True)
-    want = CLS[group].multiexp_unchecked(pts, scalars_to_ark(sc))
     assert xyzz_to_affine(group, got) == ark_affine(group, want)
     assert k.stats["affine_rounds"] > 0 and k.stats["group_rounds"] > 0 and k.stats["fallbacks"] == 0
 
