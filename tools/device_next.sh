@@ -105,6 +105,14 @@ ablate_alone() {
       --json "$OUT/ablate_$(echo "$1" | tr 'A-Z' 'a-z')_24d.json" 2>&1 | grep -A3 "^| opt"
 }
 case "$1" in
+Z34)
+  # session 13 (the budget's last ~3 minutes) or session 14, first: K14 (staggered batch inversions in the unkeyed
+  # rounds): its GPU tests, then cuzk micro msm at 2^26, the defaults against +K14, alternated
+  timeout 100 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests/test_gpu_msm.py -k "k14 or (kernel_opts and random)" \
+      2>&1 | tail -3
+  for r in 1 2; do for o in "" "+K14"; do echo "CUZK_OPT=${o:-defaults}"
+    CUZK_OPT=$o timeout 40 python3 -m cuzk micro msm --log-size 26 -p 1 -n 3 -w 1 2>&1 | tail -1
+  done; done ;;
 Z33)
   # session 13: 10 x 2^27 pipelined with the session's defaults (K8-K11 on), one round (issue 7's figure)
   timeout 330 python3 tools/experiments/pipeline_ab.py --rounds 1 -- "" 2>&1 | grep -v "^key:" | tail -8 ;;
