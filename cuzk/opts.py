@@ -311,15 +311,6 @@ register(Optimization(
     "~18.5 -> ~8 ms",
 ))
 register(Optimization(
-    "K14", ("ntt_msm_h", "batch_addition", "tail_msm"),
-    "the affine rounds after the first (with L1) in two batches a thread, each with its own block inversion, split at "
-    "a fraction of the thread's outputs that differs between the blocks an SM holds, so that one block's inversion "
-    "(one thread, ~575 dependent products, the rest at the barrier) overlaps the other blocks' adds instead of the "
-    "whole wave idling through its inversions together",
-    False,
-    "2^26 G1 MSM (7 unkeyed bucket rounds, 3 group rounds, ~0.19 ms of idle SMs each): -1..-2 ms; 2^27 -1.5..-3 ms",
-))
-register(Optimization(
     "A4", ("b_g2",),
     "B_G2 MSM on the CPU, a thread pool across circuits, instead of the GPU G2 MSM",
     False,

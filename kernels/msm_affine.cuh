@@ -59,41 +59,19 @@ __device__ __forceinline__ F block_batch_inverse(const F& v) {
 // KEYED (round 0): P[e] is the base of sorted key e (y negated on its bit); else pts[e].
 // LAZY (L1): the prefix products, the inverses and lambda are left < 2p (each goes only into products);
 // lambda^2 and y3's product reduce, so x3, y3 are canonical.
-// A thread's outputs: ceil((total - first) / TPB), at most per; with STAGGER, batch 0 takes [0, m), batch 1 [m, cnt).
-template <int TPB, bool STAGGER>
-__device__ __forceinline__ void affine_batch(int batch, i64 total, i64 per, i64 first, int& i0, int& i1) {
-    const i64 left = total - first;
-    const int cnt = left <= 0 ? 0 : (int)min(per, (left + TPB - 1) / TPB);
-    i0 = 0;
-    i1 = cnt;
-    if constexpr (STAGGER) {              // slot: blocks k, k + 1 (one SM filled in order) and k, k + grid / B (round
-        constexpr int B = CUZK_AFFINE_BLOCKS_PER_SM;      // robin over SMs) both get different slots
-        const int slot = (int)((blockIdx.x + (blockIdx.x * (i64)B) / gridDim.x) % B);
-        const int m = min(cnt, (int)((per * (2 * slot + 1)) / (2 * B)));
-        if (batch == 0) i1 = m;
-        else i0 = m;
-    }
-}
-
-// STAGGER (optimization K14; the rounds after the first: the keyed round has no register to spare for it): a
-// thread's outputs in two batches, [0, m) and [m, cnt), each with its own block
-// inversion; m is a fraction of per that differs between the blocks an SM holds, so their inversions (one thread of
-// the block busy for ~575 dependent products, the others at the barrier) fall at different times and the SM keeps
-// issuing. Without it, every block of the wave reaches its one inversion together and the SM idles through it.
-template <class F, int TPB, bool KEYED, bool LAZY = false, bool STAGGER = false>
+template <class F, int TPB, bool KEYED, bool LAZY = false>
 __device__ __forceinline__ void affine_round(uint32_t* out, const u64* __restrict__ sorted,
                                              const uint32_t* __restrict__ pts, const uint32_t* __restrict__ plan,
                                              i64 total, i64 per, int* degenerate) {
     constexpr int W = affine_t<F>::WORDS;
     const i64 first = blockIdx.x * (i64)TPB * per + threadIdx.x;
-    for (int batch = 0; batch < (STAGGER ? 2 : 1); batch++) {
-    int i0, i1;
-    affine_batch<TPB, STAGGER>(batch, total, per, first, i0, i1);
+    const i64 left = total - first;       // this thread's outputs: ceil(left / TPB), at most per
+    const int cnt = left <= 0 ? 0 : (int)min(per, (left + TPB - 1) / TPB);
 
     // pass 1: prefix products of d_i = x2 - x1 (1 for a copy or a degenerate pair)
     F acc;
     f_set_one(acc);
-    for (int i = i0; i < i1; i++) {
+    for (int i = 0; i < cnt; i++) {
         const i64 o = first + (i64)TPB * i;
         const uint32_t w = plan[o];
         if (w & 1) {
@@ -105,15 +83,15 @@ __device__ __forceinline__ void affine_round(uint32_t* out, const u64* __restric
                 *degenerate = 1;
                 f_set_one(d);
             }
-            acc = i == i0 ? d : mul_l<LAZY>(acc, d);
+            acc = i == 0 ? d : mul_l<LAZY>(acc, d);
         }
         acc.store(out + o * W);           // prefix_i, in the x words of output o
     }
 
-    F inv = block_batch_inverse<F, TPB, LAZY>(acc);   // 1 / prefix_{i1-1}
+    F inv = block_batch_inverse<F, TPB, LAZY>(acc);   // 1 / prefix_{cnt-1}
 
     // pass 2, backwards: 1/d_i = inv * prefix_{i-1}, then inv = 1 / prefix_{i-1} = inv * d_i
-    for (int i = i1 - 1; i >= i0; i--) {
+    for (int i = cnt - 1; i >= 0; i--) {
         const i64 o = first + (i64)TPB * i;
         const uint32_t w = plan[o];
         const i64 s = w >> 1;
@@ -122,9 +100,9 @@ __device__ __forceinline__ void affine_round(uint32_t* out, const u64* __restric
         if (w & 1) {                      // ordered for few live values: no spills at 128 registers
             const uint32_t* p2 = entry_point<F, KEYED>(sorted, pts, s + 1, n2);
             F id = inv;
-            if (i > i0) id = mul_l<LAZY>(inv, F::load(out + (o - TPB) * W));
+            if (i > 0) id = mul_l<LAZY>(inv, F::load(out + (o - TPB) * W));
             const F x1 = F::load(p1), x2 = F::load(p2);
-            if (i > i0) {
+            if (i > 0) {
                 F d = x2 - x1;
                 if (f_is_zero(d)) f_set_one(d);
                 inv = mul_l<LAZY>(inv, d);
@@ -142,7 +120,6 @@ __device__ __forceinline__ void affine_round(uint32_t* out, const u64* __restric
             if (n1) a.y = f_neg(a.y);
             a.store(out + o * W);
         }
-    }
     }
 }
 
@@ -345,11 +322,6 @@ __device__ __forceinline__ void affine_quad(uint32_t* out, uint32_t* tmp, uint32
         G##_affine_round_lazy(uint32_t* out, const uint32_t* pts, const uint32_t* plan, i64 total, i64 per,    \
                               int* degenerate) {                                                               \
         affine_round<F, CUZK_AFFINE_TPB, false, true>(out, nullptr, pts, plan, total, per, degenerate);        \
-    }                                                                                                          \
-    extern "C" __global__ void __launch_bounds__(CUZK_AFFINE_TPB, CUZK_AFFINE_BLOCKS_PER_SM)                   \
-        G##_affine_round_lazy_st(uint32_t* out, const uint32_t* pts, const uint32_t* plan, i64 total, i64 per, \
-                                 int* degenerate) {                                                            \
-        affine_round<F, CUZK_AFFINE_TPB, false, true, true>(out, nullptr, pts, plan, total, per, degenerate);  \
     }                                                                                                          \
     extern "C" __global__ void __launch_bounds__(CUZK_AFFINE_TPB, CUZK_AFFINE_BLOCKS_PER_SM)                   \
         G##_affine_quad_keyed(uint32_t* out, uint32_t* tmp, uint32_t* pre, const u64* sorted,                  \

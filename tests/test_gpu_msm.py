@@ -237,8 +237,7 @@ def _cases(group, rng):
 KERNEL_SETS = [(), ("S1",), ("L1",), ("S1", "L1"), ("I1",), ("S1", "L1", "I1"), ("I1", "I2"), ("S1", "L1", "I1", "I2"),
                ("K1",), ("K3",), ("K4",), ("K5",), ("K4", "K5"), ("K5", "K8"), ("K9",), ("K4", "K11"),
                ("S1", "L1", "I1", "I2", "K1", "K3", "K4", "K5", "K8", "K9"),
-               ("S1", "L1", "I1", "I2", "K1", "K3", "K4", "K5", "K8", "K9", "K11"), ("L1", "K14"),
-               ("S1", "L1", "I1", "I2", "K1", "K3", "K4", "K5", "K8", "K9", "K11", "K14")]
+               ("S1", "L1", "I1", "I2", "K1", "K3", "K4", "K5", "K8", "K9", "K11")]
 
 
 @pytest.mark.parametrize("kind", ["random", *EDGE_KINDS])
@@ -248,7 +247,7 @@ def test_kernel_opts_same_window_sums(cp, group, kind):
     products called, not inlined), I2 (I1's callee on Fp build 3), K1 (the keys sorted by their bucket bits
     alone), K3 (offsets searched in the keys), K4 (round plans by entry), K5 (the rounds' sizes read once), K8
     (their totals in one read of the offsets), K9 (each round's offsets from one counts kernel), K11 (K4's plans
-    4 entries a thread) and K14 (the unkeyed rounds' staggered batch inversions), alone and
+    4 entries a thread), alone and
     together, give the default kernels' window sums word for word (XYZZ words of a fresh MSM each) and
     arkworks' MSM; G1 in XYZZ and with affine rounds forced (lambda^2 and the block inversions square, the lazy
     products feed them), G2 in XYZZ."""
@@ -292,8 +291,7 @@ def test_k10_group_reduce(cp, kind, c, monkeypatch):
         pts, sc = edge_case(1, kind, n, rng)
         b, inf, s = upload(cp, 1, pts, sc)
         w = want(1, pts, sc)
-    for ko in (DEFAULT_KERNEL_OPTS | {"K10"}, (DEFAULT_KERNEL_OPTS | {"K10"}) - {"K4", "K5", "K9"},
-               DEFAULT_KERNEL_OPTS | {"K10", "K14"}):
+    for ko in (DEFAULT_KERNEL_OPTS | {"K10"}, (DEFAULT_KERNEL_OPTS | {"K10"}) - {"K4", "K5", "K9"}):
         for max_entries in (None, 2 * n):
             got = msm_g1(b, inf, s, c=c, bucket_sum="affine", affine_min_pairs=1, kernel_opts=ko,
                          max_entries=max_entries)
@@ -319,25 +317,6 @@ def test_k10_group_counts_kernel(cp, c):
     got = plan.group_offsets(off, count, units, B, s, cp, k)
     ref = plan.group_offsets(off, count, units, B, s, cp)
     assert all(cp.array_equal(a, b) for a, b in zip(got[:2], ref[:2])) and got[2] == ref[2]
-
-
-@pytest.mark.parametrize("c", [9, 13])
-def test_k14_staggered_batches_same_window_sums(cp, c):
-    """K14 where its batches split: 2^17 bases made on the device, every affine round forced (a thread's outputs run
-    to ~15 in the unkeyed rounds, so the blocks' split points m = 1, 5, 9, 13 all occur), and K10's group rounds:
-    the window sums of the default kernels word for word, and arkworks' MSM."""
-    from cuzk.gpu.msm import DEFAULT_KERNEL_OPTS, fold_windows, last_stats, msm_windows
-    rng = random.Random(seed())
-    n = 1 << 17
-    a, b, inf = distinct_bases(cp, n, rng)
-    sc = [rng.randrange(F.R) for _ in range(n)]
-    s = fr_dev(cp, sc)
-    kw = dict(c=c, bucket_sum="affine", affine_min_pairs=1)
-    ref, _ = msm_windows(1, b, inf, s, kernel_opts=DEFAULT_KERNEL_OPTS - {"K14"}, **kw)
-    got, c2 = msm_windows(1, b, inf, s, kernel_opts=DEFAULT_KERNEL_OPTS | {"K14"}, **kw)
-    assert last_stats["affine_rounds"] >= 2 and last_stats["fallbacks"] == 0
-    assert np.array_equal(cp.asnumpy(ref), cp.asnumpy(got))
-    assert fold_windows(1, cp.asnumpy(got), c2) == G1Point() * Scalar(sum(x * y for x, y in zip(a, sc)) % F.R)
 
 
 def test_k10_group_degenerate_falls_back(cp, monkeypatch):

@@ -29,7 +29,7 @@ DEFAULT_BUCKET_SUM = {1: "affine", 2: "xyzz"}  # G1 affine: 2^26 550 ms vs 960 (
 # calls without the option take the registry's default (the backend passes each per call)
 DEFAULT_PAIR_LEVELS = REGISTRY["R1"].default
 DEFAULT_PAIR_MERGES = REGISTRY["R2"].default
-KERNEL_OPTS = ("S1", "L1", "I1", "I2", "K1", "K3", "K4", "K5", "K6", "K8", "K9", "K10", "K11", "K14")   # the toggles that pick the MSM's code: builds, the sort, offsets
+KERNEL_OPTS = ("S1", "L1", "I1", "I2", "K1", "K3", "K4", "K5", "K6", "K8", "K9", "K10", "K11")   # the toggles that pick the MSM's code: builds, the sort, offsets
 DEFAULT_KERNEL_OPTS = frozenset(o for o in KERNEL_OPTS if REGISTRY[o].default)
 SQR_BUILD = ("CUZK_FASTSQR=1",)                # the msm_g1 build of S1 (loader.BUILDS); G2 squares in Fp2
 CALL_BUILD = ("CUZK_FP_CALL=1",)               # I1: msm_g1 and msm_g2 with the Fp products called
@@ -102,7 +102,6 @@ class _Kernels:
             raise ValueError(f"kernel_opts must be among {KERNEL_OPTS}, got {sorted(ko)}")
         self.build = kernel_build(group, ko)
         self.lazy = "_lazy" if "L1" in ko else ""
-        self.stagger = "_st" if "L1" in ko and "K14" in ko else ""   # affine_round: unkeyed rounds, staggered batches
         self.bit_sort = "K1" in ko
         self.direct_offsets = "K3" in ko          # bucket_offsets searches the keys themselves
         self.plan_by_entry = "K4" in ko           # affine_rounds: k.affine_plan_entry
@@ -185,7 +184,7 @@ class _Kernels:
                                                       (out, src, self.bases, plan_words, np.int64(total),
                                                        np.int64(per), self.flag))
         else:
-            self._f("affine_round" + self.lazy + self.stagger)((blocks,), (plan.AFFINE_THREADS,),
+            self._f("affine_round" + self.lazy)((blocks,), (plan.AFFINE_THREADS,),
                                                 (out, src, plan_words, np.int64(total), np.int64(per), self.flag))
         return out
 
