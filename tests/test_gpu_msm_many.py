@@ -137,6 +137,29 @@ def test_many_affine_rounds(cp, variant, plans):
     assert (last_stats["quad_rounds"] > 0) == (variant == 2)
 
 
+def test_many_k10_group_reduce(cp, monkeypatch):
+    """K10 on a multi-MSM (GROUP_MIN_BUCKETS lowered; a unit is one window of one part), every affine round taken,
+    over distinct points made on the device: each part's MSM is arkworks'; the group rounds ran, no fallback."""
+    from cuzk.gpu import msm_plan as plan
+    from cuzk.gpu.msm import DEFAULT_KERNEL_OPTS, last_stats
+    from cuzk.gpu.msm_many import msm_g1_many
+    monkeypatch.setattr(plan, "GROUP_MIN_BUCKETS", 1)
+    rng = random.Random(seed())
+    dev, wants = [], []
+    for m in (2000, 0, 700, 3):
+        sc = [rng.randrange(F.R) for _ in range(m)]
+        if not m:
+            dev.append(upload(cp, 1, [], []))
+            wants.append(G1Point.identity())
+            continue
+        a, limbs, inf = distinct_bases(cp, m, rng)
+        dev.append((limbs, inf, fr_dev(cp, sc)))
+        wants.append(G1Point() * Scalar(sum(x * y for x, y in zip(a, sc)) % F.R))
+    got = msm_g1_many(dev, bucket_sum="affine", affine_min_pairs=1, kernel_opts=DEFAULT_KERNEL_OPTS | {"K10"})
+    assert got == wants
+    assert last_stats["group_rounds"] > 0 and last_stats["fallbacks"] == 0
+
+
 def test_many_repeated_base_falls_back(cp):
     """P + P inside a bucket of one part: its pass redone in XYZZ, every part still right."""
     from cuzk.gpu.msm import last_stats
