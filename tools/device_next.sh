@@ -84,6 +84,13 @@
 # and K9's tests; the rounds' sizes, offsets and plan kernels timed apart, with and without K8, K9: where the ~14 ms
 # of "round plans" at 2^26 go), then whatever
 # takes the 2^26 MSM the last ~6-9 ms to 0.40 s (issue 5); the NTT (#4) is unchanged.
+# Session 13: Z26 (K8, K9: on), Z27 (K10, the window reduction by affine groups: 2^27 -14 ms), Z28 (K10's gather
+# kernel; K11, the plans 4 entries a thread: on; K10 on), Z29 (2^26 G1 MSM 399.5-399.8 ms; the whole GPU suite: 805
+# passed), Z30 (K12 8 entries: lost), Z31 (K12 strided, K13: no change, removed), Z32 (the final kernels' MSM tests:
+# 70 passed; 2^26 400.5-400.9), Z33 (10 x 2^27: h msm median 0.781 s, 1.328 s a partition at the median), Z34 (K14
+# staggered inversions: +9 ms, removed). Left for session 14: the new GPU test test_many_k10_group_reduce (K10 on a
+# multi-MSM: not yet run); issue 5's 2^26 figure sits at 0.40 s (median 400.5 ms over 12 processes) and needs ~2-3 ms
+# of margin: time the round kernel's inversion and the K10 tail's host waits before changing either; the NTT (#4).
 set -o pipefail
 source tools/device_setup.sh >/dev/null 2>&1
 export CUZK_CUBIN_DIR=$PWD/.cubin CUZK_CACHE_DIR=/tmp/cz
