@@ -110,6 +110,22 @@ def test_many_multi_pass_and_concat(cp):
         assert all(bool((a == b).all()) for a, b in zip(d, c0))
 
 
+def distinct_parts(cp, sizes, rng):
+    """One G1 MSM a size over independent points made on the device (no degenerate pair) and fresh random scalars:
+    (device parts, arkworks' results); a size of 0 is an empty part."""
+    dev, wants = [], []
+    for m in sizes:
+        sc = [rng.randrange(F.R) for _ in range(m)]
+        if not m:
+            dev.append(upload(cp, 1, [], []))
+            wants.append(G1Point.identity())
+            continue
+        a, limbs, inf = distinct_bases(cp, m, rng)
+        dev.append((limbs, inf, fr_dev(cp, sc)))
+        wants.append(G1Point() * Scalar(sum(x * y for x, y in zip(a, sc)) % F.R))
+    return dev, wants
+
+
 @pytest.mark.parametrize("plans", ["off", "on"])
 @pytest.mark.parametrize("variant", [1, 2])
 def test_many_affine_rounds(cp, variant, plans):
@@ -119,17 +135,7 @@ def test_many_affine_rounds(cp, variant, plans):
     from cuzk.gpu.msm import DEFAULT_KERNEL_OPTS
     from cuzk.gpu.msm import last_stats
     from cuzk.gpu.msm_many import msm_g1_many
-    rng = random.Random(seed())
-    dev, wants = [], []
-    for m in (1000, 0, 300, 2):
-        sc = [rng.randrange(F.R) for _ in range(m)]
-        if not m:
-            dev.append(upload(cp, 1, [], []))
-            wants.append(G1Point.identity())
-            continue
-        a, limbs, inf = distinct_bases(cp, m, rng)
-        dev.append((limbs, inf, fr_dev(cp, sc)))
-        wants.append(G1Point() * Scalar(sum(x * y for x, y in zip(a, sc)) % F.R))
+    dev, wants = distinct_parts(cp, (1000, 0, 300, 2), random.Random(seed()))
     ko = DEFAULT_KERNEL_OPTS | {"K4", "K5"} if plans == "on" else DEFAULT_KERNEL_OPTS - {"K4", "K5"}
     got = msm_g1_many(dev, bucket_sum="affine", affine_min_pairs=1, affine_variant=variant, kernel_opts=ko)
     assert got == wants
@@ -144,17 +150,7 @@ def test_many_k10_group_reduce(cp, monkeypatch):
     from cuzk.gpu.msm import DEFAULT_KERNEL_OPTS, last_stats
     from cuzk.gpu.msm_many import msm_g1_many
     monkeypatch.setattr(plan, "GROUP_MIN_BUCKETS", 1)
-    rng = random.Random(seed())
-    dev, wants = [], []
-    for m in (2000, 0, 700, 3):
-        sc = [rng.randrange(F.R) for _ in range(m)]
-        if not m:
-            dev.append(upload(cp, 1, [], []))
-            wants.append(G1Point.identity())
-            continue
-        a, limbs, inf = distinct_bases(cp, m, rng)
-        dev.append((limbs, inf, fr_dev(cp, sc)))
-        wants.append(G1Point() * Scalar(sum(x * y for x, y in zip(a, sc)) % F.R))
+    dev, wants = distinct_parts(cp, (2000, 0, 700, 3), random.Random(seed()))
     got = msm_g1_many(dev, bucket_sum="affine", affine_min_pairs=1, kernel_opts=DEFAULT_KERNEL_OPTS | {"K10"})
     assert got == wants
     assert last_stats["group_rounds"] > 0 and last_stats["fallbacks"] == 0
