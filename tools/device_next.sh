@@ -90,7 +90,8 @@
 # 70 passed; 2^26 400.5-400.9), Z33 (10 x 2^27: h msm median 0.781 s, 1.328 s a partition at the median), Z34 (K14
 # staggered inversions: +9 ms, removed). Left for session 14: the new GPU test test_many_k10_group_reduce (K10 on a
 # multi-MSM: not yet run); issue 5's 2^26 figure sits at 0.40 s (median 400.5 ms over 12 processes) and needs ~2-3 ms
-# of margin: time the round kernel's inversion and the K10 tail's host waits before changing either; the NTT (#4).
+# of margin: time the round kernel's inversion and the K10 tail's host waits before changing either; c under K10
+# (Z35); the NTT (#4).
 set -o pipefail
 source tools/device_setup.sh >/dev/null 2>&1
 export CUZK_CUBIN_DIR=$PWD/.cubin CUZK_CACHE_DIR=/tmp/cz
@@ -112,6 +113,14 @@ ablate_alone() {
       --json "$OUT/ablate_$(echo "$1" | tr 'A-Z' 'a-z')_24d.json" 2>&1 | grep -A3 "^| opt"
 }
 case "$1" in
+Z35)
+  # session 14, first: the new K10 multi-MSM GPU test with the MSM tests of session 13's kernels; then c at one pass
+  # under K10 (2^26: 20, 21, 22; K10 makes wide windows' reductions cheap, the group rounds grow with the buckets)
+  timeout 200 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests/test_gpu_msm.py tests/test_gpu_msm_many.py \
+      -k "k10 or plan_entry or kernel_opts or many_affine" 2>&1 | tail -3
+  timeout 150 python3 tools/experiments/msm_profile.py 26 --affine --c 20 21 22 --pairs on --reps 2 --distinct-log 26 \
+      2>&1 | grep "^2^26" | sed 's/R1+R2=on //; s/ variant=1//; s/kernels=I1,I2,K1,K10,K11,K3,K4,K5,K6,K8,K9,L1,S1 //' \
+      | cut -c1-400 ;;
 Z34)
   # session 13 (the budget's last ~3 minutes) or session 14, first: K14 (staggered batch inversions in the unkeyed
   # rounds): its GPU tests, then cuzk micro msm at 2^26, the defaults against +K14, alternated
