@@ -296,7 +296,6 @@ register(Optimization(
     True,     # on since session 13: 2^27 G1 MSM 800.0 -> 786.5 ms, with K11 794.1 -> 781.2 (Z28); 2^26 411.9 -> 411.9
               # (profile), micro msm 407.3-407.7 -> 404.5-405.2 (Z27; its groups' rounds at AFFINE_MIN_PAIRS: Z28's
               # 2^16 cost 3 ms more rounds for 1 ms less XYZZ, so the threshold stays the same as the buckets')
-
     "2^26 G1 MSM (6.8e6 buckets): bucket sums + window reduction 16.5 -> ~9 ms, the MSM -4..-8 ms; 2^27 (2.5e7 "
     "buckets, 57 ms) -20..-30 ms",
 ))
@@ -306,7 +305,6 @@ register(Optimization(
     "offsets' loads, issued together, instead of one dependent chain a thread",
     True,     # on since session 13: round plans 10.0 -> 6.9 ms at 2^26, 18.7 -> 13.5 at 2^27; the MSM 413.4 -> 410.1,
               # 800.0 -> 794.1 ms (Z28)
-
     "2^26 G1 MSM: round plans (8 rounds over 1.7e9 entries, latency-bound) ~10 -> ~4-5 ms, the MSM -4..-6 ms; 2^27 "
     "~18.5 -> ~8 ms",
 ))

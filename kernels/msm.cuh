@@ -138,27 +138,29 @@ extern "C" __global__ void msm_affine_plan_entry4(uint32_t* plan, uint32_t* ids_
     }
 }
 
-// K10's H counts (msm_plan.group_offsets): cnt[t] = the run length of H's bucket t, in the order (unit, lo - 1, hi),
-// bucket b = u B + (hi << s) + lo - 1 (msm_group_gather's order), straight from the offsets.
+// K10's H order (msm_plan.group_offsets): H's bucket t, in the order (unit, lo - 1, hi), is bucket
+// b = u B + (hi << s) + lo - 1 of the rounds' runs.
+__device__ __forceinline__ i64 group_h_bucket(i64 t, i64 B, int s) {
+    const i64 HB = B >> s, per_unit = ((1ll << s) - 1) * HB;
+    const i64 u = t / per_unit, r = t - u * per_unit, lo1 = r / HB, hi = r - lo1 * HB;
+    return u * B + (hi << s) + lo1;
+}
+
+// K10's H counts: cnt[t] = the run length of H's bucket t, straight from the offsets.
 extern "C" __global__ void msm_group_counts(i64* cnt, const i64* __restrict__ off, i64 nh, i64 B, int s) {
     const i64 t = blockIdx.x * (i64)blockDim.x + threadIdx.x;
     if (t >= nh) return;
-    const i64 HB = B >> s, per_unit = ((1ll << s) - 1) * HB;
-    const i64 u = t / per_unit, r = t - u * per_unit, lo1 = r / HB, hi = r - lo1 * HB;
-    const i64 b = u * B + (hi << s) + lo1;
+    const i64 b = group_h_bucket(t, B, s);
     cnt[t] = off[b + 1] - off[b];
 }
 
-// K10's gather (msm_plan.group_offsets): H bucket t, in the order (unit, lo - 1, hi), is bucket
-// b = u B + (hi << s) + lo - 1 of the rounds' points; its run pts[off[b], off[b+1]) goes to out[count + off_h[t] ..).
-// aw: words a point (a multiple of 4).
+// K10's gather: H's bucket t's run pts[off[b], off[b+1]) goes to out[count + off_h[t] ..). aw: words a point (a
+// multiple of 4).
 extern "C" __global__ void msm_group_gather(uint32_t* out, const uint32_t* __restrict__ pts, const i64* __restrict__ off,
                                             const i64* __restrict__ off_h, i64 nh, i64 B, int s, i64 count, int aw) {
     const i64 t = blockIdx.x * (i64)blockDim.x + threadIdx.x;
     if (t >= nh) return;
-    const i64 HB = B >> s, per_unit = ((1ll << s) - 1) * HB;
-    const i64 u = t / per_unit, r = t - u * per_unit, lo1 = r / HB, hi = r - lo1 * HB;
-    const i64 b = u * B + (hi << s) + lo1;
+    const i64 b = group_h_bucket(t, B, s);
     const i64 first = off[b], n = (off[b + 1] - first) * (aw / 4);
     const uint4* src = reinterpret_cast<const uint4*>(pts + first * aw);
     uint4* dst = reinterpret_cast<uint4*>(out + (count + off_h[t]) * aw);

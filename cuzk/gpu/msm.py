@@ -91,7 +91,8 @@ class _Kernels:
         (cub_sort); K3, the bucket offsets searched in the keys themselves; K4, the round plans written by input entry
         (no search); K5, every affine round's size from one device read; K6, the sort pass sized from free memory
         (resolve_max_entries); K8, K5's totals with each bucket count read once; K9, each round's offsets from one
-        counts kernel and a cumsum."""
+        counts kernel and a cumsum; K10, the window reduction by affine groups (msm_plan.group_windows); K11, K4's
+        plans 4 entries a thread."""
         import cupy
         self.cp = cupy
         self.host_fold = host_fold

@@ -418,8 +418,7 @@ def group_offsets(off, count: int, units: int, B: int, s: int, xp, k=None):
     run (lo = 2^s: a power of two of runs); k.group_gather copies them after the G runs.
     k: a kernel set whose k.group_counts(off, units, B, s) gives H's run lengths in that order (else numpy/CuPy's
     transpose). Returns (off_h, offsets, ng): off_h[t] = where H's bucket t (order: unit, lo - 1, hi) starts among
-    the H entries;
-    group g of the grouped array is [offsets[g], offsets[g + 1]), ng groups."""
+    the H entries; group g of the grouped array is [offsets[g], offsets[g + 1]), ng groups."""
     HB, lo_n = B >> s, (1 << s) - 1
     ju = xp.arange(units, dtype=xp.int64)[:, None] * B
     g_first = xp.concatenate([ju, ju + (xp.arange(1, HB + 1, dtype=xp.int64)[None, :] << s) - 1], axis=1).ravel()
@@ -444,7 +443,8 @@ def group_windows(k, pts, off, count: int, units: int, B: int, c: int, min_pairs
     as a running sum's two a bucket, at the affine price), their XYZZ sums reduced per unit (B / 2^s and 2^s
     groups: small), then k.window_join: 2^s G + H. The degenerate flag is not reset: the caller's bucket rounds
     are not read before the groups are planned (the host plans them while those rounds run), and one read after the
-    group rounds covers both; None when either met x1 == x2 (the caller redoes the pass in XYZZ). k.group_gather(pts, off, off_h, count, units, B, s) -> the grouped points (group_offsets);
+    group rounds covers both; None when either met x1 == x2 (the caller redoes the pass in XYZZ).
+    k.group_gather(pts, off, off_h, count, units, B, s) -> the grouped points (group_offsets);
     k.gather(points, idx) -> points[idx]; k.window_join(hi_sums, lo_sums, count, s)."""
     mark = mark or (lambda name: None)
     s = group_split(c)
@@ -501,6 +501,12 @@ def pippenger(k, n: int, c: int, max_entries: int, xp, affine_min_pairs: int | N
     B = 1 << (c - 1)
     PB = parts * B                        # buckets of one window
     sums, pending, pending_w = [], [], 0
+
+    def flush():                          # the pending passes' buckets, reduced together, into sums
+        nonlocal pending, pending_w
+        if pending:
+            sums.append(reduce_windows(k, k.concat(pending), pending_w * parts, B, pair_levels))
+        pending, pending_w = [], 0
     passes = window_passes(n, nw, max_entries)
     for i, (w0, w1) in enumerate(passes):
         nwp = w1 - w0
@@ -521,16 +527,17 @@ def pippenger(k, n: int, c: int, max_entries: int, xp, affine_min_pairs: int | N
             if group:                         # the flag read once, after the group rounds
                 direct = group_windows(k, pts, off, count, nwp * parts, B, c, affine_min_pairs, xp,
                                        affine_variant, pair_levels, pair_merges, mark)
-            if (direct is None) if group else (rounds and k.degenerate()):   # P + P or P + (-P) met: the pass in XYZZ
+                degenerate = direct is None
+            else:
+                degenerate = rounds and k.degenerate()
+            if degenerate:                    # P + P or P + (-P) met: this pass in XYZZ instead
                 k.stats["fallbacks"] = k.stats.get("fallbacks", 0) + 1
             elif rounds and not group:
                 partials = bucket_sums(k, pts, False, off, nb, xp, pairs=pair_merges, count=count)
             del pts, off
         if direct is not None:                # K10: this pass's window sums, after the earlier passes' own
             del keys
-            if pending:
-                sums.append(reduce_windows(k, k.concat(pending), pending_w * parts, B, pair_levels))
-                pending, pending_w = [], 0
+            flush()
             sums.append(direct)
             mark("window reduction")
             continue
@@ -542,8 +549,7 @@ def pippenger(k, n: int, c: int, max_entries: int, xp, affine_min_pairs: int | N
         pending_w += nwp
         nxt = passes[i + 1][1] - passes[i + 1][0] if i + 1 < len(passes) else 0
         if not nxt or (pending_w + nxt) * PB > REDUCE_MAX_BUCKETS:
-            sums.append(reduce_windows(k, k.concat(pending), pending_w * parts, B, pair_levels))
-            pending, pending_w = [], 0
+            flush()
             mark("window reduction")
     out = k.combine(k.concat(sums), nw, c)
     mark("combine")
