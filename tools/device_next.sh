@@ -115,12 +115,15 @@ ablate_alone() {
 case "$1" in
 Z35)
   # session 14, first: the new K10 multi-MSM GPU test with the MSM tests of session 13's kernels; then c at one pass
-  # under K10 (2^26: 20, 21, 22; K10 makes wide windows' reductions cheap, the group rounds grow with the buckets)
+  # under K10 (2^26: 20, 21, 22; K10 makes wide windows' reductions cheap, the group rounds grow with the buckets); then
+  # the 2^26 MSM with and without the rounds' root inversions
   timeout 200 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests/test_gpu_msm.py tests/test_gpu_msm_many.py \
       -k "k10 or plan_entry or kernel_opts or many_affine" 2>&1 | tail -3
   timeout 150 python3 tools/experiments/msm_profile.py 26 --affine --c 20 21 22 --pairs on --reps 2 --distinct-log 26 \
       2>&1 | grep "^2^26" | sed 's/R1+R2=on //; s/ variant=1//; s/kernels=I1,I2,K1,K10,K11,K3,K4,K5,K6,K8,K9,L1,S1 //' \
-      | cut -c1-400 ;;
+      | cut -c1-400
+  # the rounds without the block's root inversion (CUZK_EXP_NO_INVERSE: wrong sums, timing only): the inversion's share
+  msm26_alternated "" "CUZK_EXP_NO_INVERSE=1" ;;
 Z34)
   # session 13 (the budget's last ~3 minutes) or session 14, first: K14 (staggered batch inversions in the unkeyed
   # rounds): its GPU tests, then cuzk micro msm at 2^26, the defaults against +K14, alternated
