@@ -309,6 +309,15 @@ register(Optimization(
     "~18.5 -> ~8 ms",
 ))
 register(Optimization(
+    "K15", ("ntt_msm_h", "batch_addition", "tail_msm"),
+    "the affine rounds' one inverse a block (thread 0, while the block waits at its barrier) by the binary "
+    "extended Euclid (kernels/field_inv.cuh: variable time, the sums are public) instead of Fermat's chain of "
+    "~610 dependent products",
+    False,    # off until measured (Z36)
+    "2^26 G1 MSM: the root inversions cost 6.2 ms (Z35: 403.7 -> 397.5 without them, ~12 rounds); a chain ~5-10x "
+    "shorter gives -4..-5.5 ms",
+))
+register(Optimization(
     "A4", ("b_g2",),
     "B_G2 MSM on the CPU, a thread pool across circuits, instead of the GPU G2 MSM",
     False,

@@ -28,6 +28,7 @@ CUZK_BINARY(fp_t, fp_sub, x - y)
 CUZK_UNARY(fp_t, fp_sqr, x.sqr())
 CUZK_UNARY(fp_t, fp_neg, -x)
 CUZK_UNARY(fp_t, fp_inv, x.inverse())
+CUZK_UNARY(fp_t, fp_inv_binary, x.inverse_binary())
 CUZK_UNARY(fp_t, fp_to_mont, x.to_mont())
 CUZK_UNARY(fp_t, fp_from_mont, x.from_mont())
 
@@ -37,6 +38,7 @@ CUZK_BINARY(fr_t, fr_sub, x - y)
 CUZK_UNARY(fr_t, fr_sqr, x.sqr())
 CUZK_UNARY(fr_t, fr_neg, -x)
 CUZK_UNARY(fr_t, fr_inv, x.inverse())
+CUZK_UNARY(fr_t, fr_inv_binary, x.inverse_binary())
 CUZK_UNARY(fr_t, fr_to_mont, x.to_mont())
 CUZK_UNARY(fr_t, fr_from_mont, x.from_mont())
 
@@ -45,6 +47,7 @@ CUZK_BINARY(fp2_t, fp2_add, x + y)
 CUZK_BINARY(fp2_t, fp2_sub, x - y)
 CUZK_UNARY(fp2_t, fp2_sqr, x.sqr())
 CUZK_UNARY(fp2_t, fp2_inv, x.inverse())
+CUZK_UNARY(fp2_t, fp2_inv_binary, x.inverse_binary())
 
 // Throughput: each thread runs `iters` rounds of 4 independent multiplication chains.
 #define CUZK_MUL_BENCH(F, name)                                                        \

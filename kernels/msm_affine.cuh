@@ -31,8 +31,9 @@ __device__ __forceinline__ F mul_l(const F& a, const F& b) {
 
 // The block's TPB values v_t -> 1 / v_t (all nonzero), through a product tree in shared memory. LAZY: the
 // tree's products and the inverses handed down left < 2p (inputs may be too); the root's inverse reduces.
+// binary (K15): the root's inverse by the binary extended Euclid, not Fermat.
 template <class F, int TPB, bool LAZY = false>
-__device__ __forceinline__ F block_batch_inverse(const F& v) {
+__device__ __forceinline__ F block_batch_inverse(const F& v, bool binary) {
     __shared__ F tree[2 * TPB];           // node i: children 2i, 2i + 1; leaves TPB + t
     const int t = threadIdx.x;
     tree[TPB + t] = v;
@@ -44,7 +45,7 @@ __device__ __forceinline__ F block_batch_inverse(const F& v) {
 #if CUZK_EXP_NO_INVERSE   // timing experiment only (wrong sums): the rounds without the root's inversion
     if (t == 0) tree[1] = tree[1];
 #else
-    if (t == 0) tree[1] = f_inv(tree[1]);
+    if (t == 0) tree[1] = binary ? f_inv_binary(tree[1]) : f_inv(tree[1]);
 #endif
     __syncthreads();
     for (int h = 1; h < TPB; h <<= 1) {   // node i holds 1 / its product: hand it down
@@ -66,7 +67,7 @@ __device__ __forceinline__ F block_batch_inverse(const F& v) {
 template <class F, int TPB, bool KEYED, bool LAZY = false>
 __device__ __forceinline__ void affine_round(uint32_t* out, const u64* __restrict__ sorted,
                                              const uint32_t* __restrict__ pts, const uint32_t* __restrict__ plan,
-                                             i64 total, i64 per, int* degenerate) {
+                                             i64 total, i64 per, int* degenerate, int binary_inv) {
     constexpr int W = affine_t<F>::WORDS;
     const i64 first = blockIdx.x * (i64)TPB * per + threadIdx.x;
     const i64 left = total - first;       // this thread's outputs: ceil(left / TPB), at most per
@@ -92,7 +93,7 @@ __device__ __forceinline__ void affine_round(uint32_t* out, const u64* __restric
         acc.store(out + o * W);           // prefix_i, in the x words of output o
     }
 
-    F inv = block_batch_inverse<F, TPB, LAZY>(acc);   // 1 / prefix_{cnt-1}
+    F inv = block_batch_inverse<F, TPB, LAZY>(acc, binary_inv);   // 1 / prefix_{cnt-1}
 
     // pass 2, backwards: 1/d_i = inv * prefix_{i-1}, then inv = 1 / prefix_{i-1} = inv * d_i
     for (int i = cnt - 1; i >= 0; i--) {
@@ -212,7 +213,7 @@ __device__ __forceinline__ affine_t<F> affine_pair_add(const uint32_t* p, bool n
 template <class F, int TPB, bool KEYED>
 __device__ __forceinline__ void affine_quad(uint32_t* out, uint32_t* tmp, uint32_t* pre, const u64* __restrict__ sorted,
                                             const uint32_t* __restrict__ pts, const uint32_t* __restrict__ plan,
-                                            i64 total, i64 per, int* degenerate) {
+                                            i64 total, i64 per, int* degenerate, int binary_inv) {
     constexpr int W = affine_t<F>::WORDS, H = W / 2;
     const i64 first = blockIdx.x * (i64)TPB * per + threadIdx.x;
     const i64 left = total - first;
@@ -236,7 +237,7 @@ __device__ __forceinline__ void affine_quad(uint32_t* out, uint32_t* tmp, uint32
         acc.store(pre + o * H);
     }
 
-    F inv = block_batch_inverse<F, TPB>(acc);
+    F inv = block_batch_inverse<F, TPB>(acc, binary_inv);
 
     // walk 2, backwards: 1/D_i = inv * prefix_{i-1}, inv *= D_i; A, B; suffix_i = prod of d' over
     // outputs i.. of this thread, into pre[o]
@@ -291,7 +292,7 @@ __device__ __forceinline__ void affine_quad(uint32_t* out, uint32_t* tmp, uint32
     F acc2;                               // suffix_0 = prod of this thread's d'
     f_set_one(acc2);
     if (cnt > 0) acc2 = F::load(pre + first * H);
-    F inv2 = block_batch_inverse<F, TPB>(acc2);   // 1 / suffix_0
+    F inv2 = block_batch_inverse<F, TPB>(acc2, binary_inv);   // 1 / suffix_0
 
     // walk 3, forwards: 1/d'_i = inv2 * suffix_{i+1}, inv2 *= d'_i; out = A + B
     for (int i = 0; i < cnt; i++) {
@@ -309,33 +310,38 @@ __device__ __forceinline__ void affine_quad(uint32_t* out, uint32_t* tmp, uint32
 #define CUZK_MSM_AFFINE_KERNELS(G, F)                                                                           \
     extern "C" __global__ void __launch_bounds__(CUZK_AFFINE_TPB, CUZK_AFFINE_BLOCKS_PER_SM)                   \
         G##_affine_round_keyed(uint32_t* out, const u64* sorted, const uint32_t* bases, const uint32_t* plan,  \
-                               i64 total, i64 per, int* degenerate) {                                          \
-        affine_round<F, CUZK_AFFINE_TPB, true>(out, sorted, bases, plan, total, per, degenerate);              \
+                               i64 total, i64 per, int* degenerate, int binary_inv) {                          \
+        affine_round<F, CUZK_AFFINE_TPB, true>(out, sorted, bases, plan, total, per, degenerate, binary_inv);  \
     }                                                                                                          \
     extern "C" __global__ void __launch_bounds__(CUZK_AFFINE_TPB, CUZK_AFFINE_BLOCKS_PER_SM)                   \
         G##_affine_round(uint32_t* out, const uint32_t* pts, const uint32_t* plan, i64 total, i64 per,         \
-                         int* degenerate) {                                                                    \
-        affine_round<F, CUZK_AFFINE_TPB, false>(out, nullptr, pts, plan, total, per, degenerate);              \
+                         int* degenerate, int binary_inv) {                                                    \
+        affine_round<F, CUZK_AFFINE_TPB, false>(out, nullptr, pts, plan, total, per, degenerate, binary_inv);  \
     }                                                                                                          \
     extern "C" __global__ void __launch_bounds__(CUZK_AFFINE_TPB, CUZK_AFFINE_BLOCKS_PER_SM)                   \
         G##_affine_round_keyed_lazy(uint32_t* out, const u64* sorted, const uint32_t* bases,                   \
-                                    const uint32_t* plan, i64 total, i64 per, int* degenerate) {               \
-        affine_round<F, CUZK_AFFINE_TPB, true, true>(out, sorted, bases, plan, total, per, degenerate);        \
+                                    const uint32_t* plan, i64 total, i64 per, int* degenerate, int binary_inv) { \
+        affine_round<F, CUZK_AFFINE_TPB, true, true>(out, sorted, bases, plan, total, per, degenerate,         \
+                                                     binary_inv);                                              \
     }                                                                                                          \
     extern "C" __global__ void __launch_bounds__(CUZK_AFFINE_TPB, CUZK_AFFINE_BLOCKS_PER_SM)                   \
         G##_affine_round_lazy(uint32_t* out, const uint32_t* pts, const uint32_t* plan, i64 total, i64 per,    \
-                              int* degenerate) {                                                               \
-        affine_round<F, CUZK_AFFINE_TPB, false, true>(out, nullptr, pts, plan, total, per, degenerate);        \
+                              int* degenerate, int binary_inv) {                                               \
+        affine_round<F, CUZK_AFFINE_TPB, false, true>(out, nullptr, pts, plan, total, per, degenerate,         \
+                                                      binary_inv);                                             \
     }                                                                                                          \
     extern "C" __global__ void __launch_bounds__(CUZK_AFFINE_TPB, CUZK_AFFINE_BLOCKS_PER_SM)                   \
         G##_affine_quad_keyed(uint32_t* out, uint32_t* tmp, uint32_t* pre, const u64* sorted,                  \
-                              const uint32_t* bases, const uint32_t* plan, i64 total, i64 per, int* degenerate) { \
-        affine_quad<F, CUZK_AFFINE_TPB, true>(out, tmp, pre, sorted, bases, plan, total, per, degenerate);      \
+                              const uint32_t* bases, const uint32_t* plan, i64 total, i64 per, int* degenerate, \
+                              int binary_inv) {                                                                \
+        affine_quad<F, CUZK_AFFINE_TPB, true>(out, tmp, pre, sorted, bases, plan, total, per, degenerate,      \
+                                              binary_inv);                                                     \
     }                                                                                                          \
     extern "C" __global__ void __launch_bounds__(CUZK_AFFINE_TPB, CUZK_AFFINE_BLOCKS_PER_SM)                   \
         G##_affine_quad(uint32_t* out, uint32_t* tmp, uint32_t* pre, const uint32_t* pts, const uint32_t* plan, \
-                        i64 total, i64 per, int* degenerate) {                                                 \
-        affine_quad<F, CUZK_AFFINE_TPB, false>(out, tmp, pre, nullptr, pts, plan, total, per, degenerate);     \
+                        i64 total, i64 per, int* degenerate, int binary_inv) {                                 \
+        affine_quad<F, CUZK_AFFINE_TPB, false>(out, tmp, pre, nullptr, pts, plan, total, per, degenerate,      \
+                                               binary_inv);                                                    \
     }                                                                                                          \
     extern "C" __global__ void __launch_bounds__(128) G##_sum_affine_direct(                                   \
         uint32_t* out, const uint32_t* pts, const i64* seg_bucket, const i64* seg_first, const i64* offsets,   \

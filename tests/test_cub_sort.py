@@ -18,7 +18,7 @@ def test_sort_bits_keep_zero_key_last(nb):
     assert field(plan.ZERO_KEY) > nb - 1                                  # and ZERO_KEY stays above them
 
 
-@pytest.mark.parametrize("opt", ["K1", "K3", "K4", "K5", "K6", "K8", "K9", "K10", "K11"])
+@pytest.mark.parametrize("opt", ["K1", "K3", "K4", "K5", "K6", "K8", "K9", "K10", "K11", "K15"])
 def test_k_opts_are_msm_toggles_that_change_no_kernel_build(opt):
     assert opt in msm.KERNEL_OPTS
     for g in (1, 2):

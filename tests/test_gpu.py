@@ -45,6 +45,7 @@ OPS = {
 UNARY = {
     "sqr": lambda x, m: x * x % m, "neg": lambda x, m: (-x) % m,
     "inv": lambda x, m: pow(int(x), -1, m) if x else 0,
+    "inv_binary": lambda x, m: pow(int(x), -1, m) if x else 0,    # K15's inverse (kernels/field_inv.cuh)
 }
 
 
@@ -66,12 +67,29 @@ def test_field_binary(cp, fld, op, n):
 @pytest.mark.parametrize("fld", sorted(FIELDS))
 def test_field_unary(cp, fld, op):
     mod, to, frm, w = FIELDS[fld]
-    n = 300 if op == "inv" else 4097
+    n = 300 if op.startswith("inv") else 4097
     x = rnd(mod, n, 7)
     x[0], x[1] = 0, 1
     out = cp.full((n, w), 0xFFFFFFFF, dtype=cp.uint32)
     launch(cp, f"{fld}_{op}", out, cp.asarray(to(x)))
     assert (frm(cp.asnumpy(out)) == np.array([UNARY[op](int(a), mod) for a in x], dtype=object)).all()
+
+
+@pytest.mark.parametrize("fld", sorted(FIELDS))
+def test_inverse_binary_of_unreduced_inputs(cp, fld):
+    """K15's inverse takes what a lazy product leaves: Montgomery words in [p, 2p) (and p itself: 0), and
+    small or sparse values (a zero low word: the 31-bit halving step)."""
+    mod, to, frm, w = FIELDS[fld]
+    n = 257
+    x = rnd(mod, n, 19)
+    r = pow(2, 32 * w, mod)
+    words = [(int(v) * r % mod) + mod for v in x]                 # a R + p: below 2^(32 w) for both fields
+    words[:4] = [mod, 1, 1 << (32 * w - 8), 1 << 64]
+    out = cp.full((n, w), 0xFFFFFFFF, dtype=cp.uint32)
+    launch(cp, f"{fld}_inv_binary", out, cp.asarray(F.ints_to_limbs(words, w)))
+    got = frm(cp.asnumpy(out), mont=False)
+    want = [pow(v, -1, mod) * r * r % mod if v % mod else 0 for v in words]
+    assert list(got) == want
 
 
 @pytest.mark.parametrize("fld", sorted(FIELDS))
@@ -89,9 +107,9 @@ def _fp2(v):
     return v[0::2], v[1::2]
 
 
-@pytest.mark.parametrize("op", ["mul", "add", "sub", "sqr", "inv"])
+@pytest.mark.parametrize("op", ["mul", "add", "sub", "sqr", "inv", "inv_binary"])
 def test_fp2(cp, op):
-    n = 257 if op != "inv" else 64
+    n = 257 if not op.startswith("inv") else 64
     xs, ys = rnd(F.P, 2 * n, 11), rnd(F.P, 2 * n, 12)
     out = cp.full((n, 24), 0xFFFFFFFF, dtype=cp.uint32)
     a = cp.asarray(F.fp_to_limbs(xs).reshape(n, 24))

@@ -235,9 +235,10 @@ def _cases(group, rng):
 
 
 KERNEL_SETS = [(), ("S1",), ("L1",), ("S1", "L1"), ("I1",), ("S1", "L1", "I1"), ("I1", "I2"), ("S1", "L1", "I1", "I2"),
-               ("K1",), ("K3",), ("K4",), ("K5",), ("K4", "K5"), ("K5", "K8"), ("K9",), ("K4", "K11"),
-               ("S1", "L1", "I1", "I2", "K1", "K3", "K4", "K5", "K8", "K9"),
-               ("S1", "L1", "I1", "I2", "K1", "K3", "K4", "K5", "K8", "K9", "K11")]
+               ("K1",), ("K3",), ("K4",), ("K5",), ("K4", "K5"), ("K5", "K8"), ("K9",), ("K4", "K11"), ("K15",),
+               ("L1", "K15"), ("S1", "L1", "I1", "I2", "K1", "K3", "K4", "K5", "K8", "K9"),
+               ("S1", "L1", "I1", "I2", "K1", "K3", "K4", "K5", "K8", "K9", "K11"),
+               ("S1", "L1", "I1", "I2", "K1", "K3", "K4", "K5", "K8", "K9", "K11", "K15")]
 
 
 @pytest.mark.parametrize("kind", ["random", *EDGE_KINDS])
@@ -247,7 +248,7 @@ def test_kernel_opts_same_window_sums(cp, group, kind):
     products called, not inlined), I2 (I1's callee on Fp build 3), K1 (the keys sorted by their bucket bits
     alone), K3 (offsets searched in the keys), K4 (round plans by entry), K5 (the rounds' sizes read once), K8
     (their totals in one read of the offsets), K9 (each round's offsets from one counts kernel), K11 (K4's plans
-    4 entries a thread), alone and
+    4 entries a thread), K15 (the rounds' block inverses by Euclid), alone and
     together, give the default kernels' window sums word for word (XYZZ words of a fresh MSM each) and
     arkworks' MSM; G1 in XYZZ and with affine rounds forced (lambda^2 and the block inversions square, the lazy
     products feed them), G2 in XYZZ."""

@@ -113,6 +113,20 @@ ablate_alone() {
       --json "$OUT/ablate_$(echo "$1" | tr 'A-Z' 'a-z')_24d.json" 2>&1 | grep -A3 "^| opt"
 }
 case "$1" in
+Z36)
+  # session 14: K15 (the rounds' block inverses by the binary extended Euclid): the field tests of its inverse and
+  # the MSM kernel sets with it; the 2^26 MSM, the defaults D against +K15 (profile, alternated); cuzk micro msm at
+  # 2^26, the defaults against +K15, alternated
+  timeout 200 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests/test_gpu.py tests/test_gpu_msm.py \
+      -k "inv or kernel_opts" 2>&1 | tail -3
+  B=S1,L1,I1,I2,K1,K3,K4,K5,K6,K8,K9,K10,K11
+  timeout 120 python3 tools/experiments/msm_profile.py 26 --affine --c 20 --pairs on --reps 2 --distinct-log 26 \
+      --kernels $B $B,K15 2>&1 | grep "^2^26" \
+      | sed 's/R1+R2=on //; s/ variant=1//; s/I1,I2,K1,K10,K11,K15,K3,K4,K5,K6,K8,K9,L1,S1/D+K15/; s/I1,I2,K1,K10,K11,K3,K4,K5,K6,K8,K9,L1,S1/D/' \
+      | cut -c1-400
+  for r in 1 2; do for o in "" "+K15"; do echo "CUZK_OPT=${o:-defaults}"
+    CUZK_OPT=$o timeout 60 python3 -m cuzk micro msm --log-size 26 -p 1 -n 3 -w 1 2>&1 | tail -1
+  done; done ;;
 Z35)
   # session 14, first: the new K10 multi-MSM GPU test with the MSM tests of session 13's kernels; then c at one pass
   # under K10 (2^26: 20, 21, 22; K10 makes wide windows' reductions cheap, the group rounds grow with the buckets); then

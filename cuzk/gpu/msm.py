@@ -29,7 +29,7 @@ DEFAULT_BUCKET_SUM = {1: "affine", 2: "xyzz"}  # G1 affine: 2^26 550 ms vs 960 (
 # calls without the option take the registry's default (the backend passes each per call)
 DEFAULT_PAIR_LEVELS = REGISTRY["R1"].default
 DEFAULT_PAIR_MERGES = REGISTRY["R2"].default
-KERNEL_OPTS = ("S1", "L1", "I1", "I2", "K1", "K3", "K4", "K5", "K6", "K8", "K9", "K10", "K11")   # the toggles that pick the MSM's code: builds, the sort, offsets
+KERNEL_OPTS = ("S1", "L1", "I1", "I2", "K1", "K3", "K4", "K5", "K6", "K8", "K9", "K10", "K11", "K15")   # the toggles that pick the MSM's code: builds, the sort, offsets
 DEFAULT_KERNEL_OPTS = frozenset(o for o in KERNEL_OPTS if REGISTRY[o].default)
 SQR_BUILD = ("CUZK_FASTSQR=1",)                # the msm_g1 build of S1 (loader.BUILDS); G2 squares in Fp2
 CALL_BUILD = ("CUZK_FP_CALL=1",)               # I1: msm_g1 and msm_g2 with the Fp products called
@@ -92,7 +92,7 @@ class _Kernels:
         (no search); K5, every affine round's size from one device read; K6, the sort pass sized from free memory
         (resolve_max_entries); K8, K5's totals with each bucket count read once; K9, each round's offsets from one
         counts kernel and a cumsum; K10, the window reduction by affine groups (msm_plan.group_windows); K11, K4's
-        plans 4 entries a thread."""
+        plans 4 entries a thread; K15, the affine rounds' block inverses by the binary extended Euclid."""
         import cupy
         self.cp = cupy
         self.host_fold = host_fold
@@ -112,6 +112,7 @@ class _Kernels:
         self.passes_from_memory = "K6" in ko      # resolve_max_entries
         self.group_reduce = "K10" in ko           # msm_plan.pippenger: group_windows
         self.plan_kernel = ("msm_affine_plan_entry4", 4) if "K11" in ko else ("msm_affine_plan_entry", 1)
+        self.binary_inv = np.int32("K15" in ko)   # the round kernels' argument: their root inverse by Euclid
         self.W = xyzz_words(group)
         self.n = len(inf)
         self.bases, self.inf8, self.scalars = bases, inf.view(cupy.uint8), scalars
@@ -183,10 +184,11 @@ class _Kernels:
         if keyed:
             self._f("affine_round_keyed" + self.lazy)((blocks,), (plan.AFFINE_THREADS,),
                                                       (out, src, self.bases, plan_words, np.int64(total),
-                                                       np.int64(per), self.flag))
+                                                       np.int64(per), self.flag, self.binary_inv))
         else:
             self._f("affine_round" + self.lazy)((blocks,), (plan.AFFINE_THREADS,),
-                                                (out, src, plan_words, np.int64(total), np.int64(per), self.flag))
+                                                (out, src, plan_words, np.int64(total), np.int64(per), self.flag,
+                                                 self.binary_inv))
         return out
 
     def affine_plan4(self, in_off, out_off, total):
@@ -204,10 +206,11 @@ class _Kernels:
         n64, p64 = np.int64(total), np.int64(per)
         if keyed:
             self._f("affine_quad_keyed")((blocks,), (plan.AFFINE_THREADS,),
-                                         (out, tmp, pre, src, self.bases, plan_words, n64, p64, self.flag))
+                                         (out, tmp, pre, src, self.bases, plan_words, n64, p64, self.flag,
+                                          self.binary_inv))
         else:
             self._f("affine_quad")((blocks,), (plan.AFFINE_THREADS,),
-                                   (out, tmp, pre, src, plan_words, n64, p64, self.flag))
+                                   (out, tmp, pre, src, plan_words, n64, p64, self.flag, self.binary_inv))
         return out
 
     def reset_degenerate(self):
