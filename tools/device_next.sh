@@ -113,6 +113,12 @@ ablate_alone() {
       --json "$OUT/ablate_$(echo "$1" | tr 'A-Z' 'a-z')_24d.json" 2>&1 | grep -A3 "^| opt"
 }
 case "$1" in
+Z37)
+  # session 14, K15 on by default: issue 5's figures (cuzk micro msm at 2^26 three times, 2^24, 2^20), then the whole
+  # GPU suite
+  for L in 26 26 26 24 20; do timeout 60 python3 -m cuzk micro msm --log-size $L -p 1 -n 3 -w 1 2>&1 | tail -1; done
+  timeout 280 python3 -m pytest -q -m gpu -p no:cacheprovider -x tests --ignore=tests/test_gpu.py 2>&1 | tail -2
+  timeout 90 python3 -m pytest -q -m gpu -p no:cacheprovider -x tests/test_gpu.py 2>&1 | tail -2 ;;
 Z36)
   # session 14: K15 (the rounds' block inverses by the binary extended Euclid): the field tests of its inverse and
   # the MSM kernel sets with it; the 2^26 MSM, the defaults D against +K15 (profile, alternated); cuzk micro msm at
