@@ -113,6 +113,10 @@ ablate_alone() {
       --json "$OUT/ablate_$(echo "$1" | tr 'A-Z' 'a-z')_24d.json" 2>&1 | grep -A3 "^| opt"
 }
 case "$1" in
+Z38)
+  # session 14, K15 on: the 2^27 G1 MSM (cuzk micro msm), then 10 x 2^27 pipelined, one round (issue 7's figure)
+  timeout 90 python3 -m cuzk micro msm --log-size 27 -p 1 -n 3 -w 1 2>&1 | tail -1
+  timeout 400 python3 tools/experiments/pipeline_ab.py --rounds 1 -- "" 2>&1 | grep -v "^key:" | tail -8 ;;
 Z37)
   # session 14, K15 on by default: issue 5's figures (cuzk micro msm at 2^26 three times, 2^24, 2^20), then the whole
   # GPU suite
