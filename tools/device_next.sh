@@ -113,6 +113,12 @@ ablate_alone() {
       --json "$OUT/ablate_$(echo "$1" | tr 'A-Z' 'a-z')_24d.json" 2>&1 | grep -A3 "^| opt"
 }
 case "$1" in
+Z39)
+  # session 14: issue 5's figures on one more machine (cuzk micro msm at 2^26 three times), the G2 MSM at 2^24 and
+  # batch addition at 2^26 with today's defaults
+  for L in 26 26 26; do timeout 60 python3 -m cuzk micro msm --log-size $L -p 1 -n 3 -w 1 2>&1 | tail -1; done
+  timeout 150 python3 -m cuzk micro msm_g2 --log-size 24 -p 1 -n 3 -w 1 2>&1 | tail -1
+  timeout 90 python3 -m cuzk micro batch_add --log-size 26 -p 1 -n 3 -w 1 2>&1 | tail -1 ;;
 Z38)
   # session 14, K15 on: the 2^27 G1 MSM (cuzk micro msm), then 10 x 2^27 pipelined, one round (issue 7's figure)
   timeout 90 python3 -m cuzk micro msm --log-size 27 -p 1 -n 3 -w 1 2>&1 | tail -1
