@@ -113,6 +113,10 @@ ablate_alone() {
       --json "$OUT/ablate_$(echo "$1" | tr 'A-Z' 'a-z')_24d.json" 2>&1 | grep -A3 "^| opt"
 }
 case "$1" in
+Z40)
+  # session 14: the first-round h msm stall of a pipeline process, measured: per proof, the device seconds of other
+  # proofs' spans overlapping its h msm, and the H MSM's max_entries / rounds / fallbacks (pipeline_ab --msm-stats)
+  timeout 400 python3 tools/experiments/pipeline_ab.py --rounds 1 --msm-stats -- "" 2>&1 | grep -v "^key:" | tail -9 ;;
 Z39)
   # session 14: issue 5's figures on one more machine (cuzk micro msm at 2^26 three times), the G2 MSM at 2^24 and
   # batch addition at 2^26 with today's defaults

@@ -34,6 +34,41 @@ def steps(phases: dict, label: str) -> list[float]:
             if c.get("label") == label and c.get("device_stop_s") is not None]
 
 
+def overlaps(phases: dict, label: str) -> list[float]:
+    """For each `label` span (device interval), the device seconds of every other span in any phase that overlap
+    it: another proof's kernels sharing the GPU with it (depth 2 keeps two proofs in flight)."""
+    spans = [(ph, c) for ph, rec in phases.items() for c in rec.get("circuits", [])
+             if c.get("device_start_s") is not None and c.get("device_stop_s") is not None]
+    out = []
+    for _, c in spans:
+        if c.get("label") != label:
+            continue
+        a, b = c["device_start_s"], c["device_stop_s"]
+        out.append(sum(max(0.0, min(b, d["device_stop_s"]) - max(a, d["device_start_s"]))
+                       for _, d in spans if d is not c))
+    return out
+
+
+class MsmStats:
+    """Wraps cuzk.gpu.msm.msm_g1 to keep msm.last_stats of each MSM of at least 2^20 points (the H MSMs)."""
+
+    def __init__(self):
+        from cuzk.gpu import msm
+        self.msm, self.calls, self.orig = msm, [], msm.msm_g1
+
+        def wrapped(bases, inf, scalars, *a, **kw):
+            r = self.orig(bases, inf, scalars, *a, **kw)
+            if len(inf) >= 1 << 20:
+                st = msm.last_stats
+                self.calls.append(f"{st.get('max_entries')}/{st.get('affine_rounds')}/{st.get('fallbacks')}")
+            return r
+        msm.msm_g1 = wrapped
+
+    def take(self) -> list[str]:
+        out, self.calls = self.calls, []
+        return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("specs", nargs="+")
@@ -43,7 +78,10 @@ def main() -> int:
     ap.add_argument("--circuit", default="porep_partition")
     ap.add_argument("--depth", type=int, default=2)
     ap.add_argument("--backend", default="cuda", choices=("cuda", "cpu"), help="cpu: a smoke run of this script")
+    ap.add_argument("--msm-stats", action="store_true", help="per proof: the H MSM's max_entries / affine rounds / "
+                    "fallbacks, and the device seconds other spans overlap its h msm")
     args = ap.parse_args()
+    stats = MsmStats() if args.msm_stats and args.backend == "cuda" else None
     sets = [resolve(s) for s in args.specs]
     backend = get_backend(args.backend, opts=sets[0])
     gpu = backend.name == "cuda"
@@ -64,6 +102,8 @@ def main() -> int:
         proof, public = warm_up(prover, r1cs, job)
         assert verify(vk, public, proof), "the warm-up proof does not verify"
         print(f"warm-up ({spec or 'defaults'}): {time.perf_counter() - t0:.1f} s", flush=True)
+        if stats:
+            print(f"  warm-up H MSM max_entries/rounds/fallbacks: {' '.join(stats.take())}", flush=True)
     workers = plan_workers(args.circuits, args.circuit, pk.log_n, args.depth, limbs=gpu, host_assign=not gpu,
                            shm_free=shm_free_bytes())["workers"]
     print(f"{workers} process workers, depth {args.depth}", flush=True)
@@ -82,6 +122,10 @@ def main() -> int:
                   + f" | {statistics.mean(hs):.4f} | {statistics.median(hm):.4f} / {statistics.mean(hm):.4f} / "
                   f"{max(hm):.4f} | {ok} |", flush=True)
             print("  h msm per proof, in proving order: " + " ".join(f"{x:.3f}" for x in hm), flush=True)
+            if stats:
+                print("  device s of other spans overlapping each h msm: "
+                      + " ".join(f"{x:.3f}" for x in overlaps(ph, "h msm")), flush=True)
+                print("  H MSM max_entries/rounds/fallbacks, in call order: " + " ".join(stats.take()), flush=True)
     return 0
 
 
