@@ -63,7 +63,9 @@ __device__ __forceinline__ void ntt_reg_pass(uint32_t* data, int log_n, int log_
                 }
             }
         } else {
+#if !CUZK_EXP_NTT_NO_SYNC        // timing experiment only (wrong output): the exchanges without their barrier
             __syncthreads();
+#endif
 #pragma unroll
             for (int m = 0; m < R; m++) {
                 const int ph = swz(((base + (m << b0)) << log_c) + c);

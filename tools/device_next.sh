@@ -113,6 +113,14 @@ ablate_alone() {
       --json "$OUT/ablate_$(echo "$1" | tr 'A-Z' 'a-z')_24d.json" 2>&1 | grep -A3 "^| opt"
 }
 case "$1" in
+Z41)
+  # session 14, issue 4: where the 2^27 NTT's time goes, by timing-only experiment defines (wrong output): the
+  # exchanges without their barriers (CUZK_EXP_NTT_NO_SYNC), every product an add (CUZK_EXP_NTT_CHEAP_MUL), both;
+  # cuzk micro ntt at 2^27 (r4b6), alternated twice
+  for r in 1 2; do for d in "" "CUZK_EXP_NTT_NO_SYNC=1" "CUZK_EXP_NTT_CHEAP_MUL=1" \
+      "CUZK_EXP_NTT_NO_SYNC=1 CUZK_EXP_NTT_CHEAP_MUL=1"; do echo "defines: ${d:-default}"
+    CUZK_KERNEL_DEFINES="$d" timeout 60 python3 -m cuzk micro ntt --log-size 27 -p 1 -n 3 -w 1 2>&1 | tail -1
+  done; done ;;
 Z40)
   # session 14: the first-round h msm stall of a pipeline process, measured: per proof, the device seconds of other
   # proofs' spans overlapping its h msm, and the H MSM's max_entries / rounds / fallbacks (pipeline_ab --msm-stats)
