@@ -92,6 +92,11 @@
 # multi-MSM: not yet run); issue 5's 2^26 figure sits at 0.40 s (median 400.5 ms over 12 processes) and needs ~2-3 ms
 # of margin: time the round kernel's inversion and the K10 tail's host waits before changing either; c under K10
 # (Z35); the NTT (#4).
+# Session 14: Z35 (the K10 multi-MSM test passed; c = 22 +5 ms, c = 21 a K10 gather cliff; the rounds' root inversions
+# cost 6.2 ms), Z36 (K15, the block inverse by the binary extended Euclid: -4.7 / -5.1 ms, on), Z37 (2^26 G1 MSM
+# 395.0-397.5 ms; the whole GPU suite: 815 passed), Z38 (2^27 MSM 756.9 ms; 10 x 2^27), Z39 (2^26 393.4-393.5 on a
+# third machine; G2 2^24 559.3; batch addition 2^26 32.0), Z40 (the slow h msm: no overlap, same passes, no
+# fallback), Z41 (the 2^27 NTT without barriers / without products: issue 4's levers).
 set -o pipefail
 source tools/device_setup.sh >/dev/null 2>&1
 export CUZK_CUBIN_DIR=$PWD/.cubin CUZK_CACHE_DIR=/tmp/cz
