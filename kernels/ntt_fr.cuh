@@ -45,9 +45,15 @@ struct FrPolicy {
         a = a + y;
     }
     static __device__ __forceinline__ void dif(T& a, T& b, bool one, const uint32_t* wp, int m) {
+#if CUZK_NTT_DIF2                // two modular ops a butterfly, not three (experiment)
+        const T d = a - b;
+        a = a + b;
+        b = d;
+#else
         b = a - b;
         a = a + a - b;                  // a + b_old: one more add, but no spills
                                         // at 128 registers (d = a - b; a += b spills)
+#endif
         if (!one) b = Mul::mul(b, T::load(wp), m);
     }
 };

@@ -118,6 +118,14 @@ ablate_alone() {
       --json "$OUT/ablate_$(echo "$1" | tr 'A-Z' 'a-z')_24d.json" 2>&1 | grep -A3 "^| opt"
 }
 case "$1" in
+Z42)
+  # session 14, issue 4: the DIF butterfly in two modular ops, not three (CUZK_NTT_DIF2: d = a - b, a += b), against
+  # the default; cuzk micro ntt at 2^27 (r4b6) alternated three times, then the r4b6 NTT tests under it
+  for r in 1 2 3; do for d in "" "CUZK_NTT_DIF2=1"; do echo "defines: ${d:-default}"
+    CUZK_KERNEL_DEFINES="$d" timeout 60 python3 -m cuzk micro ntt --log-size 27 -p 1 -n 3 -w 1 2>&1 | tail -1
+  done; done
+  CUZK_KERNEL_DEFINES="CUZK_NTT_DIF2=1" timeout 150 python3 -m pytest -q -m gpu -p no:cacheprovider -rf \
+      tests/test_gpu_ntt_reg.py -k "r4b6" 2>&1 | tail -2 ;;
 Z41)
   # session 14, issue 4: where the 2^27 NTT's time goes, by timing-only experiment defines (wrong output): the
   # exchanges without their barriers (CUZK_EXP_NTT_NO_SYNC), every product an add (CUZK_EXP_NTT_CHEAP_MUL), both;
