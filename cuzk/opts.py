@@ -88,6 +88,14 @@ register(Optimization(
     "n.s. below 2^24",
 ))
 register(Optimization(
+    "N4", ("ntt_msm_h",),
+    "N2's DIF butterfly in two modular ops (d = a - b, a += b), not three (b = a - b, a = a + a - b: written to "
+    "save registers in r8); a build of ntt_reg (loader.BUILDS); acts only with N1 and N2",
+    True,     # on since session 14: cuzk micro ntt 2^27 60.07 / 60.12 / 60.11 -> 58.14 / 58.20 / 58.16 ms (Z42)
+    "NTT 2^27 -2.5..-5 ms: the pass's products run at build 6's full rate and the other ~20 ms of instructions "
+    "add to them (Z41), 13.5 of ~54 modular ops an element go; ntt_msm_h: its DIF NTTs",
+))
+register(Optimization(
     "H2", ("ntt_msm_h",),
     "coeff convention: the H phase skips C's coset NTT. H(gx) Z(gx) = A(gx) B(gx) - C(gx), Z(gx) = g^n - 1 "
     "mod x^n - 1 and deg H, deg C < n give h = iNTT_coset(a b / Z(g)) - C's coefficients / Z(g): six NTTs, not "

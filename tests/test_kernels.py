@@ -181,6 +181,8 @@ BUILD_SPILLS_ALLOWED = {
         ("_r", 96, "N2 (default off): r4 32-76 B at its 80-register cap (3 blocks a SM), measured faster "
                    "anyway (2^27 dif/dit 52.7/51.1 ms against 55.1/54.6, docs/perf-log.md session 4); "
                    "r8 (not used by N2) 24-60 B at 128"),
+    ("ntt_reg", ("CUZK_FASTMUL_VARIANT_FR=6", "CUZK_NTT_DIF2=1")):
+        ("_r", 96, "N4 with N2: N2's bounds (r4's DIF 32 B, as without N4; r8 48 B, not used)"),
     ("msm_g2", ("CUZK_FP_CALL=1",)):
         (("g2_", "_ZN4cuzk"), 128, "I1's G2 build: 4-128 B in the G2 kernels and their callees (xyzz_add_mem, "
                                    "xyzz_dbl_mem, the called product); the default msm_g2 build, not listed, spills "

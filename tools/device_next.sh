@@ -118,6 +118,15 @@ ablate_alone() {
       --json "$OUT/ablate_$(echo "$1" | tr 'A-Z' 'a-z')_24d.json" 2>&1 | grep -A3 "^| opt"
 }
 case "$1" in
+Z43)
+  # session 14, N4 on by default (r4b6d): the NTT GPU tests, the micro tests and test_gpu.py (proofs with every
+  # toggle alone); then cuzk micro h and ntt at 2^27, the defaults against -N4, alternated
+  timeout 200 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests/test_gpu_ntt_reg.py tests/test_micro.py \
+      tests/test_gpu.py 2>&1 | tail -2
+  for r in 1 2; do for o in "" "-N4"; do echo "CUZK_OPT=${o:-defaults}"
+    CUZK_OPT=$o timeout 60 python3 -m cuzk micro h --log-size 27 -p 1 -n 3 -w 1 2>&1 | tail -1
+    CUZK_OPT=$o timeout 60 python3 -m cuzk micro ntt --log-size 27 -p 1 -n 3 -w 1 2>&1 | tail -1
+  done; done ;;
 Z42)
   # session 14, issue 4: the DIF butterfly in two modular ops, not three (CUZK_NTT_DIF2: d = a - b, a += b), against
   # the default; cuzk micro ntt at 2^27 (r4b6) alternated three times, then the r4b6 NTT tests under it

@@ -28,6 +28,7 @@ THREADS = 256
 #   r4m: the same kernel file, fr_t (8 x uint32) in registers and shared memory, 52-bit limbs only
 #        inside each multiplication (experiment).
 #   r4b6: r4's kernel built with fastmul build 6 for Fr (products on the FP64 pipe; loader.BUILDS): N2.
+#   r4b6d: r4b6 with its DIF butterfly in two modular ops, not three (CUZK_NTT_DIF2): N2 and N4.
 #   r4x: kernels/ntt_split.cu, r4 with half its multiplications on the FP64 pipe (fastmul build 6) and
 #        half on the FMA pipe (build 1): the two pipes share the load (experiment).
 VARIANTS = {
@@ -37,11 +38,13 @@ VARIANTS = {
     "r4m": (2, KMAX, 18),
     "r4x": (2, KMAX, 18),
     "r4b6": (2, KMAX, 18),
+    "r4b6d": (2, KMAX, 18),
     "r8": (3, KMAX, 18),
     "r8-2lvl": (3, KMAX, 0),
     "r8-e11": (3, KMAX + 1, 18),
 }
 R4B6_BUILD = BUILDS["ntt_reg"][0]                  # r4b6: ntt_reg built with CUZK_FASTMUL_VARIANT_FR=6
+R4B6D_BUILD = BUILDS["ntt_reg"][1]                 # r4b6d: and with CUZK_NTT_DIF2=1 (N4)
 POINTWISE_B6 = BUILDS["ntt"][0]                    # N3: ntt.cu's pointwise kernels on Fr build 6
 # variants run by kernels/ntt_dfma.cu (kernel ntt_<name>_{dif,dit}) -> shared-memory bytes per element
 DFMA_VARIANTS = {"r4d": 40, "r4m": 32}
@@ -158,8 +161,8 @@ def _run(x, log_n: int, generator: int, inverse: bool, dit: bool, variant: str |
         f, elem_bytes = kernel("ntt_dfma", f"ntt_{variant}_{direction}"), DFMA_VARIANTS[variant]
     elif variant == "r4x":
         f, elem_bytes = kernel("ntt_split", f"ntt_r4x_{direction}"), 32
-    elif variant == "r4b6":
-        f, elem_bytes = kernel("ntt_reg", f"ntt_r4_{direction}", R4B6_BUILD), 32
+    elif variant in ("r4b6", "r4b6d"):
+        f, elem_bytes = kernel("ntt_reg", f"ntt_r4_{direction}", R4B6_BUILD if variant == "r4b6" else R4B6D_BUILD), 32
     else:
         f, elem_bytes = kernel("ntt_reg", f"ntt_r{1 << lr}_{direction}"), 32
     tb = tw1_bits(passes, tw1_max)
