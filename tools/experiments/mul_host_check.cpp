@@ -18,22 +18,7 @@
 #include "layout.cuh"
 #include "field_mul_fast.cuh"
 
-namespace cuzk {
-struct fp_host { static constexpr int N = CUZK_FP_LIMBS; static constexpr uint32_t INV = FP_INV32;
-                 static constexpr uint32_t mod(int i) { return fp_mod(i); } };
-struct fr_host { static constexpr int N = CUZK_FR_LIMBS; static constexpr uint32_t INV = FR_INV32;
-                 static constexpr uint32_t mod(int i) { return fr_mod(i); } };
-}
-
-static void parse(const std::string& h, uint32_t* v, int n) {
-    std::memset(v, 0, 4 * n);
-    int bit = 0;
-    for (int i = (int)h.size() - 1; i >= 0 && bit < 32 * n; i--, bit += 4) {
-        char c = h[i];
-        uint32_t d = c <= '9' ? c - '0' : (c | 32) - 'a' + 10;
-        v[bit / 32] |= d << (bit % 32);
-    }
-}
+#include "host_check.h"
 
 int main() {
     std::string f, a, b;
