@@ -118,6 +118,9 @@ ablate_alone() {
       --json "$OUT/ablate_$(echo "$1" | tr 'A-Z' 'a-z')_24d.json" 2>&1 | grep -A3 "^| opt"
 }
 case "$1" in
+Z44)
+  # session 14, the final defaults (K15, N4 on): 10 x 2^27 pipelined, one round, every proof verified
+  timeout 250 python3 tools/experiments/pipeline_ab.py --rounds 1 -- "" 2>&1 | grep -v "^key:" | tail -4 ;;
 Z43)
   # session 14, N4 on by default (r4b6d): the NTT GPU tests, the micro tests and test_gpu.py (proofs with every
   # toggle alone); then cuzk micro h and ntt at 2^27, the defaults against -N4, alternated
