@@ -96,7 +96,11 @@
 # cost 6.2 ms), Z36 (K15, the block inverse by the binary extended Euclid: -4.7 / -5.1 ms, on), Z37 (2^26 G1 MSM
 # 395.0-397.5 ms; the whole GPU suite: 815 passed), Z38 (2^27 MSM 756.9 ms; 10 x 2^27), Z39 (2^26 393.4-393.5 on a
 # third machine; G2 2^24 559.3; batch addition 2^26 32.0), Z40 (the slow h msm: no overlap, same passes, no
-# fallback), Z41 (the 2^27 NTT without barriers / without products: issue 4's levers).
+# fallback), Z41 (the 2^27 NTT without barriers / without products: issue 4's levers), Z42 (the DIF butterfly in two
+# modular ops: -1.9 ms), Z43 (N4 on: 396 GPU tests passed; 2^27 H phase -7.7 ms), Z44 (10 x 2^27 with K15 and N4: all
+# verified, 1.328 s a partition). Left for session 15: issue 4 (the 2^27 DIF passes ~50.5 ms against 45; the products
+# run at build 6's full rate, the other ~18.5 ms of instructions add to them: fewer loads, exchanges and index ops a
+# pass, or a cheaper product); the slow h msms of a pipeline (host waits inside the MSM, not yet timed).
 set -o pipefail
 source tools/device_setup.sh >/dev/null 2>&1
 export CUZK_CUBIN_DIR=$PWD/.cubin CUZK_CACHE_DIR=/tmp/cz
