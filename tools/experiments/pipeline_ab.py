@@ -50,17 +50,21 @@ def overlaps(phases: dict, label: str) -> list[float]:
 
 
 class MsmStats:
-    """Wraps cuzk.gpu.msm.msm_g1 to keep msm.last_stats of each MSM of at least 2^20 points (the H MSMs)."""
+    """Wraps cuzk.gpu.msm.msm_g1 to keep msm.last_stats of each MSM of at least 2^20 points (the H MSMs), with the
+    call's host wall and its thread's CPU seconds. A call slowed by a busy device spins in its syncs (CPU time
+    grows with the wall); one whose thread waits for the GIL does not."""
 
     def __init__(self):
         from cuzk.gpu import msm
         self.msm, self.calls, self.orig = msm, [], msm.msm_g1
 
         def wrapped(bases, inf, scalars, *a, **kw):
+            w0, c0 = time.perf_counter(), time.thread_time()
             r = self.orig(bases, inf, scalars, *a, **kw)
             if len(inf) >= 1 << 20:
-                st = msm.last_stats
-                self.calls.append(f"{st.get('max_entries')}/{st.get('affine_rounds')}/{st.get('fallbacks')}")
+                st, wall, cpu = msm.last_stats, time.perf_counter() - w0, time.thread_time() - c0
+                self.calls.append(f"{st.get('max_entries')}/{st.get('affine_rounds')}/{st.get('fallbacks')}"
+                                  f"/{wall:.3f}/{cpu:.3f}")
             return r
         msm.msm_g1 = wrapped
 
@@ -79,7 +83,7 @@ def main() -> int:
     ap.add_argument("--depth", type=int, default=2)
     ap.add_argument("--backend", default="cuda", choices=("cuda", "cpu"), help="cpu: a smoke run of this script")
     ap.add_argument("--msm-stats", action="store_true", help="per proof: the H MSM's max_entries / affine rounds / "
-                    "fallbacks, and the device seconds other spans overlap its h msm")
+                    "fallbacks / host wall s / thread CPU s, and the device seconds other spans overlap its h msm")
     args = ap.parse_args()
     stats = MsmStats() if args.msm_stats and args.backend == "cuda" else None
     sets = [resolve(s) for s in args.specs]
@@ -103,7 +107,7 @@ def main() -> int:
         assert verify(vk, public, proof), "the warm-up proof does not verify"
         print(f"warm-up ({spec or 'defaults'}): {time.perf_counter() - t0:.1f} s", flush=True)
         if stats:
-            print(f"  warm-up H MSM max_entries/rounds/fallbacks: {' '.join(stats.take())}", flush=True)
+            print(f"  warm-up H MSM max_entries/rounds/fallbacks/wall/cpu: {' '.join(stats.take())}", flush=True)
     workers = plan_workers(args.circuits, args.circuit, pk.log_n, args.depth, limbs=gpu, host_assign=not gpu,
                            shm_free=shm_free_bytes())["workers"]
     print(f"{workers} process workers, depth {args.depth}", flush=True)
@@ -125,7 +129,8 @@ def main() -> int:
             if stats:
                 print("  device s of other spans overlapping each h msm: "
                       + " ".join(f"{x:.3f}" for x in overlaps(ph, "h msm")), flush=True)
-                print("  H MSM max_entries/rounds/fallbacks, in call order: " + " ".join(stats.take()), flush=True)
+                print("  H MSM max_entries/rounds/fallbacks/wall/cpu, in call order: " + " ".join(stats.take()),
+                      flush=True)
     return 0
 
 
