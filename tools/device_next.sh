@@ -122,6 +122,11 @@ ablate_alone() {
       --json "$OUT/ablate_$(echo "$1" | tr 'A-Z' 'a-z')_24d.json" 2>&1 | grep -A3 "^| opt"
 }
 case "$1" in
+Z45)
+  # session 15, first (prepared in session 14): issue 4, ncu's pipe split of the DIF pass on builds 1, 6 and 6 + N4
+  # (r4b6d) at 2^24; then the pipeline's slow h msms, each H MSM's host wall and thread CPU seconds
+  bash tools/ncu_ntt.sh 24 2>&1 | tail -60
+  timeout 250 python3 tools/experiments/pipeline_ab.py --rounds 1 --msm-stats -- "" 2>&1 | grep -v "^key:" | tail -7 ;;
 Z44)
   # session 14, the final defaults (K15, N4 on): 10 x 2^27 pipelined, one round, every proof verified
   timeout 250 python3 tools/experiments/pipeline_ab.py --rounds 1 -- "" 2>&1 | grep -v "^key:" | tail -4 ;;

@@ -1,12 +1,12 @@
 # Nsight Compute on the NTT passes (r4 DIF) of one 2^K transform: what bounds a pass, given that a 1.23x
 # faster Fr multiplication (Fr build 6) made the 2^27 NTT only 1.04x faster (docs/perf-log.md, session 4).
 # Clocks left alone (--clock-control none, METHOD.md).
-#   bash tools/ncu_ntt.sh [K]        (reports in $OUT/ncu_ntt_b1.txt, $OUT/ncu_ntt_b6.txt)
+#   bash tools/ncu_ntt.sh [K]        (reports in $OUT/ncu_ntt_b1.txt, _b6.txt, _b6d.txt: build 6 with N4's DIF2)
 source tools/profiler_env.sh
 K=${1:-24}
 [ -n "$NCU" ] || { echo "no ncu"; exit 2; }
-for b in 1 6; do
-  defs=""; [ $b = 6 ] && defs="CUZK_FASTMUL_VARIANT_FR=6"
+for b in 1 6 6d; do
+  defs=""; [ $b = 6 ] && defs="CUZK_FASTMUL_VARIANT_FR=6"; [ $b = 6d ] && defs="CUZK_FASTMUL_VARIANT_FR=6 CUZK_NTT_DIF2=1"
   CUZK_KERNEL_DEFINES="$defs" timeout 200 "$NCU" --clock-control none --kernel-name regex:'ntt_r4_dif' \
       --launch-count 3 --section SpeedOfLight --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \
       --section Occupancy --section SchedulerStats --section WarpStateStats --section LaunchStats \
@@ -20,8 +20,8 @@ M=sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active,sm__pipe_alu_cycle
 M=$M,sm__pipe_fp64_cycles_active.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_lsu.avg.pct_of_peak_sustained_active
 M=$M,sm__pipe_shared_cycles_active.avg.pct_of_peak_sustained_active,smsp__issue_active.avg.pct_of_peak_sustained_active
 M=$M,sm__inst_executed.sum,smsp__average_warp_latency_issue_stalled_barrier.ratio,smsp__average_warp_latency_issue_stalled_short_scoreboard.ratio
-for b in 1 6; do
-  defs=""; [ $b = 6 ] && defs="CUZK_FASTMUL_VARIANT_FR=6"
+for b in 1 6 6d; do
+  defs=""; [ $b = 6 ] && defs="CUZK_FASTMUL_VARIANT_FR=6"; [ $b = 6d ] && defs="CUZK_FASTMUL_VARIANT_FR=6 CUZK_NTT_DIF2=1"
   CUZK_KERNEL_DEFINES="$defs" timeout 100 "$NCU" --clock-control none --kernel-name regex:'ntt_r4_dif' \
       --launch-count 3 --metrics "$M" python3 tools/experiments/ntt_once.py "$K" r4 > "$OUT/ncu_ntt_pipes_b$b.txt" 2>&1
   echo "pipes, Fr build $b: exit $?"
