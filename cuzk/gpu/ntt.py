@@ -45,6 +45,7 @@ VARIANTS = {
 }
 R4B6_BUILD = BUILDS["ntt_reg"][0]                  # r4b6: ntt_reg built with CUZK_FASTMUL_VARIANT_FR=6
 R4B6D_BUILD = BUILDS["ntt_reg"][1]                 # r4b6d: and with CUZK_NTT_DIF2=1 (N4)
+REG_BUILDS = {"r4b6": R4B6_BUILD, "r4b6d": R4B6D_BUILD}   # variants run by a build of ntt_reg's r4 kernel
 POINTWISE_B6 = BUILDS["ntt"][0]                    # N3: ntt.cu's pointwise kernels on Fr build 6
 # variants run by kernels/ntt_dfma.cu (kernel ntt_<name>_{dif,dit}) -> shared-memory bytes per element
 DFMA_VARIANTS = {"r4d": 40, "r4m": 32}
@@ -161,8 +162,8 @@ def _run(x, log_n: int, generator: int, inverse: bool, dit: bool, variant: str |
         f, elem_bytes = kernel("ntt_dfma", f"ntt_{variant}_{direction}"), DFMA_VARIANTS[variant]
     elif variant == "r4x":
         f, elem_bytes = kernel("ntt_split", f"ntt_r4x_{direction}"), 32
-    elif variant in ("r4b6", "r4b6d"):
-        f, elem_bytes = kernel("ntt_reg", f"ntt_r4_{direction}", R4B6_BUILD if variant == "r4b6" else R4B6D_BUILD), 32
+    elif variant in REG_BUILDS:
+        f, elem_bytes = kernel("ntt_reg", f"ntt_r4_{direction}", REG_BUILDS[variant]), 32
     else:
         f, elem_bytes = kernel("ntt_reg", f"ntt_r{1 << lr}_{direction}"), 32
     tb = tw1_bits(passes, tw1_max)

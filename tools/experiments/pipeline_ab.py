@@ -37,15 +37,15 @@ def steps(phases: dict, label: str) -> list[float]:
 def overlaps(phases: dict, label: str) -> list[float]:
     """For each `label` span (device interval), the device seconds of every other span in any phase that overlap
     it: another proof's kernels sharing the GPU with it (depth 2 keeps two proofs in flight)."""
-    spans = [(ph, c) for ph, rec in phases.items() for c in rec.get("circuits", [])
+    spans = [c for rec in phases.values() for c in rec.get("circuits", [])
              if c.get("device_start_s") is not None and c.get("device_stop_s") is not None]
     out = []
-    for _, c in spans:
+    for c in spans:
         if c.get("label") != label:
             continue
         a, b = c["device_start_s"], c["device_stop_s"]
         out.append(sum(max(0.0, min(b, d["device_stop_s"]) - max(a, d["device_start_s"]))
-                       for _, d in spans if d is not c))
+                       for d in spans if d is not c))
     return out
 
 
@@ -56,7 +56,7 @@ class MsmStats:
 
     def __init__(self):
         from cuzk.gpu import msm
-        self.msm, self.calls, self.orig = msm, [], msm.msm_g1
+        self.calls, self.orig = [], msm.msm_g1
 
         def wrapped(bases, inf, scalars, *a, **kw):
             w0, c0 = time.perf_counter(), time.thread_time()
