@@ -44,9 +44,7 @@ def _make(kernel: str, log_size: int, convention: str, generator: int, chains: i
     if kernel == "ntt":
         return M.make_ntt(log_size, "ntt", generator)
     if kernel == "intt":
-        from .gpu import ntt as G
-        x = M.random_fr(1 << log_size)
-        return (lambda loops: M._events(lambda: G.intt(x, log_size, generator), loops)), 1 << log_size
+        return M.make_ntt(log_size, "intt", generator)
     if kernel == "h":
         return M.make_h(log_size, convention, generator)
     if kernel == "spmv":

@@ -96,6 +96,15 @@ register(Optimization(
     "add to them (Z41), 13.5 of ~54 modular ops an element go; ntt_msm_h: its DIF NTTs",
 ))
 register(Optimization(
+    "N5", ("ntt_msm_h",),
+    "bit reversals by tiles through shared memory (kernels/bitrev.cuh: 16 x 16 elements a block, 512-byte runs "
+    "read and written), instead of one thread an element writing each 32-byte element alone; the H phase's last "
+    "pass (with F1: its coset scale and bit reversal) and the natural-order NTT helpers",
+    True,     # session 15: measured in docs/perf-log.md (Z46)
+    "bit reversal 2^27 ~7.7 -> 2.3-3.0 ms (8.6 GB moved at ~3-3.7 TB/s, not ~1.1); cuzk micro ntt 2^27 58.2 -> "
+    "52.9-53.6 ms; ntt_msm_h: F1's pass by its scattered writes' share, -1..-4 ms at 2^27",
+))
+register(Optimization(
     "H2", ("ntt_msm_h",),
     "coeff convention: the H phase skips C's coset NTT. H(gx) Z(gx) = A(gx) B(gx) - C(gx), Z(gx) = g^n - 1 "
     "mod x^n - 1 and deg H, deg C < n give h = iNTT_coset(a b / Z(g)) - C's coefficients / Z(g): six NTTs, not "

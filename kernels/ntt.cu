@@ -7,6 +7,7 @@
 // Twiddles: w_N^e = tw_hi[e >> tw_bits] * tw_lo[e & mask]; in-pass roots come from
 // tw_small[i] = w_(2^NTT_KMAX)^i.
 #include "field.cuh"
+#include "bitrev.cuh"
 using namespace cuzk;
 
 #define NTT_KMAX 10
@@ -99,6 +100,12 @@ extern "C" __global__ void bit_reverse(uint32_t* out, const uint32_t* in, int lo
     fr_t::load(in + off + i * FR_W).store(out + off + r * FR_W);
 }
 
+// bit_reverse by tiles (N5, bitrev.cuh): log_n >= 2 * BR_T, grid (2^(log_n - 2 BR_T), batch) x BR_TILE threads.
+extern "C" __global__ void __launch_bounds__(BR_TILE) bit_reverse_tiled(uint32_t* out, const uint32_t* in, int log_n) {
+    const long long off = ((long long)blockIdx.y << log_n) * FR_W;
+    bitrev_tile(out + off, log_n, [&](unsigned long long j, unsigned long long) { return fr_t::load(in + off + j * FR_W); });
+}
+
 // data[b][j] *= P(bitrev(j)) where P(e) = tw_hi[e >> bits] * tw_lo[e & mask]: the coset
 // shift (and 1/n) applied to coefficients held in bit-reversed order.
 extern "C" __global__ void scale_bitrev_powers(uint32_t* data, int log_n, const uint32_t* __restrict__ tw_lo,
@@ -124,6 +131,16 @@ extern "C" __global__ void scale_bitrev_powers_out(uint32_t* out, const uint32_t
     (fr_t::load(data + off + j * FR_W) * twiddle(tw_lo, tw_hi, bits, e)).store(out + off + (long long)e * FR_W);
 }
 
+// scale_bitrev_powers_out by tiles (N5): the same output, written in 512-byte runs.
+extern "C" __global__ void __launch_bounds__(BR_TILE) scale_bitrev_powers_out_tiled(
+        uint32_t* out, const uint32_t* data, int log_n, const uint32_t* __restrict__ tw_lo,
+        const uint32_t* __restrict__ tw_hi, int bits) {
+    const long long off = ((long long)blockIdx.y << log_n) * FR_W;
+    bitrev_tile(out + off, log_n, [&](unsigned long long j, unsigned long long e) {
+        return fr_t::load(data + off + j * FR_W) * twiddle(tw_lo, tw_hi, bits, e);
+    });
+}
+
 // data[b][j] *= P(j), natural order.
 extern "C" __global__ void scale_powers(uint32_t* data, int log_n, const uint32_t* __restrict__ tw_lo,
                                         const uint32_t* __restrict__ tw_hi, int bits) {
@@ -145,6 +162,16 @@ extern "C" __global__ void scale_bitrev_powers_sub_out(uint32_t* out, const uint
     const unsigned long long e = __brevll((unsigned long long)j) >> (64 - log_n);
     (fr_t::load(data + j * FR_W) * twiddle(tw_lo, tw_hi, bits, e) - fr_t::load(sub + j * FR_W) * fr_t::load(k))
         .store(out + (long long)e * FR_W);
+}
+
+// scale_bitrev_powers_sub_out by tiles (N5); one vector (no batch).
+extern "C" __global__ void __launch_bounds__(BR_TILE) scale_bitrev_powers_sub_out_tiled(
+        uint32_t* out, const uint32_t* data, const uint32_t* sub, const uint32_t* k, int log_n,
+        const uint32_t* __restrict__ tw_lo, const uint32_t* __restrict__ tw_hi, int bits) {
+    const fr_t kk = fr_t::load(k);
+    bitrev_tile(out, log_n, [&](unsigned long long j, unsigned long long e) {
+        return fr_t::load(data + j * FR_W) * twiddle(tw_lo, tw_hi, bits, e) - fr_t::load(sub + j * FR_W) * kk;
+    });
 }
 
 // H2 without F1: x[j] -= y[j] * k over n elements, in place.

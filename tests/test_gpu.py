@@ -306,6 +306,39 @@ def test_scale_bit_reverse_is_scale_then_bit_reverse(cp, log_n):
     assert cp.array_equal(got, want)
 
 
+@pytest.mark.parametrize("log_n", [7, 8, 9, 13])
+@pytest.mark.parametrize("batch", [1, 3])
+def test_bit_reverse_tiled(cp, log_n, batch):
+    """N5's tiled bit reversal and F1's tiled scale-and-reverse against Python ints and the one-pass kernels, on
+    random vectors, into poisoned outputs (2^7: the one-pass fallback; 2^8: one tile, no middle bits)."""
+    from cuzk.field import R
+    from cuzk.gpu import fr as gfr
+    from cuzk.gpu import micro, ntt
+    n = 1 << log_n
+    x = micro.random_fr(n, batch=batch, seed=log_n + 7 * batch).reshape(batch, n, 8)
+    xs = [int(v) for v in gfr.download(x)]
+    rev = [int(format(j, f"0{log_n}b")[::-1], 2) for j in range(n)]
+    base, scale = 0x7654321 + log_n, 123456789
+    for tiled in (True, False):
+        cp.get_default_memory_pool().free_all_blocks()
+        poison = cp.full(x.shape, 0xFFFFFFFF, dtype=cp.uint32)
+        del poison                               # its block, full of ones, is what empty_like gets next
+        got = ntt.bit_reverse(x, log_n, tiled=tiled)
+        assert [int(v) for v in gfr.download(got)] == [xs[b * n + rev[j]] for b in range(batch) for j in range(n)]
+        cp.get_default_memory_pool().free_all_blocks()
+        poison = cp.full(x.shape, 0xFFFFFFFF, dtype=cp.uint32)
+        del poison
+        got = ntt.scale_bit_reverse(x, log_n, base, scale, tiled=tiled)
+        assert [int(v) for v in gfr.download(got)] == [xs[b * n + rev[j]] * scale * pow(base, j, R) % R
+                                                       for b in range(batch) for j in range(n)]
+    if batch == 1:
+        k = 0xABCDEF + log_n
+        y = micro.random_fr(n, seed=log_n + 99)
+        ys = [int(v) for v in gfr.download(y)]
+        got = [int(v) for v in gfr.download(ntt.scale_bit_reverse(x[0], log_n, base, scale, sub=y, k=k, tiled=True))]
+        assert got == [(xs[rev[j]] * scale * pow(base, j, R) - ys[rev[j]] * k) % R for j in range(n)]
+
+
 @pytest.mark.parametrize("convention", ["coeff", "odd_lagrange"])
 def test_gpu_pipeline_proofs_verify(cp, convention):
     from cuzk.backend.cuda import CudaBackend

@@ -1,10 +1,11 @@
 """Prebuild kernels/*.cu with nvcc into the cubin cache the loader reads (CUZK_CUBIN_DIR).
 
-    python tools/build_cubins.py [--arch sm_90] [--out DIR] [--jobs N]
+    python tools/build_cubins.py [--arch sm_90] [--out DIR] [--jobs N] [--prune]
 
 Useful where NVRTC compiles are slow (the G2 MSM takes minutes) or on machines that are
 started fresh for each job. The file names carry a hash of the sources, so a stale cubin
 is never used. It also builds K1's shared library (kernels/host/cub_sort.cu: cuzk/gpu/cub_sort.py).
+--prune then removes the directory's other files (stale sources, experiment builds): what a device call carries.
 """
 import argparse
 import os
@@ -23,6 +24,7 @@ def main() -> int:
     ap.add_argument("--arch", default="sm_90")
     ap.add_argument("--out", default=None)
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
+    ap.add_argument("--prune", action="store_true", help="remove every other file from the cubin directory")
     args = ap.parse_args()
     if args.out:
         os.environ["CUZK_CUBIN_DIR"] = args.out
@@ -61,6 +63,12 @@ def main() -> int:
         for label, status in ex.map(lambda task: task(), [build_shim, *(partial(build, j) for j in jobs)]):
             print(f"{label}: {status}")
             failed |= status.startswith("FAILED")
+    if args.prune and not failed:
+        keep = {loader.cubin_path(n, args.arch, b).name for n, b in jobs} | {cub_sort.library_path(args.arch).name}
+        for f in sorted(out.iterdir()):
+            if f.is_file() and f.name not in keep:
+                f.unlink()
+                print(f"pruned {f.name}")
     return 1 if failed else 0
 
 

@@ -111,6 +111,12 @@ def ntt_variant(opts) -> str:
     return "r4"
 
 
+def h_options(opts) -> dict:
+    """h_scalars' keyword arguments under these options (N1, N2, N4, F1, N3, H2, N5)."""
+    return {"variant": ntt_variant(opts), "fused_tail": opts.enabled("F1"), "pointwise_b6": opts.enabled("N3"),
+            "skip_c": opts.enabled("H2"), "tiled_bitrev": opts.enabled("N5")}
+
+
 def _window(kh, scalars, opts, group: int = 1, parts: int = 1) -> int:
     """D4 off: one window size for every MSM (the one for the largest, H); on: chosen per MSM
     from its size, its scalars' popcount and the group's bucket sums (affine or XYZZ); parts > 1:
@@ -234,9 +240,7 @@ class CudaBackend(CpuBackend):
         out = []
         for i, asg in enumerate(assignments):
             with circuit(i, label="h scalars"):          # sub-steps: device time of each in the bench report
-                h = gh.h_scalars(self._abc(asg, kh.domain.n), kh.domain, kh.pk.convention,
-                                 variant=ntt_variant(self.opts), fused_tail=self.opts.enabled("F1"),
-                                 pointwise_b6=self.opts.enabled("N3"), skip_c=self.opts.enabled("H2"))
+                h = gh.h_scalars(self._abc(asg, kh.domain.n), kh.domain, kh.pk.convention, **h_options(self.opts))
                 h = cupy.ascontiguousarray(h)
             with circuit(i, label="h msm"):
                 out.append(gmsm.msm_g1(hb.limbs, hb.inf, h, _window(kh, h, self.opts), **msm_kw(self.opts, 1)))

@@ -22,11 +22,12 @@ THREADS = 256
 
 
 def h_scalars(abc, domain: Domain, convention: str, check: bool = True, variant: str | None = None, mark=None,
-              fused_tail: bool = False, pointwise_b6: bool = False, skip_c: bool = False):
+              fused_tail: bool = False, pointwise_b6: bool = False, skip_c: bool = False, tiled_bitrev: bool = False):
     """variant: the NTT pass kernel (ntt.VARIANTS key; None: ntt.VARIANT). mark(name), when given, is called after
     each step (profiling: tools/experiments/h_profile.py). fused_tail (optimization F1): the last coset scale and
     the bit reversal in one pass (ntt.scale_bit_reverse). pointwise_b6 (optimization N3): the coset scales and
     the combine on Fr build 6 (ntt.POINTWISE_B6). skip_c (optimization H2, `coeff` only): no coset NTT of c.
+    tiled_bitrev (optimization N5): the last pass's bit reversal by tiles (ntt.bit_reverse's `tiled`).
     H(gx) Z(gx) = A(gx) B(gx) - C(gx) and Z(gx) = g^n - 1 mod x^n - 1, with H and C of degree < n, so
     H(gx) = f (A(gx) B(gx) mod x^n - 1) - f C(gx), f = 1 / Z(g): h = iNTT_coset(a b f) - f C's coefficients,
     the very polynomial of the seven-NTT path for any a, b, c (satisfying or not)."""
@@ -62,10 +63,11 @@ def h_scalars(abc, domain: Domain, convention: str, check: bool = True, variant:
     mark("iNTT h")
     sub = factor * ninv                                      # f C = (f / n) (n C) for H2
     if fused_tail and skip_c:
-        h = ntt.scale_bit_reverse(q, L, pow(shift, -1, R), ninv, build=pw, sub=abc[2], k=sub)
+        h = ntt.scale_bit_reverse(q, L, pow(shift, -1, R), ninv, build=pw, sub=abc[2], k=sub,
+                                   tiled=tiled_bitrev)
         mark("coset scale, - f C and bit reverse h")
     elif fused_tail:
-        h = ntt.scale_bit_reverse(q, L, pow(shift, -1, R), ninv, build=pw)
+        h = ntt.scale_bit_reverse(q, L, pow(shift, -1, R), ninv, build=pw, tiled=tiled_bitrev)
         mark("coset scale and bit reverse h")
     else:
         ntt.scale_powers(q, L, pow(shift, -1, R), ninv, bitrev=True, build=pw)
@@ -73,7 +75,7 @@ def h_scalars(abc, domain: Domain, convention: str, check: bool = True, variant:
         if skip_c:
             ntt.sub_scaled(q, abc[2], sub, build=pw)
             mark("- f C")
-        h = ntt.bit_reverse(q, L)
+        h = ntt.bit_reverse(q, L, tiled=tiled_bitrev)
         mark("bit reverse")
     if check and bool(h[n - 1].any()):
         raise ArithmeticError("H has degree n - 1: the assignment does not satisfy the QAP")

@@ -73,14 +73,23 @@ def _backend_ntt_variant() -> str:
     return ntt_variant(resolve())
 
 
+def _backend_h_options() -> dict:
+    """h_scalars' options as the backend sets them under CUZK_OPT (the NTT variant, F1, N3, H2, N5)."""
+    from ..backend.cuda import h_options
+    from ..opts import resolve
+    return h_options(resolve())
+
+
 def make_ntt(log_n: int, kind: str = "dif", generator: int = 7):
     from . import ntt as G
     x = random_fr(1 << log_n)
-    v = _backend_ntt_variant()
+    v, tiled = _backend_ntt_variant(), _backend_h_options()["tiled_bitrev"]
     if kind == "dif":
         def call(): G.dif(x, log_n, generator, variant=v)
-    else:
-        def call(): G.bit_reverse(G.dif(x, log_n, generator, variant=v), log_n)
+    elif kind == "intt":                     # natural -> natural, scaled by 1/n
+        def call(): G.intt(x, log_n, generator, variant=v, tiled=tiled)
+    else:                                    # "ntt": natural -> natural (dif in place, then the bit reversal)
+        def call(): G.bit_reverse(G.dif(x, log_n, generator, variant=v), log_n, tiled=tiled)
 
     def run(loops: int) -> float:
         return _events(call, loops)
@@ -93,11 +102,11 @@ def make_h(log_n: int, convention: str = "coeff", generator: int = 7):
     abc = random_fr(d.n, 3)
     work = abc.copy()
 
-    v = _backend_ntt_variant()
+    kw = _backend_h_options()
 
     def call():
         work[...] = abc
-        h_scalars(work, d, convention, check=False, variant=v)
+        h_scalars(work, d, convention, check=False, **kw)
 
     def run(loops: int) -> float:
         return _events(call, loops)

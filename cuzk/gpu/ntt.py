@@ -194,12 +194,24 @@ def dit(x, log_n: int, generator: int = 7, inverse: bool = False, variant: str |
     return _run(x, log_n, generator, inverse, True, variant)
 
 
-def bit_reverse(x, log_n: int):
+BR_T = 4             # kernels/bitrev.cuh: tiles of 2^BR_T x 2^BR_T elements, one a block of 2^(2 BR_T) threads
+
+
+def _tiles(log_n: int, tiled: bool) -> bool:
+    return tiled and log_n >= 2 * BR_T
+
+
+def bit_reverse(x, log_n: int, tiled: bool = True):
+    """Out of place: out[b][bitrev(j)] = x[b][j]. tiled (optimization N5): by tiles through shared memory,
+    reading and writing 512-byte runs (2^8 elements and up), instead of one scattered 32-byte write an element."""
     import cupy
     n = 1 << log_n
     batch = x.size // (n * 8)
     out = cupy.empty_like(x)
-    kernel("ntt", "bit_reverse")(((n + THREADS - 1) // THREADS, batch), (THREADS,), (out, x, np.int32(log_n)))
+    if _tiles(log_n, tiled):
+        kernel("ntt", "bit_reverse_tiled")((n >> 2 * BR_T, batch), (1 << 2 * BR_T,), (out, x, np.int32(log_n)))
+    else:
+        kernel("ntt", "bit_reverse")(((n + THREADS - 1) // THREADS, batch), (THREADS,), (out, x, np.int32(log_n)))
     return out
 
 
@@ -214,23 +226,28 @@ def scale_powers(x, log_n: int, base: int, scale: int = 1, bitrev: bool = False,
     return x
 
 
-def scale_bit_reverse(x, log_n: int, base: int, scale: int = 1, build: tuple = (), sub=None, k: int = 0):
+def scale_bit_reverse(x, log_n: int, base: int, scale: int = 1, build: tuple = (), sub=None, k: int = 0,
+                      tiled: bool = True):
     """Out of place: y[bitrev(j)] = x[j] * scale * base^bitrev(j), i.e. scale_powers(x, bitrev=True) then
     bit_reverse in one pass (optimization F1). With `sub` (one vector of n, as x): less sub[j] * k (H2's last
-    pass)."""
+    pass). tiled: as bit_reverse's (N5)."""
     import cupy
     n = 1 << log_n
     batch = x.size // (n * 8)
     lo, hi, bits = _power_tables(base % R, log_n, scale % R)
     out = cupy.empty_like(x)
-    grid, tail = ((n + THREADS - 1) // THREADS, batch), (np.int32(log_n), lo, hi, np.int32(bits))
+    if _tiles(log_n, tiled):
+        grid, block, suffix = (n >> 2 * BR_T, batch), (1 << 2 * BR_T,), "_tiled"
+    else:
+        grid, block, suffix = ((n + THREADS - 1) // THREADS, batch), (THREADS,), ""
+    tail = (np.int32(log_n), lo, hi, np.int32(bits))
     if sub is None:
-        kernel("ntt", "scale_bitrev_powers_out", build)(grid, (THREADS,), (out, x, *tail))
+        kernel("ntt", "scale_bitrev_powers_out" + suffix, build)(grid, block, (out, x, *tail))
         return out
     from .fr import upload
     if batch != 1 or sub.size != x.size:
         raise ValueError(f"scale_bit_reverse with sub takes one vector of 2^{log_n} elements and a sub as large")
-    kernel("ntt", "scale_bitrev_powers_sub_out", build)(grid, (THREADS,), (out, x, sub, upload([k % R]), *tail))
+    kernel("ntt", "scale_bitrev_powers_sub_out" + suffix, build)(grid, block, (out, x, sub, upload([k % R]), *tail))
     return out
 
 
@@ -245,16 +262,16 @@ def sub_scaled(x, y, k: int, build: tuple = ()):
     return x
 
 
-def ntt(x, log_n: int, generator: int = 7):
-    """Natural -> natural forward NTT (out of place)."""
-    return bit_reverse(dif(x.copy(), log_n, generator), log_n)
+def ntt(x, log_n: int, generator: int = 7, variant: str | None = None, tiled: bool = True):
+    """Natural -> natural forward NTT (out of place): DIF passes, then the bit reversal (tiled: N5)."""
+    return bit_reverse(dif(x.copy(), log_n, generator, variant=variant), log_n, tiled=tiled)
 
 
-def intt(x, log_n: int, generator: int = 7):
-    """Natural -> natural inverse NTT, scaled by 1/n (out of place)."""
-    y = dif(x.copy(), log_n, generator, inverse=True)
-    scale_powers(y, log_n, 1, pow(1 << log_n, -1, R))
-    return bit_reverse(y, log_n)
+def intt(x, log_n: int, generator: int = 7, variant: str | None = None, tiled: bool = True):
+    """Natural -> natural inverse NTT, scaled by 1/n (out of place): DIF passes, then 1/n and the bit reversal
+    in one pass (scale_bit_reverse with base 1)."""
+    y = dif(x.copy(), log_n, generator, inverse=True, variant=variant)
+    return scale_bit_reverse(y, log_n, 1, pow(1 << log_n, -1, R), tiled=tiled)
 
 
 def coset_ntt(x, log_n: int, shift: int, generator: int = 7):
