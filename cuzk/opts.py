@@ -96,6 +96,15 @@ register(Optimization(
     "add to them (Z41), 13.5 of ~54 modular ops an element go; ntt_msm_h: its DIF NTTs",
 ))
 register(Optimization(
+    "N7", ("ntt_msm_h",),
+    "N4's NTT passes with every twiddle table (in-pass roots, 4-step tables) held as five 52-bit limbs in "
+    "doubles, the operand form of fastmul build 6, instead of 8 x uint32 converted in each product; a build of "
+    "ntt_reg (CUZK_NTT_TW52); acts only with N1, N2 and N4",
+    True,     # session 15: measured in docs/perf-log.md (Z47)
+    "NTT 2^27 -1..-2.5 ms: -4% of the DIF pass's instructions (static SASS 5768 -> 5536), against more spills "
+    "(DIF 32 -> 88 B, DIT 76 -> 232 B); ntt_msm_h: its five NTTs",
+))
+register(Optimization(
     "N5", ("ntt_msm_h",),
     "bit reversals by tiles through shared memory (kernels/bitrev.cuh: 16 x 16 elements a block, 512-byte runs "
     "read and written), instead of one thread an element writing each 32-byte element alone; the H phase's last "

@@ -122,6 +122,16 @@ ablate_alone() {
       --json "$OUT/ablate_$(echo "$1" | tr 'A-Z' 'a-z')_24d.json" 2>&1 | grep -A3 "^| opt"
 }
 case "$1" in
+Z47)
+  # session 15, issue 4: N7 (52-bit twiddle tables, r4b6dp) tested, then timed against -N7 (micro ntt 2^27 alternated
+  # three times, micro h 2^27 twice each), then the DIF and DIT alone (gpu_ntt_check-style: dif/dit 2^27 r4b6d vs r4b6dp)
+  timeout 240 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests/test_gpu_ntt_reg.py tests/test_micro.py \
+      -k "r4b6dp or backends_variant" 2>&1 | tail -2
+  for r in 1 2 3; do for o in "" "-N7"; do echo "CUZK_OPT=${o:-defaults}"
+    CUZK_OPT=$o timeout 60 python3 -m cuzk micro ntt --log-size 27 -p 1 -n 3 -w 1 2>&1 | tail -1; done; done
+  for r in 1 2; do for o in "" "-N7"; do echo "CUZK_OPT=${o:-defaults}"
+    CUZK_OPT=$o timeout 90 python3 -m cuzk micro h --log-size 27 -p 1 -n 3 -w 1 2>&1 | tail -1; done; done
+  timeout 120 python3 tools/gpu_ntt_check.py --no-tests --no-mul --variants r4b6d,r4b6dp 2>&1 | tail -6 ;;
 Z46)
   # session 15, issue 4: N5 (tiled bit reversal) tested, then timed against -N5 (micro ntt / intt 2^27 alternated,
   # micro h 2^27 once each; micro h now runs with every backend option); then the r4b6d DIF pass's stall reasons
