@@ -97,12 +97,12 @@ register(Optimization(
 ))
 register(Optimization(
     "N7", ("ntt_msm_h",),
-    "N4's NTT passes with every twiddle table (in-pass roots, 4-step tables) held as five 52-bit limbs in "
-    "doubles, the operand form of fastmul build 6, instead of 8 x uint32 converted in each product; a build of "
-    "ntt_reg (CUZK_NTT_TW52); acts only with N1, N2 and N4",
-    True,     # session 15: measured in docs/perf-log.md (Z47)
-    "NTT 2^27 -1..-2.5 ms: -4% of the DIF pass's instructions (static SASS 5768 -> 5536), against more spills "
-    "(DIF 32 -> 88 B, DIT 76 -> 232 B); ntt_msm_h: its five NTTs",
+    "N4's DIF passes with every twiddle table (in-pass roots, 4-step tables) held as five 52-bit limbs in "
+    "doubles, the operand form of fastmul build 6, instead of 8 x uint32 converted in each product (the DIT "
+    "passes stay N4's: theirs spill); a build of ntt_reg (CUZK_NTT_TW52); acts only with N1, N2 and N4",
+    True,     # session 15: NTT 2^27 53.05 -> 52.60 ms (Z47, DIF and DIT both 52-bit: h +1.3 ms, so DIF only); Z48
+    "NTT 2^27 -0.4 ms (Z47: -4% of the DIF pass's static instructions, 5768 -> 5536, less its spills, 32 -> 88 B); "
+    "ntt_msm_h: its DIF NTTs (a, b, c and h), -1..-2 ms at 2^27",
 ))
 register(Optimization(
     "N5", ("ntt_msm_h",),

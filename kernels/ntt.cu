@@ -106,6 +106,23 @@ extern "C" __global__ void __launch_bounds__(BR_TILE) bit_reverse_tiled(uint32_t
     bitrev_tile(out + off, log_n, [&](unsigned long long j, unsigned long long) { return fr_t::load(in + off + j * FR_W); });
 }
 
+// out[b][bitrev(j)] = in[b][j] * k: the inverse NTT's 1/n with its reversal (one product an element), one-pass and
+// tiled (N5) forms.
+extern "C" __global__ void bit_reverse_scale(uint32_t* out, const uint32_t* in, const uint32_t* k, int log_n) {
+    const long long n = 1ll << log_n;
+    const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const long long off = (long long)blockIdx.y * n * FR_W;
+    const long long r = (long long)(__brevll((unsigned long long)i) >> (64 - log_n));
+    (fr_t::load(in + off + i * FR_W) * fr_t::load(k)).store(out + off + r * FR_W);
+}
+extern "C" __global__ void __launch_bounds__(BR_TILE) bit_reverse_scale_tiled(uint32_t* out, const uint32_t* in,
+                                                                              const uint32_t* k, int log_n) {
+    const long long off = ((long long)blockIdx.y << log_n) * FR_W;
+    const fr_t kk = fr_t::load(k);
+    bitrev_tile(out + off, log_n, [&](unsigned long long j, unsigned long long) { return fr_t::load(in + off + j * FR_W) * kk; });
+}
+
 // data[b][j] *= P(bitrev(j)) where P(e) = tw_hi[e >> bits] * tw_lo[e & mask]: the coset
 // shift (and 1/n) applied to coefficients held in bit-reversed order.
 extern "C" __global__ void scale_bitrev_powers(uint32_t* data, int log_n, const uint32_t* __restrict__ tw_lo,

@@ -309,8 +309,9 @@ def test_scale_bit_reverse_is_scale_then_bit_reverse(cp, log_n):
 @pytest.mark.parametrize("log_n", [7, 8, 9, 13])
 @pytest.mark.parametrize("batch", [1, 3])
 def test_bit_reverse_tiled(cp, log_n, batch):
-    """N5's tiled bit reversal and F1's tiled scale-and-reverse against Python ints and the one-pass kernels, on
-    random vectors, into poisoned outputs (2^7: the one-pass fallback; 2^8: one tile, no middle bits)."""
+    """N5's tiled bit reversal, F1's tiled scale-and-reverse and intt's scaled reversal against Python ints and
+    the one-pass kernels, on random vectors, into poisoned outputs (2^7: the one-pass fallback; 2^8: one tile, no
+    middle bits)."""
     from cuzk.field import R
     from cuzk.gpu import fr as gfr
     from cuzk.gpu import micro, ntt
@@ -331,6 +332,13 @@ def test_bit_reverse_tiled(cp, log_n, batch):
         got = ntt.scale_bit_reverse(x, log_n, base, scale, tiled=tiled)
         assert [int(v) for v in gfr.download(got)] == [xs[b * n + rev[j]] * scale * pow(base, j, R) % R
                                                        for b in range(batch) for j in range(n)]
+        for build in ((), ntt.POINTWISE_B6):     # intt's 1/n with the reversal: one product, builds 1 and 6
+            cp.get_default_memory_pool().free_all_blocks()
+            poison = cp.full(x.shape, 0xFFFFFFFF, dtype=cp.uint32)
+            del poison
+            got = ntt.bit_reverse(x, log_n, tiled=tiled, scale=scale + log_n, build=build)
+            assert [int(v) for v in gfr.download(got)] == [xs[b * n + rev[j]] * (scale + log_n) % R
+                                                           for b in range(batch) for j in range(n)]
     if batch == 1:
         k = 0xABCDEF + log_n
         y = micro.random_fr(n, seed=log_n + 99)

@@ -122,6 +122,15 @@ ablate_alone() {
       --json "$OUT/ablate_$(echo "$1" | tr 'A-Z' 'a-z')_24d.json" 2>&1 | grep -A3 "^| opt"
 }
 case "$1" in
+Z48)
+  # session 15, issue 4: N7 on the DIF passes only (the DIT stays r4b6d), tested and timed against -N7; intt's last pass
+  # as one product (bit_reverse with scale) on N3's build
+  timeout 240 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests/test_gpu_ntt_reg.py tests/test_micro.py \
+      tests/test_gpu.py -k "r4b6dp or backends_variant or bit_reverse or ntt_forward or pointwise or h_" 2>&1 | tail -2
+  for r in 1 2; do for o in "" "-N7"; do echo "CUZK_OPT=${o:-defaults}"
+    CUZK_OPT=$o timeout 60 python3 -m cuzk micro ntt --log-size 27 -p 1 -n 3 -w 1 2>&1 | tail -1
+    CUZK_OPT=$o timeout 90 python3 -m cuzk micro h --log-size 27 -p 1 -n 3 -w 1 2>&1 | tail -1; done; done
+  timeout 60 python3 -m cuzk micro intt --log-size 27 -p 1 -n 3 -w 1 2>&1 | tail -1 ;;
 Z47)
   # session 15, issue 4: N7 (52-bit twiddle tables, r4b6dp) tested, then timed against -N7 (micro ntt 2^27 alternated
   # three times, micro h 2^27 twice each), then the DIF and DIT alone (gpu_ntt_check-style: dif/dit 2^27 r4b6d vs r4b6dp)

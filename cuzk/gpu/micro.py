@@ -83,11 +83,12 @@ def _backend_h_options() -> dict:
 def make_ntt(log_n: int, kind: str = "dif", generator: int = 7):
     from . import ntt as G
     x = random_fr(1 << log_n)
-    v, tiled = _backend_ntt_variant(), _backend_h_options()["tiled_bitrev"]
+    h = _backend_h_options()
+    v, tiled, build = h["variant"], h["tiled_bitrev"], G.POINTWISE_B6 if h["pointwise_b6"] else ()
     if kind == "dif":
         def call(): G.dif(x, log_n, generator, variant=v)
     elif kind == "intt":                     # natural -> natural, scaled by 1/n
-        def call(): G.intt(x, log_n, generator, variant=v, tiled=tiled)
+        def call(): G.intt(x, log_n, generator, variant=v, tiled=tiled, build=build)
     else:                                    # "ntt": natural -> natural (dif in place, then the bit reversal)
         def call(): G.bit_reverse(G.dif(x, log_n, generator, variant=v), log_n, tiled=tiled)
 

@@ -29,8 +29,9 @@ THREADS = 256
 #        inside each multiplication (experiment).
 #   r4b6: r4's kernel built with fastmul build 6 for Fr (products on the FP64 pipe; loader.BUILDS): N2.
 #   r4b6d: r4b6 with its DIF butterfly in two modular ops, not three (CUZK_NTT_DIF2): N2 and N4.
-#   r4b6dp: r4b6d with every twiddle table in 52-bit limbs (5 doubles an entry: build 6's operand form,
-#        CUZK_NTT_TW52): N2, N4 and N7.
+#   r4b6dp: r4b6d with the DIF passes' twiddle tables in 52-bit limbs (5 doubles an entry: build 6's operand
+#        form, CUZK_NTT_TW52): N2, N4 and N7. Its DIT passes are r4b6d's (the 52-bit DIT spills 232 B and was
+#        slower: docs/perf-log.md, session 15).
 #   r4x: kernels/ntt_split.cu, r4 with half its multiplications on the FP64 pipe (fastmul build 6) and
 #        half on the FMA pipe (build 1): the two pipes share the load (experiment).
 VARIANTS = {
@@ -50,7 +51,7 @@ R4B6_BUILD = BUILDS["ntt_reg"][0]                  # r4b6: ntt_reg built with CU
 R4B6D_BUILD = BUILDS["ntt_reg"][1]                 # r4b6d: and with CUZK_NTT_DIF2=1 (N4)
 R4B6DP_BUILD = BUILDS["ntt_reg"][2]                # r4b6dp: and with CUZK_NTT_TW52=1 (N7)
 REG_BUILDS = {"r4b6": R4B6_BUILD, "r4b6d": R4B6D_BUILD, "r4b6dp": R4B6DP_BUILD}   # builds of ntt_reg's r4 kernel
-TW52_VARIANTS = {"r4b6dp"}                         # twiddle tables as 52-bit limbs (limbs52)
+TW52_VARIANTS = {"r4b6dp": "r4b6d"}                # DIF twiddle tables as 52-bit limbs (limbs52) -> the DIT's variant
 POINTWISE_B6 = BUILDS["ntt"][0]                    # N3: ntt.cu's pointwise kernels on Fr build 6
 # variants run by kernels/ntt_dfma.cu (kernel ntt_<name>_{dif,dit}) -> shared-memory bytes per element
 DFMA_VARIANTS = {"r4d": 40, "r4m": 32}
@@ -176,6 +177,8 @@ def _run(x, log_n: int, generator: int, inverse: bool, dit: bool, variant: str |
     if inverse:
         w = pow(w, -1, R)
     variant = variant or VARIANT
+    if dit and variant in TW52_VARIANTS:
+        variant = TW52_VARIANTS[variant]
     lr, emax, tw1_max = VARIANTS[variant]
     passes = plan(log_n, emax)
     if lr > 1 and any(k < lr for _, k, _ in passes):
@@ -246,17 +249,23 @@ def _tiles(log_n: int, tiled: bool) -> bool:
     return tiled and log_n >= 2 * BR_T
 
 
-def bit_reverse(x, log_n: int, tiled: bool = True):
-    """Out of place: out[b][bitrev(j)] = x[b][j]. tiled (optimization N5): by tiles through shared memory,
-    reading and writing 512-byte runs (2^8 elements and up), instead of one scattered 32-byte write an element."""
+def bit_reverse(x, log_n: int, tiled: bool = True, scale: int | None = None, build: tuple = ()):
+    """Out of place: out[b][bitrev(j)] = x[b][j] (times `scale`, when given: one product an element, on ntt.cu's
+    `build`). tiled (optimization N5): by tiles through shared memory, reading and writing 512-byte runs (2^8
+    elements and up), instead of one scattered 32-byte write an element."""
     import cupy
     n = 1 << log_n
     batch = x.size // (n * 8)
     out = cupy.empty_like(x)
-    if _tiles(log_n, tiled):
-        kernel("ntt", "bit_reverse_tiled")((n >> 2 * BR_T, batch), (1 << 2 * BR_T,), (out, x, np.int32(log_n)))
+    if scale is None:
+        name, args = "bit_reverse", (out, x, np.int32(log_n))
     else:
-        kernel("ntt", "bit_reverse")(((n + THREADS - 1) // THREADS, batch), (THREADS,), (out, x, np.int32(log_n)))
+        from .fr import upload
+        name, args = "bit_reverse_scale", (out, x, upload([scale % R]), np.int32(log_n))
+    if _tiles(log_n, tiled):
+        kernel("ntt", name + "_tiled", build)((n >> 2 * BR_T, batch), (1 << 2 * BR_T,), args)
+    else:
+        kernel("ntt", name, build)(((n + THREADS - 1) // THREADS, batch), (THREADS,), args)
     return out
 
 
@@ -312,11 +321,11 @@ def ntt(x, log_n: int, generator: int = 7, variant: str | None = None, tiled: bo
     return bit_reverse(dif(x.copy(), log_n, generator, variant=variant), log_n, tiled=tiled)
 
 
-def intt(x, log_n: int, generator: int = 7, variant: str | None = None, tiled: bool = True):
+def intt(x, log_n: int, generator: int = 7, variant: str | None = None, tiled: bool = True, build: tuple = ()):
     """Natural -> natural inverse NTT, scaled by 1/n (out of place): DIF passes, then 1/n and the bit reversal
-    in one pass (scale_bit_reverse with base 1)."""
+    in one pass (one product an element, on ntt.cu's `build`: POINTWISE_B6 for N3's)."""
     y = dif(x.copy(), log_n, generator, inverse=True, variant=variant)
-    return scale_bit_reverse(y, log_n, 1, pow(1 << log_n, -1, R), tiled=tiled)
+    return bit_reverse(y, log_n, tiled=tiled, scale=pow(1 << log_n, -1, R), build=build)
 
 
 def coset_ntt(x, log_n: int, shift: int, generator: int = 7):
