@@ -96,15 +96,6 @@ register(Optimization(
     "add to them (Z41), 13.5 of ~54 modular ops an element go; ntt_msm_h: its DIF NTTs",
 ))
 register(Optimization(
-    "N7", ("ntt_msm_h",),
-    "N4's DIF passes with every twiddle table (in-pass roots, 4-step tables) held as five 52-bit limbs in "
-    "doubles, the operand form of fastmul build 6, instead of 8 x uint32 converted in each product (the DIT "
-    "passes stay N4's: theirs spill); a build of ntt_reg (CUZK_NTT_TW52); acts only with N1, N2 and N4",
-    True,     # session 15: NTT 2^27 53.05 -> 52.60 ms (Z47, DIF and DIT both 52-bit: h +1.3 ms, so DIF only); Z48
-    "NTT 2^27 -0.4 ms (Z47: -4% of the DIF pass's static instructions, 5768 -> 5536, less its spills, 32 -> 88 B); "
-    "ntt_msm_h: its DIF NTTs (a, b, c and h), -1..-2 ms at 2^27",
-))
-register(Optimization(
     "N5", ("ntt_msm_h",),
     "bit reversals by tiles through shared memory (kernels/bitrev.cuh: 16 x 16 elements a block, 512-byte runs "
     "read and written), instead of one thread an element writing each 32-byte element alone; the H phase's last "

@@ -382,11 +382,8 @@ template <class F> DFMA_CX uint64_t v6_col_init(int k) {
 #define CUZK_V6_CHECK(cond, msg) do { } while (0)
 #endif
 
-// The operands as 52-bit limbs (dfma::from_u32 of the uint32 form; tables may hold them so: N7). Contract: a b <
-// p 2^(32N), e.g. a < 2^(32N) (any N-word value) and b < p: then V / 2^S < a b / 2^(32N) + p < 2p as below.
 template <class P>
-CUZK_FM_INLINE void mont_mul_dfma_e(uint32_t* out, const dfma::elem<typename v6_field<P::N>::F>& x,
-                                    const dfma::elem<typename v6_field<P::N>::F>& y) {
+CUZK_FM_INLINE void mont_mul_dfma(uint32_t* out, const uint32_t* a, const uint32_t* b) {
     using F = typename v6_field<P::N>::F;
     constexpr int N = P::N, L = F::L, K = v6_K<F>(), S = v6_S<F>(), NV = 2 * L - K;
     static_assert(F::N32 == N, "field mismatch");
@@ -394,6 +391,7 @@ CUZK_FM_INLINE void mont_mul_dfma_e(uint32_t* out, const dfma::elem<typename v6_
     static_assert(v6_max_parts<F>() <= 63, "column sums < 63 * 2^52 + 2^6 <= 2^58");
     static_assert(S + 32 * N <= 52 * NV, "V < 2^(32N+S) fits NV limbs: no carry out of the top one");
     using dfma::as_u64;
+    const dfma::elem<F> x = dfma::from_u32<F>(a), y = dfma::from_u32<F>(b);   // a, b < p: limbs < 2^52
     uint64_t c[2 * L];
 #pragma unroll
     for (int k = 0; k < 2 * L; k++) c[k] = v6_col_init<F>(k);
@@ -463,11 +461,6 @@ CUZK_FM_INLINE void mont_mul_dfma_e(uint32_t* out, const dfma::elem<typename v6_
         w[q] = (uint32_t)v;
     }
     sub_p_once<P>(out, w);       // < 2p
-}
-template <class P>
-CUZK_FM_INLINE void mont_mul_dfma(uint32_t* out, const uint32_t* a, const uint32_t* b) {
-    using F = typename v6_field<P::N>::F;
-    mont_mul_dfma_e<P>(out, dfma::from_u32<F>(a), dfma::from_u32<F>(b));   // limbs < 2^52 for any N-word value
 }
 #undef CUZK_V6_CHECK
 #endif  // CUZK_FASTMUL_HAS_V6

@@ -68,7 +68,6 @@ __device__ __forceinline__ fd outer_tw_d(unsigned e_sub, int tw_mode, int shift,
 // The butterflies and the 4-step twiddle of both policies, from E's add, sub and x * twiddle.
 template <class E>
 struct DfmaSteps {              // (templates on T: E is incomplete where it derives from this)
-    static constexpr int TWW = FR_W;                    // 32-bit words per twiddle table entry
     template <class T>
     static __device__ __forceinline__ T outer(const T& x, unsigned e_sub, int tw_mode, int shift, const uint32_t* tw_lo,
                                               const uint32_t* tw_hi, int bits, const uint32_t* tw1, int tw1_shift, int) {

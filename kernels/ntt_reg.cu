@@ -28,6 +28,4 @@ extern "C" __global__ void __launch_bounds__(256, 2) ntt_r8_dit(NTT_REG_ARGS) { 
 #define CUZK_NTT_R4_BLOCKS 3
 #endif
 extern "C" __global__ void __launch_bounds__(256, CUZK_NTT_R4_BLOCKS) ntt_r4_dif(NTT_REG_ARGS) { ntt_reg_pass<2, false, Fr32>(NTT_REG_CALL); }
-#if !CUZK_NTT_TW52   // N7's build runs DIF passes only (its DIT spills 232 B and was slower: ntt.TW52_VARIANTS)
 extern "C" __global__ void __launch_bounds__(256, CUZK_NTT_R4_BLOCKS) ntt_r4_dit(NTT_REG_ARGS) { ntt_reg_pass<2, true, Fr32>(NTT_REG_CALL); }
-#endif

@@ -25,7 +25,6 @@ __device__ __forceinline__ int swz(int s) {
 // P::load/store (global, 8 x uint32), P::word/set_word, P::outer (x times its 4-step twiddle) and the
 // butterflies P::dit / P::dif (a, b, w = 1 for the block?, twiddle table entry). The last argument of
 // outer/dit/dif is the element's (or pair's) index m < R, a constant after unrolling (ntt_split.cu).
-// P::TWW: 32-bit words per twiddle table entry (8; 10 for N7's 52-bit limbs).
 template <int LR, bool DIT, class P>
 __device__ __forceinline__ void ntt_reg_pass(uint32_t* data, int log_n, int log_sub, int k, int log_c,
                                              const uint32_t* __restrict__ tw_small, int tw_mode,
@@ -85,7 +84,7 @@ __device__ __forceinline__ void ntt_reg_pass(uint32_t* data, int log_n, int log_
                 if (m & (1 << t)) continue;
                 const int jm = m & ((1 << t) - 1);
                 const bool one = b0 == 0 && jm == 0;       // w = 1, the same for the whole block
-                const uint32_t* wp = tw_small + ((unsigned)(lo + (jm << b0)) << (NTT_KMAX - 1 - st)) * P::TWW;
+                const uint32_t* wp = tw_small + ((unsigned)(lo + (jm << b0)) << (NTT_KMAX - 1 - st)) * FR_W;
                 if (DIT)
                     P::dit(x[m], x[m + (1 << t)], one, wp, m);
                 else

@@ -78,22 +78,3 @@ def test_tw1_bits():
     assert G.tw1_bits(G.plan(20), 18) == 0           # 10+10: the first pass is 2^20
     assert G.tw1_bits(G.plan(20), 20) == 20
     assert G.tw1_bits(G.plan(9), 18) == 0            # one pass: no twiddle
-
-
-def test_limbs52_holds_the_same_value():
-    """N7's tables: limbs52 re-limbs uint32[8] values (any 256-bit value, not only < r) into five 52-bit limbs,
-    each an exact integer double, with the same value."""
-    from cuzk.field import fr_to_limbs
-    rng = random.Random(52)
-    vals = [rng.randrange(R) for _ in range(500)] + [0, 1, R - 1]
-    wide = [rng.randrange(1 << 256) for _ in range(200)] + [(1 << 256) - 1]
-    lim = np.concatenate([fr_to_limbs(np.array(vals, dtype=object)),
-                          np.array([[(v >> (32 * i)) & 0xFFFFFFFF for i in range(8)] for v in wide], dtype=np.uint32)])
-    d = G.limbs52(lim.reshape(-1, 8))
-    assert d.shape == (len(vals) + len(wide), 5) and d.dtype == np.float64
-    assert (d < 2.0 ** 52).all() and (d == np.floor(d)).all() and (d >= 0).all()
-    back = [sum(int(d[j, k]) << (52 * k) for k in range(5)) for j in range(len(d))]
-    want = [sum(int(w) << (32 * i) for i, w in enumerate(row)) for row in lim.reshape(-1, 8)]
-    assert back == want
-    with pytest.raises(ValueError):
-        G.limbs52(lim[:, :5])

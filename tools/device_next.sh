@@ -122,6 +122,14 @@ ablate_alone() {
       --json "$OUT/ablate_$(echo "$1" | tr 'A-Z' 'a-z')_24d.json" 2>&1 | grep -A3 "^| opt"
 }
 case "$1" in
+Z49)
+  # session 15, the final defaults (N5 on; N7 removed): issue 4's figures (micro ntt, intt, h at 2^20/24/27), then the
+  # whole GPU suite (ntt.cu's kernels changed since Z43's run)
+  for L in 27 24 20; do timeout 60 python3 -m cuzk micro ntt --log-size $L -p 1 -n 3 -w 1 2>&1 | tail -1
+    timeout 60 python3 -m cuzk micro intt --log-size $L -p 1 -n 3 -w 1 2>&1 | tail -1; done
+  for L in 27 24; do timeout 90 python3 -m cuzk micro h --log-size $L -p 1 -n 3 -w 1 2>&1 | tail -1; done
+  timeout 280 python3 -m pytest -q -m gpu -p no:cacheprovider tests --ignore=tests/test_gpu.py 2>&1 | tail -2
+  timeout 100 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu.py 2>&1 | tail -2 ;;
 Z48)
   # session 15, issue 4: N7 on the DIF passes only (the DIT stays r4b6d), tested and timed against -N7; intt's last pass
   # as one product (bit_reverse with scale) on N3's build

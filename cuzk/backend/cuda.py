@@ -101,16 +101,13 @@ def msm_kw(opts, group: int) -> dict:
 
 def ntt_variant(opts) -> str:
     """N1 on: register-radix NTT passes (r4; with N2, built on fastmul build 6; with N2 and N4, its DIF butterfly
-    in two modular ops; with N2, N4 and N7, twiddle tables in 52-bit limbs); off: radix-2 (r2). CUZK_NTT_VARIANT
-    overrides them."""
+    in two modular ops); off: radix-2 (r2). CUZK_NTT_VARIANT overrides them."""
     if gntt.VARIANT_ENV:
         return gntt.VARIANT_ENV
     if not opts.enabled("N1"):
         return "r2"
     if opts.enabled("N2"):
-        if not opts.enabled("N4"):
-            return "r4b6"
-        return "r4b6dp" if opts.enabled("N7") else "r4b6d"
+        return "r4b6d" if opts.enabled("N4") else "r4b6"
     return "r4"
 
 

@@ -29,9 +29,6 @@ THREADS = 256
 #        inside each multiplication (experiment).
 #   r4b6: r4's kernel built with fastmul build 6 for Fr (products on the FP64 pipe; loader.BUILDS): N2.
 #   r4b6d: r4b6 with its DIF butterfly in two modular ops, not three (CUZK_NTT_DIF2): N2 and N4.
-#   r4b6dp: r4b6d with the DIF passes' twiddle tables in 52-bit limbs (5 doubles an entry: build 6's operand
-#        form, CUZK_NTT_TW52): N2, N4 and N7. Its DIT passes are r4b6d's (the 52-bit DIT spills 232 B and was
-#        slower: docs/perf-log.md, session 15).
 #   r4x: kernels/ntt_split.cu, r4 with half its multiplications on the FP64 pipe (fastmul build 6) and
 #        half on the FMA pipe (build 1): the two pipes share the load (experiment).
 VARIANTS = {
@@ -42,16 +39,13 @@ VARIANTS = {
     "r4x": (2, KMAX, 18),
     "r4b6": (2, KMAX, 18),
     "r4b6d": (2, KMAX, 18),
-    "r4b6dp": (2, KMAX, 18),
     "r8": (3, KMAX, 18),
     "r8-2lvl": (3, KMAX, 0),
     "r8-e11": (3, KMAX + 1, 18),
 }
 R4B6_BUILD = BUILDS["ntt_reg"][0]                  # r4b6: ntt_reg built with CUZK_FASTMUL_VARIANT_FR=6
 R4B6D_BUILD = BUILDS["ntt_reg"][1]                 # r4b6d: and with CUZK_NTT_DIF2=1 (N4)
-R4B6DP_BUILD = BUILDS["ntt_reg"][2]                # r4b6dp: and with CUZK_NTT_TW52=1 (N7)
-REG_BUILDS = {"r4b6": R4B6_BUILD, "r4b6d": R4B6D_BUILD, "r4b6dp": R4B6DP_BUILD}   # builds of ntt_reg's r4 kernel
-TW52_VARIANTS = {"r4b6dp": "r4b6d"}                # DIF twiddle tables as 52-bit limbs (limbs52) -> the DIT's variant
+REG_BUILDS = {"r4b6": R4B6_BUILD, "r4b6d": R4B6D_BUILD}   # variants run by a build of ntt_reg's r4 kernel
 POINTWISE_B6 = BUILDS["ntt"][0]                    # N3: ntt.cu's pointwise kernels on Fr build 6
 # variants run by kernels/ntt_dfma.cu (kernel ntt_<name>_{dif,dit}) -> shared-memory bytes per element
 DFMA_VARIANTS = {"r4d": 40, "r4m": 32}
@@ -132,41 +126,6 @@ def _tw1_table(w: int, log_n: int, bits: int, scale: int = 1):
     return scale_powers(t, bits, pow(w, 1 << (log_n - bits), R), scale)
 
 
-MASK52 = (1 << 52) - 1
-
-
-def limbs52(x):
-    """uint32[..., 8] Montgomery limbs -> float64[..., 5]: the same value as five 52-bit limbs (limb k = bits
-    [52k, 52k + 52), exact in a double), the operand form of fastmul build 6 (N7's tables). numpy or cupy."""
-    try:
-        import cupy
-        xp = cupy.get_array_module(x)
-    except ImportError:
-        xp = np
-    if x.shape[-1] != 8 or x.dtype != np.uint32:
-        raise ValueError("limbs52 takes uint32[..., 8] limbs")
-    w = x.astype(xp.uint64)
-    words = [w[..., 2 * i] | (w[..., 2 * i + 1] << xp.uint64(32)) for i in range(4)]
-    out = xp.empty(x.shape[:-1] + (5,), dtype=xp.float64)
-    for k in range(5):
-        q, sh = divmod(52 * k, 64)
-        v = words[q] >> xp.uint64(sh)
-        if sh > 12 and q + 1 < 4:
-            v |= words[q + 1] << xp.uint64(64 - sh)
-        out[..., k] = (v & xp.uint64(MASK52)).astype(xp.float64)
-    return out
-
-
-@lru_cache(maxsize=64)
-def _tables52(key: tuple):
-    """N7: a twiddle table (_power_tables, _small_table, _tw1_table by key) as 52-bit limbs, cached."""
-    kind, *args = key
-    if kind == "power":
-        lo, hi, bits = _power_tables(*args)
-        return limbs52(lo), limbs52(hi), bits
-    return limbs52(_small_table(*args) if kind == "small" else _tw1_table(*args))
-
-
 def _run(x, log_n: int, generator: int, inverse: bool, dit: bool, variant: str | None = None):
     import cupy
     n = 1 << log_n
@@ -177,8 +136,6 @@ def _run(x, log_n: int, generator: int, inverse: bool, dit: bool, variant: str |
     if inverse:
         w = pow(w, -1, R)
     variant = variant or VARIANT
-    if dit and variant in TW52_VARIANTS:
-        variant = TW52_VARIANTS[variant]
     lr, emax, tw1_max = VARIANTS[variant]
     passes = plan(log_n, emax)
     if lr > 1 and any(k < lr for _, k, _ in passes):
@@ -187,9 +144,6 @@ def _run(x, log_n: int, generator: int, inverse: bool, dit: bool, variant: str |
     if dfma:                                              # twiddles in the 2^260 form (DFMA_TW_SCALE)
         lo, hi, bits = _power_tables(w, log_n, DFMA_LO_SCALE)
         small = _small_table(generator, inverse, DFMA_TW_SCALE)
-    elif variant in TW52_VARIANTS:
-        lo, hi, bits = _tables52(("power", w, log_n))
-        small = _tables52(("small", generator, inverse))
     else:
         lo, hi, bits = _power_tables(w, log_n)
         small = _small_table(generator, inverse)
@@ -213,9 +167,7 @@ def _run(x, log_n: int, generator: int, inverse: bool, dit: bool, variant: str |
     else:
         f, elem_bytes = kernel("ntt_reg", f"ntt_r{1 << lr}_{direction}"), 32
     tb = tw1_bits(passes, tw1_max)
-    if tb and variant in TW52_VARIANTS:
-        tw1 = _tables52(("tw1", w, log_n, tb))
-    elif tb:
+    if tb:
         tw1 = _tw1_table(w, log_n, tb, DFMA_TW_SCALE) if dfma else _tw1_table(w, log_n, tb)
     else:
         tw1 = lo                                            # a valid pointer, never read
