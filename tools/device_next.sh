@@ -101,6 +101,10 @@
 # verified, 1.328 s a partition). Left for session 15: issue 4 (the 2^27 DIF passes ~50.5 ms against 45; the products
 # run at build 6's full rate, the other ~18.5 ms of instructions add to them: fewer loads, exchanges and index ops a
 # pass, or a cheaper product); the slow h msms of a pipeline (host waits inside the MSM, not yet timed).
+# Session 15: Z45 (ncu pipe split of the r4b6d pass), Z46 (N5 tiled bit reversal: on; stall reasons), Z47-Z48 (N7 52-bit
+# twiddles: the H phase slower, removed), Z49 (issue 4's figures; the whole GPU suite: 850 passed). Left for session 16
+# (issue 4, the 2^27 NTT 53.1 ms against 45): a build-6 Fr product with fewer ALU instructions, or more resident warps
+# at r4's 80-register cap.
 set -o pipefail
 source tools/device_setup.sh >/dev/null 2>&1
 export CUZK_CUBIN_DIR=$PWD/.cubin CUZK_CACHE_DIR=/tmp/cz
