@@ -45,7 +45,7 @@ struct FrPolicy {
         a = a + y;
     }
     static __device__ __forceinline__ void dif(T& a, T& b, bool one, const uint32_t* wp, int m) {
-#if CUZK_NTT_DIF2                // two modular ops a butterfly, not three (experiment)
+#if CUZK_NTT_DIF2                // two modular ops a butterfly, not three (N4: the ntt_reg build r4b6d)
         const T d = a - b;
         a = a + b;
         b = d;

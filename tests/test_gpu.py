@@ -291,6 +291,14 @@ def test_pointwise_kernels_match_ints(cp, log_n, build):
     assert got == [(xs[j] - xs[n + j] * f) % R for j in range(n)]
 
 
+def poison_next(cp, shape):
+    """Leave a freed block of all-ones words where the next empty_like of this shape lands: unwritten output
+    elements of an out-of-place kernel show."""
+    cp.get_default_memory_pool().free_all_blocks()
+    poison = cp.full(shape, 0xFFFFFFFF, dtype=cp.uint32)
+    del poison
+
+
 @pytest.mark.parametrize("log_n", [1, 5, 12])
 def test_scale_bit_reverse_is_scale_then_bit_reverse(cp, log_n):
     """F1's fused pass gives scale_powers(bitrev=True) then bit_reverse word for word, over a batch of 3 random
@@ -299,9 +307,7 @@ def test_scale_bit_reverse_is_scale_then_bit_reverse(cp, log_n):
     x = micro.random_fr(1 << log_n, batch=3, seed=log_n).reshape(3, 1 << log_n, 8)
     base, scale = 0x1234567 + log_n, 987654321
     want = ntt.bit_reverse(ntt.scale_powers(x.copy(), log_n, base, scale, bitrev=True), log_n)
-    cp.get_default_memory_pool().free_all_blocks()
-    poison = cp.full(x.shape, 0xFFFFFFFF, dtype=cp.uint32)
-    del poison                                   # its block, full of ones, is what empty_like gets next
+    poison_next(cp, x.shape)
     got = ntt.scale_bit_reverse(x, log_n, base, scale)
     assert cp.array_equal(got, want)
 
@@ -321,21 +327,15 @@ def test_bit_reverse_tiled(cp, log_n, batch):
     rev = [int(format(j, f"0{log_n}b")[::-1], 2) for j in range(n)]
     base, scale = 0x7654321 + log_n, 123456789
     for tiled in (True, False):
-        cp.get_default_memory_pool().free_all_blocks()
-        poison = cp.full(x.shape, 0xFFFFFFFF, dtype=cp.uint32)
-        del poison                               # its block, full of ones, is what empty_like gets next
+        poison_next(cp, x.shape)
         got = ntt.bit_reverse(x, log_n, tiled=tiled)
         assert [int(v) for v in gfr.download(got)] == [xs[b * n + rev[j]] for b in range(batch) for j in range(n)]
-        cp.get_default_memory_pool().free_all_blocks()
-        poison = cp.full(x.shape, 0xFFFFFFFF, dtype=cp.uint32)
-        del poison
+        poison_next(cp, x.shape)
         got = ntt.scale_bit_reverse(x, log_n, base, scale, tiled=tiled)
         assert [int(v) for v in gfr.download(got)] == [xs[b * n + rev[j]] * scale * pow(base, j, R) % R
                                                        for b in range(batch) for j in range(n)]
         for build in ((), ntt.POINTWISE_B6):     # intt's 1/n with the reversal: one product, builds 1 and 6
-            cp.get_default_memory_pool().free_all_blocks()
-            poison = cp.full(x.shape, 0xFFFFFFFF, dtype=cp.uint32)
-            del poison
+            poison_next(cp, x.shape)
             got = ntt.bit_reverse(x, log_n, tiled=tiled, scale=scale + log_n, build=build)
             assert [int(v) for v in gfr.download(got)] == [xs[b * n + rev[j]] * (scale + log_n) % R
                                                            for b in range(batch) for j in range(n)]

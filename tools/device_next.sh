@@ -126,6 +126,11 @@ ablate_alone() {
       --json "$OUT/ablate_$(echo "$1" | tr 'A-Z' 'a-z')_24d.json" 2>&1 | grep -A3 "^| opt"
 }
 case "$1" in
+Z50)
+  # session 15, review: the NTT kernels' GPU tests and test_gpu.py after a comment edit in ntt_fr.cuh and the tests'
+  # poison helper
+  timeout 200 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu.py tests/test_micro.py 2>&1 | tail -2
+  timeout 200 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu_ntt_reg.py -k "r4b6" 2>&1 | tail -2 ;;
 Z49)
   # session 15, the final defaults (N5 on; N7 removed): issue 4's figures (micro ntt, intt, h at 2^20/24/27), then the
   # whole GPU suite (ntt.cu's kernels changed since Z43's run)

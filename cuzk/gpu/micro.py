@@ -66,13 +66,6 @@ def make_mul(field: str, threads: int = 1 << 20, iters: int = 256, chains: int =
     return run, 4 * threads * iters
 
 
-def _backend_ntt_variant() -> str:
-    """The NTT pass variant the backend runs under CUZK_OPT (N1, N2; CUZK_NTT_VARIANT overrides)."""
-    from ..backend.cuda import ntt_variant
-    from ..opts import resolve
-    return ntt_variant(resolve())
-
-
 def _backend_h_options() -> dict:
     """h_scalars' options as the backend sets them under CUZK_OPT (the NTT variant, F1, N3, H2, N5)."""
     from ..backend.cuda import h_options
