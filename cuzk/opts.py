@@ -105,6 +105,25 @@ register(Optimization(
     "52.9-53.6 ms; ntt_msm_h: F1's pass by its scattered writes' share, -1..-4 ms at 2^27",
 ))
 register(Optimization(
+    "N8", ("ntt_msm_h",),
+    "every 4-step twiddle of the register-radix NTT passes is one table lookup, up to the full domain (a 2^27 "
+    "NTT keeps a 2^27-entry table, 4 GiB a root, beside the 2^18 one), instead of tw_hi * tw_lo above 2^18; "
+    "acts only with N1 and N2",
+    False,
+    "NTT 2^27 -1.5..-3 ms: the first pass's 5.1 products an element become 4.1 (~-3 ms of instructions), but its "
+    "twiddles are 4 GiB of scattered 32-byte reads (memory is ~10% busy in the pass); ntt_msm_h: its six NTTs, "
+    "8 GiB more device memory at 2^27",
+))
+register(Optimization(
+    "N9", ("ntt_msm_h",),
+    "N4's NTT passes keep their values in [0, 2p) from the loads to the transform's last stores (a build of "
+    "ntt_reg: kernels/fr_lazy.cuh), so that build 6's products skip their final subtraction; acts only with N1, "
+    "N2 and N4",
+    False,
+    "NTT 2^27 -1.0..-1.8 ms: ~17 instructions fewer a product (13.9 an element), +17 once an element for the "
+    "last stores: -3% of the passes' instructions; the DIT spills 172 B (76 without), so the H phase gains less",
+))
+register(Optimization(
     "H2", ("ntt_msm_h",),
     "coeff convention: the H phase skips C's coset NTT. H(gx) Z(gx) = A(gx) B(gx) - C(gx), Z(gx) = g^n - 1 "
     "mod x^n - 1 and deg H, deg C < n give h = iNTT_coset(a b / Z(g)) - C's coefficients / Z(g): six NTTs, not "

@@ -17,19 +17,19 @@ __device__ __forceinline__ int swz(int s) {
 #define NTT_REG_ARGS                                                                              \
     uint32_t *data, int log_n, int log_sub, int k, int log_c, const uint32_t *__restrict__ tw_small, \
         int tw_mode, const uint32_t *__restrict__ tw_lo, const uint32_t *__restrict__ tw_hi, int tw_bits, \
-        const uint32_t *__restrict__ tw1, int tw1_shift
-#define NTT_REG_CALL data, log_n, log_sub, k, log_c, tw_small, tw_mode, tw_lo, tw_hi, tw_bits, tw1, tw1_shift
+        const uint32_t *__restrict__ tw1, int tw1_shift, int last
+#define NTT_REG_CALL data, log_n, log_sub, k, log_c, tw_small, tw_mode, tw_lo, tw_hi, tw_bits, tw1, tw1_shift, last
 
 // The pass itself, over an element policy P (ntt_reg.cu: fr_t; ntt_dfma.cu: 52-bit limbs): P::T in
 // registers, P::SMW words of type P::S per element in shared memory (word-planar, swizzled), and
-// P::load/store (global, 8 x uint32), P::word/set_word, P::outer (x times its 4-step twiddle) and the
-// butterflies P::dit / P::dif (a, b, w = 1 for the block?, twiddle table entry). The last argument of
+// P::load/store (global, 8 x uint32; store's `last`: the transform's last pass), P::word/set_word, P::outer (x
+// times its 4-step twiddle) and the butterflies P::dit / P::dif (a, b, w = 1 for the block?, twiddle table entry). The last argument of
 // outer/dit/dif is the element's (or pair's) index m < R, a constant after unrolling (ntt_split.cu).
 template <int LR, bool DIT, class P>
 __device__ __forceinline__ void ntt_reg_pass(uint32_t* data, int log_n, int log_sub, int k, int log_c,
                                              const uint32_t* __restrict__ tw_small, int tw_mode,
                                              const uint32_t* __restrict__ tw_lo, const uint32_t* __restrict__ tw_hi,
-                                             int tw_bits, const uint32_t* __restrict__ tw1, int tw1_shift) {
+                                             int tw_bits, const uint32_t* __restrict__ tw1, int tw1_shift, int last) {
     constexpr int R = 1 << LR;
     extern __shared__ uint64_t sm_raw[];                  // 8-byte aligned
     typename P::S* const sm = reinterpret_cast<typename P::S*>(sm_raw);
@@ -99,7 +99,7 @@ __device__ __forceinline__ void ntt_reg_pass(uint32_t* data, int log_n, int log_
                     const unsigned r = __brev(base + m) >> (32 - k);
                     x[m] = P::outer(x[m], i2 * r, tw_mode, shift, tw_lo, tw_hi, tw_bits, tw1, tw1_shift, m);
                 }
-                P::store(x[m], col + ((unsigned long long)(base + (m << b0)) << log_n2) * FR_W);
+                P::store(x[m], col + ((unsigned long long)(base + (m << b0)) << log_n2) * FR_W, last);
             }
         } else {
 #pragma unroll

@@ -33,10 +33,12 @@ def test_plan_covers_every_stage():
 
 @pytest.mark.parametrize("lr", [2, 3])
 @pytest.mark.parametrize("kmax,emax", [(10, None), (10, 11), (4, None), (5, 6)])
-@pytest.mark.parametrize("tw1_max", [0, 31])
+@pytest.mark.parametrize("tw1_max,tw1_small", [(0, 18), (31, 18), (31, 4)])
 @pytest.mark.parametrize("log_n", [3, 4, 7, 11])
-def test_reg_pass_matches_ntt(monkeypatch, lr, kmax, emax, tw1_max, log_n):
+def test_reg_pass_matches_ntt(monkeypatch, lr, kmax, emax, tw1_max, tw1_small, log_n):
+    """tw1_small 4: N8's tables of their own size for the larger sub-problems, beside the shared one."""
     monkeypatch.setattr(G, "KMAX", kmax)
+    monkeypatch.setattr(G, "TW1_SMALL", tw1_small)
     if any(k < lr for _, k, _ in G.plan(log_n, emax)):
         pytest.skip("the host falls back to the radix-2 kernel")
     gen = 5 if log_n % 2 else 7
@@ -70,6 +72,16 @@ def test_reg_shared_memory_has_no_bank_conflicts(lr):
 def test_bank_check_can_fail(monkeypatch):
     monkeypatch.setattr(G, "SWZ", (0, 0, 0))
     assert G.bank_conflicts(9, 0, 3) > 1
+
+
+def test_pass_twiddles():
+    assert G.pass_twiddles(G.plan(27), 18) == [(1, 0), (2, 18), (0, 0)]    # tw_hi * tw_lo, then the 2^18 table
+    assert G.pass_twiddles(G.plan(27), 31) == [(2, 27), (2, 18), (0, 0)]   # N8: a 2^27 table for the first pass
+    assert G.pass_twiddles(G.plan(27), 0) == [(1, 0), (1, 0), (0, 0)]
+    assert G.pass_twiddles(G.plan(20), 18) == [(1, 0), (0, 0)]
+    assert G.pass_twiddles(G.plan(20), 31) == [(2, 20), (0, 0)]
+    assert G.pass_twiddles(G.plan(24), 31) == [(2, 24), (2, 16), (0, 0)]
+    assert G.pass_twiddles(G.plan(9), 31) == [(0, 0)]
 
 
 def test_tw1_bits():

@@ -126,6 +126,13 @@ ablate_alone() {
       --json "$OUT/ablate_$(echo "$1" | tr 'A-Z' 'a-z')_24d.json" 2>&1 | grep -A3 "^| opt"
 }
 case "$1" in
+Z51)
+  # session 16, issue 4: N8 (full-domain twiddle tables) and N9 (values < 2p, lazy products) tested, then micro ntt
+  # 2^27 alternated twice over defaults, +N8, +N9, +N8,+N9
+  timeout 240 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests/test_gpu_ntt_reg.py tests/test_micro.py \
+      -k "r4b6dl or r4b6dt or backends_variant" 2>&1 | tail -3
+  for r in 1 2; do for o in "" "+N8" "+N9" "+N8,+N9"; do echo "CUZK_OPT=${o:-defaults}"
+    CUZK_OPT=$o timeout 60 python3 -m cuzk micro ntt --log-size 27 -p 1 -n 3 -w 1 2>&1 | tail -1; done; done ;;
 Z50)
   # session 15, review: the NTT kernels' GPU tests and test_gpu.py after a comment edit in ntt_fr.cuh and the tests'
   # poison helper

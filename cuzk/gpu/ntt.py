@@ -29,6 +29,10 @@ THREADS = 256
 #        inside each multiplication (experiment).
 #   r4b6: r4's kernel built with fastmul build 6 for Fr (products on the FP64 pipe; loader.BUILDS): N2.
 #   r4b6d: r4b6 with its DIF butterfly in two modular ops, not three (CUZK_NTT_DIF2): N2 and N4.
+#   r4b6dl: r4b6d with its values in [0, 2p) between the loads and the last pass's stores, so that its products
+#        skip their final subtraction (CUZK_NTT_LAZY, kernels/fr_lazy.cuh): N9.
+#   A "t" suffix (N8): every 4-step twiddle is one table lookup, up to the full domain (a 2^27 NTT keeps a
+#        2^27-entry table, 4 GiB, beside the 2^18 one), instead of tw_hi * tw_lo above 2^18.
 #   r4x: kernels/ntt_split.cu, r4 with half its multiplications on the FP64 pipe (fastmul build 6) and
 #        half on the FMA pipe (build 1): the two pipes share the load (experiment).
 VARIANTS = {
@@ -39,13 +43,19 @@ VARIANTS = {
     "r4x": (2, KMAX, 18),
     "r4b6": (2, KMAX, 18),
     "r4b6d": (2, KMAX, 18),
+    "r4b6dl": (2, KMAX, 18),
+    "r4b6dt": (2, KMAX, 31),
+    "r4b6dlt": (2, KMAX, 31),
     "r8": (3, KMAX, 18),
     "r8-2lvl": (3, KMAX, 0),
     "r8-e11": (3, KMAX + 1, 18),
 }
 R4B6_BUILD = BUILDS["ntt_reg"][0]                  # r4b6: ntt_reg built with CUZK_FASTMUL_VARIANT_FR=6
 R4B6D_BUILD = BUILDS["ntt_reg"][1]                 # r4b6d: and with CUZK_NTT_DIF2=1 (N4)
-REG_BUILDS = {"r4b6": R4B6_BUILD, "r4b6d": R4B6D_BUILD}   # variants run by a build of ntt_reg's r4 kernel
+R4B6DL_BUILD = BUILDS["ntt_reg"][2]                # r4b6dl: and with CUZK_NTT_LAZY=1 (N9)
+REG_BUILDS = {"r4b6": R4B6_BUILD, "r4b6d": R4B6D_BUILD, "r4b6dt": R4B6D_BUILD,   # variants run by a build
+              "r4b6dl": R4B6DL_BUILD, "r4b6dlt": R4B6DL_BUILD}                    # of ntt_reg's r4 kernel
+TW1_SMALL = 18       # N8: sub-problems up to 2^18 share one table (L2-resident); larger ones get their own
 POINTWISE_B6 = BUILDS["ntt"][0]                    # N3: ntt.cu's pointwise kernels on Fr build 6
 # variants run by kernels/ntt_dfma.cu (kernel ntt_<name>_{dif,dit}) -> shared-memory bytes per element
 DFMA_VARIANTS = {"r4d": 40, "r4m": 32}
@@ -82,6 +92,25 @@ def tw1_bits(passes, tw1_max: int) -> int:
     return max([ls for ls, k, _ in passes if ls > k and ls <= tw1_max], default=0)
 
 
+def pass_twiddles(passes, tw1_max: int) -> list[tuple[int, int]]:
+    """Per pass (plan order): (tw_mode, bits of its one-lookup table). tw_mode 0: no 4-step twiddle (the last
+    DIF pass); 2: one lookup in a table of 2^bits entries; 1: tw_hi * tw_lo. Sub-problems up to
+    2^min(tw1_max, TW1_SMALL) share the table of the largest of them; larger ones up to 2^tw1_max (N8) each
+    get a table of their own size."""
+    small = tw1_bits(passes, min(tw1_max, TW1_SMALL))
+    out = []
+    for log_sub, k, _ in passes:
+        if log_sub == k:
+            out.append((0, 0))
+        elif small and log_sub <= small:
+            out.append((2, small))
+        elif log_sub <= tw1_max:
+            out.append((2, log_sub))
+        else:
+            out.append((1, 0))
+    return out
+
+
 def split_bits(log_n: int) -> int:
     return max(1, (log_n + 1) // 2)
 
@@ -115,6 +144,12 @@ def _small_table(generator: int, inverse: bool, scale: int = 1):
     return cupy.asarray(small_table_host(generator, inverse, scale))
 
 
+def _tw1(w: int, log_n: int, bits: int, scale: int = 1):
+    """The one-lookup table; those over 2^TW1_SMALL entries (N8: 2^27 is 4 GiB) in a cache of their own
+    that keeps two (one transform's forward and inverse roots)."""
+    return (_tw1_table if bits <= TW1_SMALL else _tw1_table_big)(w, log_n, bits, scale)
+
+
 @lru_cache(maxsize=16)
 def _tw1_table(w: int, log_n: int, bits: int, scale: int = 1):
     """tw1[x] = scale * w^(x << (log_n - bits)), x < 2^bits: built on the device from ones."""
@@ -124,6 +159,9 @@ def _tw1_table(w: int, log_n: int, bits: int, scale: int = 1):
     t[:, 0] = 1
     to_mont(t)
     return scale_powers(t, bits, pow(w, 1 << (log_n - bits), R), scale)
+
+
+_tw1_table_big = lru_cache(maxsize=2)(_tw1_table.__wrapped__)
 
 
 def _run(x, log_n: int, generator: int, inverse: bool, dit: bool, variant: str | None = None):
@@ -166,20 +204,20 @@ def _run(x, log_n: int, generator: int, inverse: bool, dit: bool, variant: str |
         f, elem_bytes = kernel("ntt_reg", f"ntt_r4_{direction}", REG_BUILDS[variant]), 32
     else:
         f, elem_bytes = kernel("ntt_reg", f"ntt_r{1 << lr}_{direction}"), 32
-    tb = tw1_bits(passes, tw1_max)
-    if tb:
-        tw1 = _tw1_table(w, log_n, tb, DFMA_TW_SCALE) if dfma else _tw1_table(w, log_n, tb)
-    else:
-        tw1 = lo                                            # a valid pointer, never read
     if elem_bytes << emax > 48 << 10:                       # over 48 KiB of shared memory
         f.max_dynamic_shared_size_bytes = elem_bytes << emax
-    for log_sub, k, log_c in (reversed(passes) if dit else passes):
+    steps = list(zip(passes, pass_twiddles(passes, tw1_max)))
+    for i, ((log_sub, k, log_c), (mode, tb)) in enumerate(reversed(steps) if dit else steps):
         e = 1 << (k + log_c)
         blocks = (n >> log_sub) * (1 << (log_sub - k - log_c))
-        mode = 0 if log_sub == k else (2 if tb and log_sub <= tb else 1)
+        if mode == 2:
+            tw1 = _tw1(w, log_n, tb, DFMA_TW_SCALE if dfma else 1)
+        else:
+            tw1 = lo                                        # a valid pointer, never read
         f((blocks, batch), (e >> lr,),
           (x, np.int32(log_n), np.int32(log_sub), np.int32(k), np.int32(log_c), small, np.int32(mode),
-           lo, hi, np.int32(bits), tw1, np.int32(tb - log_sub if mode == 2 else 0)),
+           lo, hi, np.int32(bits), tw1, np.int32(tb - log_sub if mode == 2 else 0),
+           np.int32(i == len(steps) - 1)),
           shared_mem=e * elem_bytes)
     return x
 
@@ -368,7 +406,7 @@ def emulate_reg(x: np.ndarray, log_n: int, root: int, dit_order: bool, lr: int, 
     n, r_ = 1 << log_n, 1 << lr
     x = x.copy()
     passes = plan(log_n, emax)
-    tb = tw1_bits(passes, tw1_max)
+    tws = dict(zip(passes, pass_twiddles(passes, tw1_max)))
     powr = np.vectorize(lambda e: pow(root, int(e), R), otypes=[object])
 
     def small(idx):                     # tw_small[idx] = w_(2^KMAX)^idx, as a power of root
@@ -385,7 +423,7 @@ def emulate_reg(x: np.ndarray, log_n: int, root: int, dit_order: bool, lr: int, 
         c, q = tid & ((1 << log_c) - 1), tid >> log_c
         i2 = ((bid & ((1 << log_g) - 1)) << log_c) + c
         col = ((bid >> log_g) << log_sub) + i2
-        mode = 0 if log_n2 == 0 else (2 if tb and log_sub <= tb else 1)
+        mode, tb = tws[(log_sub, k, log_c)]
         sm = np.full((blocks, e_), None, dtype=object)
         groups = reg_groups(k, lr, dit_order)
         v = [None] * r_
