@@ -115,13 +115,13 @@ register(Optimization(
     "8 GiB more device memory at 2^27",
 ))
 register(Optimization(
-    "N9", ("ntt_msm_h",),
-    "N4's NTT passes keep their values in [0, 2p) from the loads to the transform's last stores (a build of "
-    "ntt_reg: kernels/fr_lazy.cuh), so that build 6's products skip their final subtraction; acts only with N1, "
-    "N2 and N4",
+    "N10", ("ntt_msm_h",),
+    "a natural -> natural NTT's last DIF pass writes its output at bit-reversed positions (block b takes "
+    "sub-problem bitrev(b), so blocks running together write neighbouring elements), instead of a separate "
+    "bit-reversal pass (N5's tiles); the natural-order NTT helpers (cuzk micro ntt)",
     False,
-    "NTT 2^27 -1.0..-1.8 ms: ~17 instructions fewer a product (13.9 an element), +17 once an element for the "
-    "last stores: -3% of the passes' instructions; the DIT spills 172 B (76 without), so the H phase gains less",
+    "NTT 2^27 -1..-2.5 ms: the ~2.6 ms reversal pass goes; the last pass's 4 GiB of writes become 32-byte pieces "
+    "that L2 merges from neighbouring blocks (memory ~10% busy in the pass); the H phase does not use it",
 ))
 register(Optimization(
     "H2", ("ntt_msm_h",),

@@ -382,9 +382,7 @@ template <class F> DFMA_CX uint64_t v6_col_init(int k) {
 #define CUZK_V6_CHECK(cond, msg) do { } while (0)
 #endif
 
-// REDUCE false: the output is left < 2p (no final subtraction). Fr (N9): one input < 2p and the other < p give
-// (2p p) / 2^256 + p < 1.91p; Fp (L1): both < 2p give 4p^2 / 2^384 + p < 1.5p.
-template <class P, bool REDUCE = true>
+template <class P>
 CUZK_FM_INLINE void mont_mul_dfma(uint32_t* out, const uint32_t* a, const uint32_t* b) {
     using F = typename v6_field<P::N>::F;
     constexpr int N = P::N, L = F::L, K = v6_K<F>(), S = v6_S<F>(), NV = 2 * L - K;
@@ -462,12 +460,7 @@ CUZK_FM_INLINE void mont_mul_dfma(uint32_t* out, const uint32_t* a, const uint32
         if (sh > 20 && k + 1 < NV) v |= t[k + 1] << (52 - sh);
         w[q] = (uint32_t)v;
     }
-    if (REDUCE) {
-        sub_p_once<P>(out, w);   // < 2p
-    } else {
-#pragma unroll
-        for (int q = 0; q < N; q++) out[q] = w[q];
-    }
+    sub_p_once<P>(out, w);       // < 2p
 }
 #undef CUZK_V6_CHECK
 #endif  // CUZK_FASTMUL_HAS_V6
@@ -483,7 +476,7 @@ CUZK_FM_INLINE void mont_mul(uint32_t* out, const uint32_t* a, const uint32_t* b
     static_assert(V >= 1 && V <= 6, "CUZK_FASTMUL_VARIANT is 1 .. 6");
 #ifdef CUZK_FASTMUL_HAS_V6
     if (V == 6) {
-        mont_mul_dfma<P, REDUCE>(out, a, b);
+        mont_mul_dfma<P>(out, a, b);
         return;
     }
 #endif

@@ -93,7 +93,7 @@ struct Wide52 : DfmaSteps<Wide52> {                  // r4d: five 52-bit limbs a
     static constexpr int SMW = L;                       // 64-bit shared-memory words per element
     using S = uint64_t;
     static __device__ __forceinline__ T load(const uint32_t* p) { return load_fe(p); }
-    static __device__ __forceinline__ void store(const T& x, uint32_t* p, int) { store_fe(x, p); }
+    static __device__ __forceinline__ void store(const T& x, uint32_t* p) { store_fe(x, p); }
     static __device__ __forceinline__ T add(const T& a, const T& b) { return dfma::add_u<FR>(a, b); }
     static __device__ __forceinline__ T sub(const T& a, const T& b) { return dfma::sub_u<FR>(a, b); }
     static __device__ __forceinline__ T mul(const T& x, const fd& w) { return ::mul(x, w); }
@@ -105,7 +105,7 @@ struct Mixed : DfmaSteps<Mixed> {                   // r4m: fr_t (8 x uint32) in
     static constexpr int SMW = FR_W;                    // 32-bit shared-memory words per element
     using S = uint32_t;
     static __device__ __forceinline__ T load(const uint32_t* p) { return T::load(p); }
-    static __device__ __forceinline__ void store(const T& x, uint32_t* p, int) { x.store(p); }
+    static __device__ __forceinline__ void store(const T& x, uint32_t* p) { x.store(p); }
     static __device__ __forceinline__ T add(const T& a, const T& b) { return a + b; }
     static __device__ __forceinline__ T sub(const T& a, const T& b) { return a - b; }
     static __device__ __forceinline__ T mul(const T& x, const fd& w) {

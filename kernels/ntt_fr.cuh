@@ -1,20 +1,10 @@
 // The fr_t element policy of the register-radix NTT pass (ntt_reg.cuh): fr_t in registers and shared
 // memory (32 B an element), its products by Mul::mul(a, b, m) (m: the element's index in its group, a
 // constant after unrolling). ntt_reg.cu uses fr_t's own product (r4, r8); ntt_split.cu picks a multiplier
-// per m (r4x). CUZK_NTT_LAZY (N9, on fastmul build 6): values in [0, 2p) until the last pass's stores
-// (fr_lazy.cuh); the 4-step twiddle tw_hi * tw_lo stays reduced, as the lazy product needs one input < p.
+// per m (r4x).
 #pragma once
 #include "field.cuh"
 #include "ntt_reg.cuh"
-#ifndef CUZK_NTT_LAZY
-#define CUZK_NTT_LAZY 0
-#endif
-#if CUZK_NTT_LAZY
-#include "fr_lazy.cuh"
-#if CUZK_FASTMUL_VARIANT_FR != 6
-#error "CUZK_NTT_LAZY needs CUZK_FASTMUL_VARIANT_FR=6"
-#endif
-#endif
 
 struct FrProduct {               // fr_t's operator* (fastmul, the build's variant)
     static __device__ __forceinline__ cuzk::fr_t mul(const cuzk::fr_t& a, const cuzk::fr_t& b, int) {
@@ -32,37 +22,7 @@ struct FrPolicy {
     using S = uint32_t;
     static constexpr int SMW = FR_W;
     static __device__ __forceinline__ T load(const uint32_t* p) { return T::load(p); }
-    static __device__ __forceinline__ void store(const T& x, uint32_t* p, int last) {
-#if CUZK_NTT_LAZY
-        if (last) {
-            cuzk::lazy::canon(x).store(p);
-            return;
-        }
-#endif
-        x.store(p);
-    }
-    // data times a twiddle (< p); sum and difference
-    static __device__ __forceinline__ T mul(const T& x, const T& w, int m) {
-#if CUZK_NTT_LAZY
-        return cuzk::lazy::mul(x, w);
-#else
-        return Mul::mul(x, w, m);
-#endif
-    }
-    static __device__ __forceinline__ T add(const T& a, const T& b) {
-#if CUZK_NTT_LAZY
-        return cuzk::lazy::add(a, b);
-#else
-        return a + b;
-#endif
-    }
-    static __device__ __forceinline__ T sub(const T& a, const T& b) {
-#if CUZK_NTT_LAZY
-        return cuzk::lazy::sub(a, b);
-#else
-        return a - b;
-#endif
-    }
+    static __device__ __forceinline__ void store(const T& x, uint32_t* p) { x.store(p); }
     static __device__ __forceinline__ S word(const T& x, int w) { return x.v[w]; }
     static __device__ __forceinline__ void set_word(T& x, int w, S v) { x.v[w] = v; }
     // w_N^(e_sub << shift), e_sub < 2^log_sub. tw_mode 2: tw1[e_sub << tw1_shift] (one load);
@@ -77,23 +37,23 @@ struct FrPolicy {
     static __device__ __forceinline__ T outer(const T& x, unsigned e_sub, int tw_mode, int shift, const uint32_t* tw_lo,
                                               const uint32_t* tw_hi, int bits, const uint32_t* tw1, int tw1_shift,
                                               int m) {
-        return mul(x, outer_tw(e_sub, tw_mode, shift, tw_lo, tw_hi, bits, tw1, tw1_shift, m), m);
+        return Mul::mul(x, outer_tw(e_sub, tw_mode, shift, tw_lo, tw_hi, bits, tw1, tw1_shift, m), m);
     }
     static __device__ __forceinline__ void dit(T& a, T& b, bool one, const uint32_t* wp, int m) {
-        T y = one ? b : mul(b, T::load(wp), m);
-        b = sub(a, y);
-        a = add(a, y);
+        T y = one ? b : Mul::mul(b, T::load(wp), m);
+        b = a - y;
+        a = a + y;
     }
     static __device__ __forceinline__ void dif(T& a, T& b, bool one, const uint32_t* wp, int m) {
-#if CUZK_NTT_DIF2 || CUZK_NTT_LAZY  // two modular ops a butterfly, not three (N4: the ntt_reg build r4b6d)
-        const T d = sub(a, b);
-        a = add(a, b);
+#if CUZK_NTT_DIF2                // two modular ops a butterfly, not three (N4: the ntt_reg build r4b6d)
+        const T d = a - b;
+        a = a + b;
         b = d;
 #else
         b = a - b;
         a = a + a - b;                  // a + b_old: one more add, but no spills
                                         // at 128 registers (d = a - b; a += b spills)
 #endif
-        if (!one) b = mul(b, T::load(wp), m);
+        if (!one) b = Mul::mul(b, T::load(wp), m);
     }
 };

@@ -17,25 +17,31 @@ __device__ __forceinline__ int swz(int s) {
 #define NTT_REG_ARGS                                                                              \
     uint32_t *data, int log_n, int log_sub, int k, int log_c, const uint32_t *__restrict__ tw_small, \
         int tw_mode, const uint32_t *__restrict__ tw_lo, const uint32_t *__restrict__ tw_hi, int tw_bits, \
-        const uint32_t *__restrict__ tw1, int tw1_shift, int last
-#define NTT_REG_CALL data, log_n, log_sub, k, log_c, tw_small, tw_mode, tw_lo, tw_hi, tw_bits, tw1, tw1_shift, last
+        const uint32_t *__restrict__ tw1, int tw1_shift, uint32_t *__restrict__ out
+#define NTT_REG_CALL data, log_n, log_sub, k, log_c, tw_small, tw_mode, tw_lo, tw_hi, tw_bits, tw1, tw1_shift, out
 
 // The pass itself, over an element policy P (ntt_reg.cu: fr_t; ntt_dfma.cu: 52-bit limbs): P::T in
 // registers, P::SMW words of type P::S per element in shared memory (word-planar, swizzled), and
-// P::load/store (global, 8 x uint32; store's `last`: the transform's last pass), P::word/set_word, P::outer (x
-// times its 4-step twiddle) and the butterflies P::dit / P::dif (a, b, w = 1 for the block?, twiddle table entry). The last argument of
+// P::load/store (global, 8 x uint32), P::word/set_word, P::outer (x times its 4-step twiddle) and the
+// butterflies P::dit / P::dif (a, b, w = 1 for the block?, twiddle table entry). The last argument of
 // outer/dit/dif is the element's (or pair's) index m < R, a constant after unrolling (ntt_split.cu).
+// out (N10; the last DIF pass only, log_sub == k, else null): element i of the transform goes to out[bitrev(i)],
+// natural order, and block b takes sub-problem bitrev(b), so that the blocks running together write neighbouring
+// elements.
 template <int LR, bool DIT, class P>
 __device__ __forceinline__ void ntt_reg_pass(uint32_t* data, int log_n, int log_sub, int k, int log_c,
                                              const uint32_t* __restrict__ tw_small, int tw_mode,
                                              const uint32_t* __restrict__ tw_lo, const uint32_t* __restrict__ tw_hi,
-                                             int tw_bits, const uint32_t* __restrict__ tw1, int tw1_shift, int last) {
+                                             int tw_bits, const uint32_t* __restrict__ tw1, int tw1_shift,
+                                             uint32_t* __restrict__ out) {
     constexpr int R = 1 << LR;
     extern __shared__ uint64_t sm_raw[];                  // 8-byte aligned
     typename P::S* const sm = reinterpret_cast<typename P::S*>(sm_raw);
     const int E = 1 << (k + log_c);
     const int log_n2 = log_sub - k, log_g = log_n2 - log_c, shift = log_n - log_sub;
-    const unsigned long long s = blockIdx.x >> log_g, cg = blockIdx.x & ((1u << log_g) - 1);
+    const bool natural = !DIT && out != nullptr;
+    const unsigned long long s = natural ? (shift ? __brev(blockIdx.x) >> (32 - shift) : 0u) : blockIdx.x >> log_g;
+    const unsigned long long cg = blockIdx.x & ((1u << log_g) - 1);
     const int c = threadIdx.x & ((1 << log_c) - 1), q = threadIdx.x >> log_c;
     const unsigned i2 = (unsigned)(cg << log_c) + c;       // column, < 2^log_n2
     uint32_t* col = data + (((unsigned long long)blockIdx.y << log_n) + (s << log_sub) + i2) * FR_W;
@@ -99,7 +105,12 @@ __device__ __forceinline__ void ntt_reg_pass(uint32_t* data, int log_n, int log_
                     const unsigned r = __brev(base + m) >> (32 - k);
                     x[m] = P::outer(x[m], i2 * r, tw_mode, shift, tw_lo, tw_hi, tw_bits, tw1, tw1_shift, m);
                 }
-                P::store(x[m], col + ((unsigned long long)(base + (m << b0)) << log_n2) * FR_W, last);
+                if (natural) {                 // log_n2 == 0, b0 == 0: element (s << k) + base + m
+                    const unsigned i = (unsigned)(s << k) + base + m;
+                    P::store(x[m], out + (((unsigned long long)blockIdx.y << log_n) + (__brev(i) >> (32 - log_n))) * FR_W);
+                } else {
+                    P::store(x[m], col + ((unsigned long long)(base + (m << b0)) << log_n2) * FR_W);
+                }
             }
         } else {
 #pragma unroll

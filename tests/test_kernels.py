@@ -56,7 +56,9 @@ SPILLS_ALLOWED = {
     "msm_g2.cu": "G2 XYZZ state over Fp2 exceeds 255 registers; 28-152 B spills, open in issue 5",
     "keygen_g2.cu": "G2 mixed add over Fp2 at 255 registers (the out-of-line add spills ~180 B, the loop "
                     "state saved around its calls ~140 B), as in msm_g2; small next to the additions",
-    "ntt_reg.cu": "ntt_r8_dif (experimental, not the default): 4 B, one register once per group, at the "
+    "ntt_split.cu": "ntt_r4x_dif (experiment r4x, not a default): 8 B at its 128-register cap since N10's "
+                    "natural-order store; ntt_r4x_dit spills nothing",
+    "ntt_reg.cu": "ntt_r8_dif (experimental, not the default): 16 B (4 B before N10's natural-order store) at the "
                   "128-register cap of 8 elements per thread; ntt_r8_dit and r4 spill nothing",
 }
 
@@ -183,9 +185,6 @@ BUILD_SPILLS_ALLOWED = {
                    "r8 (not used by N2) 24-60 B at 128"),
     ("ntt_reg", ("CUZK_FASTMUL_VARIANT_FR=6", "CUZK_NTT_DIF2=1")):
         ("_r", 96, "N4 with N2: N2's bounds (r4's DIF 32 B, as without N4; r8 48 B, not used)"),
-    ("ntt_reg", ("CUZK_FASTMUL_VARIANT_FR=6", "CUZK_NTT_DIF2=1", "CUZK_NTT_LAZY=1")):
-        ("_r", 176, "N9 (default off until measured): r4's DIT 172 B at its 80-register cap (76 B without N9), its "
-                    "DIF 32 B as N4's"),
     ("msm_g2", ("CUZK_FP_CALL=1",)):
         (("g2_", "_ZN4cuzk"), 128, "I1's G2 build: 4-128 B in the G2 kernels and their callees (xyzz_add_mem, "
                                    "xyzz_dbl_mem, the called product); the default msm_g2 build, not listed, spills "

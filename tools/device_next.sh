@@ -126,6 +126,16 @@ ablate_alone() {
       --json "$OUT/ablate_$(echo "$1" | tr 'A-Z' 'a-z')_24d.json" 2>&1 | grep -A3 "^| opt"
 }
 case "$1" in
+Z52)
+  # session 16, issue 4: N10 (natural-order last DIF pass) and N8 after N9's removal and the kernels' new out
+  # parameter: the NTT GPU tests; micro ntt 2^27 alternated twice over defaults, +N8, +N10, +N8,+N10; micro h 2^27
+  # defaults against +N8, twice
+  timeout 200 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests/test_gpu_ntt_reg.py tests/test_micro.py \
+      -k "natural or r4b6d or backends_variant" 2>&1 | tail -3
+  for r in 1 2; do for o in "" "+N8" "+N10" "+N8,+N10"; do echo "CUZK_OPT=${o:-defaults}"
+    CUZK_OPT=$o timeout 60 python3 -m cuzk micro ntt --log-size 27 -p 1 -n 3 -w 1 2>&1 | tail -1; done; done
+  for r in 1 2; do for o in "" "+N8"; do echo "CUZK_OPT=${o:-defaults}"
+    CUZK_OPT=$o timeout 90 python3 -m cuzk micro h --log-size 27 -p 1 -n 3 -w 1 2>&1 | tail -1; done; done ;;
 Z51)
   # session 16, issue 4: N8 (full-domain twiddle tables) and N9 (values < 2p, lazy products) tested, then micro ntt
   # 2^27 alternated twice over defaults, +N8, +N9, +N8,+N9

@@ -73,6 +73,12 @@ def _backend_h_options() -> dict:
     return h_options(resolve())
 
 
+def _natural_order() -> bool:
+    """N10 under CUZK_OPT: natural-order NTTs without a separate bit reversal."""
+    from ..opts import resolve
+    return resolve().enabled("N10")
+
+
 def make_ntt(log_n: int, kind: str = "dif", generator: int = 7):
     from . import ntt as G
     x = random_fr(1 << log_n)
@@ -82,6 +88,10 @@ def make_ntt(log_n: int, kind: str = "dif", generator: int = 7):
         def call(): G.dif(x, log_n, generator, variant=v)
     elif kind == "intt":                     # natural -> natural, scaled by 1/n
         def call(): G.intt(x, log_n, generator, variant=v, tiled=tiled, build=build)
+    elif _natural_order() and G.natural_dif(v, log_n):   # "ntt", N10: dif whose last pass writes natural order
+        import cupy
+
+        def call(): G.dif(x, log_n, generator, variant=v, out=cupy.empty_like(x))
     else:                                    # "ntt": natural -> natural (dif in place, then the bit reversal)
         def call(): G.bit_reverse(G.dif(x, log_n, generator, variant=v), log_n, tiled=tiled)
 

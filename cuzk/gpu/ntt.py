@@ -29,8 +29,6 @@ THREADS = 256
 #        inside each multiplication (experiment).
 #   r4b6: r4's kernel built with fastmul build 6 for Fr (products on the FP64 pipe; loader.BUILDS): N2.
 #   r4b6d: r4b6 with its DIF butterfly in two modular ops, not three (CUZK_NTT_DIF2): N2 and N4.
-#   r4b6dl: r4b6d with its values in [0, 2p) between the loads and the last pass's stores, so that its products
-#        skip their final subtraction (CUZK_NTT_LAZY, kernels/fr_lazy.cuh): N9.
 #   A "t" suffix (N8): every 4-step twiddle is one table lookup, up to the full domain (a 2^27 NTT keeps a
 #        2^27-entry table, 4 GiB, beside the 2^18 one), instead of tw_hi * tw_lo above 2^18.
 #   r4x: kernels/ntt_split.cu, r4 with half its multiplications on the FP64 pipe (fastmul build 6) and
@@ -43,18 +41,15 @@ VARIANTS = {
     "r4x": (2, KMAX, 18),
     "r4b6": (2, KMAX, 18),
     "r4b6d": (2, KMAX, 18),
-    "r4b6dl": (2, KMAX, 18),
     "r4b6dt": (2, KMAX, 31),
-    "r4b6dlt": (2, KMAX, 31),
     "r8": (3, KMAX, 18),
     "r8-2lvl": (3, KMAX, 0),
     "r8-e11": (3, KMAX + 1, 18),
 }
 R4B6_BUILD = BUILDS["ntt_reg"][0]                  # r4b6: ntt_reg built with CUZK_FASTMUL_VARIANT_FR=6
 R4B6D_BUILD = BUILDS["ntt_reg"][1]                 # r4b6d: and with CUZK_NTT_DIF2=1 (N4)
-R4B6DL_BUILD = BUILDS["ntt_reg"][2]                # r4b6dl: and with CUZK_NTT_LAZY=1 (N9)
-REG_BUILDS = {"r4b6": R4B6_BUILD, "r4b6d": R4B6D_BUILD, "r4b6dt": R4B6D_BUILD,   # variants run by a build
-              "r4b6dl": R4B6DL_BUILD, "r4b6dlt": R4B6DL_BUILD}                    # of ntt_reg's r4 kernel
+REG_BUILDS = {"r4b6": R4B6_BUILD, "r4b6d": R4B6D_BUILD,   # variants run by a build of ntt_reg's r4 kernel
+              "r4b6dt": R4B6D_BUILD}
 TW1_SMALL = 18       # N8: sub-problems up to 2^18 share one table (L2-resident); larger ones get their own
 POINTWISE_B6 = BUILDS["ntt"][0]                    # N3: ntt.cu's pointwise kernels on Fr build 6
 # variants run by kernels/ntt_dfma.cu (kernel ntt_<name>_{dif,dit}) -> shared-memory bytes per element
@@ -164,7 +159,7 @@ def _tw1_table(w: int, log_n: int, bits: int, scale: int = 1):
 _tw1_table_big = lru_cache(maxsize=2)(_tw1_table.__wrapped__)
 
 
-def _run(x, log_n: int, generator: int, inverse: bool, dit: bool, variant: str | None = None):
+def _run(x, log_n: int, generator: int, inverse: bool, dit: bool, variant: str | None = None, out=None):
     import cupy
     n = 1 << log_n
     batch = x.size // (n * 8)
@@ -178,6 +173,8 @@ def _run(x, log_n: int, generator: int, inverse: bool, dit: bool, variant: str |
     passes = plan(log_n, emax)
     if lr > 1 and any(k < lr for _, k, _ in passes):
         lr, passes = 1, plan(log_n)                       # 2^1, 2^2: the radix-2 kernel
+    if out is not None and (dit or lr == 1):
+        raise ValueError("an NTT with its output in natural order (out) is a register-radix DIF")
     dfma = lr > 1 and variant in DFMA_VARIANTS
     if dfma:                                              # twiddles in the 2^260 form (DFMA_TW_SCALE)
         lo, hi, bits = _power_tables(w, log_n, DFMA_LO_SCALE)
@@ -217,14 +214,22 @@ def _run(x, log_n: int, generator: int, inverse: bool, dit: bool, variant: str |
         f((blocks, batch), (e >> lr,),
           (x, np.int32(log_n), np.int32(log_sub), np.int32(k), np.int32(log_c), small, np.int32(mode),
            lo, hi, np.int32(bits), tw1, np.int32(tb - log_sub if mode == 2 else 0),
-           np.int32(i == len(steps) - 1)),
+           out if out is not None and i == len(steps) - 1 else np.uint64(0)),
           shared_mem=e * elem_bytes)
-    return x
+    return x if out is None else out
 
 
-def dif(x, log_n: int, generator: int = 7, inverse: bool = False, variant: str | None = None):
-    """In place: natural order in, bit-reversed out. variant: a VARIANTS key (default VARIANT)."""
-    return _run(x, log_n, generator, inverse, False, variant)
+def dif(x, log_n: int, generator: int = 7, inverse: bool = False, variant: str | None = None, out=None):
+    """In place: natural order in, bit-reversed out. variant: a VARIANTS key (default VARIANT). With `out` (N10;
+    register-radix variants, 2^3 and up): the last pass writes the transform to out in natural order instead (x is
+    left after the other passes)."""
+    return _run(x, log_n, generator, inverse, False, variant, out)
+
+
+def natural_dif(variant: str | None, log_n: int) -> bool:
+    """Whether dif(..., out=) runs for this variant and size: a register-radix pass kernel for every pass."""
+    lr = VARIANTS[variant or VARIANT][0]
+    return lr > 1 and all(k >= lr for _, k, _ in plan(log_n, VARIANTS[variant or VARIANT][1]))
 
 
 def dit(x, log_n: int, generator: int = 7, inverse: bool = False, variant: str | None = None):
@@ -306,8 +311,12 @@ def sub_scaled(x, y, k: int, build: tuple = ()):
     return x
 
 
-def ntt(x, log_n: int, generator: int = 7, variant: str | None = None, tiled: bool = True):
-    """Natural -> natural forward NTT (out of place): DIF passes, then the bit reversal (tiled: N5)."""
+def ntt(x, log_n: int, generator: int = 7, variant: str | None = None, tiled: bool = True, natural: bool = True):
+    """Natural -> natural forward NTT (out of place): DIF passes whose last one writes natural order (natural:
+    N10), else DIF passes, then the bit reversal (tiled: N5)."""
+    import cupy
+    if natural and natural_dif(variant, log_n):
+        return dif(x.copy(), log_n, generator, variant=variant, out=cupy.empty_like(x))
     return bit_reverse(dif(x.copy(), log_n, generator, variant=variant), log_n, tiled=tiled)
 
 

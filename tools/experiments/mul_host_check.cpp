@@ -2,8 +2,7 @@
 // GPU runs, with the PTX carry-chain primitives replaced by C++ on a global carry flag.
 // Reads lines "f a b" (f = p or r, a and b as hex) and prints the Montgomery product
 // a*b*2^(-32N) mod (p or r) in hex; f = P or R: a*a the same way, through mont_sqr (b ignored);
-// f = l: the Fp product left unreduced (mont_mul<P, false>, optimization L1: < 2p, not canonical);
-// f = m: the Fr one (N9, fastmul build 6: a < 2p, b < p give < 2p).
+// f = l: the Fp product left unreduced (mont_mul<P, false>, optimization L1: < 2p, not canonical).
 // tools/experiments/mul_emulate.py --host and tests/test_field_sqr_host.py drive it.
 //   g++ -O2 -std=c++17 -DCUZK_FASTMUL_VARIANT=1 -I kernels -o /tmp/mulhost tools/experiments/mul_host_check.cpp
 #include <cstdint>
@@ -25,13 +24,12 @@ int main() {
     std::string f, a, b;
     uint32_t x[12], y[12], r[12];
     while (std::cin >> f >> a >> b) {
-        const bool sq = f == "P" || f == "R", lazy = f == "l", lazy_r = f == "m";
+        const bool sq = f == "P" || f == "R", lazy = f == "l";
         const int n = f == "p" || f == "P" || f == "l" ? 12 : 8;
         parse(a, x, n);
         parse(b, y, n);
         try {
             if (lazy) cuzk::fastmul::mont_mul<cuzk::fp_host, false>(r, x, y);
-            else if (lazy_r) cuzk::fastmul::mont_mul<cuzk::fr_host, false>(r, x, y);
             else if (sq && n == 12) cuzk::fastmul::mont_sqr<cuzk::fp_host>(r, x);
             else if (sq) cuzk::fastmul::mont_sqr<cuzk::fr_host>(r, x);
             else if (n == 12) cuzk::fastmul::mont_mul<cuzk::fp_host>(r, x, y);
