@@ -126,6 +126,15 @@ ablate_alone() {
       --json "$OUT/ablate_$(echo "$1" | tr 'A-Z' 'a-z')_24d.json" 2>&1 | grep -A3 "^| opt"
 }
 case "$1" in
+Z53)
+  # session 16, issue 4: the micro variant test (fixed), r8's kernel on r4b6d's build (r8b6d, r8b6dt) tested; micro
+  # ntt 2^27 with +N8,+N10 for r4b6dt against r8b6dt, alternated twice; micro h 2^27 +N8 on r8b6dt
+  timeout 200 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests/test_gpu_ntt_reg.py tests/test_micro.py \
+      -k "r8b6d or backends_variant" 2>&1 | tail -3
+  for r in 1 2; do for v in r4b6dt r8b6dt; do echo "CUZK_NTT_VARIANT=$v"
+    CUZK_NTT_VARIANT=$v CUZK_OPT=+N8,+N10 timeout 60 python3 -m cuzk micro ntt --log-size 27 -p 1 -n 3 -w 1 2>&1 | tail -1
+  done; done
+  CUZK_NTT_VARIANT=r8b6dt CUZK_OPT=+N8 timeout 90 python3 -m cuzk micro h --log-size 27 -p 1 -n 3 -w 1 2>&1 | tail -1 ;;
 Z52)
   # session 16, issue 4: N10 (natural-order last DIF pass) and N8 after N9's removal and the kernels' new out
   # parameter: the NTT GPU tests; micro ntt 2^27 alternated twice over defaults, +N8, +N10, +N8,+N10; micro h 2^27

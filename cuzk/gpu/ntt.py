@@ -31,6 +31,8 @@ THREADS = 256
 #   r4b6d: r4b6 with its DIF butterfly in two modular ops, not three (CUZK_NTT_DIF2): N2 and N4.
 #   A "t" suffix (N8): every 4-step twiddle is one table lookup, up to the full domain (a 2^27 NTT keeps a
 #        2^27-entry table, 4 GiB, beside the 2^18 one), instead of tw_hi * tw_lo above 2^18.
+#   r8b6d, r8b6dt: r8's kernel in r4b6d's build (experiment: two exchanges a 9-stage pass, not four, at 128
+#        registers and 2 blocks an SM).
 #   r4x: kernels/ntt_split.cu, r4 with half its multiplications on the FP64 pipe (fastmul build 6) and
 #        half on the FMA pipe (build 1): the two pipes share the load (experiment).
 VARIANTS = {
@@ -42,14 +44,16 @@ VARIANTS = {
     "r4b6": (2, KMAX, 18),
     "r4b6d": (2, KMAX, 18),
     "r4b6dt": (2, KMAX, 31),
+    "r8b6d": (3, KMAX, 18),
+    "r8b6dt": (3, KMAX, 31),
     "r8": (3, KMAX, 18),
     "r8-2lvl": (3, KMAX, 0),
     "r8-e11": (3, KMAX + 1, 18),
 }
 R4B6_BUILD = BUILDS["ntt_reg"][0]                  # r4b6: ntt_reg built with CUZK_FASTMUL_VARIANT_FR=6
 R4B6D_BUILD = BUILDS["ntt_reg"][1]                 # r4b6d: and with CUZK_NTT_DIF2=1 (N4)
-REG_BUILDS = {"r4b6": R4B6_BUILD, "r4b6d": R4B6D_BUILD,   # variants run by a build of ntt_reg's r4 kernel
-              "r4b6dt": R4B6D_BUILD}
+REG_BUILDS = {"r4b6": R4B6_BUILD, "r4b6d": R4B6D_BUILD,   # variants run by a build of ntt_reg
+              "r4b6dt": R4B6D_BUILD, "r8b6d": R4B6D_BUILD, "r8b6dt": R4B6D_BUILD}
 TW1_SMALL = 18       # N8: sub-problems up to 2^18 share one table (L2-resident); larger ones get their own
 POINTWISE_B6 = BUILDS["ntt"][0]                    # N3: ntt.cu's pointwise kernels on Fr build 6
 # variants run by kernels/ntt_dfma.cu (kernel ntt_<name>_{dif,dit}) -> shared-memory bytes per element
@@ -198,7 +202,7 @@ def _run(x, log_n: int, generator: int, inverse: bool, dit: bool, variant: str |
     elif variant == "r4x":
         f, elem_bytes = kernel("ntt_split", f"ntt_r4x_{direction}"), 32
     elif variant in REG_BUILDS:
-        f, elem_bytes = kernel("ntt_reg", f"ntt_r4_{direction}", REG_BUILDS[variant]), 32
+        f, elem_bytes = kernel("ntt_reg", f"ntt_r{1 << lr}_{direction}", REG_BUILDS[variant]), 32
     else:
         f, elem_bytes = kernel("ntt_reg", f"ntt_r{1 << lr}_{direction}"), 32
     if elem_bytes << emax > 48 << 10:                       # over 48 KiB of shared memory
