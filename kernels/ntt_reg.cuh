@@ -20,6 +20,12 @@ __device__ __forceinline__ int swz(int s) {
         const uint32_t *__restrict__ tw1, int tw1_shift, uint32_t *__restrict__ out
 #define NTT_REG_CALL data, log_n, log_sub, k, log_c, tw_small, tw_mode, tw_lo, tw_hi, tw_bits, tw1, tw1_shift, out
 
+// The 4-step twiddle's exponent e < 2^log_sub; tw_mode 3 (N8's table shared by a transform and its inverse):
+// the inverse root's w^-e is the forward table's entry at 2^log_sub - e, then read as tw_mode 2.
+__device__ __forceinline__ unsigned tw_exp(unsigned e, int tw_mode, int log_sub) {
+    return tw_mode == 3 ? (0u - e) & ((1u << log_sub) - 1) : e;
+}
+
 // The pass itself, over an element policy P (ntt_reg.cu: fr_t; ntt_dfma.cu: 52-bit limbs): P::T in
 // registers, P::SMW words of type P::S per element in shared memory (word-planar, swizzled), and
 // P::load/store (global, 8 x uint32), P::word/set_word, P::outer (x times its 4-step twiddle) and the
@@ -65,7 +71,8 @@ __device__ __forceinline__ void ntt_reg_pass(uint32_t* data, int log_n, int log_
 #pragma unroll
                 for (int m = 0; m < R; m++) {
                     const unsigned r = __brev(base + m) >> (32 - k);
-                    x[m] = P::outer(x[m], i2 * r, tw_mode, shift, tw_lo, tw_hi, tw_bits, tw1, tw1_shift, m);
+                    x[m] = P::outer(x[m], tw_exp(i2 * r, tw_mode, log_sub), tw_mode == 3 ? 2 : tw_mode, shift, tw_lo,
+                                    tw_hi, tw_bits, tw1, tw1_shift, m);
                 }
             }
         } else {
@@ -103,7 +110,8 @@ __device__ __forceinline__ void ntt_reg_pass(uint32_t* data, int log_n, int log_
             for (int m = 0; m < R; m++) {      // one element at a time: each dies at its store
                 if (!DIT && tw_mode) {         // b0 == 0 here: rows base + m
                     const unsigned r = __brev(base + m) >> (32 - k);
-                    x[m] = P::outer(x[m], i2 * r, tw_mode, shift, tw_lo, tw_hi, tw_bits, tw1, tw1_shift, m);
+                    x[m] = P::outer(x[m], tw_exp(i2 * r, tw_mode, log_sub), tw_mode == 3 ? 2 : tw_mode, shift, tw_lo,
+                                    tw_hi, tw_bits, tw1, tw1_shift, m);
                 }
                 if (natural) {                 // log_n2 == 0, b0 == 0: element (s << k) + base + m
                     const unsigned i = (unsigned)(s << k) + base + m;

@@ -126,6 +126,14 @@ ablate_alone() {
       --json "$OUT/ablate_$(echo "$1" | tr 'A-Z' 'a-z')_24d.json" 2>&1 | grep -A3 "^| opt"
 }
 case "$1" in
+Z54)
+  # session 16, issue 4: N8's one table for both directions (tw_mode 3: the inverse reads the forward table at -e)
+  # tested; micro h 2^27 +N8 once; then 10 x 2^27 pipelined, defaults and +N8 in separate processes (N8's 4 GiB
+  # table against the MSM's sort passes, which follow free memory)
+  timeout 150 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests/test_gpu_ntt_reg.py -k "r4b6dt" 2>&1 | tail -2
+  CUZK_OPT=+N8 timeout 90 python3 -m cuzk micro h --log-size 27 -p 1 -n 3 -w 1 2>&1 | tail -1
+  for o in "" "+N8"; do echo "spec: ${o:-defaults}"
+    timeout 240 python3 tools/experiments/pipeline_ab.py --rounds 1 -- "$o" 2>&1 | grep -v "^key:" | tail -3; done ;;
 Z53)
   # session 16, issue 4: the micro variant test (fixed), r8's kernel on r4b6d's build (r8b6d, r8b6dt) tested; micro
   # ntt 2^27 with +N8,+N10 for r4b6dt against r8b6dt, alternated twice; micro h 2^27 +N8 on r8b6dt

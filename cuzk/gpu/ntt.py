@@ -31,8 +31,6 @@ THREADS = 256
 #   r4b6d: r4b6 with its DIF butterfly in two modular ops, not three (CUZK_NTT_DIF2): N2 and N4.
 #   A "t" suffix (N8): every 4-step twiddle is one table lookup, up to the full domain (a 2^27 NTT keeps a
 #        2^27-entry table, 4 GiB, beside the 2^18 one), instead of tw_hi * tw_lo above 2^18.
-#   r8b6d, r8b6dt: r8's kernel in r4b6d's build (experiment: two exchanges a 9-stage pass, not four, at 128
-#        registers and 2 blocks an SM).
 #   r4x: kernels/ntt_split.cu, r4 with half its multiplications on the FP64 pipe (fastmul build 6) and
 #        half on the FMA pipe (build 1): the two pipes share the load (experiment).
 VARIANTS = {
@@ -44,8 +42,6 @@ VARIANTS = {
     "r4b6": (2, KMAX, 18),
     "r4b6d": (2, KMAX, 18),
     "r4b6dt": (2, KMAX, 31),
-    "r8b6d": (3, KMAX, 18),
-    "r8b6dt": (3, KMAX, 31),
     "r8": (3, KMAX, 18),
     "r8-2lvl": (3, KMAX, 0),
     "r8-e11": (3, KMAX + 1, 18),
@@ -53,7 +49,7 @@ VARIANTS = {
 R4B6_BUILD = BUILDS["ntt_reg"][0]                  # r4b6: ntt_reg built with CUZK_FASTMUL_VARIANT_FR=6
 R4B6D_BUILD = BUILDS["ntt_reg"][1]                 # r4b6d: and with CUZK_NTT_DIF2=1 (N4)
 REG_BUILDS = {"r4b6": R4B6_BUILD, "r4b6d": R4B6D_BUILD,   # variants run by a build of ntt_reg
-              "r4b6dt": R4B6D_BUILD, "r8b6d": R4B6D_BUILD, "r8b6dt": R4B6D_BUILD}
+              "r4b6dt": R4B6D_BUILD}
 TW1_SMALL = 18       # N8: sub-problems up to 2^18 share one table (L2-resident); larger ones get their own
 POINTWISE_B6 = BUILDS["ntt"][0]                    # N3: ntt.cu's pointwise kernels on Fr build 6
 # variants run by kernels/ntt_dfma.cu (kernel ntt_<name>_{dif,dit}) -> shared-memory bytes per element
@@ -144,8 +140,8 @@ def _small_table(generator: int, inverse: bool, scale: int = 1):
 
 
 def _tw1(w: int, log_n: int, bits: int, scale: int = 1):
-    """The one-lookup table; those over 2^TW1_SMALL entries (N8: 2^27 is 4 GiB) in a cache of their own
-    that keeps two (one transform's forward and inverse roots)."""
+    """The one-lookup table; those over 2^TW1_SMALL entries (N8: 2^27 is 4 GiB, built for the forward root and
+    read at -e for the inverse: tw_mode 3) in a cache of their own that keeps two."""
     return (_tw1_table if bits <= TW1_SMALL else _tw1_table_big)(w, log_n, bits, scale)
 
 
@@ -169,9 +165,8 @@ def _run(x, log_n: int, generator: int, inverse: bool, dit: bool, variant: str |
     batch = x.size // (n * 8)
     if x.dtype != cupy.uint32 or x.size != batch * n * 8 or not x.flags.c_contiguous:
         raise ValueError("NTT input must be a contiguous uint32 array of [batch, n, 8]")
-    w = root_of_unity(log_n, generator)
-    if inverse:
-        w = pow(w, -1, R)
+    w_fwd = root_of_unity(log_n, generator)
+    w = pow(w_fwd, -1, R) if inverse else w_fwd
     variant = variant or VARIANT
     lr, emax, tw1_max = VARIANTS[variant]
     passes = plan(log_n, emax)
@@ -211,13 +206,16 @@ def _run(x, log_n: int, generator: int, inverse: bool, dit: bool, variant: str |
     for i, ((log_sub, k, log_c), (mode, tb)) in enumerate(reversed(steps) if dit else steps):
         e = 1 << (k + log_c)
         blocks = (n >> log_sub) * (1 << (log_sub - k - log_c))
-        if mode == 2:
+        if mode == 2 and tb > TW1_SMALL:                    # N8's large tables: one for both directions
+            tw1 = _tw1(w_fwd, log_n, tb, DFMA_TW_SCALE if dfma else 1)
+            mode = 3 if inverse else 2
+        elif mode == 2:
             tw1 = _tw1(w, log_n, tb, DFMA_TW_SCALE if dfma else 1)
         else:
             tw1 = lo                                        # a valid pointer, never read
         f((blocks, batch), (e >> lr,),
           (x, np.int32(log_n), np.int32(log_sub), np.int32(k), np.int32(log_c), small, np.int32(mode),
-           lo, hi, np.int32(bits), tw1, np.int32(tb - log_sub if mode == 2 else 0),
+           lo, hi, np.int32(bits), tw1, np.int32(tb - log_sub if mode >= 2 else 0),
            out if out is not None and i == len(steps) - 1 else np.uint64(0)),
           shared_mem=e * elem_bytes)
     return x if out is None else out
