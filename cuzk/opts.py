@@ -107,19 +107,20 @@ register(Optimization(
 register(Optimization(
     "N8", ("ntt_msm_h",),
     "every 4-step twiddle of the register-radix NTT passes is one table lookup, up to the full domain (a 2^27 "
-    "NTT keeps a 2^27-entry table, 4 GiB a root, beside the 2^18 one), instead of tw_hi * tw_lo above 2^18; "
-    "acts only with N1 and N2",
-    False,
+    "NTT keeps one 2^27-entry table, 4 GiB, for both directions: the inverse reads it at -e), instead of "
+    "tw_hi * tw_lo above 2^18; acts only with N1, N2 and N4",
+    True,     # on since session 16: micro ntt 2^27 53.3 -> 50.7 ms (Z51); 10 x 2^27 h scalars 328.1 -> 311.4 ms (Z54)
     "NTT 2^27 -1.5..-3 ms: the first pass's 5.1 products an element become 4.1 (~-3 ms of instructions), but its "
     "twiddles are 4 GiB of scattered 32-byte reads (memory is ~10% busy in the pass); ntt_msm_h: its six NTTs, "
-    "8 GiB more device memory at 2^27",
+    "4 GiB more device memory at 2^27 (the MSM's sort passes follow free memory)",
 ))
 register(Optimization(
     "N10", ("ntt_msm_h",),
     "a natural -> natural NTT's last DIF pass writes its output at bit-reversed positions (block b takes "
     "sub-problem bitrev(b), so blocks running together write neighbouring elements), instead of a separate "
-    "bit-reversal pass (N5's tiles); the natural-order NTT helpers (cuzk micro ntt)",
-    False,
+    "bit-reversal pass (N5's tiles); the natural-order NTT helpers (cuzk micro ntt, intt: its 1/n in the small "
+    "twiddle table where one pass reads it)",
+    True,     # on since session 16: micro ntt 2^27 53.1 -> 50.8 ms, with N8 48.1 (Z52)
     "NTT 2^27 -1..-2.5 ms: the ~2.6 ms reversal pass goes; the last pass's 4 GiB of writes become 32-byte pieces "
     "that L2 merges from neighbouring blocks (memory ~10% busy in the pass); the H phase does not use it",
 ))

@@ -95,3 +95,17 @@ def test_natural_order_last_pass(variant, log_n, batch):
         a = gfr.download(x0).reshape(batch, d.n)
         ref = np.concatenate([poly.ntt(v, d.omega) for v in a])
         assert (gfr.download(got) == ref).all()
+
+
+@pytest.mark.parametrize("log_n,batch", [(13, 2), (24, 1)])
+def test_intt_natural_scaled(variant, log_n, batch):
+    """N10's inverse: 1/n in the small twiddle table and natural-order stores give the same words as the DIF
+    passes, then 1/n and the bit reversal in their own pass."""
+    import cupy
+    from cuzk.gpu import micro
+    from cuzk.gpu import ntt as G
+    if not G.natural_scaled(variant, log_n):
+        pytest.skip("no single small-table pass at this size")
+    x0 = micro.random_fr(1 << log_n, batch, seed=log_n + batch)
+    got, want = G.intt(x0, log_n, 5, natural=True), G.intt(x0, log_n, 5, natural=False)
+    assert bool(cupy.array_equal(got, want)) and not bool(cupy.array_equal(got, x0))

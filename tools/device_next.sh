@@ -126,6 +126,14 @@ ablate_alone() {
       --json "$OUT/ablate_$(echo "$1" | tr 'A-Z' 'a-z')_24d.json" 2>&1 | grep -A3 "^| opt"
 }
 case "$1" in
+Z55)
+  # session 16, issue 4: N8 and N10 on by default; intt's 1/n in the small twiddle table (N10) tested; the DIF's
+  # passes timed one by one at 2^27 (r4b6dt, r4b6d; natural); micro intt 2^27 with the defaults and -N10
+  timeout 200 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests/test_gpu_ntt_reg.py tests/test_micro.py \
+      -k "natural or r4b6dt or backends_variant or micro" 2>&1 | tail -2
+  timeout 60 python3 tools/experiments/ntt_pass_times.py 27 r4b6dt r4b6d --natural 2>&1 | tail -3
+  for o in "" "-N10"; do echo "CUZK_OPT=${o:-defaults}"
+    CUZK_OPT=$o timeout 60 python3 -m cuzk micro intt --log-size 27 -p 1 -n 3 -w 1 2>&1 | tail -1; done ;;
 Z54)
   # session 16, issue 4: N8's one table for both directions (tw_mode 3: the inverse reads the forward table at -e)
   # tested; micro h 2^27 +N8 once; then 10 x 2^27 pipelined, defaults and +N8 in separate processes (N8's 4 GiB

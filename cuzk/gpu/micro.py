@@ -87,7 +87,9 @@ def make_ntt(log_n: int, kind: str = "dif", generator: int = 7):
     if kind == "dif":
         def call(): G.dif(x, log_n, generator, variant=v)
     elif kind == "intt":                     # natural -> natural, scaled by 1/n
-        def call(): G.intt(x, log_n, generator, variant=v, tiled=tiled, build=build)
+        natural = _natural_order()
+
+        def call(): G.intt(x, log_n, generator, variant=v, tiled=tiled, build=build, natural=natural)
     elif _natural_order() and G.natural_dif(v, log_n):   # "ntt", N10: dif whose last pass writes natural order
         import cupy
 

@@ -159,7 +159,10 @@ def _tw1_table(w: int, log_n: int, bits: int, scale: int = 1):
 _tw1_table_big = lru_cache(maxsize=2)(_tw1_table.__wrapped__)
 
 
-def _run(x, log_n: int, generator: int, inverse: bool, dit: bool, variant: str | None = None, out=None):
+def _run(x, log_n: int, generator: int, inverse: bool, dit: bool, variant: str | None = None, out=None,
+         scale: int = 1):
+    """The passes. scale (natural_scaled): the one pass that reads the shared table of sub-problems up to 2^TW1_SMALL
+    multiplies every element by it too (its table is scaled)."""
     import cupy
     n = 1 << log_n
     batch = x.size // (n * 8)
@@ -203,6 +206,8 @@ def _run(x, log_n: int, generator: int, inverse: bool, dit: bool, variant: str |
     if elem_bytes << emax > 48 << 10:                       # over 48 KiB of shared memory
         f.max_dynamic_shared_size_bytes = elem_bytes << emax
     steps = list(zip(passes, pass_twiddles(passes, tw1_max)))
+    if scale % R != 1 and sum(m == 2 and tb <= TW1_SMALL for m, tb in pass_twiddles(passes, tw1_max)) != 1:
+        raise ValueError(f"no single small-table pass carries a scale at 2^{log_n} ({variant})")
     for i, ((log_sub, k, log_c), (mode, tb)) in enumerate(reversed(steps) if dit else steps):
         e = 1 << (k + log_c)
         blocks = (n >> log_sub) * (1 << (log_sub - k - log_c))
@@ -210,7 +215,7 @@ def _run(x, log_n: int, generator: int, inverse: bool, dit: bool, variant: str |
             tw1 = _tw1(w_fwd, log_n, tb, DFMA_TW_SCALE if dfma else 1)
             mode = 3 if inverse else 2
         elif mode == 2:
-            tw1 = _tw1(w, log_n, tb, DFMA_TW_SCALE if dfma else 1)
+            tw1 = _tw1(w, log_n, tb, (DFMA_TW_SCALE if dfma else 1) * scale % R)
         else:
             tw1 = lo                                        # a valid pointer, never read
         f((blocks, batch), (e >> lr,),
@@ -322,11 +327,27 @@ def ntt(x, log_n: int, generator: int = 7, variant: str | None = None, tiled: bo
     return bit_reverse(dif(x.copy(), log_n, generator, variant=variant), log_n, tiled=tiled)
 
 
-def intt(x, log_n: int, generator: int = 7, variant: str | None = None, tiled: bool = True, build: tuple = ()):
-    """Natural -> natural inverse NTT, scaled by 1/n (out of place): DIF passes, then 1/n and the bit reversal
-    in one pass (one product an element, on ntt.cu's `build`: POINTWISE_B6 for N3's)."""
+def natural_scaled(variant: str | None, log_n: int) -> bool:
+    """Whether an inverse NTT can carry its 1/n in a twiddle table and write natural order (N10): a register-radix
+    DIF with exactly one pass on the shared small table (2^27: the second; not 2^20, whose one twiddled pass reads
+    N8's large table)."""
+    v = variant or VARIANT
+    lr, emax, tw1_max = VARIANTS[v]
+    return natural_dif(v, log_n) and \
+        sum(m == 2 and tb <= TW1_SMALL for m, tb in pass_twiddles(plan(log_n, emax), tw1_max)) == 1
+
+
+def intt(x, log_n: int, generator: int = 7, variant: str | None = None, tiled: bool = True, build: tuple = (),
+         natural: bool = True):
+    """Natural -> natural inverse NTT, scaled by 1/n (out of place). natural (N10, where natural_scaled): DIF passes
+    with 1/n in the small twiddle table and the last pass writing natural order; else DIF passes, then 1/n and the
+    bit reversal in one pass (one product an element, on ntt.cu's `build`: POINTWISE_B6 for N3's)."""
+    import cupy
+    inv_n = pow(1 << log_n, -1, R)
+    if natural and natural_scaled(variant, log_n):
+        return _run(x.copy(), log_n, generator, True, False, variant, out=cupy.empty_like(x), scale=inv_n)
     y = dif(x.copy(), log_n, generator, inverse=True, variant=variant)
-    return bit_reverse(y, log_n, tiled=tiled, scale=pow(1 << log_n, -1, R), build=build)
+    return bit_reverse(y, log_n, tiled=tiled, scale=inv_n, build=build)
 
 
 def coset_ntt(x, log_n: int, shift: int, generator: int = 7):
