@@ -125,6 +125,16 @@ register(Optimization(
     "that L2 merges from neighbouring blocks (memory ~10% busy in the pass); the H phase does not use it",
 ))
 register(Optimization(
+    "N11", ("ntt_msm_h",),
+    "a DIF butterfly's difference that goes into a product is left a - b + p (< 2p: two carry chains, no borrow "
+    "test or masked add; build 6's product takes one input < 2p and returns < p), instead of reduced; a build of "
+    "ntt_reg; acts only with N1, N2 and N4",
+    False,
+    "NTT 2^27 -0.8..-1.5 ms: 9 of a difference's 25 ALU instructions go in 10.9 butterflies an element; Z55 "
+    "timed the passes' non-product work at ~4.7 ms a pass, ALU-bound at ~3 cycles a warp instruction; "
+    "ntt_msm_h: its four DIF NTTs",
+))
+register(Optimization(
     "H2", ("ntt_msm_h",),
     "coeff convention: the H phase skips C's coset NTT. H(gx) Z(gx) = A(gx) B(gx) - C(gx), Z(gx) = g^n - 1 "
     "mod x^n - 1 and deg H, deg C < n give h = iNTT_coset(a b / Z(g)) - C's coefficients / Z(g): six NTTs, not "

@@ -5,6 +5,12 @@
 #pragma once
 #include "field.cuh"
 #include "ntt_reg.cuh"
+#ifndef CUZK_NTT_LAZY_SUB         // N11: a DIF difference that goes into a product is left a - b + p (< 2p)
+#define CUZK_NTT_LAZY_SUB 0
+#endif
+#if CUZK_NTT_LAZY_SUB && (CUZK_FASTMUL_VARIANT_FR != 6 || !CUZK_NTT_DIF2)
+#error "CUZK_NTT_LAZY_SUB needs fastmul build 6 for Fr (its product takes one input < 2p) and CUZK_NTT_DIF2"
+#endif
 
 struct FrProduct {               // fr_t's operator* (fastmul, the build's variant)
     static __device__ __forceinline__ cuzk::fr_t mul(const cuzk::fr_t& a, const cuzk::fr_t& b, int) {
@@ -44,7 +50,33 @@ struct FrPolicy {
         b = a - y;
         a = a + y;
     }
+    // a - b + p for a, b < p: in (0, 2p), no borrow test (16 carry-chain steps against the reduced 25)
+    static __device__ __forceinline__ T sub_plus_p(const T& a, const T& b) {
+        uint32_t t[FR_W];
+        T r;
+        CUZK_ASM("sub.cc.u32 %0, %1, %2;" : "=r"(t[0]) : "r"(a.v[0]), "r"(b.v[0]));
+#pragma unroll
+        for (int j = 1; j < FR_W; j++) CUZK_ASM("subc.cc.u32 %0, %1, %2;" : "=r"(t[j]) : "r"(a.v[j]), "r"(b.v[j]));
+        CUZK_ASM("add.cc.u32 %0, %1, %2;" : "=r"(r.v[0]) : "r"(t[0]), "r"(cuzk::fr_mod(0)));
+#pragma unroll
+        for (int j = 1; j < FR_W - 1; j++)
+            CUZK_ASM("addc.cc.u32 %0, %1, %2;" : "=r"(r.v[j]) : "r"(t[j]), "r"(cuzk::fr_mod(j)));
+        CUZK_ASM("addc.u32 %0, %1, %2;" : "=r"(r.v[FR_W - 1]) : "r"(t[FR_W - 1]), "r"(cuzk::fr_mod(FR_W - 1)));
+        return r;
+    }
     static __device__ __forceinline__ void dif(T& a, T& b, bool one, const uint32_t* wp, int m) {
+#if CUZK_NTT_LAZY_SUB            // N11: the product (build 6) takes the difference below 2p; w = 1 keeps it reduced
+        if (one) {
+            const T d = a - b;
+            a = a + b;
+            b = d;
+        } else {
+            const T d = sub_plus_p(a, b);
+            a = a + b;
+            b = Mul::mul(d, T::load(wp), m);
+        }
+        return;
+#endif
 #if CUZK_NTT_DIF2                // two modular ops a butterfly, not three (N4: the ntt_reg build r4b6d)
         const T d = a - b;
         a = a + b;

@@ -126,6 +126,15 @@ ablate_alone() {
       --json "$OUT/ablate_$(echo "$1" | tr 'A-Z' 'a-z')_24d.json" 2>&1 | grep -A3 "^| opt"
 }
 case "$1" in
+Z56)
+  # session 16, issue 4: N11 (DIF differences left a - b + p into products) tested; micro ntt 2^27 alternated twice,
+  # defaults against +N11; micro h 2^27 once each
+  timeout 200 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests/test_gpu_ntt_reg.py tests/test_micro.py \
+      -k "r4b6dts or backends_variant" 2>&1 | tail -2
+  for r in 1 2; do for o in "" "+N11"; do echo "CUZK_OPT=${o:-defaults}"
+    CUZK_OPT=$o timeout 60 python3 -m cuzk micro ntt --log-size 27 -p 1 -n 3 -w 1 2>&1 | tail -1; done; done
+  for o in "" "+N11"; do echo "CUZK_OPT=${o:-defaults}"
+    CUZK_OPT=$o timeout 90 python3 -m cuzk micro h --log-size 27 -p 1 -n 3 -w 1 2>&1 | tail -1; done ;;
 Z55)
   # session 16, issue 4: N8 and N10 on by default; intt's 1/n in the small twiddle table (N10) tested; the DIF's
   # passes timed one by one at 2^27 (r4b6dt, r4b6d; natural); micro intt 2^27 with the defaults and -N10

@@ -101,7 +101,8 @@ def msm_kw(opts, group: int) -> dict:
 
 def ntt_variant(opts) -> str:
     """N1 on: register-radix NTT passes (r4; with N2, built on fastmul build 6; with N2 and N4, its DIF butterfly
-    in two modular ops; and N8: full-domain twiddle tables); off: radix-2 (r2).
+    in two modular ops; and N8: full-domain twiddle tables; N11: DIF differences left < 2p into products); off:
+    radix-2 (r2).
     CUZK_NTT_VARIANT overrides them."""
     if gntt.VARIANT_ENV:
         return gntt.VARIANT_ENV
@@ -111,7 +112,7 @@ def ntt_variant(opts) -> str:
         return "r4"
     if not opts.enabled("N4"):
         return "r4b6"
-    return "r4b6dt" if opts.enabled("N8") else "r4b6d"
+    return "r4b6d" + ("t" if opts.enabled("N8") else "") + ("s" if opts.enabled("N11") else "")
 
 
 def h_options(opts) -> dict:

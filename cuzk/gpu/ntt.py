@@ -31,6 +31,8 @@ THREADS = 256
 #   r4b6d: r4b6 with its DIF butterfly in two modular ops, not three (CUZK_NTT_DIF2): N2 and N4.
 #   A "t" suffix (N8): every 4-step twiddle is one table lookup, up to the full domain (a 2^27 NTT keeps a
 #        2^27-entry table, 4 GiB, beside the 2^18 one), instead of tw_hi * tw_lo above 2^18.
+#   An "s" suffix (N11): the DIF difference that goes into a product is a - b + p (< 2p, no borrow test: build 6's
+#        product takes one input < 2p), CUZK_NTT_LAZY_SUB.
 #   r4x: kernels/ntt_split.cu, r4 with half its multiplications on the FP64 pipe (fastmul build 6) and
 #        half on the FMA pipe (build 1): the two pipes share the load (experiment).
 VARIANTS = {
@@ -42,14 +44,17 @@ VARIANTS = {
     "r4b6": (2, KMAX, 18),
     "r4b6d": (2, KMAX, 18),
     "r4b6dt": (2, KMAX, 31),
+    "r4b6ds": (2, KMAX, 18),
+    "r4b6dts": (2, KMAX, 31),
     "r8": (3, KMAX, 18),
     "r8-2lvl": (3, KMAX, 0),
     "r8-e11": (3, KMAX + 1, 18),
 }
 R4B6_BUILD = BUILDS["ntt_reg"][0]                  # r4b6: ntt_reg built with CUZK_FASTMUL_VARIANT_FR=6
 R4B6D_BUILD = BUILDS["ntt_reg"][1]                 # r4b6d: and with CUZK_NTT_DIF2=1 (N4)
+R4B6DS_BUILD = BUILDS["ntt_reg"][2]                # r4b6ds: and with CUZK_NTT_LAZY_SUB=1 (N11)
 REG_BUILDS = {"r4b6": R4B6_BUILD, "r4b6d": R4B6D_BUILD,   # variants run by a build of ntt_reg
-              "r4b6dt": R4B6D_BUILD}
+              "r4b6dt": R4B6D_BUILD, "r4b6ds": R4B6DS_BUILD, "r4b6dts": R4B6DS_BUILD}
 TW1_SMALL = 18       # N8: sub-problems up to 2^18 share one table (L2-resident); larger ones get their own
 POINTWISE_B6 = BUILDS["ntt"][0]                    # N3: ntt.cu's pointwise kernels on Fr build 6
 # variants run by kernels/ntt_dfma.cu (kernel ntt_<name>_{dif,dit}) -> shared-memory bytes per element
