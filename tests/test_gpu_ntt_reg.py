@@ -13,7 +13,7 @@ from cuzk.poly import Domain
 
 pytestmark = pytest.mark.gpu
 
-REG = ["r4", "r8", "r8-2lvl", "r8-e11", "r4d", "r4m", "r4x", "r4b6", "r4b6d", "r4b6dt", "r4b6dts"]
+REG = ["r4", "r8", "r8-2lvl", "r8-e11", "r4d", "r4m", "r4x", "r4b6", "r4b6d", "r4b6dt", "r4b6ds", "r4b6dts"]
 
 
 def rnd(n, seed):

@@ -126,6 +126,14 @@ ablate_alone() {
       --json "$OUT/ablate_$(echo "$1" | tr 'A-Z' 'a-z')_24d.json" 2>&1 | grep -A3 "^| opt"
 }
 case "$1" in
+Z57)
+  # session 16, the final defaults (N8, N10, N11 on): the whole GPU suite (the NTT kernels changed since Z49), then
+  # issue 4's figures (micro ntt, intt at 2^27/24/20; h at 2^27/24)
+  timeout 300 python3 -m pytest -q -m gpu -p no:cacheprovider tests --ignore=tests/test_gpu.py 2>&1 | tail -2
+  timeout 110 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu.py 2>&1 | tail -2
+  for L in 27 24 20; do timeout 40 python3 -m cuzk micro ntt --log-size $L -p 1 -n 3 -w 1 2>&1 | tail -1
+    timeout 40 python3 -m cuzk micro intt --log-size $L -p 1 -n 3 -w 1 2>&1 | tail -1; done
+  for L in 27 24; do timeout 60 python3 -m cuzk micro h --log-size $L -p 1 -n 3 -w 1 2>&1 | tail -1; done ;;
 Z56)
   # session 16, issue 4: N11 (DIF differences left a - b + p into products) tested; micro ntt 2^27 alternated twice,
   # defaults against +N11; micro h 2^27 once each
