@@ -126,6 +126,9 @@ ablate_alone() {
       --json "$OUT/ablate_$(echo "$1" | tr 'A-Z' 'a-z')_24d.json" 2>&1 | grep -A3 "^| opt"
 }
 case "$1" in
+Z58)
+  # session 16, the final defaults (N8, N10, N11 on): 10 x 2^27 pipelined, one round, every proof verified
+  timeout 250 python3 tools/experiments/pipeline_ab.py --rounds 1 -- "" 2>&1 | grep -v "^key:" | tail -3 ;;
 Z57)
   # session 16, the final defaults (N8, N10, N11 on): the whole GPU suite (the NTT kernels changed since Z49), then
   # issue 4's figures (micro ntt, intt at 2^27/24/20; h at 2^27/24)
