@@ -29,6 +29,17 @@ struct FrPolicy {
     static constexpr int SMW = FR_W;
     static __device__ __forceinline__ T load(const uint32_t* p) { return T::load(p); }
     static __device__ __forceinline__ void store(const T& x, uint32_t* p) { x.store(p); }
+    // CUZK_NTT_SM128 (ntt_reg.cuh): the element as two 16-byte units, in planes 0 and 1 of E units each
+    static constexpr bool VEC4 = true;
+    static __device__ __forceinline__ void put4(const T& x, uint4* sm4, int E, int ph) {
+        sm4[ph] = make_uint4(x.v[0], x.v[1], x.v[2], x.v[3]);
+        sm4[E + ph] = make_uint4(x.v[4], x.v[5], x.v[6], x.v[7]);
+    }
+    static __device__ __forceinline__ void get4(T& x, const uint4* sm4, int E, int ph) {
+        const uint4 lo = sm4[ph], hi = sm4[E + ph];
+        x.v[0] = lo.x; x.v[1] = lo.y; x.v[2] = lo.z; x.v[3] = lo.w;
+        x.v[4] = hi.x; x.v[5] = hi.y; x.v[6] = hi.z; x.v[7] = hi.w;
+    }
     static __device__ __forceinline__ S word(const T& x, int w) { return x.v[w]; }
     static __device__ __forceinline__ void set_word(T& x, int w, S v) { x.v[w] = v; }
     // w_N^(e_sub << shift), e_sub < 2^log_sub. tw_mode 2: tw1[e_sub << tw1_shift] (one load);

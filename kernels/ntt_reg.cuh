@@ -14,6 +14,16 @@ __device__ __forceinline__ int swz(int s) {
     return s ^ ((-(h & 1) & 10) ^ (-((h >> 1) & 1) & 21) ^ (-((h >> 2) & 1) & 25));
 }
 
+// CUZK_NTT_SM128 (experiment N12): the exchanges move 16 bytes an access (two per fr_t element, in two planes of
+// uint4) instead of eight 32-bit words, with swz4: slot bits 3..5 XORed into the 16-byte bank-group bits, so that
+// each quarter-warp's 8 lanes hit 8 groups (checked on the CPU: tests/test_ntt_plan.py).
+#ifndef CUZK_NTT_SM128
+#define CUZK_NTT_SM128 0
+#endif
+__device__ __forceinline__ int swz4(int s) {
+    return s ^ ((-((s >> 3) & 1) & 2) ^ (-((s >> 4) & 1) & 5) ^ (-((s >> 5) & 1) & 6));
+}
+
 #define NTT_REG_ARGS                                                                              \
     uint32_t *data, int log_n, int log_sub, int k, int log_c, const uint32_t *__restrict__ tw_small, \
         int tw_mode, const uint32_t *__restrict__ tw_lo, const uint32_t *__restrict__ tw_hi, int tw_bits, \
@@ -41,7 +51,7 @@ __device__ __forceinline__ void ntt_reg_pass(uint32_t* data, int log_n, int log_
                                              int tw_bits, const uint32_t* __restrict__ tw1, int tw1_shift,
                                              uint32_t* __restrict__ out) {
     constexpr int R = 1 << LR;
-    extern __shared__ uint64_t sm_raw[];                  // 8-byte aligned
+    extern __shared__ __align__(16) uint64_t sm_raw[];    // 16-byte aligned
     typename P::S* const sm = reinterpret_cast<typename P::S*>(sm_raw);
     const int E = 1 << (k + log_c);
     const int log_n2 = log_sub - k, log_g = log_n2 - log_c, shift = log_n - log_sub;
@@ -81,6 +91,12 @@ __device__ __forceinline__ void ntt_reg_pass(uint32_t* data, int log_n, int log_
 #endif
 #pragma unroll
             for (int m = 0; m < R; m++) {
+#if CUZK_NTT_SM128
+                if constexpr (P::VEC4) {
+                    P::get4(x[m], reinterpret_cast<const uint4*>(sm_raw), E, swz4(((base + (m << b0)) << log_c) + c));
+                    continue;
+                }
+#endif
                 const int ph = swz(((base + (m << b0)) << log_c) + c);
 #pragma unroll
                 for (int w = 0; w < P::SMW; w++) P::set_word(x[m], w, sm[w * E + ph]);
@@ -123,6 +139,12 @@ __device__ __forceinline__ void ntt_reg_pass(uint32_t* data, int log_n, int log_
         } else {
 #pragma unroll
             for (int m = 0; m < R; m++) {
+#if CUZK_NTT_SM128
+                if constexpr (P::VEC4) {
+                    P::put4(x[m], reinterpret_cast<uint4*>(sm_raw), E, swz4(((base + (m << b0)) << log_c) + c));
+                    continue;
+                }
+#endif
                 const int ph = swz(((base + (m << b0)) << log_c) + c);
 #pragma unroll
                 for (int w = 0; w < P::SMW; w++) sm[w * E + ph] = P::word(x[m], w);

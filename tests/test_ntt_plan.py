@@ -69,6 +69,20 @@ def test_reg_shared_memory_has_no_bank_conflicts(lr):
             assert G.bank_conflicts(k, log_c, lr) == 1, (k, log_c)
 
 
+@pytest.mark.parametrize("lr", [2, 3])
+def test_reg_shared_memory_128_has_no_bank_conflicts(lr):
+    """CUZK_NTT_SM128's 16-byte exchanges: every quarter-warp in 8 bank groups (blocks of 8 threads and up)."""
+    for k in range(lr, 12):
+        for log_c in range(0, 12 - k):
+            if (1 << (k + log_c)) >> lr >= 8:
+                assert G.bank_conflicts_128(k, log_c, lr) == 1, (k, log_c)
+
+
+def test_bank_check_128_can_fail(monkeypatch):
+    monkeypatch.setattr(G, "SWZ4", (0, 0, 0))
+    assert G.bank_conflicts_128(9, 1, 2) > 1
+
+
 def test_bank_check_can_fail(monkeypatch):
     monkeypatch.setattr(G, "SWZ", (0, 0, 0))
     assert G.bank_conflicts(9, 0, 3) > 1

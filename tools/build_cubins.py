@@ -1,11 +1,13 @@
 """Prebuild kernels/*.cu with nvcc into the cubin cache the loader reads (CUZK_CUBIN_DIR).
 
-    python tools/build_cubins.py [--arch sm_90] [--out DIR] [--jobs N] [--prune]
+    python tools/build_cubins.py [--arch sm_90] [--out DIR] [--jobs N] [--prune] [--only NAME,...]
 
 Useful where NVRTC compiles are slow (the G2 MSM takes minutes) or on machines that are
 started fresh for each job. The file names carry a hash of the sources, so a stale cubin
 is never used. It also builds K1's shared library (kernels/host/cub_sort.cu: cuzk/gpu/cub_sort.py).
 --prune then removes the directory's other files (stale sources, experiment builds): what a device call carries.
+--only builds just those modules (with their BUILDS): e.g. an experiment's CUZK_KERNEL_DEFINES set for the modules a
+device case loads, beside the default set.
 """
 import argparse
 import os
@@ -25,13 +27,21 @@ def main() -> int:
     ap.add_argument("--out", default=None)
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--prune", action="store_true", help="remove every other file from the cubin directory")
+    ap.add_argument("--only", default="", help="comma-separated module names (default: every kernels/*.cu)")
     args = ap.parse_args()
     if args.out:
         os.environ["CUZK_CUBIN_DIR"] = args.out
     out = loader.cubin_dir()
     out.mkdir(parents=True, exist_ok=True)
     names = sorted(p.stem for p in loader.kernel_dir().glob("*.cu"))
-    jobs = [(n, ()) for n in names] + [(n, b) for n, builds in loader.BUILDS.items() for b in builds]
+    if args.only and args.prune:
+        ap.error("--prune keeps only what this run builds: not with --only")
+    if args.only:
+        only = set(args.only.split(","))
+        if only - set(names):
+            ap.error(f"no such modules: {sorted(only - set(names))}")
+        names = [n for n in names if n in only]
+    jobs = [(n, ()) for n in names] + [(n, b) for n, builds in loader.BUILDS.items() for b in builds if n in names]
 
     def build(job):
         name, extra = job

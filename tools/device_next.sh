@@ -126,6 +126,16 @@ ablate_alone() {
       --json "$OUT/ablate_$(echo "$1" | tr 'A-Z' 'a-z')_24d.json" 2>&1 | grep -A3 "^| opt"
 }
 case "$1" in
+Z59)
+  # session 16, issue 4: N12's experiment define CUZK_NTT_SM128 (the exchanges in 16-byte accesses; cubins for
+  # ntt_reg, ntt, field_ops prebuilt with it) tested, then micro ntt 2^27 alternated twice and micro h 2^27 once,
+  # against the defaults
+  CUZK_KERNEL_DEFINES=CUZK_NTT_SM128=1 timeout 150 python3 -m pytest -q -m gpu -p no:cacheprovider -rf \
+      tests/test_gpu_ntt_reg.py -k "r4b6d or r8-e11" 2>&1 | tail -2
+  for r in 1 2; do for d in "" "CUZK_NTT_SM128=1"; do echo "defines: ${d:-none}"
+    CUZK_KERNEL_DEFINES=$d timeout 60 python3 -m cuzk micro ntt --log-size 27 -p 1 -n 3 -w 1 2>&1 | tail -1; done; done
+  for d in "" "CUZK_NTT_SM128=1"; do echo "defines: ${d:-none}"
+    CUZK_KERNEL_DEFINES=$d timeout 60 python3 -m cuzk micro h --log-size 27 -p 1 -n 3 -w 1 2>&1 | tail -1; done ;;
 Z58)
   # session 16, the final defaults (N8, N10, N11 on): 10 x 2^27 pipelined, one round, every proof verified
   timeout 250 python3 tools/experiments/pipeline_ab.py --rounds 1 -- "" 2>&1 | grep -v "^key:" | tail -3 ;;

@@ -422,6 +422,33 @@ def swz(s: np.ndarray) -> np.ndarray:
     return out
 
 
+SWZ4 = (2, 5, 6)        # ntt_reg.cuh swz4() (CUZK_NTT_SM128): XORed into the 16-byte bank-group bits by slot bits 3..5
+
+
+def swz4(s: np.ndarray) -> np.ndarray:
+    out = s.copy()
+    for b, v in enumerate(SWZ4):
+        out ^= ((s >> (3 + b)) & 1) * v
+    return out
+
+
+def bank_conflicts_128(k: int, log_c: int, lr: int) -> int:
+    """The worst conflict (lanes per 16-byte bank group, 1 = none) of any 128-bit shared access in a pass under
+    CUZK_NTT_SM128: each quarter-warp's 8 lanes must hit 8 groups."""
+    e_ = 1 << (k + log_c)
+    tid = np.arange(e_ >> lr, dtype=np.int64)
+    c, q = tid & ((1 << log_c) - 1), tid >> log_c
+    worst = 1
+    for dit_order in (False, True):
+        for b0, _, _ in reg_groups(k, lr, dit_order):
+            base = (q & ((1 << b0) - 1)) | ((q >> b0) << (b0 + lr))
+            for m in range(1 << lr):
+                groups = swz4(((base + (m << b0)) << log_c) + c) & 7
+                for w0 in range(0, len(tid), 8):
+                    worst = max(worst, int(np.bincount(groups[w0:w0 + 8], minlength=8).max()))
+    return worst
+
+
 def reg_groups(k: int, lr: int, dit_order: bool) -> list[tuple[int, int, int]]:
     """The groups of one pass as (b0, tlo, thi): rows base + (m << b0), stages b0 + t."""
     out = []
