@@ -14,11 +14,12 @@ __device__ __forceinline__ int swz(int s) {
     return s ^ ((-(h & 1) & 10) ^ (-((h >> 1) & 1) & 21) ^ (-((h >> 2) & 1) & 25));
 }
 
-// CUZK_NTT_SM128 (experiment N12): the exchanges move 16 bytes an access (two per fr_t element, in two planes of
-// uint4) instead of eight 32-bit words, with swz4: slot bits 3..5 XORed into the 16-byte bank-group bits, so that
-// each quarter-warp's 8 lanes hit 8 groups (checked on the CPU: tests/test_ntt_plan.py).
+// CUZK_NTT_SM128 (N12, default 1; 0: the builds N12's off state selects): the exchanges move 16 bytes an access
+// (two per fr_t element, in two planes of uint4) instead of eight 32-bit words, with swz4: slot bits 3..5 XORed into
+// the 16-byte bank-group bits, so that each quarter-warp's 8 lanes hit 8 groups (checked on the CPU:
+// tests/test_ntt_plan.py). Policies without VEC4 (ntt_dfma.cu's) keep the 32-bit words.
 #ifndef CUZK_NTT_SM128
-#define CUZK_NTT_SM128 0
+#define CUZK_NTT_SM128 1
 #endif
 __device__ __forceinline__ int swz4(int s) {
     return s ^ ((-((s >> 3) & 1) & 2) ^ (-((s >> 4) & 1) & 5) ^ (-((s >> 5) & 1) & 6));

@@ -126,6 +126,12 @@ ablate_alone() {
       --json "$OUT/ablate_$(echo "$1" | tr 'A-Z' 'a-z')_24d.json" 2>&1 | grep -A3 "^| opt"
 }
 case "$1" in
+Z60)
+  # session 16, N12 on by default (every N2 build of ntt_reg now exchanges 16-byte units): the whole GPU suite, then
+  # issue 4's NTT figures
+  timeout 300 python3 -m pytest -q -m gpu -p no:cacheprovider tests --ignore=tests/test_gpu.py 2>&1 | tail -2
+  timeout 110 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu.py 2>&1 | tail -2
+  for L in 27 24 20; do timeout 30 python3 -m cuzk micro ntt --log-size $L -p 1 -n 3 -w 1 2>&1 | tail -1; done ;;
 Z59)
   # session 16, issue 4: N12's experiment define CUZK_NTT_SM128 (the exchanges in 16-byte accesses; cubins for
   # ntt_reg, ntt, field_ops prebuilt with it) tested, then micro ntt 2^27 alternated twice and micro h 2^27 once,

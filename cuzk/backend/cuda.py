@@ -101,8 +101,8 @@ def msm_kw(opts, group: int) -> dict:
 
 def ntt_variant(opts) -> str:
     """N1 on: register-radix NTT passes (r4; with N2, built on fastmul build 6; with N2 and N4, its DIF butterfly
-    in two modular ops; and N8: full-domain twiddle tables; N11: DIF differences left < 2p into products); off:
-    radix-2 (r2).
+    in two modular ops; and N8: full-domain twiddle tables; N11: DIF differences left < 2p into products; N12 off:
+    32-bit exchanges, "w"); off: radix-2 (r2).
     CUZK_NTT_VARIANT overrides them."""
     if gntt.VARIANT_ENV:
         return gntt.VARIANT_ENV
@@ -110,9 +110,10 @@ def ntt_variant(opts) -> str:
         return "r2"
     if not opts.enabled("N2"):
         return "r4"
+    w = "" if opts.enabled("N12") else "w"
     if not opts.enabled("N4"):
-        return "r4b6"
-    return "r4b6d" + ("t" if opts.enabled("N8") else "") + ("s" if opts.enabled("N11") else "")
+        return "r4b6" + w
+    return "r4b6d" + ("t" if opts.enabled("N8") else "") + ("s" if opts.enabled("N11") else "") + w
 
 
 def h_options(opts) -> dict:

@@ -33,6 +33,7 @@ THREADS = 256
 #        2^27-entry table, 4 GiB, beside the 2^18 one), instead of tw_hi * tw_lo above 2^18.
 #   An "s" suffix (N11): the DIF difference that goes into a product is a - b + p (< 2p, no borrow test: build 6's
 #        product takes one input < 2p), CUZK_NTT_LAZY_SUB.
+#   A "w" suffix (N12 off): the exchanges in 32-bit words (CUZK_NTT_SM128=0), not 16-byte units.
 #   r4x: kernels/ntt_split.cu, r4 with half its multiplications on the FP64 pipe (fastmul build 6) and
 #        half on the FMA pipe (build 1): the two pipes share the load (experiment).
 VARIANTS = {
@@ -46,6 +47,11 @@ VARIANTS = {
     "r4b6dt": (2, KMAX, 31),
     "r4b6ds": (2, KMAX, 18),
     "r4b6dts": (2, KMAX, 31),
+    "r4b6w": (2, KMAX, 18),
+    "r4b6dw": (2, KMAX, 18),
+    "r4b6dtw": (2, KMAX, 31),
+    "r4b6dsw": (2, KMAX, 18),
+    "r4b6dtsw": (2, KMAX, 31),
     "r8": (3, KMAX, 18),
     "r8-2lvl": (3, KMAX, 0),
     "r8-e11": (3, KMAX + 1, 18),
@@ -55,6 +61,8 @@ R4B6D_BUILD = BUILDS["ntt_reg"][1]                 # r4b6d: and with CUZK_NTT_DI
 R4B6DS_BUILD = BUILDS["ntt_reg"][2]                # r4b6ds: and with CUZK_NTT_LAZY_SUB=1 (N11)
 REG_BUILDS = {"r4b6": R4B6_BUILD, "r4b6d": R4B6D_BUILD,   # variants run by a build of ntt_reg
               "r4b6dt": R4B6D_BUILD, "r4b6ds": R4B6DS_BUILD, "r4b6dts": R4B6DS_BUILD}
+for _v, _b in list(REG_BUILDS.items()):              # a "w" suffix: N12 off (CUZK_NTT_SM128=0, 32-bit exchanges)
+    REG_BUILDS[_v + "w"] = BUILDS["ntt_reg"][BUILDS["ntt_reg"].index(_b) + 3]
 TW1_SMALL = 18       # N8: sub-problems up to 2^18 share one table (L2-resident); larger ones get their own
 POINTWISE_B6 = BUILDS["ntt"][0]                    # N3: ntt.cu's pointwise kernels on Fr build 6
 # variants run by kernels/ntt_dfma.cu (kernel ntt_<name>_{dif,dit}) -> shared-memory bytes per element
