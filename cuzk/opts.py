@@ -138,7 +138,8 @@ register(Optimization(
     "N12", ("ntt_msm_h",),
     "the register-radix NTT passes exchange each element through shared memory as two 16-byte units (swz4: "
     "every quarter-warp in 8 bank groups) instead of eight 32-bit words: a quarter of the exchanges' LDS/STS; "
-    "off: the N2 builds with CUZK_NTT_SM128=0; acts only with N1 and N2",
+    "off: the N2 builds with CUZK_NTT_SM128=0 (without N2 the r4/r8 passes exchange 16-byte units either way); "
+    "acts only with N1 and N2",
     True,     # on since session 16: micro ntt 2^27 47.38 -> 46.68 ms, micro h 318.5 -> 314.5 ms (Z59)
     "NTT 2^27 -0.5..-1.5 ms: ~100 instructions an element a pass in the exchanges (4 a 9-stage pass), 3/4 of "
     "the LDS/STS go; shared-memory bandwidth unchanged; ntt_msm_h: its six NTTs",

@@ -105,6 +105,13 @@
 # twiddles: the H phase slower, removed), Z49 (issue 4's figures; the whole GPU suite: 850 passed). Left for session 16
 # (issue 4, the 2^27 NTT 53.1 ms against 45): a build-6 Fr product with fewer ALU instructions, or more resident warps
 # at r4's 80-register cap.
+# Session 16: Z51 (N8 full-domain twiddle tables -2.6 ms: on; N9 values < 2p +0.8 ms: removed), Z52 (N10 natural-order
+# last pass -2.3 ms: on; the H phase -14 ms with N8), Z53 (r8 on build 6: +10 ms, removed), Z54 (N8's one table for
+# both directions; 10 x 2^27 h scalars -16.7 ms), Z55 (the DIF pass by pass: 17.1 + 16.8 + 14.2 ms), Z56 (N11 DIF
+# differences a - b + p into products -0.8 ms: on), Z57 (the whole GPU suite: 1022 passed), Z58 (10 x 2^27: 1.309 s a
+# partition, all verified), Z59 (N12 16-byte exchanges -0.7 ms: on), Z60 (the whole GPU suite with N12: 1057 passed;
+# NTT 2^27 46.64 ms). Left for session 17 (issue 4, 1.6 ms from 45): the modular sums' ALU work (26-27 instructions
+# each, ~700 an element), the rest of the passes' non-product work (~4.5 ms a pass by Z55), intt's figure with N12.
 set -o pipefail
 source tools/device_setup.sh >/dev/null 2>&1
 export CUZK_CUBIN_DIR=$PWD/.cubin CUZK_CACHE_DIR=/tmp/cz
