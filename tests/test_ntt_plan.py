@@ -75,12 +75,12 @@ def test_reg_shared_memory_128_has_no_bank_conflicts(lr):
     for k in range(lr, 12):
         for log_c in range(0, 12 - k):
             if (1 << (k + log_c)) >> lr >= 8:
-                assert G.bank_conflicts_128(k, log_c, lr) == 1, (k, log_c)
+                assert G.bank_conflicts(k, log_c, lr, vec4=True) == 1, (k, log_c)
 
 
 def test_bank_check_128_can_fail(monkeypatch):
     monkeypatch.setattr(G, "SWZ4", (0, 0, 0))
-    assert G.bank_conflicts_128(9, 1, 2) > 1
+    assert G.bank_conflicts(9, 1, 2, vec4=True) > 1
 
 
 def test_bank_check_can_fail(monkeypatch):

@@ -440,23 +440,6 @@ def swz4(s: np.ndarray) -> np.ndarray:
     return out
 
 
-def bank_conflicts_128(k: int, log_c: int, lr: int) -> int:
-    """The worst conflict (lanes per 16-byte bank group, 1 = none) of any 128-bit shared access in a pass under
-    CUZK_NTT_SM128: each quarter-warp's 8 lanes must hit 8 groups."""
-    e_ = 1 << (k + log_c)
-    tid = np.arange(e_ >> lr, dtype=np.int64)
-    c, q = tid & ((1 << log_c) - 1), tid >> log_c
-    worst = 1
-    for dit_order in (False, True):
-        for b0, _, _ in reg_groups(k, lr, dit_order):
-            base = (q & ((1 << b0) - 1)) | ((q >> b0) << (b0 + lr))
-            for m in range(1 << lr):
-                groups = swz4(((base + (m << b0)) << log_c) + c) & 7
-                for w0 in range(0, len(tid), 8):
-                    worst = max(worst, int(np.bincount(groups[w0:w0 + 8], minlength=8).max()))
-    return worst
-
-
 def reg_groups(k: int, lr: int, dit_order: bool) -> list[tuple[int, int, int]]:
     """The groups of one pass as (b0, tlo, thi): rows base + (m << b0), stages b0 + t."""
     out = []
@@ -549,8 +532,10 @@ def emulate_reg(x: np.ndarray, log_n: int, root: int, dit_order: bool, lr: int, 
     return x
 
 
-def bank_conflicts(k: int, log_c: int, lr: int) -> int:
-    """The worst bank conflict (lanes per bank, 1 = none) of any 32-bit shared access in a pass."""
+def bank_conflicts(k: int, log_c: int, lr: int, vec4: bool = False) -> int:
+    """The worst bank conflict (lanes per bank, 1 = none) of any 32-bit shared access in a pass (swz, 32 lanes);
+    vec4 (N12, CUZK_NTT_SM128): of any 128-bit access (swz4), lanes per 16-byte bank group in each quarter-warp."""
+    sw, mask, lanes = (swz4, 7, 8) if vec4 else (swz, 31, 32)
     e_ = 1 << (k + log_c)
     tid = np.arange(e_ >> lr, dtype=np.int64)
     c, q = tid & ((1 << log_c) - 1), tid >> log_c
@@ -559,7 +544,7 @@ def bank_conflicts(k: int, log_c: int, lr: int) -> int:
         for b0, _, _ in reg_groups(k, lr, dit_order):
             base = (q & ((1 << b0) - 1)) | ((q >> b0) << (b0 + lr))
             for m in range(1 << lr):
-                banks = swz(((base + (m << b0)) << log_c) + c) & 31
-                for w0 in range(0, len(tid), 32):
-                    worst = max(worst, int(np.bincount(banks[w0:w0 + 32], minlength=32).max()))
+                banks = sw(((base + (m << b0)) << log_c) + c) & mask
+                for w0 in range(0, len(tid), lanes):
+                    worst = max(worst, int(np.bincount(banks[w0:w0 + lanes], minlength=lanes).max()))
     return worst
