@@ -30,7 +30,7 @@ THREADS = 256
 #   r4b6: r4's kernel built with fastmul build 6 for Fr (products on the FP64 pipe; loader.BUILDS): N2.
 #   r4b6d: r4b6 with its DIF butterfly in two modular ops, not three (CUZK_NTT_DIF2): N2 and N4.
 #   A "t" suffix (N8): every 4-step twiddle is one table lookup, up to the full domain (a 2^27 NTT keeps a
-#        2^27-entry table, 4 GiB, beside the 2^18 one), instead of tw_hi * tw_lo above 2^18.
+#        2^27-entry table, 4 GiB, for both directions, beside the 2^18 one), instead of tw_hi * tw_lo above 2^18.
 #   An "s" suffix (N11): the DIF difference that goes into a product is a - b + p (< 2p, no borrow test: build 6's
 #        product takes one input < 2p), CUZK_NTT_LAZY_SUB.
 #   A "w" suffix (N12 off): the exchanges in 32-bit words (CUZK_NTT_SM128=0), not 16-byte units.
@@ -219,7 +219,7 @@ def _run(x, log_n: int, generator: int, inverse: bool, dit: bool, variant: str |
     if elem_bytes << emax > 48 << 10:                       # over 48 KiB of shared memory
         f.max_dynamic_shared_size_bytes = elem_bytes << emax
     steps = list(zip(passes, pass_twiddles(passes, tw1_max)))
-    if scale % R != 1 and sum(m == 2 and tb <= TW1_SMALL for m, tb in pass_twiddles(passes, tw1_max)) != 1:
+    if scale % R != 1 and sum(m == 2 and tb <= TW1_SMALL for _, (m, tb) in steps) != 1:
         raise ValueError(f"no single small-table pass carries a scale at 2^{log_n} ({variant})")
     for i, ((log_sub, k, log_c), (mode, tb)) in enumerate(reversed(steps) if dit else steps):
         e = 1 << (k + log_c)
