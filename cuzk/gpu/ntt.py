@@ -42,16 +42,6 @@ VARIANTS = {
     "r4d": (2, KMAX, 18),
     "r4m": (2, KMAX, 18),
     "r4x": (2, KMAX, 18),
-    "r4b6": (2, KMAX, 18),
-    "r4b6d": (2, KMAX, 18),
-    "r4b6dt": (2, KMAX, 31),
-    "r4b6ds": (2, KMAX, 18),
-    "r4b6dts": (2, KMAX, 31),
-    "r4b6w": (2, KMAX, 18),
-    "r4b6dw": (2, KMAX, 18),
-    "r4b6dtw": (2, KMAX, 31),
-    "r4b6dsw": (2, KMAX, 18),
-    "r4b6dtsw": (2, KMAX, 31),
     "r8": (3, KMAX, 18),
     "r8-2lvl": (3, KMAX, 0),
     "r8-e11": (3, KMAX + 1, 18),
@@ -61,8 +51,9 @@ R4B6D_BUILD = BUILDS["ntt_reg"][1]                 # r4b6d: and with CUZK_NTT_DI
 R4B6DS_BUILD = BUILDS["ntt_reg"][2]                # r4b6ds: and with CUZK_NTT_LAZY_SUB=1 (N11)
 REG_BUILDS = {"r4b6": R4B6_BUILD, "r4b6d": R4B6D_BUILD,   # variants run by a build of ntt_reg
               "r4b6dt": R4B6D_BUILD, "r4b6ds": R4B6DS_BUILD, "r4b6dts": R4B6DS_BUILD}
-for _v, _b in list(REG_BUILDS.items()):              # a "w" suffix: N12 off (CUZK_NTT_SM128=0, 32-bit exchanges)
-    REG_BUILDS[_v + "w"] = BUILDS["ntt_reg"][BUILDS["ntt_reg"].index(_b) + 3]
+REG_BUILDS |= {v + "w": b + ("CUZK_NTT_SM128=0",) for v, b in REG_BUILDS.items()}   # N12 off: 32-bit exchanges
+assert all(b in BUILDS["ntt_reg"] for b in REG_BUILDS.values())
+VARIANTS |= {v: (2, KMAX, 31 if "t" in v else 18) for v in REG_BUILDS}   # "t": N8's full-domain tables
 TW1_SMALL = 18       # N8: sub-problems up to 2^18 share one table (L2-resident); larger ones get their own
 POINTWISE_B6 = BUILDS["ntt"][0]                    # N3: ntt.cu's pointwise kernels on Fr build 6
 # variants run by kernels/ntt_dfma.cu (kernel ntt_<name>_{dif,dit}) -> shared-memory bytes per element
