@@ -133,6 +133,13 @@ ablate_alone() {
       --json "$OUT/ablate_$(echo "$1" | tr 'A-Z' 'a-z')_24d.json" 2>&1 | grep -A3 "^| opt"
 }
 case "$1" in
+Z61)
+  # session 17, issue 4: the natural NTT's pass plans (ntt.PLAN_KS: fewer register groups, 10+10+7 at 2^27) checked
+  # against the default plan and timed pass by pass; then ncu's stall samples on the default 2^27 DIF's first pass
+  timeout 150 python3 tools/experiments/ntt_plans.py 27 - 10,10,7 7,10,10 10,7,10 10,9,8 8,9,10 --reps 5 2>&1 | tail -9
+  timeout 60 python3 tools/experiments/ntt_plans.py 26 - 10,10,6 6,10,10 10,8,8 8,8,10 --reps 5 2>&1 | tail -8
+  timeout 40 python3 tools/experiments/ntt_plans.py 24 - 10,10,4 4,10,10 10,7,7 --reps 5 2>&1 | tail -7
+  OUT=$OUT timeout 330 bash tools/ncu_ntt_sources.sh 27 r4b6dts 2>&1 | tail -75 ;;
 Z60)
   # session 16, N12 on by default (every N2 build of ntt_reg now exchanges 16-byte units): the whole GPU suite, then
   # issue 4's NTT figures

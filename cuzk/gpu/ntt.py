@@ -68,6 +68,10 @@ VARIANT_ENV = os.environ.get("CUZK_NTT_VARIANT")     # an explicit kernel for ex
 VARIANT = VARIANT_ENV or "r4"    # calls without a variant; the cuda backend picks by N1 (r4: 2^27 55 ms vs r2 61)
 
 
+# Experiment (session 17, tools/experiments/ntt_plans.py): log_n -> pass sizes k in DIF order, instead of the even split
+PLAN_KS: dict[int, tuple[int, ...]] = {}
+
+
 def plan(log_n: int, emax: int | None = None) -> list[tuple[int, int, int]]:
     """DIF passes as (log_sub, k, log_c); the DIT runs them in reverse. A block holds
     2^(k + log_c) <= 2^emax elements (default KMAX)."""
@@ -77,6 +81,10 @@ def plan(log_n: int, emax: int | None = None) -> list[tuple[int, int, int]]:
     passes = -(-log_n // KMAX)
     base, rem = divmod(log_n, passes)
     ks = [base + 1] * rem + [base] * (passes - rem)
+    if log_n in PLAN_KS and emax == KMAX:
+        ks = list(PLAN_KS[log_n])
+        if sum(ks) != log_n or not all(1 <= k <= emax for k in ks):
+            raise ValueError(f"pass sizes {ks} do not split 2^{log_n} into passes of 2^1 .. 2^{emax}")
     out, log_sub = [], log_n
     for k in ks:
         log_c = min(log_sub - k, emax - k)
