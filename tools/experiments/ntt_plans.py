@@ -56,7 +56,7 @@ def main():
             cupy.cuda.Device().synchronize()
             times[ks].append([cupy.cuda.get_elapsed_time(a, b) for a, b in ev])
     print(f"2^{L} {args.variant}, median of {args.reps} (ms)")
-    print(f"| plan | passes (log_sub, k, log_c) | equal | per pass | sum |")
+    print("| plan | passes (log_sub, k, log_c) | equal | per pass | sum |")
     print("|---|---|---|---|---|")
     for ks in plans:
         if ks:
