@@ -92,6 +92,7 @@ struct Wide52 : DfmaSteps<Wide52> {                  // r4d: five 52-bit limbs a
     using T = fe;
     static constexpr int SMW = L;                       // 64-bit shared-memory words per element
     static constexpr bool VEC4 = false;
+    static constexpr bool LAZY_OUTER = false;
     using S = uint64_t;
     static __device__ __forceinline__ T load(const uint32_t* p) { return load_fe(p); }
     static __device__ __forceinline__ void store(const T& x, uint32_t* p) { store_fe(x, p); }
@@ -105,6 +106,7 @@ struct Mixed : DfmaSteps<Mixed> {                   // r4m: fr_t (8 x uint32) in
     using T = cuzk::fr_t;
     static constexpr int SMW = FR_W;                    // 32-bit shared-memory words per element
     static constexpr bool VEC4 = false;
+    static constexpr bool LAZY_OUTER = false;
     using S = uint32_t;
     static __device__ __forceinline__ T load(const uint32_t* p) { return T::load(p); }
     static __device__ __forceinline__ void store(const T& x, uint32_t* p) { x.store(p); }

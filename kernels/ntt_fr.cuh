@@ -22,9 +22,14 @@ struct FrProduct {               // fr_t's operator* (fastmul, the build's varia
     }
 };
 
+template <class A, class B> struct ntt_same { static constexpr bool value = false; };
+template <class A> struct ntt_same<A, A> { static constexpr bool value = true; };
+
 template <class Mul = FrProduct>
 struct FrPolicy {
     using T = cuzk::fr_t;
+    // CUZK_NTT_LAZY_OUTER (experiment): only build 6's own product takes an input < 2p
+    static constexpr bool LAZY_OUTER = CUZK_NTT_LAZY_OUTER && CUZK_FASTMUL_VARIANT_FR == 6 && ntt_same<Mul, FrProduct>::value;
     using S = uint32_t;
     static constexpr int SMW = FR_W;
     static __device__ __forceinline__ T load(const uint32_t* p) { return T::load(p); }
@@ -74,6 +79,15 @@ struct FrPolicy {
             CUZK_ASM("addc.cc.u32 %0, %1, %2;" : "=r"(r.v[j]) : "r"(t[j]), "r"(cuzk::fr_mod(j)));
         CUZK_ASM("addc.u32 %0, %1, %2;" : "=r"(r.v[FR_W - 1]) : "r"(t[FR_W - 1]), "r"(cuzk::fr_mod(FR_W - 1)));
         return r;
+    }
+    // CUZK_NTT_LAZY_OUTER: a + b (< 2p < 2^256, no carry out) and a - b + p, for build 6's product (one input < 2p)
+    static __device__ __forceinline__ void dif_lazy(T& a, T& b) {
+        const T d = sub_plus_p(a, b);
+        CUZK_ASM("add.cc.u32 %0, %0, %1;" : "+r"(a.v[0]) : "r"(b.v[0]));
+#pragma unroll
+        for (int j = 1; j < FR_W - 1; j++) CUZK_ASM("addc.cc.u32 %0, %0, %1;" : "+r"(a.v[j]) : "r"(b.v[j]));
+        CUZK_ASM("addc.u32 %0, %0, %1;" : "+r"(a.v[FR_W - 1]) : "r"(b.v[FR_W - 1]));
+        b = d;
     }
     static __device__ __forceinline__ void dif(T& a, T& b, bool one, const uint32_t* wp, int m) {
 #if CUZK_NTT_LAZY_SUB            // N11: the product (build 6) takes the difference below 2p; w = 1 keeps it reduced

@@ -25,6 +25,20 @@ __device__ __forceinline__ int swz4(int s) {
     return s ^ ((-((s >> 3) & 1) & 2) ^ (-((s >> 4) & 1) & 5) ^ (-((s >> 5) & 1) & 6));
 }
 
+#ifndef CUZK_NTT_LAZY_OUTER
+#define CUZK_NTT_LAZY_OUTER 0
+#endif
+#ifndef CUZK_NTT_PREFETCH
+#define CUZK_NTT_PREFETCH 0
+#endif
+__device__ __forceinline__ void ntt_prefetch(const uint32_t* p) {
+#if CUZK_NTT_PREFETCH == 1
+    asm volatile("prefetch.global.L1 [%0];" ::"l"(p));
+#elif CUZK_NTT_PREFETCH == 2
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
+#endif
+}
+
 #define NTT_REG_ARGS                                                                              \
     uint32_t *data, int log_n, int log_sub, int k, int log_c, const uint32_t *__restrict__ tw_small, \
         int tw_mode, const uint32_t *__restrict__ tw_lo, const uint32_t *__restrict__ tw_hi, int tw_bits, \
@@ -64,6 +78,22 @@ __device__ __forceinline__ void ntt_reg_pass(uint32_t* data, int log_n, int log_
     uint32_t* col = data + (((unsigned long long)blockIdx.y << log_n) + (s << log_sub) + i2) * FR_W;
     const int ng = (k + LR - 1) / LR;
     typename P::T x[R];
+#if CUZK_NTT_PREFETCH            // experiment: every row this thread loads, and the DIF's last-group 4-step twiddles,
+    {                            // requested at once (1: into L1, 2: into L2), before the register-bound schedule
+        const int b0 = DIT ? 0 : max(0, k - LR), lo = q & ((1 << b0) - 1);
+        const int base = lo | ((q >> b0) << (b0 + LR));
+#pragma unroll
+        for (int m = 0; m < R; m++) ntt_prefetch(col + ((unsigned long long)(base + (m << b0)) << log_n2) * FR_W);
+        if (!DIT && tw_mode >= 2) {
+            const int bl = q << LR;               // the last group: b0 = 0, rows bl + m
+#pragma unroll
+            for (int m = 0; m < R; m++) {
+                const unsigned r = __brev(bl + m) >> (32 - k);
+                ntt_prefetch(tw1 + ((unsigned long long)tw_exp(i2 * r, tw_mode, log_sub) << tw1_shift) * FR_W);
+            }
+        }
+    }
+#endif
 
 #pragma unroll 1
     for (int g = 0; g < ng; g++) {
@@ -115,10 +145,17 @@ __device__ __forceinline__ void ntt_reg_pass(uint32_t* data, int log_n, int log_
                 const int jm = m & ((1 << t) - 1);
                 const bool one = b0 == 0 && jm == 0;       // w = 1, the same for the whole block
                 const uint32_t* wp = tw_small + ((unsigned)(lo + (jm << b0)) << (NTT_KMAX - 1 - st)) * FR_W;
-                if (DIT)
+                if (DIT) {
                     P::dit(x[m], x[m + (1 << t)], one, wp, m);
-                else
-                    P::dif(x[m], x[m + (1 << t)], one, wp, m);
+                    continue;
+                }
+                if constexpr (P::LAZY_OUTER) {   // experiment: stage 0 (w = 1) leaves a + b and a - b + p (< 2p)
+                    if (st == 0 && tw_mode) {    // to the 4-step product
+                        P::dif_lazy(x[m], x[m + (1 << t)]);
+                        continue;
+                    }
+                }
+                P::dif(x[m], x[m + (1 << t)], one, wp, m);
             }
         }
 

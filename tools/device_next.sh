@@ -133,6 +133,19 @@ ablate_alone() {
       --json "$OUT/ablate_$(echo "$1" | tr 'A-Z' 'a-z')_24d.json" 2>&1 | grep -A3 "^| opt"
 }
 case "$1" in
+Z62)
+  # session 17, issue 4: three experiment defines on the 2^27 DIF (CUZK_NTT_PREFETCH=1/2: each thread's rows and its
+  # last-group 4-step twiddles prefetched at the start, into L1/L2; CUZK_NTT_LAZY_OUTER=1: stage 0 unreduced into the
+  # 4-step product), each checked against the radix-2 kernel at 2^20 and 2^27 and timed with the default plan and
+  # 8,9,10, the sets alternated twice; then the plan through micro ntt/intt/h (CUZK_NTT_PLAN)
+  for r in 1 2; do for d in "" "CUZK_NTT_PREFETCH=1" "CUZK_NTT_PREFETCH=2" "CUZK_NTT_LAZY_OUTER=1"; do
+    echo "defines: ${d:-none}"
+    [ $r = 1 ] && CUZK_KERNEL_DEFINES=$d timeout 30 python3 tools/experiments/ntt_plans.py 20 - 6,7,7 --reps 1 2>&1 | tail -2
+    CUZK_KERNEL_DEFINES=$d timeout 60 python3 tools/experiments/ntt_plans.py 27 - 8,9,10 --reps 5 2>&1 | tail -2
+  done; done
+  for P in "" "27:8,9,10"; do echo "CUZK_NTT_PLAN=${P:-none}"
+    for c in ntt intt h; do CUZK_NTT_PLAN=$P timeout 60 python3 -m cuzk micro $c --log-size 27 -p 1 -n 3 -w 1 2>&1 | tail -1; done
+  done ;;
 Z61)
   # session 17, issue 4: the natural NTT's pass plans (ntt.PLAN_KS: fewer register groups, 10+10+7 at 2^27) checked
   # against the default plan and timed pass by pass; then ncu's stall samples on the default 2^27 DIF's first pass

@@ -69,7 +69,10 @@ VARIANT = VARIANT_ENV or "r4"    # calls without a variant; the cuda backend pic
 
 
 # Experiment (session 17, tools/experiments/ntt_plans.py): log_n -> pass sizes k in DIF order, instead of the even split
-PLAN_KS: dict[int, tuple[int, ...]] = {}
+# (CUZK_NTT_PLAN="27:8,9,10;26:8,8,10" fills it for a whole process)
+PLAN_KS: dict[int, tuple[int, ...]] = {
+    int(n): tuple(int(k) for k in ks.split(","))
+    for n, _, ks in (e.partition(":") for e in os.environ.get("CUZK_NTT_PLAN", "").split(";") if e)}
 
 
 def plan(log_n: int, emax: int | None = None) -> list[tuple[int, int, int]]:
