@@ -28,8 +28,8 @@ template <class A> struct ntt_same<A, A> { static constexpr bool value = true; }
 template <class Mul = FrProduct>
 struct FrPolicy {
     using T = cuzk::fr_t;
-    // CUZK_NTT_LAZY_OUTER (experiment): only build 6's own product takes an input < 2p
-    static constexpr bool LAZY_OUTER = CUZK_NTT_LAZY_OUTER && CUZK_FASTMUL_VARIANT_FR == 6 && ntt_same<Mul, FrProduct>::value;
+    // N15 (NTT_LAZY0): only build 6's own product takes an input < 2p
+    static constexpr bool LAZY_OUTER = CUZK_FASTMUL_VARIANT_FR == 6 && ntt_same<Mul, FrProduct>::value;
     using S = uint32_t;
     static constexpr int SMW = FR_W;
     static __device__ __forceinline__ T load(const uint32_t* p) { return T::load(p); }
@@ -80,7 +80,7 @@ struct FrPolicy {
         CUZK_ASM("addc.u32 %0, %1, %2;" : "=r"(r.v[FR_W - 1]) : "r"(t[FR_W - 1]), "r"(cuzk::fr_mod(FR_W - 1)));
         return r;
     }
-    // CUZK_NTT_LAZY_OUTER: a + b (< 2p < 2^256, no carry out) and a - b + p, for build 6's product (one input < 2p)
+    // N15: a + b (< 2p < 2^256, no carry out) and a - b + p, for build 6's product (one input < 2p)
     static __device__ __forceinline__ void dif_lazy(T& a, T& b) {
         const T d = sub_plus_p(a, b);
         CUZK_ASM("add.cc.u32 %0, %0, %1;" : "+r"(a.v[0]) : "r"(b.v[0]));

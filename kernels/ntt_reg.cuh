@@ -25,25 +25,17 @@ __device__ __forceinline__ int swz4(int s) {
     return s ^ ((-((s >> 3) & 1) & 2) ^ (-((s >> 4) & 1) & 5) ^ (-((s >> 5) & 1) & 6));
 }
 
-#ifndef CUZK_NTT_LAZY_OUTER
-#define CUZK_NTT_LAZY_OUTER 0
-#endif
-#ifndef CUZK_NTT_PREFETCH
-#define CUZK_NTT_PREFETCH 0
-#endif
-__device__ __forceinline__ void ntt_prefetch(const uint32_t* p) {
-#if CUZK_NTT_PREFETCH == 1
-    asm volatile("prefetch.global.L1 [%0];" ::"l"(p));
-#elif CUZK_NTT_PREFETCH == 2
-    asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
-#endif
-}
-
 #define NTT_REG_ARGS                                                                              \
     uint32_t *data, int log_n, int log_sub, int k, int log_c, const uint32_t *__restrict__ tw_small, \
         int tw_mode, const uint32_t *__restrict__ tw_lo, const uint32_t *__restrict__ tw_hi, int tw_bits, \
-        const uint32_t *__restrict__ tw1, int tw1_shift, uint32_t *__restrict__ out
-#define NTT_REG_CALL data, log_n, log_sub, k, log_c, tw_small, tw_mode, tw_lo, tw_hi, tw_bits, tw1, tw1_shift, out
+        const uint32_t *__restrict__ tw1, int tw1_shift, int flags, uint32_t *__restrict__ out
+#define NTT_REG_CALL data, log_n, log_sub, k, log_c, tw_small, tw_mode, tw_lo, tw_hi, tw_bits, tw1, tw1_shift, flags, out
+
+// flags (runtime, per launch; cuzk/gpu/ntt.py KERNEL_FLAGS):
+#define NTT_ODD_TOP 1    // N13: a DIF pass of odd k runs its one-stage group first (the top stage), so that stages 1
+                         // and 0 share the group at b0 = 0, where w = 1 pairs are skipped (else: the bottom stage)
+#define NTT_LAZY0 2      // N15: in a pass with a 4-step twiddle, DIF stage 0 (w = 1) leaves a + b and a - b + p
+                         // (< 2p) to the 4-step product (policies with LAZY_OUTER: build 6's own product)
 
 // The 4-step twiddle's exponent e < 2^log_sub; tw_mode 3 (N8's table shared by a transform and its inverse):
 // the inverse root's w^-e is the forward table's entry at 2^log_sub - e, then read as tw_mode 2.
@@ -64,7 +56,7 @@ __device__ __forceinline__ void ntt_reg_pass(uint32_t* data, int log_n, int log_
                                              const uint32_t* __restrict__ tw_small, int tw_mode,
                                              const uint32_t* __restrict__ tw_lo, const uint32_t* __restrict__ tw_hi,
                                              int tw_bits, const uint32_t* __restrict__ tw1, int tw1_shift,
-                                             uint32_t* __restrict__ out) {
+                                             int flags, uint32_t* __restrict__ out) {
     constexpr int R = 1 << LR;
     extern __shared__ __align__(16) uint64_t sm_raw[];    // 16-byte aligned
     typename P::S* const sm = reinterpret_cast<typename P::S*>(sm_raw);
@@ -78,27 +70,12 @@ __device__ __forceinline__ void ntt_reg_pass(uint32_t* data, int log_n, int log_
     uint32_t* col = data + (((unsigned long long)blockIdx.y << log_n) + (s << log_sub) + i2) * FR_W;
     const int ng = (k + LR - 1) / LR;
     typename P::T x[R];
-#if CUZK_NTT_PREFETCH            // experiment: every row this thread loads, and the DIF's last-group 4-step twiddles,
-    {                            // requested at once (1: into L1, 2: into L2), before the register-bound schedule
-        const int b0 = DIT ? 0 : max(0, k - LR), lo = q & ((1 << b0) - 1);
-        const int base = lo | ((q >> b0) << (b0 + LR));
-#pragma unroll
-        for (int m = 0; m < R; m++) ntt_prefetch(col + ((unsigned long long)(base + (m << b0)) << log_n2) * FR_W);
-        if (!DIT && tw_mode >= 2) {
-            const int bl = q << LR;               // the last group: b0 = 0, rows bl + m
-#pragma unroll
-            for (int m = 0; m < R; m++) {
-                const unsigned r = __brev(bl + m) >> (32 - k);
-                ntt_prefetch(tw1 + ((unsigned long long)tw_exp(i2 * r, tw_mode, log_sub) << tw1_shift) * FR_W);
-            }
-        }
-    }
-#endif
 
 #pragma unroll 1
     for (int g = 0; g < ng; g++) {
         int s_lo, s_hi;
         if (DIT) { s_lo = g * LR; s_hi = min(k, s_lo + LR); }
+        else if (flags & NTT_ODD_TOP) { s_lo = (ng - 1 - g) * LR; s_hi = min(k, s_lo + LR); }
         else { s_hi = k - g * LR; s_lo = max(0, s_hi - LR); }
         const int b0 = min(s_lo, k - LR), tlo = s_lo - b0, thi = s_hi - b0;
         const int lo = q & ((1 << b0) - 1);
@@ -149,8 +126,8 @@ __device__ __forceinline__ void ntt_reg_pass(uint32_t* data, int log_n, int log_
                     P::dit(x[m], x[m + (1 << t)], one, wp, m);
                     continue;
                 }
-                if constexpr (P::LAZY_OUTER) {   // experiment: stage 0 (w = 1) leaves a + b and a - b + p (< 2p)
-                    if (st == 0 && tw_mode) {    // to the 4-step product
+                if constexpr (P::LAZY_OUTER) {   // N15
+                    if (st == 0 && tw_mode && (flags & NTT_LAZY0)) {
                         P::dif_lazy(x[m], x[m + (1 << t)]);
                         continue;
                     }

@@ -1,7 +1,7 @@
 """Every NTT pass kernel (cuzk.gpu.ntt.VARIANTS: kernels/ntt_reg.cu, r4d, r4m: kernels/ntt_dfma.cu,
 r4x: kernels/ntt_split.cu; r4b6: ntt_reg.cu on fastmul build 6; r4b6d: r4b6 with N4's DIF butterfly; r4b6dt: with
 N8's full-domain twiddle tables; r4b6dts: and N11's differences left < 2p;
-"w": N12 off, 32-bit exchanges)
+"w": N12 off, 32-bit exchanges; after "+", run-time features: o N13, z N15, p N14)
 against the CPU reference on fresh random inputs, and against the radix-2 kernel at 2^20 / 2^24. Run on the device: `pytest -m gpu`."""
 import random
 
@@ -15,7 +15,7 @@ from cuzk.poly import Domain
 pytestmark = pytest.mark.gpu
 
 REG = ["r4", "r8", "r8-2lvl", "r8-e11", "r4d", "r4m", "r4x", "r4b6", "r4b6d", "r4b6dt", "r4b6ds", "r4b6dts",
-       "r4b6dtsw"]
+       "r4b6dtsw", "r4b6dts+o", "r4b6dts+z", "r4b6dts+p", "r4b6dts+ozp", "r4b6d+oz", "r4+op", "r4d+oz", "r8+op"]
 
 
 def rnd(n, seed):
@@ -60,7 +60,7 @@ def test_batch_dif_dit(variant, batch):
     assert (gfr.download(x) == np.concatenate([(v * d.n) % F.R for v in vs])).all()
 
 
-@pytest.mark.parametrize("log_n", [20, 24])
+@pytest.mark.parametrize("log_n", [20, 22, 24])
 def test_same_as_radix2(variant, log_n):
     """Both directions, both generators, forward and inverse, batch of 2 at 2^20."""
     import cupy
@@ -77,7 +77,7 @@ def test_same_as_radix2(variant, log_n):
             assert not bool(cupy.array_equal(want, x0))
 
 
-@pytest.mark.parametrize("log_n,batch", [(3, 1), (9, 2), (10, 1), (11, 3), (17, 1), (20, 2)])
+@pytest.mark.parametrize("log_n,batch", [(3, 1), (9, 2), (10, 1), (11, 3), (17, 1), (18, 1), (20, 2)])
 def test_natural_order_last_pass(variant, log_n, batch):
     """N10: dif(x, out=) writes every element of the transform in natural order into a poisoned out, the same
     words as the DIF passes then the bit reversal (and the CPU's NTT at the small sizes)."""

@@ -51,15 +51,60 @@ def test_reg_pass_matches_ntt(monkeypatch, lr, kmax, emax, tw1_max, tw1_small, l
     assert list(G.emulate_reg(a[bitrev_perm(d.n)], log_n, d.omega, True, lr, emax, tw1_max)) == list(ref)  # DIT
 
 
+@pytest.mark.parametrize("feats", ["o", "p", "oz", "op"])
+@pytest.mark.parametrize("lr,log_n", [(2, 9), (2, 11), (2, 13), (2, 14), (3, 11), (3, 13), (2, 18)])
+def test_reg_pass_features_match_ntt(lr, log_n, feats):
+    """N13 (o: odd DIF passes' short group at the top) and N14 (p: the plan with fewer groups, 2^14: 4 + 10, 2^18:
+    8 + 10) give the reference NTT in both directions."""
+    if log_n == 18 and feats != "op":
+        pytest.skip("one case at 2^18 (slow on the CPU)")
+    d = Domain(log_n, 7)
+    rng = random.Random(log_n * 7 + lr)
+    a = np.array([rng.randrange(R) for _ in range(d.n)], dtype=object)
+    ref = ntt(a, d.omega)
+    got = G.emulate_reg(a, log_n, d.omega, False, lr, None, 31, feats)
+    assert list(got[bitrev_perm(d.n)]) == list(ref)
+    assert list(G.emulate_reg(a[bitrev_perm(d.n)], log_n, d.omega, True, lr, None, 31, feats)) == list(ref)
+
+
+def test_fewer_groups_plan():
+    """N14: where the even split runs more register groups than ceil(log_n / lr), the last pass takes KMAX stages
+    and the rest split evenly below it (2^27: 8 + 9 + 10, 14 groups, not 9 + 9 + 9's 15); elsewhere the even split."""
+    assert [k for _, k, _ in G.plan(27, None, 2)] == [8, 9, 10]
+    assert [k for _, k, _ in G.plan(26, None, 2)] == [8, 8, 10]
+    assert G.plan(24, None, 2) == G.plan(24) and G.plan(25, None, 2) == G.plan(25)
+    for lr in (2, 3):
+        for log_n in range(1, 32):
+            even, fewer = G.plan(log_n), G.plan(log_n, None, lr)
+            assert sum(k for _, k, _ in fewer) == log_n
+            assert all(k <= G.KMAX and k + c <= G.KMAX for _, k, c in fewer)
+            assert G._groups([k for _, k, _ in fewer], lr) <= G._groups([k for _, k, _ in even], lr)
+            if fewer != even:
+                assert fewer[-1][1] == G.KMAX and all(c >= 1 for _, _, c in fewer[:-1])
+
+
+def test_variant_features():
+    assert G.split_variant("r4b6dts+ozp") == ("r4b6dts", "ozp")
+    assert G.split_variant("r4b6dts") == ("r4b6dts", "")
+    for bad in ("r4b6dts+x", "nope+o"):
+        with pytest.raises(ValueError, match="unknown NTT variant"):
+            G.split_variant(bad)
+    assert [k for _, k, _ in G.variant_plan("r4b6dts+p", 27)] == [8, 9, 10]
+    assert [k for _, k, _ in G.variant_plan("r4b6dts+oz", 27)] == [9, 9, 9]
+
+
 def test_reg_groups_cover_every_stage_once():
     for lr in (2, 3):
         for k in range(lr, 12):
-            for dit in (False, True):
-                stages = [b0 + t for b0, lo, hi in G.reg_groups(k, lr, dit)
+            for dit, odd_top in ((False, False), (True, False), (False, True)):
+                groups = G.reg_groups(k, lr, dit, odd_top)
+                stages = [b0 + t for b0, lo, hi in groups
                           for t in (range(lo, hi) if dit else reversed(range(lo, hi)))]
                 assert stages == (sorted(stages) if dit else sorted(stages, reverse=True))
                 assert sorted(stages) == list(range(k))
-                assert all(0 <= b0 <= k - lr for b0, _, _ in G.reg_groups(k, lr, dit))
+                assert all(0 <= b0 <= k - lr for b0, _, _ in groups)
+                if odd_top:     # N13: stage 0's group holds lr stages (b0 = 0), the short one is at the top
+                    assert groups[-1] == (0, 0, lr) and groups == G.reg_groups(k, lr, True)[::-1]
 
 
 @pytest.mark.parametrize("lr", [2, 3])

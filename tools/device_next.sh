@@ -133,6 +133,19 @@ ablate_alone() {
       --json "$OUT/ablate_$(echo "$1" | tr 'A-Z' 'a-z')_24d.json" 2>&1 | grep -A3 "^| opt"
 }
 case "$1" in
+Z63)
+  # session 17, issue 4: N13 (odd DIF passes' one-stage group at the top), N15 (stage 0 lazy into the 4-step product),
+  # N14 (the plan with fewer register groups) as run-time variant features: the ntt_reg GPU tests, then plans x
+  # features checked against radix 2 and timed, then micro ntt/intt/h 2^27 per variant
+  timeout 260 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests/test_gpu_ntt_reg.py 2>&1 | tail -3
+  timeout 90 python3 tools/experiments/ntt_plans.py 27 - 8,9,10 7,10,10 10,10,7 --variants r4b6dts,r4b6dts+o,r4b6dts+oz \
+      --reps 3 2>&1 | tail -10
+  timeout 40 python3 tools/experiments/ntt_plans.py 26 - 8,8,10 --variants r4b6dts,r4b6dts+oz --reps 3 2>&1 | tail -4
+  for a in "22 - 6,6,10" "21 - 5,6,10" "18 - 8,10"; do
+    timeout 30 python3 tools/experiments/ntt_plans.py $a --variants r4b6dts,r4b6dts+oz --reps 5 2>&1 | tail -4; done
+  for V in r4b6dts r4b6dts+oz r4b6dts+ozp; do echo "CUZK_NTT_VARIANT=$V"
+    for c in ntt intt h; do CUZK_NTT_VARIANT=$V timeout 60 python3 -m cuzk micro $c --log-size 27 -p 1 -n 3 -w 1 2>&1 | tail -1; done
+  done ;;
 Z62)
   # session 17, issue 4: three experiment defines on the 2^27 DIF (CUZK_NTT_PREFETCH=1/2: each thread's rows and its
   # last-group 4-step twiddles prefetched at the start, into L1/L2; CUZK_NTT_LAZY_OUTER=1: stage 0 unreduced into the

@@ -63,6 +63,25 @@ DFMA_VARIANTS = {"r4d": 40, "r4m": 32}
 # so tw_lo carries 2^8: 2^256 * 2^264 * 2^-260 = 2^260 (tw_hi unscaled).
 DFMA_TW_SCALE = 16
 DFMA_LO_SCALE = 256
+# Run-time features of the register-radix passes, after a "+" in a variant name ("r4b6dts+ozp"): kernel flags
+# (kernels/ntt_reg.cuh) and the host's plan.
+#   o (N13): a DIF pass of odd k runs its one-stage group first, so that stages 1 and 0 share the b0 = 0 group and
+#      its w = 1 pairs are skipped: 0.25 product an element fewer in such a pass.
+#   z (N15): stage 0 of a pass with a 4-step twiddle leaves a + b and a - b + p (< 2p) to the 4-step product (build 6's
+#      own product only: r4b6*).
+#   p (N14): plan_groups: the pass sizes with the fewest register groups, where the even split has more.
+KERNEL_FLAGS = {"o": 1, "z": 2}
+FEATURES = "ozp"
+
+
+def split_variant(variant: str | None) -> tuple[str, str]:
+    """(the VARIANTS key, its run-time features)."""
+    base, _, feats = (variant or VARIANT).partition("+")
+    if base not in VARIANTS or set(feats) - set(FEATURES):
+        raise ValueError(f"unknown NTT variant {variant!r}: a VARIANTS key, then + and features of {FEATURES!r}")
+    return base, feats
+
+
 # production pass kernel (tools/gpu_ntt_check.py times them all); CUZK_NTT_VARIANT overrides
 VARIANT_ENV = os.environ.get("CUZK_NTT_VARIANT")     # an explicit kernel for experiments
 VARIANT = VARIANT_ENV or "r4"    # calls without a variant; the cuda backend picks by N1 (r4: 2^27 55 ms vs r2 61)
@@ -75,15 +94,28 @@ PLAN_KS: dict[int, tuple[int, ...]] = {
     for n, _, ks in (e.partition(":") for e in os.environ.get("CUZK_NTT_PLAN", "").split(";") if e)}
 
 
-def plan(log_n: int, emax: int | None = None) -> list[tuple[int, int, int]]:
+def _groups(ks, lr: int) -> int:
+    return sum(-(-k // lr) for k in ks)
+
+
+def plan(log_n: int, emax: int | None = None, groups: int = 0) -> list[tuple[int, int, int]]:
     """DIF passes as (log_sub, k, log_c); the DIT runs them in reverse. A block holds
-    2^(k + log_c) <= 2^emax elements (default KMAX)."""
+    2^(k + log_c) <= 2^emax elements (default KMAX). groups (N14): the register radix's log2 (2: r4), whose
+    passes run ceil(k / groups) register groups each: fewer groups where the even split has more than needed."""
     if not 1 <= log_n <= 31:
         raise ValueError(f"NTT sizes are 2^1 .. 2^31, got 2^{log_n}")
     emax = KMAX if emax is None else emax
     passes = -(-log_n // KMAX)
     base, rem = divmod(log_n, passes)
     ks = [base + 1] * rem + [base] * (passes - rem)
+    if groups and passes > 1 and _groups(ks, groups) > -(-log_n // groups):
+        # N14: the last pass (contiguous, log_c = 0) takes emax stages; the rest split evenly, the smaller first,
+        # each below emax (log_c >= 1: a warp reads two or more columns of a row). Taken where it has fewer groups.
+        rest = log_n - emax
+        b, r = divmod(rest, passes - 1)
+        alt = [b] * (passes - 1 - r) + [b + 1] * r + [emax]
+        if alt[-2] < emax and alt[0] >= groups and _groups(alt, groups) < _groups(ks, groups):
+            ks = alt
     if log_n in PLAN_KS and emax == KMAX:
         ks = list(PLAN_KS[log_n])
         if sum(ks) != log_n or not all(1 <= k <= emax for k in ks):
@@ -185,9 +217,10 @@ def _run(x, log_n: int, generator: int, inverse: bool, dit: bool, variant: str |
         raise ValueError("NTT input must be a contiguous uint32 array of [batch, n, 8]")
     w_fwd = root_of_unity(log_n, generator)
     w = pow(w_fwd, -1, R) if inverse else w_fwd
-    variant = variant or VARIANT
+    variant, feats = split_variant(variant)
     lr, emax, tw1_max = VARIANTS[variant]
-    passes = plan(log_n, emax)
+    passes = plan(log_n, emax, lr if "p" in feats and lr > 1 else 0)
+    flags = sum(KERNEL_FLAGS[f] for f in feats if f in KERNEL_FLAGS)
     if lr > 1 and any(k < lr for _, k, _ in passes):
         lr, passes = 1, plan(log_n)                       # 2^1, 2^2: the radix-2 kernel
     if out is not None and (dit or lr == 1):
@@ -235,7 +268,7 @@ def _run(x, log_n: int, generator: int, inverse: bool, dit: bool, variant: str |
             tw1 = lo                                        # a valid pointer, never read
         f((blocks, batch), (e >> lr,),
           (x, np.int32(log_n), np.int32(log_sub), np.int32(k), np.int32(log_c), small, np.int32(mode),
-           lo, hi, np.int32(bits), tw1, np.int32(tb - log_sub if mode >= 2 else 0),
+           lo, hi, np.int32(bits), tw1, np.int32(tb - log_sub if mode >= 2 else 0), np.int32(flags),
            out if out is not None and i == len(steps) - 1 else np.uint64(0)),
           shared_mem=e * elem_bytes)
     return x if out is None else out
@@ -250,8 +283,18 @@ def dif(x, log_n: int, generator: int = 7, inverse: bool = False, variant: str |
 
 def natural_dif(variant: str | None, log_n: int) -> bool:
     """Whether dif(..., out=) runs for this variant and size: a register-radix pass kernel for every pass."""
-    lr = VARIANTS[variant or VARIANT][0]
-    return lr > 1 and all(k >= lr for _, k, _ in plan(log_n, VARIANTS[variant or VARIANT][1]))
+    return lr_of(variant) > 1 and all(k >= lr_of(variant) for _, k, _ in variant_plan(variant, log_n))
+
+
+def lr_of(variant: str | None) -> int:
+    return VARIANTS[split_variant(variant)[0]][0]
+
+
+def variant_plan(variant: str | None, log_n: int) -> list[tuple[int, int, int]]:
+    """The passes a variant runs at 2^log_n (before _run's fallback to radix 2 below 2^lr stages a pass)."""
+    base, feats = split_variant(variant)
+    lr, emax, _ = VARIANTS[base]
+    return plan(log_n, emax, lr if "p" in feats and lr > 1 else 0)
 
 
 def dit(x, log_n: int, generator: int = 7, inverse: bool = False, variant: str | None = None):
@@ -346,10 +389,9 @@ def natural_scaled(variant: str | None, log_n: int) -> bool:
     """Whether an inverse NTT can carry its 1/n in a twiddle table and write natural order (N10): a register-radix
     DIF with exactly one pass on the shared small table (2^27: the second; not 2^20, whose one twiddled pass reads
     N8's large table)."""
-    v = variant or VARIANT
-    lr, emax, tw1_max = VARIANTS[v]
-    return natural_dif(v, log_n) and \
-        sum(m == 2 and tb <= TW1_SMALL for m, tb in pass_twiddles(plan(log_n, emax), tw1_max)) == 1
+    tw1_max = VARIANTS[split_variant(variant)[0]][2]
+    return natural_dif(variant, log_n) and \
+        sum(m == 2 and tb <= TW1_SMALL for m, tb in pass_twiddles(variant_plan(variant, log_n), tw1_max)) == 1
 
 
 def intt(x, log_n: int, generator: int = 7, variant: str | None = None, tiled: bool = True, build: tuple = (),
@@ -442,12 +484,14 @@ def swz4(s: np.ndarray) -> np.ndarray:
     return out
 
 
-def reg_groups(k: int, lr: int, dit_order: bool) -> list[tuple[int, int, int]]:
-    """The groups of one pass as (b0, tlo, thi): rows base + (m << b0), stages b0 + t."""
+def reg_groups(k: int, lr: int, dit_order: bool, odd_top: bool = False) -> list[tuple[int, int, int]]:
+    """The groups of one pass as (b0, tlo, thi): rows base + (m << b0), stages b0 + t. odd_top (N13): the DIF's
+    groups are the DIT's in reverse (a short group at the top, not at the bottom)."""
     out = []
-    for g in range(-(-k // lr)):
-        if dit_order:
-            s_lo = g * lr
+    ng = -(-k // lr)
+    for g in range(ng):
+        if dit_order or odd_top:
+            s_lo = (g if dit_order else ng - 1 - g) * lr
             s_hi = min(k, s_lo + lr)
         else:
             s_hi = k - g * lr
@@ -458,11 +502,12 @@ def reg_groups(k: int, lr: int, dit_order: bool) -> list[tuple[int, int, int]]:
 
 
 def emulate_reg(x: np.ndarray, log_n: int, root: int, dit_order: bool, lr: int, emax: int | None = None,
-                tw1_max: int = 0) -> np.ndarray:
-    """ntt_reg.cu on an object array, vectorized over [block, thread]: dif or dit order."""
+                tw1_max: int = 0, feats: str = "") -> np.ndarray:
+    """ntt_reg.cu on an object array, vectorized over [block, thread]: dif or dit order; feats: run-time features
+    (FEATURES: o and p change the groups and the plan; z changes no value mod R)."""
     n, r_ = 1 << log_n, 1 << lr
     x = x.copy()
-    passes = plan(log_n, emax)
+    passes = plan(log_n, emax, lr if "p" in feats else 0)
     tws = dict(zip(passes, pass_twiddles(passes, tw1_max)))
     powr = np.vectorize(lambda e: pow(root, int(e), R), otypes=[object])
 
@@ -482,7 +527,7 @@ def emulate_reg(x: np.ndarray, log_n: int, root: int, dit_order: bool, lr: int, 
         col = ((bid >> log_g) << log_sub) + i2
         mode, tb = tws[(log_sub, k, log_c)]
         sm = np.full((blocks, e_), None, dtype=object)
-        groups = reg_groups(k, lr, dit_order)
+        groups = reg_groups(k, lr, dit_order, "o" in feats)
         v = [None] * r_
 
         def outer(base, m):
@@ -542,8 +587,8 @@ def bank_conflicts(k: int, log_c: int, lr: int, vec4: bool = False) -> int:
     tid = np.arange(e_ >> lr, dtype=np.int64)
     c, q = tid & ((1 << log_c) - 1), tid >> log_c
     worst = 1
-    for dit_order in (False, True):
-        for b0, _, _ in reg_groups(k, lr, dit_order):
+    for dit_order, odd_top in ((False, False), (True, False), (False, True)):
+        for b0, _, _ in reg_groups(k, lr, dit_order, odd_top):
             base = (q & ((1 << b0) - 1)) | ((q >> b0) << (b0 + lr))
             for m in range(1 << lr):
                 banks = sw(((base + (m << b0)) << log_c) + c) & mask
