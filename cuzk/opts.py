@@ -145,6 +145,24 @@ register(Optimization(
     "the LDS/STS go; shared-memory bandwidth unchanged; ntt_msm_h: its six NTTs",
 ))
 register(Optimization(
+    "N13", ("ntt_msm_h",),
+    "a register-radix DIF pass of odd k runs its one-stage group first (the top stage), not last: stages 1 and 0 "
+    "then share the group at b0 = 0, where the w = 1 pairs are skipped, so a 9-stage pass does 19 products a thread "
+    "of four elements, not 20 (a run-time kernel flag, variant feature 'o'); acts only with N1",
+    True,     # on since session 17: 2^27 pass sums 46.6 -> 45.10 ms (9,9,9; Z63)
+    "NTT 2^27 ~-2 ms: a quarter product an element fewer in each of its three 9-stage DIF passes (2.62 ms a product "
+    "an element at 2^27); ntt_msm_h: its DIF NTTs (the DIT's groups already had this order)",
+))
+register(Optimization(
+    "N15", ("ntt_msm_h",),
+    "in a DIF pass with a 4-step twiddle, stage 0 (w = 1) leaves a + b and a - b + p (< 2p) unreduced into the "
+    "4-step product, which takes one input < 2p on fastmul build 6 (a run-time kernel flag, variant feature 'z'); "
+    "acts only with N1 and N2",
+    True,     # on since session 17: 2^27 pass sums -0.10..-0.21 ms (Z62, Z63)
+    "NTT 2^27 -0.1..-0.3 ms: ~27 ALU instructions a pair in two of three passes (~0.008 ms an ALU instruction an "
+    "element at 2^27); ntt_msm_h: its DIF NTTs",
+))
+register(Optimization(
     "H2", ("ntt_msm_h",),
     "coeff convention: the H phase skips C's coset NTT. H(gx) Z(gx) = A(gx) B(gx) - C(gx), Z(gx) = g^n - 1 "
     "mod x^n - 1 and deg H, deg C < n give h = iNTT_coset(a b / Z(g)) - C's coefficients / Z(g): six NTTs, not "

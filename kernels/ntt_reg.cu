@@ -13,6 +13,8 @@
 //   b0 = 0 the pairs with w = 1 (half of stage 1, a quarter of stage 2) are skipped;
 //   4-step twiddle: 1 (tw_mode 2: one lookup in a table of w_sub powers) or
 //   2 (tw_mode 1: tw_hi * tw_lo, then the multiplication itself); 0 in the last pass.
+// R = 4, k = 9: 19 a thread of four elements with N13 (groups (8) (7,6) (5,4) (3,2) (1,0): 2 + 12 + 1 in butterflies,
+// 4 outer), 20 without it (groups (8,7) ... (2,1) (0): stage 1's w = 1 pairs sit at b0 = 1, per thread, not skipped).
 // At 2^27 (9+9+9, tables for sub-problems up to 2^18): 3.625 * 3 + 2 + 1 = 13.875 per element
 // (ntt.cu: 4 * 3 + 2 * 2 = 16).
 #include "ntt_fr.cuh"

@@ -133,6 +133,14 @@ ablate_alone() {
       --json "$OUT/ablate_$(echo "$1" | tr 'A-Z' 'a-z')_24d.json" 2>&1 | grep -A3 "^| opt"
 }
 case "$1" in
+Z64)
+  # session 17, N13 and N15 on by default (variant r4b6dts+oz; N14's plan dropped): the whole GPU suite, then issue 4's
+  # figures (micro ntt, intt at 2^27/24/20; h at 2^27/24)
+  timeout 300 python3 -m pytest -q -m gpu -p no:cacheprovider tests --ignore=tests/test_gpu.py 2>&1 | tail -2
+  timeout 110 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu.py 2>&1 | tail -2
+  for L in 27 24 20; do timeout 40 python3 -m cuzk micro ntt --log-size $L -p 1 -n 3 -w 1 2>&1 | tail -1
+    timeout 40 python3 -m cuzk micro intt --log-size $L -p 1 -n 3 -w 1 2>&1 | tail -1; done
+  for L in 27 24; do timeout 60 python3 -m cuzk micro h --log-size $L -p 1 -n 3 -w 1 2>&1 | tail -1; done ;;
 Z63)
   # session 17, issue 4: N13 (odd DIF passes' one-stage group at the top), N15 (stage 0 lazy into the 4-step product),
   # N14 (the plan with fewer register groups) as run-time variant features: the ntt_reg GPU tests, then plans x

@@ -102,18 +102,21 @@ def msm_kw(opts, group: int) -> dict:
 def ntt_variant(opts) -> str:
     """N1 on: register-radix NTT passes (r4; with N2, built on fastmul build 6; with N2 and N4, its DIF butterfly
     in two modular ops; and N8: full-domain twiddle tables; N11: DIF differences left < 2p into products; N12 off:
-    32-bit exchanges, "w"); off: radix-2 (r2).
+    32-bit exchanges, "w"); after a "+", the run-time features N13 ("o": odd DIF passes' short group at the top)
+    and N15 ("z": stage 0 lazy into the 4-step product; build 6 only); off: radix-2 (r2).
     CUZK_NTT_VARIANT overrides them."""
     if gntt.VARIANT_ENV:
         return gntt.VARIANT_ENV
     if not opts.enabled("N1"):
         return "r2"
+    feats = ("o" if opts.enabled("N13") else "") + ("z" if opts.enabled("N15") else "")
+    feats = "+" + feats if feats else ""
     if not opts.enabled("N2"):
-        return "r4"
+        return "r4" + feats.replace("z", "").rstrip("+")
     w = "" if opts.enabled("N12") else "w"
     if not opts.enabled("N4"):
-        return "r4b6" + w
-    return "r4b6d" + ("t" if opts.enabled("N8") else "") + ("s" if opts.enabled("N11") else "") + w
+        return "r4b6" + w + feats
+    return "r4b6d" + ("t" if opts.enabled("N8") else "") + ("s" if opts.enabled("N11") else "") + w + feats
 
 
 def h_options(opts) -> dict:

@@ -63,15 +63,14 @@ DFMA_VARIANTS = {"r4d": 40, "r4m": 32}
 # so tw_lo carries 2^8: 2^256 * 2^264 * 2^-260 = 2^260 (tw_hi unscaled).
 DFMA_TW_SCALE = 16
 DFMA_LO_SCALE = 256
-# Run-time features of the register-radix passes, after a "+" in a variant name ("r4b6dts+ozp"): kernel flags
-# (kernels/ntt_reg.cuh) and the host's plan.
+# Run-time features of the register-radix passes, after a "+" in a variant name ("r4b6dts+oz"): kernel flags
+# (kernels/ntt_reg.cuh).
 #   o (N13): a DIF pass of odd k runs its one-stage group first, so that stages 1 and 0 share the b0 = 0 group and
 #      its w = 1 pairs are skipped: 0.25 product an element fewer in such a pass.
 #   z (N15): stage 0 of a pass with a 4-step twiddle leaves a + b and a - b + p (< 2p) to the 4-step product (build 6's
 #      own product only: r4b6*).
-#   p (N14): plan_groups: the pass sizes with the fewest register groups, where the even split has more.
 KERNEL_FLAGS = {"o": 1, "z": 2}
-FEATURES = "ozp"
+FEATURES = "oz"
 
 
 def split_variant(variant: str | None) -> tuple[str, str]:
@@ -94,28 +93,15 @@ PLAN_KS: dict[int, tuple[int, ...]] = {
     for n, _, ks in (e.partition(":") for e in os.environ.get("CUZK_NTT_PLAN", "").split(";") if e)}
 
 
-def _groups(ks, lr: int) -> int:
-    return sum(-(-k // lr) for k in ks)
-
-
-def plan(log_n: int, emax: int | None = None, groups: int = 0) -> list[tuple[int, int, int]]:
+def plan(log_n: int, emax: int | None = None) -> list[tuple[int, int, int]]:
     """DIF passes as (log_sub, k, log_c); the DIT runs them in reverse. A block holds
-    2^(k + log_c) <= 2^emax elements (default KMAX). groups (N14): the register radix's log2 (2: r4), whose
-    passes run ceil(k / groups) register groups each: fewer groups where the even split has more than needed."""
+    2^(k + log_c) <= 2^emax elements (default KMAX)."""
     if not 1 <= log_n <= 31:
         raise ValueError(f"NTT sizes are 2^1 .. 2^31, got 2^{log_n}")
     emax = KMAX if emax is None else emax
     passes = -(-log_n // KMAX)
     base, rem = divmod(log_n, passes)
     ks = [base + 1] * rem + [base] * (passes - rem)
-    if groups and passes > 1 and _groups(ks, groups) > -(-log_n // groups):
-        # N14: the last pass (contiguous, log_c = 0) takes emax stages; the rest split evenly, the smaller first,
-        # each below emax (log_c >= 1: a warp reads two or more columns of a row). Taken where it has fewer groups.
-        rest = log_n - emax
-        b, r = divmod(rest, passes - 1)
-        alt = [b] * (passes - 1 - r) + [b + 1] * r + [emax]
-        if alt[-2] < emax and alt[0] >= groups and _groups(alt, groups) < _groups(ks, groups):
-            ks = alt
     if log_n in PLAN_KS and emax == KMAX:
         ks = list(PLAN_KS[log_n])
         if sum(ks) != log_n or not all(1 <= k <= emax for k in ks):
@@ -219,8 +205,8 @@ def _run(x, log_n: int, generator: int, inverse: bool, dit: bool, variant: str |
     w = pow(w_fwd, -1, R) if inverse else w_fwd
     variant, feats = split_variant(variant)
     lr, emax, tw1_max = VARIANTS[variant]
-    passes = plan(log_n, emax, lr if "p" in feats and lr > 1 else 0)
-    flags = sum(KERNEL_FLAGS[f] for f in feats if f in KERNEL_FLAGS)
+    passes = plan(log_n, emax)
+    flags = sum(KERNEL_FLAGS[f] for f in feats)
     if lr > 1 and any(k < lr for _, k, _ in passes):
         lr, passes = 1, plan(log_n)                       # 2^1, 2^2: the radix-2 kernel
     if out is not None and (dit or lr == 1):
@@ -292,9 +278,7 @@ def lr_of(variant: str | None) -> int:
 
 def variant_plan(variant: str | None, log_n: int) -> list[tuple[int, int, int]]:
     """The passes a variant runs at 2^log_n (before _run's fallback to radix 2 below 2^lr stages a pass)."""
-    base, feats = split_variant(variant)
-    lr, emax, _ = VARIANTS[base]
-    return plan(log_n, emax, lr if "p" in feats and lr > 1 else 0)
+    return plan(log_n, VARIANTS[split_variant(variant)[0]][1])
 
 
 def dit(x, log_n: int, generator: int = 7, inverse: bool = False, variant: str | None = None):
@@ -504,10 +488,10 @@ def reg_groups(k: int, lr: int, dit_order: bool, odd_top: bool = False) -> list[
 def emulate_reg(x: np.ndarray, log_n: int, root: int, dit_order: bool, lr: int, emax: int | None = None,
                 tw1_max: int = 0, feats: str = "") -> np.ndarray:
     """ntt_reg.cu on an object array, vectorized over [block, thread]: dif or dit order; feats: run-time features
-    (FEATURES: o and p change the groups and the plan; z changes no value mod R)."""
+    (FEATURES: o changes the groups; z changes no value mod R)."""
     n, r_ = 1 << log_n, 1 << lr
     x = x.copy()
-    passes = plan(log_n, emax, lr if "p" in feats else 0)
+    passes = plan(log_n, emax)
     tws = dict(zip(passes, pass_twiddles(passes, tw1_max)))
     powr = np.vectorize(lambda e: pow(root, int(e), R), otypes=[object])
 
