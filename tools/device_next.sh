@@ -133,6 +133,22 @@ ablate_alone() {
       --json "$OUT/ablate_$(echo "$1" | tr 'A-Z' 'a-z')_24d.json" 2>&1 | grep -A3 "^| opt"
 }
 case "$1" in
+Z65)
+  # session 17, issue 4: N16 (warp-uniform w = 1 skips; swz4 extended to slot bits 6..8): the ntt_reg GPU tests, then
+  # the 2^27 DIF +oz / +ozu against +oz on session 16's swz4 (CUZK_EXP_SWZ4_OLD=1), alternated twice; micro h +oz/+ozu
+  timeout 200 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests/test_gpu_ntt_reg.py 2>&1 | tail -3
+  for r in 1 2; do
+    timeout 60 python3 tools/experiments/ntt_plans.py 27 - --variants r4b6dts+oz,r4b6dts+ozu --reps 5 2>&1 | tail -2
+    CUZK_KERNEL_DEFINES=CUZK_EXP_SWZ4_OLD=1 timeout 60 python3 tools/experiments/ntt_plans.py 27 - --variants r4b6dts+oz \
+        --reps 5 2>&1 | tail -1
+    for V in r4b6dts+oz r4b6dts+ozu; do echo "CUZK_NTT_VARIANT=$V"
+      CUZK_NTT_VARIANT=$V timeout 60 python3 -m cuzk micro ntt --log-size 27 -p 1 -n 3 -w 1 2>&1 | tail -1; done
+    echo "old swz4, r4b6dts+oz"
+    CUZK_KERNEL_DEFINES=CUZK_EXP_SWZ4_OLD=1 CUZK_NTT_VARIANT=r4b6dts+oz timeout 60 python3 -m cuzk micro ntt --log-size 27 \
+        -p 1 -n 3 -w 1 2>&1 | tail -1
+  done
+  for V in r4b6dts+oz r4b6dts+ozu; do echo "CUZK_NTT_VARIANT=$V"
+    CUZK_NTT_VARIANT=$V timeout 60 python3 -m cuzk micro h --log-size 27 -p 1 -n 3 -w 1 2>&1 | tail -1; done ;;
 Z64)
   # session 17, N13 and N15 on by default (variant r4b6dts+oz; N14's plan dropped): the whole GPU suite, then issue 4's
   # figures (micro ntt, intt at 2^27/24/20; h at 2^27/24)
