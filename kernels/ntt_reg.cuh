@@ -21,13 +21,14 @@ __device__ __forceinline__ int swz(int s) {
 #ifndef CUZK_NTT_SM128
 #define CUZK_NTT_SM128 1
 #endif
-// Slot bits 6..8 (N16): bits 6 and 7 to 2, bit 8 to 4, so that the (9, 1) pass stays conflict-free with N16's mapping.
+// The XOR term of slot bits 3..5 comes from an 8-entry table of 4-bit values in one word (SWZ4_LUT: f(v) for v < 8,
+// f(v) = 2 v_0 ^ 5 v_1 ^ 6 v_2; ntt.py checks it against SWZ4): ~4 instructions an address, not ~12.
+#define SWZ4_LUT 0x13467520u
 __device__ __forceinline__ int swz4(int s) {
-#if CUZK_EXP_SWZ4_OLD             // timing experiment only: session 16's swz4 (slot bits 3..5; N16 must stay off)
+#if CUZK_EXP_SWZ4_BITS           // timing experiment only: the same function bit by bit (session 16's form)
     return s ^ ((-((s >> 3) & 1) & 2) ^ (-((s >> 4) & 1) & 5) ^ (-((s >> 5) & 1) & 6));
 #else
-    return s ^ ((-((s >> 3) & 1) & 2) ^ (-((s >> 4) & 1) & 5) ^ (-((s >> 5) & 1) & 6) ^
-                (-(((s >> 6) ^ (s >> 7)) & 1) & 2) ^ (-((s >> 8) & 1) & 4));
+    return s ^ (int)((SWZ4_LUT >> ((s >> 1) & 28)) & 7);
 #endif
 }
 
@@ -42,10 +43,6 @@ __device__ __forceinline__ int swz4(int s) {
                          // and 0 share the group at b0 = 0, where w = 1 pairs are skipped (else: the bottom stage)
 #define NTT_LAZY0 2      // N15: in a pass with a 4-step twiddle, DIF stage 0 (w = 1) leaves a + b and a - b + p
                          // (< 2p) to the 4-step product (policies with LAZY_OUTER: build 6's own product)
-#define NTT_WARP_LO 4    // N16: q's two low bits trade places with two warp-index bits, so that in a group at b0 <= 2
-                         // the w = 1 pairs (lo == 0) are whole warps, which skip their products (the host sets it
-                         // for shapes whose 16-byte exchanges stay conflict-free: ntt.warp_lo_ok)
-#define NTT_WARP_LO_BITS 2
 
 // The 4-step twiddle's exponent e < 2^log_sub; tw_mode 3 (N8's table shared by a transform and its inverse):
 // the inverse root's w^-e is the forward table's entry at 2^log_sub - e, then read as tw_mode 2.
@@ -75,14 +72,7 @@ __device__ __forceinline__ void ntt_reg_pass(uint32_t* data, int log_n, int log_
     const bool natural = !DIT && out != nullptr;
     const unsigned long long s = natural ? (shift ? __brev(blockIdx.x) >> (32 - shift) : 0u) : blockIdx.x >> log_g;
     const unsigned long long cg = blockIdx.x & ((1u << log_g) - 1);
-    const int c = threadIdx.x & ((1 << log_c) - 1);
-    int q = threadIdx.x >> log_c, ws = 0;     // ws (N16): groups at b0 <= ws have warp-uniform lo
-    if (flags & NTT_WARP_LO) {
-        const int log_t = k + log_c - LR, wb = max(0, min(5, log_t) - log_c);
-        ws = min(NTT_WARP_LO_BITS, min(log_t - log_c - wb, wb));
-        const int msk = (1 << ws) - 1;
-        q = (q & ~(msk | (msk << wb))) | ((q >> wb) & msk) | ((q & msk) << wb);
-    }
+    const int c = threadIdx.x & ((1 << log_c) - 1), q = threadIdx.x >> log_c;
     const unsigned i2 = (unsigned)(cg << log_c) + c;       // column, < 2^log_n2
     uint32_t* col = data + (((unsigned long long)blockIdx.y << log_n) + (s << log_sub) + i2) * FR_W;
     const int ng = (k + LR - 1) / LR;
@@ -137,7 +127,7 @@ __device__ __forceinline__ void ntt_reg_pass(uint32_t* data, int log_n, int log_
             for (int m = 0; m < R; m++) {
                 if (m & (1 << t)) continue;
                 const int jm = m & ((1 << t) - 1);
-                const bool one = jm == 0 && b0 <= ws && lo == 0;   // w = 1 for the block (b0 = 0) or warp (N16)
+                const bool one = b0 == 0 && jm == 0;       // w = 1, the same for the whole block
                 const uint32_t* wp = tw_small + ((unsigned)(lo + (jm << b0)) << (NTT_KMAX - 1 - st)) * FR_W;
                 if (DIT) {
                     P::dit(x[m], x[m + (1 << t)], one, wp, m);

@@ -51,11 +51,10 @@ def test_reg_pass_matches_ntt(monkeypatch, lr, kmax, emax, tw1_max, tw1_small, l
     assert list(G.emulate_reg(a[bitrev_perm(d.n)], log_n, d.omega, True, lr, emax, tw1_max)) == list(ref)  # DIT
 
 
-@pytest.mark.parametrize("feats", ["o", "oz", "u", "ou"])
+@pytest.mark.parametrize("feats", ["o", "oz"])
 @pytest.mark.parametrize("lr,log_n", [(2, 9), (2, 11), (2, 13), (3, 11), (3, 13)])
 def test_reg_pass_features_match_ntt(lr, log_n, feats):
-    """N13 (o: odd DIF passes' short group at the top) and N16 (u: warp bits for the low row bits) give the reference
-    NTT in both directions."""
+    """N13 (o: odd DIF passes' short group at the top) gives the reference NTT in both directions."""
     d = Domain(log_n, 7)
     rng = random.Random(log_n * 7 + lr)
     a = np.array([rng.randrange(R) for _ in range(d.n)], dtype=object)
@@ -132,20 +131,11 @@ def test_tw1_bits():
     assert G.tw1_bits(G.plan(9), 18) == 0            # one pass: no twiddle
 
 
-def test_warp_lo_mapping():
-    """N16: q's low bits swap with warp bits (a bijection on each block's threads), so that a group's lo at b0 <= 2 is
-    the same for a whole warp; it runs on the 2^27 passes' shape (9, 1), conflict-free with swz4."""
-    assert G.warp_lo_ok(9, 1, 2) and not G.warp_lo_ok(9, 0, 2)
-    for lr in (2, 3):
-        for k in range(lr, 12):
-            for log_c in range(0, 12 - k):
-                if k + log_c > 10 + (lr == 3) or (1 << (k + log_c)) >> lr < 32:
-                    continue
-                tid = np.arange((1 << (k + log_c)) >> lr)
-                q = G.thread_q(tid >> log_c, k, log_c, lr, True)
-                assert sorted(set(zip(q.tolist(), (tid & ((1 << log_c) - 1)).tolist()))) == \
-                    sorted(set(zip((tid >> log_c).tolist(), (tid & ((1 << log_c) - 1)).tolist())))
-                s = G.warp_lo_swap(k, log_c, lr)
-                for b0 in range(1, s + 1):
-                    lo = (q & ((1 << b0) - 1)).reshape(-1, 32)
-                    assert (lo == lo[:, :1]).all(), (lr, k, log_c, b0)
+def test_swz4_table_is_the_bitwise_swizzle():
+    """ntt_reg.cuh's swz4 reads its XOR term from SWZ4_LUT, one 4-bit entry per value of slot bits 3..5: the same
+    function as SWZ4's bits, and the kernel carries that constant."""
+    from pathlib import Path
+    s = np.arange(1 << 12)
+    assert (s ^ ((G.SWZ4_LUT >> ((s >> 1) & 28)) & 7) == G.swz4(s)).all()
+    src = (Path(G.__file__).parents[2] / "kernels" / "ntt_reg.cuh").read_text()
+    assert f"#define SWZ4_LUT {G.SWZ4_LUT:#010x}u" in src

@@ -69,10 +69,8 @@ DFMA_LO_SCALE = 256
 #      its w = 1 pairs are skipped: 0.25 product an element fewer in such a pass.
 #   z (N15): stage 0 of a pass with a 4-step twiddle leaves a + b and a - b + p (< 2p) to the 4-step product (build 6's
 #      own product only: r4b6*).
-#   u (N16): where the pass shape allows (warp_lo_ok) and the exchanges are 16-byte units, q's two low bits trade
-#      places with warp bits, so that a group's w = 1 pairs at b0 <= 2 are whole warps, which skip their products.
-KERNEL_FLAGS = {"o": 1, "z": 2, "u": 4}
-FEATURES = "ozu"
+KERNEL_FLAGS = {"o": 1, "z": 2}
+FEATURES = "oz"
 
 
 def split_variant(variant: str | None) -> tuple[str, str]:
@@ -244,10 +242,8 @@ def _run(x, log_n: int, generator: int, inverse: bool, dit: bool, variant: str |
     steps = list(zip(passes, pass_twiddles(passes, tw1_max)))
     if scale % R != 1 and sum(m == 2 and tb <= TW1_SMALL for _, (m, tb) in steps) != 1:
         raise ValueError(f"no single small-table pass carries a scale at 2^{log_n} ({variant})")
-    vec4 = not dfma and not variant.endswith("w")           # 16-byte exchanges (N12): N16's bank check holds
     for i, ((log_sub, k, log_c), (mode, tb)) in enumerate(reversed(steps) if dit else steps):
         e = 1 << (k + log_c)
-        fl = flags if vec4 and warp_lo_ok(k, log_c, lr) else flags & ~KERNEL_FLAGS["u"]
         blocks = (n >> log_sub) * (1 << (log_sub - k - log_c))
         if mode == 2 and tb > TW1_SMALL:                    # N8's large tables: one for both directions
             tw1 = _tw1(w_fwd, log_n, tb, DFMA_TW_SCALE if dfma else 1)
@@ -258,7 +254,7 @@ def _run(x, log_n: int, generator: int, inverse: bool, dit: bool, variant: str |
             tw1 = lo                                        # a valid pointer, never read
         f((blocks, batch), (e >> lr,),
           (x, np.int32(log_n), np.int32(log_sub), np.int32(k), np.int32(log_c), small, np.int32(mode),
-           lo, hi, np.int32(bits), tw1, np.int32(tb - log_sub if mode >= 2 else 0), np.int32(fl),
+           lo, hi, np.int32(bits), tw1, np.int32(tb - log_sub if mode >= 2 else 0), np.int32(flags),
            out if out is not None and i == len(steps) - 1 else np.uint64(0)),
           shared_mem=e * elem_bytes)
     return x if out is None else out
@@ -462,9 +458,8 @@ def swz(s: np.ndarray) -> np.ndarray:
     return out
 
 
-# ntt_reg.cuh swz4() (CUZK_NTT_SM128): XORed into the 16-byte bank-group bits by slot bits 3..8 (found by search: no
-# conflicts for every k and log_c with the plain thread mapping, and for (k, log_c) = (9, 1) with N16's)
-SWZ4 = (2, 5, 6, 2, 2, 4)
+SWZ4 = (2, 5, 6)        # ntt_reg.cuh swz4() (CUZK_NTT_SM128): XORed into the 16-byte bank-group bits by slot bits 3..5
+SWZ4_LUT = 0x13467520   # ntt_reg.cuh: the same XOR term as 4-bit entries of one word, read at (slot bits 3..5) * 4
 
 
 def swz4(s: np.ndarray) -> np.ndarray:
@@ -494,7 +489,7 @@ def reg_groups(k: int, lr: int, dit_order: bool, odd_top: bool = False) -> list[
 def emulate_reg(x: np.ndarray, log_n: int, root: int, dit_order: bool, lr: int, emax: int | None = None,
                 tw1_max: int = 0, feats: str = "") -> np.ndarray:
     """ntt_reg.cu on an object array, vectorized over [block, thread]: dif or dit order; feats: run-time features
-    (FEATURES: o changes the groups, u the threads' rows; z changes no value mod R)."""
+    (FEATURES: o changes the groups; z changes no value mod R)."""
     n, r_ = 1 << log_n, 1 << lr
     x = x.copy()
     passes = plan(log_n, emax)
@@ -512,8 +507,7 @@ def emulate_reg(x: np.ndarray, log_n: int, root: int, dit_order: bool, lr: int, 
         blocks = (n >> log_sub) << log_g
         bid = np.arange(blocks, dtype=np.int64)[:, None]
         tid = np.arange(e_ >> lr, dtype=np.int64)[None, :]
-        c = tid & ((1 << log_c) - 1)
-        q = thread_q(tid >> log_c, k, log_c, lr, "u" in feats and warp_lo_ok(k, log_c, lr))
+        c, q = tid & ((1 << log_c) - 1), tid >> log_c
         i2 = ((bid & ((1 << log_g) - 1)) << log_c) + c
         col = ((bid >> log_g) << log_sub) + i2
         mode, tb = tws[(log_sub, k, log_c)]
@@ -570,40 +564,13 @@ def emulate_reg(x: np.ndarray, log_n: int, root: int, dit_order: bool, lr: int, 
     return x
 
 
-WARP_LO_BITS = 2      # N16: q's two lowest bits swapped with its two lowest warp bits (ntt_reg.cuh)
-
-
-def warp_lo_swap(k: int, log_c: int, lr: int) -> int:
-    """N16: how many of q's low bits trade places with warp bits in a block of this shape (0: none). Row bits below
-    b0 <= that come from the warp index, so a group's w = 1 pairs (lo == 0) are whole warps."""
-    log_t = k + log_c - lr
-    qb, wb = log_t - log_c, max(0, min(5, log_t) - log_c)
-    return max(0, min(WARP_LO_BITS, qb - wb, wb))
-
-
-def thread_q(q: np.ndarray, k: int, log_c: int, lr: int, warp_lo: bool) -> np.ndarray:
-    """The q a thread's rows come from (ntt_reg.cuh): q itself, or with N16 its low bits swapped with warp bits."""
-    s = warp_lo_swap(k, log_c, lr) if warp_lo else 0
-    if not s:
-        return q
-    wb = max(0, min(5, k + log_c - lr) - log_c)
-    m = (1 << s) - 1
-    return (q & ~(m | (m << wb))) | ((q >> wb) & m) | ((q & m) << wb)
-
-
-@lru_cache(maxsize=None)
-def warp_lo_ok(k: int, log_c: int, lr: int) -> bool:
-    """Whether N16 runs for this pass shape: it swaps bits and the 16-byte exchanges stay free of bank conflicts."""
-    return warp_lo_swap(k, log_c, lr) > 0 and bank_conflicts(k, log_c, lr, vec4=True, warp_lo=True) == 1
-
-
-def bank_conflicts(k: int, log_c: int, lr: int, vec4: bool = False, warp_lo: bool = False) -> int:
+def bank_conflicts(k: int, log_c: int, lr: int, vec4: bool = False) -> int:
     """The worst bank conflict (lanes per bank, 1 = none) of any 32-bit shared access in a pass (swz, 32 lanes);
     vec4 (N12, CUZK_NTT_SM128): of any 128-bit access (swz4), lanes per 16-byte bank group in each quarter-warp."""
     sw, mask, lanes = (swz4, 7, 8) if vec4 else (swz, 31, 32)
     e_ = 1 << (k + log_c)
     tid = np.arange(e_ >> lr, dtype=np.int64)
-    c, q = tid & ((1 << log_c) - 1), thread_q(tid >> log_c, k, log_c, lr, warp_lo)
+    c, q = tid & ((1 << log_c) - 1), tid >> log_c
     worst = 1
     for dit_order, odd_top in ((False, False), (True, False), (False, True)):
         for b0, _, _ in reg_groups(k, lr, dit_order, odd_top):
