@@ -135,15 +135,13 @@ ablate_alone() {
 case "$1" in
 Z66)
   # session 17, issue 4: swz4's XOR term from an 8-entry table in one word (N17), against the bitwise form
-  # (CUZK_EXP_SWZ4_BITS=1): the ntt_reg GPU tests, then the 2^27 DIF (+oz) alternated twice, micro ntt, intt, h
+  # (CUZK_EXP_SWZ4_BITS=1): the ntt_reg GPU tests, then the 2^27 DIF (+oz) and micro ntt alternated twice; intt, h
   timeout 200 python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests/test_gpu_ntt_reg.py 2>&1 | tail -2
   for r in 1 2; do for d in "" "CUZK_EXP_SWZ4_BITS=1"; do echo "defines: ${d:-none}"
     CUZK_KERNEL_DEFINES=$d timeout 60 python3 tools/experiments/ntt_plans.py 27 - --variants r4b6dts+oz --reps 5 2>&1 | tail -1
     CUZK_KERNEL_DEFINES=$d timeout 60 python3 -m cuzk micro ntt --log-size 27 -p 1 -n 3 -w 1 2>&1 | tail -1
   done; done
-  for d in "" "CUZK_EXP_SWZ4_BITS=1"; do echo "defines: ${d:-none}"
-    for c in intt h; do CUZK_KERNEL_DEFINES=$d timeout 60 python3 -m cuzk micro $c --log-size 27 -p 1 -n 3 -w 1 2>&1 | tail -1; done
-  done ;;
+  for c in intt h; do timeout 60 python3 -m cuzk micro $c --log-size 27 -p 1 -n 3 -w 1 2>&1 | tail -1; done ;;
 Z65)
   # session 17, issue 4: N16 (warp-uniform w = 1 skips; swz4 extended to slot bits 6..8): the ntt_reg GPU tests, then
   # the 2^27 DIF +oz / +ozu against +oz on session 16's swz4 (CUZK_EXP_SWZ4_OLD=1), alternated twice; micro h +oz/+ozu
