@@ -163,6 +163,16 @@ register(Optimization(
     "element at 2^27); ntt_msm_h: its DIF NTTs",
 ))
 register(Optimization(
+    "N17", ("ntt_msm_h",),
+    "the register-radix passes' 16-byte exchange swizzle (swz4: slot bits 3..5 XORed into the bank-group bits) "
+    "reads its XOR term from an 8-entry table of 4-bit values in one word, ~4 instructions an address, instead of "
+    "bit by bit (~12); the same layout. Off: the N2 builds with CUZK_NTT_SWZ4_LUT=0 (variants with a 'b' suffix); "
+    "acts only with N1, N2 and N12",
+    True,     # on since session 17: micro ntt 2^27 44.95 / 45.02 -> 44.03 / 44.05 ms (Z66)
+    "NTT 2^27 -0.3..-0.8 ms: ~64 ALU instructions an element a pass fewer (8 addresses a group a thread), 2.5% of "
+    "a pass's ~2575; ntt_msm_h: its six NTTs",
+))
+register(Optimization(
     "H2", ("ntt_msm_h",),
     "coeff convention: the H phase skips C's coset NTT. H(gx) Z(gx) = A(gx) B(gx) - C(gx), Z(gx) = g^n - 1 "
     "mod x^n - 1 and deg H, deg C < n give h = iNTT_coset(a b / Z(g)) - C's coefficients / Z(g): six NTTs, not "

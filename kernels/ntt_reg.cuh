@@ -21,14 +21,18 @@ __device__ __forceinline__ int swz(int s) {
 #ifndef CUZK_NTT_SM128
 #define CUZK_NTT_SM128 1
 #endif
-// The XOR term of slot bits 3..5 comes from an 8-entry table of 4-bit values in one word (SWZ4_LUT: f(v) for v < 8,
-// f(v) = 2 v_0 ^ 5 v_1 ^ 6 v_2; ntt.py checks it against SWZ4): ~4 instructions an address, not ~12.
+// CUZK_NTT_SWZ4_LUT (N17, default 1; 0: the builds N17's off state selects): the XOR term of slot bits 3..5 comes
+// from an 8-entry table of 4-bit values in one word (f(v) = 2 v_0 ^ 5 v_1 ^ 6 v_2; ntt.py checks it against SWZ4),
+// ~4 instructions an address; 0: bit by bit, ~12.
+#ifndef CUZK_NTT_SWZ4_LUT
+#define CUZK_NTT_SWZ4_LUT 1
+#endif
 #define SWZ4_LUT 0x13467520u
 __device__ __forceinline__ int swz4(int s) {
-#if CUZK_EXP_SWZ4_BITS           // timing experiment only: the same function bit by bit (session 16's form)
-    return s ^ ((-((s >> 3) & 1) & 2) ^ (-((s >> 4) & 1) & 5) ^ (-((s >> 5) & 1) & 6));
-#else
+#if CUZK_NTT_SWZ4_LUT
     return s ^ (int)((SWZ4_LUT >> ((s >> 1) & 28)) & 7);
+#else
+    return s ^ ((-((s >> 3) & 1) & 2) ^ (-((s >> 4) & 1) & 5) ^ (-((s >> 5) & 1) & 6));
 #endif
 }
 

@@ -193,6 +193,12 @@ BUILD_SPILLS_ALLOWED = {
         ("_r", 96, "N4 with N12 off: N4's bounds"),
     ("ntt_reg", ("CUZK_FASTMUL_VARIANT_FR=6", "CUZK_NTT_DIF2=1", "CUZK_NTT_LAZY_SUB=1", "CUZK_NTT_SM128=0")):
         ("_r", 96, "N11 with N12 off: N11's bounds"),
+    ("ntt_reg", ("CUZK_FASTMUL_VARIANT_FR=6", "CUZK_NTT_SWZ4_LUT=0")):
+        ("_r", 96, "N2 with N17 off: N2's bounds"),
+    ("ntt_reg", ("CUZK_FASTMUL_VARIANT_FR=6", "CUZK_NTT_DIF2=1", "CUZK_NTT_SWZ4_LUT=0")):
+        ("_r", 96, "N4 with N17 off: N4's bounds"),
+    ("ntt_reg", ("CUZK_FASTMUL_VARIANT_FR=6", "CUZK_NTT_DIF2=1", "CUZK_NTT_LAZY_SUB=1", "CUZK_NTT_SWZ4_LUT=0")):
+        ("_r", 96, "N11 with N17 off: N11's bounds"),
     ("msm_g2", ("CUZK_FP_CALL=1",)):
         (("g2_", "_ZN4cuzk"), 128, "I1's G2 build: 4-128 B in the G2 kernels and their callees (xyzz_add_mem, "
                                    "xyzz_dbl_mem, the called product); the default msm_g2 build, not listed, spills "

@@ -117,10 +117,11 @@ def test_micro_msm_kernels_time_the_device_work(kernel, monkeypatch):
 @pytest.mark.parametrize("spec,want", [("", "r4b6dts+oz"), ("-N11", "r4b6dt+oz"), ("-N8", "r4b6ds+oz"),
                                        ("-N8,-N11", "r4b6d+oz"), ("-N12", "r4b6dtsw+oz"), ("-N4", "r4b6+oz"),
                                        ("-N4,-N12", "r4b6w+oz"), ("-N2", "r4+o"), ("-N1", "r2"), ("-N13", "r4b6dts+z"),
-                                       ("-N15", "r4b6dts+o"), ("-N13,-N15", "r4b6dts"), ("-N2,-N13", "r4")])
+                                       ("-N15", "r4b6dts+o"), ("-N13,-N15", "r4b6dts"), ("-N2,-N13", "r4"),
+                                       ("-N17", "r4b6dtsb+oz"), ("-N12,-N17", "r4b6dtsw+oz")])
 def test_micro_ntt_and_h_run_the_backends_variant(spec, want, monkeypatch):
     """`cuzk micro ntt` and `h` time the NTT pass variant the backend picks under CUZK_OPT (N1, N2, N4, N8, N11, N12,
-    N13, N15)."""
+    N13, N15, N17)."""
     from cuzk import micro
     from cuzk.gpu import ntt
     monkeypatch.delenv("CUZK_NTT_VARIANT", raising=False)

@@ -133,6 +133,15 @@ ablate_alone() {
       --json "$OUT/ablate_$(echo "$1" | tr 'A-Z' 'a-z')_24d.json" 2>&1 | grep -A3 "^| opt"
 }
 case "$1" in
+Z67)
+  # session 17, N17 on by default with its off builds (variant suffix "b"): the whole GPU suite, then issue 4's
+  # figures (micro ntt, intt at 2^27/24/20; h at 2^27/24) and N17 alone at 2^27 (-N17)
+  timeout 300 python3 -m pytest -q -m gpu -p no:cacheprovider tests --ignore=tests/test_gpu.py 2>&1 | tail -2
+  timeout 110 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu.py 2>&1 | tail -2
+  for L in 27 24 20; do timeout 40 python3 -m cuzk micro ntt --log-size $L -p 1 -n 3 -w 1 2>&1 | tail -1
+    timeout 40 python3 -m cuzk micro intt --log-size $L -p 1 -n 3 -w 1 2>&1 | tail -1; done
+  for L in 27 24; do timeout 60 python3 -m cuzk micro h --log-size $L -p 1 -n 3 -w 1 2>&1 | tail -1; done
+  echo "CUZK_OPT=-N17"; CUZK_OPT=-N17 timeout 40 python3 -m cuzk micro ntt --log-size 27 -p 1 -n 3 -w 1 2>&1 | tail -1 ;;
 Z66)
   # session 17, issue 4: swz4's XOR term from an 8-entry table in one word (N17), against the bitwise form
   # (CUZK_EXP_SWZ4_BITS=1): the ntt_reg GPU tests, then the 2^27 DIF (+oz) and micro ntt alternated twice; intt, h

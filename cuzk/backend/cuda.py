@@ -102,7 +102,7 @@ def msm_kw(opts, group: int) -> dict:
 def ntt_variant(opts) -> str:
     """N1 on: register-radix NTT passes (r4; with N2, built on fastmul build 6; with N2 and N4, its DIF butterfly
     in two modular ops; and N8: full-domain twiddle tables; N11: DIF differences left < 2p into products; N12 off:
-    32-bit exchanges, "w"); after a "+", the run-time features N13 ("o": odd DIF passes' short group at the top)
+    32-bit exchanges, "w"; N17 off: swz4 bit by bit, "b"); after a "+", the run-time features N13 ("o": odd DIF passes' short group at the top)
     and N15 ("z": stage 0 lazy into the 4-step product; build 6 only); off: radix-2 (r2).
     CUZK_NTT_VARIANT overrides them."""
     if gntt.VARIANT_ENV:
@@ -114,6 +114,7 @@ def ntt_variant(opts) -> str:
     if not opts.enabled("N2"):
         return "r4" + feats.replace("z", "").rstrip("+")
     w = "" if opts.enabled("N12") else "w"
+    w = w or ("" if opts.enabled("N17") else "b")          # N17 acts on the 16-byte exchanges (N12) only
     if not opts.enabled("N4"):
         return "r4b6" + w + feats
     return "r4b6d" + ("t" if opts.enabled("N8") else "") + ("s" if opts.enabled("N11") else "") + w + feats

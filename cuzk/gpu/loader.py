@@ -39,7 +39,11 @@ BUILDS: dict[str, tuple[tuple[str, ...], ...]] = {
                 # N12 off: the same builds with the exchanges in 32-bit words
                 ("CUZK_FASTMUL_VARIANT_FR=6", "CUZK_NTT_SM128=0"),
                 ("CUZK_FASTMUL_VARIANT_FR=6", "CUZK_NTT_DIF2=1", "CUZK_NTT_SM128=0"),
-                ("CUZK_FASTMUL_VARIANT_FR=6", "CUZK_NTT_DIF2=1", "CUZK_NTT_LAZY_SUB=1", "CUZK_NTT_SM128=0")),
+                ("CUZK_FASTMUL_VARIANT_FR=6", "CUZK_NTT_DIF2=1", "CUZK_NTT_LAZY_SUB=1", "CUZK_NTT_SM128=0"),
+                # N17 off: the 16-byte exchanges' swizzle computed bit by bit
+                ("CUZK_FASTMUL_VARIANT_FR=6", "CUZK_NTT_SWZ4_LUT=0"),
+                ("CUZK_FASTMUL_VARIANT_FR=6", "CUZK_NTT_DIF2=1", "CUZK_NTT_SWZ4_LUT=0"),
+                ("CUZK_FASTMUL_VARIANT_FR=6", "CUZK_NTT_DIF2=1", "CUZK_NTT_LAZY_SUB=1", "CUZK_NTT_SWZ4_LUT=0")),
     "ntt": (("CUZK_FASTMUL_VARIANT_FR=6",),),        # N3: the H phase's pointwise passes on fastmul build 6
     "field_ops": (("CUZK_FASTMUL_VARIANT_FP=6", "CUZK_FASTMUL_VARIANT_FR=6"),),   # cuzk micro --fastmul 6
     "msm_g1": (("CUZK_FASTSQR=1",),                     # S1: squarings by fastmul::mont_sqr

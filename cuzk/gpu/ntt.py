@@ -34,6 +34,7 @@ THREADS = 256
 #   An "s" suffix (N11): the DIF difference that goes into a product is a - b + p (< 2p, no borrow test: build 6's
 #        product takes one input < 2p), CUZK_NTT_LAZY_SUB.
 #   A "w" suffix (N12 off): the exchanges in 32-bit words (CUZK_NTT_SM128=0), not 16-byte units.
+#   A "b" suffix (N17 off): the 16-byte exchanges' swizzle bit by bit (CUZK_NTT_SWZ4_LUT=0), not from a table.
 #   r4x: kernels/ntt_split.cu, r4 with half its multiplications on the FP64 pipe (fastmul build 6) and
 #        half on the FMA pipe (build 1): the two pipes share the load (experiment).
 VARIANTS = {
@@ -51,7 +52,8 @@ R4B6D_BUILD = BUILDS["ntt_reg"][1]                 # r4b6d: and with CUZK_NTT_DI
 R4B6DS_BUILD = BUILDS["ntt_reg"][2]                # r4b6ds: and with CUZK_NTT_LAZY_SUB=1 (N11)
 REG_BUILDS = {"r4b6": R4B6_BUILD, "r4b6d": R4B6D_BUILD,   # variants run by a build of ntt_reg
               "r4b6dt": R4B6D_BUILD, "r4b6ds": R4B6DS_BUILD, "r4b6dts": R4B6DS_BUILD}
-REG_BUILDS |= {v + "w": b + ("CUZK_NTT_SM128=0",) for v, b in REG_BUILDS.items()}   # N12 off: 32-bit exchanges
+REG_BUILDS |= {v + "w": b + ("CUZK_NTT_SM128=0",) for v, b in REG_BUILDS.items()} | \
+    {v + "b": b + ("CUZK_NTT_SWZ4_LUT=0",) for v, b in REG_BUILDS.items()}   # N12 off: 32-bit exchanges; N17 off
 assert all(b in BUILDS["ntt_reg"] for b in REG_BUILDS.values())
 VARIANTS |= {v: (2, KMAX, 31 if "t" in v else 18) for v in REG_BUILDS}   # "t": N8's full-domain tables
 TW1_SMALL = 18       # N8: sub-problems up to 2^18 share one table (L2-resident); larger ones get their own
@@ -459,7 +461,7 @@ def swz(s: np.ndarray) -> np.ndarray:
 
 
 SWZ4 = (2, 5, 6)        # ntt_reg.cuh swz4() (CUZK_NTT_SM128): XORed into the 16-byte bank-group bits by slot bits 3..5
-SWZ4_LUT = 0x13467520   # ntt_reg.cuh: the same XOR term as 4-bit entries of one word, read at (slot bits 3..5) * 4
+SWZ4_LUT = 0x13467520   # ntt_reg.cuh (N17): the same XOR term as 4-bit entries of one word, read at (slot bits 3..5) * 4
 
 
 def swz4(s: np.ndarray) -> np.ndarray:
