@@ -112,6 +112,10 @@
 # partition, all verified), Z59 (N12 16-byte exchanges -0.7 ms: on), Z60 (the whole GPU suite with N12: 1057 passed;
 # NTT 2^27 46.64 ms). Left for session 17 (issue 4, 1.6 ms from 45): the modular sums' ALU work (26-27 instructions
 # each, ~700 an element), the rest of the passes' non-product work (~4.5 ms a pass by Z55), intt's figure with N12.
+# Session 17: Z61 (pass plans: 8,9,10 -1.3 ms; ncu stall samples), Z62 (prefetch slower: removed; lazy stage 0 -0.1),
+# Z63 (N13 odd passes' short group at the top -1.5 ms, N15 lazy stage 0: on; N14 plans lose with N13: dropped), Z64
+# (the whole GPU suite: 1327 passed; NTT 2^27 45.00 ms), Z65 (N16 warp-uniform skips 0.0 and its swizzle +1.3 ms:
+# removed), Z66 (N17 swz4 from a table -1.0 ms: on), Z67 (the whole GPU suite: 1364 passed; NTT 2^27 43.99 ms).
 set -o pipefail
 source tools/device_setup.sh >/dev/null 2>&1
 export CUZK_CUBIN_DIR=$PWD/.cubin CUZK_CACHE_DIR=/tmp/cz
