@@ -187,18 +187,6 @@ BUILD_SPILLS_ALLOWED = {
         ("_r", 96, "N4 with N2: N2's bounds (r4's DIF 32 B, as without N4; r8 48 B, not used)"),
     ("ntt_reg", ("CUZK_FASTMUL_VARIANT_FR=6", "CUZK_NTT_DIF2=1", "CUZK_NTT_LAZY_SUB=1")):
         ("_r", 96, "N11 with N4: N4's bounds (r4's DIF 28 B, DIT 76 B)"),
-    ("ntt_reg", ("CUZK_FASTMUL_VARIANT_FR=6", "CUZK_NTT_SM128=0")):
-        ("_r", 96, "N2 with N12 off: N2's bounds"),
-    ("ntt_reg", ("CUZK_FASTMUL_VARIANT_FR=6", "CUZK_NTT_DIF2=1", "CUZK_NTT_SM128=0")):
-        ("_r", 96, "N4 with N12 off: N4's bounds"),
-    ("ntt_reg", ("CUZK_FASTMUL_VARIANT_FR=6", "CUZK_NTT_DIF2=1", "CUZK_NTT_LAZY_SUB=1", "CUZK_NTT_SM128=0")):
-        ("_r", 96, "N11 with N12 off: N11's bounds"),
-    ("ntt_reg", ("CUZK_FASTMUL_VARIANT_FR=6", "CUZK_NTT_SWZ4_LUT=0")):
-        ("_r", 96, "N2 with N17 off: N2's bounds"),
-    ("ntt_reg", ("CUZK_FASTMUL_VARIANT_FR=6", "CUZK_NTT_DIF2=1", "CUZK_NTT_SWZ4_LUT=0")):
-        ("_r", 96, "N4 with N17 off: N4's bounds"),
-    ("ntt_reg", ("CUZK_FASTMUL_VARIANT_FR=6", "CUZK_NTT_DIF2=1", "CUZK_NTT_LAZY_SUB=1", "CUZK_NTT_SWZ4_LUT=0")):
-        ("_r", 96, "N11 with N17 off: N11's bounds"),
     ("msm_g2", ("CUZK_FP_CALL=1",)):
         (("g2_", "_ZN4cuzk"), 128, "I1's G2 build: 4-128 B in the G2 kernels and their callees (xyzz_add_mem, "
                                    "xyzz_dbl_mem, the called product); the default msm_g2 build, not listed, spills "
@@ -209,6 +197,14 @@ BUILD_SPILLS_ALLOWED = {
     ("msm_g2", ("CUZK_FP_CALL=1", "CUZK_FASTMUL_VARIANT_FP=3")):
         (("g2_", "_ZN4cuzk"), 128, "I2's G2 build: 8-120 B in the G2 kernels and their callees, within I1's G2 bound"),
 }
+
+# N12's and N17's off states: the N2, N4 and N11 builds with one more define, within the same bounds
+BUILD_SPILLS_ALLOWED |= {
+    ("ntt_reg", build + (off,)): ("_r", 96, f"{name} with {toggle} off: {name}'s bounds")
+    for build, name in ((("CUZK_FASTMUL_VARIANT_FR=6",), "N2"),
+                        (("CUZK_FASTMUL_VARIANT_FR=6", "CUZK_NTT_DIF2=1"), "N4"),
+                        (("CUZK_FASTMUL_VARIANT_FR=6", "CUZK_NTT_DIF2=1", "CUZK_NTT_LAZY_SUB=1"), "N11"))
+    for off, toggle in (("CUZK_NTT_SM128=0", "N12"), ("CUZK_NTT_SWZ4_LUT=0", "N17"))}
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")

@@ -130,6 +130,14 @@ msm26_alternated() {
         --reps 2 2>&1 | tail -1 | cut -c1-300
   done; done
 }
+# The whole GPU suite, then issue 4's figures: micro ntt and intt at 2^27/24/20, h at 2^27/24
+gpu_suite_and_ntt_figures() {
+  timeout 300 python3 -m pytest -q -m gpu -p no:cacheprovider tests --ignore=tests/test_gpu.py 2>&1 | tail -2
+  timeout 110 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu.py 2>&1 | tail -2
+  for L in 27 24 20; do timeout 40 python3 -m cuzk micro ntt --log-size $L -p 1 -n 3 -w 1 2>&1 | tail -1
+    timeout 40 python3 -m cuzk micro intt --log-size $L -p 1 -n 3 -w 1 2>&1 | tail -1; done
+  for L in 27 24; do timeout 60 python3 -m cuzk micro h --log-size $L -p 1 -n 3 -w 1 2>&1 | tail -1; done
+}
 # One toggle alone at 2^24 (porep_partition, key made on the GPU) with the others at their defaults: ablate_alone OPT
 ablate_alone() {
   timeout 230 python3 -m cuzk ablate --backend cuda --circuit porep_partition --log-size 24 --repeat 8 \
@@ -140,11 +148,7 @@ case "$1" in
 Z67)
   # session 17, N17 on by default with its off builds (variant suffix "b"): the whole GPU suite, then issue 4's
   # figures (micro ntt, intt at 2^27/24/20; h at 2^27/24) and N17 alone at 2^27 (-N17)
-  timeout 300 python3 -m pytest -q -m gpu -p no:cacheprovider tests --ignore=tests/test_gpu.py 2>&1 | tail -2
-  timeout 110 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu.py 2>&1 | tail -2
-  for L in 27 24 20; do timeout 40 python3 -m cuzk micro ntt --log-size $L -p 1 -n 3 -w 1 2>&1 | tail -1
-    timeout 40 python3 -m cuzk micro intt --log-size $L -p 1 -n 3 -w 1 2>&1 | tail -1; done
-  for L in 27 24; do timeout 60 python3 -m cuzk micro h --log-size $L -p 1 -n 3 -w 1 2>&1 | tail -1; done
+  gpu_suite_and_ntt_figures
   echo "CUZK_OPT=-N17"; CUZK_OPT=-N17 timeout 40 python3 -m cuzk micro ntt --log-size 27 -p 1 -n 3 -w 1 2>&1 | tail -1 ;;
 Z66)
   # session 17, issue 4: swz4's XOR term from an 8-entry table in one word (N17), against the bitwise form
@@ -174,11 +178,7 @@ Z65)
 Z64)
   # session 17, N13 and N15 on by default (variant r4b6dts+oz; N14's plan dropped): the whole GPU suite, then issue 4's
   # figures (micro ntt, intt at 2^27/24/20; h at 2^27/24)
-  timeout 300 python3 -m pytest -q -m gpu -p no:cacheprovider tests --ignore=tests/test_gpu.py 2>&1 | tail -2
-  timeout 110 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu.py 2>&1 | tail -2
-  for L in 27 24 20; do timeout 40 python3 -m cuzk micro ntt --log-size $L -p 1 -n 3 -w 1 2>&1 | tail -1
-    timeout 40 python3 -m cuzk micro intt --log-size $L -p 1 -n 3 -w 1 2>&1 | tail -1; done
-  for L in 27 24; do timeout 60 python3 -m cuzk micro h --log-size $L -p 1 -n 3 -w 1 2>&1 | tail -1; done ;;
+  gpu_suite_and_ntt_figures ;;
 Z63)
   # session 17, issue 4: N13 (odd DIF passes' one-stage group at the top), N15 (stage 0 lazy into the 4-step product),
   # N14 (the plan with fewer register groups) as run-time variant features: the ntt_reg GPU tests, then plans x
@@ -234,11 +234,7 @@ Z58)
 Z57)
   # session 16, the final defaults (N8, N10, N11 on): the whole GPU suite (the NTT kernels changed since Z49), then
   # issue 4's figures (micro ntt, intt at 2^27/24/20; h at 2^27/24)
-  timeout 300 python3 -m pytest -q -m gpu -p no:cacheprovider tests --ignore=tests/test_gpu.py 2>&1 | tail -2
-  timeout 110 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu.py 2>&1 | tail -2
-  for L in 27 24 20; do timeout 40 python3 -m cuzk micro ntt --log-size $L -p 1 -n 3 -w 1 2>&1 | tail -1
-    timeout 40 python3 -m cuzk micro intt --log-size $L -p 1 -n 3 -w 1 2>&1 | tail -1; done
-  for L in 27 24; do timeout 60 python3 -m cuzk micro h --log-size $L -p 1 -n 3 -w 1 2>&1 | tail -1; done ;;
+  gpu_suite_and_ntt_figures ;;
 Z56)
   # session 16, issue 4: N11 (DIF differences left a - b + p into products) tested; micro ntt 2^27 alternated twice,
   # defaults against +N11; micro h 2^27 once each
