@@ -91,16 +91,12 @@ struct FrPolicy {
     }
     static __device__ __forceinline__ void dif(T& a, T& b, bool one, const uint32_t* wp, int m) {
 #if CUZK_NTT_LAZY_SUB            // N11: the product (build 6) takes the difference below 2p; w = 1 keeps it reduced
-        if (one) {
-            const T d = a - b;
-            a = a + b;
-            b = d;
-        } else {
+        if (!one) {
             const T d = sub_plus_p(a, b);
             a = a + b;
             b = Mul::mul(d, T::load(wp), m);
+            return;
         }
-        return;
 #endif
 #if CUZK_NTT_DIF2                // two modular ops a butterfly, not three (N4: the ntt_reg build r4b6d)
         const T d = a - b;

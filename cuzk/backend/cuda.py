@@ -102,17 +102,19 @@ def msm_kw(opts, group: int) -> dict:
 def ntt_variant(opts) -> str:
     """N1 on: register-radix NTT passes (r4; with N2, built on fastmul build 6; with N2 and N4, its DIF butterfly
     in two modular ops; and N8: full-domain twiddle tables; N11: DIF differences left < 2p into products; N12 off:
-    32-bit exchanges, "w"; N17 off: swz4 bit by bit, "b"); after a "+", the run-time features N13 ("o": odd DIF passes' short group at the top)
-    and N15 ("z": stage 0 lazy into the 4-step product; build 6 only); off: radix-2 (r2).
+    32-bit exchanges, "w"; N17 off: swz4 bit by bit, "b"); after a "+", the run-time features N13 ("o": odd DIF
+    passes' short group at the top) and N15 ("z": stage 0 lazy into the 4-step product; build 6 only); off: radix-2
+    (r2).
     CUZK_NTT_VARIANT overrides them."""
     if gntt.VARIANT_ENV:
         return gntt.VARIANT_ENV
     if not opts.enabled("N1"):
         return "r2"
-    feats = ("o" if opts.enabled("N13") else "") + ("z" if opts.enabled("N15") else "")
+    odd = "o" if opts.enabled("N13") else ""
+    if not opts.enabled("N2"):                              # N15 needs build 6's product
+        return "r4" + ("+" + odd if odd else "")
+    feats = odd + ("z" if opts.enabled("N15") else "")
     feats = "+" + feats if feats else ""
-    if not opts.enabled("N2"):
-        return "r4" + feats.replace("z", "").rstrip("+")
     w = "" if opts.enabled("N12") else "w"
     w = w or ("" if opts.enabled("N17") else "b")          # N17 acts on the 16-byte exchanges (N12) only
     if not opts.enabled("N4"):

@@ -271,11 +271,8 @@ def dif(x, log_n: int, generator: int = 7, inverse: bool = False, variant: str |
 
 def natural_dif(variant: str | None, log_n: int) -> bool:
     """Whether dif(..., out=) runs for this variant and size: a register-radix pass kernel for every pass."""
-    return lr_of(variant) > 1 and all(k >= lr_of(variant) for _, k, _ in variant_plan(variant, log_n))
-
-
-def lr_of(variant: str | None) -> int:
-    return VARIANTS[split_variant(variant)[0]][0]
+    lr = VARIANTS[split_variant(variant)[0]][0]
+    return lr > 1 and all(k >= lr for _, k, _ in variant_plan(variant, log_n))
 
 
 def variant_plan(variant: str | None, log_n: int) -> list[tuple[int, int, int]]:
@@ -461,7 +458,6 @@ def swz(s: np.ndarray) -> np.ndarray:
 
 
 SWZ4 = (2, 5, 6)        # ntt_reg.cuh swz4() (CUZK_NTT_SM128): XORed into the 16-byte bank-group bits by slot bits 3..5
-SWZ4_LUT = 0x13467520   # ntt_reg.cuh (N17): the same XOR term as 4-bit entries of one word, read at (slot bits 3..5) * 4
 
 
 def swz4(s: np.ndarray) -> np.ndarray:
@@ -469,6 +465,10 @@ def swz4(s: np.ndarray) -> np.ndarray:
     for b, v in enumerate(SWZ4):
         out ^= ((s >> (3 + b)) & 1) * v
     return out
+
+
+# ntt_reg.cuh (N17): swz4's XOR term for each value v of slot bits 3..5, as 4-bit entries of one word
+SWZ4_LUT = sum(int(swz4(np.int64(v << 3)) ^ (v << 3)) << (4 * v) for v in range(8))
 
 
 def reg_groups(k: int, lr: int, dit_order: bool, odd_top: bool = False) -> list[tuple[int, int, int]]:
@@ -574,8 +574,8 @@ def bank_conflicts(k: int, log_c: int, lr: int, vec4: bool = False) -> int:
     tid = np.arange(e_ >> lr, dtype=np.int64)
     c, q = tid & ((1 << log_c) - 1), tid >> log_c
     worst = 1
-    for dit_order, odd_top in ((False, False), (True, False), (False, True)):
-        for b0, _, _ in reg_groups(k, lr, dit_order, odd_top):
+    for dit_order in (False, True):             # N13's DIF groups are the DIT's, reversed: no third order to check
+        for b0, _, _ in reg_groups(k, lr, dit_order):
             base = (q & ((1 << b0) - 1)) | ((q >> b0) << (b0 + lr))
             for m in range(1 << lr):
                 banks = sw(((base + (m << b0)) << log_c) + c) & mask
