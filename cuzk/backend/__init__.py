@@ -1,6 +1,8 @@
 """Backends implement the proving phases behind one interface (base.Backend)."""
 from __future__ import annotations
 
+import glob
+import os
 import sys
 
 from .base import Backend
@@ -23,6 +25,57 @@ def gpu_status() -> tuple[bool, str]:
     if n < 1:
         return False, "no CUDA device"
     return True, f"{n} CUDA device(s)"
+
+
+def gpu_hidden() -> bool:
+    """CUDA_VISIBLE_DEVICES set to hide every device: the machine's owner chose no GPU for this process."""
+    v = os.environ.get("CUDA_VISIBLE_DEVICES")
+    return v is not None and v.strip() in ("", "-1", "NoDevFiles")
+
+
+def gpu_present(nvml=None, root: str = "/") -> tuple[bool, str]:
+    """(present, what): whether this machine has an NVIDIA GPU, whatever CuPy makes of it.
+
+    Asked of the driver, not of CuPy: NVML's device count (`nvml` is pynvml or a stand-in), else the
+    driver's own listing under /proc and /dev. A device that CUDA_VISIBLE_DEVICES hides is absent."""
+    if gpu_hidden():
+        return False, "CUDA_VISIBLE_DEVICES hides every device"
+    try:
+        if nvml is None:
+            import pynvml as nvml
+        nvml.nvmlInit()
+        try:
+            n = nvml.nvmlDeviceGetCount()
+            if n > 0:
+                name = nvml.nvmlDeviceGetName(nvml.nvmlDeviceGetHandleByIndex(0))
+                name = name.decode() if isinstance(name, bytes) else str(name)
+                return True, f"NVML reports {n} NVIDIA device(s), the first {name}"
+        finally:
+            nvml.nvmlShutdown()
+    except Exception:
+        pass                       # no binding or no driver library: ask the driver's files
+    gpus = sorted(glob.glob(os.path.join(root, "proc/driver/nvidia/gpus/*")))
+    if gpus:
+        return True, f"the NVIDIA driver lists {len(gpus)} GPU(s) in /proc/driver/nvidia/gpus"
+    nodes = [d for d in glob.glob(os.path.join(root, "dev/nvidia[0-9]*")) if os.path.basename(d)[6:].isdigit()]
+    if nodes:
+        return True, f"{len(nodes)} NVIDIA device node(s) in /dev"
+    return False, "no NVIDIA device"
+
+
+def gpu_required() -> bool:
+    """CUZK_REQUIRE_GPU=1 (set on GPU runners): a cuda benchmark that cannot run fails, never skips."""
+    return os.environ.get("CUZK_REQUIRE_GPU", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def gpu_unusable_reason(why: str) -> str | None:
+    """Why a cuda workload that cannot run here (`why`) is an error rather than a skip; None: skip it."""
+    if gpu_required():
+        return f"CUZK_REQUIRE_GPU is set and the GPU cannot run: {why}"
+    present, what = gpu_present()
+    if present:
+        return f"{what}, but the cuda backend cannot run: {why}"
+    return None
 
 
 def get_backend(name: str = "auto", log=None, opts=None) -> Backend:

@@ -174,6 +174,8 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
             ready[side] = workers[side].ask(_request(cfg, oc.config, roots[side], other.pid))
             if ready[side]["status"] == "untrusted":
                 fail("untrusted", ready[side].get("message", ""), ready[side].get("discards", []))
+            if ready[side]["status"] == "unusable":          # a GPU that cannot run: never a skip
+                fail("error", ready[side].get("message", ""))
             if ready[side]["status"] not in ("ready", "unavailable"):
                 fail("error", f"unexpected reply {ready[side]}")
         unavailable = {s: ready[s].get("message", "") for s in SIDES if ready[s]["status"] == "unavailable"}

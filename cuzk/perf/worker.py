@@ -5,7 +5,7 @@ The gate keeps a base and a head worker alive side by side and asks them in turn
 head samples alternate a few milliseconds apart and drift hits both; the idle one waits on its
 stdin and uses no CPU. Requests:
   1. set-up: {"protocol", "root", "spec", "areas", "min_sample_s", "max_discards", "pause_s",
-     "trust", "sibling_pid"} -> {"status": "ready" | "unavailable", "numbers", "gpu", ...}
+     "trust", "sibling_pid"} -> {"status": "ready" | "unavailable" (no GPU) | "unusable" (a GPU that cannot run), "numbers", "gpu", ...}
   2. {"sample": AREA} -> {"status": "ok", "value": seconds per call, "energy_j", "state" (GPU, after)}
      or {"status": "untrusted", "message", "discards"}, and the worker exits
   3. {"quit": true} -> {"status": "done", "discards", "peak_device_bytes"}
@@ -50,11 +50,13 @@ class Worker:
 
     def setup(self) -> dict:
         from ..nvml import open_device
-        from .workload import Unavailable
+        from .workload import GpuUnusable, Unavailable
         try:
             self.w.prepare()
         except Unavailable as e:
             return {**self.info, "status": "unavailable", "message": str(e)}
+        except GpuUnusable as e:
+            return {**self.info, "status": "unusable", "message": str(e)}
         try:
             self.guard = self.sampler.guard_for(self.w, self.policy, self.own_pids)
         except self.sampler.UntrustedRun as e:

@@ -17,7 +17,7 @@ import os
 import random
 from dataclasses import asdict, dataclass
 
-from ..backend import BackendError, get_backend
+from ..backend import BackendError, get_backend, gpu_unusable_reason
 from ..opts import OptSet, resolve, variants
 from ..timing import PHASES, PhaseTimer
 
@@ -25,7 +25,13 @@ AREAS = PHASES + ("proof",)      # "proof" = one whole proof (all phases after s
 
 
 class Unavailable(NotImplementedError):
-    """The workload cannot run here (no GPU, no such backend). asv skips on NotImplementedError."""
+    """The workload cannot run here because the machine has no GPU. asv skips on NotImplementedError."""
+
+
+class GpuUnusable(RuntimeError):
+    """The machine has a GPU (or CUZK_REQUIRE_GPU says it must) and the cuda backend cannot use it:
+    CuPy missing, a driver/runtime mismatch... A failure, never a skip: asv counts it as a failed
+    benchmark, and the gate as an error."""
 
 
 @dataclass(frozen=True)
@@ -95,6 +101,9 @@ class Workload:
         try:
             self.backend = get_backend(self.spec.backend, log=lambda msg: None)
         except BackendError as e:
+            fatal = gpu_unusable_reason(str(e)) if self.spec.backend == "cuda" else None
+            if fatal:
+                raise GpuUnusable(f"{self.spec.label()}: {fatal}") from e
             raise Unavailable(str(e)) from e
         self.r1cs, self.assignments = self._synthesize()
         self.pk, _, _ = cached_setup(self.r1cs, self.spec.convention, self.spec.generator, progress=False)
