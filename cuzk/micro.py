@@ -98,7 +98,7 @@ def main(argv: list[str]) -> int:
     try:
         import pyperf
     except ImportError:
-        print("cuzk: error: `cuzk micro` needs pyperf (pip install 'cuzk[bench]')", file=sys.stderr)
+        print("cuzk: error: `cuzk micro` needs pyperf (pip install 'cuzk[perf]')", file=sys.stderr)
         return 2
     from .backend import gpu_status
     cpu = "--backend=cpu" in argv or any(a == "--backend" and argv[i + 1:i + 2] == ["cpu"] for i, a in enumerate(argv))

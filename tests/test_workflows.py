@@ -77,11 +77,27 @@ def _steps_text(job) -> str:
     return "\n".join(s.get("run", "") + s.get("uses", "") for s in job["steps"])
 
 
-def test_ci_runs_the_readme_command():
+def _readme_step(n: int) -> str:
+    """The one command in the fenced block of the README's step n ("On a fresh machine")."""
+    import re
+    text = (REPO / "README.md").read_text()
+    section = text[text.index("## On a fresh machine"):text.index("## Commands")]
+    step = re.search(rf"^{n}\. (.*?)(?=^\d\. |\Z)", section, re.S | re.M).group(1)
+    (block,) = re.findall(r"```sh\n(.*?)\n\s*```", step, re.S)
+    return block.strip()
+
+
+def test_ci_runs_exactly_the_readme_install_then_its_test_command():
     job = _load("ci.yml")["jobs"]["test"]
     assert "bash .ci/run" in _steps_text(job)
-    ci_run = (REPO / ".ci" / "run").read_text()
-    assert "python -m pytest -q" in ci_run and "python -m pytest -q" in (REPO / "README.md").read_text()
+    install, test = _readme_step(1), _readme_step(2)
+    assert install.startswith("python3 -m venv .venv") and test == "python -m pytest -q"
+    lines = [ln.strip() for ln in (REPO / ".ci" / "run").read_text().splitlines()
+             if ln.strip() and not ln.strip().startswith("#")]
+    assert install in lines and lines[-1] == test
+    assert lines.index(install) < lines.index(test)
+    # nothing else installs Python packages: what the tests import must come from the README's install
+    assert not [ln for ln in lines if ("pip" in ln and "install" in ln) and ln != install]
 
 
 def test_perf_pr_is_gated_and_fails_on_1_or_2():

@@ -1,10 +1,10 @@
 """Backends implement the proving phases behind one interface (base.Backend)."""
 from __future__ import annotations
 
-import glob
 import os
 import sys
 
+from .. import cuda_extra
 from .base import Backend
 
 
@@ -27,18 +27,12 @@ def gpu_status() -> tuple[bool, str]:
     return True, f"{n} CUDA device(s)"
 
 
-def gpu_hidden() -> bool:
-    """CUDA_VISIBLE_DEVICES set to hide every device: the machine's owner chose no GPU for this process."""
-    v = os.environ.get("CUDA_VISIBLE_DEVICES")
-    return v is not None and v.strip() in ("", "-1", "NoDevFiles")
-
-
 def gpu_present(nvml=None, root: str = "/") -> tuple[bool, str]:
     """(present, what): whether this machine has an NVIDIA GPU, whatever CuPy makes of it.
 
     Asked of the driver, not of CuPy: NVML's device count (`nvml` is pynvml or a stand-in), else the
     driver's own listing under /proc and /dev. A device that CUDA_VISIBLE_DEVICES hides is absent."""
-    if gpu_hidden():
+    if cuda_extra.hidden():
         return False, "CUDA_VISIBLE_DEVICES hides every device"
     try:
         if nvml is None:
@@ -54,12 +48,9 @@ def gpu_present(nvml=None, root: str = "/") -> tuple[bool, str]:
             nvml.nvmlShutdown()
     except Exception:
         pass                       # no binding or no driver library: ask the driver's files
-    gpus = sorted(glob.glob(os.path.join(root, "proc/driver/nvidia/gpus/*")))
-    if gpus:
-        return True, f"the NVIDIA driver lists {len(gpus)} GPU(s) in /proc/driver/nvidia/gpus"
-    nodes = [d for d in glob.glob(os.path.join(root, "dev/nvidia[0-9]*")) if os.path.basename(d)[6:].isdigit()]
-    if nodes:
-        return True, f"{len(nodes)} NVIDIA device node(s) in /dev"
+    n, where = cuda_extra.driver_devices(root)
+    if n:
+        return True, f"the NVIDIA driver lists {n} GPU(s) in {where}"
     return False, "no NVIDIA device"
 
 

@@ -9,7 +9,7 @@ def _plt():
     try:
         import matplotlib
     except ImportError as e:
-        raise RuntimeError("PNG charts need matplotlib (pip install 'cuzk[bench]')") from e
+        raise RuntimeError("PNG charts need matplotlib (pip install 'cuzk[perf]')") from e
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     return plt
