@@ -123,17 +123,20 @@ class GateResult:
     wall_s: float = 0.0
     harness_changed: bool = False
     exit_code: int = EXIT_ERROR
+    not_gated: list[WorkloadConfig] = field(default_factory=list)   # left out by --cpu-only
 
     def regressions(self) -> list[tuple[Outcome, Comparison]]:
         return [(o, c) for o in self.outcomes for c in o.comparisons if c.verdict == REGRESSION]
 
     def as_dict(self) -> dict:
         c = self.config
-        return {"base": self.base, "head": self.head, "base_ref": self.base_ref, "head_ref": self.head_ref,
+        return {"repo": self.repo, "base": self.base, "head": self.head, "base_ref": self.base_ref,
+                "head_ref": self.head_ref,
                 "exit_code": self.exit_code, "wall_s": self.wall_s, "harness_changed": self.harness_changed,
                 "config": {"path": c.path, "rounds": c.rounds, "samples": c.samples, "alpha": c.alpha,
                            "threshold": c.threshold, "thresholds": c.thresholds, "areas": list(c.areas)},
-                "outcomes": [o.as_dict() for o in self.outcomes]}
+                "outcomes": [o.as_dict() for o in self.outcomes],
+                "not_gated": [{"spec": w.spec.as_dict(), "required": w.required} for w in self.not_gated]}
 
 
 def _request(cfg: GateConfig, wc: WorkloadConfig, root: Path, sibling_pid: int | None) -> dict:
@@ -227,10 +230,10 @@ def paired_log_ratios(rd: dict, area: str) -> list[float]:
 def _judge(cfg: GateConfig, oc: Outcome) -> None:
     for area in cfg.areas:
         d = [statistics.median(paired_log_ratios(rd, area)) for rd in oc.rounds]
-        level = {s: [statistics.median(rd[s]["areas"][area]["samples"]) for rd in oc.rounds] for s in SIDES}
+        pooled = {s: [x for rd in oc.rounds for x in rd[s]["areas"][area]["samples"]] for s in SIDES}
         oc.comparisons.append(compare(area, d, cfg.threshold_for(area), cfg.alpha,
-                                      base_s=statistics.median(level["base"]),
-                                      head_s=statistics.median(level["head"])))
+                                      base_s=statistics.median(pooled["base"]),
+                                      head_s=statistics.median(pooled["head"])))
     oc.status = "ok"
 
 
@@ -250,15 +253,47 @@ def exit_code(outcomes: list[Outcome]) -> int:
     return EXIT_OK
 
 
+def cpu_only(cfg: GateConfig) -> tuple[GateConfig, list[WorkloadConfig]]:
+    """The config with its CPU workloads alone (for a developer without a GPU), and what it left out."""
+    from dataclasses import replace
+    keep = [w for w in cfg.workloads if w.spec.backend == "cpu"]
+    if not keep:
+        raise ValueError(f"--cpu-only: {cfg.path or 'the config'} has no cpu workload")
+    return replace(cfg, workloads=keep), [w for w in cfg.workloads if w.spec.backend != "cpu"]
+
+
+def preflight(oc: Outcome, gpu_status=None) -> None:
+    """A required cuda workload on a machine whose GPU cannot run fails before anything is measured:
+    the CPU rounds would only delay the same verdict."""
+    if oc.config.spec.backend != "cuda" or not oc.config.required:
+        return
+    if gpu_status is None:
+        from ..backend import gpu_status
+    ok, why = gpu_status()
+    if not ok:
+        oc.status = "error"
+        oc.message = f"the GPU cannot run here ({why}); this workload is required"
+
+
 def run(repo: str | Path, base_ref: str, head_ref: str, cfg: GateConfig,
         spawn: Callable[[Path, float], WorkerProcess] = WorkerProcess,
-        log: Callable[[str], None] = lambda m: print(m, file=sys.stderr)) -> GateResult:
+        log: Callable[[str], None] = lambda m: print(m, file=sys.stderr),
+        not_gated: list[WorkloadConfig] | None = None, gpu_status=None) -> GateResult:
     t0 = time.perf_counter()
     repo = str(Path(repo).resolve())
     shas = {"base": checkout.resolve(repo, base_ref), "head": checkout.resolve(repo, head_ref)}
     result = GateResult(repo, shas["base"], shas["head"], base_ref, head_ref, cfg,
-                        [Outcome(wc) for wc in cfg.workloads])
+                        [Outcome(wc) for wc in cfg.workloads], not_gated=list(not_gated or []))
     result.harness_changed = harness_changed(repo, shas["base"], shas["head"])
+    for oc in result.outcomes:
+        preflight(oc, gpu_status)
+    if any(o.status == "error" for o in result.outcomes):
+        for oc in result.outcomes:
+            if oc.status == "running":
+                oc.status, oc.message = "stopped", "not judged: the gate stopped at another workload's failure"
+        result.exit_code = exit_code(result.outcomes)
+        result.wall_s = time.perf_counter() - t0
+        return result
     with tempfile.TemporaryDirectory(prefix="cuzk-gate-") as tmp:
         roots = {s: checkout.materialize(repo, shas[s], Path(tmp) / s) for s in SIDES}
         log(f"cuzk gate: base {shas['base'][:10]} ({base_ref}) vs head {shas['head'][:10]} ({head_ref}), "
@@ -279,3 +314,24 @@ def run(repo: str | Path, base_ref: str, head_ref: str, cfg: GateConfig,
     result.exit_code = exit_code(result.outcomes)
     result.wall_s = time.perf_counter() - t0
     return result
+
+
+def from_dict(doc: dict) -> GateResult:
+    """A saved gate.json judged afresh from its samples (the report of a past run, or of crafted data)."""
+    from .workload import Spec
+    c = doc["config"]
+    cfg = GateConfig(rounds=c["rounds"], samples=c["samples"], alpha=c["alpha"], threshold=c["threshold"],
+                     thresholds=dict(c.get("thresholds", {})), areas=tuple(c["areas"]), path=c.get("path"))
+    outcomes = []
+    for o in doc["outcomes"]:
+        oc = Outcome(WorkloadConfig(Spec(**o["spec"]), bool(o.get("required", True))), status=o["status"],
+                     message=o.get("message", ""), rounds=o["rounds"], discards=o.get("discards", 0))
+        if oc.status == "ok":
+            _judge(cfg, oc)
+        outcomes.append(oc)
+    cfg.workloads = [o.config for o in outcomes]
+    res = GateResult(doc.get("repo", ""), doc["base"], doc["head"], doc["base_ref"], doc["head_ref"], cfg, outcomes,
+                     wall_s=doc.get("wall_s", 0.0), harness_changed=bool(doc.get("harness_changed", False)),
+                     not_gated=[WorkloadConfig(Spec(**w["spec"]), w["required"]) for w in doc.get("not_gated", [])])
+    res.exit_code = exit_code(outcomes)
+    return res

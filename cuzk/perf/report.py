@@ -57,27 +57,45 @@ def energy_per_call(oc: Outcome) -> dict[str, tuple[float, float]]:
     return out
 
 
+def _workloads(res: GateResult) -> str:
+    return "; ".join(f"{o.config.spec.label()} ({', '.join(res.config.areas)})" for o in res.outcomes)
+
+
+def _ratio_ci(x) -> str:
+    return f"x{x.ratio:.3f} [{x.ci_low:.3f}, {x.ci_high:.3f}]"
+
+
 def verdict_line(res: GateResult) -> str:
+    """The report's first line: the verdict, with the workloads and phases it is about."""
     if res.exit_code == EXIT_OK:
-        return "**PASS**: no phase regressed."
+        return f"## cuzk gate **PASS**: no phase regressed in {_workloads(res)}"
     if res.exit_code == EXIT_REGRESSION:
-        names = ", ".join(f"`{c.area}` ({o.config.spec.label()}) x{c.ratio:.3f}, p={c.p_value:.2g}"
+        names = "; ".join(f"`{c.area}` in {o.config.spec.label()}: {_ratio_ci(c)}, p={c.p_value:.2g}"
                           for o, c in res.regressions())
-        return f"**FAIL: regression** in {names}."
-    bad = [o for o in res.outcomes if o.status != "ok"]
+        return f"## cuzk gate **FAIL: regression**: {names}"
+    bad = [o for o in res.outcomes if o.status not in ("ok", "stopped")] or \
+          [o for o in res.outcomes if o.status != "ok"]
+    if any("the GPU cannot run here" in o.message for o in bad):
+        what = "; ".join(f"{o.config.spec.label()}: {o.message}" for o in bad)
+        return f"## cuzk gate **FAIL: the GPU cannot run here**, not judged: {what}. Exit code 2 is never a pass."
     what = "; ".join(f"{_STATUS.get(o.status, o.status)} in {o.config.spec.label()}" for o in bad) or "nothing measured"
-    return f"**FAIL: not judged** ({what}). Exit code 2 is never a pass."
+    return f"## cuzk gate **FAIL: not judged** ({what}). Exit code 2 is never a pass."
 
 
 def markdown(res: GateResult) -> str:
     c = res.config
-    out = [f"## cuzk perf gate: `{res.base[:10]}` ({res.base_ref}) → `{res.head[:10]}` ({res.head_ref})", "",
-           verdict_line(res), "",
+    out = [verdict_line(res), "",
+           f"Base `{res.base[:10]}` ({res.base_ref}) → head `{res.head[:10]}` ({res.head_ref}). "
            f"{c.rounds} rounds (a fresh base and head worker each) x {c.samples} samples per phase a side, "
-           f"base and head samples alternating (AB, BA, ...); ratio = exp(median over rounds of each "
-           f"round's median paired log ratio head/base); p = exact two-sided Wilcoxon signed-rank test "
-           f"over the rounds; regression = ratio > 1 + threshold and p < alpha = {c.alpha}. "
-           f"Config: `{c.path or 'built-in'}`. Wall time {res.wall_s:.1f} s."]
+           f"base and head samples alternating (AB, BA, ...). Per phase: base and head = medians of all "
+           f"their samples; ratio = exp(median over rounds of each round's median paired log ratio "
+           f"head/base), with the distribution-free confidence interval of that median (its exact coverage "
+           f"is given); p = exact two-sided Wilcoxon signed-rank test over the rounds; regression = ratio > "
+           f"1 + threshold and p < alpha = {c.alpha}. Config: `{c.path or 'built-in'}`. "
+           f"Wall time {res.wall_s:.1f} s."]
+    if res.not_gated:
+        out += ["", "> **Only the CPU reference was gated** (`--cpu-only`): not run: " + "; ".join(
+            w.spec.label() for w in res.not_gated) + ". A pull request needs the GPU gate too."]
     if res.harness_changed:
         out += ["", "> Note: the measuring code (cuzk/perf, benchmarks/) differs between base and head; "
                     "each side was measured by its own."]
@@ -95,10 +113,23 @@ def markdown(res: GateResult) -> str:
         if energy:
             out.append("Energy per call (NVML, trusted samples): " + "; ".join(
                 f"`{a}` {b:.3g} J → {h:.3g} J" for a, (b, h) in energy.items()) + ".")
-        rows = [[f"`{x.area}`", fmt_s(x.base_s), fmt_s(x.head_s), f"{x.ratio:.3f}", f"{x.p_value:.2g}",
-                 f"+{x.threshold:.0%}", _VERDICT.get(x.verdict, x.verdict)] for x in oc.comparisons]
-        out += ["", tabulate(rows, headers=["phase", "base", "head", "ratio", "p-value", "threshold", "verdict"],
+        level = min((x.ci_level for x in oc.comparisons), default=float("nan"))
+        rows = [[f"`{x.area}`", fmt_s(x.base_s), fmt_s(x.head_s), f"{x.ratio:.3f}",
+                 f"{x.ci_low:.3f} – {x.ci_high:.3f}", f"{x.p_value:.2g}", f"+{x.threshold:.0%}",
+                 _VERDICT.get(x.verdict, x.verdict)] for x in oc.comparisons]
+        out += ["", tabulate(rows, headers=["phase", "base (median)", "head (median)", "ratio",
+                                            f"{level:.1%} CI", "p-value", "threshold", "verdict"],
                              tablefmt="github", disable_numparse=True)]
+        apart = [x for x in oc.comparisons if x.base_s > 0 and not x.ci_low <= x.head_s / x.base_s <= x.ci_high]
+        if apart:
+            out += ["", "> The two sides' medians disagree with the paired ratio's interval in " + "; ".join(
+                f"`{x.area}` (x{x.head_s / x.base_s:.3f})" for x in apart) + ": the rounds differ from each "
+                "other (bimodal timings); the verdict follows the paired rounds, gate.json has every sample."]
+        mixed = calls_per_sample_differ(oc)
+        if mixed:
+            out += ["", "> Calls per sample differ between the sides (" + "; ".join(
+                f"`{a}` base {b}, head {h}" for a, (b, h) in mixed.items()) + "): a short host phase timed "
+                "over more calls runs warmer, so its ratio compares unlike samples."]
     regs = res.regressions()
     if regs:
         out += ["", "### Bisect", "", "To find the commit, on a runner like this one:", "", "```sh"]
@@ -109,3 +140,14 @@ def markdown(res: GateResult) -> str:
     if res.exit_code == EXIT_ERROR and not any(o.status in ("error", "untrusted") for o in res.outcomes):
         out += ["", "Nothing was judged: every workload was skipped."]
     return "\n".join(out) + "\n"
+
+
+def calls_per_sample_differ(oc: Outcome) -> dict[str, tuple[int, int]]:
+    """area -> (base, head) calls per sample, where the two sides calibrated differently."""
+    out = {}
+    for rd in oc.rounds:
+        for area, a in rd["base"]["areas"].items():
+            b, h = a.get("number", 1), rd["head"]["areas"][area].get("number", 1)
+            if b != h:
+                out[area] = (b, h)
+    return out
