@@ -678,7 +678,8 @@ def build_parser() -> argparse.ArgumentParser:
     bi.set_defaults(func=cmd_bisect)
 
     hi = sub.add_parser("history", help="nightly asv history: record this runner's results, publish all, "
-                                        "or list change points")
+                                        "or list change points (record and publish work in .asv/history, "
+                                        "never in asv.conf.json's results_dir or html_dir)")
     hi.add_argument("action", choices=("record", "publish", "changes"))
     hi.add_argument("--machine", help="this runner's stable asv machine name (record); only this machine (changes)")
     hi.add_argument("--repo", default=".")

@@ -1,10 +1,13 @@
 """The published history: asv results from every runner on one branch, asv's site on another.
 
-`record` (on each GPU runner, nightly): check out the results branch as asv's results_dir,
-run the whole suite on this commit in the existing interpreter (`asv run -E existing
---set-commit-hash --record-samples`, the way that works without a package registry), add the
-run's GPU record (NVML: device, driver, clocks), commit this machine's files and push,
-rebasing onto other runners' pushes. Each runner writes only
+`record` and `publish` work in their own directory, `.asv/history` (HISTORY_DIR): `results/` is a
+worktree of the results branch, `html/` the site. asv is pointed there through a temporary copy of
+asv.conf.json, so a user's own `asv run` results and site (asv.conf.json's results_dir and
+html_dir) are never touched.
+`record` (on each GPU runner, nightly): run the whole suite on this commit in the existing
+interpreter (`asv run -E existing --set-commit-hash --record-samples`, the way that works without a
+package registry), add the run's GPU record (NVML: device, driver, clocks), commit this machine's
+files and push, rebasing onto other runners' pushes. Each runner writes only
 under its own machine name, so runners never conflict; asv's shared benchmarks.json is taken
 from the newest run.
 `publish`: `asv publish` over all machines' results, then the site replaces the pages branch
@@ -24,6 +27,7 @@ import tempfile
 from pathlib import Path
 
 RESULTS_BRANCH, PAGES_BRANCH = "asv-results", "gh-pages"
+HISTORY_DIR = Path(".asv") / "history"     # ignored by git, like the rest of .asv
 
 
 class HistoryError(RuntimeError):
@@ -45,6 +49,35 @@ def _conf(repo: Path) -> dict:
     return json.loads((repo / "asv.conf.json").read_text())
 
 
+def history_dirs(repo: Path) -> tuple[Path, Path]:
+    """(results worktree, site) of the history: its own directory, never asv.conf.json's."""
+    base = Path(repo).resolve() / HISTORY_DIR
+    return base / "results", base / "html"
+
+
+def _own_dirs(repo: Path, conf: dict) -> tuple[Path, Path]:
+    """history_dirs, refused where they would sit in (or hold) the user's own asv results or site."""
+    mine = history_dirs(repo)
+    theirs = [(repo / conf.get(k, d)).resolve() for k, d in (("results_dir", "results"), ("html_dir", "html"))]
+    for m in mine:
+        for t in theirs:
+            if m == t or t in m.parents or m in t.parents:
+                raise HistoryError(f"asv.conf.json's {t} overlaps the history's own {m}: move it elsewhere")
+    return mine
+
+
+def asv_config(repo: Path, conf: dict, results: Path, html: Path, dest: Path, commit_url: str | None = None) -> Path:
+    """asv.conf.json with absolute paths and the history's results_dir and html_dir, written in `dest`."""
+    c = dict(conf, repo=str((repo / conf.get("repo", ".")).resolve()),
+             benchmark_dir=str(repo / conf.get("benchmark_dir", "benchmarks")),
+             env_dir=str(repo / conf.get("env_dir", "env")), results_dir=str(results), html_dir=str(html))
+    if commit_url:           # the real repository's URL, known only in CI
+        c["show_commit_url"] = commit_url
+    path = Path(dest) / "asv.conf.json"
+    path.write_text(json.dumps(c, indent=1))
+    return path
+
+
 def _identity(cwd) -> None:
     """Commits need an author; CI runners often have none configured."""
     if _git(cwd, "config", "user.email", check=False).returncode != 0:
@@ -52,8 +85,9 @@ def _identity(cwd) -> None:
         _git(cwd, "config", "user.name", "cuzk history")
 
 
-def checkout_branch(repo: Path, remote: str, branch: str, path: Path) -> None:
-    """`path` becomes a worktree of `branch` as on `remote` (a new orphan branch if there is none)."""
+def checkout_branch(repo: Path, remote: str, branch: str, path: Path, create: bool = True) -> None:
+    """`path` becomes a worktree of `branch` as on `remote`; where there is none, a new orphan branch
+    (`create`) or a HistoryError."""
     if path.exists():
         _git(repo, "worktree", "remove", "--force", str(path), check=False)
         shutil.rmtree(path, ignore_errors=True)
@@ -62,10 +96,12 @@ def checkout_branch(repo: Path, remote: str, branch: str, path: Path) -> None:
     if has:
         _git(repo, "fetch", "-q", remote, f"+refs/heads/{branch}:refs/remotes/{remote}/{branch}")
         _git(repo, "worktree", "add", "-q", "-B", branch, str(path), f"{remote}/{branch}")
-    else:
+    elif create:
         _git(repo, "worktree", "add", "-q", "--detach", str(path))
         _git(path, "checkout", "-q", "--orphan", branch)
         _git(path, "rm", "-rfq", "--ignore-unmatch", ".")
+    else:
+        raise HistoryError(f"{remote} has no {branch} branch: no results yet (`cuzk history record` makes it)")
     _identity(path)
 
 
@@ -85,17 +121,20 @@ def record(repo: Path, machine: str, remote: str = "origin", branch: str = RESUL
            bench: str | None = None, push: bool = True, log=print) -> int:
     """Run the suite on HEAD into this machine's history; returns asv's exit code (2: a benchmark failed)."""
     repo = Path(repo).resolve()
-    results = repo / _conf(repo).get("results_dir", "results")
+    conf = _conf(repo)
+    results, html = _own_dirs(repo, conf)
     checkout_branch(repo, remote, branch, results)
     sha = _git(repo, "rev-parse", "HEAD").stdout.strip()
     asv = [sys.executable, "-m", "asv"]
     _run(asv + ["machine", "--yes", "--machine", machine], repo)
-    cmd = asv + ["run", "-E", f"existing:{sys.executable}", "--set-commit-hash", sha, "--record-samples",
-                 "--machine", machine, "--launch-method", "spawn", "--show-stderr"]
-    if bench:
-        cmd += ["--bench", bench]
-    log(f"cuzk history: {' '.join(cmd[2:])}")
-    p = subprocess.run(cmd, cwd=repo)
+    with tempfile.TemporaryDirectory() as tmp:
+        cmd = asv + ["run", "--config", str(asv_config(repo, conf, results, html, Path(tmp))),
+                     "-E", f"existing:{sys.executable}", "--set-commit-hash", sha, "--record-samples",
+                     "--machine", machine, "--launch-method", "spawn", "--show-stderr"]
+        if bench:
+            cmd += ["--bench", bench]
+        log(f"cuzk history: {' '.join(cmd[2:])}")
+        p = subprocess.run(cmd, cwd=repo)
     if p.returncode not in (0, 2):
         raise HistoryError(f"asv run failed with exit code {p.returncode}")
     write_gpu_state(results / machine / "gpu-state" / f"{sha}.jsonl")
@@ -104,7 +143,7 @@ def record(repo: Path, machine: str, remote: str = "origin", branch: str = RESUL
         _git(results, "commit", "-qm", f"results: {machine} at {sha[:10]}")
         if push:
             push_with_rebase(results, remote, branch)
-    log(f"cuzk history: results of {machine} at {sha[:10]} recorded"
+    log(f"cuzk history: results of {machine} at {sha[:10]} recorded in {results}"
         + (f" (asv exit {p.returncode}: a benchmark failed)" if p.returncode else ""))
     return p.returncode
 
@@ -115,18 +154,13 @@ def publish(repo: Path, remote: str = "origin", results_branch: str = RESULTS_BR
     """asv publish over every runner's results; the site becomes the single commit of the pages branch."""
     repo = Path(repo).resolve()
     conf = _conf(repo)
-    results = repo / conf.get("results_dir", "results")
-    html = repo / conf.get("html_dir", "html")
-    checkout_branch(repo, remote, results_branch, results)
-    cmd = [sys.executable, "-m", "asv", "publish"]
+    results, html = _own_dirs(repo, conf)
+    checkout_branch(repo, remote, results_branch, results, create=False)
+    if not (results / "benchmarks.json").is_file():    # asv would only say "benchmarks.json missing!"
+        raise HistoryError(f"{remote}/{results_branch} holds no results (no benchmarks.json): nothing to publish")
     with tempfile.TemporaryDirectory() as tmp:
-        if commit_url:           # the real repository's URL, known only in CI
-            c = dict(conf, show_commit_url=commit_url, results_dir=str(results), html_dir=str(html),
-                     repo=str(repo), benchmark_dir=str(repo / conf.get("benchmark_dir", "benchmarks")))
-            cpath = Path(tmp) / "asv.conf.json"
-            cpath.write_text(json.dumps(c))
-            cmd += ["--config", str(cpath)]
-        _run(cmd, repo)
+        _run([sys.executable, "-m", "asv", "publish", "--config",
+              str(asv_config(repo, conf, results, html, Path(tmp), commit_url))], repo)
     (html / ".nojekyll").touch()
     if assets is not None:
         from .asv_assets import AssetError, localize
@@ -144,7 +178,8 @@ def publish(repo: Path, remote: str = "origin", results_branch: str = RESULTS_BR
             _git(site, "commit", "-qm", "asv site")
             url = _git(repo, "remote", "get-url", remote).stdout.strip()
             _git(site, "push", "-q", "--force", url, f"HEAD:refs/heads/{pages_branch}")
-    log(f"cuzk history: published {html}" + (f" to {pages_branch}" if push else ""))
+    log(f"cuzk history: site of {remote}/{results_branch} in {html}"
+        + (f", pushed to {pages_branch}" if push else f" (not pushed; view it: asv preview --html-dir {html})"))
     return html
 
 
