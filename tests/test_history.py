@@ -73,6 +73,7 @@ def test_two_runners_one_history(tmp_path):
     assert str(pub / ".asv/history/html") in p.stdout and (pub / ".asv/history/html/index.html").is_file()
     assert _own_results(pub) == before
     assert "gh-pages" not in _git(origin, "branch", "--list")
+    assert _git(pub, "branch", "--list") == "* main\n"          # detached: no local branch made or moved
     p = _cuzk(pub, dict(env, GITHUB_SERVER_URL="https://github.com", GITHUB_REPOSITORY="o/cuzk"),
               "history", "publish")
     assert p.returncode == 0, p.stdout + p.stderr

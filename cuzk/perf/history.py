@@ -86,23 +86,23 @@ def _identity(cwd) -> None:
 
 
 def checkout_branch(repo: Path, remote: str, branch: str, path: Path, create: bool = True) -> None:
-    """`path` becomes a worktree of `branch` as on `remote`; where there is none, a new orphan branch
-    (`create`) or a HistoryError."""
+    """`path` becomes a detached worktree of `branch` as on `remote`; where there is none, a new root
+    commit (`create`) or a HistoryError. Detached: no local branch of the user's is moved or made."""
     if path.exists():
         _git(repo, "worktree", "remove", "--force", str(path), check=False)
         shutil.rmtree(path, ignore_errors=True)
     _git(repo, "worktree", "prune")
+    _identity(repo)
     has = _git(repo, "ls-remote", "--exit-code", "--heads", remote, branch, check=False).returncode == 0
     if has:
         _git(repo, "fetch", "-q", remote, f"+refs/heads/{branch}:refs/remotes/{remote}/{branch}")
-        _git(repo, "worktree", "add", "-q", "-B", branch, str(path), f"{remote}/{branch}")
+        start = f"{remote}/{branch}"
     elif create:
-        _git(repo, "worktree", "add", "-q", "--detach", str(path))
-        _git(path, "checkout", "-q", "--orphan", branch)
-        _git(path, "rm", "-rfq", "--ignore-unmatch", ".")
+        empty = _git(repo, "hash-object", "-t", "tree", "-w", "/dev/null").stdout.strip()
+        start = _git(repo, "commit-tree", empty, "-m", f"{branch}: asv results of every runner").stdout.strip()
     else:
         raise HistoryError(f"{remote} has no {branch} branch: no results yet (`cuzk history record` makes it)")
-    _identity(path)
+    _git(repo, "worktree", "add", "-q", "--detach", str(path), start)
 
 
 def push_with_rebase(path: Path, remote: str, branch: str, tries: int = 5) -> None:
