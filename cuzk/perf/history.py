@@ -14,17 +14,27 @@ from the newest run.
 (with `assets`, its CDN scripts are served from the site itself: cuzk/perf/asv_assets.py).
 `changes`: change-point detection (apache-otava's e-divisive with a t-test, the Hunter algorithm)
 over each benchmark's history, per machine and parameter set (phase x target x optimization):
-each change with its first commit, the level before and after, and its size.
+each change with its commit range, the level before and after, its size and the `cuzk bisect`
+command that finds its commit. `gated_regressions` picks the new slowdowns in what the PR gate
+guards (perf-gate.toml's workloads x phases), which fail the nightly.
 """
 from __future__ import annotations
 
+import ast
+import itertools
 import json
+import math
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
+
+from . import bisect
+from .suite import ASV_TIME_BENCHMARKS, TARGETS, asv_params, variant_names
 
 RESULTS_BRANCH, PAGES_BRANCH = "asv-results", "gh-pages"
 HISTORY_DIR = Path(".asv") / "history"     # ignored by git, like the rest of .asv
@@ -203,73 +213,170 @@ def commit_url_from_env() -> str | None:
 
 # --- change points ---
 
+MIN_POINTS = 4          # e-divisive needs a few points on each side of a change
+HASH_LENGTH = 10        # asv.conf.json's hash_length: the site and the table show the same hashes
+
+
+def default_results(repo: Path) -> Path:
+    """The history's worktree where `record` or `publish` made one here, else the user's own asv results."""
+    repo = Path(repo)
+    mine, _ = history_dirs(repo)
+    return mine if mine.is_dir() else repo / _conf(repo).get("results_dir", "results")
+
+
 def _series(results_dir: Path, machine: str | None, bench: str | None):
-    """{(machine, env, benchmark(params)): [(date, commit, value)]} from asv's result files."""
-    import math
-    import re
+    """{(machine, env, benchmark, params): [(date, commit, value)]} from asv's result files; params are
+    asv's repr strings, e.g. ("'cpu:8'", "'A1'")."""
     from asv.results import iter_results_for_machine
+    try:
+        pattern = re.compile(bench) if bench else None
+    except re.error as e:
+        raise HistoryError(f"bad --bench regex {bench!r}: {e}") from e
     out: dict = {}
     machines = sorted(d.name for d in Path(results_dir).iterdir() if (d / "machine.json").is_file())
+    if not machines:
+        raise HistoryError(f"no asv machines in {results_dir} (no */machine.json): no history to analyse")
     if machine is not None:
         if machine not in machines:
-            raise HistoryError(f"no results for machine {machine!r} in {results_dir} (have: {', '.join(machines) or 'none'})")
+            raise HistoryError(f"no results for machine {machine!r} in {results_dir} (have: {', '.join(machines)})")
         machines = [machine]
     for m in machines:
         for res in iter_results_for_machine(str(results_dir), m):
             for key in res.get_all_result_keys():
                 params = res.get_result_params(key)
                 values = res.get_result_value(key, params)
-                combos = _combos(params)
-                for combo, v in zip(combos, values):
-                    name = f"{key}({', '.join(combo)})" if combo else key
-                    if bench and not re.search(bench, name):
+                for combo, v in zip(_combos(params), values):
+                    if pattern and not pattern.search(series_name(key, combo)):
                         continue
                     if v is None or (isinstance(v, float) and math.isnan(v)):
                         continue            # failed or skipped (a GPU parameter on a CPU machine)
-                    out.setdefault((m, res.env_name, name), []).append((res.date or 0, res.commit_hash, float(v)))
+                    out.setdefault((m, res.env_name, key, combo), []).append((res.date or 0, res.commit_hash, float(v)))
     return out
 
 
 def _combos(params) -> list[tuple]:
-    import itertools
     return [tuple(c) for c in itertools.product(*params)] if params else [()]
 
 
+def series_name(benchmark: str, params: tuple) -> str:
+    """asv's own name of one parameter set, what its --bench regexes match: `bench.Class.track_time('cpu:8', 'A1')`."""
+    return f"{benchmark}({', '.join(params)})" if params else benchmark
+
+
+def bisect_command(benchmark: str, params: tuple, good: str, bad: str) -> str:
+    """The `cuzk bisect` command for one series: a phase with --target/--opts where the suite's per-phase
+    timing has this parameter set, else the exact asv regex of the series' name."""
+    phase = {v: k for k, v in ASV_TIME_BENCHMARKS.items()}.get(benchmark)
+    if phase is not None and phase != "synthesis" and len(params) == 2:   # synthesis: circuit, size, opts
+        try:
+            target, opts = (ast.literal_eval(p) for p in params)
+        except (ValueError, SyntaxError):
+            target = opts = None
+        if target in TARGETS and opts in variant_names():    # else `cuzk bisect` would refuse them
+            return bisect.cuzk_command(phase, good, bad, target, opts)
+    # spaces need no escape and a quote reads better as \x27 inside the shell's single quotes
+    exact = re.escape(series_name(benchmark, params)).replace("\\ ", " ").replace("'", r"\x27")
+    regex = bisect.bench_regex("^" + exact + "$")
+    return bisect.cuzk_command(regex, good, bad)
+
+
+@dataclass
+class Changes:
+    source: Path            # the results directory read
+    series: int             # series with at least one value
+    analysed: int           # those with >= MIN_POINTS points
+    longest: int            # points in the longest series
+    found: list[dict]
+    pairs: set = field(default_factory=set)     # (benchmark, params) of the series analysed
+
+
 def changes(results_dir: Path, machine: str | None = None, bench: str | None = None, max_pvalue: float = 0.001,
-            min_magnitude: float = 0.05, window: int = 30) -> list[dict]:
-    """Change points of every series, largest first within a benchmark. `min_magnitude`: the smallest
-    relative change kept (0.05 = 5%); `max_pvalue`: the t-test threshold of the merge step."""
+            min_magnitude: float = 0.05, window: int = 30) -> Changes:
+    """Change points of every series. `min_magnitude`: the smallest relative change kept (0.05 = 5%);
+    `max_pvalue`: the t-test threshold of the merge step. No series long enough to analyse is a
+    HistoryError: no data never reads as no change."""
     from otava.analysis import compute_change_points
     results_dir = Path(results_dir)
     if not results_dir.is_dir():
-        raise HistoryError(f"no asv results at {results_dir} (run `cuzk history publish --no-push` or check out "
-                           f"the {RESULTS_BRANCH} branch there)")
-    found = []
-    for (m, env, name), pts in sorted(_series(results_dir, machine, bench).items()):
+        raise HistoryError(f"no asv results at {results_dir} (run `cuzk history publish --no-push`, or "
+                           f"`asv run` for your own results)")
+    series = _series(results_dir, machine, bench)
+    longest = max((len(p) for p in series.values()), default=0)
+    analysed = sum(len(p) >= MIN_POINTS for p in series.values())
+    if not analysed:
+        raise HistoryError(f"nothing to analyse in {results_dir}: {len(series)} series"
+                           + (f" matching --bench {bench!r}" if bench else "")
+                           + (f", the longest has {longest} points" if series else "")
+                           + f"; change-point detection needs >= {MIN_POINTS} points")
+    found, pairs = [], set()
+    for (m, env, bname, params), pts in sorted(series.items()):
         pts.sort(key=lambda p: p[0])
         values = [p[2] for p in pts]
-        if len(values) < 4:
+        if len(values) < MIN_POINTS:
             continue
+        pairs.add((bname, params))
         cps, _ = compute_change_points(values, window_len=window, max_pvalue=max_pvalue,
                                        min_magnitude=min_magnitude)
         for cp in cps:
-            i, st = cp.index, cp.stats
-            i = int(i)
-            found.append({"machine": m, "env": env, "benchmark": name, "index": i, "points": len(values),
-                          "commit": pts[i][1], "previous_commit": pts[i - 1][1],
+            i, st = int(cp.index), cp.stats
+            prev, commit = pts[i - 1][1], pts[i][1]
+            found.append({"machine": m, "env": env, "benchmark": series_name(bname, params),
+                          "asv_benchmark": bname, "params": list(params), "index": i, "points": len(values),
+                          "commit": commit, "previous_commit": prev,
+                          "range": f"{prev[:HASH_LENGTH]}..{commit[:HASH_LENGTH]}",
+                          "bisect": bisect_command(bname, params, prev[:HASH_LENGTH], commit[:HASH_LENGTH]),
                           "before": float(st.mean_1), "after": float(st.mean_2),
                           "change": float(st.mean_2 / st.mean_1 - 1) if st.mean_1 else float("inf"),
                           "pvalue": float(st.pvalue)})
-    return found
+    return Changes(results_dir, len(series), analysed, longest, found, pairs)
 
 
-def changes_markdown(found: list[dict], hash_length: int = 10) -> str:
-    from tabulate import tabulate
+def gated_pairs(cfg) -> set[tuple[str, tuple]]:
+    """(asv benchmark, params) of what the PR gate guards: perf-gate.toml's workloads x [gate] phases,
+    where the suite has that parameter set."""
+    out = set()
+    for w in cfg.workloads:
+        for area in cfg.areas:
+            params = asv_params(area, w.spec)
+            if area in ASV_TIME_BENCHMARKS and params is not None:
+                out.add((ASV_TIME_BENCHMARKS[area], tuple(params)))
+    return out
 
+
+def gated_regressions(found: list[dict], gated: set, last: int) -> list[dict]:
+    """The change points that fail the nightly: a gated series got slower (all gated benchmarks are
+    timings), and the change's first commit is among the last `last` points of its series."""
+    return [c for c in found if (c["asv_benchmark"], tuple(c["params"])) in gated and c["change"] > 0
+            and c["index"] >= c["points"] - last]
+
+
+def _level(benchmark: str, v: float) -> str:
     from .report import fmt_s
-    if not found:
-        return "No change points.\n"
-    rows = [[f"`{c['benchmark']}`", c["machine"], c["commit"][:hash_length], fmt_s(c["before"]), fmt_s(c["after"]),
-             f"{c['change']:+.1%}", f"{c['pvalue']:.2g}"] for c in found]
-    return tabulate(rows, headers=["benchmark", "machine", "first commit", "before", "after", "change", "p"],
-                    tablefmt="github", disable_numparse=True) + "\n"
+    timed = benchmark.split(".")[-1].startswith(("time_", "track_time"))
+    return fmt_s(v) if timed else f"{v:.4g}"      # bytes and joules are not seconds
+
+
+def changes_markdown(ch: Changes) -> str:
+    from tabulate import tabulate
+    head = (f"Change points over {ch.analysed} series (up to {ch.longest} points each) from {ch.source}"
+            + (f"; {ch.series - ch.analysed} series with fewer than {MIN_POINTS} points skipped"
+               if ch.series > ch.analysed else "") + ".\n\n")
+    if not ch.found:
+        return head + f"No change points in the {ch.analysed} series analysed (up to {ch.longest} points each).\n"
+    rows = [[f"`{c['benchmark']}`", c["machine"], f"`{c['range']}`", _level(c["asv_benchmark"], c["before"]),
+             _level(c["asv_benchmark"], c["after"]), f"{c['change']:+.1%}", f"{c['pvalue']:.2g}", f"`{c['bisect']}`"]
+            for c in ch.found]
+    return head + tabulate(rows, headers=["benchmark", "machine", "range", "before", "after", "change", "p",
+                                          "bisect"], tablefmt="github", disable_numparse=True) + "\n"
+
+
+def gated_markdown(failing: list[dict], last: int, watched: int) -> str:
+    """The --fail-on-gated verdict; `watched`: the gated parameter sets that had a series to analyse."""
+    if not failing:
+        return (f"\nNo new regression in the {watched} gated parameter set(s) (perf-gate.toml's workloads x "
+                f"phases) over the last {last} points.\n")
+    lines = [f"\n**{len(failing)} new regression(s) in gated phases** (first commit among the last {last} "
+             f"points of the series):\n"]
+    lines += [f"- `{c['benchmark']}` on {c['machine']}: {c['change']:+.1%} in `{c['range']}`: `{c['bisect']}`"
+              for c in failing]
+    return "\n".join(lines) + "\n"
