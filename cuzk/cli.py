@@ -521,20 +521,41 @@ def cmd_bisect(args) -> int:
 
 
 def cmd_history(args) -> int:
-    """Nightly: record this runner's asv results on the results branch, or publish all of them."""
-    from .perf import history
+    """Nightly: record this runner's asv results on the results branch, publish all of them, or list
+    the change points (failing on new slowdowns of gated phases with --fail-on-gated)."""
+    from .perf import gate_config, history
     if args.action == "record" and not args.machine:
         raise CliError("history record needs --machine NAME (a stable name per runner and GPU)")
+    if args.fail_on_gated is not None and args.fail_on_gated < 1:
+        raise CliError("--fail-on-gated needs N >= 1 (points at the end of each series)")
     try:
         if args.action == "changes":
-            repo = Path(args.repo)
-            results = Path(args.results) if args.results else repo / history._conf(repo).get("results_dir", "results")
-            found = history.changes(results, args.machine, args.bench, args.max_pvalue, args.min_magnitude,
-                                    args.window)
-            print(history.changes_markdown(found), end="")
+            repo, gated = Path(args.repo), None
+            if args.fail_on_gated is not None:          # read before the analysis: a bad config fails fast
+                try:
+                    gated = history.gated_pairs(gate_config.load(args.gate_config or repo / gate_config.DEFAULT_PATH))
+                except gate_config.ConfigError as e:
+                    raise CliError(f"gate config: {e}") from e
+                if not gated:
+                    raise CliError("--fail-on-gated: the gate config's workloads x phases match no parameter set "
+                                   "of the asv suite")
+            results = Path(args.results) if args.results else history.default_results(repo)
+            ch = history.changes(results, args.machine, args.bench, args.max_pvalue, args.min_magnitude,
+                                 args.window)
+            text, failing = history.changes_markdown(ch), []
+            if gated is not None:
+                if not gated & ch.pairs:        # the gate's series were never measured: no data, not "no change"
+                    raise history.HistoryError(f"--fail-on-gated: none of the {len(gated)} gated parameter sets "
+                                               f"has a series of >= {history.MIN_POINTS} points in {ch.source}")
+                failing = history.gated_regressions(ch.found, gated, args.fail_on_gated)
+                text += history.gated_markdown(failing, args.fail_on_gated, len(gated & ch.pairs))
+            print(text, end="")
+            if args.summary:
+                with open(args.summary, "a") as f:
+                    f.write(text)
             if args.json:
-                write_atomic(args.json, json.dumps(found, indent=1) + "\n")
-            return EXIT_OK
+                write_atomic(args.json, json.dumps(ch.found, indent=1) + "\n")
+            return EXIT_INVALID if failing else EXIT_OK
         if args.action == "record":
             return history.record(Path(args.repo), args.machine, args.remote, args.results_branch, args.bench,
                                   push=not args.no_push)
@@ -544,6 +565,9 @@ def cmd_history(args) -> int:
         return EXIT_OK
     except history.HistoryError as e:
         _err(f"history: {e}")
+        if args.action == "changes" and args.summary:      # the step summary says why, too
+            with open(args.summary, "a") as f:
+                f.write(f"cuzk history changes: {e}\n")
         return EXIT_BAD_INPUT
 
 
@@ -697,7 +721,8 @@ def build_parser() -> argparse.ArgumentParser:
     bi.set_defaults(func=cmd_bisect)
 
     hi = sub.add_parser("history", help="nightly asv history: record this runner's results, publish all, "
-                                        "or list change points")
+                                        "or list change points (record and publish work in .asv/history, "
+                                        "never in asv.conf.json's results_dir or html_dir)")
     hi.add_argument("action", choices=("record", "publish", "changes"))
     hi.add_argument("--machine", help="this runner's stable asv machine name (record); only this machine (changes)")
     hi.add_argument("--repo", default=".")
@@ -709,12 +734,21 @@ def build_parser() -> argparse.ArgumentParser:
     hi.add_argument("--no-push", action="store_true", help="leave the commits local")
     hi.add_argument("--assets", metavar="NODE_MODULES", help="publish: serve asv's scripts from the site, copied "
                                                            "from these npm packages (.ci/node/node_modules)")
-    hi.add_argument("--results", metavar="DIR", help="changes: asv results directory (default: asv.conf.json's)")
+    hi.add_argument("--results", metavar="DIR", help="changes: asv results directory (default: the history's "
+                                                     "worktree, .asv/history/results, else asv.conf.json's)")
     hi.add_argument("--max-pvalue", type=float, default=0.001, help="changes: t-test threshold (default 0.001)")
     hi.add_argument("--min-magnitude", type=float, default=0.05,
                     help="changes: smallest relative change reported (default 0.05)")
     hi.add_argument("--window", type=int, default=30, help="changes: e-divisive window in commits (default 30)")
     hi.add_argument("--json", metavar="FILE", help="changes: write the change points as JSON")
+    hi.add_argument("--summary", metavar="FILE", help="changes: append the Markdown to FILE too "
+                                                      "(e.g. $GITHUB_STEP_SUMMARY)")
+    hi.add_argument("--fail-on-gated", type=int, metavar="N",
+                    help="changes: exit 1 when a phase that perf-gate.toml gates (its workloads x [gate] phases) "
+                         "got slower at a change point whose first commit is among the last N points of its "
+                         "series; those change points are listed")
+    hi.add_argument("--gate-config", metavar="FILE",
+                    help="changes: the gate config for --fail-on-gated (default: perf-gate.toml in --repo)")
     hi.set_defaults(func=cmd_history)
 
     gs = sub.add_parser("gpu-state", help="print the GPU's NVML record as JSON (read-only)")

@@ -1,9 +1,13 @@
-"""The published history: change points found in synthetic asv results with planted steps, and the
-published site opened in headless Chromium (a phase graph with one line per optimization renders)."""
+"""The published history: change points found in synthetic asv results with planted steps (each with
+its commit range and `cuzk bisect` command), --fail-on-gated on new slowdowns of what perf-gate.toml
+gates, no data as an error, and the published site opened in headless Chromium (a phase graph with one
+line per optimization renders)."""
 from __future__ import annotations
 
+import itertools
 import json
 import re
+import shlex
 import shutil
 import socket
 import subprocess
@@ -20,6 +24,8 @@ from cuzk.perf import asv_assets
 REPO = Path(__file__).resolve().parents[1]
 TAIL = "bench_tail_msm.TailMsm.track_time"
 SYN = "bench_synthesis.Synthesis.track_time"
+PREP = "bench_prep_msm.PrepMsm.track_time"
+GATED = ("'cpu:10'", "'all'")          # perf-gate.toml's cpu porep_like 2^10 opts=all, a suite target
 COMMITS = 16
 STEPS = {(TAIL, ("'cpu:8'", "'A1'")): (9, 1.30),                 # a regression at commit 9
          (SYN, ("'porep_like'", "12", "'A2'")): (5, 0.80)}        # an improvement at commit 5
@@ -33,11 +39,31 @@ def history(tmp_path_factory):
     return repo, shas
 
 
+def _synth(tmp_path_factory, steps, commits=COMMITS, benches=(TAIL,)):
+    pytest.importorskip("otava")
+    return asv_synth.build(REPO, tmp_path_factory.mktemp("asv-synth"), commits, list(benches), steps)
+
+
+@pytest.fixture(scope="module")
+def gated_slowdown(tmp_path_factory):
+    """A new slowdown (3 points before the end) in a gated pair."""
+    return _synth(tmp_path_factory, {(TAIL, GATED): (13, 1.30)})
+
+
+@pytest.fixture(scope="module")
+def ungated_slowdown(tmp_path_factory):
+    """A new slowdown only in a non-gated pair; in gated pairs an old slowdown and a new speed-up."""
+    return _synth(tmp_path_factory, {(TAIL, ("'cpu:8'", "'A1'")): (13, 1.30), (TAIL, GATED): (6, 1.30),
+                                     (PREP, GATED): (13, 0.70)}, benches=(TAIL, PREP))
+
+
 def test_change_points_at_the_planted_steps(history, tmp_path, capsys):
     repo, shas = history
     out = tmp_path / "changes.json"
     assert main(["history", "changes", "--repo", str(repo), "--json", str(out)]) == 0
     table = capsys.readouterr().out
+    assert table.splitlines()[0].startswith(f"Change points over {len(_series_names(repo))} series (up to "
+                                            f"{COMMITS} points each) from {repo / '.asv' / 'results'}")
     found = json.loads(out.read_text())
     got = {(c["benchmark"], c["commit"]): c for c in found}
     tail = got[(f"{TAIL}('cpu:8', 'A1')", shas[9])]
@@ -48,6 +74,16 @@ def test_change_points_at_the_planted_steps(history, tmp_path, capsys):
     row = next(ln for ln in table.splitlines() if f"| `{TAIL}('cpu:8', 'A1')`" in ln)
     pct = float(re.search(r"\| \+(\d+(?:\.\d+)?)% ", row).group(1))      # the planted +30%, with the noise
     assert shas[9][:10] in row and 27 <= pct <= 33
+    bisect = f"cuzk bisect tail_msm --target cpu:8 --opts A1 --good {shas[8][:10]} --bad {shas[9][:10]}"
+    assert f"`{shas[8][:10]}..{shas[9][:10]}`" in row and f"`{bisect}`" in row
+    assert tail["range"] == f"{shas[8][:10]}..{shas[9][:10]}" and tail["bisect"] == bisect
+    # synthesis (circuit x size x opts) bisects by its exact asv name, a command `cuzk bisect` takes
+    argv = shlex.split(syn["bisect"])
+    assert argv[:2] == ["cuzk", "bisect"] and re.fullmatch(argv[2], syn["benchmark"])
+    assert not re.search(argv[2], syn["benchmark"].replace("12", "16"))
+    assert argv[3:] == ["--good", shas[4][:10], "--bad", shas[5][:10]]
+    assert main([*argv[1:], "--repo", str(repo), "--dry-run"]) == 0
+    assert "asv find" in capsys.readouterr().out
     # one benchmark, one machine
     assert main(["history", "changes", "--repo", str(repo), "--bench", "Synthesis", "--machine",
                  asv_synth.MACHINE]) == 0
@@ -61,6 +97,87 @@ def test_changes_bad_input(history, capsys, tmp_path):
     assert "no results for machine 'nope'" in capsys.readouterr().err
     assert main(["history", "changes", "--repo", str(repo), "--results", str(tmp_path / "none")]) == 2
     assert "no asv results" in capsys.readouterr().err
+    (tmp_path / "empty").mkdir()
+    assert main(["history", "changes", "--repo", str(repo), "--results", str(tmp_path / "empty")]) == 2
+    assert "no asv machines in" in capsys.readouterr().err
+    assert main(["history", "changes", "--repo", str(repo), "--bench", "NoSuchBenchmark"]) == 2
+    assert "0 series matching --bench 'NoSuchBenchmark'" in capsys.readouterr().err
+
+
+def _series_names(repo: Path) -> set:
+    """Every (benchmark, params) the synthetic results hold."""
+    benches = json.loads((repo / ".asv" / "results" / "benchmarks.json").read_text())
+    return {(n, c) for n, b in benches.items() if n != "version" for c in itertools.product(*b["params"])}
+
+
+def test_no_results_dir_is_an_error_not_no_change(tmp_path, capsys):
+    (tmp_path / "asv.conf.json").write_text((REPO / "asv.conf.json").read_text())
+    assert main(["history", "changes", "--repo", str(tmp_path)]) == 2
+    cap = capsys.readouterr()
+    assert f"no asv results at {tmp_path / '.asv' / 'results'}" in cap.err and "No change" not in cap.out
+
+
+def test_too_short_series_are_an_error_and_the_history_worktree_comes_first(history, tmp_path_factory, capsys):
+    repo, _ = _synth(tmp_path_factory, {}, commits=3)
+    summary = repo / "summary.md"
+    assert main(["history", "changes", "--repo", str(repo), "--summary", str(summary)]) == 2
+    cap = capsys.readouterr()
+    err = (f"nothing to analyse in {repo / '.asv' / 'results'}: {len(_series_names(repo))} series, "
+           f"the longest has 3 points")
+    assert err in cap.err and err in summary.read_text() and "No change" not in cap.out
+    # once `record` or `publish` made the history's worktree here, changes reads it
+    shutil.copytree(history[0] / ".asv" / "results", repo / ".asv" / "history" / "results")
+    assert main(["history", "changes", "--repo", str(repo)]) == 0
+    assert f"from {repo / '.asv' / 'history' / 'results'}" in capsys.readouterr().out.splitlines()[0]
+
+
+def test_no_change_points_says_what_was_analysed(history, capsys):
+    repo, _ = history
+    assert main(["history", "changes", "--repo", str(repo), "--bench", r"Synthesis.*'mulchain'"]) == 0
+    out = capsys.readouterr().out
+    n = sum(1 for b, c in _series_names(repo) if b == SYN and c[0] == "'mulchain'")
+    assert f"No change points in the {n} series analysed (up to {COMMITS} points each)." in out
+
+
+def test_fail_on_gated_fails_on_a_new_gated_slowdown(gated_slowdown, tmp_path, capsys):
+    repo, shas = gated_slowdown
+    summary = tmp_path / "summary.md"
+    assert main(["history", "changes", "--repo", str(repo), "--fail-on-gated", "3", "--summary", str(summary)]) == 1
+    out = capsys.readouterr().out
+    failing = out[out.index("new regression(s) in gated phases"):]
+    assert f"`{TAIL}('cpu:10', 'all')` on {asv_synth.MACHINE}: +" in failing
+    assert f"cuzk bisect tail_msm --target cpu:10 --opts all --good {shas[12][:10]} --bad {shas[13][:10]}" in failing
+    assert summary.read_text() == out
+    # older than the last 2 points: not new
+    assert main(["history", "changes", "--repo", str(repo), "--fail-on-gated", "2"]) == 0
+    assert "No new regression in the 2 gated parameter set(s)" in capsys.readouterr().out
+
+
+def test_fail_on_gated_passes_on_an_ungated_slowdown(ungated_slowdown, tmp_path, capsys):
+    repo, shas = ungated_slowdown
+    argv = ["history", "changes", "--repo", str(repo), "--json", str(tmp_path / "c.json"), "--fail-on-gated"]
+    assert main([*argv, "3"]) == 0
+    assert "No new regression in the 4 gated parameter set(s)" in capsys.readouterr().out
+    found = {(c["benchmark"], c["commit"]) for c in json.loads((tmp_path / "c.json").read_text())}
+    assert {(f"{TAIL}('cpu:8', 'A1')", shas[13]), (f"{TAIL}('cpu:10', 'all')", shas[6]),
+            (f"{PREP}('cpu:10', 'all')", shas[13])} <= found          # all three were seen, none failed
+    assert main([*argv, "10"]) == 1                                    # the old gated slowdown, within 10
+    assert f"`{TAIL}('cpu:10', 'all')`" in capsys.readouterr().out.split("gated phases")[1]
+
+
+def test_fail_on_gated_reads_the_gate_config(gated_slowdown, tmp_path, capsys):
+    repo, _ = gated_slowdown
+    cfg = tmp_path / "gate.toml"                    # gates cpu 2^8 A1 only: the slowdown is not gated there
+    cfg.write_text((REPO / "perf-gate.toml").read_text().split("[[workload]]")[0]
+                   + '[[workload]]\nbackend = "cpu"\ncircuit = "porep_like"\nlog_size = 8\nopts = "A1"\n')
+    argv = ["history", "changes", "--repo", str(repo), "--fail-on-gated", "3", "--gate-config", str(cfg)]
+    assert main(argv) == 0
+    capsys.readouterr()
+    cfg.write_text(cfg.read_text().replace('log_size = 8\nopts = "A1"', 'log_size = 14\nopts = "all"'))
+    assert main(argv) == 2                          # no such suite target: nothing gated, never a pass
+    assert "match no parameter set" in capsys.readouterr().err
+    assert main(["history", "changes", "--repo", str(repo), "--fail-on-gated", "3", "--bench", "cpu:8"]) == 2
+    assert "none of the 12 gated parameter sets has a series" in capsys.readouterr().err
 
 
 def _chromium() -> str | None:

@@ -123,6 +123,10 @@ def test_nightly_records_with_samples_and_publishes():
     assert set(rec["strategy"]["matrix"]["machine"]) <= set(_labels())
     assert "history record --machine" in _steps_text(rec)
     assert "history publish" in _steps_text(pub)
+    # the change points go to the step summary, and a new gated slowdown (exit 1) or no data (2) fails the job
+    step = next(s for s in pub["steps"] if "history changes" in s.get("run", ""))
+    assert "--fail-on-gated" in step["run"] and '--summary "$GITHUB_STEP_SUMMARY"' in step["run"]
+    assert "|" not in step["run"] and "continue-on-error" not in step
     assert all(s["uses"].split("@")[1].split()[0].isalnum() and len(s["uses"].split("@")[1]) >= 40
                for j in wf["jobs"].values() for s in j["steps"] if "uses" in s)
 
