@@ -114,6 +114,7 @@ def test_perf_pr_is_gated_and_fails_on_1_or_2():
     up = [s for s in job["steps"] if "upload-artifact" in s.get("uses", "")]
     assert up and up[0]["if"] == "always()" and up[0]["with"]["path"] == "gate-out/"
     assert wf["permissions"] == {} and job["permissions"] == {"contents": "read"}
+    assert job["env"]["CUZK_REQUIRE_GPU"] == "1" and "cuzk/cuda_extra.py install -e . perf" in text
 
 
 def test_nightly_records_with_samples_and_publishes():
@@ -123,6 +124,9 @@ def test_nightly_records_with_samples_and_publishes():
     assert set(rec["strategy"]["matrix"]["machine"]) <= set(_labels())
     assert "history record --machine" in _steps_text(rec)
     assert "history publish" in _steps_text(pub)
+    assert "-e '.[history]'" in _steps_text(pub)              # change points need apache-otava
+    assert "cuzk/cuda_extra.py install -e . perf" in _steps_text(rec)
+    assert rec["env"]["CUZK_REQUIRE_GPU"] == "1"
     # the change points go to the step summary, and a new gated slowdown (exit 1) or no data (2) fails the job
     step = next(s for s in pub["steps"] if "history changes" in s.get("run", ""))
     assert "--fail-on-gated" in step["run"] and '--summary "$GITHUB_STEP_SUMMARY"' in step["run"]
