@@ -157,6 +157,21 @@ def test_asv_builds_a_cpu_environment_and_a_gpu_one_with_cupy(tmp_path):
     v = _result(repo, "env-test", gpu_sha, "bench_prep_msm.PrepMsm.track_time", "cuda:16")
     assert v is not None and math.isnan(v)
 
+    # a runner whose GPU is there (NVML says so) but unusable: `asv continuous` fails, never "not changed"
+    fake = tmp_path / "fake"
+    fake.mkdir()
+    (fake / "pynvml.py").write_text(FAKE_PYNVML)
+    # asv hides PYTHONPATH from a built environment's benchmarks: the stand-in goes in through a .pth
+    (site,) = (repo / ".asv/env").glob("*/lib/python3*/site-packages")
+    (site / "00-fake-nvml.pth").write_text(f"import sys; sys.path.insert(0, {str(fake)!r})\n")
+    genv = {k: v for k, v in env.items() if k != "CUDA_VISIBLE_DEVICES"}
+    p = subprocess.run(ASV + ["continuous", "--machine", "env-test", "--launch-method", "spawn", "--show-stderr",
+                              "--bench", CUDA_BENCH, "HEAD^", "HEAD"], cwd=repo, capture_output=True, text=True,
+                       env=dict(genv, CUZK_CUDA_EXTRA="cuda13"), timeout=1200)
+    out = p.stdout + p.stderr
+    assert p.returncode != 0 and "GpuUnusable" in out, out[-4000:]
+    assert "NOT SIGNIFICANTLY CHANGED" not in out
+
 
 # --- a GPU present but unusable ------------------------------------------------------------------
 
