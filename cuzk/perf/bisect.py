@@ -7,6 +7,7 @@ the gate's report does) or an asv benchmark regex. The gate's report prints this
 """
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import subprocess
@@ -62,16 +63,34 @@ def find_argv(regex: str, good: str, bad: str, repo: str | None = None) -> list[
     return ["asv", "find", "--launch-method", "spawn", commit_range(good, bad, repo), regex]
 
 
+CUDA_EXTRA_VAR = "CUZK_CUDA_EXTRA"
+
+
+def is_cuda(regex: str, target: str | None) -> bool:
+    return (target or "").startswith("cuda") or "cuda" in regex
+
+
 def gpu_env(regex: str, target: str | None) -> dict:
-    """asv's virtualenvs see the runner's CuPy (a GPU parameter set)."""
-    gpu = (target or "").startswith("cuda") or "cuda" in regex
-    return {"VIRTUALENV_SYSTEM_SITE_PACKAGES": "true"} if gpu else {}
+    """For a GPU parameter set, the CUDA extra this runner gives asv's environments, where its own
+    environment names it: asv.conf.json's install command installs CuPy from CUZK_CUDA_EXTRA."""
+    extra = os.environ.get(CUDA_EXTRA_VAR, "").strip()
+    return {CUDA_EXTRA_VAR: extra} if extra and is_cuda(regex, target) else {}
+
+
+def gpu_hint(regex: str, target: str | None) -> str | None:
+    """A shell comment for a GPU parameter set: where asv's environments get CuPy from."""
+    if not is_cuda(regex, target):
+        return None
+    return (f"# asv's environments get CuPy from asv.conf.json's install command, which reads {CUDA_EXTRA_VAR} "
+            "(cuda12|cuda13|none; unset: from the NVIDIA driver; docs/runners.md)")
+
+
+def env_prefix(regex: str, target: str | None) -> str:
+    return "".join(f"{k}={shlex.quote(v)} " for k, v in gpu_env(regex, target).items())
 
 
 def shell_command(regex: str, good: str, bad: str, target: str | None = None, repo: str | None = None) -> str:
-    env = gpu_env(regex, target)
-    prefix = "".join(f"{k}={v} " for k, v in env.items())
-    return prefix + " ".join(shlex.quote(a) for a in find_argv(regex, good, bad, repo))
+    return env_prefix(regex, target) + " ".join(shlex.quote(a) for a in find_argv(regex, good, bad, repo))
 
 
 def cuzk_command(benchmark: str, good: str, bad: str, target: str | None = None, opts: str | None = None) -> str:
@@ -86,7 +105,6 @@ def cuzk_command(benchmark: str, good: str, bad: str, target: str | None = None,
 
 def run(benchmark: str, good: str, bad: str, target: str | None = None, opts: str | None = None,
         repo: str = ".", dry_run: bool = False, extra: list[str] | None = None) -> int:
-    import os
     regex = bench_regex(benchmark, target, opts)
     for ref in (good, bad):
         if subprocess.run(["git", "-C", str(repo), "rev-parse", "--verify", "-q", f"{ref}^{{commit}}"],
