@@ -1,11 +1,135 @@
-"""`cuzk bisect`'s commands as the gate prints them: a cuda workload's asv environments get CuPy from
-the runner's CUZK_CUDA_EXTRA (asv.conf.json's install command), not from the system site-packages."""
+"""`cuzk bisect` leaves the user's .asv/results as it was (asv find writes into a private results dir),
+and its commands as the gate prints them take the runner's CUZK_CUDA_EXTRA.
+
+The real asv runs use an existing environment (no registry): every commit then runs the installed
+code, so the throwaway repo's own benchmarks read a value planted in each commit. asv sets
+ASV_COMMIT only for environments it builds; a small asv plugin (loaded through asv.conf.json's
+"plugins") sets it for the existing one too.
+"""
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
 from types import SimpleNamespace
 
+import pytest
+
 from cuzk.perf import report, suite
+from cuzk.perf.calibrate import _git, make_repo
 from cuzk.perf.workload import Spec
+
+REPO = Path(__file__).resolve().parents[1]
+MACHINE = "ci-bisect"
+
+PLUGIN = '''"""asv plugin for tests/test_bisect.py: ASV_COMMIT in an existing environment too."""
+import os
+from asv.environment import ExistingEnvironment
+
+
+def _install_project(self, conf, repo, commit_hash=None):
+    os.environ["ASV_COMMIT"] = commit_hash      # the benchmark processes inherit asv's environment
+
+
+ExistingEnvironment.install_project = _install_project
+'''
+
+BENCH = '''"""Test-only benchmarks (tests/test_bisect.py): values planted per commit."""
+import os
+import re
+import subprocess
+
+REPO = {repo!r}
+
+
+def _planted(name):
+    sha = os.environ["ASV_COMMIT"]
+    return subprocess.check_output(["git", "-C", REPO, "show", f"{{sha}}:{{name}}"], text=True).strip()
+
+
+def track_planted():
+    return float(_planted("planted.txt"))
+
+
+def _gate():
+    if _planted("gate.txt") == "skip":
+        raise NotImplementedError("skipped here, as a cuda target is without a GPU")
+
+
+def track_gated():
+    return float(_planted("planted.txt"))
+
+
+track_gated.setup = _gate
+
+
+def track_broken():
+    raise RuntimeError("broken on purpose")
+
+
+class Skips:
+    def setup(self):
+        raise NotImplementedError("no GPU here")
+
+    def track_skips(self):
+        return 1.0
+'''
+
+# (planted.txt, gate.txt) per commit, oldest first: c3 makes track_planted slower
+PLANTS = [("1", "skip"), ("1", "1"), ("1", "1"), ("3", "1"), ("3", "1")]
+
+
+@pytest.fixture(scope="module")
+def brepo(tmp_path_factory):
+    """(repo, shas oldest first, env) with the plugin, the benchmarks and five commits."""
+    base = tmp_path_factory.mktemp("bisect")
+    d, plug, home = base / "repo", base / "plugin", base / "home"
+    plug.mkdir(), home.mkdir()
+    (plug / "bisect_commit_env.py").write_text(PLUGIN)
+    make_repo(REPO, d)
+    import json
+    conf = json.loads((d / "asv.conf.json").read_text())
+    conf["plugins"] = [".bisect_commit_env"]
+    (d / "asv.conf.json").write_text(json.dumps(conf, indent=4) + "\n")
+    (d / "benchmarks" / "bench_zz_bisect.py").write_text(BENCH.format(repo=str(d)))
+    shas = []
+    for planted, gate in PLANTS:
+        (d / "planted.txt").write_text(planted + "\n")
+        (d / "gate.txt").write_text(gate + "\n")
+        _git(d, "add", "-A")
+        amend = [] if shas else ["--amend"]          # the first plant goes into make_repo's root commit
+        _git(d, "commit", "-q", "--allow-empty", *amend, "-m", f"planted {planted} {gate}")
+        shas.append(_git(d, "rev-parse", "HEAD").strip())
+    env = dict(os.environ, HOME=str(home), PYTHONPATH=str(plug), CUDA_VISIBLE_DEVICES="")
+    env.pop("CUZK_REQUIRE_GPU", None)
+    env.pop("CUZK_CUDA_EXTRA", None)
+    subprocess.run([sys.executable, "-m", "asv", "machine", "--yes", "--machine", MACHINE], cwd=d, env=env,
+                   check=True, capture_output=True)
+    return d, shas, env
+
+
+def _bisect(repo, env, *args, existing=True):
+    extra = ["--asv-arg=-E", f"--asv-arg=existing:{sys.executable}"] if existing else []
+    return subprocess.run([sys.executable, "-m", "cuzk", "bisect", *args, "--repo", str(repo), *extra],
+                          cwd=repo, env=env, capture_output=True, text=True, timeout=300)
+
+
+def _snapshot(d: Path) -> dict:
+    return {str(p.relative_to(d)): p.read_bytes() for p in sorted(d.rglob("*")) if p.is_file()}
+
+
+def test_results_stay_untouched(brepo):
+    d, shas, env = brepo
+    results = d / ".asv" / "results"
+    (results / MACHINE).mkdir(parents=True, exist_ok=True)
+    (results / MACHINE / "machine.json").write_text('{"machine": "ci-bisect", "version": 1}\n')
+    (results / "benchmarks.json").write_text('{"version": 2}\n')
+    before = _snapshot(results)
+    p = _bisect(d, env, "track_planted", "--good", shas[0], "--bad", shas[-1])
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert _snapshot(results) == before
+    assert "For cuzk commit" in p.stdout                      # asv measured, live
 
 
 def _outcome(target):

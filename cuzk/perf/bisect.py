@@ -4,6 +4,9 @@ commits from GOOD (included) to BAD for the commit that made a benchmark slower.
 BENCHMARK is a phase name (with --target and --opts it selects one parameter set of the suite, as
 the gate's report does) or an asv benchmark regex. The gate's report prints this command and the
 `asv find` command it runs; both come from `find_argv` here, so they always agree.
+
+asv find saves every commit it steps on: it writes into a private results dir (asv_private), so
+the project's .asv/results is left as it was.
 """
 from __future__ import annotations
 
@@ -12,6 +15,8 @@ import re
 import shlex
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
 from .suite import ASV_TIME_BENCHMARKS, TARGETS, variant_names
 
@@ -105,15 +110,22 @@ def cuzk_command(benchmark: str, good: str, bad: str, target: str | None = None,
 
 def run(benchmark: str, good: str, bad: str, target: str | None = None, opts: str | None = None,
         repo: str = ".", dry_run: bool = False, extra: list[str] | None = None) -> int:
+    from . import asv_private
     regex = bench_regex(benchmark, target, opts)
     for ref in (good, bad):
         if subprocess.run(["git", "-C", str(repo), "rev-parse", "--verify", "-q", f"{ref}^{{commit}}"],
                           capture_output=True).returncode != 0:
             raise BisectError(f"{ref!r} is not a commit in {repo}")
-    argv = find_argv(regex, good, bad, repo) + list(extra or [])
-    print(shell_command(regex, good, bad, target, repo) + "".join(" " + shlex.quote(a) for a in extra or []),
+    extra = list(extra or [])
+    print(shell_command(regex, good, bad, target, repo) + "".join(" " + shlex.quote(a) for a in extra),
           flush=True)
     if dry_run:
         return 0
-    env = dict(os.environ, **gpu_env(regex, target))
-    return subprocess.run([sys.executable, "-m", *argv], cwd=repo, env=env).returncode
+    with tempfile.TemporaryDirectory(prefix="cuzk-bisect-") as tmp:
+        conf, results = asv_private.write_config(Path(repo), Path(tmp))
+        argv = find_argv(regex, good, bad, repo)
+        argv = [*argv[:2], "--config", str(conf), *argv[2:], *extra]
+        print(f"# runs: {' '.join(shlex.quote(a) for a in argv)}  (results in a temporary directory, "
+              "not .asv/results)", flush=True)
+        return subprocess.run([sys.executable, "-m", *argv], cwd=repo,
+                              env=dict(os.environ, **gpu_env(regex, target))).returncode
