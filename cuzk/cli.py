@@ -672,7 +672,8 @@ def build_parser() -> argparse.ArgumentParser:
     bi.add_argument("--target", help="the suite's BACKEND:LOG_SIZE, e.g. cuda:18")
     bi.add_argument("--opts", help="the suite's variant: baseline, a registry name, or all")
     bi.add_argument("--repo", default=".")
-    bi.add_argument("--dry-run", action="store_true", help="print the asv command only")
+    bi.add_argument("--dry-run", action="store_true",
+                    help="print the plan (the asv command, the pre-flight verdict) and measure nothing")
     bi.add_argument("--asv-arg", dest="asv_args", action="append", default=[], metavar="ARG",
                     help="one more asv find argument, e.g. --asv-arg=--invert (repeatable)")
     bi.set_defaults(func=cmd_bisect)

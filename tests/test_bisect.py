@@ -1,5 +1,6 @@
-"""`cuzk bisect` leaves the user's .asv/results as it was (asv find writes into a private results dir),
-and its commands as the gate prints them take the runner's CUZK_CUDA_EXTRA.
+"""`cuzk bisect` refuses what it cannot measure here before asv runs (a pre-flight), leaves the user's
+.asv/results as it was (asv find writes into a private results dir), and its commands as the gate
+prints them take the runner's CUZK_CUDA_EXTRA.
 
 The real asv runs use an existing environment (no registry): every commit then runs the installed
 code, so the throwaway repo's own benchmarks read a value planted in each commit. asv sets
@@ -16,7 +17,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from cuzk.perf import report, suite
+from cuzk.perf import bisect_preflight, report, suite
 from cuzk.perf.calibrate import _git, make_repo
 from cuzk.perf.workload import Spec
 
@@ -119,6 +120,45 @@ def _snapshot(d: Path) -> dict:
     return {str(p.relative_to(d)): p.read_bytes() for p in sorted(d.rglob("*")) if p.is_file()}
 
 
+def _no_culprit(p):
+    out = p.stdout + p.stderr
+    assert "Greatest regression" not in out and "first slow commit" not in out, out
+
+
+def test_cuda_target_without_a_gpu_exits_2_before_asv_runs(brepo):
+    d, shas, env = brepo
+    p = _bisect(d, env, "tail_msm", "--target", "cuda:18", "--opts", "all", "--good", "HEAD~1", "--bad", "HEAD",
+                existing=False)
+    assert p.returncode == 2, p.stdout + p.stderr
+    _no_culprit(p)
+    assert "Discovering benchmarks" not in p.stdout            # asv never ran
+    err = p.stderr.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("cuzk: error: bisect: "), p.stderr
+    assert "needs the cuda backend" in err[0]
+    assert "a cuda target can only be bisected on a machine with a gpu" in err[0].lower()
+
+
+def test_dry_run_prints_the_plan_and_measures_nothing(brepo):
+    d, shas, env = brepo
+    before = _snapshot(d)
+    p = _bisect(d, env, "tail_msm", "--target", "cpu:8", "--opts", "all", "--good", shas[0], "--bad", shas[-1],
+                "--dry-run", existing=False)
+    assert p.returncode == 0, p.stdout + p.stderr
+    first, second = p.stdout.splitlines()[:2]
+    assert first.startswith("asv find --launch-method spawn ") and "bench_tail_msm" in first
+    assert second.startswith("# pre-flight ok: 5 commits")
+    assert "Discovering" not in p.stdout and _snapshot(d) == before
+    q = _bisect(d, env, "tail_msm", "--target", "cuda:18", "--opts", "all", "--good", shas[0], "--bad", shas[-1],
+                "--dry-run", existing=False)
+    assert q.returncode == 2 and "needs the cuda backend" in q.stderr
+
+
+def test_two_commit_range_is_refused(brepo):
+    d, shas, env = brepo
+    p = _bisect(d, env, "track_planted", "--good", shas[-2], "--bad", shas[-1], "--dry-run")
+    assert p.returncode == 2 and "two commits" in p.stderr, p.stdout + p.stderr
+
+
 def test_results_stay_untouched(brepo):
     d, shas, env = brepo
     results = d / ".asv" / "results"
@@ -130,6 +170,45 @@ def test_results_stay_untouched(brepo):
     assert p.returncode == 0, p.stdout + p.stderr
     assert _snapshot(results) == before
     assert "For cuzk commit" in p.stdout                      # asv measured, live
+
+
+# --- the pre-flight's hints, and the commands the gate prints ---
+
+@pytest.mark.parametrize("setting, major, extra", [("cuda13", None, "cuda13"), (None, 12, "cuda12"),
+                                                   (None, 13, "cuda13"), (None, None, "cuda12|cuda13")])
+def test_gpu_present_but_unusable_says_what_to_install(monkeypatch, setting, major, extra):
+    monkeypatch.setattr("cuzk.backend.gpu_status", lambda: (False, "CuPy is not importable (ModuleNotFoundError)"))
+    monkeypatch.setattr("cuzk.backend.gpu_present", lambda: (True, "NVML reports 1 NVIDIA device(s)"))
+    monkeypatch.setattr(bisect_preflight, "driver_cuda_major", lambda: major)
+    if setting:
+        monkeypatch.setenv("CUZK_CUDA_EXTRA", setting)
+    else:
+        monkeypatch.delenv("CUZK_CUDA_EXTRA", raising=False)
+    with pytest.raises(bisect_preflight.PreflightError) as e:
+        bisect_preflight.cuda_verdict("x('cuda:18', 'all')")
+    msg = str(e.value)
+    assert "NVML reports 1" in msg and f"pip install -e '.[{extra}]'" in msg
+    assert f"on a GPU runner: CUZK_CUDA_EXTRA={extra} (docs/runners.md)" in msg
+
+
+def test_cuda_extra_none_or_unknown_is_refused(monkeypatch):
+    monkeypatch.setenv("CUZK_CUDA_EXTRA", "none")
+    with pytest.raises(bisect_preflight.PreflightError, match="without CuPy"):
+        bisect_preflight.extra_verdict()
+    monkeypatch.setenv("CUZK_CUDA_EXTRA", "cuda11")
+    with pytest.raises(bisect_preflight.PreflightError, match="use one of cuda12, cuda13, none"):
+        bisect_preflight.extra_verdict()
+    monkeypatch.setenv("CUZK_CUDA_EXTRA", "cuda13")
+    assert "CUZK_CUDA_EXTRA=cuda13" in bisect_preflight.extra_verdict()
+    monkeypatch.setattr("cuzk.backend.gpu_status", lambda: (True, "1 CUDA device(s)"))
+    assert bisect_preflight.cuda_verdict("x") == "x runs on 1 CUDA device(s)"
+
+
+def test_selection_follows_asv_matching():
+    found = {"a.A.track_time": [["'cpu:8'", "'cuda:18'"], ["'all'"]], "a.A.track_time_x": [], "b.track": []}
+    assert bisect_preflight.selection(r"A\.track_time\('cuda", found) == {"a.A.track_time": [("'cuda:18'", "'all'")]}
+    assert list(bisect_preflight.selection("a.A.track_time", found)) == ["a.A.track_time"]     # exact name wins
+    assert len(bisect_preflight.selection("track", found)) == 3
 
 
 def _outcome(target):

@@ -5,8 +5,9 @@ BENCHMARK is a phase name (with --target and --opts it selects one parameter set
 the gate's report does) or an asv benchmark regex. The gate's report prints this command and the
 `asv find` command it runs; both come from `find_argv` here, so they always agree.
 
-asv find saves every commit it steps on: it writes into a private results dir (asv_private), so
-the project's .asv/results is left as it was.
+asv find names a commit whatever it measured, skips included. So a pre-flight (bisect_preflight)
+refuses what would measure nothing, and asv writes into a private results dir (asv_private), so the
+project's .asv/results is left as it was.
 """
 from __future__ import annotations
 
@@ -108,17 +109,35 @@ def cuzk_command(benchmark: str, good: str, bad: str, target: str | None = None,
     return " ".join(shlex.quote(p) for p in parts)
 
 
+def _sha(repo, ref: str) -> str:
+    p = subprocess.run(["git", "-C", str(repo), "rev-parse", "--verify", "-q", f"{ref}^{{commit}}"],
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        raise BisectError(f"{ref!r} is not a commit in {repo}")
+    return p.stdout.strip()
+
+
+def range_commits(good: str, bad: str, repo) -> list[str]:
+    """The commits asv find steps among, oldest (its good end) first: its own `git rev-list`."""
+    p = subprocess.run(["git", "-C", str(repo), "rev-list", "--first-parent",
+                        *shlex.split(commit_range(good, bad, repo)), "--"], capture_output=True, text=True)
+    return p.stdout.split()[::-1]
+
+
 def run(benchmark: str, good: str, bad: str, target: str | None = None, opts: str | None = None,
         repo: str = ".", dry_run: bool = False, extra: list[str] | None = None) -> int:
-    from . import asv_private
-    regex = bench_regex(benchmark, target, opts)
-    for ref in (good, bad):
-        if subprocess.run(["git", "-C", str(repo), "rev-parse", "--verify", "-q", f"{ref}^{{commit}}"],
-                          capture_output=True).returncode != 0:
-            raise BisectError(f"{ref!r} is not a commit in {repo}")
+    """asv find's exit code; BisectError (exit 2) for bad input or a failed pre-flight."""
+    from . import asv_private, bisect_preflight
     extra = list(extra or [])
+    regex = bench_regex(benchmark, target, opts)
+    good_sha, bad_sha = _sha(repo, good), _sha(repo, bad)
     print(shell_command(regex, good, bad, target, repo) + "".join(" " + shlex.quote(a) for a in extra),
           flush=True)
+    commits = range_commits(good, bad, repo)
+    existing = any(re.match(r"(-E|--environment=)?existing", a) for a in extra)     # no CUDA extra needed
+    bench_dir = asv_private.project_conf(Path(repo)).get("benchmark_dir", "benchmarks")
+    verdict = bisect_preflight.check(regex, target, commits, good_sha, bad_sha, Path(repo), bench_dir, existing)
+    print(f"# pre-flight {verdict}", flush=True)
     if dry_run:
         return 0
     with tempfile.TemporaryDirectory(prefix="cuzk-bisect-") as tmp:
