@@ -1,6 +1,6 @@
-"""`cuzk bisect` refuses what it cannot measure here before asv runs (a pre-flight), leaves the user's
-.asv/results as it was (asv find writes into a private results dir), and its commands as the gate
-prints them take the runner's CUZK_CUDA_EXTRA.
+"""`cuzk bisect` never names a culprit it did not measure: the pre-flight refuses what cannot be
+measured here, asv find's saved results are checked at every commit it stepped on, and the user's
+.asv/results is left as it was.
 
 The real asv runs use an existing environment (no registry): every commit then runs the installed
 code, so the throwaway repo's own benchmarks read a value planted in each commit. asv sets
@@ -9,7 +9,10 @@ ASV_COMMIT only for environments it builds; a small asv plugin (loaded through a
 """
 from __future__ import annotations
 
+import datetime
+import math
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -17,7 +20,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from cuzk.perf import bisect_preflight, report, suite
+from cuzk.perf import bisect, bisect_preflight, bisect_verdict, report, suite
 from cuzk.perf.calibrate import _git, make_repo
 from cuzk.perf.workload import Spec
 
@@ -159,7 +162,7 @@ def test_two_commit_range_is_refused(brepo):
     assert p.returncode == 2 and "two commits" in p.stderr, p.stdout + p.stderr
 
 
-def test_results_stay_untouched(brepo):
+def test_planted_slowdown_is_named_and_results_stay_untouched(brepo):
     d, shas, env = brepo
     results = d / ".asv" / "results"
     (results / MACHINE).mkdir(parents=True, exist_ok=True)
@@ -169,7 +172,55 @@ def test_results_stay_untouched(brepo):
     p = _bisect(d, env, "track_planted", "--good", shas[0], "--bad", shas[-1])
     assert p.returncode == 0, p.stdout + p.stderr
     assert _snapshot(results) == before
+    assert "Greatest regression" not in p.stdout              # asv's own line is held back
+    line = next(l for l in p.stdout.splitlines() if "first slow commit" in l)
+    assert line == f"cuzk bisect: {shas[3][:10]} is the first slow commit: 1 -> 3 (measured at 4 commits)"
+    rows = {l.split("|")[1].strip(): l for l in p.stdout.splitlines() if l.startswith("| ")}
+    assert "good" in rows[shas[0][:10]] and "bad" in rows[shas[-1][:10]] and "first slow" in rows[shas[3][:10]]
+
+
+def test_skip_at_good_exits_2_though_asv_names_a_commit(brepo):
+    """asv find counts the skip (NaN) as a value and names c3, exit 0: the wrapper does not."""
+    d, shas, env = brepo
+    p = _bisect(d, env, "track_gated", "--good", shas[0], "--bad", shas[-1])
+    assert p.returncode == 2, p.stdout + p.stderr
+    _no_culprit(p)
     assert "For cuzk commit" in p.stdout                      # asv measured, live
+    row = next(l for l in p.stdout.splitlines() if l.startswith(f"| {shas[0][:10]}"))
+    assert "good" in row and "skipped" in row
+    assert "(good among them)" in p.stderr and "no culprit" in p.stderr
+
+
+def test_benchmark_that_skips_everywhere_exits_2(brepo):
+    d, shas, env = brepo
+    p = _bisect(d, env, r"Skips\.track_skips", "--good", shas[1], "--bad", shas[-1])
+    assert p.returncode == 2, p.stdout + p.stderr
+    _no_culprit(p)
+    assert re.search(r"(\d+) of the \1 commits to judge by were not measured \(good and bad among them\): "
+                     r"skipped", p.stderr), p.stderr
+
+
+def test_failing_asv_find_exits_2_and_says_why(brepo):
+    d, shas, env = brepo
+    p = _bisect(d, env, "track_broken", "--good", shas[0], "--bad", shas[-1])
+    assert p.returncode == 2, p.stdout + p.stderr
+    _no_culprit(p)
+    assert "asv find failed (exit" in p.stderr
+    assert "RuntimeError: broken on purpose" in p.stdout      # asv's stored stderr, in the table
+
+
+def test_cuda_parameter_that_skips_past_the_preflight_exits_2(brepo, monkeypatch, capsys):
+    """The reported case with the pre-flight passed (as if a GPU were usable): every step is asv's n/a."""
+    d, shas, env = brepo
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.delenv("CUZK_REQUIRE_GPU", raising=False)
+    monkeypatch.setattr("cuzk.backend.gpu_status", lambda: (True, "a pretend GPU"))
+    with pytest.raises(bisect.BisectError, match="not measured.*skipped.*no culprit"):
+        bisect.run("tail_msm", shas[0], shas[-1], "cuda:18", "all", repo=str(d),
+                   extra=["-E", f"existing:{sys.executable}"])
+    out = capsys.readouterr().out
+    assert "For cuzk commit" in out and "first slow" not in out and "Greatest" not in out
 
 
 # --- the pre-flight's hints, and the commands the gate prints ---
@@ -230,3 +281,90 @@ def test_gate_prints_the_runners_cuda_extra_and_no_system_site_packages(monkeypa
     assert report.asv_find_command(cpu, "tail_msm", "b", "h").startswith("asv find ")
     monkeypatch.setenv("CUZK_CUDA_EXTRA", "cuda13")
     assert report.bisect_command(cpu, "tail_msm", "b", "h").startswith("cuzk bisect ")
+
+
+# --- the verdict on crafted asv result files ---
+
+def _write_results(results: Path, values: dict[str, list]):
+    from asv.results import Results
+    from asv.runner import BenchmarkResult
+    bench = {"name": "bench_x.X.track_time", "version": "1", "params": [["'cpu:8'", "'cuda:18'"]],
+             "param_names": ["target"], "type": "track", "unit": "seconds"}
+    (results / MACHINE).mkdir(parents=True, exist_ok=True)
+    (results / MACHINE / "machine.json").write_text(f'{{"machine": "{MACHINE}", "version": 1}}')
+    for i, (sha, vals) in enumerate(values.items()):
+        r = Results({"machine": MACHINE, "python": "3.11"}, {}, sha, 1_700_000_000_000 + i, "3.11", "existing-py", {})
+        res = BenchmarkResult(result=vals, samples=[[v] if v else [] for v in vals], number=[1] * len(vals),
+                              errcode=0 if None not in vals else 1, stderr="", profile=None)
+        r.add_result(bench, res, started_at=datetime.datetime.now(datetime.timezone.utc), duration=1.0)
+        r.save(str(results))
+
+
+# asv find's output with --show-stderr (0.6.6), abridged
+ASV_SAID = """\
+·· For cuzk commit aaaaaaaa <main~2>:
+·· Benchmarking existing-py_work_venv_bin_python
+··· bench_x.X.track_time                                           n/a
+···· asv: skipped: Unavailable('no GPU here')
+·· For cuzk commit bbbbbbbb <main~1>:
+··· bench_x.X.track_time                                        failed
+···· Traceback (most recent call last):
+       File "/x/benchmarks/bench_x.py", line 7, in track_time
+         raise RuntimeError("boom")
+     RuntimeError: boom
+     asv: benchmark failed (exit status 1)
+·· For cuzk commit cccccccc <main>:
+··· bench_x.X.track_time                                           2.0
+""".splitlines(keepends=True)
+
+
+def test_read_tells_skipped_failed_and_measured(tmp_path):
+    shas = ["a" * 40, "b" * 40, "c" * 40]
+    _write_results(tmp_path, {shas[0]: [1e-3, math.nan], shas[1]: [None, None], shas[2]: [2e-3, 5.0]})
+    why = bisect_verdict.said(ASV_SAID)
+    assert why == {"aaaaaaaa": "skipped: Unavailable('no GPU here')",
+                   "bbbbbbbb": "RuntimeError: boom; benchmark failed (exit status 1)"}
+    name, labels, pts = bisect_verdict.read(tmp_path, r"track_time\('cpu:8'\)", why)
+    assert name == "bench_x.X.track_time" and labels == ["'cpu:8'"]
+    assert pts[shas[0]].values == [1e-3] and pts[shas[2]].values == [2e-3] and pts[shas[2]].measured
+    assert pts[shas[1]].values == [None] and pts[shas[1]].why == ["failed: RuntimeError: boom; benchmark failed "
+                                                                  "(exit status 1)"]
+    _, labels, pts = bisect_verdict.read(tmp_path, r"track_time\('cuda:18'\)", why)
+    assert pts[shas[0]].values == [None] and not pts[shas[0]].measured
+    assert pts[shas[0]].why == ["skipped (asv's n/a): Unavailable('no GPU here')"]
+    assert pts[shas[2]].values == [5.0]
+    _, _, pts = bisect_verdict.read(tmp_path, r"track_time\('cuda:18'\)")      # asv said nothing
+    assert pts[shas[0]].why == [bisect_verdict.SKIPPED]
+
+
+def _pts(**vals):
+    return {sha: bisect_verdict.Point(sha, [v], [None if v is not None else "skipped"]) for sha, v in vals.items()}
+
+
+C = [c * 40 for c in "abcde"]
+
+
+def test_judge_names_the_culprit_only_when_every_step_was_measured():
+    ok = []
+    pts = _pts(**{C[0]: 1.0, C[2]: 1.0, C[3]: 2.0, C[4]: 2.0})
+    assert bisect_verdict.judge("b", ["p"], pts, C, C[3], 0, out=ok.append) == 0
+    assert ok[-1] == f"cuzk bisect: {C[3][:10]} is the first slow commit: 1 -> 2 (measured at 4 commits)"
+    out = []
+    # the bad end never stepped on
+    with pytest.raises(bisect.BisectError, match=r"\(bad among them\).*no culprit"):
+        bisect_verdict.judge("b", ["p"], _pts(**{C[0]: 1.0, C[2]: 1.0, C[3]: 2.0}), C, C[3], 0, out=out.append)
+    # a step in the middle skipped
+    with pytest.raises(bisect.BisectError, match="1 of the 4 commits.*skipped; no culprit"):
+        bisect_verdict.judge("b", ["p"], _pts(**{C[0]: 1.0, C[2]: None, C[3]: 2.0, C[4]: 2.0}), C, C[3], 0,
+                             out=out.append)
+    # asv find failed, even with every value there
+    with pytest.raises(bisect.BisectError, match=r"asv find failed \(exit 1\)"):
+        bisect_verdict.judge("b", ["p"], pts, C, C[3], 1, out=out.append)
+    # the named commit is no slower than its parent
+    with pytest.raises(bisect.BisectError, match="no slower than its parent"):
+        bisect_verdict.judge("b", ["p"], _pts(**{C[0]: 1.0, C[2]: 1.0, C[3]: 1.0, C[4]: 1.0}), C, C[3], 0,
+                             out=out.append)
+    # asv named nothing
+    with pytest.raises(bisect.BisectError, match="named no commit"):
+        bisect_verdict.judge("b", ["p"], pts, C, None, 0, out=out.append)
+    assert out and not [l for l in out if "first slow" in l]

@@ -6,8 +6,8 @@ the gate's report does) or an asv benchmark regex. The gate's report prints this
 `asv find` command it runs; both come from `find_argv` here, so they always agree.
 
 asv find names a commit whatever it measured, skips included. So a pre-flight (bisect_preflight)
-refuses what would measure nothing, and asv writes into a private results dir (asv_private), so the
-project's .asv/results is left as it was.
+refuses what would measure nothing, asv writes into a private results dir (asv_private), and the
+culprit is named here only from the values it saved (bisect_verdict), never from asv's own line.
 """
 from __future__ import annotations
 
@@ -124,13 +124,36 @@ def range_commits(good: str, bad: str, repo) -> list[str]:
     return p.stdout.split()[::-1]
 
 
+def stream(argv: list[str], cwd, env: dict) -> tuple[int, list[str]]:
+    """Run asv, passing its output (stderr merged) on line by line, except its own culprit line;
+    (exit code, all lines)."""
+    from .bisect_verdict import NAMED
+    lines = []
+    p = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         bufsize=1)
+    try:
+        for line in p.stdout:
+            lines.append(line)
+            if not NAMED.search(line):
+                sys.stdout.write(line)
+                sys.stdout.flush()
+        return p.wait(), lines
+    finally:
+        if p.poll() is None:           # interrupted: asv must not go on measuring
+            p.terminate()
+            p.wait()
+
+
 def run(benchmark: str, good: str, bad: str, target: str | None = None, opts: str | None = None,
         repo: str = ".", dry_run: bool = False, extra: list[str] | None = None) -> int:
-    """asv find's exit code; BisectError (exit 2) for bad input or a failed pre-flight."""
-    from . import asv_private, bisect_preflight
+    """0 with the culprit; BisectError (exit 2) for bad input, a failed pre-flight, or a run that did
+    not measure every commit it judged by."""
+    from . import asv_private, bisect_preflight, bisect_verdict
     extra = list(extra or [])
     regex = bench_regex(benchmark, target, opts)
     good_sha, bad_sha = _sha(repo, good), _sha(repo, bad)
+    if "--skip-save" in extra:
+        raise BisectError("--skip-save leaves no results to check the bisection against")
     print(shell_command(regex, good, bad, target, repo) + "".join(" " + shlex.quote(a) for a in extra),
           flush=True)
     commits = range_commits(good, bad, repo)
@@ -140,11 +163,15 @@ def run(benchmark: str, good: str, bad: str, target: str | None = None, opts: st
     print(f"# pre-flight {verdict}", flush=True)
     if dry_run:
         return 0
+    invert = "--invert" in extra or "-i" in extra
     with tempfile.TemporaryDirectory(prefix="cuzk-bisect-") as tmp:
         conf, results = asv_private.write_config(Path(repo), Path(tmp))
         argv = find_argv(regex, good, bad, repo)
-        argv = [*argv[:2], "--config", str(conf), *argv[2:], *extra]
+        # --show-stderr: asv says why a commit was not measured only there, not in its result files
+        argv = [*argv[:2], "--config", str(conf), "--show-stderr", *argv[2:], *extra]
         print(f"# runs: {' '.join(shlex.quote(a) for a in argv)}  (results in a temporary directory, "
               "not .asv/results)", flush=True)
-        return subprocess.run([sys.executable, "-m", *argv], cwd=repo,
-                              env=dict(os.environ, **gpu_env(regex, target))).returncode
+        rc, lines = stream([sys.executable, "-m", *argv], repo, dict(os.environ, **gpu_env(regex, target)))
+        name, labels, points = bisect_verdict.read(results, regex, bisect_verdict.said(lines))
+    return bisect_verdict.judge(name, labels, points, commits, bisect_verdict.named_commit(lines, commits), rc,
+                                invert)
