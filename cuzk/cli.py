@@ -511,7 +511,9 @@ def cmd_ablate(args) -> int:
 
 
 def cmd_bisect(args) -> int:
-    """`asv find` over GOOD (included) .. BAD for one benchmark; asv's exit code."""
+    """`asv find` over GOOD (included) .. BAD for one benchmark: 0 and the first slow commit where every
+    commit it judged by was measured; 2 (one error line) for bad input, a failed pre-flight, or anything
+    unmeasured."""
     from .perf import bisect
     try:
         return bisect.run(args.benchmark, args.good, args.bad, args.target, args.opts, args.repo, args.dry_run,
@@ -707,7 +709,8 @@ def build_parser() -> argparse.ArgumentParser:
     gt.add_argument("--rounds", type=int, default=None, help="override [gate] rounds")
     gt.set_defaults(func=cmd_gate)
 
-    bi = sub.add_parser("bisect", help="asv find: the commit between GOOD and BAD that slowed a benchmark")
+    bi = sub.add_parser("bisect", help="asv find: the commit between GOOD and BAD that slowed a benchmark "
+                                       "(named only from measured values; exit 0 culprit, 2 otherwise)")
     bi.add_argument("benchmark", help="a phase name (tail_msm, ...; with --target/--opts: one parameter set) "
                                       "or an asv benchmark regex")
     bi.add_argument("--good", required=True, help="a commit where the benchmark was fast (included)")
@@ -715,7 +718,8 @@ def build_parser() -> argparse.ArgumentParser:
     bi.add_argument("--target", help="the suite's BACKEND:LOG_SIZE, e.g. cuda:18")
     bi.add_argument("--opts", help="the suite's variant: baseline, a registry name, or all")
     bi.add_argument("--repo", default=".")
-    bi.add_argument("--dry-run", action="store_true", help="print the asv command only")
+    bi.add_argument("--dry-run", action="store_true",
+                    help="print the plan (the asv command, the pre-flight verdict) and measure nothing")
     bi.add_argument("--asv-arg", dest="asv_args", action="append", default=[], metavar="ARG",
                     help="one more asv find argument, e.g. --asv-arg=--invert (repeatable)")
     bi.set_defaults(func=cmd_bisect)

@@ -4,13 +4,20 @@ commits from GOOD (included) to BAD for the commit that made a benchmark slower.
 BENCHMARK is a phase name (with --target and --opts it selects one parameter set of the suite, as
 the gate's report does) or an asv benchmark regex. The gate's report prints this command and the
 `asv find` command it runs; both come from `find_argv` here, so they always agree.
+
+asv find names a commit whatever it measured, skips included. So a pre-flight (bisect_preflight)
+refuses what would measure nothing, asv writes into a private results dir (asv_private), and the
+culprit is named here only from the values it saved (bisect_verdict), never from asv's own line.
 """
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
 from .suite import ASV_TIME_BENCHMARKS, TARGETS, variant_names
 
@@ -62,16 +69,34 @@ def find_argv(regex: str, good: str, bad: str, repo: str | None = None) -> list[
     return ["asv", "find", "--launch-method", "spawn", commit_range(good, bad, repo), regex]
 
 
+CUDA_EXTRA_VAR = "CUZK_CUDA_EXTRA"
+
+
+def is_cuda(regex: str, target: str | None) -> bool:
+    return (target or "").startswith("cuda") or "cuda" in regex
+
+
 def gpu_env(regex: str, target: str | None) -> dict:
-    """asv's virtualenvs see the runner's CuPy (a GPU parameter set)."""
-    gpu = (target or "").startswith("cuda") or "cuda" in regex
-    return {"VIRTUALENV_SYSTEM_SITE_PACKAGES": "true"} if gpu else {}
+    """For a GPU parameter set, the CUDA extra this runner gives asv's environments, where its own
+    environment names it: asv.conf.json's install command installs CuPy from CUZK_CUDA_EXTRA."""
+    extra = os.environ.get(CUDA_EXTRA_VAR, "").strip()
+    return {CUDA_EXTRA_VAR: extra} if extra and is_cuda(regex, target) else {}
+
+
+def gpu_hint(regex: str, target: str | None) -> str | None:
+    """A shell comment for a GPU parameter set: where asv's environments get CuPy from."""
+    if not is_cuda(regex, target):
+        return None
+    return (f"# asv's environments get CuPy from asv.conf.json's install command, which reads {CUDA_EXTRA_VAR} "
+            "(cuda12|cuda13|none; unset: from the NVIDIA driver; docs/runners.md)")
+
+
+def env_prefix(regex: str, target: str | None) -> str:
+    return "".join(f"{k}={shlex.quote(v)} " for k, v in gpu_env(regex, target).items())
 
 
 def shell_command(regex: str, good: str, bad: str, target: str | None = None, repo: str | None = None) -> str:
-    env = gpu_env(regex, target)
-    prefix = "".join(f"{k}={v} " for k, v in env.items())
-    return prefix + " ".join(shlex.quote(a) for a in find_argv(regex, good, bad, repo))
+    return env_prefix(regex, target) + " ".join(shlex.quote(a) for a in find_argv(regex, good, bad, repo))
 
 
 def cuzk_command(benchmark: str, good: str, bad: str, target: str | None = None, opts: str | None = None) -> str:
@@ -84,18 +109,69 @@ def cuzk_command(benchmark: str, good: str, bad: str, target: str | None = None,
     return " ".join(shlex.quote(p) for p in parts)
 
 
+def _sha(repo, ref: str) -> str:
+    p = subprocess.run(["git", "-C", str(repo), "rev-parse", "--verify", "-q", f"{ref}^{{commit}}"],
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        raise BisectError(f"{ref!r} is not a commit in {repo}")
+    return p.stdout.strip()
+
+
+def range_commits(good: str, bad: str, repo) -> list[str]:
+    """The commits asv find steps among, oldest (its good end) first: its own `git rev-list`."""
+    p = subprocess.run(["git", "-C", str(repo), "rev-list", "--first-parent",
+                        *shlex.split(commit_range(good, bad, repo)), "--"], capture_output=True, text=True)
+    return p.stdout.split()[::-1]
+
+
+def stream(argv: list[str], cwd, env: dict) -> tuple[int, list[str]]:
+    """Run asv, passing its output (stderr merged) on line by line, except its own culprit line;
+    (exit code, all lines)."""
+    from .bisect_verdict import NAMED
+    lines = []
+    p = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         bufsize=1)
+    try:
+        for line in p.stdout:
+            lines.append(line)
+            if not NAMED.search(line):
+                sys.stdout.write(line)
+                sys.stdout.flush()
+        return p.wait(), lines
+    finally:
+        if p.poll() is None:           # interrupted: asv must not go on measuring
+            p.terminate()
+            p.wait()
+
+
 def run(benchmark: str, good: str, bad: str, target: str | None = None, opts: str | None = None,
         repo: str = ".", dry_run: bool = False, extra: list[str] | None = None) -> int:
-    import os
+    """0 with the culprit; BisectError (exit 2) for bad input, a failed pre-flight, or a run that did
+    not measure every commit it judged by."""
+    from . import asv_private, bisect_preflight, bisect_verdict
+    extra = list(extra or [])
     regex = bench_regex(benchmark, target, opts)
-    for ref in (good, bad):
-        if subprocess.run(["git", "-C", str(repo), "rev-parse", "--verify", "-q", f"{ref}^{{commit}}"],
-                          capture_output=True).returncode != 0:
-            raise BisectError(f"{ref!r} is not a commit in {repo}")
-    argv = find_argv(regex, good, bad, repo) + list(extra or [])
-    print(shell_command(regex, good, bad, target, repo) + "".join(" " + shlex.quote(a) for a in extra or []),
+    good_sha, bad_sha = _sha(repo, good), _sha(repo, bad)
+    if "--skip-save" in extra:
+        raise BisectError("--skip-save leaves no results to check the bisection against")
+    print(shell_command(regex, good, bad, target, repo) + "".join(" " + shlex.quote(a) for a in extra),
           flush=True)
+    commits = range_commits(good, bad, repo)
+    existing = any(re.match(r"(-E|--environment=)?existing", a) for a in extra)     # no CUDA extra needed
+    bench_dir = asv_private.project_conf(Path(repo)).get("benchmark_dir", "benchmarks")
+    verdict = bisect_preflight.check(regex, target, commits, good_sha, bad_sha, Path(repo), bench_dir, existing)
+    print(f"# pre-flight {verdict}", flush=True)
     if dry_run:
         return 0
-    env = dict(os.environ, **gpu_env(regex, target))
-    return subprocess.run([sys.executable, "-m", *argv], cwd=repo, env=env).returncode
+    invert = "--invert" in extra or "-i" in extra
+    with tempfile.TemporaryDirectory(prefix="cuzk-bisect-") as tmp:
+        conf, results = asv_private.write_config(Path(repo), Path(tmp))
+        argv = find_argv(regex, good, bad, repo)
+        # --show-stderr: asv says why a commit was not measured only there, not in its result files
+        argv = [*argv[:2], "--config", str(conf), "--show-stderr", *argv[2:], *extra]
+        print(f"# runs: {' '.join(shlex.quote(a) for a in argv)}  (results in a temporary directory, "
+              "not .asv/results)", flush=True)
+        rc, lines = stream([sys.executable, "-m", *argv], repo, dict(os.environ, **gpu_env(regex, target)))
+        name, labels, points = bisect_verdict.read(results, regex, bisect_verdict.said(lines))
+    return bisect_verdict.judge(name, labels, points, commits, bisect_verdict.named_commit(lines, commits), rc,
+                                invert)

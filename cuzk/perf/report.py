@@ -32,19 +32,23 @@ def _bisect_args(oc: Outcome, area: str) -> tuple[str | None, str | None]:
 
 def asv_find_command(oc: Outcome, area: str, base: str, head: str, repo: str | None = None) -> str:
     """The `asv find` command that bisects base..head for this phase's asv benchmark (what
-    `cuzk bisect` runs: both come from cuzk.perf.bisect)."""
+    `cuzk bisect` runs: both come from cuzk.perf.bisect). For a GPU workload, a comment line first:
+    asv's environments get CuPy from the runner's CUDA extra, which prefixes the command where known."""
     from . import bisect
     target, opts = _bisect_args(oc, area)
     regex = bisect.bench_regex(area, target, opts)
     if area == "synthesis" and asv_params(area, oc.config.spec) is not None:
         regex += re.escape("(" + ", ".join(asv_params(area, oc.config.spec)) + ")") + "$"
-    return bisect.shell_command(regex, base, head, target or f"{oc.config.spec.backend}:", repo)
+    target = target or f"{oc.config.spec.backend}:"
+    hint = bisect.gpu_hint(regex, target)
+    return (hint + "\n" if hint else "") + bisect.shell_command(regex, base, head, target, repo)
 
 
 def bisect_command(oc: Outcome, area: str, base: str, head: str) -> str:
     from . import bisect
     target, opts = _bisect_args(oc, area)
-    return bisect.cuzk_command(area, base, head, target, opts)
+    prefix = bisect.env_prefix(bisect.bench_regex(area, target, opts), target or f"{oc.config.spec.backend}:")
+    return prefix + bisect.cuzk_command(area, base, head, target, opts)
 
 
 def energy_per_call(oc: Outcome) -> dict[str, tuple[float, float]]:

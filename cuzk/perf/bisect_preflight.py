@@ -1,0 +1,174 @@
+"""Before `asv find` runs: would it measure anything? A cuda parameter set on a machine that cannot
+run the cuda backend only skips (asv's n/a), and asv find names a culprit from skips all the same;
+a range of two commits it does not measure at all (it names BAD straight away).
+
+`check` raises BisectError with the reason and what to do about it; otherwise it returns one line
+saying what was checked (the dry run prints it).
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from .bisect import CUDA_EXTRA_VAR, BisectError
+
+CUDA_EXTRAS = ("cuda12", "cuda13", "none")
+
+# asv_runner's own discovery, in a child: importing the benchmarks must not touch this process
+_DISCOVER = """
+import json, sys
+from asv_runner.discovery import disc_benchmarks
+print(json.dumps({b.name: [list(p) for p in b.params] for b in disc_benchmarks(sys.argv[1])}))
+"""
+
+
+class PreflightError(BisectError):
+    pass
+
+
+def discover(repo: Path, benchmark_dir: str = "benchmarks") -> dict[str, list[list[str]]] | None:
+    """{benchmark name: params (lists of reprs)} as asv sees the working tree; None where that fails
+    (asv will then say why itself)."""
+    p = subprocess.run([sys.executable, "-c", _DISCOVER, str(Path(repo) / benchmark_dir)], cwd=repo,
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        return None
+    try:
+        return json.loads(p.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        return None
+
+
+def selection(regex: str, benchmarks: dict[str, list[list[str]]]) -> dict[str, list[tuple[str, ...]]]:
+    """The parameter sets the regex selects, matched as asv matches them: a parametrised benchmark as
+    `name(p0, p1, ...)`, any other by its name; asv find takes an exact name out of several."""
+    found: dict[str, list[tuple[str, ...]]] = {}
+    for name, params in benchmarks.items():
+        if params:
+            sets = [p for p in itertools.product(*params) if re.search(regex, f"{name}({', '.join(p)})")]
+            if sets:
+                found[name] = sets
+        elif re.search(regex, name):
+            found[name] = [()]
+    if len(found) > 1 and regex in found:
+        found = {regex: found[regex]}
+    return found
+
+
+def is_cuda(params: tuple[str, ...]) -> bool:
+    return any(p.strip("'\"").startswith("cuda") for p in params)
+
+
+def driver_cuda_major() -> int | None:
+    """The CUDA major the NVIDIA driver supports (NVML), which picks the CuPy wheel."""
+    try:
+        import pynvml
+        pynvml.nvmlInit()
+        try:
+            return int(pynvml.nvmlSystemGetCudaDriverVersion()) // 1000
+        finally:
+            pynvml.nvmlShutdown()
+    except Exception:
+        return None
+
+
+def suggested_extra() -> str:
+    """The runner's setting where it has one, else the driver's CUDA major; else both choices."""
+    extra = os.environ.get(CUDA_EXTRA_VAR, "").strip()
+    if extra in ("cuda12", "cuda13"):
+        return extra
+    major = driver_cuda_major()
+    if major is not None and major >= 12:
+        return "cuda13" if major >= 13 else "cuda12"
+    return "cuda12|cuda13"
+
+
+def cuda_verdict(what: str) -> str:
+    """One line if the cuda backend can run here, else PreflightError with the reason and the fix."""
+    from ..backend import gpu_present, gpu_status
+    usable, why = gpu_status()
+    if usable:
+        return f"{what} runs on {why}"
+    present, gpu = gpu_present()
+    if not present:
+        raise PreflightError(
+            f"{what} needs the cuda backend, which cannot run here ({why}; {gpu}): it would skip (n/a) at "
+            "every step, and a skip is no measurement. A cuda target can only be bisected on a machine with a "
+            "GPU; here, bisect a cpu target instead (--target cpu:8)")
+    extra = suggested_extra()
+    raise PreflightError(
+        f"{what} needs the cuda backend, which cannot run here: {why}, though {gpu}. Install CuPy here "
+        f"(pip install -e '.[{extra}]'); asv's environments take their CUDA extra from the runner's "
+        f"setting: on a GPU runner: {CUDA_EXTRA_VAR}={extra} (docs/runners.md)")
+
+
+def extra_verdict() -> str | None:
+    """asv's environments get CuPy from the install command reading CUZK_CUDA_EXTRA: 'none' (or a
+    value it does not know) leaves a cuda benchmark without CuPy in every environment asv builds."""
+    extra = os.environ.get(CUDA_EXTRA_VAR)
+    if extra is None:
+        return None
+    if extra.strip() not in CUDA_EXTRAS:
+        raise PreflightError(f"{CUDA_EXTRA_VAR}={extra!r}: use one of {', '.join(CUDA_EXTRAS)} (docs/runners.md)")
+    if extra.strip() == "none":
+        raise PreflightError(f"{CUDA_EXTRA_VAR}=none builds asv's environments without CuPy, so a cuda "
+                             f"target cannot run in them: set {CUDA_EXTRA_VAR}=cuda12 or cuda13 (docs/runners.md)")
+    return f"{CUDA_EXTRA_VAR}={extra.strip()} for asv's environments"
+
+
+def range_verdict(commits: list[str], good: str, bad: str, repo: Path) -> str:
+    """asv find steps on commits[0] (the good end) to commits[-1]; with two it steps on none."""
+    short = lambda c: c[:10]
+    if not commits or commits[0] != good or commits[-1] != bad:
+        raise PreflightError(f"--good {short(good)} is not on the first-parent line of --bad {short(bad)} "
+                             "(asv find bisects `git rev-list --first-parent`)")
+    if len(commits) == 2:
+        hint = "give an earlier --good"
+        parents = subprocess.run(["git", "-C", str(repo), "rev-parse", f"{bad}^1", f"{bad}^2"],
+                                 capture_output=True, text=True).stdout.split()
+        if len(parents) == 2 and parents[0] == good:
+            base = subprocess.run(["git", "-C", str(repo), "merge-base", good, parents[1]],
+                                  capture_output=True, text=True).stdout.strip()
+            if base:
+                hint = (f"BAD is a merge of GOOD: to bisect the merged branch, --good {short(base)} "
+                        f"--bad {short(parents[1])}")
+        raise PreflightError(f"GOOD..BAD is two commits, and asv find measures neither (it names BAD "
+                             f"without running anything): {hint}")
+    return f"{len(commits)} commits from {short(good)} to {short(bad)}"
+
+
+def check(regex: str, target: str | None, commits: list[str], good: str, bad: str, repo: Path,
+          benchmark_dir: str = "benchmarks", existing_env: bool = False) -> str:
+    """Raise PreflightError where asv find would measure nothing; else say what was checked."""
+    found = discover(repo, benchmark_dir)
+    if found is not None:
+        sel = selection(regex, found)
+        if not sel:
+            raise PreflightError(f"{regex!r} selects no benchmark in {benchmark_dir}/")
+        if len(sel) > 1:
+            raise PreflightError(f"{regex!r} selects {len(sel)} benchmarks ({', '.join(sorted(sel)[:3])}, ...); "
+                                 "asv find bisects one")
+        (name, sets), = sel.items()
+        cuda = [p for p in sets if is_cuda(p)]
+    else:                              # the target says it, where one is given
+        name, sets = regex, [()]
+        cuda = [()] if (target or "").startswith("cuda") else []
+    notes = []
+    if cuda:
+        what = f"{name}({', '.join(cuda[0])})" if cuda[0] else name
+        if len(sets) > 1:
+            what = f"{name} ({len(cuda)} of the {len(sets)} selected parameter sets are cuda ones, e.g. " \
+                   f"({', '.join(cuda[0])}))"
+        notes.append(cuda_verdict(what))
+        if not existing_env:
+            notes.append(extra_verdict() or f"{CUDA_EXTRA_VAR} unset: asv's environments take the CUDA extra "
+                                            "from the NVIDIA driver")
+    else:
+        notes.append(f"{name}: {len(sets)} cpu parameter set(s)" if sets != [()] else name)
+    # checked after the GPU: on a machine without one, that is the reason to give first
+    return "ok: " + "; ".join([range_verdict(commits, good, bad, repo), *notes])

@@ -1,0 +1,171 @@
+"""After `asv find`: a culprit only from measured values.
+
+asv find saves one result file per commit it steps on and then names a commit whatever those hold:
+a skip (n/a, stored as NaN) and a failure (None) count for it. Here every commit it stepped on, GOOD
+and BAD among them, must hold a number for every selected parameter set; only then is its commit
+named, with the values either side of it.
+
+asv keeps a benchmark's stderr out of its result files, so why a commit was not measured comes from
+asv's own output (run with --show-stderr), read per commit.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tabulate import tabulate
+
+from .bisect import BisectError
+from .suite import ASV_TIME_BENCHMARKS
+
+SKIPPED = "skipped (asv's n/a: NotImplementedError in setup, as a cuda target without a usable GPU)"
+# asv find's own verdict line; held back from the user, read for the commit it names
+NAMED = re.compile(r"Greatest (regression|improvement) found: ([0-9a-f]{4,40})")
+STEP = re.compile(r"For .+? commit ([0-9a-f]{8})")          # asv find's header of each commit it runs
+
+
+@dataclass
+class Point:
+    """One commit asv find stepped on: a value per selected parameter set, or why there is none."""
+    sha: str
+    values: list[float | None] = field(default_factory=list)
+    why: list[str | None] = field(default_factory=list)
+
+    @property
+    def measured(self) -> bool:
+        return bool(self.values) and all(v is not None for v in self.values)
+
+
+def said(lines: list[str]) -> dict[str, str]:
+    """{sha[:8]: why asv says it did not measure there}, from asv's output with --show-stderr: its
+    `asv: skipped: ...` line, or the line above its `asv: benchmark failed ...` (the exception)."""
+    out, cur, prev = {}, None, ""
+    for raw in lines:
+        line = raw.strip().lstrip("·").strip()
+        m = STEP.search(line)
+        if m:
+            cur, prev = m.group(1), ""
+            continue
+        if cur and line.startswith("asv: ") and cur not in out:
+            what = line[len("asv: "):]
+            out[cur] = what if what.startswith("skipped") or not prev else f"{prev[:200]}; {what}"
+        if line:
+            prev = line
+    return out
+
+
+def read(results_dir: Path, regex: str, why: dict[str, str] | None = None
+         ) -> tuple[str | None, list[str], dict[str, Point]]:
+    """(benchmark, labels of the selected parameter sets, {sha: Point}) from asv's saved results;
+    `why`: what asv said per commit (`said`)."""
+    why = why or {}
+    from asv.results import iter_results
+    name, labels, points = None, [], {}
+    if not Path(results_dir).is_dir():
+        return name, labels, points
+    for res in iter_results(str(results_dir)):
+        pt = points.setdefault(res.commit_hash, Point(res.commit_hash))
+        for key in sorted(res.get_all_result_keys()):
+            params = res.get_result_params(key)
+            sets = list(itertools.product(*params))          # [()] for a benchmark without params
+            idx = [i for i, p in enumerate(sets)
+                   if re.search(regex, f"{key}({', '.join(p)})" if p else key)]
+            if not idx:
+                continue
+            name, labels = key, [", ".join(sets[i]) or "value" for i in idx]
+            values = res.get_result_value(key, params)       # a list, in the order of `sets`
+            for i in idx:
+                v = values[i]
+                if v is None:
+                    pt.values.append(None)
+                    pt.why.append("failed: " + why.get(res.commit_hash[:8], "asv recorded no value"))
+                elif isinstance(v, float) and math.isnan(v):
+                    pt.values.append(None)
+                    asv_said = why.get(res.commit_hash[:8], "").removeprefix("skipped: ")
+                    pt.why.append(f"skipped (asv's n/a): {asv_said}" if asv_said else SKIPPED)
+                else:
+                    pt.values.append(float(v))
+                    pt.why.append(None)
+            break                                      # asv find runs one benchmark
+        if not pt.values:
+            pt.why.append("no result for the benchmark in asv's file")
+    return name, labels, points
+
+
+def named_commit(lines: list[str], commits: list[str]) -> str | None:
+    """The commit asv find's held-back line names, as a full SHA of the range."""
+    for line in reversed(lines):
+        m = NAMED.search(line)
+        if m:
+            hits = [c for c in commits if c.startswith(m.group(2))]
+            return hits[0] if len(hits) == 1 else None
+    return None
+
+
+def _fmt(name: str | None, v: float | None) -> str:
+    """4 significant digits (a step of a few per cent must show); seconds for the suite's timings."""
+    if v is None:
+        return "-"
+    if name in ASV_TIME_BENCHMARKS.values() or (name or "").rsplit(".", 1)[-1].startswith("time_"):
+        for unit, f in (("s", 1.0), ("ms", 1e3), ("µs", 1e6), ("ns", 1e9)):
+            if abs(v) * f >= 1 or unit == "ns":
+                return f"{v * f:.4g} {unit}"
+    return f"{v:.4g}"
+
+
+def table(name: str | None, labels: list[str], rows: list[tuple[str, str, Point | None]]) -> str:
+    """Commits asv find stepped on (and the ends it did not), oldest first."""
+    out = []
+    for sha, role, pt in rows:
+        vals = [_fmt(name, v) for v in pt.values] if pt and pt.values else ["-"] * max(len(labels), 1)
+        whys = sorted({w for w in (pt.why if pt else ["asv find did not run it"]) if w})
+        out.append([sha[:10], role, *vals, "; ".join(whys) or "measured"])
+    heads = ["commit", "", *(labels or ["value"]), "result"]
+    return tabulate(out, headers=heads, tablefmt="github", disable_numparse=True)
+
+
+def judge(name: str | None, labels: list[str], points: dict[str, Point], commits: list[str],
+          named: str | None, asv_rc: int, invert: bool = False, out=print) -> int:
+    """0 and the culprit when every commit asv find stepped on was measured; else BisectError."""
+    good, bad = commits[0], commits[-1]
+    stepped = [c for c in commits if c in points]
+    role = {good: "good", bad: "bad"}
+
+    def rows():
+        return [(c, role.get(c, ""), points.get(c)) for c in commits if c in points or c in (good, bad)]
+
+    unmeasured = [c for c, _, pt in rows() if pt is None or not pt.measured]
+    if asv_rc != 0 or unmeasured:
+        out(f"cuzk bisect: {name or 'the benchmark'}: what asv find measured, oldest first:")
+        out(table(name, labels, rows()))
+        if asv_rc != 0:
+            raise BisectError(f"asv find failed (exit {asv_rc}); no culprit"
+                              + (f" ({len(unmeasured)} commit(s) not measured)" if unmeasured else ""))
+        ends = [role[c] for c in unmeasured if c in (good, bad)]
+        why = next((w for c in unmeasured for w in (points[c].why if c in points else []) if w),
+                   "asv find did not run it")
+        raise BisectError(f"{len(unmeasured)} of the {len(rows())} commits to judge by were not measured"
+                          + (f" ({' and '.join(ends)} among them)" if ends else "") + f": {why}; no culprit")
+    if named is None or commits.index(named) == 0:
+        raise BisectError("asv find named no commit of GOOD..BAD; no culprit")
+    parent = commits[commits.index(named) - 1]
+    if parent not in points:
+        raise BisectError(f"asv find named {named[:10]} without measuring its parent {parent[:10]}; no culprit")
+    before, after = points[parent].values, points[named].values
+    worse = [(b, a) for b, a in zip(before, after) if (a < b if invert else a > b)]
+    if worse:
+        role[named] = "first fast" if invert else "first slow"
+    out(f"cuzk bisect: {name}: what asv find measured, oldest first:")
+    out(table(name, labels, rows()))
+    if not worse:
+        raise BisectError(f"{named[:10]}, the commit asv find named, is no {'faster' if invert else 'slower'} "
+                          f"than its parent {parent[:10]}; no culprit")
+    steps = [f"{_fmt(name, b)} -> {_fmt(name, a)}" for b, a in zip(before, after)]
+    if len(labels) > 1:
+        steps = [f"({lab}) {s}" for lab, s in zip(labels, steps)]
+    kind = "first fast commit" if invert else "first slow commit"
+    out(f"cuzk bisect: {named[:10]} is the {kind}: {'; '.join(steps)} (measured at {len(stepped)} commits)")
+    return 0
