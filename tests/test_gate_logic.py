@@ -120,6 +120,7 @@ def repo(tmp_path_factory):
     from cuzk.perf.calibrate import commit_change, make_repo
     d = tmp_path_factory.mktemp("gate-logic-repo")
     base = make_repo(REPO, d)
+    commit_change(d, "README.md", lambda t: t + "\nfirst\n", "between")     # asv find needs a commit between
     head = commit_change(d, "README.md", lambda t: t + "\nchanged\n", "head")
     return d, base, head
 

@@ -176,3 +176,41 @@ def test_cpu_only_gates_the_cpu_and_says_only_the_cpu_was_gated(tmp_path):
     with pytest.raises(ValueError, match="no cpu workload"):
         gate.cpu_only(gate_config.parse({"gate": {"rounds": 8}, "workload": [{"backend": "cuda"}]}))
     assert PHASES
+
+
+# --- the bisect range the report prints ----------------------------------------------------------
+
+def _commit(repo: Path, msg: str) -> str:
+    return commit_change(repo, "README.md", lambda t: t + f"\n{msg}\n", msg)
+
+
+def _result(repo: Path, base: str, head: str):
+    from cuzk.perf.gate import GateConfig, GateResult
+    return GateResult(str(repo), base, head, "base", "head", GateConfig(), [])
+
+
+def test_a_pull_requests_merge_commit_is_bisected_over_the_pull_requests_commits(tmp_path):
+    from cuzk.perf.calibrate import _git
+    repo = tmp_path / "repo"
+    base = make_repo(REPO, repo)
+    _git(repo, "checkout", "-q", "-b", "pr")
+    first = _commit(repo, "pr 1")
+    _commit(repo, "pr 2")
+    tip = _commit(repo, "pr 3")
+    _git(repo, "checkout", "-q", "main")
+    _git(repo, "merge", "-q", "--no-ff", "-m", "merge pr", "pr")
+    merge = _git(repo, "rev-parse", "HEAD").strip()
+    good, bad, note = report.bisect_range(_result(repo, base, merge))       # HEAD^1..HEAD, as perf-pr.yml gates
+    assert (good, bad) == (base, tip) and "3 commits" in note
+    # a one-commit pull request: the commit is named, no bisection is offered
+    _git(repo, "checkout", "-q", "-b", "one", base)
+    single = _commit(repo, "single")
+    _git(repo, "checkout", "-q", "main")
+    _git(repo, "reset", "-q", "--hard", base)
+    _git(repo, "merge", "-q", "--no-ff", "-m", "merge one", "one")
+    merge = _git(repo, "rev-parse", "HEAD").strip()
+    good, bad, note = report.bisect_range(_result(repo, base, merge))
+    assert good is None and single[:10] in note and "nothing to bisect" in note
+    # a plain range of several commits is bisected as it is; one commit is the change itself
+    assert report.bisect_range(_result(repo, base, tip))[:2] == (base, tip)
+    assert report.bisect_range(_result(repo, base, first))[0] is None

@@ -51,6 +51,35 @@ def bisect_command(oc: Outcome, area: str, base: str, head: str) -> str:
     return prefix + bisect.cuzk_command(area, base, head, target, opts)
 
 
+def _rev(repo: str, *args: str) -> list[str] | None:
+    import subprocess
+    p = subprocess.run(["git", "-C", repo, *args], capture_output=True, text=True)
+    return p.stdout.split() if p.returncode == 0 else None
+
+
+def bisect_range(res: GateResult) -> tuple[str | None, str | None, str]:
+    """(good, bad, note) for `cuzk bisect`: asv find needs commits between its ends. A pull request's
+    gate compares the base with the merge commit (HEAD^1..HEAD, nothing in between), so the range to
+    search is the pull request's own commits: merge-base(base, HEAD^2)..HEAD^2. One commit: no search."""
+    repo, base, head = res.repo, res.base, res.head
+    if not repo or _rev(repo, "rev-parse", "--verify", "-q", f"{head}^{{commit}}") is None:
+        return base, head, ""                                     # a saved report away from its repository
+    parents = _rev(repo, "rev-list", "--parents", "-n", "1", head) or []
+    if len(parents) == 3 and parents[1] == base:
+        tip = parents[2]
+        mb = (_rev(repo, "merge-base", base, tip) or [None])[0]
+        n = len(_rev(repo, "rev-list", "--first-parent", f"{mb}..{tip}") or []) if mb else 0
+        if mb and n >= 2:
+            return mb, tip, f" among the pull request's {n} commits ({mb[:10]}..{tip[:10]}, the merge's second parent)"
+        if mb and n == 1:
+            return None, None, (f"The pull request is one commit, `{tip[:10]}`: it is the change; "
+                                f"nothing to bisect.")
+    n = len(_rev(repo, "rev-list", "--first-parent", f"{base}..{head}") or [])
+    if n == 1:
+        return None, None, f"Head `{head[:10]}` is the only commit after base: it is the change; nothing to bisect."
+    return base, head, ""
+
+
 def energy_per_call(oc: Outcome) -> dict[str, tuple[float, float]]:
     """area -> (base, head) median joules per call, where NVML counted energy on both sides."""
     out = {}
@@ -136,11 +165,16 @@ def markdown(res: GateResult) -> str:
                 "over more calls runs warmer, so its ratio compares unlike samples."]
     regs = res.regressions()
     if regs:
-        out += ["", "### Bisect", "", "To find the commit, on a runner like this one:", "", "```sh"]
-        for o, x in regs:
-            out += [bisect_command(o, x.area, res.base, res.head),
-                    "# which runs:", asv_find_command(o, x.area, res.base, res.head, res.repo)]
-        out += ["```"]
+        good, bad, note = bisect_range(res)
+        out += ["", "### Bisect", ""]
+        if good is None:
+            out += [note]
+        else:
+            out += [f"To find the commit{note}, on a runner like this one:", "", "```sh"]
+            for o, x in regs:
+                out += [bisect_command(o, x.area, good, bad),
+                        "# which runs:", asv_find_command(o, x.area, good, bad, res.repo)]
+            out += ["```"]
     if res.exit_code == EXIT_ERROR and not any(o.status in ("error", "untrusted") for o in res.outcomes):
         out += ["", "Nothing was judged: every workload was skipped."]
     return "\n".join(out) + "\n"
