@@ -514,11 +514,11 @@ def cmd_bisect(args) -> int:
     """`asv find` over GOOD (included) .. BAD for one benchmark: 0 and the first slow commit where every
     commit it judged by was measured; 2 (one error line) for bad input, a failed pre-flight, or anything
     unmeasured."""
-    from .perf import bisect
+    from .perf import asv_private, bisect
     try:
         return bisect.run(args.benchmark, args.good, args.bad, args.target, args.opts, args.repo, args.dry_run,
                           args.asv_args)
-    except bisect.BisectError as e:
+    except (bisect.BisectError, asv_private.AsvConfigError) as e:
         raise CliError(f"bisect: {e}") from e
 
 
@@ -543,7 +543,7 @@ def cmd_history(args) -> int:
                                    "of the asv suite")
             results = Path(args.results) if args.results else history.default_results(repo)
             ch = history.changes(results, args.machine, args.bench, args.max_pvalue, args.min_magnitude,
-                                 args.window)
+                                 args.window, repo=Path(args.repo))
             text, failing = history.changes_markdown(ch), []
             if gated is not None:
                 if not gated & ch.pairs:        # the gate's series were never measured: no data, not "no change"

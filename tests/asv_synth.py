@@ -26,9 +26,10 @@ def discover(repo: Path) -> list[dict]:
 
 
 def build(project: Path, dest: Path, commits: int, benches: list[str], steps: dict | None = None,
-          noise: float = 0.01, seed: int = 0) -> tuple[Path, list[str]]:
-    """Returns (repo, shas oldest first). `steps`: {(benchmark, params tuple): (commit index, factor)};
-    every other series is flat at 1 ms (x noise)."""
+          noise: float = 0.01, seed: int = 0, stride: int = 1) -> tuple[Path, list[str]]:
+    """Returns (repo, the measured shas oldest first). `steps`: {(benchmark, params tuple): (point index,
+    factor)}; every other series is flat at 1 ms (x noise). `stride`: commits per measured point (a
+    nightly history has several commits between its points), the last of each group measured."""
     from asv import util
     from asv.results import Results
     from asv.runner import BenchmarkResult
@@ -38,12 +39,13 @@ def build(project: Path, dest: Path, commits: int, benches: list[str], steps: di
     make_repo(project, repo)
     t0 = datetime.datetime(2026, 11, 1, tzinfo=datetime.timezone.utc)
     shas = []
-    for i in range(commits):
+    for i in range(commits * stride):
         when = (t0 + datetime.timedelta(hours=i)).isoformat()
         env = dict(os.environ, GIT_AUTHOR_DATE=when, GIT_COMMITTER_DATE=when)
         subprocess.run(["git", "-C", str(repo), "commit", "-q", "--allow-empty", "-m", f"commit {i}"], env=env,
                        check=True)
-        shas.append(_git(repo, "rev-parse", "HEAD").strip())
+        if i % stride == stride - 1:
+            shas.append(_git(repo, "rev-parse", "HEAD").strip())
     conf = json.loads((repo / "asv.conf.json").read_text())
     results = repo / conf["results_dir"]
     all_benches = {b["name"]: b for b in discover(repo)}

@@ -35,11 +35,12 @@ STEPS = {(TAIL, ("'cpu:8'", "'A1'")): (9, 1.30),                 # a regression 
 def history(tmp_path_factory):
     pytest.importorskip("otava")
     d = tmp_path_factory.mktemp("asv-synth")
-    repo, shas = asv_synth.build(REPO, d, COMMITS, [TAIL, SYN], STEPS)
+    repo, shas = asv_synth.build(REPO, d, COMMITS, [TAIL, SYN], STEPS, stride=2)
     return repo, shas
 
 
 def _synth(tmp_path_factory, steps, commits=COMMITS, benches=(TAIL,)):
+    """A point at every commit."""
     pytest.importorskip("otava")
     return asv_synth.build(REPO, tmp_path_factory.mktemp("asv-synth"), commits, list(benches), steps)
 
@@ -47,7 +48,8 @@ def _synth(tmp_path_factory, steps, commits=COMMITS, benches=(TAIL,)):
 @pytest.fixture(scope="module")
 def gated_slowdown(tmp_path_factory):
     """A new slowdown (3 points before the end) in a gated pair."""
-    return _synth(tmp_path_factory, {(TAIL, GATED): (13, 1.30)})
+    return asv_synth.build(REPO, tmp_path_factory.mktemp("asv-synth"), COMMITS, [TAIL], {(TAIL, GATED): (13, 1.30)},
+                           stride=2)
 
 
 @pytest.fixture(scope="module")
@@ -242,3 +244,12 @@ def test_published_site_renders_a_phase_graph_in_chromium(history, tmp_path):
     finally:
         server.terminate()
         server.wait(timeout=10)
+
+
+def test_adjacent_points_name_the_commit_instead_of_a_bisection(tmp_path_factory, tmp_path):
+    """A point at every commit: the change point's commit is the change itself, nothing to bisect."""
+    repo, shas = _synth(tmp_path_factory, {(TAIL, ("'cpu:8'", "'A1'")): (9, 1.30)})
+    out = tmp_path / "changes.json"
+    assert main(["history", "changes", "--repo", str(repo), "--json", str(out)]) == 0
+    (c,) = json.loads(out.read_text())
+    assert c["commit"] == shas[9] and c["previous_commit"] == shas[8] and c["bisect"] is None

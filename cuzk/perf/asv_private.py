@@ -1,5 +1,6 @@
-"""A temporary copy of the project's asv.conf.json whose results and html go to a private directory,
-so that a bisection (asv find saves every commit it steps on) leaves the user's .asv/results as it was.
+"""A temporary copy of the project's asv.conf.json whose results and html go to a directory of the
+caller's, so that a bisection (asv find saves every commit it steps on) or the history (its own
+worktree of the results branch) leaves the user's .asv/results and .asv/html as they were.
 
 asv chdirs to the directory of the config it is given and resolves relative paths there, so the
 copy names the repository, the benchmarks and the environments by absolute path. The environments
@@ -15,19 +16,23 @@ from pathlib import Path
 _LOCAL_PATHS = {"benchmark_dir": "benchmarks", "env_dir": "env"}
 
 
+class AsvConfigError(ValueError):
+    pass
+
+
 def project_conf(repo: Path, conf_name: str = "asv.conf.json") -> dict:
     from asv import util
-
-    from .bisect import BisectError
     path = Path(repo) / conf_name
     try:
         return util.load_json(str(path), js_comments=True)
     except (OSError, ValueError, util.UserError) as e:
-        raise BisectError(f"cannot read {path}: {e}") from e
+        raise AsvConfigError(f"cannot read {path}: {e}") from e
 
 
-def write_config(repo: Path, tmp: Path, conf_name: str = "asv.conf.json") -> tuple[Path, Path]:
-    """Write tmp/asv.conf.json; return (its path, the results dir asv will write)."""
+def write_config(repo: Path, tmp: Path, conf_name: str = "asv.conf.json", results: Path | None = None,
+                 html: Path | None = None, overrides: dict | None = None) -> tuple[Path, Path]:
+    """Write tmp/asv.conf.json; return (its path, the results dir asv will write: `results`, else
+    tmp/results)."""
     repo, tmp = Path(repo).resolve(), Path(tmp)
     conf = project_conf(repo, conf_name)
     repo_url = conf.get("repo", ".")
@@ -37,8 +42,9 @@ def write_config(repo: Path, tmp: Path, conf_name: str = "asv.conf.json") -> tup
         conf[key] = str(repo / conf.get(key, default))
     if conf.get("conda_environment_file"):
         conf["conda_environment_file"] = str(repo / conf["conda_environment_file"])
-    results = tmp / "results"
-    conf["results_dir"], conf["html_dir"] = str(results), str(tmp / "html")
+    results = Path(results) if results is not None else tmp / "results"
+    conf["results_dir"], conf["html_dir"] = str(results), str(html if html is not None else tmp / "html")
+    conf.update(overrides or {})
     path = tmp / "asv.conf.json"
     path.write_text(json.dumps(conf, indent=1) + "\n")
     return path, results

@@ -78,14 +78,9 @@ def _own_dirs(repo: Path, conf: dict) -> tuple[Path, Path]:
 
 def asv_config(repo: Path, conf: dict, results: Path, html: Path, dest: Path, commit_url: str | None = None) -> Path:
     """asv.conf.json with absolute paths and the history's results_dir and html_dir, written in `dest`."""
-    c = dict(conf, repo=str((repo / conf.get("repo", ".")).resolve()),
-             benchmark_dir=str(repo / conf.get("benchmark_dir", "benchmarks")),
-             env_dir=str(repo / conf.get("env_dir", "env")), results_dir=str(results), html_dir=str(html))
-    if commit_url:           # the real repository's URL, known only in CI
-        c["show_commit_url"] = commit_url
-    path = Path(dest) / "asv.conf.json"
-    path.write_text(json.dumps(c, indent=1))
-    return path
+    from .asv_private import write_config
+    overrides = {"show_commit_url": commit_url} if commit_url else None     # the real URL, known only in CI
+    return write_config(repo, dest, results=results, html=html, overrides=overrides)[0]
 
 
 def _identity(cwd) -> None:
@@ -290,8 +285,16 @@ class Changes:
     pairs: set = field(default_factory=set)     # (benchmark, params) of the series analysed
 
 
+def commits_between(repo: Path | None, good: str, bad: str) -> int | None:
+    """Commits in good..bad (bad included) on the first-parent line; None without the repository."""
+    if repo is None:
+        return None
+    p = _git(repo, "rev-list", "--first-parent", "--count", f"{good}..{bad}", check=False)
+    return int(p.stdout) if p.returncode == 0 and p.stdout.strip().isdigit() else None
+
+
 def changes(results_dir: Path, machine: str | None = None, bench: str | None = None, max_pvalue: float = 0.001,
-            min_magnitude: float = 0.05, window: int = 30) -> Changes:
+            min_magnitude: float = 0.05, window: int = 30, repo: Path | None = None) -> Changes:
     """Change points of every series. `min_magnitude`: the smallest relative change kept (0.05 = 5%);
     `max_pvalue`: the t-test threshold of the merge step. No series long enough to analyse is a
     HistoryError: no data never reads as no change."""
@@ -320,11 +323,14 @@ def changes(results_dir: Path, machine: str | None = None, bench: str | None = N
         for cp in cps:
             i, st = int(cp.index), cp.stats
             prev, commit = pts[i - 1][1], pts[i][1]
+            # adjacent points: the later commit is the change, and asv find has nothing to search
+            adjacent = commits_between(repo, prev, commit) == 1
             found.append({"machine": m, "env": env, "benchmark": series_name(bname, params),
                           "asv_benchmark": bname, "params": list(params), "index": i, "points": len(values),
                           "commit": commit, "previous_commit": prev,
                           "range": f"{prev[:HASH_LENGTH]}..{commit[:HASH_LENGTH]}",
-                          "bisect": bisect_command(bname, params, prev[:HASH_LENGTH], commit[:HASH_LENGTH]),
+                          "bisect": None if adjacent else
+                          bisect_command(bname, params, prev[:HASH_LENGTH], commit[:HASH_LENGTH]),
                           "before": float(st.mean_1), "after": float(st.mean_2),
                           "change": float(st.mean_2 / st.mean_1 - 1) if st.mean_1 else float("inf"),
                           "pvalue": float(st.pvalue)})
@@ -364,7 +370,8 @@ def changes_markdown(ch: Changes) -> str:
     if not ch.found:
         return head + f"No change points in the {ch.analysed} series analysed (up to {ch.longest} points each).\n"
     rows = [[f"`{c['benchmark']}`", c["machine"], f"`{c['range']}`", _level(c["asv_benchmark"], c["before"]),
-             _level(c["asv_benchmark"], c["after"]), f"{c['change']:+.1%}", f"{c['pvalue']:.2g}", f"`{c['bisect']}`"]
+             _level(c["asv_benchmark"], c["after"]), f"{c['change']:+.1%}", f"{c['pvalue']:.2g}",
+             f"`{c['bisect']}`" if c["bisect"] else f"none: `{c['commit'][:HASH_LENGTH]}` is the change"]
             for c in ch.found]
     return head + tabulate(rows, headers=["benchmark", "machine", "range", "before", "after", "change", "p",
                                           "bisect"], tablefmt="github", disable_numparse=True) + "\n"
@@ -377,6 +384,7 @@ def gated_markdown(failing: list[dict], last: int, watched: int) -> str:
                 f"phases) over the last {last} points.\n")
     lines = [f"\n**{len(failing)} new regression(s) in gated phases** (first commit among the last {last} "
              f"points of the series):\n"]
-    lines += [f"- `{c['benchmark']}` on {c['machine']}: {c['change']:+.1%} in `{c['range']}`: `{c['bisect']}`"
+    lines += [f"- `{c['benchmark']}` on {c['machine']}: {c['change']:+.1%} in `{c['range']}`: "
+              + (f"`{c['bisect']}`" if c["bisect"] else f"`{c['commit'][:HASH_LENGTH]}` is the change")
               for c in failing]
     return "\n".join(lines) + "\n"
