@@ -573,6 +573,19 @@ def cmd_history(args) -> int:
         return EXIT_BAD_INPUT
 
 
+def cmd_opts(args) -> int:
+    """The registry as a table, then the suite's variants with their meaning."""
+    from tabulate import tabulate
+
+    from .perf.opts_page import rows
+    from .perf.suite import variant_names
+    from .opts import describe
+    print(tabulate(rows(), headers=["code", "default", "phases", "what it does"], tablefmt="github"))
+    print()
+    print(tabulate([(v, describe(v)) for v in variant_names()], headers=["variant", "meaning"], tablefmt="github"))
+    return EXIT_OK
+
+
 def cmd_gpu_state(args) -> int:
     """The run's GPU record (device, driver, clocks) and one state snapshot, as JSON."""
     from .nvml import open_device
@@ -754,6 +767,10 @@ def build_parser() -> argparse.ArgumentParser:
     hi.add_argument("--gate-config", metavar="FILE",
                     help="changes: the gate config for --fail-on-gated (default: perf-gate.toml in --repo)")
     hi.set_defaults(func=cmd_history)
+
+    op = sub.add_parser("opts", help="the optimization registry: each toggle's code, default, phases and "
+                                     "intent, and the variants the suite measures")
+    op.set_defaults(func=cmd_opts)
 
     gs = sub.add_parser("gpu-state", help="print the GPU's NVML record as JSON (read-only)")
     gs.set_defaults(func=cmd_gpu_state)

@@ -466,9 +466,25 @@ def resolve(spec: str | None = None, env: bool = True) -> OptSet:
 
 
 def variants() -> dict[str, OptSet]:
-    """baseline, each toggle alone, and all: the benchmark parameter set."""
-    out = {"baseline": resolve("none", env=False)}
-    for name in REGISTRY:
-        out[name] = resolve(f"none,+{name}", env=False)
-    out["all"] = resolve("all", env=False)
+    """What the suite tracks: `default` (exactly what ships); `default` with each toggle flipped:
+    `default-X` for a toggle on by default (leave-one-out: X's contribution to the prover as it
+    ships) and `default+X` for one off by default (what turning it on would give today); `baseline`
+    (every toggle off)."""
+    out = {"default": resolve(None, env=False)}
+    for name, o in REGISTRY.items():
+        sign = "-" if o.default else "+"
+        out[f"default{sign}{name}"] = resolve(f"{sign}{name}", env=False)
+    out["baseline"] = resolve("none", env=False)
     return out
+
+
+def describe(variant: str) -> str:
+    """One line for a variant name: the toggle's intent from the registry."""
+    if variant == "default":
+        return "what ships: " + ", ".join(n for n, o in REGISTRY.items() if o.default)
+    if variant == "baseline":
+        return "every toggle off"
+    if variant.startswith(("default-", "default+")) and variant[8:] in REGISTRY:
+        o = REGISTRY[variant[8:]]
+        return f"{'without' if variant[7] == '-' else 'with'} {o.name}: {o.intent}"
+    return variant

@@ -56,8 +56,8 @@ def test_a_new_registry_entry_is_benchmarked_without_editing_benchmarks():
 from cuzk.opts import Optimization, register
 register(Optimization("Z9", ("tail_msm",), "test entry", False, "none"))
 """)
-    assert "'Z9'" in found["bench_tail_msm.TailMsm.track_time"][1]
-    assert "'Z9'" in found["bench_synthesis.Synthesis.track_time"][2]
+    assert "'default+Z9'" in found["bench_tail_msm.TailMsm.track_time"][1]
+    assert "'default+Z9'" in found["bench_synthesis.Synthesis.track_time"][2]
 
 
 @pytest.fixture(scope="module")
@@ -75,7 +75,7 @@ def asv_repo(tmp_path_factory):
 
 def test_asv_run_existing_records_samples_and_publishes(asv_repo):
     d, sha, env = asv_repo
-    bench = r"bench_tail_msm\.TailMsm\.track_time\('cpu:8', 'all'\)"
+    bench = r"bench_tail_msm\.TailMsm\.track_time\('cpu:8', 'default'\)"
     p = subprocess.run(ASV + ["run", "-E", f"existing:{sys.executable}", "--set-commit-hash", sha,
                               "--record-samples", "--machine", "ci-test", "--bench", bench, "--show-stderr"],
                        cwd=d, env=env, capture_output=True, text=True, timeout=300)
@@ -86,7 +86,7 @@ def test_asv_run_existing_records_samples_and_publishes(asv_repo):
     cols = res["result_columns"]
     row = dict(zip(cols, res["results"]["bench_tail_msm.TailMsm.track_time"]))
     targets, opts = row["params"]
-    i = targets.index("'cpu:8'") * len(opts) + opts.index("'all'")
+    i = targets.index("'cpu:8'") * len(opts) + opts.index("'default'")
     samples = row["samples"][i]
     assert len(samples) >= 7 and all(s > 0 for s in samples)
     assert row["result"][i] > 0
@@ -107,3 +107,28 @@ def test_asv_exit_code_2_when_a_benchmark_errors(asv_repo):
     finally:
         broken.unlink()
     assert p.returncode == 2, p.stdout + p.stderr
+
+
+def test_variants_are_default_one_toggle_flipped_and_baseline_each_described():
+    from cuzk.opts import REGISTRY, describe, resolve, variants
+    v = variants()
+    flipped = {n for n in v if n not in ("default", "baseline")}
+    assert flipped == {f"default{'-' if o.default else '+'}{o.name}" for o in REGISTRY.values()}
+    assert v["default"] == resolve(None, env=False) and v["baseline"] == resolve("none", env=False)
+    for name, o in REGISTRY.items():
+        sign = "-" if o.default else "+"
+        d = dict(v[f"default{sign}{name}"].flags)
+        assert d[name] is (not o.default)
+        assert {k: x for k, x in d.items() if k != name} == {k: x for k, x in v["default"].flags if k != name}
+        assert o.intent in describe(f"default{sign}{name}")
+    out = subprocess.run([sys.executable, "-m", "cuzk", "opts"], capture_output=True, text=True, check=True).stdout
+    assert all(f"| {n} " in out and f"| default{'-' if o.default else '+'}{n} " in out for n, o in REGISTRY.items())
+
+
+def test_a_removed_toggle_leaves_no_variant():
+    found = _discover("""
+from cuzk import opts
+del opts.REGISTRY["A4"]
+""")
+    names = found["bench_tail_msm.TailMsm.track_time"][1]
+    assert "'default+A4'" not in names and "'default-A1'" in names

@@ -130,7 +130,7 @@ def _no_culprit(p):
 
 def test_cuda_target_without_a_gpu_exits_2_before_asv_runs(brepo):
     d, shas, env = brepo
-    p = _bisect(d, env, "tail_msm", "--target", "cuda:18", "--opts", "all", "--good", "HEAD~1", "--bad", "HEAD",
+    p = _bisect(d, env, "tail_msm", "--target", "cuda:18", "--opts", "default", "--good", "HEAD~1", "--bad", "HEAD",
                 existing=False)
     assert p.returncode == 2, p.stdout + p.stderr
     _no_culprit(p)
@@ -144,14 +144,14 @@ def test_cuda_target_without_a_gpu_exits_2_before_asv_runs(brepo):
 def test_dry_run_prints_the_plan_and_measures_nothing(brepo):
     d, shas, env = brepo
     before = _snapshot(d)
-    p = _bisect(d, env, "tail_msm", "--target", "cpu:8", "--opts", "all", "--good", shas[0], "--bad", shas[-1],
+    p = _bisect(d, env, "tail_msm", "--target", "cpu:8", "--opts", "default", "--good", shas[0], "--bad", shas[-1],
                 "--dry-run", existing=False)
     assert p.returncode == 0, p.stdout + p.stderr
     first, second = p.stdout.splitlines()[:2]
     assert first.startswith("asv find --launch-method spawn ") and "bench_tail_msm" in first
     assert second.startswith("# pre-flight ok: 5 commits")
     assert "Discovering" not in p.stdout and _snapshot(d) == before
-    q = _bisect(d, env, "tail_msm", "--target", "cuda:18", "--opts", "all", "--good", shas[0], "--bad", shas[-1],
+    q = _bisect(d, env, "tail_msm", "--target", "cuda:18", "--opts", "default", "--good", shas[0], "--bad", shas[-1],
                 "--dry-run", existing=False)
     assert q.returncode == 2 and "needs the cuda backend" in q.stderr
 
@@ -217,7 +217,7 @@ def test_cuda_parameter_that_skips_past_the_preflight_exits_2(brepo, monkeypatch
     monkeypatch.delenv("CUZK_REQUIRE_GPU", raising=False)
     monkeypatch.setattr("cuzk.backend.gpu_status", lambda: (True, "a pretend GPU"))
     with pytest.raises(bisect.BisectError, match="not measured.*skipped.*no culprit"):
-        bisect.run("tail_msm", shas[0], shas[-1], "cuda:18", "all", repo=str(d),
+        bisect.run("tail_msm", shas[0], shas[-1], "cuda:18", "default", repo=str(d),
                    extra=["-E", f"existing:{sys.executable}"])
     out = capsys.readouterr().out
     assert "For cuzk commit" in out and "first slow" not in out and "Greatest" not in out
@@ -236,7 +236,7 @@ def test_gpu_present_but_unusable_says_what_to_install(monkeypatch, setting, maj
     else:
         monkeypatch.delenv("CUZK_CUDA_EXTRA", raising=False)
     with pytest.raises(bisect_preflight.PreflightError) as e:
-        bisect_preflight.cuda_verdict("x('cuda:18', 'all')")
+        bisect_preflight.cuda_verdict("x('cuda:18', 'default')")
     msg = str(e.value)
     assert "NVML reports 1" in msg and f"pip install -e '.[{extra}]'" in msg
     assert f"on a GPU runner: CUZK_CUDA_EXTRA={extra} (docs/runners.md)" in msg
@@ -256,14 +256,14 @@ def test_cuda_extra_none_or_unknown_is_refused(monkeypatch):
 
 
 def test_selection_follows_asv_matching():
-    found = {"a.A.track_time": [["'cpu:8'", "'cuda:18'"], ["'all'"]], "a.A.track_time_x": [], "b.track": []}
-    assert bisect_preflight.selection(r"A\.track_time\('cuda", found) == {"a.A.track_time": [("'cuda:18'", "'all'")]}
+    found = {"a.A.track_time": [["'cpu:8'", "'cuda:18'"], ["'default'"]], "a.A.track_time_x": [], "b.track": []}
+    assert bisect_preflight.selection(r"A\.track_time\('cuda", found) == {"a.A.track_time": [("'cuda:18'", "'default'")]}
     assert list(bisect_preflight.selection("a.A.track_time", found)) == ["a.A.track_time"]     # exact name wins
     assert len(bisect_preflight.selection("track", found)) == 3
 
 
 def _outcome(target):
-    return SimpleNamespace(config=SimpleNamespace(spec=Spec.parse_target(target, circuit=suite.CIRCUIT, opts="all")))
+    return SimpleNamespace(config=SimpleNamespace(spec=Spec.parse_target(target, circuit=suite.CIRCUIT, opts="default")))
 
 
 def test_gate_prints_the_runners_cuda_extra_and_no_system_site_packages(monkeypatch):
@@ -271,7 +271,7 @@ def test_gate_prints_the_runners_cuda_extra_and_no_system_site_packages(monkeypa
     oc = _outcome("cuda:18")
     cmd = report.bisect_command(oc, "tail_msm", "b" * 40, "h" * 40)
     find = report.asv_find_command(oc, "tail_msm", "b" * 40, "h" * 40)
-    assert cmd.startswith("CUZK_CUDA_EXTRA=cuda13 cuzk bisect tail_msm --target cuda:18 --opts all ")
+    assert cmd.startswith("CUZK_CUDA_EXTRA=cuda13 cuzk bisect tail_msm --target cuda:18 --opts default ")
     hint, line = find.splitlines()
     assert hint.startswith("# asv's environments get CuPy") and "CUZK_CUDA_EXTRA" in hint
     assert line.startswith("CUZK_CUDA_EXTRA=cuda13 asv find ") and "VIRTUALENV" not in find

@@ -33,7 +33,7 @@ worker_timeout_s = 300
 backend = "cpu"
 circuit = "porep_like"
 log_size = 8
-opts = "all"
+opts = "default"
 """
 
 WORSE_INTT = '''
@@ -106,7 +106,7 @@ def test_slower_algorithm_in_one_phase_exits_1_and_names_it(gate_repo, tmp_path)
     assert "FAIL: regression" in p.stdout and "`ntt_msm_h`" in p.stdout
     # base is the throwaway repo's root commit: asv find's range is then every ancestor of head
     assert f"asv find --launch-method spawn {head} " in p.stdout and "bench_ntt_msm_h" in p.stdout
-    bis = f"cuzk bisect ntt_msm_h --target cpu:8 --opts all --good {base} --bad {head}"
+    bis = f"cuzk bisect ntt_msm_h --target cpu:8 --opts default --good {base} --bad {head}"
     assert bis in p.stdout and culprit != head
     # the wrapper runs exactly the command the report prints, and its pre-flight accepts it here
     q = subprocess.run([sys.executable, "-m", "cuzk", *bis.split()[1:], "--repo", str(d), "--dry-run"],

@@ -207,11 +207,11 @@ def test_regression_exits_1_and_names_the_phase(repo):
     from cuzk.perf.bisect import commit_range
     assert f" {commit_range(base, head, d)} " in cmd and "bench_tail_msm" in cmd
     assert commit_range(base, head) == f"{base}^..{head}"
-    assert f"cuzk bisect tail_msm --target cpu:8 --opts all --good {base} --bad {head}" in md
+    assert f"cuzk bisect tail_msm --target cpu:8 --opts default --good {base} --bad {head}" in md
     regex = shlex.split(cmd)[-1]
     # asv matches parametrized benchmarks as name(param, ...) with the params repr'd
-    assert re.search(regex, "bench_tail_msm.TailMsm.track_time('cpu:8', 'all')")
-    assert not re.search(regex, "bench_tail_msm.TailMsm.track_time('cpu:10', 'all')")
+    assert re.search(regex, "bench_tail_msm.TailMsm.track_time('cpu:8', 'default')")
+    assert not re.search(regex, "bench_tail_msm.TailMsm.track_time('cpu:10', 'default')")
 
 
 def test_improvement_passes(repo):

@@ -23,7 +23,7 @@ from cuzk.perf.calibrate import commit_change, make_repo
 from cuzk.timing import PHASES
 
 REPO = Path(__file__).resolve().parents[1]
-SPEC = {"backend": "cuda", "circuit": "porep_like", "log_size": 18, "opts": "all", "batch": 1,
+SPEC = {"backend": "cuda", "circuit": "porep_like", "log_size": 18, "opts": "default", "batch": 1,
         "convention": "coeff", "generator": 7}
 
 
@@ -70,7 +70,7 @@ def test_columns_agree_with_the_ratio_and_its_interval(tmp_path, capsys):
     assert code == 1
     first = md.splitlines()[0]
     assert first.startswith("## cuzk gate **FAIL: regression**") and "`tail_msm`" in first
-    assert "cuda porep_like 2^18 opts=all" in first and re.search(r"x1\.\d+ \[1\.\d+, 1\.\d+\]", first)
+    assert "cuda porep_like 2^18 opts=default" in first and re.search(r"x1\.\d+ \[1\.\d+, 1\.\d+\]", first)
     for area in ("tail_msm", "b_g2"):
         phase, base, head, ratio, ci, p, threshold, verdict = _row(md, area)
         samples = {s: [x for rd in doc["outcomes"][0]["rounds"] for x in rd[s]["areas"][area]["samples"]]
@@ -148,7 +148,7 @@ def test_the_workflow_gate_command_without_a_gpu_exits_2_and_says_so(tmp_path):
     p = subprocess.run(["bash", "-e", "-c", cmd], cwd=repo, env=env, capture_output=True, text=True, timeout=300)
     assert p.returncode == 2, p.stdout + p.stderr
     first = (repo / "gate-out/report.md").read_text().splitlines()[0]
-    assert "FAIL: the GPU cannot run here" in first and "cuda porep_like 2^18 opts=all" in first
+    assert "FAIL: the GPU cannot run here" in first and "cuda porep_like 2^18 opts=default" in first
     assert "PASS" not in p.stdout
     assert (tmp_path / "summary.md").read_text().splitlines()[0] == first
 
@@ -166,7 +166,7 @@ def test_cpu_only_gates_the_cpu_and_says_only_the_cpu_was_gated(tmp_path):
                    gpu_status=lambda: (False, "no GPU here"))
     md = report.markdown(res)
     assert res.exit_code == 0 and [o.config.spec.backend for o in res.outcomes] == ["cpu"]
-    assert "**Only the CPU reference was gated**" in md and "cuda porep_like 2^18 opts=all" in md
+    assert "**Only the CPU reference was gated**" in md and "cuda porep_like 2^18 opts=default" in md
     assert json.loads(json.dumps(res.as_dict()))["not_gated"][0]["spec"]["backend"] == "cuda"
     # without --cpu-only the same machine fails at once, before any round
     spawn = FakeSpawn()

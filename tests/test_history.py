@@ -78,7 +78,10 @@ def test_two_runners_one_history(tmp_path):
               "history", "publish")
     assert p.returncode == 0, p.stdout + p.stderr
     site = _git(origin, "ls-tree", "-r", "--name-only", "gh-pages").split()
-    assert "index.html" in site and ".nojekyll" in site
+    assert "index.html" in site and ".nojekyll" in site and "opts.html" in site
+    opts_page = _git(origin, "show", "gh-pages:opts.html")
+    assert ">default-K1<" in opts_page and "without K1" in opts_page and 'href="opts.html"' in \
+        _git(origin, "show", "gh-pages:index.html")
     index = json.loads(_git(origin, "show", "gh-pages:index.json"))
     assert set(index["params"]["machine"]) == {"gpu-a", "gpu-b"}
     assert index["show_commit_url"] == "https://github.com/o/cuzk/commit/"

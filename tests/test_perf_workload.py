@@ -92,10 +92,10 @@ def test_a_broken_phase_is_an_error_not_a_fast_benchmark(monkeypatch):
 
 def test_variant_names_and_specs():
     assert list(variants()) == suite.variant_names()
-    assert workload.opt_set("A1").as_dict() == {n: n == "A1" for n in REGISTRY}
+    assert workload.opt_set("default-A1").as_dict() == {n: o.default and n != "A1" for n, o in REGISTRY.items()}
     assert workload.opt_set("+A1,-A2").as_dict()["A2"] is False
-    spec = workload.opt_spec(workload.opt_set("A2"))
-    assert workload.opt_set(spec) == workload.opt_set("A2")
+    spec = workload.opt_spec(workload.opt_set("default-A2"))
+    assert workload.opt_set(spec) == workload.opt_set("default-A2")
 
 
 def test_workload_exports_its_variant(monkeypatch):
@@ -127,12 +127,12 @@ def test_cuda_without_a_gpu_is_unavailable_so_asv_skips():
 def test_asv_phase_class_returns_samples():
     from benchmarks.bench_tail_msm import TailMsm
     b = TailMsm()
-    b.setup("cpu:8", "all")
-    r = b.track_time("cpu:8", "all")
+    b.setup("cpu:8", "default")
+    r = b.track_time("cpu:8", "default")
     assert r["number"] == 1 and len(r["samples"]) >= 7 and min(r["samples"]) > 0
     from asv_runner.benchmarks.mark import SkipNotImplemented
     with pytest.raises(SkipNotImplemented):
-        b.track_peak_device_bytes("cpu:8", "all")
+        b.track_peak_device_bytes("cpu:8", "default")
 
 
 @pytest.mark.skipif(_gpu(), reason="a GPU is present")

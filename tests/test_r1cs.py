@@ -90,4 +90,5 @@ def test_opt_parsing(monkeypatch):
     assert resolve("+A1").enabled("A1")          # the CLI wins over the environment
     with pytest.raises(OptError):
         resolve("+NOPE")
-    assert set(variants()) == {"baseline", "all", *REGISTRY}
+    assert set(variants()) == {"baseline", "default",
+                               *(f"default{'-' if o.default else '+'}{n}" for n, o in REGISTRY.items())}

@@ -84,7 +84,7 @@ def main() -> int:
     backend, size = args.target.split(":")
     config.write_text(f"[gate]\nrounds = {args.rounds}\nsamples = {args.samples}\nalpha = 0.01\nthreshold = 0.05\n"
                       f"worker_timeout_s = 900\n\n[[workload]]\nbackend = \"{backend}\"\ncircuit = \"porep_like\"\n"
-                      f"log_size = {size}\nopts = \"all\"\nrequired = true\n")
+                      f"log_size = {size}\nopts = \"default\"\nrequired = true\n")
     # 2-3. the gate, cuda workload required: A/A, then the phase slowed
     if "aa" in steps:
         _git(repo, "checkout", "-q", "-B", "aa", base)
@@ -113,7 +113,7 @@ def main() -> int:
 
 
 def asv_run(args, repo: Path, base: str, env: dict):
-    bench = re.escape(ASV_TIME_BENCHMARKS[args.phase]) + re.escape(f"({args.target!r}, 'all')")
+    bench = re.escape(ASV_TIME_BENCHMARKS[args.phase]) + re.escape(f"({args.target!r}, 'default')")
     subprocess.run([sys.executable, "-m", "asv", "machine", "--yes", "--machine", "runner-check"], cwd=repo,
                    env=env, check=True, capture_output=True)
     t0 = time.perf_counter()
@@ -145,7 +145,7 @@ def asv_step(args, repo: Path, base: str, env: dict, rows: list) -> bool:
         res = json.loads(files[0].read_text())
         row = dict(zip(res["result_columns"], res["results"][ASV_TIME_BENCHMARKS[args.phase]]))
         targets, opts = row["params"]
-        i = targets.index(repr(args.target)) * len(opts) + opts.index("'all'")
+        i = targets.index(repr(args.target)) * len(opts) + opts.index("'default'")
         value, samples = row["result"][i], (row.get("samples") or [[]] * (i + 1))[i] or []
     good = p.returncode == 0 and value is not None and value == value and len(samples) >= 7
     rows.append(("asv run", f"{args.phase} {args.target}", "samples", f"exit {p.returncode}, {len(samples)} samples, "

@@ -167,6 +167,8 @@ def publish(repo: Path, remote: str = "origin", results_branch: str = RESULTS_BR
         _run([sys.executable, "-m", "asv", "publish", "--config",
               str(asv_config(repo, conf, results, html, Path(tmp), commit_url))], repo)
     (html / ".nojekyll").touch()
+    from .opts_page import write as write_opts_page
+    write_opts_page(html)
     if assets is not None:
         from .asv_assets import AssetError, localize
         try:

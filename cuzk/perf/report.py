@@ -6,6 +6,7 @@ import statistics
 
 from tabulate import tabulate
 
+from ..opts import describe
 from .compare import IMPROVEMENT, REGRESSION
 from .gate import EXIT_ERROR, EXIT_OK, EXIT_REGRESSION, GateResult, Outcome
 from .suite import asv_params
@@ -133,7 +134,8 @@ def markdown(res: GateResult) -> str:
         out += ["", "> Note: the measuring code (cuzk/perf, benchmarks/) differs between base and head; "
                     "each side was measured by its own."]
     for oc in res.outcomes:
-        out += ["", f"### {oc.config.spec.label()}"]
+        out += ["", f"### {oc.config.spec.label()}", "",
+                f"Variant `{oc.config.spec.opts}`: {describe(oc.config.spec.opts)}."]
         gpus = {(rd[s].get("gpu") or {}).get("name") for rd in oc.rounds for s in ("base", "head")} - {None}
         if gpus:
             rd0 = oc.rounds[0]["base"]["gpu"]

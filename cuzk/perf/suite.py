@@ -5,7 +5,7 @@ edit here. CPU targets are small (the reference is slow); GPU targets skip witho
 """
 from __future__ import annotations
 
-from ..opts import variants
+from ..opts import describe, variants
 
 CIRCUIT = "porep_like"
 CPU_TARGETS = ["cpu:8", "cpu:10"]
@@ -21,6 +21,11 @@ MIN_SAMPLE_S = {"cpu": 0.002, "cuda": 0.0}   # host-timed samples repeat short c
 
 def variant_names() -> list[str]:
     return list(variants())
+
+
+def variants_doc() -> str:
+    """The variants with their one-line descriptions, from the registry (the asv site shows it)."""
+    return "Variants (opts):\n" + "\n".join(f"- {v}: {describe(v)}" for v in variant_names())
 
 # area -> the asv benchmark that times it (tests check these against asv's own discovery)
 ASV_TIME_BENCHMARKS = {

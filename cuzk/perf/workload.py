@@ -39,7 +39,7 @@ class Spec:
     backend: str = "cpu"            # "cpu" or "cuda"; never "auto": a benchmark must not fall back silently
     circuit: str = "porep_like"
     log_size: int = 10
-    opts: str = "all"               # a variant name from opts.variants() or an --opt spec
+    opts: str = "default"           # a variant name from opts.variants() or an --opt spec
     batch: int = 1                  # circuits proved in one call
     convention: str = "coeff"
     generator: int = 7
