@@ -1,14 +1,17 @@
 """How well the gate works, measured: false alarms on A/A, detection of injected slowdowns.
 
-    python -m cuzk.perf.calibrate --runs 10 --inject tail_msm:0.10 [--config perf-gate.toml]
+    python -m cuzk.perf.calibrate --runs 10 --inject tail_msm:0.10 [--config perf-gate.toml] [--json F]
 
 builds a throwaway git repo from the project (its tracked and unignored files), commits a
 change on top (none for A/A), runs `cuzk gate` on the pair `--runs` times, and prints the
-exit codes, the flagged phases and the wall times. The tests use the same repo builders.
+exit codes, the flagged phases and the wall times, then a summary: phase tests, false alarms
+(a phase flagged that was not slowed), detections of the slowed phase, gate wall time.
 
-A slowdown is injected by wrapping one CPU backend phase so that every call also burns
-`fraction` of its own duration in useless arithmetic: a real, proportional extra cost in that
-phase only, of known size.
+A slowdown is injected in the backend of each of the config's workloads, in one phase only, of
+a known fraction of that phase's own time: on the CPU reference the phase also burns `fraction`
+of its own duration in useless arithmetic; on the GPU a spin kernel runs on the phase's stream
+for `fraction` of the phase's own device time (cuzk/perf/inject.py), counted by the same CUDA
+events that time the phase.
 """
 from __future__ import annotations
 
@@ -22,6 +25,7 @@ import time
 from pathlib import Path
 
 BACKEND_FILE = "cuzk/backend/cpu.py"
+CUDA_FILE = "cuzk/backend/cuda.py"
 
 
 def _git(repo: Path, *args: str) -> str:
@@ -84,6 +88,21 @@ CpuBackend.{phase} = _{phase}_slowed
     return edit
 
 
+def gpu_slowdown_patch(phase: str, fraction: float):
+    """An edit of cuzk/backend/cuda.py: `phase` adds a spin of `fraction` of its own device time."""
+    def edit(text: str) -> str:
+        if f"def {phase}(" not in text:
+            raise ValueError(f"{CUDA_FILE} has no method {phase}")
+        return text + f'''
+
+# injected by cuzk.perf.calibrate: {phase} adds {fraction:.0%} of its own device time on its stream
+from cuzk.perf.inject import DeviceSlowdown as _DeviceSlowdown  # noqa: E402
+
+CudaBackend.{phase} = _DeviceSlowdown({fraction!r}).wrap(CudaBackend.{phase})
+'''
+    return edit
+
+
 def raise_patch(phase: str):
     """An edit of cuzk/backend/cpu.py whose `phase` raises."""
     def edit(text: str) -> str:
@@ -113,6 +132,33 @@ def run_gate(repo: Path, base: str, head: str, config: Path, out: Path | None = 
     return p.returncode, data, wall
 
 
+def summary(rows: list[dict], inject: str | None) -> dict:
+    """Phase tests (a workload's phase in one gate run; the slowed phase's own are not counted),
+    false alarms (a flagged phase that was not slowed), detections of the slowed phase."""
+    slowed = inject.split(":")[0] if inject else None
+
+    def is_slowed(key: str) -> bool:
+        return slowed is not None and key.split(":", 1)[1] == slowed
+    judged = [r for r in rows if r["exit"] in (0, 1)]
+    codes = [r["exit"] for r in rows]
+    out = {"inject": inject, "runs": len(rows), "judged_runs": len(judged),
+           "exit_codes": {str(c): codes.count(c) for c in sorted(set(codes))},
+           "phase_tests": sum(1 for r in judged for k in r["ratios"] if not is_slowed(k)),
+           "false_alarms": sum(1 for r in judged for k in r["flagged"] if not is_slowed(k)),
+           "wall_s_median": statistics.median(r["wall_s"] for r in rows) if rows else None}
+    if slowed:
+        keys = sorted({k for r in judged for k in r["ratios"] if is_slowed(k)})
+        out["detected"] = {k: sum(1 for r in judged if k in r["flagged"]) for k in keys}
+        out["detection_rate"] = {k: out["detected"][k] / len(judged) for k in keys}
+        out["ratio_median"] = {k: statistics.median(r["ratios"][k] for r in judged if k in r["ratios"]) for k in keys}
+    return out
+
+
+def backends(config: Path) -> set[str]:
+    from .gate_config import load
+    return {w.spec.backend for w in load(config).workloads}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m cuzk.perf.calibrate", description=__doc__.split("\n\n")[0])
     ap.add_argument("--project", default=".", help="the project checkout to copy")
@@ -120,28 +166,32 @@ def main(argv=None) -> int:
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--inject", default=None, metavar="PHASE:FRACTION", help="e.g. tail_msm:0.10; none = A/A")
     ap.add_argument("--workdir", required=True, help="an empty directory for the throwaway repo and outputs")
+    ap.add_argument("--json", metavar="FILE", help="write every run and the summary as JSON")
     args = ap.parse_args(argv)
     project, work = Path(args.project).resolve(), Path(args.workdir).resolve()
     work.mkdir(parents=True, exist_ok=True)
+    config = Path(args.config).resolve() if args.config else project / "perf-gate.toml"
     repo = work / "repo"
     base = make_repo(project, repo)
     head = base
     if args.inject:
         phase, frac = args.inject.split(":")
-        head = commit_change(repo, BACKEND_FILE, slowdown_patch(phase, float(frac)), f"slow {phase} by {frac}")
-    config = Path(args.config).resolve() if args.config else project / "perf-gate.toml"
+        for backend in sorted(backends(config)):
+            path, patch = ((BACKEND_FILE, slowdown_patch) if backend == "cpu" else (CUDA_FILE, gpu_slowdown_patch))
+            head = commit_change(repo, path, patch(phase, float(frac)), f"slow {phase} by {frac} ({backend})")
     rows = []
     for i in range(args.runs):
         rc, data, wall = run_gate(repo, base, head, config, work / f"run{i}")
-        flagged = sorted({c["area"] for o in data.get("outcomes", []) for c in o.get("comparisons", [])
-                          if c["verdict"] == "regression"})
-        ratios = {c["area"]: round(c["ratio"], 4) for o in data.get("outcomes", []) for c in o.get("comparisons", [])
-                  if o["status"] == "ok"}
+        tests = [(f"{o['spec']['backend']}:{c['area']}", c) for o in data.get("outcomes", []) if o["status"] == "ok"
+                 for c in o.get("comparisons", [])]          # one phase test: a workload's phase, e.g. cuda:tail_msm
+        flagged = sorted(k for k, c in tests if c["verdict"] == "regression")
+        ratios = {k: round(c["ratio"], 4) for k, c in tests}
         rows.append({"run": i, "exit": rc, "flagged": flagged, "wall_s": round(wall, 1), "ratios": ratios})
         print(json.dumps(rows[-1]), flush=True)
-    codes = [r["exit"] for r in rows]
-    print(json.dumps({"inject": args.inject, "runs": len(rows), "exit_codes": {c: codes.count(c) for c in set(codes)},
-                      "wall_s_median": statistics.median(r["wall_s"] for r in rows)}))
+    s = summary(rows, args.inject)
+    print(json.dumps(s))
+    if args.json:
+        Path(args.json).write_text(json.dumps({"runs": rows, "summary": s}, indent=1) + "\n")
     return 0
 
 

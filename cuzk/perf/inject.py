@@ -1,0 +1,85 @@
+"""A known slowdown of one GPU phase, for measuring the gate (cuzk.perf.calibrate).
+
+`DeviceSlowdown(fraction).wrap(CudaBackend.tail_msm)` makes every call of the phase, after its own
+work, run a spin kernel on the same stream for `fraction` of the phase's own device time. The
+extra time is device time inside the phase, so the phase's own CUDA events count it, and nothing
+else is touched. The phase's own time is read from events recorded around its work and read back
+at the next call, never by a synchronize inside the phase; the estimate is the least own time seen
+so far, which leaves out the first call's module loads.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+_SPIN = r"""
+extern "C" __global__ void cuzk_spin(unsigned long long ns) {
+    unsigned long long t0, t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+    do { asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); } while (t - t0 < ns);
+}
+"""
+_kernel = None
+
+
+def device_spin(seconds: float) -> None:
+    """One thread spins on the current stream for `seconds` of the GPU's global timer."""
+    global _kernel
+    import cupy
+    if _kernel is None:
+        _kernel = cupy.RawKernel(_SPIN, "cuzk_spin")
+    if seconds > 0:
+        _kernel((1,), (1,), (cupy.uint64(int(seconds * 1e9)),))
+
+
+class EventTimer:
+    """Device time of one call on the current stream: events around it, read back later."""
+
+    def start(self):
+        import cupy
+        ev = cupy.cuda.Event()
+        ev.record()
+        return ev
+
+    def stop(self, start):
+        import cupy
+        ev = cupy.cuda.Event()
+        ev.record()
+        return start, ev
+
+    def seconds(self, pair) -> float:
+        import cupy
+        start, end = pair
+        end.synchronize()              # the previous call's events: long done by the next call
+        return cupy.cuda.get_elapsed_time(start, end) / 1e3
+
+
+class DeviceSlowdown:
+    def __init__(self, fraction: float, timer=None, spin: Callable[[float], None] | None = None):
+        if not fraction > 0:
+            raise ValueError(f"slowdown fraction must be > 0, not {fraction!r}")
+        self.fraction = fraction
+        self.timer = timer or EventTimer()
+        self.spin = spin or device_spin
+        self.own: list[float] = []         # the phase's own device seconds, one per call read back
+        self.extra: list[float] = []       # the spin asked for, one per call
+        self._pending = None
+
+    def estimate(self) -> float | None:
+        if self._pending is not None:
+            self.own.append(self.timer.seconds(self._pending))
+            self._pending = None
+        return min(self.own) if self.own else None
+
+    def wrap(self, phase):
+        def slowed(*args, **kwargs):
+            est = self.estimate()
+            t = self.timer.start()
+            out = phase(*args, **kwargs)
+            self._pending = self.timer.stop(t)
+            extra = self.fraction * est if est is not None else 0.0     # the first call only measures
+            self.extra.append(extra)
+            self.spin(extra)
+            return out
+        slowed.__wrapped__ = phase
+        slowed.slowdown = self
+        return slowed

@@ -1,0 +1,84 @@
+"""The GPU injection that measures the gate: a spin of a known fraction of the phase's own device
+time, after its work, in that phase only (against a fake device timer here; the spin kernel itself
+runs on the GPU in tools/gpu_runner_check.py-style runs). And calibrate's summary arithmetic."""
+from __future__ import annotations
+
+import pytest
+
+from cuzk.perf.calibrate import CUDA_FILE, gpu_slowdown_patch, summary
+from cuzk.perf.inject import DeviceSlowdown
+
+
+class FakeDevice:
+    """A device clock: phases advance it by their own time, spins by what they are asked."""
+
+    def __init__(self):
+        self.now = 0.0
+        self.spins = []
+
+    # the timer's interface: events are clock readings
+    def start(self):
+        return self.now
+
+    def stop(self, t0):
+        return (t0, self.now)
+
+    def seconds(self, pair):
+        return pair[1] - pair[0]
+
+    def spin(self, s):
+        self.spins.append(s)
+        self.now += s
+
+
+def test_the_spin_is_the_asked_fraction_of_the_phases_own_time():
+    dev = FakeDevice()
+    own = [0.050, 0.010, 0.011, 0.010, 0.012]          # the first call pays module loads
+
+    def phase(i):
+        dev.now += own[i]
+        return i * 7
+
+    slow = DeviceSlowdown(0.10, timer=dev, spin=dev.spin)
+    wrapped = slow.wrap(phase)
+    spans = []
+    for i in range(len(own)):
+        t0 = dev.now
+        assert wrapped(i) == i * 7                        # the phase's result is untouched
+        spans.append(dev.now - t0)
+    assert dev.spins[0] == 0.0                             # nothing known yet: the first call only measures
+    assert dev.spins[1] == pytest.approx(0.10 * 0.050)      # the least seen so far
+    assert dev.spins[2:] == pytest.approx([0.10 * 0.010] * 3)
+    # what the phase's own events see: its work plus the spin
+    assert [s - o for s, o in zip(spans, own)] == pytest.approx(dev.spins)
+    assert slow.own == pytest.approx(own[:-1])             # read back one call late, no sync in the phase
+
+
+def test_a_fraction_that_is_not_positive_is_refused():
+    with pytest.raises(ValueError):
+        DeviceSlowdown(0.0)
+
+
+def test_the_patch_wraps_exactly_the_named_phase():
+    text = "class CudaBackend:\n    def tail_msm(self):\n        return 1\n"
+    out = gpu_slowdown_patch("tail_msm", 0.1)(text)
+    ns: dict = {}
+    exec(compile(out, CUDA_FILE, "exec"), ns)
+    m = ns["CudaBackend"].tail_msm
+    assert m.slowdown.fraction == 0.1 and m.__wrapped__(None) == 1
+    with pytest.raises(ValueError, match="no method b_g3"):
+        gpu_slowdown_patch("b_g3", 0.1)(text)
+
+
+def test_summary_counts_phase_tests_false_alarms_and_detections():
+    rows = [{"run": 0, "exit": 1, "flagged": ["cuda:tail_msm"], "wall_s": 10.0,
+             "ratios": {"cuda:tail_msm": 1.11, "cuda:b_g2": 1.0, "cpu:tail_msm": 1.09}},
+            {"run": 1, "exit": 1, "flagged": ["cuda:b_g2", "cuda:tail_msm", "cpu:tail_msm"], "wall_s": 12.0,
+             "ratios": {"cuda:tail_msm": 1.10, "cuda:b_g2": 1.07, "cpu:tail_msm": 1.12}},
+            {"run": 2, "exit": 2, "flagged": [], "wall_s": 3.0, "ratios": {}}]
+    s = summary(rows, "tail_msm:0.10")
+    assert s["judged_runs"] == 2 and s["phase_tests"] == 2 and s["false_alarms"] == 1
+    assert s["detected"] == {"cpu:tail_msm": 1, "cuda:tail_msm": 2}
+    assert s["detection_rate"]["cuda:tail_msm"] == 1.0 and s["wall_s_median"] == 10.0
+    aa = summary(rows[:2], None)
+    assert aa["phase_tests"] == 6 and aa["false_alarms"] == 4
