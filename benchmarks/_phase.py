@@ -3,22 +3,35 @@ through cuzk.perf (the path `cuzk gate` uses), heavy set-up memoised per process
 
 Names starting with "_" are not collected by asv, so `_PhaseBench` itself is not a benchmark.
 """
-from asv_runner.benchmarks.mark import SkipNotImplemented
-
 from cuzk.perf import sampler, suite, workload
 
 
-class _PhaseBench:
+class _WorkloadBench:
+    """A workload of the suite, set up once per process; params: its targets x the variants that
+    can change its area."""
     area = None                       # a phase name, or "proof"
-    params = (suite.TARGETS, suite.variant_names())
+    targets = suite.TARGETS
     param_names = ["target", "opts"]
     timeout = 900
     unit = "seconds"
+
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+        cls.params = (cls.targets, cls.variants())
+
+    @classmethod
+    def variants(cls):
+        return suite.variants_for(cls.area)
 
     def setup(self, target, opts):
         # raises workload.Unavailable (a NotImplementedError) without a GPU: asv skips
         self.w = workload.get(workload.Spec.parse_target(target, circuit=suite.CIRCUIT, opts=opts)).prepare()
         self.backend = self.w.spec.backend
+
+
+
+class _PhaseBench(_WorkloadBench):
+    """Time per call of one phase."""
 
     def _samples(self):
         s = sampler.sample(self.w, self.area, suite.SAMPLES[self.backend],
@@ -29,10 +42,16 @@ class _PhaseBench:
         """Seconds per call: CUDA-event time on a GPU, host time on the CPU reference."""
         return {"samples": self._samples().values, "number": 1}
 
+
+class _MemoryBench(_WorkloadBench):
+    """Peak device memory of a phase: GPU targets, the default variant (what ships)."""
+    targets = suite.GPU_TARGETS
+    unit = "bytes"
+
+    @classmethod
+    def variants(cls):
+        return suite.MEMORY_VARIANTS
+
     def track_peak_device_bytes(self, target, opts):
-        if not self.w.device:
-            raise SkipNotImplemented("no device memory on the CPU reference")
         self.w.measure(self.area)
         return self.w.peak_device_bytes.get(self.area, 0)
-
-    track_peak_device_bytes.unit = "bytes"

@@ -1,6 +1,10 @@
 """b_g2: time per call (CUDA events on a GPU, host clock on the CPU reference) and peak device memory."""
-from ._phase import _PhaseBench
+from ._phase import _MemoryBench, _PhaseBench
 
 
 class BG2(_PhaseBench):
+    area = "b_g2"
+
+
+class BG2Memory(_MemoryBench):
     area = "b_g2"

@@ -1,6 +1,10 @@
 """ntt_msm_h: time per call (CUDA events on a GPU, host clock on the CPU reference) and peak device memory."""
-from ._phase import _PhaseBench
+from ._phase import _MemoryBench, _PhaseBench
 
 
 class NttMsmH(_PhaseBench):
+    area = "ntt_msm_h"
+
+
+class NttMsmHMemory(_MemoryBench):
     area = "ntt_msm_h"

@@ -1,6 +1,10 @@
 """prep_msm: time per call (CUDA events on a GPU, host clock on the CPU reference) and peak device memory."""
-from ._phase import _PhaseBench
+from ._phase import _MemoryBench, _PhaseBench
 
 
 class PrepMsm(_PhaseBench):
+    area = "prep_msm"
+
+
+class PrepMsmMemory(_MemoryBench):
     area = "prep_msm"

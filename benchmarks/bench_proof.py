@@ -3,16 +3,19 @@ from asv_runner.benchmarks.mark import SkipNotImplemented
 
 from cuzk.perf import sampler, suite
 
-from ._phase import _PhaseBench
+from ._phase import _MemoryBench, _PhaseBench
 
 
 class Proof(_PhaseBench):
     area = "proof"
 
+
+class ProofDevice(_MemoryBench):
+    """Peak device memory and energy per proof, in what ships."""
+    area = "proof"
+
     def track_energy_per_proof(self, target, opts):
         """Joules per proof from the NVML energy counter, over trusted samples only."""
-        if not self.w.device:
-            raise SkipNotImplemented("no energy counter on the CPU reference")
         s = sampler.sample(self.w, "proof", suite.SAMPLES["cuda"])
         if not s.energy_j:
             raise SkipNotImplemented("NVML reports no energy counter on this device")

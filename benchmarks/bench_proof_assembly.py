@@ -1,6 +1,10 @@
 """proof_assembly: time per call (CUDA events on a GPU, host clock on the CPU reference) and peak device memory."""
-from ._phase import _PhaseBench
+from ._phase import _MemoryBench, _PhaseBench
 
 
 class ProofAssembly(_PhaseBench):
+    area = "proof_assembly"
+
+
+class ProofAssemblyMemory(_MemoryBench):
     area = "proof_assembly"

@@ -1,6 +1,10 @@
 """tail_msm: time per call (CUDA events on a GPU, host clock on the CPU reference) and peak device memory."""
-from ._phase import _PhaseBench
+from ._phase import _MemoryBench, _PhaseBench
 
 
 class TailMsm(_PhaseBench):
+    area = "tail_msm"
+
+
+class TailMsmMemory(_MemoryBench):
     area = "tail_msm"

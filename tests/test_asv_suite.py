@@ -41,14 +41,27 @@ def test_discovery_matches_the_gate_and_the_registry():
     found = _discover()
     for area, name in suite.ASV_TIME_BENCHMARKS.items():
         assert name in found, name
-    from cuzk.opts import variants
+    gpu = [repr(t) for t in suite.GPU_TARGETS]
     for area in PHASES[1:] + ("proof",):
         params = found[suite.ASV_TIME_BENCHMARKS[area]]
-        assert params == [[repr(t) for t in suite.TARGETS], [repr(v) for v in variants()]]
-        assert suite.ASV_TIME_BENCHMARKS[area].replace("track_time", "track_peak_device_bytes") in found
+        assert params == [[repr(t) for t in suite.TARGETS], [repr(v) for v in suite.variants_for(area)]]
+        cls = suite.ASV_TIME_BENCHMARKS[area].rsplit(".", 1)[0]
+        mem = "bench_proof.ProofDevice" if area == "proof" else cls + "Memory"
+        assert found[mem + ".track_peak_device_bytes"] == [gpu, ["'default'"]]     # what ships, on the GPU
+    assert found["bench_synthesis.Synthesis.track_time"][2] == [repr(v) for v in suite.variants_for("synthesis")]
     assert "bench_synthesis.Synthesis.peakmem_synthesis" in found
-    assert "bench_proof.Proof.track_energy_per_proof" in found
-    assert not any("_PhaseBench" in n or n.startswith("_phase") for n in found)
+    assert found["bench_proof.ProofDevice.track_energy_per_proof"] == [gpu, ["'default'"]]
+    assert not any("_PhaseBench" in n or "_MemoryBench" in n or n.startswith("_phase") for n in found)
+
+
+def test_a_phase_is_measured_in_the_variants_of_the_toggles_that_touch_it():
+    from cuzk.opts import REGISTRY
+    for area in PHASES + ("proof",):
+        got = suite.variants_for(area)
+        assert got[0] == "default" and got[-1] == "baseline"
+        for name, o in REGISTRY.items():
+            v = f"default{'-' if o.default else '+'}{name}"
+            assert (v in got) == (area in o.phases or (area == "proof" and bool(set(o.phases) - {"synthesis"}))), v
 
 
 def test_a_new_registry_entry_is_benchmarked_without_editing_benchmarks():
@@ -57,7 +70,26 @@ from cuzk.opts import Optimization, register
 register(Optimization("Z9", ("tail_msm",), "test entry", False, "none"))
 """)
     assert "'default+Z9'" in found["bench_tail_msm.TailMsm.track_time"][1]
-    assert "'default+Z9'" in found["bench_synthesis.Synthesis.track_time"][2]
+    assert "'default+Z9'" in found["bench_proof.Proof.track_time"][1]
+    assert "'default+Z9'" not in found["bench_b_g2.BG2.track_time"][1]            # Z9 does not touch b_g2
+    assert "'default+Z9'" not in found["bench_synthesis.Synthesis.track_time"][2]
+
+
+def test_the_nightly_suite_fits_its_budget_and_the_estimate_counts_what_asv_runs():
+    """The parameter count is held against the budget as the registry grows."""
+    import itertools
+    found = _discover()
+    points = sum(len(list(itertools.product(*p))) if p else 1 for n, p in found.items()
+                 if not n.startswith("bench_snarkjs"))
+    c = suite.cost()
+    assert c["points"] == points
+    assert c["seconds"] <= suite.NIGHTLY_BUDGET_S, f"{points} points, ~{c['seconds'] / 60:.0f} min"
+
+
+def test_the_pr_gate_fits_its_budget():
+    from cuzk.perf import gate_config
+    est = suite.gate_estimate_s(gate_config.load(REPO / "perf-gate.toml"))
+    assert est is not None and est <= suite.GATE_BUDGET_S
 
 
 @pytest.fixture(scope="module")
@@ -130,5 +162,5 @@ def test_a_removed_toggle_leaves_no_variant():
 from cuzk import opts
 del opts.REGISTRY["A4"]
 """)
-    names = found["bench_tail_msm.TailMsm.track_time"][1]
-    assert "'default+A4'" not in names and "'default-A1'" in names
+    names = found["bench_b_g2.BG2.track_time"][1]
+    assert "'default+A4'" not in names and "'default-D4'" in names

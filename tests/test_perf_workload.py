@@ -130,16 +130,15 @@ def test_asv_phase_class_returns_samples():
     b.setup("cpu:8", "default")
     r = b.track_time("cpu:8", "default")
     assert r["number"] == 1 and len(r["samples"]) >= 7 and min(r["samples"]) > 0
-    from asv_runner.benchmarks.mark import SkipNotImplemented
-    with pytest.raises(SkipNotImplemented):
-        b.track_peak_device_bytes("cpu:8", "default")
+    from benchmarks.bench_tail_msm import TailMsmMemory
+    assert TailMsmMemory.params[0] == suite.GPU_TARGETS          # device memory: GPU targets only
 
 
 @pytest.mark.skipif(_gpu(), reason="a GPU is present")
 def test_asv_gpu_params_skip_in_setup():
     from benchmarks.bench_proof import Proof
     with pytest.raises(NotImplementedError):
-        Proof().setup(suite.GPU_TARGETS[0], "all")
+        Proof().setup(suite.GPU_TARGETS[0], "default")
 
 
 def test_asv_setup_is_memoised():

@@ -19,7 +19,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .suite import ASV_TIME_BENCHMARKS, TARGETS, variant_names
+from .suite import ASV_TIME_BENCHMARKS, TARGETS, variants_for
 
 
 class BisectError(ValueError):
@@ -44,8 +44,9 @@ def bench_regex(benchmark: str, target: str | None = None, opts: str | None = No
         return regex
     if target is not None and target not in TARGETS:
         raise BisectError(f"unknown target {target!r}; the suite has {', '.join(TARGETS)}")
-    if opts is not None and opts not in variant_names():
-        raise BisectError(f"unknown variant {opts!r}; the suite has {', '.join(variant_names())}")
+    if opts is not None and opts not in variants_for(benchmark):
+        raise BisectError(f"{benchmark} is not measured in variant {opts!r}; it is in "
+                          f"{', '.join(variants_for(benchmark))}")
     if target and opts:
         return regex + re.escape(f"({target!r}, {opts!r})") + "$"
     if target:

@@ -296,8 +296,11 @@ def run(repo: str | Path, base_ref: str, head_ref: str, cfg: GateConfig,
         return result
     with tempfile.TemporaryDirectory(prefix="cuzk-gate-") as tmp:
         roots = {s: checkout.materialize(repo, shas[s], Path(tmp) / s) for s in SIDES}
+        from .suite import gate_estimate_s
+        est = gate_estimate_s(cfg)
         log(f"cuzk gate: base {shas['base'][:10]} ({base_ref}) vs head {shas['head'][:10]} ({head_ref}), "
-            f"{cfg.rounds} rounds x {cfg.samples} paired samples")
+            f"{cfg.rounds} rounds x {cfg.samples} paired samples; estimated "
+            + (f"{est:.0f} s" if est is not None else "(no figure for a target in cuzk/perf/suite.py POINT_S)"))
         for r in range(cfg.rounds):
             for oc in result.outcomes:
                 if oc.status == "running":
@@ -313,6 +316,7 @@ def run(repo: str | Path, base_ref: str, head_ref: str, cfg: GateConfig,
                 _judge(cfg, oc)
     result.exit_code = exit_code(result.outcomes)
     result.wall_s = time.perf_counter() - t0
+    log(f"cuzk gate: took {result.wall_s:.0f} s")
     return result
 
 

@@ -30,11 +30,12 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import bisect
-from .suite import ASV_TIME_BENCHMARKS, TARGETS, asv_params, variant_names
+from .suite import ASV_TIME_BENCHMARKS, TARGETS, asv_params, cost, variants_for
 
 RESULTS_BRANCH, PAGES_BRANCH = "asv-results", "gh-pages"
 HISTORY_DIR = Path(".asv") / "history"     # ignored by git, like the rest of .asv
@@ -139,7 +140,13 @@ def record(repo: Path, machine: str, remote: str = "origin", branch: str = RESUL
         if bench:
             cmd += ["--bench", bench]
         log(f"cuzk history: {' '.join(cmd[2:])}")
+        if not bench:
+            c = cost()
+            log(f"cuzk history: the whole suite, {c['points']} parameter points, estimated {c['seconds'] / 60:.0f} "
+                f"min (budget {c['budget_s'] / 60:.0f} min)")
+        t0 = time.perf_counter()
         p = subprocess.run(cmd, cwd=repo)
+        log(f"cuzk history: asv took {(time.perf_counter() - t0) / 60:.1f} min")
     if p.returncode not in (0, 2):
         raise HistoryError(f"asv run failed with exit code {p.returncode}")
     write_gpu_state(results / machine / "gpu-state" / f"{sha}.jsonl")
@@ -269,7 +276,7 @@ def bisect_command(benchmark: str, params: tuple, good: str, bad: str) -> str:
             target, opts = (ast.literal_eval(p) for p in params)
         except (ValueError, SyntaxError):
             target = opts = None
-        if target in TARGETS and opts in variant_names():    # else `cuzk bisect` would refuse them
+        if target in TARGETS and opts in variants_for(phase):    # else `cuzk bisect` would refuse them
             return bisect.cuzk_command(phase, good, bad, target, opts)
     # spaces need no escape and a quote reads better as \x27 inside the shell's single quotes
     exact = re.escape(series_name(benchmark, params)).replace("\\ ", " ").replace("'", r"\x27")

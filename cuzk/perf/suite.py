@@ -1,11 +1,13 @@
-"""What the asv suite measures: targets (backend:log_size), variants and sample counts.
+"""What the asv suite measures: targets (backend:log_size), variants, sample counts, and what it costs.
 
-Variants come from the optimization registry, so a new entry is benchmarked alone with no
-edit here. CPU targets are small (the reference is slow); GPU targets skip without a GPU.
+Variants come from the optimization registry, so a new entry is benchmarked with no edit here. A
+phase is measured in `default`, `baseline` and the variants of the toggles that touch it (the
+registry's `phases`): a toggle that does not touch a phase would only measure `default` again.
+CPU targets are small (the reference is slow); GPU targets skip without a GPU.
 """
 from __future__ import annotations
 
-from ..opts import describe, variants
+from ..opts import REGISTRY, variants
 
 CIRCUIT = "porep_like"
 CPU_TARGETS = ["cpu:8", "cpu:10"]
@@ -19,13 +21,50 @@ SAMPLES = {"cpu": 10, "cuda": 15}     # per asv process (one per benchmark and p
 MIN_SAMPLE_S = {"cpu": 0.002, "cuda": 0.0}   # host-timed samples repeat short calls up to this
 
 
+MEMORY_VARIANTS = ["default"]          # peak device memory and energy: what ships
+
+# Seconds per asv parameter point (one process: start-up, set-up, samples), for the cost estimate.
+# cpu: measured here on 2026-12-01 (interpreter and imports ~1.5 s; set-up 0.25 s at 2^8, 1.0 s at
+# 2^10). cuda:18: the H200 gate rounds of 2026-12-01, 12-15 s for two workers' set-up and 35 samples
+# each (docs/perf-log.md); cuda:16 taken as the same.
+POINT_S = {"cpu:8": 2.0, "cpu:10": 3.0, "cuda:16": 7.0, "cuda:18": 7.0}
+SYNTHESIS_POINT_S = {12: 2.0, 16: 4.0}
+NIGHTLY_BUDGET_S = 2 * 3600            # the whole suite on one GPU runner, every night
+GATE_BUDGET_S = 15 * 60                # the PR gate with perf-gate.toml, on one GPU runner
+
+
 def variant_names() -> list[str]:
     return list(variants())
 
 
-def variants_doc() -> str:
-    """The variants with their one-line descriptions, from the registry (the asv site shows it)."""
-    return "Variants (opts):\n" + "\n".join(f"- {v}: {describe(v)}" for v in variant_names())
+def touches(area: str, name: str) -> bool:
+    """Whether toggle `name` can change `area` (a whole proof: every phase after synthesis)."""
+    phases = REGISTRY[name].phases
+    return area in phases or (area == "proof" and any(p != "synthesis" for p in phases))
+
+
+def variants_for(area: str) -> list[str]:
+    """default, default-X / default+X for each toggle X that touches `area`, baseline."""
+    return [v for v in variant_names() if v in ("default", "baseline") or touches(area, v[8:])]
+
+
+def cost() -> dict:
+    """The nightly suite's parameter points and estimated seconds, from the declarations the benchmarks
+    use (tests hold this against asv's own discovery)."""
+    pts, secs = 0, 0.0
+    for area in ASV_TIME_BENCHMARKS:
+        if area == "synthesis":
+            n = len(SYNTHESIS_CIRCUITS) * len(variants_for("synthesis"))
+            pts += 2 * n * len(SYNTHESIS_SIZES)                 # track_time and peakmem_synthesis
+            secs += 2 * n * sum(SYNTHESIS_POINT_S[k] for k in SYNTHESIS_SIZES)
+            continue
+        v = len(variants_for(area))
+        pts += v * len(TARGETS)
+        secs += v * sum(POINT_S[t] for t in TARGETS)
+        extra = 2 if area == "proof" else 1                     # peak device memory (and energy per proof)
+        pts += extra * len(MEMORY_VARIANTS) * len(GPU_TARGETS)
+        secs += extra * len(MEMORY_VARIANTS) * sum(POINT_S[t] for t in GPU_TARGETS)
+    return {"points": pts, "seconds": secs, "budget_s": NIGHTLY_BUDGET_S}
 
 # area -> the asv benchmark that times it (tests check these against asv's own discovery)
 ASV_TIME_BENCHMARKS = {
@@ -42,10 +81,17 @@ ASV_TIME_BENCHMARKS = {
 
 def asv_params(area: str, spec) -> tuple | None:
     """The asv parameter tuple that matches a workload, or None where the suite has no such point."""
-    if spec.batch != 1 or spec.opts not in variant_names() or (spec.convention, spec.generator) != ("coeff", 7):
+    if spec.batch != 1 or spec.opts not in variants_for(area) or (spec.convention, spec.generator) != ("coeff", 7):
         return None
     if area == "synthesis":
         ok = spec.circuit in SYNTHESIS_CIRCUITS and spec.log_size in SYNTHESIS_SIZES
         return (repr(spec.circuit), repr(spec.log_size), repr(spec.opts)) if ok else None
     target = f"{spec.backend}:{spec.log_size}"
     return (repr(target), repr(spec.opts)) if spec.circuit == CIRCUIT and target in TARGETS else None
+
+
+def gate_estimate_s(cfg) -> float | None:
+    """A gate's seconds: rounds x workloads x two workers, each about one parameter point's cost;
+    None where a workload's target has no figure in POINT_S."""
+    per = [POINT_S.get(f"{w.spec.backend}:{w.spec.log_size}") for w in cfg.workloads]
+    return None if None in per else cfg.rounds * 2 * sum(per)
