@@ -43,6 +43,16 @@ class _PhaseBench(_WorkloadBench):
         return {"samples": self._samples().values, "number": 1}
 
 
+class _ScaleBench(_PhaseBench):
+    """Time per call of one phase at PoRep scale (a partition's circuit, its key made on the GPU), in
+    what ships and in baseline: each point there costs a GPU keygen."""
+    targets = suite.SCALE_TARGETS
+
+    @classmethod
+    def variants(cls):
+        return suite.SCALE_VARIANTS
+
+
 class _MemoryBench(_WorkloadBench):
     """Peak device memory of a phase: GPU targets, the default variant (what ships)."""
     targets = suite.GPU_TARGETS

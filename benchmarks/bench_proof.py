@@ -3,10 +3,14 @@ from asv_runner.benchmarks.mark import SkipNotImplemented
 
 from cuzk.perf import sampler, suite
 
-from ._phase import _MemoryBench, _PhaseBench
+from ._phase import _MemoryBench, _PhaseBench, _ScaleBench
 
 
 class Proof(_PhaseBench):
+    area = "proof"
+
+
+class ProofAtScale(_ScaleBench):
     area = "proof"
 
 

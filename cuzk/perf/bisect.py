@@ -19,7 +19,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .suite import ASV_TIME_BENCHMARKS, TARGETS, variants_for
+from .suite import ALL_TARGETS, ASV_TIME_BENCHMARKS, SCALE_TARGETS, SCALE_VARIANTS, time_benchmark, variants_for
 
 
 class BisectError(ValueError):
@@ -37,16 +37,17 @@ def bench_regex(benchmark: str, target: str | None = None, opts: str | None = No
         except re.error as e:
             raise BisectError(f"bad benchmark regex {benchmark!r}: {e}") from e
         return benchmark
-    regex = "^" + re.escape(ASV_TIME_BENCHMARKS[benchmark])
+    regex = "^" + re.escape(time_benchmark(benchmark, target))
     if benchmark == "synthesis":
         if target or opts:
             raise BisectError("synthesis is parametrised by circuit and size: give an asv regex instead")
         return regex
-    if target is not None and target not in TARGETS:
-        raise BisectError(f"unknown target {target!r}; the suite has {', '.join(TARGETS)}")
-    if opts is not None and opts not in variants_for(benchmark):
-        raise BisectError(f"{benchmark} is not measured in variant {opts!r}; it is in "
-                          f"{', '.join(variants_for(benchmark))}")
+    if target is not None and target not in ALL_TARGETS:
+        raise BisectError(f"unknown target {target!r}; the suite has {', '.join(ALL_TARGETS)}")
+    measured = SCALE_VARIANTS if target in SCALE_TARGETS else variants_for(benchmark)
+    if opts is not None and opts not in measured:
+        raise BisectError(f"{benchmark} is not measured in variant {opts!r}"
+                          + (f" at {target}" if target else "") + f"; it is in {', '.join(measured)}")
     if target and opts:
         return regex + re.escape(f"({target!r}, {opts!r})") + "$"
     if target:

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import bisect
-from .suite import ASV_TIME_BENCHMARKS, TARGETS, asv_params, cost, variants_for
+from .suite import ASV_TIME_BENCHMARKS, CIRCUIT, asv_params, cost, time_benchmark
 
 RESULTS_BRANCH, PAGES_BRANCH = "asv-results", "gh-pages"
 HISTORY_DIR = Path(".asv") / "history"     # ignored by git, like the rest of .asv
@@ -270,14 +270,18 @@ def series_name(benchmark: str, params: tuple) -> str:
 def bisect_command(benchmark: str, params: tuple, good: str, bad: str) -> str:
     """The `cuzk bisect` command for one series: a phase with --target/--opts where the suite's per-phase
     timing has this parameter set, else the exact asv regex of the series' name."""
-    phase = {v: k for k, v in ASV_TIME_BENCHMARKS.items()}.get(benchmark)
-    if phase is not None and phase != "synthesis" and len(params) == 2:   # synthesis: circuit, size, opts
+    if len(params) == 2:                      # per-phase timings: (target, opts); synthesis has three
         try:
             target, opts = (ast.literal_eval(p) for p in params)
         except (ValueError, SyntaxError):
             target = opts = None
-        if target in TARGETS and opts in variants_for(phase):    # else `cuzk bisect` would refuse them
-            return bisect.cuzk_command(phase, good, bad, target, opts)
+        for phase in ASV_TIME_BENCHMARKS:
+            if phase != "synthesis" and isinstance(target, str) and time_benchmark(phase, target) == benchmark:
+                try:
+                    bisect.bench_regex(phase, target, opts)           # what `cuzk bisect` would accept
+                except bisect.BisectError:
+                    break
+                return bisect.cuzk_command(phase, good, bad, target, opts)
     # spaces need no escape and a quote reads better as \x27 inside the shell's single quotes
     exact = re.escape(series_name(benchmark, params)).replace("\\ ", " ").replace("'", r"\x27")
     regex = bisect.bench_regex("^" + exact + "$")
@@ -354,7 +358,7 @@ def gated_pairs(cfg) -> set[tuple[str, tuple]]:
         for area in cfg.areas:
             params = asv_params(area, w.spec)
             if area in ASV_TIME_BENCHMARKS and params is not None:
-                out.add((ASV_TIME_BENCHMARKS[area], tuple(params)))
+                out.add((time_benchmark(area, w.spec.target(CIRCUIT)), tuple(params)))
     return out
 
 

@@ -9,7 +9,7 @@ from tabulate import tabulate
 from ..opts import describe
 from .compare import IMPROVEMENT, REGRESSION
 from .gate import EXIT_ERROR, EXIT_OK, EXIT_REGRESSION, GateResult, Outcome
-from .suite import asv_params
+from .suite import CIRCUIT, asv_params
 
 _VERDICT = {REGRESSION: "**REGRESSION**", IMPROVEMENT: "improvement"}
 _STATUS = {"error": "benchmark error", "untrusted": "UNTRUSTED run", "skipped": "skipped",
@@ -28,7 +28,7 @@ def _bisect_args(oc: Outcome, area: str) -> tuple[str | None, str | None]:
     params = asv_params(area, oc.config.spec)
     if params is None or area == "synthesis":
         return None, None
-    return f"{oc.config.spec.backend}:{oc.config.spec.log_size}", oc.config.spec.opts
+    return oc.config.spec.target(CIRCUIT), oc.config.spec.opts
 
 
 def asv_find_command(oc: Outcome, area: str, base: str, head: str, repo: str | None = None) -> str:

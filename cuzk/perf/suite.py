@@ -14,6 +14,10 @@ CPU_TARGETS = ["cpu:8", "cpu:10"]
 # small while keys come from the Python test setup (2^18 takes minutes once, then is cached)
 GPU_TARGETS = ["cuda:16", "cuda:18"]
 TARGETS = CPU_TARGETS + GPU_TARGETS
+# PoRep scale: a partition's circuit, its key made on the GPU; measured in what ships (and baseline)
+SCALE_TARGETS = ["cuda:porep_partition:24"]
+SCALE_VARIANTS = ["default", "baseline"]
+ALL_TARGETS = TARGETS + SCALE_TARGETS
 SYNTHESIS_CIRCUITS = ["porep_like", "mulchain"]
 SYNTHESIS_SIZES = [12, 16]
 
@@ -27,7 +31,8 @@ MEMORY_VARIANTS = ["default"]          # peak device memory and energy: what shi
 # cpu: measured here on 2026-12-01 (interpreter and imports ~1.5 s; set-up 0.25 s at 2^8, 1.0 s at
 # 2^10). cuda:18: the H200 gate rounds of 2026-12-01, 12-15 s for two workers' set-up and 35 samples
 # each (docs/perf-log.md); cuda:16 taken as the same.
-POINT_S = {"cpu:8": 2.0, "cpu:10": 3.0, "cuda:16": 7.0, "cuda:18": 7.0}
+# cuda:porep_partition:24: an estimate not yet measured (GPU keygen ~13 s, synthesis and the phase pass).
+POINT_S = {"cpu:8": 2.0, "cpu:10": 3.0, "cuda:16": 7.0, "cuda:18": 7.0, "cuda:porep_partition:24": 30.0}
 SYNTHESIS_POINT_S = {12: 2.0, 16: 4.0}
 NIGHTLY_BUDGET_S = 2 * 3600            # the whole suite on one GPU runner, every night
 GATE_BUDGET_S = 15 * 60                # the PR gate with perf-gate.toml, on one GPU runner
@@ -61,6 +66,8 @@ def cost() -> dict:
         v = len(variants_for(area))
         pts += v * len(TARGETS)
         secs += v * sum(POINT_S[t] for t in TARGETS)
+        pts += len(SCALE_VARIANTS) * len(SCALE_TARGETS)         # the same at PoRep scale
+        secs += len(SCALE_VARIANTS) * sum(POINT_S[t] for t in SCALE_TARGETS)
         extra = 2 if area == "proof" else 1                     # peak device memory (and energy per proof)
         pts += extra * len(MEMORY_VARIANTS) * len(GPU_TARGETS)
         secs += extra * len(MEMORY_VARIANTS) * sum(POINT_S[t] for t in GPU_TARGETS)
@@ -79,6 +86,16 @@ ASV_TIME_BENCHMARKS = {
 }
 
 
+def time_benchmark(area: str, target: str | None = None) -> str:
+    """The asv benchmark that times `area` at `target`: PoRep-scale targets have classes of their own
+    (`TailMsmAtScale`), measured in SCALE_VARIANTS only."""
+    name = ASV_TIME_BENCHMARKS[area]
+    if target in SCALE_TARGETS:
+        cls, method = name.rsplit(".", 1)
+        return f"{cls}AtScale.{method}"
+    return name
+
+
 def asv_params(area: str, spec) -> tuple | None:
     """The asv parameter tuple that matches a workload, or None where the suite has no such point."""
     if spec.batch != 1 or spec.opts not in variants_for(area) or (spec.convention, spec.generator) != ("coeff", 7):
@@ -86,12 +103,14 @@ def asv_params(area: str, spec) -> tuple | None:
     if area == "synthesis":
         ok = spec.circuit in SYNTHESIS_CIRCUITS and spec.log_size in SYNTHESIS_SIZES
         return (repr(spec.circuit), repr(spec.log_size), repr(spec.opts)) if ok else None
-    target = f"{spec.backend}:{spec.log_size}"
-    return (repr(target), repr(spec.opts)) if spec.circuit == CIRCUIT and target in TARGETS else None
+    target = spec.target(CIRCUIT)
+    if target in SCALE_TARGETS:
+        return (repr(target), repr(spec.opts)) if spec.opts in SCALE_VARIANTS else None
+    return (repr(target), repr(spec.opts)) if target in TARGETS else None
 
 
 def gate_estimate_s(cfg) -> float | None:
     """A gate's seconds: rounds x workloads x two workers, each about one parameter point's cost;
     None where a workload's target has no figure in POINT_S."""
-    per = [POINT_S.get(f"{w.spec.backend}:{w.spec.log_size}") for w in cfg.workloads]
+    per = [POINT_S.get(w.spec.target(CIRCUIT)) for w in cfg.workloads]
     return None if None in per else cfg.rounds * 2 * sum(per)

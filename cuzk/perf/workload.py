@@ -22,6 +22,7 @@ from ..opts import OptSet, resolve, variants
 from ..timing import PHASES, PhaseTimer
 
 AREAS = PHASES + ("proof",)      # "proof" = one whole proof (all phases after synthesis)
+DEVICE_KEY_FROM = 22             # from 2^22 a cuda workload's key is made on the GPU and stays there
 
 
 class Unavailable(NotImplementedError):
@@ -46,11 +47,21 @@ class Spec:
 
     @classmethod
     def parse_target(cls, target: str, **kw) -> "Spec":
-        """'cpu:10' -> Spec(backend='cpu', log_size=10)."""
-        backend, _, size = target.partition(":")
-        if backend not in ("cpu", "cuda") or not size.isdigit():
-            raise ValueError(f"bad target {target!r}; expected BACKEND:LOG_SIZE, e.g. cpu:10")
-        return cls(backend=backend, log_size=int(size), **kw)
+        """'cpu:10' -> Spec(backend='cpu', log_size=10); 'cuda:porep_partition:24' names its circuit too."""
+        parts = target.split(":")
+        if len(parts) == 3:
+            kw = dict(kw, circuit=parts[1])
+            parts = [parts[0], parts[2]]
+        if len(parts) != 2 or parts[0] not in ("cpu", "cuda") or not parts[1].isdigit():
+            raise ValueError(f"bad target {target!r}; expected BACKEND:LOG_SIZE or BACKEND:CIRCUIT:LOG_SIZE, "
+                             f"e.g. cpu:10, cuda:porep_partition:24")
+        return cls(backend=parts[0], log_size=int(parts[1]), **kw)
+
+    def target(self, default_circuit: str = "porep_like") -> str:
+        """The suite's name for this workload's size: 'cuda:18', or 'cuda:porep_partition:24'."""
+        if self.circuit == default_circuit:
+            return f"{self.backend}:{self.log_size}"
+        return f"{self.backend}:{self.circuit}:{self.log_size}"
 
     def label(self) -> str:
         b = f" x{self.batch}" if self.batch != 1 else ""
@@ -106,8 +117,14 @@ class Workload:
                 raise GpuUnusable(f"{self.spec.label()}: {fatal}") from e
             raise Unavailable(str(e)) from e
         self.r1cs, self.assignments = self._synthesize()
-        self.pk, _, _ = cached_setup(self.r1cs, self.spec.convention, self.spec.generator, progress=False)
-        self.prover = Prover(self.backend, self.pk)
+        if self.spec.backend == "cuda" and self.spec.log_size >= DEVICE_KEY_FROM:
+            # a production-size key (GBs): made on the GPU and kept there, once per process
+            from ..keygen import setup_on_device
+            self.pk, kh, _ = setup_on_device(self.r1cs, self.spec.convention, self.spec.generator)
+            self.prover = Prover(self.backend, self.pk, kh=kh)
+        else:
+            self.pk, _, _ = cached_setup(self.r1cs, self.spec.convention, self.spec.generator, progress=False)
+            self.prover = Prover(self.backend, self.pk)
         self.kh = self.prover.kh
         self.randomness = self.prover._randomness(len(self.assignments), random.Random(0))
         timer = PhaseTimer(device=self.backend.timer_device())
