@@ -22,7 +22,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from cuzk.perf.calibrate import _git, commit_change, make_repo  # noqa: E402
-from cuzk.perf.suite import ASV_TIME_BENCHMARKS  # noqa: E402
+from cuzk.perf.suite import time_benchmark  # noqa: E402
+from cuzk.perf.workload import Spec  # noqa: E402
 
 CUDA_FILE = "cuzk/backend/cuda.py"
 
@@ -81,10 +82,10 @@ def main() -> int:
     if "broken" in steps:
         ok &= broken_step(args, repo, base, env, rows, work)
     config = work / "gate.toml"
-    backend, size = args.target.split(":")
+    spec = Spec.parse_target(args.target)
     config.write_text(f"[gate]\nrounds = {args.rounds}\nsamples = {args.samples}\nalpha = 0.01\nthreshold = 0.05\n"
-                      f"worker_timeout_s = 900\n\n[[workload]]\nbackend = \"{backend}\"\ncircuit = \"porep_like\"\n"
-                      f"log_size = {size}\nopts = \"default\"\nrequired = true\n")
+                      f"worker_timeout_s = 900\n\n[[workload]]\nbackend = \"{spec.backend}\"\n"
+                      f"circuit = \"{spec.circuit}\"\nlog_size = {spec.log_size}\nopts = \"default\"\nrequired = true\n")
     # 2-3. the gate, cuda workload required: A/A, then the phase slowed
     if "aa" in steps:
         _git(repo, "checkout", "-q", "-B", "aa", base)
@@ -113,7 +114,7 @@ def main() -> int:
 
 
 def asv_run(args, repo: Path, base: str, env: dict):
-    bench = re.escape(ASV_TIME_BENCHMARKS[args.phase]) + re.escape(f"({args.target!r}, 'default')")
+    bench = re.escape(time_benchmark(args.phase, args.target)) + re.escape(f"({args.target!r}, 'default')")
     subprocess.run([sys.executable, "-m", "asv", "machine", "--yes", "--machine", "runner-check"], cwd=repo,
                    env=env, check=True, capture_output=True)
     t0 = time.perf_counter()
@@ -143,7 +144,7 @@ def asv_step(args, repo: Path, base: str, env: dict, rows: list) -> bool:
     files = [f for f in (repo / ".asv/results/runner-check").glob("*.json") if f.name != "machine.json"]
     if files:
         res = json.loads(files[0].read_text())
-        row = dict(zip(res["result_columns"], res["results"][ASV_TIME_BENCHMARKS[args.phase]]))
+        row = dict(zip(res["result_columns"], res["results"][time_benchmark(args.phase, args.target)]))
         targets, opts = row["params"]
         i = targets.index(repr(args.target)) * len(opts) + opts.index("'default'")
         value, samples = row["result"][i], (row.get("samples") or [[]] * (i + 1))[i] or []
