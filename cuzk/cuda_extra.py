@@ -26,6 +26,7 @@ import os  # noqa: E402
 import re  # noqa: E402
 import subprocess  # noqa: E402
 
+VAR = "CUZK_CUDA_EXTRA"
 EXTRAS = ("cuda12", "cuda13")
 # the oldest driver each CuPy wheel runs on (CUDA's minor-version compatibility)
 MIN_DRIVER = (("cuda13", 580), ("cuda12", 525))
@@ -71,13 +72,13 @@ def driver_major(root: str = "/") -> int | None:
 def choose(env: dict | None = None, root: str = "/") -> tuple[str | None, str]:
     """(extra or None, why). Raises ExtraError for a setting it cannot honour."""
     env = os.environ if env is None else env
-    v = env.get("CUZK_CUDA_EXTRA", "").strip().lower()
+    v = env.get(VAR, "").strip().lower()
     if v in EXTRAS:
-        return v, f"CUZK_CUDA_EXTRA={v}"
+        return v, f"{VAR}={v}"
     if v in ("none", "cpu"):
-        return None, f"CUZK_CUDA_EXTRA={v}"
+        return None, f"{VAR}={v}"
     if v not in ("", "auto"):
-        raise ExtraError(f"CUZK_CUDA_EXTRA must be cuda12, cuda13 or none, not {v!r}")
+        raise ExtraError(f"{VAR} must be cuda12, cuda13 or none, not {v!r}")
     if hidden():
         return None, "CUDA_VISIBLE_DEVICES hides every device"
     n, where = driver_devices(root)

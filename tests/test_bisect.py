@@ -230,7 +230,10 @@ def test_cuda_parameter_that_skips_past_the_preflight_exits_2(brepo, monkeypatch
 def test_gpu_present_but_unusable_says_what_to_install(monkeypatch, setting, major, extra):
     monkeypatch.setattr("cuzk.backend.gpu_status", lambda: (False, "CuPy is not importable (ModuleNotFoundError)"))
     monkeypatch.setattr("cuzk.backend.gpu_present", lambda: (True, "NVML reports 1 NVIDIA device(s)"))
-    monkeypatch.setattr(bisect_preflight, "driver_cuda_major", lambda: major)
+    from cuzk import cuda_extra                  # the driver the install command would read
+    monkeypatch.setattr(cuda_extra, "driver_devices", lambda root="/": (1, "/proc/driver/nvidia/gpus"))
+    monkeypatch.setattr(cuda_extra, "driver_major", lambda root="/": {12: 550, 13: 580}.get(major))
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     if setting:
         monkeypatch.setenv("CUZK_CUDA_EXTRA", setting)
     else:

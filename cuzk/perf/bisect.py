@@ -19,6 +19,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from .. import cuda_extra
 from .suite import ALL_TARGETS, ASV_TIME_BENCHMARKS, SCALE_TARGETS, SCALE_VARIANTS, time_benchmark, variants_for
 
 
@@ -71,7 +72,7 @@ def find_argv(regex: str, good: str, bad: str, repo: str | None = None) -> list[
     return ["asv", "find", "--launch-method", "spawn", commit_range(good, bad, repo), regex]
 
 
-CUDA_EXTRA_VAR = "CUZK_CUDA_EXTRA"
+CUDA_EXTRA_VAR = cuda_extra.VAR
 
 
 def is_cuda(regex: str, target: str | None) -> bool:

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
+from .. import cuda_extra
 from .bisect import CUDA_EXTRA_VAR, BisectError
 
 CUDA_EXTRAS = ("cuda12", "cuda13", "none")
@@ -64,28 +64,13 @@ def is_cuda(params: tuple[str, ...]) -> bool:
     return any(p.strip("'\"").startswith("cuda") for p in params)
 
 
-def driver_cuda_major() -> int | None:
-    """The CUDA major the NVIDIA driver supports (NVML), which picks the CuPy wheel."""
-    try:
-        import pynvml
-        pynvml.nvmlInit()
-        try:
-            return int(pynvml.nvmlSystemGetCudaDriverVersion()) // 1000
-        finally:
-            pynvml.nvmlShutdown()
-    except Exception:
-        return None
-
-
 def suggested_extra() -> str:
-    """The runner's setting where it has one, else the driver's CUDA major; else both choices."""
-    extra = os.environ.get(CUDA_EXTRA_VAR, "").strip()
-    if extra in ("cuda12", "cuda13"):
-        return extra
-    major = driver_cuda_major()
-    if major is not None and major >= 12:
-        return "cuda13" if major >= 13 else "cuda12"
-    return "cuda12|cuda13"
+    """The extra asv's environments would get here (the runner's setting, else the driver); else both."""
+    try:
+        extra, _ = cuda_extra.choose()
+    except cuda_extra.ExtraError:
+        extra = None
+    return extra or "cuda12|cuda13"
 
 
 def cuda_verdict(what: str) -> str:
@@ -107,18 +92,17 @@ def cuda_verdict(what: str) -> str:
         f"setting: on a GPU runner: {CUDA_EXTRA_VAR}={extra} (docs/runners.md)")
 
 
-def extra_verdict() -> str | None:
-    """asv's environments get CuPy from the install command reading CUZK_CUDA_EXTRA: 'none' (or a
-    value it does not know) leaves a cuda benchmark without CuPy in every environment asv builds."""
-    extra = os.environ.get(CUDA_EXTRA_VAR)
+def extra_verdict() -> str:
+    """asv's environments get CuPy from the install command's choice (cuzk/cuda_extra.py): none, or a
+    setting it cannot honour, leaves a cuda benchmark without CuPy in every environment asv builds."""
+    try:
+        extra, why = cuda_extra.choose()
+    except cuda_extra.ExtraError as e:
+        raise PreflightError(f"{e}: use one of {', '.join(CUDA_EXTRAS)} (docs/runners.md)") from e
     if extra is None:
-        return None
-    if extra.strip() not in CUDA_EXTRAS:
-        raise PreflightError(f"{CUDA_EXTRA_VAR}={extra!r}: use one of {', '.join(CUDA_EXTRAS)} (docs/runners.md)")
-    if extra.strip() == "none":
-        raise PreflightError(f"{CUDA_EXTRA_VAR}=none builds asv's environments without CuPy, so a cuda "
-                             f"target cannot run in them: set {CUDA_EXTRA_VAR}=cuda12 or cuda13 (docs/runners.md)")
-    return f"{CUDA_EXTRA_VAR}={extra.strip()} for asv's environments"
+        raise PreflightError(f"asv's environments would be built without CuPy ({why}), so a cuda target "
+                             f"cannot run in them: set {CUDA_EXTRA_VAR}=cuda12 or cuda13 (docs/runners.md)")
+    return f"{extra} for asv's environments ({why})"
 
 
 def range_verdict(commits: list[str], good: str, bad: str, repo: Path) -> str:
@@ -166,8 +150,7 @@ def check(regex: str, target: str | None, commits: list[str], good: str, bad: st
                    f"({', '.join(cuda[0])}))"
         notes.append(cuda_verdict(what))
         if not existing_env:
-            notes.append(extra_verdict() or f"{CUDA_EXTRA_VAR} unset: asv's environments take the CUDA extra "
-                                            "from the NVIDIA driver")
+            notes.append(extra_verdict())
     else:
         notes.append(f"{name}: {len(sets)} cpu parameter set(s)" if sets != [()] else name)
     # checked after the GPU: on a machine without one, that is the reason to give first
