@@ -127,6 +127,22 @@ def range_commits(good: str, bad: str, repo) -> list[str]:
     return p.stdout.split()[::-1]
 
 
+def merged_branch(good: str, bad: str, repo) -> tuple[str, str, int] | None:
+    """Where BAD is a merge whose first parent is GOOD (a pull request's gate compares HEAD^1 with
+    HEAD): the merged branch as (merge-base(GOOD, BAD^2), BAD^2, its commits); else None."""
+    def git(*args):
+        p = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True)
+        return p.stdout.split() if p.returncode == 0 else []
+    parents = git("rev-list", "--parents", "-n", "1", bad)
+    if len(parents) != 3 or parents[1] != _sha(repo, good):
+        return None
+    tip = parents[2]
+    base = git("merge-base", parents[1], tip)
+    if not base:
+        return None
+    return base[0], tip, len(git("rev-list", "--first-parent", f"{base[0]}..{tip}"))
+
+
 def stream(argv: list[str], cwd, env: dict) -> tuple[int, list[str]]:
     """Run asv, passing its output (stderr merged) on line by line, except its own culprit line;
     (exit code, all lines)."""

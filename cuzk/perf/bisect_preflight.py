@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from .. import cuda_extra
-from .bisect import CUDA_EXTRA_VAR, BisectError
+from .bisect import CUDA_EXTRA_VAR, BisectError, merged_branch
 
 CUDA_EXTRAS = ("cuda12", "cuda13", "none")
 
@@ -113,14 +113,10 @@ def range_verdict(commits: list[str], good: str, bad: str, repo: Path) -> str:
                              "(asv find bisects `git rev-list --first-parent`)")
     if len(commits) == 2:
         hint = "give an earlier --good"
-        parents = subprocess.run(["git", "-C", str(repo), "rev-parse", f"{bad}^1", f"{bad}^2"],
-                                 capture_output=True, text=True).stdout.split()
-        if len(parents) == 2 and parents[0] == good:
-            base = subprocess.run(["git", "-C", str(repo), "merge-base", good, parents[1]],
-                                  capture_output=True, text=True).stdout.strip()
-            if base:
-                hint = (f"BAD is a merge of GOOD: to bisect the merged branch, --good {short(base)} "
-                        f"--bad {short(parents[1])}")
+        merged = merged_branch(good, bad, repo)
+        if merged:
+            hint = (f"BAD is a merge of GOOD: to bisect the merged branch, --good {short(merged[0])} "
+                    f"--bad {short(merged[1])}")
         raise PreflightError(f"GOOD..BAD is two commits, and asv find measures neither (it names BAD "
                              f"without running anything): {hint}")
     return f"{len(commits)} commits from {short(good)} to {short(bad)}"

@@ -52,30 +52,22 @@ def bisect_command(oc: Outcome, area: str, base: str, head: str) -> str:
     return prefix + bisect.cuzk_command(area, base, head, target, opts)
 
 
-def _rev(repo: str, *args: str) -> list[str] | None:
-    import subprocess
-    p = subprocess.run(["git", "-C", repo, *args], capture_output=True, text=True)
-    return p.stdout.split() if p.returncode == 0 else None
-
-
 def bisect_range(res: GateResult) -> tuple[str | None, str | None, str]:
     """(good, bad, note) for `cuzk bisect`: asv find needs commits between its ends. A pull request's
     gate compares the base with the merge commit (HEAD^1..HEAD, nothing in between), so the range to
     search is the pull request's own commits: merge-base(base, HEAD^2)..HEAD^2. One commit: no search."""
+    from . import bisect
     repo, base, head = res.repo, res.base, res.head
-    if not repo or _rev(repo, "rev-parse", "--verify", "-q", f"{head}^{{commit}}") is None:
-        return base, head, ""                                     # a saved report away from its repository
-    parents = _rev(repo, "rev-list", "--parents", "-n", "1", head) or []
-    if len(parents) == 3 and parents[1] == base:
-        tip = parents[2]
-        mb = (_rev(repo, "merge-base", base, tip) or [None])[0]
-        n = len(_rev(repo, "rev-list", "--first-parent", f"{mb}..{tip}") or []) if mb else 0
-        if mb and n >= 2:
-            return mb, tip, f" among the pull request's {n} commits ({mb[:10]}..{tip[:10]}, the merge's second parent)"
-        if mb and n == 1:
-            return None, None, (f"The pull request is one commit, `{tip[:10]}`: it is the change; "
-                                f"nothing to bisect.")
-    n = len(_rev(repo, "rev-list", "--first-parent", f"{base}..{head}") or [])
+    try:
+        merged = bisect.merged_branch(base, head, repo) if repo else None
+        n = len(bisect.range_commits(base, head, repo)) - 1 if repo else 0
+    except bisect.BisectError:                                   # a saved report away from its repository
+        return base, head, ""
+    if merged and merged[2] >= 2:
+        mb, tip, k = merged
+        return mb, tip, f" among the pull request's {k} commits ({mb[:10]}..{tip[:10]}, the merge's second parent)"
+    if merged and merged[2] == 1:
+        return None, None, f"The pull request is one commit, `{merged[1][:10]}`: it is the change; nothing to bisect."
     if n == 1:
         return None, None, f"Head `{head[:10]}` is the only commit after base: it is the change; nothing to bisect."
     return base, head, ""
