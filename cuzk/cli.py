@@ -543,7 +543,7 @@ def cmd_history(args) -> int:
                                    "of the asv suite")
             results = Path(args.results) if args.results else history.default_results(repo)
             ch = history.changes(results, args.machine, args.bench, args.max_pvalue, args.min_magnitude,
-                                 args.window, repo=Path(args.repo))
+                                 args.window, repo=repo)
             text, failing = history.changes_markdown(ch), []
             if gated is not None:
                 if not gated & ch.pairs:        # the gate's series were never measured: no data, not "no change"
@@ -728,8 +728,8 @@ def build_parser() -> argparse.ArgumentParser:
                                       "or an asv benchmark regex")
     bi.add_argument("--good", required=True, help="a commit where the benchmark was fast (included)")
     bi.add_argument("--bad", required=True, help="a commit where it is slow")
-    bi.add_argument("--target", help="the suite's BACKEND:LOG_SIZE, e.g. cuda:18")
-    bi.add_argument("--opts", help="the suite's variant: baseline, a registry name, or all")
+    bi.add_argument("--target", help="the suite's target, e.g. cuda:18 or cuda:porep_partition:24")
+    bi.add_argument("--opts", help="the suite's variant: default, default-X / default+X, or baseline (cuzk opts)")
     bi.add_argument("--repo", default=".")
     bi.add_argument("--dry-run", action="store_true",
                     help="print the plan (the asv command, the pre-flight verdict) and measure nothing")

@@ -1,6 +1,7 @@
 """Synthetic asv history for tests: a throwaway git repo of the project with N empty commits, the
 real suite's benchmarks.json (asv_runner's own discovery), and asv results for every commit written
-through asv's Results API, with steps planted where a test wants them."""
+through asv's Results API, with steps planted where a test wants them; and a throwaway repo with an
+asv machine registered, for tests that run asv itself."""
 from __future__ import annotations
 
 import datetime
@@ -15,6 +16,18 @@ from pathlib import Path
 from cuzk.perf.calibrate import _git, make_repo
 
 MACHINE = "synth-box"
+
+
+def machine_repo(project: Path, dest: Path, machine: str) -> tuple[Path, str, dict]:
+    """(repo, sha, env): a throwaway repo of the project at dest/repo, and an environment whose HOME
+    (dest/home) has `machine` registered with asv."""
+    repo, home = dest / "repo", dest / "home"
+    sha = make_repo(project, repo)
+    home.mkdir()
+    env = dict(os.environ, HOME=str(home))
+    subprocess.run([sys.executable, "-m", "asv", "machine", "--yes", "--machine", machine], cwd=repo, env=env,
+                   check=True, capture_output=True)
+    return repo, sha, env
 
 
 def discover(repo: Path) -> list[dict]:

@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from asv_synth import machine_repo
 from cuzk import cuda_extra
-from cuzk.perf.calibrate import _git, make_repo
+from cuzk.perf.calibrate import _git
 
 REPO = Path(__file__).resolve().parents[1]
 ASV = [sys.executable, "-m", "asv"]
@@ -120,16 +121,11 @@ def _result(repo: Path, machine: str, sha: str, name: str, target: str):
 def test_asv_builds_a_cpu_environment_and_a_gpu_one_with_cupy(tmp_path):
     if not _registry_reachable(tmp_path / "probe"):
         pytest.skip("no package registry reachable: asv cannot build an environment here")
-    repo = tmp_path / "repo"
-    make_repo(REPO, repo)
-    home = tmp_path / "home"
-    home.mkdir()
-    env = dict(os.environ, HOME=str(home), CUDA_VISIBLE_DEVICES="")    # whatever this machine has: no GPU
+    repo, _, env = machine_repo(REPO, tmp_path, "env-test")
+    env["CUDA_VISIBLE_DEVICES"] = ""                    # whatever this machine has: no GPU
     env.pop("CUZK_REQUIRE_GPU", None)
     for k in [k for k in env if k.startswith("VIRTUALENV_")]:
         env.pop(k)
-    subprocess.run(ASV + ["machine", "--yes", "--machine", "env-test"], cwd=repo, env=env, check=True,
-                   capture_output=True)
 
     def run(bench, extra):
         p = subprocess.run(ASV + ["run", "--machine", "env-test", "--launch-method", "spawn", "--show-stderr",
@@ -187,20 +183,14 @@ def nvmlDeviceGetName(h): return b"Fake H200"
 
 @pytest.fixture(scope="module")
 def existing(tmp_path_factory):
-    d = tmp_path_factory.mktemp("asv-gpu") / "repo"
-    sha = make_repo(REPO, d)
-    home = d.parent / "home"
-    home.mkdir()
+    d, sha, env = machine_repo(REPO, tmp_path_factory.mktemp("asv-gpu"), "gpu-test")
     fake = d.parent / "fake"
     fake.mkdir()
     (fake / "pynvml.py").write_text(FAKE_PYNVML)
     (fake / "cupy").mkdir()
     (fake / "cupy/__init__.py").write_text("raise ImportError('libcuda.so.1: cannot open shared object file')\n")
-    env = dict(os.environ, HOME=str(home))
     for k in ("CUZK_REQUIRE_GPU", "CUDA_VISIBLE_DEVICES", "ASV_PYTHONPATH"):
         env.pop(k, None)
-    subprocess.run(ASV + ["machine", "--yes", "--machine", "gpu-test"], cwd=d, env=env, check=True,
-                   capture_output=True)
     return d, sha, env, fake
 
 

@@ -67,12 +67,12 @@ def test_a_phase_is_measured_in_the_variants_of_the_toggles_that_touch_it():
 def test_a_new_registry_entry_is_benchmarked_without_editing_benchmarks():
     found = _discover("""
 from cuzk.opts import Optimization, register
-register(Optimization("Z9", ("tail_msm",), "test entry", False, "none"))
+register(Optimization("TESTOPT", ("tail_msm",), "test entry", False, "none"))
 """)
-    assert "'default+Z9'" in found["bench_tail_msm.TailMsm.track_time"][1]
-    assert "'default+Z9'" in found["bench_proof.Proof.track_time"][1]
-    assert "'default+Z9'" not in found["bench_b_g2.BG2.track_time"][1]            # Z9 does not touch b_g2
-    assert "'default+Z9'" not in found["bench_synthesis.Synthesis.track_time"][2]
+    assert "'default+TESTOPT'" in found["bench_tail_msm.TailMsm.track_time"][1]
+    assert "'default+TESTOPT'" in found["bench_proof.Proof.track_time"][1]
+    assert "'default+TESTOPT'" not in found["bench_b_g2.BG2.track_time"][1]            # TESTOPT does not touch b_g2
+    assert "'default+TESTOPT'" not in found["bench_synthesis.Synthesis.track_time"][2]
 
 
 def test_the_nightly_suite_fits_its_budget_and_the_estimate_counts_what_asv_runs():
@@ -94,15 +94,8 @@ def test_the_pr_gate_fits_its_budget():
 
 @pytest.fixture(scope="module")
 def asv_repo(tmp_path_factory):
-    from cuzk.perf.calibrate import make_repo
-    d = tmp_path_factory.mktemp("asv-run") / "repo"
-    sha = make_repo(REPO, d)
-    home = d.parent / "home"
-    home.mkdir()
-    env = dict(os.environ, HOME=str(home))
-    subprocess.run(ASV + ["machine", "--yes", "--machine", "ci-test"], cwd=d, env=env, check=True,
-                   capture_output=True)
-    return d, sha, env
+    from asv_synth import machine_repo
+    return machine_repo(REPO, tmp_path_factory.mktemp("asv-run"), "ci-test")
 
 
 def test_asv_run_existing_records_samples_and_publishes(asv_repo):

@@ -5,8 +5,8 @@
 1. asv (`run -E existing`, the path that needs no package registry) measures one phase at a cuda
    target: samples, not n/a; CUZK_REQUIRE_GPU=1 is set, so a GPU that cannot run fails loudly.
 2. `cuzk gate` with that cuda workload required exits 0 on an A/A pair (head changes the README).
-3. `cuzk gate` exits 1 and names the phase when head runs the phase's GPU work twice (a deliberate
-   slowdown of one phase: its device work doubled, its results unchanged).
+3. `cuzk gate` exits 1 and names the phase when head adds the phase's own device time once more (a spin
+   kernel on its stream, cuzk.perf.calibrate's GPU injection at +100%; its results unchanged).
 Prints a table and exits 0 when every step gave what it should, 1 otherwise.
 """
 from __future__ import annotations
@@ -21,32 +21,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from cuzk.perf.calibrate import _git, commit_change, make_repo  # noqa: E402
+from cuzk.perf.calibrate import CUDA_FILE, _git, commit_change, gpu_slowdown_patch, make_repo  # noqa: E402
 from cuzk.perf.suite import time_benchmark  # noqa: E402
 from cuzk.perf.workload import Spec  # noqa: E402
-
-CUDA_FILE = "cuzk/backend/cuda.py"
-
-
-def twice_patch(phase: str):
-    def edit(text: str) -> str:
-        if f"def {phase}(" not in text:
-            raise ValueError(f"{CUDA_FILE} has no method {phase}")
-        return text + f'''
-
-# deliberately slower (tools/gpu_runner_check.py): {phase}'s GPU work runs twice, the result once
-_{phase}_once = CudaBackend.{phase}
-
-
-def _{phase}_twice(self, *args, **kwargs):
-    _{phase}_once(self, *args, **kwargs)
-    return _{phase}_once(self, *args, **kwargs)
-
-
-CudaBackend.{phase} = _{phase}_twice
-'''
-    return edit
-
 
 def gate(repo: Path, base: str, head: str, config: Path, out: Path, env: dict) -> tuple[int, dict | None, str, float]:
     t0 = time.perf_counter()
@@ -96,13 +73,13 @@ def main() -> int:
         rows.append(("gate A/A", f"{args.target} required", "exit 0", f"exit {code}: {first[:150]}", wall, good))
     if "slow" in steps:
         _git(repo, "checkout", "-q", "-B", "slow", base)
-        slow = commit_change(repo, CUDA_FILE, twice_patch(args.phase), f"{args.phase}: GPU work twice")
+        slow = commit_change(repo, CUDA_FILE, gpu_slowdown_patch(args.phase, 1.0), f"{args.phase}: +100% device time")
         code, data, first, wall = gate(repo, base, slow, config, work / "gate-slow", env)
         flagged = [c["area"] for o in (data or {}).get("outcomes", []) for c in o["comparisons"]
                    if c["verdict"] == "regression"]
         good = code == 1 and flagged == [args.phase]
         ok &= good
-        rows.append(("gate slowed", f"{args.phase} x2 GPU work", f"exit 1, only {args.phase}",
+        rows.append(("gate slowed", f"{args.phase} +100% device time", f"exit 1, only {args.phase}",
                      f"exit {code}, flagged {flagged}: {first[:150]}", wall, good))
     for name in ("gate-aa", "gate-slow"):
         if (work / name / "report.md").exists():

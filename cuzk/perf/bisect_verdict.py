@@ -19,7 +19,8 @@ from pathlib import Path
 from tabulate import tabulate
 
 from .bisect import BisectError
-from .suite import ASV_TIME_BENCHMARKS
+from .report import fmt_s
+from .suite import is_timing
 
 SKIPPED = "skipped (asv's n/a: NotImplementedError in setup, as a cuda target without a usable GPU)"
 # asv find's own verdict line; held back from the user, read for the commit it names
@@ -109,11 +110,7 @@ def _fmt(name: str | None, v: float | None) -> str:
     """4 significant digits (a step of a few per cent must show); seconds for the suite's timings."""
     if v is None:
         return "-"
-    if name in ASV_TIME_BENCHMARKS.values() or (name or "").rsplit(".", 1)[-1].startswith("time_"):
-        for unit, f in (("s", 1.0), ("ms", 1e3), ("µs", 1e6), ("ns", 1e9)):
-            if abs(v) * f >= 1 or unit == "ns":
-                return f"{v * f:.4g} {unit}"
-    return f"{v:.4g}"
+    return fmt_s(v, 4) if is_timing(name or "") else f"{v:.4g}"
 
 
 def table(name: str | None, labels: list[str], rows: list[tuple[str, str, Point | None]]) -> str:

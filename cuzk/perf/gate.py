@@ -31,6 +31,7 @@ from .gate_config import GateConfig, WorkloadConfig
 from .worker import PROTOCOL
 
 EXIT_OK, EXIT_REGRESSION, EXIT_ERROR = 0, 1, 2
+NO_GPU = "the GPU cannot run here"      # the pre-flight's message, which the report's first line repeats
 SIDES = ("base", "head")
 
 
@@ -272,7 +273,7 @@ def preflight(oc: Outcome, gpu_status=None) -> None:
     ok, why = gpu_status()
     if not ok:
         oc.status = "error"
-        oc.message = f"the GPU cannot run here ({why}); this workload is required"
+        oc.message = f"{NO_GPU} ({why}); this workload is required"
 
 
 def run(repo: str | Path, base_ref: str, head_ref: str, cfg: GateConfig,

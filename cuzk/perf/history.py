@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import bisect
-from .suite import ASV_TIME_BENCHMARKS, CIRCUIT, asv_params, cost, time_benchmark
+from .suite import ASV_TIME_BENCHMARKS, CIRCUIT, asv_params, cost, is_timing, time_benchmark
 
 RESULTS_BRANCH, PAGES_BRANCH = "asv-results", "gh-pages"
 HISTORY_DIR = Path(".asv") / "history"     # ignored by git, like the rest of .asv
@@ -57,7 +57,8 @@ def _git(cwd, *args, check=True) -> subprocess.CompletedProcess:
 
 
 def _conf(repo: Path) -> dict:
-    return json.loads((repo / "asv.conf.json").read_text())
+    from .asv_private import project_conf
+    return project_conf(repo)
 
 
 def history_dirs(repo: Path) -> tuple[Path, Path]:
@@ -77,7 +78,7 @@ def _own_dirs(repo: Path, conf: dict) -> tuple[Path, Path]:
     return mine
 
 
-def asv_config(repo: Path, conf: dict, results: Path, html: Path, dest: Path, commit_url: str | None = None) -> Path:
+def asv_config(repo: Path, results: Path, html: Path, dest: Path, commit_url: str | None = None) -> Path:
     """asv.conf.json with absolute paths and the history's results_dir and html_dir, written in `dest`."""
     from .asv_private import write_config
     overrides = {"show_commit_url": commit_url} if commit_url else None     # the real URL, known only in CI
@@ -134,7 +135,7 @@ def record(repo: Path, machine: str, remote: str = "origin", branch: str = RESUL
     asv = [sys.executable, "-m", "asv"]
     _run(asv + ["machine", "--yes", "--machine", machine], repo)
     with tempfile.TemporaryDirectory() as tmp:
-        cmd = asv + ["run", "--config", str(asv_config(repo, conf, results, html, Path(tmp))),
+        cmd = asv + ["run", "--config", str(asv_config(repo, results, html, Path(tmp))),
                      "-E", f"existing:{sys.executable}", "--set-commit-hash", sha, "--record-samples",
                      "--machine", machine, "--launch-method", "spawn", "--show-stderr"]
         if bench:
@@ -172,7 +173,7 @@ def publish(repo: Path, remote: str = "origin", results_branch: str = RESULTS_BR
         raise HistoryError(f"{remote}/{results_branch} holds no results (no benchmarks.json): nothing to publish")
     with tempfile.TemporaryDirectory() as tmp:
         _run([sys.executable, "-m", "asv", "publish", "--config",
-              str(asv_config(repo, conf, results, html, Path(tmp), commit_url))], repo)
+              str(asv_config(repo, results, html, Path(tmp), commit_url))], repo)
     (html / ".nojekyll").touch()
     from .opts_page import write as write_opts_page
     write_opts_page(html)
@@ -371,8 +372,7 @@ def gated_regressions(found: list[dict], gated: set, last: int) -> list[dict]:
 
 def _level(benchmark: str, v: float) -> str:
     from .report import fmt_s
-    timed = benchmark.split(".")[-1].startswith(("time_", "track_time"))
-    return fmt_s(v) if timed else f"{v:.4g}"      # bytes and joules are not seconds
+    return fmt_s(v) if is_timing(benchmark) else f"{v:.4g}"      # bytes and joules are not seconds
 
 
 def changes_markdown(ch: Changes) -> str:

@@ -8,7 +8,7 @@ from tabulate import tabulate
 
 from ..opts import describe
 from .compare import IMPROVEMENT, REGRESSION
-from .gate import EXIT_ERROR, EXIT_OK, EXIT_REGRESSION, GateResult, Outcome
+from .gate import EXIT_ERROR, EXIT_OK, EXIT_REGRESSION, NO_GPU, GateResult, Outcome
 from .suite import CIRCUIT, asv_params
 
 _VERDICT = {REGRESSION: "**REGRESSION**", IMPROVEMENT: "improvement"}
@@ -16,11 +16,11 @@ _STATUS = {"error": "benchmark error", "untrusted": "UNTRUSTED run", "skipped": 
            "stopped": "stopped", "running": "not finished"}
 
 
-def fmt_s(s: float) -> str:
+def fmt_s(s: float, digits: int = 3) -> str:
     for unit, f in (("s", 1.0), ("ms", 1e3), ("µs", 1e6)):
-        if s * f >= 1:
-            return f"{s * f:.3g} {unit}"
-    return f"{s * 1e9:.3g} ns"
+        if abs(s) * f >= 1:
+            return f"{s * f:.{digits}g} {unit}"
+    return f"{s * 1e9:.{digits}g} ns"
 
 
 def _bisect_args(oc: Outcome, area: str) -> tuple[str | None, str | None]:
@@ -101,9 +101,9 @@ def verdict_line(res: GateResult) -> str:
         return f"## cuzk gate **FAIL: regression**: {names}"
     bad = [o for o in res.outcomes if o.status not in ("ok", "stopped")] or \
           [o for o in res.outcomes if o.status != "ok"]
-    if any("the GPU cannot run here" in o.message for o in bad):
+    if any(o.message.startswith(NO_GPU) for o in bad):
         what = "; ".join(f"{o.config.spec.label()}: {o.message}" for o in bad)
-        return f"## cuzk gate **FAIL: the GPU cannot run here**, not judged: {what}. Exit code 2 is never a pass."
+        return f"## cuzk gate **FAIL: {NO_GPU}**, not judged: {what}. Exit code 2 is never a pass."
     what = "; ".join(f"{_STATUS.get(o.status, o.status)} in {o.config.spec.label()}" for o in bad) or "nothing measured"
     return f"## cuzk gate **FAIL: not judged** ({what}). Exit code 2 is never a pass."
 

@@ -43,6 +43,11 @@ def variant_names() -> list[str]:
     return list(variants())
 
 
+def is_timing(benchmark: str) -> bool:
+    """Whether an asv benchmark's values are seconds (`time_*`, the suite's `track_time`)."""
+    return benchmark.rsplit(".", 1)[-1].startswith(("time_", "track_time"))
+
+
 def touches(area: str, name: str) -> bool:
     """Whether toggle `name` can change `area` (a whole proof: every phase after synthesis)."""
     phases = REGISTRY[name].phases
