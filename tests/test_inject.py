@@ -82,3 +82,11 @@ def test_summary_counts_phase_tests_false_alarms_and_detections():
     assert s["detection_rate"]["cuda:tail_msm"] == 1.0 and s["wall_s_median"] == 10.0
     aa = summary(rows[:2], None)
     assert aa["phase_tests"] == 6 and aa["false_alarms"] == 4
+
+
+def test_calibrate_with_no_judged_run_measured_nothing(tmp_path, monkeypatch, capsys):
+    """Gate runs that all exit 2 give no false-alarm or detection figure: calibrate exits 2."""
+    from cuzk.perf import calibrate
+    monkeypatch.setattr(calibrate, "run_gate", lambda *a, **k: (2, {"outcomes": []}, 1.0))
+    assert calibrate.main(["--runs", "2", "--workdir", str(tmp_path / "w")]) == 2
+    assert "nothing measured" in capsys.readouterr().err

@@ -192,6 +192,9 @@ def main(argv=None) -> int:
     print(json.dumps(s))
     if args.json:
         Path(args.json).write_text(json.dumps({"runs": rows, "summary": s}, indent=1) + "\n")
+    if not s["judged_runs"]:               # no false alarm and no detection in runs the gate never judged
+        print(f"calibrate: none of the {len(rows)} gate runs was judged (exit 2): nothing measured", file=sys.stderr)
+        return 2
     return 0
 
 
