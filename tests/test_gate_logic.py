@@ -308,3 +308,32 @@ def test_rounds_override_is_validated_like_the_file(repo, capsys):
     d, base, head = repo
     assert main(["gate", "--repo", str(d), "--base", base, "--head", head, "--rounds", "3"]) == 2
     assert "could never fire" in capsys.readouterr().err
+
+
+def test_worker_cpus_are_the_last_allowed_and_shared():
+    assert gate.worker_cpus(2, {0, 1, 2, 3, 7}) == (3, 7)
+    assert gate.worker_cpus(8, {0, 1}) == (0, 1)
+    assert gate.worker_cpus(0, {0, 1, 2}) is None
+    cfg = gate_config.parse({"gate": {"worker_cpus": 0}, "workload": [{"backend": "cpu", "log_size": 8}]})
+    assert cfg.worker_cpus == 0
+    assert gate_config.parse({"workload": [{"backend": "cpu", "log_size": 8}]}).worker_cpus == 4
+    with pytest.raises(ConfigError, match="worker_cpus"):
+        gate_config.parse({"gate": {"worker_cpus": -1}, "workload": [{"backend": "cpu", "log_size": 8}]})
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "sched_getaffinity"), reason="no CPU affinity here")
+def test_a_worker_process_runs_on_the_cpus_it_was_given():
+    """Pinned by the gate's own launcher, before the commit's code is imported, so a base commit that
+    knows nothing of pinning is pinned all the same; the set-up reply still comes."""
+    import os
+    repo = Path(__file__).resolve().parents[1]
+    cpus = gate.worker_cpus(1)
+    cfg = gate_config.parse({"workload": [{"backend": "cpu", "log_size": 8}]})
+    w = gate.WorkerProcess(repo, 120, cpus)
+    try:
+        rep = w.ask(gate._request(cfg, cfg.workloads[0], repo, None))
+        assert rep["status"] == "ready", rep
+        assert os.sched_getaffinity(w.pid) == set(cpus)
+        assert rep["cuzk_file"].startswith(str(repo))
+    finally:
+        w.close()

@@ -19,6 +19,9 @@ class Backend(ABC):
         """Hook for PhaseTimer device events (record_event, elapsed_s, peak_bytes); None on the CPU."""
         return None
 
+    def synchronize(self) -> None:
+        """Wait for the work queued on the device (nothing to wait for on the host)."""
+
     def assign(self, r1cs, inputs, aux, domain):
         """The a/b/c evaluation of synthesis (host reference by default)."""
         from ..phases.synthesis import assign

@@ -195,6 +195,9 @@ class CudaBackend(CpuBackend):
     def timer_device(self):
         return CudaTimerDevice()
 
+    def synchronize(self) -> None:
+        cupy.cuda.Device().synchronize()
+
     witness_limbs = True      # assign takes z_limbs: the host conversion made ahead (bench --pipeline workers)
 
     def assign(self, r1cs, inputs, aux, domain, z_limbs=None, z_packed=None):

@@ -42,13 +42,16 @@ class WorkerFailed(RuntimeError):
 class WorkerProcess:
     """`python -m cuzk.perf.worker` with the commit's root first on sys.path; JSON lines both ways."""
 
-    def __init__(self, root: Path, timeout: float):
+    def __init__(self, root: Path, timeout: float, cpus: tuple[int, ...] | None = None):
         env = dict(os.environ)
         env["PYTHONPATH"] = str(root)
         env.pop("CUZK_OPT", None)
         self.timeout = timeout
         self.err = tempfile.TemporaryFile(mode="w+")        # a file, not a pipe: it can never fill and block
-        self.p = subprocess.Popen([sys.executable, "-m", "cuzk.perf.worker"], cwd=root, env=env, text=True,
+        # pinned before anything is imported (threads inherit it), by the gate's code, not the commit's
+        pin = f"import os; os.sched_setaffinity(0, {list(cpus)}); " if cpus else ""
+        cmd = [sys.executable, "-c", pin + "import runpy; runpy.run_module('cuzk.perf.worker', run_name='__main__')"]
+        self.p = subprocess.Popen(cmd, cwd=root, env=env, text=True,
                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.err, bufsize=1)
         self.lines: queue.Queue = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
@@ -135,7 +138,8 @@ class GateResult:
                 "head_ref": self.head_ref,
                 "exit_code": self.exit_code, "wall_s": self.wall_s, "harness_changed": self.harness_changed,
                 "config": {"path": c.path, "rounds": c.rounds, "samples": c.samples, "alpha": c.alpha,
-                           "threshold": c.threshold, "thresholds": c.thresholds, "areas": list(c.areas)},
+                           "threshold": c.threshold, "thresholds": c.thresholds, "areas": list(c.areas),
+                           "worker_cpus": c.worker_cpus},
                 "outcomes": [o.as_dict() for o in self.outcomes],
                 "not_gated": [{"spec": w.spec.as_dict(), "required": w.required} for w in self.not_gated]}
 
@@ -276,11 +280,25 @@ def preflight(oc: Outcome, gpu_status=None) -> None:
         oc.message = f"{NO_GPU} ({why}); this workload is required"
 
 
+def worker_cpus(n: int, allowed=None) -> tuple[int, ...] | None:
+    """The CPUs both workers of every round are pinned to: the last n this process may use (away from
+    CPU 0, which takes most interrupts). Phases at latency-bound sizes are host-bound, so a worker on a
+    slower or busier core than its rival would read as a change; one shared set keeps the pair alike.
+    n = 0, or no affinity support: not pinned (None)."""
+    if n <= 0 or not hasattr(os, "sched_getaffinity"):
+        return None
+    cpus = sorted(allowed if allowed is not None else os.sched_getaffinity(0))
+    return tuple(cpus[-n:])
+
+
 def run(repo: str | Path, base_ref: str, head_ref: str, cfg: GateConfig,
         spawn: Callable[[Path, float], WorkerProcess] = WorkerProcess,
         log: Callable[[str], None] = lambda m: print(m, file=sys.stderr),
         not_gated: list[WorkloadConfig] | None = None, gpu_status=None) -> GateResult:
     t0 = time.perf_counter()
+    if spawn is WorkerProcess:
+        cpus = worker_cpus(cfg.worker_cpus)
+        spawn = lambda root, timeout: WorkerProcess(root, timeout, cpus)     # noqa: E731
     repo = str(Path(repo).resolve())
     shas = {"base": checkout.resolve(repo, base_ref), "head": checkout.resolve(repo, head_ref)}
     result = GateResult(repo, shas["base"], shas["head"], base_ref, head_ref, cfg,
@@ -326,7 +344,8 @@ def from_dict(doc: dict) -> GateResult:
     from .workload import Spec
     c = doc["config"]
     cfg = GateConfig(rounds=c["rounds"], samples=c["samples"], alpha=c["alpha"], threshold=c["threshold"],
-                     thresholds=dict(c.get("thresholds", {})), areas=tuple(c["areas"]), path=c.get("path"))
+                     thresholds=dict(c.get("thresholds", {})), areas=tuple(c["areas"]), path=c.get("path"),
+                     worker_cpus=c.get("worker_cpus", 0))
     outcomes = []
     for o in doc["outcomes"]:
         oc = Outcome(WorkloadConfig(Spec(**o["spec"]), bool(o.get("required", True))), status=o["status"],

@@ -38,6 +38,7 @@ class GateConfig:
     areas: tuple[str, ...] = PHASES
     min_sample_s: float = 0.002
     worker_timeout_s: float = 900.0
+    worker_cpus: int = 4        # both workers of a round pinned to the same CPUs (gate.worker_cpus); 0: not pinned
     max_discards: int = 10
     pause_s: float = 1.0
     policy: TrustPolicy = TrustPolicy()
@@ -49,7 +50,8 @@ class GateConfig:
         return self.thresholds.get(area, self.threshold)
 
 
-_GATE_KEYS = {"rounds", "samples", "alpha", "threshold", "phases", "min_sample_s", "worker_timeout_s"}
+_GATE_KEYS = {"rounds", "samples", "alpha", "threshold", "phases", "min_sample_s", "worker_timeout_s",
+             "worker_cpus"}
 _TRUST_KEYS = {"max_discards", "pause_s", "ignore_reasons", "allow_other_processes", "max_temperature_c"}
 _WORKLOAD_KEYS = {"backend", "circuit", "log_size", "opts", "batch", "convention", "generator", "required"}
 
@@ -66,7 +68,7 @@ def parse(doc: dict, path: str | None = None) -> GateConfig:
     _check_keys("gate", g, _GATE_KEYS)
     _check_keys("trust", tr, _TRUST_KEYS)
     cfg = GateConfig(path=path, raw=doc)
-    for k in ("rounds", "samples", "alpha", "threshold", "min_sample_s", "worker_timeout_s"):
+    for k in ("rounds", "samples", "alpha", "threshold", "min_sample_s", "worker_timeout_s", "worker_cpus"):
         if k in g:
             setattr(cfg, k, g[k])
     if "phases" in g:
@@ -80,6 +82,8 @@ def parse(doc: dict, path: str | None = None) -> GateConfig:
     cfg.thresholds = {a: float(v) for a, v in th.items()}
     if not (isinstance(cfg.rounds, int) and cfg.rounds >= 2 and isinstance(cfg.samples, int) and cfg.samples >= 1):
         raise ConfigError("[gate] rounds must be an integer >= 2 and samples >= 1")
+    if not (isinstance(cfg.worker_cpus, int) and cfg.worker_cpus >= 0):
+        raise ConfigError("[gate] worker_cpus must be an integer >= 0 (0: workers not pinned)")
     if not 0 < cfg.alpha < 1:
         raise ConfigError("[gate] alpha must be in (0, 1)")
     if min_p_value(cfg.rounds) >= cfg.alpha:

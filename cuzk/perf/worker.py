@@ -5,7 +5,7 @@ The gate keeps a base and a head worker alive side by side and asks them in turn
 head samples alternate a few milliseconds apart and drift hits both; the idle one waits on its
 stdin and uses no CPU. Requests:
   1. set-up: {"protocol", "root", "spec", "areas", "min_sample_s", "max_discards", "pause_s",
-     "trust", "sibling_pid"} -> {"status": "ready" | "unavailable" (no GPU) | "unusable" (a GPU that cannot run), "numbers", "gpu", ...}
+     "trust", "sibling_pid"} -> {"status": "ready" | "unavailable" (no GPU) | "unusable" (a GPU that cannot run), "numbers", "setup_s", "gpu", ...}
   2. {"sample": AREA} -> {"status": "ok", "value": seconds per call, "energy_j", "state" (GPU, after)}
      or {"status": "untrusted", "message", "discards"}, and the worker exits
   3. {"quit": true} -> {"status": "done", "discards", "peak_device_bytes"}
@@ -66,7 +66,7 @@ class Worker:
             self.info["gpu"] = dev.info().as_dict() if dev is not None else None
         min_s = self.req.get("min_sample_s", 0.0)
         self.numbers = {a: self.w.calibrate(a, min_s) if min_s > 0 else 1 for a in self.req["areas"]}
-        return {**self.info, "status": "ready", "numbers": self.numbers}
+        return {**self.info, "status": "ready", "numbers": self.numbers, "setup_s": getattr(self.w, "setup_s", {})}
 
     def sample(self, area: str) -> dict:
         s = self.sampler.SampleSet(number=self.numbers[area])

@@ -6,6 +6,11 @@ proofs of that pass are verified, so a broken phase is an error, not a fast benc
 `measure(phase)` then times one call of that phase on those inputs through PhaseTimer: CUDA
 events on a GPU backend (device_s), the host clock on the CPU reference.
 
+On the GPU the inputs are the pipeline's: each witness is assigned on the device (backend.assign,
+as `cuzk bench` does), and before each timed H phase or proof a fresh copy of the kept a, b, c is
+handed over as spendable, untimed, so F2 consumes it in place as in a pipelined proof. Timing the
+phase on host-side a, b, c instead would time their conversion from Python ints inside it.
+
 The wiring of phase inputs mirrors Prover.prove (tests check that the two agree).
 Workloads are memoised per process (`get`): asv re-runs `setup` before every sample.
 """
@@ -15,6 +20,7 @@ import gc
 import math
 import os
 import random
+import time
 from dataclasses import asdict, dataclass
 
 from ..backend import BackendError, get_backend, gpu_unusable_reason
@@ -93,15 +99,42 @@ class Workload:
         self.peak_host_bytes: dict[str, int] = {}
         self._verify = verify
         self._ready = False
+        self.setup_s: dict[str, float] = {}   # seconds of each set-up step (prepare)
 
     # --- set-up (lazy: synthesis alone needs no key and no backend) ---
 
     def _seeds(self):
         return range(1, self.spec.batch + 1)
 
-    def _synthesize(self):
+    def _synthesize(self, assign_fn=None):
         from ..phases.synthesis import synthesize
-        return synthesize(self.spec.circuit, self.spec.log_size, self.opts, seeds=self._seeds())
+        return synthesize(self.spec.circuit, self.spec.log_size, self.opts, seeds=self._seeds(),
+                          assign_fn=assign_fn)
+
+    def _backend(self):
+        if not hasattr(self, "backend"):
+            try:
+                self.backend = get_backend(self.spec.backend, log=lambda msg: None)
+            except BackendError as e:
+                fatal = gpu_unusable_reason(str(e)) if self.spec.backend == "cuda" else None
+                if fatal:
+                    raise GpuUnusable(f"{self.spec.label()}: {fatal}") from e
+                raise Unavailable(str(e)) from e
+        return self.backend
+
+    def _device_synthesis(self):
+        """Synthesis as the GPU pipeline runs it: the witness on the host, assigned on the device
+        (finished before it returns, so the host clock covers the device part)."""
+        be = self._backend()
+        out = self._synthesize(assign_fn=be.assign)
+        be.synchronize()
+        return out
+
+    def _refresh_abc(self) -> None:
+        """A fresh spendable copy of each kept device a, b, c (queued before the phase's events)."""
+        for asg, abc in zip(self.assignments, self._abc_kept):
+            if abc is not None:
+                asg.abc_dev, asg.abc_spendable = abc.copy(), True
 
     def prepare(self) -> "Workload":
         if self._ready:
@@ -109,14 +142,15 @@ class Workload:
         from ..groth16 import verify
         from ..keygen import cached_setup
         from ..prover import Prover
-        try:
-            self.backend = get_backend(self.spec.backend, log=lambda msg: None)
-        except BackendError as e:
-            fatal = gpu_unusable_reason(str(e)) if self.spec.backend == "cuda" else None
-            if fatal:
-                raise GpuUnusable(f"{self.spec.label()}: {fatal}") from e
-            raise Unavailable(str(e)) from e
-        self.r1cs, self.assignments = self._synthesize()
+        clock = _Stopwatch()
+        self._backend()
+        clock.lap("backend")
+        if self.device:
+            self.r1cs, self.assignments = self._device_synthesis()
+        else:
+            self.r1cs, self.assignments = self._synthesize()
+        self._abc_kept = [a.abc_dev for a in self.assignments]
+        clock.lap("synthesis")
         if self.spec.backend == "cuda" and self.spec.log_size >= DEVICE_KEY_FROM:
             # a production-size key (GBs): made on the GPU and kept there, once per process
             from ..keygen import setup_on_device
@@ -127,16 +161,22 @@ class Workload:
             self.prover = Prover(self.backend, self.pk)
         self.kh = self.prover.kh
         self.randomness = self.prover._randomness(len(self.assignments), random.Random(0))
+        clock.lap("key")
         timer = PhaseTimer(device=self.backend.timer_device())
         for phase in PHASES[1:]:                 # one pass in order: warm-up, and every phase's inputs
+            if phase == "ntt_msm_h":
+                self._refresh_abc()
             with timer.phase(phase, self.backend.phase_impl(phase)):
                 self._call(phase)
         timer.finish()
+        clock.lap("phase pass")
         if self._verify:
             vk = self.pk.verifying_key()
             for asg, proof in zip(self.assignments, self.proofs):
                 if not verify(vk, asg.public, proof):
                     raise RuntimeError(f"{self.spec.label()}: the proof from the phase pass does not verify")
+        clock.lap("verify")
+        self.setup_s = clock.laps
         self._ready = True
         return self
 
@@ -181,13 +221,14 @@ class Workload:
             timer = PhaseTimer()
             for _ in range(number):
                 with timer.phase("synthesis", "cpu"):
-                    self._call("synthesis")
+                    self._device_synthesis() if self.device else self._synthesize()
             rec = timer.finish()["synthesis"]
             self.peak_host_bytes["synthesis"] = rec.peak_host_bytes
             return rec.host_s
         timer = PhaseTimer(device=self.backend.timer_device())
         if area == "proof":
             for _ in range(number):
+                self._refresh_abc()
                 self.prover.prove(self.assignments, timer, rng=random.Random(0))
             recs = timer.finish()
             self._note_peaks("proof", recs.values())
@@ -195,9 +236,12 @@ class Workload:
             return sum(dev) if None not in dev else sum(r.host_s for r in recs.values())
         impl = self.backend.phase_impl(area)
         for _ in range(number):
+            if area == "ntt_msm_h":
+                self._refresh_abc()
             with timer.phase(area, impl):
                 self._call(area)
         rec = timer.finish()[area]
+        self.last_record = rec                     # the call's PhaseRecord (host time, spans), for tools
         self._note_peaks(area, [rec])
         return rec.device_s if rec.device_s is not None else rec.host_s
 
@@ -216,6 +260,19 @@ class Workload:
         if t <= 0:
             return max_number
         return max(1, min(max_number, math.ceil(min_sample_s / t)))
+
+
+class _Stopwatch:
+    """Seconds of each named step since the previous one."""
+
+    def __init__(self):
+        self.laps: dict[str, float] = {}
+        self._t = time.perf_counter()
+
+    def lap(self, name: str) -> None:
+        t = time.perf_counter()
+        self.laps[name] = round(t - self._t, 3)
+        self._t = t
 
 
 _CACHE: dict[Spec, Workload] = {}
