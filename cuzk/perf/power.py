@@ -1,0 +1,148 @@
+"""The gate's false alarms and power, estimated from the rounds of real A/A gate runs by resampling.
+
+    python -m cuzk.perf.power GATE_JSON... [--effect tail_msm:0.10 ...] [--trials 2000] [--json FILE]
+
+A gate run judges each phase on `rounds` independent rounds (compare.py). Given the rounds of A/A
+runs (base and head the same code, e.g. `python -m cuzk.perf.calibrate --json` runs' gate.json), each
+trial draws `rounds` of them with replacement, adds ln(1 + f) to the round values of the slowed phase
+(a slowdown by the factor 1 + f of every head sample of that phase shifts each paired log ratio, so
+each round's median, by exactly that), and judges every phase as the gate does. It reports, per
+workload: the false alarms over the phase tests that were not slowed, and per asked effect the rate
+at which the slowed phase was flagged. A real injection (calibrate --inject) adds a fixed spin to the
+phase, not a factor; near its own size the two agree. The pool is only as varied as the A/A runs it
+comes from: a handful of rounds estimate little; the output says how many there were.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import statistics
+import sys
+from pathlib import Path
+
+from .compare import REGRESSION, compare
+
+
+class PowerInputError(ValueError):
+    pass
+
+
+def _round_values(rd: dict, area: str) -> float | None:
+    b, h = rd["base"]["areas"][area]["samples"], rd["head"]["areas"][area]["samples"]
+    pairs = [math.log(y / x) for x, y in zip(b, h) if x > 0 and y > 0]
+    return statistics.median(pairs) if pairs else None
+
+
+def load_pools(paths: list[str]) -> dict[str, dict]:
+    """{workload label: {"config": gate config, "rounds": [{area: round value}]}} from gate.json files.
+    One clear error (PowerInputError) for a file that is not a judged gate run."""
+    pools: dict[str, dict] = {}
+    for path in paths:
+        try:
+            doc = json.loads(Path(path).read_text())
+        except OSError as e:
+            raise PowerInputError(f"{path}: {e.strerror}") from e
+        except json.JSONDecodeError as e:
+            raise PowerInputError(f"{path}: not JSON ({e.msg}, line {e.lineno})") from e
+        if not isinstance(doc, dict) or "config" not in doc or "outcomes" not in doc:
+            raise PowerInputError(f"{path}: not a gate.json (no config and outcomes)")
+        try:
+            _add(pools, doc, path)
+        except (KeyError, TypeError, AttributeError) as e:
+            raise PowerInputError(f"{path}: not a gate.json: {type(e).__name__} {e}") from e
+    if not pools:
+        raise PowerInputError(f"{', '.join(paths)}: no judged workload (status ok) in any file")
+    return pools
+
+
+def _add(pools: dict, doc: dict, path: str) -> None:
+    cfg = doc["config"]
+    for o in doc["outcomes"]:
+        if o.get("status") != "ok":
+            continue
+        spec = o["spec"]
+        label = f"{spec['backend']} {spec['circuit']} 2^{spec['log_size']} opts={spec['opts']}"
+        pool = pools.setdefault(label, {"config": cfg, "rounds": [], "files": 0})
+        if (pool["config"]["rounds"], pool["config"]["alpha"]) != (cfg["rounds"], cfg["alpha"]):
+            raise PowerInputError(f"{path}: {label}: rounds/alpha differ from an earlier file's")
+        pool["files"] += 1
+        for rd in o["rounds"]:
+            pool["rounds"].append({a: _round_values(rd, a) for a in cfg["areas"]})
+
+
+def simulate(pool: dict, effects: dict[str, float], trials: int, seed: int = 0) -> dict:
+    """Gate runs drawn from one workload's pool; effects {area: f} slow those areas by 1 + f."""
+    cfg, rounds = pool["config"], pool["rounds"]
+    areas = [a for a in cfg["areas"] if all(r[a] is not None for r in rounds)]
+    n = cfg["rounds"]
+    thr = lambda a: cfg.get("thresholds", {}).get(a, cfg["threshold"])    # noqa: E731
+    rng = random.Random(seed)
+    flagged = {a: 0 for a in areas}
+    for _ in range(trials):
+        draw = [rng.choice(rounds) for _ in range(n)]
+        for a in areas:
+            shift = math.log1p(effects.get(a, 0.0))
+            if compare(a, [r[a] + shift for r in draw], thr(a), cfg["alpha"]).verdict == REGRESSION:
+                flagged[a] += 1
+    others = [a for a in areas if a not in effects]
+    return {"trials": trials, "rounds_in_pool": len(rounds), "rounds_a_run": n,
+            "phase_tests": trials * len(others),
+            "false_alarms": sum(flagged[a] for a in others),
+            "false_alarms_by_phase": {a: flagged[a] for a in others},
+            "detection_rate": {a: flagged[a] / trials for a in effects if a in flagged}}
+
+
+def _effect(text: str) -> tuple[str, float]:
+    try:
+        area, frac = text.split(":")
+        f = float(frac)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"bad effect {text!r}; expected PHASE:FRACTION, e.g. tail_msm:0.10")
+    if not f > 0:
+        raise argparse.ArgumentTypeError(f"bad effect {text!r}: the fraction must be > 0")
+    return area, f
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m cuzk.perf.power", description=__doc__.split("\n\n")[0])
+    ap.add_argument("gate_json", nargs="+", help="gate.json files of A/A runs (base and head the same code)")
+    ap.add_argument("--effect", action="append", type=_effect, default=[], metavar="PHASE:FRACTION",
+                    help="a slowdown to estimate the power for (repeatable), e.g. tail_msm:0.10")
+    ap.add_argument("--trials", type=int, default=2000)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--json", metavar="FILE")
+    args = ap.parse_args(argv)
+    try:
+        pools = load_pools(args.gate_json)
+    except PowerInputError as e:
+        print(f"power: {e}", file=sys.stderr)
+        return 2
+    out = {}
+    for label, pool in pools.items():
+        known = set(pool["config"]["areas"])
+        bad = [a for a, _ in args.effect if a not in known]
+        if bad:
+            print(f"power: unknown phase {', '.join(bad)}; the runs have {', '.join(sorted(known))}", file=sys.stderr)
+            return 2
+        res = {"aa": simulate(pool, {}, args.trials, args.seed)}
+        for area, f in args.effect:
+            res[f"{area}:{f:g}"] = simulate(pool, {area: f}, args.trials, args.seed)
+        out[label] = {"files": pool["files"], **res}
+        aa = res["aa"]
+        print(f"{label}: {len(pool['rounds'])} real rounds from {pool['files']} A/A runs, "
+              f"{args.trials} resampled gate runs of {aa['rounds_a_run']} rounds")
+        print(f"  A/A: {aa['false_alarms']} false alarms in {aa['phase_tests']} phase tests "
+              f"({aa['false_alarms'] / max(1, aa['phase_tests']):.4f})")
+        for key, r in res.items():
+            if key != "aa":
+                (area, rate), = r["detection_rate"].items()
+                print(f"  {key}: detected in {rate:.1%} of the runs")
+    if args.json:
+        Path(args.json).write_text(json.dumps(out, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,73 @@
+"""Power from resampled A/A rounds (cuzk.perf.power): what it reports must follow the noise it is given."""
+from __future__ import annotations
+
+import json
+import math
+import random
+import subprocess
+import sys
+
+from cuzk.perf import power
+
+AREAS = ["ntt_msm_h", "tail_msm", "b_g2"]
+
+
+def _gate_json(path, sd: float, rounds: int = 8, samples: int = 5, seed: int = 1):
+    """An A/A gate.json whose samples are lognormal around 10 ms with spread sd (ln units)."""
+    rng = random.Random(seed)
+    side = lambda: {"areas": {a: {"samples": [0.01 * math.exp(rng.gauss(0, sd)) for _ in range(samples)]}  # noqa: E731
+                              for a in AREAS}}
+    doc = {"config": {"rounds": rounds, "samples": samples, "alpha": 0.01, "threshold": 0.05, "thresholds": {},
+                      "areas": AREAS},
+           "outcomes": [{"status": "ok", "spec": {"backend": "cuda", "circuit": "porep_like", "log_size": 18,
+                                                  "opts": "default"},
+                         "rounds": [{"base": side(), "head": side()} for _ in range(rounds)]}]}
+    path.write_text(json.dumps(doc))
+    return str(path)
+
+
+def test_quiet_rounds_detect_ten_percent_and_noisy_ones_do_not(tmp_path):
+    quiet = power.load_pools([_gate_json(tmp_path / f"q{i}.json", 0.01, seed=i) for i in range(3)])
+    noisy = power.load_pools([_gate_json(tmp_path / f"n{i}.json", 0.30, seed=i) for i in range(3)])
+    (q,), (n,) = quiet.values(), noisy.values()
+    assert len(q["rounds"]) == 24 and q["files"] == 3
+    rq = power.simulate(q, {"tail_msm": 0.10}, 300)
+    rn = power.simulate(n, {"tail_msm": 0.10}, 300)
+    assert rq["detection_rate"]["tail_msm"] > 0.95
+    assert rn["detection_rate"]["tail_msm"] < 0.5
+    assert rq["phase_tests"] == 600 and rq["false_alarms"] == 0       # the other two phases are not slowed
+    aa = power.simulate(q, {}, 300)
+    assert aa["phase_tests"] == 900 and aa["false_alarms"] <= 9
+
+
+def test_the_effect_shifts_each_round_by_its_log(tmp_path):
+    (pool,) = power.load_pools([_gate_json(tmp_path / "a.json", 0.0)]).values()
+    # no noise at all: every round value is 0, a 10% effect is exactly ln 1.1 a round: always flagged
+    assert all(r["tail_msm"] == 0.0 for r in pool["rounds"])
+    assert power.simulate(pool, {"tail_msm": 0.10}, 20)["detection_rate"]["tail_msm"] == 1.0
+    assert power.simulate(pool, {"tail_msm": 0.04}, 20)["detection_rate"]["tail_msm"] == 0.0   # under threshold
+
+
+def test_cli_reports_and_writes_json(tmp_path):
+    files = [_gate_json(tmp_path / f"r{i}.json", 0.02, seed=i) for i in range(2)]
+    out = tmp_path / "power.json"
+    p = subprocess.run([sys.executable, "-m", "cuzk.perf.power", *files, "--effect", "tail_msm:0.10",
+                        "--trials", "100", "--json", str(out)], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert "16 real rounds from 2 A/A runs" in p.stdout and "tail_msm:0.1: detected in" in p.stdout
+    (res,) = json.loads(out.read_text()).values()
+    assert set(res) == {"files", "aa", "tail_msm:0.1"}
+
+
+def test_bad_input_is_one_line_exit_2(tmp_path):
+    junk = tmp_path / "junk.json"
+    junk.write_text("[1, 2")
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"config": {}, "outcomes": [{"status": "ok"}]}))
+    good = _gate_json(tmp_path / "g.json", 0.02)
+    for args, what in (([str(junk)], "junk.json: not JSON"), ([str(other)], "other.json: not a gate.json"),
+                       ([str(tmp_path / "none.json")], "none.json: No such file"),
+                       ([good, "--effect", "nope:0.1"], "unknown phase nope")):
+        p = subprocess.run([sys.executable, "-m", "cuzk.perf.power", *args], capture_output=True, text=True)
+        assert p.returncode == 2 and what in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+        assert not p.stdout
