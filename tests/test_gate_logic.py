@@ -337,3 +337,32 @@ def test_a_worker_process_runs_on_the_cpus_it_was_given():
         assert rep["cuzk_file"].startswith(str(repo))
     finally:
         w.close()
+
+
+class SendingWorker(FakeWorker):
+    """A worker with WorkerProcess's send/receive: the gate may ask both for their set-up at once."""
+
+    def send(self, msg):
+        self.parent.asks.append((self.side, "sent " + ("setup" if "protocol" in msg else "other")))
+        self._pending = msg
+
+    def receive(self):
+        return FakeWorker.ask(self, self._pending)
+
+
+class SendingSpawn(FakeSpawn):
+    def __call__(self, root, timeout):
+        side = Path(root).name
+        self.spawned.append(side)
+        return SendingWorker(self, side, None)
+
+
+def test_both_workers_set_up_at_once(repo):
+    """Both set-up requests go out before either reply is read; the samples still alternate one by one."""
+    d, base, head = repo
+    s = SendingSpawn()
+    res = gate.run(d, base, head, _cfg(), spawn=s, log=lambda m: None)
+    assert res.exit_code == gate.EXIT_OK
+    assert s.asks[:4] == [("base", "sent setup"), ("head", "sent setup"), ("base", "setup"), ("head", "setup")]
+    samples = [a for a in s.asks if "setup" not in a[1]]
+    assert samples[:2] == [("base", PHASES[0]), ("head", PHASES[0])]

@@ -71,3 +71,19 @@ def test_bad_input_is_one_line_exit_2(tmp_path):
         p = subprocess.run([sys.executable, "-m", "cuzk.perf.power", *args], capture_output=True, text=True)
         assert p.returncode == 2 and what in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
         assert not p.stdout
+
+
+def test_more_rounds_from_the_same_pool_detect_more(tmp_path):
+    files = [_gate_json(tmp_path / f"m{i}.json", 0.12, seed=i) for i in range(3)]
+    rates = []
+    for n in ("8", "24"):
+        out = tmp_path / f"p{n}.json"
+        p = subprocess.run([sys.executable, "-m", "cuzk.perf.power", *files, "--effect", "tail_msm:0.10",
+                            "--rounds", n, "--trials", "200", "--json", str(out)], capture_output=True, text=True)
+        assert p.returncode == 0, p.stderr
+        (res,) = json.loads(out.read_text()).values()
+        assert res["aa"]["rounds_a_run"] == int(n)
+        rates.append(res["tail_msm:0.1"]["detection_rate"]["tail_msm"])
+    assert rates[1] > rates[0] + 0.2
+    p = subprocess.run([sys.executable, "-m", "cuzk.perf.power", *files, "--rounds", "4"], capture_output=True, text=True)
+    assert p.returncode == 2 and "4 rounds can never reach" in p.stderr

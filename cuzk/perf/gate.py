@@ -70,11 +70,17 @@ class WorkerProcess:
         return self.err.read()
 
     def ask(self, msg: dict) -> dict:
+        self.send(msg)
+        return self.receive()
+
+    def send(self, msg: dict) -> None:
         try:
             self.p.stdin.write(json.dumps(msg) + "\n")
             self.p.stdin.flush()
         except (BrokenPipeError, OSError):
             pass                                             # the reply (EOF) tells what happened
+
+    def receive(self) -> dict:
         try:
             line = self.lines.get(timeout=self.timeout)
         except queue.Empty:
@@ -177,9 +183,18 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
         for side in order:
             workers[side] = spawn(roots[side], cfg.worker_timeout_s)
         ready = {}
+        # both set up at once (nothing is timed yet): a round costs one set-up, not two
+        together = all(hasattr(workers[s], "send") for s in order)
         for side in order:
             other = workers[SIDES[1 - SIDES.index(side)]]
-            ready[side] = workers[side].ask(_request(cfg, oc.config, roots[side], other.pid))
+            req = _request(cfg, oc.config, roots[side], other.pid)
+            if together:
+                workers[side].send(req)
+            else:
+                ready[side] = workers[side].ask(req)
+        for side in order:
+            if together:
+                ready[side] = workers[side].receive()
             if ready[side]["status"] == "untrusted":
                 fail("untrusted", ready[side].get("message", ""), ready[side].get("discards", []))
             if ready[side]["status"] == "unusable":          # a GPU that cannot run: never a skip

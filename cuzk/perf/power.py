@@ -1,6 +1,6 @@
 """The gate's false alarms and power, estimated from the rounds of real A/A gate runs by resampling.
 
-    python -m cuzk.perf.power GATE_JSON... [--effect tail_msm:0.10 ...] [--trials 2000] [--json FILE]
+    python -m cuzk.perf.power GATE_JSON... [--effect tail_msm:0.10 ...] [--rounds N] [--alpha A] [--json FILE]
 
 A gate run judges each phase on `rounds` independent rounds (compare.py). Given the rounds of A/A
 runs (base and head the same code, e.g. `python -m cuzk.perf.calibrate --json` runs' gate.json), each
@@ -10,7 +10,8 @@ each round's median, by exactly that), and judges every phase as the gate does. 
 workload: the false alarms over the phase tests that were not slowed, and per asked effect the rate
 at which the slowed phase was flagged. A real injection (calibrate --inject) adds a fixed spin to the
 phase, not a factor; near its own size the two agree. The pool is only as varied as the A/A runs it
-comes from: a handful of rounds estimate little; the output says how many there were.
+comes from: a handful of rounds estimate little; the output says how many there were. --rounds and
+--alpha judge the same pool as a gate with other settings would (e.g. how many rounds a size needs).
 """
 from __future__ import annotations
 
@@ -110,6 +111,8 @@ def main(argv=None) -> int:
     ap.add_argument("gate_json", nargs="+", help="gate.json files of A/A runs (base and head the same code)")
     ap.add_argument("--effect", action="append", type=_effect, default=[], metavar="PHASE:FRACTION",
                     help="a slowdown to estimate the power for (repeatable), e.g. tail_msm:0.10")
+    ap.add_argument("--rounds", type=int, help="judge resampled runs of this many rounds (default: the runs' own)")
+    ap.add_argument("--alpha", type=float, help="and at this alpha (default: the runs' own)")
     ap.add_argument("--trials", type=int, default=2000)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", metavar="FILE")
@@ -119,8 +122,15 @@ def main(argv=None) -> int:
     except PowerInputError as e:
         print(f"power: {e}", file=sys.stderr)
         return 2
+    from .gate_config import min_p_value
     out = {}
     for label, pool in pools.items():
+        over = {k: v for k, v in (("rounds", args.rounds), ("alpha", args.alpha)) if v is not None}
+        pool["config"] = {**pool["config"], **over}
+        if min_p_value(pool["config"]["rounds"]) >= pool["config"]["alpha"]:
+            print(f"power: {pool['config']['rounds']} rounds can never reach p < alpha = {pool['config']['alpha']}",
+                  file=sys.stderr)
+            return 2
         known = set(pool["config"]["areas"])
         bad = [a for a, _ in args.effect if a not in known]
         if bad:
