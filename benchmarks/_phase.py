@@ -53,6 +53,31 @@ class _ScaleBench(_PhaseBench):
         return suite.SCALE_VARIANTS
 
 
+class _FullScaleBench(_PhaseBench):
+    """Time per call of one phase of a whole partition (suite.FULL_TARGETS), what ships only. One
+    set-up a run serves every phase: asv keys a setup_cache by the function that defines it, and every
+    `<Phase>AtFullScale` inherits this one, so it runs once and each class reads its phase's samples."""
+    targets = suite.FULL_TARGETS
+    timeout = 3600
+
+    @classmethod
+    def variants(cls):
+        return suite.FULL_VARIANTS
+
+    def setup_cache(self):
+        from cuzk.perf import full_scale
+        return full_scale.partition_samples()
+
+    def setup(self, cache, target, opts):
+        if "unavailable" in cache:
+            raise NotImplementedError(cache["unavailable"])      # no GPU here: asv skips
+
+    def track_time(self, cache, target, opts):
+        """Seconds per call (CUDA events), sampled round-robin with the partition's other phases."""
+        from cuzk.perf import full_scale
+        return {"samples": cache["samples"][full_scale.key(target, opts)][self.area], "number": 1}
+
+
 class _MemoryBench(_WorkloadBench):
     """Peak device memory of a phase: GPU targets, the default variant (what ships)."""
     targets = suite.GPU_TARGETS

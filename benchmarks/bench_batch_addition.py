@@ -1,5 +1,5 @@
 """batch_addition: time per call (CUDA events on a GPU, host clock on the CPU reference) and peak device memory."""
-from ._phase import _MemoryBench, _PhaseBench, _ScaleBench
+from ._phase import _FullScaleBench, _MemoryBench, _PhaseBench, _ScaleBench
 
 
 class BatchAddition(_PhaseBench):
@@ -11,4 +11,8 @@ class BatchAdditionAtScale(_ScaleBench):
 
 
 class BatchAdditionMemory(_MemoryBench):
+    area = "batch_addition"
+
+
+class BatchAdditionAtFullScale(_FullScaleBench):
     area = "batch_addition"

@@ -1,5 +1,5 @@
 """ntt_msm_h: time per call (CUDA events on a GPU, host clock on the CPU reference) and peak device memory."""
-from ._phase import _MemoryBench, _PhaseBench, _ScaleBench
+from ._phase import _FullScaleBench, _MemoryBench, _PhaseBench, _ScaleBench
 
 
 class NttMsmH(_PhaseBench):
@@ -11,4 +11,8 @@ class NttMsmHAtScale(_ScaleBench):
 
 
 class NttMsmHMemory(_MemoryBench):
+    area = "ntt_msm_h"
+
+
+class NttMsmHAtFullScale(_FullScaleBench):
     area = "ntt_msm_h"

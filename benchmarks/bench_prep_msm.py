@@ -1,5 +1,5 @@
 """prep_msm: time per call (CUDA events on a GPU, host clock on the CPU reference) and peak device memory."""
-from ._phase import _MemoryBench, _PhaseBench, _ScaleBench
+from ._phase import _FullScaleBench, _MemoryBench, _PhaseBench, _ScaleBench
 
 
 class PrepMsm(_PhaseBench):
@@ -11,4 +11,8 @@ class PrepMsmAtScale(_ScaleBench):
 
 
 class PrepMsmMemory(_MemoryBench):
+    area = "prep_msm"
+
+
+class PrepMsmAtFullScale(_FullScaleBench):
     area = "prep_msm"

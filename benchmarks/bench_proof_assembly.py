@@ -1,5 +1,5 @@
 """proof_assembly: time per call (CUDA events on a GPU, host clock on the CPU reference) and peak device memory."""
-from ._phase import _MemoryBench, _PhaseBench, _ScaleBench
+from ._phase import _FullScaleBench, _MemoryBench, _PhaseBench, _ScaleBench
 
 
 class ProofAssembly(_PhaseBench):
@@ -11,4 +11,8 @@ class ProofAssemblyAtScale(_ScaleBench):
 
 
 class ProofAssemblyMemory(_MemoryBench):
+    area = "proof_assembly"
+
+
+class ProofAssemblyAtFullScale(_FullScaleBench):
     area = "proof_assembly"

@@ -22,3 +22,22 @@ class Synthesis:
 
     def peakmem_synthesis(self, circuit, log_size, opts):
         self.w.measure("synthesis")
+
+
+class SynthesisAtScale:
+    """Synthesis of a partition at PoRep scale on the GPU backend, as the pipeline runs it: the witness
+    on the host, a, b, c assigned on the device (suite.SCALE_TARGETS; no key: synthesis needs none)."""
+    params = (suite.SCALE_TARGETS, suite.SCALE_VARIANTS)
+    param_names = ["target", "opts"]
+    timeout = 900
+    unit = "seconds"
+
+    def setup(self, target, opts):
+        self.w = workload.get(workload.Spec.parse_target(target, circuit=suite.CIRCUIT, opts=opts))
+        if not self.w.device:
+            raise NotImplementedError(f"{target} is not a GPU target")
+        self.w.ensure_backend()              # no GPU: workload.Unavailable, which asv skips
+
+    def track_time(self, target, opts):
+        s = sampler.sample(self.w, "synthesis", suite.SAMPLES["cuda"])
+        return {"samples": s.values, "number": 1}

@@ -1,5 +1,5 @@
 """tail_msm: time per call (CUDA events on a GPU, host clock on the CPU reference) and peak device memory."""
-from ._phase import _MemoryBench, _PhaseBench, _ScaleBench
+from ._phase import _FullScaleBench, _MemoryBench, _PhaseBench, _ScaleBench
 
 
 class TailMsm(_PhaseBench):
@@ -11,4 +11,8 @@ class TailMsmAtScale(_ScaleBench):
 
 
 class TailMsmMemory(_MemoryBench):
+    area = "tail_msm"
+
+
+class TailMsmAtFullScale(_FullScaleBench):
     area = "tail_msm"

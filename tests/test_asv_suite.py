@@ -54,6 +54,29 @@ def test_discovery_matches_the_gate_and_the_registry():
     assert not any("_PhaseBench" in n or "_MemoryBench" in n or n.startswith("_phase") for n in found)
 
 
+def _log_size(target: str) -> int:
+    return int(eval(target).rsplit(":", 1)[1])
+
+
+def test_every_phase_has_a_cuda_target_at_porep_scale():
+    """asv's own discovery: each phase (and the whole proof) has a benchmark on a cuda target of at least
+    2^24, in what ships and in baseline; the phases after synthesis also at a whole partition (2^27),
+    and the pipelined sector is tracked."""
+    found = _discover()
+    for area in PHASES + ("proof",):
+        at_scale = [(n, p) for n, p in found.items() if n.startswith(suite.ASV_TIME_BENCHMARKS[area].split(".")[0] + ".")
+                    and p and any(t.startswith("'cuda:") and _log_size(t) >= 24 for t in p[0])]
+        assert at_scale, area
+        variants = {v for _, p in at_scale for v in p[1]}
+        assert {"'default'", "'baseline'"} <= variants, (area, variants)
+    for area in suite.FULL_AREAS:
+        name = suite.time_benchmark(area, suite.FULL_TARGETS[0])
+        assert found[name] == [[repr(t) for t in suite.FULL_TARGETS], ["'default'"]]
+        assert _log_size(repr(suite.FULL_TARGETS[0])) == 27
+    for fig in suite.PIPELINE_FIGURES:
+        assert found[f"bench_pipeline.PipelineAtFullScale.{fig}"] == []
+
+
 def test_a_phase_is_measured_in_the_variants_of_the_toggles_that_touch_it():
     from cuzk.opts import REGISTRY
     for area in PHASES + ("proof",):
@@ -157,3 +180,28 @@ del opts.REGISTRY["A4"]
 """)
     names = found["bench_b_g2.BG2.track_time"][1]
     assert "'default+A4'" not in names and "'default-D4'" in names
+
+
+def test_full_scale_benchmarks_share_one_set_up_and_skip_without_a_gpu(asv_repo):
+    """A real `asv run` of every whole-partition benchmark: asv runs the one setup_cache they inherit once,
+    and on a machine without a GPU each reports a skip (NaN), exit 0 (tests/test_asv_env.py holds the
+    failure when a GPU is present but unusable)."""
+    from cuzk.backend import gpu_present
+    if gpu_present()[0]:
+        pytest.skip("a GPU is present: this is the no-GPU path")
+    d, sha, env = asv_repo
+    p = subprocess.run(ASV + ["run", "-E", f"existing:{sys.executable}", "--set-commit-hash", sha, "--machine",
+                              "ci-test", "--bench", r"AtFullScale\.track_time|PipelineAtFullScale", "--show-stderr"],
+                       cwd=d, env=env, capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert p.stdout.count("Setting up _phase:") == 1, p.stdout
+    assert p.stdout.count("Setting up bench_pipeline:") == 1, p.stdout
+    files = [f for f in (d / ".asv/results/ci-test").glob("*.json") if f.name != "machine.json"]
+    res = json.loads(max(files, key=lambda f: f.stat().st_mtime).read_text())
+    cols = res["result_columns"]
+    names = [suite.time_benchmark(a, suite.FULL_TARGETS[0]) for a in suite.FULL_AREAS]
+    names += [f"bench_pipeline.PipelineAtFullScale.{f}" for f in suite.PIPELINE_FIGURES]
+    for n in names:
+        row = dict(zip(cols, res["results"][n]))
+        # asv writes a skip as NaN and a failure as null: skipped, no figure
+        assert len(row["result"]) == 1 and row["result"][0] != row["result"][0], (n, row)

@@ -371,3 +371,22 @@ def test_judge_names_the_culprit_only_when_every_step_was_measured():
     with pytest.raises(bisect.BisectError, match="named no commit"):
         bisect_verdict.judge("b", ["p"], pts, C, None, 0, out=out.append)
     assert out and not [l for l in out if "first slow" in l]
+
+
+def test_bench_regex_for_every_suite_target():
+    """Every target the suite has gives the benchmark that measures it; what is not measured is an error."""
+    from cuzk.perf import suite
+    from cuzk.perf.bisect import BisectError, bench_regex
+    assert bench_regex("tail_msm", "cuda:porep_partition:24", "default").startswith(
+        "^bench_tail_msm\\.TailMsmAtScale\\.track_time")
+    assert bench_regex("tail_msm", "cuda:porep_partition:27", "default").startswith(
+        "^bench_tail_msm\\.TailMsmAtFullScale\\.track_time")
+    assert bench_regex("synthesis", "cuda:porep_partition:24").startswith("^bench_synthesis\\.SynthesisAtScale")
+    for target in suite.ALL_TARGETS:
+        assert bench_regex("ntt_msm_h", target)
+    with pytest.raises(BisectError, match="not measured at cuda:porep_partition:27"):
+        bench_regex("proof", "cuda:porep_partition:27")
+    with pytest.raises(BisectError, match="not measured in variant 'baseline'"):
+        bench_regex("tail_msm", "cuda:porep_partition:27", "baseline")
+    with pytest.raises(BisectError, match="synthesis is parametrised"):
+        bench_regex("synthesis", "cuda:18")

@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path
 
 from .. import cuda_extra
-from .suite import ALL_TARGETS, ASV_TIME_BENCHMARKS, SCALE_TARGETS, SCALE_VARIANTS, time_benchmark, variants_for
+from .suite import ALL_TARGETS, ASV_TIME_BENCHMARKS, SCALE_TARGETS, measured_variants, time_benchmark
 
 
 class BisectError(ValueError):
@@ -38,14 +38,18 @@ def bench_regex(benchmark: str, target: str | None = None, opts: str | None = No
         except re.error as e:
             raise BisectError(f"bad benchmark regex {benchmark!r}: {e}") from e
         return benchmark
-    regex = "^" + re.escape(time_benchmark(benchmark, target))
-    if benchmark == "synthesis":
+    if benchmark == "synthesis" and target not in SCALE_TARGETS:
         if target or opts:
-            raise BisectError("synthesis is parametrised by circuit and size: give an asv regex instead")
-        return regex
+            raise BisectError("synthesis is parametrised by circuit and size below PoRep scale (targets: "
+                              f"{', '.join(SCALE_TARGETS)}): give an asv regex instead")
+        return "^" + re.escape(time_benchmark(benchmark))
     if target is not None and target not in ALL_TARGETS:
         raise BisectError(f"unknown target {target!r}; the suite has {', '.join(ALL_TARGETS)}")
-    measured = SCALE_VARIANTS if target in SCALE_TARGETS else variants_for(benchmark)
+    try:
+        regex = "^" + re.escape(time_benchmark(benchmark, target))
+    except KeyError as e:
+        raise BisectError(e.args[0]) from None
+    measured = measured_variants(benchmark, target)
     if opts is not None and opts not in measured:
         raise BisectError(f"{benchmark} is not measured in variant {opts!r}"
                           + (f" at {target}" if target else "") + f"; it is in {', '.join(measured)}")

@@ -17,7 +17,15 @@ TARGETS = CPU_TARGETS + GPU_TARGETS
 # PoRep scale: a partition's circuit, its key made on the GPU; measured in what ships (and baseline)
 SCALE_TARGETS = ["cuda:porep_partition:24"]
 SCALE_VARIANTS = ["default", "baseline"]
-ALL_TARGETS = TARGETS + SCALE_TARGETS
+# A whole partition (2^27, the size a 32 GiB sector's PoRep proves): one set-up a run for all its phases
+# (asv setup_cache; cuzk/perf/full_scale.py), in what ships only
+FULL_TARGETS = ["cuda:porep_partition:27"]
+FULL_VARIANTS = ["default"]
+FULL_AREAS = ["prep_msm", "ntt_msm_h", "batch_addition", "tail_msm", "b_g2", "proof_assembly"]
+# A sector proved pipelined (cuzk bench --pipeline): seconds per proof, GPU busy fraction, wall
+PIPELINE = {"circuit": "porep_partition", "log_size": 27, "circuits": 10}
+PIPELINE_FIGURES = ["track_s_per_proof", "track_gpu_busy_fraction", "track_wall_s"]
+ALL_TARGETS = TARGETS + SCALE_TARGETS + FULL_TARGETS
 SYNTHESIS_CIRCUITS = ["porep_like", "mulchain"]
 SYNTHESIS_SIZES = [12, 16]
 
@@ -34,7 +42,17 @@ MEMORY_VARIANTS = ["default"]          # peak device memory and energy: what shi
 # cuda:porep_partition:24: one asv point (TailMsmAtScale, default) took 60 s on the H200 on 2026-12-01,
 # nearly all of it the partition's synthesis and its key made on the GPU.
 POINT_S = {"cpu:8": 2.0, "cpu:10": 3.0, "cuda:16": 7.0, "cuda:18": 7.0, "cuda:porep_partition:24": 60.0}
+# Estimates until measured on the runner (docs/perf-log.md): a 2^27 partition's one set-up is its synthesis
+# (~14 s), its key made on the GPU (~8x the 7.8 s at 2^24) and a phase pass (~1.4 s), then 15 samples
+# of six phases (~1.4 s a round); the pipelined sector is another key, the warm-up and ~25 s of proofs.
+# Each benchmark that reads a shared set-up still costs a process (~5 s).
+FULL_SETUP_S = 180.0
+PIPELINE_SETUP_S = 240.0
+CACHED_POINT_S = 5.0
 SYNTHESIS_POINT_S = {12: 2.0, 16: 4.0}
+# a partition's synthesis at 2^24 on the GPU backend: build ~4 s (2-core dev machine, 2^20 x 16) and the
+# device assignment, 15 samples and the warm-up: an estimate until measured
+SYNTHESIS_SCALE_POINT_S = 75.0
 NIGHTLY_BUDGET_S = 2 * 3600            # the whole suite on one GPU runner, every night
 GATE_BUDGET_S = 15 * 60                # the PR gate with perf-gate.toml, on one GPU runner
 
@@ -68,15 +86,23 @@ def cost() -> dict:
             n = len(SYNTHESIS_CIRCUITS) * len(variants_for("synthesis"))
             pts += 2 * n * len(SYNTHESIS_SIZES)                 # track_time and peakmem_synthesis
             secs += 2 * n * sum(SYNTHESIS_POINT_S[k] for k in SYNTHESIS_SIZES)
+            pts += len(SCALE_VARIANTS) * len(SCALE_TARGETS)      # SynthesisAtScale
+            secs += len(SCALE_VARIANTS) * len(SCALE_TARGETS) * SYNTHESIS_SCALE_POINT_S
             continue
         v = len(variants_for(area))
         pts += v * len(TARGETS)
         secs += v * sum(POINT_S[t] for t in TARGETS)
         pts += len(SCALE_VARIANTS) * len(SCALE_TARGETS)         # the same at PoRep scale
         secs += len(SCALE_VARIANTS) * sum(POINT_S[t] for t in SCALE_TARGETS)
+        if area in FULL_AREAS:                                  # a whole partition: the shared set-up
+            pts += len(FULL_VARIANTS) * len(FULL_TARGETS)
+            secs += len(FULL_VARIANTS) * len(FULL_TARGETS) * CACHED_POINT_S
         extra = 2 if area == "proof" else 1                     # peak device memory (and energy per proof)
         pts += extra * len(MEMORY_VARIANTS) * len(GPU_TARGETS)
         secs += extra * len(MEMORY_VARIANTS) * sum(POINT_S[t] for t in GPU_TARGETS)
+    secs += len(FULL_VARIANTS) * len(FULL_TARGETS) * FULL_SETUP_S
+    pts += len(PIPELINE_FIGURES)
+    secs += PIPELINE_SETUP_S + len(PIPELINE_FIGURES) * CACHED_POINT_S
     return {"points": pts, "seconds": secs, "budget_s": NIGHTLY_BUDGET_S}
 
 # area -> the asv benchmark that times it (tests check these against asv's own discovery)
@@ -94,24 +120,39 @@ ASV_TIME_BENCHMARKS = {
 
 def time_benchmark(area: str, target: str | None = None) -> str:
     """The asv benchmark that times `area` at `target`: PoRep-scale targets have classes of their own
-    (`TailMsmAtScale`), measured in SCALE_VARIANTS only."""
+    (`TailMsmAtScale`, `TailMsmAtFullScale`), measured in SCALE_VARIANTS / FULL_VARIANTS only."""
     name = ASV_TIME_BENCHMARKS[area]
+    cls, method = name.rsplit(".", 1)
     if target in SCALE_TARGETS:
-        cls, method = name.rsplit(".", 1)
         return f"{cls}AtScale.{method}"
+    if target in FULL_TARGETS:
+        if area not in FULL_AREAS:
+            raise KeyError(f"{area} is not measured at {target}; there: {', '.join(FULL_AREAS)}")
+        return f"{cls}AtFullScale.{method}"
     return name
+
+
+def measured_variants(area: str, target: str | None = None) -> list[str]:
+    """The variants the suite measures `area` in at `target` (every target: None)."""
+    if target in SCALE_TARGETS:
+        return SCALE_VARIANTS
+    if target in FULL_TARGETS:
+        return FULL_VARIANTS if area in FULL_AREAS else []
+    return variants_for(area)
 
 
 def asv_params(area: str, spec) -> tuple | None:
     """The asv parameter tuple that matches a workload, or None where the suite has no such point."""
     if spec.batch != 1 or spec.opts not in variants_for(area) or (spec.convention, spec.generator) != ("coeff", 7):
         return None
+    if area == "synthesis" and spec.target(CIRCUIT) in SCALE_TARGETS:
+        return (repr(spec.target(CIRCUIT)), repr(spec.opts)) if spec.opts in SCALE_VARIANTS else None
     if area == "synthesis":
         ok = spec.circuit in SYNTHESIS_CIRCUITS and spec.log_size in SYNTHESIS_SIZES
         return (repr(spec.circuit), repr(spec.log_size), repr(spec.opts)) if ok else None
     target = spec.target(CIRCUIT)
-    if target in SCALE_TARGETS:
-        return (repr(target), repr(spec.opts)) if spec.opts in SCALE_VARIANTS else None
+    if target in SCALE_TARGETS or target in FULL_TARGETS:
+        return (repr(target), repr(spec.opts)) if spec.opts in measured_variants(area, target) else None
     return (repr(target), repr(spec.opts)) if target in TARGETS else None
 
 

@@ -111,7 +111,8 @@ class Workload:
         return synthesize(self.spec.circuit, self.spec.log_size, self.opts, seeds=self._seeds(),
                           assign_fn=assign_fn)
 
-    def _backend(self):
+    def ensure_backend(self):
+        """The workload's backend, made once (no GPU: Unavailable; a GPU that cannot run: GpuUnusable)."""
         if not hasattr(self, "backend"):
             try:
                 self.backend = get_backend(self.spec.backend, log=lambda msg: None)
@@ -125,7 +126,7 @@ class Workload:
     def _device_synthesis(self):
         """Synthesis as the GPU pipeline runs it: the witness on the host, assigned on the device
         (finished before it returns, so the host clock covers the device part)."""
-        be = self._backend()
+        be = self.ensure_backend()
         out = self._synthesize(assign_fn=be.assign)
         be.synchronize()
         return out
@@ -143,7 +144,7 @@ class Workload:
         from ..keygen import cached_setup
         from ..prover import Prover
         clock = _Stopwatch()
-        self._backend()
+        self.ensure_backend()
         clock.lap("backend")
         if self.device:
             self.r1cs, self.assignments = self._device_synthesis()
