@@ -366,3 +366,23 @@ def test_both_workers_set_up_at_once(repo):
     assert s.asks[:4] == [("base", "sent setup"), ("head", "sent setup"), ("base", "setup"), ("head", "setup")]
     samples = [a for a in s.asks if "setup" not in a[1]]
     assert samples[:2] == [("base", PHASES[0]), ("head", PHASES[0])]
+
+
+def test_a_workload_may_gate_its_own_phases(repo):
+    """A PoRep-size workload leaves out synthesis (seconds a sample on the host, gated at the small size):
+    its workers are asked for its phases only, and the report and gate.json say which."""
+    d, base, head = repo
+    cfg = _cfg([{"backend": "cpu", "log_size": 8},
+                {"backend": "cpu", "log_size": 10, "phases": ["tail_msm", "b_g2"]}])
+    assert cfg.workloads[1].phases == ("tail_msm", "b_g2") and cfg.workloads[0].phases is None
+    s = FakeSpawn({"tail_msm": 1.3})
+    res = gate.run(d, base, head, cfg, spawn=s, log=lambda m: None)
+    assert res.exit_code == gate.EXIT_REGRESSION
+    small, big = res.outcomes
+    assert [c.area for c in small.comparisons] == list(PHASES)
+    assert [c.area for c in big.comparisons] == ["tail_msm", "b_g2"]
+    again = gate.from_dict(json.loads(json.dumps(res.as_dict())))
+    assert [c.area for c in again.outcomes[1].comparisons] == ["tail_msm", "b_g2"]
+    assert "2^10 opts=default (tail_msm, b_g2)" in report._workloads(res)
+    with pytest.raises(ConfigError, match="phases: unknown"):
+        _cfg([{"backend": "cpu", "log_size": 8, "phases": ["nope"]}])

@@ -116,7 +116,8 @@ class Outcome:
     discards: int = 0
 
     def as_dict(self) -> dict:
-        return {"spec": self.config.spec.as_dict(), "required": self.config.required, "status": self.status,
+        return {"spec": self.config.spec.as_dict(), "required": self.config.required,
+                "phases": list(self.config.phases) if self.config.phases else None, "status": self.status,
                 "message": self.message, "rounds": self.rounds, "discards": self.discards,
                 "comparisons": [c.as_dict() for c in self.comparisons]}
 
@@ -152,7 +153,7 @@ class GateResult:
 
 def _request(cfg: GateConfig, wc: WorkloadConfig, root: Path, sibling_pid: int | None) -> dict:
     pol = cfg.policy
-    return {"protocol": PROTOCOL, "root": str(root), "spec": wc.spec.as_dict(), "areas": list(cfg.areas),
+    return {"protocol": PROTOCOL, "root": str(root), "spec": wc.spec.as_dict(), "areas": list(cfg.areas_for(wc)),
             "min_sample_s": cfg.min_sample_s, "max_discards": cfg.max_discards, "pause_s": cfg.pause_s,
             "sibling_pid": sibling_pid,
             "trust": {"ignore_reasons": list(pol.ignore_reasons), "watched_violations": list(pol.watched_violations),
@@ -209,11 +210,12 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
             else:
                 oc.status, oc.message = "skipped", f"not run (required = false): {why}"
             return
-        got = {s: {a: [] for a in cfg.areas} for s in SIDES}
-        energy = {s: {a: [] for a in cfg.areas} for s in SIDES}
-        states = {s: {a: [] for a in cfg.areas} for s in SIDES}
+        areas = cfg.areas_for(oc.config)
+        got = {s: {a: [] for a in areas} for s in SIDES}
+        energy = {s: {a: [] for a in areas} for s in SIDES}
+        states = {s: {a: [] for a in areas} for s in SIDES}
         for i in range(cfg.samples):
-            for a in cfg.areas:
+            for a in areas:
                 for side in (order if i % 2 == 0 else order[::-1]):
                     rep = workers[side].ask({"sample": a})
                     if rep["status"] != "ok":
@@ -237,7 +239,7 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
     oc.discards += sum(len(done[s].get("discards", [])) for s in SIDES)
     oc.rounds.append({"order": list(order), **{
         s: {**ready[s], "areas": {a: {"samples": got[s][a], "energy_j": energy[s][a], "states": states[s][a],
-                                      "number": ready[s]["numbers"][a]} for a in cfg.areas},
+                                      "number": ready[s]["numbers"][a]} for a in areas},
             "discards": done[s].get("discards", []), "peak_device_bytes": done[s].get("peak_device_bytes")}
         for s in SIDES}})
     log(f"  round {r + 1}/{cfg.rounds} {oc.config.spec.label()}: {time.perf_counter() - t0:.1f} s")
@@ -248,7 +250,7 @@ def paired_log_ratios(rd: dict, area: str) -> list[float]:
 
 
 def _judge(cfg: GateConfig, oc: Outcome) -> None:
-    for area in cfg.areas:
+    for area in cfg.areas_for(oc.config):
         d = [statistics.median(paired_log_ratios(rd, area)) for rd in oc.rounds]
         pooled = {s: [x for rd in oc.rounds for x in rd[s]["areas"][area]["samples"]] for s in SIDES}
         oc.comparisons.append(compare(area, d, cfg.threshold_for(area), cfg.alpha,
@@ -363,7 +365,8 @@ def from_dict(doc: dict) -> GateResult:
                      worker_cpus=c.get("worker_cpus", 0))
     outcomes = []
     for o in doc["outcomes"]:
-        oc = Outcome(WorkloadConfig(Spec(**o["spec"]), bool(o.get("required", True))), status=o["status"],
+        phases = tuple(o["phases"]) if o.get("phases") else None
+        oc = Outcome(WorkloadConfig(Spec(**o["spec"]), bool(o.get("required", True)), phases), status=o["status"],
                      message=o.get("message", ""), rounds=o["rounds"], discards=o.get("discards", 0))
         if oc.status == "ok":
             _judge(cfg, oc)

@@ -26,6 +26,7 @@ def min_p_value(rounds: int) -> float:
 class WorkloadConfig:
     spec: Spec
     required: bool = True
+    phases: tuple[str, ...] | None = None     # this workload's phases, where not [gate] phases
 
 
 @dataclass
@@ -46,6 +47,9 @@ class GateConfig:
     path: str | None = None
     raw: dict = field(default_factory=dict)     # the parsed document
 
+    def areas_for(self, wc: WorkloadConfig) -> tuple[str, ...]:
+        return wc.phases or self.areas
+
     def threshold_for(self, area: str) -> float:
         return self.thresholds.get(area, self.threshold)
 
@@ -53,7 +57,8 @@ class GateConfig:
 _GATE_KEYS = {"rounds", "samples", "alpha", "threshold", "phases", "min_sample_s", "worker_timeout_s",
              "worker_cpus"}
 _TRUST_KEYS = {"max_discards", "pause_s", "ignore_reasons", "allow_other_processes", "max_temperature_c"}
-_WORKLOAD_KEYS = {"backend", "circuit", "log_size", "opts", "batch", "convention", "generator", "required"}
+_WORKLOAD_KEYS = {"backend", "circuit", "log_size", "opts", "batch", "convention", "generator", "required",
+                  "phases"}
 
 
 def _check_keys(section: str, got: dict, allowed: set) -> None:
@@ -108,13 +113,19 @@ def parse(doc: dict, path: str | None = None) -> GateConfig:
         _check_keys(f"workload {i}", w, _WORKLOAD_KEYS)
         w = dict(w)
         required = bool(w.pop("required", True))
+        phases = w.pop("phases", None)
+        if phases is not None:
+            bad = [a for a in phases if a not in AREAS] if isinstance(phases, list) else [phases]
+            if bad or not phases:
+                raise ConfigError(f"[[workload]] {i}: phases: unknown {bad}; known: {', '.join(AREAS)}")
+            phases = tuple(phases)
         try:
             spec = Spec(**w)
         except TypeError as e:
             raise ConfigError(f"[[workload]] {i}: {e}") from e
         if spec.backend not in ("cpu", "cuda"):
             raise ConfigError(f"[[workload]] {i}: backend must be cpu or cuda (never auto: no silent fallback)")
-        cfg.workloads.append(WorkloadConfig(spec, required))
+        cfg.workloads.append(WorkloadConfig(spec, required, phases))
     return cfg
 
 

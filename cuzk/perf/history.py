@@ -352,11 +352,11 @@ def changes(results_dir: Path, machine: str | None = None, bench: str | None = N
 
 
 def gated_pairs(cfg) -> set[tuple[str, tuple]]:
-    """(asv benchmark, params) of what the PR gate guards: perf-gate.toml's workloads x [gate] phases,
+    """(asv benchmark, params) of what the PR gate guards: perf-gate.toml's workloads x their phases,
     where the suite has that parameter set."""
     out = set()
     for w in cfg.workloads:
-        for area in cfg.areas:
+        for area in cfg.areas_for(w):
             params = asv_params(area, w.spec)
             if area in ASV_TIME_BENCHMARKS and params is not None:
                 out.add((time_benchmark(area, w.spec.target(CIRCUIT)), tuple(params)))

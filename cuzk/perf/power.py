@@ -69,14 +69,16 @@ def _add(pools: dict, doc: dict, path: str) -> None:
         if (pool["config"]["rounds"], pool["config"]["alpha"]) != (cfg["rounds"], cfg["alpha"]):
             raise PowerInputError(f"{path}: {label}: rounds/alpha differ from an earlier file's")
         pool["files"] += 1
+        areas = o.get("phases") or cfg["areas"]
+        pool["areas"] = areas
         for rd in o["rounds"]:
-            pool["rounds"].append({a: _round_values(rd, a) for a in cfg["areas"]})
+            pool["rounds"].append({a: _round_values(rd, a) for a in areas})
 
 
 def simulate(pool: dict, effects: dict[str, float], trials: int, seed: int = 0) -> dict:
     """Gate runs drawn from one workload's pool; effects {area: f} slow those areas by 1 + f."""
     cfg, rounds = pool["config"], pool["rounds"]
-    areas = [a for a in cfg["areas"] if all(r[a] is not None for r in rounds)]
+    areas = [a for a in pool.get("areas", cfg["areas"]) if all(r.get(a) is not None for r in rounds)]
     n = cfg["rounds"]
     thr = lambda a: cfg.get("thresholds", {}).get(a, cfg["threshold"])    # noqa: E731
     rng = random.Random(seed)
@@ -131,7 +133,7 @@ def main(argv=None) -> int:
             print(f"power: {pool['config']['rounds']} rounds can never reach p < alpha = {pool['config']['alpha']}",
                   file=sys.stderr)
             return 2
-        known = set(pool["config"]["areas"])
+        known = set(pool.get("areas", pool["config"]["areas"]))
         bad = [a for a, _ in args.effect if a not in known]
         if bad:
             print(f"power: unknown phase {', '.join(bad)}; the runs have {', '.join(sorted(known))}", file=sys.stderr)

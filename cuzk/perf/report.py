@@ -84,7 +84,7 @@ def energy_per_call(oc: Outcome) -> dict[str, tuple[float, float]]:
 
 
 def _workloads(res: GateResult) -> str:
-    return "; ".join(f"{o.config.spec.label()} ({', '.join(res.config.areas)})" for o in res.outcomes)
+    return "; ".join(f"{o.config.spec.label()} ({', '.join(res.config.areas_for(o.config))})" for o in res.outcomes)
 
 
 def _ratio_ci(x) -> str:
