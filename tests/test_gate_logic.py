@@ -316,7 +316,7 @@ def test_worker_cpus_are_the_last_allowed_and_shared():
     assert gate.worker_cpus(0, {0, 1, 2}) is None
     cfg = gate_config.parse({"gate": {"worker_cpus": 0}, "workload": [{"backend": "cpu", "log_size": 8}]})
     assert cfg.worker_cpus == 0
-    assert gate_config.parse({"workload": [{"backend": "cpu", "log_size": 8}]}).worker_cpus == 4
+    assert gate_config.parse({"workload": [{"backend": "cpu", "log_size": 8}]}).worker_cpus == 1
     with pytest.raises(ConfigError, match="worker_cpus"):
         gate_config.parse({"gate": {"worker_cpus": -1}, "workload": [{"backend": "cpu", "log_size": 8}]})
 
@@ -349,6 +349,12 @@ class SendingWorker(FakeWorker):
     def receive(self):
         return FakeWorker.ask(self, self._pending)
 
+    def ask(self, msg):
+        if "protocol" not in msg:
+            return FakeWorker.ask(self, msg)
+        self.send(msg)
+        return self.receive()
+
 
 class SendingSpawn(FakeSpawn):
     def __call__(self, root, timeout):
@@ -361,11 +367,16 @@ def test_both_workers_set_up_at_once(repo):
     """Both set-up requests go out before either reply is read; the samples still alternate one by one."""
     d, base, head = repo
     s = SendingSpawn()
-    res = gate.run(d, base, head, _cfg(), spawn=s, log=lambda m: None)
+    res = gate.run(d, base, head, _cfg([{"backend": "cuda", "log_size": 16}]), spawn=s, log=lambda m: None,
+                   gpu_status=lambda: (True, "fake"))
     assert res.exit_code == gate.EXIT_OK
     assert s.asks[:4] == [("base", "sent setup"), ("head", "sent setup"), ("base", "setup"), ("head", "setup")]
     samples = [a for a in s.asks if "setup" not in a[1]]
     assert samples[:2] == [("base", PHASES[0]), ("head", PHASES[0])]
+    # host-timed workloads calibrate their calls per sample while setting up: one after the other
+    s = SendingSpawn()
+    gate.run(d, base, head, _cfg(), spawn=s, log=lambda m: None)
+    assert s.asks[:4] == [("base", "sent setup"), ("base", "setup"), ("head", "sent setup"), ("head", "setup")]
 
 
 def test_a_workload_may_gate_its_own_phases(repo):

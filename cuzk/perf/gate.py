@@ -184,8 +184,10 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
         for side in order:
             workers[side] = spawn(roots[side], cfg.worker_timeout_s)
         ready = {}
-        # both set up at once (nothing is timed yet): a round costs one set-up, not two
-        together = all(hasattr(workers[s], "send") for s in order)
+        # GPU workloads set up both at once (nothing is timed yet; their samples are one call each): a round
+        # costs one set-up, not two. Host-timed ones one after the other: their calls per sample are
+        # calibrated during set-up, and a rival's set-up beside it would skew that.
+        together = oc.config.spec.backend != "cpu" and all(hasattr(workers[s], "send") for s in order)
         for side in order:
             other = workers[SIDES[1 - SIDES.index(side)]]
             req = _request(cfg, oc.config, roots[side], other.pid)

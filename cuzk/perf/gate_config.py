@@ -39,7 +39,7 @@ class GateConfig:
     areas: tuple[str, ...] = PHASES
     min_sample_s: float = 0.002
     worker_timeout_s: float = 900.0
-    worker_cpus: int = 4        # both workers of a round pinned to the same CPUs (gate.worker_cpus); 0: not pinned
+    worker_cpus: int = 1        # both workers of a round pinned to the same CPUs (gate.worker_cpus); 0: not pinned
     max_discards: int = 10
     pause_s: float = 1.0
     policy: TrustPolicy = TrustPolicy()

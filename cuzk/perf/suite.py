@@ -156,8 +156,20 @@ def asv_params(area: str, spec) -> tuple | None:
     return (repr(target), repr(spec.opts)) if target in TARGETS else None
 
 
+# A gate round: its two workers' set-up (at once) and, per paired sample, both sides' calls of every phase
+# with their overhead (a request, a collection, NVML). (set-up s, s per paired sample), from measured
+# rounds: cuda:18 tools/gate-cuda18.toml on the H200, 2026-12-01, 8 rounds x 5 samples in 90-126 s, phase
+# medians 0.46 s a pair; cuda:porep_partition:24 tools/gate-cuda24 workload (its five GPU phases and
+# proof_assembly), 4 rounds x 5 in 90.8 s, 0.38 s a pair; cpu:10: perf-gate.toml's CPU workload on the
+# 2-core dev machine, 10 rounds x 9 samples in 25.6 s (docs/perf-log.md).
+GATE_ROUND_S = {"cpu:8": (0.9, 0.1), "cpu:10": (1.2, 0.15), "cuda:16": (11.0, 0.92), "cuda:18": (11.0, 0.92),
+                "cuda:porep_partition:24": (19.0, 0.77)}
+
+
 def gate_estimate_s(cfg) -> float | None:
-    """A gate's seconds: rounds x workloads x two workers, each about one parameter point's cost;
-    None where a workload's target has no figure in POINT_S."""
-    per = [POINT_S.get(w.spec.target(CIRCUIT)) for w in cfg.workloads]
-    return None if None in per else cfg.rounds * 2 * sum(per)
+    """A gate's seconds: rounds x each workload's round (set-up + samples x a paired sample's cost);
+    None where a workload's target has no figure in GATE_ROUND_S."""
+    per = [GATE_ROUND_S.get(w.spec.target(CIRCUIT)) for w in cfg.workloads]
+    if None in per:
+        return None
+    return cfg.rounds * sum(setup + cfg.samples * pair for setup, pair in per)
