@@ -66,23 +66,25 @@ SPILLS_ALLOWED = {
 SOURCES = sorted(p.name for p in KERNELS.iterdir() if p.suffix in (".cu", ".cuh"))
 
 
-def _nvcc(src: str, tmp: Path) -> subprocess.CompletedProcess:
-    path = KERNELS / src
-    if path.suffix == ".cuh":
-        tu = tmp / f"{src}.tu.cu"
-        tu.write_text(f'#include "{path}"\n__global__ void cuzk_probe(unsigned *o) {{ o[0] = 1; }}\n')
-        path = tu
-    return subprocess.run(["nvcc", "-arch=sm_90", "-c", "-Xptxas", "-v", "-I", str(KERNELS), "-o",
-                           str(tmp / f"{src}.o"), str(path)], capture_output=True, text=True)
+def _build_label(name: str, extra: tuple[str, ...]) -> str:
+    return f"{name}.cu " + " ".join(extra)
 
 
 @pytest.fixture(scope="module")
-def nvcc_results(tmp_path_factory):
-    """Every source compiled once, in parallel (the G2 modules take over a minute each)."""
-    from concurrent.futures import ThreadPoolExecutor
-    tmp = tmp_path_factory.mktemp("nvcc")
-    with ThreadPoolExecutor(max(2, os.cpu_count() or 2)) as ex:
-        return dict(zip(SOURCES, ex.map(lambda s: _nvcc(s, tmp), SOURCES)))
+def nvcc_results(tmp_path_factory, pytestconfig):
+    """Every source, and every module build (loader.BUILDS), compiled once, in parallel, remembered by
+    what it compiles (tests/nvcc_checks.py): the G2 modules take over a minute each."""
+    from cuzk.gpu import loader
+    from nvcc_checks import Job, compile_all
+    jobs = [Job(src, KERNELS / src) for src in SOURCES]
+    jobs += [Job(_build_label(name, extra), KERNELS / f"{name}.cu", extra)
+             for name, builds in loader.BUILDS.items() for extra in builds]
+    capture = pytestconfig.pluginmanager.getplugin("capturemanager")
+
+    def say(line: str) -> None:           # a progress line on the terminal, past pytest's capture
+        with capture.global_and_fixture_disabled():
+            print(line, file=sys.stderr, flush=True)
+    return compile_all(jobs, KERNELS, tmp_path_factory.mktemp("nvcc"), say=say)
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
@@ -181,7 +183,7 @@ BUILD_SPILLS_ALLOWED = {
                          "pass, never launched from it, spills 40 B at its 64-register cap (512 threads, 2 blocks)"),
     ("ntt_reg", ("CUZK_FASTMUL_VARIANT_FR=6",)):
         ("_r", 96, "N2 (default off): r4 32-76 B at its 80-register cap (3 blocks a SM), measured faster "
-                   "anyway (2^27 dif/dit 52.7/51.1 ms against 55.1/54.6, docs/perf-log.md session 4); "
+                   "anyway (2^27 dif/dit 52.7/51.1 ms against 55.1/54.6, docs/perf-log.md, 2026-11-29); "
                    "r8 (not used by N2) 24-60 B at 128"),
     ("ntt_reg", ("CUZK_FASTMUL_VARIANT_FR=6", "CUZK_NTT_DIF2=1")):
         ("_r", 96, "N4 with N2: N2's bounds (r4's DIF 32 B, as without N4; r8 48 B, not used)"),
@@ -190,7 +192,7 @@ BUILD_SPILLS_ALLOWED = {
     ("msm_g2", ("CUZK_FP_CALL=1",)):
         (("g2_", "_ZN4cuzk"), 128, "I1's G2 build: 4-128 B in the G2 kernels and their callees (xyzz_add_mem, "
                                    "xyzz_dbl_mem, the called product); the default msm_g2 build, not listed, spills "
-                                   "more. Measured x0.52 faster anyway (2^22 G2 MSM, docs/perf-log.md session 8)"),
+                                   "more. Measured x0.52 faster anyway (2^22 G2 MSM, docs/perf-log.md, 2026-11-30)"),
     ("msm_g1", ("CUZK_FP_CALL=1", "CUZK_FASTMUL_VARIANT_FP=3")):
         ("_ZN4cuzk12xyzz_", 32, "I1 and I2 without S1 (not the default set): 4-32 B in xyzz_add_mem / xyzz_dbl_mem; "
                                 "the default set (S1, I1, I2) spills nothing"),
@@ -208,15 +210,13 @@ BUILD_SPILLS_ALLOWED |= {
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
-def test_module_builds_compile_within_their_spill_bounds(tmp_path):
+def test_module_builds_compile_within_their_spill_bounds(nvcc_results):
     """Every loader.BUILDS entry compiles for sm_90, and spills at most what BUILD_SPILLS_ALLOWED says
     (nothing when unlisted)."""
     from cuzk.gpu import loader
     for name, builds in loader.BUILDS.items():
         for extra in builds:
-            r = subprocess.run(["nvcc", "-arch=sm_90", "-c", "-Xptxas", "-v", "-I", str(KERNELS),
-                                *loader.defines(extra), "-o", str(tmp_path / f"{name}.o"), str(KERNELS / f"{name}.cu")],
-                               capture_output=True, text=True)
+            r = nvcc_results[_build_label(name, extra)]
             assert r.returncode == 0, r.stderr
             props = re.findall(r"Function properties for (\S+)\s+\d+ bytes stack frame, (\d+) bytes spill stores",
                                r.stderr)
@@ -224,3 +224,44 @@ def test_module_builds_compile_within_their_spill_bounds(tmp_path):
             which, cap, _ = BUILD_SPILLS_ALLOWED.get((name, extra), ((), 0, ""))
             which = (which,) if isinstance(which, str) else which
             assert all(int(v) <= (cap if any(w in fn for w in which) else 0) for fn, v in props), r.stderr
+
+
+def test_nvcc_check_cache_keys_follow_what_is_compiled(tmp_path):
+    """A cached result is reused only for the same bytes: editing an included header, a define or the
+    source gives a new key; an unrelated header does not."""
+    from nvcc_checks import Job, key
+    (tmp_path / "a.cu").write_text('#include "x.cuh"\nint a;\n')
+    (tmp_path / "x.cuh").write_text('#pragma once\n#ifdef Q\n  #include "y.cuh"\n#endif\n')
+    (tmp_path / "y.cuh").write_text("int y;\n")
+    job = Job("a.cu", tmp_path / "a.cu")
+    k0 = key(job, tmp_path)
+    (tmp_path / "z.cuh").write_text("int z;\n")
+    assert key(job, tmp_path) == k0
+    (tmp_path / "y.cuh").write_text("int y2;\n")
+    k1 = key(job, tmp_path)
+    assert k1 != k0
+    assert key(Job("a.cu Q=1", tmp_path / "a.cu", ("Q=1",)), tmp_path) != k1
+
+
+def test_nvcc_check_cache_keeps_clean_compiles_only(tmp_path, monkeypatch):
+    """A failed compile is compiled again next time (never cached); a clean one is read back, marked cached."""
+    import nvcc_checks
+    from nvcc_checks import Job, Result, compile_all
+    monkeypatch.setenv("CUZK_NVCC_CHECK_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(nvcc_checks, "nvcc_version", lambda: "nvcc test")
+    (tmp_path / "good.cu").write_text("int g;\n")
+    (tmp_path / "bad.cu").write_text("int b\n")
+    calls = []
+
+    def fake(job, include_dir, tmp):
+        calls.append(job.label)
+        return Result(0 if job.label == "good.cu" else 1, f"{job.label} stderr")
+    monkeypatch.setattr(nvcc_checks, "_compile", fake)
+    jobs = [Job("good.cu", tmp_path / "good.cu"), Job("bad.cu", tmp_path / "bad.cu")]
+    lines = []
+    first = compile_all(jobs, tmp_path, tmp_path, workers=1, say=lines.append)
+    assert sorted(calls) == ["bad.cu", "good.cu"] and first["bad.cu"].returncode == 1
+    assert any("FAILED" in line for line in lines)
+    calls.clear()
+    again = compile_all(jobs, tmp_path, tmp_path, workers=1, say=lines.append)
+    assert calls == ["bad.cu"] and again["good.cu"].cached and again["good.cu"].stderr == "good.cu stderr"
