@@ -38,7 +38,7 @@ class PipelineError(RuntimeError):
     pass
 
 
-# Host memory per pipelined circuit (estimates; local measurements in docs/perf-log.md, 2026-11-29 session 3):
+# Host memory per pipelined circuit (estimates; local measurements in docs/perf-log.md, 2026-11-29):
 # held    = the witness a circuit keeps while it waits or is proved: 32 B (one Fr limb row) per domain
 #           element for limb witnesses (aux <= domain), 48 B for int witnesses (pointer + small int),
 #           4x that for an Assignment made on the host (z, a, b, c).

@@ -46,7 +46,7 @@ __device__ __forceinline__ fp_t fp_mul_call(const fp_t& a, const fp_t& b) {
     return r;
 }
 // The squaring keeps its own callee: squaring through the product's call (one callee) measured slower
-// (2^26 G1 MSM 498.3 against 487.6 ms, docs/perf-log.md session 8).
+// (2^26 G1 MSM 498.3 against 487.6 ms, docs/perf-log.md, 2026-11-30).
 __device__ __noinline__ fp_t fp_sqr_call(const fp_t a) { return a.sqr(); }
 __device__ __forceinline__ fp_t f_mul(const fp_t& a, const fp_t& b) { return fp_mul_call(a, b); }
 __device__ __forceinline__ fp_t f_mul_lazy(const fp_t& a, const fp_t& b) { return fp_mul_lazy_call(a, b); }

@@ -107,7 +107,7 @@ extern "C" __global__ void msm_affine_plan_entry(uint32_t* plan, uint32_t* ids_o
 
 // msm_affine_plan_entry over 4 consecutive entries a thread (optimization K11): the keys' (ids') loads and then the
 // offsets' are issued together, four chains in flight a thread instead of one. (8 consecutive entries, and 4 strided
-// by the grid, measured no better: Z30, Z31.)
+// by the grid, measured no better: docs/perf-log.md, 2026-11-30.)
 extern "C" __global__ void msm_affine_plan_entry4(uint32_t* plan, uint32_t* ids_out, const u64* __restrict__ keys,
                                                   const uint32_t* __restrict__ ids, const i64* __restrict__ in_off,
                                                   const i64* __restrict__ out_off, i64 count) {

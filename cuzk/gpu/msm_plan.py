@@ -23,7 +23,8 @@ C_MAX = 22               # largest window choose_window picks (the window reduct
 C_LIMIT = 24             # largest window accepted: a pass's bucket ids must fit the key's 32 bits
 MERGE_S = 16             # entries per segment when merging a bucket's partial sums
 PAIR_MERGE_MAX = 1 << 19 # R2 merges in pairs only levels of at most this many partials (latency-bound; above, a
-                         # pair level's copies of every finished bucket cost more than MERGE_S chains: W7, 2^24)
+                         # pair level's copies of every finished bucket cost more than MERGE_S chains at 2^24:
+                         # docs/perf-log.md, 2026-11-30)
 ZERO_KEY = (1 << 64) - 1 # a zero digit or a base at infinity: sorts after every bucket
 
 # Cost model of choose_window, in Fp-multiplication equivalents.

@@ -88,7 +88,8 @@ VARIANT_ENV = os.environ.get("CUZK_NTT_VARIANT")     # an explicit kernel for ex
 VARIANT = VARIANT_ENV or "r4"    # calls without a variant; the cuda backend picks by N1 (r4: 2^27 55 ms vs r2 61)
 
 
-# Experiment (session 17, tools/experiments/ntt_plans.py): log_n -> pass sizes k in DIF order, instead of the even split
+# Experiment (tools/experiments/ntt_plans.py; docs/perf-log.md, 2026-11-30): log_n -> pass sizes k in DIF order,
+# instead of the even split
 # (CUZK_NTT_PLAN="27:8,9,10;26:8,8,10" fills it for a whole process)
 PLAN_KS: dict[int, tuple[int, ...]] = {
     int(n): tuple(int(k) for k in ks.split(","))
