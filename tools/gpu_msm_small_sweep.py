@@ -1,5 +1,5 @@
 """Small MSMs as a prover runs them (msm_g1 / msm_g2: device windows, host fold), timed by the host clock
-over every window size c in a range: the data for a latency-aware window choice (docs/perf-log.md, session 4:
+over every window size c in a range: the data for a latency-aware window choice (docs/perf-log.md, 2026-11-29:
 at 2^18 the window reduction levels, 0.4 ms in G1 and 1.3 ms in G2 each, and the merges are latency chains
 that choose_window does not model). Each result is checked against the first c's.
 
