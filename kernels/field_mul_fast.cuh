@@ -36,7 +36,7 @@
 //
 // Carry chains are separate CUZK_ASM (asm volatile) statements, as in field.cuh. With
 // CUZK_FASTMUL_HOST the same code compiles as plain C++ for the CPU (a global carry flag
-// stands in for CC.CF): tools/experiments/mul_host_check.cpp runs it against big ints.
+// stands in for CC.CF): tests/host/mul_host_check.cpp runs it against big ints.
 #pragma once
 #include "layout.cuh"
 

@@ -1,5 +1,5 @@
 """CPU checks of K15's inverse (kernels/field_inv.cuh, the binary extended Euclid): the same template code the GPU
-runs, built for the host with g++ (tools/experiments/inv_host_check.cpp), against Python big ints. The kernels
+runs, built for the host with g++ (tests/host/inv_host_check.cpp), against Python big ints. The kernels
 themselves run in tests/test_gpu.py (pytest -m gpu)."""
 import random
 import shutil
@@ -20,7 +20,7 @@ def host_build(tmp_path_factory):
         pytest.skip("g++ not on PATH")
     exe = tmp_path_factory.mktemp("invhost") / "invhost"
     subprocess.run(["g++", "-O2", "-std=c++17", "-Wno-unknown-pragmas", f"-I{ROOT / 'kernels'}", "-o", str(exe),
-                    str(ROOT / "tools/experiments/inv_host_check.cpp")], check=True)
+                    str(ROOT / "tests/host/inv_host_check.cpp")], check=True)
     return exe
 
 

@@ -1,5 +1,5 @@
 """CPU checks of fastmul::mont_sqr (optimization S1), mont_mul, and the Fp product left < 2p (mont_mul<P, false>,
-optimization L1): kernels/field_mul_fast.cuh built for the host with g++ (tools/experiments/mul_host_check.cpp, the
+optimization L1): kernels/field_mul_fast.cuh built for the host with g++ (tests/host/mul_host_check.cpp, the
 same template code the GPU runs), against Python big ints, for the integer builds 1-4. The kernels themselves run
 in tests/test_gpu*.py (pytest -m gpu)."""
 import random
@@ -30,7 +30,7 @@ def host_builds(tmp_path_factory):
     for variant in (1, 2, 3, 4):
         exe = tmp_path_factory.mktemp("mulhost") / f"mulhost{variant}"
         subprocess.run(["g++", "-O2", "-std=c++17", f"-DCUZK_FASTMUL_VARIANT={variant}", "-Wno-unknown-pragmas",
-                        f"-I{ROOT / 'kernels'}", "-o", str(exe), str(ROOT / "tools/experiments/mul_host_check.cpp")],
+                        f"-I{ROOT / 'kernels'}", "-o", str(exe), str(ROOT / "tests/host/mul_host_check.cpp")],
                        check=True)
         out[variant] = exe
     return out

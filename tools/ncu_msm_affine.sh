@@ -1,6 +1,6 @@
 # Nsight Compute on the G1 affine round kernels of one 2^K MSM (round 0 keyed, rounds 1-2): what bounds
 # them (pipes, stall reasons, memory), and for variant 2 why its quads took 895 ms of rounds at 2^26 where
-# variant 1 took 453 (docs/perf-log.md, session 3). Clocks left alone (--clock-control none, METHOD.md).
+# variant 1 took 453 (docs/perf-log.md, 2026-11-29). Clocks left alone (--clock-control none, METHOD.md).
 #   bash tools/ncu_msm_affine.sh [K] [VARIANTS]     (default 24 "1 2"; reports in $OUT/ncu_v*.txt)
 # $MSM_KERNEL_OPTS picks the kernels' toggles (tools/experiments/msm_once.py); $TAG names the reports.
 source tools/profiler_env.sh

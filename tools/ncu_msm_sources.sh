@@ -1,5 +1,5 @@
 # Nsight Compute's source counters (warp stall sampling by SASS offset) on the keyed affine round of one 2^K
-# G1 MSM: which instructions the long-scoreboard stalls sit on (docs/perf-log.md, session 5, V3). The offsets
+# G1 MSM: which instructions the long-scoreboard stalls sit on (docs/perf-log.md, 2026-11-29). The offsets
 # map to `cuobjdump -sass` of the same prebuilt cubin (.cubin/msm_g1-*.cubin). Clocks left alone.
 #   bash tools/ncu_msm_sources.sh [K] [VARIANT]     (report in $OUT/ncu_src_v*.txt, raw page in $OUT/ncu_src_v*.csv)
 source tools/profiler_env.sh

@@ -1,5 +1,5 @@
 # Nsight Compute on the NTT passes (r4 DIF) of one 2^K transform: what bounds a pass, given that a 1.23x
-# faster Fr multiplication (Fr build 6) made the 2^27 NTT only 1.04x faster (docs/perf-log.md, session 4).
+# faster Fr multiplication (Fr build 6) made the 2^27 NTT only 1.04x faster (docs/perf-log.md, 2026-11-29).
 # Clocks left alone (--clock-control none, METHOD.md).
 #   bash tools/ncu_ntt.sh [K]        (reports in $OUT/ncu_ntt_b1.txt, _b6.txt, _b6d.txt: build 6 with N4's DIF2)
 source tools/profiler_env.sh

@@ -1,5 +1,5 @@
 # The GPU kernels of one resident proof at 2^K (porep_like, snarkjs-bench files): time per kernel name, launch
-# count, and the proof's wall time, to see where a small proof's ~0.13 s goes (docs/perf-log.md, session 4).
+# count, and the proof's wall time, to see where a small proof's ~0.13 s goes (docs/perf-log.md, 2026-11-29).
 # Nsight Systems when present, else Nsight Compute (gpu__time_duration per kernel; serialized, no gaps).
 #   bash tools/nsys_resident.sh [K]
 source tools/profiler_env.sh

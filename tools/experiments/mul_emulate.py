@@ -179,7 +179,7 @@ HOST_BUILDS = {  # name -> g++ defines; 5 is Fp-only by default, so "5fr" also p
 
 
 def check_host(count: int, variants=tuple(HOST_BUILDS)) -> None:
-    """Compile the header itself for the CPU (tools/experiments/mul_host_check.cpp, every
+    """Compile the header itself for the CPU (tests/host/mul_host_check.cpp, every
     build in HOST_BUILDS) and compare its outputs with big ints on the same inputs."""
     import subprocess
     import tempfile
@@ -189,7 +189,7 @@ def check_host(count: int, variants=tuple(HOST_BUILDS)) -> None:
             exe = Path(tmp) / f"mulhost{variant}"
             subprocess.run(["g++", "-O2", "-std=c++17", *HOST_BUILDS[variant], "-Wno-unknown-pragmas",
                             f"-I{root / 'kernels'}", "-o", str(exe),
-                            str(root / "tools/experiments/mul_host_check.cpp")], check=True)
+                            str(root / "tests/host/mul_host_check.cpp")], check=True)
             for name, (p, n) in FIELDS.items():
                 pairs = inputs(name, count, seed=2)
                 text = "".join(f"{name[1]} {x:x} {y:x}\n" for x, y in pairs)
