@@ -625,7 +625,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--backend", default="auto", choices=("auto", "cpu", "cuda"))
     circuit_args(b)
     b.add_argument("--circuits", type=int, default=1, help="circuits proved in one batch")
-    b.add_argument("--json", metavar="FILE", help="write the run as JSON (design §4)")
+    b.add_argument("--json", metavar="FILE", help="write the run as JSON (docs/architecture.md, What a run records)")
     b.add_argument("--save", metavar="DIR", help="write proof.json, public.json, verification_key.json")
     b.add_argument("--keygen-backend", default=None, choices=("auto", "cpu", "cuda"),
                    help="where an uncached key is made (default: the GPU with --backend cuda, else the CPU)")

@@ -3,10 +3,10 @@
 pyperf runs calibrated loops in worker processes and writes JSON (`-o FILE`) that
 `python -m pyperf compare_to` reads. Workers inherit the whole environment (CUDA and
 CuPy variables included): pyperf drops most variables unless told otherwise. After the
-run, the ratio of the mean to the floor of design §7 is printed, and the floor goes into the
-JSON's metadata (`cuzk_floor_s`; the ratio is the mean over it).
-The MSM floor is design §7's 2^26 figure scaled by n (a lower bound at smaller sizes, where
-Pippenger spends more per point).
+run, the ratio of the mean to the kernel's floor (docs/architecture.md, Targets) is printed, and the
+floor goes into the JSON's metadata (`cuzk_floor_s`; the ratio is the mean over it).
+The MSM floor is the 2^26 floor there scaled by n (a lower bound at smaller sizes, where Pippenger
+spends more per point).
 
 `--backend cpu` times the CPU reference's NTT and inverse NTT (ntt, intt) with the host
 clock instead: the same pyperf path, for machines without a GPU (CI checks it end to end).
@@ -17,14 +17,14 @@ import sys
 
 KERNELS = ("ntt", "intt", "h", "spmv", "fp_mul", "fr_mul", "msm", "msm_g2", "batch_add")
 NOT_YET: dict = {}
-IMAD_MODEL_FP_MUL = 2.8e10     # Fp mul/s, design §7
-COPY_BW = 4.28e12              # bytes/s, device copy, design §7
+IMAD_MODEL_FP_MUL = 2.8e10     # Fp mul/s: the IMAD rate (docs/architecture.md, Targets) over one product's IMADs
+COPY_BW = 4.28e12              # bytes/s, device copy, docs/architecture.md, Targets
 NTT27_FLOOR = 0.030            # s
 MSM26_FLOOR = 0.26             # s, 2^26 G1 MSM, IMAD floor 0.26-0.36 s
 
 
 def floor_s(kernel: str, log_size: int, work: int, convention: str = "coeff") -> float | None:
-    """The floor for one call, in seconds (None where design §7 gives none)."""
+    """The floor for one call, in seconds (None where there is none; docs/architecture.md, Targets)."""
     ntt = NTT27_FLOOR * (2**log_size * log_size) / (2**27 * 27)
     if kernel in ("ntt", "intt"):
         return ntt

@@ -1,6 +1,6 @@
 """R1CS as CSR matrices over Fr, and a bellman-like ConstraintSystem to build them.
 
-Variables are ordered ONE, inputs, aux (design §2). While building, input i is the
+Variables are ordered ONE, inputs, aux (docs/architecture.md, Conventions). While building, input i is the
 non-negative id i (ONE is 0) and aux j is the negative id -(j + 1), so aux ids never
 move when inputs are added later; `finalize` maps them to global columns.
 

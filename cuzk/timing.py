@@ -9,7 +9,7 @@ Each record also keeps when the phase ran, for timelines (`cuzk bench --timeline
 device event, plus the host time at which that event was recorded), one entry per call in
 `spans`, and, where a phase loops over the circuits of a batch, one sub-record per circuit in
 `circuits` (`with circuit(i):` inside a phase; a no-op outside one). These are added fields:
-the fields of design §4 keep their names and meaning.
+the fields listed in docs/architecture.md (What a run records) keep their names and meaning.
 """
 from __future__ import annotations
 
@@ -90,7 +90,7 @@ class PhaseRecord:
             "peak_host_bytes": self.peak_host_bytes,
             "peak_host_scope": self.peak_host_scope,
             "impl": self.impl,
-            # added for timelines (design §4 fields above are unchanged)
+            # added for timelines (the fields above, docs/architecture.md's, are unchanged)
             "calls": self.calls,
             "start_s": self.spans[0].start_s if self.spans else None,
             "stop_s": self.spans[-1].stop_s if self.spans else None,

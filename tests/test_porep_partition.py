@@ -33,7 +33,7 @@ def test_statistics_match_a_partition(built):
 
 def test_full_size_counts():
     c = pp.counts(27)
-    assert c["constraints"] == pytest.approx(130_278_869, abs=400)    # design §7
+    assert c["constraints"] == pytest.approx(130_278_869, abs=400)    # docs/architecture.md, Targets
     assert c["aux"] == pytest.approx(130_169_893, rel=0.002)
 
 

@@ -43,7 +43,7 @@ def test_spans_and_circuit_subrecords():
     assert [c["circuit"] for c in b["circuits"]] == [0, 1, 2]
     assert all(b["start_s"] <= c["start_s"] < c["stop_s"] <= b["stop_s"] for c in b["circuits"])
     assert b["device_start_s"] is None and a["circuits"] == [] and b["calls"] == 1
-    for k in ("host_s", "device_s", "peak_device_bytes", "peak_host_bytes"):     # design §4 fields stay
+    for k in ("host_s", "device_s", "peak_device_bytes", "peak_host_bytes"):     # docs/architecture.md's fields stay
         assert k in a
 
 

@@ -33,3 +33,17 @@ def test_no_session_numbers_in_the_tree():
         hits += [f"{f}:{i}: {line.strip()[:100]}" for i, line in enumerate(text.splitlines(), 1)
                  if pat.search(line) and f != "tests/test_tree_words.py"]
     assert not hits, "\n".join(hits)
+
+
+def test_no_reference_to_a_design_document_outside_the_repo():
+    """The project's own design document is docs/architecture.md; nothing cites one the repo does not hold."""
+    hits = []
+    for f in _tracked():
+        try:
+            text = (ROOT / f).read_text()
+        except (UnicodeDecodeError, FileNotFoundError, IsADirectoryError):
+            continue
+        hits += [f"{f}:{i}" for i, line in enumerate(text.splitlines(), 1)
+                 if ("design §" in line or "DESIGN.md" in line) and f != "tests/test_tree_words.py"]
+    assert not hits, hits
+    assert (ROOT / "docs" / "architecture.md").is_file()

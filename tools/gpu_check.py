@@ -19,7 +19,7 @@ for L in [int(a) for a in (sys.argv[1:] or ["20", "24", "27"])]:
     for kind in ("dif", "ntt"):
         run, _ = micro.make_ntt(L, kind)
         t = micro.median_time(run, repeat=5)
-        floor = 0.030 * (2**L * L) / (2**27 * 27)           # design §7 floor, scaled by n log n
+        floor = 0.030 * (2**L * L) / (2**27 * 27)           # the NTT floor (docs/architecture.md, Targets) scaled by n log n
         rows.append((f"{kind} 2^{L}", f"{t * 1e3:.2f} ms", f"{t / floor:.2f}x the floor ({floor * 1e3:.1f} ms)"))
     if L >= 24:
         for conv in ("coeff", "odd_lagrange"):

@@ -1,7 +1,7 @@
 """porep_partition: a circuit shaped like one 32 GiB PoRep partition, built at full size (2^27).
 
 Only its shape is PoRep's: it is NOT a sound PoRep (no SHA-256, no labels, no Merkle paths). It
-matches the statistics of design §7: the real partition's fill of the domain (130,278,869
+matches the statistics in docs/architecture.md (Targets): the real partition's fill of the domain (130,278,869
 constraints at 2^27), aux about equal to constraints, ~99.7% of aux in some A combination, ~25%
 in some B combination, ~99% of aux values bits, the rest words and full-width field elements.
 

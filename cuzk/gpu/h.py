@@ -1,4 +1,4 @@
-"""The H polynomial's scalars on the GPU, for both key conventions (design §2).
+"""The H polynomial's scalars on the GPU, for both key conventions (docs/architecture.md, Conventions).
 
 abc: device uint32[3, n, 8], a | b | c evaluations over the domain, Montgomery; consumed.
 coeff:        iNTT -> coset shift g (and 1/n) -> NTT on the coset -> (ab - c)/Z(g)

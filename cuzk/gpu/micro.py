@@ -2,7 +2,7 @@
 
 Each `make_*` builds inputs once and returns (run, work): run(loops) executes the kernel
 `loops` times and returns the device seconds; `work` is the element count per call.
-Floors (design §7) give the ratio reported beside each figure.
+Floors (docs/architecture.md, Targets) give the ratio reported beside each figure.
 """
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import numpy as np
 from ..poly import Domain
 from .loader import BUILDS
 
-FLOORS = {           # seconds or rates measured/modelled on the H200 (design §7)
+FLOORS = {           # seconds or rates measured/modelled on the H200 (docs/architecture.md, Targets)
     "ntt_27": 0.030,
     "fp_mul_rate": 2.8e10,
 }
