@@ -5,20 +5,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 from . import __version__
-
-EXIT_OK, EXIT_INVALID, EXIT_BAD_INPUT = 0, 1, 2
-GENERATOR_NAMES = {"bellman": 7, "snarkjs": 5, "7": 7, "5": 5}
-
-
-class CliError(Exception):
-    """A bad-input error: one line, exit code 2."""
+from .cli_common import (EXIT_BAD_INPUT, EXIT_INVALID, EXIT_OK, GENERATOR_NAMES, CliError, _kernel_load_times,
+                         _load_json, bench_outputs, bench_prover, git_commit, keygen_table, phase_table, write_all,
+                         write_atomic)
 
 
 def _need_plots() -> None:
@@ -34,141 +28,13 @@ def _err(msg: str) -> None:
     print(f"cuzk: error: {msg}", file=sys.stderr)
 
 
-def write_atomic(path: str | os.PathLike, text: str) -> None:
-    """One output, written to a temp file beside `path` and renamed: no partial file on failure."""
-    write_all({path: text})
-
-
-def write_all(files: dict) -> None:
-    """Write several outputs all or nothing: temp files first, then renames; on any failure
-    remove what was written. Each value is text, bytes, or a callable that writes to a binary file."""
-    tmps, done, made = [], [], []
-    try:
-        for path, text in files.items():
-            path = Path(path)
-            for d in reversed([path.parent, *path.parent.parents]):
-                if not d.exists():
-                    d.mkdir()
-                    made.append(d)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
-            tmps.append((tmp, path))
-            if callable(text):
-                with os.fdopen(fd, "wb") as f:
-                    text(f)
-            else:
-                with os.fdopen(fd, "wb" if isinstance(text, bytes) else "w") as f:
-                    f.write(text)
-        for tmp, path in tmps:
-            os.replace(tmp, path)
-            done.append(path)
-    except BaseException:
-        for tmp, _ in tmps:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-        for path in done:
-            path.unlink(missing_ok=True)
-        for d in reversed(made):
-            try:
-                d.rmdir()
-            except OSError:
-                pass
-        raise
-
-
-def git_commit() -> str | None:
-    """HEAD of the checkout the package runs from; CUZK_COMMIT overrides it (a copied tree whose .git
-    is not the source's, e.g. on a device machine: tools/device_setup.sh sets it from .device-commit)."""
-    if os.environ.get("CUZK_COMMIT"):
-        return os.environ["CUZK_COMMIT"]
-    try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).resolve().parent,
-                             capture_output=True, text=True, timeout=5)
-        return out.stdout.strip() or None if out.returncode == 0 else None
-    except Exception:
-        return None
-
-
 def _generator(s: str) -> int:
     if s not in GENERATOR_NAMES:
         raise argparse.ArgumentTypeError(f"generator must be one of {', '.join(GENERATOR_NAMES)}")
     return GENERATOR_NAMES[s]
 
 
-def _load_json(path: str, what: str):
-    try:
-        with open(path) as f:
-            return json.load(f)
-    except OSError as e:
-        raise CliError(f"{what} {path}: {e.strerror}") from e
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise CliError(f"{what} {path}: malformed JSON ({e})") from e
-
-
 # --- bench ---
-
-def _fmt_s(v) -> str:
-    return "-" if v is None else f"{v * 1e3:10.2f}"
-
-
-def _fmt_mib(v) -> str:
-    return "-" if v is None else f"{v / 2**20:.1f}"
-
-
-def phase_table(phases: dict, total_s: float) -> str:
-    """Per phase: times, the host peak RSS (the phase's own where the timer reset the counter at each
-    phase, else the process's so far: the column says which), and the device pool's size (its peak:
-    the pool keeps what it freed) at the phase's end."""
-    own = phases and all(r.get("peak_host_scope") == "phase" for r in phases.values())
-    host_col = "phase host MiB" if own else "peak host MiB"
-    lines = [f"{'phase':<16}{'impl':<6}{'host ms':>11}{'device ms':>11}{host_col:>16}{'peak dev MiB':>14}"]
-    for name, r in phases.items():
-        lines.append(f"{name:<16}{r['impl']:<6}{_fmt_s(r['host_s']):>11}{_fmt_s(r['device_s']):>11}"
-                     f"{_fmt_mib(r['peak_host_bytes']):>16}{_fmt_mib(r.get('peak_device_bytes')):>14}")
-    lines.append(f"{'total':<16}{'':<6}{_fmt_s(total_s):>11}")
-    subs = substeps(phases)
-    if subs:
-        lines.append("sub-steps (ms, summed over circuits; device time where recorded):")
-        lines += [f"  {name}: " + ", ".join(f"{lab} {t * 1e3:.2f}" for lab, t in d.items()) for name, d in subs.items()]
-    return "\n".join(lines)
-
-
-def substeps(phases: dict) -> dict:
-    """{phase: {label: seconds}} from the labelled per-circuit spans (device duration where both
-    events were read, else host), in first-seen order."""
-    out = {}
-    for name, r in phases.items():
-        d = {}
-        for c in r.get("circuits", []):
-            lab = c.get("label")
-            if lab is None:
-                continue
-            if c.get("device_start_s") is not None and c.get("device_stop_s") is not None:
-                t = c["device_stop_s"] - c["device_start_s"]
-            elif c.get("stop_s") is not None:
-                t = c["stop_s"] - c["start_s"]
-            else:
-                continue
-            d[lab] = d.get(lab, 0.0) + t
-        if d:
-            out[name] = d
-    return out
-
-
-def keygen_table(info: dict) -> str:
-    """GPU keygen's steps: seconds, device pool and host peak after each."""
-    lines = [f"{'keygen step':<26}{'s':>9}{'dev pool MiB':>14}{'peak host MiB':>15}"]
-    for name, r in info["steps"].items():
-        lines.append(f"{name:<26}{r['s']:9.2f}{_fmt_mib(r.get('device_bytes')):>14}"
-                     f"{_fmt_mib(r.get('peak_host_bytes')):>15}")
-    lines.append(f"{'keygen total':<26}{info['s']:9.2f}   key on the GPU: {info['key_device_bytes'] / 2**30:.2f} GiB, "
-                 f"B points {info['b_points']} of {info['num_vars']}")
-    return "\n".join(lines)
-
-
-def _kernel_load_times() -> dict:
-    """NVRTC compile/load seconds per kernel module (empty on the CPU backend)."""
-    mod = sys.modules.get("cuzk.gpu.loader")
-    return dict(mod.load_times) if mod is not None else {}
 
 
 def cmd_bench(args) -> int:
@@ -251,57 +117,6 @@ def cmd_bench(args) -> int:
     return EXIT_OK if verified else EXIT_INVALID
 
 
-def bench_outputs(args, report: dict, vk, publics, proofs) -> dict:
-    """What `bench` (and `bench --pipeline`) writes: --json, --timeline, and with --save the
-    verification key and each circuit's proof and public inputs (snarkjs names)."""
-    from .groth16 import vk_to_json
-    outputs = {}
-    if args.json:
-        outputs[args.json] = json.dumps(report, indent=2) + "\n"
-    if args.timeline:
-        from .perf.plots import timeline_png
-        outputs[args.timeline] = timeline_png(report)
-    if args.save:
-        out = Path(args.save)
-        outputs[out / "verification_key.json"] = json.dumps(vk_to_json(vk), indent=1) + "\n"
-        for i, (pub, pf) in enumerate(zip(publics, proofs)):
-            sfx = "" if i == 0 else f"_{i}"
-            outputs[out / f"proof{sfx}.json"] = json.dumps(pf.to_json(), indent=1) + "\n"
-            outputs[out / f"public{sfx}.json"] = json.dumps([str(v) for v in pub]) + "\n"
-    return outputs
-
-
-def bench_prover(args, backend, r1cs):
-    """(Prover, key, setup seconds, keygen report or None) for bench: the key made on the GPU and
-    kept there (--device-keygen), or set up through the key cache."""
-    from .keygen import cached_setup, setup_on_device
-    from .prover import Prover
-    if getattr(args, "device_keygen", "off") == "on" and backend.name != "cuda":
-        raise CliError("--device-keygen on needs the cuda backend")
-    t0 = time.perf_counter()
-    if _device_keygen_on(args, backend, r1cs):
-        pk, kh, info = setup_on_device(r1cs, args.convention, args.generator)
-        setup_s = time.perf_counter() - t0
-        print(f"key: made on the GPU and kept there in {setup_s:.1f} s", file=sys.stderr)
-        return Prover(backend, pk, kh=kh), pk, setup_s, info
-    keygen_backend = args.keygen_backend or ("cuda" if backend.name == "cuda" else "cpu")
-    pk, key_path, hit = cached_setup(r1cs, args.convention, args.generator, progress=None, backend=keygen_backend)
-    setup_s = time.perf_counter() - t0
-    print(f"key: {key_path} ({'cached' if hit else f'generated in {setup_s:.1f} s'})", file=sys.stderr)
-    return Prover(backend, pk), pk, setup_s, None
-
-
-def _device_keygen_on(args, backend, r1cs) -> bool:
-    """--device-keygen, or automatically on the GPU from DEVICE_KEYGEN_MIN (keys too large to save)."""
-    from .keygen import DEVICE_KEYGEN_MIN
-    from .poly import Domain
-    if args.device_keygen == "off":
-        return False
-    if backend.name != "cuda":
-        return False
-    return args.device_keygen == "on" or Domain.for_size(r1cs.qap_rows).n >= DEVICE_KEYGEN_MIN
-
-
 # --- keygen ---
 
 def _keygen_params(args) -> None:
@@ -342,7 +157,7 @@ def cmd_keygen(args) -> int:
     if args.vk:
         outputs[args.vk] = json.dumps(vk_to_json(pk.verifying_key()), indent=1) + "\n"
     if args.zkey:
-        from .snarkjs_cmds import zkey_writer
+        from .formats import zkey_writer
         outputs[args.zkey] = zkey_writer(pk, r1cs)
     try:
         write_all(outputs)

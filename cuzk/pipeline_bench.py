@@ -14,7 +14,7 @@ import sys
 import time
 
 from . import __version__
-from .cli import EXIT_INVALID, EXIT_OK, CliError, _kernel_load_times, bench_outputs, bench_prover, git_commit, write_all
+from .cli_common import EXIT_INVALID, EXIT_OK, CliError, _kernel_load_times, bench_outputs, bench_prover, git_commit, write_all
 
 PIPELINE_FLAGS = ("pipeline_depth", "pipeline_workers", "compare")
 

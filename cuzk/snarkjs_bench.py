@@ -51,11 +51,11 @@ def prepare(circuit: str, log_size: int, workdir=None, log=None, keygen_backend:
     """The files for one size: {'r1cs', 'wtns', 'zkey', 'vk', 'constraints'} (made once, then reused).
     `keygen_backend`: cuzk keygen's backend (auto: the GPU when usable, from 2^12)."""
     from . import circuits
-    from .cli import write_all
+    from .cli_common import write_all
     from .formats import write_r1cs, write_wtns
     from .groth16 import vk_to_json
     from .keygen import cached_setup
-    from .snarkjs_cmds import zkey_writer
+    from .formats import zkey_writer
 
     d = Path(workdir or default_workdir()) / f"{circuit}-{log_size}"
     files = {k: d / n for k, n in (("r1cs", "circuit.r1cs"), ("wtns", "witness.wtns"), ("zkey", "circuit.zkey"),

@@ -70,7 +70,7 @@ def prove_files(zkey_path, wtns_path, backend="auto", check: bool = True, rng=No
 # --- commands ---
 
 def cmd_prove(args) -> int:
-    from .cli import EXIT_OK, phase_table, write_all
+    from .cli_common import EXIT_OK, phase_table, write_all
     res = prove_files(args.zkey, args.wtns, args.backend)
     write_all({args.proof: proof_json(res.proof), args.public: public_json(res.public)})
     if args.timings:
@@ -84,7 +84,7 @@ def cmd_prove(args) -> int:
 def cmd_export(args) -> int:
     """A built-in circuit as circom/snarkjs files."""
     from . import circuits
-    from .cli import EXIT_OK, CliError, write_all
+    from .cli_common import EXIT_OK, CliError, write_all
     from .formats import write_r1cs, write_wtns
     from .opts import resolve
     if not (args.r1cs or args.wtns or args.public):
@@ -105,7 +105,7 @@ def cmd_export(args) -> int:
 
 
 def cmd_export_vk(args) -> int:
-    from .cli import EXIT_OK, write_all
+    from .cli_common import EXIT_OK, write_all
     from .formats import read_zkey
     from .groth16 import vk_to_json
     zk = read_zkey(args.zkey)
@@ -119,15 +119,8 @@ def load_circuit_r1cs(path):
     return read_r1cs(path).r1cs
 
 
-def zkey_writer(pk, r1cs):
-    """A callable for write_all that writes pk as a snarkjs .zkey with r1cs's coefficients."""
-    from .formats import coeffs_from_r1cs, write_zkey
-    coeffs = coeffs_from_r1cs(r1cs)
-    return lambda f: write_zkey(f, pk, coeffs)
-
-
 def cmd_bench_snarkjs(args) -> int:
-    from .cli import EXIT_INVALID, EXIT_OK, CliError, write_all
+    from .cli_common import EXIT_INVALID, EXIT_OK, CliError, write_all
     from .snarkjs_bench import ToolMissing, ratio_table, run
     try:
         sizes = [int(s) for s in args.log_sizes.split(",") if s.strip()]

@@ -8,7 +8,7 @@ protocol, with a message that names the file and the section.
 from .binfile import FormatError
 from .r1csfile import CircomR1CS, read_r1cs, write_r1cs
 from .wtns import Witness, read_wtns, write_wtns
-from .zkey import Coeffs, ZKey, coeffs_from_r1cs, read_zkey, write_zkey
+from .zkey import Coeffs, ZKey, coeffs_from_r1cs, read_zkey, write_zkey, zkey_writer
 
 __all__ = ["FormatError", "CircomR1CS", "read_r1cs", "write_r1cs", "Witness", "read_wtns", "write_wtns",
            "Coeffs", "ZKey", "coeffs_from_r1cs", "read_zkey", "write_zkey"]

@@ -308,3 +308,9 @@ def write_zkey(f, pk: ProvingKey, coeffs: Coeffs, mpc: bytes | None = None) -> N
             write_section(f, 10, mpc if mpc is not None else hw.h.digest() + struct.pack("<I", 0))
         else:
             write_section(hw if sid > 1 else f, sid, *body[sid])
+
+
+def zkey_writer(pk, r1cs):
+    """A callable for write_all that writes pk as a snarkjs .zkey with r1cs's coefficients."""
+    coeffs = coeffs_from_r1cs(r1cs)
+    return lambda f: write_zkey(f, pk, coeffs)

@@ -27,6 +27,10 @@ class BisectError(ValueError):
     pass
 
 
+# the line of asv find's output that names a commit
+NAMED = re.compile(r"Greatest (regression|improvement) found: ([0-9a-f]{4,40})")
+
+
 def bench_regex(benchmark: str, target: str | None = None, opts: str | None = None) -> str:
     """The asv regex for a phase (one parameter set when target/opts are given) or a regex as is."""
     if benchmark not in ASV_TIME_BENCHMARKS:
@@ -150,7 +154,6 @@ def merged_branch(good: str, bad: str, repo) -> tuple[str, str, int] | None:
 def stream(argv: list[str], cwd, env: dict) -> tuple[int, list[str]]:
     """Run asv, passing its output (stderr merged) on line by line, except its own culprit line;
     (exit code, all lines)."""
-    from .bisect_verdict import NAMED
     lines = []
     p = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                          bufsize=1)

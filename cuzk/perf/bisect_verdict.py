@@ -18,13 +18,12 @@ from pathlib import Path
 
 from tabulate import tabulate
 
-from .bisect import BisectError
+from .bisect import NAMED, BisectError
 from .report import fmt_s
 from .suite import is_timing
 
 SKIPPED = "skipped (asv's n/a: NotImplementedError in setup, as a cuda target without a usable GPU)"
 # asv find's own verdict line; held back from the user, read for the commit it names
-NAMED = re.compile(r"Greatest (regression|improvement) found: ([0-9a-f]{4,40})")
 STEP = re.compile(r"For .+? commit ([0-9a-f]{8})")          # asv find's header of each commit it runs
 
 

@@ -51,10 +51,7 @@ def timeline_lanes(phases: dict) -> list[dict]:
 
 def timeline_png(report: dict):
     """Each phase per circuit on one time axis, host and device lanes, so overlaps and gaps show.
-    A pipelined run (`bench --pipeline`) gets worker, prover and device lanes instead."""
-    if report.get("pipeline"):
-        from .pipeline_plot import pipeline_png
-        return pipeline_png(report)
+    (A pipelined run's timeline, worker, prover and device lanes, is pipeline_plot.pipeline_png.)"""
     plt = _plt()
     tl = timeline_lanes(report["phases"])
     lanes, bars = tl["lanes"], tl["bars"]
