@@ -329,10 +329,10 @@ def cmd_bisect(args) -> int:
     """`asv find` over GOOD (included) .. BAD for one benchmark: 0 and the first slow commit where every
     commit it judged by was measured; 2 (one error line) for bad input, a failed pre-flight, or anything
     unmeasured."""
-    from .perf import asv_private, bisect
+    from .perf import asv_private, bisect, bisect_run
     try:
-        return bisect.run(args.benchmark, args.good, args.bad, args.target, args.opts, args.repo, args.dry_run,
-                          args.asv_args)
+        return bisect_run.run(args.benchmark, args.good, args.bad, args.target, args.opts, args.repo, args.dry_run,
+                              args.asv_args)
     except (bisect.BisectError, asv_private.AsvConfigError) as e:
         raise CliError(f"bisect: {e}") from e
 

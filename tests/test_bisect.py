@@ -20,7 +20,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from cuzk.perf import bisect, bisect_preflight, bisect_verdict, report, suite
+from cuzk.perf import bisect, bisect_preflight, bisect_run, bisect_verdict, report, suite
 from cuzk.perf.calibrate import _git, make_repo
 from cuzk.perf.workload import Spec
 
@@ -217,7 +217,7 @@ def test_cuda_parameter_that_skips_past_the_preflight_exits_2(brepo, monkeypatch
     monkeypatch.delenv("CUZK_REQUIRE_GPU", raising=False)
     monkeypatch.setattr("cuzk.backend.gpu_status", lambda: (True, "a pretend GPU"))
     with pytest.raises(bisect.BisectError, match="not measured.*skipped.*no culprit"):
-        bisect.run("tail_msm", shas[0], shas[-1], "cuda:18", "default", repo=str(d),
+        bisect_run.run("tail_msm", shas[0], shas[-1], "cuda:18", "default", repo=str(d),
                    extra=["-E", f"existing:{sys.executable}"])
     out = capsys.readouterr().out
     assert "For cuzk commit" in out and "first slow" not in out and "Greatest" not in out

@@ -11,8 +11,6 @@ ROOT = Path(__file__).resolve().parents[1]
 KNOWN: list[frozenset[str]] = [
     # the key and the GPU layer: keygen -> gpu.keygen -> gpu.spmv -> backend.cuda -> keygen
     frozenset({"cuzk.backend", "cuzk.backend.cuda", "cuzk.gpu.keygen", "cuzk.gpu.spmv", "cuzk.keygen"}),
-    # bisect's orchestration (bisect.run) beside the helpers its pre-flight, verdict and the report use
-    frozenset({"cuzk.perf.bisect", "cuzk.perf.bisect_preflight", "cuzk.perf.bisect_verdict", "cuzk.perf.report"}),
 ]
 
 

@@ -7,7 +7,8 @@ the gate's report does) or an asv benchmark regex. The gate's report prints this
 
 asv find names a commit whatever it measured, skips included. So a pre-flight (bisect_preflight)
 refuses what would measure nothing, asv writes into a private results dir (asv_private), and the
-culprit is named here only from the values it saved (bisect_verdict), never from asv's own line.
+culprit is named only from the values it saved (bisect_verdict), never from asv's own line; bisect_run.run
+puts them together.
 """
 from __future__ import annotations
 
@@ -16,8 +17,6 @@ import re
 import shlex
 import subprocess
 import sys
-import tempfile
-from pathlib import Path
 
 from .. import cuda_extra
 from .suite import ALL_TARGETS, ASV_TIME_BENCHMARKS, SCALE_TARGETS, measured_variants, time_benchmark
@@ -168,36 +167,3 @@ def stream(argv: list[str], cwd, env: dict) -> tuple[int, list[str]]:
         if p.poll() is None:           # interrupted: asv must not go on measuring
             p.terminate()
             p.wait()
-
-
-def run(benchmark: str, good: str, bad: str, target: str | None = None, opts: str | None = None,
-        repo: str = ".", dry_run: bool = False, extra: list[str] | None = None) -> int:
-    """0 with the culprit; BisectError (exit 2) for bad input, a failed pre-flight, or a run that did
-    not measure every commit it judged by."""
-    from . import asv_private, bisect_preflight, bisect_verdict
-    extra = list(extra or [])
-    regex = bench_regex(benchmark, target, opts)
-    good_sha, bad_sha = _sha(repo, good), _sha(repo, bad)
-    if "--skip-save" in extra:
-        raise BisectError("--skip-save leaves no results to check the bisection against")
-    print(shell_command(regex, good, bad, target, repo) + "".join(" " + shlex.quote(a) for a in extra),
-          flush=True)
-    commits = range_commits(good, bad, repo)
-    existing = any(re.match(r"(-E|--environment=)?existing", a) for a in extra)     # no CUDA extra needed
-    bench_dir = asv_private.project_conf(Path(repo)).get("benchmark_dir", "benchmarks")
-    verdict = bisect_preflight.check(regex, target, commits, good_sha, bad_sha, Path(repo), bench_dir, existing)
-    print(f"# pre-flight {verdict}", flush=True)
-    if dry_run:
-        return 0
-    invert = "--invert" in extra or "-i" in extra
-    with tempfile.TemporaryDirectory(prefix="cuzk-bisect-") as tmp:
-        conf, results = asv_private.write_config(Path(repo), Path(tmp))
-        argv = find_argv(regex, good, bad, repo)
-        # --show-stderr: asv says why a commit was not measured only there, not in its result files
-        argv = [*argv[:2], "--config", str(conf), "--show-stderr", *argv[2:], *extra]
-        print(f"# runs: {' '.join(shlex.quote(a) for a in argv)}  (results in a temporary directory, "
-              "not .asv/results)", flush=True)
-        rc, lines = stream([sys.executable, "-m", *argv], repo, dict(os.environ, **gpu_env(regex, target)))
-        name, labels, points = bisect_verdict.read(results, regex, bisect_verdict.said(lines))
-    return bisect_verdict.judge(name, labels, points, commits, bisect_verdict.named_commit(lines, commits), rc,
-                                invert)
