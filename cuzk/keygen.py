@@ -19,10 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from py_arkworks_bls12381 import G1Point, G2Point, Scalar
+from py_arkworks_bls12381 import G1Point, G2Point
 
 from .curve import AffineBases
 from .field import R, fr_array, fr_powers
+from .key_points import mul_points, single_points  # noqa: F401 (single_points: the keygen API)
 from .keys import CONVENTIONS, ProvingKey
 from .poly import Domain, intt
 from .r1cs import CSR, R1CS
@@ -83,25 +84,6 @@ def h_scalars(domain: Domain, convention: str, tau: int) -> np.ndarray:
     raise ValueError(f"unknown H convention {convention!r}; known: {', '.join(CONVENTIONS)}")
 
 
-def _mul_points(gen, scalars: np.ndarray, bar) -> list:
-    ident = type(gen).identity()
-    out = []
-    for s in scalars.tolist():
-        out.append(gen * Scalar(int(s)) if s else ident)
-        if bar is not None:
-            bar.update(1)
-    return out
-
-
-def single_points(alpha: int, beta: int, gamma: int, delta: int) -> dict:
-    """The key's six single points, by arkworks (both backends)."""
-    g1, g2 = G1Point(), G2Point()
-    def G1(x): return AffineBases.from_ark(1, _mul_points(g1, fr_array([x]), None))
-    def G2(x): return AffineBases.from_ark(2, _mul_points(g2, fr_array([x]), None))
-    return {"alpha_g1": G1(alpha), "beta_g1": G1(beta), "beta_g2": G2(beta), "gamma_g2": G2(gamma),
-            "delta_g1": G1(delta), "delta_g2": G2(delta)}
-
-
 def resolve_backend(backend: str, domain_size: int = AUTO_GPU_MIN) -> str:
     """'cpu' or 'cuda' for a keygen backend choice ('auto': the GPU when usable, for domains of
     at least AUTO_GPU_MIN)."""
@@ -144,8 +126,8 @@ def setup(r1cs: R1CS, convention: str = "coeff", generator: int = 7, toxic: Toxi
         from tqdm import tqdm
         bar = tqdm(total=total, desc="keygen", unit="pt", leave=False)
     try:
-        def G1(xs): return AffineBases.from_ark(1, _mul_points(g1, fr_array(xs), bar))
-        def G2(xs): return AffineBases.from_ark(2, _mul_points(g2, fr_array(xs), bar))
+        def G1(xs): return AffineBases.from_ark(1, mul_points(g1, fr_array(xs), bar))
+        def G2(xs): return AffineBases.from_ark(2, mul_points(g2, fr_array(xs), bar))
         pts = single_points(alpha, beta, gamma, delta)
         pts.update({"ic": G1(ic), "a": G1(u), "b_g1": G1(v), "b_g2": G2(v), "l": G1(lq), "h": G1(h)})
     finally:

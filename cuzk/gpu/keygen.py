@@ -258,22 +258,6 @@ def _const(values):
     return cupy.asarray(fr_to_limbs(np.array(values, dtype=object)))
 
 
-def device_coeffs(m):
-    """A CSR's coefficients on the device in Montgomery form, from its cached canonical limbs."""
-    import cupy
-    from .fr import to_mont
-    try:
-        limbs = cupy.asarray(m.limbs())
-        bad = cupy.zeros(1, dtype=cupy.uint32)
-        _launch("kg_check_canonical", m.nnz, bad, limbs)
-        canonical = not int(bad[0])
-    except ValueError:                          # a negative or oversized coefficient
-        canonical = False
-    if not canonical:
-        limbs = cupy.asarray(ints_to_limbs(np.asarray(m.coeffs, dtype=object) % R, FR_LIMBS))
-    return to_mont(limbs) if m.nnz else limbs
-
-
 def ones(n: int):
     import cupy
     one = cupy.asarray(ints_to_limbs([FR_MONT_R % R], FR_LIMBS))
@@ -296,7 +280,7 @@ def qap_at_tau(r1cs, domain: Domain, tau: int):
     """Device u, v, w (uint32[nv, 8], Montgomery): keygen.qap_at_tau on the GPU."""
     import cupy
     from .loader import kernel
-    from .spmv import table_coeffs
+    from .spmv import device_coeffs, table_coeffs
     lag = lagrange_at(tau, domain.log_n, domain.generator)
     nv, m, ni = r1cs.num_vars, r1cs.num_constraints, r1cs.num_inputs
     out = []
@@ -377,7 +361,7 @@ def _scalars(r1cs, domain: Domain, convention: str, toxic):
 def setup(r1cs, convention: str, generator: int, toxic):
     """The proving key of keygen.setup(r1cs, convention, generator, toxic), made on the GPU."""
     from ..keys import ProvingKey
-    from ..keygen import single_points
+    from ..key_points import single_points
     st = _Steps()
     domain = Domain.for_size(r1cs.qap_rows, generator)
     ni, nv = r1cs.num_inputs, r1cs.num_vars
@@ -424,7 +408,7 @@ def setup_device(r1cs, convention: str, generator: int, toxic):
     saved: its digest field is zeros)."""
     import cupy
     from ..keys import ProvingKey
-    from ..keygen import single_points
+    from ..key_points import single_points
     from .srs import DeviceBases, DeviceKey
     st = _Steps()
     domain = Domain.for_size(r1cs.qap_rows, generator)

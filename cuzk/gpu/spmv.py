@@ -25,13 +25,32 @@ def table_coeffs(m) -> TableCoeffs:
     return TableCoeffs(cupy.asarray(m.index), to_mont(table))
 
 
+def device_coeffs(m):
+    """A CSR's coefficients on the device in Montgomery form, from its cached canonical limbs (checked
+    canonical on the device; otherwise reduced on the host)."""
+    import cupy
+    from ..field import FR_LIMBS, R, ints_to_limbs
+    from .fr import to_mont
+    try:
+        limbs = cupy.asarray(m.limbs())
+        bad = cupy.zeros(1, dtype=cupy.uint32)
+        if m.nnz:
+            kernel("keygen_fr", "kg_check_canonical")((max(1, (m.nnz + 255) // 256),), (256,),
+                                                      (bad, limbs, np.int64(m.nnz)))
+        canonical = not int(bad[0])
+    except ValueError:                          # a negative or oversized coefficient
+        canonical = False
+    if not canonical:
+        limbs = cupy.asarray(ints_to_limbs(np.asarray(m.coeffs, dtype=object) % R, FR_LIMBS))
+    return to_mont(limbs) if m.nnz else limbs
+
+
 class DeviceR1CS:
     """The circuit's matrices on the device, uploaded once (coefficients in Montgomery form:
     32 bytes per nonzero, or a compact CSR's table and uint16 index)."""
 
     def __init__(self, r1cs: R1CS):
         import cupy
-        from .keygen import device_coeffs
         if r1cs.num_vars >= 2**31:
             raise ValueError("more than 2^31 variables")
         self.r1cs = r1cs
