@@ -24,10 +24,28 @@ def write_atomic(path: str | os.PathLike, text: str) -> None:
     write_all({path: text})
 
 
-def write_all(files: dict) -> None:
+def file_mode() -> int:
+    """The mode a new file gets here: 0o666 less the process's umask (read from /proc where it can be,
+    since setting the umask to read it is not thread-safe)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return 0o666 & ~int(line.split()[1], 8)
+    except OSError:
+        pass
+    old = os.umask(0o022)
+    os.umask(old)
+    return 0o666 & ~old
+
+
+def write_all(files: dict, say=lambda msg: print(msg, file=sys.stderr)) -> None:
     """Write several outputs all or nothing: temp files first, then renames; on any failure
-    remove what was written. Each value is text, bytes, or a callable that writes to a binary file."""
+    remove what was written. Each value is text, bytes, or a callable that writes to a binary file.
+    The files get the usual mode (the umask applied: a temp file alone would be 0600), and one line
+    says what was written."""
     tmps, done, made = [], [], []
+    mode = file_mode()
     try:
         for path, text in files.items():
             path = Path(path)
@@ -43,6 +61,8 @@ def write_all(files: dict) -> None:
             else:
                 with os.fdopen(fd, "wb" if isinstance(text, bytes) else "w") as f:
                     f.write(text)
+        for tmp, _ in tmps:
+            os.chmod(tmp, mode)
         for tmp, path in tmps:
             os.replace(tmp, path)
             done.append(path)
@@ -58,6 +78,8 @@ def write_all(files: dict) -> None:
             except OSError:
                 pass
         raise
+    if done and say is not None:
+        say("cuzk: wrote " + ", ".join(str(p) for p in done))
 
 
 def git_commit() -> str | None:

@@ -406,3 +406,27 @@ def test_bench_warmup_bad_values(extra, capsys):
     rc = main(["bench", "--backend", "cpu", "--log-size", "6", "--circuit", "mulchain", *extra])
     assert rc != 0
     assert "--warmup" in capsys.readouterr().err
+
+
+def test_outputs_get_the_usual_mode_and_are_named(tmp_path, capsys):
+    """Written all or nothing through temp files, yet with the umask's mode, not the temp file's 0600;
+    one line on stderr names what was written."""
+    import os
+    import stat
+    from cuzk.cli_common import write_all
+    old = os.umask(0o022)
+    try:
+        write_all({tmp_path / "a.json": "{}\n", tmp_path / "sub" / "b.bin": b"\x00"})
+    finally:
+        os.umask(old)
+    for f in (tmp_path / "a.json", tmp_path / "sub" / "b.bin"):
+        assert stat.S_IMODE(f.stat().st_mode) == 0o644, oct(f.stat().st_mode)
+    err = capsys.readouterr().err
+    assert err.startswith("cuzk: wrote ") and "a.json" in err and "b.bin" in err
+    os.umask(0o077)
+    try:
+        write_all({tmp_path / "c.json": "{}\n"}, say=None)
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "c.json").stat().st_mode) == 0o600
+    assert capsys.readouterr().err == ""
