@@ -112,7 +112,8 @@ def cmd_bench(args) -> int:
     print(phase_table(phases, total_s))
     if keygen_info is not None:
         print(keygen_table(keygen_info))
-    print(f"verified: {verified}")
+    from .groth16 import VERIFIER
+    print(f"verified: {verified} (by {VERIFIER})")
     write_all(bench_outputs(args, report, vk, [a.public for a in assignments], proofs))
     return EXIT_OK if verified else EXIT_INVALID
 

@@ -79,6 +79,9 @@ def _ic_sum(vk: VerifyingKey, public: list[int]) -> G1Point:
     return acc
 
 
+VERIFIER = "py_arkworks_bls12381's pairing check of e(A, B) = e(alpha, beta) e(IC(x), gamma) e(C, delta)"
+
+
 def verify(vk: VerifyingKey, public: list[int], proof: Proof) -> bool:
     """e(A,B) = e(α,β)·e(IC(x),γ)·e(C,δ), as one product of pairings equal to 1."""
     ic = _ic_sum(vk, public)

@@ -131,6 +131,7 @@ def bench_pipeline(args, opts) -> int:
     print(f"cuzk bench --pipeline: {args.circuit} 2^{pk.log_n} ({r1cs.num_constraints} constraints) x "
           f"{args.circuits}, backend {backend.name}, opts {opts.label()}, {workers} {pool} worker(s), depth {depth}")
     print(table(section))
-    print(f"verified: {verified}")
+    from .groth16 import VERIFIER
+    print(f"verified: {verified} (by {VERIFIER})")
     write_all(bench_outputs(args, report, vk, pipe.publics, pipe.proofs))
     return EXIT_OK if verified else EXIT_INVALID

@@ -154,6 +154,7 @@ def test_bench_prints_phase_table(tmp_path, capsys):
     for name in PHASES:
         assert re.search(rf"^{name}\s+cpu\s", out, re.M), name
     assert "verified: True" in out
+    assert "(by py_arkworks_bls12381's pairing check" in out       # which verifier said so
 
 
 def test_bench_mulchain_batch_odd_lagrange_snarkjs_generator(tmp_path, capsys):
