@@ -277,3 +277,18 @@ def test_resume_goes_on_from_a_saved_run(tmp_path, capsys):
 def test_device_keygen_refuses_cpu():
     assert main(["ablate", "--backend", "cpu", "--device-keygen", "--opt-set", "A4,D4"]) == 2
     assert main(["ablate", "--backend", "cpu", "--device-keygen", "--opt-set", "D4"]) == 2
+
+
+def test_too_few_rounds_for_an_interval_say_so(tmp_path, capsys, monkeypatch):
+    """--max-seconds stopping before the rounds a 95% interval needs (the exact test: 6): the report says
+    so in words, never [-inf, inf]."""
+    js = tmp_path / "few.json"
+    clock = iter(range(0, 10**6, 10))                    # every perf_counter call: 10 s later
+    monkeypatch.setattr(ablate.time, "perf_counter", lambda: float(next(clock)))
+    assert main(["ablate", "--backend", "cpu", "--log-size", "5", "--repeat", "8", "--opt-set", "A1",
+                 "--confidence", "0.95", "--max-seconds", "300", "--json", str(js)]) == 0
+    res = json.loads(js.read_text())
+    assert res["rounds_done"] < 6, res["rounds_done"]
+    out = capsys.readouterr().out
+    assert "no interval: needs at least 6 rounds" in out
+    assert "-inf" not in out and "inf]" not in out

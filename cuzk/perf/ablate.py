@@ -398,24 +398,28 @@ def _ms(s: float) -> str:
     return f"{s * 1e3:.3f} ms" if s < 1 else f"{s:.3f} s"
 
 
-def _cell(e: dict | None) -> tuple[str, str, str]:
+def _interval(e: dict, digits: int, need: int) -> str:
+    if e["low"] is None or e["high"] is None:       # the rounds run are too few for any interval
+        return f"[no interval: needs at least {need} rounds]"
+    return f"[{e['low']:.{digits}f}, {e['high']:.{digits}f}]"
+
+
+def _cell(e: dict | None, need: int) -> tuple[str, str, str]:
     if e is None:
         return "1", "", ""
-    lo = "-inf" if e["low"] is None else f"{e['low']:.3f}"
-    hi = "inf" if e["high"] is None else f"{e['high']:.3f}"
-    return f"x{e['ratio']:.3f}", f"[{lo}, {hi}]", e["verdict"]
+    return f"x{e['ratio']:.3f}", _interval(e, 3, need), e["verdict"]
 
 
-def _short(e: dict) -> str:
+def _short(e: dict, need: int) -> str:
     mark = {"faster": " faster", "slower": " slower"}.get(e["verdict"], " ~")
-    lo = "-inf" if e["low"] is None else f"{e['low']:.2f}"
-    hi = "inf" if e["high"] is None else f"{e['high']:.2f}"
-    return f"x{e['ratio']:.3f} [{lo}, {hi}]{mark}"
+    return f"x{e['ratio']:.3f} {_interval(e, 2, need)}{mark}"
 
 
 def markdown(res: dict) -> str:
     from tabulate import tabulate
+    from .effects import min_rounds
     s = res["setup"]
+    need = min_rounds(s["confidence"])
     pct = f"{s['confidence']:.0%}"
     out = [f"## cuzk ablate: {s['backend']} {s['circuit']} 2^{s['log_size']} x{s['circuits']} circuits"
            + (f", witnesses in {s['parallel_synthesis']} parallel {s['synthesis_pool']}s" if s['parallel_synthesis'] else ""),
@@ -445,7 +449,7 @@ def markdown(res: dict) -> str:
         rows = []
         for c in res["configurations"]:
             st = c["areas"][a]
-            r, ci, v = _cell(st["vs_baseline"])
+            r, ci, v = _cell(st["vs_baseline"], need)
             lab = c["label"] + (f" (= {', '.join(c['aliases'])})" if c["aliases"] else "")
             rows.append([lab, c["kind"], _ms(st["median_s"]), r, ci, v])
         out += ["", f"### `{a}`" + (f" ({res['impl'][a]})" if a in res.get("impl", {}) else ""), "",
@@ -456,8 +460,8 @@ def markdown(res: dict) -> str:
     rows = []
     for o in res["optimizations"]:
         ph = [p for p in o["phases"] if p in o["alone"]] + ["total"]
-        rows.append([o["name"], "<br>".join(f"`{p}` {_short(o['alone'][p])}" for p in ph),
-                     "<br>".join(f"`{p}` {_short(o['in_all'][p])}" for p in ph) if o["in_all"] else "not run",
+        rows.append([o["name"], "<br>".join(f"`{p}` {_short(o['alone'][p], need)}" for p in ph),
+                     "<br>".join(f"`{p}` {_short(o['in_all'][p], need)}" for p in ph) if o["in_all"] else "not run",
                      o["predicted"]])
     out += ["", tabulate(rows, headers=["opt", "measured alone", "measured in all", "predicted (registry)"],
                          tablefmt="github", disable_numparse=True)]
@@ -465,7 +469,7 @@ def markdown(res: dict) -> str:
               if o[k] for p in res["areas"] if p not in o["phases"] and p != "total" and o[k][p]["verdict"] != NO_CHANGE]
     if others:
         out += ["", "Effects outside the phases an optimization names: " + "; ".join(
-            f"{n} {k.replace('_', ' ')} on `{p}` {_short(e)}" for n, p, k, e in others) + "."]
+            f"{n} {k.replace('_', ' ')} on `{p}` {_short(e, need)}" for n, p, k, e in others) + "."]
     inter = [i for i in res["interactions"] if i["significant"]]
     out += ["", "### Interactions", ""]
     if not res["interactions"]:
@@ -474,12 +478,12 @@ def markdown(res: dict) -> str:
         out.append("None: in every phase, `all` is consistent with the product of the single effects.")
     for i in inter:
         out.append(f"- interaction in `{i['area']}`: all x{i['all_ratio']:.3f} vs product of the single effects "
-                   f"x{i['product_of_singles']:.3f}; all / product {_short(i['interaction'])}")
+                   f"x{i['product_of_singles']:.3f}; all / product {_short(i['interaction'], need)}")
     out += ["", "### Attribution", ""]
     if not res["attribution"]:
         out.append("`all` changes no phase significantly.")
     for a, at in res["attribution"].items():
         who = ", ".join(at["optimizations"]) or "no optimization both alone and left out"
         part = f" (partly: {', '.join(at['partly'])}, significant either alone or left out only)" if at["partly"] else ""
-        out.append(f"- `{a}` {at['all']['verdict']} with all ({_short(at['all'])}): {who}{part}")
+        out.append(f"- `{a}` {at['all']['verdict']} with all ({_short(at['all'], need)}): {who}{part}")
     return "\n".join(out) + "\n"

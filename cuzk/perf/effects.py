@@ -46,6 +46,15 @@ def critical_k(n: int, confidence: float) -> int:
     return max(0, int(math.floor(mu + norm.ppf(a2) * sd + 0.5)))
 
 
+def min_rounds(confidence: float) -> int:
+    """The fewest paired samples that give an interval at this confidence (the exact signed-rank test's
+    smallest two-sided p is 2 / 2^n)."""
+    n = 1
+    while critical_k(n, confidence) < 1:
+        n += 1
+    return n
+
+
 def hodges_lehmann(d: list[float], confidence: float = 0.95) -> tuple[float, float, float]:
     """(estimate, low, high) of the pseudo-median of d; low/high are -inf/inf when n is too small."""
     n = len(d)

@@ -122,8 +122,10 @@ def ablate_png(result: dict):
     fig.legend(handles=[Patch(color=v, label=k) for k, v in KIND_COLOURS.items()], loc="upper right", fontsize=7,
                ncol=4, bbox_to_anchor=(1, 0.955))
     s = result["setup"]
+    done = result.get("rounds_done", s["repeat"])
+    asked = f" (of {s['repeat']} asked)" if done < s["repeat"] else ""
     fig.suptitle(f"cuzk ablate: {s['backend']} {s['circuit']} 2^{s['log_size']} x{s['circuits']}, "
-                 f"{s['repeat']} interleaved samples per configuration (▲ slower, ▼ faster than baseline, "
+                 f"{done} interleaved rounds{asked} per configuration (▲ slower, ▼ faster than baseline, "
                  f"{s['confidence']:.0%} CI)", fontsize=9)
     fig.tight_layout(rect=(0, 0, 1, 0.92))
     return _writer(fig, plt)
