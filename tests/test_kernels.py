@@ -265,3 +265,21 @@ def test_nvcc_check_cache_keeps_clean_compiles_only(tmp_path, monkeypatch):
     calls.clear()
     again = compile_all(jobs, tmp_path, tmp_path, workers=1, say=lines.append)
     assert calls == ["bad.cu"] and again["good.cu"].cached and again["good.cu"].stderr == "good.cu stderr"
+
+
+def test_a_long_kernel_compile_is_said(monkeypatch):
+    """An NVRTC compile still running after NOTICE_AFTER_S gets a line, and its end another; a quick one
+    (CuPy's cache) says nothing."""
+    import time
+    from cuzk.gpu import loader
+    monkeypatch.setattr(loader, "NOTICE_AFTER_S", 0.05)
+    lines = []
+    with loader._compile_notice("msm_g2", ("CUZK_FP_CALL=1",), "sm_90", say=lines.append):
+        time.sleep(0.3)
+    assert lines[0].startswith("cuzk: compiling kernels/msm_g2.cu [CUZK_FP_CALL=1] for sm_90 with NVRTC")
+    assert lines[1].startswith("cuzk: compiled kernels/msm_g2.cu [CUZK_FP_CALL=1] in ") and len(lines) == 2
+    lines.clear()
+    with loader._compile_notice("ntt", (), "sm_90", say=lines.append):
+        pass
+    time.sleep(0.1)
+    assert lines == []

@@ -8,7 +8,10 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import sys
+import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 
@@ -115,6 +118,33 @@ def cubin_path(name: str, arch_name: str, extra: tuple[str, ...] = ()) -> Path:
     return cubin_dir() / f"{name}-{arch_name}-{source_key(name, arch_name, extra)}.cubin"
 
 
+NOTICE_AFTER_S = 2.0     # a compile still running after this long is said on stderr (CuPy's cache hits are quicker)
+
+
+@contextmanager
+def _compile_notice(name: str, extra: tuple[str, ...], arch_name: str, say=None):
+    """A line on stderr when an NVRTC compile takes long (the G2 modules take minutes on first use),
+    and one when it ends; nothing for a quick one (CuPy's on-disk cache)."""
+    say = say or (lambda msg: print(msg, file=sys.stderr, flush=True))
+    what = f"kernels/{name}.cu" + (f" [{' '.join(extra)}]" if extra else "")
+    t0 = time.perf_counter()
+    said = threading.Event()
+
+    def notice():
+        said.set()
+        say(f"cuzk: compiling {what} for {arch_name} with NVRTC (first use; CuPy caches it, "
+            f"tools/build_cubins.py prebuilds it)...")
+    timer = threading.Timer(NOTICE_AFTER_S, notice)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
+        if said.is_set():
+            say(f"cuzk: compiled {what} in {time.perf_counter() - t0:.1f} s")
+
+
 def module(name: str, extra: tuple[str, ...] = ()):
     """The RawModule for kernels/<name>.cu (built with the `extra` defines: one of BUILDS[name]): a
     prebuilt cubin for this exact source, defines and target when one is in the cubin cache
@@ -132,7 +162,8 @@ def module(name: str, extra: tuple[str, ...] = ()):
         else:
             src = Path(kernel_dir(), f"{name}.cu").read_text()
             mod = cupy.RawModule(code=src, options=options(extra), backend="nvrtc")
-            mod.compile()
+            with _compile_notice(name, extra, arch()):
+                mod.compile()
         load_times[name if not extra else f"{name}[{' '.join(extra)}]"] = time.perf_counter() - t0
         _modules[(name, extra)] = mod
     return mod
