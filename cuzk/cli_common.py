@@ -24,6 +24,24 @@ def write_atomic(path: str | os.PathLike, text: str) -> None:
     write_all({path: text})
 
 
+def check_paths(outputs: dict, inputs: dict | None = None) -> None:
+    """Output paths (what -> path) that coincide with each other or with an input path: one error
+    before any work, never an output written over another or over what was read."""
+    def key(p):
+        return os.path.realpath(os.fspath(p))
+    seen: dict[str, str] = {}
+    for what, path in (inputs or {}).items():
+        if path is not None:
+            seen.setdefault(key(path), f"input {what}")
+    for what, path in outputs.items():
+        if path is None:
+            continue
+        k = key(path)
+        if k in seen:
+            raise CliError(f"{path}: given as {what} and as {seen[k]}: one file would overwrite the other")
+        seen[k] = f"output {what}"
+
+
 def file_mode() -> int:
     """The mode a new file gets here: 0o666 less the process's umask (read from /proc where it can be,
     since setting the umask to read it is not thread-safe)."""

@@ -70,7 +70,8 @@ def prove_files(zkey_path, wtns_path, backend="auto", check: bool = True, rng=No
 # --- commands ---
 
 def cmd_prove(args) -> int:
-    from .cli_common import EXIT_OK, phase_table, write_all
+    from .cli_common import EXIT_OK, check_paths, phase_table, write_all
+    check_paths({"PROOF": args.proof, "PUBLIC": args.public}, {"ZKEY": args.zkey, "WTNS": args.wtns})
     res = prove_files(args.zkey, args.wtns, args.backend)
     write_all({args.proof: proof_json(res.proof), args.public: public_json(res.public)})
     if args.timings:
@@ -84,11 +85,12 @@ def cmd_prove(args) -> int:
 def cmd_export(args) -> int:
     """A built-in circuit as circom/snarkjs files."""
     from . import circuits
-    from .cli_common import EXIT_OK, CliError, write_all
+    from .cli_common import EXIT_OK, CliError, check_paths, write_all
     from .formats import write_r1cs, write_wtns
     from .opts import resolve
     if not (args.r1cs or args.wtns or args.public):
         raise CliError("export: give at least one of --r1cs, --wtns, --public")
+    check_paths({"--r1cs": args.r1cs, "--wtns": args.wtns, "--public": args.public})
     r1cs, inputs, aux = circuits.build(args.circuit, args.log_size, opts=resolve(args.opt), seed=args.seed)
     out = {}
     if args.r1cs:
@@ -105,9 +107,10 @@ def cmd_export(args) -> int:
 
 
 def cmd_export_vk(args) -> int:
-    from .cli_common import EXIT_OK, write_all
+    from .cli_common import EXIT_OK, check_paths, write_all
     from .formats import read_zkey
     from .groth16 import vk_to_json
+    check_paths({"VK": args.vk}, {"ZKEY": args.zkey})
     zk = read_zkey(args.zkey)
     write_all({args.vk: json.dumps(vk_to_json(zk.verifying_key()), indent=1)})
     return EXIT_OK

@@ -375,3 +375,24 @@ def test_cli_export_then_keygen_zkey(tmp_path, capsys):
     assert _run(capsys, "prove", tmp_path / "a.zkey", tmp_path / "m.wtns", tmp_path / "p.json",
                 tmp_path / "p_pub.json", "--backend", "cpu")[0] == 0
     assert json.loads((tmp_path / "p_pub.json").read_text()) == json.loads((tmp_path / "pub.json").read_text())
+
+
+def test_cli_outputs_that_coincide_are_refused_before_any_work(files, tmp_path, capsys):
+    """`prove ZKEY WTNS same.json same.json` would lose the proof; an output over an input would destroy
+    it: one line naming the file and both roles, exit 2, nothing written or changed."""
+    d = files["dir"]
+    same = tmp_path / "same.json"
+    rc, line = _run(capsys, "prove", d / "c.zkey", d / "c.wtns", same, same, "--backend", "cpu")
+    assert rc == 2 and "same.json: given as PUBLIC and as output PROOF" in line and not same.exists()
+    wtns = tmp_path / "w.wtns"
+    wtns.write_bytes((d / "c.wtns").read_bytes())
+    rc, line = _run(capsys, "prove", d / "c.zkey", wtns, wtns, tmp_path / "pub.json", "--backend", "cpu")
+    assert rc == 2 and "w.wtns: given as PROOF and as input WTNS" in line
+    assert wtns.read_bytes() == (d / "c.wtns").read_bytes() and not (tmp_path / "pub.json").exists()
+    zkey = tmp_path / "k.zkey"
+    zkey.write_bytes((d / "c.zkey").read_bytes())
+    rc, line = _run(capsys, "export-vk", zkey, zkey)
+    assert rc == 2 and "k.zkey: given as VK and as input ZKEY" in line
+    assert zkey.read_bytes() == (d / "c.zkey").read_bytes()
+    rc, line = _run(capsys, "export", "--log-size", "4", "--r1cs", tmp_path / "x", "--wtns", tmp_path / "x")
+    assert rc == 2 and "given as --wtns and as output --r1cs" in line and not (tmp_path / "x").exists()
