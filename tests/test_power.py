@@ -17,7 +17,8 @@ def _gate_json(path, sd: float, rounds: int = 8, samples: int = 5, seed: int = 1
     rng = random.Random(seed)
     side = lambda: {"areas": {a: {"samples": [0.01 * math.exp(rng.gauss(0, sd)) for _ in range(samples)]}  # noqa: E731
                               for a in AREAS}}
-    doc = {"config": {"rounds": rounds, "samples": samples, "alpha": 0.01, "threshold": 0.05, "thresholds": {},
+    doc = {"base": "a" * 40, "head": "a" * 40, "base_ref": "main", "head_ref": "main",
+           "config": {"rounds": rounds, "samples": samples, "alpha": 0.01, "threshold": 0.05, "thresholds": {},
                       "areas": AREAS},
            "outcomes": [{"status": "ok", "spec": {"backend": "cuda", "circuit": "porep_like", "log_size": 18,
                                                   "opts": "default"},

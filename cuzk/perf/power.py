@@ -16,6 +16,7 @@ comes from: a handful of rounds estimate little; the output says how many there 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import random
@@ -24,21 +25,18 @@ import sys
 from pathlib import Path
 
 from .compare import REGRESSION, compare
+from .gate import paired_log_ratios
 
 
 class PowerInputError(ValueError):
     pass
 
 
-def _round_values(rd: dict, area: str) -> float | None:
-    b, h = rd["base"]["areas"][area]["samples"], rd["head"]["areas"][area]["samples"]
-    pairs = [math.log(y / x) for x, y in zip(b, h) if x > 0 and y > 0]
-    return statistics.median(pairs) if pairs else None
-
-
 def load_pools(paths: list[str]) -> dict[str, dict]:
-    """{workload label: {"config": gate config, "rounds": [{area: round value}]}} from gate.json files.
+    """{workload label: {"config": GateConfig, "areas", "rounds": [{area: round value}], "files"}} from
+    gate.json files, read and valued as the gate reads them (gate.from_dict, paired_log_ratios).
     One clear error (PowerInputError) for a file that is not a judged gate run."""
+    from .gate import from_dict
     pools: dict[str, dict] = {}
     for path in paths:
         try:
@@ -47,50 +45,39 @@ def load_pools(paths: list[str]) -> dict[str, dict]:
             raise PowerInputError(f"{path}: {e.strerror}") from e
         except json.JSONDecodeError as e:
             raise PowerInputError(f"{path}: not JSON ({e.msg}, line {e.lineno})") from e
-        if not isinstance(doc, dict) or "config" not in doc or "outcomes" not in doc:
-            raise PowerInputError(f"{path}: not a gate.json (no config and outcomes)")
         try:
-            _add(pools, doc, path)
-        except (KeyError, TypeError, AttributeError) as e:
+            res = from_dict(doc)
+        except (KeyError, TypeError, AttributeError, ValueError) as e:
             raise PowerInputError(f"{path}: not a gate.json: {type(e).__name__} {e}") from e
+        for oc in res.outcomes:
+            if oc.status != "ok":
+                continue
+            label = oc.config.spec.label()
+            pool = pools.setdefault(label, {"config": res.config, "rounds": [], "files": 0,
+                                            "areas": res.config.areas_for(oc.config)})
+            if (pool["config"].rounds, pool["config"].alpha) != (res.config.rounds, res.config.alpha):
+                raise PowerInputError(f"{path}: {label}: rounds/alpha differ from an earlier file's")
+            pool["files"] += 1
+            pool["rounds"] += [{a: statistics.median(paired_log_ratios(rd, a)) for a in pool["areas"]}
+                               for rd in oc.rounds]
     if not pools:
         raise PowerInputError(f"{', '.join(paths)}: no judged workload (status ok) in any file")
     return pools
 
 
-def _add(pools: dict, doc: dict, path: str) -> None:
-    cfg = doc["config"]
-    for o in doc["outcomes"]:
-        if o.get("status") != "ok":
-            continue
-        spec = o["spec"]
-        label = f"{spec['backend']} {spec['circuit']} 2^{spec['log_size']} opts={spec['opts']}"
-        pool = pools.setdefault(label, {"config": cfg, "rounds": [], "files": 0})
-        if (pool["config"]["rounds"], pool["config"]["alpha"]) != (cfg["rounds"], cfg["alpha"]):
-            raise PowerInputError(f"{path}: {label}: rounds/alpha differ from an earlier file's")
-        pool["files"] += 1
-        areas = o.get("phases") or cfg["areas"]
-        pool["areas"] = areas
-        for rd in o["rounds"]:
-            pool["rounds"].append({a: _round_values(rd, a) for a in areas})
-
-
 def simulate(pool: dict, effects: dict[str, float], trials: int, seed: int = 0) -> dict:
     """Gate runs drawn from one workload's pool; effects {area: f} slow those areas by 1 + f."""
-    cfg, rounds = pool["config"], pool["rounds"]
-    areas = [a for a in pool.get("areas", cfg["areas"]) if all(r.get(a) is not None for r in rounds)]
-    n = cfg["rounds"]
-    thr = lambda a: cfg.get("thresholds", {}).get(a, cfg["threshold"])    # noqa: E731
+    cfg, rounds, areas = pool["config"], pool["rounds"], pool["areas"]
     rng = random.Random(seed)
     flagged = {a: 0 for a in areas}
     for _ in range(trials):
-        draw = [rng.choice(rounds) for _ in range(n)]
+        draw = [rng.choice(rounds) for _ in range(cfg.rounds)]
         for a in areas:
             shift = math.log1p(effects.get(a, 0.0))
-            if compare(a, [r[a] + shift for r in draw], thr(a), cfg["alpha"]).verdict == REGRESSION:
+            if compare(a, [r[a] + shift for r in draw], cfg.threshold_for(a), cfg.alpha).verdict == REGRESSION:
                 flagged[a] += 1
     others = [a for a in areas if a not in effects]
-    return {"trials": trials, "rounds_in_pool": len(rounds), "rounds_a_run": n,
+    return {"trials": trials, "rounds_in_pool": len(rounds), "rounds_a_run": cfg.rounds,
             "phase_tests": trials * len(others),
             "false_alarms": sum(flagged[a] for a in others),
             "false_alarms_by_phase": {a: flagged[a] for a in others},
@@ -128,12 +115,11 @@ def main(argv=None) -> int:
     out = {}
     for label, pool in pools.items():
         over = {k: v for k, v in (("rounds", args.rounds), ("alpha", args.alpha)) if v is not None}
-        pool["config"] = {**pool["config"], **over}
-        if min_p_value(pool["config"]["rounds"]) >= pool["config"]["alpha"]:
-            print(f"power: {pool['config']['rounds']} rounds can never reach p < alpha = {pool['config']['alpha']}",
-                  file=sys.stderr)
+        cfg = pool["config"] = dataclasses.replace(pool["config"], **over)
+        if min_p_value(cfg.rounds) >= cfg.alpha:
+            print(f"power: {cfg.rounds} rounds can never reach p < alpha = {cfg.alpha}", file=sys.stderr)
             return 2
-        known = set(pool.get("areas", pool["config"]["areas"]))
+        known = set(pool["areas"])
         bad = [a for a, _ in args.effect if a not in known]
         if bad:
             print(f"power: unknown phase {', '.join(bad)}; the runs have {', '.join(sorted(known))}", file=sys.stderr)
