@@ -15,14 +15,15 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
+from cuzk.cli_common import write_all
+from cuzk.gpu.loader import includes
+
 ARCH = "sm_90"
-_INCLUDE = re.compile(rb'#\s*include\s+"([^"]+)"')
 
 
 @dataclass(frozen=True)
@@ -47,20 +48,6 @@ def cache_dir() -> Path:
     return Path(base) / "nvcc-checks"
 
 
-def deps(source: Path, include_dir: Path) -> list[Path]:
-    out, todo = [], [source]
-    while todo:
-        p = todo.pop()
-        if p in out:
-            continue
-        out.append(p)
-        for m in _INCLUDE.findall(p.read_bytes()):
-            q = include_dir / m.decode()
-            if q.is_file():
-                todo.append(q)
-    return [out[0], *sorted(out[1:])]
-
-
 _VERSION: list[str] = []
 
 
@@ -72,7 +59,7 @@ def nvcc_version() -> str:
 
 def key(job: Job, include_dir: Path) -> str:
     h = hashlib.sha256(f"{nvcc_version()}|{ARCH}|{' '.join(job.defines)}|{job.source.suffix}".encode())
-    for p in deps(job.source, include_dir):
+    for p in includes(job.source, include_dir):
         h.update(p.name.encode() + b"\0" + p.read_bytes())
     return h.hexdigest()[:32]
 
@@ -91,11 +78,7 @@ def _compile(job: Job, include_dir: Path, tmp: Path) -> Result:
 
 
 def _store(path: Path, res: Result) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-    with os.fdopen(fd, "w") as f:
-        json.dump({"returncode": res.returncode, "stderr": res.stderr}, f)
-    os.replace(tmp, path)
+    write_all({path: json.dumps({"returncode": res.returncode, "stderr": res.stderr})}, say=None)
 
 
 def compile_all(jobs: list[Job], include_dir: Path, tmp: Path, workers: int | None = None,

@@ -87,7 +87,12 @@ def sources(name: str) -> list[Path]:
     """kernels/<name>.cu and every kernels/ header it includes, directly or not (quoted includes,
     conditional ones too): what its cubin depends on."""
     d = kernel_dir()
-    out, todo = [], [Path(d, f"{name}.cu")]
+    return includes(Path(d, f"{name}.cu"), d)
+
+
+def includes(source: Path, d: Path) -> list[Path]:
+    """`source` and every header of directory d it includes, directly or not: source first."""
+    out, todo = [], [source]
     while todo:
         p = todo.pop()
         if p in out:
