@@ -170,6 +170,12 @@ class FakeWorker:
         assert msg == {"quit": True}
         return {"status": "done", "discards": [], "peak_device_bytes": {}}
 
+    def send(self, msg):                 # WorkerProcess's two halves of ask
+        self._pending = msg
+
+    def receive(self):
+        return self.ask(self._pending)
+
     def close(self):
         pass
 
@@ -340,20 +346,11 @@ def test_a_worker_process_runs_on_the_cpus_it_was_given():
 
 
 class SendingWorker(FakeWorker):
-    """A worker with WorkerProcess's send/receive: the gate may ask both for their set-up at once."""
+    """A FakeWorker that records when a request is sent, apart from when its reply is read."""
 
     def send(self, msg):
         self.parent.asks.append((self.side, "sent " + ("setup" if "protocol" in msg else "other")))
-        self._pending = msg
-
-    def receive(self):
-        return FakeWorker.ask(self, self._pending)
-
-    def ask(self, msg):
-        if "protocol" not in msg:
-            return FakeWorker.ask(self, msg)
-        self.send(msg)
-        return self.receive()
+        super().send(msg)
 
 
 class SendingSpawn(FakeSpawn):

@@ -187,14 +187,12 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
         # GPU workloads set up both at once (nothing is timed yet; their samples are one call each): a round
         # costs one set-up, not two. Host-timed ones one after the other: their calls per sample are
         # calibrated during set-up, and a rival's set-up beside it would skew that.
-        together = oc.config.spec.backend != "cpu" and all(hasattr(workers[s], "send") for s in order)
+        together = oc.config.spec.backend != "cpu"
         for side in order:
             other = workers[SIDES[1 - SIDES.index(side)]]
-            req = _request(cfg, oc.config, roots[side], other.pid)
-            if together:
-                workers[side].send(req)
-            else:
-                ready[side] = workers[side].ask(req)
+            workers[side].send(_request(cfg, oc.config, roots[side], other.pid))
+            if not together:
+                ready[side] = workers[side].receive()
         for side in order:
             if together:
                 ready[side] = workers[side].receive()
