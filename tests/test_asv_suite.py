@@ -55,7 +55,8 @@ def test_discovery_matches_the_gate_and_the_registry():
 
 
 def _log_size(target: str) -> int:
-    return int(eval(target).rsplit(":", 1)[1])
+    import ast
+    return int(ast.literal_eval(target).rsplit(":", 1)[1])
 
 
 def test_every_phase_has_a_cuda_target_at_porep_scale():
