@@ -8,6 +8,7 @@ CPU targets are small (the reference is slow); GPU targets skip without a GPU.
 from __future__ import annotations
 
 from ..opts import REGISTRY, variants
+from ..timing import PHASES
 
 CIRCUIT = "porep_like"
 CPU_TARGETS = ["cpu:8", "cpu:10"]
@@ -21,7 +22,7 @@ SCALE_VARIANTS = ["default", "baseline"]
 # (asv setup_cache; cuzk/perf/full_scale.py), in what ships only
 FULL_TARGETS = ["cuda:porep_partition:27"]
 FULL_VARIANTS = ["default"]
-FULL_AREAS = ["prep_msm", "ntt_msm_h", "batch_addition", "tail_msm", "b_g2", "proof_assembly"]
+FULL_AREAS = list(PHASES[1:])          # every phase after synthesis
 # A sector proved pipelined (cuzk bench --pipeline): seconds per proof, GPU busy fraction, wall
 PIPELINE = {"circuit": "porep_partition", "log_size": 27, "circuits": 10}
 PIPELINE_FIGURES = ["track_s_per_proof", "track_gpu_busy_fraction", "track_wall_s"]
