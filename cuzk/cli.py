@@ -42,7 +42,7 @@ def cmd_bench(args) -> int:
     from .groth16 import verify
     from .nvml import gpu_state
     from .opts import resolve
-    from .phases.synthesis import make_pool, synthesize
+    from .synthesis import make_pool, synthesize
     from .timing import PhaseTimer, peak_rss_bytes
 
     opts = resolve(args.opt)

@@ -24,7 +24,8 @@ from py_arkworks_bls12381 import G1Point, G2Point
 from .curve import AffineBases
 from .field import R, fr_array, fr_powers
 from .key_points import mul_points, single_points  # noqa: F401 (single_points: the keygen API)
-from .keys import CONVENTIONS, ProvingKey
+from .keys import ProvingKey
+from .qap import qap
 from .poly import Domain, intt
 from .r1cs import CSR, R1CS
 
@@ -71,19 +72,6 @@ def qap_at_tau(r1cs: R1CS, domain: Domain, tau: int):
     return u, v, w
 
 
-def h_scalars(domain: Domain, convention: str, tau: int) -> np.ndarray:
-    """Before division by delta."""
-    n = domain.n
-    if convention == "coeff":
-        z = domain.vanishing_at(tau)
-        return (fr_powers(tau, n - 1) * z) % R
-    if convention == "odd_lagrange":
-        big = Domain(domain.log_n + 1, domain.generator)
-        lag2 = intt(fr_powers(tau, 2 * n), big.omega)
-        return lag2[1::2].copy()
-    raise ValueError(f"unknown H convention {convention!r}; known: {', '.join(CONVENTIONS)}")
-
-
 def resolve_backend(backend: str, domain_size: int = AUTO_GPU_MIN) -> str:
     """'cpu' or 'cuda' for a keygen backend choice ('auto': the GPU when usable, for domains of
     at least AUTO_GPU_MIN)."""
@@ -102,13 +90,12 @@ def resolve_backend(backend: str, domain_size: int = AUTO_GPU_MIN) -> str:
 
 def setup(r1cs: R1CS, convention: str = "coeff", generator: int = 7, toxic: ToxicWaste | None = None,
           progress: bool | None = None, backend: str = "auto") -> ProvingKey:
-    if convention not in CONVENTIONS:
-        raise ValueError(f"unknown H convention {convention!r}; known: {', '.join(CONVENTIONS)}")
+    q = qap(convention)
     toxic = toxic or ToxicWaste.from_seed(0)
     domain = Domain.for_size(r1cs.qap_rows, generator)
     if resolve_backend(backend, domain.n) == "cuda":
         from .gpu import keygen as gpu_keygen
-        return gpu_keygen.setup(r1cs, convention, generator, toxic)
+        return gpu_keygen.setup(r1cs, q, generator, toxic)
     tau, alpha, beta, gamma, delta = toxic.tau, toxic.alpha, toxic.beta, toxic.gamma, toxic.delta
     u, v, w = qap_at_tau(r1cs, domain, tau)
     ni = r1cs.num_inputs
@@ -116,7 +103,7 @@ def setup(r1cs: R1CS, convention: str = "coeff", generator: int = 7, toxic: Toxi
     k = (beta * u + alpha * v + w) % R
     ic = (k[:ni] * gi) % R
     lq = (k[ni:] * di) % R
-    h = (h_scalars(domain, convention, tau) * di) % R
+    h = (q.h_query(domain, tau) * di) % R
 
     g1, g2 = G1Point(), G2Point()
     total = len(ic) + len(lq) + len(h) + 2 * len(u) + len(v)
@@ -133,7 +120,7 @@ def setup(r1cs: R1CS, convention: str = "coeff", generator: int = 7, toxic: Toxi
     finally:
         if bar is not None:
             bar.close()
-    key = ProvingKey(convention, generator, domain.log_n, ni, r1cs.num_aux, r1cs.num_constraints,
+    key = ProvingKey(q.name, generator, domain.log_n, ni, r1cs.num_aux, r1cs.num_constraints,
                      bytes.fromhex(r1cs.digest()), pts)
     key.check_shapes()
     return key
@@ -149,10 +136,9 @@ def setup_on_device(r1cs: R1CS, convention: str = "coeff", generator: int = 7, t
     import time
     from .backend.cuda import CudaKey
     from .gpu import keygen as gpu_keygen
-    if convention not in CONVENTIONS:
-        raise ValueError(f"unknown H convention {convention!r}; known: {', '.join(CONVENTIONS)}")
+    q = qap(convention)
     t0 = time.perf_counter()
-    pk, dev = gpu_keygen.setup_device(r1cs, convention, generator, ToxicWaste.from_seed(toxic_seed))
+    pk, dev = gpu_keygen.setup_device(r1cs, q, generator, ToxicWaste.from_seed(toxic_seed))
     kh = CudaKey(pk, dev)
     steps = {name: {"s": t, **gpu_keygen.last_memory.get(name, {})} for name, t in gpu_keygen.last_timings.items()}
     return pk, kh, {"where": "device", "s": time.perf_counter() - t0, "steps": steps,
@@ -167,7 +153,7 @@ def cache_dir() -> Path:
 
 
 def cache_path(r1cs: R1CS, convention: str, generator: int, toxic_seed: int) -> Path:
-    tag = hashlib.sha256(f"{r1cs.digest()}|{convention}|{generator}|{toxic_seed}".encode()).hexdigest()[:24]
+    tag = hashlib.sha256(f"{r1cs.digest()}|{qap(convention).name}|{generator}|{toxic_seed}".encode()).hexdigest()[:24]
     return cache_dir() / f"{tag}.cuzkkey"
 
 

@@ -15,11 +15,11 @@ from pathlib import Path
 import numpy as np
 
 from .curve import G1_WORDS, G2_WORDS, AffineBases
+from .qap import CONVENTIONS, QAP, qap
 
 MAGIC = b"CUZKKEY\0"
 VERSION = 1
 CURVE = b"bls12381".ljust(16, b"\0")
-CONVENTIONS = ("coeff", "odd_lagrange")
 # order of the point sections in the file: (name, group)
 SECTIONS = (
     ("alpha_g1", 1), ("beta_g1", 1), ("beta_g2", 2), ("gamma_g2", 2), ("delta_g1", 1), ("delta_g2", 2),
@@ -52,6 +52,11 @@ class ProvingKey:
             return pts[name]
         raise AttributeError(name)
 
+    @property
+    def qap(self) -> QAP:
+        """The key's R1CS-to-QAP convention (qap.py), from the name the key carries."""
+        return qap(self.convention)
+
     def ark(self, name: str) -> list:
         """The section as arkworks points, converted once and kept (the CPU backend's 'upload')."""
         if name not in self._ark:
@@ -63,7 +68,7 @@ class ProvingKey:
         n = 1 << self.log_n
         want = {"alpha_g1": 1, "beta_g1": 1, "beta_g2": 1, "gamma_g2": 1, "delta_g1": 1, "delta_g2": 1,
                 "ic": self.num_inputs, "a": nv, "b_g1": nv, "b_g2": nv, "l": self.num_aux,
-                "h": n - 1 if self.convention == "coeff" else n}
+                "h": self.qap.h_len(n)}
         for name, count in want.items():
             got = len(self.points[name]) if name in self.points else None
             if got != count:

@@ -26,7 +26,8 @@ import numpy as np
 
 from . import circuits
 from .field import FR_LIMBS, fr_array, ints_to_limbs
-from .phases.synthesis import assign, make_pool
+from .backend.cpu.synthesis import assign
+from .synthesis import make_pool
 from .poly import Domain
 from .timing import PhaseTimer, circuit
 from .witness_pack import PackedWitness, pack

@@ -36,8 +36,8 @@ Z9_PATH = '''
 # test-only optimization Z9 (tests/test_ablate.py): "on" computes ntt_msm_h's inverse NTT as an O(n^2) DFT
 import numpy as _np
 
-from ..field import R as _R, fr_powers as _fr_powers
-from ..phases import ntt_msm_h as _nmh
+from ...field import R as _R, fr_powers as _fr_powers
+from ... import qap as _nmh
 
 
 def _slow_intt(a, omega):

@@ -26,7 +26,8 @@ from cuzk.field import P, R
 from cuzk.keygen import setup
 from cuzk.keys import KeyFormatError, ProvingKey
 from cuzk.opts import resolve
-from cuzk.phases.synthesis import assign, synthesize
+from cuzk.backend.cpu.synthesis import assign
+from cuzk.synthesis import synthesize
 from cuzk.poly import Domain
 from cuzk.prover import Prover
 from cuzk.r1cs import UnsatisfiedError

@@ -24,7 +24,7 @@ from cuzk.formats import (FormatError, coeffs_from_r1cs, read_r1cs, read_wtns, r
 from cuzk.formats.binfile import BN254_P, BN254_R
 from cuzk.groth16 import verify, verify_blst
 from cuzk.keygen import ToxicWaste, setup
-from cuzk.phases.synthesis import assign
+from cuzk.backend.cpu.synthesis import assign
 from cuzk.poly import Domain
 from cuzk.snarkjs_cmds import prove_files
 

@@ -48,7 +48,7 @@ def intt(a, omega):
 
 
 def _worse_intt(text: str) -> str:
-    assert "coset_intt, coset_ntt, intt, ntt" in text and "intt(v, w)" in text, "ntt_msm_h.py changed"
+    assert "coset_intt, coset_ntt, intt" in text and "intt(v, w)" in text, "qap.py changed"
     return text + WORSE_INTT
 
 
@@ -96,7 +96,7 @@ def test_slower_algorithm_in_one_phase_exits_1_and_names_it(gate_repo, tmp_path)
     d, base, cfg = gate_repo
     _branch(d, base, "slow")
     commit_change(d, "README.md", lambda t: t + "\nbefore\n", "docs before")
-    culprit = commit_change(d, "cuzk/phases/ntt_msm_h.py", _worse_intt, "ntt_msm_h: O(n^2) inverse DFT")
+    culprit = commit_change(d, "cuzk/qap.py", _worse_intt, "ntt_msm_h: O(n^2) inverse DFT")
     head = commit_change(d, "README.md", lambda t: t + "\nafter\n", "docs after")
     p, data, summary = _gate(d, base, head, cfg, tmp_path)
     assert p.returncode == 1, p.stdout + p.stderr

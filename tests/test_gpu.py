@@ -8,8 +8,9 @@ import pytest
 from cuzk import field as F
 from cuzk import poly
 from cuzk.opts import REGISTRY, resolve
-from cuzk.phases import ntt_msm_h as cpu_h
-from cuzk.phases.synthesis import assign, synthesize
+from cuzk import qap as cpu_h
+from cuzk.backend.cpu.synthesis import assign
+from cuzk.synthesis import synthesize
 from cuzk.poly import Domain
 
 pytestmark = pytest.mark.gpu
@@ -232,7 +233,7 @@ def test_h_matches_cpu(cp, convention, gen, fused_tail, pointwise_b6, skip_c):
     from cuzk.gpu.h import h_scalars
     r1cs, asgs = synthesize("porep_like", 10, resolve(), domain=Domain(10, gen), seeds=(4,))
     d = Domain(10, gen)
-    want = cpu_h.h_scalars(asgs[0].a, asgs[0].b, asgs[0].c, d, convention)
+    want = cpu_h.qap(convention).h_scalars(asgs[0].a, asgs[0].b, asgs[0].c, d)
     dev = CudaBackend().assign(r1cs, asgs[0].inputs, asgs[0].aux, d)
     got = gfr.download(h_scalars(dev.abc_dev.copy(), d, convention, fused_tail=fused_tail, pointwise_b6=pointwise_b6,
                                  skip_c=skip_c))
@@ -423,7 +424,7 @@ def test_ntt_full_size(cp, log_n):
 def test_prep_msm_matches_cpu(cp):
     from cuzk.gpu import fr as gfr
     from cuzk.gpu.prep import prep_msm as gpu_prep
-    from cuzk.phases.prep_msm import prep_msm as cpu_prep
+    from cuzk.backend.cpu.prep_msm import prep_msm as cpu_prep
     rng = random.Random(9)
     n, ni = 5000, 3
     zs = []

@@ -80,7 +80,7 @@ def test_prove_with_the_device_key(circuit, batch):
     from cuzk.groth16 import verify
     from cuzk.keygen import setup_on_device
     from cuzk.opts import resolve
-    from cuzk.phases.synthesis import synthesize
+    from cuzk.synthesis import synthesize
     from cuzk.prover import Prover
     L, _ = circuit
     be = CudaBackend(resolve())
@@ -100,7 +100,7 @@ def test_a4_with_a_device_key():
     from cuzk.groth16 import verify
     from cuzk.keygen import setup_on_device
     from cuzk.opts import resolve
-    from cuzk.phases.synthesis import synthesize
+    from cuzk.synthesis import synthesize
     from cuzk.prover import Prover
     be = CudaBackend(resolve("+A4"))
     r1cs, asgs = synthesize("porep_partition", 10, be.opts, assign_fn=be.assign)
@@ -121,7 +121,7 @@ def test_m2_with_a_device_key():
     from cuzk.groth16 import verify
     from cuzk.keygen import setup_on_device
     from cuzk.opts import resolve
-    from cuzk.phases.synthesis import synthesize
+    from cuzk.synthesis import synthesize
     from cuzk.prover import Prover
     on, off = CudaBackend(resolve("+M2")), CudaBackend(resolve("-M2"))
     r1cs, asgs = synthesize("porep_partition", 10, on.opts, seeds=(1, 2), assign_fn=on.assign)

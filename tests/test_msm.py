@@ -7,8 +7,8 @@ from py_arkworks_bls12381 import G1Point, G2Point, Scalar
 from cuzk.backend.cpu import CpuBackend
 from cuzk.curve import AffineBases, g1_from_json, g1_to_json, g2_from_json, g2_to_json
 from cuzk.field import R
-from cuzk.phases.prep_msm import prep_msm
-from cuzk.phases.tail_msm import msm
+from cuzk.backend.cpu.prep_msm import prep_msm
+from cuzk.backend.cpu.msm import msm
 
 
 def rand_points(cls, n, seed):

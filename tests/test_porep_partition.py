@@ -126,7 +126,7 @@ def test_cpu_proof_from_the_fast_synthesis():
     from cuzk.groth16 import verify
     from cuzk.keygen import setup
     from cuzk.opts import resolve
-    from cuzk.phases.synthesis import synthesize
+    from cuzk.synthesis import synthesize
     from cuzk.prover import Prover
     r1cs, asgs = synthesize("porep_partition", 8, resolve(), seeds=(1, 2))
     pk = setup(r1cs, backend="cpu")

@@ -8,7 +8,7 @@ from cuzk.backend.cpu import CpuBackend
 from cuzk.groth16 import Proof, verify, verify_blst
 from cuzk.keygen import cached_setup
 from cuzk.opts import resolve
-from cuzk.phases.synthesis import synthesize
+from cuzk.synthesis import synthesize
 from cuzk.prover import Prover
 from cuzk.timing import PHASES, PhaseTimer
 

@@ -7,7 +7,7 @@ from cuzk.field import R
 from cuzk.groth16 import verify
 from cuzk.keygen import setup
 from cuzk.opts import OptError, REGISTRY, resolve, variants
-from cuzk.phases.synthesis import assign
+from cuzk.backend.cpu.synthesis import assign
 from cuzk.poly import Domain
 from cuzk.prover import Prover
 from cuzk.r1cs import ONE, ConstraintSystem, UnsatisfiedError

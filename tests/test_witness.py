@@ -84,7 +84,7 @@ def test_synthesize_builds_once_and_proofs_verify(pool, monkeypatch):
     from cuzk.backend.cpu import CpuBackend
     from cuzk.groth16 import verify
     from cuzk.keygen import setup
-    from cuzk.phases.synthesis import make_pool, synthesize
+    from cuzk.synthesis import make_pool, synthesize
     from cuzk.prover import Prover
     calls = []
     build = circuits.build
@@ -111,7 +111,7 @@ def test_synthesize_builds_once_and_proofs_verify(pool, monkeypatch):
 
 
 def test_synthesize_process_pool_porep_like_fallback():
-    from cuzk.phases.synthesis import make_pool, synthesize
+    from cuzk.synthesis import make_pool, synthesize
     ex = make_pool("process", 2)
     try:
         r1cs, asgs = synthesize("porep_like", 6, resolve(env=False), seeds=(1, 2), executor=ex)

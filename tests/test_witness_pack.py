@@ -82,7 +82,7 @@ def test_synth_one_packs_with_b2_and_leaves_no_shared_block():
 
 
 def test_assignment_z_from_a_packed_witness():
-    from cuzk.phases.synthesis import Assignment
+    from cuzk.groth16.assignment import Assignment
     _, inputs, aux = circuits.build("porep_partition", LOG, seed=2, limbs=True)
     a = Assignment(inputs, aux, None, None, None)
     b = Assignment(inputs, None, None, None, None, aux_packed=pack(aux))

@@ -36,7 +36,7 @@ def spot_check(r1cs, pk, k: int, seed: int = 0) -> str:
     gi, di = pow(tw.gamma, -1, R), pow(tw.delta, -1, R)
     kk = (tw.beta * u + tw.alpha * v + w) % R
     want = {"ic": (kk[:ni] * gi) % R, "a": u, "b_g1": v, "b_g2": v, "l": (kk[ni:] * di) % R,
-            "h": (keygen.h_scalars(domain, pk.convention, tw.tau) * di) % R}
+            "h": (pk.qap.h_query(domain, tw.tau) * di) % R}
     rng = random.Random(seed)
     for name, sc in want.items():
         group = pk.points[name].group

@@ -2,6 +2,23 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass
+class Prep:
+    """prep_msm's answer: which variables go to the tail MSMs and which to batch addition (host or device
+    index arrays)."""
+    num_inputs: int
+    tail: np.ndarray          # int64 indices into z, shared by the batch
+    ones: list                # per circuit: int64 indices into z (scalar 1, not in tail)
+    counts: dict              # zeros / ones / others, summed over the batch
+
+    def aux_part(self, idx: np.ndarray) -> np.ndarray:
+        """Indices restricted to aux variables, shifted to aux numbering (for L)."""
+        return idx[idx >= self.num_inputs] - self.num_inputs
 
 
 class Backend(ABC):
@@ -22,10 +39,9 @@ class Backend(ABC):
     def synchronize(self) -> None:
         """Wait for the work queued on the device (nothing to wait for on the host)."""
 
+    @abstractmethod
     def assign(self, r1cs, inputs, aux, domain):
-        """The a/b/c evaluation of synthesis (host reference by default)."""
-        from ..phases.synthesis import assign
-        return assign(r1cs, inputs, aux, domain)
+        """The a/b/c evaluation of synthesis: an Assignment (groth16/assignment.py)."""
 
     def assign_zkey(self, zk, values):
         """a/b/c of a snarkjs key's circuit (formats.ZKey) from the witness: Fr ints, or canonical

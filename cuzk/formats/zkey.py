@@ -34,7 +34,7 @@ import numpy as np
 from ..curve import AffineBases, PointError, limbs_to_ark
 from ..field import FR_LIMBS, FR_MONT_R, FP_LIMBS, P, R, fr_array, ints_to_limbs, limbs_to_ints
 from ..keys import KeyFormatError, ProvingKey
-from ..phases.synthesis import Assignment, is_limbs
+from ..groth16.assignment import Assignment, is_limbs
 from ..r1cs import CSR, R1CS
 from .binfile import (FormatError, field_ints, limbs_lt, parse, prime_name, u32_words, write_header,
                       write_section)

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..field import R, root_of_unity
+from ..field import R
 from ..poly import Domain
+from ..qap import qap
 from . import ntt
 from .fr import upload
 from .loader import kernel
@@ -21,7 +22,7 @@ from .loader import kernel
 THREADS = 256
 
 
-def h_scalars(abc, domain: Domain, convention: str, check: bool = True, variant: str | None = None, mark=None,
+def h_scalars(abc, domain: Domain, convention, check: bool = True, variant: str | None = None, mark=None,
               fused_tail: bool = False, pointwise_b6: bool = False, skip_c: bool = False, tiled_bitrev: bool = False):
     """variant: the NTT pass kernel (ntt.VARIANTS key; None: ntt.VARIANT). mark(name), when given, is called after
     each step (profiling: tools/experiments/h_profile.py). fused_tail (optimization F1): the last coset scale and
@@ -38,15 +39,9 @@ def h_scalars(abc, domain: Domain, convention: str, check: bool = True, variant:
     ninv = pow(n, -1, R)
     ntt.dif(abc, L, gen, inverse=True, variant=variant)     # natural -> bitrev coefficients (x n)
     mark("iNTT a, b, c")
-    if convention == "coeff":
-        shift = domain.coset_shift
-        factor = pow(domain.vanishing_at(shift), -1, R)
-    elif convention == "odd_lagrange":
-        shift = root_of_unity(L + 1, gen)
-        factor = 1
-    else:
-        raise ValueError(f"unknown H convention {convention!r}")
-    skip_c = skip_c and convention == "coeff"
+    qp = qap(convention)
+    shift, factor = qp.shift(domain), qp.factor(domain)
+    skip_c = skip_c and qp.interpolates
     ev = abc[:2] if skip_c else abc                          # C stays as n x its coefficients (H2)
     ntt.scale_powers(ev, L, shift, ninv, bitrev=True, build=pw)
     mark("coset scale a, b" if skip_c else "coset scale a, b, c")
@@ -57,7 +52,7 @@ def h_scalars(abc, domain: Domain, convention: str, check: bool = True, variant:
     kernel("ntt", "ab_combine" if skip_c else "abc_combine", pw)(((n + THREADS - 1) // THREADS,), (THREADS,),
                                                                  (q, abc, f, np.int64(n)))
     mark("a b / Z" if skip_c else "(ab - c) / Z")
-    if convention == "odd_lagrange":
+    if not qp.interpolates:
         return q
     ntt.dif(q, L, gen, inverse=True, variant=variant)
     mark("iNTT h")

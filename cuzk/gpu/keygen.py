@@ -8,7 +8,7 @@ Scalars (kernels/keygen_fr.cu, ntt.py):
             coeff * lag[row] written limb-transposed, per-limb uint64 prefix sums, one
             difference per column, and a reduction of the eight limb sums into Fr;
             then u[:ni] += lag[m:m + ni] (bellman's input rows);
-  ic, l   = (beta u + alpha v + w) / gamma or / delta;  h as keygen.h_scalars defines it.
+  ic, l   = (beta u + alpha v + w) / gamma or / delta;  h as its QAP convention defines it (qap.py, h_query).
 Points: out[i] = s_i * G from a table of d * 2^(c w) * G (c-bit signed windows): the c = 8 table
 is made on the host with arkworks additions; wider windows (for large keys) are made from it on
 the device by the same kernel. The index math is modelled on the CPU in tests/test_keygen_model.py.
@@ -23,6 +23,7 @@ import numpy as np
 from ..curve import G1_WORDS, G2_WORDS, AffineBases, ark_to_limbs
 from ..field import FR_LIMBS, FR_MONT_R, R, fr_to_limbs, ints_to_limbs
 from ..poly import Domain
+from ..qap import COEFF, ODD_LAGRANGE, qap
 
 HOST_C = 8                    # window of the table built on the host
 WINDOWS = (8, 10, 12, 14, 16)
@@ -299,20 +300,26 @@ def qap_at_tau(r1cs, domain: Domain, tau: int):
     return tuple(out)
 
 
-def h_scalars(domain: Domain, convention: str, tau: int, factor: int = 1):
-    """keygen.h_scalars(...) * factor on the device."""
+def _coeff_h(domain: Domain, tau: int, factor: int):
+    return powers(tau, domain.log_n, domain.vanishing_at(tau) * factor)[: domain.n - 1]
+
+
+def _odd_lagrange_h(domain: Domain, tau: int, factor: int):
     import cupy
     from . import ntt
-    L, n = domain.log_n, domain.n
-    if convention == "coeff":
-        return powers(tau, L, domain.vanishing_at(tau) * factor)[: n - 1]
-    if convention == "odd_lagrange":
-        lag2 = ntt.intt(powers(tau, L + 1), L + 1, domain.generator)
-        h = cupy.ascontiguousarray(lag2[1::2])
-        del lag2
-        _launch("kg_scale", n, h, h, _const([factor]))
-        return h
-    raise ValueError(f"unknown H convention {convention!r}")
+    lag2 = ntt.intt(powers(tau, domain.log_n + 1), domain.log_n + 1, domain.generator)
+    h = cupy.ascontiguousarray(lag2[1::2])
+    del lag2
+    _launch("kg_scale", domain.n, h, h, _const([factor]))
+    return h
+
+
+_H_QUERY = {COEFF: _coeff_h, ODD_LAGRANGE: _odd_lagrange_h}
+
+
+def h_scalars(domain: Domain, convention, tau: int, factor: int = 1):
+    """qap(convention).h_query(domain, tau) * factor on the device."""
+    return _H_QUERY[qap(convention)](domain, tau, factor)
 
 
 class _Steps:
@@ -342,7 +349,7 @@ class _Steps:
         last_memory.update(self.memory)
 
 
-def _scalars(r1cs, domain: Domain, convention: str, toxic):
+def _scalars(r1cs, domain: Domain, convention, toxic):
     """Device (ic, u, v, lq, h): the key's scalars (v also for B's G1 and G2 points)."""
     import cupy
     tau, alpha, beta, gamma, delta = toxic.tau, toxic.alpha, toxic.beta, toxic.gamma, toxic.delta
@@ -358,7 +365,7 @@ def _scalars(r1cs, domain: Domain, convention: str, toxic):
     return ic, u, v, lq, h_scalars(domain, convention, tau, di)
 
 
-def setup(r1cs, convention: str, generator: int, toxic):
+def setup(r1cs, convention, generator: int, toxic):
     """The proving key of keygen.setup(r1cs, convention, generator, toxic), made on the GPU."""
     from ..keys import ProvingKey
     from ..key_points import single_points
@@ -382,7 +389,7 @@ def setup(r1cs, convention: str, generator: int, toxic):
     c2 = g2.c
     del g2, v
     st.mark(f"G2 points (window {c2})")
-    pk = ProvingKey(convention, generator, domain.log_n, ni, r1cs.num_aux, r1cs.num_constraints, digest,
+    pk = ProvingKey(qap(convention).name, generator, domain.log_n, ni, r1cs.num_aux, r1cs.num_constraints, digest,
                     {name: pts[name] for name in ("alpha_g1", "beta_g1", "beta_g2", "gamma_g2", "delta_g1",
                                                   "delta_g2", "ic", "a", "b_g1", "b_g2", "l", "h")})
     pk.check_shapes()
@@ -400,7 +407,7 @@ def b_density(r1cs):
     return dense
 
 
-def setup_device(r1cs, convention: str, generator: int, toxic):
+def setup_device(r1cs, convention, generator: int, toxic):
     """keygen.setup's key made and left on the GPU, for circuits whose key is too large to download
     and save (a 2^27 partition: ~48 GB of points): (host ProvingKey holding only the single points
     and ic, enough for the verifying key and the proof assembly; srs.DeviceKey with a, b_g1, b_g2,
@@ -437,7 +444,7 @@ def setup_device(r1cs, convention: str, generator: int, toxic):
     c2 = g2.c
     del g2, vb
     st.mark(f"G2 points (window {c2})")
-    pk = ProvingKey(convention, generator, domain.log_n, ni, r1cs.num_aux, r1cs.num_constraints, bytes(32),
+    pk = ProvingKey(qap(convention).name, generator, domain.log_n, ni, r1cs.num_aux, r1cs.num_constraints, bytes(32),
                     {name: pts[name] for name in ("alpha_g1", "beta_g1", "beta_g2", "gamma_g2", "delta_g1",
                                                   "delta_g2", "ic")})
     if len(pk.points["ic"]) != ni:

@@ -68,7 +68,7 @@ def make_mul(field: str, threads: int = 1 << 20, iters: int = 256, chains: int =
 
 def _backend_h_options() -> dict:
     """h_scalars' options as the backend sets them under CUZK_OPT (the NTT variant, F1, N3, H2, N5)."""
-    from ..backend.cuda import h_options
+    from ..backend.cuda.ntt_msm_h import h_options
     from ..opts import resolve
     return h_options(resolve())
 
@@ -180,7 +180,7 @@ def independent_bases(log_n: int, group: int = 1, distinct_log: int = 24, seed: 
 def make_msm(log_n: int, group: int = 1, c: int | None = None):
     """The MSM's device work as the backend runs it: the window sums (msm.msm_windows) with the registry's
     MSM options under CUZK_OPT (msm_kw: M1, R1, R2, S1, L1); the product path folds the windows on the host."""
-    from ..backend.cuda import msm_kw
+    from ..backend.cuda.msm import msm_kw
     from ..opts import resolve
     from . import msm
     bases, inf = independent_bases(log_n, 1) if group == 1 else random_bases(log_n, group)
@@ -196,7 +196,7 @@ def make_batch_add(log_n: int):
     """Batch addition as the backend runs it, with the registry's options under CUZK_OPT: with C1 the segment
     sums over the rows (gpu/batch_add.py), else the window sums of an MSM whose scalars are all 1."""
     import cupy
-    from ..backend.cuda import bucket_sum, kernel_opts, msm_kw
+    from ..backend.cuda.msm import bucket_sum, kernel_opts, msm_kw
     from ..opts import resolve
     from . import msm
     from .batch_add import sum_xyzz

@@ -1,6 +1,6 @@
 """prep_msm on the GPU: the 0/1/other split of each circuit's scalars, merged over the batch.
 
-Returns the same structure as the CPU phase (phases.prep_msm.Prep), with device index arrays:
+Returns the same structure as the CPU phase (backend.base.Prep), with device index arrays:
 tail = positions where any circuit has an 'other' scalar (its bases are gathered once), and
 per circuit the positions with scalar 1 outside the tail (batch addition).
 """

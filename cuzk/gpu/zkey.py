@@ -62,7 +62,7 @@ def assign(zk, values):
     """The cuda backend's ZKey.assign: `values` Fr ints or canonical limbs uint32[n_vars, 8] (a .wtns
     as read); z is uploaded once and kept (z_dev) with abc_dev, as CudaBackend.assign does."""
     from ..field import fr_array, limbs_to_ints
-    from ..phases.synthesis import Assignment, is_limbs
+    from ..groth16.assignment import Assignment, is_limbs
     from .fr import upload, upload_limbs
     ni = zk.pk.num_inputs
     if is_limbs(values):

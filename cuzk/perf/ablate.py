@@ -154,7 +154,7 @@ class Ablation:
     # --- measuring ---
 
     def _one_run(self, arm: _Arm, pool):
-        from ..phases.synthesis import synthesize
+        from ..synthesis import synthesize
         from ..timing import PhaseTimer
         s = self.s
         os.environ["CUZK_OPT"] = opt_spec(arm.cfg.opts)     # code that reads the registry sees this set
@@ -169,7 +169,7 @@ class Ablation:
         from ..backend import BackendError, get_backend
         from ..groth16 import verify
         from ..keygen import cached_setup
-        from ..phases.synthesis import synthesize
+        from ..synthesis import synthesize
         from ..prover import Prover
         s = self.s
         try:
@@ -204,7 +204,7 @@ class Ablation:
         self.impl = {p: first.phase_impl(p) for p in PHASES}
 
     def run(self) -> dict:
-        from ..phases.synthesis import make_pool
+        from ..synthesis import make_pool
         from . import sampler
         s = self.s
         t0 = time.perf_counter()

@@ -24,8 +24,8 @@ import sys
 import time
 from pathlib import Path
 
-BACKEND_FILE = "cuzk/backend/cpu.py"
-CUDA_FILE = "cuzk/backend/cuda.py"
+BACKEND_FILE = "cuzk/backend/cpu/__init__.py"
+CUDA_FILE = "cuzk/backend/cuda/__init__.py"
 
 
 def _git(repo: Path, *args: str) -> str:
@@ -61,7 +61,7 @@ def commit_change(repo: Path, path: str, edit, message: str) -> str:
 
 
 def slowdown_patch(phase: str, fraction: float):
-    """An edit of cuzk/backend/cpu.py that makes `phase` cost (1 + fraction) times as much."""
+    """An edit of the CPU backend (BACKEND_FILE) that makes `phase` cost (1 + fraction) times as much."""
     def edit(text: str) -> str:
         if f"def {phase}(" not in text:
             raise ValueError(f"{BACKEND_FILE} has no method {phase}")
@@ -89,7 +89,7 @@ CpuBackend.{phase} = _{phase}_slowed
 
 
 def gpu_slowdown_patch(phase: str, fraction: float):
-    """An edit of cuzk/backend/cuda.py: `phase` adds a spin of `fraction` of its own device time."""
+    """An edit of the CUDA backend (CUDA_FILE): `phase` adds a spin of `fraction` of its own device time."""
     def edit(text: str) -> str:
         if f"def {phase}(" not in text:
             raise ValueError(f"{CUDA_FILE} has no method {phase}")
@@ -104,7 +104,7 @@ CudaBackend.{phase} = _DeviceSlowdown({fraction!r}).wrap(CudaBackend.{phase})
 
 
 def raise_patch(phase: str):
-    """An edit of cuzk/backend/cpu.py whose `phase` raises."""
+    """An edit of the CPU backend (BACKEND_FILE) whose `phase` raises."""
     def edit(text: str) -> str:
         if f"def {phase}(" not in text:
             raise ValueError(f"{BACKEND_FILE} has no method {phase}")

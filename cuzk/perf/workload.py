@@ -107,7 +107,7 @@ class Workload:
         return range(1, self.spec.batch + 1)
 
     def _synthesize(self, assign_fn=None):
-        from ..phases.synthesis import synthesize
+        from ..synthesis import synthesize
         return synthesize(self.spec.circuit, self.spec.log_size, self.opts, seeds=self._seeds(),
                           assign_fn=assign_fn)
 

@@ -1,75 +1,13 @@
-"""synthesis: circuit -> Assignment (input and aux witness, and a, b, c over the domain)."""
+"""synthesis, the part both backends share: circuit -> witness (in parallel for a batch), each circuit's
+witness then assigned (a, b, c) by the backend's `assign` (the CPU reference's by default)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-import numpy as np
-
-from .. import circuits
-from ..field import limbs_to_ints
-from ..opts import OptSet
-from ..poly import Domain
-from ..r1cs import R1CS
-
-
-@dataclass
-class Assignment:
-    inputs: np.ndarray    # object[num_inputs], inputs[0] == 1
-    aux: np.ndarray       # object[num_aux], or canonical limbs uint32[num_aux, 8] (large circuits)
-    a: np.ndarray | None  # object[n]: constraint rows, then one row per input, then zeros
-    b: np.ndarray | None
-    c: np.ndarray | None
-    abc_dev: object = None  # on the GPU backend: device uint32[3, n, 8], Montgomery (a, b, c on host are None)
-    z_dev: object = None    # on the GPU backend: the witness z, device uint32[num_vars, 8], Montgomery
-    aux_packed: object = None  # instead of aux: a witness_pack.PackedWitness (handed to the GPU packed, B2)
-    abc_spendable: bool = False  # its proof may consume abc_dev in place (F2): the pipeline's, proved once
-
-    @property
-    def num_aux(self) -> int:
-        return len(self.aux) if self.aux is not None else self.aux_packed.n
-
-    @property
-    def z(self) -> np.ndarray:
-        """The witness as Fr ints (converted from limbs: small sizes only)."""
-        aux = self.aux
-        if aux is None:
-            from ..witness_pack import unpack_host
-            aux = unpack_host(self.aux_packed)
-        return np.concatenate([self.inputs, aux_ints(aux)])
-
-    @property
-    def public(self) -> list[int]:
-        return [int(v) for v in self.inputs[1:]]
-
-
-def is_limbs(aux: np.ndarray) -> bool:
-    return isinstance(aux, np.ndarray) and aux.dtype == np.uint32 and aux.ndim == 2
-
-
-def aux_ints(aux: np.ndarray) -> np.ndarray:
-    return limbs_to_ints(aux) if is_limbs(aux) else aux
-
-
-def assign(r1cs: R1CS, inputs: np.ndarray, aux: np.ndarray, domain: Domain) -> Assignment:
-    """Evaluate A z, B z, C z, check a∘b = c, and lay them out over the domain."""
-    if len(inputs) != r1cs.num_inputs or len(aux) != r1cs.num_aux:
-        raise ValueError(f"witness sizes ({len(inputs)} inputs, {len(aux)} aux) do not match the "
-                         f"circuit ({r1cs.num_inputs}, {r1cs.num_aux})")
-    aux = aux_ints(aux)
-    if r1cs.qap_rows > domain.n:
-        raise ValueError(f"circuit needs {r1cs.qap_rows} rows but the domain has {domain.n}")
-    z = np.concatenate([inputs, aux])
-    a, b, c = r1cs.evaluate(z)
-    r1cs.check(a, b, c)
-    m, n = r1cs.num_constraints, domain.n
-    out = []
-    for v, tail in ((a, inputs), (b, None), (c, None)):
-        full = np.zeros(n, dtype=object)
-        full[:m] = v
-        if tail is not None:
-            full[m:m + len(tail)] = tail
-        out.append(full)
-    return Assignment(inputs, aux, *out)
+from . import circuits
+from .backend.cpu.synthesis import assign
+from .groth16.assignment import Assignment
+from .opts import OptSet
+from .poly import Domain
+from .r1cs import R1CS
 
 
 def _build_timed(name: str, log_size: int, opts: OptSet, seed: int, keep_r1cs: bool):
@@ -96,7 +34,7 @@ def synthesize(name: str, log_size: int, opts: OptSet, domain: Domain | None = N
     runs here, circuit by circuit. Each circuit gets a sub-record in the running synthesis phase
     (`timing.circuit`), labelled "build" (circuit 0: the constraint system and its witness) or
     "witness" (the others), then "assign". Pool workers' times go to `timer` when one is given."""
-    from ..timing import circuit
+    from .timing import circuit
     assign_fn = assign_fn or assign
     seeds = list(seeds)
     r1cs0, result = None, []
@@ -127,7 +65,7 @@ def synthesize(name: str, log_size: int, opts: OptSet, domain: Domain | None = N
 
 
 def _warm(_):
-    from .. import circuits  # noqa: F401  (imports paid before timing, not inside the synthesis phase)
+    from . import circuits  # noqa: F401  (imports paid before timing, not inside the synthesis phase)
     return 0
 
 

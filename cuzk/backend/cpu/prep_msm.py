@@ -1,4 +1,4 @@
-"""prep_msm: split each circuit's scalars into 0, 1 and other, merged across the batch.
+"""prep_msm on the CPU reference: split each circuit's scalars into 0, 1 and other, merged across the batch.
 
 A base goes to the tail MSM when any circuit of the batch has an 'other' scalar there;
 its tail bases are gathered once for the batch. Each circuit's remaining 1-scalars go to
@@ -6,21 +6,9 @@ batch addition; 0-scalars are dropped.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
-
-@dataclass
-class Prep:
-    num_inputs: int
-    tail: np.ndarray          # int64 indices into z, shared by the batch
-    ones: list                # per circuit: int64 indices into z (scalar 1, not in tail)
-    counts: dict              # zeros / ones / others, summed over the batch
-
-    def aux_part(self, idx: np.ndarray) -> np.ndarray:
-        """Indices restricted to aux variables, shifted to aux numbering (for L)."""
-        return idx[idx >= self.num_inputs] - self.num_inputs
+from ..base import Prep
 
 
 def classify(z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -43,3 +31,7 @@ def prep_msm(zs: list, num_inputs: int) -> Prep:
     tail = np.flatnonzero(other_any)
     ones = [np.flatnonzero(one & ~other_any) for one in masks]
     return Prep(num_inputs, tail, ones, counts)
+
+
+def run(be, kh, assignments) -> Prep:
+    return prep_msm([a.z for a in assignments], kh.pk.num_inputs)

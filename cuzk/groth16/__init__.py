@@ -5,9 +5,9 @@ from dataclasses import dataclass
 
 from py_arkworks_bls12381 import G1Point, G2Point, GT
 
-from .curve import g1_to_json, g2_to_json, g1_from_json, g2_from_json, PointError, scalars_to_ark
-from .field import R
-from .keys import VerifyingKey
+from ..curve import g1_to_json, g2_to_json, g1_from_json, g2_from_json, PointError, scalars_to_ark
+from ..field import R
+from ..keys import VerifyingKey
 
 
 @dataclass

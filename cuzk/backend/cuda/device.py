@@ -1,0 +1,71 @@
+"""What the CUDA backend's phases share on the device: the resident key, the timer's events, P1's streams."""
+from __future__ import annotations
+
+import contextvars
+from concurrent.futures import ThreadPoolExecutor
+
+import cupy
+
+from ...gpu.srs import DeviceKey
+from ...poly import Domain
+
+
+class CudaTimerDevice:
+    """PhaseTimer hook: CUDA events on the current stream, read once at the end."""
+
+    def record_event(self):
+        ev = cupy.cuda.Event()
+        ev.record()
+        return ev
+
+    def elapsed_s(self, a, b) -> float:
+        b.synchronize()
+        return cupy.cuda.get_elapsed_time(a, b) / 1e3
+
+    def peak_bytes(self) -> int:
+        return int(cupy.get_default_memory_pool().total_bytes())
+
+
+class CudaKey:
+    """The key's bases on the GPU, uploaded once (or `dev`: already there, from GPU keygen);
+    the few fixed points as arkworks points."""
+
+    def __init__(self, pk, dev: DeviceKey | None = None):
+        self.pk = pk
+        self.domain = Domain(pk.log_n, pk.generator)
+        self.dev = dev if dev is not None else DeviceKey(pk)
+        self.vk = {k: pk.points[k].to_ark()[0] for k in ("alpha_g1", "beta_g1", "beta_g2", "delta_g1", "delta_g2")}
+        self._b_g2_ark = None
+
+    def b_g2_ark(self) -> list:
+        if self._b_g2_ark is None:
+            # a key made on the GPU has no host copy: download the section once
+            pts = self.pk.points.get("b_g2") or self.dev.sections["b_g2"]
+            self._b_g2_ark = pts.to_ark()
+        return self._b_g2_ark
+
+
+class Concurrent:
+    """P1: independent jobs (each queues GPU work and returns host results) on their own non-blocking
+    CUDA streams, one thread each, ordered after the work already queued on the caller's stream."""
+
+    def __init__(self, width: int = 4):
+        self.width = width
+        self.streams = [cupy.cuda.Stream(non_blocking=True) for _ in range(width)]
+        self.pool = ThreadPoolExecutor(width, thread_name_prefix="cuzk-p1")
+
+    def run(self, jobs: list) -> list:
+        """jobs: callables; returns their results in order."""
+        ready = cupy.cuda.Event()
+        ready.record()                          # the inputs, queued on the caller's stream
+
+        def one(i, fn):
+            s = self.streams[i % self.width]
+            s.wait_event(ready)
+            with s:
+                out = fn()
+                s.synchronize()
+            return out
+
+        futs = [self.pool.submit(contextvars.copy_context().run, one, i, fn) for i, fn in enumerate(jobs)]
+        return [f.result() for f in futs]
