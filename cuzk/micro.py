@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import sys
 
+from .qap import CONVENTIONS, qap
+
 KERNELS = ("ntt", "intt", "h", "spmv", "fp_mul", "fr_mul", "msm", "msm_g2", "batch_add")
 NOT_YET: dict = {}
 IMAD_MODEL_FP_MUL = 2.8e10     # Fp mul/s: the IMAD rate (docs/architecture.md, Targets) over one product's IMADs
@@ -29,7 +31,7 @@ def floor_s(kernel: str, log_size: int, work: int, convention: str = "coeff") ->
     if kernel in ("ntt", "intt"):
         return ntt
     if kernel == "h":
-        return ntt * (7 if convention == "coeff" else 6)
+        return ntt * (6 + qap(convention).interpolates)     # three inverse, three forward, one back to coefficients
     if kernel == "fp_mul":
         return work / IMAD_MODEL_FP_MUL
     if kernel == "msm":
@@ -127,7 +129,7 @@ def main(argv: list[str]) -> int:
     p = runner.argparser
     p.add_argument("kernel", choices=KERNELS)
     p.add_argument("--log-size", type=int, default=20)
-    p.add_argument("--convention", default="coeff", choices=("coeff", "odd_lagrange"))
+    p.add_argument("--convention", default="coeff", choices=CONVENTIONS)
     p.add_argument("--generator", type=int, default=7, choices=(5, 7))
     p.add_argument("--backend", default="cuda", choices=("cuda", "cpu"),
                    help="cuda (CUDA events; default) or cpu (the reference's ntt/intt, host clock)")
