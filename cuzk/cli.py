@@ -11,7 +11,7 @@ from pathlib import Path
 
 from . import __version__
 from .cli_common import (EXIT_BAD_INPUT, EXIT_INVALID, EXIT_OK, GENERATOR_NAMES, CliError, _kernel_load_times,
-                         _load_json, bench_outputs, bench_prover, git_commit, keygen_table, phase_table, write_all,
+                         _load_json, bench_outputs, bench_context, git_commit, keygen_table, phase_table, write_all,
                          write_atomic)
 
 
@@ -73,7 +73,8 @@ def cmd_bench(args) -> int:
     finally:
         if pool is not None:
             pool.shutdown()
-    prover, pk, setup_s, keygen_info = bench_prover(args, backend, r1cs)
+    ctx = bench_context(args, backend, r1cs)
+    prover, pk = ctx.prover, ctx.pk
     warmup_s = []
     for _ in range(args.warmup):                  # a throwaway timer: first-use costs stay out of the phases
         t0 = time.perf_counter()
@@ -100,8 +101,8 @@ def cmd_bench(args) -> int:
         "prove_wall_s": prove_wall,
         "warmup_wall_s": warmup_s,
         "process_peak_host_bytes": max(timer.process_peak_host_bytes, peak_rss_bytes()),
-        "setup_s": setup_s,
-        "keygen": keygen_info,
+        "setup_s": ctx.key.seconds,
+        "keygen": ctx.key.keygen,
         "verified": verified,
         "prep_counts": prover.last_prep.counts,
         "kernel_load_s": _kernel_load_times(),
@@ -110,8 +111,8 @@ def cmd_bench(args) -> int:
     print(f"cuzk bench: {args.circuit} 2^{pk.log_n} ({r1cs.num_constraints} constraints) x {args.circuits}, "
           f"backend {backend.name}, opts {opts.label()}")
     print(phase_table(phases, total_s))
-    if keygen_info is not None:
-        print(keygen_table(keygen_info))
+    if ctx.key.keygen is not None:
+        print(keygen_table(ctx.key.keygen))
     from .groth16 import VERIFIER
     print(f"verified: {verified} (by {VERIFIER})")
     write_all(bench_outputs(args, report, vk, [a.public for a in assignments], proofs))

@@ -8,7 +8,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 EXIT_OK, EXIT_INVALID, EXIT_BAD_INPUT = 0, 1, 2
@@ -211,32 +210,15 @@ def bench_outputs(args, report: dict, vk, publics, proofs) -> dict:
     return outputs
 
 
-def bench_prover(args, backend, r1cs):
-    """(Prover, key, setup seconds, keygen report or None) for bench: the key made on the GPU and
-    kept there (--device-keygen), or set up through the key cache."""
-    from .keygen import cached_setup, setup_on_device
-    from .prover import Prover
-    if getattr(args, "device_keygen", "off") == "on" and backend.name != "cuda":
-        raise CliError("--device-keygen on needs the cuda backend")
-    t0 = time.perf_counter()
-    if _device_keygen_on(args, backend, r1cs):
-        pk, kh, info = setup_on_device(r1cs, args.convention, args.generator)
-        setup_s = time.perf_counter() - t0
-        print(f"key: made on the GPU and kept there in {setup_s:.1f} s", file=sys.stderr)
-        return Prover(backend, pk, kh=kh), pk, setup_s, info
-    keygen_backend = args.keygen_backend or ("cuda" if backend.name == "cuda" else "cpu")
-    pk, key_path, hit = cached_setup(r1cs, args.convention, args.generator, progress=None, backend=keygen_backend)
-    setup_s = time.perf_counter() - t0
-    print(f"key: {key_path} ({'cached' if hit else f'generated in {setup_s:.1f} s'})", file=sys.stderr)
-    return Prover(backend, pk), pk, setup_s, None
-
-
-def _device_keygen_on(args, backend, r1cs) -> bool:
-    """--device-keygen, or automatically on the GPU from DEVICE_KEYGEN_MIN (keys too large to save)."""
-    from .keygen import DEVICE_KEYGEN_MIN
-    from .poly import Domain
-    if args.device_keygen == "off":
-        return False
-    if backend.name != "cuda":
-        return False
-    return args.device_keygen == "on" or Domain.for_size(r1cs.qap_rows).n >= DEVICE_KEYGEN_MIN
+def bench_context(args, backend, r1cs):
+    """bench's ProvingContext (context.py): the key made on the GPU and kept there (--device-keygen),
+    or set up through the key cache; says which on stderr."""
+    from .context import ContextError, proving_context
+    try:
+        ctx = proving_context(backend, r1cs, args.convention, args.generator,
+                              device_keygen=getattr(args, "device_keygen", "off"), keygen_backend=args.keygen_backend,
+                              progress=None)
+    except ContextError as e:
+        raise CliError("--device-keygen on needs the cuda backend") from e
+    print(f"key: {ctx.key.describe()}", file=sys.stderr)
+    return ctx

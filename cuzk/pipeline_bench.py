@@ -14,7 +14,7 @@ import sys
 import time
 
 from . import __version__
-from .cli_common import EXIT_INVALID, EXIT_OK, CliError, _kernel_load_times, bench_outputs, bench_prover, git_commit, write_all
+from .cli_common import EXIT_INVALID, EXIT_OK, CliError, _kernel_load_times, bench_outputs, bench_context, git_commit, write_all
 
 PIPELINE_FLAGS = ("pipeline_depth", "pipeline_workers", "compare")
 
@@ -75,7 +75,8 @@ def bench_pipeline(args, opts) -> int:
     host_assign = backend.phase_impl("synthesis") == "cpu"
 
     r1cs, inputs, aux = circuits.build(args.circuit, args.log_size, opts=opts, seed=1, limbs=not host_assign)
-    prover, pk, setup_s, _ = bench_prover(args, backend, r1cs)
+    ctx = bench_context(args, backend, r1cs)
+    prover, pk = ctx.prover, ctx.pk
     vk = pk.verifying_key()
     del inputs, aux
     job = Job(args.circuit, args.log_size, opts, tuple(range(1, args.circuits + 1)), host_assign,
@@ -122,7 +123,7 @@ def bench_pipeline(args, opts) -> int:
         "phases": phases,
         "total_s": sum(r["host_s"] for r in phases.values()),
         "prove_wall_s": pipe.wall_s,
-        "setup_s": setup_s,
+        "setup_s": ctx.key.seconds,
         "verified": verified,
         "kernel_load_s": _kernel_load_times(),
         "gpu": None if gpu_before is None else {"before": gpu_before, "after": gpu_state()},

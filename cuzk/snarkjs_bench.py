@@ -104,12 +104,12 @@ class Resident:
 
     def __init__(self, files: dict, backend: str):
         from .backend import get_backend
+        from .context import context_for_key
         from .formats import read_wtns, read_zkey
-        from .prover import Prover
         self.zk = read_zkey(files["zkey"])
         self.witness = read_wtns(files["wtns"]).limbs
         self.backend = get_backend(backend, log=lambda m: None)
-        self.prover = Prover(self.backend, self.zk.pk)
+        self.prover = context_for_key(self.backend, self.zk.pk).prover
 
     def prove(self, timer=None):
         """a/b/c (timed as synthesis) and the proof; `timer`: a PhaseTimer for both."""

@@ -40,7 +40,7 @@ def prove_files(zkey_path, wtns_path, backend="auto", check: bool = True, rng=No
     from .backend.base import Backend
     from .formats import read_wtns, read_zkey
     from .groth16 import verify
-    from .prover import Prover
+    from .context import context_for_key
     from .timing import PhaseTimer
 
     t0 = time.perf_counter()
@@ -51,7 +51,7 @@ def prove_files(zkey_path, wtns_path, backend="auto", check: bool = True, rng=No
                          f"{zk.n_vars} signals (a witness of another circuit?)")
     be = backend if isinstance(backend, Backend) else get_backend(backend)
     t1 = time.perf_counter()
-    prover = Prover(be, zk.pk)
+    prover = context_for_key(be, zk.pk).prover
     t2 = time.perf_counter()
     timer = PhaseTimer(device=be.timer_device())
     with timer.phase("synthesis", be.phase_impl("synthesis")):

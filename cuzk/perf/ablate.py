@@ -167,31 +167,27 @@ class Ablation:
 
     def _prepare(self, pool):
         from ..backend import BackendError, get_backend
+        from ..context import context_for_key, proving_context
         from ..groth16 import verify
-        from ..keygen import cached_setup
         from ..synthesis import synthesize
-        from ..prover import Prover
         s = self.s
         try:
             first = get_backend(s.backend, log=lambda m: None, opts=self.configs[0].opts)
         except BackendError as e:
             raise AblateError(str(e)) from e
         r1cs, _ = synthesize(s.circuit, s.log_size, self.configs[0].opts, seeds=[1])
-        if s.device_keygen:
-            from ..keygen import setup_on_device
-            self.pk, kh, info = setup_on_device(r1cs, s.convention, s.generator)
-            self.log(f"key: made on the GPU and kept there in {info['s']:.1f} s")
-        else:
-            self.pk, key_path, hit = cached_setup(r1cs, s.convention, s.generator, progress=False)
-            self.log(f"key: {key_path} ({'cached' if hit else 'generated'})")
-            kh = first.load_key(self.pk)             # resident once, shared by every configuration
+        # one key, resident once, shared by every configuration
+        ctx = proving_context(first, r1cs, s.convention, s.generator, device_keygen=bool(s.device_keygen),
+                              keygen_backend="auto")
+        self.log(f"key: {ctx.key.describe()}")
+        self.pk, kh = ctx.pk, ctx.kh
         self.arms = []
         vk = self.pk.verifying_key()
         digest = r1cs.digest()
         checked = set()               # synthesis-side flag sets whose circuit was compared (digests are slow)
         for c in self.configs:
             be = first if c is self.configs[0] else get_backend(s.backend, log=lambda m: None, opts=c.opts)
-            arm = _Arm(c, be, Prover(be, self.pk, kh=kh))
+            arm = _Arm(c, be, ctx.prover if be is first else context_for_key(be, self.pk, kh).prover)
             _, r, asg, proofs = self._one_run(arm, pool)          # warm-up, and a correctness check
             synth_flags = tuple((n, v) for n, v in c.opts.flags if "synthesis" in REGISTRY[n].phases)
             if synth_flags not in checked and r.digest() != digest:

@@ -140,9 +140,8 @@ class Workload:
     def prepare(self) -> "Workload":
         if self._ready:
             return self
+        from ..context import proving_context
         from ..groth16 import verify
-        from ..keygen import cached_setup
-        from ..prover import Prover
         clock = _Stopwatch()
         self.ensure_backend()
         clock.lap("backend")
@@ -152,15 +151,11 @@ class Workload:
             self.r1cs, self.assignments = self._synthesize()
         self._abc_kept = [a.abc_dev for a in self.assignments]
         clock.lap("synthesis")
-        if self.spec.backend == "cuda" and self.spec.log_size >= DEVICE_KEY_FROM:
-            # a production-size key (GBs): made on the GPU and kept there, once per process
-            from ..keygen import setup_on_device
-            self.pk, kh, _ = setup_on_device(self.r1cs, self.spec.convention, self.spec.generator)
-            self.prover = Prover(self.backend, self.pk, kh=kh)
-        else:
-            self.pk, _, _ = cached_setup(self.r1cs, self.spec.convention, self.spec.generator, progress=False)
-            self.prover = Prover(self.backend, self.pk)
-        self.kh = self.prover.kh
+        # a production-size key (GBs) is made on the GPU and kept there, once per process
+        device_key = self.spec.backend == "cuda" and self.spec.log_size >= DEVICE_KEY_FROM
+        ctx = proving_context(self.backend, self.r1cs, self.spec.convention, self.spec.generator,
+                              device_keygen=device_key, keygen_backend="auto")
+        self.pk, self.prover, self.kh = ctx.pk, ctx.prover, ctx.kh
         self.randomness = self.prover._randomness(len(self.assignments), random.Random(0))
         clock.lap("key")
         timer = PhaseTimer(device=self.backend.timer_device())

@@ -1,0 +1,83 @@
+"""The proving context: a backend, a circuit's key on it and the Prover that uses them, built in one place.
+
+`cuzk bench` (one batch and --pipeline), the perf workload (asv and the gate), `cuzk ablate` and the
+snarkjs commands all prove through a ProvingContext. The key comes one of two ways:
+- made on the GPU and kept there (`device`): production sizes, whose keys are tens of GB and never saved;
+- through the key cache (`cache`): loaded when this circuit's key was made before, else made (on the CPU
+  or the GPU, `keygen_backend`) and saved.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from .backend.base import Backend
+from .keys import ProvingKey
+from .prover import Prover
+
+
+
+class ContextError(ValueError):
+    """A context that cannot be built as asked (e.g. a key resident on the GPU without the cuda backend)."""
+
+
+@dataclass
+class KeySource:
+    where: str                      # "device": made on the GPU and resident; "cache": from the key cache
+    seconds: float
+    path: str | None = None         # the cache file
+    cached: bool = False            # found in the cache (not made now)
+    keygen: dict | None = None      # the GPU keygen's report (steps, memory), where it was made there
+
+    def describe(self) -> str:
+        if self.where == "device":
+            return f"made on the GPU and kept there in {self.seconds:.1f} s"
+        return f"{self.path} ({'cached' if self.cached else f'generated in {self.seconds:.1f} s'})"
+
+
+@dataclass
+class ProvingContext:
+    backend: Backend
+    pk: ProvingKey
+    prover: Prover
+    key: KeySource
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def kh(self):
+        """The key as the backend holds it (resident on the GPU for cuda)."""
+        return self.prover.kh
+
+
+def device_keygen_wanted(device_keygen: str | bool, backend: Backend, domain_n: int) -> bool:
+    """Whether the key is made on the GPU and kept there: `on`/True (cuda only), `off`/False, or `auto`:
+    on the cuda backend from keygen.DEVICE_KEYGEN_MIN (keys too large to save)."""
+    from .keygen import DEVICE_KEYGEN_MIN
+    if device_keygen in ("on", True) and backend.name != "cuda":
+        raise ContextError("a key made on the GPU and kept there needs the cuda backend")
+    if device_keygen in ("off", False) or backend.name != "cuda":
+        return False
+    return device_keygen in ("on", True) or domain_n >= DEVICE_KEYGEN_MIN
+
+
+def proving_context(backend: Backend, r1cs, convention="coeff", generator: int = 7, *,
+                    device_keygen: str | bool = "auto", keygen_backend: str | None = None,
+                    progress: bool | None = False, toxic_seed: int = 0) -> ProvingContext:
+    """The context for proving r1cs on `backend`. keygen_backend: where a cache miss makes the key
+    (default: the proving backend's kind)."""
+    from .keygen import cached_setup, setup_on_device
+    from .poly import Domain
+    t0 = time.perf_counter()
+    if device_keygen_wanted(device_keygen, backend, Domain.for_size(r1cs.qap_rows).n):
+        pk, kh, info = setup_on_device(r1cs, convention, generator, toxic_seed)
+        key = KeySource("device", time.perf_counter() - t0, keygen=info)
+        return ProvingContext(backend, pk, Prover(backend, pk, kh=kh), key)
+    keygen_backend = keygen_backend or ("cuda" if backend.name == "cuda" else "cpu")
+    pk, path, hit = cached_setup(r1cs, convention, generator, toxic_seed, progress=progress, backend=keygen_backend)
+    key = KeySource("cache", time.perf_counter() - t0, path=str(path), cached=hit)
+    return ProvingContext(backend, pk, Prover(backend, pk), key)
+
+
+def context_for_key(backend: Backend, pk: ProvingKey, kh=None, source: KeySource | None = None) -> ProvingContext:
+    """The context for a key already in hand (a .zkey read, or one key shared by several backends: `kh`)."""
+    return ProvingContext(backend, pk, Prover(backend, pk, kh=kh), source or KeySource("given", 0.0))

@@ -1,0 +1,38 @@
+"""The proving-context builder (cuzk/context.py) on the CPU reference."""
+import random
+
+import pytest
+
+from cuzk.backend.cpu import CpuBackend
+from cuzk.context import ContextError, context_for_key, device_keygen_wanted, proving_context
+from cuzk.groth16 import verify
+from cuzk.opts import resolve
+from cuzk.synthesis import synthesize
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("CUZK_CACHE_DIR", str(tmp_path))
+    return tmp_path
+
+
+def test_key_made_then_cached_and_proofs_verify(cache):
+    be = CpuBackend()
+    r1cs, asgs = synthesize("porep_like", 6, resolve(), seeds=(1, 2))
+    first = proving_context(be, r1cs)
+    assert first.key.where == "cache" and not first.key.cached and first.key.path.startswith(str(cache))
+    assert "generated in" in first.key.describe()
+    again = proving_context(be, r1cs)
+    assert again.key.cached and again.key.path == first.key.path and "(cached)" in again.key.describe()
+    proofs = again.prover.prove(asgs, rng=random.Random(1))
+    vk = again.pk.verifying_key()
+    assert all(verify(vk, a.public, p) for a, p in zip(asgs, proofs))
+    shared = context_for_key(CpuBackend(), again.pk, again.kh)     # one resident key, another backend object
+    assert shared.kh is again.kh and shared.key.where == "given"
+
+
+def test_a_key_resident_on_the_gpu_needs_the_cuda_backend():
+    with pytest.raises(ContextError, match="needs the cuda backend"):
+        device_keygen_wanted("on", CpuBackend(), 1 << 10)
+    assert not device_keygen_wanted("auto", CpuBackend(), 1 << 30)    # auto never asks it of the CPU
+    assert not device_keygen_wanted(False, CpuBackend(), 1 << 30)
