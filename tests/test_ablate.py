@@ -292,3 +292,42 @@ def test_too_few_rounds_for_an_interval_say_so(tmp_path, capsys, monkeypatch):
     out = capsys.readouterr().out
     assert "no interval: needs at least 6 rounds" in out
     assert "-inf" not in out and "inf]" not in out
+
+
+def _synthetic_full_registry_result(rounds_done: int = 4):
+    """An ablate result of the registry's full size (every toggle alone and left out), with effects that
+    have and lack intervals, as the analysis writes them."""
+    import random as _random
+
+    from cuzk.opts import REGISTRY
+    from cuzk.timing import PHASES
+    rng = _random.Random(3)
+    names = sorted(REGISTRY)
+    areas = list(PHASES) + ["proof"]
+
+    def eff():
+        r = math.exp(rng.gauss(0, 0.1))
+        lo, hi = (None, None) if rng.random() < 0.2 else (r * 0.95, r * 1.05)
+        verdict = "no change" if lo is None or lo <= 1 <= hi else ("faster" if r < 1 else "slower")
+        return {"ratio": r, "low": lo, "high": hi, "verdict": verdict, "n": rounds_done, "confidence": 0.95}
+    configs = [{"label": lab, "kind": "single"} for lab in ["baseline", *names, *(f"all-{n}" for n in names), "all"]]
+    opts = [{"name": n, "alone": {a: eff() for a in areas}, "in_all": {a: eff() for a in areas}} for n in names]
+    return {"setup": {"backend": "cpu", "circuit": "porep_like", "log_size": 10, "circuits": 3, "repeat": 8,
+                      "confidence": 0.95}, "rounds_done": rounds_done, "areas": areas,
+            "configurations": configs, "optimizations": opts}
+
+
+def test_the_chart_at_the_registry_s_full_size_is_faceted_and_readable():
+    import io
+
+    from PIL import Image
+
+    from cuzk.perf import plots
+    res = _synthetic_full_registry_result()
+    assert len(res["configurations"]) > plots.BARS_MAX_CONFIGS      # bars per configuration would not fit
+    buf = io.BytesIO()
+    plots.ablate_png(res)(buf)
+    w, h = Image.open(io.BytesIO(buf.getvalue())).size
+    rows = len(res["optimizations"])
+    assert h >= 20 * rows and w >= 100 * len(res["areas"])     # every toggle gets a row, every phase a panel
+    assert "4 interleaved rounds (of 8 asked)" in plots._ablate_title(res, "")

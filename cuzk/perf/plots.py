@@ -87,7 +87,83 @@ def timeline_png(report: dict):
 KIND_COLOURS = {"baseline": "0.55", "single": "tab:blue", "leave-one-out": "tab:orange", "all": "tab:green"}
 
 
+# above this many configurations one bar per configuration is unreadable: ablate_png draws effects instead
+BARS_MAX_CONFIGS = 16
+
+
+def _ablate_title(result: dict, what: str) -> str:
+    s = result["setup"]
+    done = result.get("rounds_done", s["repeat"])
+    asked = f" (of {s['repeat']} asked)" if done < s["repeat"] else ""
+    return (f"cuzk ablate: {s['backend']} {s['circuit']} 2^{s['log_size']} x{s['circuits']}, "
+            f"{done} interleaved rounds{asked} per configuration; {what}")
+
+
 def ablate_png(result: dict):
+    """`cuzk ablate --png`: bars per configuration for a small set; for a larger one (the registry's full
+    size), each optimization's effects as a faceted chart (ablate_effects_png)."""
+    if len(result["configurations"]) > BARS_MAX_CONFIGS:
+        return ablate_effects_png(result)
+    return ablate_bars_png(result)
+
+
+def ablate_effects_png(result: dict):
+    """One row per optimization, one panel per phase (and the whole proof), sharing the rows: the time
+    ratio with X over without it, alone on the baseline (blue) and left out of all (orange: X's
+    contribution to the full set), with its confidence interval. A marker without whiskers had no
+    interval (too few rounds); filled: the interval excludes 1."""
+    plt = _plt()
+    areas, opts = result["areas"], result["optimizations"]
+    conf = result["setup"]["confidence"]
+    rows = len(opts)
+    fig, axes = plt.subplots(1, len(areas), figsize=(2.1 * len(areas) + 1.2, 0.24 * rows + 1.6), sharey=True,
+                             squeeze=False)
+    kinds = (("alone", "tab:blue", -0.17, "alone on baseline"), ("in_all", "tab:orange", 0.17, "left out of all"))
+    for ax, area in zip(axes[0], areas):
+        for key, colour, dy, _ in kinds:
+            for i, o in enumerate(opts):
+                e = (o.get(key) or {}).get(area)
+                if not e:
+                    continue
+                y = rows - 1 - i + dy
+                # every effect is time with X / time without X: "left out of all" is all / all-without-X
+                filled = e["verdict"] != "no change"
+                if e["low"] is not None and e["high"] is not None:
+                    ax.plot([e["low"], e["high"]], [y, y], color=colour, linewidth=1)
+                ax.plot([e["ratio"]], [y], "o", markersize=3.5, color=colour,
+                        markerfacecolor=colour if filled else "white")
+        ax.axvline(1.0, color="0.4", linewidth=0.7)
+        ax.set_xscale("log")
+        _ratio_ticks(ax)
+        ax.set_title(area, fontsize=8)
+        ax.tick_params(axis="x", labelsize=6)
+        ax.grid(axis="x", alpha=0.3, which="both")
+    axes[0][0].set_yticks(range(rows))
+    axes[0][0].set_yticklabels([o["name"] for o in reversed(opts)], fontsize=6)
+    axes[0][0].set_ylim(-0.7, rows - 0.3)
+    fig.supxlabel("time with the optimization / without it (log scale; < 1: it makes the phase faster)", fontsize=7)
+    from matplotlib.lines import Line2D
+    fig.legend(handles=[Line2D([], [], color=c, marker="o", markersize=4, label=lab) for _, c, _, lab in kinds],
+               loc="upper right", fontsize=7, ncol=2)
+    fig.suptitle(_ablate_title(result, f"{conf:.0%} CI; filled: the interval excludes 1"), fontsize=8, x=0.4)
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.5 / (0.24 * rows + 1.6)))
+    return _writer(fig, plt)
+
+
+RATIO_TICKS = (0.1, 0.2, 0.5, 0.8, 0.9, 1.0, 1.1, 1.25, 1.5, 2.0, 5.0, 10.0)
+
+
+def _ratio_ticks(ax) -> None:
+    """Plain ratio labels on a log axis (0.9, 1, 1.1), none of the minor ticks' crowded ones."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
+    lo, hi = ax.get_xlim()
+    ticks = [v for v in RATIO_TICKS if lo <= v <= hi]
+    ax.xaxis.set_major_locator(FixedLocator(ticks))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+
+
+def ablate_bars_png(result: dict):
     """Phase bars per configuration: one panel per phase (its own scale), median time per
     configuration, whiskers from the sample quartiles; slower/faster than baseline marked."""
     plt = _plt()
@@ -122,10 +198,6 @@ def ablate_png(result: dict):
     fig.legend(handles=[Patch(color=v, label=k) for k, v in KIND_COLOURS.items()], loc="upper right", fontsize=7,
                ncol=4, bbox_to_anchor=(1, 0.955))
     s = result["setup"]
-    done = result.get("rounds_done", s["repeat"])
-    asked = f" (of {s['repeat']} asked)" if done < s["repeat"] else ""
-    fig.suptitle(f"cuzk ablate: {s['backend']} {s['circuit']} 2^{s['log_size']} x{s['circuits']}, "
-                 f"{done} interleaved rounds{asked} per configuration (▲ slower, ▼ faster than baseline, "
-                 f"{s['confidence']:.0%} CI)", fontsize=9)
+    fig.suptitle(_ablate_title(result, f"▲ slower, ▼ faster than baseline ({s['confidence']:.0%} CI)"), fontsize=9)
     fig.tight_layout(rect=(0, 0, 1, 0.92))
     return _writer(fig, plt)
