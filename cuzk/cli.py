@@ -73,7 +73,10 @@ def cmd_bench(args) -> int:
     finally:
         if pool is not None:
             pool.shutdown()
+    key_start = time.perf_counter() - timer.origin       # the key's set-up on the run's clock (timeline)
     ctx = bench_context(args, backend, r1cs)
+    key_span = {"start_s": key_start, "stop_s": time.perf_counter() - timer.origin, "where": ctx.key.where,
+                "label": ctx.key.describe()}
     prover, pk = ctx.prover, ctx.pk
     warmup_s = []
     for _ in range(args.warmup):                  # a throwaway timer: first-use costs stay out of the phases
@@ -102,6 +105,7 @@ def cmd_bench(args) -> int:
         "warmup_wall_s": warmup_s,
         "process_peak_host_bytes": max(timer.process_peak_host_bytes, peak_rss_bytes()),
         "setup_s": ctx.key.seconds,
+        "key_setup": key_span,
         "keygen": ctx.key.keygen,
         "verified": verified,
         "prep_counts": prover.last_prep.counts,

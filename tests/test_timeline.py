@@ -133,3 +133,22 @@ def test_substeps_sum_labelled_spans_by_label():
     assert d["synthesis"]["witness"] == pytest.approx(0.25)      # host time where no device events
     table = phase_table(phases, 1.4)
     assert "ntt_msm_h: h scalars 400.00, h msm 500.00" in table
+
+
+def test_the_key_set_up_has_its_own_labelled_lane_between_synthesis_and_the_proof(tmp_path, monkeypatch):
+    monkeypatch.setenv("CUZK_CACHE_DIR", str(tmp_path / "cache"))
+    js = tmp_path / "run.json"
+    labels = []
+    for _ in range(2):                                  # the first run makes the key, the second loads it
+        assert main(["bench", "--backend", "cpu", "--log-size", "6", "--json", str(js),
+                     "--timeline", str(tmp_path / "t.png")]) == 0
+        rep = json.loads(js.read_text())
+        key, ph = rep["key_setup"], rep["phases"]
+        assert ph["synthesis"]["spans"][-1]["stop_s"] <= key["start_s"] < key["stop_s"]
+        assert key["stop_s"] <= ph["prep_msm"]["spans"][0]["start_s"]
+        tl = timeline_lanes(ph, key)
+        i = tl["lanes"].index("key set-up (host)")
+        assert tl["lanes"][i - 1].startswith("synthesis") and tl["lanes"][i + 1].startswith("prep_msm")
+        labels += [b["label"] for b in tl["bars"] if b["lane"] == i]
+    assert labels == ["keygen (saved to the cache)", "key from the cache"]
+    assert "key set-up" not in " ".join(timeline_lanes(ph)["lanes"])      # no key span given: no lane

@@ -22,12 +22,26 @@ def _writer(fig, plt):
     return write
 
 
-def timeline_lanes(phases: dict) -> list[dict]:
+KEY_LANE = "key set-up (host)"
+
+
+def timeline_lanes(phases: dict, key_setup: dict | None = None) -> list[dict]:
     """The bars of a timeline: one lane per phase and clock (host; device where CUDA events were
     recorded); inside a lane, one row per circuit where the phase has per-circuit sub-records, else
-    one row for the phase's calls. Each bar: lane, row, rows, start_s, stop_s, circuit, label."""
+    one row for the phase's calls. Each bar: lane, row, rows, start_s, stop_s, circuit, label.
+    key_setup (bench's "key_setup": start_s, stop_s, where, label): the key's set-up between synthesis
+    and the proof, its own lane after synthesis's, labelled (made now, loaded from the cache, or made on
+    the GPU), so the time it takes is not a gap."""
     lanes, bars = [], []
     for name in PHASES:
+        if name == "prep_msm" and key_setup:
+            lanes.append(KEY_LANE)
+            what = {"device": "keygen on the GPU (resident)", "cache": "key from the cache"}.get(key_setup["where"],
+                                                                                                  "key")
+            if key_setup["where"] == "cache" and "generated" in key_setup.get("label", ""):
+                what = "keygen (saved to the cache)"
+            bars.append({"lane": len(lanes) - 1, "row": None, "rows": 1, "start_s": key_setup["start_s"],
+                         "stop_s": key_setup["stop_s"], "circuit": None, "label": what})
         rec = phases.get(name)
         if not rec:
             continue
@@ -53,13 +67,18 @@ def timeline_png(report: dict):
     """Each phase per circuit on one time axis, host and device lanes, so overlaps and gaps show.
     (A pipelined run's timeline, worker, prover and device lanes, is pipeline_plot.pipeline_png.)"""
     plt = _plt()
-    tl = timeline_lanes(report["phases"])
+    tl = timeline_lanes(report["phases"], report.get("key_setup"))
     lanes, bars = tl["lanes"], tl["bars"]
     fig, ax = plt.subplots(figsize=(12, 0.55 * max(4, len(lanes)) + 1.2))
     cmap = plt.get_cmap("tab10")
     for b in bars:
         y0 = len(lanes) - 1 - b["lane"]
-        if b["row"] is None:           # the whole call: a light band under the circuits
+        if lanes[b["lane"]] == KEY_LANE:
+            ax.barh(y0, (b["stop_s"] - b["start_s"]) * 1e3, left=b["start_s"] * 1e3, height=0.9,
+                    color="tan", edgecolor="0.4", linewidth=0.5)
+            ax.annotate(f"{b['label']}: {b['stop_s'] - b['start_s']:.2f} s",
+                        ((b["start_s"] + b["stop_s"]) / 2 * 1e3, y0), ha="center", va="center", fontsize=7)
+        elif b["row"] is None:           # the whole call: a light band under the circuits
             ax.barh(y0, (b["stop_s"] - b["start_s"]) * 1e3, left=b["start_s"] * 1e3, height=0.9,
                     color="0.85", edgecolor="0.5", linewidth=0.5)
         else:
