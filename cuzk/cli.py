@@ -84,7 +84,9 @@ def cmd_bench(args) -> int:
         prover.prove(assignments, PhaseTimer(device=backend.timer_device()))
         warmup_s.append(time.perf_counter() - t0)
     t1 = time.perf_counter()
-    proofs = prover.prove(assignments, timer)
+    from .progress import LARGE_LOG, step_printer
+    steps = step_printer(f"proving 2^{pk.log_n} x{len(assignments)}") if pk.log_n >= LARGE_LOG else None
+    proofs = prover.prove(assignments, timer, progress=steps)
     prove_wall = time.perf_counter() - t1
     phases = timer.as_dict()
     vk = pk.verifying_key()

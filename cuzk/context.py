@@ -64,12 +64,17 @@ def proving_context(backend: Backend, r1cs, convention="coeff", generator: int =
                     device_keygen: str | bool = "auto", keygen_backend: str | None = None,
                     progress: bool | None = False, toxic_seed: int = 0) -> ProvingContext:
     """The context for proving r1cs on `backend`. keygen_backend: where a cache miss makes the key
-    (default: the proving backend's kind)."""
+    (default: the proving backend's kind). progress: None shows the steps of a large key's making
+    (progress.py), False never, True always."""
     from .keygen import cached_setup, setup_on_device
     from .poly import Domain
+    from .progress import LARGE_LOG, step_printer
     t0 = time.perf_counter()
-    if device_keygen_wanted(device_keygen, backend, Domain.for_size(r1cs.qap_rows).n):
-        pk, kh, info = setup_on_device(r1cs, convention, generator, toxic_seed)
+    domain = Domain.for_size(r1cs.qap_rows)
+    if device_keygen_wanted(device_keygen, backend, domain.n):
+        show = progress if progress is not None else domain.log_n >= LARGE_LOG
+        steps = step_printer(f"keygen 2^{domain.log_n} on the GPU") if show else None
+        pk, kh, info = setup_on_device(r1cs, convention, generator, toxic_seed, steps)
         key = KeySource("device", time.perf_counter() - t0, keygen=info)
         return ProvingContext(backend, pk, Prover(backend, pk, kh=kh), key)
     keygen_backend = keygen_backend or ("cuda" if backend.name == "cuda" else "cpu")

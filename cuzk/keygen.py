@@ -95,7 +95,10 @@ def setup(r1cs: R1CS, convention: str = "coeff", generator: int = 7, toxic: Toxi
     domain = Domain.for_size(r1cs.qap_rows, generator)
     if resolve_backend(backend, domain.n) == "cuda":
         from .gpu import keygen as gpu_keygen
-        return gpu_keygen.setup(r1cs, q, generator, toxic)
+        from .progress import LARGE_LOG, step_printer
+        show = progress if progress is not None else domain.log_n >= LARGE_LOG
+        return gpu_keygen.setup(r1cs, q, generator, toxic, step_printer(f"keygen 2^{domain.log_n} on the GPU")
+                                if show else None)
     tau, alpha, beta, gamma, delta = toxic.tau, toxic.alpha, toxic.beta, toxic.gamma, toxic.delta
     u, v, w = qap_at_tau(r1cs, domain, tau)
     ni = r1cs.num_inputs
@@ -129,16 +132,18 @@ def setup(r1cs: R1CS, convention: str = "coeff", generator: int = 7, toxic: Toxi
 DEVICE_KEYGEN_MIN = 1 << 26     # `cuzk bench --device-keygen auto`: from here keys are ~20 GB and up
 
 
-def setup_on_device(r1cs: R1CS, convention: str = "coeff", generator: int = 7, toxic_seed: int = 0):
+def setup_on_device(r1cs: R1CS, convention: str = "coeff", generator: int = 7, toxic_seed: int = 0,
+                    progress=None):
     """The key made on the GPU and left there for the cuda backend (gpu.keygen.setup_device):
     (host ProvingKey with the verifying key's points, CudaKey, report). The report: seconds, device
-    pool bytes and host peak RSS after each step, and the resident key's size."""
+    pool bytes and host peak RSS after each step, and the resident key's size. progress(step, seconds):
+    called as each step ends (cuzk/progress.py)."""
     import time
     from .backend.cuda import CudaKey
     from .gpu import keygen as gpu_keygen
     q = qap(convention)
     t0 = time.perf_counter()
-    pk, dev = gpu_keygen.setup_device(r1cs, q, generator, ToxicWaste.from_seed(toxic_seed))
+    pk, dev = gpu_keygen.setup_device(r1cs, q, generator, ToxicWaste.from_seed(toxic_seed), progress)
     kh = CudaKey(pk, dev)
     steps = {name: {"s": t, **gpu_keygen.last_memory.get(name, {})} for name, t in gpu_keygen.last_timings.items()}
     return pk, kh, {"where": "device", "s": time.perf_counter() - t0, "steps": steps,

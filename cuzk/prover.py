@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import secrets
+import time
+from contextlib import contextmanager
 
 from .backend.base import Backend
 from .field import R
@@ -23,8 +25,9 @@ class Prover:
             return [(secrets.randbelow(R), secrets.randbelow(R)) for _ in range(n)]
         return [(rng.randrange(R), rng.randrange(R)) for _ in range(n)]   # tests only
 
-    def prove(self, assignments: list, timer: PhaseTimer | None = None, rng=None) -> list:
-        """One proof per assignment. `rng` (a random.Random) makes r, s reproducible: tests only."""
+    def prove(self, assignments: list, timer: PhaseTimer | None = None, rng=None, progress=None) -> list:
+        """One proof per assignment. `rng` (a random.Random) makes r, s reproducible: tests only.
+        `progress(phase, seconds)`, when given, is called as each phase ends (progress.step_printer)."""
         if not assignments:
             return []
         pk = self.pk
@@ -39,18 +42,25 @@ class Prover:
                                  f"{1 << pk.log_n})")
         timer = timer if timer is not None else PhaseTimer(device=self.backend.timer_device())
         be, kh = self.backend, self.kh
-        imp = be.phase_impl
-        with timer.phase("prep_msm", imp("prep_msm")):
+
+        @contextmanager
+        def phase(name):
+            t0 = time.perf_counter()
+            with timer.phase(name, be.phase_impl(name)):
+                yield
+            if progress is not None:
+                progress(name, time.perf_counter() - t0)
+        with phase("prep_msm"):
             prep = be.prep_msm(kh, assignments)
-        with timer.phase("ntt_msm_h", imp("ntt_msm_h")):
+        with phase("ntt_msm_h"):
             hs = be.ntt_msm_h(kh, assignments)
-        with timer.phase("batch_addition", imp("batch_addition")):
+        with phase("batch_addition"):
             ones = be.batch_addition(kh, prep)
-        with timer.phase("tail_msm", imp("tail_msm")):
+        with phase("tail_msm"):
             tails = be.tail_msm(kh, prep, assignments)
-        with timer.phase("b_g2", imp("b_g2")):
+        with phase("b_g2"):
             g2 = be.b_g2(kh, prep, assignments)
-        with timer.phase("proof_assembly", imp("proof_assembly")):
+        with phase("proof_assembly"):
             parts = [{"a": o["a"] + t["a"], "b_g1": o["b_g1"] + t["b_g1"], "b_g2": o["b_g2"] + b2,
                       "l": o["l"] + t["l"], "h": h} for o, t, b2, h in zip(ones, tails, g2, hs)]
             proofs = be.proof_assembly(kh, parts, self._randomness(len(assignments), rng))

@@ -36,3 +36,15 @@ def test_a_key_resident_on_the_gpu_needs_the_cuda_backend():
         device_keygen_wanted("on", CpuBackend(), 1 << 10)
     assert not device_keygen_wanted("auto", CpuBackend(), 1 << 30)    # auto never asks it of the CPU
     assert not device_keygen_wanted(False, CpuBackend(), 1 << 30)
+
+
+def test_proving_reports_each_phase_as_it_ends(cache, capsys):
+    from cuzk.progress import step_printer
+    from cuzk.timing import PHASES
+    r1cs, asgs = synthesize("porep_like", 6, resolve(), seeds=(1,))
+    ctx = proving_context(CpuBackend(), r1cs)
+    seen = []
+    ctx.prover.prove(asgs, rng=random.Random(2), progress=lambda name, s: seen.append((name, s)))
+    assert [n for n, _ in seen] == list(PHASES[1:]) and all(s >= 0 for _, s in seen)
+    step_printer("proving 2^6 x1")("tail_msm", 0.25)
+    assert capsys.readouterr().err == "cuzk: proving 2^6 x1: tail_msm (0.25 s)\n"

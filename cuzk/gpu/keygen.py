@@ -326,8 +326,9 @@ class _Steps:
     """Per-step wall time (synchronized), device pool bytes and host peak RSS, into last_timings
     and last_memory."""
 
-    def __init__(self):
+    def __init__(self, progress=None):
         import cupy
+        self.progress = progress            # progress(step, seconds) as each step ends (cuzk/progress.py)
         self.sync = cupy.cuda.get_current_stream().synchronize
         self.pool = cupy.get_default_memory_pool()
         self.times: dict[str, float] = {}
@@ -340,6 +341,8 @@ class _Steps:
         t = time.perf_counter()
         self.times[name] = t - self.t0
         self.memory[name] = {"device_bytes": int(self.pool.total_bytes()), "peak_host_bytes": peak_rss_bytes()}
+        if self.progress is not None:
+            self.progress(name, t - self.t0)
         self.t0 = t
 
     def publish(self) -> None:
@@ -365,11 +368,11 @@ def _scalars(r1cs, domain: Domain, convention, toxic):
     return ic, u, v, lq, h_scalars(domain, convention, tau, di)
 
 
-def setup(r1cs, convention, generator: int, toxic):
+def setup(r1cs, convention, generator: int, toxic, progress=None):
     """The proving key of keygen.setup(r1cs, convention, generator, toxic), made on the GPU."""
     from ..keys import ProvingKey
     from ..key_points import single_points
-    st = _Steps()
+    st = _Steps(progress)
     domain = Domain.for_size(r1cs.qap_rows, generator)
     ni, nv = r1cs.num_inputs, r1cs.num_vars
     digest = bytes.fromhex(r1cs.digest())
@@ -407,7 +410,7 @@ def b_density(r1cs):
     return dense
 
 
-def setup_device(r1cs, convention, generator: int, toxic):
+def setup_device(r1cs, convention, generator: int, toxic, progress=None):
     """keygen.setup's key made and left on the GPU, for circuits whose key is too large to download
     and save (a 2^27 partition: ~48 GB of points): (host ProvingKey holding only the single points
     and ic, enough for the verifying key and the proof assembly; srs.DeviceKey with a, b_g1, b_g2,
@@ -417,7 +420,7 @@ def setup_device(r1cs, convention, generator: int, toxic):
     from ..keys import ProvingKey
     from ..key_points import single_points
     from .srs import DeviceBases, DeviceKey
-    st = _Steps()
+    st = _Steps(progress)
     domain = Domain.for_size(r1cs.qap_rows, generator)
     ni, nv = r1cs.num_inputs, r1cs.num_vars
     ic, u, v, lq, h = _scalars(r1cs, domain, convention, toxic)
