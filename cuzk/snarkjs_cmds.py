@@ -39,7 +39,7 @@ def prove_files(zkey_path, wtns_path, backend="auto", check: bool = True, rng=No
     from .backend import get_backend
     from .backend.base import Backend
     from .formats import read_wtns, read_zkey
-    from .groth16 import verify
+    from .groth16 import proof_point_error, verify
     from .prover import Prover
     from .timing import PhaseTimer
 
@@ -58,6 +58,10 @@ def prove_files(zkey_path, wtns_path, backend="auto", check: bool = True, rng=No
         asg = be.assign_zkey(zk, w.limbs)
     proof = prover.prove([asg], timer, rng=rng)[0]
     t3 = time.perf_counter()
+    bad = proof_point_error(proof)          # a torsion component from a bulk section: the pairing misses it
+    if bad is not None:
+        raise FormatError(f"{zkey_path}: the proof would be refused ({bad}): a bulk point section of the key "
+                          f"(A, B1, B2, C or H) holds a point outside its subgroup; nothing written")
     ok = True
     if check:
         ok = verify(zk.verifying_key(), asg.public, proof)
