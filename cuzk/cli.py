@@ -176,11 +176,12 @@ def cmd_keygen(args) -> int:
 
 def cmd_verify(args) -> int:
     from .groth16 import Proof, public_from_json, verify, vk_from_json
-    vk = vk_from_json(_load_json(args.vk, "verification key"))
-    public = public_from_json(_load_json(args.public, "public inputs"))
-    proof = Proof.from_json(_load_json(args.proof, "proof"))
+    vk = _load_json(args.vk, "verification key", vk_from_json)
+    public = _load_json(args.public, "public inputs", public_from_json)
+    proof = _load_json(args.proof, "proof", Proof.from_json)
     if len(public) != vk.num_public:
-        raise CliError(f"{len(public)} public inputs given, the key expects {vk.num_public}")
+        raise CliError(f"public inputs {args.public}: {len(public)} values, the verification key {args.vk} "
+                       f"expects {vk.num_public}")
     ok = verify(vk, public, proof)
     print("OK: proof is valid" if ok else "INVALID: proof does not verify")
     return EXIT_OK if ok else EXIT_INVALID

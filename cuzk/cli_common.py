@@ -113,14 +113,26 @@ def git_commit() -> str | None:
         return None
 
 
-def _load_json(path: str, what: str):
+def _load_json(path: str, what: str, parse=None):
+    """The JSON document in `path` (through `parse`, when given): every error one line naming the file."""
+    from .files import open_input
     try:
-        with open(path) as f:
-            return json.load(f)
+        with open_input(path, "r") as f:
+            doc = json.load(f)
     except OSError as e:
         raise CliError(f"{what} {path}: {e.strerror}") from e
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise CliError(f"{what} {path}: malformed JSON ({e})") from e
+    except RecursionError as e:
+        raise CliError(f"{what} {path}: malformed JSON (nested too deeply)") from e
+    if parse is None:
+        return doc
+    try:
+        return parse(doc)
+    except RecursionError as e:
+        raise CliError(f"{what} {path}: nested too deeply") from e
+    except ValueError as e:
+        raise CliError(f"{what} {path}: {e}") from e
 
 
 def _fmt_s(v) -> str:
