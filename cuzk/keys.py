@@ -8,13 +8,12 @@ from __future__ import annotations
 import hashlib
 import os
 import struct
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from .files import open_input
+from .files import file_mode, new_temp, open_input
 from .curve import G1_WORDS, G2_WORDS, AffineBases, first_bad_point
 
 MAGIC = b"CUZKKEY\0"
@@ -101,8 +100,10 @@ class ProvingKey:
                                  f"cannot be saved)")
         path.parent.mkdir(parents=True, exist_ok=True)
         h = hashlib.sha256()
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+        tmps: list = []
         try:
+            fd = new_temp(path, tmps)                # registered before a signal can land
+            tmp = tmps[0]
             with os.fdopen(fd, "wb") as f:
                 def put(b: bytes) -> None:
                     h.update(b)
@@ -117,10 +118,12 @@ class ProvingKey:
                     flags = pts.inf.astype(np.uint8).tobytes()
                     put(flags + b"\0" * (-len(flags) % 8))
                 f.write(h.digest())
+            os.chmod(tmp, file_mode())               # the usual mode, not mkstemp's 0600
             os.replace(tmp, path)
         except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+            for tmp in tmps:
+                if os.path.exists(tmp):
+                    os.unlink(tmp)
             raise
 
     @classmethod
