@@ -49,6 +49,9 @@ def prove_files(zkey_path, wtns_path, backend="auto", check: bool = True, rng=No
     if len(w) != zk.n_vars:
         raise ValueError(f"{wtns_path}: the witness has {len(w)} values, but the key {zkey_path} has "
                          f"{zk.n_vars} signals (a witness of another circuit?)")
+    first = int.from_bytes(np.ascontiguousarray(w.limbs[0]).tobytes(), "little") if len(w) else None
+    if first != 1:
+        raise FormatError(f"{wtns_path}: witness value 0 (the constant ONE) is {first}, not 1")
     be = backend if isinstance(backend, Backend) else get_backend(backend)
     t1 = time.perf_counter()
     prover = Prover(be, zk.pk)
