@@ -400,7 +400,7 @@ def test_a_workload_may_gate_its_own_phases(repo):
 
 HANGING_WORKER = r'''
 import json, sys, time
-hang = sys.argv[1]
+hang = HANG
 for line in sys.stdin:
     msg = json.loads(line)
     if "protocol" in msg:
@@ -417,23 +417,28 @@ for line in sys.stdin:
 
 
 class HangingSpawn:
-    """Real worker processes (WorkerProcess, its pipes and timeout) running a script whose head hangs in
-    one phase."""
+    """Real worker processes (WorkerProcess, its pipes and timeout) from a stand-in commit root whose
+    cuzk.perf.worker is a script that answers at once, except head's in one phase, where it hangs."""
 
-    def __init__(self, phase: str):
-        self.phase, self.workers = phase, []
+    def __init__(self, phase: str, where: Path):
+        self.phase, self.where, self.workers = phase, where, []
 
     def __call__(self, root, timeout):
-        import sys
-        hang = self.phase if Path(root).name == "head" else "-"
-        w = gate.WorkerProcess(root, timeout, cmd=[sys.executable, "-c", HANGING_WORKER, hang])
+        side = Path(root).name
+        fake = self.where / side
+        (fake / "cuzk" / "perf").mkdir(parents=True, exist_ok=True)
+        (fake / "cuzk" / "__init__.py").write_text("")
+        (fake / "cuzk" / "perf" / "__init__.py").write_text("")
+        hang = self.phase if side == "head" else "-"
+        (fake / "cuzk" / "perf" / "worker.py").write_text(HANGING_WORKER.replace("HANG", repr(hang)))
+        w = gate.WorkerProcess(fake, timeout)
         self.workers.append(w)
         return w
 
 
-def test_hung_worker_is_killed_and_the_phase_named(repo):
+def test_hung_worker_is_killed_and_the_phase_named(repo, tmp_path):
     d, base, head = repo
-    spawn = HangingSpawn("tail_msm")
+    spawn = HangingSpawn("tail_msm", tmp_path)
     res = gate.run(d, base, head, _cfg(worker_timeout_s=2), spawn=spawn, log=lambda m: None)
     assert res.exit_code == gate.EXIT_ERROR
     oc = res.outcomes[0]
@@ -450,7 +455,7 @@ def test_hung_worker_gate_cli_writes_report_and_json(repo, tmp_path, monkeypatch
     from cuzk.cli import main
     d, base, head = repo
     real = gate.run
-    monkeypatch.setattr(gate, "run", lambda *a, **k: real(*a, **k, spawn=HangingSpawn("b_g2"),
+    monkeypatch.setattr(gate, "run", lambda *a, **k: real(*a, **k, spawn=HangingSpawn("b_g2", tmp_path / "fake"),
                                                              log=lambda m: None))
     cfg = tmp_path / "gate.toml"
     cfg.write_text('[gate]\nrounds = 8\nsamples = 2\nworker_timeout_s = 2\n\n'

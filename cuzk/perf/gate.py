@@ -46,8 +46,7 @@ class WorkerTimeout(WorkerFailed):
 class WorkerProcess:
     """`python -m cuzk.perf.worker` with the commit's root first on sys.path; JSON lines both ways."""
 
-    def __init__(self, root: Path, timeout: float, cpus: tuple[int, ...] | None = None,
-                 cmd: list[str] | None = None):
+    def __init__(self, root: Path, timeout: float, cpus: tuple[int, ...] | None = None):
         env = dict(os.environ)
         env["PYTHONPATH"] = str(root)
         env.pop("CUZK_OPT", None)
@@ -55,8 +54,7 @@ class WorkerProcess:
         self.err = tempfile.TemporaryFile(mode="w+")        # a file, not a pipe: it can never fill and block
         # pinned before anything is imported (threads inherit it), by the gate's code, not the commit's
         pin = f"import os; os.sched_setaffinity(0, {list(cpus)}); " if cpus else ""
-        cmd = cmd or [sys.executable, "-c",
-                      pin + "import runpy; runpy.run_module('cuzk.perf.worker', run_name='__main__')"]
+        cmd = [sys.executable, "-c", pin + "import runpy; runpy.run_module('cuzk.perf.worker', run_name='__main__')"]
         self.p = subprocess.Popen(cmd, cwd=root, env=env, text=True,
                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.err, bufsize=1)
         self.lines: queue.Queue = queue.Queue()
