@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .curve import PointError
 from .formats import FormatError
 
 
@@ -54,12 +55,15 @@ def prove_files(zkey_path, wtns_path, backend="auto", check: bool = True, rng=No
         raise FormatError(f"{wtns_path}: witness value 0 (the constant ONE) is {first}, not 1")
     be = backend if isinstance(backend, Backend) else get_backend(backend)
     t1 = time.perf_counter()
-    prover = Prover(be, zk.pk)
-    t2 = time.perf_counter()
-    timer = PhaseTimer(device=be.timer_device())
-    with timer.phase("synthesis", be.phase_impl("synthesis")):
-        asg = be.assign_zkey(zk, w.limbs)
-    proof = prover.prove([asg], timer, rng=rng)[0]
+    try:
+        prover = Prover(be, zk.pk)
+        t2 = time.perf_counter()
+        timer = PhaseTimer(device=be.timer_device())
+        with timer.phase("synthesis", be.phase_impl("synthesis")):
+            asg = be.assign_zkey(zk, w.limbs)
+        proof = prover.prove([asg], timer, rng=rng)[0]
+    except PointError as e:                 # a bulk section's point off the curve, met while proving
+        raise FormatError(f"{zkey_path}: {_off_curve_section(zk)}: {e}") from e
     t3 = time.perf_counter()
     bad = proof_point_error(proof)          # a torsion component from a bulk section: the pairing misses it
     if bad is not None:
@@ -72,6 +76,23 @@ def prove_files(zkey_path, wtns_path, backend="auto", check: bool = True, rng=No
             raise ValueError(f"the proof does not verify against {zkey_path}: the witness {wtns_path} does "
                              f"not satisfy the key's circuit (or the key is corrupt)")
     return ProveResult(proof, asg.public, timer, t1 - t0, t2 - t1, t3 - t2, ok)
+
+
+DIAGNOSE_MAX_POINTS = 1 << 20      # above this, naming the section would cost minutes: say which it may be
+
+
+def _off_curve_section(zk) -> str:
+    """The first bulk section with a point the curve does not hold (read again, on the failure path only)."""
+    from .curve import PointError
+    from .formats.zkey import LABELS, POINT_SECTIONS
+    if zk.n_vars > DIAGNOSE_MAX_POINTS:
+        return "a bulk point section (A, B1, B2, C or H)"
+    for sid, (name, _) in POINT_SECTIONS.items():
+        try:
+            zk.pk.points[name].to_ark()
+        except PointError:
+            return f"section {sid} ({LABELS[sid]})"
+    return "a point section"
 
 
 # --- commands ---

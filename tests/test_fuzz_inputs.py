@@ -26,7 +26,7 @@ from cuzk.formats.binfile import BN254_P, BN254_R
 from cuzk.keygen import setup
 from cuzk.keys import KeyFormatError, ProvingKey
 
-CASES = {"r1cs": 300, "wtns": 200, "zkey": 400, "cuzkkey": 1000, "json": 500}
+CASES = {"r1cs": 300, "wtns": 200, "zkey": 400, "zkey_prove": 60, "cuzkkey": 1000, "json": 500}
 MEMORY_LIMIT = 64 << 20          # peak traced allocation per case: the inputs are ~25 KB
 
 
@@ -238,3 +238,24 @@ def test_fuzz_json_readers(good, tmp_path, capsys):
                              tmp_path / f"{which}.json", tmp_path, capsys))
     problems = [p for p in problems if p]
     assert not problems, f"{len(problems)} of {CASES['json']}:\n" + "\n".join(problems)
+
+
+def test_fuzz_prove_with_damaged_zkey(good, tmp_path, capsys):
+    """The bulk sections are read by the prover, not the zkey reader: damage there surfaces while proving."""
+    rng = random.Random("cuzk-fuzz-zkey-prove")
+    bad = tmp_path / "bad.zkey"
+    out = tmp_path / "out"
+    out.mkdir()
+    g = good["dir"]
+    problems = []
+    for i in range(CASES["zkey_prove"]):
+        data = bytearray(good["c.zkey"])
+        off, size = rng.choice(_iden3_sections(bytes(data))[4:9])        # A, B1, B2, C, H
+        for _ in range(rng.randint(1, 3)):
+            data[off + 12 + rng.randrange(size)] ^= rng.randint(1, 255)
+        bad.write_bytes(bytes(data))
+        problems.append(_run(["prove", bad, g / "w.wtns", out / "proof.json", out / "public.json"], bad, out, capsys))
+        for p in out.iterdir():
+            p.unlink()
+    problems = [p for p in problems if p]
+    assert not problems, f"{len(problems)} of {CASES['zkey_prove']}:\n" + "\n".join(problems)
