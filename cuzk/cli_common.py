@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from .files import file_mode, new_temp
+from .files import file_mode, new_temp, open_input
 
 EXIT_OK, EXIT_INVALID, EXIT_BAD_INPUT = 0, 1, 2
 GENERATOR_NAMES = {"bellman": 7, "snarkjs": 5, "7": 7, "5": 5}
@@ -101,7 +101,6 @@ def git_commit() -> str | None:
 
 def _load_json(path: str, what: str, parse=None):
     """The JSON document in `path` (through `parse`, when given): every error one line naming the file."""
-    from .files import open_input
     try:
         with open_input(path, "r") as f:
             doc = json.load(f)
