@@ -183,11 +183,12 @@ def cmd_keygen(args) -> int:
 
 def cmd_verify(args) -> int:
     from .groth16 import Proof, public_from_json, verify, vk_from_json
-    vk = vk_from_json(_load_json(args.vk, "verification key"))
-    public = public_from_json(_load_json(args.public, "public inputs"))
-    proof = Proof.from_json(_load_json(args.proof, "proof"))
+    vk = _load_json(args.vk, "verification key", vk_from_json)
+    public = _load_json(args.public, "public inputs", public_from_json)
+    proof = _load_json(args.proof, "proof", Proof.from_json)
     if len(public) != vk.num_public:
-        raise CliError(f"{len(public)} public inputs given, the key expects {vk.num_public}")
+        raise CliError(f"public inputs {args.public}: {len(public)} values, the verification key {args.vk} "
+                       f"expects {vk.num_public}")
     ok = verify(vk, public, proof)
     print("OK: proof is valid" if ok else "INVALID: proof does not verify")
     return EXIT_OK if ok else EXIT_INVALID
@@ -601,15 +602,24 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _exit_on_sigterm() -> None:
-    """SIGTERM (a timeout, a job scheduler) becomes SystemExit(143) in the main thread, so finally blocks
-    run: a pipeline removes its /dev/shm witnesses and stops its workers, and no partial output is left."""
-    import signal
-    import threading
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    """SIGTERM (a timeout, a job scheduler) becomes Interrupted (a SystemExit, 143) in the main thread, so
+    finally blocks run: a pipeline removes its /dev/shm witnesses and stops its workers, and no partial
+    output is left."""
+    from .files import raise_on_sigterm
+    raise_on_sigterm()
 
 
 def main(argv=None) -> int:
+    """Exit codes: 0, 1 (a valid input, an invalid proof), 2 (bad input), 128 + signal when interrupted."""
+    from .files import Interrupted
+    try:
+        return _main(argv)
+    except (KeyboardInterrupt, Interrupted) as e:
+        print("cuzk: interrupted", file=sys.stderr)
+        return e.code if isinstance(e, Interrupted) else 130
+
+
+def _main(argv=None) -> int:
     from .backend import BackendError
     from .curve import PointError
     from .keys import KeyFormatError

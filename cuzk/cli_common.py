@@ -7,8 +7,9 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
+
+from .files import file_mode, new_temp, open_input
 
 EXIT_OK, EXIT_INVALID, EXIT_BAD_INPUT = 0, 1, 2
 GENERATOR_NAMES = {"bellman": 7, "snarkjs": 5, "7": 7, "5": 5}
@@ -41,27 +42,12 @@ def check_paths(outputs: dict, inputs: dict | None = None) -> None:
         seen[k] = f"output {what}"
 
 
-def file_mode() -> int:
-    """The mode a new file gets here: 0o666 less the process's umask (read from /proc where it can be,
-    since setting the umask to read it is not thread-safe)."""
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("Umask:"):
-                    return 0o666 & ~int(line.split()[1], 8)
-    except OSError:
-        pass
-    old = os.umask(0o022)
-    os.umask(old)
-    return 0o666 & ~old
-
-
 def write_all(files: dict, say=lambda msg: print(msg, file=sys.stderr)) -> None:
     """Write several outputs all or nothing: temp files first, then renames; on any failure
     remove what was written. Each value is text, bytes, or a callable that writes to a binary file.
     The files get the usual mode (the umask applied: a temp file alone would be 0600), and one line
     says what was written."""
-    tmps, done, made = [], [], []
+    names, tmps, done, made = [], [], [], []
     mode = file_mode()
     try:
         for path, text in files.items():
@@ -70,8 +56,8 @@ def write_all(files: dict, say=lambda msg: print(msg, file=sys.stderr)) -> None:
                 if not d.exists():
                     d.mkdir()
                     made.append(d)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
-            tmps.append((tmp, path))
+            fd = new_temp(path, names)           # registered before a signal can land
+            tmps.append((names[-1], path))
             if callable(text):
                 with os.fdopen(fd, "wb") as f:
                     text(f)
@@ -84,7 +70,7 @@ def write_all(files: dict, say=lambda msg: print(msg, file=sys.stderr)) -> None:
             os.replace(tmp, path)
             done.append(path)
     except BaseException:
-        for tmp, _ in tmps:
+        for tmp in names:
             if os.path.exists(tmp):
                 os.unlink(tmp)
         for path in done:
@@ -112,14 +98,25 @@ def git_commit() -> str | None:
         return None
 
 
-def _load_json(path: str, what: str):
+def _load_json(path: str, what: str, parse=None):
+    """The JSON document in `path` (through `parse`, when given): every error one line naming the file."""
     try:
-        with open(path) as f:
-            return json.load(f)
+        with open_input(path, "r") as f:
+            doc = json.load(f)
     except OSError as e:
         raise CliError(f"{what} {path}: {e.strerror}") from e
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise CliError(f"{what} {path}: malformed JSON ({e})") from e
+    except RecursionError as e:
+        raise CliError(f"{what} {path}: malformed JSON (nested too deeply)") from e
+    if parse is None:
+        return doc
+    try:
+        return parse(doc)
+    except RecursionError as e:
+        raise CliError(f"{what} {path}: nested too deeply") from e
+    except ValueError as e:
+        raise CliError(f"{what} {path}: {e}") from e
 
 
 def _fmt_s(v) -> str:

@@ -77,7 +77,32 @@ def canonical_to_ark(group: int, raw: np.ndarray, inf: np.ndarray, check: bool =
     try:
         return [make(buf[i:i + nb]) for i in range(0, len(buf), nb)]
     except Exception as e:  # arkworks raises plain exceptions
-        raise PointError(f"G{group} point is not on the curve or not in the subgroup: {e}") from e
+        raise PointError(f"G{group} point is not on the curve or not in the subgroup ({e})") from e
+
+
+def first_bad_point(bases: AffineBases, no_infinity=()) -> str | None:
+    """Why the first point of a (small) section is unusable, or None: off the curve, outside the
+    prime-order subgroup, or at infinity at an index in `no_infinity`. One arkworks check a point:
+    for the few points a verifier uses, not for the bulk sections."""
+    for i in no_infinity:
+        if i < len(bases) and bases.inf[i]:
+            return f"point {i} is the point at infinity"
+    n = len(bases)
+    if n == 0:
+        return None
+    coords = F.limbs_to_ints(bases.limbs.reshape(-1, F.FP_LIMBS))
+    over = np.flatnonzero(coords >= F.P)
+    if len(over):
+        return f"point {over[0] // (2 * bases.group)}: a coordinate is not reduced mod p"
+    raw = F.ints_to_limbs((coords * F.FP_MONT_RINV) % F.P, F.FP_LIMBS).reshape(n, -1)
+    raw[bases.inf] = 0
+    buf, nb, make = raw.tobytes(), _XY_BYTES[bases.group], _CLS[bases.group].from_xy_bytes_le
+    for i in range(n):
+        try:
+            make(buf[i * nb:(i + 1) * nb])
+        except Exception as e:  # arkworks raises plain exceptions
+            return f"point {i}: {e}"
+    return None
 
 
 def scalars_to_ark(values) -> list:
@@ -109,7 +134,7 @@ def g1_from_ints(x: int, y: int) -> G1Point:
     try:
         return G1Point.from_xy_bytes_le(x.to_bytes(48, "little") + y.to_bytes(48, "little"))
     except Exception as e:
-        raise PointError(f"G1 point not on the curve or not in the subgroup: {e}") from e
+        raise PointError(f"G1 point is not on the curve or not in the subgroup ({e})") from e
 
 
 def g2_from_ints(x: tuple[int, int], y: tuple[int, int]) -> G2Point:
@@ -119,7 +144,7 @@ def g2_from_ints(x: tuple[int, int], y: tuple[int, int]) -> G2Point:
     try:
         return G2Point.from_xy_bytes_le(b"".join(v.to_bytes(48, "little") for v in c))
     except Exception as e:
-        raise PointError(f"G2 point not on the curve or not in the subgroup: {e}") from e
+        raise PointError(f"G2 point is not on the curve or not in the subgroup ({e})") from e
 
 
 # --- snarkjs JSON: decimal strings, projective with z = 1; infinity is (0, 1, 0) ---

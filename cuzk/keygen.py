@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import os
 import random
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -162,14 +163,45 @@ def cache_path(r1cs: R1CS, convention: str, generator: int, toxic_seed: int) -> 
     return cache_dir() / f"{tag}.cuzkkey"
 
 
-def cached_setup(r1cs: R1CS, convention: str = "coeff", generator: int = 7, toxic_seed: int = 0,
-                 progress: bool | None = None, backend: str = "auto") -> tuple[ProvingKey, Path, bool]:
-    """(key, path, hit): load from the cache or set up and store."""
-    path = cache_path(r1cs, convention, generator, toxic_seed)
+STALE_TEMP_S = 3600.0     # a cache temp file untouched this long was left by a killed writer
+
+
+@contextmanager
+def _locked(path: Path):
+    """An exclusive fcntl lock on `path` (created if missing), held for the block; released by the
+    kernel if the process dies."""
+    import fcntl
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _cached(path: Path, r1cs: R1CS) -> ProvingKey | None:
     if path.exists():
         key = ProvingKey.load(path)
         if key.digest.hex() == r1cs.digest():
+            return key
+    return None
+
+
+def cached_setup(r1cs: R1CS, convention: str = "coeff", generator: int = 7, toxic_seed: int = 0,
+                 progress: bool | None = None, backend: str = "auto") -> tuple[ProvingKey, Path, bool]:
+    """(key, path, hit): load from the cache or set up and store. Processes sharing a cache make a key
+    once: the first takes the key's lock and sets up, the others wait on it and then load the key."""
+    from .files import remove_stale_temps
+    path = cache_path(r1cs, convention, generator, toxic_seed)
+    key = _cached(path, r1cs)                    # a saved key is complete (renamed into place): no lock
+    if key is not None:
+        return key, path, True
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with _locked(path.with_name(path.name + ".lock")):
+        key = _cached(path, r1cs)                # made while this process waited
+        if key is not None:
             return key, path, True
-    key = setup(r1cs, convention, generator, ToxicWaste.from_seed(toxic_seed), progress, backend)
-    key.save(path)
+        remove_stale_temps(path.parent, "*.cuzkkey.*.tmp", STALE_TEMP_S)
+        key = setup(r1cs, convention, generator, ToxicWaste.from_seed(toxic_seed), progress, backend)
+        key.save(path)
     return key, path, False

@@ -8,13 +8,13 @@ from __future__ import annotations
 import hashlib
 import os
 import struct
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from .curve import G1_WORDS, G2_WORDS, AffineBases
+from .curve import G1_WORDS, G2_WORDS, AffineBases, first_bad_point
+from .files import file_mode, new_temp, open_input
 from .qap import CONVENTIONS, QAP, qap
 
 MAGIC = b"CUZKKEY\0"
@@ -25,6 +25,12 @@ SECTIONS = (
     ("alpha_g1", 1), ("beta_g1", 1), ("beta_g2", 2), ("gamma_g2", 2), ("delta_g1", 1), ("delta_g2", 2),
     ("ic", 1), ("a", 1), ("b_g1", 1), ("b_g2", 2), ("l", 1), ("h", 1),
 )
+# Sections checked point by point on load (curve, subgroup; infinity where Groth16 forbids it: the
+# single points and IC[0]). The bulk sections (a, b_g1, b_g2, l, h) are 2^24 points and more: a point
+# outside its subgroup there can only reach a proof through pi_a, pi_b or pi_c, which the prover's
+# callers check before anything is written (groth16.proof_point_error).
+SMALL_SECTIONS = {"alpha_g1": (0,), "beta_g1": (0,), "beta_g2": (0,), "gamma_g2": (0,), "delta_g1": (0,),
+                  "delta_g2": (0,), "ic": (0,)}
 _HEADER = struct.Struct("<8sI16sIIIQQQ32s")   # magic, version, curve, convention, generator, log_n,
                                               # num_inputs, num_aux, num_constraints, circuit digest
 _SECTION = struct.Struct("<4sIQ")              # name tag, group, count
@@ -76,6 +82,13 @@ class ProvingKey:
         if self.num_constraints + self.num_inputs > n:
             raise KeyFormatError(f"domain 2^{self.log_n} is smaller than the circuit")
 
+    def check_small_sections(self) -> None:
+        """KeyFormatError naming the section and point where a small section's point is unusable."""
+        for name, no_inf in SMALL_SECTIONS.items():
+            why = first_bad_point(self.points[name], no_inf)
+            if why is not None:
+                raise KeyFormatError(f"section {name}: {why}")
+
     def verifying_key(self) -> "VerifyingKey":
         p = self.points
         return VerifyingKey(p["alpha_g1"].to_ark()[0], p["beta_g2"].to_ark()[0], p["gamma_g2"].to_ark()[0],
@@ -92,8 +105,10 @@ class ProvingKey:
                                  f"cannot be saved)")
         path.parent.mkdir(parents=True, exist_ok=True)
         h = hashlib.sha256()
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+        tmps: list = []
         try:
+            fd = new_temp(path, tmps)                # registered before a signal can land
+            tmp = tmps[0]
             with os.fdopen(fd, "wb") as f:
                 def put(b: bytes) -> None:
                     h.update(b)
@@ -108,17 +123,20 @@ class ProvingKey:
                     flags = pts.inf.astype(np.uint8).tobytes()
                     put(flags + b"\0" * (-len(flags) % 8))
                 f.write(h.digest())
+            os.chmod(tmp, file_mode())               # the usual mode, not mkstemp's 0600
             os.replace(tmp, path)
         except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+            for tmp in tmps:
+                if os.path.exists(tmp):
+                    os.unlink(tmp)
             raise
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "ProvingKey":
         path = Path(path)
         try:
-            data = path.read_bytes()
+            with open_input(path) as f:
+                data = f.read()
         except OSError as e:
             raise KeyFormatError(f"{path}: cannot read: {e.strerror}") from e
         where = str(path)
@@ -160,6 +178,7 @@ class ProvingKey:
             raise KeyFormatError(f"{where}: {body_end - off} unexpected trailing bytes")
         try:
             key.check_shapes()
+            key.check_small_sections()
         except KeyFormatError as e:
             raise KeyFormatError(f"{where}: {e}") from e
         return key

@@ -394,3 +394,89 @@ def test_a_workload_may_gate_its_own_phases(repo):
     assert "2^10 opts=default (tail_msm, b_g2)" in report._workloads(res)
     with pytest.raises(ConfigError, match="phases: unknown"):
         _cfg([{"backend": "cpu", "log_size": 8, "phases": ["nope"]}])
+
+
+# --- a worker that hangs: killed at the timeout, the phase named, the report still written ---
+
+HANGING_WORKER = r'''
+import json, sys, time
+hang = HANG
+for line in sys.stdin:
+    msg = json.loads(line)
+    if "protocol" in msg:
+        reply = {"status": "ready", "numbers": {a: 1 for a in msg["areas"]}, "gpu": None, "cuzk_file": "x"}
+    elif "sample" in msg:
+        if msg["sample"] == hang:
+            print("worker: entering", hang, file=sys.stderr, flush=True)
+            time.sleep(3600)
+        reply = {"status": "ok", "value": 1.0, "energy_j": None, "state": None}
+    else:
+        reply = {"status": "done", "discards": [], "peak_device_bytes": {}}
+    print(json.dumps(reply), flush=True)
+'''
+
+
+class HangingSpawn:
+    """Real worker processes (WorkerProcess, its pipes and timeout) from a stand-in commit root whose
+    cuzk.perf.worker is a script that answers at once, except head's in one phase, where it hangs."""
+
+    def __init__(self, phase: str, where: Path):
+        self.phase, self.where, self.workers = phase, where, []
+
+    def __call__(self, root, timeout):
+        side = Path(root).name
+        fake = self.where / side
+        (fake / "cuzk" / "perf").mkdir(parents=True, exist_ok=True)
+        (fake / "cuzk" / "__init__.py").write_text("")
+        (fake / "cuzk" / "perf" / "__init__.py").write_text("")
+        hang = self.phase if side == "head" else "-"
+        (fake / "cuzk" / "perf" / "worker.py").write_text(HANGING_WORKER.replace("HANG", repr(hang)))
+        w = gate.WorkerProcess(fake, timeout)
+        self.workers.append(w)
+        return w
+
+
+def test_hung_worker_is_killed_and_the_phase_named(repo, tmp_path):
+    d, base, head = repo
+    spawn = HangingSpawn("tail_msm", tmp_path)
+    res = gate.run(d, base, head, _cfg(worker_timeout_s=2), spawn=spawn, log=lambda m: None)
+    assert res.exit_code == gate.EXIT_ERROR
+    oc = res.outcomes[0]
+    assert oc.status == "error"
+    assert "head" in oc.message and "round 1" in oc.message and "hung in phase tail_msm" in oc.message, oc.message
+    assert "timed out after 2 s" in oc.message and "worker: entering tail_msm" in oc.message
+    assert all(w.p.poll() is not None for w in spawn.workers)          # none left running
+    md = report.markdown(res)
+    assert "tail_msm" in md and "never a pass" in md
+    json.dumps(res.as_dict())
+
+
+def test_hung_worker_gate_cli_writes_report_and_json(repo, tmp_path, monkeypatch, capsys):
+    from cuzk.cli import main
+    d, base, head = repo
+    real = gate.run
+    monkeypatch.setattr(gate, "run", lambda *a, **k: real(*a, **k, spawn=HangingSpawn("b_g2", tmp_path / "fake"),
+                                                             log=lambda m: None))
+    cfg = tmp_path / "gate.toml"
+    cfg.write_text('[gate]\nrounds = 8\nsamples = 2\nworker_timeout_s = 2\n\n'
+                   '[[workload]]\nbackend = "cpu"\ncircuit = "porep_like"\nlog_size = 8\nopts = "default"\n')
+    out = tmp_path / "out"
+    rc = main(["gate", "--repo", str(d), "--base", base, "--head", head, "--config", str(cfg), "--out", str(out)])
+    assert rc == 2
+    assert "hung in phase b_g2" in (out / "report.md").read_text()
+    doc = json.loads((out / "gate.json").read_text())
+    assert doc["exit_code"] == 2 and "hung in phase b_g2" in doc["outcomes"][0]["message"]
+
+
+def test_default_worker_timeout_fits_the_workload():
+    small = gate_config.default_worker_timeout_s(gate_config.Spec(backend="cpu", log_size=10))
+    part = gate_config.default_worker_timeout_s(gate_config.Spec(backend="cuda", circuit="porep_partition",
+                                                                 log_size=24))
+    big_cpu = gate_config.default_worker_timeout_s(gate_config.Spec(backend="cpu", log_size=16))
+    assert small == gate_config.MIN_TIMEOUT_S < part
+    assert small < big_cpu
+    cfg = _cfg([{"backend": "cpu", "log_size": 10}])
+    assert cfg.worker_timeout_s is None and cfg.timeout_for(cfg.workloads[0]) == small
+    assert _cfg(worker_timeout_s=5).timeout_for(cfg.workloads[0]) == 5
+    with pytest.raises(ConfigError, match="worker_timeout_s"):
+        _cfg(worker_timeout_s=0)

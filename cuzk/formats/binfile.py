@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from ..field import limbs_to_ints
+from ..files import open_input
 
 _FILE_HDR = struct.Struct("<4sII")
 _SECTION_HDR = struct.Struct("<IQ")
@@ -34,7 +35,7 @@ def load(source, name: str | None = None) -> tuple[memoryview, str]:
     path = Path(source)
     shown = name or str(path)
     try:
-        with open(path, "rb") as f:
+        with open_input(path) as f:
             size = os.fstat(f.fileno()).st_size
             if size == 0:
                 return memoryview(b""), shown

@@ -67,6 +67,11 @@ def read_r1cs(source, name: str | None = None) -> CircomR1CS:
     n_labels = h.u64("nLabels")
     m = h.u32("nConstraints")
     h.done()
+    if n_wires > len(bf.buf):       # before anything is sized by it: circom maps every wire, 8 bytes each
+        raise bf.error(1, f"declares {n_wires} wires, more than the file's {len(bf.buf)} bytes can describe "
+                          f"(truncated or corrupt)")
+    if bf.has(3) and len(bf.section(3)) != 8 * n_wires:
+        raise bf.error(3, f"size {len(bf.section(3))} bytes, expected {8 * n_wires} for {n_wires} wires")
     if 1 + n_out + n_pub + n_prv > n_wires:
         raise bf.error(1, f"{n_out} outputs + {n_pub} public + {n_prv} private inputs + ONE exceed "
                           f"{n_wires} wires")
@@ -75,10 +80,7 @@ def read_r1cs(source, name: str | None = None) -> CircomR1CS:
     mats = _read_constraints(bf, m, n_wires)
     labels = None
     if bf.has(3):
-        sec = bf.section(3)
-        if len(sec) != 8 * n_wires:
-            raise bf.error(3, f"size {len(sec)} bytes, expected {8 * n_wires} for {n_wires} wires")
-        labels = np.frombuffer(sec, dtype="<u8")
+        labels = np.frombuffer(bf.section(3), dtype="<u8")
     r1cs = R1CS(ni, n_wires - ni, *mats)
     return CircomR1CS(r1cs, n_out, n_pub, n_prv, n_labels, labels)
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..curve import AffineBases, PointError, limbs_to_ark
+from ..curve import AffineBases, PointError, first_bad_point, limbs_to_ark
 from ..field import FR_LIMBS, FR_MONT_R, FP_LIMBS, P, R, fr_array, ints_to_limbs, limbs_to_ints
 from ..keys import KeyFormatError, ProvingKey
 from ..groth16.assignment import Assignment, is_limbs
@@ -221,6 +221,9 @@ def read_zkey(source, name: str | None = None) -> ZKey:
     counts = {3: ni, 5: n_vars, 6: n_vars, 7: n_vars, 8: n_vars - ni, 9: domain}
     for sid, (pname, group) in POINT_SECTIONS.items():
         pts[pname] = _points(bf, sid, group, counts[sid])
+    why = first_bad_point(pts["ic"], (0,))          # what the verifier uses; IC[0] at infinity fails every proof
+    if why is not None:
+        raise bf.error(3, why)
 
     coeffs, nc, digest = _read_coeffs(bf, n_vars, n_public, domain)
     mpc = bytes(bf.section(10)) if bf.has(10) else None

@@ -25,7 +25,25 @@ class Proof:
         if not isinstance(d, dict) or not {"pi_a", "pi_b", "pi_c"} <= d.keys():
             raise PointError("proof JSON needs pi_a, pi_b and pi_c")
         _check_meta(d, "proof")
-        return cls(g1_from_json(d["pi_a"]), g2_from_json(d["pi_b"]), g1_from_json(d["pi_c"]))
+        return cls(_field(g1_from_json, d, "pi_a"), _field(g2_from_json, d, "pi_b"), _field(g1_from_json, d, "pi_c"))
+
+
+def _field(parse, d: dict, key, label=None):
+    """parse(d[key]), a PointError naming the field."""
+    try:
+        return parse(d[key])
+    except PointError as e:
+        raise PointError(f"{label or key}: {e}") from e
+
+
+def proof_point_error(proof: Proof) -> str | None:
+    """Why `cuzk verify` would refuse this proof's points once written (off the curve, outside the
+    subgroup), or None: the proof goes through the JSON it is written as and back."""
+    try:
+        Proof.from_json(proof.to_json())
+    except PointError as e:
+        return str(e)
+    return None
 
 
 def _check_meta(d: dict, what: str) -> None:
@@ -47,13 +65,20 @@ def vk_from_json(d) -> VerifyingKey:
         raise PointError("verification key JSON must be an object")
     _check_meta(d, "verification key")
     try:
-        ic = [g1_from_json(p) for p in d["IC"]]
-        vk = VerifyingKey(g1_from_json(d["vk_alpha_1"]), g2_from_json(d["vk_beta_2"]),
-                          g2_from_json(d["vk_gamma_2"]), g2_from_json(d["vk_delta_2"]), ic)
+        if not isinstance(d["IC"], list):
+            raise PointError("IC must be a list of G1 points")
+        ic = [_field(g1_from_json, d["IC"], i, f"IC[{i}]") for i in range(len(d["IC"]))]
+        vk = VerifyingKey(_field(g1_from_json, d, "vk_alpha_1"), _field(g2_from_json, d, "vk_beta_2"),
+                          _field(g2_from_json, d, "vk_gamma_2"), _field(g2_from_json, d, "vk_delta_2"), ic)
     except KeyError as e:
         raise PointError(f"verification key JSON lacks {e.args[0]}") from e
     if not ic:
         raise PointError("verification key has no IC points")
+    # Groth16 forbids these at infinity; IC[0] there makes every proof fail
+    for label, pt in (("vk_alpha_1", vk.alpha_g1), ("vk_beta_2", vk.beta_g2), ("vk_gamma_2", vk.gamma_g2),
+                      ("vk_delta_2", vk.delta_g2), ("IC[0]", ic[0])):
+        if not any(pt.to_xy_bytes_le()):
+            raise PointError(f"{label} is the point at infinity")
     if "nPublic" in d and d["nPublic"] != vk.num_public:
         raise PointError(f"nPublic is {d['nPublic']} but IC has {len(ic)} points")
     return vk
@@ -83,8 +108,11 @@ VERIFIER = "py_arkworks_bls12381's pairing check of e(A, B) = e(alpha, beta) e(I
 
 
 def verify(vk: VerifyingKey, public: list[int], proof: Proof) -> bool:
-    """e(A,B) = e(α,β)·e(IC(x),γ)·e(C,δ), as one product of pairings equal to 1."""
+    """e(A,B) = e(α,β)·e(IC(x),γ)·e(C,δ), as one product of pairings equal to 1, with A, B, C on the
+    curve and in their subgroups (the pairing alone does not see a small-order component)."""
     ic = _ic_sum(vk, public)
+    if proof_point_error(proof) is not None:
+        return False
     return bool(GT.pairing_check([proof.a, -vk.alpha_g1, -ic, -proof.c],
                                  [proof.b, vk.beta_g2, vk.gamma_g2, vk.delta_g2]))
 

@@ -39,6 +39,10 @@ class WorkerFailed(RuntimeError):
     pass
 
 
+class WorkerTimeout(WorkerFailed):
+    """A worker that did not reply within its timeout: it was killed."""
+
+
 class WorkerProcess:
     """`python -m cuzk.perf.worker` with the commit's root first on sys.path; JSON lines both ways."""
 
@@ -66,6 +70,8 @@ class WorkerProcess:
         return self.p.pid
 
     def stderr(self) -> str:
+        if self.err.closed:
+            return ""
         self.err.seek(0)
         return self.err.read()
 
@@ -84,8 +90,9 @@ class WorkerProcess:
         try:
             line = self.lines.get(timeout=self.timeout)
         except queue.Empty:
-            self.close()
-            raise WorkerFailed(f"{self.stderr()}\nworker timed out after {self.timeout:.0f} s") from None
+            err = self.stderr()                      # before close() drops it
+            self.kill()
+            raise WorkerTimeout(f"{err}\nworker timed out after {self.timeout:.0f} s and was killed") from None
         if line is None:
             code = self.p.wait()
             raise WorkerFailed(f"{self.stderr()}\nworker exited with code {code}")
@@ -93,6 +100,13 @@ class WorkerProcess:
             return json.loads(line)
         except ValueError:
             raise WorkerFailed(f"{self.stderr()}\nworker reply is not JSON: {line[:500]!r}") from None
+
+    def kill(self) -> None:
+        """A hung worker does not read its stdin: no polite quit, SIGKILL at once."""
+        if self.p.poll() is None:
+            self.p.kill()
+            self.p.wait()
+        self.close()
 
     def close(self) -> None:
         if self.p.poll() is None:
@@ -146,7 +160,8 @@ class GateResult:
                 "exit_code": self.exit_code, "wall_s": self.wall_s, "harness_changed": self.harness_changed,
                 "config": {"path": c.path, "rounds": c.rounds, "samples": c.samples, "alpha": c.alpha,
                            "threshold": c.threshold, "thresholds": c.thresholds, "areas": list(c.areas),
-                           "worker_cpus": c.worker_cpus},
+                           "worker_cpus": c.worker_cpus, "worker_timeout_s": c.worker_timeout_s,
+                           "worker_timeouts_s": {w.spec.label(): c.timeout_for(w) for w in c.workloads}},
                 "outcomes": [o.as_dict() for o in self.outcomes],
                 "not_gated": [{"spec": w.spec.as_dict(), "required": w.required} for w in self.not_gated]}
 
@@ -173,6 +188,7 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
     order = SIDES if r % 2 == 0 else SIDES[::-1]
     workers: dict = {}
     side = order[0]
+    asking = "set-up"                 # what the worker was doing when it failed: set-up or a phase
 
     def fail(status: str, message: str, discards=()):
         oc.status, oc.message = status, f"{side} ({shas[side][:10]}), round {r + 1}: {message}".strip()
@@ -182,7 +198,7 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
     t0 = time.perf_counter()
     try:
         for side in order:
-            workers[side] = spawn(roots[side], cfg.worker_timeout_s)
+            workers[side] = spawn(roots[side], cfg.timeout_for(oc.config))
         ready = {}
         # GPU workloads set up both at once (nothing is timed yet; their samples are one call each): a round
         # costs one set-up, not two. Host-timed ones one after the other: their calls per sample are
@@ -217,6 +233,7 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
         for i in range(cfg.samples):
             for a in areas:
                 for side in (order if i % 2 == 0 else order[::-1]):
+                    asking = f"phase {a}"
                     rep = workers[side].ask({"sample": a})
                     if rep["status"] != "ok":
                         fail(rep["status"], rep.get("message", ""), rep.get("discards", []))
@@ -226,10 +243,12 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
                     if rep.get("state") is not None:
                         states[side][a].append(rep["state"])
         done = {}
+        asking = "quit"
         for side in order:
             done[side] = workers[side].ask({"quit": True})
     except WorkerFailed as e:
-        oc.status, oc.message = "error", f"{side} ({shas[side][:10]}), round {r + 1}: {_tail(str(e))}"
+        hung = f"hung in {asking}: " if isinstance(e, WorkerTimeout) else f"{asking}: "
+        oc.status, oc.message = "error", f"{side} ({shas[side][:10]}), round {r + 1}, {hung}{_tail(str(e))}"
         return
     except _Stop:
         return

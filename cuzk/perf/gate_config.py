@@ -38,7 +38,7 @@ class GateConfig:
     thresholds: dict[str, float] = field(default_factory=dict)
     areas: tuple[str, ...] = PHASES
     min_sample_s: float = 0.002
-    worker_timeout_s: float = 900.0
+    worker_timeout_s: float | None = None    # the longest wait for one worker reply; None: per workload
     worker_cpus: int = 1        # both workers of a round pinned to the same CPUs (gate.worker_cpus); 0: not pinned
     max_discards: int = 10
     pause_s: float = 1.0
@@ -50,8 +50,34 @@ class GateConfig:
     def areas_for(self, wc: WorkloadConfig) -> tuple[str, ...]:
         return wc.phases or self.areas
 
+    def timeout_for(self, wc: WorkloadConfig) -> float:
+        return self.worker_timeout_s if self.worker_timeout_s is not None else default_worker_timeout_s(wc.spec)
+
     def threshold_for(self, area: str) -> float:
         return self.thresholds.get(area, self.threshold)
+
+
+TIMEOUT_FACTOR = 10.0      # a worker reply may take this many times its expected cost ...
+MIN_TIMEOUT_S = 60.0       # ... and never less (process start-up and imports on a loaded runner)
+# targets without a figure in suite.GATE_ROUND_S: the nearest measured target of the backend, scaled
+# with the domain (the phases are linear in it, up to a log)
+_SCALE_FROM = {"cpu": "cpu:10", "cuda": "cuda:18"}
+
+
+def default_worker_timeout_s(spec: Spec) -> float:
+    """How long one worker reply (its set-up, or one sample) may take before the worker counts as hung:
+    TIMEOUT_FACTOR x the round cost model's set-up plus one paired sample (suite.GATE_ROUND_S), at least
+    MIN_TIMEOUT_S. A CPU phase at 2^10 gets 60 s, not the 900 s a 2^24 partition's set-up needs."""
+    from .suite import CIRCUIT, GATE_ROUND_S
+    target = spec.target(CIRCUIT)
+    if target in GATE_ROUND_S:
+        setup, pair = GATE_ROUND_S[target]
+        expected = setup + pair
+    else:
+        ref = _SCALE_FROM.get(spec.backend, "cuda:18")
+        setup, pair = GATE_ROUND_S[ref]
+        expected = (setup + pair) * 2.0 ** (spec.log_size - int(ref.rsplit(":", 1)[1])) * max(spec.batch, 1)
+    return max(MIN_TIMEOUT_S, TIMEOUT_FACTOR * expected)
 
 
 _GATE_KEYS = {"rounds", "samples", "alpha", "threshold", "phases", "min_sample_s", "worker_timeout_s",
@@ -87,6 +113,10 @@ def parse(doc: dict, path: str | None = None) -> GateConfig:
     cfg.thresholds = {a: float(v) for a, v in th.items()}
     if not (isinstance(cfg.rounds, int) and cfg.rounds >= 2 and isinstance(cfg.samples, int) and cfg.samples >= 1):
         raise ConfigError("[gate] rounds must be an integer >= 2 and samples >= 1")
+    if cfg.worker_timeout_s is not None and not (isinstance(cfg.worker_timeout_s, (int, float))
+                                                 and cfg.worker_timeout_s > 0):
+        raise ConfigError("[gate] worker_timeout_s must be a number of seconds > 0 (leave it out: derived "
+                          "from each workload's size)")
     if not (isinstance(cfg.worker_cpus, int) and cfg.worker_cpus >= 0):
         raise ConfigError("[gate] worker_cpus must be an integer >= 0 (0: workers not pinned)")
     if not 0 < cfg.alpha < 1:
