@@ -1,7 +1,7 @@
 """`snarkjs groth16 prove` against cuzk on the same .zkey/.wtns files (issue 7, item 5).
 
 The files (a porep_like circuit exported as .r1cs/.wtns, its key from cuzk's test setup written
-as a snarkjs .zkey) are made once per size by cuzk.snarkjs_bench.prepare and kept in the key
+as a snarkjs .zkey) are made once per size by cuzk.cli.bench_snarkjs.prepare and kept in the key
 cache's snarkjs-bench folder: the CPU test setup takes minutes at 2^16 and more. Skipped (setup
 raises NotImplementedError) when snarkjs is not installed (`npm ci` in .ci/node).
 
@@ -15,7 +15,7 @@ raises NotImplementedError) when snarkjs is not installed (`npm ci` in .ci/node)
 import tempfile
 from pathlib import Path
 
-from cuzk import snarkjs_bench as sb
+from cuzk.cli import bench_snarkjs as sb
 
 SIZES = [12, 14, 16, 18]
 CIRCUIT = "porep_like"

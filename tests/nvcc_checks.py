@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
-from cuzk.cli_common import write_all
+from cuzk.cli.common import write_all
 from cuzk.gpu.loader import includes
 
 ARCH = "sm_90"

@@ -414,7 +414,7 @@ def test_outputs_get_the_usual_mode_and_are_named(tmp_path, capsys):
     one line on stderr names what was written."""
     import os
     import stat
-    from cuzk.cli_common import write_all
+    from cuzk.cli.common import write_all
     old = os.umask(0o022)
     try:
         write_all({tmp_path / "a.json": "{}\n", tmp_path / "sub" / "b.bin": b"\x00"})

@@ -249,7 +249,7 @@ def test_sigterm_as_a_temp_file_is_created_leaves_nothing(tmp_path, monkeypatch)
     """The signal lands the moment mkstemp returns: the temp file is already registered for clean-up."""
     import signal
     import tempfile
-    from cuzk.cli_common import write_all
+    from cuzk.cli.common import write_all
     from cuzk.files import Interrupted, raise_on_sigterm
     real = tempfile.mkstemp
 

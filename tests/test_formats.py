@@ -26,7 +26,7 @@ from cuzk.groth16 import verify, verify_blst
 from cuzk.keygen import ToxicWaste, setup
 from cuzk.backend.cpu.synthesis import assign
 from cuzk.poly import Domain
-from cuzk.snarkjs_cmds import prove_files
+from cuzk.cli.snarkjs import prove_files
 
 LOG = 5
 

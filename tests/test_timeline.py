@@ -112,7 +112,7 @@ def test_phase_peaks_are_per_phase(tmp_path):
 
 
 def test_substeps_sum_labelled_spans_by_label():
-    from cuzk.cli_common import phase_table, substeps
+    from cuzk.cli.common import phase_table, substeps
     phases = {"ntt_msm_h": {"impl": "cuda", "host_s": 1.0, "device_s": 0.9, "peak_host_bytes": 0,
                             "circuits": [
                                 {"start_s": 0.0, "stop_s": 0.5, "device_start_s": 0.1, "device_stop_s": 0.4,

@@ -17,7 +17,7 @@ from cuzk.formats.zkey import R2_INV, ZKey
 from cuzk.gpu.zkey import host_csr
 from cuzk.groth16 import Proof, public_from_json, verify, verify_blst
 from cuzk.keygen import ToxicWaste, setup
-from cuzk.snarkjs_cmds import prove_files
+from cuzk.cli.snarkjs import prove_files
 
 
 def _files(tmp_path_factory, log: int, circuit: str = "porep_like") -> dict:

@@ -1,15 +1,16 @@
 """What the command-line modules share: exit codes, the one-line input error, all-or-nothing output
-files, the phase tables, and bench's prover set-up. The entry point (cli.py) and the subcommand modules
-(pipeline_bench, snarkjs_cmds, snarkjs_bench) import it; it imports none of them."""
+files, the phase tables, bench's proving context. The parser (main.py) and every subcommand module import
+it; it imports none of them."""
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
-from .files import file_mode, new_temp, open_input
+from ..files import file_mode, new_temp, open_input
 
 EXIT_OK, EXIT_INVALID, EXIT_BAD_INPUT = 0, 1, 2
 GENERATOR_NAMES = {"bellman": 7, "snarkjs": 5, "7": 7, "5": 5}
@@ -87,7 +88,7 @@ def write_all(files: dict, say=lambda msg: print(msg, file=sys.stderr)) -> None:
 
 def git_commit() -> str | None:
     """HEAD of the checkout the package runs from; CUZK_COMMIT overrides it (a copied tree whose .git
-    is not the source's, e.g. on a device machine: tools/device_setup.sh sets it from .device-commit)."""
+    is not the source's, e.g. on a device machine: tools/device_setup.sh sets it from ..device-commit)."""
     if os.environ.get("CUZK_COMMIT"):
         return os.environ["CUZK_COMMIT"]
     try:
@@ -187,15 +188,15 @@ def _kernel_load_times() -> dict:
 def bench_outputs(args, report: dict, vk, publics, proofs) -> dict:
     """What `bench` (and `bench --pipeline`) writes: --json, --timeline, and with --save the
     verification key and each circuit's proof and public inputs (snarkjs names)."""
-    from .groth16 import vk_to_json
+    from ..groth16 import vk_to_json
     outputs = {}
     if args.json:
         outputs[args.json] = json.dumps(report, indent=2) + "\n"
     if args.timeline:
         if report.get("pipeline"):               # bench --pipeline: worker, prover and device lanes
-            from .perf.pipeline_plot import pipeline_png as png
+            from ..perf.pipeline_plot import pipeline_png as png
         else:
-            from .perf.plots import timeline_png as png
+            from ..perf.plots import timeline_png as png
         outputs[args.timeline] = png(report)
     if args.save:
         out = Path(args.save)
@@ -210,7 +211,7 @@ def bench_outputs(args, report: dict, vk, publics, proofs) -> dict:
 def bench_context(args, backend, r1cs):
     """bench's ProvingContext (context.py): the key made on the GPU and kept there (--device-keygen),
     or set up through the key cache; says which on stderr."""
-    from .context import ContextError, proving_context
+    from ..context import ContextError, proving_context
     try:
         ctx = proving_context(backend, r1cs, args.convention, args.generator,
                               device_keygen=getattr(args, "device_keygen", "off"), keygen_backend=args.keygen_backend,
@@ -219,3 +220,22 @@ def bench_context(args, backend, r1cs):
         raise CliError("--device-keygen on needs the cuda backend") from e
     print(f"key: {ctx.key.describe()}", file=sys.stderr)
     return ctx
+
+
+def _need_plots() -> None:
+    """matplotlib is there (--timeline, --png), checked before any work starts."""
+    from ..perf.plots import _plt
+    try:
+        _plt()
+    except RuntimeError as e:
+        raise CliError(str(e)) from e
+
+
+def _err(msg: str) -> None:
+    print(f"cuzk: error: {msg}", file=sys.stderr)
+
+
+def _generator(s: str) -> int:
+    if s not in GENERATOR_NAMES:
+        raise argparse.ArgumentTypeError(f"generator must be one of {', '.join(GENERATOR_NAMES)}")
+    return GENERATOR_NAMES[s]

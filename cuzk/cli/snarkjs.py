@@ -9,8 +9,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .curve import PointError
-from .formats import FormatError
+from ..curve import PointError
+from ..formats import FormatError
 
 
 def proof_json(proof) -> str:
@@ -37,12 +37,12 @@ def prove_files(zkey_path, wtns_path, backend="auto", check: bool = True, rng=No
     """Read a snarkjs .zkey and a .wtns, prove as snarkjs does, and (by default) verify the proof
     with the key's own verifying key. Raises FormatError/ValueError on bad input, including a
     witness that does not satisfy the key's circuit (seen as a proof that does not verify)."""
-    from .backend import get_backend
-    from .backend.base import Backend
-    from .formats import read_wtns, read_zkey
-    from .context import context_for_key
-    from .groth16 import proof_point_error, verify
-    from .timing import PhaseTimer
+    from ..backend import get_backend
+    from ..backend.base import Backend
+    from ..formats import read_wtns, read_zkey
+    from ..context import context_for_key
+    from ..groth16 import proof_point_error, verify
+    from ..timing import PhaseTimer
 
     t0 = time.perf_counter()
     zk = read_zkey(zkey_path)
@@ -83,8 +83,8 @@ DIAGNOSE_MAX_POINTS = 1 << 20      # above this, naming the section would cost m
 
 def _off_curve_section(zk) -> str:
     """The first bulk section with a point the curve does not hold (read again, on the failure path only)."""
-    from .curve import PointError
-    from .formats.zkey import LABELS, POINT_SECTIONS
+    from ..curve import PointError
+    from ..formats.zkey import LABELS, POINT_SECTIONS
     if zk.n_vars > DIAGNOSE_MAX_POINTS:
         return "a bulk point section (A, B1, B2, C or H)"
     for sid, (name, _) in POINT_SECTIONS.items():
@@ -98,7 +98,7 @@ def _off_curve_section(zk) -> str:
 # --- commands ---
 
 def cmd_prove(args) -> int:
-    from .cli_common import EXIT_OK, check_paths, phase_table, write_all
+    from .common import EXIT_OK, check_paths, phase_table, write_all
     check_paths({"PROOF": args.proof, "PUBLIC": args.public}, {"ZKEY": args.zkey, "WTNS": args.wtns})
     res = prove_files(args.zkey, args.wtns, args.backend)
     write_all({args.proof: proof_json(res.proof), args.public: public_json(res.public)})
@@ -112,10 +112,10 @@ def cmd_prove(args) -> int:
 
 def cmd_export(args) -> int:
     """A built-in circuit as circom/snarkjs files."""
-    from . import circuits
-    from .cli_common import EXIT_OK, CliError, check_paths, write_all
-    from .formats import write_r1cs, write_wtns
-    from .opts import resolve
+    from .. import circuits
+    from .common import EXIT_OK, CliError, check_paths, write_all
+    from ..formats import write_r1cs, write_wtns
+    from ..opts import resolve
     if not (args.r1cs or args.wtns or args.public):
         raise CliError("export: give at least one of --r1cs, --wtns, --public")
     check_paths({"--r1cs": args.r1cs, "--wtns": args.wtns, "--public": args.public})
@@ -135,9 +135,9 @@ def cmd_export(args) -> int:
 
 
 def cmd_export_vk(args) -> int:
-    from .cli_common import EXIT_OK, check_paths, write_all
-    from .formats import read_zkey
-    from .groth16 import vk_to_json
+    from .common import EXIT_OK, check_paths, write_all
+    from ..formats import read_zkey
+    from ..groth16 import vk_to_json
     check_paths({"VK": args.vk}, {"ZKEY": args.zkey})
     zk = read_zkey(args.zkey)
     write_all({args.vk: json.dumps(vk_to_json(zk.verifying_key()), indent=1)})
@@ -146,13 +146,13 @@ def cmd_export_vk(args) -> int:
 
 def load_circuit_r1cs(path):
     """An R1CS from a circom .r1cs file, for keygen."""
-    from .formats import read_r1cs
+    from ..formats import read_r1cs
     return read_r1cs(path).r1cs
 
 
 def cmd_bench_snarkjs(args) -> int:
-    from .cli_common import EXIT_INVALID, EXIT_OK, CliError, write_all
-    from .snarkjs_bench import ToolMissing, ratio_table, run
+    from .common import EXIT_INVALID, EXIT_OK, CliError, write_all
+    from .bench_snarkjs import ToolMissing, ratio_table, run
     try:
         sizes = [int(s) for s in args.log_sizes.split(",") if s.strip()]
     except ValueError as e:
@@ -174,7 +174,7 @@ def cmd_bench_snarkjs(args) -> int:
 
 
 def add_parsers(sub) -> None:
-    from .circuits import CIRCUITS
+    from ..circuits import CIRCUITS
     p = sub.add_parser("prove", help="prove from a snarkjs .zkey and .wtns (snarkjs's argument order and output)")
     p.add_argument("zkey", metavar="ZKEY")
     p.add_argument("wtns", metavar="WTNS")

@@ -13,8 +13,8 @@ from __future__ import annotations
 import sys
 import time
 
-from . import __version__
-from .cli_common import EXIT_INVALID, EXIT_OK, CliError, _kernel_load_times, bench_outputs, bench_context, git_commit, write_all
+from .. import __version__
+from .common import EXIT_INVALID, EXIT_OK, CliError, _kernel_load_times, bench_outputs, bench_context, git_commit, write_all
 
 PIPELINE_FLAGS = ("pipeline_depth", "pipeline_workers", "compare")
 
@@ -61,11 +61,11 @@ def table(p: dict) -> str:
 
 
 def bench_pipeline(args, opts) -> int:
-    from . import circuits
-    from .backend import get_backend
-    from .groth16 import verify
-    from .nvml import gpu_state
-    from .pipeline import Job, PipelineError, plan_workers, run_pipelined, run_sequential, summary, warm_up
+    from .. import circuits
+    from ..backend import get_backend
+    from ..groth16 import verify
+    from ..nvml import gpu_state
+    from ..pipeline import Job, PipelineError, plan_workers, run_pipelined, run_sequential, summary, warm_up
 
     check_args(args)
     depth = args.pipeline_depth or 2
@@ -89,7 +89,7 @@ def bench_pipeline(args, opts) -> int:
     if args.pipeline_workers:
         workers, plan = args.pipeline_workers, None
     else:       # planned now: the available memory already excludes the prover's key and circuit
-        from .pipeline import shm_free_bytes
+        from ..pipeline import shm_free_bytes
         plan = plan_workers(args.circuits, args.circuit, pk.log_n, depth, limbs=job.witness_limbs,
                             host_assign=host_assign, shm_free=shm_free_bytes() if pool == "process" else None)
         workers = plan["workers"]
@@ -132,7 +132,7 @@ def bench_pipeline(args, opts) -> int:
     print(f"cuzk bench --pipeline: {args.circuit} 2^{pk.log_n} ({r1cs.num_constraints} constraints) x "
           f"{args.circuits}, backend {backend.name}, opts {opts.label()}, {workers} {pool} worker(s), depth {depth}")
     print(table(section))
-    from .groth16 import VERIFIER
+    from ..groth16 import VERIFIER
     print(f"verified: {verified} (by {VERIFIER})")
     write_all(bench_outputs(args, report, vk, pipe.publics, pipe.proofs))
     return EXIT_OK if verified else EXIT_INVALID

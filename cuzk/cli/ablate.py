@@ -1,0 +1,97 @@
+"""`cuzk ablate`: each optimization measured alone and left out (logic in cuzk/perf/ablate.py)."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from .. import __version__
+from .common import (_need_plots, EXIT_OK, CliError, git_commit, write_all, write_atomic)
+
+
+def cmd_ablate(args) -> int:
+    """Exit 0 measured, 2 bad input or a run that could not be measured (no such backend, untrusted GPU)."""
+    from ..backend import gpu_status
+    from ..perf import ablate
+    if args.from_json:                     # the report of a saved (possibly cut short) run
+        try:
+            res = json.loads(Path(args.from_json).read_text())
+            if args.confidence is not None and args.confidence != res["setup"]["confidence"]:
+                res = ablate.rejudge(res, args.confidence)      # the saved samples, other intervals
+            md = ablate.markdown(res)
+        except ablate.AblateError as e:
+            raise CliError(f"ablate: {e}") from e
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise CliError(f"ablate: cannot report {args.from_json}: {type(e).__name__}: {e}") from e
+        print(md)
+        if args.png:
+            from ..perf.plots import ablate_png
+            write_all({args.png: ablate_png(res)})
+        return EXIT_OK
+    if args.repeat < 2:
+        raise CliError("--repeat must be >= 2 (samples are paired by round)")
+    if args.circuits < 1:
+        raise CliError("--circuits must be >= 1")
+    if args.parallel_synthesis < 0:
+        raise CliError("--parallel-synthesis must be >= 0")
+    if args.confidence is None:
+        args.confidence = 0.99
+    if not 0.5 <= args.confidence < 1:
+        raise CliError("--confidence must be in [0.5, 1)")
+    from ..perf.effects import critical_k
+    if critical_k(args.repeat, args.confidence) < 1:
+        need = next(n for n in range(2, 64) if critical_k(n, args.confidence) >= 1)
+        raise CliError(f"--repeat {args.repeat} cannot give a {args.confidence:.0%} interval; use >= {need}")
+    names = ablate.parse_opt_set(args.opt_set)
+    if args.max_seconds is not None and args.max_seconds <= 0:
+        raise CliError("--max-seconds must be > 0")
+    if args.png:
+        _need_plots()
+    backend = args.backend
+    if backend == "auto":
+        ok, why = gpu_status()
+        backend = "cuda" if ok else "cpu"
+        if not ok:
+            print(f"cuzk: no GPU backend ({why}); using the CPU reference", file=sys.stderr)
+    setup = ablate.Setup(backend=backend, circuit=args.circuit, log_size=args.log_size, circuits=args.circuits,
+                         repeat=args.repeat, names=names, confidence=args.confidence,
+                         parallel_synthesis=args.parallel_synthesis, synthesis_pool=args.synthesis_pool or "thread",
+                         convention=args.convention, generator=args.generator,
+                         leave_one_out=not args.no_leave_one_out, max_seconds=args.max_seconds,
+                         device_keygen=args.device_keygen, others=args.others)
+    resume = None
+    if args.resume:                        # the saved run's setup; this command line gives repeat, confidence, time
+        try:
+            resume = json.loads(Path(args.resume).read_text())
+            saved = {k: v for k, v in resume["setup"].items() if k in ablate.Setup.__dataclass_fields__}
+            setup = ablate.Setup(**{**saved, "repeat": args.repeat, "confidence": args.confidence,
+                                    "max_seconds": args.max_seconds})
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise CliError(f"ablate: cannot resume {args.resume}: {type(e).__name__}: {e}") from e
+        if resume.get("rounds_done", 0) >= args.repeat:
+            raise CliError(f"ablate: {args.resume} already has {resume.get('rounds_done')} rounds; "
+                           f"ask for more with --repeat")
+        args.json = args.json or args.resume
+        backend = setup.backend
+    if setup.device_keygen and backend != "cuda":
+        raise CliError("--device-keygen needs the cuda backend")
+
+    def checkpoint(partial):               # the rounds so far, replaced every round: a killed run keeps them
+        if args.json:
+            write_atomic(args.json, json.dumps({**partial, "complete": False}, indent=1) + "\n")
+    try:
+        res = ablate.Ablation(setup, checkpoint=checkpoint, resume=resume).run()
+    except ablate.AblateError as e:
+        raise CliError(f"ablate: {str(e).splitlines()[0]}") from e
+    res["cuzk_version"], res["commit"], res["complete"] = __version__, git_commit(), True
+    if res.get("parts"):
+        res["parts"][-1]["commit"] = res["commit"]
+    print(ablate.markdown(res))
+    outputs = {}
+    if args.json:
+        outputs[args.json] = json.dumps(res, indent=1) + "\n"
+    if args.png:
+        from ..perf.plots import ablate_png
+        outputs[args.png] = ablate_png(res)
+    write_all(outputs)
+    return EXIT_OK

@@ -1,0 +1,70 @@
+"""`cuzk history` and `cuzk bisect`: change points in the asv history, and asv find over a range."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .common import (_err, EXIT_BAD_INPUT, EXIT_INVALID, EXIT_OK, CliError, write_atomic)
+
+
+def cmd_bisect(args) -> int:
+    """`asv find` over GOOD (included) .. BAD for one benchmark: 0 and the first slow commit where every
+    commit it judged by was measured; 2 (one error line) for bad input, a failed pre-flight, or anything
+    unmeasured."""
+    from ..perf import asv_private, bisect, bisect_run
+    try:
+        return bisect_run.run(args.benchmark, args.good, args.bad, args.target, args.opts, args.repo, args.dry_run,
+                              args.asv_args)
+    except (bisect.BisectError, asv_private.AsvConfigError) as e:
+        raise CliError(f"bisect: {e}") from e
+
+
+def cmd_history(args) -> int:
+    """Nightly: record this runner's asv results on the results branch, publish all of them, or list
+    the change points (failing on new slowdowns of gated phases with --fail-on-gated)."""
+    from ..perf import gate_config, history
+    if args.action == "record" and not args.machine:
+        raise CliError("history record needs --machine NAME (a stable name per runner and GPU)")
+    if args.fail_on_gated is not None and args.fail_on_gated < 1:
+        raise CliError("--fail-on-gated needs N >= 1 (points at the end of each series)")
+    try:
+        if args.action == "changes":
+            repo, gated = Path(args.repo), None
+            if args.fail_on_gated is not None:          # read before the analysis: a bad config fails fast
+                try:
+                    gated = history.gated_pairs(gate_config.load(args.gate_config or repo / gate_config.DEFAULT_PATH))
+                except gate_config.ConfigError as e:
+                    raise CliError(f"gate config: {e}") from e
+                if not gated:
+                    raise CliError("--fail-on-gated: the gate config's workloads x phases match no parameter set "
+                                   "of the asv suite")
+            results = Path(args.results) if args.results else history.default_results(repo)
+            ch = history.changes(results, args.machine, args.bench, args.max_pvalue, args.min_magnitude,
+                                 args.window, repo=repo)
+            text, failing = history.changes_markdown(ch), []
+            if gated is not None:
+                if not gated & ch.pairs:        # the gate's series were never measured: no data, not "no change"
+                    raise history.HistoryError(f"--fail-on-gated: none of the {len(gated)} gated parameter sets "
+                                               f"has a series of >= {history.MIN_POINTS} points in {ch.source}")
+                failing = history.gated_regressions(ch.found, gated, args.fail_on_gated)
+                text += history.gated_markdown(failing, args.fail_on_gated, len(gated & ch.pairs))
+            print(text, end="")
+            if args.summary:
+                with open(args.summary, "a") as f:
+                    f.write(text)
+            if args.json:
+                write_atomic(args.json, json.dumps(ch.found, indent=1) + "\n")
+            return EXIT_INVALID if failing else EXIT_OK
+        if args.action == "record":
+            return history.record(Path(args.repo), args.machine, args.remote, args.results_branch, args.bench,
+                                  push=not args.no_push)
+        history.publish(Path(args.repo), args.remote, args.results_branch, args.pages_branch,
+                        commit_url=history.commit_url_from_env(), push=not args.no_push,
+                        assets=Path(args.assets) if args.assets else None)
+        return EXIT_OK
+    except history.HistoryError as e:
+        _err(f"history: {e}")
+        if args.action == "changes" and args.summary:      # the step summary says why, too
+            with open(args.summary, "a") as f:
+                f.write(f"cuzk history changes: {e}\n")
+        return EXIT_BAD_INPUT

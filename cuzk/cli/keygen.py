@@ -1,0 +1,59 @@
+"""`cuzk keygen`: a circuit's test setup, saved as a cuzk key (and `--zkey`: as a snarkjs .zkey)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .common import (EXIT_OK, CliError, write_all)
+
+
+def _keygen_params(args) -> None:
+    """Defaults that depend on the output: a snarkjs .zkey needs odd_lagrange with generator 5."""
+    if args.r1cs and (args.circuit is not None or args.log_size is not None):
+        raise CliError("keygen: give either --r1cs or --circuit/--log-size, not both")
+    args.circuit = args.circuit or "porep_like"
+    args.log_size = 12 if args.log_size is None else args.log_size
+    if args.zkey:
+        if args.convention not in (None, "odd_lagrange") or args.generator not in (None, 5):
+            raise CliError("keygen --zkey: snarkjs keys use --convention odd_lagrange with --generator snarkjs (5)")
+        args.convention, args.generator = "odd_lagrange", 5
+    args.convention = args.convention or "coeff"
+    args.generator = args.generator or 7
+
+
+def cmd_keygen(args) -> int:
+    from ..groth16 import vk_to_json
+    from ..keygen import ToxicWaste, cached_setup, setup
+    from ..opts import resolve
+    from .. import circuits
+
+    _keygen_params(args)
+    if args.r1cs:
+        from .snarkjs import load_circuit_r1cs
+        r1cs = load_circuit_r1cs(args.r1cs)
+    else:
+        r1cs, _, _ = circuits.build(args.circuit, args.log_size, opts=resolve(args.opt))
+    if args.out:
+        pk = setup(r1cs, args.convention, args.generator, ToxicWaste.from_seed(args.toxic_seed), backend=args.backend)
+        path = Path(args.out)
+        existed = path.exists()
+        pk.save(path)
+    else:
+        pk, path, hit = cached_setup(r1cs, args.convention, args.generator, args.toxic_seed, backend=args.backend)
+        existed = True
+    outputs = {}
+    if args.vk:
+        outputs[args.vk] = json.dumps(vk_to_json(pk.verifying_key()), indent=1) + "\n"
+    if args.zkey:
+        from ..formats import zkey_writer
+        outputs[args.zkey] = zkey_writer(pk, r1cs)
+    try:
+        write_all(outputs)
+    except BaseException:
+        if not existed:
+            path.unlink(missing_ok=True)
+        raise
+    print(f"{path}  circuit {r1cs.digest()[:16]}  2^{pk.log_n}  {pk.convention}  generator {pk.generator}")
+    if args.zkey:
+        print(f"{args.zkey}  snarkjs zkey, {r1cs.num_constraints} constraints, {r1cs.num_inputs - 1} public")
+    return EXIT_OK

@@ -1,0 +1,247 @@
+"""The cuzk command line: the parser of every subcommand, and the exit codes (cli/common.py)."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .. import __version__
+from .ablate import cmd_ablate
+from .bench import cmd_bench
+from .common import (_err, _generator, EXIT_BAD_INPUT, CliError)
+
+
+from .gate import cmd_gate
+from .history import cmd_bisect, cmd_history
+from .keygen import cmd_keygen
+from .opts import cmd_gpu_state, cmd_opts
+from .verify import cmd_verify
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage errors as one line and exit code 2, like every other bad input."""
+
+    def error(self, message):
+        _err(f"{self.prog}: {message}")
+        sys.exit(EXIT_BAD_INPUT)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from ..circuits import CIRCUITS
+    from ..keys import CONVENTIONS
+    p = _Parser(prog="cuzk", description="CUDA Groth16 prover over BLS12-381")
+    p.add_argument("--version", action="version", version=f"cuzk {__version__}")
+    sub = p.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
+
+    def circuit_args(sp, opt=True):
+        sp.add_argument("--circuit", default="porep_like", choices=sorted(CIRCUITS))
+        sp.add_argument("--log-size", type=int, default=12, help="domain 2^K (default 12)")
+        sp.add_argument("--convention", default="coeff", choices=CONVENTIONS, help="H convention of the key")
+        sp.add_argument("--generator", type=_generator, default=7,
+                        help="root-of-unity generator: bellman (7, default) or snarkjs (5)")
+        if opt:
+            sp.add_argument("--opt", default=None, help="optimizations, e.g. +A1,-A2, all, none (or CUZK_OPT)")
+
+    def synthesis_args(sp):
+        sp.add_argument("--parallel-synthesis", type=int, default=0, metavar="N",
+                        help="generate the circuits' witnesses in N parallel workers (default 0: one after another)")
+        sp.add_argument("--synthesis-pool", default=None, choices=("thread", "process"),
+                        help="parallel synthesis in threads (one address space, as bellperson; default) or "
+                             "processes (default with --pipeline)")
+
+    b = sub.add_parser("bench", help="set up (cached), synthesize, prove, verify; print the phase table")
+    b.add_argument("--backend", default="auto", choices=("auto", "cpu", "cuda"))
+    circuit_args(b)
+    b.add_argument("--circuits", type=int, default=1, help="circuits proved in one batch")
+    b.add_argument("--json", metavar="FILE", help="write the run as JSON (docs/architecture.md, What a run records)")
+    b.add_argument("--save", metavar="DIR", help="write proof.json, public.json, verification_key.json")
+    b.add_argument("--keygen-backend", default=None, choices=("auto", "cpu", "cuda"),
+                   help="where an uncached key is made (default: the GPU with --backend cuda, else the CPU)")
+    b.add_argument("--device-keygen", default="auto", choices=("auto", "on", "off"),
+                   help="make the key on the GPU and keep it there: no download, no key file, no circuit "
+                        "digest (auto: with --backend cuda from a 2^26 domain)")
+    b.add_argument("--timeline", metavar="FILE.png", help="draw each phase per circuit on a time axis (host and "
+                                                          "device lanes), so overlaps and gaps show")
+    b.add_argument("--warmup", type=int, default=0, metavar="N",
+                   help="untimed proofs before the timed one, so that first-use costs (kernel module loads, "
+                        "CuPy's kernel cache, the memory pool) stay out of the phases; the report keeps their "
+                        "wall time (default 0)")
+    synthesis_args(b)
+    b.add_argument("--pipeline", action="store_true",
+                   help="synthesize the next circuits on host workers while the prover proves the current ones "
+                        "(key resident; one proof per circuit); reports throughput, GPU busy/idle, overlap")
+    b.add_argument("--pipeline-depth", type=int, default=None, metavar="N",
+                   help="synthesized circuits that may wait for the prover (default 2; bounds host memory)")
+    b.add_argument("--pipeline-workers", type=int, default=None, metavar="N",
+                   help="synthesis workers (default: half the CPU cores, at most --circuits, and at most what "
+                        "host memory holds: pipeline.plan_workers)")
+    b.add_argument("--compare", action="store_true",
+                   help="with --pipeline: also prove the same circuits one after another; report the wall ratio")
+    b.set_defaults(func=cmd_bench)
+
+    k = sub.add_parser("keygen", help="test setup with known toxic waste (cached unless --out)")
+    circuit_args(k)
+    k.add_argument("--r1cs", metavar="FILE.r1cs", help="the circuit from a circom .r1cs (bls12381) instead of "
+                                                       "--circuit/--log-size")
+    k.add_argument("--out", metavar="FILE", help="write the key here instead of the cache")
+    k.add_argument("--zkey", metavar="FILE.zkey", help="also write the key as a snarkjs Groth16 .zkey "
+                                                       "(implies --convention odd_lagrange --generator snarkjs)")
+    k.add_argument("--vk", metavar="FILE", help="also write verification_key.json")
+    k.add_argument("--toxic-seed", type=int, default=0)
+    k.add_argument("--backend", default="auto", choices=("auto", "cpu", "cuda"),
+                   help="keygen on the GPU (cuda), the CPU, or auto: the GPU when usable, for domains "
+                        "of 2^12 and up (the same key either way)")
+    k.set_defaults(func=cmd_keygen, circuit=None, log_size=None, convention=None, generator=None)
+
+    v = sub.add_parser("verify", help="verify a proof: VK PUBLIC PROOF (snarkjs order)")
+    v.add_argument("vk")
+    v.add_argument("public")
+    v.add_argument("proof")
+    v.set_defaults(func=cmd_verify)
+    from .snarkjs import add_parsers
+    add_parsers(sub)
+    sub.add_parser("micro", add_help=False,
+                   help="pyperf kernel microbenchmarks: micro ntt|intt|h|spmv|fp_mul|fr_mul|msm|msm_g2|batch_add "
+                        "[--log-size K] [--backend cuda|cpu] [pyperf options, e.g. -o out.json]")
+
+
+    ab = sub.add_parser("ablate", help="each optimization alone, left out of all, and all, against baseline: "
+                                       "per-phase ratios with CIs, interactions, attribution")
+    ab.add_argument("--backend", default="auto", choices=("auto", "cpu", "cuda"))
+    circuit_args(ab, opt=False)
+    ab.set_defaults(log_size=10)
+    ab.add_argument("--circuits", type=int, default=1, help="circuits proved in one batch (PoRep: 10)")
+    ab.add_argument("--repeat", type=int, default=10, help="interleaved rounds: samples per configuration (default 10)")
+    ab.add_argument("--opt-set", default=None, metavar="A1,A2,...",
+                    help="the optimizations to ablate (default: the whole registry); the others stay off")
+    ab.add_argument("--from-json", metavar="FILE.json",
+                    help="measure nothing: print the report (and --png) of a run saved with --json")
+    ab.add_argument("--max-seconds", type=float, default=None, metavar="S",
+                    help="start no round that would end after S seconds (at least 2 rounds run); with --json the "
+                         "file holds the rounds so far after every round, so a run killed by a time limit keeps them")
+    ab.add_argument("--device-keygen", action="store_true",
+                    help="make the key on the GPU and keep it there (no key file; A4 downloads B_G2 once)")
+    ab.add_argument("--resume", metavar="FILE.json",
+                    help="go on with a run saved with --json (e.g. cut short by --max-seconds) up to --repeat "
+                         "rounds: its setup is reused, its rounds kept; the result goes to --json (default: FILE)")
+    ab.add_argument("--others", choices=("off", "defaults"), default="off",
+                    help="the optimizations outside --opt-set: off everywhere (default), or at their registry "
+                         "defaults (each of the set then measured against the defaults without it)")
+    ab.add_argument("--no-leave-one-out", action="store_true",
+                    help="skip the leave-one-out configurations: baseline, each alone and all (the founding scenario)")
+    ab.add_argument("--confidence", type=float, default=None,
+                    help="confidence of the intervals (default 0.99: a run makes ~100 comparisons); with "
+                         "--from-json, the saved samples judged again at this confidence")
+    synthesis_args(ab)
+    ab.add_argument("--json", metavar="FILE", help="write every sample, effect and verdict as JSON")
+    ab.add_argument("--png", metavar="FILE.png", help="phase bars per configuration (matplotlib)")
+    ab.set_defaults(func=cmd_ablate)
+
+    gt = sub.add_parser("gate", help="per-phase perf gate: base vs head, interleaved; exit 0 ok, 1 regression, 2 error")
+    gt.add_argument("--base", help="base commit-ish")
+    gt.add_argument("--head", help="head commit-ish")
+    gt.add_argument("--cpu-only", action="store_true",
+                    help="gate the config's CPU workloads alone (a machine without a GPU); the report says so")
+    gt.add_argument("--from-json", metavar="GATE.json",
+                    help="judge a saved gate.json afresh and print its report (measures nothing)")
+    gt.add_argument("--config", default=None, help="gate config (default: perf-gate.toml in --repo)")
+    gt.add_argument("--repo", default=".", help="git repository (default: .)")
+    gt.add_argument("--out", metavar="DIR", help="write report.md and gate.json (all samples) here")
+    gt.add_argument("--rounds", type=int, default=None, help="override [gate] rounds")
+    gt.set_defaults(func=cmd_gate)
+
+    bi = sub.add_parser("bisect", help="asv find: the commit between GOOD and BAD that slowed a benchmark "
+                                       "(named only from measured values; exit 0 culprit, 2 otherwise)")
+    bi.add_argument("benchmark", help="a phase name (tail_msm, ...; with --target/--opts: one parameter set) "
+                                      "or an asv benchmark regex")
+    bi.add_argument("--good", required=True, help="a commit where the benchmark was fast (included)")
+    bi.add_argument("--bad", required=True, help="a commit where it is slow")
+    bi.add_argument("--target", help="the suite's target, e.g. cuda:18 or cuda:porep_partition:24")
+    bi.add_argument("--opts", help="the suite's variant: default, default-X / default+X, or baseline (cuzk opts)")
+    bi.add_argument("--repo", default=".")
+    bi.add_argument("--dry-run", action="store_true",
+                    help="print the plan (the asv command, the pre-flight verdict) and measure nothing")
+    bi.add_argument("--asv-arg", dest="asv_args", action="append", default=[], metavar="ARG",
+                    help="one more asv find argument, e.g. --asv-arg=--invert (repeatable)")
+    bi.set_defaults(func=cmd_bisect)
+
+    hi = sub.add_parser("history", help="nightly asv history: record this runner's results, publish all, "
+                                        "or list change points (record and publish work in .asv/history, "
+                                        "never in asv.conf.json's results_dir or html_dir)")
+    hi.add_argument("action", choices=("record", "publish", "changes"))
+    hi.add_argument("--machine", help="this runner's stable asv machine name (record); only this machine (changes)")
+    hi.add_argument("--repo", default=".")
+    hi.add_argument("--remote", default="origin")
+    hi.add_argument("--results-branch", default="asv-results")
+    hi.add_argument("--pages-branch", default="gh-pages")
+    hi.add_argument("--bench", default=None, help="record: asv --bench regex (default: the whole suite); "
+                                                 "changes: a regex on 'benchmark(params)'")
+    hi.add_argument("--no-push", action="store_true", help="leave the commits local")
+    hi.add_argument("--assets", metavar="NODE_MODULES", help="publish: serve asv's scripts from the site, copied "
+                                                           "from these npm packages (.ci/node/node_modules)")
+    hi.add_argument("--results", metavar="DIR", help="changes: asv results directory (default: the history's "
+                                                     "worktree, .asv/history/results, else asv.conf.json's)")
+    hi.add_argument("--max-pvalue", type=float, default=0.001, help="changes: t-test threshold (default 0.001)")
+    hi.add_argument("--min-magnitude", type=float, default=0.05,
+                    help="changes: smallest relative change reported (default 0.05)")
+    hi.add_argument("--window", type=int, default=30, help="changes: e-divisive window in commits (default 30)")
+    hi.add_argument("--json", metavar="FILE", help="changes: write the change points as JSON")
+    hi.add_argument("--summary", metavar="FILE", help="changes: append the Markdown to FILE too "
+                                                      "(e.g. $GITHUB_STEP_SUMMARY)")
+    hi.add_argument("--fail-on-gated", type=int, metavar="N",
+                    help="changes: exit 1 when a phase that perf-gate.toml gates (its workloads x [gate] phases) "
+                         "got slower at a change point whose first commit is among the last N points of its "
+                         "series; those change points are listed")
+    hi.add_argument("--gate-config", metavar="FILE",
+                    help="changes: the gate config for --fail-on-gated (default: perf-gate.toml in --repo)")
+    hi.set_defaults(func=cmd_history)
+
+    op = sub.add_parser("opts", help="the optimization registry: each toggle's code, default, phases and "
+                                     "intent, and the variants the suite measures")
+    op.set_defaults(func=cmd_opts)
+
+    gs = sub.add_parser("gpu-state", help="print the GPU's NVML record as JSON (read-only)")
+    gs.set_defaults(func=cmd_gpu_state)
+    return p
+
+
+def _exit_on_sigterm() -> None:
+    """SIGTERM (a timeout, a job scheduler) becomes Interrupted (a SystemExit, 143) in the main thread, so
+    finally blocks run: a pipeline removes its /dev/shm witnesses and stops its workers, and no partial
+    output is left."""
+    from ..files import raise_on_sigterm
+    raise_on_sigterm()
+
+
+def main(argv=None) -> int:
+    """Exit codes: 0, 1 (a valid input, an invalid proof), 2 (bad input), 128 + signal when interrupted."""
+    from ..files import Interrupted
+    try:
+        return _main(argv)
+    except (KeyboardInterrupt, Interrupted) as e:
+        print("cuzk: interrupted", file=sys.stderr)
+        return e.code if isinstance(e, Interrupted) else 130
+
+
+def _main(argv=None) -> int:
+    from ..backend import BackendError
+    from ..curve import PointError
+    from ..keys import KeyFormatError
+    from ..opts import OptError
+    from ..r1cs import UnsatisfiedError
+
+    if argv is None:                 # the program itself (not a caller's argv)
+        _exit_on_sigterm()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["micro"]:
+        from ..micro import main as micro_main      # pyperf owns the command line there
+        return micro_main(argv[1:])
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (CliError, KeyFormatError, PointError, UnsatisfiedError, OptError, BackendError, ArithmeticError,
+            ValueError, OSError) as e:
+        _err(str(e).splitlines()[0] if str(e) else type(e).__name__)
+        return EXIT_BAD_INPUT
+    except MemoryError:
+        _err("out of host memory")
+        return EXIT_BAD_INPUT
