@@ -1,5 +1,5 @@
 """CPU checks of fastmul::mont_sqr (optimization S1), mont_mul, and the Fp product left < 2p (mont_mul<P, false>,
-optimization L1): kernels/field_mul_fast.cuh built for the host with g++ (tests/host/mul_host_check.cpp, the
+optimization L1): kernels/ff/mul.cuh built for the host with g++ (tests/host/mul_host_check.cpp, the
 same template code the GPU runs), against Python big ints, for the integer builds 1-4. The kernels themselves run
 in tests/test_gpu*.py (pytest -m gpu)."""
 import random

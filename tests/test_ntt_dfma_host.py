@@ -1,4 +1,4 @@
-"""CPU checks of the r4d NTT pass (kernels/ntt_dfma.cu, the multiplications on the FP64 pipe): its element
+"""CPU checks of the r4d NTT pass (kernels/ntt/dfma.cu, the multiplications on the FP64 pipe): its element
 math built for the host with g++ against Python big ints, the 2^260-form twiddle tables, and its
 registration. The kernel itself runs in tests/test_gpu_ntt_reg.py (pytest -m gpu)."""
 import os
@@ -66,7 +66,7 @@ def test_data_times_twiddle_keeps_the_2_256_form():
 
 
 def test_dfma_variants_are_registered_with_r4_plan():
-    src = (ROOT / "kernels" / "ntt_dfma.cu").read_text()
+    src = (ROOT / "kernels" / "ntt/dfma.cu").read_text()
     assert G.DFMA_VARIANTS == {"r4d": 40, "r4m": 32}          # shared-memory bytes per element
     for v in G.DFMA_VARIANTS:
         assert G.VARIANTS[v] == G.VARIANTS["r4"]

@@ -29,7 +29,7 @@ def test_plan_covers_every_stage():
         assert all(k <= G.KMAX and k + c <= G.KMAX for _, k, c in passes)
 
 
-# --- kernels/ntt_reg.cu: register-radix passes ---
+# --- kernels/ntt/reg.cu: register-radix passes ---
 
 @pytest.mark.parametrize("lr", [2, 3])
 @pytest.mark.parametrize("kmax,emax", [(10, None), (10, 11), (4, None), (5, 6)])
@@ -132,10 +132,10 @@ def test_tw1_bits():
 
 
 def test_swz4_table_is_the_bitwise_swizzle():
-    """ntt_reg.cuh's swz4 reads its XOR term from SWZ4_LUT, one 4-bit entry per value of slot bits 3..5: the same
+    """ntt/reg.cuh's swz4 reads its XOR term from SWZ4_LUT, one 4-bit entry per value of slot bits 3..5: the same
     function as SWZ4's bits, and the kernel carries that constant."""
     from pathlib import Path
     s = np.arange(1 << 12)
     assert (s ^ ((G.SWZ4_LUT >> ((s >> 1) & 28)) & 7) == G.swz4(s)).all()
-    src = (Path(G.__file__).parents[2] / "kernels" / "ntt_reg.cuh").read_text()
+    src = (Path(G.__file__).parents[2] / "kernels" / "ntt/reg.cuh").read_text()
     assert f"#define SWZ4_LUT {G.SWZ4_LUT:#010x}u" in src

@@ -54,7 +54,7 @@ def h_scalars(abc, domain: Domain, convention: str, check: bool = True, variant:
     mark("NTT a, b" if skip_c else "NTT a, b, c")
     q = cupy.empty((n, 8), dtype=cupy.uint32)
     f = upload([factor])
-    kernel("ntt", "ab_combine" if skip_c else "abc_combine", pw)(((n + THREADS - 1) // THREADS,), (THREADS,),
+    kernel("ntt/ntt", "ab_combine" if skip_c else "abc_combine", pw)(((n + THREADS - 1) // THREADS,), (THREADS,),
                                                                  (q, abc, f, np.int64(n)))
     mark("a b / Z" if skip_c else "(ab - c) / Z")
     if convention == "odd_lagrange":

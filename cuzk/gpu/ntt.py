@@ -21,9 +21,9 @@ THREADS = 256
 
 # Pass kernels: (log2 elements per thread, log2 elements per block, largest sub-problem whose
 # 4-step twiddle is one table lookup; 0 = always tw_hi * tw_lo).
-#   r2: kernels/ntt.cu, one butterfly per thread per stage.
-#   r4, r8: kernels/ntt_reg.cu, 4 or 8 elements per thread in registers.
-#   r4d: kernels/ntt_dfma.cu, r4's passes with the multiplications on the FP64 pipe (experiment):
+#   r2: kernels/ntt/ntt.cu, one butterfly per thread per stage.
+#   r4, r8: kernels/ntt/reg.cu, 4 or 8 elements per thread in registers.
+#   r4d: kernels/ntt/dfma.cu, r4's passes with the multiplications on the FP64 pipe (experiment):
 #        52-bit limbs in registers and shared memory (40 B per element), twiddles in the 2^260 form.
 #   r4m: the same kernel file, fr_t (8 x uint32) in registers and shared memory, 52-bit limbs only
 #        inside each multiplication (experiment).
@@ -35,7 +35,7 @@ THREADS = 256
 #        product takes one input < 2p), CUZK_NTT_LAZY_SUB.
 #   A "w" suffix (N12 off): the exchanges in 32-bit words (CUZK_NTT_SM128=0), not 16-byte units.
 #   A "b" suffix (N17 off): the 16-byte exchanges' swizzle bit by bit (CUZK_NTT_SWZ4_LUT=0), not from a table.
-#   r4x: kernels/ntt_split.cu, r4 with half its multiplications on the FP64 pipe (fastmul build 6) and
+#   r4x: kernels/ntt/split.cu, r4 with half its multiplications on the FP64 pipe (fastmul build 6) and
 #        half on the FMA pipe (build 1): the two pipes share the load (experiment).
 VARIANTS = {
     "r2": (1, KMAX, 0),
@@ -47,18 +47,18 @@ VARIANTS = {
     "r8-2lvl": (3, KMAX, 0),
     "r8-e11": (3, KMAX + 1, 18),
 }
-R4B6_BUILD = BUILDS["ntt_reg"][0]                  # r4b6: ntt_reg built with CUZK_FASTMUL_VARIANT_FR=6
-R4B6D_BUILD = BUILDS["ntt_reg"][1]                 # r4b6d: and with CUZK_NTT_DIF2=1 (N4)
-R4B6DS_BUILD = BUILDS["ntt_reg"][2]                # r4b6ds: and with CUZK_NTT_LAZY_SUB=1 (N11)
+R4B6_BUILD = BUILDS["ntt/reg"][0]                  # r4b6: ntt_reg built with CUZK_FASTMUL_VARIANT_FR=6
+R4B6D_BUILD = BUILDS["ntt/reg"][1]                 # r4b6d: and with CUZK_NTT_DIF2=1 (N4)
+R4B6DS_BUILD = BUILDS["ntt/reg"][2]                # r4b6ds: and with CUZK_NTT_LAZY_SUB=1 (N11)
 REG_BUILDS = {"r4b6": R4B6_BUILD, "r4b6d": R4B6D_BUILD,   # variants run by a build of ntt_reg
               "r4b6dt": R4B6D_BUILD, "r4b6ds": R4B6DS_BUILD, "r4b6dts": R4B6DS_BUILD}
 REG_BUILDS |= {v + "w": b + ("CUZK_NTT_SM128=0",) for v, b in REG_BUILDS.items()} | \
     {v + "b": b + ("CUZK_NTT_SWZ4_LUT=0",) for v, b in REG_BUILDS.items()}   # N12 off: 32-bit exchanges; N17 off
-assert all(b in BUILDS["ntt_reg"] for b in REG_BUILDS.values())
+assert all(b in BUILDS["ntt/reg"] for b in REG_BUILDS.values())
 VARIANTS |= {v: (2, KMAX, 31 if "t" in v else 18) for v in REG_BUILDS}   # "t": N8's full-domain tables
 TW1_SMALL = 18       # N8: sub-problems up to 2^18 share one table (L2-resident); larger ones get their own
-POINTWISE_B6 = BUILDS["ntt"][0]                    # N3: ntt.cu's pointwise kernels on Fr build 6
-# variants run by kernels/ntt_dfma.cu (kernel ntt_<name>_{dif,dit}) -> shared-memory bytes per element
+POINTWISE_B6 = BUILDS["ntt/ntt"][0]                    # N3: ntt/ntt.cu's pointwise kernels on Fr build 6
+# variants run by kernels/ntt/dfma.cu (kernel ntt_<name>_{dif,dit}) -> shared-memory bytes per element
 DFMA_VARIANTS = {"r4d": 40, "r4m": 32}
 # The DFMA pass multiplies data by twiddles with dfma::mont_mul (x * y * 2^-260): its twiddles are in the
 # 2^260 form, the Montgomery (2^256) form times 16. tw_hi * tw_lo (tw_mode 1) multiplies two table values,
@@ -66,7 +66,7 @@ DFMA_VARIANTS = {"r4d": 40, "r4m": 32}
 DFMA_TW_SCALE = 16
 DFMA_LO_SCALE = 256
 # Run-time features of the register-radix passes, after a "+" in a variant name ("r4b6dts+oz"): kernel flags
-# (kernels/ntt_reg.cuh).
+# (kernels/ntt/reg.cuh).
 #   o (N13): a DIF pass of odd k runs its one-stage group first, so that stages 1 and 0 share the b0 = 0 group and
 #      its w = 1 pairs are skipped: 0.25 product an element fewer in such a pass.
 #   z (N15): stage 0 of a pass with a 4-step twiddle leaves a + b and a - b + p (< 2p) to the 4-step product (build 6's
@@ -222,7 +222,7 @@ def _run(x, log_n: int, generator: int, inverse: bool, dit: bool, variant: str |
         lo, hi, bits = _power_tables(w, log_n)
         small = _small_table(generator, inverse)
     if lr == 1:
-        f = kernel("ntt", "ntt_pass")
+        f = kernel("ntt/ntt", "ntt_pass")
         for log_sub, k, log_c in (reversed(passes) if dit else passes):
             e = 1 << (k + log_c)
             blocks = (n >> log_sub) * (1 << (log_sub - k - log_c))
@@ -233,13 +233,13 @@ def _run(x, log_n: int, generator: int, inverse: bool, dit: bool, variant: str |
         return x
     direction = 'dit' if dit else 'dif'
     if dfma:
-        f, elem_bytes = kernel("ntt_dfma", f"ntt_{variant}_{direction}"), DFMA_VARIANTS[variant]
+        f, elem_bytes = kernel("ntt/dfma", f"ntt_{variant}_{direction}"), DFMA_VARIANTS[variant]
     elif variant == "r4x":
-        f, elem_bytes = kernel("ntt_split", f"ntt_r4x_{direction}"), 32
+        f, elem_bytes = kernel("ntt/split", f"ntt_r4x_{direction}"), 32
     elif variant in REG_BUILDS:
-        f, elem_bytes = kernel("ntt_reg", f"ntt_r{1 << lr}_{direction}", REG_BUILDS[variant]), 32
+        f, elem_bytes = kernel("ntt/reg", f"ntt_r{1 << lr}_{direction}", REG_BUILDS[variant]), 32
     else:
-        f, elem_bytes = kernel("ntt_reg", f"ntt_r{1 << lr}_{direction}"), 32
+        f, elem_bytes = kernel("ntt/reg", f"ntt_r{1 << lr}_{direction}"), 32
     if elem_bytes << emax > 48 << 10:                       # over 48 KiB of shared memory
         f.max_dynamic_shared_size_bytes = elem_bytes << emax
     steps = list(zip(passes, pass_twiddles(passes, tw1_max)))
@@ -286,7 +286,7 @@ def dit(x, log_n: int, generator: int = 7, inverse: bool = False, variant: str |
     return _run(x, log_n, generator, inverse, True, variant)
 
 
-BR_T = 4             # kernels/bitrev.cuh: tiles of 2^BR_T x 2^BR_T elements, one a block of 2^(2 BR_T) threads
+BR_T = 4             # kernels/ntt/bitrev.cuh: tiles of 2^BR_T x 2^BR_T elements, one a block of 2^(2 BR_T) threads
 
 
 def _tiles(log_n: int, tiled: bool) -> bool:
@@ -294,7 +294,7 @@ def _tiles(log_n: int, tiled: bool) -> bool:
 
 
 def bit_reverse(x, log_n: int, tiled: bool = True, scale: int | None = None, build: tuple = ()):
-    """Out of place: out[b][bitrev(j)] = x[b][j] (times `scale`, when given: one product an element, on ntt.cu's
+    """Out of place: out[b][bitrev(j)] = x[b][j] (times `scale`, when given: one product an element, on ntt/ntt.cu's
     `build`). tiled (optimization N5): by tiles through shared memory, reading and writing 512-byte runs (2^8
     elements and up), instead of one scattered 32-byte write an element."""
     import cupy
@@ -307,19 +307,19 @@ def bit_reverse(x, log_n: int, tiled: bool = True, scale: int | None = None, bui
         from .fr import upload
         name, args = "bit_reverse_scale", (out, x, upload([scale % R]), np.int32(log_n))
     if _tiles(log_n, tiled):
-        kernel("ntt", name + "_tiled", build)((n >> 2 * BR_T, batch), (1 << 2 * BR_T,), args)
+        kernel("ntt/ntt", name + "_tiled", build)((n >> 2 * BR_T, batch), (1 << 2 * BR_T,), args)
     else:
-        kernel("ntt", name, build)(((n + THREADS - 1) // THREADS, batch), (THREADS,), args)
+        kernel("ntt/ntt", name, build)(((n + THREADS - 1) // THREADS, batch), (THREADS,), args)
     return out
 
 
 def scale_powers(x, log_n: int, base: int, scale: int = 1, bitrev: bool = False, build: tuple = ()):
-    """In place: x[j] *= scale * base^j (base^bitrev(j) when bitrev). build: ntt.cu's build (POINTWISE_B6: N3)."""
+    """In place: x[j] *= scale * base^j (base^bitrev(j) when bitrev). build: ntt/ntt.cu's build (POINTWISE_B6: N3)."""
     n = 1 << log_n
     batch = x.size // (n * 8)
     lo, hi, bits = _power_tables(base % R, log_n, scale % R)
     name = "scale_bitrev_powers" if bitrev else "scale_powers"
-    kernel("ntt", name, build)(((n + THREADS - 1) // THREADS, batch), (THREADS,),
+    kernel("ntt/ntt", name, build)(((n + THREADS - 1) // THREADS, batch), (THREADS,),
                                (x, np.int32(log_n), lo, hi, np.int32(bits)))
     return x
 
@@ -340,12 +340,12 @@ def scale_bit_reverse(x, log_n: int, base: int, scale: int = 1, build: tuple = (
         grid, block, suffix = ((n + THREADS - 1) // THREADS, batch), (THREADS,), ""
     tail = (np.int32(log_n), lo, hi, np.int32(bits))
     if sub is None:
-        kernel("ntt", "scale_bitrev_powers_out" + suffix, build)(grid, block, (out, x, *tail))
+        kernel("ntt/ntt", "scale_bitrev_powers_out" + suffix, build)(grid, block, (out, x, *tail))
         return out
     from .fr import upload
     if batch != 1 or sub.size != x.size:
         raise ValueError(f"scale_bit_reverse with sub takes one vector of 2^{log_n} elements and a sub as large")
-    kernel("ntt", "scale_bitrev_powers_sub_out" + suffix, build)(grid, block, (out, x, sub, upload([k % R]), *tail))
+    kernel("ntt/ntt", "scale_bitrev_powers_sub_out" + suffix, build)(grid, block, (out, x, sub, upload([k % R]), *tail))
     return out
 
 
@@ -355,7 +355,7 @@ def sub_scaled(x, y, k: int, build: tuple = ()):
     n = x.size // 8
     if y.size != x.size:
         raise ValueError(f"sub_scaled: x has {n} elements, y {y.size // 8}")
-    kernel("ntt", "sub_scaled", build)(((n + THREADS - 1) // THREADS,), (THREADS,),
+    kernel("ntt/ntt", "sub_scaled", build)(((n + THREADS - 1) // THREADS,), (THREADS,),
                                        (x, y, upload([k % R]), np.int64(n)))
     return x
 
@@ -382,7 +382,7 @@ def intt(x, log_n: int, generator: int = 7, variant: str | None = None, tiled: b
          natural: bool = True):
     """Natural -> natural inverse NTT, scaled by 1/n (out of place). natural (N10, where natural_scaled): DIF passes
     with 1/n in the small twiddle table and the last pass writing natural order; else DIF passes, then 1/n and the
-    bit reversal in one pass (one product an element, on ntt.cu's `build`: POINTWISE_B6 for N3's)."""
+    bit reversal in one pass (one product an element, on ntt/ntt.cu's `build`: POINTWISE_B6 for N3's)."""
     import cupy
     inv_n = pow(1 << log_n, -1, R)
     if natural and natural_scaled(variant, log_n):
@@ -446,9 +446,9 @@ def emulate(x: np.ndarray, log_n: int, root: int, dit_order: bool) -> np.ndarray
     return x
 
 
-# --- CPU emulation of kernels/ntt_reg.cu (its index math, swizzle and twiddle lookups) ---
+# --- CPU emulation of kernels/ntt/reg.cu (its index math, swizzle and twiddle lookups) ---
 
-SWZ = (10, 21, 25)      # ntt_reg.cu swz(): XORed into the bank bits by slot bits 5, 6, 7
+SWZ = (10, 21, 25)      # ntt/reg.cu swz(): XORed into the bank bits by slot bits 5, 6, 7
 
 
 def swz(s: np.ndarray) -> np.ndarray:
@@ -458,7 +458,7 @@ def swz(s: np.ndarray) -> np.ndarray:
     return out
 
 
-SWZ4 = (2, 5, 6)        # ntt_reg.cuh swz4() (CUZK_NTT_SM128): XORed into the 16-byte bank-group bits by slot bits 3..5
+SWZ4 = (2, 5, 6)        # ntt/reg.cuh swz4() (CUZK_NTT_SM128): XORed into the 16-byte bank-group bits by slot bits 3..5
 
 
 def swz4(s: np.ndarray) -> np.ndarray:
@@ -468,7 +468,7 @@ def swz4(s: np.ndarray) -> np.ndarray:
     return out
 
 
-# ntt_reg.cuh (N17): swz4's XOR term for each value v of slot bits 3..5, as 4-bit entries of one word
+# ntt/reg.cuh (N17): swz4's XOR term for each value v of slot bits 3..5, as 4-bit entries of one word
 SWZ4_LUT = sum(int(swz4(np.int64(v << 3)) ^ (v << 3)) << (4 * v) for v in range(8))
 
 
@@ -491,7 +491,7 @@ def reg_groups(k: int, lr: int, dit_order: bool, odd_top: bool = False) -> list[
 
 def emulate_reg(x: np.ndarray, log_n: int, root: int, dit_order: bool, lr: int, emax: int | None = None,
                 tw1_max: int = 0, feats: str = "") -> np.ndarray:
-    """ntt_reg.cu on an object array, vectorized over [block, thread]: dif or dit order; feats: run-time features
+    """ntt/reg.cu on an object array, vectorized over [block, thread]: dif or dit order; feats: run-time features
     (FEATURES: o changes the groups; z changes no value mod R)."""
     n, r_ = 1 << log_n, 1 << lr
     x = x.copy()

@@ -1,4 +1,4 @@
-// Host build of kernels/field_mul_fast.cuh (CUZK_FASTMUL_HOST): the very template code the
+// Host build of kernels/ff/mul.cuh (CUZK_FASTMUL_HOST): the very template code the
 // GPU runs, with the PTX carry-chain primitives replaced by C++ on a global carry flag.
 // Reads lines "f a b" (f = p or r, a and b as hex) and prints the Montgomery product
 // a*b*2^(-32N) mod (p or r) in hex; f = P or R: a*a the same way, through mont_sqr (b ignored);
@@ -15,8 +15,8 @@
 #define __constant__
 #define __forceinline__ inline
 #define CUZK_FASTMUL_HOST 1
-#include "layout.cuh"
-#include "field_mul_fast.cuh"
+#include "ff/layout.cuh"
+#include "ff/mul.cuh"
 
 #include "host_check.h"
 
@@ -37,7 +37,7 @@ int main() {
         } catch (const char* e) {
             std::printf("ERROR %s\n", e);
             continue;
-        } catch (const std::exception& e) {   // field_mul_dfma.cuh's host checks (variant 6)
+        } catch (const std::exception& e) {   // ff/mul_dfma.cuh's host checks (variant 6)
             std::printf("ERROR %s\n", e.what());
             continue;
         }

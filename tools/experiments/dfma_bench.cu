@@ -1,9 +1,9 @@
-// Kernels for the DFMA-limb experiment (kernels/field_mul_dfma.cuh): a check kernel, a plain mul kernel
+// Kernels for the DFMA-limb experiment (kernels/ff/mul_dfma.cuh): a check kernel, a plain mul kernel
 // (for SASS counting) and dependent-chain throughput kernels, for Fp and Fr. Built by
 // tools/experiments/dfma_check.py through NVRTC, and for SASS counts with
 //   nvcc -cubin -arch=sm_90 -I kernels -Xptxas -v -o /tmp/dfma.cubin tools/experiments/dfma_bench.cu
 // Element arrays of doubles are stored limb-major per element: element i, limb k at [i*L + k].
-#include "field_mul_dfma.cuh"
+#include "ff/mul_dfma.cuh"
 
 #define DFMA_KERNELS(F, f)                                                                                \
     /* check: uint32 canonical in; lazy and canonical mont_mul out, and the to_mont/from_mont trip */    \

@@ -1,5 +1,5 @@
-"""GPU check and throughput of the DFMA-limb Montgomery multiplication (kernels/field_mul_dfma.cuh),
-next to the current default (kernels/field_mul_fast.cuh, variant 1) built in the same run.
+"""GPU check and throughput of the DFMA-limb Montgomery multiplication (kernels/ff/mul_dfma.cuh),
+next to the current default (kernels/ff/mul.cuh, variant 1) built in the same run.
 
 Needs CuPy (NVRTC) and numpy only; nothing from the cuzk package. From the repository root:
 
@@ -15,7 +15,7 @@ Needs CuPy (NVRTC) and numpy only; nothing from the cuzk package. From the repos
 (b) Throughput: x = x*y, 256 dependent iterations per chain, 4*2^20 elements as 1 chain per thread
     (4*2^20 threads) and 4 chains per thread (2^20 threads), block sizes 128/256/512, CUDA events,
     median of 5; multiplications per second for dfma lazy, dfma canonical and fastmul variant 1
-    (field_ops.cu fp_mul_bench / fr_mul_bench and the 1-chain fp_mul_bench1 / fr_mul_bench1).
+    (ff/ops.cu fp_mul_bench / fr_mul_bench and the 1-chain fp_mul_bench1 / fr_mul_bench1).
 Prints ALL OK and exits 0 only if every comparison matched.
 """
 from __future__ import annotations
@@ -178,7 +178,7 @@ def main() -> int:
     dev = cupy.cuda.Device()
     print(f"device: {cupy.cuda.runtime.getDeviceProperties(dev.id)['name'].decode()}, sm_{dev.compute_capability}")
     dmod = build("dfma", (ROOT / "tools/experiments/dfma_bench.cu").read_text())
-    fmod = build("fastmul variant 1", (KERNELS / "field_ops.cu").read_text(), ("-DCUZK_FASTMUL_VARIANT=1",))
+    fmod = build("fastmul variant 1", (KERNELS / "ff/ops.cu").read_text(), ("-DCUZK_FASTMUL_VARIANT=1",))
     print("[dfma] correctness", flush=True)
     t0 = time.perf_counter()
     ok = check(dmod, count, random.Random(20261201))

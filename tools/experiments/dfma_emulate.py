@@ -1,4 +1,4 @@
-"""CPU check of kernels/field_mul_dfma.cuh (the FP64-limb Montgomery multiplication experiment).
+"""CPU check of kernels/ff/mul_dfma.cuh (the FP64-limb Montgomery multiplication experiment).
 
 Compiles tools/experiments/dfma_host_check.cpp with g++ (-O2, no -ffast-math): the header's own template
 code with CUZK_DFMA_HOST (std::fma for DFMA, exact emulation of DFMA.RM), then compares against Python

@@ -1,4 +1,4 @@
-// Host build of kernels/field_mul_dfma.cuh (CUZK_DFMA_HOST): the same template code the GPU runs, with
+// Host build of kernels/ff/mul_dfma.cuh (CUZK_DFMA_HOST): the same template code the GPU runs, with
 // std::fma (correctly rounded, round to nearest) for DFMA and an exact emulation of DFMA.RM.
 // Reads lines "op f a [b]" (f = p or r, values in hex, each < 2^(32 N32)) and prints one line each:
 //   m f a b   ->  lazy mont_mul(a, b) (< 2p), and the canonical one (mont_mul<F, true>)
@@ -20,7 +20,7 @@
 #include <iostream>
 #include <string>
 #define CUZK_DFMA_HOST 1
-#include "field_mul_dfma.cuh"
+#include "ff/mul_dfma.cuh"
 
 static void parse(const std::string& h, uint32_t* v, int n) {
     std::memset(v, 0, 4 * n);

@@ -1,4 +1,4 @@
-"""GPU check of the Montgomery multiplication: the new code (kernels/field_mul_fast.cuh,
+"""GPU check of the Montgomery multiplication: the new code (kernels/ff/mul.cuh,
 variant 1 = the default and variant 2) and the original CIOS (-DCUZK_MUL_LEGACY), each
 against Python big ints, then the throughput of all three with CUDA events.
 
@@ -56,7 +56,7 @@ if "--only5" in sys.argv:                       # legacy, the default, the varia
 
 
 def build(variant: str):
-    return nvrtc_build(variant, (KERNELS / "field_ops.cu").read_text(), VARIANTS[variant])
+    return nvrtc_build(variant, (KERNELS / "ff/ops.cu").read_text(), VARIANTS[variant])
 
 
 def edge_cases(p: int, n: int) -> list[int]:

@@ -1,4 +1,4 @@
-"""CPU emulation of kernels/field_mul_fast.cuh (fastmul::mont_mul), limb by limb.
+"""CPU emulation of kernels/ff/mul.cuh (fastmul::mont_mul), limb by limb.
 
 Every step of the device code is mirrored on 32-bit words: each IMAD.WIDE.U32 (a*b + c,
 checked to fit 64 bits), each carry chain of `fold` (checked: no carry out of word N),

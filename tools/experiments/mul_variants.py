@@ -3,7 +3,7 @@ import numpy as np
 import cupy
 from cuzk.gpu.loader import kernel_dir, arch
 
-src = (kernel_dir() / "field_ops.cu").read_text()
+src = (kernel_dir() / "ff/ops.cu").read_text()
 rows = []
 rng = cupy.random.default_rng(1)
 for variant, opts in (("volatile", ()), ("plain-asm", ("-DCUZK_ASM=asm",))):
@@ -34,7 +34,7 @@ for v, f, c, bl, rate, res in rows:
 from cuzk.gpu import loader, micro, ntt as G  # noqa: E402
 outs = {}
 for variant, opts in (("volatile", ()), ("plain-asm", ("-DCUZK_ASM=asm",))):
-    loader._modules[("ntt", ())] = cupy.RawModule(code=(kernel_dir() / "ntt.cu").read_text(),
+    loader._modules[("ntt", ())] = cupy.RawModule(code=(kernel_dir() / "ntt/ntt.cu").read_text(),
                                             options=(f"-arch={arch()}", f"-I{kernel_dir()}", "--std=c++17") + opts)
     for L in (24, 27):
         x0 = micro.random_fr(1 << L, seed=L)

@@ -1,6 +1,6 @@
-"""CPU check of the element math of the r4d NTT pass (kernels/ntt_dfma.cu) against Python big ints.
+"""CPU check of the element math of the r4d NTT pass (kernels/ntt/dfma.cu) against Python big ints.
 
-Builds tools/experiments/ntt_dfma_host.cpp with g++ (-O2, no -ffast-math: kernels/field_mul_dfma.cuh with
+Builds tools/experiments/ntt_dfma_host.cpp with g++ (-O2, no -ffast-math: kernels/ff/mul_dfma.cuh with
 CUZK_DFMA_HOST, std::fma for DFMA and an exact emulation of DFMA.RM), composed as the kernel composes it,
 and checks, with r the BLS12-381 scalar modulus and raw values (the data's 2^256 form, X = x 2^256 mod r;
 twiddles in the 2^260 form, W = w 2^260 mod r):

@@ -1,5 +1,5 @@
-// Host build of the element math of kernels/ntt_dfma.cu (the r4d NTT pass): the same dfma:: template
-// code (kernels/field_mul_dfma.cuh with CUZK_DFMA_HOST), composed exactly as the kernel composes it.
+// Host build of the element math of kernels/ntt/dfma.cu (the r4d NTT pass): the same dfma:: template
+// code (kernels/ff/mul_dfma.cuh with CUZK_DFMA_HOST), composed exactly as the kernel composes it.
 // Reads lines "op a [b [c]]" (values in hex, < 2^256) and prints one line each (hex, 64 digits per value):
 //   c x        ->  to_u32_u(from_u32_u(x)), and the limbs through to_d / d2u (both must give x back)
 //   a x y      ->  add_u(x, y)                        (x, y < r)
@@ -21,7 +21,7 @@
 #include <iostream>
 #include <string>
 #define CUZK_DFMA_HOST 1
-#include "field_mul_dfma.cuh"
+#include "ff/mul_dfma.cuh"
 
 using FR = dfma::Fr;
 using fe = dfma::elem_u<FR>;
@@ -45,7 +45,7 @@ static void put(const fe& x) {
     dfma::to_u32_u<FR>(x, w);
     for (int q = 7; q >= 0; q--) std::printf("%08x", w[q]);
 }
-// the kernel's helpers (ntt_dfma.cu: load_fe, load_tw, mul)
+// the kernel's helpers (ntt/dfma.cu: load_fe, load_tw, mul)
 static fe load_fe(const uint32_t* w) { return dfma::from_u32_u<FR>(w); }
 static fd load_tw(const uint32_t* w) { return dfma::from_u32<FR>(w); }
 static fe mul(const fe& x, const fd& w) { return dfma::mont_mul_u<FR, true>(dfma::to_d<FR>(x), w); }

@@ -1,4 +1,4 @@
-"""SASS of the r4d NTT pass (kernels/ntt_dfma.cu) next to r4 (kernels/ntt_reg.cu), and a multiplication-bound
+"""SASS of the r4d NTT pass (kernels/ntt/dfma.cu) next to r4 (kernels/ntt/reg.cu), and a multiplication-bound
 estimate at 2^27 (CPU only: nvcc + cuobjdump).
 
     CUOBJDUMP=... /tmp/venv/bin/python tools/experiments/ntt_dfma_sass.py
@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import dfma_sass as S  # noqa: E402
 
 PROBE_D = r'''
-#include "field_mul_dfma.cuh"
+#include "ff/mul_dfma.cuh"
 using FR = dfma::Fr; using fe = dfma::elem_u<FR>; using fd = dfma::elem<FR>;
 __device__ __forceinline__ fe ld(const uint32_t* p) { uint32_t w[8]; for (int i = 0; i < 8; i++) w[i] = p[i]; return dfma::from_u32_u<FR>(w); }
 __device__ __forceinline__ fd ldt(const uint32_t* __restrict__ p) { const uint4* q = (const uint4*)p; uint4 a = q[0], b = q[1];
@@ -52,7 +52,7 @@ extern "C" __global__ void p_conv(uint32_t* d, int n) {
     _Pragma("unroll 1") for (int i = 0; i < n; i++) { fe x = ld(d + 8 * i); st(x, d + 8 * i + 8); } }
 '''
 PROBE_R = r'''
-#include "field.cuh"
+#include "ff/field.cuh"
 using namespace cuzk;
 extern "C" __global__ void p_mul(uint32_t* d, const uint32_t* __restrict__ tw, int n) {
     fr_t x = fr_t::load(d + 8 * threadIdx.x);
@@ -85,7 +85,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         info = {}
-        for name, src in (("ntt_dfma", ROOT / "kernels/ntt_dfma.cu"), ("ntt_reg", ROOT / "kernels/ntt_reg.cu")):
+        for name, src in (("ntt_dfma", ROOT / "kernels/ntt/dfma.cu"), ("ntt_reg", ROOT / "kernels/ntt/reg.cu")):
             info.update(S.ptxas_resources(S.compile_cubin(src, tmp / f"{name}.cubin")))
         print("== whole kernels (static counts) ==")
         for cub, kerns in (("ntt_dfma", ("ntt_r4d_dif", "ntt_r4d_dit", "ntt_r4m_dif", "ntt_r4m_dit")), ("ntt_reg", ("ntt_r4_dif", "ntt_r4_dit"))):

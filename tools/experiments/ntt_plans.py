@@ -42,7 +42,7 @@ def main():
     plans = [None if p == "-" else tuple(int(k) for k in p.split(",")) for p in args.plans]
     cases = [(v, ks) for v in args.variants.split(",") for ks in plans]
     x0 = micro.random_fr(1 << L, seed=L + 1)
-    ref = ntt.dif(x0.copy(), L, variant="r2")            # radix-2 kernel (ntt.cu), bit-reversed out
+    ref = ntt.dif(x0.copy(), L, variant="r2")            # radix-2 kernel (ntt/ntt.cu), bit-reversed out
     ref = ntt.bit_reverse(ref, L)
     out = cupy.empty_like(x0)
     ok = {}

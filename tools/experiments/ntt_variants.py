@@ -3,7 +3,7 @@ import cupy
 from cuzk.gpu import loader, micro, ntt as G
 from cuzk.gpu.loader import arch, kernel_dir
 
-src = (kernel_dir() / "ntt.cu").read_text()
+src = (kernel_dir() / "ntt/ntt.cu").read_text()
 variants = {"legacy CIOS": ("-DCUZK_MUL_LEGACY",), "fast mul v1": ("-DCUZK_FASTMUL_VARIANT=1",),
             "fast mul v2": ("-DCUZK_FASTMUL_VARIANT=2",)}
 outs = {}

@@ -2,7 +2,7 @@
 
     python3 tools/experiments/sass_count.py [VARIANT ...]     # default: 1 5
 
-For each variant: compile kernels/field_ops.cu and kernels/ntt_reg.cu for sm_90 with
+For each variant: compile kernels/ff/ops.cu and kernels/ntt/reg.cu for sm_90 with
 -DCUZK_FASTMUL_VARIANT=V, report registers / spills (-Xptxas -v) and per-opcode counts,
 plus the FMA-pipe and ALU-pipe slots under model A (IMAD.WIDE/IMAD.HI = 1 FMA slot) and
 model B (2 slots); docs/mul-notes.md explains the models.
@@ -22,8 +22,8 @@ CUOBJDUMP = os.environ.get("CUOBJDUMP") or shutil.which("cuobjdump") or "cuobjdu
 KERNELS = Path(__file__).resolve().parents[2] / "kernels"
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import dfma_sass as S  # noqa: E402  (nvcc and ptxas-report helpers)
-FUNCS = {"field_ops.cu": os.environ.get("SASS_FUNCS", "fp_mul fr_mul fp_mul_bench fr_mul_bench").split(),
-         "ntt_reg.cu": [] if os.environ.get("SASS_NO_NTT") else ["ntt_r8_dif", "ntt_r8_dit", "ntt_r4_dif", "ntt_r4_dit"]}
+FUNCS = {"ff/ops.cu": os.environ.get("SASS_FUNCS", "fp_mul fr_mul fp_mul_bench fr_mul_bench").split(),
+         "ntt/reg.cu": [] if os.environ.get("SASS_NO_NTT") else ["ntt_r8_dif", "ntt_r8_dit", "ntt_r4_dif", "ntt_r4_dit"]}
 FMA = ("IMAD", "IMAD.WIDE", "IMAD.WIDE.U32", "IMAD.HI", "IMAD.HI.U32", "IMAD.X", "IMAD.MOV", "IMAD.MOV.U32",
        "IMAD.SHL", "IMAD.SHL.U32", "IMAD.IADD", "IMAD.U32")
 ALU = ("IADD3", "IADD3.X", "MOV", "SEL", "LOP3.LUT", "ISETP", "SHF", "LEA", "LEA.HI", "PLOP3.LUT", "IABS", "FLO")

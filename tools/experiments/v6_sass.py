@@ -3,7 +3,7 @@ cuobjdump, no GPU). docs/mul-notes.md, "Variant 6".
 
     CUOBJDUMP=... /tmp/venv/bin/python tools/experiments/v6_sass.py
 
-Builds kernels/field_ops.cu plus a 1-chain probe loop (x = x * y, `#pragma unroll 1`, so the loop body is
+Builds kernels/ff/ops.cu plus a 1-chain probe loop (x = x * y, `#pragma unroll 1`, so the loop body is
 exactly one mont_t multiplication) for: v1 (default), v6 (both fields), and prints registers / spills of
 fp_mul / fr_mul / the probes, the per-opcode counts of fp_mul / fr_mul (whole kernels) and of the probe loop
 bodies, and the bound in clk per warp-mul per SMSP (dfma_sass.model: FP64, FMA (A: IMAD.WIDE = 1 slot,
@@ -37,7 +37,7 @@ BUILDS = {"v1": (), "v6": ("-DCUZK_FASTMUL_VARIANT=6",)}
 def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         src = Path(tmp) / "probe.cu"
-        src.write_text((ROOT / "kernels/field_ops.cu").read_text() + PROBE)
+        src.write_text((ROOT / "kernels/ff/ops.cu").read_text() + PROBE)
         for b, defs in BUILDS.items():
             cubin = Path(tmp) / f"{b}.cubin"
             try:

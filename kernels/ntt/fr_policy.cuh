@@ -1,10 +1,10 @@
-// The fr_t element policy of the register-radix NTT pass (ntt_reg.cuh): fr_t in registers and shared
+// The fr_t element policy of the register-radix NTT pass (ntt/reg.cuh): fr_t in registers and shared
 // memory (32 B an element), its products by Mul::mul(a, b, m) (m: the element's index in its group, a
-// constant after unrolling). ntt_reg.cu uses fr_t's own product (r4, r8); ntt_split.cu picks a multiplier
+// constant after unrolling). ntt/reg.cu uses fr_t's own product (r4, r8); ntt/split.cu picks a multiplier
 // per m (r4x).
 #pragma once
-#include "field.cuh"
-#include "ntt_reg.cuh"
+#include "ff/field.cuh"
+#include "ntt/reg.cuh"
 #ifndef CUZK_NTT_LAZY_SUB         // N11: a DIF difference that goes into a product is left a - b + p (< 2p)
 #define CUZK_NTT_LAZY_SUB 0
 #endif
@@ -34,7 +34,7 @@ struct FrPolicy {
     static constexpr int SMW = FR_W;
     static __device__ __forceinline__ T load(const uint32_t* p) { return T::load(p); }
     static __device__ __forceinline__ void store(const T& x, uint32_t* p) { x.store(p); }
-    // CUZK_NTT_SM128 (ntt_reg.cuh): the element as two 16-byte units, in planes 0 and 1 of E units each
+    // CUZK_NTT_SM128 (ntt/reg.cuh): the element as two 16-byte units, in planes 0 and 1 of E units each
     static constexpr bool VEC4 = true;
     static __device__ __forceinline__ void put4(const T& x, uint4* sm4, int E, int ph) {
         sm4[ph] = make_uint4(x.v[0], x.v[1], x.v[2], x.v[3]);

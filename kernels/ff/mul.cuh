@@ -1,4 +1,4 @@
-// Faster Montgomery multiplication for mont_t<P> (included by field.cuh unless
+// Faster Montgomery multiplication for mont_t<P> (included by ff/field.cuh unless
 // CUZK_MUL_LEGACY is defined). docs/mul-notes.md has the SASS counts and the reasoning.
 //
 // Algorithm: CIOS, one row per limb b_i (N even, and 2p < 2^(32N): Fp has 3 spare bits,
@@ -29,16 +29,16 @@
 // 5: one-level Karatsuba product, then reduction of its low half (mont_mul_kara; Fp only
 //    unless CUZK_FASTMUL_VARIANT_FR=5). docs/mul-notes.md, "Variant 5".
 //
-// 6: the product on the FP64 pipe (mont_mul_dfma, below; kernels/field_mul_dfma.cuh's 52-bit limbs and
+// 6: the product on the FP64 pipe (mont_mul_dfma, below; kernels/ff/mul_dfma.cuh's 52-bit limbs and
 //    exact DFMA splits), with a reduction that divides by exactly 2^(32N): same contract and
 //    representation as 1..5. Selected per field (CUZK_FASTMUL_VARIANT_FP=6 / _FR=6); docs/mul-notes.md,
-//    "Variant 6". field_mul_dfma.cuh is included only when a field uses it.
+//    "Variant 6". ff/mul_dfma.cuh is included only when a field uses it.
 //
-// Carry chains are separate CUZK_ASM (asm volatile) statements, as in field.cuh. With
+// Carry chains are separate CUZK_ASM (asm volatile) statements, as in ff/field.cuh. With
 // CUZK_FASTMUL_HOST the same code compiles as plain C++ for the CPU (a global carry flag
 // stands in for CC.CF): tests/host/mul_host_check.cpp runs it against big ints.
 #pragma once
-#include "layout.cuh"
+#include "ff/layout.cuh"
 
 #ifndef CUZK_ASM
 #define CUZK_ASM asm volatile
@@ -54,11 +54,11 @@
 #endif
 
 #if CUZK_FASTMUL_VARIANT_FP == 6 || CUZK_FASTMUL_VARIANT_FR == 6 || defined(CUZK_FASTMUL_WANT_V6)
-#define CUZK_FASTMUL_HAS_V6 1   // mont_mul_dfma; WANT_V6: beside the default build (kernels/ntt_split.cu)
+#define CUZK_FASTMUL_HAS_V6 1   // mont_mul_dfma; WANT_V6: beside the default build (kernels/ntt/split.cu)
 #if defined(CUZK_FASTMUL_HOST) && !defined(CUZK_DFMA_HOST)
-#define CUZK_DFMA_HOST 1   // std::fma + an exact round-down emulation (field_mul_dfma.cuh)
+#define CUZK_DFMA_HOST 1   // std::fma + an exact round-down emulation (ff/mul_dfma.cuh)
 #endif
-#include "field_mul_dfma.cuh"
+#include "ff/mul_dfma.cuh"
 #endif
 
 #ifdef CUZK_FASTMUL_HOST
@@ -321,7 +321,7 @@ CUZK_FM_INLINE void mont_mul_kara(uint32_t* out, const uint32_t* a, const uint32
 // ---- variant 6: Montgomery multiplication on the FP64 pipe, R = 2^(32N) exactly ----
 // a, b < p as N uint32 words -> from_u32: L limbs of 52 bits as doubles (Fp: L = 8, Fr: L = 5;
 // 32N <= 52L, so every value < 2^(32N) fits). T = a*b in uint64 column sums c[0..2L-1] from L^2
-// exact splits (field_mul_dfma.cuh: hb = DFMA.RM(a, b, 2^104), lb = DFMA(a, b, 2^104 + 2^52 - hb)).
+// exact splits (ff/mul_dfma.cuh: hb = DFMA.RM(a, b, 2^104), lb = DFMA(a, b, 2^104 + 2^52 - hb)).
 // Reduction by 2^(32N) = 2^(52K + S), K = floor(32N / 52), S = 32N - 52K (Fp: K = 7, S = 20;
 // Fr: K = 4, S = 48):
 //   K full rounds as field_mul_dfma's mont_mul_u (m = c_i * (-p^-1) mod 2^52, lo(m p_0) implicit:

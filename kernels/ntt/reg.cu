@@ -1,8 +1,8 @@
-// NTT over Fr, register-radix pass: same pass plan and math as ntt.cu (a size-2^k NTT down
+// NTT over Fr, register-radix pass: same pass plan and math as ntt/ntt.cu (a size-2^k NTT down
 // each column of a 2^k x n2 sub-problem, plus the 4-step twiddle), but each thread keeps
 // R = 2^LR elements of one column in registers and runs up to LR radix-2 stages on them
 // before exchanging through shared memory: ceil(k / LR) groups, ceil(k / LR) - 1 exchanges
-// and barriers per pass (ntt.cu: k of each).
+// and barriers per pass (ntt/ntt.cu: k of each).
 //
 // A group at offset b0 holds rows base + (m << b0), m < R (base has bits [b0, b0+LR) zero)
 // and runs stages b0 + t for t in [tlo, thi). Each thread writes back exactly the shared-memory
@@ -16,8 +16,8 @@
 // R = 4, k = 9: 19 a thread of four elements with N13 (groups (8) (7,6) (5,4) (3,2) (1,0): 2 + 12 + 1 in butterflies,
 // 4 outer), 20 without it (groups (8,7) ... (2,1) (0): stage 1's w = 1 pairs sit at b0 = 1, per thread, not skipped).
 // At 2^27 (9+9+9, tables for sub-problems up to 2^18): 3.625 * 3 + 2 + 1 = 13.875 per element
-// (ntt.cu: 4 * 3 + 2 * 2 = 16).
-#include "ntt_fr.cuh"
+// (ntt/ntt.cu: 4 * 3 + 2 * 2 = 16).
+#include "ntt/fr_policy.cuh"
 
 using Fr32 = FrPolicy<>;         // r4, r8: fr_t and its own product
 

@@ -6,7 +6,7 @@
 // each column's per-limb sums come out as differences, and kg_limbsum_reduce folds the eight
 // uint64 limb sums back into one Fr element. A sum of Montgomery representations is the
 // Montgomery representation of the sum, so no conversion is needed.
-#include "field.cuh"
+#include "ff/field.cuh"
 using namespace cuzk;
 
 typedef long long i64;

@@ -220,7 +220,7 @@ DFMA_UNROLL
 
 // ---- integer-limb form: the same 52-bit limbs held as uint64 (value < p). Additions and subtractions
 // need no FP64 conversions in this form; a multiplication input goes through to_d (LOP3 + DADD per limb).
-// kernels/ntt_dfma.cu keeps its elements this way between multiplications.
+// kernels/ntt/dfma.cu keeps its elements this way between multiplications.
 template <class F> struct elem_u { uint64_t v[F::L]; };
 template <class F> DFMA_FN elem<F> to_d(const elem_u<F>& a) {
     elem<F> r;

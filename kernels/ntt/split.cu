@@ -1,11 +1,11 @@
-// NTT pass "r4x": ntt_reg.cu's r4 pass with its multiplications split between two multipliers that run on
+// NTT pass "r4x": ntt/reg.cu's r4 pass with its multiplications split between two multipliers that run on
 // different pipes: fastmul build 1 (IMAD.WIDE, the FMA pipe) and build 6 (DFMA, the FP64 pipe; both keep
 // the 8 x uint32 Montgomery form, inputs and outputs < r). Nsight Compute on r4 (docs/perf-log.md, 2026-11-29)
 // shows the FMA pipe as the busiest unit with FP64 idle; build 6 alone moves the load to FP64 and ALU.
 // CUZK_NTT_SPLIT (bit m, m < 4): element m's 4-step twiddle and the butterfly whose first element is m
 // multiply on the FP64 pipe. Default 0x6: m = 1, 2 (half of each kind of multiplication).
 #define CUZK_FASTMUL_WANT_V6 1
-#include "ntt_fr.cuh"
+#include "ntt/fr_policy.cuh"
 using namespace cuzk;
 
 #ifndef CUZK_NTT_SPLIT

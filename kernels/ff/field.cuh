@@ -2,8 +2,8 @@
 // Multiplication is CIOS with PTX carry chains (mad.lo.cc / madc.hi.cc); every
 // chain is a run of `asm volatile` statements, so the compiler keeps their order.
 #pragma once
-#include "layout.cuh"
-#include "field_inv.cuh"
+#include "ff/layout.cuh"
+#include "ff/inverse.cuh"
 
 // Carry chains are runs of separate asm statements; `asm volatile` keeps the front end
 // from reordering them. Experiments may override it.
@@ -12,7 +12,7 @@
 #endif
 
 #ifndef CUZK_MUL_LEGACY
-#include "field_mul_fast.cuh"
+#include "ff/mul.cuh"
 #endif
 #ifndef CUZK_FASTSQR
 #define CUZK_FASTSQR 0   // 1: mont_t::sqr by fastmul::mont_sqr (optimization S1, loader.BUILDS)
@@ -133,7 +133,7 @@ struct mont_t {
     __device__ __forceinline__ mont_t operator-() const { return zero() - *this; }
 
     // CIOS: for each limb b_i, t += a*b_i, then t = (t + m*p) / 2^32 with m = t_0 * (-p^-1).
-    // Default: fastmul::mont_mul (field_mul_fast.cuh). -DCUZK_MUL_LEGACY selects the original
+    // Default: fastmul::mont_mul (ff/mul.cuh). -DCUZK_MUL_LEGACY selects the original
     // CIOS below (kept for comparison: tools/experiments/mul_check.py).
     __device__ __forceinline__ friend mont_t operator*(const mont_t& a, const mont_t& b) {
 #ifndef CUZK_MUL_LEGACY
@@ -217,7 +217,7 @@ struct mont_t {
         return r;
     }
 
-    // The same inverse by the binary extended Euclid (field_inv.cuh; K15): variable time, ~10x shorter chain.
+    // The same inverse by the binary extended Euclid (ff/inverse.cuh; K15): variable time, ~10x shorter chain.
     // Takes a value < 2p (a lazy product) too.
     __device__ __noinline__ mont_t inverse_binary() const {
         mont_t r;
@@ -262,7 +262,7 @@ struct fp2_t {
         fp_t t2 = (a.c0 + a.c1) * (b.c0 + b.c1);
         return {t0 - t1, t2 - t0 - t1};
     }
-    // (c0 + c1)(c0 - c1) + 2 c0 c1 u, over the Fp product mul (ec.cuh's I1 passes a called one)
+    // (c0 + c1)(c0 - c1) + 2 c0 c1 u, over the Fp product mul (ec/curve.cuh's I1 passes a called one)
     template <class Mul>
     __device__ __forceinline__ fp2_t sqr_by(Mul mul) const {
         fp_t m = mul(c0, c1);

@@ -1,5 +1,5 @@
 // Elementwise field kernels: checks against the host, Montgomery conversion, throughput.
-#include "field.cuh"
+#include "ff/field.cuh"
 using namespace cuzk;
 
 #define CUZK_BINARY(F, name, expr)                                                              \

@@ -1,7 +1,7 @@
 // prep_msm: classify Montgomery Fr scalars as 0, 1 or other, for a batch of circuits
 // (blockIdx.y = circuit), and merge: a position is 'other' for the batch when any circuit
 // has an 'other' scalar there.
-#include "field.cuh"
+#include "ff/field.cuh"
 using namespace cuzk;
 
 #define FR_W 8

@@ -7,7 +7,7 @@
 // with the special cases made explicit: an infinite operand, P + P (-> double) and
 // P + (-P) (-> infinity).
 #pragma once
-#include "field.cuh"
+#include "ff/field.cuh"
 
 namespace cuzk {
 
@@ -70,7 +70,7 @@ __device__ __forceinline__ fp2_t f_sqr(const fp2_t& a) { return a.sqr(); }
 __device__ __forceinline__ fp2_t f_mul_lazy(const fp2_t& a, const fp2_t& b) { return f_mul(a, b); }
 __device__ __forceinline__ fp_t f_inv(const fp_t& a) { return a.inverse(); }
 __device__ __forceinline__ fp2_t f_inv(const fp2_t& a) { return a.inverse(); }
-// K15: by the binary extended Euclid (field_inv.cuh), for the affine rounds' block inverses
+// K15: by the binary extended Euclid (ff/inverse.cuh), for the affine rounds' block inverses
 __device__ __forceinline__ fp_t f_inv_binary(const fp_t& a) { return a.inverse_binary(); }
 __device__ __forceinline__ fp2_t f_inv_binary(const fp2_t& a) { return a.inverse_binary(); }
 

@@ -13,7 +13,7 @@
 // x1 == x2 (P + P or P + (-P)) cannot be done affinely: the pair uses d = 1 (the batch stays
 // invertible), its output is garbage and *degenerate is set; the host redoes that pass in XYZZ.
 #pragma once
-#include "msm.cuh"
+#include "msm/pippenger.cuh"
 
 #ifndef CUZK_AFFINE_TPB
 #define CUZK_AFFINE_TPB 128     // threads per block; msm_plan.AFFINE_THREADS

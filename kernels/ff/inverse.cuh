@@ -8,7 +8,7 @@
 // u = x, x1 = R^2, v = p, x2 = 0. When u (or v) reaches 1, x1 (or x2) is R^2 / x = a^-1 R.
 // The host build (tests/host/inv_host_check.cpp, tests/test_field_inv_host.py) runs this same code.
 #pragma once
-#include "layout.cuh"   // uint32_t, uint64_t (NVRTC has no <cstdint>)
+#include "ff/layout.cuh"   // uint32_t, uint64_t (NVRTC has no <cstdint>)
 
 namespace cuzk {
 namespace binv {

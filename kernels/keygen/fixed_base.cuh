@@ -1,5 +1,5 @@
 // Fixed-base scalar multiplication for test key generation: out[i] = s_i * B for one base B
-// (G1 or G2), with a precomputed window table and no doublings. keygen_g1.cu and keygen_g2.cu
+// (G1 or G2), with a precomputed window table and no doublings. keygen/g1.cu and keygen/g2.cu
 // instantiate it (separate NVRTC modules: the G2 code compiles slowly). Host driver and the
 // table: cuzk/gpu/keygen.py; CPU model of the digits, the table indices and the warp inverse:
 // tests/test_keygen_model.py.
@@ -10,7 +10,7 @@
 // as msm_digits does: s = sum_w d_w 2^(c w). Since c * nw >= 256, the top window's raw value is
 // below 2^(c-1), so it never negates and no carry is left over. Then s * B = sum_w +-table[w][|d_w|],
 // nw mixed additions at most. The special cases of the additions (P + P, P + (-P), infinity)
-// are handled by ec.cuh, so any scalar is exact.
+// are handled by ec/curve.cuh, so any scalar is exact.
 //
 // To affine: one inversion per warp (Montgomery's trick by shuffles): the inclusive prefix and
 // suffix products of z over the 32 lanes, one Fermat inverse of the total, then
@@ -21,7 +21,7 @@
 // shuffles need all 32 lanes); blockDim must be a multiple of 32. G2 keeps its accumulator in
 // memory (scratch: one 96-word slot per thread of the grid), as the G2 MSM does.
 #pragma once
-#include "ec.cuh"
+#include "ec/curve.cuh"
 
 namespace cuzk {
 namespace kg {

@@ -6,8 +6,8 @@
 // then a DIT NTT), run over the passes in reverse order: bit-reversed -> natural.
 // Twiddles: w_N^e = tw_hi[e >> tw_bits] * tw_lo[e & mask]; in-pass roots come from
 // tw_small[i] = w_(2^NTT_KMAX)^i.
-#include "field.cuh"
-#include "bitrev.cuh"
+#include "ff/field.cuh"
+#include "ntt/bitrev.cuh"
 using namespace cuzk;
 
 #define NTT_KMAX 10
@@ -100,7 +100,7 @@ extern "C" __global__ void bit_reverse(uint32_t* out, const uint32_t* in, int lo
     fr_t::load(in + off + i * FR_W).store(out + off + r * FR_W);
 }
 
-// bit_reverse by tiles (N5, bitrev.cuh): log_n >= 2 * BR_T, grid (2^(log_n - 2 BR_T), batch) x BR_TILE threads.
+// bit_reverse by tiles (N5, ntt/bitrev.cuh): log_n >= 2 * BR_T, grid (2^(log_n - 2 BR_T), batch) x BR_TILE threads.
 extern "C" __global__ void __launch_bounds__(BR_TILE) bit_reverse_tiled(uint32_t* out, const uint32_t* in, int log_n) {
     const long long off = ((long long)blockIdx.y << log_n) * FR_W;
     bitrev_tile(out + off, log_n, [&](unsigned long long j, unsigned long long) { return fr_t::load(in + off + j * FR_W); });

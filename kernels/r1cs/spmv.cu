@@ -1,6 +1,6 @@
 // a/b/c evaluation: the sparse matrix-vector product of synthesis (CSR, one thread per row),
 // the bellman input rows, zero padding to the domain, and the a*b = c check.
-#include "field.cuh"
+#include "ff/field.cuh"
 using namespace cuzk;
 
 #define FR_W 8

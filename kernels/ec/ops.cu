@@ -1,6 +1,6 @@
-// Elementwise curve kernels over ec.cuh, for checks against the host (tests/test_gpu_msm.py).
+// Elementwise curve kernels over ec/curve.cuh, for checks against the host (tests/test_gpu_msm.py).
 // XYZZ points are uint32[n, 4 * field words]; affine ones [n, 2 * field words] plus a flag.
-#include "ec.cuh"
+#include "ec/curve.cuh"
 using namespace cuzk;
 
 #define CUZK_EC_OPS(G, F)                                                                            \

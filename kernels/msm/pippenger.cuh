@@ -1,5 +1,5 @@
 // Pippenger MSM with signed c-bit digits, 2^(c-1) buckets per window, templated over the
-// field of the group; msm_g1.cu and msm_g2.cu instantiate it (separate NVRTC modules, so a
+// field of the group; msm/g1.cu and msm/g2.cu instantiate it (separate NVRTC modules, so a
 // G1 MSM never waits for the much larger G2 code to compile).
 //
 // Host driver: cuzk/gpu/msm.py; index math: cuzk/gpu/msm_plan.py (modelled on the CPU in
@@ -8,14 +8,14 @@
 //                     or ~0 for a zero digit / a base at infinity (sorts last); msm_digits_many
 //                     the same for several MSMs at once, each with its own buckets;
 //   (CuPy sort of the keys, searchsorted -> bucket offsets)
-//   G1 only, optional (msm_affine.cuh): affine rounds that halve every bucket's list;
+//   G1 only, optional (msm/affine.cuh): affine rounds that halve every bucket's list;
 //   *_sum_affine      one thread per segment (<= S entries of one bucket): mixed adds;
 //   *_sum_xyzz        merges a bucket's segment partials, again in segments, until one each;
 // then over the buckets of one or more passes:
 //   *_window_level    chunks of L entries -> (A', T'), level after level (msm_plan.reduce_levels);
 // and *_combine (one thread) folds the windows by c doublings each.
 #pragma once
-#include "ec.cuh"
+#include "ec/curve.cuh"
 using namespace cuzk;
 
 typedef unsigned long long u64;
@@ -72,7 +72,7 @@ extern "C" __global__ void msm_digits_many(u64* keys, const uint32_t* __restrict
     digit_keys(keys, s, inf[i] != 0, i, n, c, w0, w1, (u64)parts * half, (u64)p * half);
 }
 
-// Pair plan (the affine rounds of msm_affine.cuh, merge_pairs): output o -> s << 1 | paired,
+// Pair plan (the affine rounds of msm/affine.cuh, merge_pairs): output o -> s << 1 | paired,
 // s = in_off[b] + 2 (o - out_off[b]) for the bucket b with out_off[b] <= o < out_off[b + 1] (binary
 // search), paired = s + 1 < in_off[b + 1].
 extern "C" __global__ void msm_affine_plan(uint32_t* plan, const i64* __restrict__ in_off,

@@ -10,7 +10,7 @@
 // 32 lanes of a warp in 32 banks both when it stores (a in {2i, 2i + 1}, c any) and when it loads (c in
 // {2i, 2i + 1}, a any): bank = (a & 1) * 16 + (c ^ (a & 14)).
 #pragma once
-#include "field.cuh"
+#include "ff/field.cuh"
 
 #define BR_T 4
 #define BR_TILE (1 << (2 * BR_T))      // 256 elements (8 KiB): the block size

@@ -1,6 +1,6 @@
-// EXPERIMENT (variant "r4d", not the default): the register-radix NTT pass of ntt_reg.cu (same pass plan,
+// EXPERIMENT (variant "r4d", not the default): the register-radix NTT pass of ntt/reg.cu (same pass plan,
 // arguments, groups, twiddle indexing and DIF/DIT semantics) with the multiplications on the FP64 pipe
-// (kernels/field_mul_dfma.cuh; docs/mul-notes.md, "r4d: the NTT pass on the FP64 multiplier").
+// (kernels/ff/mul_dfma.cuh; docs/mul-notes.md, "r4d: the NTT pass on the FP64 multiplier").
 //
 // Forms. Global memory keeps the 8 x uint32 layout of x * 2^256 mod r (the data's "2^256 form"). A load
 // regroups the bits into five 52-bit limbs (the value is unchanged) and the pass works on that raw
@@ -14,15 +14,15 @@
 // Registers hold the limbs as integers (dfma::elem_u: uint64 per limb), so add/sub need no FP64
 // conversions; a multiplication converts its data input (LOP3 + DADD per limb) and its twiddle (bit
 // regrouping + DADD per limb) to doubles. Shared memory: 5 uint64 planes (40 B per element), with
-// ntt_reg.cu's swizzle: its 32 lanes hit 32 distinct slots mod 32, so a 64-bit access (banks pair up:
+// ntt/reg.cu's swizzle: its 32 lanes hit 32 distinct slots mod 32, so a 64-bit access (banks pair up:
 // slot mod 16) has every 8-byte bank pair hit by exactly 2 lanes, the minimum of 2 wavefronts.
 //
-// Variant "r4m" (ELEM = Mixed): the same pass with the elements in ntt_reg.cu's fr_t form (8 x uint32 in
+// Variant "r4m" (ELEM = Mixed): the same pass with the elements in ntt/reg.cu's fr_t form (8 x uint32 in
 // registers and shared memory, 32 B per element; fr_t add/sub), regrouped into 52-bit limbs only around each
 // multiplication (from_u32 in, to_u32_u out). docs/mul-notes.md has the instruction counts of both.
-#include "field.cuh"
-#include "field_mul_dfma.cuh"
-#include "ntt_reg.cuh"
+#include "ff/field.cuh"
+#include "ff/mul_dfma.cuh"
+#include "ntt/reg.cuh"
 
 namespace {
 using FR = dfma::Fr;

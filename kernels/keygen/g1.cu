@@ -1,0 +1,4 @@
+// G1 fixed-base scalar multiplication for key generation (see keygen/fixed_base.cuh).
+#include "keygen/fixed_base.cuh"
+
+CUZK_KEYGEN_KERNELS(g1, cuzk::fp_t)
