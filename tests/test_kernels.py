@@ -167,15 +167,6 @@ def test_msm_kernel_builds_are_listed(monkeypatch):
         ("-DCUZK_FP_CALL=1", "-DCUZK_FASTMUL_VARIANT_FP=3")
 
 
-def test_define_int_reads_the_experiment_defines(monkeypatch):
-    from cuzk.gpu import loader
-    monkeypatch.setenv("CUZK_KERNEL_DEFINES", "A=1 CUZK_AFFINE_BLOCKS_PER_SM=5")
-    assert loader.define_int("CUZK_AFFINE_BLOCKS_PER_SM", 4) == 5
-    assert loader.define_int("B", 7) == 7
-    monkeypatch.delenv("CUZK_KERNEL_DEFINES")
-    assert loader.define_int("CUZK_AFFINE_BLOCKS_PER_SM", 4) == 4
-
-
 # Spill bytes tolerated per module build (loader.BUILDS): (functions whose name contains this, or one of
 # these, bytes each, the reason). Every other kernel of a build must spill nothing.
 BUILD_SPILLS_ALLOWED = {

@@ -69,16 +69,6 @@ def defines(extra: tuple[str, ...] = ()) -> tuple[str, ...]:
     return tuple(f"-D{d}" for d in (*extra, *env) if d)
 
 
-def define_int(name: str, default: int) -> int:
-    """The value CUZK_KERNEL_DEFINES gives the kernel macro `name` (experiments), else `default`: host code
-    that must agree with a kernel's build (e.g. blocks per SM under __launch_bounds__) reads it here."""
-    for d in os.environ.get("CUZK_KERNEL_DEFINES", "").split():
-        key, _, value = d.partition("=")
-        if key == name and value:
-            return int(value)
-    return default
-
-
 def options(extra: tuple[str, ...] = ()) -> tuple[str, ...]:
     return (f"-arch={arch()}", f"-I{kernel_dir()}", "--std=c++17", "-default-device", *defines(extra))
 

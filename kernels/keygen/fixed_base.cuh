@@ -186,10 +186,3 @@ __device__ __forceinline__ void fixed_base(uint32_t* __restrict__ out, unsigned 
 
 }  // namespace kg
 }  // namespace cuzk
-
-#define CUZK_KEYGEN_KERNELS(G, F)                                                                              \
-    extern "C" __global__ void __launch_bounds__(128) kg_fixed_base_##G(                                      \
-        uint32_t* out, unsigned char* inf, const uint32_t* scalars, long long n, const uint32_t* table, int c, \
-        int nw, uint32_t* scratch) {                                                                          \
-        cuzk::kg::fixed_base<F>(out, inf, scalars, n, table, c, nw, scratch);                                 \
-    }

@@ -15,12 +15,8 @@
 #pragma once
 #include "msm/pippenger.cuh"
 
-#ifndef CUZK_AFFINE_TPB
-#define CUZK_AFFINE_TPB 128     // threads per block; msm_plan.AFFINE_THREADS
-#endif
-#ifndef CUZK_AFFINE_BLOCKS_PER_SM
-#define CUZK_AFFINE_BLOCKS_PER_SM 4   // msm_plan.AFFINE_BLOCKS_PER_SM
-#endif
+constexpr int AFFINE_TPB = 128;           // threads per block of the round kernels; msm_plan.AFFINE_THREADS
+constexpr int AFFINE_BLOCKS_PER_SM = 4;   // their resident blocks per SM; msm_plan.AFFINE_BLOCKS_PER_SM
 
 // f_mul, or f_mul_lazy (optimization L1: the result left < 2p) where it only goes on into products.
 template <bool LAZY, class F>
@@ -306,45 +302,3 @@ __device__ __forceinline__ void affine_quad(uint32_t* out, uint32_t* tmp, uint32
         affine_pair_add(out + o * W, false, tmp + o * W, false, id).store(out + o * W);
     }
 }
-
-#define CUZK_MSM_AFFINE_KERNELS(G, F)                                                                           \
-    extern "C" __global__ void __launch_bounds__(CUZK_AFFINE_TPB, CUZK_AFFINE_BLOCKS_PER_SM)                   \
-        G##_affine_round_keyed(uint32_t* out, const u64* sorted, const uint32_t* bases, const uint32_t* plan,  \
-                               i64 total, i64 per, int* degenerate, int binary_inv) {                          \
-        affine_round<F, CUZK_AFFINE_TPB, true>(out, sorted, bases, plan, total, per, degenerate, binary_inv);  \
-    }                                                                                                          \
-    extern "C" __global__ void __launch_bounds__(CUZK_AFFINE_TPB, CUZK_AFFINE_BLOCKS_PER_SM)                   \
-        G##_affine_round(uint32_t* out, const uint32_t* pts, const uint32_t* plan, i64 total, i64 per,         \
-                         int* degenerate, int binary_inv) {                                                    \
-        affine_round<F, CUZK_AFFINE_TPB, false>(out, nullptr, pts, plan, total, per, degenerate, binary_inv);  \
-    }                                                                                                          \
-    extern "C" __global__ void __launch_bounds__(CUZK_AFFINE_TPB, CUZK_AFFINE_BLOCKS_PER_SM)                   \
-        G##_affine_round_keyed_lazy(uint32_t* out, const u64* sorted, const uint32_t* bases,                   \
-                                    const uint32_t* plan, i64 total, i64 per, int* degenerate, int binary_inv) { \
-        affine_round<F, CUZK_AFFINE_TPB, true, true>(out, sorted, bases, plan, total, per, degenerate,         \
-                                                     binary_inv);                                              \
-    }                                                                                                          \
-    extern "C" __global__ void __launch_bounds__(CUZK_AFFINE_TPB, CUZK_AFFINE_BLOCKS_PER_SM)                   \
-        G##_affine_round_lazy(uint32_t* out, const uint32_t* pts, const uint32_t* plan, i64 total, i64 per,    \
-                              int* degenerate, int binary_inv) {                                               \
-        affine_round<F, CUZK_AFFINE_TPB, false, true>(out, nullptr, pts, plan, total, per, degenerate,         \
-                                                      binary_inv);                                             \
-    }                                                                                                          \
-    extern "C" __global__ void __launch_bounds__(CUZK_AFFINE_TPB, CUZK_AFFINE_BLOCKS_PER_SM)                   \
-        G##_affine_quad_keyed(uint32_t* out, uint32_t* tmp, uint32_t* pre, const u64* sorted,                  \
-                              const uint32_t* bases, const uint32_t* plan, i64 total, i64 per, int* degenerate, \
-                              int binary_inv) {                                                                \
-        affine_quad<F, CUZK_AFFINE_TPB, true>(out, tmp, pre, sorted, bases, plan, total, per, degenerate,      \
-                                              binary_inv);                                                     \
-    }                                                                                                          \
-    extern "C" __global__ void __launch_bounds__(CUZK_AFFINE_TPB, CUZK_AFFINE_BLOCKS_PER_SM)                   \
-        G##_affine_quad(uint32_t* out, uint32_t* tmp, uint32_t* pre, const uint32_t* pts, const uint32_t* plan, \
-                        i64 total, i64 per, int* degenerate, int binary_inv) {                                 \
-        affine_quad<F, CUZK_AFFINE_TPB, false>(out, tmp, pre, nullptr, pts, plan, total, per, degenerate,      \
-                                               binary_inv);                                                    \
-    }                                                                                                          \
-    extern "C" __global__ void __launch_bounds__(128) G##_sum_affine_direct(                                   \
-        uint32_t* out, const uint32_t* pts, const i64* seg_bucket, const i64* seg_first, const i64* offsets,   \
-        i64 S, i64 nseg) {                                                                                     \
-        sum_affine<F, false>(out, nullptr, pts, seg_bucket, seg_first, offsets, S, nseg);                      \
-    }

@@ -363,38 +363,3 @@ __device__ __forceinline__ void combine(uint32_t* out, const uint32_t* __restric
         xyzz_add_mem<F>(out, window_sums + (i64)w * W);
     }
 }
-
-#define CUZK_MSM_KERNELS(G, F)                                                                                  \
-    extern "C" __global__ void __launch_bounds__(128) G##_sum_affine(                                          \
-        uint32_t* out, const u64* sorted, const uint32_t* bases, const i64* seg_bucket, const i64* seg_first,  \
-        const i64* offsets, i64 S, i64 nseg) {                                                                 \
-        sum_affine<F, true>(out, sorted, bases, seg_bucket, seg_first, offsets, S, nseg);                      \
-    }                                                                                                          \
-    extern "C" __global__ void __launch_bounds__(128) G##_sum_xyzz(                                            \
-        uint32_t* out, const uint32_t* partials, const i64* seg_bucket, const i64* seg_first,                  \
-        const i64* offsets, i64 S, i64 nseg) {                                                                 \
-        sum_xyzz<F>(out, partials, seg_bucket, seg_first, offsets, S, nseg);                                   \
-    }                                                                                                          \
-    extern "C" __global__ void __launch_bounds__(128) G##_merge_pairs(                                         \
-        uint32_t* out, const uint32_t* partials, const uint32_t* plan, i64 total) {                            \
-        merge_pairs<F>(out, partials, plan, total);                                                            \
-    }                                                                                                          \
-    extern "C" __global__ void __launch_bounds__(128) G##_window_level(                                        \
-        uint32_t* a_out, uint32_t* t_out, const uint32_t* a_in, const uint32_t* t_in, i64 count, int L,       \
-        int first, int log_scale, int has_a) {                                                                 \
-        window_level<F>(a_out, t_out, a_in, t_in, count, L, first, log_scale, has_a);                          \
-    }                                                                                                          \
-    extern "C" __global__ void __launch_bounds__(128) G##_window_pair(                                         \
-        uint32_t* a_out, uint32_t* t_out, const uint32_t* a_in, const uint32_t* t_in, i64 count, int first,    \
-        int log_scale) {                                                                                       \
-        window_pair<F>(a_out, t_out, a_in, t_in, count, first, log_scale);                                     \
-    }                                                                                                          \
-    extern "C" __global__ void __launch_bounds__(128) G##_window_join(                                         \
-        uint32_t* out, const uint32_t* hi_sums, const uint32_t* lo_sums, i64 count, int s) {                   \
-        window_join<F>(out, hi_sums, lo_sums, count, s);                                                       \
-    }                                                                                                          \
-    extern "C" __global__ void __launch_bounds__(32) G##_combine(uint32_t* out, const uint32_t* window_sums,    \
-                                                                 int nw, int c) {                              \
-        combine<F>(out, window_sums, nw, c);                                                                   \
-    }
-
