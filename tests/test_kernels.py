@@ -55,8 +55,6 @@ SPILLS_ALLOWED = {
     "msm/g2.cu": "G2 XYZZ state over Fp2 exceeds 255 registers; 28-152 B spills, open in issue 5",
     "keygen/g2.cu": "G2 mixed add over Fp2 at 255 registers (the out-of-line add spills ~180 B, the loop "
                     "state saved around its calls ~140 B), as in msm_g2; small next to the additions",
-    "ntt/split.cu": "ntt_r4x_dif (experiment r4x, not a default): 8 B at its 128-register cap since N10's "
-                    "natural-order store; ntt_r4x_dit spills nothing",
     "ntt/reg.cu": "ntt_r8_dif (experimental, not the default): 16 B (4 B before N10's natural-order store) at the "
                   "128-register cap of 8 elements per thread; ntt_r8_dit and r4 spill nothing",
 }

@@ -63,8 +63,8 @@ BUILDS: dict[str, tuple[tuple[str, ...], ...]] = {
 
 
 def defines(extra: tuple[str, ...] = ()) -> tuple[str, ...]:
-    """-D options: `extra` (a module build, BUILDS), then CUZK_KERNEL_DEFINES (space-separated NAME=VALUE;
-    e.g. "CUZK_FASTMUL_VARIANT_FR=5": build variants for experiments). Part of the cubin key."""
+    """-D options: `extra` (a module build, BUILDS), then CUZK_KERNEL_DEFINES (space-separated NAME=VALUE, e.g.
+    "CUZK_FASTMUL_VARIANT_FP=3": a build outside BUILDS, for a measurement). Part of the cubin key."""
     env = os.environ.get("CUZK_KERNEL_DEFINES", "").split()
     return tuple(f"-D{d}" for d in (*extra, *env) if d)
 

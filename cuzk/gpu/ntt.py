@@ -23,10 +23,6 @@ THREADS = 256
 # 4-step twiddle is one table lookup; 0 = always tw_hi * tw_lo).
 #   r2: kernels/ntt/ntt.cu, one butterfly per thread per stage.
 #   r4, r8: kernels/ntt/reg.cu, 4 or 8 elements per thread in registers.
-#   r4d: kernels/ntt/dfma.cu, r4's passes with the multiplications on the FP64 pipe (experiment):
-#        52-bit limbs in registers and shared memory (40 B per element), twiddles in the 2^260 form.
-#   r4m: the same kernel file, fr_t (8 x uint32) in registers and shared memory, 52-bit limbs only
-#        inside each multiplication (experiment).
 #   r4b6: r4's kernel built with fastmul build 6 for Fr (products on the FP64 pipe; loader.BUILDS): N2.
 #   r4b6d: r4b6 with its DIF butterfly in two modular ops, not three (CUZK_NTT_DIF2): N2 and N4.
 #   A "t" suffix (N8): every 4-step twiddle is one table lookup, up to the full domain (a 2^27 NTT keeps a
@@ -35,14 +31,9 @@ THREADS = 256
 #        product takes one input < 2p), CUZK_NTT_LAZY_SUB.
 #   A "w" suffix (N12 off): the exchanges in 32-bit words (CUZK_NTT_SM128=0), not 16-byte units.
 #   A "b" suffix (N17 off): the 16-byte exchanges' swizzle bit by bit (CUZK_NTT_SWZ4_LUT=0), not from a table.
-#   r4x: kernels/ntt/split.cu, r4 with half its multiplications on the FP64 pipe (fastmul build 6) and
-#        half on the FMA pipe (build 1): the two pipes share the load (experiment).
 VARIANTS = {
     "r2": (1, KMAX, 0),
     "r4": (2, KMAX, 18),
-    "r4d": (2, KMAX, 18),
-    "r4m": (2, KMAX, 18),
-    "r4x": (2, KMAX, 18),
     "r8": (3, KMAX, 18),
     "r8-2lvl": (3, KMAX, 0),
     "r8-e11": (3, KMAX + 1, 18),
@@ -58,13 +49,6 @@ assert all(b in BUILDS["ntt/reg"] for b in REG_BUILDS.values())
 VARIANTS |= {v: (2, KMAX, 31 if "t" in v else 18) for v in REG_BUILDS}   # "t": N8's full-domain tables
 TW1_SMALL = 18       # N8: sub-problems up to 2^18 share one table (L2-resident); larger ones get their own
 POINTWISE_B6 = BUILDS["ntt/ntt"][0]                    # N3: ntt/ntt.cu's pointwise kernels on Fr build 6
-# variants run by kernels/ntt/dfma.cu (kernel ntt_<name>_{dif,dit}) -> shared-memory bytes per element
-DFMA_VARIANTS = {"r4d": 40, "r4m": 32}
-# The DFMA pass multiplies data by twiddles with dfma::mont_mul (x * y * 2^-260): its twiddles are in the
-# 2^260 form, the Montgomery (2^256) form times 16. tw_hi * tw_lo (tw_mode 1) multiplies two table values,
-# so tw_lo carries 2^8: 2^256 * 2^264 * 2^-260 = 2^260 (tw_hi unscaled).
-DFMA_TW_SCALE = 16
-DFMA_LO_SCALE = 256
 # Run-time features of the register-radix passes, after a "+" in a variant name ("r4b6dts+oz"): kernel flags
 # (kernels/ntt/reg.cuh).
 #   o (N13): a DIF pass of odd k runs its one-stage group first, so that stages 1 and 0 share the b0 = 0 group and
@@ -88,7 +72,7 @@ VARIANT_ENV = os.environ.get("CUZK_NTT_VARIANT")     # an explicit kernel for ex
 VARIANT = VARIANT_ENV or "r4"    # calls without a variant; the cuda backend picks by N1 (r4: 2^27 55 ms vs r2 61)
 
 
-# Experiment (tools/experiments/ntt_plans.py; docs/perf-log.md, 2026-11-30): log_n -> pass sizes k in DIF order,
+# Experiment (docs/perf-log.md, 2026-11-30; N14 in docs/optimizations.md): log_n -> pass sizes k in DIF order,
 # instead of the even split
 # (CUZK_NTT_PLAN="27:8,9,10;26:8,8,10" fills it for a whole process)
 PLAN_KS: dict[int, tuple[int, ...]] = {
@@ -214,13 +198,8 @@ def _run(x, log_n: int, generator: int, inverse: bool, dit: bool, variant: str |
         lr, passes = 1, plan(log_n)                       # 2^1, 2^2: the radix-2 kernel
     if out is not None and (dit or lr == 1):
         raise ValueError("an NTT with its output in natural order (out) is a register-radix DIF")
-    dfma = lr > 1 and variant in DFMA_VARIANTS
-    if dfma:                                              # twiddles in the 2^260 form (DFMA_TW_SCALE)
-        lo, hi, bits = _power_tables(w, log_n, DFMA_LO_SCALE)
-        small = _small_table(generator, inverse, DFMA_TW_SCALE)
-    else:
-        lo, hi, bits = _power_tables(w, log_n)
-        small = _small_table(generator, inverse)
+    lo, hi, bits = _power_tables(w, log_n)
+    small = _small_table(generator, inverse)
     if lr == 1:
         f = kernel("ntt/ntt", "ntt_pass")
         for log_sub, k, log_c in (reversed(passes) if dit else passes):
@@ -232,11 +211,7 @@ def _run(x, log_n: int, generator: int, inverse: bool, dit: bool, variant: str |
               shared_mem=e * 32)
         return x
     direction = 'dit' if dit else 'dif'
-    if dfma:
-        f, elem_bytes = kernel("ntt/dfma", f"ntt_{variant}_{direction}"), DFMA_VARIANTS[variant]
-    elif variant == "r4x":
-        f, elem_bytes = kernel("ntt/split", f"ntt_r4x_{direction}"), 32
-    elif variant in REG_BUILDS:
+    if variant in REG_BUILDS:
         f, elem_bytes = kernel("ntt/reg", f"ntt_r{1 << lr}_{direction}", REG_BUILDS[variant]), 32
     else:
         f, elem_bytes = kernel("ntt/reg", f"ntt_r{1 << lr}_{direction}"), 32
@@ -249,10 +224,10 @@ def _run(x, log_n: int, generator: int, inverse: bool, dit: bool, variant: str |
         e = 1 << (k + log_c)
         blocks = (n >> log_sub) * (1 << (log_sub - k - log_c))
         if mode == 2 and tb > TW1_SMALL:                    # N8's large tables: one for both directions
-            tw1 = _tw1(w_fwd, log_n, tb, DFMA_TW_SCALE if dfma else 1)
+            tw1 = _tw1(w_fwd, log_n, tb)
             mode = 3 if inverse else 2
         elif mode == 2:
-            tw1 = _tw1(w, log_n, tb, (DFMA_TW_SCALE if dfma else 1) * scale % R)
+            tw1 = _tw1(w, log_n, tb, scale % R)
         else:
             tw1 = lo                                        # a valid pointer, never read
         f((blocks, batch), (e >> lr,),

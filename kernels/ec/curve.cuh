@@ -34,7 +34,7 @@ __device__ __forceinline__ fp2_t fp2_mul_lowreg(const fp2_t& a, const fp2_t& b, 
 #ifndef CUZK_FP_CALL
 #define CUZK_FP_CALL 0   // 1 (optimization I1): the curve code's Fp products are called, not inlined
 #endif
-#if CUZK_FP_CALL && !defined(CUZK_MUL_LEGACY)
+#if CUZK_FP_CALL
 // I1: one copy of the product in the kernel's code. Inlined, every product is ~900 instructions and a
 // kernel's loop is 70-300 KB, more than the instruction caches hold; called, the loop is a few KB around
 // two callees (the lazy product, the squaring). The full product is the lazy call plus the final

@@ -5,15 +5,7 @@
 #include "ff/layout.cuh"
 #include "ff/inverse.cuh"
 
-// Carry chains are runs of separate asm statements; `asm volatile` keeps the front end
-// from reordering them. Experiments may override it.
-#ifndef CUZK_ASM
-#define CUZK_ASM asm volatile
-#endif
-
-#ifndef CUZK_MUL_LEGACY
 #include "ff/mul.cuh"
-#endif
 #ifndef CUZK_FASTSQR
 #define CUZK_FASTSQR 0   // 1: mont_t::sqr by fastmul::mont_sqr (optimization S1, loader.BUILDS)
 #endif
@@ -96,10 +88,10 @@ struct mont_t {
     // r = t - p if t >= p else t, for t < 2p held in N limbs plus a top word `hi`.
     __device__ __forceinline__ static mont_t reduce_once(const uint32_t* t, uint32_t hi) {
         uint32_t s[N], borrow;
-        CUZK_ASM("sub.cc.u32 %0, %1, %2;" : "=r"(s[0]) : "r"(t[0]), "r"(P::mod(0)));
+        asm volatile("sub.cc.u32 %0, %1, %2;" : "=r"(s[0]) : "r"(t[0]), "r"(P::mod(0)));
 #pragma unroll
-        for (int j = 1; j < N; j++) CUZK_ASM("subc.cc.u32 %0, %1, %2;" : "=r"(s[j]) : "r"(t[j]), "r"(P::mod(j)));
-        CUZK_ASM("subc.u32 %0, %1, 0;" : "=r"(borrow) : "r"(hi));
+        for (int j = 1; j < N; j++) asm volatile("subc.cc.u32 %0, %1, %2;" : "=r"(s[j]) : "r"(t[j]), "r"(P::mod(j)));
+        asm volatile("subc.u32 %0, %1, 0;" : "=r"(borrow) : "r"(hi));
         mont_t r;
 #pragma unroll
         for (int j = 0; j < N; j++) r.v[j] = borrow ? t[j] : s[j];
@@ -108,90 +100,50 @@ struct mont_t {
 
     __device__ __forceinline__ friend mont_t operator+(const mont_t& a, const mont_t& b) {
         uint32_t t[N], hi;
-        CUZK_ASM("add.cc.u32 %0, %1, %2;" : "=r"(t[0]) : "r"(a.v[0]), "r"(b.v[0]));
+        asm volatile("add.cc.u32 %0, %1, %2;" : "=r"(t[0]) : "r"(a.v[0]), "r"(b.v[0]));
 #pragma unroll
-        for (int j = 1; j < N; j++) CUZK_ASM("addc.cc.u32 %0, %1, %2;" : "=r"(t[j]) : "r"(a.v[j]), "r"(b.v[j]));
-        CUZK_ASM("addc.u32 %0, 0, 0;" : "=r"(hi));
+        for (int j = 1; j < N; j++) asm volatile("addc.cc.u32 %0, %1, %2;" : "=r"(t[j]) : "r"(a.v[j]), "r"(b.v[j]));
+        asm volatile("addc.u32 %0, 0, 0;" : "=r"(hi));
         return reduce_once(t, hi);
     }
 
     __device__ __forceinline__ friend mont_t operator-(const mont_t& a, const mont_t& b) {
         uint32_t t[N], borrow;
-        CUZK_ASM("sub.cc.u32 %0, %1, %2;" : "=r"(t[0]) : "r"(a.v[0]), "r"(b.v[0]));
+        asm volatile("sub.cc.u32 %0, %1, %2;" : "=r"(t[0]) : "r"(a.v[0]), "r"(b.v[0]));
 #pragma unroll
-        for (int j = 1; j < N; j++) CUZK_ASM("subc.cc.u32 %0, %1, %2;" : "=r"(t[j]) : "r"(a.v[j]), "r"(b.v[j]));
-        CUZK_ASM("subc.u32 %0, 0, 0;" : "=r"(borrow));
+        for (int j = 1; j < N; j++) asm volatile("subc.cc.u32 %0, %1, %2;" : "=r"(t[j]) : "r"(a.v[j]), "r"(b.v[j]));
+        asm volatile("subc.u32 %0, 0, 0;" : "=r"(borrow));
         // add p back when it went negative: p & borrow-mask
         mont_t r;
-        CUZK_ASM("add.cc.u32 %0, %1, %2;" : "=r"(r.v[0]) : "r"(t[0]), "r"(P::mod(0) & borrow));
+        asm volatile("add.cc.u32 %0, %1, %2;" : "=r"(r.v[0]) : "r"(t[0]), "r"(P::mod(0) & borrow));
 #pragma unroll
         for (int j = 1; j < N; j++)
-            CUZK_ASM("addc.cc.u32 %0, %1, %2;" : "=r"(r.v[j]) : "r"(t[j]), "r"(P::mod(j) & borrow));
+            asm volatile("addc.cc.u32 %0, %1, %2;" : "=r"(r.v[j]) : "r"(t[j]), "r"(P::mod(j) & borrow));
         return r;
     }
 
     __device__ __forceinline__ mont_t operator-() const { return zero() - *this; }
 
-    // CIOS: for each limb b_i, t += a*b_i, then t = (t + m*p) / 2^32 with m = t_0 * (-p^-1).
-    // Default: fastmul::mont_mul (ff/mul.cuh). -DCUZK_MUL_LEGACY selects the original
-    // CIOS below (kept for comparison: tools/experiments/mul_check.py).
+    // CIOS Montgomery product (fastmul::mont_mul, ff/mul.cuh): for each limb b_i, t += a*b_i, then
+    // t = (t + m*p) / 2^32 with m = t_0 * (-p^-1).
     __device__ __forceinline__ friend mont_t operator*(const mont_t& a, const mont_t& b) {
-#ifndef CUZK_MUL_LEGACY
         mont_t r;
         fastmul::mont_mul<P>(r.v, a.v, b.v);
         return r;
-#else
-        uint32_t t[N + 2];
-#pragma unroll
-        for (int i = 0; i < N + 2; i++) t[i] = 0;
-#pragma unroll
-        for (int i = 0; i < N; i++) {
-            const uint32_t bi = b.v[i];
-            CUZK_ASM("mad.lo.cc.u32 %0, %1, %2, %0;" : "+r"(t[0]) : "r"(a.v[0]), "r"(bi));
-#pragma unroll
-            for (int j = 1; j < N; j++) CUZK_ASM("madc.lo.cc.u32 %0, %1, %2, %0;" : "+r"(t[j]) : "r"(a.v[j]), "r"(bi));
-            CUZK_ASM("addc.cc.u32 %0, %0, 0;" : "+r"(t[N]));
-            CUZK_ASM("addc.u32 %0, %0, 0;" : "+r"(t[N + 1]));
-            CUZK_ASM("mad.hi.cc.u32 %0, %1, %2, %0;" : "+r"(t[1]) : "r"(a.v[0]), "r"(bi));
-#pragma unroll
-            for (int j = 1; j < N; j++) CUZK_ASM("madc.hi.cc.u32 %0, %1, %2, %0;" : "+r"(t[j + 1]) : "r"(a.v[j]), "r"(bi));
-            CUZK_ASM("addc.u32 %0, %0, 0;" : "+r"(t[N + 1]));
-
-            const uint32_t m = t[0] * P::INV;
-            CUZK_ASM("mad.lo.cc.u32 %0, %1, %2, %0;" : "+r"(t[0]) : "r"(m), "r"(P::mod(0)));
-#pragma unroll
-            for (int j = 1; j < N; j++) CUZK_ASM("madc.lo.cc.u32 %0, %1, %2, %0;" : "+r"(t[j]) : "r"(m), "r"(P::mod(j)));
-            CUZK_ASM("addc.cc.u32 %0, %0, 0;" : "+r"(t[N]));
-            CUZK_ASM("addc.u32 %0, %0, 0;" : "+r"(t[N + 1]));
-            CUZK_ASM("mad.hi.cc.u32 %0, %1, %2, %0;" : "+r"(t[1]) : "r"(m), "r"(P::mod(0)));
-#pragma unroll
-            for (int j = 1; j < N; j++) CUZK_ASM("madc.hi.cc.u32 %0, %1, %2, %0;" : "+r"(t[j + 1]) : "r"(m), "r"(P::mod(j)));
-            CUZK_ASM("addc.u32 %0, %0, 0;" : "+r"(t[N + 1]));
-            // t_0 is now 0: shift down one limb
-#pragma unroll
-            for (int j = 0; j < N + 1; j++) t[j] = t[j + 1];
-            t[N + 1] = 0;
-        }
-        return reduce_once(t, t[N]);
-#endif
     }
 
     // a * b left < 2p (optimization L1): only for values that go on into products (any product accepts
     // inputs < 2p); Fp only (4p < 2^(32N)). Compare, add or store it as a field element only after a product.
     __device__ __forceinline__ friend mont_t mul_lazy(const mont_t& a, const mont_t& b) {
-#ifndef CUZK_MUL_LEGACY
         static_assert(N == 12, "lazy products need 4p < 2^(32N): Fp only");
         mont_t r;
         fastmul::mont_mul<P, false>(r.v, a.v, b.v);
         return r;
-#else
-        return a * b;
-#endif
     }
 
     // CUZK_FASTSQR=1 (optimization S1): fastmul::mont_sqr, a squaring with (N^2 + N) / 2 products
     __device__ __forceinline__ mont_t sqr() const {
-#if CUZK_FASTSQR && !defined(CUZK_MUL_LEGACY)
+#if CUZK_FASTSQR
         mont_t r;
         fastmul::mont_sqr<P>(r.v, v);
         return r;

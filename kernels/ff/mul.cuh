@@ -1,5 +1,5 @@
-// Faster Montgomery multiplication for mont_t<P> (included by ff/field.cuh unless
-// CUZK_MUL_LEGACY is defined). docs/mul-notes.md has the SASS counts and the reasoning.
+// Montgomery multiplication for mont_t<P> (ff/field.cuh). docs/mul-notes.md has the SASS counts and the
+// reasoning.
 //
 // Algorithm: CIOS, one row per limb b_i (N even, and 2p < 2^(32N): Fp has 3 spare bits,
 // Fr 1), on N-word T with T < 2p between rows:
@@ -9,55 +9,39 @@
 // and one conditional subtraction of p at the end (the output is fully reduced, < p).
 // Inputs must be < p (the mont_t contract).
 //
-// Each 32x32 product is ONE 64-bit IMAD.WIDE.U32 (PTX mul.wide.u32), giving both halves;
-// the old code spent two multiplies per product (IMAD for the low half, IMAD.HI.U32 for
-// the high half), each followed by a carry-propagating IADD3.X. The products of even
-// limbs a_{2k}*x form 64-bit words at word offsets 0,2,4,..; those of odd limbs at
-// 1,3,5,..: each set tiles the number with no overlap, so adding a row is just carry
-// chains over whole words (sppark's even/odd split, done with wide products).
+// Each 32x32 product is ONE 64-bit IMAD.WIDE.U32 (PTX mul.wide.u32), giving both halves. The products of
+// even limbs a_{2k}*x form 64-bit words at word offsets 0,2,4,..; those of odd limbs at 1,3,5,..: each set
+// tiles the number with no overlap, so adding a row is just carry chains over whole words (the even/odd
+// split of sppark, done with wide products).
 //
-// Two ways to add the accumulator (CUZK_FASTMUL_VARIANT, default 1; per field with
-// CUZK_FASTMUL_VARIANT_FP / CUZK_FASTMUL_VARIANT_FR):
-//  1: fold it into the products: a_j*x + t_j < 2^64 always, so ptxas emits
-//     IMAD.WIDE.U32 d, a, x, {t_j, 0}; then ONE carry chain (even words + odd words)
-//     per row. Costs a zeroing MOV for the high half of the addend pair per product.
-//  2: plain products, then TWO carry chains per row (t + even words, then + odd words).
-// Per product: 1 IMAD.WIDE.U32 + 1 carry add + 1 MOV (1), or 1 IMAD.WIDE.U32 + 2 carry
-// adds (2). Mixed (experiments): 3 = a*b_i rows as 1, m*p rows as 2; 4 = the reverse. Which is faster depends on whether IMAD.WIDE occupies the FMA pipe for one
-// or two issue slots: tools/experiments/mul_check.py times both.
+// Builds, per field (CUZK_FASTMUL_VARIANT_FP for the 12-limb Fp, CUZK_FASTMUL_VARIANT_FR for the 8-limb Fr;
+// default 1; loader.BUILDS selects the others):
+//  1: the accumulator folded into the products: a_j*x + t_j < 2^64 always, so ptxas emits
+//     IMAD.WIDE.U32 d, a, x, {t_j, 0}; then ONE carry chain (even words + odd words) per row.
+//  3: the a*b_i rows as 1, the m*p rows as plain products added by TWO carry chains (t + even words, then
+//     + odd words): optimization I2's callee.
+//  6: the product on the FP64 pipe (mont_mul_dfma, below; ff/mul_dfma.cuh's 52-bit limbs and exact DFMA
+//     splits), with a reduction that divides by exactly 2^(32N): same contract and representation as 1
+//     and 3. docs/mul-notes.md, "Variant 6". ff/mul_dfma.cuh is included only when a field uses it.
 //
-// 5: one-level Karatsuba product, then reduction of its low half (mont_mul_kara; Fp only
-//    unless CUZK_FASTMUL_VARIANT_FR=5). docs/mul-notes.md, "Variant 5".
-//
-// 6: the product on the FP64 pipe (mont_mul_dfma, below; kernels/ff/mul_dfma.cuh's 52-bit limbs and
-//    exact DFMA splits), with a reduction that divides by exactly 2^(32N): same contract and
-//    representation as 1..5. Selected per field (CUZK_FASTMUL_VARIANT_FP=6 / _FR=6); docs/mul-notes.md,
-//    "Variant 6". ff/mul_dfma.cuh is included only when a field uses it.
-//
-// Carry chains are separate CUZK_ASM (asm volatile) statements, as in ff/field.cuh. With
-// CUZK_FASTMUL_HOST the same code compiles as plain C++ for the CPU (a global carry flag
-// stands in for CC.CF): tests/host/mul_host_check.cpp runs it against big ints.
+// Carry chains are separate `asm volatile` statements, as in ff/field.cuh. With CUZK_FASTMUL_HOST the
+// integer builds compile as plain C++ for the CPU (a global carry flag stands in for CC.CF):
+// tests/host/mul_host_check.cpp runs them against big ints.
 #pragma once
 #include "ff/layout.cuh"
 
-#ifndef CUZK_ASM
-#define CUZK_ASM asm volatile
+#ifndef CUZK_FASTMUL_VARIANT_FP
+#define CUZK_FASTMUL_VARIANT_FP 1
 #endif
-#ifndef CUZK_FASTMUL_VARIANT
-#define CUZK_FASTMUL_VARIANT 1
-#endif
-#ifndef CUZK_FASTMUL_VARIANT_FP  // per field (12-limb Fp / 8-limb Fr); default: the above
-#define CUZK_FASTMUL_VARIANT_FP CUZK_FASTMUL_VARIANT
-#endif
-#ifndef CUZK_FASTMUL_VARIANT_FR  // variant 5 is Fp-only unless asked for: Fr gains nothing, NTT spills
-#define CUZK_FASTMUL_VARIANT_FR (CUZK_FASTMUL_VARIANT == 5 ? 1 : CUZK_FASTMUL_VARIANT)
+#ifndef CUZK_FASTMUL_VARIANT_FR
+#define CUZK_FASTMUL_VARIANT_FR 1
 #endif
 
-#if CUZK_FASTMUL_VARIANT_FP == 6 || CUZK_FASTMUL_VARIANT_FR == 6 || defined(CUZK_FASTMUL_WANT_V6)
-#define CUZK_FASTMUL_HAS_V6 1   // mont_mul_dfma; WANT_V6: beside the default build (kernels/ntt/split.cu)
-#if defined(CUZK_FASTMUL_HOST) && !defined(CUZK_DFMA_HOST)
-#define CUZK_DFMA_HOST 1   // std::fma + an exact round-down emulation (ff/mul_dfma.cuh)
+#if CUZK_FASTMUL_VARIANT_FP == 6 || CUZK_FASTMUL_VARIANT_FR == 6
+#ifdef CUZK_FASTMUL_HOST
+#error "fastmul build 6 (the FP64 pipe) has no host build"
 #endif
+#define CUZK_FASTMUL_HAS_V6 1   // mont_mul_dfma
 #include "ff/mul_dfma.cuh"
 #endif
 
@@ -95,7 +79,7 @@ __device__ __forceinline__ uint64_t mul_wide(uint32_t a, uint32_t b) {
 #define CUZK_FM_OP(name, op)                                                      \
     __device__ __forceinline__ uint32_t name(uint32_t x, uint32_t y) {            \
         uint32_t r;                                                               \
-        CUZK_ASM(op " %0, %1, %2;" : "=r"(r) : "r"(x), "r"(y));                   \
+        asm volatile(op " %0, %1, %2;" : "=r"(r) : "r"(x), "r"(y));                   \
         return r;                                                                 \
     }
 CUZK_FM_OP(add_cc, "add.cc.u32")
@@ -125,7 +109,7 @@ CUZK_FM_INLINE void fold(uint32_t* w, const uint64_t* e, const uint64_t* o, uint
     w[N] = addc(hi32(o[H - 1]), top);
 }
 
-// Variant 2: w[0..N] := t[0..N-1] (+ t_top*2^(32N)) + sum_k e[k]*2^(64k) + sum_k o[k]*2^(64k+32)
+// Build 3's m*p rows: w[0..N] := t[0..N-1] (+ t_top*2^(32N)) + sum_k e[k]*2^(64k) + sum_k o[k]*2^(64k+32)
 // as two carry chains (even words, then odd words). No carry out of word N (bounds).
 template <int N>
 CUZK_FM_INLINE void add_two_chains(uint32_t* w, const uint32_t* t, uint32_t t_top, const uint64_t* e,
@@ -149,18 +133,6 @@ CUZK_FM_INLINE void add_two_chains(uint32_t* w, const uint32_t* t, uint32_t t_to
 }
 
 
-// ---- variant 5: one-level Karatsuba product (SOS), then a separate reduction ----
-// Rows of both parts are added as variant 1 (1) or variant 2 (2); experiment knobs.
-#ifndef CUZK_KARA_ROWS_A
-#define CUZK_KARA_ROWS_A 1
-#endif
-#ifndef CUZK_KARA_ROWS_M
-#define CUZK_KARA_ROWS_M 2
-#endif
-#ifndef CUZK_KARA_SPECIAL  // 1: Fr's p_0 = 1, p_1 = 2^32 - 1 rows without multiplies
-#define CUZK_KARA_SPECIAL 1
-#endif
-
 // out = t - p if t >= p, else t (t < 2p): the final step of every multiplication path.
 template <class P>
 CUZK_FM_INLINE void sub_p_once(uint32_t* out, const uint32_t* t) {
@@ -174,9 +146,9 @@ CUZK_FM_INLINE void sub_p_once(uint32_t* out, const uint32_t* t) {
     for (int j = 0; j < N; j++) out[j] = borrow ? t[j] : s[j];
 }
 
-// w[0..K] = t[0..K-1] + a[0..K-1] * bi (t unread when first): one schoolbook row with the
-// even/odd split, t folded into the products (VA 1) or added by two chains (VA 2).
-template <int K, int VA>
+// w[0..K] = t[0..K-1] + a[0..K-1] * bi (t unread when first): one schoolbook row with the even/odd split,
+// t folded into the products.
+template <int K>
 CUZK_FM_INLINE void row_mul_add(uint32_t* w, const uint32_t* t, const uint32_t* a, uint32_t bi, bool first) {
     constexpr int Q = K / 2;
     uint64_t e[Q], o[Q];
@@ -184,34 +156,13 @@ CUZK_FM_INLINE void row_mul_add(uint32_t* w, const uint32_t* t, const uint32_t* 
     for (int k = 0; k < Q; k++) {
         e[k] = mul_wide(a[2 * k], bi);
         o[k] = mul_wide(a[2 * k + 1], bi);
-        if (VA == 1 && !first) {
+        if (!first) {
             e[k] += t[2 * k];
             o[k] += t[2 * k + 1];
         }
     }
-    if (VA == 1 || first) {
-        w[0] = lo32(e[0]);
-        fold<K>(w, e, o, 0);
-    } else {
-        add_two_chains<K>(w, t, 0, e, o);
-    }
-}
-
-// r[0..2H-1] = a[0..H-1] * b[0..H-1]: schoolbook rows t = (t + a*b_i) with the even/odd
-// split; t + a*b_i < 2^(32H) * 2^32, so no chain carries out of word H.
-template <int H, int VA>
-CUZK_FM_INLINE void mul_hh(uint32_t* r, const uint32_t* a, const uint32_t* b) {
-    static_assert(H % 2 == 0, "even half");
-    uint32_t t[H], w[H + 1];
-#pragma unroll
-    for (int i = 0; i < H; i++) {
-        row_mul_add<H, VA>(w, t, a, b[i], i == 0);
-        r[i] = w[0];
-#pragma unroll
-        for (int j = 0; j < H; j++) t[j] = w[j + 1];
-    }
-#pragma unroll
-    for (int j = 0; j < H; j++) r[H + j] = t[j];
+    w[0] = lo32(e[0]);
+    fold<K>(w, e, o, 0);
 }
 
 // t := (t + M*p) / 2^(32N), M = t * (-p^-1) mod 2^(32N): N rows W = (W + m*p) / 2^32.
@@ -223,7 +174,7 @@ CUZK_FM_INLINE void redc_low(uint32_t* t) {
     uint64_t e[H], o[H];
     // p = ...ffffffff 00000001 (Fr): m*p_0 + t_0 = (t_0 != 0)*2^32 and m*p_1 + t_1 = m*2^32 + t_1 - m
     // take no multiplies (the first k = 0 pair is then always in the accumulated form)
-    constexpr bool SPECIAL = CUZK_KARA_SPECIAL && P::mod(0) == 1u && P::mod(1) == 0xffffffffu;
+    constexpr bool SPECIAL = P::mod(0) == 1u && P::mod(1) == 0xffffffffu;
 #pragma unroll
     for (int i = 0; i < N; i++) {
         const uint32_t m = t[0] * P::INV;
@@ -265,58 +216,6 @@ CUZK_FM_INLINE void redc_halves(uint32_t* out, uint32_t* lo, const uint32_t* hi)
     sub_p_once<P>(out, t);
 }
 
-// a*b = L + D*2^(32H) + U*2^(64H), L = a0*b0, U = a1*b1, D = a0*b1 + a1*b0 = S - L - U with
-// S = (a0+a1)(b0+b1); a0+a1 = sa + ca*2^(32H) (ca = carry bit), so
-// S = sa*sb + (ca*sb + cb*sa)*2^(32H) + ca*cb*2^(64H). Then with T_lo / T_hi the low / high
-// N words of a*b: REDC(a*b) = T_hi + (T_lo + M*p)/R <= p + T_hi < 2p (T_hi < p*p/R < p/2).
-template <class P, int VA, int VM>
-CUZK_FM_INLINE void mont_mul_kara(uint32_t* out, const uint32_t* a, const uint32_t* b) {
-    constexpr int N = P::N, H = N / 2;
-    uint32_t sa[H], sb[H];
-    sa[0] = add_cc(a[0], a[H]);
-#pragma unroll
-    for (int j = 1; j < H; j++) sa[j] = addc_cc(a[j], a[H + j]);
-    const uint32_t ca = addc(0, 0);
-    sb[0] = add_cc(b[0], b[H]);
-#pragma unroll
-    for (int j = 1; j < H; j++) sb[j] = addc_cc(b[j], b[H + j]);
-    const uint32_t cb = addc(0, 0);
-    uint32_t lo[N], hi[N], d[N + 1];
-    // d = S (< 2^(64H+2)): every partial sum below is <= S, so no top carry is lost
-    mul_hh<H, VA>(d, sa, sb);
-    const uint32_t mca = 0u - ca, mcb = 0u - cb;
-    d[N] = ca & cb;
-    d[H] = add_cc(d[H], sb[0] & mca);
-#pragma unroll
-    for (int j = 1; j < H; j++) d[H + j] = addc_cc(d[H + j], sb[j] & mca);
-    d[N] = addc(d[N], 0);
-    d[H] = add_cc(d[H], sa[0] & mcb);
-#pragma unroll
-    for (int j = 1; j < H; j++) d[H + j] = addc_cc(d[H + j], sa[j] & mcb);
-    d[N] = addc(d[N], 0);
-    // d = S - L - U = D >= 0 (< 2^(64H+1)); S - L >= 0 too
-    mul_hh<H, VA>(lo, a, b);
-    d[0] = sub_cc(d[0], lo[0]);
-#pragma unroll
-    for (int j = 1; j < N; j++) d[j] = subc_cc(d[j], lo[j]);
-    d[N] = subc_nb(d[N], 0);
-    mul_hh<H, VA>(hi, a + H, b + H);
-    d[0] = sub_cc(d[0], hi[0]);
-#pragma unroll
-    for (int j = 1; j < N; j++) d[j] = subc_cc(d[j], hi[j]);
-    d[N] = subc_nb(d[N], 0);
-    // (lo, hi) = a*b: add D at word H; the total < p^2 < 2^(64N) has no carry out
-    lo[H] = add_cc(lo[H], d[0]);
-#pragma unroll
-    for (int j = 1; j < H; j++) lo[H + j] = addc_cc(lo[H + j], d[j]);
-#pragma unroll
-    for (int j = 0; j <= H; j++) hi[j] = addc_cc(hi[j], d[H + j]);
-#pragma unroll
-    for (int j = H + 1; j < N - 1; j++) hi[j] = addc_cc(hi[j], 0);
-    hi[N - 1] = addc(hi[N - 1], 0);
-    redc_halves<P, VM>(out, lo, hi);
-}
-
 #ifdef CUZK_FASTMUL_HAS_V6
 // ---- variant 6: Montgomery multiplication on the FP64 pipe, R = 2^(32N) exactly ----
 // a, b < p as N uint32 words -> from_u32: L limbs of 52 bits as doubles (Fp: L = 8, Fr: L = 5;
@@ -324,7 +223,7 @@ CUZK_FM_INLINE void mont_mul_kara(uint32_t* out, const uint32_t* a, const uint32
 // exact splits (ff/mul_dfma.cuh: hb = DFMA.RM(a, b, 2^104), lb = DFMA(a, b, 2^104 + 2^52 - hb)).
 // Reduction by 2^(32N) = 2^(52K + S), K = floor(32N / 52), S = 32N - 52K (Fp: K = 7, S = 20;
 // Fr: K = 4, S = 48):
-//   K full rounds as field_mul_dfma's mont_mul_u (m = c_i * (-p^-1) mod 2^52, lo(m p_0) implicit:
+//   K full rounds of 52 bits (m = c_i * (-p^-1) mod 2^52, lo(m p_0) implicit:
 //   c_{i+1} += ceil(c_i / 2^52)), which divide by 2^(52K); then ONE S-bit round:
 //   m_S = c_K * (-p^-1) mod 2^S (-p^-1 mod 2^S = PINV mod 2^S), c_{K+j} += lo(m_S p_j),
 //   c_{K+j+1} += hi(m_S p_j) for all j (L splits; lo(m_S p_0) is needed now: c_K + lo is only
@@ -332,7 +231,7 @@ CUZK_FM_INLINE void mont_mul_kara(uint32_t* out, const uint32_t* a, const uint32
 //   (T + M p) / 2^(52K) with M = the combined multiplier < 2^(32N), V = 0 mod 2^S, and the output
 //   words are bits [S + 32q, S + 32q + 32) of V: the final shift by S costs nothing extra, it is
 //   folded into the 52 -> 32 regrouping. Cost vs. the alternatives: reducing by R' = 2^(52L) with
-//   field_mul_dfma's L full rounds and then multiplying by 2^(52L - 32N) mod p (2^32 for Fp, 2^4 for
+//   L full rounds and then multiplying by 2^(52L - 32N) mod p (2^32 for Fp, 2^4 for
 //   Fr) costs the same FP64 work (K = L - 1 here, so the S-bit round just replaces the last full
 //   round: one more full split, one fewer hi-only split) PLUS a shift-and-reduce (quotient estimate,
 //   subtract a multiple of p, integer pipe); scaling an operand by 2^(52L-32N) mod p costs the same
@@ -342,8 +241,7 @@ CUZK_FM_INLINE void mont_mul_kara(uint32_t* out, const uint32_t* a, const uint32
 //     Fr 2^255 vs 2^256), so one conditional subtraction gives < p, and V < 2p 2^S < 2^(32N + S)
 //     fits the NV = 2L - K limbs c_K..c_{2L-1} (Fp 404 <= 468 bits, Fr 304 <= 312): no carry out.
 //   * column sums: column k receives at most v6_parts(k) parts (each < 2^52) plus one carry < 2^6, so
-//     with parts <= 63 the true value stays < 2^58 < 2^64 (static_assert below; the host build checks
-//     c < 2^58 at every carry). The biased running sum may wrap (mod 2^64, harmless).
+//     with parts <= 63 the true value stays < 2^58 < 2^64 (static_assert below). The biased running sum may wrap (mod 2^64, harmless).
 //   * splits: every factor is an integer in [0, 2^52) (from_u32 limbs, m < 2^52, m_S < 2^S, p_j < 2^52).
 template <int N> struct v6_field { using F = dfma::Fp; };   // 12 words
 template <> struct v6_field<8> { using F = dfma::Fr; };     // 8 words
@@ -375,12 +273,6 @@ template <class F> DFMA_CX int v6_max_parts() {
 template <class F> DFMA_CX uint64_t v6_col_init(int k) {
     return 0ull - ((uint64_t)v6_nlo<F>(k) * dfma::LB_BIAS + (uint64_t)v6_nhi<F>(k) * dfma::HB_BIAS);
 }
-
-#ifdef CUZK_FASTMUL_HOST
-#define CUZK_V6_CHECK(cond, msg) do { if (!(cond)) throw msg; } while (0)
-#else
-#define CUZK_V6_CHECK(cond, msg) do { } while (0)
-#endif
 
 template <class P>
 CUZK_FM_INLINE void mont_mul_dfma(uint32_t* out, const uint32_t* a, const uint32_t* b) {
@@ -420,7 +312,6 @@ CUZK_FM_INLINE void mont_mul_dfma(uint32_t* out, const uint32_t* a, const uint32
             c[i + j + 1] += as_u64(hb);
         }
         // column i is complete (true value); c[i] + lo(m p_0) = 2^52 ceil(c[i] / 2^52)
-        CUZK_V6_CHECK(!(c[i] >> 58), "v6: column sum >= 2^58");
         c[i + 1] += (c[i] + dfma::MASK52) >> 52;
     }
     // one S-bit round: m_S = c_K * (-p^-1) mod 2^S, all L parts of m_S * p
@@ -445,12 +336,9 @@ CUZK_FM_INLINE void mont_mul_dfma(uint32_t* out, const uint32_t* a, const uint32
 #pragma unroll
     for (int k = 0; k < NV; k++) {
         const uint64_t s = c[K + k];
-        CUZK_V6_CHECK(!(s >> 58), "v6: column sum >= 2^58");
         t[k] = s & dfma::MASK52;
         if (k + 1 < NV) c[K + k + 1] += s >> 52;
     }
-    CUZK_V6_CHECK(!(c[2 * L - 1] >> 52), "v6: carry out of the top limb");
-    CUZK_V6_CHECK((t[0] & ((1ull << S) - 1)) == 0, "v6: V != 0 mod 2^S");
     // words of V / 2^S (< 2p < 2^(32N)): bits [S + 32q, S + 32q + 32)
     uint32_t w[N];
 #pragma unroll
@@ -462,7 +350,6 @@ CUZK_FM_INLINE void mont_mul_dfma(uint32_t* out, const uint32_t* a, const uint32
     }
     sub_p_once<P>(out, w);       // < 2p
 }
-#undef CUZK_V6_CHECK
 #endif  // CUZK_FASTMUL_HAS_V6
 
 // REDUCE false (optimization L1, Fp only): the output is left < 2p (no final subtraction). With 4p < 2^(32N)
@@ -473,26 +360,21 @@ CUZK_FM_INLINE void mont_mul(uint32_t* out, const uint32_t* a, const uint32_t* b
     constexpr int N = P::N, H = N / 2;
     static_assert(N % 2 == 0, "even limb count");
     constexpr int V = N == 12 ? CUZK_FASTMUL_VARIANT_FP : CUZK_FASTMUL_VARIANT_FR;
-    static_assert(V >= 1 && V <= 6, "CUZK_FASTMUL_VARIANT is 1 .. 6");
+    static_assert(V == 1 || V == 3 || V == 6, "CUZK_FASTMUL_VARIANT_FP / _FR is 1, 3 or 6");
 #ifdef CUZK_FASTMUL_HAS_V6
     if (V == 6) {
         mont_mul_dfma<P>(out, a, b);
         return;
     }
 #endif
-    if (V == 5) {
-        mont_mul_kara<P, CUZK_KARA_ROWS_A, CUZK_KARA_ROWS_M>(out, a, b);
-        return;
-    }
-    constexpr int VA = (V == 1 || V == 3) ? 1 : 2;   // how the a*b_i rows add T
-    constexpr int VM = (V == 1 || V == 4) ? 1 : 2;   // how the m*p rows add R
+    constexpr int VM = V == 1 ? 1 : 2;   // how the m*p rows add R: folded (1) or by two chains (3)
     uint32_t t[N];      // T < 2p
     uint32_t w[N + 1];  // R = T + a*b_i
     uint32_t x[N + 1];  // R + m*p (x[0] == 0)
     uint64_t e[H], o[H];
 #pragma unroll
     for (int i = 0; i < N; i++) {
-        row_mul_add<N, VA>(w, t, a, b[i], i == 0);     // R = T + a*b_i
+        row_mul_add<N>(w, t, a, b[i], i == 0);     // R = T + a*b_i
         // R + m*p, then drop word 0 (it is zero)
         const uint32_t m = w[0] * P::INV;
 #pragma unroll
@@ -522,8 +404,8 @@ CUZK_FM_INLINE void mont_mul(uint32_t* out, const uint32_t* a, const uint32_t* b
 // ---- squaring (optimization S1): a^2 in (N^2 + N) / 2 products, then redc_low ----
 // D = sum_{i<j} a_i a_j 2^(32(i+j)) by rows (row i: a_i * a[i+1..N-1] at word 2i+1, the words
 // below folded into the products: a_i a_j + r_k < 2^64), one carry chain a row; then
-// a^2 = 2 D + sum_i a_i^2 2^(64 i) (a one-bit shift, then one chain); then redc_halves, as
-// mont_mul_kara: REDC(a^2) = hi + (lo + M p) / R < 2p. Products: Fp 78 + 144
+// a^2 = 2 D + sum_i a_i^2 2^(64 i) (a one-bit shift, then one chain); then redc_halves:
+// REDC(a^2) = hi + (lo + M p) / R < 2p (redc_halves). Products: Fp 78 + 144
 // (mont_mul: 288), Fr 36 + 64 (128).
 template <int N>
 CUZK_FM_INLINE void sqr_wide(uint32_t* r, const uint32_t* a) {
@@ -568,11 +450,11 @@ template <class P>
 CUZK_FM_INLINE void mont_sqr(uint32_t* out, const uint32_t* a) {
     constexpr int N = P::N;
     constexpr int V = N == 12 ? CUZK_FASTMUL_VARIANT_FP : CUZK_FASTMUL_VARIANT_FR;
-    if (V >= 5) {                                    // builds 5, 6: their own product
+    if (V == 6) {                                    // build 6: its own product
         mont_mul<P>(out, a, a);
         return;
     }
-    constexpr int VM = (V == 1 || V == 4) ? 1 : 2;
+    constexpr int VM = V == 1 ? 1 : 2;
     uint32_t r[2 * N];
     sqr_wide<N>(r, a);
     redc_halves<P, VM>(out, r, r + N);

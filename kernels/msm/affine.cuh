@@ -38,11 +38,7 @@ __device__ __forceinline__ F block_batch_inverse(const F& v, bool binary) {
         if (t < h) tree[h + t] = mul_l<LAZY>(tree[2 * (h + t)], tree[2 * (h + t) + 1]);
         __syncthreads();
     }
-#if CUZK_EXP_NO_INVERSE   // timing experiment only (wrong sums): the rounds without the root's inversion
-    if (t == 0) tree[1] = tree[1];
-#else
     if (t == 0) tree[1] = binary ? f_inv_binary(tree[1]) : f_inv(tree[1]);
-#endif
     __syncthreads();
     for (int h = 1; h < TPB; h <<= 1) {   // node i holds 1 / its product: hand it down
         if (t < h) {

@@ -1,7 +1,6 @@
 // The fr_t element policy of the register-radix NTT pass (ntt/reg.cuh): fr_t in registers and shared
 // memory (32 B an element), its products by Mul::mul(a, b, m) (m: the element's index in its group, a
-// constant after unrolling). ntt/reg.cu uses fr_t's own product (r4, r8); ntt/split.cu picks a multiplier
-// per m (r4x).
+// constant after unrolling: a multiplier may depend on it). ntt/reg.cu uses fr_t's own product (r4, r8).
 #pragma once
 #include "ff/field.cuh"
 #include "ntt/reg.cuh"
@@ -14,11 +13,7 @@
 
 struct FrProduct {               // fr_t's operator* (fastmul, the build's variant)
     static __device__ __forceinline__ cuzk::fr_t mul(const cuzk::fr_t& a, const cuzk::fr_t& b, int) {
-#if CUZK_EXP_NTT_CHEAP_MUL       // timing experiment only (wrong output): an add for every product
-        return a + b;
-#else
         return a * b;
-#endif
     }
 };
 
@@ -70,23 +65,23 @@ struct FrPolicy {
     static __device__ __forceinline__ T sub_plus_p(const T& a, const T& b) {
         uint32_t t[FR_W];
         T r;
-        CUZK_ASM("sub.cc.u32 %0, %1, %2;" : "=r"(t[0]) : "r"(a.v[0]), "r"(b.v[0]));
+        asm volatile("sub.cc.u32 %0, %1, %2;" : "=r"(t[0]) : "r"(a.v[0]), "r"(b.v[0]));
 #pragma unroll
-        for (int j = 1; j < FR_W; j++) CUZK_ASM("subc.cc.u32 %0, %1, %2;" : "=r"(t[j]) : "r"(a.v[j]), "r"(b.v[j]));
-        CUZK_ASM("add.cc.u32 %0, %1, %2;" : "=r"(r.v[0]) : "r"(t[0]), "r"(cuzk::fr_mod(0)));
+        for (int j = 1; j < FR_W; j++) asm volatile("subc.cc.u32 %0, %1, %2;" : "=r"(t[j]) : "r"(a.v[j]), "r"(b.v[j]));
+        asm volatile("add.cc.u32 %0, %1, %2;" : "=r"(r.v[0]) : "r"(t[0]), "r"(cuzk::fr_mod(0)));
 #pragma unroll
         for (int j = 1; j < FR_W - 1; j++)
-            CUZK_ASM("addc.cc.u32 %0, %1, %2;" : "=r"(r.v[j]) : "r"(t[j]), "r"(cuzk::fr_mod(j)));
-        CUZK_ASM("addc.u32 %0, %1, %2;" : "=r"(r.v[FR_W - 1]) : "r"(t[FR_W - 1]), "r"(cuzk::fr_mod(FR_W - 1)));
+            asm volatile("addc.cc.u32 %0, %1, %2;" : "=r"(r.v[j]) : "r"(t[j]), "r"(cuzk::fr_mod(j)));
+        asm volatile("addc.u32 %0, %1, %2;" : "=r"(r.v[FR_W - 1]) : "r"(t[FR_W - 1]), "r"(cuzk::fr_mod(FR_W - 1)));
         return r;
     }
     // N15: a + b (< 2p < 2^256, no carry out) and a - b + p, for build 6's product (one input < 2p)
     static __device__ __forceinline__ void dif_lazy(T& a, T& b) {
         const T d = sub_plus_p(a, b);
-        CUZK_ASM("add.cc.u32 %0, %0, %1;" : "+r"(a.v[0]) : "r"(b.v[0]));
+        asm volatile("add.cc.u32 %0, %0, %1;" : "+r"(a.v[0]) : "r"(b.v[0]));
 #pragma unroll
-        for (int j = 1; j < FR_W - 1; j++) CUZK_ASM("addc.cc.u32 %0, %0, %1;" : "+r"(a.v[j]) : "r"(b.v[j]));
-        CUZK_ASM("addc.u32 %0, %0, %1;" : "+r"(a.v[FR_W - 1]) : "r"(b.v[FR_W - 1]));
+        for (int j = 1; j < FR_W - 1; j++) asm volatile("addc.cc.u32 %0, %0, %1;" : "+r"(a.v[j]) : "r"(b.v[j]));
+        asm volatile("addc.u32 %0, %0, %1;" : "+r"(a.v[FR_W - 1]) : "r"(b.v[FR_W - 1]));
         b = d;
     }
     static __device__ __forceinline__ void dif(T& a, T& b, bool one, const uint32_t* wp, int m) {

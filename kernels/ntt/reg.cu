@@ -24,10 +24,6 @@ using Fr32 = FrPolicy<>;         // r4, r8: fr_t and its own product
 // R = 8: up to 256 threads (2^11 elements), at most 128 registers.
 extern "C" __global__ void __launch_bounds__(256, 2) ntt_r8_dif(NTT_REG_ARGS) { ntt_reg_pass<3, false, Fr32>(NTT_REG_CALL); }
 extern "C" __global__ void __launch_bounds__(256, 2) ntt_r8_dit(NTT_REG_ARGS) { ntt_reg_pass<3, true, Fr32>(NTT_REG_CALL); }
-// R = 4: up to 256 threads (2^10 elements), 3 blocks an SM: at most 80 registers. CUZK_NTT_R4_BLOCKS (an
-// experiment define) trades registers for resident warps: 2 (128 registers) or 4 (64).
-#ifndef CUZK_NTT_R4_BLOCKS
-#define CUZK_NTT_R4_BLOCKS 3
-#endif
-extern "C" __global__ void __launch_bounds__(256, CUZK_NTT_R4_BLOCKS) ntt_r4_dif(NTT_REG_ARGS) { ntt_reg_pass<2, false, Fr32>(NTT_REG_CALL); }
-extern "C" __global__ void __launch_bounds__(256, CUZK_NTT_R4_BLOCKS) ntt_r4_dit(NTT_REG_ARGS) { ntt_reg_pass<2, true, Fr32>(NTT_REG_CALL); }
+// R = 4: up to 256 threads (2^10 elements), 3 blocks an SM: at most 80 registers.
+extern "C" __global__ void __launch_bounds__(256, 3) ntt_r4_dif(NTT_REG_ARGS) { ntt_reg_pass<2, false, Fr32>(NTT_REG_CALL); }
+extern "C" __global__ void __launch_bounds__(256, 3) ntt_r4_dit(NTT_REG_ARGS) { ntt_reg_pass<2, true, Fr32>(NTT_REG_CALL); }

@@ -54,7 +54,7 @@ __device__ __forceinline__ unsigned tw_exp(unsigned e, int tw_mode, int log_sub)
     return tw_mode == 3 ? (0u - e) & ((1u << log_sub) - 1) : e;
 }
 
-// The pass itself, over an element policy P (ntt/reg.cu: fr_t; ntt/dfma.cu: 52-bit limbs): P::T in
+// The pass itself, over an element policy P (ntt/fr_policy.cuh: fr_t): P::T in
 // registers, P::SMW words of type P::S per element in shared memory (word-planar, swizzled), and
 // P::load/store (global, 8 x uint32), P::word/set_word, P::outer (x times its 4-step twiddle) and the
 // butterflies P::dit / P::dif (a, b, w = 1 for the block?, twiddle table entry). The last argument of
@@ -105,9 +105,7 @@ __device__ __forceinline__ void ntt_reg_pass(uint32_t* data, int log_n, int log_
                 }
             }
         } else {
-#if !CUZK_EXP_NTT_NO_SYNC        // timing experiment only (wrong output): the exchanges without their barrier
             __syncthreads();
-#endif
 #pragma unroll
             for (int m = 0; m < R; m++) {
 #if CUZK_NTT_SM128

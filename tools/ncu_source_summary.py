@@ -1,6 +1,6 @@
 """Summarize ncu's source page (--page source --csv --print-source sass): stall samples summed by opcode and by
 stall reason, and the top instructions.
-    python3 tools/experiments/ncu_source_summary.py FILE.csv [TOP]
+    python3 tools/ncu_source_summary.py FILE.csv [TOP]
 """
 import csv
 import sys

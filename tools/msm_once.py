@@ -1,5 +1,5 @@
 """One G1 MSM (affine bucket sums) of 2^K random points for a profiler: ncu wraps this process.
-    python3 tools/experiments/msm_once.py K VARIANT [C]
+    python3 tools/msm_once.py K VARIANT [C]
 $MSM_KERNEL_OPTS (comma-separated msm.KERNEL_OPTS, "none" for none) sets the kernels' toggles; default the registry's.
 """
 import os

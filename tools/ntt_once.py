@@ -1,6 +1,6 @@
 """One forward NTT (DIF, natural in, bit-reversed out) of 2^K random Fr elements for a profiler:
 ncu wraps this process.
-    python3 tools/experiments/ntt_once.py K [VARIANT]
+    python3 tools/ntt_once.py K [VARIANT]
 """
 import sys
 from pathlib import Path

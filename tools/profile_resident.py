@@ -1,6 +1,6 @@
 """Where a resident proof's time goes on the host: cProfile over a few `Resident.prove` calls on the
 snarkjs-bench files (made by `cuzk bench-snarkjs` in WORKDIR), after a warm-up.
-    python3 tools/experiments/profile_resident.py [LOG_SIZE] [WORKDIR] [BACKEND] [--once]
+    python3 tools/profile_resident.py [LOG_SIZE] [WORKDIR] [BACKEND] [--once]
 --once: after the warm-up, one proof between cudaProfilerStart/Stop (for nsys --capture-range=cudaProfilerApi
 or ncu --profile-from-start off: tools/nsys_resident.sh), and no cProfile.
 """
