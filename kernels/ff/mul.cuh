@@ -64,8 +64,6 @@ inline uint32_t addc(uint32_t x, uint32_t y) { uint64_t s = (uint64_t)x + y + ho
 inline uint32_t sub_cc(uint32_t x, uint32_t y) { host_cf() = x < y; return x - y; }
 inline uint32_t subc_cc(uint32_t x, uint32_t y) { uint64_t d = (uint64_t)x - y - host_cf(); host_cf() = (d >> 32) & 1; return (uint32_t)d; }
 inline uint32_t subc(uint32_t x, uint32_t y) { return x - y - host_cf(); }
-// top of a chain whose result is known >= 0: the host build checks that no borrow is lost
-inline uint32_t subc_nb(uint32_t x, uint32_t y) { uint64_t d = (uint64_t)x - y - host_cf(); if (d >> 32) throw "borrow out of subc"; return (uint32_t)d; }
 #else
 // 64-bit product in asm: NVVM would turn a product by a constant into a 64-bit mul.lo.s64.
 // Non-volatile: it touches no condition code. mul.wide + a 64-bit add of {c, 0} is fused by
@@ -88,7 +86,6 @@ CUZK_FM_OP(addc, "addc.u32")
 CUZK_FM_OP(sub_cc, "sub.cc.u32")
 CUZK_FM_OP(subc_cc, "subc.cc.u32")
 CUZK_FM_OP(subc, "subc.u32")
-CUZK_FM_OP(subc_nb, "subc.u32")
 #undef CUZK_FM_OP
 #endif
 

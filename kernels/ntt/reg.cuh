@@ -1,5 +1,5 @@
-// Pieces shared by the register-radix NTT passes: kernels/ntt/reg.cu (r4, r8: elements as fr_t)
-// and kernels/ntt/dfma.cu (r4d: elements as 52-bit limbs for the FP64 multiplier).
+// The register-radix NTT pass, over an element policy (ntt/fr_policy.cuh: fr_t); kernels/ntt/reg.cu
+// instantiates it (r4, r8).
 #pragma once
 #include "ff/layout.cuh"   // uint32_t, uint64_t (NVRTC has no <cstdint>)
 
@@ -17,7 +17,7 @@ __device__ __forceinline__ int swz(int s) {
 // CUZK_NTT_SM128 (N12, default 1; 0: the builds N12's off state selects): the exchanges move 16 bytes an access
 // (two per fr_t element, in two planes of uint4) instead of eight 32-bit words, with swz4: slot bits 3..5 XORed into
 // the 16-byte bank-group bits, so that each quarter-warp's 8 lanes hit 8 groups (checked on the CPU:
-// tests/test_ntt_plan.py). Policies without VEC4 (ntt/dfma.cu's) keep the 32-bit words.
+// tests/test_ntt_plan.py). A policy without VEC4 keeps the 32-bit words.
 #ifndef CUZK_NTT_SM128
 #define CUZK_NTT_SM128 1
 #endif
@@ -58,7 +58,7 @@ __device__ __forceinline__ unsigned tw_exp(unsigned e, int tw_mode, int log_sub)
 // registers, P::SMW words of type P::S per element in shared memory (word-planar, swizzled), and
 // P::load/store (global, 8 x uint32), P::word/set_word, P::outer (x times its 4-step twiddle) and the
 // butterflies P::dit / P::dif (a, b, w = 1 for the block?, twiddle table entry). The last argument of
-// outer/dit/dif is the element's (or pair's) index m < R, a constant after unrolling (ntt/split.cu).
+// outer/dit/dif is the element's (or pair's) index m < R, a constant after unrolling (a multiplier may use it).
 // out (N10; the last DIF pass only, log_sub == k, else null): element i of the transform goes to out[bitrev(i)],
 // natural order, and block b takes sub-problem bitrev(b), so that the blocks running together write neighbouring
 // elements.
