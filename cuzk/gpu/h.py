@@ -55,7 +55,7 @@ def h_scalars(abc, domain: Domain, convention: str, check: bool = True, variant:
     q = cupy.empty((n, 8), dtype=cupy.uint32)
     f = upload([factor])
     kernel("ntt/ntt", "ab_combine" if skip_c else "abc_combine", pw)(((n + THREADS - 1) // THREADS,), (THREADS,),
-                                                                 (q, abc, f, np.int64(n)))
+                                                                     (q, abc, f, np.int64(n)))
     mark("a b / Z" if skip_c else "(ab - c) / Z")
     if convention == "odd_lagrange":
         return q

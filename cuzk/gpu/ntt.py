@@ -295,7 +295,7 @@ def scale_powers(x, log_n: int, base: int, scale: int = 1, bitrev: bool = False,
     lo, hi, bits = _power_tables(base % R, log_n, scale % R)
     name = "scale_bitrev_powers" if bitrev else "scale_powers"
     kernel("ntt/ntt", name, build)(((n + THREADS - 1) // THREADS, batch), (THREADS,),
-                               (x, np.int32(log_n), lo, hi, np.int32(bits)))
+                                   (x, np.int32(log_n), lo, hi, np.int32(bits)))
     return x
 
 
@@ -331,7 +331,7 @@ def sub_scaled(x, y, k: int, build: tuple = ()):
     if y.size != x.size:
         raise ValueError(f"sub_scaled: x has {n} elements, y {y.size // 8}")
     kernel("ntt/ntt", "sub_scaled", build)(((n + THREADS - 1) // THREADS,), (THREADS,),
-                                       (x, y, upload([k % R]), np.int64(n)))
+                                           (x, y, upload([k % R]), np.int64(n)))
     return x
 
 
