@@ -98,7 +98,7 @@ register(Optimization(
 ))
 register(Optimization(
     "N5", ("ntt_msm_h",),
-    "bit reversals by tiles through shared memory (kernels/bitrev.cuh: 16 x 16 elements a block, 512-byte runs "
+    "bit reversals by tiles through shared memory (kernels/ntt/bitrev.cuh: 16 x 16 elements a block, 512-byte runs "
     "read and written), instead of one thread an element writing each 32-byte element alone; the H phase's last "
     "pass (with F1: its coset scale and bit reversal) and the natural-order NTT helpers",
     True,     # measured: docs/optimizations.md
@@ -385,7 +385,7 @@ register(Optimization(
 register(Optimization(
     "K15", ("ntt_msm_h", "batch_addition", "tail_msm"),
     "the affine rounds' one inverse a block (thread 0, while the block waits at its barrier) by the binary "
-    "extended Euclid (kernels/field_inv.cuh: variable time, the sums are public) instead of Fermat's chain of "
+    "extended Euclid (kernels/ff/inverse.cuh: variable time, the sums are public) instead of Fermat's chain of "
     "~610 dependent products",
     True,     # measured: docs/optimizations.md
     "2^26 G1 MSM: the root inversions cost 6.2 ms (403.7 -> 397.5 ms without them, ~12 rounds); a chain ~5-10x "

@@ -5,4 +5,4 @@ SOURCE_DIR = Path(__file__).resolve().parent
 
 
 def sources() -> list[Path]:
-    return sorted(p for p in SOURCE_DIR.iterdir() if p.suffix in (".cu", ".cuh"))
+    return sorted(p for p in SOURCE_DIR.rglob("*") if p.suffix in (".cu", ".cuh"))

@@ -28,7 +28,7 @@ ARCH = "sm_90"
 
 @dataclass(frozen=True)
 class Job:
-    label: str                    # e.g. "ntt_reg.cu" or "ntt_reg.cu CUZK_FASTMUL_VARIANT_FR=6"
+    label: str                    # e.g. "ntt/reg.cu" or "ntt/reg.cu CUZK_FASTMUL_VARIANT_FR=6"
     source: Path                  # a .cu, or a .cuh compiled through a one-line probe unit
     defines: tuple[str, ...] = ()
 
@@ -60,7 +60,7 @@ def nvcc_version() -> str:
 def key(job: Job, include_dir: Path) -> str:
     h = hashlib.sha256(f"{nvcc_version()}|{ARCH}|{' '.join(job.defines)}|{job.source.suffix}".encode())
     for p in includes(job.source, include_dir):
-        h.update(p.name.encode() + b"\0" + p.read_bytes())
+        h.update(p.relative_to(include_dir).as_posix().encode() + b"\0" + p.read_bytes())
     return h.hexdigest()[:32]
 
 

@@ -1,4 +1,4 @@
-"""kernels/bitrev.cuh's index math on the CPU (N5): every tile's reads and writes, for the sizes the GPU runs,
+"""kernels/ntt/bitrev.cuh's index math on the CPU (N5): every tile's reads and writes, for the sizes the GPU runs,
 make the bit-reversal permutation, and each warp's shared-memory accesses hit 32 distinct banks."""
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""CPU checks of K15's inverse (kernels/field_inv.cuh, the binary extended Euclid): the same template code the GPU
+"""CPU checks of K15's inverse (kernels/ff/inverse.cuh, the binary extended Euclid): the same template code the GPU
 runs, built for the host with g++ (tests/host/inv_host_check.cpp), against Python big ints. The kernels
 themselves run in tests/test_gpu.py (pytest -m gpu)."""
 import random

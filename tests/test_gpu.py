@@ -32,7 +32,7 @@ def rnd(mod, n, seed):
 def launch(cp, name, out, *args):
     from cuzk.gpu.loader import kernel
     n = out.shape[0]
-    kernel("field_ops", name)(((n + 255) // 256,), (256,), (out, *args, np.int64(n)))
+    kernel("ff/ops", name)(((n + 255) // 256,), (256,), (out, *args, np.int64(n)))
 
 
 FIELDS = {
@@ -46,7 +46,7 @@ OPS = {
 UNARY = {
     "sqr": lambda x, m: x * x % m, "neg": lambda x, m: (-x) % m,
     "inv": lambda x, m: pow(int(x), -1, m) if x else 0,
-    "inv_binary": lambda x, m: pow(int(x), -1, m) if x else 0,    # K15's inverse (kernels/field_inv.cuh)
+    "inv_binary": lambda x, m: pow(int(x), -1, m) if x else 0,    # K15's inverse (kernels/ff/inverse.cuh)
 }
 
 
@@ -259,7 +259,7 @@ def test_h2_same_h_on_random_abc(cp, log_n, fused_tail):
 @pytest.mark.parametrize("build", [(), ("CUZK_FASTMUL_VARIANT_FR=6",)])
 @pytest.mark.parametrize("log_n", [1, 5, 12])
 def test_pointwise_kernels_match_ints(cp, log_n, build):
-    """ntt.cu's pointwise kernels, on Fr build 1 and on N3's build 6, against Python ints over a batch of 3
+    """ntt/ntt.cu's pointwise kernels, on Fr build 1 and on N3's build 6, against Python ints over a batch of 3
     random vectors: the scale by scale * base^j (natural and bit-reversed j), F1's out-of-place form, the
     (ab - c) f combine, and H2's kernels (the ab f combine, F1's pass less k * sub, x - k y)."""
     from cuzk.field import R
@@ -279,11 +279,11 @@ def test_pointwise_kernels_match_ints(cp, log_n, build):
     assert got == [xs[b * n + rev[j]] * scale * pow(base, j, R) % R for b in range(3) for j in range(n)]
     f = 0xABCDEF12345 + log_n
     q = cp.full((n, 8), 0xFFFFFFFF, dtype=cp.uint32)                      # poisoned
-    kernel("ntt", "abc_combine", build)(((n + 255) // 256,), (256,), (q, x, gfr.upload([f]), np.int64(n)))
+    kernel("ntt/ntt", "abc_combine", build)(((n + 255) // 256,), (256,), (q, x, gfr.upload([f]), np.int64(n)))
     got = [int(v) for v in gfr.download(q)]
     assert got == [(xs[j] * xs[n + j] - xs[2 * n + j]) * f % R for j in range(n)]
     q = cp.full((n, 8), 0xFFFFFFFF, dtype=cp.uint32)                      # H2's combine
-    kernel("ntt", "ab_combine", build)(((n + 255) // 256,), (256,), (q, x, gfr.upload([f]), np.int64(n)))
+    kernel("ntt/ntt", "ab_combine", build)(((n + 255) // 256,), (256,), (q, x, gfr.upload([f]), np.int64(n)))
     got = [int(v) for v in gfr.download(q)]
     assert got == [xs[j] * xs[n + j] * f % R for j in range(n)]
     got = [int(v) for v in gfr.download(ntt.scale_bit_reverse(x[0], log_n, base, scale, build=build, sub=x[2], k=f))]
@@ -406,7 +406,7 @@ def test_ntt_full_size(cp, log_n):
     n_mont = gfr.upload([d.n])
     from cuzk.gpu.loader import kernel
     scaled = cp.empty_like(x0)
-    kernel("field_ops", "fr_mul")(((d.n + 255) // 256,), (256,), (scaled, x0, cp.broadcast_to(n_mont, x0.shape).copy(), np.int64(d.n)))
+    kernel("ff/ops", "fr_mul")(((d.n + 255) // 256,), (256,), (scaled, x0, cp.broadcast_to(n_mont, x0.shape).copy(), np.int64(d.n)))
     assert bool((x == scaled).all())
     rng = random.Random(log_n)
     pos = rng.sample(range(d.n), 16)

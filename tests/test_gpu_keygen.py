@@ -1,4 +1,4 @@
-"""GPU key generation (kernels/keygen*.cu, cuzk/gpu/keygen.py) against arkworks and the CPU setup.
+"""GPU key generation (kernels/keygen/*.cu, cuzk/gpu/keygen.py) against arkworks and the CPU setup.
 Run on the device machine: `pytest -m gpu tests/test_gpu_keygen.py`."""
 import random
 

@@ -1,4 +1,4 @@
-"""GPU MSM (kernels/msm.cuh) and curve formulas (kernels/ec.cuh via kernels/ec_ops.cu) against
+"""GPU MSM (kernels/msm/pippenger.cuh) and curve formulas (kernels/ec/curve.cuh via kernels/ec/ops.cu) against
 arkworks, on fresh random inputs. Run on the device machine: `pytest -m gpu tests/test_gpu_msm.py`."""
 import random
 
@@ -206,7 +206,7 @@ def test_msm_rejects_bad_shapes(cp):
         msm_g1(b, cp.zeros(4, dtype=bool), cp.zeros((4, 8), dtype=cp.uint32), c=0)
 
 
-# --- ec.cuh alone, through kernels/ec_ops.cu ---
+# --- ec/curve.cuh alone, through kernels/ec/ops.cu ---
 
 def _xyzz_host(group, pt, rng):
     """arkworks point -> XYZZ Montgomery limbs with a random z (infinity: zeros)."""
@@ -472,14 +472,14 @@ def test_ec_ops_vs_arkworks(cp, group):
         return cp.full((n, W), 0xFFFFFFFF, dtype=cp.uint32)
 
     o_add, o_madd, o_mmem, o_dbl, o_neg = out(), out(), out(), out(), out()
-    kernel("ec_ops", f"{g}_add")(grid, (64,), (o_add, A, B, np.int64(n)))
-    kernel("ec_ops", f"{g}_add_affine")(grid, (64,), (o_madd, A, Baff, Binf, np.int64(n)))
-    kernel("ec_ops", f"{g}_add_affine_mem")(grid, (64,), (o_mmem, A, Baff, Binf, np.int64(n)))
-    kernel("ec_ops", f"{g}_dbl")(grid, (64,), (o_dbl, A, np.int64(n)))
-    kernel("ec_ops", f"{g}_neg")(grid, (64,), (o_neg, A, np.int64(n)))
+    kernel("ec/ops", f"{g}_add")(grid, (64,), (o_add, A, B, np.int64(n)))
+    kernel("ec/ops", f"{g}_add_affine")(grid, (64,), (o_madd, A, Baff, Binf, np.int64(n)))
+    kernel("ec/ops", f"{g}_add_affine_mem")(grid, (64,), (o_mmem, A, Baff, Binf, np.int64(n)))
+    kernel("ec/ops", f"{g}_dbl")(grid, (64,), (o_dbl, A, np.int64(n)))
+    kernel("ec/ops", f"{g}_neg")(grid, (64,), (o_neg, A, np.int64(n)))
     o_aff = cp.full((n, W // 2), 0xFFFFFFFF, dtype=cp.uint32)
     o_inf = cp.full(n, 7, dtype=cp.uint8)
-    kernel("ec_ops", f"{g}_to_affine")(grid, (64,), (o_aff, o_inf, A, np.int64(n)))
+    kernel("ec/ops", f"{g}_to_affine")(grid, (64,), (o_aff, o_inf, A, np.int64(n)))
     h = {k: cp.asnumpy(v) for k, v in dict(add=o_add, madd=o_madd, mmem=o_mmem, dbl=o_dbl, neg=o_neg).items()}
     aff, ainf = cp.asnumpy(o_aff), cp.asnumpy(o_inf)
     for i, (a, b) in enumerate(pairs):
@@ -522,7 +522,7 @@ def test_batch_add_matches_arkworks(cp, group, n, threads_min, pairs, monkeypatc
     assert got == total
     with pytest.raises(IndexError):
         batch_add(group, cp.asarray(limbs), cp.asarray(inf), cp.asarray(np.array([len(pts)], dtype=np.int64)))
-# --- affine bucket sums (kernels/msm_affine.cuh) ---
+# --- affine bucket sums (kernels/msm/affine.cuh) ---
 
 def run_affine(cp, b, inf, s, **kw):
     from cuzk.gpu.msm import last_stats, msm_g1

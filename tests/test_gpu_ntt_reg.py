@@ -1,5 +1,4 @@
-"""Every NTT pass kernel (cuzk.gpu.ntt.VARIANTS: kernels/ntt_reg.cu, r4d, r4m: kernels/ntt_dfma.cu,
-r4x: kernels/ntt_split.cu; r4b6: ntt_reg.cu on fastmul build 6; r4b6d: r4b6 with N4's DIF butterfly; r4b6dt: with
+"""Every NTT pass kernel (cuzk.gpu.ntt.VARIANTS: kernels/ntt/reg.cu; r4b6: ntt/reg.cu on fastmul build 6; r4b6d: r4b6 with N4's DIF butterfly; r4b6dt: with
 N8's full-domain twiddle tables; r4b6dts: and N11's differences left < 2p;
 "w": N12 off, 32-bit exchanges; "b": N17 off, swz4 bit by bit; after "+", run-time features: o N13, z N15)
 against the CPU reference on fresh random inputs, and against the radix-2 kernel at 2^20 / 2^24. Run on the device: `pytest -m gpu`."""
@@ -14,8 +13,8 @@ from cuzk.poly import Domain
 
 pytestmark = pytest.mark.gpu
 
-REG = ["r4", "r8", "r8-2lvl", "r8-e11", "r4d", "r4m", "r4x", "r4b6", "r4b6d", "r4b6dt", "r4b6ds", "r4b6dts",
-       "r4b6dtsw", "r4b6dtsb", "r4b6dts+o", "r4b6dts+z", "r4b6dts+oz", "r4b6d+oz", "r4+o", "r4d+oz", "r8+o"]
+REG = ["r4", "r8", "r8-2lvl", "r8-e11", "r4b6", "r4b6d", "r4b6dt", "r4b6ds", "r4b6dts",
+       "r4b6dtsw", "r4b6dtsb", "r4b6dts+o", "r4b6dts+z", "r4b6dts+oz", "r4b6d+oz", "r4+o", "r8+o"]
 
 
 def rnd(n, seed):

@@ -22,7 +22,7 @@ def _array(text, name):
 
 
 def test_layout_constants_match_host():
-    t = (KERNELS / "layout.cuh").read_text()
+    t = (KERNELS / "ff" / "layout.cuh").read_text()
     assert _array(t, "FP_MODULUS") == F.P
     assert _array(t, "FR_MODULUS") == F.R
     assert _array(t, "FP_MONT_ONE") == F.FP_MONT_R
@@ -39,31 +39,30 @@ def test_kernels_ship_in_wheel(tmp_path):
         pytest.skip(f"cannot build a wheel here: {r.stderr.strip()[-200:]}")
     wheel = next(tmp_path.glob("cuzk-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
-    for src in KERNELS.iterdir():
-        if src.suffix in (".cu", ".cuh"):
-            assert f"cuzk/kernels/{src.name}" in names
+    for src in SOURCES + ["host/cub_sort.cu"]:
+        assert f"cuzk/kernels/{src}" in names
 
 
 def test_installed_package_finds_kernels():
     import cuzk.kernels
-    found = {p.name for p in cuzk.kernels.sources()}
-    assert "layout.cuh" in found
+    found = {p.relative_to(cuzk.kernels.SOURCE_DIR).as_posix() for p in cuzk.kernels.sources()}
+    assert {"ff/layout.cuh", "msm/g1.cu", "host/cub_sort.cu"} <= found
 
 
 # Spills tolerated, with the reason. Everything else must compile with none.
 SPILLS_ALLOWED = {
-    "ec_ops.cu": "test kernels only (G2 formulas checked against arkworks), not on a hot path",
-    "msm_g2.cu": "G2 XYZZ state over Fp2 exceeds 255 registers; 28-152 B spills, open in issue 5",
-    "keygen_g2.cu": "G2 mixed add over Fp2 at 255 registers (the out-of-line add spills ~180 B, the loop "
+    "ec/ops.cu": "test kernels only (G2 formulas checked against arkworks), not on a hot path",
+    "msm/g2.cu": "G2 XYZZ state over Fp2 exceeds 255 registers; 28-152 B spills, open in issue 5",
+    "keygen/g2.cu": "G2 mixed add over Fp2 at 255 registers (the out-of-line add spills ~180 B, the loop "
                     "state saved around its calls ~140 B), as in msm_g2; small next to the additions",
-    "ntt_split.cu": "ntt_r4x_dif (experiment r4x, not a default): 8 B at its 128-register cap since N10's "
-                    "natural-order store; ntt_r4x_dit spills nothing",
-    "ntt_reg.cu": "ntt_r8_dif (experimental, not the default): 16 B (4 B before N10's natural-order store) at the "
+    "ntt/reg.cu": "ntt_r8_dif (experimental, not the default): 16 B (4 B before N10's natural-order store) at the "
                   "128-register cap of 8 elements per thread; ntt_r8_dit and r4 spill nothing",
 }
 
 
-SOURCES = sorted(p.name for p in KERNELS.iterdir() if p.suffix in (".cu", ".cuh"))
+# every kernel source but host/ (the CUB shim: tests/test_cub_sort.py), as paths under kernels/
+SOURCES = sorted(p.relative_to(KERNELS).as_posix() for p in KERNELS.rglob("*")
+                 if p.suffix in (".cu", ".cuh") and p.relative_to(KERNELS).parts[0] != "host")
 
 
 def _build_label(name: str, extra: tuple[str, ...]) -> str:
@@ -131,15 +130,15 @@ def test_module_builds_have_their_own_key(monkeypatch):
     from cuzk.gpu import loader
     from cuzk.gpu import ntt
     monkeypatch.delenv("CUZK_KERNEL_DEFINES", raising=False)
-    assert ntt.R4B6_BUILD in loader.BUILDS["ntt_reg"]
-    base = loader.cubin_path("ntt_reg", "sm_90")
-    b6 = loader.cubin_path("ntt_reg", "sm_90", ntt.R4B6_BUILD)
+    assert ntt.R4B6_BUILD in loader.BUILDS["ntt/reg"]
+    base = loader.cubin_path("ntt/reg", "sm_90")
+    b6 = loader.cubin_path("ntt/reg", "sm_90", ntt.R4B6_BUILD)
     assert base != b6 and b6.name.startswith("ntt_reg-sm_90-")
     assert loader.defines(ntt.R4B6_BUILD) == ("-DCUZK_FASTMUL_VARIANT_FR=6",)
     monkeypatch.setenv("CUZK_KERNEL_DEFINES", "Q=1")
     assert loader.defines(ntt.R4B6_BUILD) == ("-DCUZK_FASTMUL_VARIANT_FR=6", "-DQ=1")
     with pytest.raises(ValueError, match="no build"):
-        loader.module("ntt_reg", ("CUZK_FASTMUL_VARIANT_FR=3",))
+        loader.module("ntt/reg", ("CUZK_FASTMUL_VARIANT_FR=3",))
 
 
 def test_msm_kernel_builds_are_listed(monkeypatch):
@@ -153,56 +152,47 @@ def test_msm_kernel_builds_are_listed(monkeypatch):
         for r in range(len(msm.KERNEL_OPTS) + 1):
             for ko in itertools.combinations(msm.KERNEL_OPTS, r):
                 b = msm.kernel_build(group, frozenset(ko))
-                assert b == () or b in loader.BUILDS[f"msm_g{group}"], (group, ko, b)
+                assert b == () or b in loader.BUILDS[f"msm/g{group}"], (group, ko, b)
                 seen.add((group, b))
     assert msm.kernel_build(2, frozenset({"S1"})) == ()          # G2 squares in Fp2 by products
     assert msm.kernel_build(1, frozenset({"L1"})) == ()          # L1 is a kernel name, not a build
     assert msm.kernel_build(1, frozenset({"I2"})) == ()          # I2 picks I1's callee: nothing without I1
-    assert seen == {(g, ()) for g in (1, 2)} | {(g, b) for g in (1, 2) for b in loader.BUILDS[f"msm_g{g}"]}
-    names = {loader.cubin_path("msm_g1", "sm_90", b) for b in ((), *loader.BUILDS["msm_g1"])}
+    assert seen == {(g, ()) for g in (1, 2)} | {(g, b) for g in (1, 2) for b in loader.BUILDS[f"msm/g{g}"]}
+    names = {loader.cubin_path("msm/g1", "sm_90", b) for b in ((), *loader.BUILDS["msm/g1"])}
     assert len(names) == 6
     assert loader.defines(msm.kernel_build(1, frozenset({"S1", "I1"}))) == ("-DCUZK_FASTSQR=1", "-DCUZK_FP_CALL=1")
     assert loader.defines(msm.kernel_build(2, frozenset({"S1", "I1", "I2"}))) == \
         ("-DCUZK_FP_CALL=1", "-DCUZK_FASTMUL_VARIANT_FP=3")
 
 
-def test_define_int_reads_the_experiment_defines(monkeypatch):
-    from cuzk.gpu import loader
-    monkeypatch.setenv("CUZK_KERNEL_DEFINES", "A=1 CUZK_AFFINE_BLOCKS_PER_SM=5")
-    assert loader.define_int("CUZK_AFFINE_BLOCKS_PER_SM", 4) == 5
-    assert loader.define_int("B", 7) == 7
-    monkeypatch.delenv("CUZK_KERNEL_DEFINES")
-    assert loader.define_int("CUZK_AFFINE_BLOCKS_PER_SM", 4) == 4
-
-
 # Spill bytes tolerated per module build (loader.BUILDS): (functions whose name contains this, or one of
 # these, bytes each, the reason). Every other kernel of a build must spill nothing.
 BUILD_SPILLS_ALLOWED = {
-    ("ntt", ("CUZK_FASTMUL_VARIANT_FR=6",)):
+    ("ntt/ntt", ("CUZK_FASTMUL_VARIANT_FR=6",)):
         ("ntt_pass", 48, "N3 runs only the pointwise kernels of this build (64-69 registers, no spills); r2's "
                          "pass, never launched from it, spills 40 B at its 64-register cap (512 threads, 2 blocks)"),
-    ("ntt_reg", ("CUZK_FASTMUL_VARIANT_FR=6",)):
+    ("ntt/reg", ("CUZK_FASTMUL_VARIANT_FR=6",)):
         ("_r", 96, "N2 (default off): r4 32-76 B at its 80-register cap (3 blocks a SM), measured faster "
                    "anyway (2^27 dif/dit 52.7/51.1 ms against 55.1/54.6, docs/perf-log.md, 2026-11-29); "
                    "r8 (not used by N2) 24-60 B at 128"),
-    ("ntt_reg", ("CUZK_FASTMUL_VARIANT_FR=6", "CUZK_NTT_DIF2=1")):
+    ("ntt/reg", ("CUZK_FASTMUL_VARIANT_FR=6", "CUZK_NTT_DIF2=1")):
         ("_r", 96, "N4 with N2: N2's bounds (r4's DIF 32 B, as without N4; r8 48 B, not used)"),
-    ("ntt_reg", ("CUZK_FASTMUL_VARIANT_FR=6", "CUZK_NTT_DIF2=1", "CUZK_NTT_LAZY_SUB=1")):
+    ("ntt/reg", ("CUZK_FASTMUL_VARIANT_FR=6", "CUZK_NTT_DIF2=1", "CUZK_NTT_LAZY_SUB=1")):
         ("_r", 96, "N11 with N4: N4's bounds (r4's DIF 28 B, DIT 76 B)"),
-    ("msm_g2", ("CUZK_FP_CALL=1",)):
+    ("msm/g2", ("CUZK_FP_CALL=1",)):
         (("g2_", "_ZN4cuzk"), 128, "I1's G2 build: 4-128 B in the G2 kernels and their callees (xyzz_add_mem, "
                                    "xyzz_dbl_mem, the called product); the default msm_g2 build, not listed, spills "
                                    "more. Measured x0.52 faster anyway (2^22 G2 MSM, docs/perf-log.md, 2026-11-30)"),
-    ("msm_g1", ("CUZK_FP_CALL=1", "CUZK_FASTMUL_VARIANT_FP=3")):
+    ("msm/g1", ("CUZK_FP_CALL=1", "CUZK_FASTMUL_VARIANT_FP=3")):
         ("_ZN4cuzk12xyzz_", 32, "I1 and I2 without S1 (not the default set): 4-32 B in xyzz_add_mem / xyzz_dbl_mem; "
                                 "the default set (S1, I1, I2) spills nothing"),
-    ("msm_g2", ("CUZK_FP_CALL=1", "CUZK_FASTMUL_VARIANT_FP=3")):
+    ("msm/g2", ("CUZK_FP_CALL=1", "CUZK_FASTMUL_VARIANT_FP=3")):
         (("g2_", "_ZN4cuzk"), 128, "I2's G2 build: 8-120 B in the G2 kernels and their callees, within I1's G2 bound"),
 }
 
 # N12's and N17's off states: the N2, N4 and N11 builds with one more define, within the same bounds
 BUILD_SPILLS_ALLOWED |= {
-    ("ntt_reg", build + (off,)): ("_r", 96, f"{name} with {toggle} off: {name}'s bounds")
+    ("ntt/reg", build + (off,)): ("_r", 96, f"{name} with {toggle} off: {name}'s bounds")
     for build, name in ((("CUZK_FASTMUL_VARIANT_FR=6",), "N2"),
                         (("CUZK_FASTMUL_VARIANT_FR=6", "CUZK_NTT_DIF2=1"), "N4"),
                         (("CUZK_FASTMUL_VARIANT_FR=6", "CUZK_NTT_DIF2=1", "CUZK_NTT_LAZY_SUB=1"), "N11"))
@@ -274,12 +264,12 @@ def test_a_long_kernel_compile_is_said(monkeypatch):
     from cuzk.gpu import loader
     monkeypatch.setattr(loader, "NOTICE_AFTER_S", 0.05)
     lines = []
-    with loader._compile_notice("msm_g2", ("CUZK_FP_CALL=1",), "sm_90", say=lines.append):
+    with loader._compile_notice("msm/g2", ("CUZK_FP_CALL=1",), "sm_90", say=lines.append):
         time.sleep(0.3)
-    assert lines[0].startswith("cuzk: compiling kernels/msm_g2.cu [CUZK_FP_CALL=1] for sm_90 with NVRTC")
-    assert lines[1].startswith("cuzk: compiled kernels/msm_g2.cu [CUZK_FP_CALL=1] in ") and len(lines) == 2
+    assert lines[0].startswith("cuzk: compiling kernels/msm/g2.cu [CUZK_FP_CALL=1] for sm_90 with NVRTC")
+    assert lines[1].startswith("cuzk: compiled kernels/msm/g2.cu [CUZK_FP_CALL=1] in ") and len(lines) == 2
     lines.clear()
-    with loader._compile_notice("ntt", (), "sm_90", say=lines.append):
+    with loader._compile_notice("ntt/ntt", (), "sm_90", say=lines.append):
         pass
     time.sleep(0.1)
     assert lines == []

@@ -1,4 +1,4 @@
-"""CPU models of the GPU key generation's index math and formulas (kernels/keygen*.cu,
+"""CPU models of the GPU key generation's index math and formulas (kernels/keygen/*.cu,
 cuzk/gpu/keygen.py), checked against big ints, arkworks and the CPU setup."""
 import random
 
@@ -90,7 +90,7 @@ def test_choose_window():
 
 
 def _warp_inverse_model(z):
-    """kernels/keygen.cuh warp_batch_inverse over 32 lanes, shuffle for shuffle: a lane whose
+    """kernels/keygen/fixed_base.cuh warp_batch_inverse over 32 lanes, shuffle for shuffle: a lane whose
     source is out of range keeps its own value (CUDA's __shfl_up/down_sync)."""
     P = F.P
     up = lambda x, d: [x[l - d] if l >= d else x[l] for l in range(32)]       # noqa: E731

@@ -88,7 +88,7 @@ def test_mul_names_keep_chains_and_builds_apart():
     assert mul_name(NS(kernel="fp_mul", chains=4, fastmul=1)) == "fp_mul"
     assert mul_name(NS(kernel="fp_mul", chains=1, fastmul=6)) == "fp_mul_c1_b6"
     assert mul_name(NS(kernel="fr_mul", chains=4, fastmul=6)) == "fr_mul_b6"
-    assert all(b == () or b in BUILDS["field_ops"] for b in MUL_BUILDS.values())
+    assert all(b == () or b in BUILDS["ff/ops"] for b in MUL_BUILDS.values())
 
 
 def test_micro_fastmul_choices(capsys):

@@ -1,5 +1,5 @@
 """CPU model of the GPU MSM: the schedule of cuzk/gpu/msm_plan.py run over Python
-transcriptions of kernels/msm.cuh, kernels/msm_affine.cuh and kernels/ec.cuh, checked against
+transcriptions of kernels/msm/pippenger.cuh, kernels/msm/affine.cuh and kernels/ec/curve.cuh, checked against
 arkworks.
 
 - The digit kernel, the segment/window kernels and the affine round kernels (thread and block
@@ -7,7 +7,7 @@ arkworks.
   (passes, sort, bucket offsets, affine rounds, segment plans, merges, reduction levels) is
   the very code the GPU runs.
 - Points are either integers mod r (a stand-in group: fast, proves the index math) or real
-  G1/G2 points in XYZZ through a transcription of ec.cuh's formulas (proves them and their
+  G1/G2 points in XYZZ through a transcription of ec/curve.cuh's formulas (proves them and their
   special cases).
 """
 import math
@@ -22,11 +22,11 @@ from cuzk.field import FR_LIMBS, P, R, ints_to_limbs
 from cuzk.gpu import msm_plan as plan
 from cuzk.gpu.msm import FIELDS, xyzz_to_affine
 
-# --- ec.cuh transcribed (same operation order), over cuzk.gpu.msm.Fp / Fp2 ---
+# --- ec/curve.cuh transcribed (same operation order), over cuzk.gpu.msm.Fp / Fp2 ---
 
 
 class XYZZ:
-    """Group ops of ec.cuh: affine (x, y); XYZZ (X, Y, ZZ, ZZZ), infinity = ZZ == 0."""
+    """Group ops of ec/curve.cuh: affine (x, y); XYZZ (X, Y, ZZ, ZZZ), infinity = ZZ == 0."""
 
     def __init__(self, group):
         self.f = FIELDS[group]
@@ -40,7 +40,7 @@ class XYZZ:
         return p[0]
 
     def affine_add(self, p, q, inv_d):
-        """msm_affine.cuh's pair add, given 1 / (x2 - x1)."""
+        """msm/affine.cuh's pair add, given 1 / (x2 - x1)."""
         f = self.f
         lam = f.mul(f.sub(q[1], p[1]), inv_d)
         x3 = f.sub(f.sub(f.mul(lam, lam), p[0]), q[0])
@@ -175,7 +175,7 @@ def rand_points(group, n, rng):
     return [CLS[group]() * Scalar(rng.randrange(1, R)) for _ in range(n)]
 
 
-# --- msm.cuh transcribed ---
+# --- msm/pippenger.cuh transcribed ---
 
 def digits_thread(limbs, skip, i, n, c, w0, w1, keys, wstride=None, base=0):
     """msm_digits for one point: limbs = the canonical scalar's 8 uint32 limbs (digit_keys; wstride
@@ -207,7 +207,7 @@ def digits_thread(limbs, skip, i, n, c, w0, w1, keys, wstride=None, base=0):
 
 
 def block_batch_inverse(f, vals):
-    """msm_affine.cuh block_batch_inverse: product tree up, one inversion, inverses down."""
+    """msm/affine.cuh block_batch_inverse: product tree up, one inversion, inverses down."""
     tpb = len(vals)
     tree = [None] * tpb + list(vals)
     h = tpb // 2
@@ -346,7 +346,7 @@ class ModelKernels:
         return [self.G.add(partials[w >> 1], partials[(w >> 1) + 1]) if w & 1 else partials[w >> 1]
                 for w in words]
 
-    # --- msm_affine.cuh ---
+    # --- msm/affine.cuh ---
 
     def affine_plan(self, in_off, out_off, total):
         nb = len(in_off) - 1
@@ -417,7 +417,7 @@ class ModelKernels:
         assert all(p is not None and not (isinstance(p, tuple) and p[0] == "prefix") for p in out)
         return out
 
-    # --- msm_affine.cuh, variant 2 (quads) ---
+    # --- msm/affine.cuh, variant 2 (quads) ---
 
     def affine_plan_entry(self, by, keyed, in_off, out_off, count, total):
         """msm_affine_plan_entry (K4), thread by thread (entry s), into poisoned outputs: every word is written, and
@@ -762,7 +762,7 @@ def test_schedule_all_zero_and_all_infinite():
     assert model_msm(IntGroup(), bases, [True] * 50, sc, 5)[0] == 0
 
 
-# --- ec.cuh formulas against arkworks ---
+# --- ec/curve.cuh formulas against arkworks ---
 
 @pytest.mark.parametrize("group", [1, 2])
 def test_xyzz_formulas_vs_arkworks(group):

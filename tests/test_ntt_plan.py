@@ -8,6 +8,8 @@ from cuzk.field import R
 from cuzk.gpu import ntt as G
 from cuzk.poly import Domain, bitrev_perm, ntt
 
+import ntt_emulator as E
+
 
 @pytest.mark.parametrize("kmax", [10, 3, 2])
 @pytest.mark.parametrize("gen", [7, 5])
@@ -18,8 +20,8 @@ def test_pass_schedule_matches_ntt(monkeypatch, kmax, gen, log_n):
     rng = random.Random(log_n * 100 + kmax)
     a = np.array([rng.randrange(R) for _ in range(d.n)], dtype=object)
     ref = ntt(a, d.omega)
-    assert list(G.emulate(a, log_n, d.omega, False)[bitrev_perm(d.n)]) == list(ref)    # DIF
-    assert list(G.emulate(a[bitrev_perm(d.n)], log_n, d.omega, True)) == list(ref)     # DIT
+    assert list(E.emulate(a, log_n, d.omega, False)[bitrev_perm(d.n)]) == list(ref)    # DIF
+    assert list(E.emulate(a[bitrev_perm(d.n)], log_n, d.omega, True)) == list(ref)     # DIT
 
 
 def test_plan_covers_every_stage():
@@ -29,7 +31,7 @@ def test_plan_covers_every_stage():
         assert all(k <= G.KMAX and k + c <= G.KMAX for _, k, c in passes)
 
 
-# --- kernels/ntt_reg.cu: register-radix passes ---
+# --- kernels/ntt/reg.cu: register-radix passes ---
 
 @pytest.mark.parametrize("lr", [2, 3])
 @pytest.mark.parametrize("kmax,emax", [(10, None), (10, 11), (4, None), (5, 6)])
@@ -46,9 +48,9 @@ def test_reg_pass_matches_ntt(monkeypatch, lr, kmax, emax, tw1_max, tw1_small, l
     rng = random.Random(log_n * 1000 + kmax * 10 + lr)
     a = np.array([rng.randrange(R) for _ in range(d.n)], dtype=object)
     ref = ntt(a, d.omega)
-    got = G.emulate_reg(a, log_n, d.omega, False, lr, emax, tw1_max)
+    got = E.emulate_reg(a, log_n, d.omega, False, lr, emax, tw1_max)
     assert list(got[bitrev_perm(d.n)]) == list(ref)                                        # DIF
-    assert list(G.emulate_reg(a[bitrev_perm(d.n)], log_n, d.omega, True, lr, emax, tw1_max)) == list(ref)  # DIT
+    assert list(E.emulate_reg(a[bitrev_perm(d.n)], log_n, d.omega, True, lr, emax, tw1_max)) == list(ref)  # DIT
 
 
 @pytest.mark.parametrize("feats", ["o", "oz"])
@@ -59,9 +61,9 @@ def test_reg_pass_features_match_ntt(lr, log_n, feats):
     rng = random.Random(log_n * 7 + lr)
     a = np.array([rng.randrange(R) for _ in range(d.n)], dtype=object)
     ref = ntt(a, d.omega)
-    got = G.emulate_reg(a, log_n, d.omega, False, lr, None, 31, feats)
+    got = E.emulate_reg(a, log_n, d.omega, False, lr, None, 31, feats)
     assert list(got[bitrev_perm(d.n)]) == list(ref)
-    assert list(G.emulate_reg(a[bitrev_perm(d.n)], log_n, d.omega, True, lr, None, 31, feats)) == list(ref)
+    assert list(E.emulate_reg(a[bitrev_perm(d.n)], log_n, d.omega, True, lr, None, 31, feats)) == list(ref)
 
 
 def test_variant_features():
@@ -77,21 +79,21 @@ def test_reg_groups_cover_every_stage_once():
     for lr in (2, 3):
         for k in range(lr, 12):
             for dit, odd_top in ((False, False), (True, False), (False, True)):
-                groups = G.reg_groups(k, lr, dit, odd_top)
+                groups = E.reg_groups(k, lr, dit, odd_top)
                 stages = [b0 + t for b0, lo, hi in groups
                           for t in (range(lo, hi) if dit else reversed(range(lo, hi)))]
                 assert stages == (sorted(stages) if dit else sorted(stages, reverse=True))
                 assert sorted(stages) == list(range(k))
                 assert all(0 <= b0 <= k - lr for b0, _, _ in groups)
                 if odd_top:     # N13: stage 0's group holds lr stages (b0 = 0), the short one is at the top
-                    assert groups[-1] == (0, 0, lr) and groups == G.reg_groups(k, lr, True)[::-1]
+                    assert groups[-1] == (0, 0, lr) and groups == E.reg_groups(k, lr, True)[::-1]
 
 
 @pytest.mark.parametrize("lr", [2, 3])
 def test_reg_shared_memory_has_no_bank_conflicts(lr):
     for k in range(lr, 12):
         for log_c in range(0, 12 - k):
-            assert G.bank_conflicts(k, log_c, lr) == 1, (k, log_c)
+            assert E.bank_conflicts(k, log_c, lr) == 1, (k, log_c)
 
 
 @pytest.mark.parametrize("lr", [2, 3])
@@ -100,17 +102,17 @@ def test_reg_shared_memory_128_has_no_bank_conflicts(lr):
     for k in range(lr, 12):
         for log_c in range(0, 12 - k):
             if (1 << (k + log_c)) >> lr >= 8:
-                assert G.bank_conflicts(k, log_c, lr, vec4=True) == 1, (k, log_c)
+                assert E.bank_conflicts(k, log_c, lr, vec4=True) == 1, (k, log_c)
 
 
 def test_bank_check_128_can_fail(monkeypatch):
-    monkeypatch.setattr(G, "SWZ4", (0, 0, 0))
-    assert G.bank_conflicts(9, 1, 2, vec4=True) > 1
+    monkeypatch.setattr(E, "SWZ4", (0, 0, 0))
+    assert E.bank_conflicts(9, 1, 2, vec4=True) > 1
 
 
 def test_bank_check_can_fail(monkeypatch):
-    monkeypatch.setattr(G, "SWZ", (0, 0, 0))
-    assert G.bank_conflicts(9, 0, 3) > 1
+    monkeypatch.setattr(E, "SWZ", (0, 0, 0))
+    assert E.bank_conflicts(9, 0, 3) > 1
 
 
 def test_pass_twiddles():
@@ -132,10 +134,10 @@ def test_tw1_bits():
 
 
 def test_swz4_table_is_the_bitwise_swizzle():
-    """ntt_reg.cuh's swz4 reads its XOR term from SWZ4_LUT, one 4-bit entry per value of slot bits 3..5: the same
+    """ntt/reg.cuh's swz4 reads its XOR term from SWZ4_LUT, one 4-bit entry per value of slot bits 3..5: the same
     function as SWZ4's bits, and the kernel carries that constant."""
     from pathlib import Path
     s = np.arange(1 << 12)
-    assert (s ^ ((G.SWZ4_LUT >> ((s >> 1) & 28)) & 7) == G.swz4(s)).all()
-    src = (Path(G.__file__).parents[2] / "kernels" / "ntt_reg.cuh").read_text()
-    assert f"#define SWZ4_LUT {G.SWZ4_LUT:#010x}u" in src
+    assert (s ^ ((E.SWZ4_LUT >> ((s >> 1) & 28)) & 7) == E.swz4(s)).all()
+    src = (Path(G.__file__).parents[2] / "kernels" / "ntt/reg.cuh").read_text()
+    assert f"#define SWZ4_LUT {E.SWZ4_LUT:#010x}u" in src

@@ -1,4 +1,5 @@
-"""Prebuild kernels/*.cu with nvcc into the cubin cache the loader reads (CUZK_CUBIN_DIR).
+"""Prebuild the kernel modules (kernels/<concept>/<name>.cu) with nvcc into the cubin cache the loader reads
+(CUZK_CUBIN_DIR).
 
     python tools/build_cubins.py [--arch sm_90] [--out DIR] [--jobs N] [--prune] [--only NAME,...]
 
@@ -27,13 +28,13 @@ def main() -> int:
     ap.add_argument("--out", default=None)
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--prune", action="store_true", help="remove every other file from the cubin directory")
-    ap.add_argument("--only", default="", help="comma-separated module names (default: every kernels/*.cu)")
+    ap.add_argument("--only", default="", help="comma-separated module names, e.g. msm/g1 (default: every module)")
     args = ap.parse_args()
     if args.out:
         os.environ["CUZK_CUBIN_DIR"] = args.out
     out = loader.cubin_dir()
     out.mkdir(parents=True, exist_ok=True)
-    names = sorted(p.stem for p in loader.kernel_dir().glob("*.cu"))
+    names = loader.module_names()
     if args.only and args.prune:
         ap.error("--prune keeps only what this run builds: not with --only")
     if args.only:

@@ -1,4 +1,4 @@
-"""Regenerate kernels/layout.cuh from cuzk/field.py: `python tools/gen_layout.py`."""
+"""Regenerate kernels/ff/layout.cuh from cuzk/field.py: `python tools/gen_layout.py`."""
 from pathlib import Path
 
 from cuzk import field as F
@@ -53,7 +53,7 @@ constexpr uint32_t FR_INV32 = 0x{F.FR_INV32:08x}u;
 {fn("fr_pm2", F.R - 2, 8)}
 }}  // namespace cuzk
 """
-    Path(__file__).resolve().parents[1].joinpath("kernels", "layout.cuh").write_text(out)
+    Path(__file__).resolve().parents[1].joinpath("kernels", "ff", "ff/layout.cuh").write_text(out)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@
    chains and 1 chain per thread; outputs checked against Python big ints and across builds.
 Prints a short table last; exits 1 on any mismatch or test failure.
 
-    python3 tools/gpu_ntt_check.py [--no-tests] [--no-mul] [--variants r4,r4m]
+    python3 tools/gpu_ntt_check.py [--no-tests] [--no-mul] [--variants r4,r4b6]
 """
 import os
 import random

@@ -2,7 +2,7 @@
 # them (pipes, stall reasons, memory), and for variant 2 why its quads took 895 ms of rounds at 2^26 where
 # variant 1 took 453 (docs/perf-log.md, 2026-11-29). Clocks left alone (--clock-control none, METHOD.md).
 #   bash tools/ncu_msm_affine.sh [K] [VARIANTS]     (default 24 "1 2"; reports in $OUT/ncu_v*.txt)
-# $MSM_KERNEL_OPTS picks the kernels' toggles (tools/experiments/msm_once.py); $TAG names the reports.
+# $MSM_KERNEL_OPTS picks the kernels' toggles (tools/msm_once.py); $TAG names the reports.
 source tools/profiler_env.sh
 K=${1:-24}
 VARIANTS=${2:-1 2}
@@ -18,7 +18,7 @@ for v in $VARIANTS; do
   timeout 240 "$NCU" --clock-control none --kernel-name regex:'g1_affine_(round|quad)' --launch-count 3 \
       --section SpeedOfLight --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis --section Occupancy \
       --section SchedulerStats --section WarpStateStats --section LaunchStats --section InstructionStats \
-      --metrics "$M" python3 tools/experiments/msm_once.py "$K" "$v" > "$OUT/ncu_v$v$TAG.txt" 2>&1
+      --metrics "$M" python3 tools/msm_once.py "$K" "$v" > "$OUT/ncu_v$v$TAG.txt" 2>&1
   echo "variant $v: exit $?"
   grep -E 'g1_affine|Duration|DRAM Throughput|L2 Hit|L1/TEX Hit|Compute \(SM\) Throughput|Achieved Occupancy|Registers Per|Issued Ipc|Issue Slots Busy|No Eligible|Eligible Warps|Warp Cycles Per Issued|sm__|smsp__|l1tex__|Stall|stall' \
       "$OUT/ncu_v$v$TAG.txt" | cut -c1-300 | head -90

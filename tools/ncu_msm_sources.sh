@@ -8,7 +8,7 @@ V=${2:-1}
 [ -n "$NCU" ] || { echo "no ncu"; exit 2; }
 timeout 200 "$NCU" --clock-control none --kernel-name regex:'g1_affine_round_keyed' --launch-count 1 \
     --section SourceCounters --section WarpStateStats -o "$OUT/ncu_src_v$V" \
-    python3 tools/experiments/msm_once.py "$K" "$V" > "$OUT/ncu_src_v$V.txt" 2>&1
+    python3 tools/msm_once.py "$K" "$V" > "$OUT/ncu_src_v$V.txt" 2>&1
 echo "profile: exit $?"
 # per-instruction samples (address, SASS, stall reasons) as CSV
 timeout 120 "$NCU" --import "$OUT/ncu_src_v$V.ncu-rep" --page source --csv --print-source sass \

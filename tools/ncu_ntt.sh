@@ -11,7 +11,7 @@ for b in 1 6 6d; do
       --launch-count 3 --section SpeedOfLight --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \
       --section Occupancy --section SchedulerStats --section WarpStateStats --section LaunchStats \
       --section InstructionStats \
-      python3 tools/experiments/ntt_once.py "$K" r4 > "$OUT/ncu_ntt_b$b.txt" 2>&1
+      python3 tools/ntt_once.py "$K" r4 > "$OUT/ncu_ntt_b$b.txt" 2>&1
   echo "Fr build $b: exit $?"
   grep -E 'ntt_r4|Duration|DRAM Throughput|Memory Throughput|L1/TEX Hit|L2 Hit|Compute \(SM\) Throughput|Achieved Occupancy|Registers Per|Issued Ipc|Issue Slots Busy|No Eligible|Executed Ipc|Shared Memory|Bank' "$OUT/ncu_ntt_b$b.txt" | head -45
 done
@@ -23,7 +23,7 @@ M=$M,sm__inst_executed.sum,smsp__average_warp_latency_issue_stalled_barrier.rati
 for b in 1 6 6d; do
   defs=""; [ $b = 6 ] && defs="CUZK_FASTMUL_VARIANT_FR=6"; [ $b = 6d ] && defs="CUZK_FASTMUL_VARIANT_FR=6 CUZK_NTT_DIF2=1"
   CUZK_KERNEL_DEFINES="$defs" timeout 100 "$NCU" --clock-control none --kernel-name regex:'ntt_r4_dif' \
-      --launch-count 3 --metrics "$M" python3 tools/experiments/ntt_once.py "$K" r4 > "$OUT/ncu_ntt_pipes_b$b.txt" 2>&1
+      --launch-count 3 --metrics "$M" python3 tools/ntt_once.py "$K" r4 > "$OUT/ncu_ntt_pipes_b$b.txt" 2>&1
   echo "pipes, Fr build $b: exit $?"
   grep -E 'ntt_r4|sm__|smsp__' "$OUT/ncu_ntt_pipes_b$b.txt" | head -40
 done

@@ -13,7 +13,7 @@ M=$M,l1tex__data_pipe_lsu_wavefronts_mem_shared.sum,l1tex__t_sectors_pipe_lsu_me
 timeout 240 "$NCU" --clock-control none --kernel-name regex:'ntt_r4_dif' --launch-count 1 \
     --section SourceCounters --section WarpStateStats --section SchedulerStats --section Occupancy \
     --metrics "$M" -o "$OUT/ncu_ntt_src" \
-    python3 tools/experiments/ntt_once.py "$K" "$V" > "$OUT/ncu_ntt_src.txt" 2>&1
+    python3 tools/ntt_once.py "$K" "$V" > "$OUT/ncu_ntt_src.txt" 2>&1
 echo "profile: exit $?"
 timeout 120 "$NCU" --import "$OUT/ncu_ntt_src.ncu-rep" --print-summary none >> "$OUT/ncu_ntt_src.txt" 2>&1
 grep -E 'ntt_r4|sm__|smsp__|dram__|gpu__|l1tex__|Stall|Warp Cycles|Eligible|Issued Warp|Active Warps|No Eligible' \
@@ -21,4 +21,4 @@ grep -E 'ntt_r4|sm__|smsp__|dram__|gpu__|l1tex__|Stall|Warp Cycles|Eligible|Issu
 timeout 120 "$NCU" --import "$OUT/ncu_ntt_src.ncu-rep" --page source --csv --print-source sass \
     > "$OUT/ncu_ntt_src.csv" 2>&1
 echo "source page: exit $? ($(wc -l < "$OUT/ncu_ntt_src.csv") lines)"
-python3 tools/experiments/ncu_source_summary.py "$OUT/ncu_ntt_src.csv"
+python3 tools/ncu_source_summary.py "$OUT/ncu_ntt_src.csv"

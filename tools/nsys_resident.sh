@@ -4,7 +4,7 @@
 #   bash tools/nsys_resident.sh [K]
 source tools/profiler_env.sh
 K=${1:-18}
-RUN="python3 tools/experiments/profile_resident.py $K /tmp/sjb cuda --once"
+RUN="python3 tools/profile_resident.py $K /tmp/sjb cuda --once"
 if [ -n "$NSYS" ]; then
   echo "nsys: $NSYS"
   timeout 200 "$NSYS" profile -o "$OUT/resident" --force-overwrite true --capture-range=cudaProfilerApi \

@@ -10,7 +10,7 @@ THREADS = 256
 
 
 def _launch(name: str, out, a, n: int) -> None:
-    kernel("field_ops", name)(((n + THREADS - 1) // THREADS,), (THREADS,), (out, a, np.int64(n)))
+    kernel("ff/ops", name)(((n + THREADS - 1) // THREADS,), (THREADS,), (out, a, np.int64(n)))
 
 
 def _pinned_copy(host: np.ndarray):
@@ -96,7 +96,7 @@ def mul(a, b, out=None):
         raise ValueError("mul: out must be contiguous")
     n = a.size // FR_LIMBS
     if n:
-        kernel("field_ops", "fr_mul")(((n + THREADS - 1) // THREADS,), (THREADS,), (out, a, b, np.int64(n)))
+        kernel("ff/ops", "fr_mul")(((n + THREADS - 1) // THREADS,), (THREADS,), (out, a, b, np.int64(n)))
     return out
 
 

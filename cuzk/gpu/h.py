@@ -25,7 +25,7 @@ THREADS = 256
 def h_scalars(abc, domain: Domain, convention, check: bool = True, variant: str | None = None, mark=None,
               fused_tail: bool = False, pointwise_b6: bool = False, skip_c: bool = False, tiled_bitrev: bool = False):
     """variant: the NTT pass kernel (ntt.VARIANTS key; None: ntt.VARIANT). mark(name), when given, is called after
-    each step (profiling: tools/experiments/h_profile.py). fused_tail (optimization F1): the last coset scale and
+    each step (profiling). fused_tail (optimization F1): the last coset scale and
     the bit reversal in one pass (ntt.scale_bit_reverse). pointwise_b6 (optimization N3): the coset scales and
     the combine on Fr build 6 (ntt.POINTWISE_B6). skip_c (optimization H2, `coeff` only): no coset NTT of c.
     tiled_bitrev (optimization N5): the last pass's bit reversal by tiles (ntt.bit_reverse's `tiled`).
@@ -49,8 +49,8 @@ def h_scalars(abc, domain: Domain, convention, check: bool = True, variant: str 
     mark("NTT a, b" if skip_c else "NTT a, b, c")
     q = cupy.empty((n, 8), dtype=cupy.uint32)
     f = upload([factor])
-    kernel("ntt", "ab_combine" if skip_c else "abc_combine", pw)(((n + THREADS - 1) // THREADS,), (THREADS,),
-                                                                 (q, abc, f, np.int64(n)))
+    kernel("ntt/ntt", "ab_combine" if skip_c else "abc_combine", pw)(((n + THREADS - 1) // THREADS,), (THREADS,),
+                                                                     (q, abc, f, np.int64(n)))
     mark("a b / Z" if skip_c else "(ab - c) / Z")
     if not qp.interpolates:
         return q

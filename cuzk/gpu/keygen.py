@@ -1,8 +1,8 @@
 """Key generation on the GPU: the scalars of cuzk/keygen.py's setup(), then fixed-base scalar
-multiplication (kernels/keygen.cuh) into the key's AffineBases. Bit for bit the CPU setup's key.
+multiplication (kernels/keygen/fixed_base.cuh) into the key's AffineBases. Bit for bit the CPU setup's key.
 setup_device leaves the points on the GPU instead (keys too large to download: 2^27).
 
-Scalars (kernels/keygen_fr.cu, ntt.py):
+Scalars (kernels/keygen/fr.cu, ntt.py):
   lag     = iNTT([tau^i]) over the domain (Lagrange values at tau), powers by scale_powers;
   u, v, w = transposed sparse products: entries sorted by column (cupy.argsort), products
             coeff * lag[row] written limb-transposed, per-limb uint64 prefix sums, one
@@ -44,7 +44,7 @@ def n_windows(c: int) -> int:
 
 
 def signed_digits(s: int, c: int) -> list[tuple[int, bool]]:
-    """(|d_w|, negative) per window, exactly as kernels/keygen.cuh window_digit computes them."""
+    """(|d_w|, negative) per window, exactly as kernels/keygen/fixed_base.cuh window_digit computes them."""
     limbs = [(s >> (32 * k)) & 0xFFFFFFFF for k in range(FR_LIMBS)]
     sel = lambda i: limbs[i] if 0 <= i < FR_LIMBS else 0  # noqa: E731
     half, mask = 1 << (c - 1), (1 << c) - 1
@@ -140,7 +140,7 @@ def _fixed_base_raw(group: int, table, c: int, scalars):
         scratch = cupy.empty(blocks * THREADS * 2 * WORDS[2], dtype=cupy.uint32)   # one XYZZ per thread
     else:
         scratch = cupy.empty(1, dtype=cupy.uint32)
-    f = kernel(f"keygen_g{group}", f"kg_fixed_base_g{group}")
+    f = kernel(f"keygen/g{group}", f"kg_fixed_base_g{group}")
     f((blocks,), (THREADS,), (out, inf, scalars, np.int64(n), table, np.int32(c), np.int32(n_windows(c)), scratch))
     return out, inf
 
@@ -230,7 +230,7 @@ def limbsum_reduce_host(seg: np.ndarray) -> np.ndarray:
 def _launch(name: str, n: int, *args) -> None:
     from .loader import kernel
     if n:
-        kernel("keygen_fr", name)((_blocks(n, FR_THREADS),), (FR_THREADS,), (*args, np.int64(n)))
+        kernel("keygen/fr", name)((_blocks(n, FR_THREADS),), (FR_THREADS,), (*args, np.int64(n)))
 
 
 def _dev_products(order, rows, coeffs, lag):
@@ -295,7 +295,7 @@ def qap_at_tau(r1cs, domain: Domain, tau: int):
         del coeffs
     u = out[0]
     if ni:
-        kernel("field_ops", "fr_add")((_blocks(ni, FR_THREADS),), (FR_THREADS,),
+        kernel("ff/ops", "fr_add")((_blocks(ni, FR_THREADS),), (FR_THREADS,),
                                       (u[:ni], u[:ni], cupy.ascontiguousarray(lag[m:m + ni]), np.int64(ni)))
     return tuple(out)
 

@@ -1,4 +1,7 @@
-"""Compile kernels/*.cu with NVRTC through cupy.RawModule, once per process.
+"""Compile the kernel modules (kernels/<concept>/<name>.cu) with NVRTC through cupy.RawModule, once per process.
+
+A module is named by its path under kernels/ without the suffix: "msm/g1" is kernels/msm/g1.cu. Includes are
+quoted and relative to kernels/ ("ff/field.cuh"), the one -I directory.
 
 -arch comes from the device's compute capability (sm_90 on the H200). CuPy keeps the
 compiled cubins in its on-disk kernel cache, so a second process loads without NVRTC.
@@ -36,7 +39,7 @@ def arch() -> str:
 # Builds of a module that product code selects at run time (a registry toggle), beside its default build:
 # module -> tuples of NAME=VALUE defines. tools/build_cubins.py prebuilds them too.
 BUILDS: dict[str, tuple[tuple[str, ...], ...]] = {
-    "ntt_reg": (("CUZK_FASTMUL_VARIANT_FR=6",),      # N2: the NTT passes on fastmul build 6 (FP64 pipe)
+    "ntt/reg": (("CUZK_FASTMUL_VARIANT_FR=6",),      # N2: the NTT passes on fastmul build 6 (FP64 pipe)
                 ("CUZK_FASTMUL_VARIANT_FR=6", "CUZK_NTT_DIF2=1"),    # N2 and N4: DIF butterflies in two ops
                 ("CUZK_FASTMUL_VARIANT_FR=6", "CUZK_NTT_DIF2=1", "CUZK_NTT_LAZY_SUB=1"),    # and N11
                 # N12 off: the same builds with the exchanges in 32-bit words
@@ -47,33 +50,23 @@ BUILDS: dict[str, tuple[tuple[str, ...], ...]] = {
                 ("CUZK_FASTMUL_VARIANT_FR=6", "CUZK_NTT_SWZ4_LUT=0"),
                 ("CUZK_FASTMUL_VARIANT_FR=6", "CUZK_NTT_DIF2=1", "CUZK_NTT_SWZ4_LUT=0"),
                 ("CUZK_FASTMUL_VARIANT_FR=6", "CUZK_NTT_DIF2=1", "CUZK_NTT_LAZY_SUB=1", "CUZK_NTT_SWZ4_LUT=0")),
-    "ntt": (("CUZK_FASTMUL_VARIANT_FR=6",),),        # N3: the H phase's pointwise passes on fastmul build 6
-    "field_ops": (("CUZK_FASTMUL_VARIANT_FP=6", "CUZK_FASTMUL_VARIANT_FR=6"),),   # cuzk micro --fastmul 6
-    "msm_g1": (("CUZK_FASTSQR=1",),                     # S1: squarings by fastmul::mont_sqr
+    "ntt/ntt": (("CUZK_FASTMUL_VARIANT_FR=6",),),        # N3: the H phase's pointwise passes on fastmul build 6
+    "ff/ops": (("CUZK_FASTMUL_VARIANT_FP=6", "CUZK_FASTMUL_VARIANT_FR=6"),),   # cuzk micro --fastmul 6
+    "msm/g1": (("CUZK_FASTSQR=1",),                     # S1: squarings by fastmul::mont_sqr
                ("CUZK_FP_CALL=1",),                     # I1: the Fp products called, not inlined
                ("CUZK_FASTSQR=1", "CUZK_FP_CALL=1"),    # S1 and I1
                ("CUZK_FP_CALL=1", "CUZK_FASTMUL_VARIANT_FP=3"),                     # I1 and I2: the callee on build 3
                ("CUZK_FASTSQR=1", "CUZK_FP_CALL=1", "CUZK_FASTMUL_VARIANT_FP=3")),  # S1, I1, I2
-    "msm_g2": (("CUZK_FP_CALL=1",),                     # I1 (Fp2 over called Fp products)
+    "msm/g2": (("CUZK_FP_CALL=1",),                     # I1 (Fp2 over called Fp products)
                ("CUZK_FP_CALL=1", "CUZK_FASTMUL_VARIANT_FP=3")),   # I1 and I2
 }
 
 
 def defines(extra: tuple[str, ...] = ()) -> tuple[str, ...]:
-    """-D options: `extra` (a module build, BUILDS), then CUZK_KERNEL_DEFINES (space-separated NAME=VALUE;
-    e.g. "CUZK_FASTMUL_VARIANT_FR=5": build variants for experiments). Part of the cubin key."""
+    """-D options: `extra` (a module build, BUILDS), then CUZK_KERNEL_DEFINES (space-separated NAME=VALUE, e.g.
+    "CUZK_FASTMUL_VARIANT_FP=3": a build outside BUILDS, for a measurement). Part of the cubin key."""
     env = os.environ.get("CUZK_KERNEL_DEFINES", "").split()
     return tuple(f"-D{d}" for d in (*extra, *env) if d)
-
-
-def define_int(name: str, default: int) -> int:
-    """The value CUZK_KERNEL_DEFINES gives the kernel macro `name` (experiments), else `default`: host code
-    that must agree with a kernel's build (e.g. blocks per SM under __launch_bounds__) reads it here."""
-    for d in os.environ.get("CUZK_KERNEL_DEFINES", "").split():
-        key, _, value = d.partition("=")
-        if key == name and value:
-            return int(value)
-    return default
 
 
 def options(extra: tuple[str, ...] = ()) -> tuple[str, ...]:
@@ -81,6 +74,14 @@ def options(extra: tuple[str, ...] = ()) -> tuple[str, ...]:
 
 
 _INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', re.M)
+
+
+def module_names() -> list[str]:
+    """Every kernel module ("ff/ops", "msm/g1", ...): the .cu files under kernels/ but host/ (the CUB shim, a
+    shared library: cub_sort.py)."""
+    d = kernel_dir()
+    return sorted(p.relative_to(d).with_suffix("").as_posix() for p in d.rglob("*.cu")
+                  if p.relative_to(d).parts[0] != "host")
 
 
 def sources(name: str) -> list[Path]:
@@ -107,8 +108,9 @@ def source_key(name: str, arch_name: str, extra: tuple[str, ...] = ()) -> str:
     h = hashlib.sha256(arch_name.encode())
     for opt in defines(extra):
         h.update(opt.encode())
+    d = kernel_dir()
     for p in sources(name):
-        h.update(p.name.encode())
+        h.update(p.relative_to(d).as_posix().encode())
         h.update(p.read_bytes())
     return h.hexdigest()[:20]
 
@@ -120,7 +122,7 @@ def cubin_dir() -> Path:
 
 
 def cubin_path(name: str, arch_name: str, extra: tuple[str, ...] = ()) -> Path:
-    return cubin_dir() / f"{name}-{arch_name}-{source_key(name, arch_name, extra)}.cubin"
+    return cubin_dir() / f"{name.replace('/', '_')}-{arch_name}-{source_key(name, arch_name, extra)}.cubin"
 
 
 NOTICE_AFTER_S = 2.0     # a compile still running after this long is said on stderr (CuPy's cache hits are quicker)

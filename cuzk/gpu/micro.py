@@ -43,7 +43,7 @@ def random_fr(n: int, batch: int = 1, seed: int = 1):
     return out.reshape(batch, n, 8) if batch > 1 else out.reshape(n, 8)
 
 
-MUL_BUILDS = {1: (), 6: BUILDS["field_ops"][0]}    # fastmul build -> field_ops' module build
+MUL_BUILDS = {1: (), 6: BUILDS["ff/ops"][0]}    # fastmul build -> field_ops' module build
 
 
 def make_mul(field: str, threads: int = 1 << 20, iters: int = 256, chains: int = 4, fastmul: int = 1):
@@ -57,7 +57,7 @@ def make_mul(field: str, threads: int = 1 << 20, iters: int = 256, chains: int =
     rng = cupy.random.default_rng(3)
     data = rng.integers(0, 2**32, size=(4 * threads, words), dtype=cupy.uint64).astype(cupy.uint32)
     data[:, words - 1] &= 0x0FFFFFFF
-    f = kernel("field_ops", f"{field}_mul_bench" + ("1" if chains == 1 else ""), MUL_BUILDS[fastmul])
+    f = kernel("ff/ops", f"{field}_mul_bench" + ("1" if chains == 1 else ""), MUL_BUILDS[fastmul])
     block = 256 if fastmul == 1 else 128      # build 6 needs > 128 registers: 512 threads do not launch
     grid = 4 * threads // chains // block
 

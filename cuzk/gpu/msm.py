@@ -2,7 +2,7 @@
 
 Inputs stay on the device: bases uint32[n, 24] (G1) or [n, 48] (G2) affine Montgomery
 limbs, inf bool[n] (a base at infinity), scalars uint32[n, 8] Fr in Montgomery form.
-The kernels are in kernels/msm.cuh and kernels/msm_affine.cuh (modules msm_g1.cu, msm_g2.cu);
+The kernels are in kernels/msm/pippenger.cuh and kernels/msm/affine.cuh (modules msm/g1.cu, msm/g2.cu);
 the index math is cuzk/gpu/msm_plan.py.
 
 Bucket sums: "xyzz" (mixed XYZZ adds, one thread per segment) or, for G1, "affine" (rounds of
@@ -81,7 +81,7 @@ def _check(group: int, bases, inf, scalars) -> int:
 
 
 class _Kernels:
-    """The kernel set of msm_plan.pippenger as launches of kernels/msm_g1.cu / msm_g2.cu."""
+    """The kernel set of msm_plan.pippenger as launches of kernels/msm/g1.cu / msm/g2.cu."""
 
     def __init__(self, group: int, bases, inf, scalars, host_fold: bool = False, kernel_opts=None):
         """host_fold: combine returns the window sums as they are (fold_windows folds them on the host).
@@ -97,7 +97,7 @@ class _Kernels:
         self.cp = cupy
         self.host_fold = host_fold
         self.g = f"g{group}"
-        self.mod = f"msm_g{group}"
+        self.mod = f"msm/g{group}"
         ko = DEFAULT_KERNEL_OPTS if kernel_opts is None else frozenset(kernel_opts)
         if not ko <= set(KERNEL_OPTS):
             raise ValueError(f"kernel_opts must be among {KERNEL_OPTS}, got {sorted(ko)}")
@@ -432,7 +432,7 @@ def xyzz_from_limbs(group: int, limbs: np.ndarray) -> tuple:
 
 
 def _affine(f, pt: tuple, iZZZ):
-    """(x, y) of a finite XYZZ point, given 1 / ZZZ: the one-inversion path of ec.cuh."""
+    """(x, y) of a finite XYZZ point, given 1 / ZZZ: the one-inversion path of ec/curve.cuh."""
     X, Y, ZZ, _ = pt
     iZ = f.mul(iZZZ, ZZ)
     return f.mul(X, f.mul(iZ, iZ)), f.mul(Y, iZZZ)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from .loader import define_int
 
 
 SCALAR_BITS = 255        # r < 2^255
@@ -37,8 +36,8 @@ REDUCE_BUCKET = 28       # window reduction: two full XYZZ adds (12M + 2S) per b
 # remaining points go to the XYZZ segment sums (a round's fixed cost is one inversion's latency).
 AFFINE_MIN_PAIRS = 1 << 20
 AFFINE_THREADS = 128     # threads per block of the round kernel (its __launch_bounds__)
-# resident blocks per SM: one wave, so one inversion per block per round (the kernels' CUZK_AFFINE_BLOCKS_PER_SM)
-AFFINE_BLOCKS_PER_SM = define_int("CUZK_AFFINE_BLOCKS_PER_SM", 4)
+# resident blocks per SM: one wave, so one inversion per block per round (the kernels' AFFINE_BLOCKS_PER_SM)
+AFFINE_BLOCKS_PER_SM = 4
 REDUCE_THREADS = 1 << 16 # the first reduction level aims at this many chunks in all
 REDUCE_FIRST_MAX = 64    # largest chunk of the first level
 REDUCE_UP = 4            # chunk of the later levels (their latency: ~3L adds a level)

@@ -21,12 +21,8 @@ THREADS = 256
 
 # Pass kernels: (log2 elements per thread, log2 elements per block, largest sub-problem whose
 # 4-step twiddle is one table lookup; 0 = always tw_hi * tw_lo).
-#   r2: kernels/ntt.cu, one butterfly per thread per stage.
-#   r4, r8: kernels/ntt_reg.cu, 4 or 8 elements per thread in registers.
-#   r4d: kernels/ntt_dfma.cu, r4's passes with the multiplications on the FP64 pipe (experiment):
-#        52-bit limbs in registers and shared memory (40 B per element), twiddles in the 2^260 form.
-#   r4m: the same kernel file, fr_t (8 x uint32) in registers and shared memory, 52-bit limbs only
-#        inside each multiplication (experiment).
+#   r2: kernels/ntt/ntt.cu, one butterfly per thread per stage.
+#   r4, r8: kernels/ntt/reg.cu, 4 or 8 elements per thread in registers.
 #   r4b6: r4's kernel built with fastmul build 6 for Fr (products on the FP64 pipe; loader.BUILDS): N2.
 #   r4b6d: r4b6 with its DIF butterfly in two modular ops, not three (CUZK_NTT_DIF2): N2 and N4.
 #   A "t" suffix (N8): every 4-step twiddle is one table lookup, up to the full domain (a 2^27 NTT keeps a
@@ -35,38 +31,26 @@ THREADS = 256
 #        product takes one input < 2p), CUZK_NTT_LAZY_SUB.
 #   A "w" suffix (N12 off): the exchanges in 32-bit words (CUZK_NTT_SM128=0), not 16-byte units.
 #   A "b" suffix (N17 off): the 16-byte exchanges' swizzle bit by bit (CUZK_NTT_SWZ4_LUT=0), not from a table.
-#   r4x: kernels/ntt_split.cu, r4 with half its multiplications on the FP64 pipe (fastmul build 6) and
-#        half on the FMA pipe (build 1): the two pipes share the load (experiment).
 VARIANTS = {
     "r2": (1, KMAX, 0),
     "r4": (2, KMAX, 18),
-    "r4d": (2, KMAX, 18),
-    "r4m": (2, KMAX, 18),
-    "r4x": (2, KMAX, 18),
     "r8": (3, KMAX, 18),
     "r8-2lvl": (3, KMAX, 0),
     "r8-e11": (3, KMAX + 1, 18),
 }
-R4B6_BUILD = BUILDS["ntt_reg"][0]                  # r4b6: ntt_reg built with CUZK_FASTMUL_VARIANT_FR=6
-R4B6D_BUILD = BUILDS["ntt_reg"][1]                 # r4b6d: and with CUZK_NTT_DIF2=1 (N4)
-R4B6DS_BUILD = BUILDS["ntt_reg"][2]                # r4b6ds: and with CUZK_NTT_LAZY_SUB=1 (N11)
+R4B6_BUILD = BUILDS["ntt/reg"][0]                  # r4b6: ntt_reg built with CUZK_FASTMUL_VARIANT_FR=6
+R4B6D_BUILD = BUILDS["ntt/reg"][1]                 # r4b6d: and with CUZK_NTT_DIF2=1 (N4)
+R4B6DS_BUILD = BUILDS["ntt/reg"][2]                # r4b6ds: and with CUZK_NTT_LAZY_SUB=1 (N11)
 REG_BUILDS = {"r4b6": R4B6_BUILD, "r4b6d": R4B6D_BUILD,   # variants run by a build of ntt_reg
               "r4b6dt": R4B6D_BUILD, "r4b6ds": R4B6DS_BUILD, "r4b6dts": R4B6DS_BUILD}
 REG_BUILDS |= {v + "w": b + ("CUZK_NTT_SM128=0",) for v, b in REG_BUILDS.items()} | \
     {v + "b": b + ("CUZK_NTT_SWZ4_LUT=0",) for v, b in REG_BUILDS.items()}   # N12 off: 32-bit exchanges; N17 off
-assert all(b in BUILDS["ntt_reg"] for b in REG_BUILDS.values())
+assert all(b in BUILDS["ntt/reg"] for b in REG_BUILDS.values())
 VARIANTS |= {v: (2, KMAX, 31 if "t" in v else 18) for v in REG_BUILDS}   # "t": N8's full-domain tables
 TW1_SMALL = 18       # N8: sub-problems up to 2^18 share one table (L2-resident); larger ones get their own
-POINTWISE_B6 = BUILDS["ntt"][0]                    # N3: ntt.cu's pointwise kernels on Fr build 6
-# variants run by kernels/ntt_dfma.cu (kernel ntt_<name>_{dif,dit}) -> shared-memory bytes per element
-DFMA_VARIANTS = {"r4d": 40, "r4m": 32}
-# The DFMA pass multiplies data by twiddles with dfma::mont_mul (x * y * 2^-260): its twiddles are in the
-# 2^260 form, the Montgomery (2^256) form times 16. tw_hi * tw_lo (tw_mode 1) multiplies two table values,
-# so tw_lo carries 2^8: 2^256 * 2^264 * 2^-260 = 2^260 (tw_hi unscaled).
-DFMA_TW_SCALE = 16
-DFMA_LO_SCALE = 256
+POINTWISE_B6 = BUILDS["ntt/ntt"][0]                    # N3: ntt/ntt.cu's pointwise kernels on Fr build 6
 # Run-time features of the register-radix passes, after a "+" in a variant name ("r4b6dts+oz"): kernel flags
-# (kernels/ntt_reg.cuh).
+# (kernels/ntt/reg.cuh).
 #   o (N13): a DIF pass of odd k runs its one-stage group first, so that stages 1 and 0 share the b0 = 0 group and
 #      its w = 1 pairs are skipped: 0.25 product an element fewer in such a pass.
 #   z (N15): stage 0 of a pass with a 4-step twiddle leaves a + b and a - b + p (< 2p) to the 4-step product (build 6's
@@ -88,7 +72,7 @@ VARIANT_ENV = os.environ.get("CUZK_NTT_VARIANT")     # an explicit kernel for ex
 VARIANT = VARIANT_ENV or "r4"    # calls without a variant; the cuda backend picks by N1 (r4: 2^27 55 ms vs r2 61)
 
 
-# Experiment (tools/experiments/ntt_plans.py; docs/perf-log.md, 2026-11-30): log_n -> pass sizes k in DIF order,
+# Experiment (docs/perf-log.md, 2026-11-30; N14 in docs/optimizations.md): log_n -> pass sizes k in DIF order,
 # instead of the even split
 # (CUZK_NTT_PLAN="27:8,9,10;26:8,8,10" fills it for a whole process)
 PLAN_KS: dict[int, tuple[int, ...]] = {
@@ -214,15 +198,10 @@ def _run(x, log_n: int, generator: int, inverse: bool, dit: bool, variant: str |
         lr, passes = 1, plan(log_n)                       # 2^1, 2^2: the radix-2 kernel
     if out is not None and (dit or lr == 1):
         raise ValueError("an NTT with its output in natural order (out) is a register-radix DIF")
-    dfma = lr > 1 and variant in DFMA_VARIANTS
-    if dfma:                                              # twiddles in the 2^260 form (DFMA_TW_SCALE)
-        lo, hi, bits = _power_tables(w, log_n, DFMA_LO_SCALE)
-        small = _small_table(generator, inverse, DFMA_TW_SCALE)
-    else:
-        lo, hi, bits = _power_tables(w, log_n)
-        small = _small_table(generator, inverse)
+    lo, hi, bits = _power_tables(w, log_n)
+    small = _small_table(generator, inverse)
     if lr == 1:
-        f = kernel("ntt", "ntt_pass")
+        f = kernel("ntt/ntt", "ntt_pass")
         for log_sub, k, log_c in (reversed(passes) if dit else passes):
             e = 1 << (k + log_c)
             blocks = (n >> log_sub) * (1 << (log_sub - k - log_c))
@@ -232,14 +211,10 @@ def _run(x, log_n: int, generator: int, inverse: bool, dit: bool, variant: str |
               shared_mem=e * 32)
         return x
     direction = 'dit' if dit else 'dif'
-    if dfma:
-        f, elem_bytes = kernel("ntt_dfma", f"ntt_{variant}_{direction}"), DFMA_VARIANTS[variant]
-    elif variant == "r4x":
-        f, elem_bytes = kernel("ntt_split", f"ntt_r4x_{direction}"), 32
-    elif variant in REG_BUILDS:
-        f, elem_bytes = kernel("ntt_reg", f"ntt_r{1 << lr}_{direction}", REG_BUILDS[variant]), 32
+    if variant in REG_BUILDS:
+        f, elem_bytes = kernel("ntt/reg", f"ntt_r{1 << lr}_{direction}", REG_BUILDS[variant]), 32
     else:
-        f, elem_bytes = kernel("ntt_reg", f"ntt_r{1 << lr}_{direction}"), 32
+        f, elem_bytes = kernel("ntt/reg", f"ntt_r{1 << lr}_{direction}"), 32
     if elem_bytes << emax > 48 << 10:                       # over 48 KiB of shared memory
         f.max_dynamic_shared_size_bytes = elem_bytes << emax
     steps = list(zip(passes, pass_twiddles(passes, tw1_max)))
@@ -249,10 +224,10 @@ def _run(x, log_n: int, generator: int, inverse: bool, dit: bool, variant: str |
         e = 1 << (k + log_c)
         blocks = (n >> log_sub) * (1 << (log_sub - k - log_c))
         if mode == 2 and tb > TW1_SMALL:                    # N8's large tables: one for both directions
-            tw1 = _tw1(w_fwd, log_n, tb, DFMA_TW_SCALE if dfma else 1)
+            tw1 = _tw1(w_fwd, log_n, tb)
             mode = 3 if inverse else 2
         elif mode == 2:
-            tw1 = _tw1(w, log_n, tb, (DFMA_TW_SCALE if dfma else 1) * scale % R)
+            tw1 = _tw1(w, log_n, tb, scale % R)
         else:
             tw1 = lo                                        # a valid pointer, never read
         f((blocks, batch), (e >> lr,),
@@ -286,7 +261,7 @@ def dit(x, log_n: int, generator: int = 7, inverse: bool = False, variant: str |
     return _run(x, log_n, generator, inverse, True, variant)
 
 
-BR_T = 4             # kernels/bitrev.cuh: tiles of 2^BR_T x 2^BR_T elements, one a block of 2^(2 BR_T) threads
+BR_T = 4             # kernels/ntt/bitrev.cuh: tiles of 2^BR_T x 2^BR_T elements, one a block of 2^(2 BR_T) threads
 
 
 def _tiles(log_n: int, tiled: bool) -> bool:
@@ -294,7 +269,7 @@ def _tiles(log_n: int, tiled: bool) -> bool:
 
 
 def bit_reverse(x, log_n: int, tiled: bool = True, scale: int | None = None, build: tuple = ()):
-    """Out of place: out[b][bitrev(j)] = x[b][j] (times `scale`, when given: one product an element, on ntt.cu's
+    """Out of place: out[b][bitrev(j)] = x[b][j] (times `scale`, when given: one product an element, on ntt/ntt.cu's
     `build`). tiled (optimization N5): by tiles through shared memory, reading and writing 512-byte runs (2^8
     elements and up), instead of one scattered 32-byte write an element."""
     import cupy
@@ -307,20 +282,20 @@ def bit_reverse(x, log_n: int, tiled: bool = True, scale: int | None = None, bui
         from .fr import upload
         name, args = "bit_reverse_scale", (out, x, upload([scale % R]), np.int32(log_n))
     if _tiles(log_n, tiled):
-        kernel("ntt", name + "_tiled", build)((n >> 2 * BR_T, batch), (1 << 2 * BR_T,), args)
+        kernel("ntt/ntt", name + "_tiled", build)((n >> 2 * BR_T, batch), (1 << 2 * BR_T,), args)
     else:
-        kernel("ntt", name, build)(((n + THREADS - 1) // THREADS, batch), (THREADS,), args)
+        kernel("ntt/ntt", name, build)(((n + THREADS - 1) // THREADS, batch), (THREADS,), args)
     return out
 
 
 def scale_powers(x, log_n: int, base: int, scale: int = 1, bitrev: bool = False, build: tuple = ()):
-    """In place: x[j] *= scale * base^j (base^bitrev(j) when bitrev). build: ntt.cu's build (POINTWISE_B6: N3)."""
+    """In place: x[j] *= scale * base^j (base^bitrev(j) when bitrev). build: ntt/ntt.cu's build (POINTWISE_B6: N3)."""
     n = 1 << log_n
     batch = x.size // (n * 8)
     lo, hi, bits = _power_tables(base % R, log_n, scale % R)
     name = "scale_bitrev_powers" if bitrev else "scale_powers"
-    kernel("ntt", name, build)(((n + THREADS - 1) // THREADS, batch), (THREADS,),
-                               (x, np.int32(log_n), lo, hi, np.int32(bits)))
+    kernel("ntt/ntt", name, build)(((n + THREADS - 1) // THREADS, batch), (THREADS,),
+                                   (x, np.int32(log_n), lo, hi, np.int32(bits)))
     return x
 
 
@@ -340,12 +315,12 @@ def scale_bit_reverse(x, log_n: int, base: int, scale: int = 1, build: tuple = (
         grid, block, suffix = ((n + THREADS - 1) // THREADS, batch), (THREADS,), ""
     tail = (np.int32(log_n), lo, hi, np.int32(bits))
     if sub is None:
-        kernel("ntt", "scale_bitrev_powers_out" + suffix, build)(grid, block, (out, x, *tail))
+        kernel("ntt/ntt", "scale_bitrev_powers_out" + suffix, build)(grid, block, (out, x, *tail))
         return out
     from .fr import upload
     if batch != 1 or sub.size != x.size:
         raise ValueError(f"scale_bit_reverse with sub takes one vector of 2^{log_n} elements and a sub as large")
-    kernel("ntt", "scale_bitrev_powers_sub_out" + suffix, build)(grid, block, (out, x, sub, upload([k % R]), *tail))
+    kernel("ntt/ntt", "scale_bitrev_powers_sub_out" + suffix, build)(grid, block, (out, x, sub, upload([k % R]), *tail))
     return out
 
 
@@ -355,8 +330,8 @@ def sub_scaled(x, y, k: int, build: tuple = ()):
     n = x.size // 8
     if y.size != x.size:
         raise ValueError(f"sub_scaled: x has {n} elements, y {y.size // 8}")
-    kernel("ntt", "sub_scaled", build)(((n + THREADS - 1) // THREADS,), (THREADS,),
-                                       (x, y, upload([k % R]), np.int64(n)))
+    kernel("ntt/ntt", "sub_scaled", build)(((n + THREADS - 1) // THREADS,), (THREADS,),
+                                           (x, y, upload([k % R]), np.int64(n)))
     return x
 
 
@@ -382,7 +357,7 @@ def intt(x, log_n: int, generator: int = 7, variant: str | None = None, tiled: b
          natural: bool = True):
     """Natural -> natural inverse NTT, scaled by 1/n (out of place). natural (N10, where natural_scaled): DIF passes
     with 1/n in the small twiddle table and the last pass writing natural order; else DIF passes, then 1/n and the
-    bit reversal in one pass (one product an element, on ntt.cu's `build`: POINTWISE_B6 for N3's)."""
+    bit reversal in one pass (one product an element, on ntt/ntt.cu's `build`: POINTWISE_B6 for N3's)."""
     import cupy
     inv_n = pow(1 << log_n, -1, R)
     if natural and natural_scaled(variant, log_n):
@@ -402,184 +377,3 @@ def coset_intt(x, log_n: int, shift: int, generator: int = 7):
     y = dif(x.copy(), log_n, generator, inverse=True)
     scale_powers(y, log_n, pow(shift, -1, R), pow(1 << log_n, -1, R), bitrev=True)
     return bit_reverse(y, log_n)
-
-
-# --- CPU emulation of the pass schedule (tests the index math without a GPU) ---
-
-def _bitrev(v: np.ndarray, bits: int) -> np.ndarray:
-    out = np.zeros_like(v)
-    for b in range(bits):
-        out |= ((v >> b) & 1) << (bits - 1 - b)
-    return out
-
-
-def emulate(x: np.ndarray, log_n: int, root: int, dit_order: bool) -> np.ndarray:
-    """The kernels' pass algorithm on an object array: dif (natural -> bitrev) or dit."""
-    n = 1 << log_n
-    x = x.copy()
-    passes = plan(log_n)
-    for log_sub, k, _ in (reversed(passes) if dit_order else passes):
-        n1, n2 = 1 << k, 1 << (log_sub - k)
-        v = x.reshape(n >> log_sub, n1, n2)
-        p = np.arange(n1, dtype=np.int64)
-        i2 = np.arange(n2, dtype=np.int64)
-        e = (np.outer(_bitrev(p, k), i2) << (log_n - log_sub)).astype(object)
-        tw = np.vectorize(lambda t: pow(root, int(t), R), otypes=[object])(e) if n2 > 1 else None
-        if dit_order and tw is not None:
-            v[:] = (v * tw) % R
-        w_sub = pow(root, n >> k, R)            # primitive 2^k-th root
-        stages = range(k) if dit_order else range(k - 1, -1, -1)
-        for st in stages:
-            h = 1 << st
-            blk = v.reshape(v.shape[0], n1 // (2 * h), 2, h, n2)
-            j = np.arange(h)
-            w = np.array([pow(w_sub, int(t) << (k - st - 1), R) for t in j], dtype=object)[:, None]
-            a, b = blk[:, :, 0].copy(), blk[:, :, 1].copy()
-            if dit_order:
-                b = (b * w) % R
-                blk[:, :, 0], blk[:, :, 1] = (a + b) % R, (a - b) % R
-            else:
-                blk[:, :, 0], blk[:, :, 1] = (a + b) % R, ((a - b) * w) % R
-        if not dit_order and tw is not None:
-            v[:] = (v * tw) % R
-        x = v.reshape(n)
-    return x
-
-
-# --- CPU emulation of kernels/ntt_reg.cu (its index math, swizzle and twiddle lookups) ---
-
-SWZ = (10, 21, 25)      # ntt_reg.cu swz(): XORed into the bank bits by slot bits 5, 6, 7
-
-
-def swz(s: np.ndarray) -> np.ndarray:
-    out = s.copy()
-    for b, v in enumerate(SWZ):
-        out ^= ((s >> (5 + b)) & 1) * v
-    return out
-
-
-SWZ4 = (2, 5, 6)        # ntt_reg.cuh swz4() (CUZK_NTT_SM128): XORed into the 16-byte bank-group bits by slot bits 3..5
-
-
-def swz4(s: np.ndarray) -> np.ndarray:
-    out = s.copy()
-    for b, v in enumerate(SWZ4):
-        out ^= ((s >> (3 + b)) & 1) * v
-    return out
-
-
-# ntt_reg.cuh (N17): swz4's XOR term for each value v of slot bits 3..5, as 4-bit entries of one word
-SWZ4_LUT = sum(int(swz4(np.int64(v << 3)) ^ (v << 3)) << (4 * v) for v in range(8))
-
-
-def reg_groups(k: int, lr: int, dit_order: bool, odd_top: bool = False) -> list[tuple[int, int, int]]:
-    """The groups of one pass as (b0, tlo, thi): rows base + (m << b0), stages b0 + t. odd_top (N13): the DIF's
-    groups are the DIT's in reverse (a short group at the top, not at the bottom)."""
-    out = []
-    ng = -(-k // lr)
-    for g in range(ng):
-        if dit_order or odd_top:
-            s_lo = (g if dit_order else ng - 1 - g) * lr
-            s_hi = min(k, s_lo + lr)
-        else:
-            s_hi = k - g * lr
-            s_lo = max(0, s_hi - lr)
-        b0 = min(s_lo, k - lr)
-        out.append((b0, s_lo - b0, s_hi - b0))
-    return out
-
-
-def emulate_reg(x: np.ndarray, log_n: int, root: int, dit_order: bool, lr: int, emax: int | None = None,
-                tw1_max: int = 0, feats: str = "") -> np.ndarray:
-    """ntt_reg.cu on an object array, vectorized over [block, thread]: dif or dit order; feats: run-time features
-    (FEATURES: o changes the groups; z changes no value mod R)."""
-    n, r_ = 1 << log_n, 1 << lr
-    x = x.copy()
-    passes = plan(log_n, emax)
-    tws = dict(zip(passes, pass_twiddles(passes, tw1_max)))
-    powr = np.vectorize(lambda e: pow(root, int(e), R), otypes=[object])
-
-    def small(idx):                     # tw_small[idx] = w_(2^KMAX)^idx, as a power of root
-        e = idx * n
-        assert not (e % (1 << KMAX)).any()
-        return powr(e >> KMAX)
-
-    for log_sub, k, log_c in (reversed(passes) if dit_order else passes):
-        log_n2, e_ = log_sub - k, 1 << (k + log_c)
-        log_g = log_n2 - log_c
-        blocks = (n >> log_sub) << log_g
-        bid = np.arange(blocks, dtype=np.int64)[:, None]
-        tid = np.arange(e_ >> lr, dtype=np.int64)[None, :]
-        c, q = tid & ((1 << log_c) - 1), tid >> log_c
-        i2 = ((bid & ((1 << log_g) - 1)) << log_c) + c
-        col = ((bid >> log_g) << log_sub) + i2
-        mode, tb = tws[(log_sub, k, log_c)]
-        sm = np.full((blocks, e_), None, dtype=object)
-        groups = reg_groups(k, lr, dit_order, "o" in feats)
-        v = [None] * r_
-
-        def outer(base, m):
-            r = _bitrev(base + m, k)
-            e_sub = i2 * r
-            e = (e_sub << (tb - log_sub)) << (log_n - tb) if mode == 2 else e_sub << (log_n - log_sub)
-            return powr(e)
-
-        for g, (b0, tlo, thi) in enumerate(groups):
-            lo = q & ((1 << b0) - 1)
-            base = lo | ((q >> b0) << (b0 + lr))
-            rows = [base + (m << b0) for m in range(r_)]
-            if g == 0:
-                for m in range(r_):
-                    v[m] = x[col + (rows[m] << log_n2)]
-                    if dit_order and mode:
-                        assert b0 == 0
-                        v[m] = v[m] * outer(base, m) % R
-            else:
-                for m in range(r_):
-                    v[m] = sm[bid, swz((rows[m] << log_c) + c)]
-                    assert not any(a is None for a in v[m].ravel())
-            ts = range(lr) if dit_order else range(lr - 1, -1, -1)
-            for t in ts:
-                if not tlo <= t < thi:
-                    continue
-                st = b0 + t
-                for m in range(r_):
-                    if m & (1 << t):
-                        continue
-                    jm = m & ((1 << t) - 1)
-                    w = 1 if b0 == 0 and jm == 0 else small((lo + (jm << b0)) << (KMAX - 1 - st))
-                    a, b = v[m], v[m + (1 << t)]
-                    if dit_order:
-                        y = b * w % R
-                        v[m], v[m + (1 << t)] = (a + y) % R, (a - y) % R
-                    else:
-                        v[m], v[m + (1 << t)] = (a + b) % R, (a - b) * w % R
-            if g == len(groups) - 1:
-                for m in range(r_):
-                    if not dit_order and mode:
-                        assert b0 == 0
-                        v[m] = v[m] * outer(base, m) % R
-                    x[col + (rows[m] << log_n2)] = v[m]
-            else:
-                sm[:] = None
-                for m in range(r_):
-                    sm[bid, swz((rows[m] << log_c) + c)] = v[m]
-    return x
-
-
-def bank_conflicts(k: int, log_c: int, lr: int, vec4: bool = False) -> int:
-    """The worst bank conflict (lanes per bank, 1 = none) of any 32-bit shared access in a pass (swz, 32 lanes);
-    vec4 (N12, CUZK_NTT_SM128): of any 128-bit access (swz4), lanes per 16-byte bank group in each quarter-warp."""
-    sw, mask, lanes = (swz4, 7, 8) if vec4 else (swz, 31, 32)
-    e_ = 1 << (k + log_c)
-    tid = np.arange(e_ >> lr, dtype=np.int64)
-    c, q = tid & ((1 << log_c) - 1), tid >> log_c
-    worst = 1
-    for dit_order in (False, True):             # N13's DIF groups are the DIT's, reversed: no third order to check
-        for b0, _, _ in reg_groups(k, lr, dit_order):
-            base = (q & ((1 << b0) - 1)) | ((q >> b0) << (b0 + lr))
-            for m in range(1 << lr):
-                banks = sw(((base + (m << b0)) << log_c) + c) & mask
-                for w0 in range(0, len(tid), lanes):
-                    worst = max(worst, int(np.bincount(banks[w0:w0 + lanes], minlength=lanes).max()))
-    return worst

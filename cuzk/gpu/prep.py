@@ -32,7 +32,7 @@ def prep_msm(zs, num_inputs: int) -> DevicePrep:
     batch, n = zs.shape[0], zs.shape[1]
     cls = cupy.empty((batch, n), dtype=cupy.uint8)
     other_any = cupy.zeros(n, dtype=cupy.uint32)
-    kernel("prep_msm", "classify_scalars")(((n + THREADS - 1) // THREADS, batch), (THREADS,),
+    kernel("msm/prep", "classify_scalars")(((n + THREADS - 1) // THREADS, batch), (THREADS,),
                                            (cls, other_any, zs, np.int64(n)))
     tail = cupy.flatnonzero(other_any)
     keep = other_any == 0

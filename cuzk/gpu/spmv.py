@@ -35,7 +35,7 @@ def device_coeffs(m):
         limbs = cupy.asarray(m.limbs())
         bad = cupy.zeros(1, dtype=cupy.uint32)
         if m.nnz:
-            kernel("keygen_fr", "kg_check_canonical")((max(1, (m.nnz + 255) // 256),), (256,),
+            kernel("keygen/fr", "kg_check_canonical")((max(1, (m.nnz + 255) // 256),), (256,),
                                                       (bad, limbs, np.int64(m.nnz)))
         canonical = not int(bad[0])
     except ValueError:                          # a negative or oversized coefficient
@@ -85,16 +85,17 @@ def evaluate(dev: DeviceR1CS, z, n: int, check: bool = True):
         if not m:
             continue
         if isinstance(coeffs, TableCoeffs):
-            kernel("spmv", "spmv_csr_table")(grid, (THREADS,), (abc[i], indptr, cols, coeffs.index, coeffs.table, z,
-                                                                 np.int64(m)))
+            kernel("r1cs/spmv", "spmv_csr_table")(grid, (THREADS,),
+                                                  (abc[i], indptr, cols, coeffs.index, coeffs.table, z, np.int64(m)))
         else:
-            kernel("spmv", "spmv_csr")(grid, (THREADS,), (abc[i], indptr, cols, coeffs, z, np.int64(m)))
+            kernel("r1cs/spmv", "spmv_csr")(grid, (THREADS,), (abc[i], indptr, cols, coeffs, z, np.int64(m)))
     rest = n - m
-    kernel("spmv", "abc_tail")(((rest + THREADS - 1) // THREADS,), (THREADS,),
-                               (abc, z, np.int64(m), np.int64(ni), np.int64(n)))
+    kernel("r1cs/spmv", "abc_tail")(((rest + THREADS - 1) // THREADS,), (THREADS,),
+                                    (abc, z, np.int64(m), np.int64(ni), np.int64(n)))
     if check and m:
         bad = cupy.empty(m, dtype=cupy.uint8)
-        kernel("spmv", "abc_check")(((m + THREADS - 1) // THREADS,), (THREADS,), (bad, abc, np.int64(m), np.int64(n)))
+        kernel("r1cs/spmv", "abc_check")(((m + THREADS - 1) // THREADS,), (THREADS,),
+                                         (bad, abc, np.int64(m), np.int64(n)))
         idx = cupy.flatnonzero(bad)
         if idx.size:
             i = int(idx[0])

@@ -53,7 +53,7 @@ def evaluate(dev: DeviceZKey, z):
     abc = cupy.empty((3, n, FR_LIMBS), dtype=cupy.uint32)
     grid = ((n + THREADS - 1) // THREADS,)
     for i, (indptr, cols, coef) in enumerate(dev.mats):     # every row: empty ones give 0
-        kernel("spmv", "spmv_csr")(grid, (THREADS,), (abc[i], indptr, cols, coef, z, np.int64(n)))
+        kernel("r1cs/spmv", "spmv_csr")(grid, (THREADS,), (abc[i], indptr, cols, coef, z, np.int64(n)))
     mul(abc[0], abc[1], out=abc[2])
     return abc
 

@@ -1,5 +1,5 @@
 // Shared by the host builds of kernel headers (mul_host_check.cpp, inv_host_check.cpp): the field parameters as
-// host constants (include after layout.cuh) and a hex reader into little-endian 32-bit limbs.
+// host constants (include after ff/layout.cuh) and a hex reader into little-endian 32-bit limbs.
 #pragma once
 #include <cstdint>
 #include <cstring>

@@ -1,7 +1,7 @@
-// Host build of kernels/field_inv.cuh (optimization K15): the same template code the GPU runs.
+// Host build of kernels/ff/inverse.cuh (optimization K15): the same template code the GPU runs.
 // Reads lines "f x" (f = p or r, x as hex, x < 2^(32N)) and prints binary_inverse(x) in hex: x^-1 R^2 mod (p or r)
 // for x mod p != 0, else 0. tests/test_field_inv_host.py drives it.
-//   g++ -O2 -std=c++17 -I kernels -o /tmp/invhost tools/experiments/inv_host_check.cpp
+//   g++ -O2 -std=c++17 -I kernels -o /tmp/invhost tests/host/inv_host_check.cpp
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -10,8 +10,8 @@
 #define __device__
 #define __constant__
 #define __forceinline__ inline
-#include "layout.cuh"
-#include "field_inv.cuh"
+#include "ff/layout.cuh"
+#include "ff/inverse.cuh"
 
 #include "host_check.h"
 
