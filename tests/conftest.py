@@ -5,15 +5,19 @@ import pytest
 
 @pytest.fixture(scope="session", autouse=True)
 def _key_cache(tmp_path_factory):
-    """Keys go to a per-session cache, never the user's."""
+    """Keys go to a per-session cache, never the user's. The kernel compile checks keep the user's cache
+    (nvcc_checks.cache_dir, read before the override): what they remember must outlive the session."""
+    import nvcc_checks
     d = tmp_path_factory.mktemp("cuzk-cache")
-    old = os.environ.get("CUZK_CACHE_DIR")
+    old = {k: os.environ.get(k) for k in ("CUZK_CACHE_DIR", "CUZK_NVCC_CHECK_CACHE")}
+    os.environ["CUZK_NVCC_CHECK_CACHE"] = str(nvcc_checks.cache_dir())
     os.environ["CUZK_CACHE_DIR"] = str(d)
     yield d
-    if old is None:
-        os.environ.pop("CUZK_CACHE_DIR", None)
-    else:
-        os.environ["CUZK_CACHE_DIR"] = old
+    for k, v in old.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
 
 
 def pytest_collection_modifyitems(config, items):
