@@ -3,9 +3,8 @@ from __future__ import annotations
 
 import time
 
-from .. import __version__
 from .common import (_need_plots, EXIT_INVALID, EXIT_OK, CliError, _kernel_load_times, bench_outputs, bench_context,
-                     git_commit, keygen_table, phase_table, write_all)
+                     keygen_table, phase_table, report_header, write_all)
 
 
 def cmd_bench(args) -> int:
@@ -64,14 +63,8 @@ def cmd_bench(args) -> int:
     verified = all(verify(vk, a.public, p) for a, p in zip(assignments, proofs))
     total_s = sum(r["host_s"] for r in phases.values())
     report = {
-        "cuzk_version": __version__,
-        "commit": git_commit(),
-        "backend": backend.name,
-        "circuit": {"name": args.circuit, "constraints": r1cs.num_constraints, "domain": 1 << pk.log_n,
-                    "circuits": args.circuits, "convention": pk.convention, "generator": pk.generator,
-                    "parallel_synthesis": args.parallel_synthesis,
-                    "synthesis_pool": args.synthesis_pool if args.parallel_synthesis else None},
-        "optimizations": opts.as_dict(),
+        **report_header(args, backend, r1cs, pk, opts, args.parallel_synthesis,
+                        args.synthesis_pool if args.parallel_synthesis else None),
         "phases": phases,
         "total_s": total_s,
         "prove_wall_s": prove_wall,

@@ -13,8 +13,8 @@ from __future__ import annotations
 import sys
 import time
 
-from .. import __version__
-from .common import EXIT_INVALID, EXIT_OK, CliError, _kernel_load_times, bench_outputs, bench_context, git_commit, write_all
+from .common import (EXIT_INVALID, EXIT_OK, CliError, _kernel_load_times, bench_context, bench_outputs, report_header,
+                     write_all)
 
 PIPELINE_FLAGS = ("pipeline_depth", "pipeline_workers", "compare")
 
@@ -113,13 +113,7 @@ def bench_pipeline(args, opts) -> int:
     section["speedup"] = seq.wall_s / pipe.wall_s if seq else None
     phases = pipe.phases
     report = {
-        "cuzk_version": __version__,
-        "commit": git_commit(),
-        "backend": backend.name,
-        "circuit": {"name": args.circuit, "constraints": r1cs.num_constraints, "domain": 1 << pk.log_n,
-                    "circuits": args.circuits, "convention": pk.convention, "generator": pk.generator,
-                    "parallel_synthesis": 0, "synthesis_pool": pool},
-        "optimizations": opts.as_dict(),
+        **report_header(args, backend, r1cs, pk, opts, 0, pool),
         "phases": phases,
         "total_s": sum(r["host_s"] for r in phases.values()),
         "prove_wall_s": pipe.wall_s,

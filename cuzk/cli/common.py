@@ -239,3 +239,14 @@ def _generator(s: str) -> int:
     if s not in GENERATOR_NAMES:
         raise argparse.ArgumentTypeError(f"generator must be one of {', '.join(GENERATOR_NAMES)}")
     return GENERATOR_NAMES[s]
+
+
+def report_header(args, backend, r1cs, pk, opts, parallel_synthesis: int, synthesis_pool) -> dict:
+    """The first fields of bench's JSON, the same for one batch and --pipeline (docs/architecture.md,
+    What a run records)."""
+    from .. import __version__
+    return {"cuzk_version": __version__, "commit": git_commit(), "backend": backend.name,
+            "circuit": {"name": args.circuit, "constraints": r1cs.num_constraints, "domain": 1 << pk.log_n,
+                        "circuits": args.circuits, "convention": pk.convention, "generator": pk.generator,
+                        "parallel_synthesis": parallel_synthesis, "synthesis_pool": synthesis_pool},
+            "optimizations": opts.as_dict()}
