@@ -68,8 +68,8 @@ def test_no_file_cites_a_removed_device_script():
 
 
 # Device runs were once labelled by case ids: a letter of these families and a number (Z67, W10, T2b). The
-# optimization codes (registry, docs/optimizations.md, and toggles the log passed as +CODE) mostly use other letters;
-# any that shares a family (W1, a removed toggle) is exempt, so the rule stays right as the registry grows.
+# optimization codes (registry, docs/optimizations.md) mostly use other letters; any that shares a family is
+# exempt, so the rule stays right as the registry grows.
 CASE_ID_FAMILIES = "TUVWXYZ"
 
 
@@ -77,8 +77,6 @@ def _optimization_codes() -> set[str]:
     from cuzk.opts import REGISTRY
     codes = set(REGISTRY)
     codes |= set(re.findall(r"\b[A-Z]\d{1,2}\b", (ROOT / "docs" / "optimizations.md").read_text()))
-    # A removed toggle the log itself passed to the tools (CUZK_OPT=+W1, pipeline_ab.py "+W1") was a registry code.
-    codes |= set(re.findall(r"\+([A-Z]\d{1,2})\b", (ROOT / "docs" / "perf-log.md").read_text()))
     return codes
 
 
@@ -88,9 +86,9 @@ def case_ids(text: str, codes: set[str]) -> list[str]:
 
 
 def test_case_id_rule_catches_a_case_id():
-    codes = {"W1"}
+    codes = {"W2"}                                   # a registry code of a case-id family
     assert case_ids("measured in Z67 (`bash tools/x.sh T8`), as T2b and W10 did", codes) == ["Z67", "T8", "T2b", "W10"]
-    assert case_ids("W1 is removed; SHF.R.U64; G1 and G2; H200", codes) == []
+    assert case_ids("W2 is on; SHF.R.U64; G1 and G2; H200", codes) == []
 
 
 def test_perf_log_has_no_case_ids():
