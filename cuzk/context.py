@@ -9,7 +9,7 @@ snarkjs commands all prove through a ProvingContext. The key comes one of two wa
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from .backend.base import Backend
 from .keys import ProvingKey
@@ -41,7 +41,6 @@ class ProvingContext:
     pk: ProvingKey
     prover: Prover
     key: KeySource
-    extra: dict = field(default_factory=dict)
 
     @property
     def kh(self):

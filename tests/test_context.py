@@ -48,3 +48,11 @@ def test_proving_reports_each_phase_as_it_ends(cache, capsys):
     assert [n for n, _ in seen] == list(PHASES[1:]) and all(s >= 0 for _, s in seen)
     step_printer("proving 2^6 x1")("tail_msm", 0.25)
     assert capsys.readouterr().err == "cuzk: proving 2^6 x1: tail_msm (0.25 s)\n"
+
+
+@pytest.mark.parametrize("extra", [[], ["--pipeline", "--circuits", "2"]])
+def test_bench_refuses_a_gpu_resident_key_on_the_cpu_before_any_work(extra, capsys):
+    from cuzk.cli import main
+    assert main(["bench", "--backend", "cpu", "--device-keygen", "on", "--log-size", "6", *extra]) == 2
+    err = capsys.readouterr().err
+    assert "--device-keygen on needs the cuda backend" in err and "key:" not in err

@@ -4,7 +4,7 @@ from __future__ import annotations
 import time
 
 from .common import (_need_plots, EXIT_INVALID, EXIT_OK, CliError, _kernel_load_times, bench_outputs, bench_context,
-                     keygen_table, phase_table, report_header, write_all)
+                     check_device_keygen, keygen_table, phase_table, report_header, write_all)
 
 
 def cmd_bench(args) -> int:
@@ -31,8 +31,7 @@ def cmd_bench(args) -> int:
         return bench_pipeline(args, opts)
     args.synthesis_pool = args.synthesis_pool or "thread"
     backend = get_backend(args.backend, opts=opts)
-    if args.device_keygen == "on" and backend.name != "cuda":          # before the synthesis, not after
-        raise CliError("--device-keygen on needs the cuda backend")
+    check_device_keygen(args, backend)
     gpu_before = gpu_state() if backend.name != "cpu" else None
     pool = make_pool(args.synthesis_pool, args.parallel_synthesis) if args.parallel_synthesis else None
     timer = PhaseTimer(device=backend.timer_device(), phase_peaks=True)
@@ -46,7 +45,7 @@ def cmd_bench(args) -> int:
     key_start = time.perf_counter() - timer.origin       # the key's set-up on the run's clock (timeline)
     ctx = bench_context(args, backend, r1cs)
     key_span = {"start_s": key_start, "stop_s": time.perf_counter() - timer.origin, "where": ctx.key.where,
-                "label": ctx.key.describe()}
+                "cached": ctx.key.cached, "label": ctx.key.describe()}
     prover, pk = ctx.prover, ctx.pk
     warmup_s = []
     for _ in range(args.warmup):                  # a throwaway timer: first-use costs stay out of the phases

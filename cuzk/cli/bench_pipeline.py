@@ -13,8 +13,8 @@ from __future__ import annotations
 import sys
 import time
 
-from .common import (EXIT_INVALID, EXIT_OK, CliError, _kernel_load_times, bench_context, bench_outputs, report_header,
-                     write_all)
+from .common import (EXIT_INVALID, EXIT_OK, CliError, _kernel_load_times, bench_context, bench_outputs,
+                     check_device_keygen, report_header, write_all)
 
 PIPELINE_FLAGS = ("pipeline_depth", "pipeline_workers", "compare")
 
@@ -71,6 +71,7 @@ def bench_pipeline(args, opts) -> int:
     depth = args.pipeline_depth or 2
     pool = args.synthesis_pool or "process"
     backend = get_backend(args.backend, opts=opts)
+    check_device_keygen(args, backend)
     gpu_before = gpu_state() if backend.name != "cpu" else None
     host_assign = backend.phase_impl("synthesis") == "cpu"
 

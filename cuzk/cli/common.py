@@ -208,16 +208,23 @@ def bench_outputs(args, report: dict, vk, publics, proofs) -> dict:
     return outputs
 
 
-def bench_context(args, backend, r1cs):
-    """bench's ProvingContext (context.py): the key made on the GPU and kept there (--device-keygen),
-    or set up through the key cache; says which on stderr."""
-    from ..context import ContextError, proving_context
+def check_device_keygen(args, backend) -> None:
+    """--device-keygen as asked can be met on this backend (context.device_keygen_wanted's rule), checked
+    before any synthesis."""
+    from ..context import ContextError, device_keygen_wanted
     try:
-        ctx = proving_context(backend, r1cs, args.convention, args.generator,
-                              device_keygen=getattr(args, "device_keygen", "off"), keygen_backend=args.keygen_backend,
-                              progress=None)
+        device_keygen_wanted(getattr(args, "device_keygen", "off"), backend, 0)
     except ContextError as e:
         raise CliError("--device-keygen on needs the cuda backend") from e
+
+
+def bench_context(args, backend, r1cs):
+    """bench's ProvingContext (context.py): the key made on the GPU and kept there (--device-keygen),
+    or set up through the key cache; says which on stderr. check_device_keygen has run."""
+    from ..context import proving_context
+    ctx = proving_context(backend, r1cs, args.convention, args.generator,
+                          device_keygen=getattr(args, "device_keygen", "off"), keygen_backend=args.keygen_backend,
+                          progress=None)
     print(f"key: {ctx.key.describe()}", file=sys.stderr)
     return ctx
 

@@ -29,17 +29,16 @@ def timeline_lanes(phases: dict, key_setup: dict | None = None) -> list[dict]:
     """The bars of a timeline: one lane per phase and clock (host; device where CUDA events were
     recorded); inside a lane, one row per circuit where the phase has per-circuit sub-records, else
     one row for the phase's calls. Each bar: lane, row, rows, start_s, stop_s, circuit, label.
-    key_setup (bench's "key_setup": start_s, stop_s, where, label): the key's set-up between synthesis
+    key_setup (bench's "key_setup": start_s, stop_s, where, cached, label): the key's set-up between synthesis
     and the proof, its own lane after synthesis's, labelled (made now, loaded from the cache, or made on
     the GPU), so the time it takes is not a gap."""
     lanes, bars = [], []
     for name in PHASES:
         if name == "prep_msm" and key_setup:
             lanes.append(KEY_LANE)
-            what = {"device": "keygen on the GPU (resident)", "cache": "key from the cache"}.get(key_setup["where"],
-                                                                                                  "key")
-            if key_setup["where"] == "cache" and "generated" in key_setup.get("label", ""):
-                what = "keygen (saved to the cache)"
+            what = {"device": "keygen on the GPU (resident)",
+                    "cache": "key from the cache" if key_setup.get("cached") else "keygen (saved to the cache)"
+                    }.get(key_setup["where"], "key")
             bars.append({"lane": len(lanes) - 1, "row": None, "rows": 1, "start_s": key_setup["start_s"],
                          "stop_s": key_setup["stop_s"], "circuit": None, "label": what})
         rec = phases.get(name)
