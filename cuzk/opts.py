@@ -392,6 +392,17 @@ register(Optimization(
     "shorter gives -4..-5.5 ms",
 ))
 register(Optimization(
+    "P2", ("ntt_msm_h",),
+    "the H MSM over precomputed multiples of its fixed bases (cuzk/gpu/msm_fixed.py): t table blocks 2^(c G j) H, "
+    "made on the GPU once the key is resident, let the windows share G = ceil(nw / t) sets of buckets, so the "
+    "window grows to c = 22-24 and there are fewer windows to sort and add; tables and one group's sort pass "
+    "sized by a memory budget ($CUZK_TABLE_GIB, else half the free device memory)",
+    False,
+    "2^26 G1 MSM (all 11 blocks, c = 24, one group: 60 GiB of tables) 395 -> 330-350 ms: 11 windows' entries "
+    "instead of 13 (the rounds are ~85% of the MSM), the top window's 2^15 crowded buckets cost a little back; "
+    "2^27 H MSM next to a resident key and a second proof: 2-3 blocks fit, -2..-6%; the tables cost ~10 s once",
+))
+register(Optimization(
     "A4", ("b_g2",),
     "B_G2 MSM on the CPU, a thread pool across circuits, instead of the GPU G2 MSM",
     False,

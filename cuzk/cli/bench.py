@@ -4,7 +4,8 @@ from __future__ import annotations
 import time
 
 from .common import (_need_plots, EXIT_INVALID, EXIT_OK, CliError, _kernel_load_times, bench_outputs, bench_context,
-                     check_device_keygen, keygen_table, phase_table, report_header, write_all)
+                     check_device_keygen, device_memory, device_memory_line, keygen_table, phase_table, report_header,
+                     write_all)
 
 
 def cmd_bench(args) -> int:
@@ -76,12 +77,15 @@ def cmd_bench(args) -> int:
         "prep_counts": prover.last_prep.counts,
         "kernel_load_s": _kernel_load_times(),
         "gpu": None if gpu_before is None else {"before": gpu_before, "after": gpu_state()},
+        "device_memory": device_memory(prover.kh),
     }
     print(f"cuzk bench: {args.circuit} 2^{pk.log_n} ({r1cs.num_constraints} constraints) x {args.circuits}, "
           f"backend {backend.name}, opts {opts.label()}")
     print(phase_table(phases, total_s))
     if ctx.key.keygen is not None:
         print(keygen_table(ctx.key.keygen))
+    if report["device_memory"] is not None:
+        print(device_memory_line(report["device_memory"]))
     from ..groth16 import VERIFIER
     print(f"verified: {verified} (by {VERIFIER})")
     write_all(bench_outputs(args, report, vk, [a.public for a in assignments], proofs))

@@ -257,3 +257,26 @@ def report_header(args, backend, r1cs, pk, opts, parallel_synthesis: int, synthe
                         "circuits": args.circuits, "convention": pk.convention, "generator": pk.generator,
                         "parallel_synthesis": parallel_synthesis, "synthesis_pool": synthesis_pool},
             "optimizations": opts.as_dict()}
+
+
+def device_memory(kh) -> dict | None:
+    """The key handle's device memory by use (CudaKey.memory, with P2's table plan), or None off the GPU."""
+    mem = getattr(kh, "memory", None)
+    if mem is None:
+        return None
+    out = mem()
+    tb = getattr(kh, "tables", None)
+    if tb is not None:
+        out["tables"] = {"c": tb.plan.c, "blocks": tb.plan.t, "groups": tb.plan.groups, "made_s": kh.tables_s}
+    return out
+
+
+def device_memory_line(mem: dict) -> str:
+    """One line: key, tables, work buffers, of the device's total."""
+    g = lambda b: f"{b / 2**30:.2f} GiB"          # noqa: E731
+    tb = mem.get("tables")
+    tables = "no P2 tables" if tb is None else \
+        f"P2 tables {g(mem['table_bytes'])} (c = {tb['c']}, {tb['blocks']} blocks, {tb['groups']} groups, made in " \
+        f"{tb['made_s']:.1f} s)"
+    return (f"device memory: key {g(mem['key_bytes'])}, {tables}, work buffers {g(mem['work_bytes'])} (pool beyond "
+            f"them, at its peak), of {g(mem['device_total_bytes'])}")

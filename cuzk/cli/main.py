@@ -242,6 +242,7 @@ def _main(argv=None) -> int:
             ValueError, OSError) as e:
         _err(str(e).splitlines()[0] if str(e) else type(e).__name__)
         return EXIT_BAD_INPUT
-    except MemoryError:
-        _err("out of host memory")
+    except MemoryError as e:
+        from ..gpu.srs import DeviceMemoryError
+        _err(str(e).splitlines()[0] if isinstance(e, DeviceMemoryError) and str(e) else "out of host memory")
         return EXIT_BAD_INPUT

@@ -466,7 +466,8 @@ def group_windows(k, pts, off, count: int, units: int, B: int, c: int, min_pairs
 
 
 def pippenger(k, n: int, c: int, max_entries: int, xp, affine_min_pairs: int | None = None, mark=None,
-              affine_variant: int = 1, parts: int = 1, pair_levels: bool = False, pair_merges: bool = False):
+              affine_variant: int = 1, parts: int = 1, pair_levels: bool = False, pair_merges: bool = False,
+              windows: int | None = None):
     """The MSM schedule, over a kernel set `k` (the GPU launches, or the CPU model's
     emulation of the same kernels). Returns k.combine's result.
 
@@ -480,6 +481,8 @@ def pippenger(k, n: int, c: int, max_entries: int, xp, affine_min_pairs: int | N
     pair_levels: the window reduction's later levels by k.window_pair (reduce_windows, optimization R1).
     pair_merges: the bucket sums' merges by k.merge_pairs (bucket_sums, optimization R2).
     mark(name), when given, is called after each step (profiling).
+    windows: the windows to sum and fold (None: num_windows(c)); fewer when k.digits keys several windows of
+    each point into one window's buckets (P2: msm_fixed, whose n counts every table row).
 
     k.digits(c, w0, w1) -> uint64 keys [(w1 - w0) * n]
     k.sort(keys, nb) -> the keys in ascending order (keys of one bucket by index: sort_bits)
@@ -497,7 +500,7 @@ def pippenger(k, n: int, c: int, max_entries: int, xp, affine_min_pairs: int | N
     k.stats: dict, counts of "affine_rounds" and "fallbacks" added to
     """
     mark = mark or (lambda name: None)
-    nw = num_windows(c)
+    nw = num_windows(c) if windows is None else int(windows)
     B = 1 << (c - 1)
     PB = parts * B                        # buckets of one window
     sums, pending, pending_w = [], [], 0

@@ -12,83 +12,21 @@
 // nw mixed additions at most. The special cases of the additions (P + P, P + (-P), infinity)
 // are handled by ec/curve.cuh, so any scalar is exact.
 //
-// To affine: one inversion per warp (Montgomery's trick by shuffles): the inclusive prefix and
-// suffix products of z over the 32 lanes, one Fermat inverse of the total, then
-// 1/z_i = prefix_(i-1) * suffix_(i+1) / total. z = ZZZ (G1) or its norm c0^2 + c1^2 (G2,
-// 1/(a + bu) = (a - bu) / (a^2 + b^2)); lanes without a finite point use z = 1.
+// To affine: one inversion per warp (ff/warp_inverse.cuh) of z = ZZZ (G1) or its norm c0^2 + c1^2
+// (G2, 1/(a + bu) = (a - bu) / (a^2 + b^2)); lanes without a finite point use z = 1.
 //
 // Threads walk the points in a grid-stride loop whose trip count is uniform per warp (the
 // shuffles need all 32 lanes); blockDim must be a multiple of 32. G2 keeps its accumulator in
 // memory (scratch: one 96-word slot per thread of the grid), as the G2 MSM does.
 #pragma once
 #include "ec/curve.cuh"
+#include "ff/warp_inverse.cuh"
+#include "msm/digit.cuh"
 
 namespace cuzk {
 namespace kg {
 
 typedef long long i64;
-constexpr unsigned FULL = 0xffffffffu;
-
-// s.v[i] for i < 8, else 0, without indexing a register array dynamically.
-__device__ __forceinline__ uint32_t limb_sel(const fr_t& s, int i) {
-    uint32_t r = 0;
-#pragma unroll
-    for (int k = 0; k < CUZK_FR_LIMBS; k++) r = (i == k) ? s.v[k] : r;
-    return r;
-}
-
-// Signed digit of window w (c <= 16 bits): |d| in [0, 2^(c-1)], neg, and the carry into w + 1.
-__device__ __forceinline__ uint32_t window_digit(const fr_t& s, int w, int c, uint32_t& carry, bool& neg) {
-    const int pos = w * c, limb = pos >> 5, off = pos & 31;
-    const uint32_t half = 1u << (c - 1), mask = (1u << c) - 1;
-    uint32_t bits = limb_sel(s, limb) >> off;
-    if (off) bits |= limb_sel(s, limb + 1) << (32 - off);
-    bits &= mask;
-    uint32_t d = bits + carry;              // in [0, 2^c]
-    if (d > half) { d = (1u << c) - d; neg = true; carry = 1; }
-    else { neg = false; carry = 0; }
-    return d;
-}
-
-__device__ __forceinline__ fp_t shfl_fp(const fp_t& a, int src) {
-    fp_t r;
-#pragma unroll
-    for (int k = 0; k < CUZK_FP_LIMBS; k++) r.v[k] = __shfl_sync(FULL, a.v[k], src);
-    return r;
-}
-__device__ __forceinline__ fp_t shfl_up_fp(const fp_t& a, int d) {
-    fp_t r;
-#pragma unroll
-    for (int k = 0; k < CUZK_FP_LIMBS; k++) r.v[k] = __shfl_up_sync(FULL, a.v[k], d);
-    return r;
-}
-__device__ __forceinline__ fp_t shfl_down_fp(const fp_t& a, int d) {
-    fp_t r;
-#pragma unroll
-    for (int k = 0; k < CUZK_FP_LIMBS; k++) r.v[k] = __shfl_down_sync(FULL, a.v[k], d);
-    return r;
-}
-
-// 1/z for every lane of the warp (all 32 lanes must call it, every z nonzero).
-__device__ __forceinline__ fp_t warp_batch_inverse(const fp_t& z) {
-    const int lane = threadIdx.x & 31;
-    fp_t pre = z, suf = z;                  // inclusive prefix / suffix products
-#pragma unroll 1
-    for (int d = 1; d < 32; d <<= 1) {
-        const fp_t t = shfl_up_fp(pre, d);
-        if (lane >= d) pre = pre * t;
-    }
-#pragma unroll 1
-    for (int d = 1; d < 32; d <<= 1) {
-        const fp_t t = shfl_down_fp(suf, d);
-        if (lane + d < 32) suf = suf * t;
-    }
-    const fp_t inv = shfl_fp(pre, 31).inverse();
-    fp_t ep = shfl_up_fp(pre, 1), es = shfl_down_fp(suf, 1);
-    if (lane == 0) ep = fp_t::one();
-    if (lane == 31) es = fp_t::one();
-    return (ep * es) * inv;
-}
 
 // One G2 table addition, out of line: only pointers cross the call, so the kernel's own state
 // (the scalar, the loop) stays out of the addition's register budget.

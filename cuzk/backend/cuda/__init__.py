@@ -51,7 +51,10 @@ class CudaBackend(Backend):
         return synthesis.assign_zkey(zk, values)
 
     def load_key(self, pk) -> CudaKey:
-        return CudaKey(pk)
+        kh = CudaKey(pk)
+        if self.opts.enabled("P2"):             # the tables are made once, with the key
+            ntt_msm_h.tables(kh)
+        return kh
 
     def prep_msm(self, kh: CudaKey, assignments):
         return prep_msm.run(self, kh, assignments)

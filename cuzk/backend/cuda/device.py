@@ -36,6 +36,40 @@ class CudaKey:
         self.dev = dev if dev is not None else DeviceKey(pk)
         self.vk = {k: pk.points[k].to_ark()[0] for k in ("alpha_g1", "beta_g1", "beta_g2", "delta_g1", "delta_g2")}
         self._b_g2_ark = None
+        self.tables = None                      # P2: the H section's FixedTables, once made
+        self.tables_s = 0.0                     # the seconds they took
+
+    def h_tables(self):
+        """P2: the H bases' tables (gpu/msm_fixed.py), made on the GPU on first use within the budget
+        (msm_fixed.budget_bytes); None when the budget leaves room for no block beyond the bases."""
+        if self.tables is None:
+            import time
+            from ...gpu import msm_fixed as fx
+            sec = self.dev["h"]
+            tp = fx.choose_tables(len(sec), fx.budget_bytes())
+            if tp.t == 1:
+                return None
+            t0 = time.perf_counter()
+            self.tables = fx.FixedTables(sec, tp)
+            cupy.cuda.Device().synchronize()
+            self.tables_s = time.perf_counter() - t0
+        return self.tables
+
+    def drop_tables(self) -> None:
+        """Free the tables (memory pressure): the H section keeps its own limbs."""
+        if self.tables is not None:
+            self.tables.release()
+            self.tables = None
+
+    def memory(self) -> dict:
+        """Device bytes by use: the key's sections, P2's tables, and the pool beyond both (work buffers, at their
+        peak: the pool keeps what it grew to)."""
+        pool = int(cupy.get_default_memory_pool().total_bytes())
+        key = int(self.dev.nbytes)
+        tables = 0 if self.tables is None else int(self.tables.nbytes)
+        free, total = cupy.cuda.runtime.memGetInfo()
+        return {"key_bytes": key, "table_bytes": tables, "work_bytes": max(pool - key - tables, 0),
+                "device_total_bytes": int(total), "device_free_bytes": int(free)}
 
     def b_g2_ark(self) -> list:
         if self._b_g2_ark is None:

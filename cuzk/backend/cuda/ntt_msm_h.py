@@ -2,6 +2,8 @@
 selects (gpu/h.py), then their G1 MSM over the resident H bases."""
 from __future__ import annotations
 
+import sys
+
 import cupy
 import numpy as np
 
@@ -9,7 +11,9 @@ from ...field import FR_LIMBS
 from ...gpu import fr as gfr
 from ...gpu import h as gh
 from ...gpu import msm as gmsm
+from ...gpu import msm_fixed as gmsm_fixed
 from ...gpu import ntt as gntt
+from ...gpu import srs as gsrs
 from ...timing import circuit
 from .msm import msm_kw, window
 
@@ -62,5 +66,23 @@ def run(be, kh, assignments) -> list:
             h = gh.h_scalars(abc_for(be, asg, kh.domain.n), kh.domain, kh.pk.qap, **h_options(be.opts))
             h = cupy.ascontiguousarray(h)
         with circuit(i, label="h msm"):
+            tb = tables(kh) if be.opts.enabled("P2") else None
+            if tb is not None:
+                try:
+                    out.append(gmsm_fixed.msm_g1(tb, h, **msm_kw(be.opts, 1)))
+                    continue
+                except cupy.cuda.memory.OutOfMemoryError:
+                    kh.drop_tables()
+                    print("cuzk: P2: the H tables were freed: the device ran out of memory in the H MSM; "
+                          "proving goes on without them", file=sys.stderr)
             out.append(gmsm.msm_g1(hb.limbs, hb.inf, h, window(kh, h, be.opts), **msm_kw(be.opts, 1)))
     return out
+
+
+def tables(kh):
+    """P2's tables of the H bases (CudaKey.h_tables), or None where the budget holds none; a budget that cannot
+    hold even the plain MSM's sort pass is an error naming both sizes."""
+    try:
+        return kh.h_tables()
+    except ValueError as e:
+        raise gsrs.DeviceMemoryError(f"P2: {e}") from e

@@ -1,0 +1,120 @@
+"""P2 on the GPU: the tables (msm_fixed_table) against arkworks row by row, and the MSM over them against arkworks'
+MSM on fresh random inputs, edge scalars (0, 1, r - 1), repeated bases and bases at infinity, at plans from no
+tables to one group. Run on the device machine: `pytest -m gpu tests/test_gpu_msm_fixed.py`."""
+import random
+
+import numpy as np
+import pytest
+from py_arkworks_bls12381 import G1Point, Scalar
+
+from cuzk import field as F
+from cuzk.curve import limbs_to_ark
+from cuzk.gpu import msm_fixed as fx
+from cuzk.gpu import msm_plan as plan
+from cuzk.gpu.srs import DeviceBases
+from gpu_msm_cases import distinct_bases, edge_case, fr_dev, rand_points, seed, upload, want
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.fixture(scope="module")
+def cp():
+    import cupy
+    return cupy
+
+
+def section(cp, pts):
+    limbs, inf, _ = upload(cp, 1, pts, [0] * len(pts))
+    return DeviceBases(1, limbs, inf)
+
+
+def plans(c):
+    nw = plan.num_windows(c)
+    return [fx.TablePlan(c, -(-nw // -(-nw // t)), -(-nw // t)) for t in sorted({2, round(nw ** 0.5), nw})]
+
+
+@pytest.mark.parametrize("tp", [fx.TablePlan(5, 4, 13), fx.TablePlan(24, 11, 1)])
+def test_tables_against_arkworks(cp, tp):
+    """Every row of every block: 2^(c G j) P_i, zero limbs for a base at infinity; block 0 is the section itself,
+    which now reads the table (no copy), and release() gives it its own limbs back, unchanged."""
+    rng = random.Random(seed())
+    pts = rand_points(1, 300, rng)
+    sec = section(cp, pts)
+    before = cp.asnumpy(sec.limbs).copy()
+    tables = fx.FixedTables(sec, tp)
+    n = len(pts)
+    rows = cp.asnumpy(tables.limbs)
+    assert tables.nbytes == (tp.t - 1) * n * 96
+    assert sec.limbs.data.ptr == tables.limbs.data.ptr
+    inf = cp.asnumpy(sec.inf)
+    for j in range(tp.t):
+        blk = rows[j * n:(j + 1) * n]
+        assert not blk[inf].any()
+        got = limbs_to_ark(1, blk, inf)
+        k = Scalar(pow(2, tp.doublings * j, F.R))
+        assert got == [p * k for p in pts], j
+    tables.release()
+    assert tables.limbs is None and sec.limbs.data.ptr != 0 and (cp.asnumpy(sec.limbs) == before).all()
+    with pytest.raises(ValueError, match="released"):
+        fx.msm_g1(tables, fr_dev(cp, [1] * n))
+
+
+@pytest.mark.parametrize("n", [1, 31, 1000, 1 << 14])
+def test_fixed_msm_random(cp, n):
+    rng = random.Random(seed())
+    pts = rand_points(1, n, rng)
+    sc = [rng.randrange(F.R) for _ in range(n)]
+    sec = section(cp, pts)
+    c = plan.choose_window(n, affine=True)
+    for tp in plans(c):
+        tables = fx.FixedTables(sec, tp)
+        assert fx.msm_g1(tables, fr_dev(cp, sc)) == want(1, pts, sc), tp
+        tables.release()
+
+
+@pytest.mark.parametrize("kind", ["zero", "one", "r-1", "mixed", "same", "small", "all-inf", "repeat-point"])
+def test_fixed_msm_edge_cases(cp, kind):
+    """Edge scalars and bases; "repeat-point" makes x1 == x2 pairs, so the XYZZ fallback runs."""
+    rng = random.Random(seed())
+    pts, sc = edge_case(1, kind, 600, rng)
+    sec = section(cp, pts)
+    for tp in plans(7):
+        tables = fx.FixedTables(sec, tp)
+        assert fx.msm_g1(tables, fr_dev(cp, sc)) == want(1, pts, sc), (kind, tp)
+        tables.release()
+
+
+def test_fixed_msm_options(cp):
+    """XYZZ bucket sums, every pair option, K10 off, and one group a pass (max_entries): arkworks' MSM each time."""
+    from cuzk.gpu.msm import DEFAULT_KERNEL_OPTS
+    rng = random.Random(seed())
+    n = 1 << 12
+    a, limbs, inf = distinct_bases(cp, n, rng)
+    sc = [rng.randrange(F.R) for _ in range(n)]
+    pts = limbs_to_ark(1, cp.asnumpy(limbs), np.zeros(n, dtype=bool))
+    ref = want(1, pts, sc)
+    tables = fx.FixedTables(DeviceBases(1, limbs, inf), fx.TablePlan(16, 4, 4))
+    s = fr_dev(cp, sc)
+    assert fx.msm_g1(tables, s, bucket_sum="xyzz") == ref
+    for levels, merges in ((False, False), (True, True)):
+        assert fx.msm_g1(tables, s, pair_levels=levels, pair_merges=merges) == ref
+    assert fx.msm_g1(tables, s, kernel_opts=DEFAULT_KERNEL_OPTS - {"K10"}) == ref
+    assert fx.msm_g1(tables, s, max_entries=4 * n) == ref          # one group a pass: four passes
+    assert fx.msm_g1(tables, s, affine_min_pairs=1) == ref
+
+
+def test_fixed_msm_large_matches_plain(cp):
+    """2^18 distinct bases at the plan choose_tables makes for them: the plain GPU MSM's and arkworks' result."""
+    from cuzk.gpu.msm import msm_g1
+    rng = random.Random(seed())
+    n = 1 << 18
+    a, limbs, inf = distinct_bases(cp, n, rng)
+    sc = [rng.randrange(F.R) for _ in range(n)]
+    s = fr_dev(cp, sc)
+    plain = msm_g1(limbs, inf, s)
+    tp = fx.choose_tables(n, 1 << 34)
+    assert tp.t > 1
+    tables = fx.FixedTables(DeviceBases(1, limbs, inf), tp)
+    assert fx.msm_g1(tables, s) == plain
+    # arkworks on the scalars: Σ s_i a_i G
+    assert plain == G1Point() * Scalar(sum(x * y for x, y in zip(a, sc)) % F.R)
