@@ -119,3 +119,49 @@ def test_fixed_msm_large_matches_plain(cp):
     assert fx.msm_g1(tables, s) == plain
     # arkworks on the scalars: Σ s_i a_i G
     assert plain == G1Point() * Scalar(sum(x * y for x, y in zip(a, sc)) % F.R)
+
+
+def _partition(cp):
+    from cuzk.backend.cuda import CudaBackend
+    from cuzk.keygen import cached_setup
+    from cuzk.opts import resolve
+    from cuzk.synthesis import synthesize
+    off = CudaBackend(resolve("-P2", env=False))
+    on = CudaBackend(resolve("+P2", env=False))
+    r1cs, asgs = synthesize("porep_like", 12, resolve("none", env=False), seeds=(3, 4), assign_fn=off.assign)
+    pk, _, _ = cached_setup(r1cs, "coeff", 7)
+    return off, on, pk, asgs
+
+
+def test_p2_same_h_points_and_key_memory(cp):
+    """ntt_msm_h with P2 gives the points it gives without; the key handle made with P2 on holds the tables from
+    load_key, counts them apart from the key, and the H section reads block 0 of them."""
+    off, on, pk, asgs = _partition(cp)
+    kh = on.load_key(pk)
+    assert kh.tables is not None and kh.tables.plan.t > 1
+    mem = kh.memory()
+    assert mem["table_bytes"] == kh.tables.nbytes > 0 and mem["key_bytes"] == kh.dev.nbytes
+    assert kh.dev["h"].limbs.data.ptr == kh.tables.limbs.data.ptr
+    plain = off.load_key(pk)
+    assert plain.tables is None and plain.memory()["table_bytes"] == 0
+    assert on.ntt_msm_h(kh, asgs) == off.ntt_msm_h(plain, asgs)
+
+
+def test_p2_out_of_memory_frees_the_tables(cp, monkeypatch, capsys):
+    """An out-of-memory error in the tables' MSM frees them, says so on stderr, and the H MSM goes on without them
+    (the same points); a budget beyond the free memory is refused naming both sizes."""
+    from cuzk.backend.cuda import ntt_msm_h
+    from cuzk.gpu.srs import DeviceMemoryError
+    off, on, pk, asgs = _partition(cp)
+    kh = on.load_key(pk)
+    want = off.ntt_msm_h(off.load_key(pk), asgs)
+
+    def oom(*a, **kw):
+        raise cp.cuda.memory.OutOfMemoryError(1 << 40, 0)
+    monkeypatch.setattr(ntt_msm_h.gmsm_fixed, "msm_g1", oom)
+    assert on.ntt_msm_h(kh, asgs) == want
+    assert kh.tables is None and capsys.readouterr().err.count("the H tables were freed") == 1   # not made again
+    assert on.ntt_msm_h(kh, asgs) == want and kh.tables is None
+    monkeypatch.setenv("CUZK_TABLE_GIB", "100000")
+    with pytest.raises(DeviceMemoryError, match="CUZK_TABLE_GIB=100000 asks for"):
+        on.load_key(pk)

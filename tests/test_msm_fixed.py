@@ -57,7 +57,7 @@ def fixed_digits_thread(limbs, skip, i, n, c, G, t, g0, g1, keys):
     """msm_digits_fixed for one scalar (window_digit of msm/digit.cuh, then the key of window w = j G + g)."""
     half, mask = 1 << (c - 1), (1 << c) - 1
     carry = 0
-    for w in range(t * G):
+    for w in range((t - 1) * G + g1):            # the last block's groups past g1 are left out
         pos = w * c
         limb, off = pos >> 5, pos & 31
         sel = lambda k: limbs[k] if k < FR_LIMBS else 0           # noqa: E731 (limb_sel)
@@ -207,3 +207,26 @@ def test_table_doublings_match_scalar():
             q = q + q
         blk.append(q)
     assert [b == P * Scalar(pow(2, tp.doublings * j, R)) for j, b in enumerate(blk)] == [True] * tp.t
+
+
+# --- the budget and the memory line ---
+
+def test_budget_bytes():
+    free = 100 * GIB
+    assert fx.budget_bytes(free, "") == int(fx.BUDGET_FRACTION * free)
+    assert fx.budget_bytes(free, " 12.5 ") == int(12.5 * GIB)
+    for bad, why in (("lots", "not a number"), ("0", "above 0"), ("-3", "above 0"), ("nan", "above 0"),
+                     ("150", "asks for 150.00 GiB but only 100.00 GiB")):
+        with pytest.raises(ValueError, match=why) as e:
+            fx.budget_bytes(free, bad)
+        assert "CUZK_TABLE_GIB" in str(e.value)
+
+
+def test_device_memory_line():
+    from cuzk.cli.common import device_memory_line
+    mem = {"key_bytes": 47 * GIB, "table_bytes": 0, "work_bytes": 30 * GIB, "device_total_bytes": 140 * GIB}
+    line = device_memory_line(mem)
+    assert line.startswith("device memory: key 47.00 GiB, no P2 tables, work buffers 30.00 GiB")
+    assert line.endswith("of 140.00 GiB")
+    mem |= {"table_bytes": 12 * GIB, "tables": {"c": 22, "blocks": 2, "groups": 6, "made_s": 15.04}}
+    assert "P2 tables 12.00 GiB (c = 22, 2 blocks, 6 groups, made in 15.0 s)" in device_memory_line(mem)

@@ -14,7 +14,7 @@ import sys
 import time
 
 from .common import (EXIT_INVALID, EXIT_OK, CliError, _kernel_load_times, bench_context, bench_outputs,
-                     check_device_keygen, report_header, write_all)
+                     check_device_keygen, device_memory, device_memory_line, report_header, write_all)
 
 PIPELINE_FLAGS = ("pipeline_depth", "pipeline_workers", "compare")
 
@@ -123,10 +123,13 @@ def bench_pipeline(args, opts) -> int:
         "kernel_load_s": _kernel_load_times(),
         "gpu": None if gpu_before is None else {"before": gpu_before, "after": gpu_state()},
         "pipeline": section,
+        "device_memory": device_memory(prover.kh),
     }
     print(f"cuzk bench --pipeline: {args.circuit} 2^{pk.log_n} ({r1cs.num_constraints} constraints) x "
           f"{args.circuits}, backend {backend.name}, opts {opts.label()}, {workers} {pool} worker(s), depth {depth}")
     print(table(section))
+    if report["device_memory"] is not None:
+        print(device_memory_line(report["device_memory"]))
     from ..groth16 import VERIFIER
     print(f"verified: {verified} (by {VERIFIER})")
     write_all(bench_outputs(args, report, vk, pipe.publics, pipe.proofs))

@@ -192,6 +192,9 @@ def make_msm(log_n: int, group: int = 1, c: int | None = None):
     if group == 1 and opts.enabled("P2"):       # the tables made once, outside the timed loops
         from . import msm_fixed as fx
         from .srs import DeviceBases
+        # every base distinct, as a key's are: tiled bases put copies of one point 2^24 rows apart, close enough
+        # in the table's rows to meet as an affine pair at c = 24 (x1 == x2: the pass redone in XYZZ)
+        bases, inf = independent_bases(log_n, 1, distinct_log=log_n)
         tables = fx.FixedTables(DeviceBases(1, bases, inf), fx.choose_tables(1 << log_n, fx.budget_bytes(), c))
         print(f"P2: c = {tables.plan.c}, {tables.plan.t} blocks, {tables.plan.groups} groups, "
               f"{tables.nbytes / 2**30:.2f} GiB of tables", file=sys.stderr)

@@ -83,14 +83,15 @@ def choose_tables(n: int, budget: int, c: int | None = None) -> TablePlan:
 BUDGET_FRACTION = 0.5      # without $CUZK_TABLE_GIB: this share of the free device memory (the rest: other phases)
 
 
-def budget_bytes(env: str | None = None) -> int:
+def budget_bytes(free: int | None = None, env: str | None = None) -> int:
     """P2's memory budget for the tables and one group's sort pass: $CUZK_TABLE_GIB GiB when set (refused, with both
-    sizes, beyond the free device memory), else BUDGET_FRACTION of the free memory (the pool's free blocks count)."""
+    sizes, beyond the free device memory), else BUDGET_FRACTION of the free memory. free: the free bytes (None: the
+    device's, the pool's free blocks included); env: the variable's value (None: the environment's)."""
     import os
-
-    import cupy
     raw = os.environ.get("CUZK_TABLE_GIB", "") if env is None else env
-    free = cupy.cuda.runtime.memGetInfo()[0] + cupy.get_default_memory_pool().free_bytes()
+    if free is None:
+        import cupy
+        free = cupy.cuda.runtime.memGetInfo()[0] + cupy.get_default_memory_pool().free_bytes()
     if not raw.strip():
         return int(BUDGET_FRACTION * free)
     try:

@@ -62,17 +62,21 @@ extern "C" __global__ void msm_digits_fixed(u64* keys, const uint32_t* __restric
     const fr_t s = fr_t::load(scalars + i * CUZK_FR_LIMBS).from_mont();
     const bool skip = inf[i] != 0;
     uint32_t carry = 0;
+    int w = 0;                                  // the windows in order (the carry), block by block
 #pragma unroll 1
-    for (int w = 0; w < t * G; w++) {
-        bool neg;
-        const uint32_t d = window_digit(s, w, c, carry, neg);
-        const int j = w / G, g = w - j * G;
-        if (g < g0 || g >= g1) continue;
-        u64 key = ~0ull;
-        if (d != 0 && !skip) {
-            const u64 bucket = (u64)(g - g0) * (1ull << (c - 1)) + (d - 1);
-            key = (bucket << 32) | ((u64)((i64)j * n + i) << 1) | (u64)neg;
+    for (int j = 0; j < t; j++) {
+        const int last = j + 1 < t ? G : g1;    // the last block's later groups are no pass's business here
+#pragma unroll 1
+        for (int g = 0; g < last; g++, w++) {
+            bool neg;
+            const uint32_t d = window_digit(s, w, c, carry, neg);
+            if (g < g0 || g >= g1) continue;
+            u64 key = ~0ull;
+            if (d != 0 && !skip) {
+                const u64 bucket = (u64)(g - g0) * (1ull << (c - 1)) + (d - 1);
+                key = (bucket << 32) | ((u64)((i64)j * n + i) << 1) | (u64)neg;
+            }
+            keys[((i64)(g - g0) * t + j) * n + i] = key;
         }
-        keys[((i64)(g - g0) * t + j) * n + i] = key;
     }
 }

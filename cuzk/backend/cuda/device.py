@@ -38,11 +38,13 @@ class CudaKey:
         self._b_g2_ark = None
         self.tables = None                      # P2: the H section's FixedTables, once made
         self.tables_s = 0.0                     # the seconds they took
+        self.tables_dropped = False             # freed under memory pressure: not made again for this key
 
     def h_tables(self):
         """P2: the H bases' tables (gpu/msm_fixed.py), made on the GPU on first use within the budget
-        (msm_fixed.budget_bytes); None when the budget leaves room for no block beyond the bases."""
-        if self.tables is None:
+        (msm_fixed.budget_bytes); None when the budget leaves room for no block beyond the bases, or once they were
+        freed under memory pressure (drop_tables)."""
+        if self.tables is None and not self.tables_dropped:
             import time
             from ...gpu import msm_fixed as fx
             sec = self.dev["h"]
@@ -50,7 +52,15 @@ class CudaKey:
             if tp.t == 1:
                 return None
             t0 = time.perf_counter()
-            self.tables = fx.FixedTables(sec, tp)
+            try:
+                self.tables = fx.FixedTables(sec, tp)
+            except cupy.cuda.memory.OutOfMemoryError:      # the section's limbs are untouched until it is made
+                import sys
+                self.tables_dropped = True
+                cupy.get_default_memory_pool().free_all_blocks()
+                print(f"cuzk: P2: no room for the H tables ({tp.table_bytes(len(sec)) / 2**30:.2f} GiB): proving "
+                      "goes on without them", file=sys.stderr)
+                return None
             cupy.cuda.Device().synchronize()
             self.tables_s = time.perf_counter() - t0
         return self.tables
@@ -60,6 +70,7 @@ class CudaKey:
         if self.tables is not None:
             self.tables.release()
             self.tables = None
+        self.tables_dropped = True
 
     def memory(self) -> dict:
         """Device bytes by use: the key's sections, P2's tables, and the pool beyond both (work buffers, at their
