@@ -65,7 +65,8 @@ def synthesize(name: str, log_size: int, opts: OptSet, domain: Domain | None = N
 
 
 def _warm(_):
-    from . import circuits  # noqa: F401  (imports paid before timing, not inside the synthesis phase)
+    """Nothing: unpickling it imports this module, and so .circuits, in the worker (paid before timing, not inside
+    the synthesis phase)."""
     return 0
 
 

@@ -92,13 +92,13 @@ def reg_groups(k: int, lr: int, dit_order: bool, odd_top: bool = False) -> list[
     return out
 
 
-def emulate_reg(x: np.ndarray, log_n: int, root: int, dit_order: bool, lr: int, emax: int | None = None,
-                tw1_max: int = 0, feats: str = "") -> np.ndarray:
+def emulate_reg(x: np.ndarray, log_n: int, root: int, dit_order: bool, lr: int, tw1_max: int = 0,
+                feats: str = "") -> np.ndarray:
     """ntt/reg.cu on an object array, vectorized over [block, thread]: dif or dit order; feats: run-time features
     (FEATURES: o changes the groups; z changes no value mod R)."""
     n, r_ = 1 << log_n, 1 << lr
     x = x.copy()
-    passes = G.plan(log_n, emax)
+    passes = G.plan(log_n)
     tws = dict(zip(passes, G.pass_twiddles(passes, tw1_max)))
     powr = np.vectorize(lambda e: pow(root, int(e), R), otypes=[object])
 

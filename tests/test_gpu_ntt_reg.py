@@ -13,7 +13,7 @@ from cuzk.poly import Domain
 
 pytestmark = pytest.mark.gpu
 
-REG = ["r4", "r8", "r8-2lvl", "r8-e11", "r4b6", "r4b6d", "r4b6dt", "r4b6ds", "r4b6dts",
+REG = ["r4", "r8", "r4b6", "r4b6d", "r4b6dt", "r4b6ds", "r4b6dts",
        "r4b6dtsw", "r4b6dtsb", "r4b6dts+o", "r4b6dts+z", "r4b6dts+oz", "r4b6d+oz", "r4+o", "r8+o"]
 
 

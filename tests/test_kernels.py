@@ -114,7 +114,6 @@ def test_cubin_key_follows_the_included_headers_only(tmp_path, monkeypatch):
     (tmp_path / "x.cuh").write_text('#pragma once\n#ifdef Q\n  #include "y.cuh"\n#endif\n')
     (tmp_path / "y.cuh").write_text("int y;\n")
     monkeypatch.setattr(loader, "kernel_dir", lambda: tmp_path)
-    monkeypatch.delenv("CUZK_KERNEL_DEFINES", raising=False)
     assert [p.name for p in loader.sources("a")] == ["a.cu", "x.cuh", "y.cuh"]
     k0 = loader.source_key("a", "sm_90")
     (tmp_path / "z.cuh").write_text("int z;\n")                   # included by nothing
@@ -122,33 +121,28 @@ def test_cubin_key_follows_the_included_headers_only(tmp_path, monkeypatch):
     (tmp_path / "y.cuh").write_text("int y2;\n")                  # included through x.cuh
     k1 = loader.source_key("a", "sm_90")
     assert k1 != k0 and loader.source_key("a", "sm_80") != k1
-    monkeypatch.setenv("CUZK_KERNEL_DEFINES", "Q=1")
-    assert loader.source_key("a", "sm_90") != k1 and loader.defines() == ("-DQ=1",)
+    assert loader.source_key("a", "sm_90", ("Q=1",)) != k1 and loader.defines(("Q=1",)) == ("-DQ=1",)
 
 
-def test_module_builds_have_their_own_key(monkeypatch):
-    """A module build (loader.BUILDS, selected by a registry toggle) has its own cubin name, its defines
-    come before CUZK_KERNEL_DEFINES, and a build that is not listed is refused."""
+def test_module_builds_have_their_own_key():
+    """A module build (loader.BUILDS, selected by a registry toggle) has its own cubin name and its defines alone,
+    and a build that is not listed is refused."""
     from cuzk.gpu import loader
     from cuzk.gpu import ntt
-    monkeypatch.delenv("CUZK_KERNEL_DEFINES", raising=False)
     assert ntt.R4B6_BUILD in loader.BUILDS["ntt/reg"]
     base = loader.cubin_path("ntt/reg", "sm_90")
     b6 = loader.cubin_path("ntt/reg", "sm_90", ntt.R4B6_BUILD)
     assert base != b6 and b6.name.startswith("ntt_reg-sm_90-")
-    assert loader.defines(ntt.R4B6_BUILD) == ("-DCUZK_FASTMUL_VARIANT_FR=6",)
-    monkeypatch.setenv("CUZK_KERNEL_DEFINES", "Q=1")
-    assert loader.defines(ntt.R4B6_BUILD) == ("-DCUZK_FASTMUL_VARIANT_FR=6", "-DQ=1")
+    assert loader.defines(ntt.R4B6_BUILD) == ("-DCUZK_FASTMUL_VARIANT_FR=6",) and loader.defines() == ()
     with pytest.raises(ValueError, match="no build"):
         loader.module("ntt/reg", ("CUZK_FASTMUL_VARIANT_FR=3",))
 
 
-def test_msm_kernel_builds_are_listed(monkeypatch):
+def test_msm_kernel_builds_are_listed():
     """Every build the MSM kernel toggles select (S1: the dedicated squaring, G1 only; I1: the products called; I2
     with I1: the callee on build 3) is a listed module build with a cubin name of its own; the default build is ()."""
     from cuzk.gpu import loader
     from cuzk.gpu import msm
-    monkeypatch.delenv("CUZK_KERNEL_DEFINES", raising=False)
     seen = set()
     for group in (1, 2):
         for r in range(len(msm.KERNEL_OPTS) + 1):

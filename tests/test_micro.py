@@ -124,8 +124,6 @@ def test_micro_ntt_and_h_run_the_backends_variant(spec, want, monkeypatch):
     N13, N15, N17)."""
     from cuzk import micro
     from cuzk.gpu import ntt
-    monkeypatch.delenv("CUZK_NTT_VARIANT", raising=False)
-    monkeypatch.setattr(ntt, "VARIANT_ENV", None)
     monkeypatch.setenv("CUZK_OPT", spec)
     seen = []
     real = ntt._run

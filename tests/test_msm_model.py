@@ -417,7 +417,7 @@ class ModelKernels:
         assert all(p is not None and not (isinstance(p, tuple) and p[0] == "prefix") for p in out)
         return out
 
-    # --- msm/affine.cuh, variant 2 (quads) ---
+    # --- round plans and sizes (K4, K9, K5) ---
 
     def affine_plan_entry(self, by, keyed, in_off, out_off, count, total):
         """msm_affine_plan_entry (K4), thread by thread (entry s), into poisoned outputs: every word is written, and
@@ -452,115 +452,6 @@ class ModelKernels:
         assert np.array_equal(t, plan.round_totals(offsets, np))
         self.stats["sizes_once"] = self.stats.get("sizes_once", 0) + 1
         return t
-
-    def affine_plan4(self, in_off, out_off, total):
-        nb = len(in_off) - 1
-        words = np.zeros(total, dtype=np.uint32)
-        for o in range(total):
-            lo, hi = 0, nb
-            while hi - lo > 1:
-                mid = (lo + hi) >> 1
-                if int(out_off[mid]) <= o:
-                    lo = mid
-                else:
-                    hi = mid
-            s = int(in_off[lo]) + 4 * (o - int(out_off[lo]))
-            m = min(4, int(in_off[lo + 1]) - s)
-            words[o] = ((s << 2) & 0xFFFFFFFF) | (m - 1)
-        return words
-
-    def _x_diff(self, x2, x1, flag):
-        f = self.G.f
-        d = f.sub(x2, x1)
-        if f.is_zero(d):
-            if flag:
-                self.flag = True
-            d = f.one
-        return d
-
-    def _pair_add(self, p, q, inv_d):
-        return self.G.affine_add(p, q, inv_d) if not self.flag else p   # flagged: output is garbage
-
-    def affine_quad(self, src, keyed, words, total):
-        G, f, tpb = self.G, self.G.f, self.tpb
-        blocks, per = plan.round_geometry(total, tpb, self.max_blocks)
-        out, tmp, pre = [None] * total, [None] * total, [None] * total
-        X = lambda e: G.x(self._entry(src, keyed, e)[0])            # noqa: E731
-        Pt = lambda e: self._signed(*self._entry(src, keyed, e))   # noqa: E731
-        xd = self._x_diff
-        for blk in range(blocks):
-            firsts, cnts, accs = [], [], []
-            for t in range(tpb):                       # walk 1: prefix products of D = d01 d23
-                first = blk * tpb * per + t
-                left = total - first
-                cnt = 0 if left <= 0 else min(per, (left + tpb - 1) // tpb)
-                acc = f.one
-                for i in range(cnt):
-                    o = first + tpb * i
-                    w = int(words[o])
-                    s, m = w >> 2, (w & 3) + 1
-                    if m >= 2:
-                        D = xd(X(s + 1), X(s), True)
-                        if m == 4:
-                            D = f.mul(D, xd(X(s + 3), X(s + 2), True))
-                        acc = D if i == 0 else f.mul(acc, D)
-                    pre[o] = acc
-                firsts.append(first)
-                cnts.append(cnt)
-                accs.append(acc)
-            invs = block_batch_inverse(f, accs)
-            accs2 = []
-            for t in range(tpb):                       # walk 2, backwards: A, B; suffixes of d'
-                inv, first, cnt = invs[t], firsts[t], cnts[t]
-                for i in range(cnt - 1, -1, -1):
-                    o = first + tpb * i
-                    w = int(words[o])
-                    s, m = w >> 2, (w & 3) + 1
-                    if m == 1:
-                        out[o] = Pt(s)
-                    else:
-                        inv01 = inv
-                        if i > 0:
-                            inv01 = f.mul(inv, pre[o - tpb])
-                        d01 = xd(X(s + 1), X(s), False)
-                        if m == 4:
-                            d23 = xd(X(s + 3), X(s + 2), False)
-                            if i > 0:
-                                inv = f.mul(inv, f.mul(d01, d23))
-                            tmp[o] = ("inv23", f.mul(inv01, d01))
-                            inv01 = f.mul(inv01, d23)
-                        elif i > 0:
-                            inv = f.mul(inv, d01)
-                        out[o] = self._pair_add(Pt(s), Pt(s + 1), inv01)
-                        if m >= 3:
-                            if m == 4:
-                                tag, inv23 = tmp[o]
-                                assert tag == "inv23"
-                                b = self._pair_add(Pt(s + 2), Pt(s + 3), inv23)
-                            else:
-                                b = Pt(s + 2)
-                            tmp[o] = b
-                            d2 = xd(G.x(b), G.x(out[o]), True)
-                            if i + 1 < cnt:
-                                d2 = f.mul(d2, pre[o + tpb])
-                            pre[o] = d2
-                            continue
-                    pre[o] = pre[o + tpb] if i + 1 < cnt else f.one
-                accs2.append(pre[first] if cnt > 0 else f.one)
-            invs2 = block_batch_inverse(f, accs2)
-            for t in range(tpb):                       # walk 3, forwards: out = A + B
-                inv2, first, cnt = invs2[t], firsts[t], cnts[t]
-                for i in range(cnt):
-                    o = first + tpb * i
-                    if int(words[o]) & 3 < 2:
-                        continue
-                    id_ = inv2
-                    if i + 1 < cnt:
-                        id_ = f.mul(inv2, pre[o + tpb])
-                        inv2 = f.mul(inv2, xd(G.x(tmp[o]), G.x(out[o]), False))
-                    out[o] = self._pair_add(out[o], tmp[o], id_)
-        assert all(p is not None for p in out)
-        return out
 
     # --- window reduction ---
 
@@ -617,10 +508,10 @@ class ModelKernels:
         return acc
 
 
-def model_msm(G, bases, inf, scalars, c, max_entries=1 << 28, min_pairs=None, variant=1, pair_levels=False,
-              pair_merges=False, **kw):
+def model_msm(G, bases, inf, scalars, c, max_entries=1 << 28, min_pairs=None, pair_levels=False, pair_merges=False,
+              **kw):
     k = ModelKernels(G, bases, inf, scalars, **kw)
-    return plan.pippenger(k, len(bases), c, max_entries, np, affine_min_pairs=min_pairs, affine_variant=variant,
+    return plan.pippenger(k, len(bases), c, max_entries, np, affine_min_pairs=min_pairs,
                           pair_levels=pair_levels, pair_merges=pair_merges), k
 
 
@@ -889,14 +780,12 @@ def test_block_batch_inverse():
 
 @pytest.mark.parametrize("n,c", [(1, 1), (2, 2), (31, 5), (100, 4), (512, 8), (1000, 9)])
 @pytest.mark.parametrize("geom", [(4, 3), (1, 1), (8, 64)])
-@pytest.mark.parametrize("variant", [1, 2])
-def test_affine_schedule_int_group(n, c, geom, variant):
+def test_affine_schedule_int_group(n, c, geom):
     bases, inf, sc, want = int_case(n, n * 13 + c, "random")
-    got, k = model_msm(IntGroup(), bases, inf, sc, c, min_pairs=1, tpb=geom[0], max_blocks=geom[1], variant=variant)
+    got, k = model_msm(IntGroup(), bases, inf, sc, c, min_pairs=1, tpb=geom[0], max_blocks=geom[1])
     assert got == want
     assert k.stats["fallbacks"] == 0
     assert k.stats["affine_rounds"] > 0 or n < 31
-    assert (k.stats.get("quad_rounds", 0) > 0) == (variant == 2 and k.stats["affine_rounds"] >= 2)
 
 
 PLAN_OPTS = [dict(plan_by_entry=True), dict(sizes_once=True), dict(plan_by_entry=True, sizes_once=True),
@@ -905,8 +794,7 @@ PLAN_OPTS = [dict(plan_by_entry=True), dict(sizes_once=True), dict(plan_by_entry
 
 @pytest.mark.parametrize("kind", ["random", "same", "small", "edge"])
 @pytest.mark.parametrize("opts", PLAN_OPTS, ids=["K4", "K5", "K4+K5", "K9", "K4+K5+K9"])
-@pytest.mark.parametrize("variant", [1, 2])
-def test_plan_opts_same_rounds(kind, opts, variant):
+def test_plan_opts_same_rounds(kind, opts):
     """K4 (round plans by entry), K5 (every round's size from one read) and K9 (offsets from one counts kernel), alone
     and together: the very points,
     offsets and round counts of the default rounds (the model checks each plan word against the search's and each
@@ -918,15 +806,14 @@ def test_plan_opts_same_rounds(kind, opts, variant):
             k = ModelKernels(IntGroup(), bases, inf, sc, **o)
             keys = np.sort(k.digits(5, 0, 2))
             offsets = plan.bucket_offsets(keys, 2 * 16, np, True)
-            pts, off, rounds, count = plan.affine_rounds(k, keys, offsets, min_pairs, np, variant)
-            res.append((list(pts), off.tolist(), rounds, count, k.stats.get("quad_rounds", 0)))
-            if o.get("plan_by_entry") and variant == 1 and rounds:
+            pts, off, rounds, count = plan.affine_rounds(k, keys, offsets, min_pairs, np)
+            res.append((list(pts), off.tolist(), rounds, count))
+            if o.get("plan_by_entry") and rounds:
                 assert k.stats["entry_plans"] == rounds
             assert k.stats.get("sizes_once", 0) == int(bool(o.get("sizes_once")))
             assert (k.stats.get("lean_offsets", 0) > 0) == bool(o.get("lean_offsets"))
         assert res[1] == res[0]
-        got, k = model_msm(IntGroup(), bases, inf, sc, 5, max_entries=900, min_pairs=min_pairs, variant=variant,
-                           **opts)
+        got, k = model_msm(IntGroup(), bases, inf, sc, 5, max_entries=900, min_pairs=min_pairs, **opts)
         assert got == want and k.stats["affine_rounds"] > 0
 
 
@@ -938,27 +825,25 @@ def test_round_totals():
 
 
 @pytest.mark.parametrize("kind", ["same", "small", "edge"])
-@pytest.mark.parametrize("variant", [1, 2])
-def test_affine_schedule_unbalanced(kind, variant):
+def test_affine_schedule_unbalanced(kind):
     """One huge bucket per window (same scalars) or many small ones, infinity flags: the
     rounds run until every bucket holds one point, the segment sums finish."""
     bases, inf, sc, want = int_case(700, 11, kind)
-    got, k = model_msm(IntGroup(), bases, inf, sc, 7, min_pairs=1, variant=variant)
+    got, k = model_msm(IntGroup(), bases, inf, sc, 7, min_pairs=1)
     assert got == want
     assert k.stats["affine_rounds"] >= 9 if kind == "same" else k.stats["affine_rounds"] > 0
     assert k.stats["fallbacks"] == 0
 
 
-@pytest.mark.parametrize("variant", [1, 2])
-def test_marks_split_round_plans_from_rounds(variant):
+def test_marks_split_round_plans_from_rounds():
     """pippenger's mark: per pass digits, sort, offsets, the rounds' sizes, then "round offsets" and "round plans"
-    before every "affine rounds" kernel mark (a quad counts once), then the bucket sums; the MSM is the same."""
+    before every "affine rounds" kernel mark, then the bucket sums; the MSM is the same."""
     bases, inf, sc, want = int_case(300, 4)
     names = []
     k = ModelKernels(IntGroup(), bases, inf, sc)
-    got = plan.pippenger(k, len(bases), 6, 700, np, affine_min_pairs=1, affine_variant=variant, mark=names.append)
+    got = plan.pippenger(k, len(bases), 6, 700, np, affine_min_pairs=1, mark=names.append)
     assert got == want
-    kernels = k.stats["affine_rounds"] - k.stats.get("quad_rounds", 0)
+    kernels = k.stats["affine_rounds"]
     assert kernels > 0 and names.count("round plans") == kernels
     assert names.count("digits") == names.count("sort") == names.count("offsets") > 1     # several passes
     for i, name in enumerate(names):
@@ -970,11 +855,10 @@ def test_marks_split_round_plans_from_rounds(variant):
 
 
 @pytest.mark.parametrize("min_pairs", [1, 40, 200, 10 ** 9])
-@pytest.mark.parametrize("variant", [1, 2])
-def test_affine_threshold_and_passes(min_pairs, variant):
+def test_affine_threshold_and_passes(min_pairs):
     """Rounds stop below min_pairs (the rest summed in XYZZ); several passes."""
     bases, inf, sc, want = int_case(300, 4)
-    got, k = model_msm(IntGroup(), bases, inf, sc, 6, max_entries=700, min_pairs=min_pairs, variant=variant)
+    got, k = model_msm(IntGroup(), bases, inf, sc, 6, max_entries=700, min_pairs=min_pairs)
     assert got == want
     if min_pairs == 10 ** 9:
         assert k.stats["affine_rounds"] == 0
@@ -982,8 +866,7 @@ def test_affine_threshold_and_passes(min_pairs, variant):
         assert k.stats["affine_rounds"] > 0
 
 
-@pytest.mark.parametrize("variant", [1, 2])
-def test_affine_degenerate_falls_back(variant):
+def test_affine_degenerate_falls_back():
     """A repeated base (P + P) or a negated one (P + (-P)) in a pair: flagged, the pass redone in XYZZ."""
     rng = random.Random(5)
     n = 60
@@ -993,7 +876,7 @@ def test_affine_degenerate_falls_back(variant):
     bases[2] = R - bases[0]
     sc[1] = sc[2] = sc[0]                         # same digits: adjacent in every bucket's run
     want = sum(s * b for s, b in zip(sc, bases)) % R
-    got, k = model_msm(IntGroup(), bases, [False] * n, sc, 4, min_pairs=1, variant=variant)
+    got, k = model_msm(IntGroup(), bases, [False] * n, sc, 4, min_pairs=1)
     assert got == want
     assert k.stats["fallbacks"] >= 1
 
@@ -1017,15 +900,13 @@ def curve_case(group, n, seed_, repeat=False):
 
 @pytest.mark.parametrize("group,n,c,repeat", [(1, 1, 3, False), (1, 23, 2, False), (1, 40, 4, False),
                                               (1, 40, 4, True), (2, 12, 3, False), (2, 12, 3, True)])
-@pytest.mark.parametrize("variant", [1, 2])
-def test_affine_schedule_on_curve_vs_arkworks(group, n, c, repeat, variant):
+def test_affine_schedule_on_curve_vs_arkworks(group, n, c, repeat):
     """Real affine formulas and batch inversion over Fp (Fp2): distinct points take the affine
     path to the end; a repeated point forces the XYZZ fallback; both match arkworks."""
     bases, inf, sc, want = curve_case(group, n, n * 3 + group + repeat, repeat)
-    got, k = model_msm(XYZZ(group), bases, inf, sc, c, min_pairs=1, variant=variant)
+    got, k = model_msm(XYZZ(group), bases, inf, sc, c, min_pairs=1)
     assert xyzz_to_affine(group, got) == ark_affine(group, want)
     assert (k.stats["fallbacks"] > 0) == repeat
-    assert (k.stats.get("quad_rounds", 0) > 0) == (variant == 2 and k.stats["affine_rounds"] >= 2)
     assert n == 1 or k.stats["affine_rounds"] > 0
 
 
@@ -1067,8 +948,7 @@ def test_group_offsets_weights(units, c, shape):
 
 @pytest.mark.parametrize("n,c", [(40, 2), (100, 4), (300, 5), (700, 7), (512, 8)])
 @pytest.mark.parametrize("kind", ["random", "same", "small", "edge"])
-@pytest.mark.parametrize("variant", [1, 2])
-def test_group_reduce_schedule(n, c, kind, variant, monkeypatch):
+def test_group_reduce_schedule(n, c, kind, monkeypatch):
     """K10 on every pass (GROUP_MIN_BUCKETS lowered): the MSM of the default schedule, with and without rounds in
     the groups, over one pass and several, with the K4/K5/K9 plans."""
     monkeypatch.setattr(plan, "GROUP_MIN_BUCKETS", 1)
@@ -1076,7 +956,7 @@ def test_group_reduce_schedule(n, c, kind, variant, monkeypatch):
     for min_pairs, max_entries in ((1, 1 << 28), (1, 2 * n), (8, 1 << 28)):
         for o in ({}, dict(plan_by_entry=True, sizes_once=True, lean_offsets=True)):
             got, k = model_msm(IntGroup(), bases, inf, sc, c, max_entries=max_entries, min_pairs=min_pairs,
-                               variant=variant, group_reduce=True, **o)
+                               group_reduce=True, **o)
             assert got == want, (min_pairs, max_entries, o)
             assert k.stats["fallbacks"] == 0
             if k.stats["affine_rounds"] and min_pairs == 1 and kind == "random" and c >= 4:   # c < 4: a bucket a group
@@ -1091,8 +971,7 @@ def test_group_reduce_many_parts(monkeypatch):
     assert got == want and k.stats["group_rounds"] > 0
 
 
-@pytest.mark.parametrize("variant", [1, 2])
-def test_group_degenerate_falls_back(variant, monkeypatch):
+def test_group_degenerate_falls_back(monkeypatch):
     """Two buckets of one lo whose sums are equal (bases b1 + b2 under digits 1 and 2^s + 1): a group round meets
     x1 == x2; the flag, read once after the bucket and the group rounds, sends the pass to XYZZ; the MSM is right."""
     monkeypatch.setattr(plan, "GROUP_MIN_BUCKETS", 1)
@@ -1102,7 +981,7 @@ def test_group_degenerate_falls_back(variant, monkeypatch):
     b1, b2 = rng.randrange(1, R), rng.randrange(1, R)
     bases, sc = [b1, b2, b1, b2], [1, 1, (1 << s) + 1, (1 << s) + 1]
     want = sum(x * y for x, y in zip(bases, sc)) % R
-    got, k = model_msm(IntGroup(), bases, [False] * 4, sc, c, min_pairs=1, variant=variant, group_reduce=True)
+    got, k = model_msm(IntGroup(), bases, [False] * 4, sc, c, min_pairs=1, group_reduce=True)
     assert got == want
     assert k.stats["affine_rounds"] > 0 and k.stats["group_rounds"] > 0 and k.stats["fallbacks"] == 1
 
@@ -1117,78 +996,16 @@ def test_group_reduce_on_curve_vs_arkworks(group, n, c, monkeypatch):
     assert k.stats["affine_rounds"] > 0 and k.stats["group_rounds"] > 0 and k.stats["fallbacks"] == 0
 
 
-# --- variant 2: quad rounds ---
-
-def test_quad_offsets_and_plan4():
-    in_off = np.array([0, 0, 5, 6, 6, 10, 13, 15], dtype=np.int64)    # counts 0, 5, 1, 0, 4, 3, 2
-    out_off, total = plan.quad_offsets(in_off, np)
-    assert out_off.tolist() == [0, 0, 2, 3, 3, 4, 5, 6] and total == 6
-    two, _ = plan.round_offsets(plan.round_offsets(in_off, np)[0], np)
-    assert two.tolist() == out_off.tolist()                            # = two pair rounds
-    words = ModelKernels(IntGroup(), [], [], []).affine_plan4(in_off, out_off, total)
-    got = [(int(w) >> 2, (int(w) & 3) + 1) for w in words]
-    assert got == [(0, 4), (4, 1), (5, 1), (6, 4), (10, 3), (13, 2)]
-
-
-@pytest.mark.parametrize("kind", ["random", "same", "small", "edge"])
-@pytest.mark.parametrize("min_pairs", [1, 3, 60])
-@pytest.mark.parametrize("geom", [(4, 3), (1, 1), (8, 64), (2, 5)])
-def test_quad_rounds_equal_pair_rounds(kind, min_pairs, geom):
-    """affine_rounds(variant=2) returns the very points and offsets of variant 1 (the same sums,
-    each quad kernel standing for two rounds; a lone pair round where the second has too few
-    pairs), over Z_r with the batch inversions checked at every add."""
-    bases, inf, sc, _ = int_case(400, 17, kind)
-    res = {}
-    for variant in (1, 2):
-        k = ModelKernels(IntGroup(), bases, inf, sc, tpb=geom[0], max_blocks=geom[1])
-        keys = np.sort(k.digits(5, 0, 2))
-        offsets = plan.bucket_offsets(keys, 2 * 16, np)
-        pts, off, rounds, count = plan.affine_rounds(k, keys, offsets, min_pairs, np, variant)
-        assert count == int(off[-1]) and (rounds or count == int(offsets[-1]))
-        res[variant] = (list(pts), off.tolist(), rounds, k.stats.get("quad_rounds", 0), k.flag)
-    assert res[2][:3] == res[1][:3]
-    assert (res[2][3] >= 1) == (res[1][2] >= 2) and not res[2][4]
-    assert res[1][2] >= 2 or min_pairs > 1
-
-
-def test_quad_round_on_curve_vs_pair_rounds():
-    """One quad kernel over real G1 points (counts 1..9 per bucket, negated entries) against two
-    pair rounds: the same affine points."""
-    rng = random.Random(21)
-    G = XYZZ(1)
-    pts = [ark_affine(1, p) for p in rand_points(1, 45, rng)]
-    counts = [1, 2, 3, 4, 5, 6, 7, 8, 9]
-    in_off = np.zeros(len(counts) + 1, dtype=np.int64)
-    in_off[1:] = np.cumsum(counts)
-    keys = np.array([(j << 1) | (j % 3 == 0) for j in range(int(in_off[-1]))], dtype=np.uint64)
-    res = []
-    for variant in (1, 2):
-        k = ModelKernels(G, pts, [False] * 45, [], tpb=2, max_blocks=2)
-        out, off, rounds, count = plan.affine_rounds(k, keys, in_off, 1, np, variant)
-        assert count == int(off[-1]) == len(out)
-        res.append((out, off.tolist()))
-        assert not k.flag
-    assert res[0] == res[1]
-
-
-def test_affine_variant_rejected():
-    k = ModelKernels(IntGroup(), [], [], [])
-    with pytest.raises(ValueError):
-        plan.affine_rounds(k, np.zeros(0, dtype=np.uint64), np.zeros(1, dtype=np.int64), 1, np, 3)
-
-
-def test_quad_level2_degenerate_falls_back():
-    """P0 + P1 == P2 + P3 in a bucket: only the quad's second level meets x1 == x2; flagged, redone."""
+def test_second_round_degenerate_falls_back():
+    """P0 + P1 == P2 + P3 in a bucket: only the second round meets x1 == x2; flagged, redone."""
     rng = random.Random(8)
     x, y, z = (rng.randrange(1, R) for _ in range(3))
     bases = [x, y, z, (x + y - z) % R]
     s = rng.randrange(R)
     want = sum(bases) * s % R
-    for variant in (1, 2):
-        got, k = model_msm(IntGroup(), bases, [False] * 4, [s] * 4, 3, min_pairs=1, variant=variant)
-        assert got == want
-        assert k.stats["fallbacks"] >= 1
-        assert (k.stats.get("quad_rounds", 0) > 0) == (variant == 2)
+    got, k = model_msm(IntGroup(), bases, [False] * 4, [s] * 4, 3, min_pairs=1)
+    assert got == want
+    assert k.stats["fallbacks"] >= 1
 
 
 # --- the host fold of the window sums (msm.fold_windows, used by msm_g1 / msm_g2) ---
@@ -1367,8 +1184,7 @@ class ManyModelKernels(ModelKernels):
         return window_sums
 
 
-def model_many(G, parts, c, max_entries=1 << 28, min_pairs=None, variant=1, pair_levels=False, pair_merges=False,
-               **kw):
+def model_many(G, parts, c, max_entries=1 << 28, min_pairs=None, pair_levels=False, pair_merges=False, **kw):
     """msm_many's schedule over the model: parts = [(bases, inf, scalars)] -> (one result per part,
     window rows, kernels); each part's rows w * P + j folded by ModelKernels.combine."""
     from cuzk.gpu.msm_many import live_parts
@@ -1379,8 +1195,7 @@ def model_many(G, parts, c, max_entries=1 << 28, min_pairs=None, variant=1, pair
     if not live:
         return out, [], k
     nparts = len(live)
-    rows = plan.pippenger(k, len(cat[0]), c, max_entries, np, affine_min_pairs=min_pairs, affine_variant=variant,
-                          parts=nparts, pair_levels=pair_levels, pair_merges=pair_merges)
+    rows = plan.pippenger(k, len(cat[0]), c, max_entries, np, affine_min_pairs=min_pairs, parts=nparts, pair_levels=pair_levels, pair_merges=pair_merges)
     nw = plan.num_windows(c)
     assert len(rows) == nw * nparts
     for j, p in enumerate(live):
@@ -1433,11 +1248,10 @@ def test_many_schedule_int_group(sizes, c, kind, pairs):
     assert got == want
 
 
-@pytest.mark.parametrize("variant", [1, 2])
 @pytest.mark.parametrize("geom", [(4, 3), (8, 64)])
-def test_many_schedule_affine_rounds(variant, geom):
+def test_many_schedule_affine_rounds(geom):
     parts, want = int_parts([31, 0, 400, 9], 3)
-    got, _, k = model_many(IntGroup(), parts, 5, min_pairs=1, variant=variant, tpb=geom[0], max_blocks=geom[1])
+    got, _, k = model_many(IntGroup(), parts, 5, min_pairs=1, tpb=geom[0], max_blocks=geom[1])
     assert got == want
     assert k.stats["affine_rounds"] > 0 and k.stats["fallbacks"] == 0
 

@@ -34,23 +34,23 @@ def test_plan_covers_every_stage():
 # --- kernels/ntt/reg.cu: register-radix passes ---
 
 @pytest.mark.parametrize("lr", [2, 3])
-@pytest.mark.parametrize("kmax,emax", [(10, None), (10, 11), (4, None), (5, 6)])
+@pytest.mark.parametrize("kmax", [10, 4, 5])
 @pytest.mark.parametrize("tw1_max,tw1_small", [(0, 18), (31, 18), (31, 4)])
 @pytest.mark.parametrize("log_n", [3, 4, 7, 11])
-def test_reg_pass_matches_ntt(monkeypatch, lr, kmax, emax, tw1_max, tw1_small, log_n):
+def test_reg_pass_matches_ntt(monkeypatch, lr, kmax, tw1_max, tw1_small, log_n):
     """tw1_small 4: N8's tables of their own size for the larger sub-problems, beside the shared one."""
     monkeypatch.setattr(G, "KMAX", kmax)
     monkeypatch.setattr(G, "TW1_SMALL", tw1_small)
-    if any(k < lr for _, k, _ in G.plan(log_n, emax)):
+    if any(k < lr for _, k, _ in G.plan(log_n)):
         pytest.skip("the host falls back to the radix-2 kernel")
     gen = 5 if log_n % 2 else 7
     d = Domain(log_n, gen)
     rng = random.Random(log_n * 1000 + kmax * 10 + lr)
     a = np.array([rng.randrange(R) for _ in range(d.n)], dtype=object)
     ref = ntt(a, d.omega)
-    got = E.emulate_reg(a, log_n, d.omega, False, lr, emax, tw1_max)
+    got = E.emulate_reg(a, log_n, d.omega, False, lr, tw1_max)
     assert list(got[bitrev_perm(d.n)]) == list(ref)                                        # DIF
-    assert list(E.emulate_reg(a[bitrev_perm(d.n)], log_n, d.omega, True, lr, emax, tw1_max)) == list(ref)  # DIT
+    assert list(E.emulate_reg(a[bitrev_perm(d.n)], log_n, d.omega, True, lr, tw1_max)) == list(ref)  # DIT
 
 
 @pytest.mark.parametrize("feats", ["o", "oz"])
@@ -61,9 +61,9 @@ def test_reg_pass_features_match_ntt(lr, log_n, feats):
     rng = random.Random(log_n * 7 + lr)
     a = np.array([rng.randrange(R) for _ in range(d.n)], dtype=object)
     ref = ntt(a, d.omega)
-    got = E.emulate_reg(a, log_n, d.omega, False, lr, None, 31, feats)
+    got = E.emulate_reg(a, log_n, d.omega, False, lr, 31, feats)
     assert list(got[bitrev_perm(d.n)]) == list(ref)
-    assert list(E.emulate_reg(a[bitrev_perm(d.n)], log_n, d.omega, True, lr, None, 31, feats)) == list(ref)
+    assert list(E.emulate_reg(a[bitrev_perm(d.n)], log_n, d.omega, True, lr, 31, feats)) == list(ref)
 
 
 def test_variant_features():

@@ -7,8 +7,7 @@ Useful where NVRTC compiles are slow (the G2 MSM takes minutes) or on machines t
 started fresh for each job. The file names carry a hash of the sources, so a stale cubin
 is never used. It also builds K1's shared library (kernels/host/cub_sort.cu: cuzk/gpu/cub_sort.py).
 --prune then removes the directory's other files (stale sources, experiment builds): what a device call carries.
---only builds just those modules (with their BUILDS): e.g. an experiment's CUZK_KERNEL_DEFINES set for the modules a
-device case loads, beside the default set.
+--only builds just those modules (with their BUILDS), e.g. the ones a device run loads.
 """
 import argparse
 import os

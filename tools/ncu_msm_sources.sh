@@ -1,20 +1,19 @@
 # Nsight Compute's source counters (warp stall sampling by SASS offset) on the keyed affine round of one 2^K
 # G1 MSM: which instructions the long-scoreboard stalls sit on (docs/perf-log.md, 2026-11-29). The offsets
 # map to `cuobjdump -sass` of the same prebuilt cubin (.cubin/msm_g1-*.cubin). Clocks left alone.
-#   bash tools/ncu_msm_sources.sh [K] [VARIANT]     (report in $OUT/ncu_src_v*.txt, raw page in $OUT/ncu_src_v*.csv)
+#   bash tools/ncu_msm_sources.sh [K]     (report in $OUT/ncu_src.txt, raw page in $OUT/ncu_src.csv)
 source tools/profiler_env.sh
 K=${1:-22}
-V=${2:-1}
 [ -n "$NCU" ] || { echo "no ncu"; exit 2; }
 timeout 200 "$NCU" --clock-control none --kernel-name regex:'g1_affine_round_keyed' --launch-count 1 \
-    --section SourceCounters --section WarpStateStats -o "$OUT/ncu_src_v$V" \
-    python3 tools/msm_once.py "$K" "$V" > "$OUT/ncu_src_v$V.txt" 2>&1
+    --section SourceCounters --section WarpStateStats -o "$OUT/ncu_src" \
+    python3 tools/msm_once.py "$K" > "$OUT/ncu_src.txt" 2>&1
 echo "profile: exit $?"
 # per-instruction samples (address, SASS, stall reasons) as CSV
-timeout 120 "$NCU" --import "$OUT/ncu_src_v$V.ncu-rep" --page source --csv --print-source sass \
-    > "$OUT/ncu_src_v$V.csv" 2>&1
-echo "source page: exit $? ($(wc -l < "$OUT/ncu_src_v$V.csv") lines)"
-python3 - "$OUT/ncu_src_v$V.csv" <<'PY'
+timeout 120 "$NCU" --import "$OUT/ncu_src.ncu-rep" --page source --csv --print-source sass \
+    > "$OUT/ncu_src.csv" 2>&1
+echo "source page: exit $? ($(wc -l < "$OUT/ncu_src.csv") lines)"
+python3 - "$OUT/ncu_src.csv" <<'PY'
 import csv, sys
 rows = list(csv.reader(open(sys.argv[1], errors="replace")))
 hdr = next((i for i, r in enumerate(rows) if any("Address" in c for c in r)), None)

@@ -11,4 +11,4 @@ from .wtns import Witness, read_wtns, write_wtns
 from .zkey import Coeffs, ZKey, coeffs_from_r1cs, read_zkey, write_zkey, zkey_writer
 
 __all__ = ["FormatError", "CircomR1CS", "read_r1cs", "write_r1cs", "Witness", "read_wtns", "write_wtns",
-           "Coeffs", "ZKey", "coeffs_from_r1cs", "read_zkey", "write_zkey"]
+           "Coeffs", "ZKey", "coeffs_from_r1cs", "read_zkey", "write_zkey", "zkey_writer"]

@@ -53,8 +53,7 @@ def sum_xyzz(group: int, bases, inf, idx=None, bucket_sum: str | None = None, pa
     if bucket_sum == "affine" and group == 1:                 # halve by affine pair adds first
         k.reset_degenerate()
         offsets = cupy.asarray([0, count], dtype=cupy.int64)
-        pts, _, rounds, left = plan.affine_rounds(k, keys, offsets, plan.AFFINE_MIN_PAIRS, cupy,
-                                                  gmsm.resolve_affine_variant())
+        pts, _, rounds, left = plan.affine_rounds(k, keys, offsets, plan.AFFINE_MIN_PAIRS, cupy)
         if rounds and not k.degenerate():
             src, keyed, count = pts, False, left
     pairs = gmsm.DEFAULT_PAIR_MERGES if pair_merges is None else bool(pair_merges)

@@ -63,10 +63,8 @@ BUILDS: dict[str, tuple[tuple[str, ...], ...]] = {
 
 
 def defines(extra: tuple[str, ...] = ()) -> tuple[str, ...]:
-    """-D options: `extra` (a module build, BUILDS), then CUZK_KERNEL_DEFINES (space-separated NAME=VALUE, e.g.
-    "CUZK_FASTMUL_VARIANT_FP=3": a build outside BUILDS, for a measurement). Part of the cubin key."""
-    env = os.environ.get("CUZK_KERNEL_DEFINES", "").split()
-    return tuple(f"-D{d}" for d in (*extra, *env) if d)
+    """-D options of a module build (`extra`: one of BUILDS, or () for the default). Part of the cubin key."""
+    return tuple(f"-D{d}" for d in extra if d)
 
 
 def options(extra: tuple[str, ...] = ()) -> tuple[str, ...]:

@@ -36,7 +36,6 @@ CALL_BUILD = ("CUZK_FP_CALL=1",)               # I1: msm_g1 and msm_g2 with the 
 CALLEE_BUILD = ("CUZK_FASTMUL_VARIANT_FP=3",)  # I2 (with I1): the called Fp product on fastmul build 3
 last_stats: dict = {}                         # of the latest msm_xyzz: affine_rounds, fallbacks
 PASS_MEMORY_FRACTION = 0.75                   # K6: the share of free device memory (the pool's too) a sort pass takes
-DEFAULT_AFFINE_VARIANT = 1                    # 2: quad round kernels (issue 5); CUZK_MSM_AFFINE_VARIANT overrides
 
 
 def kernel_build(group: int, kernel_opts) -> tuple[str, ...]:
@@ -44,17 +43,6 @@ def kernel_build(group: int, kernel_opts) -> tuple[str, ...]:
     (only with I1: it picks the build of I1's callee)."""
     call = CALL_BUILD + (CALLEE_BUILD if "I2" in kernel_opts else ()) if "I1" in kernel_opts else ()
     return (SQR_BUILD if "S1" in kernel_opts and group == 1 else ()) + call
-
-
-def resolve_affine_variant(value: int | None = None) -> int:
-    """The affine round kernel: value, else $CUZK_MSM_AFFINE_VARIANT, else DEFAULT_AFFINE_VARIANT."""
-    import os
-    if value is None:
-        env = os.environ.get("CUZK_MSM_AFFINE_VARIANT", "").strip()
-        value = int(env) if env else DEFAULT_AFFINE_VARIANT
-    if value not in plan.AFFINE_VARIANTS:
-        raise ValueError(f"affine variant must be one of {plan.AFFINE_VARIANTS}, got {value!r}")
-    return int(value)
 
 
 def xyzz_words(group: int) -> int:
@@ -117,7 +105,7 @@ class _Kernels:
         self.n = len(inf)
         self.bases, self.inf8, self.scalars = bases, inf.view(cupy.uint8), scalars
         self.flag = cupy.zeros(1, dtype=cupy.int32)
-        self.stats = {"affine_rounds": 0, "fallbacks": 0, "quad_rounds": 0}
+        self.stats = {"affine_rounds": 0, "fallbacks": 0}
 
     def _f(self, name):
         return kernel(self.mod, f"{self.g}_{name}", self.build)
@@ -189,28 +177,6 @@ class _Kernels:
             self._f("affine_round" + self.lazy)((blocks,), (plan.AFFINE_THREADS,),
                                                 (out, src, plan_words, np.int64(total), np.int64(per), self.flag,
                                                  self.binary_inv))
-        return out
-
-    def affine_plan4(self, in_off, out_off, total):
-        out = self.cp.empty(total, dtype=self.cp.uint32)
-        kernel(self.mod, "msm_affine_plan4", self.build)(_grid(total), (THREADS,),
-                                             (out, in_off, out_off, np.int64(len(in_off) - 1), np.int64(total)))
-        return out
-
-    def affine_quad(self, src, keyed, plan_words, total):
-        aw = self.W // 2
-        out = self.cp.empty((total, aw), dtype=self.cp.uint32)
-        tmp = self.cp.empty((total, aw), dtype=self.cp.uint32)        # level-1 sums P2 + P3
-        pre = self.cp.empty((total, aw // 2), dtype=self.cp.uint32)   # prefix / suffix products
-        blocks, per = plan.round_geometry(total, plan.AFFINE_THREADS, _sm_count() * plan.AFFINE_BLOCKS_PER_SM)
-        n64, p64 = np.int64(total), np.int64(per)
-        if keyed:
-            self._f("affine_quad_keyed")((blocks,), (plan.AFFINE_THREADS,),
-                                         (out, tmp, pre, src, self.bases, plan_words, n64, p64, self.flag,
-                                          self.binary_inv))
-        else:
-            self._f("affine_quad")((blocks,), (plan.AFFINE_THREADS,),
-                                   (out, tmp, pre, src, plan_words, n64, p64, self.flag, self.binary_inv))
         return out
 
     def reset_degenerate(self):
@@ -292,15 +258,12 @@ def _sm_count() -> int:
 
 def msm_xyzz(group: int, bases, inf, scalars, c: int | None = None, max_entries: int | None = None,
              bucket_sum: str | None = None, affine_min_pairs: int | None = None, mark=None,
-             affine_variant: int | None = None, pair_levels: bool | None = None,
-             pair_merges: bool | None = None, kernel_opts=None):
+             pair_levels: bool | None = None, pair_merges: bool | None = None, kernel_opts=None):
     """Σ s_i P_i as one XYZZ point on the device (uint32[words], Montgomery limbs).
 
     bucket_sum: "xyzz" or "affine" (G1 only); None -> DEFAULT_BUCKET_SUM. affine_min_pairs:
     the affine rounds' threshold (msm_plan.AFFINE_MIN_PAIRS when None; 1 runs rounds until
-    every bucket holds one point). affine_variant: the round kernel, 1 (pairs) or 2 (quads: two
-    rounds per kernel); None -> $CUZK_MSM_AFFINE_VARIANT or DEFAULT_AFFINE_VARIANT. Counts of the
-    run land in last_stats. mark: profiling hook (msm_plan.pippenger). pair_levels: the window reduction
+    every bucket holds one point). Counts of the run land in last_stats. mark: profiling hook (msm_plan.pippenger). pair_levels: the window reduction
     by pair levels (msm_plan.reduce_windows; None -> DEFAULT_PAIR_LEVELS); pair_merges: the bucket sums'
     merges by pairs (msm_plan.bucket_sums; None -> DEFAULT_PAIR_MERGES); kernel_opts: which of KERNEL_OPTS
     are on (_Kernels; None -> DEFAULT_KERNEL_OPTS). max_entries: the keys a sort pass may hold (None:
@@ -309,17 +272,16 @@ def msm_xyzz(group: int, bases, inf, scalars, c: int | None = None, max_entries:
     them on the host instead (msm_windows, fold_windows).
     """
     return _pippenger(group, bases, inf, scalars, c, max_entries, bucket_sum, affine_min_pairs, mark,
-                      affine_variant, False, pair_levels, pair_merges, kernel_opts)[0]
+                      False, pair_levels, pair_merges, kernel_opts)[0]
 
 
 def msm_windows(group: int, bases, inf, scalars, c: int | None = None, max_entries: int | None = None,
                 bucket_sum: str | None = None, affine_min_pairs: int | None = None, mark=None,
-                affine_variant: int | None = None, pair_levels: bool | None = None,
-                pair_merges: bool | None = None, kernel_opts=None):
+                pair_levels: bool | None = None, pair_merges: bool | None = None, kernel_opts=None):
     """The window sums of msm_xyzz's MSM, not yet folded: (uint32[nw, words] on the device, c);
     arguments as msm_xyzz's. Σ_w 2^(c w) sums[w] is the MSM (fold_windows)."""
     return _pippenger(group, bases, inf, scalars, c, max_entries, bucket_sum, affine_min_pairs, mark,
-                      affine_variant, True, pair_levels, pair_merges, kernel_opts)
+                      True, pair_levels, pair_merges, kernel_opts)
 
 
 def resolve_max_entries(max_entries: int | None, n: int, c: int, k) -> int:
@@ -335,28 +297,25 @@ def resolve_max_entries(max_entries: int | None, n: int, c: int, k) -> int:
     return plan.pass_entries(n, plan.num_windows(c), int(PASS_MEMORY_FRACTION * free))
 
 
-def sum_options(group: int, bucket_sum, affine_min_pairs, affine_variant) -> tuple[str, int | None, int]:
-    """msm_xyzz's bucket_sum, affine_min_pairs and affine_variant resolved and checked:
-    (bucket_sum, min_pairs or None for XYZZ, variant)."""
+def sum_options(group: int, bucket_sum, affine_min_pairs) -> tuple[str, int | None]:
+    """msm_xyzz's bucket_sum and affine_min_pairs resolved and checked: (bucket_sum, min_pairs or None for XYZZ)."""
     bucket_sum = DEFAULT_BUCKET_SUM[group] if bucket_sum is None else bucket_sum
     if bucket_sum not in BUCKET_SUMS:
         raise ValueError(f"bucket_sum must be one of {BUCKET_SUMS}, got {bucket_sum!r}")
     if bucket_sum == "affine" and group != 1:
         raise ValueError("affine bucket sums are implemented for G1 only")
     min_pairs = None
-    variant = resolve_affine_variant(affine_variant)
     if bucket_sum == "affine":
         min_pairs = plan.AFFINE_MIN_PAIRS if affine_min_pairs is None else int(affine_min_pairs)
         if min_pairs < 1:
             raise ValueError("affine_min_pairs must be >= 1")
-    return bucket_sum, min_pairs, variant
+    return bucket_sum, min_pairs
 
 
-def _pippenger(group, bases, inf, scalars, c, max_entries, bucket_sum, affine_min_pairs, mark, affine_variant,
-               host_fold, pair_levels=None, pair_merges=None, kernel_opts=None):
+def _pippenger(group, bases, inf, scalars, c, max_entries, bucket_sum, affine_min_pairs, mark, host_fold, pair_levels=None, pair_merges=None, kernel_opts=None):
     import cupy
     n = _check(group, bases, inf, scalars)
-    bucket_sum, min_pairs, variant = sum_options(group, bucket_sum, affine_min_pairs, affine_variant)
+    bucket_sum, min_pairs = sum_options(group, bucket_sum, affine_min_pairs)
     affine = bucket_sum == "affine"
     last_stats.clear()
     if n == 0:
@@ -365,10 +324,10 @@ def _pippenger(group, bases, inf, scalars, c, max_entries, bucket_sum, affine_mi
     c = plan.choose_window(n, affine=affine) if c is None else int(c)
     k = _Kernels(group, bases, inf, scalars, host_fold, kernel_opts)
     max_entries = resolve_max_entries(max_entries, n, c, k)
-    out = plan.pippenger(k, n, c, max_entries, cupy, affine_min_pairs=min_pairs, mark=mark, affine_variant=variant,
+    out = plan.pippenger(k, n, c, max_entries, cupy, affine_min_pairs=min_pairs, mark=mark,
                          pair_levels=DEFAULT_PAIR_LEVELS if pair_levels is None else bool(pair_levels),
                          pair_merges=DEFAULT_PAIR_MERGES if pair_merges is None else bool(pair_merges))
-    last_stats.update(k.stats, c=c, bucket_sum=bucket_sum, affine_variant=variant, max_entries=max_entries)
+    last_stats.update(k.stats, c=c, bucket_sum=bucket_sum, max_entries=max_entries)
     return out, c
 
 

@@ -178,7 +178,7 @@ def msm_windows(tables: FixedTables, scalars, bucket_sum: str | None = None, aff
         raise ValueError("the tables were released")
     tp, n = tables.plan, tables.n
     gmsm._check(1, tables.limbs[:n], tables.bases.inf, scalars)
-    bucket_sum, min_pairs, variant = gmsm.sum_options(1, bucket_sum, affine_min_pairs, None)
+    bucket_sum, min_pairs = gmsm.sum_options(1, bucket_sum, affine_min_pairs)
     gmsm.last_stats.clear()
     k = _kernels(tables, scalars, kernel_opts)
     if max_entries is None:
@@ -187,7 +187,6 @@ def msm_windows(tables: FixedTables, scalars, bucket_sum: str | None = None, aff
             free = cupy.cuda.runtime.memGetInfo()[0] + cupy.get_default_memory_pool().free_bytes()
             max_entries = plan.pass_entries(tp.t * n, tp.groups, int(gmsm.PASS_MEMORY_FRACTION * free))
     sums = plan.pippenger(k, tp.t * n, tp.c, int(max_entries), cupy, affine_min_pairs=min_pairs, mark=mark,
-                          affine_variant=variant,
                           pair_levels=gmsm.DEFAULT_PAIR_LEVELS if pair_levels is None else bool(pair_levels),
                           pair_merges=gmsm.DEFAULT_PAIR_MERGES if pair_merges is None else bool(pair_merges),
                           windows=tp.groups)

@@ -70,8 +70,7 @@ def fold_parts(group: int, sums: np.ndarray, c: int, live: list[int], count: int
 
 def window_sums(bases, inf, scalars, sizes: list[int], c: int | None = None, max_entries: int | None = None,
                 bucket_sum: str | None = None, affine_min_pairs: int | None = None, mark=None,
-                affine_variant: int | None = None, pair_levels: bool | None = None,
-                pair_merges: bool | None = None, kernel_opts=None):
+                pair_levels: bool | None = None, pair_merges: bool | None = None, kernel_opts=None):
     """The window sums of the MSMs whose inputs lie one after another (concat_parts; sizes[p] points
     for MSM p): (uint32[nw, P, words] on the device, c, live), live = the indices of the non-empty
     MSMs, in order, P = len(live) (None for the sums when there are none). Arguments as msm.msm_xyzz's;
@@ -81,7 +80,7 @@ def window_sums(bases, inf, scalars, sizes: list[int], c: int | None = None, max
     live, off = live_parts(sizes)
     if int(off[-1]) != n:
         raise ValueError(f"part sizes {sizes} do not add up to the {n} points given")
-    bucket_sum, min_pairs, variant = gmsm.sum_options(1, bucket_sum, affine_min_pairs, affine_variant)
+    bucket_sum, min_pairs = gmsm.sum_options(1, bucket_sum, affine_min_pairs)
     gmsm.last_stats.clear()
     if not live:
         return None, 1, live
@@ -91,11 +90,10 @@ def window_sums(bases, inf, scalars, sizes: list[int], c: int | None = None, max
         raise ValueError(f"{P} MSMs of window {c} need more bucket ids than a key holds (at most {plan.max_parts(c)})")
     k = _ManyKernels(bases, inf, scalars, cupy.asarray(off), kernel_opts)
     max_entries = gmsm.resolve_max_entries(max_entries, n, c, k)
-    sums = plan.pippenger(k, n, c, max_entries, cupy, affine_min_pairs=min_pairs, mark=mark,
-                          affine_variant=variant, parts=P,
+    sums = plan.pippenger(k, n, c, max_entries, cupy, affine_min_pairs=min_pairs, mark=mark, parts=P,
                           pair_levels=gmsm.DEFAULT_PAIR_LEVELS if pair_levels is None else bool(pair_levels),
                           pair_merges=gmsm.DEFAULT_PAIR_MERGES if pair_merges is None else bool(pair_merges))
-    gmsm.last_stats.update(k.stats, c=c, bucket_sum=bucket_sum, affine_variant=variant, parts=P)
+    gmsm.last_stats.update(k.stats, c=c, bucket_sum=bucket_sum, parts=P)
     return sums.reshape(plan.num_windows(c), P, -1), c, live
 
 

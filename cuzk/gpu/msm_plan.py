@@ -182,25 +182,15 @@ def segment_plan(offsets, S: int, xp, total: int | None = None):
     return seg_first, seg_bucket, total
 
 
-def _shifted_offsets(in_off, shift: int, xp, k=None):
-    if k is not None and getattr(k, "lean_offsets", False):     # K9: one counts kernel and the cumsum
-        return k.counts_offsets(in_off, shift)
-    return _offsets_of(_ceil_shift(in_off[1:] - in_off[:-1], shift), xp)
-
-
 def round_offsets(in_off, xp, total: int | None = None, k=None):
     """One affine round: bucket b's cnt_b = in_off[b+1] - in_off[b] points become ceil(cnt_b / 2)
     (pairs summed, an odd last one copied), stored compactly. Returns (out_off, total_out); total: total_out when
     the host knows it (no read of the device). k: a kernel set whose lean_offsets (K9) makes them with
-    k.counts_offsets(in_off, shift)."""
-    out_off = _shifted_offsets(in_off, 1, xp, k)
-    return out_off, int(out_off[-1]) if total is None else int(total)
-
-
-def quad_offsets(in_off, xp, total: int | None = None, k=None):
-    """Two affine rounds in one (variant 2): bucket b's cnt_b points become ceil(cnt_b / 4), as
-    two round_offsets would make them. Returns (out_off, total_out); total and k as round_offsets'."""
-    out_off = _shifted_offsets(in_off, 2, xp, k)
+    k.counts_offsets(in_off, 1)."""
+    if k is not None and getattr(k, "lean_offsets", False):     # K9: one counts kernel and the cumsum
+        out_off = k.counts_offsets(in_off, 1)
+    else:
+        out_off = _offsets_of(_ceil_shift(in_off[1:] - in_off[:-1], 1), xp)
     return out_off, int(out_off[-1]) if total is None else int(total)
 
 
@@ -220,11 +210,7 @@ def round_geometry(total: int, threads: int, max_blocks: int) -> tuple[int, int]
     return -(-total // (threads * per)), per
 
 
-AFFINE_VARIANTS = (1, 2)
-QUAD_MAX_ENTRIES = 1 << 30   # a quad plan word holds an entry index << 2
-
-
-def affine_rounds(k, keys, offsets, min_pairs: int, xp, variant: int = 1, mark=None, keyed: bool = True):
+def affine_rounds(k, keys, offsets, min_pairs: int, xp, mark=None, keyed: bool = True):
     """Halve every bucket's list by affine pair additions while a round has >= min_pairs pairs
     (and at least one). Round 0 reads bases through the sorted keys, later rounds the previous
     round's points. Returns (points, offsets, rounds, count), count = offsets[-1] known on the host
@@ -234,14 +220,11 @@ def affine_rounds(k, keys, offsets, min_pairs: int, xp, variant: int = 1, mark=N
     k.affine_plan(in_off, out_off, total) -> uint32 words s << 1 | paired per output
     k.affine_round(src, keyed, plan, total) -> affine points [total]; an x1 == x2 pair sets
     k.degenerate() (its output is then garbage: the caller redoes the pass in XYZZ).
-    k.plan_by_entry (K4, variant 1): the words by k.affine_plan_entry(by, keyed, in_off, out_off, count, total) ->
+    k.plan_by_entry (K4): the words by k.affine_plan_entry(by, keyed, in_off, out_off, count, total) ->
     (words, ids) instead, no search: by = the keys in round 0 (bucket = key >> 32), else the previous round's ids
     (ids[o] = the bucket of output o).
     k.sizes_once (K5): every round's size from one read of k.round_totals(offsets) (round_totals), not a read
     per round.
-    variant 2: two rounds run as one quad kernel wherever both would run (the same sums):
-    k.affine_plan4(in_off, out_off, total) -> words s << 2 | (points - 1); k.affine_quad(src,
-    keyed, plan, total) -> points [total]; k.stats["quad_rounds"] counts them.
     mark(name), when given, is called after the sizes' read ("round sizes": K5's totals, else the count), after each
     round's offsets ("round offsets", with their device read without K5), after its plan kernel ("round plans") and
     after its round kernel ("affine rounds").
@@ -249,9 +232,7 @@ def affine_rounds(k, keys, offsets, min_pairs: int, xp, variant: int = 1, mark=N
     round is planned by the search (no keys to take the buckets from).
     """
     mark = mark or (lambda name: None)
-    if variant not in AFFINE_VARIANTS:
-        raise ValueError(f"affine variant must be one of {AFFINE_VARIANTS}, got {variant!r}")
-    by_entry = keyed and getattr(k, "plan_by_entry", False) and variant == 1
+    by_entry = keyed and getattr(k, "plan_by_entry", False)
     sizes = k.round_totals(offsets).tolist() if getattr(k, "sizes_once", False) else None
     src, in_off, rounds, ids = keys, offsets, 0, keys
     count = int(offsets[-1]) if sizes is None else int(sizes[0])
@@ -264,18 +245,6 @@ def affine_rounds(k, keys, offsets, min_pairs: int, xp, variant: int = 1, mark=N
         pairs = count - total
         if pairs == 0 or pairs < min_pairs:
             return src, in_off, rounds, count
-        if variant == 2 and count < QUAD_MAX_ENTRIES:
-            out4, total4 = quad_offsets(in_off, xp, None if sizes is None else sizes[min(rounds + 2, 31)], k)
-            mark("round offsets")
-            pairs2 = total - total4           # the second round's pairs
-            if pairs2 > 0 and pairs2 >= min_pairs:
-                plan = k.affine_plan4(in_off, out4, total4)
-                mark("round plans")
-                src = k.affine_quad(src, keyed and rounds == 0, plan, total4)
-                mark("affine rounds")
-                in_off, rounds, count = out4, rounds + 2, total4
-                k.stats["quad_rounds"] = k.stats.get("quad_rounds", 0) + 1
-                continue
         if by_entry:
             plan, ids = k.affine_plan_entry(ids, rounds == 0, in_off, out_off, count, total)
         else:
@@ -436,7 +405,7 @@ def group_offsets(off, count: int, units: int, B: int, s: int, xp, k=None):
     return off_h, offsets, len(offsets) - 1
 
 
-def group_windows(k, pts, off, count: int, units: int, B: int, c: int, min_pairs: int, xp, variant: int = 1,
+def group_windows(k, pts, off, count: int, units: int, B: int, c: int, min_pairs: int, xp,
                   pair_levels: bool = False, pair_merges: bool = False, mark=None):
     """The window sums of `units` windows (optimization K10) from the affine points pts that the bucket rounds left
     (bucket runs off, count = off[-1]): group_offsets' G and H groups summed by more affine rounds (the same adds
@@ -451,8 +420,8 @@ def group_windows(k, pts, off, count: int, units: int, B: int, c: int, min_pairs
     off_h, goff, ng = group_offsets(off, count, units, B, s, xp, k if getattr(k, "group_counts", None) else None)
     grouped = k.group_gather(pts, off, off_h, count, units, B, s)
     mark("group gather")
-    pts2, off2, rounds, count2 = affine_rounds(k, grouped, goff, min_pairs, xp, variant,
-                                               lambda name: mark("group " + name), keyed=False)
+    pts2, off2, rounds, count2 = affine_rounds(k, grouped, goff, min_pairs, xp, lambda name: mark("group " + name),
+                                               keyed=False)
     k.stats["group_rounds"] = k.stats.get("group_rounds", 0) + rounds
     if k.degenerate():
         return None
@@ -466,7 +435,7 @@ def group_windows(k, pts, off, count: int, units: int, B: int, c: int, min_pairs
 
 
 def pippenger(k, n: int, c: int, max_entries: int, xp, affine_min_pairs: int | None = None, mark=None,
-              affine_variant: int = 1, parts: int = 1, pair_levels: bool = False, pair_merges: bool = False,
+              parts: int = 1, pair_levels: bool = False, pair_merges: bool = False,
               windows: int | None = None):
     """The MSM schedule, over a kernel set `k` (the GPU launches, or the CPU model's
     emulation of the same kernels). Returns k.combine's result.
@@ -477,7 +446,6 @@ def pippenger(k, n: int, c: int, max_entries: int, xp, affine_min_pairs: int | N
 
     affine_min_pairs: None -> buckets accumulate in XYZZ; else affine_rounds with that
     threshold first (G1), the pass redone in XYZZ if a round met x1 == x2.
-    affine_variant: affine_rounds' variant (2: quad kernels).
     pair_levels: the window reduction's later levels by k.window_pair (reduce_windows, optimization R1).
     pair_merges: the bucket sums' merges by k.merge_pairs (bucket_sums, optimization R2).
     mark(name), when given, is called after each step (profiling).
@@ -523,13 +491,13 @@ def pippenger(k, n: int, c: int, max_entries: int, xp, affine_min_pairs: int | N
         partials = direct = None
         if affine_min_pairs is not None:
             k.reset_degenerate()
-            pts, off, rounds, count = affine_rounds(k, keys, offsets, affine_min_pairs, xp, affine_variant, mark)
+            pts, off, rounds, count = affine_rounds(k, keys, offsets, affine_min_pairs, xp, mark)
             k.stats["affine_rounds"] = k.stats.get("affine_rounds", 0) + rounds
             mark("affine rounds")
             group = rounds and getattr(k, "group_reduce", False) and nb >= GROUP_MIN_BUCKETS and c >= 2   # K10
             if group:                         # the flag read once, after the group rounds
                 direct = group_windows(k, pts, off, count, nwp * parts, B, c, affine_min_pairs, xp,
-                                       affine_variant, pair_levels, pair_merges, mark)
+                                       pair_levels, pair_merges, mark)
                 degenerate = direct is None
             else:
                 degenerate = rounds and k.degenerate()

@@ -8,7 +8,6 @@ coset scaling where there is one).
 """
 from __future__ import annotations
 
-import os
 from functools import lru_cache
 
 import numpy as np
@@ -19,8 +18,8 @@ from .loader import BUILDS, kernel
 KMAX = 10            # stages per shared-memory pass (2^10 elements, 32 KiB)
 THREADS = 256
 
-# Pass kernels: (log2 elements per thread, log2 elements per block, largest sub-problem whose
-# 4-step twiddle is one table lookup; 0 = always tw_hi * tw_lo).
+# Pass kernels: (log2 elements per thread, largest sub-problem whose 4-step twiddle is one table lookup;
+# 0 = always tw_hi * tw_lo). A block holds at most 2^KMAX elements.
 #   r2: kernels/ntt/ntt.cu, one butterfly per thread per stage.
 #   r4, r8: kernels/ntt/reg.cu, 4 or 8 elements per thread in registers.
 #   r4b6: r4's kernel built with fastmul build 6 for Fr (products on the FP64 pipe; loader.BUILDS): N2.
@@ -32,11 +31,9 @@ THREADS = 256
 #   A "w" suffix (N12 off): the exchanges in 32-bit words (CUZK_NTT_SM128=0), not 16-byte units.
 #   A "b" suffix (N17 off): the 16-byte exchanges' swizzle bit by bit (CUZK_NTT_SWZ4_LUT=0), not from a table.
 VARIANTS = {
-    "r2": (1, KMAX, 0),
-    "r4": (2, KMAX, 18),
-    "r8": (3, KMAX, 18),
-    "r8-2lvl": (3, KMAX, 0),
-    "r8-e11": (3, KMAX + 1, 18),
+    "r2": (1, 0),
+    "r4": (2, 18),
+    "r8": (3, 18),
 }
 R4B6_BUILD = BUILDS["ntt/reg"][0]                  # r4b6: ntt_reg built with CUZK_FASTMUL_VARIANT_FR=6
 R4B6D_BUILD = BUILDS["ntt/reg"][1]                 # r4b6d: and with CUZK_NTT_DIF2=1 (N4)
@@ -46,7 +43,7 @@ REG_BUILDS = {"r4b6": R4B6_BUILD, "r4b6d": R4B6D_BUILD,   # variants run by a bu
 REG_BUILDS |= {v + "w": b + ("CUZK_NTT_SM128=0",) for v, b in REG_BUILDS.items()} | \
     {v + "b": b + ("CUZK_NTT_SWZ4_LUT=0",) for v, b in REG_BUILDS.items()}   # N12 off: 32-bit exchanges; N17 off
 assert all(b in BUILDS["ntt/reg"] for b in REG_BUILDS.values())
-VARIANTS |= {v: (2, KMAX, 31 if "t" in v else 18) for v in REG_BUILDS}   # "t": N8's full-domain tables
+VARIANTS |= {v: (2, 31 if "t" in v else 18) for v in REG_BUILDS}   # "t": N8's full-domain tables
 TW1_SMALL = 18       # N8: sub-problems up to 2^18 share one table (L2-resident); larger ones get their own
 POINTWISE_B6 = BUILDS["ntt/ntt"][0]                    # N3: ntt/ntt.cu's pointwise kernels on Fr build 6
 # Run-time features of the register-radix passes, after a "+" in a variant name ("r4b6dts+oz"): kernel flags
@@ -67,35 +64,20 @@ def split_variant(variant: str | None) -> tuple[str, str]:
     return base, feats
 
 
-# production pass kernel (tools/gpu_ntt_check.py times them all); CUZK_NTT_VARIANT overrides
-VARIANT_ENV = os.environ.get("CUZK_NTT_VARIANT")     # an explicit kernel for experiments
-VARIANT = VARIANT_ENV or "r4"    # calls without a variant; the cuda backend picks by N1 (r4: 2^27 55 ms vs r2 61)
+VARIANT = "r4"    # calls without a variant; the cuda backend picks by N1 (r4: 2^27 55 ms vs r2 61)
 
 
-# Experiment (docs/perf-log.md, 2026-11-30; N14 in docs/optimizations.md): log_n -> pass sizes k in DIF order,
-# instead of the even split
-# (CUZK_NTT_PLAN="27:8,9,10;26:8,8,10" fills it for a whole process)
-PLAN_KS: dict[int, tuple[int, ...]] = {
-    int(n): tuple(int(k) for k in ks.split(","))
-    for n, _, ks in (e.partition(":") for e in os.environ.get("CUZK_NTT_PLAN", "").split(";") if e)}
-
-
-def plan(log_n: int, emax: int | None = None) -> list[tuple[int, int, int]]:
-    """DIF passes as (log_sub, k, log_c); the DIT runs them in reverse. A block holds
-    2^(k + log_c) <= 2^emax elements (default KMAX)."""
+def plan(log_n: int) -> list[tuple[int, int, int]]:
+    """DIF passes as (log_sub, k, log_c); the DIT runs them in reverse. The stages split evenly into the fewest
+    passes of at most KMAX; a block holds 2^(k + log_c) <= 2^KMAX elements."""
     if not 1 <= log_n <= 31:
         raise ValueError(f"NTT sizes are 2^1 .. 2^31, got 2^{log_n}")
-    emax = KMAX if emax is None else emax
     passes = -(-log_n // KMAX)
     base, rem = divmod(log_n, passes)
     ks = [base + 1] * rem + [base] * (passes - rem)
-    if log_n in PLAN_KS and emax == KMAX:
-        ks = list(PLAN_KS[log_n])
-        if sum(ks) != log_n or not all(1 <= k <= emax for k in ks):
-            raise ValueError(f"pass sizes {ks} do not split 2^{log_n} into passes of 2^1 .. 2^{emax}")
     out, log_sub = [], log_n
     for k in ks:
-        log_c = min(log_sub - k, emax - k)
+        log_c = min(log_sub - k, KMAX - k)
         out.append((log_sub, k, log_c))
         log_sub -= k
     return out
@@ -191,11 +173,11 @@ def _run(x, log_n: int, generator: int, inverse: bool, dit: bool, variant: str |
     w_fwd = root_of_unity(log_n, generator)
     w = pow(w_fwd, -1, R) if inverse else w_fwd
     variant, feats = split_variant(variant)
-    lr, emax, tw1_max = VARIANTS[variant]
-    passes = plan(log_n, emax)
+    lr, tw1_max = VARIANTS[variant]
+    passes = plan(log_n)
     flags = sum(KERNEL_FLAGS[f] for f in feats)
     if lr > 1 and any(k < lr for _, k, _ in passes):
-        lr, passes = 1, plan(log_n)                       # 2^1, 2^2: the radix-2 kernel
+        lr = 1                                            # 2^1, 2^2: the radix-2 kernel
     if out is not None and (dit or lr == 1):
         raise ValueError("an NTT with its output in natural order (out) is a register-radix DIF")
     lo, hi, bits = _power_tables(w, log_n)
@@ -210,13 +192,7 @@ def _run(x, log_n: int, generator: int, inverse: bool, dit: bool, variant: str |
                small, lo, hi, np.int32(bits)),
               shared_mem=e * 32)
         return x
-    direction = 'dit' if dit else 'dif'
-    if variant in REG_BUILDS:
-        f, elem_bytes = kernel("ntt/reg", f"ntt_r{1 << lr}_{direction}", REG_BUILDS[variant]), 32
-    else:
-        f, elem_bytes = kernel("ntt/reg", f"ntt_r{1 << lr}_{direction}"), 32
-    if elem_bytes << emax > 48 << 10:                       # over 48 KiB of shared memory
-        f.max_dynamic_shared_size_bytes = elem_bytes << emax
+    f = kernel("ntt/reg", f"ntt_r{1 << lr}_{'dit' if dit else 'dif'}", REG_BUILDS.get(variant, ()))
     steps = list(zip(passes, pass_twiddles(passes, tw1_max)))
     if scale % R != 1 and sum(m == 2 and tb <= TW1_SMALL for _, (m, tb) in steps) != 1:
         raise ValueError(f"no single small-table pass carries a scale at 2^{log_n} ({variant})")
@@ -234,7 +210,7 @@ def _run(x, log_n: int, generator: int, inverse: bool, dit: bool, variant: str |
           (x, np.int32(log_n), np.int32(log_sub), np.int32(k), np.int32(log_c), small, np.int32(mode),
            lo, hi, np.int32(bits), tw1, np.int32(tb - log_sub if mode >= 2 else 0), np.int32(flags),
            out if out is not None and i == len(steps) - 1 else np.uint64(0)),
-          shared_mem=e * elem_bytes)
+          shared_mem=e * 32)
     return x if out is None else out
 
 
@@ -252,8 +228,10 @@ def natural_dif(variant: str | None, log_n: int) -> bool:
 
 
 def variant_plan(variant: str | None, log_n: int) -> list[tuple[int, int, int]]:
-    """The passes a variant runs at 2^log_n (before _run's fallback to radix 2 below 2^lr stages a pass)."""
-    return plan(log_n, VARIANTS[split_variant(variant)[0]][1])
+    """The passes a variant runs at 2^log_n (before _run's fallback to radix 2 below 2^lr stages a pass): every
+    variant's are plan's."""
+    split_variant(variant)
+    return plan(log_n)
 
 
 def dit(x, log_n: int, generator: int = 7, inverse: bool = False, variant: str | None = None):
@@ -348,7 +326,7 @@ def natural_scaled(variant: str | None, log_n: int) -> bool:
     """Whether an inverse NTT can carry its 1/n in a twiddle table and write natural order (N10): a register-radix
     DIF with exactly one pass on the shared small table (2^27: the second; not 2^20, whose one twiddled pass reads
     N8's large table)."""
-    tw1_max = VARIANTS[split_variant(variant)[0]][2]
+    tw1_max = VARIANTS[split_variant(variant)[0]][1]
     return natural_dif(variant, log_n) and \
         sum(m == 2 and tb <= TW1_SMALL for m, tb in pass_twiddles(variant_plan(variant, log_n), tw1_max)) == 1
 

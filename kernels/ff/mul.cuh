@@ -1,5 +1,5 @@
-// Montgomery multiplication for mont_t<P> (ff/field.cuh). docs/mul-notes.md has the SASS counts and the
-// reasoning.
+// Montgomery multiplication for mont_t<P> (ff/field.cuh). docs/field-mul.md has the SASS counts and the
+// measured rates.
 //
 // Algorithm: CIOS, one row per limb b_i (N even, and 2p < 2^(32N): Fp has 3 spare bits,
 // Fr 1), on N-word T with T < 2p between rows:
@@ -22,7 +22,7 @@
 //     + odd words): optimization I2's callee.
 //  6: the product on the FP64 pipe (mont_mul_dfma, below; ff/mul_dfma.cuh's 52-bit limbs and exact DFMA
 //     splits), with a reduction that divides by exactly 2^(32N): same contract and representation as 1
-//     and 3. docs/mul-notes.md, "Variant 6". ff/mul_dfma.cuh is included only when a field uses it.
+//     and 3. ff/mul_dfma.cuh is included only when a field uses it.
 //
 // Carry chains are separate `asm volatile` statements, as in ff/field.cuh. With CUZK_FASTMUL_HOST the
 // integer builds compile as plain C++ for the CPU (a global carry flag stands in for CC.CF):

@@ -1,6 +1,5 @@
 // The FP64-pipe primitives of fastmul build 6 (ff/mul.cuh, mont_mul_dfma): 52-bit limbs held as doubles
-// and the exact split of a limb product by DFMA. docs/mul-notes.md, "DFMA limbs", has the SASS counts and
-// the pipe model.
+// and the exact split of a limb product by DFMA. docs/field-mul.md has the SASS counts.
 //
 // Representation. `dfma::elem<F>` holds L doubles v[0..L-1] (Fp: L = 8, Fr: L = 5), each an integer in
 // [0, 2^52) ("52-bit limbs"), value X = sum v[k] * 2^(52k); from_u32 regroups the canonical uint32[12] /
@@ -56,7 +55,7 @@ DFMA_FN double split_hi(double a, double b) { return __fma_rd(a, b, TWO104); }
 // x in [0, 2^52) -> the double x (exact): 2^52 + x has bits LB_BIAS | x.
 DFMA_FN double u2d(uint64_t x) { return dsub(as_double(x | LB_BIAS), TWO52); }
 
-// ---- fields (constants generated with Python big ints; docs/mul-notes.md) ----
+// ---- fields (constants computed with Python big ints) ----
 struct Fp {
     static constexpr int L = 8, N32 = 12;
     static constexpr uint64_t PINV = 0x3fffcfffcfffdull;   // -p^-1 mod 2^52

@@ -34,8 +34,8 @@ extern "C" __global__ void __launch_bounds__(32) g1_combine(uint32_t* out, const
     combine<fp_t>(out, window_sums, nw, c);
 }
 
-// The affine rounds (msm/affine.cuh): pairs, keyed (round 0) or not, exact or lazy (L1); quads; and the
-// segment sums of a round's output.
+// The affine rounds (msm/affine.cuh): pairs, keyed (round 0) or not, exact or lazy (L1); and the segment sums
+// of a round's output.
 extern "C" __global__ void __launch_bounds__(AFFINE_TPB, AFFINE_BLOCKS_PER_SM)
 g1_affine_round_keyed(uint32_t* out, const u64* sorted, const uint32_t* bases, const uint32_t* plan, i64 total,
                       i64 per, int* degenerate, int binary_inv) {
@@ -55,16 +55,6 @@ extern "C" __global__ void __launch_bounds__(AFFINE_TPB, AFFINE_BLOCKS_PER_SM)
 g1_affine_round_lazy(uint32_t* out, const uint32_t* pts, const uint32_t* plan, i64 total, i64 per, int* degenerate,
                      int binary_inv) {
     affine_round<fp_t, AFFINE_TPB, false, true>(out, nullptr, pts, plan, total, per, degenerate, binary_inv);
-}
-extern "C" __global__ void __launch_bounds__(AFFINE_TPB, AFFINE_BLOCKS_PER_SM)
-g1_affine_quad_keyed(uint32_t* out, uint32_t* tmp, uint32_t* pre, const u64* sorted, const uint32_t* bases,
-                     const uint32_t* plan, i64 total, i64 per, int* degenerate, int binary_inv) {
-    affine_quad<fp_t, AFFINE_TPB, true>(out, tmp, pre, sorted, bases, plan, total, per, degenerate, binary_inv);
-}
-extern "C" __global__ void __launch_bounds__(AFFINE_TPB, AFFINE_BLOCKS_PER_SM)
-g1_affine_quad(uint32_t* out, uint32_t* tmp, uint32_t* pre, const uint32_t* pts, const uint32_t* plan, i64 total,
-               i64 per, int* degenerate, int binary_inv) {
-    affine_quad<fp_t, AFFINE_TPB, false>(out, tmp, pre, nullptr, pts, plan, total, per, degenerate, binary_inv);
 }
 extern "C" __global__ void __launch_bounds__(128)
 g1_sum_affine_direct(uint32_t* out, const uint32_t* pts, const i64* seg_bucket, const i64* seg_first,

@@ -181,7 +181,7 @@ extern "C" __global__ void msm_round_totals(u64* totals, const i64* __restrict__
 }
 
 // One round's output counts in one kernel (optimization K9): cnt[b] = ceil((in_off[b+1] - in_off[b]) / 2^shift);
-// the host's cumsum of them is the round's offsets (shift 1: a pair round, 2: a quad).
+// the host's cumsum of them is the round's offsets (shift 1: a pair round).
 extern "C" __global__ void msm_round_counts(i64* cnt, const i64* __restrict__ in_off, i64 nb, int shift) {
     const i64 b = blockIdx.x * (i64)blockDim.x + threadIdx.x;
     if (b < nb) cnt[b] = (in_off[b + 1] - in_off[b] + ((1ll << shift) - 1)) >> shift;

@@ -12,7 +12,6 @@ from ...gpu import fr as gfr
 from ...gpu import h as gh
 from ...gpu import msm as gmsm
 from ...gpu import msm_fixed as gmsm_fixed
-from ...gpu import ntt as gntt
 from ...gpu import srs as gsrs
 from ...timing import circuit
 from .msm import msm_kw, window
@@ -23,10 +22,7 @@ def ntt_variant(opts) -> str:
     in two modular ops; and N8: full-domain twiddle tables; N11: DIF differences left < 2p into products; N12 off:
     32-bit exchanges, "w"; N17 off: swz4 bit by bit, "b"); after a "+", the run-time features N13 ("o": odd DIF
     passes' short group at the top) and N15 ("z": stage 0 lazy into the 4-step product; build 6 only); off: radix-2
-    (r2).
-    CUZK_NTT_VARIANT overrides them."""
-    if gntt.VARIANT_ENV:
-        return gntt.VARIANT_ENV
+    (r2)."""
     if not opts.enabled("N1"):
         return "r2"
     odd = "o" if opts.enabled("N13") else ""
