@@ -57,3 +57,26 @@ def distinct_bases(cp, n, rng):
     for i in rng.sample(range(n), min(n, 4)):
         assert limbs_to_ark(1, cp.asnumpy(limbs[i:i + 1]), np.zeros(1, dtype=bool))[0] == G1Point() * Scalar(a[i])
     return a, limbs, inf
+
+
+def edge_case(group, kind, n, rng):
+    pts = rand_points(group, n, rng, distinct=8)
+    if kind == "zero":
+        sc = [0] * n
+    elif kind == "one":
+        sc = [1] * n
+    elif kind == "r-1":
+        sc = [F.R - 1] * n
+    elif kind == "mixed":
+        sc = [rng.choice([0, 1, 2, F.R - 1, F.R - 2, rng.randrange(F.R)]) for _ in range(n)]
+    elif kind == "same":                         # every point in one bucket per window: merges
+        sc = [rng.randrange(F.R)] * n
+    elif kind == "small":
+        sc = [rng.randrange(1 << 12) for _ in range(n)]
+    elif kind == "all-inf":
+        pts = [CLS[group].identity()] * n
+        sc = [rng.randrange(F.R) for _ in range(n)]
+    elif kind == "repeat-point":                 # one base: P + P and P + (-P) in buckets
+        pts = [pts[0]] * n
+        sc = [rng.randrange(F.R) for _ in range(n)]
+    return pts, sc

@@ -8,7 +8,7 @@ from py_arkworks_bls12381 import G1Point, Scalar
 
 from cuzk import field as F
 from cuzk.curve import ark_to_limbs, g1_affine_ints, g2_affine_ints
-from gpu_msm_cases import CLS, distinct_bases, fr_dev, rand_points, seed, upload, want
+from gpu_msm_cases import CLS, distinct_bases, edge_case, fr_dev, rand_points, seed, upload, want
 
 pytestmark = pytest.mark.gpu
 
@@ -77,29 +77,6 @@ def test_pair_levels_g1_large_affine(cp):
 
 
 EDGE_KINDS = ["zero", "one", "r-1", "mixed", "same", "small", "all-inf", "repeat-point"]
-
-
-def edge_case(group, kind, n, rng):
-    pts = rand_points(group, n, rng, distinct=8)
-    if kind == "zero":
-        sc = [0] * n
-    elif kind == "one":
-        sc = [1] * n
-    elif kind == "r-1":
-        sc = [F.R - 1] * n
-    elif kind == "mixed":
-        sc = [rng.choice([0, 1, 2, F.R - 1, F.R - 2, rng.randrange(F.R)]) for _ in range(n)]
-    elif kind == "same":                         # every point in one bucket per window: merges
-        sc = [rng.randrange(F.R)] * n
-    elif kind == "small":
-        sc = [rng.randrange(1 << 12) for _ in range(n)]
-    elif kind == "all-inf":
-        pts = [CLS[group].identity()] * n
-        sc = [rng.randrange(F.R) for _ in range(n)]
-    elif kind == "repeat-point":                 # one base: P + P and P + (-P) in buckets
-        pts = [pts[0]] * n
-        sc = [rng.randrange(F.R) for _ in range(n)]
-    return pts, sc
 
 
 @pytest.mark.parametrize("n", [1, 7, 600])

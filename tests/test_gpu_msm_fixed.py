@@ -12,8 +12,7 @@ from cuzk.curve import limbs_to_ark
 from cuzk.gpu import msm_fixed as fx
 from cuzk.gpu import msm_plan as plan
 from cuzk.gpu.srs import DeviceBases
-from gpu_msm_cases import distinct_bases, fr_dev, rand_points, seed, upload, want
-from test_gpu_msm import edge_case
+from gpu_msm_cases import distinct_bases, edge_case, fr_dev, rand_points, seed, upload, want
 
 pytestmark = pytest.mark.gpu
 
