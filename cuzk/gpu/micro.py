@@ -185,16 +185,17 @@ def make_msm(log_n: int, group: int = 1, c: int | None = None):
     from ..backend.cuda.msm import msm_kw
     from ..opts import resolve
     from . import msm
-    bases, inf = independent_bases(log_n, 1) if group == 1 else random_bases(log_n, group)
-    scalars = random_fr(1 << log_n, seed=log_n + 7)
     opts = resolve()
+    fixed = group == 1 and opts.enabled("P2")
+    # under P2 every base distinct, as a key's are: tiled bases put copies of one point 2^24 rows apart, close enough
+    # in the table's rows to meet as an affine pair at c = 24 (x1 == x2: the pass redone in XYZZ)
+    bases, inf = independent_bases(log_n, 1, distinct_log=log_n if fixed else 24) if group == 1 \
+        else random_bases(log_n, group)
+    scalars = random_fr(1 << log_n, seed=log_n + 7)
     kw = msm_kw(opts, group)
-    if group == 1 and opts.enabled("P2"):       # the tables made once, outside the timed loops
+    if fixed:                                   # the tables made once, outside the timed loops
         from . import msm_fixed as fx
         from .srs import DeviceBases
-        # every base distinct, as a key's are: tiled bases put copies of one point 2^24 rows apart, close enough
-        # in the table's rows to meet as an affine pair at c = 24 (x1 == x2: the pass redone in XYZZ)
-        bases, inf = independent_bases(log_n, 1, distinct_log=log_n)
         tables = fx.FixedTables(DeviceBases(1, bases, inf), fx.choose_tables(1 << log_n, fx.budget_bytes(), c))
         print(f"P2: c = {tables.plan.c}, {tables.plan.t} blocks, {tables.plan.groups} groups, "
               f"{tables.nbytes / 2**30:.2f} GiB of tables", file=sys.stderr)

@@ -137,7 +137,7 @@ class FixedTables:
         import cupy
         if self.limbs is None:
             return
-        self.bases.limbs = cupy.ascontiguousarray(self.limbs[:self.n].copy())
+        self.bases.limbs = self.limbs[:self.n].copy()
         self.limbs = None
         cupy.get_default_memory_pool().free_all_blocks()
 
