@@ -6,9 +6,13 @@ witness generators are mostly object-array numpy, which holds the GIL). Finished
 bounded queue of `depth`: a worker with a finished circuit waits while the queue is full, so at most
 depth + workers + 1 circuits are held on the host at once.
 
-The caller's thread is the prover: it takes circuits as they come, assigns on the device where the
-backend does (cuda: SpMV; the host conversion of z to limbs is done by the worker), and proves each alone with one Prover (key resident, uploaded once). All
-device work runs on this one thread; on the CPU backend this thread plays the device.
+The provers are lanes (`Lane`): one prover each, with its key resident on its own GPU. A lane takes circuits
+as they come, assigns on the device where the backend does (cuda: SpMV; the host conversion of z to limbs is
+done by the worker), and proves each alone. With one lane (the default) the caller's thread is the prover and
+all device work runs on it; on the CPU backend this thread plays the device. With several, each lane proves in
+a thread of its own with its device current there, and the workers feed whichever lane is free. A lane whose
+proof fails stops taking circuits; the failed circuit is synthesized again and proved by another lane, and the
+run records the failure (`RunResult.failures`). With one lane a failed proof ends the run, as it always did.
 
 `run_sequential` proves the same circuits one after another (synthesize, prove, next) for comparison.
 Times are seconds since the run started (its PhaseTimer's origin), on the host clock; device spans
@@ -16,8 +20,12 @@ come from the PhaseTimer's CUDA events.
 """
 from __future__ import annotations
 
+import collections
+import contextlib
+import contextvars
 import os
 import queue
+import sys
 import threading
 import time
 from dataclasses import dataclass, field, replace
@@ -29,7 +37,7 @@ from .field import FR_LIMBS, fr_array, ints_to_limbs
 from .backend.cpu.synthesis import assign
 from .synthesis import make_pool
 from .poly import Domain
-from .timing import PhaseTimer, circuit
+from .timing import PhaseTimer, circuit, merge_phases
 from .witness_pack import PackedWitness, pack
 
 QUEUE_POLL_S = 0.2        # how often a blocked worker or the prover rechecks for a stop
@@ -335,6 +343,8 @@ class CircuitRun:
     prove_start_s: float = 0.0
     prove_stop_s: float = 0.0
     spans: list = field(default_factory=list)     # (phase, timing.Span) of this circuit's proving
+    device: int | None = None    # the GPU of the lane that proved it (None: the CPU backend's)
+    lane: int = 0
 
     def device_spans(self) -> list[dict]:
         return [{"phase": p, "start_s": s.device_start_s, "stop_s": s.device_stop_s}
@@ -342,7 +352,7 @@ class CircuitRun:
 
     def as_dict(self) -> dict:
         dev = self.device_spans()
-        return {"circuit": self.circuit, "seed": self.seed, "worker": self.worker,
+        return {"circuit": self.circuit, "seed": self.seed, "worker": self.worker, "device": self.device, "lane": self.lane,
                 "synth_start_s": self.synth_start_s, "synth_stop_s": self.synth_stop_s,
                 "ready_s": self.ready_s, "taken_s": self.taken_s,
                 "prove_start_s": self.prove_start_s, "prove_stop_s": self.prove_stop_s,
@@ -362,6 +372,8 @@ class RunResult:
     workers: int | None = None
     depth: int | None = None
     pool: str | None = None
+    lanes: list = field(default_factory=list)      # per lane: lane, device, phases (None: lost), failed
+    failures: list = field(default_factory=list)   # per failed proof: lane, device, circuit, error
 
 
 class _Proving:
@@ -429,35 +441,80 @@ def _put(q: queue.Queue, item, stop: threading.Event) -> bool:
     return False
 
 
-def run_pipelined(prover, r1cs, job: Job, workers: int, depth: int, pool: str = "thread") -> RunResult:
-    """Prove job's circuits with synthesis on `workers` workers ahead of the prover, through a queue
-    of `depth`. Raises PipelineError if a synthesis fails (the other workers are stopped first)."""
+@dataclass
+class Lane:
+    """One prover and the GPU it proves on. `use()` makes that device current in the lane's thread (on the
+    cuda backend, cupy.cuda.Device(i)); `device` names it in the report (None: the CPU backend's one lane)."""
+    prover: object
+    device: int | None = None
+    use: object = contextlib.nullcontext
+
+
+class _Work:
+    """The circuits left to synthesize: indices in order, a failed proof's circuit put back first (made
+    again: the failed proof may have consumed its witness). While nothing is left to take but proofs that
+    could still fail are running, a worker waits here rather than stopping."""
+
+    def __init__(self, n: int):
+        self.todo = collections.deque(range(n))
+        self.left = n                       # circuits not yet proved
+        self.cond = threading.Condition()
+
+    def take(self, stop: threading.Event) -> int | None:
+        with self.cond:
+            while not self.todo:
+                if self.left == 0 or stop.is_set():
+                    return None
+                self.cond.wait(QUEUE_POLL_S)
+            return self.todo.popleft()
+
+    def proved(self) -> None:
+        with self.cond:
+            self.left -= 1
+            self.cond.notify_all()
+
+    def again(self, i: int) -> None:
+        with self.cond:
+            self.todo.appendleft(i)
+            self.cond.notify_all()
+
+    def finished(self) -> bool:
+        return self.left == 0
+
+
+def run_pipelined(provers, r1cs, job: Job, workers: int, depth: int, pool: str = "thread") -> RunResult:
+    """Prove job's circuits with synthesis on `workers` workers ahead of the provers, through a queue of
+    `depth`. `provers`: one Prover (one lane, on the caller's thread) or a list of Lane. Raises PipelineError
+    if a synthesis fails (the other workers are stopped first) or every lane's proof failed."""
     if workers < 1 or depth < 1:
         raise ValueError(f"a pipeline needs >= 1 worker and depth >= 1, got {workers} and {depth}")
     if pool not in ("thread", "process"):
         raise ValueError(f"synthesis pool must be thread or process, not {pool!r}")
+    lanes = list(provers) if isinstance(provers, (list, tuple)) else [Lane(provers)]
+    if not lanes:
+        raise ValueError("a pipeline needs at least one prover")
     n = len(job.seeds)
     executor = make_pool("process", workers) if pool == "process" else None   # started before the clock
     q: queue.Queue = queue.Queue(maxsize=depth)
     stop = threading.Event()
-    lock = threading.Lock()
-    counter = iter(range(n))
-    timer = PhaseTimer(device=prover.backend.timer_device())
-    step = _Proving(prover, r1cs, job, timer)
+    todo = _Work(n)
+    origin = time.perf_counter()
+    steps = [_Proving(ln.prover, r1cs, job, PhaseTimer(device=ln.prover.backend.timer_device(), origin=origin))
+             for ln in lanes]
+    now = steps[0].now
 
     def work(w: int):
         while not stop.is_set():
-            with lock:
-                i = next(counter, None)
+            i = todo.take(stop)
             if i is None:
                 return
             args = (job.name, job.log_size, job.opts, job.seeds[i], job.host_assign, job.witness_limbs,
                     executor is not None)
             try:   # threads share the prover's circuit; a process builds its own once if it assigns
                 res = executor.submit(synth_one, *args).result() if executor else synth_one(*args, r1cs=r1cs)
-                item = (i, w, res, step.now(), None)
-            except BaseException as e:          # handed to the prover, which raises it
-                item = (i, w, None, step.now(), e)
+                item = (i, w, res, now(), None)
+            except BaseException as e:          # handed to a prover, which raises it
+                item = (i, w, None, now(), e)
             if not _put(q, item, stop):
                 _discard(item)                  # the run stopped: nobody takes it
                 return
@@ -469,32 +526,79 @@ def run_pipelined(prover, r1cs, job: Job, workers: int, depth: int, pool: str = 
     runs: list = [None] * n
     proofs: list = [None] * n
     publics: list = [None] * n
-    try:
-        for t in threads:
-            t.start()
-        for _ in range(n):
-            while True:
-                try:
-                    i, w, res, ready, err = q.get(timeout=QUEUE_POLL_S)
-                    break
-                except queue.Empty:
-                    if not any(t.is_alive() for t in threads) and q.empty():
-                        raise PipelineError("the synthesis workers stopped without a result")
+    failures: list = []
+    alive = set(range(len(lanes)))
+    alive_lock = threading.Lock()
+
+    def prove_lane(k: int):
+        """Lane k's loop: take a synthesized circuit, prove it, until every circuit is proved."""
+        lane, step = lanes[k], steps[k]
+        while not todo.finished() and not stop.is_set():
+            try:
+                item = q.get(timeout=QUEUE_POLL_S)
+            except queue.Empty:
+                if not any(t.is_alive() for t in threads) and q.empty() and not todo.finished():
+                    raise PipelineError("the synthesis workers stopped without a result")
+                continue
+            i, w, res, ready, err = item
             taken = step.now()
             if err is not None:
                 raise PipelineError(f"synthesis of circuit {i} (seed {job.seeds[i]}) failed: "
                                     f"{type(err).__name__}: {err}") from err
             payload, t0, t1 = res
-            run = CircuitRun(i, job.seeds[i], w, t0 - timer.origin, t1 - timer.origin, ready, taken)
-            timer.add_circuit_span("synthesis", i, t0, t1, label="witness")
+            run = CircuitRun(i, job.seeds[i], w, t0 - origin, t1 - origin, ready, taken, device=lane.device, lane=k)
+            step.timer.add_circuit_span("synthesis", i, t0, t1, label="witness")
             try:
                 proofs[i], publics[i] = step.prove(run, payload)
-            except BaseException:
-                _discard((i, w, res, ready, err))       # its blocks, if the proof failed before taking them
-                raise
+            except Exception as e:
+                _discard(item)                  # its blocks, if the proof failed before taking them
+                if len(lanes) == 1:
+                    raise
+                step.close_blocks()
+                with alive_lock:
+                    alive.discard(k)
+                    others = len(alive)
+                failures.append({"lane": k, "device": lane.device, "circuit": i, "at_s": step.now(),
+                                 "error": f"{type(e).__name__}: {e}"})
+                where = f"device {lane.device}" if lane.device is not None else f"lane {k}"
+                if not others:
+                    raise PipelineError(f"every device failed; the last, {where}, on circuit {i}: "
+                                        f"{type(e).__name__}: {e}") from e
+                print(f"cuzk: {where} failed proving circuit {i} ({type(e).__name__}: {e}); it takes no more "
+                      f"circuits, and circuit {i} is proved again on another", file=sys.stderr, flush=True)
+                todo.again(i)
+                return
+            del payload, res, item
             runs[i] = run
-            del payload, res
-        wall = step.now()
+            todo.proved()
+
+    errors: list = []
+
+    def lane_thread(k: int):
+        try:
+            with lanes[k].use():
+                prove_lane(k)
+        except BaseException as e:
+            errors.append(e)
+            stop.set()
+
+    lane_threads = [] if len(lanes) == 1 else [
+        threading.Thread(target=contextvars.copy_context().run, args=(lane_thread, k), name=f"cuzk-lane-{k}",
+                         daemon=True) for k in range(len(lanes))]
+    try:
+        for t in threads:
+            t.start()
+        if lane_threads:
+            for t in lane_threads:
+                t.start()
+            for t in lane_threads:
+                t.join()
+            if errors:
+                raise errors[0]
+        else:
+            with lanes[0].use():
+                prove_lane(0)
+        wall = now()
     finally:
         stop.set()
         _drain(q)                           # unblock workers waiting on a full queue
@@ -504,7 +608,20 @@ def run_pipelined(prover, r1cs, job: Job, workers: int, depth: int, pool: str = 
         _drain(q)                           # what a worker put while the first drain ran
         if executor is not None:
             executor.shutdown(wait=True, cancel_futures=True)
-    return RunResult("pipelined", wall, runs, proofs, publics, timer.as_dict(), workers, depth, pool)
+    lane_info = []
+    for k, (ln, step) in enumerate(zip(lanes, steps)):
+        failed = next((f["error"] for f in failures if f["lane"] == k), None)
+        try:
+            with ln.use():
+                phases = step.timer.as_dict()
+        except Exception:                   # a failed device may not read its events back
+            if failed is None:
+                raise
+            phases = None
+        lane_info.append({"lane": k, "device": ln.device, "phases": phases, "failed": failed})
+    phases = lane_info[0]["phases"] if len(lanes) == 1 else merge_phases([x["phases"] for x in lane_info
+                                                                          if x["phases"] is not None])
+    return RunResult("pipelined", wall, runs, proofs, publics, phases, workers, depth, pool, lane_info, failures)
 
 
 def _discard(item) -> None:
@@ -574,20 +691,37 @@ def _overlap(xs, ys) -> float:
 
 
 def summary(res: RunResult) -> dict:
-    """Throughput, busy/idle time of the prover thread and (where CUDA events were recorded) the GPU,
-    and the overlap of synthesis with proving, over the run's wall time."""
+    """Throughput, busy/idle time of the provers and (where CUDA events were recorded) the GPUs, and the
+    overlap of synthesis with proving, over the run's wall time. With several lanes the busy and idle
+    seconds are summed over them (lane-seconds: idle = lanes x wall - busy) and `devices` has each lane's
+    own, with its GPU's busy fraction; with one they are that lane's, as the run has one prover."""
     n, wall = len(res.runs), res.wall_s
     prove = [(r.prove_start_s, r.prove_stop_s) for r in res.runs]
     synth = [(r.synth_start_s, r.synth_stop_s) for r in res.runs]
-    dev = [(d["start_s"], d["stop_s"]) for r in res.runs for d in r.device_spans()]
-    busy = _length(prove)
-    gpu_busy = _length(dev) if dev else None
+    info = res.lanes or [{"lane": 0, "device": None, "failed": None}]
+    devices = []
+    for ln in info:
+        mine = [r for r in res.runs if r.lane == ln["lane"]]
+        dev = [(d["start_s"], d["stop_s"]) for r in mine for d in r.device_spans()]
+        busy = _length([(r.prove_start_s, r.prove_stop_s) for r in mine])
+        gpu = _length(dev) if dev else None
+        devices.append({"lane": ln["lane"], "device": ln["device"], "circuits": [r.circuit for r in mine],
+                        "prover_busy_s": busy, "gpu_busy_s": gpu,
+                        "gpu_busy_fraction": None if gpu is None else gpu / wall, "failed": ln["failed"]})
+    k = len(devices)
+    busy = sum(d["prover_busy_s"] for d in devices)
+    gpus = [d["gpu_busy_s"] for d in devices if d["gpu_busy_s"] is not None]
+    gpu_busy = sum(gpus) if gpus else None
     return {
         "mode": res.mode, "circuits": n, "workers": res.workers, "depth": res.depth, "pool": res.pool,
+        "lanes": k,
         "wall_s": wall, "proofs_per_s": n / wall, "s_per_proof": wall / n,
         "fill_s": min(a for a, _ in prove),          # before the first prove: nothing to prove yet
         "overlap_s": _overlap(synth, prove),
-        "prover_busy_s": busy, "prover_idle_s": wall - busy,
-        "gpu_busy_s": gpu_busy, "gpu_idle_s": None if gpu_busy is None else wall - gpu_busy,
+        "prover_busy_s": busy, "prover_idle_s": k * wall - busy,
+        "gpu_busy_s": gpu_busy, "gpu_idle_s": None if gpu_busy is None else k * wall - gpu_busy,
+        "gpu_busy_fraction": None if gpu_busy is None else gpu_busy / (k * wall),
+        "devices": devices,
+        "device_failures": list(res.failures),
         "per_circuit": [r.as_dict() for r in res.runs],
     }

@@ -206,3 +206,33 @@ class PhaseTimer:
 
     def total_host_s(self) -> float:
         return sum(r.host_s for r in self.records.values())
+
+
+def merge_phases(runs: list[dict]) -> dict[str, dict]:
+    """Several timers' as_dict() (provers that ran side by side, one per GPU) as one: per phase the times
+    and calls summed, the peaks the largest, the spans and per-circuit records of all in start order."""
+    out: dict[str, dict] = {}
+    for p in PHASES:
+        recs = [r[p] for r in runs if p in r]
+        if not recs:
+            continue
+        dev = [r["device_s"] for r in recs if r["device_s"] is not None]
+        pdev = [r["peak_device_bytes"] for r in recs if r["peak_device_bytes"] is not None]
+        spans = sorted((s for r in recs for s in r["spans"]), key=lambda s: s["start_s"])
+        dspans = [s for s in spans if s["device_start_s"] is not None]
+        out[p] = {
+            "host_s": sum(r["host_s"] for r in recs),
+            "device_s": sum(dev) if dev else None,
+            "peak_device_bytes": max(pdev) if pdev else None,
+            "peak_host_bytes": max(r["peak_host_bytes"] for r in recs),
+            "peak_host_scope": "process",
+            "impl": recs[0]["impl"],
+            "calls": sum(r["calls"] for r in recs),
+            "start_s": spans[0]["start_s"] if spans else None,
+            "stop_s": max((s["stop_s"] for s in spans if s["stop_s"] is not None), default=None),
+            "device_start_s": min((s["device_start_s"] for s in dspans), default=None),
+            "device_stop_s": max((s["device_stop_s"] for s in dspans), default=None),
+            "spans": spans,
+            "circuits": sorted((c for r in recs for c in r["circuits"]), key=lambda c: c["start_s"]),
+        }
+    return out

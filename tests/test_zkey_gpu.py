@@ -130,6 +130,7 @@ def mid(tmp_path_factory):
 @pytest.mark.parametrize("form", ["ints", "limbs"])
 def test_gpu_assign_equals_host(mid, form):
     from cuzk.gpu import fr as gfr
+    from cuzk.gpu.per_device import current
     from cuzk.gpu import zkey as gzkey
     zk = read_zkey(mid["zkey"])
     w = read_wtns(mid["wtns"])
@@ -142,7 +143,7 @@ def test_gpu_assign_equals_host(mid, form):
         assert list(got[i * n:(i + 1) * n]) == list(getattr(ref, k)), k
     assert list(gfr.download(asg.z_dev)) == list(w.values)
     assert asg.public == ref.public and len(asg.aux) == zk.pk.num_aux
-    assert gzkey.DeviceZKey.of(zk) is zk._device is gzkey.DeviceZKey.of(zk)    # built once per key
+    assert gzkey.DeviceZKey.of(zk) is zk._device[current()] is gzkey.DeviceZKey.of(zk)    # once per key and device
 
 
 @pytest.mark.gpu

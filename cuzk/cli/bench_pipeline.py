@@ -16,7 +16,7 @@ import time
 from .common import (EXIT_INVALID, EXIT_OK, CliError, _kernel_load_times, bench_context, bench_outputs,
                      check_device_keygen, device_memory, device_memory_line, report_header, write_all)
 
-PIPELINE_FLAGS = ("pipeline_depth", "pipeline_workers", "compare")
+PIPELINE_FLAGS = ("pipeline_depth", "pipeline_workers", "compare", "devices")
 
 
 def wanted(args) -> bool:
@@ -27,12 +27,53 @@ def check_args(args) -> None:
     if not args.pipeline:
         given = [f"--{f.replace('_', '-')}" for f in PIPELINE_FLAGS if getattr(args, f) not in (None, False)]
         raise CliError(f"{', '.join(given)} needs --pipeline")
+    if args.devices is not None and args.backend == "cpu":
+        raise CliError("--devices needs the cuda backend (the cpu backend proves on one lane)")
     if args.parallel_synthesis:
         raise CliError("--pipeline sets its synthesis workers with --pipeline-workers, not --parallel-synthesis")
     if args.pipeline_depth is not None and args.pipeline_depth < 1:
         raise CliError(f"--pipeline-depth must be >= 1, got {args.pipeline_depth}")
     if args.pipeline_workers is not None and args.pipeline_workers < 1:
         raise CliError(f"--pipeline-workers must be >= 1, got {args.pipeline_workers}")
+
+
+def resolve_devices(spec: str | None, count: int) -> list[int] | None:
+    """--devices as device indices (None: not given, the current device alone). `count`: the GPUs CUDA sees."""
+    if spec is None:
+        return None
+    spec = spec.strip()
+    if spec == "all":
+        if count < 1:
+            raise CliError("--devices all: CUDA sees no GPU")
+        return list(range(count))
+    if "," not in spec:
+        if not spec.isdigit() or int(spec) < 1:
+            raise CliError(f"--devices {spec}: give all, a count N >= 1, or indices with a comma ('2,' for device 2)")
+        if int(spec) > count:
+            raise CliError(f"--devices {spec}: {spec} GPUs asked, CUDA sees {count}")
+        return list(range(int(spec)))
+    parts = [x.strip() for x in spec.split(",") if x.strip()]
+    if not parts or not all(x.isdigit() for x in parts):
+        raise CliError(f"--devices {spec}: indices must be integers, e.g. 0,2")
+    ids = [int(x) for x in parts]
+    dup = sorted({i for i in ids if ids.count(i) > 1})
+    if dup:
+        raise CliError(f"--devices {spec}: device {dup[0]} given twice (one prover per GPU)")
+    bad = [i for i in ids if i >= count]
+    if bad:
+        raise CliError(f"--devices {spec}: no device {bad[0]} (CUDA sees {count}: 0..{count - 1})")
+    return ids
+
+
+def device_table(p: dict) -> str:
+    """One line per GPU: circuits proved, busy seconds and fraction, and a failure where one happened."""
+    f = lambda v: "-" if v is None else f"{v:.3f}"      # noqa: E731
+    lines = [f"{'device':>7}{'circuits':>9}{'busy s':>9}{'gpu busy s':>11}{'gpu busy':>9}  failed"]
+    for d in p["devices"]:
+        frac = "-" if d["gpu_busy_fraction"] is None else f"{d['gpu_busy_fraction']:.1%}"
+        lines.append(f"{'-' if d['device'] is None else d['device']:>7}{len(d['circuits']):>9}"
+                     f"{f(d['prover_busy_s']):>9}{f(d['gpu_busy_s']):>11}{frac:>9}  {d['failed'] or '-'}")
+    return "\n".join(lines)
 
 
 def _row(name: str, s: dict) -> str:
@@ -60,36 +101,83 @@ def table(p: dict) -> str:
     return "\n".join(lines)
 
 
+def _lane_for(args, opts, r1cs, job, device: int | None, backend=None) -> dict:
+    """One lane made ready: on `device` (None: the current one, with `backend`), a backend and the key
+    resident there, and a warm-up proof (untimed, verified by the caller)."""
+    import contextlib
+    from ..backend import get_backend
+    from ..pipeline import Lane, warm_up
+    if device is None:
+        use = contextlib.nullcontext
+    else:
+        import cupy
+        use = lambda: cupy.cuda.Device(device)       # noqa: E731
+    with use():
+        backend = backend or get_backend("cuda", opts=opts)
+        ctx = bench_context(args, backend, r1cs, where="" if device is None else f" (device {device})")
+        t0 = time.perf_counter()
+        warm, public = warm_up(ctx.prover, r1cs, job)       # along the pipelined path (B2, F2)
+        warm_s = time.perf_counter() - t0
+        if device is None and backend.name == "cuda":
+            from ..gpu.per_device import current
+            device = current()
+    return {"ctx": ctx, "lane": Lane(ctx.prover, device, use), "warm": (warm, public), "warmup_s": warm_s}
+
+
+def _device_lanes(args, opts, r1cs, job, devices: list[int]) -> list[dict]:
+    """A lane per GPU: the first made alone (a key-cache miss is made and saved once), the others side by
+    side, each in a thread with its device current."""
+    from concurrent.futures import ThreadPoolExecutor
+    first = _lane_for(args, opts, r1cs, job, devices[0])
+    if len(devices) == 1:
+        return [first]
+    with ThreadPoolExecutor(len(devices) - 1, thread_name_prefix="cuzk-lane-setup") as ex:
+        rest = list(ex.map(lambda d: _lane_for(args, opts, r1cs, job, d), devices[1:]))
+    return [first, *rest]
+
+
 def bench_pipeline(args, opts) -> int:
     from .. import circuits
     from ..backend import get_backend
-    from ..groth16 import verify
+    from ..groth16 import verify, vk_to_json
     from ..nvml import gpu_state
-    from ..pipeline import Job, PipelineError, plan_workers, run_pipelined, run_sequential, summary, warm_up
+    from ..pipeline import Job, PipelineError, plan_workers, run_pipelined, run_sequential, summary
 
     check_args(args)
     depth = args.pipeline_depth or 2
     pool = args.synthesis_pool or "process"
     backend = get_backend(args.backend, opts=opts)
     check_device_keygen(args, backend)
+    devices = None
+    if args.devices is not None:
+        if backend.name != "cuda":
+            raise CliError("--devices needs the cuda backend, and there is no GPU backend here")
+        import cupy
+        devices = resolve_devices(args.devices, cupy.cuda.runtime.getDeviceCount())
     gpu_before = gpu_state() if backend.name != "cpu" else None
     host_assign = backend.phase_impl("synthesis") == "cpu"
 
     r1cs, inputs, aux = circuits.build(args.circuit, args.log_size, opts=opts, seed=1, limbs=not host_assign)
-    ctx = bench_context(args, backend, r1cs)
-    prover, pk = ctx.prover, ctx.pk
-    vk = pk.verifying_key()
     del inputs, aux
     job = Job(args.circuit, args.log_size, opts, tuple(range(1, args.circuits + 1)), host_assign,
               witness_limbs=getattr(backend, "witness_limbs", False))
-    t0 = time.perf_counter()
-    warm, public = warm_up(prover, r1cs, job)       # untimed, along the pipelined path (B2, F2)
-    warmup_s = time.perf_counter() - t0
-    if not verify(vk, public, warm):
-        raise CliError("the warm-up proof does not verify")
+    made = [_lane_for(args, opts, r1cs, job, None, backend)] if devices is None else \
+        _device_lanes(args, opts, r1cs, job, devices)
+    ctx = made[0]["ctx"]
+    prover, pk = ctx.prover, ctx.pk
+    vk = pk.verifying_key()
+    vk_json = vk_to_json(vk)
+    for m in made:
+        d = m["lane"].device
+        if m is not made[0] and vk_to_json(m["ctx"].pk.verifying_key()) != vk_json:
+            raise CliError(f"device {d}'s key is not the first device's (its verification key differs)")
+        if not verify(vk, m["warm"][1], m["warm"][0]):
+            raise CliError("the warm-up proof does not verify" + ("" if devices is None else f" (device {d})"))
+    warmup_s = made[0]["warmup_s"]
+    lanes = [m["lane"] for m in made]
     if args.pipeline_workers:
         workers, plan = args.pipeline_workers, None
-    else:       # planned now: the available memory already excludes the prover's key and circuit
+    else:       # planned now: the available memory already excludes the provers' keys and circuit
         from ..pipeline import shm_free_bytes
         plan = plan_workers(args.circuits, args.circuit, pk.log_n, depth, limbs=job.witness_limbs,
                             host_assign=host_assign, shm_free=shm_free_bytes() if pool == "process" else None)
@@ -100,8 +188,12 @@ def bench_pipeline(args, opts) -> int:
               f"{gib(plan['available_bytes'])} GiB available, ~{gib(plan['held_bytes'])} GiB held per circuit, "
               f"~{gib(plan['private_bytes'])} GiB per worker)", file=sys.stderr)
     try:
-        pipe = run_pipelined(prover, r1cs, job, workers, depth, pool)
-        seq = run_sequential(prover, r1cs, job) if args.compare else None
+        pipe = run_pipelined(lanes if devices is not None else prover, r1cs, job, workers, depth, pool)
+        if args.compare:        # one prover, one circuit after another (on the first device)
+            with lanes[0].use():
+                seq = run_sequential(prover, r1cs, job)
+        else:
+            seq = None
     except PipelineError as e:
         raise CliError(str(e)) from e
     runs = [pipe] + ([seq] if seq else [])
@@ -112,6 +204,10 @@ def bench_pipeline(args, opts) -> int:
     section["worker_plan"] = plan
     section["sequential"] = summary(seq) if seq else None
     section["speedup"] = seq.wall_s / pipe.wall_s if seq else None
+    for d, m in zip(section["devices"], made):
+        with m["lane"].use():
+            d["memory"] = device_memory(m["ctx"].prover.kh)
+        d.update(device=m["lane"].device, key_s=m["ctx"].key.seconds, warmup_s=m["warmup_s"])
     phases = pipe.phases
     report = {
         **report_header(args, backend, r1cs, pk, opts, 0, pool),
@@ -123,13 +219,18 @@ def bench_pipeline(args, opts) -> int:
         "kernel_load_s": _kernel_load_times(),
         "gpu": None if gpu_before is None else {"before": gpu_before, "after": gpu_state()},
         "pipeline": section,
-        "device_memory": device_memory(prover.kh),
+        "device_memory": section["devices"][0]["memory"],
     }
+    where = "" if devices is None else f" on {len(lanes)} GPU(s) {','.join(str(d) for d in devices)},"
     print(f"cuzk bench --pipeline: {args.circuit} 2^{pk.log_n} ({r1cs.num_constraints} constraints) x "
-          f"{args.circuits}, backend {backend.name}, opts {opts.label()}, {workers} {pool} worker(s), depth {depth}")
+          f"{args.circuits}, backend {backend.name},{where} opts {opts.label()}, {workers} {pool} worker(s), "
+          f"depth {depth}")
     print(table(section))
-    if report["device_memory"] is not None:
-        print(device_memory_line(report["device_memory"]))
+    if devices is not None:
+        print(device_table(section))
+    for d in section["devices"]:
+        if d["memory"] is not None:
+            print(("" if devices is None else f"device {d['device']}: ") + device_memory_line(d["memory"]))
     from ..groth16 import VERIFIER
     print(f"verified: {verified} (by {VERIFIER})")
     write_all(bench_outputs(args, report, vk, pipe.publics, pipe.proofs))

@@ -218,14 +218,15 @@ def check_device_keygen(args, backend) -> None:
         raise CliError("--device-keygen on needs the cuda backend") from e
 
 
-def bench_context(args, backend, r1cs):
+def bench_context(args, backend, r1cs, where: str = ""):
     """bench's ProvingContext (context.py): the key made on the GPU and kept there (--device-keygen),
-    or set up through the key cache; says which on stderr. check_device_keygen has run."""
+    or set up through the key cache; says which on stderr (`where`: which device). check_device_keygen
+    has run."""
     from ..context import proving_context
     ctx = proving_context(backend, r1cs, args.convention, args.generator,
                           device_keygen=getattr(args, "device_keygen", "off"), keygen_backend=args.keygen_backend,
                           progress=None)
-    print(f"key: {ctx.key.describe()}", file=sys.stderr)
+    print(f"key{where}: {ctx.key.describe()}", file=sys.stderr)
     return ctx
 
 

@@ -76,6 +76,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "host memory holds: pipeline.plan_workers)")
     b.add_argument("--compare", action="store_true",
                    help="with --pipeline: also prove the same circuits one after another; report the wall ratio")
+    b.add_argument("--devices", default=None, metavar="all|N|I,J,...",
+                   help="with --pipeline: prove on several GPUs, one prover per GPU with its own resident key, the "
+                        "synthesis workers feeding whichever is free: all, the first N, or the listed indices "
+                        "('2,' for device 2 alone); default: the current device alone")
     b.set_defaults(func=cmd_bench)
 
     k = sub.add_parser("keygen", help="test setup with known toxic waste (cached unless --out)")

@@ -126,7 +126,7 @@ class ZKey:
     mpc: bytes | None = None  # section 10 as read (written back unchanged)
     name: str = "<zkey>"
     _mats: tuple | None = field(default=None, repr=False)
-    _device: object = field(default=None, repr=False)    # gpu.zkey.DeviceZKey, made on first GPU use
+    _device: object = field(default=None, repr=False)    # gpu.zkey.DeviceZKey per device index, made on first use there
 
     @property
     def n_vars(self) -> int:

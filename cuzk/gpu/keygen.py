@@ -24,6 +24,7 @@ from ..curve import G1_WORDS, G2_WORDS, AffineBases, ark_to_limbs
 from ..field import FR_LIMBS, FR_MONT_R, R, fr_to_limbs, ints_to_limbs
 from ..poly import Domain
 from ..qap import COEFF, ODD_LAGRANGE, qap
+from .per_device import device_cache
 
 HOST_C = 8                    # window of the table built on the host
 WINDOWS = (8, 10, 12, 14, 16)
@@ -118,7 +119,7 @@ def _blocks(n: int, threads: int) -> int:
     return max(1, (n + threads - 1) // threads)
 
 
-@lru_cache(maxsize=1)
+@device_cache(maxsize=1)
 def _sm_count() -> int:
     import cupy
     return int(cupy.cuda.Device().attributes["MultiProcessorCount"])

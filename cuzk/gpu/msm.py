@@ -11,8 +11,6 @@ P + P or P + (-P) is redone in XYZZ).
 """
 from __future__ import annotations
 
-from functools import lru_cache
-
 import numpy as np
 
 from .. import field as F
@@ -21,6 +19,7 @@ from ..opts import REGISTRY
 from . import msm_plan as plan
 from .cub_sort import sort_keys
 from .loader import kernel
+from .per_device import device_cache
 
 THREADS = 128
 _AFFINE_WORDS = {1: G1_WORDS, 2: G2_WORDS}
@@ -250,7 +249,7 @@ class _Kernels:
         return out
 
 
-@lru_cache(maxsize=1)
+@device_cache(maxsize=1)
 def _sm_count() -> int:
     import cupy
     return int(cupy.cuda.Device().attributes["MultiProcessorCount"])

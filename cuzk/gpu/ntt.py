@@ -8,12 +8,11 @@ coset scaling where there is one).
 """
 from __future__ import annotations
 
-from functools import lru_cache
-
 import numpy as np
 
 from ..field import R, fr_powers, fr_to_limbs, root_of_unity
 from .loader import BUILDS, kernel
+from .per_device import device_cache
 
 KMAX = 10            # stages per shared-memory pass (2^10 elements, 32 KiB)
 THREADS = 256
@@ -120,7 +119,7 @@ def power_tables_host(x: int, log_n: int, scale: int = 1) -> tuple[np.ndarray, n
     return fr_to_limbs(lo), fr_to_limbs(hi), bits
 
 
-@lru_cache(maxsize=64)
+@device_cache(maxsize=64)
 def _power_tables(x: int, log_n: int, scale: int = 1):
     import cupy
     lo, hi, bits = power_tables_host(x, log_n, scale)
@@ -135,7 +134,7 @@ def small_table_host(generator: int, inverse: bool, scale: int = 1) -> np.ndarra
     return fr_to_limbs((fr_powers(w, 1 << (KMAX - 1)) * (scale % R)) % R)
 
 
-@lru_cache(maxsize=16)
+@device_cache(maxsize=16)
 def _small_table(generator: int, inverse: bool, scale: int = 1):
     import cupy
     return cupy.asarray(small_table_host(generator, inverse, scale))
@@ -147,7 +146,7 @@ def _tw1(w: int, log_n: int, bits: int, scale: int = 1):
     return (_tw1_table if bits <= TW1_SMALL else _tw1_table_big)(w, log_n, bits, scale)
 
 
-@lru_cache(maxsize=16)
+@device_cache(maxsize=16)
 def _tw1_table(w: int, log_n: int, bits: int, scale: int = 1):
     """tw1[x] = scale * w^(x << (log_n - bits)), x < 2^bits: built on the device from ones."""
     import cupy
@@ -158,7 +157,7 @@ def _tw1_table(w: int, log_n: int, bits: int, scale: int = 1):
     return scale_powers(t, bits, pow(w, 1 << (log_n - bits), R), scale)
 
 
-_tw1_table_big = lru_cache(maxsize=2)(_tw1_table.__wrapped__)
+_tw1_table_big = device_cache(maxsize=2)(_tw1_table.__wrapped__)
 
 
 def _run(x, log_n: int, generator: int, inverse: bool, dit: bool, variant: str | None = None, out=None,

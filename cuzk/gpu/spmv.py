@@ -8,6 +8,7 @@ import numpy as np
 
 from ..r1cs import R1CS, UnsatisfiedError
 from .loader import kernel
+from .per_device import on_device
 
 THREADS = 256
 
@@ -65,11 +66,7 @@ class DeviceR1CS:
 
     @classmethod
     def of(cls, r1cs: R1CS) -> "DeviceR1CS":
-        dev = getattr(r1cs, "_device", None)
-        if dev is None:
-            dev = cls(r1cs)
-            r1cs._device = dev
-        return dev
+        return on_device(r1cs, "_device", lambda: cls(r1cs))
 
 
 def evaluate(dev: DeviceR1CS, z, n: int, check: bool = True):

@@ -8,6 +8,7 @@ import numpy as np
 
 from ..field import FR_LIMBS
 from .loader import kernel
+from .per_device import on_device
 
 THREADS = 256
 
@@ -38,9 +39,7 @@ class DeviceZKey:
     @classmethod
     def of(cls, zk) -> "DeviceZKey":
         """The one cached on the ZKey (made on first use)."""
-        if zk._device is None:
-            zk._device = cls(zk)
-        return zk._device
+        return on_device(zk, "_device", lambda: cls(zk))
 
 
 def evaluate(dev: DeviceZKey, z):

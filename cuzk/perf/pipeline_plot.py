@@ -1,6 +1,6 @@
 """The timeline of `cuzk bench --pipeline --timeline`: one host lane per synthesis worker, a lane of
-circuits waiting for the prover, the prover thread, and the device (CUDA events) per phase; colour =
-circuit. With --compare, the sequential run below on the same time scale."""
+circuits waiting for a prover, then for each GPU its prover thread and its device (CUDA events) per phase;
+colour = circuit. With --compare, the sequential run below on the same time scale."""
 from __future__ import annotations
 
 from .plots import _plt, _writer
@@ -34,14 +34,19 @@ def pipeline_lanes(run: dict) -> dict:
     wait = [{"lane": wait_lane, "start_s": c["synth_stop_s"], "stop_s": c["prove_start_s"],
              "circuit": c["circuit"], "kind": "waiting", "label": None} for c in per]
     bars += wait
-    lanes.append("prover (host)")
-    bars += [{"lane": wait_lane + 1, "start_s": c["prove_start_s"], "stop_s": c["prove_stop_s"],
-              "circuit": c["circuit"], "kind": "prove", "label": None} for c in per]
-    dev = [{"lane": wait_lane + 2, "start_s": d["start_s"], "stop_s": d["stop_s"], "circuit": c["circuit"],
-            "kind": "device", "label": d["phase"]} for c in per for d in c.get("device_spans", [])]
-    if dev:
-        lanes.append("GPU (CUDA events)")
-        bars += dev
+    provers = run.get("devices") or [{"lane": 0, "device": None}]
+    many = len(provers) > 1
+    for d in provers:           # one prover lane and one GPU lane per device (as today with one)
+        name = f"device {d['device']}" if d.get("device") is not None else f"lane {d['lane']}"
+        mine = [c for c in per if c.get("lane", 0) == d["lane"]]
+        lanes.append(f"prover {name} (host)" if many else "prover (host)")
+        bars += [{"lane": len(lanes) - 1, "start_s": c["prove_start_s"], "stop_s": c["prove_stop_s"],
+                  "circuit": c["circuit"], "kind": "prove", "label": None} for c in mine]
+        dev = [{"lane": len(lanes), "start_s": s["start_s"], "stop_s": s["stop_s"], "circuit": c["circuit"],
+                "kind": "device", "label": s["phase"]} for c in mine for s in c.get("device_spans", [])]
+        if dev:
+            lanes.append(f"GPU {name} (CUDA events)" if many else "GPU (CUDA events)")
+            bars += dev
     rows = {b_lane: 1 for b_lane in range(len(lanes))}
     rows[wait_lane] = _rows(wait)
     for b in bars:
@@ -52,7 +57,10 @@ def pipeline_lanes(run: dict) -> dict:
 
 def _title(name: str, s: dict) -> str:
     t = f"{name}: wall {s['wall_s']:.3f} s, {s['proofs_per_s']:.3f} proofs/s, overlap {s['overlap_s']:.3f} s"
-    if s.get("gpu_idle_s") is not None:
+    if s.get("lanes", 1) > 1 and s.get("gpu_busy_fraction") is not None:
+        t += ", GPU busy " + ", ".join(f"{d['device']}: {d['gpu_busy_fraction']:.0%}" for d in s["devices"]
+                                       if d["gpu_busy_fraction"] is not None)
+    elif s.get("gpu_idle_s") is not None:
         t += f", GPU busy {s['gpu_busy_s']:.3f} s / idle {s['gpu_idle_s']:.3f} s"
     else:
         t += f", prover busy {s['prover_busy_s']:.3f} s / idle {s['prover_idle_s']:.3f} s"

@@ -20,6 +20,7 @@
 // memory (scratch: one 96-word slot per thread of the grid), as the G2 MSM does.
 #pragma once
 #include "ec/curve.cuh"
+#include "ec/warp_affine.cuh"
 #include "ff/warp_inverse.cuh"
 #include "msm/digit.cuh"
 
@@ -88,15 +89,8 @@ __device__ __forceinline__ void fixed_base(uint32_t* __restrict__ out, unsigned 
                 acc.add_affine(p);
             }
             const bool fin = valid && !acc.is_inf();
-            const fp_t zi = warp_batch_inverse(fin ? acc.ZZZ : fp_t::one());
+            const affine_t<F> a = warp_to_affine(acc, fin);
             if (valid) {
-                affine_t<F> a;
-                f_set_zero(a.x); f_set_zero(a.y);
-                if (fin) {
-                    const F iZ = f_mul(zi, acc.ZZ);           // 1/Z = ZZ / ZZZ
-                    a.x = f_mul(acc.X, f_sqr(iZ));
-                    a.y = f_mul(acc.Y, zi);
-                }
                 a.store(out + i * AW);
                 inf[i] = fin ? 0 : 1;
             }

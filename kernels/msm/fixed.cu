@@ -8,7 +8,7 @@
 // windows; the keys are those of msm_digits, so the sort, the affine rounds, the bucket sums and the window
 // reduction of msm/g1.cu run unchanged over the table's rows.
 #include "ec/curve.cuh"
-#include "ff/warp_inverse.cuh"
+#include "ec/warp_affine.cuh"
 #include "msm/digit.cuh"
 using namespace cuzk;
 
@@ -36,17 +36,8 @@ msm_fixed_table(uint32_t* __restrict__ out, const uint32_t* __restrict__ in, con
 #pragma unroll 1
             for (int k = 1; k < m; k++) acc = acc.dbl();
         }
-        const fp_t zi = warp_batch_inverse(fin ? acc.ZZZ : fp_t::one());
-        if (i < n) {
-            affine_t<fp_t> a;
-            f_set_zero(a.x); f_set_zero(a.y);
-            if (fin) {
-                const fp_t iZ = f_mul(zi, acc.ZZ);                 // 1/Z = ZZ / ZZZ
-                a.x = f_mul(acc.X, f_sqr(iZ));
-                a.y = f_mul(acc.Y, zi);
-            }
-            a.store(out + i * AW);
-        }
+        const affine_t<fp_t> a = warp_to_affine(acc, fin);
+        if (i < n) a.store(out + i * AW);
     }
 }
 
