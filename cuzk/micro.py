@@ -138,25 +138,31 @@ def main(argv: list[str]) -> int:
     p.add_argument("--fastmul", type=int, default=1, choices=(1, 6),
                    help="fp_mul/fr_mul: the multiplier build, 1 (default, IMAD) or 6 (FP64 pipe; loader.BUILDS)")
     args = runner.parse_args(argv)
-    if args.backend == "cpu":
-        run, work = _make_cpu(args.kernel, args.log_size, args.generator)
-    else:
-        run, work = _make(args.kernel, args.log_size, args.convention, args.generator, args.chains, args.fastmul)
     name = f"{args.kernel}_2^{args.log_size}" if args.kernel not in ("fp_mul", "fr_mul") else mul_name(args)
     if args.backend == "cpu":
         name = "cpu_" + name
-    fl = floor_s(args.kernel, args.log_size, work, args.convention) if args.backend == "cuda" else None
     runner.metadata["cuzk_backend"] = args.backend
-    import os
-    for var in ("CUDA_VISIBLE_DEVICES", "CUPY_CACHE_DIR"):      # as each worker saw them (--copy-env)
-        if var in os.environ:
-            runner.metadata[f"cuzk_{var.lower()}"] = os.environ[var]
-    runner.metadata["cuzk_work_items"] = work
-    if fl:
-        runner.metadata["cuzk_floor_s"] = fl
+    if args.worker:     # the inputs (and P2's tables) are made in the worker only: the manager holds no device memory
+        if args.backend == "cpu":
+            run, work = _make_cpu(args.kernel, args.log_size, args.generator)
+        else:
+            run, work = _make(args.kernel, args.log_size, args.convention, args.generator, args.chains, args.fastmul)
+        fl = floor_s(args.kernel, args.log_size, work, args.convention) if args.backend == "cuda" else None
+        import os
+        for var in ("CUDA_VISIBLE_DEVICES", "CUPY_CACHE_DIR"):      # as each worker saw them (--copy-env)
+            if var in os.environ:
+                runner.metadata[f"cuzk_{var.lower()}"] = os.environ[var]
+        runner.metadata["cuzk_work_items"] = work
+        if fl:
+            runner.metadata["cuzk_floor_s"] = fl
+    else:
+        def run(loops: int) -> float:
+            raise RuntimeError("pyperf's manager process times nothing: its workers do")
     bench = runner.bench_time_func(name, run)
     if bench is not None and not args.worker:
         mean = bench.mean()
+        meta = bench.get_metadata()
+        work, fl = meta.get("cuzk_work_items"), meta.get("cuzk_floor_s")
         extra = f"; {fl * 1e3:.3f} ms floor, {mean / fl:.2f}x the floor" if fl else ""
         if args.kernel in ("fp_mul", "fr_mul"):
             extra = f"; {work / mean:.3e} mul/s" + (f", {mean / fl:.2f}x the IMAD model" if fl else "")

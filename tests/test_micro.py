@@ -72,6 +72,31 @@ def test_pyperf_path_on_the_cpu_reference(tmp_path):
     assert meta.get("cuzk_cuda_visible_devices") == "7"
 
 
+def test_the_manager_process_makes_no_inputs(tmp_path, monkeypatch, capsys):
+    """Only pyperf's workers make the kernel's inputs: a manager holding them (P2's tables, a 2^26 MSM's bases)
+    would leave its workers less device memory than a real run has. Here the manager's own make fails, the
+    workers' (their own processes) do not, and the run still reports its figure from the workers' metadata."""
+    pytest.importorskip("pyperf")
+    import json
+    import cuzk.micro as micro
+    from cuzk.cli import main
+
+    def made_here(*a, **kw):
+        raise AssertionError("the manager process made the inputs")
+    monkeypatch.setattr(micro, "_make_cpu", made_here)
+    monkeypatch.setattr(micro, "_make", made_here)
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "m.json"
+    assert main(["micro", "ntt", "--backend", "cpu", "--log-size", "4", "-p", "1", "-n", "1", "-w", "0", "-l", "1",
+                 "-o", str(out)]) == 0
+    assert "cpu_ntt_2^4: mean" in capsys.readouterr().out
+    data = json.loads(out.read_text())
+    (bench,) = data["benchmarks"]
+    runs = [r for r in bench["runs"] if "values" in r]
+    meta = {**data.get("metadata", {}), **bench.get("metadata", {}), **runs[0].get("metadata", {})}
+    assert meta.get("cuzk_work_items") == 16
+
+
 @pytest.mark.parametrize("args, msg", [([], "name a kernel"), (["msm", "--backend", "cpu"], "ntt and intt only")])
 def test_micro_bad_input(args, msg, tmp_path):
     pytest.importorskip("pyperf")
