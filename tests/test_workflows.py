@@ -115,6 +115,7 @@ def test_perf_pr_is_gated_and_fails_on_1_or_2():
     assert up and up[0]["if"] == "always()" and up[0]["with"]["path"] == "gate-out/"
     assert wf["permissions"] == {} and job["permissions"] == {"contents": "read"}
     assert job["env"]["CUZK_REQUIRE_GPU"] == "1" and "cuzk/cuda_extra.py install -e . perf" in text
+    assert text.index("gpu-state --one-gpu") < text.index("gate --base")     # one GPU, checked before the gate
 
 
 def test_nightly_records_with_samples_and_publishes():
@@ -123,6 +124,7 @@ def test_nightly_records_with_samples_and_publishes():
     assert rec["runs-on"][:3] == ["self-hosted", "linux", "gpu"]
     assert set(rec["strategy"]["matrix"]["machine"]) <= set(_labels())
     assert "history record --machine" in _steps_text(rec)
+    assert _steps_text(rec).index("gpu-state --one-gpu") < _steps_text(rec).index("history record")
     assert "history publish" in _steps_text(pub)
     assert "-e '.[history]'" in _steps_text(pub)              # change points need apache-otava
     assert "cuzk/cuda_extra.py install -e . perf" in _steps_text(rec)

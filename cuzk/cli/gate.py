@@ -28,7 +28,12 @@ def cmd_gate(args) -> int:
             not_gated = []
             if args.cpu_only:
                 cfg, not_gated = gate.cpu_only(cfg)
-            res = gate.run(args.repo, args.base, args.head, cfg, not_gated=not_gated)
+            if any(w.spec.backend == "cuda" for w in cfg.workloads):     # one gate per GPU (gpu_lock.py)
+                from ..perf.gpu_lock import hold
+                with hold("cuzk gate"):
+                    res = gate.run(args.repo, args.base, args.head, cfg, not_gated=not_gated)
+            else:
+                res = gate.run(args.repo, args.base, args.head, cfg, not_gated=not_gated)
     except CliError:
         raise
     except Exception as e:          # whatever went wrong, it is not a pass and not a regression

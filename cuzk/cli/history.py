@@ -55,9 +55,14 @@ def cmd_history(args) -> int:
             if args.json:
                 write_atomic(args.json, json.dumps(ch.found, indent=1) + "\n")
             return EXIT_INVALID if failing else EXIT_OK
-        if args.action == "record":
-            return history.record(Path(args.repo), args.machine, args.remote, args.results_branch, args.bench,
-                                  push=not args.no_push)
+        if args.action == "record":         # the suite's cuda parameters: one measuring job per GPU
+            from ..perf.gpu_lock import GpuBusy, hold
+            try:
+                with hold(f"cuzk history record --machine {args.machine}"):
+                    return history.record(Path(args.repo), args.machine, args.remote, args.results_branch,
+                                          args.bench, push=not args.no_push)
+            except GpuBusy as e:
+                raise history.HistoryError(str(e)) from e
         history.publish(Path(args.repo), args.remote, args.results_branch, args.pages_branch,
                         commit_url=history.commit_url_from_env(), push=not args.no_push,
                         assets=Path(args.assets) if args.assets else None)

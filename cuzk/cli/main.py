@@ -204,6 +204,9 @@ def build_parser() -> argparse.ArgumentParser:
     op.set_defaults(func=cmd_opts)
 
     gs = sub.add_parser("gpu-state", help="print the GPU's NVML record as JSON (read-only)")
+    gs.add_argument("--one-gpu", action="store_true",
+                    help="exit 2 unless this job sees exactly one GPU (CUDA_VISIBLE_DEVICES names one, or the host "
+                         "has one): a perf runner's check that benchmarks never share a GPU")
     gs.set_defaults(func=cmd_gpu_state)
     return p
 

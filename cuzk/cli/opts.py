@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 import json
+import sys
 
-from .common import (EXIT_OK)
+from .common import EXIT_BAD_INPUT, EXIT_OK
 
 
 def cmd_opts(args) -> int:
@@ -20,9 +21,25 @@ def cmd_opts(args) -> int:
 
 
 def cmd_gpu_state(args) -> int:
-    """The run's GPU record (device, driver, clocks) and one state snapshot, as JSON."""
+    """The run's GPU record (device, driver, clocks) and one state snapshot, as JSON. --one-gpu: first, exit 2
+    with one line unless the job sees exactly one GPU (gpu_lock.one_gpu_problem)."""
+    import os
     from ..nvml import open_device
+    from ..perf.gpu_lock import one_gpu_problem
     dev = open_device()
+    if getattr(args, "one_gpu", False):
+        count = None
+        if dev is not None:
+            try:
+                count = int(dev.N.nvmlDeviceGetCount())
+            except Exception:
+                count = None
+        why = one_gpu_problem(os.environ.get("CUDA_VISIBLE_DEVICES"), count if dev is not None else 0)
+        if why:
+            if dev is not None:
+                dev.close()
+            print(f"cuzk: error: gpu-state --one-gpu: {why}", file=sys.stderr)
+            return EXIT_BAD_INPUT
     if dev is None:
         print(json.dumps({"gpu": None}))
         return EXIT_OK

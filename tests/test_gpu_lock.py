@@ -1,0 +1,165 @@
+"""One measuring job per GPU (cuzk/perf/gpu_lock.py): a second `cuzk gate` or `cuzk history record` on a GPU that
+another holds refuses at once with one line, exit 2; a holder that dies leaves no stale lock. The GPU is named by
+a fixed key here (no NVML on the CPU)."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cuzk.cli import main
+from cuzk.perf import gpu_lock
+from cuzk.perf.gpu_lock import GpuBusy, hold, lock_path
+
+REPO = Path(__file__).resolve().parents[1]
+KEY = "GPU-00000000-test"
+
+HOLDER = """
+import sys
+from pathlib import Path
+from cuzk.perf.gpu_lock import hold
+with hold("cuzk gate", key=sys.argv[1], directory=Path(sys.argv[2])):
+    print("held", flush=True)
+    sys.stdin.readline()
+"""
+
+
+@pytest.fixture
+def holder(tmp_path):
+    """Another process holding KEY's lock until killed."""
+    p = subprocess.Popen([sys.executable, "-c", HOLDER, KEY, str(tmp_path)], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True, cwd=REPO)
+    assert p.stdout.readline().strip() == "held"
+    yield p
+    if p.poll() is None:
+        p.kill()
+        p.wait()
+
+
+def test_a_second_holder_is_refused_naming_the_first(tmp_path, holder):
+    with pytest.raises(GpuBusy) as e:
+        with hold("cuzk gate", key=KEY, directory=tmp_path):
+            pytest.fail("two holders of one GPU")
+    msg = str(e.value)
+    assert f"GPU {KEY} is held by another cuzk job (pid {holder.pid}, `cuzk gate`" in msg and "\n" not in msg
+    with hold("cuzk gate", key="GPU-other", directory=tmp_path):      # another GPU is free
+        pass
+
+
+def test_a_killed_holder_leaves_no_stale_lock(tmp_path, holder):
+    holder.send_signal(signal.SIGKILL)
+    holder.wait()
+    assert lock_path(KEY, tmp_path).exists()
+    with hold("cuzk gate", key=KEY, directory=tmp_path) as path:
+        assert path == lock_path(KEY, tmp_path)
+
+
+def test_one_process_cannot_hold_it_twice(tmp_path):
+    with hold("cuzk gate", key=KEY, directory=tmp_path):
+        with pytest.raises(GpuBusy, match=f"pid {os.getpid()}"):
+            with hold("cuzk history record", key=KEY, directory=tmp_path):
+                pass
+    with hold("cuzk gate", key=KEY, directory=tmp_path):              # released on leaving the block
+        pass
+
+
+def test_key_without_nvml_is_cuda_visible_devices(monkeypatch):
+    from cuzk import nvml
+
+    def no_nvml(*a, **kw):
+        raise nvml.NvmlUnavailable("no driver")
+    monkeypatch.setattr(nvml, "Nvml", no_nvml)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-abc,GPU-def")
+    assert gpu_lock.gpu_key() == "GPU-abc"
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
+    assert gpu_lock.gpu_key() == "0"
+    assert lock_path("GPU-a/b c", Path("/x")).name == "cuzk-gpu-GPU-a_b_c.lock"
+
+
+GPU_GATE = """
+[[workload]]
+backend = "cuda"
+circuit = "porep_like"
+log_size = 10
+"""
+
+
+def test_gate_refuses_a_gpu_another_gate_holds(tmp_path, holder, monkeypatch, capsys):
+    from cuzk.perf import gate
+    cfg = tmp_path / "gate.toml"
+    cfg.write_text(GPU_GATE)
+    monkeypatch.setenv("CUZK_LOCK_DIR", str(tmp_path))
+    monkeypatch.setattr(gpu_lock, "gpu_key", lambda: KEY)
+    monkeypatch.setattr(gate, "run", lambda *a, **kw: pytest.fail("the gate ran on a held GPU"))
+    out = tmp_path / "out"
+    rc = main(["gate", "--base", "HEAD", "--head", "HEAD", "--config", str(cfg), "--out", str(out)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and f"GPU {KEY} is held by another cuzk job (pid {holder.pid}" in err[0]
+    assert not out.exists()
+
+
+def test_gate_holds_its_gpu_while_it_runs(tmp_path, monkeypatch, capsys):
+    from cuzk.perf import gate
+    cfg = tmp_path / "gate.toml"
+    cfg.write_text(GPU_GATE)
+    monkeypatch.setenv("CUZK_LOCK_DIR", str(tmp_path))
+    monkeypatch.setattr(gpu_lock, "gpu_key", lambda: KEY)
+    seen = []
+
+    def run(*a, **kw):
+        with pytest.raises(GpuBusy):             # held by this gate now
+            with hold("probe", key=KEY, directory=tmp_path):
+                pass
+        seen.append(True)
+        raise RuntimeError("stop here")
+    monkeypatch.setattr(gate, "run", run)
+    rc = main(["gate", "--base", "HEAD", "--head", "HEAD", "--config", str(cfg)])
+    assert rc == 2 and seen == [True] and "stop here" in capsys.readouterr().err
+    with hold("probe", key=KEY, directory=tmp_path):     # and gave it back
+        pass
+
+
+def test_cpu_only_gate_takes_no_gpu_lock(tmp_path, monkeypatch, holder, capsys):
+    from cuzk.perf import gate
+    cfg = tmp_path / "gate.toml"
+    cfg.write_text(GPU_GATE.replace('"cuda"', '"cpu"'))
+    monkeypatch.setenv("CUZK_LOCK_DIR", str(tmp_path))
+    monkeypatch.setattr(gpu_lock, "gpu_key", lambda: KEY)
+    monkeypatch.setattr(gate, "run", lambda *a, **kw: (_ for _ in ()).throw(RuntimeError("ran")))
+    assert main(["gate", "--base", "HEAD", "--head", "HEAD", "--config", str(cfg)]) == 2
+    assert "RuntimeError: ran" in capsys.readouterr().err       # it ran, with the GPU held by another
+
+
+def test_history_record_refuses_a_held_gpu(tmp_path, holder, monkeypatch, capsys):
+    from cuzk.perf import history
+    monkeypatch.setenv("CUZK_LOCK_DIR", str(tmp_path))
+    monkeypatch.setattr(gpu_lock, "gpu_key", lambda: KEY)
+    monkeypatch.setattr(history, "record", lambda *a, **kw: pytest.fail("recorded on a held GPU"))
+    rc = main(["history", "record", "--machine", "h200-0", "--repo", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert rc == 2 and "is held by another cuzk job" in err
+
+
+@pytest.mark.parametrize("visible, host, why", [
+    (None, 1, None), ("GPU-abc", 8, None), ("3", 8, None),
+    ("", 1, "is empty"), ("0,1", 8, "names 2 GPUs"), (None, 8, "unset on a host with 8 GPUs"),
+    (None, 0, "no GPU"), (None, None, "no GPU"),
+])
+def test_one_gpu_problem(visible, host, why):
+    got = gpu_lock.one_gpu_problem(visible, host)
+    assert (got is None) if why is None else (why in got)
+
+
+def test_gpu_state_one_gpu_refuses_without_a_gpu(monkeypatch, capsys):
+    from cuzk import nvml
+    monkeypatch.setattr(nvml, "open_device", lambda *a, **kw: None)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    assert main(["gpu-state", "--one-gpu"]) == 2
+    assert "gpu-state --one-gpu: no GPU" in capsys.readouterr().err
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
+    assert main(["gpu-state", "--one-gpu"]) == 2 and "names 2 GPUs" in capsys.readouterr().err
+    assert main(["gpu-state"]) == 0 and '"gpu": null' in capsys.readouterr().out
