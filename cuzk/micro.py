@@ -142,7 +142,8 @@ def main(argv: list[str]) -> int:
     if args.backend == "cpu":
         name = "cpu_" + name
     runner.metadata["cuzk_backend"] = args.backend
-    if args.worker:     # the inputs (and P2's tables) are made in the worker only: the manager holds no device memory
+    if args.worker or args.in_process:     # inputs (and P2's tables) made where timed: a manager holds no device
+        # memory for the workers it spawns
         if args.backend == "cpu":
             run, work = _make_cpu(args.kernel, args.log_size, args.generator)
         else:
@@ -163,8 +164,10 @@ def main(argv: list[str]) -> int:
         mean = bench.mean()
         meta = bench.get_metadata()
         work, fl = meta.get("cuzk_work_items"), meta.get("cuzk_floor_s")
+        if work is None:
+            fl = None
         extra = f"; {fl * 1e3:.3f} ms floor, {mean / fl:.2f}x the floor" if fl else ""
-        if args.kernel in ("fp_mul", "fr_mul"):
+        if args.kernel in ("fp_mul", "fr_mul") and work:
             extra = f"; {work / mean:.3e} mul/s" + (f", {mean / fl:.2f}x the IMAD model" if fl else "")
         print(f"{name}: mean {mean * 1e3:.3f} ms per call{extra}")
     return 0

@@ -4,7 +4,7 @@ Workers take circuit indices in order and synthesize each (the witness only, cir
 prover holds the circuit; on a backend that assigns on the host, a/b/c too) in a thread, or in a spawned process behind the thread ('process' pool: the
 witness generators are mostly object-array numpy, which holds the GIL). Finished circuits go on a
 bounded queue of `depth`: a worker with a finished circuit waits while the queue is full, so at most
-depth + workers + 1 circuits are held on the host at once.
+depth + workers + provers circuits are held on the host at once.
 
 The provers are lanes (`Lane`): one prover each, with its key resident on its own GPU. A lane takes circuits
 as they come, assigns on the device where the backend does (cuda: SpMV; the host conversion of z to limbs is
@@ -94,13 +94,13 @@ def available_host_bytes() -> int | None:
 
 def plan_workers(circuits_n: int, name: str | None = None, log_size: int | None = None, depth: int = 2,
                  available: int | None = None, limbs: bool = True, host_assign: bool = False,
-                 shm_free: int | None = None) -> dict:
-    """Default worker count: half the cores (the rest for the prover thread, the driver and numpy), at
+                 shm_free: int | None = None, provers: int = 1) -> dict:
+    """Default worker count: half the cores (the rest for the prover threads, the driver and numpy), at
     most one per circuit, and at most what host memory holds: the pipeline keeps up to
-    workers + depth + 1 witnesses (`held` each) plus each worker's `private` peak, within
-    MEM_FRACTION of `available` (default: available_host_bytes(), read now: call it once the prover
-    holds its key and circuit). With `shm_free` (process workers handing witnesses over in /dev/shm),
-    also at most what that filesystem holds: workers + depth + 1 blocks of `held` each."""
+    workers + depth + provers witnesses (`held` each; one in each prover's hands) plus each worker's
+    `private` peak, within MEM_FRACTION of `available` (default: available_host_bytes(), read now: call it
+    once the provers hold their keys and circuit). With `shm_free` (process workers handing witnesses over
+    in /dev/shm), also at most what that filesystem holds: workers + depth + provers blocks of `held` each."""
     by_cores = max(1, min(circuits_n, (os.cpu_count() or 2) // 2))
     plan = {"workers": by_cores, "by_cores": by_cores, "by_memory": None}
     if name is None or log_size is None:
@@ -110,11 +110,11 @@ def plan_workers(circuits_n: int, name: str | None = None, log_size: int | None 
     plan.update(held_bytes=held, private_bytes=private, available_bytes=avail)
     if avail is None:
         return plan
-    by_mem = int((avail * MEM_FRACTION - (depth + 1) * held) // (held + private))
+    by_mem = int((avail * MEM_FRACTION - (depth + provers) * held) // (held + private))
     plan["by_memory"] = by_mem
     plan["workers"] = max(1, min(by_cores, by_mem))
     if shm_free is not None and not host_assign and held >= SHARE_MIN_BYTES:
-        plan["by_shm"] = by_shm = int(shm_free // (held * SHM_MARGIN)) - depth - 1
+        plan["by_shm"] = by_shm = int(shm_free // (held * SHM_MARGIN)) - depth - provers
         if by_shm >= 1:              # below 1 the witnesses travel pickled (no blocks): no cap
             plan["workers"] = max(1, min(plan["workers"], by_shm))
     return plan
@@ -441,13 +441,20 @@ def _put(q: queue.Queue, item, stop: threading.Event) -> bool:
     return False
 
 
+def _any_error(e: BaseException) -> bool:
+    return True
+
+
 @dataclass
 class Lane:
     """One prover and the GPU it proves on. `use()` makes that device current in the lane's thread (on the
-    cuda backend, cupy.cuda.Device(i)); `device` names it in the report (None: the CPU backend's one lane)."""
+    cuda backend, cupy.cuda.Device(i)); `device` names it in the report (None: the CPU backend's one lane).
+    `device_error(e)`: whether a proof's error is the device's (the circuit may go to another lane) rather
+    than the circuit's (the run ends); the cuda lanes' is per_device.is_device_error."""
     prover: object
     device: int | None = None
     use: object = contextlib.nullcontext
+    device_error: object = _any_error
 
 
 class _Work:
@@ -458,6 +465,7 @@ class _Work:
     def __init__(self, n: int):
         self.todo = collections.deque(range(n))
         self.left = n                       # circuits not yet proved
+        self.done_at: float | None = None   # perf_counter when the last was proved (the run's end)
         self.cond = threading.Condition()
 
     def take(self, stop: threading.Event) -> int | None:
@@ -471,6 +479,8 @@ class _Work:
     def proved(self) -> None:
         with self.cond:
             self.left -= 1
+            if self.left == 0:
+                self.done_at = time.perf_counter()
             self.cond.notify_all()
 
     def again(self, i: int) -> None:
@@ -552,15 +562,19 @@ def run_pipelined(provers, r1cs, job: Job, workers: int, depth: int, pool: str =
                 proofs[i], publics[i] = step.prove(run, payload)
             except Exception as e:
                 _discard(item)                  # its blocks, if the proof failed before taking them
-                if len(lanes) == 1:
-                    raise
+                if len(lanes) == 1 or not lane.device_error(e):
+                    raise                       # one lane, or the circuit's own error: the run ends, as it did
                 step.close_blocks()
+                where = f"device {lane.device}" if lane.device is not None else f"lane {k}"
+                before = [f for f in failures if f["circuit"] == i]
                 with alive_lock:
                     alive.discard(k)
                     others = len(alive)
                 failures.append({"lane": k, "device": lane.device, "circuit": i, "at_s": step.now(),
                                  "error": f"{type(e).__name__}: {e}"})
-                where = f"device {lane.device}" if lane.device is not None else f"lane {k}"
+                if before:                      # a second device failed on it too: the circuit, not the devices
+                    raise PipelineError(f"circuit {i} failed on two devices ({before[0]['error']}; then {where}: "
+                                        f"{type(e).__name__}: {e}): not retried again") from e
                 if not others:
                     raise PipelineError(f"every device failed; the last, {where}, on circuit {i}: "
                                         f"{type(e).__name__}: {e}") from e
@@ -595,10 +609,11 @@ def run_pipelined(provers, r1cs, job: Job, workers: int, depth: int, pool: str =
                 t.join()
             if errors:
                 raise errors[0]
+            wall = todo.done_at - origin    # not when the idle lanes noticed (up to a queue poll later)
         else:
             with lanes[0].use():
                 prove_lane(0)
-        wall = now()
+            wall = now()
     finally:
         stop.set()
         _drain(q)                           # unblock workers waiting on a full queue

@@ -147,7 +147,7 @@ def test_history_record_refuses_a_held_gpu(tmp_path, holder, monkeypatch, capsys
 @pytest.mark.parametrize("visible, host, why", [
     (None, 1, None), ("GPU-abc", 8, None), ("3", 8, None),
     ("", 1, "is empty"), ("0,1", 8, "names 2 GPUs"), (None, 8, "unset on a host with 8 GPUs"),
-    (None, 0, "no GPU"), (None, None, "no GPU"),
+    (None, 0, "no GPU"), (None, None, "no GPU"), ("GPU-typo", 0, "finds no such GPU"), ("GPU-abc", None, None),
 ])
 def test_one_gpu_problem(visible, host, why):
     got = gpu_lock.one_gpu_problem(visible, host)

@@ -52,3 +52,12 @@ def test_on_device_replaces_an_unset_field(dev):
     """A dataclass field defaulting to None (formats.zkey.ZKey._device) becomes the per-device dict."""
     host = types.SimpleNamespace(_device=None)
     assert per_device.on_device(host, "_device", lambda: 7) == 7 and host._device == {0: 7}
+
+
+def test_the_device_caches_are_per_device():
+    """Every cache of device arrays or device attributes in cuzk/gpu is kept per device (a second GPU in the
+    process never gets the first one's tables)."""
+    from cuzk.gpu import keygen, msm, ntt
+    for f in (ntt._power_tables, ntt._small_table, ntt._tw1_table, ntt._tw1_table_big, msm._sm_count,
+              keygen._sm_count):
+        assert getattr(f, "per_device", False), f.__name__

@@ -7,6 +7,7 @@ import contextlib
 import threading
 import time
 
+import numpy as np
 import pytest
 
 from cuzk import circuits
@@ -132,6 +133,47 @@ def test_one_device_failing_hands_its_circuit_to_another(setup, capsys):
     assert "fake device 1 lost" in device_table(s)
 
 
+def test_the_wall_ends_with_the_last_proof(setup):
+    """Several lanes: the run ends when its last proof does, not when the idle lanes next poll the queue."""
+    from cuzk.pipeline import QUEUE_POLL_S
+    opts, r1cs, pk = setup
+    res = run_pipelined(_lanes(opts, pk), r1cs, _job(opts, 4, host_assign=False), 2, 2, "thread")
+    last = max(r.prove_stop_s for r in res.runs)
+    assert last <= res.wall_s < last + QUEUE_POLL_S / 2
+
+
+def test_a_circuits_own_error_is_not_retried(setup):
+    """An error the lane does not call the device's (a bad witness, a bug) ends the run as with one lane."""
+    opts, r1cs, pk = setup
+    lanes = _lanes(opts, pk, fail={1: 1})
+    for ln in lanes:
+        ln.device_error = lambda e: False
+    with pytest.raises(RuntimeError, match="fake device 1 lost"):
+        run_pipelined(lanes, r1cs, _job(opts, 6, host_assign=False), 2, 2, "thread")
+    assert _no_threads_left()
+
+
+class PoisonBackend(FakeDeviceBackend):
+    """Fails on one circuit's witness whichever device proves it (the circuit's fault, not a device's)."""
+    poison = None
+
+    def assign(self, r1cs, inputs, aux, domain, z_limbs=None):
+        if np.array_equal(np.asarray(aux, dtype=object), self.poison):
+            self.proofs += 1
+            raise RuntimeError("this circuit always fails")
+        return super().assign(r1cs, inputs, aux, domain, z_limbs=z_limbs)
+
+
+def test_a_circuit_failing_on_two_devices_ends_the_run(setup):
+    opts, r1cs, pk = setup
+    PoisonBackend.poison = np.asarray(circuits.witness("porep_like", LOG, seed=3, opts=opts)[1], dtype=object)
+    lanes = [Lane(Prover(PoisonBackend(opts, d), pk), d, _use(d)) for d in (0, 1, 2)]
+    with pytest.raises(PipelineError, match=r"circuit 2 failed on two devices .*not retried again"):
+        run_pipelined(lanes, r1cs, _job(opts, 6, host_assign=False), 2, 2, "thread")
+    assert sum(ln.prover.backend.proofs for ln in lanes) >= 2
+    assert _no_threads_left()
+
+
 def test_every_device_failing_is_an_error(setup):
     opts, r1cs, pk = setup
     lanes = _lanes(opts, pk, fail={0: 1, 1: 1})
@@ -224,14 +266,17 @@ def test_merge_phases_sums_and_orders():
 # --- GPU ---
 
 @pytest.mark.gpu
-def test_cuda_two_provers_side_by_side_verify(setup):
+@pytest.mark.parametrize("spec", ["none", "none,+P1"])
+def test_cuda_two_provers_side_by_side_verify(setup, spec):
     """Two provers on device 0, each with its own key there, proving side by side in their lanes' threads:
     what one backend keeps (streams, tables, the circuit's matrices) never leaks into the other's proofs.
     On a host with several GPUs, test_cuda_devices_all_verifies puts one on each."""
     import cupy
     from cuzk.backend.cuda import CudaBackend
+    from cuzk.gpu.per_device import is_device_error
     opts, r1cs, pk = setup
-    lanes = [Lane(Prover(CudaBackend(opts), pk), 0, lambda: cupy.cuda.Device(0)) for _ in range(2)]
+    be = resolve(spec, env=False)              # P1: each proof's jobs on their own threads, the lane's device current
+    lanes = [Lane(Prover(CudaBackend(be), pk), 0, lambda: cupy.cuda.Device(0), is_device_error) for _ in range(2)]
     res = run_pipelined(lanes, r1cs, _job(opts, 8, host_assign=False), 2, 2, "thread")
     vk = pk.verifying_key()
     assert all(verify(vk, pub, pf) for pub, pf in zip(res.publics, res.proofs))
@@ -269,3 +314,14 @@ def test_cuda_devices_beyond_the_host_is_one_line(tmp_path, capsys):
     count = cupy.cuda.runtime.getDeviceCount()
     rc = main(["bench", "--backend", "cuda", "--log-size", "10", "--pipeline", "--devices", str(count + 1)])
     assert rc == 2 and f"CUDA sees {count}" in capsys.readouterr().err
+
+
+@pytest.mark.gpu
+def test_device_errors_are_told_from_the_circuits():
+    import cupy
+    from cuzk.gpu.per_device import is_device_error
+    from cuzk.r1cs import UnsatisfiedError
+    assert is_device_error(cupy.cuda.memory.OutOfMemoryError(1 << 40, 0))
+    assert is_device_error(cupy.cuda.runtime.CUDARuntimeError(700))       # an illegal address
+    assert not is_device_error(UnsatisfiedError("constraint 3 fails"))
+    assert not is_device_error(ValueError("z_limbs has shape (1, 8)"))

@@ -47,13 +47,13 @@ def resolve_devices(spec: str | None, count: int) -> list[int] | None:
             raise CliError("--devices all: CUDA sees no GPU")
         return list(range(count))
     if "," not in spec:
-        if not spec.isdigit() or int(spec) < 1:
+        if not (spec.isdecimal() and spec.isascii()) or int(spec) < 1:
             raise CliError(f"--devices {spec}: give all, a count N >= 1, or indices with a comma ('2,' for device 2)")
         if int(spec) > count:
             raise CliError(f"--devices {spec}: {spec} GPUs asked, CUDA sees {count}")
         return list(range(int(spec)))
     parts = [x.strip() for x in spec.split(",") if x.strip()]
-    if not parts or not all(x.isdigit() for x in parts):
+    if not parts or not all(x.isdecimal() and x.isascii() for x in parts):
         raise CliError(f"--devices {spec}: indices must be integers, e.g. 0,2")
     ids = [int(x) for x in parts]
     dup = sorted({i for i in ids if ids.count(i) > 1})
@@ -121,7 +121,9 @@ def _lane_for(args, opts, r1cs, job, device: int | None, backend=None) -> dict:
         if device is None and backend.name == "cuda":
             from ..gpu.per_device import current
             device = current()
-    return {"ctx": ctx, "lane": Lane(ctx.prover, device, use), "warm": (warm, public), "warmup_s": warm_s}
+    from ..gpu.per_device import is_device_error
+    return {"ctx": ctx, "lane": Lane(ctx.prover, device, use, is_device_error), "warm": (warm, public),
+            "warmup_s": warm_s}
 
 
 def _device_lanes(args, opts, r1cs, job, devices: list[int]) -> list[dict]:
@@ -180,7 +182,8 @@ def bench_pipeline(args, opts) -> int:
     else:       # planned now: the available memory already excludes the provers' keys and circuit
         from ..pipeline import shm_free_bytes
         plan = plan_workers(args.circuits, args.circuit, pk.log_n, depth, limbs=job.witness_limbs,
-                            host_assign=host_assign, shm_free=shm_free_bytes() if pool == "process" else None)
+                            host_assign=host_assign, shm_free=shm_free_bytes() if pool == "process" else None,
+                            provers=len(lanes))
         workers = plan["workers"]
         gib = lambda b: "?" if b is None else f"{b / 2**30:.1f}"      # noqa: E731
         print(f"pipeline: {workers} worker(s) (cores allow {plan['by_cores']}, memory {plan['by_memory']}"

@@ -25,6 +25,7 @@ def device_cache(maxsize: int):
             return per(current())(*args, **kw)
         cached.__wrapped__ = fn
         cached.cache_clear = per.cache_clear
+        cached.per_device = True
         return cached
     return wrap
 
@@ -45,3 +46,11 @@ def on_device(obj, attr: str, make):
     made = make()
     with _attr_lock:
         return per.setdefault(dev, made)
+
+
+def is_device_error(e: BaseException) -> bool:
+    """Whether a proof's error is its GPU's (CUDA runtime or driver error, device memory exhausted), so that the
+    circuit may be proved on another device, rather than the circuit's or the code's."""
+    import cupy
+    kinds = (cupy.cuda.runtime.CUDARuntimeError, cupy.cuda.driver.CUDADriverError, cupy.cuda.memory.OutOfMemoryError)
+    return isinstance(e, kinds)

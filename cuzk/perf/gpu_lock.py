@@ -55,15 +55,31 @@ def _holder(fd: int) -> str:
         return "holder unknown"
 
 
+def _open(path: Path, key: str) -> int:
+    """A descriptor to flock: the file as it is (another user's, under fs.protected_regular a sticky /tmp refuses
+    O_CREAT on it), read-write or else read-only (flock needs neither), or made now."""
+    for flags in (os.O_RDWR, os.O_RDONLY):
+        try:
+            return os.open(path, flags)
+        except FileNotFoundError:
+            break
+        except PermissionError:
+            continue
+    try:
+        try:
+            return os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+        except PermissionError:         # made meanwhile by another user's job
+            return os.open(path, os.O_RDONLY)
+    except OSError as e:
+        raise GpuBusy(f"GPU {key}: cannot open its lock file {path} ({e.strerror})") from e
+
+
 @contextmanager
 def hold(what: str, key: str | None = None, directory: Path | None = None):
     """Hold the GPU's lock for the block; GpuBusy at once (never a wait) when another process holds it."""
     key = key or gpu_key()
     path = lock_path(key, directory)
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
-    except OSError as e:
-        raise GpuBusy(f"GPU {key}: cannot open its lock file {path} ({e.strerror})") from e
+    fd = _open(path, key)
     try:
         try:
             os.fchmod(fd, 0o666)        # other runner users on the host take the same lock
@@ -75,10 +91,13 @@ def hold(what: str, key: str | None = None, directory: Path | None = None):
             raise GpuBusy(f"GPU {key} is held by another cuzk job ({_holder(fd)}; lock {path}): two jobs on one "
                           "GPU would time each other's kernels; give each runner its own GPU "
                           "(CUDA_VISIBLE_DEVICES, docs/runners.md)") from None
-        os.ftruncate(fd, 0)
-        os.lseek(fd, 0, os.SEEK_SET)
-        os.write(fd, json.dumps({"pid": os.getpid(), "what": what, "since": time.time(),
-                                 "argv": sys.argv[1:]}).encode())
+        try:                            # who holds it, for a refusal's line (not possible on another user's file)
+            os.ftruncate(fd, 0)
+            os.lseek(fd, 0, os.SEEK_SET)
+            os.write(fd, json.dumps({"pid": os.getpid(), "what": what, "since": time.time(),
+                                     "argv": sys.argv[1:]}).encode())
+        except OSError:
+            pass
         try:
             yield path
         finally:
@@ -98,6 +117,8 @@ def one_gpu_problem(visible: str | None, host_gpus: int | None) -> str | None:
                 "runner its own GPU (docs/runners.md)")
     if not entries and not host_gpus:
         return "no GPU: NVML sees none on this host"
+    if entries and host_gpus == 0:
+        return f"CUDA_VISIBLE_DEVICES={visible} but NVML finds no such GPU on this host (a mistyped UUID?)"
     if not entries and host_gpus > 1:
         return (f"CUDA_VISIBLE_DEVICES is unset on a host with {host_gpus} GPUs: every job would land on GPU 0; "
                 "set it in each runner's .env, by UUID (docs/runners.md)")

@@ -103,11 +103,12 @@ class Concurrent:
         """jobs: callables; returns their results in order."""
         ready = cupy.cuda.Event()
         ready.record()                          # the inputs, queued on the caller's stream
+        dev = cupy.cuda.Device()                # the caller's device (bench --devices: its lane's), current in each job
 
         def one(i, fn):
             s = self.streams[i % self.width]
             s.wait_event(ready)
-            with s:
+            with dev, s:
                 out = fn()
                 s.synchronize()
             return out
