@@ -372,7 +372,8 @@ class RunResult:
     workers: int | None = None
     depth: int | None = None
     pool: str | None = None
-    lanes: list = field(default_factory=list)      # per lane: lane, device, phases (None: lost), failed
+    lanes: list = field(default_factory=list)      # per lane: lane, device, phases (None: lost), failed; a failed
+    #                                                attempt's records stay in its lane's phases (and the merged ones)
     failures: list = field(default_factory=list)   # per failed proof: lane, device, circuit, error
 
 
