@@ -164,8 +164,6 @@ def main(argv: list[str]) -> int:
         mean = bench.mean()
         meta = bench.get_metadata()
         work, fl = meta.get("cuzk_work_items"), meta.get("cuzk_floor_s")
-        if work is None:
-            fl = None
         extra = f"; {fl * 1e3:.3f} ms floor, {mean / fl:.2f}x the floor" if fl else ""
         if args.kernel in ("fp_mul", "fr_mul") and work:
             extra = f"; {work / mean:.3e} mul/s" + (f", {mean / fl:.2f}x the IMAD model" if fl else "")

@@ -141,6 +141,11 @@ class Nvml:
     def __exit__(self, *exc):
         self.close()
 
+    def device_count(self) -> int | None:
+        """The GPUs NVML sees on the host (all of them: CUDA_VISIBLE_DEVICES does not hide any from NVML)."""
+        c = self._try(self.N.nvmlDeviceGetCount)
+        return None if c is None else int(c)
+
     def _try(self, fn, *args, default=None):
         try:
             return fn(*args)

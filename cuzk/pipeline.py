@@ -538,8 +538,7 @@ def run_pipelined(provers, r1cs, job: Job, workers: int, depth: int, pool: str =
     proofs: list = [None] * n
     publics: list = [None] * n
     failures: list = []
-    alive = set(range(len(lanes)))
-    alive_lock = threading.Lock()
+    failures_lock = threading.Lock()
 
     def prove_lane(k: int):
         """Lane k's loop: take a synthesized circuit, prove it, until every circuit is proved."""
@@ -567,12 +566,11 @@ def run_pipelined(provers, r1cs, job: Job, workers: int, depth: int, pool: str =
                     raise                       # one lane, or the circuit's own error: the run ends, as it did
                 step.close_blocks()
                 where = f"device {lane.device}" if lane.device is not None else f"lane {k}"
-                before = [f for f in failures if f["circuit"] == i]
-                with alive_lock:
-                    alive.discard(k)
-                    others = len(alive)
-                failures.append({"lane": k, "device": lane.device, "circuit": i, "at_s": step.now(),
-                                 "error": f"{type(e).__name__}: {e}"})
+                with failures_lock:
+                    before = [f for f in failures if f["circuit"] == i]
+                    failures.append({"lane": k, "device": lane.device, "circuit": i, "at_s": step.now(),
+                                     "error": f"{type(e).__name__}: {e}"})
+                    others = len(lanes) - len({f["lane"] for f in failures})     # a failed lane takes no more
                 if before:                      # a second device failed on it too: the circuit, not the devices
                     raise PipelineError(f"circuit {i} failed on two devices ({before[0]['error']}; then {where}: "
                                         f"{type(e).__name__}: {e}): not retried again") from e

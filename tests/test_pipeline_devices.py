@@ -22,15 +22,7 @@ from cuzk.pipeline import Lane, PipelineError, run_pipelined, summary
 from cuzk.prover import Prover
 from cuzk.timing import merge_phases
 
-from test_pipeline import LOG, FakeGpuBackend, _job
-
-
-@pytest.fixture(scope="module")
-def setup():
-    opts = resolve("none", env=False)
-    r1cs, _, _ = circuits.build("porep_like", LOG, opts=opts, seed=1)
-    pk, _, _ = cached_setup(r1cs, progress=False, backend="cpu")
-    return opts, r1cs, pk
+from test_pipeline import LOG, FakeGpuBackend, _job, setup  # noqa: F401  (setup: test_pipeline's fixture, shared)
 
 _current = threading.local()         # the fake "current device" of a thread
 

@@ -191,7 +191,7 @@ def bench_pipeline(args, opts) -> int:
               f"{gib(plan['available_bytes'])} GiB available, ~{gib(plan['held_bytes'])} GiB held per circuit, "
               f"~{gib(plan['private_bytes'])} GiB per worker)", file=sys.stderr)
     try:
-        pipe = run_pipelined(lanes if devices is not None else prover, r1cs, job, workers, depth, pool)
+        pipe = run_pipelined(lanes, r1cs, job, workers, depth, pool)
         if args.compare:        # one prover, one circuit after another (on the first device)
             with lanes[0].use():
                 seq = run_sequential(prover, r1cs, job)
@@ -210,7 +210,7 @@ def bench_pipeline(args, opts) -> int:
     for d, m in zip(section["devices"], made):
         with m["lane"].use():
             d["memory"] = device_memory(m["ctx"].prover.kh)
-        d.update(device=m["lane"].device, key_s=m["ctx"].key.seconds, warmup_s=m["warmup_s"])
+        d.update(key_s=m["ctx"].key.seconds, warmup_s=m["warmup_s"])
     phases = pipe.phases
     report = {
         **report_header(args, backend, r1cs, pk, opts, 0, pool),

@@ -1,6 +1,7 @@
 """`cuzk gate`: the per-phase performance gate of a pull request (logic in cuzk/perf/)."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -28,11 +29,9 @@ def cmd_gate(args) -> int:
             not_gated = []
             if args.cpu_only:
                 cfg, not_gated = gate.cpu_only(cfg)
-            if any(w.spec.backend == "cuda" for w in cfg.workloads):     # one gate per GPU (gpu_lock.py)
-                from ..perf.gpu_lock import hold
-                with hold("cuzk gate"):
-                    res = gate.run(args.repo, args.base, args.head, cfg, not_gated=not_gated)
-            else:
+            from ..perf.gpu_lock import hold
+            gpu = any(w.spec.backend == "cuda" for w in cfg.workloads)     # one gate per GPU (gpu_lock.py)
+            with hold("cuzk gate") if gpu else contextlib.nullcontext():
                 res = gate.run(args.repo, args.base, args.head, cfg, not_gated=not_gated)
     except CliError:
         raise

@@ -28,13 +28,8 @@ def cmd_gpu_state(args) -> int:
     from ..perf.gpu_lock import one_gpu_problem
     dev = open_device()
     if getattr(args, "one_gpu", False):
-        count = None
-        if dev is not None:
-            try:
-                count = int(dev.N.nvmlDeviceGetCount())
-            except Exception:
-                count = None
-        why = one_gpu_problem(os.environ.get("CUDA_VISIBLE_DEVICES"), count if dev is not None else 0)
+        count = 0 if dev is None else dev.device_count()
+        why = one_gpu_problem(os.environ.get("CUDA_VISIBLE_DEVICES"), count)
         if why:
             if dev is not None:
                 dev.close()

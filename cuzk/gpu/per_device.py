@@ -23,7 +23,6 @@ def device_cache(maxsize: int):
         @functools.wraps(fn)
         def cached(*args, **kw):
             return per(current())(*args, **kw)
-        cached.__wrapped__ = fn
         cached.cache_clear = per.cache_clear
         cached.per_device = True
         return cached

@@ -25,14 +25,13 @@ class GpuBusy(RuntimeError):
 
 def gpu_key() -> str:
     """The GPU this process's CUDA work lands on, named the same in every process on the host."""
-    from .. import nvml
-    try:
-        with nvml.Nvml() as dev:
+    from ..nvml import open_device
+    dev = open_device()
+    if dev is not None:
+        with dev:
             uuid = dev.info().uuid
         if uuid:
             return uuid
-    except Exception:           # no NVML (a CPU machine, no driver): the name CUDA is given
-        pass
     first = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()
     return first or "0"
 
@@ -56,19 +55,12 @@ def _holder(fd: int) -> str:
 
 
 def _open(path: Path, key: str) -> int:
-    """A descriptor to flock: the file as it is (another user's, under fs.protected_regular a sticky /tmp refuses
-    O_CREAT on it), read-write or else read-only (flock needs neither), or made now."""
-    for flags in (os.O_RDWR, os.O_RDONLY):
-        try:
-            return os.open(path, flags)
-        except FileNotFoundError:
-            break
-        except PermissionError:
-            continue
+    """A descriptor to flock (which needs neither read nor write): the file opened or made read-write, else, where it
+    is another user's (in a sticky /tmp under fs.protected_regular, O_CREAT on it is refused), read-only."""
     try:
         try:
             return os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
-        except PermissionError:         # made meanwhile by another user's job
+        except PermissionError:
             return os.open(path, os.O_RDONLY)
     except OSError as e:
         raise GpuBusy(f"GPU {key}: cannot open its lock file {path} ({e.strerror})") from e
