@@ -399,9 +399,10 @@ def test_a_workload_may_gate_its_own_phases(repo):
 # --- a worker that hangs: killed at the timeout, the phase named, the report still written ---
 
 HANGING_WORKER = r'''
-import json, sys, time
+import json, os, sys, time
 hang = HANG
-for line in sys.stdin:
+requests, replies = os.fdopen(int(sys.argv[1])), os.fdopen(int(sys.argv[2]), "w")
+for line in requests:
     msg = json.loads(line)
     if "protocol" in msg:
         reply = {"status": "ready", "numbers": {a: 1 for a in msg["areas"]}, "gpu": None, "cuzk_file": "x"}
@@ -412,7 +413,8 @@ for line in sys.stdin:
         reply = {"status": "ok", "value": 1.0, "energy_j": None, "state": None}
     else:
         reply = {"status": "done", "discards": [], "peak_device_bytes": {}}
-    print(json.dumps(reply), flush=True)
+    replies.write(json.dumps({**reply, "id": msg["id"]}) + "\n")
+    replies.flush()
 '''
 
 
@@ -421,7 +423,7 @@ class HangingSpawn:
     cuzk.perf.worker is a script that answers at once, except head's in one phase, where it hangs."""
 
     def __init__(self, phase: str, where: Path):
-        self.phase, self.where, self.workers = phase, where, []
+        self.phase, self.where, self.workers, self.log = phase, where, [], []
 
     def __call__(self, root, timeout):
         side = Path(root).name
@@ -431,7 +433,7 @@ class HangingSpawn:
         (fake / "cuzk" / "perf" / "__init__.py").write_text("")
         hang = self.phase if side == "head" else "-"
         (fake / "cuzk" / "perf" / "worker.py").write_text(HANGING_WORKER.replace("HANG", repr(hang)))
-        w = gate.WorkerProcess(fake, timeout)
+        w = gate.WorkerProcess(fake, timeout, log=self.log.append)
         self.workers.append(w)
         return w
 
@@ -444,7 +446,9 @@ def test_hung_worker_is_killed_and_the_phase_named(repo, tmp_path):
     oc = res.outcomes[0]
     assert oc.status == "error"
     assert "head" in oc.message and "round 1" in oc.message and "hung in phase tail_msm" in oc.message, oc.message
-    assert "timed out after 2 s" in oc.message and "worker: entering tail_msm" in oc.message
+    assert "timed out after 2 s" in oc.message
+    # what the worker printed is in the gate's log, not in the report
+    assert "worker: entering tail_msm" not in oc.message and "worker: entering tail_msm" in "\n".join(spawn.log)
     assert all(w.p.poll() is not None for w in spawn.workers)          # none left running
     md = report.markdown(res)
     assert "tail_msm" in md and "never a pass" in md

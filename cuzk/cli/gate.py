@@ -4,25 +4,86 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import stat
 import sys
+import tempfile
 from pathlib import Path
 
 from .common import (_err, EXIT_BAD_INPUT, CliError, write_all)
 
+OUT_FILES = ("report.md", "gate.json")
+
+
+def check_out_dir(out: str | Path, names=OUT_FILES) -> None:
+    """--out must take the gate's files: checked before any sample by writing (and removing) a probe there,
+    so an unwritable directory fails now, not after the gate has run. Nothing is left behind."""
+    out = Path(out)
+    made = []
+    try:
+        for d in reversed([out, *out.parents]):
+            if not d.exists():
+                d.mkdir()
+                made.append(d)
+        if not out.is_dir():
+            raise CliError(f"gate: --out {out}: not a directory")
+        for n in names:
+            try:
+                st = os.lstat(out / n)
+            except FileNotFoundError:
+                continue
+            if not stat.S_ISREG(st.st_mode):
+                raise CliError(f"gate: --out {out}: {n} exists and is not a regular file")
+        fd, probe = tempfile.mkstemp(dir=out, prefix=".cuzk-probe-")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as e:
+        raise CliError(f"gate: --out {out}: cannot write there ({e.strerror or e})") from e
+    finally:
+        for d in reversed(made):
+            with contextlib.suppress(OSError):
+                d.rmdir()
+
+
+def check_file_target(path: str | Path, what: str) -> None:
+    """A single output file (--comment, the step summary) must be writable before any work."""
+    p = Path(path)
+    try:
+        st = os.lstat(p)
+        if not stat.S_ISREG(st.st_mode):
+            raise CliError(f"gate: {what} {p}: exists and is not a regular file")
+        if not os.access(p, os.W_OK):
+            raise CliError(f"gate: {what} {p}: not writable")
+    except FileNotFoundError:
+        parent = p.parent if str(p.parent) else Path(".")
+        if not (parent.is_dir() and os.access(parent, os.W_OK | os.X_OK)):
+            raise CliError(f"gate: {what} {p}: its directory does not exist or is not writable") from None
+
 
 def cmd_gate(args) -> int:
     """Exit 0 no regression, 1 a regression, 2 anything that could not be judged."""
+    from ..perf import gate, gate_config, report
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if args.comment and not args.from_json:
+        raise CliError("gate: --comment renders a saved gate.json: give --from-json GATE.json")
+    if args.out:
+        check_out_dir(args.out, OUT_FILES if not args.from_json else ("report.md",))
+    if args.comment:
+        check_file_target(args.comment, "--comment")
+    if summary and not args.from_json:
+        check_file_target(summary, "GITHUB_STEP_SUMMARY")
     try:
-        from ..perf import gate, gate_config, report
         if args.from_json:
             try:
                 res = gate.from_dict(json.loads(Path(args.from_json).read_text()))
-            except (OSError, ValueError, KeyError, TypeError, IndexError) as e:
-                raise CliError(f"gate: {args.from_json}: not a gate.json ({type(e).__name__}: {e})") from e
+            except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError, RecursionError) as e:
+                raise CliError(f"gate: {args.from_json}: not a gate.json ({type(e).__name__}: "
+                               f"{str(e).splitlines()[0] if str(e) else ''})") from e
         else:
             if not (args.base and args.head):
                 raise CliError("gate: --base and --head are required (or --from-json GATE.json)")
-            cfg = gate_config.load(args.config or Path(args.repo) / gate_config.DEFAULT_PATH)
+            # the rules are the base's: a pull request's own perf-gate.toml never judges it
+            cfg = (gate_config.load(args.config) if args.config
+                   else gate_config.load_commit(args.repo, args.base))
             if args.rounds is not None:
                 cfg = gate_config.parse({**cfg.raw, "gate": {**cfg.raw.get("gate", {}), "rounds": args.rounds}},
                                         cfg.path)
@@ -38,9 +99,15 @@ def cmd_gate(args) -> int:
     except Exception as e:          # whatever went wrong, it is not a pass and not a regression
         _err(f"gate: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
         return EXIT_BAD_INPUT
+    if args.comment:
+        try:
+            text = report.comment(res, args.run_url, args.history_url)
+        except ValueError as e:
+            raise CliError(f"gate: {e}") from e
+        write_all({Path(args.comment): text})
+        return 0            # the verdict is the gate run's; this only renders it
     md = report.markdown(res)
     print(md)
-    summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary and not args.from_json:
         with open(summary, "a") as f:
             f.write(md)

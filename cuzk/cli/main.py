@@ -147,10 +147,16 @@ def build_parser() -> argparse.ArgumentParser:
                     help="gate the config's CPU workloads alone (a machine without a GPU); the report says so")
     gt.add_argument("--from-json", metavar="GATE.json",
                     help="judge a saved gate.json afresh and print its report (measures nothing)")
-    gt.add_argument("--config", default=None, help="gate config (default: perf-gate.toml in --repo)")
-    gt.add_argument("--repo", default=".", help="git repository (default: .)")
+    gt.add_argument("--config", default=None,
+                    help="gate config (default: perf-gate.toml as committed in --base, never the head's)")
+    gt.add_argument("--repo", default=".", help="git repository (default: .); its tracked files must be committed")
     gt.add_argument("--out", metavar="DIR", help="write report.md and gate.json (all samples) here")
     gt.add_argument("--rounds", type=int, default=None, help="override [gate] rounds")
+    gt.add_argument("--comment", metavar="FILE",
+                    help="with --from-json: write the pull request's sticky comment (Markdown) to FILE, exit 0")
+    gt.add_argument("--run-url", metavar="URL", help="with --comment: the gate run's page (full report, samples)")
+    gt.add_argument("--history-url", metavar="URL",
+                    help="with --comment: the published asv history, for each regressed phase's graph")
     gt.set_defaults(func=cmd_gate)
 
     bi = sub.add_parser("bisect", help="asv find: the commit between GOOD and BAD that slowed a benchmark "

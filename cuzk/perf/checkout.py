@@ -1,4 +1,4 @@
-"""A commit of the project as an importable tree, apart from the installed copy.
+"""A commit of the project as an importable tree, apart from the installed copy, and the gate's workspace.
 
 `git archive` extracts the commit; the package-dir mapping of its pyproject.toml (for example
 cuzk.kernels -> kernels/) is laid out with symlinks, so `import cuzk` from that root finds
@@ -7,10 +7,16 @@ that commit's code and nothing else. Worker processes run with the root first on
 from __future__ import annotations
 
 import io
+import json
 import os
+import shutil
+import stat
 import subprocess
 import tarfile
+import tempfile
+import time
 import tomllib
+from contextlib import contextmanager
 from pathlib import Path
 
 
@@ -59,3 +65,107 @@ def lay_out_packages(tree: Path) -> Path:
         link.parent.mkdir(parents=True, exist_ok=True)
         os.symlink(os.path.relpath(target, link.parent), link, target_is_directory=True)
     return root
+
+
+# The measuring code: the head's copy is replaced by the base's, so a pull request is judged by the
+# harness it was written against: the verdict belongs to the base.
+HARNESS = ("cuzk/perf", "cuzk/nvml.py")
+RULES = ("perf-gate.toml",)
+# also reported when a pull request changes them; they act only after merge (asv's suite) or are part of
+# the code under test itself (the phase timer that the backends call)
+ALSO_WATCHED = ("benchmarks", "asv.conf.json", "cuzk/timing.py")
+
+
+def overlay_harness(base_root: Path, head_root: Path) -> None:
+    """Replace the head tree's measuring code by the base's (copies, not links: the trees stay apart)."""
+    for rel in HARNESS:
+        src, dst = Path(base_root) / rel, Path(head_root) / rel
+        if dst.is_symlink() or dst.is_file():
+            dst.unlink()
+        elif dst.exists():
+            shutil.rmtree(dst)
+        if src.is_dir():
+            shutil.copytree(src, dst, symlinks=False)
+        elif src.is_file():
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(src, dst)
+
+
+def changed_paths(repo: str | Path, base: str, head: str, paths) -> list[str]:
+    """Files under `paths` that differ between two commits."""
+    out = git(repo, "diff", "--name-only", "-z", base, head, "--", *paths)
+    return sorted(f for f in out.split("\0") if f)
+
+
+def dirty_files(repo: str | Path) -> list[str]:
+    """Tracked files with uncommitted changes (staged or not); untracked files do not count."""
+    out = git(repo, "status", "--porcelain=v1", "-z", "--untracked-files=no")
+    names, entries = [], out.split("\0")
+    i = 0
+    while i < len(entries):
+        e = entries[i]
+        if len(e) > 3:
+            names.append(e[3:])
+            if e[0] in "RC":               # a rename or copy: the source name follows
+                i += 1
+        i += 1
+    return sorted(set(names))
+
+
+WORKSPACE_PREFIX = "cuzk-gate-"
+_OWNER = "owner.json"
+
+
+def _start_time(pid: int) -> str | None:
+    """A process's start time (clock ticks after boot), which a reused PID does not share; None if unknown."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+def _alive(pid: int, start: str | None) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    now = _start_time(pid)
+    return start is None or now is None or now == start
+
+
+def remove_stale(parent: str | Path | None = None, max_orphan_s: float = 3600.0) -> list[Path]:
+    """Remove this user's gate workspaces whose gate is gone (killed with SIGKILL, a lost machine): those
+    whose owner process no longer runs, and ownerless ones older than max_orphan_s. Returns what it removed."""
+    parent = Path(parent or tempfile.gettempdir())
+    removed = []
+    for d in parent.glob(WORKSPACE_PREFIX + "*"):
+        try:
+            st = d.lstat()
+            if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+                continue
+            try:
+                owner = json.loads((d / _OWNER).read_text())
+                stale = not _alive(int(owner["pid"]), owner.get("start"))
+            except (OSError, ValueError, KeyError, TypeError):
+                stale = time.time() - st.st_mtime > max_orphan_s
+            if stale:
+                shutil.rmtree(d)
+                removed.append(d)
+        except OSError:
+            continue
+    return removed
+
+
+@contextmanager
+def workspace():
+    """A temporary directory for the gate's checkouts, marked with its owner so that the next gate can
+    remove it if this process dies without cleaning up; removed on every exit this process survives."""
+    d = Path(tempfile.mkdtemp(prefix=WORKSPACE_PREFIX))
+    try:
+        (d / _OWNER).write_text(json.dumps({"pid": os.getpid(), "start": _start_time(os.getpid())}))
+        yield d
+    finally:
+        shutil.rmtree(d, ignore_errors=True)

@@ -15,6 +15,8 @@ import json
 import math
 import os
 import queue
+import re
+import signal
 import statistics
 import subprocess
 import sys
@@ -43,26 +45,65 @@ class WorkerTimeout(WorkerFailed):
     """A worker that did not reply within its timeout: it was killed."""
 
 
-class WorkerProcess:
-    """`python -m cuzk.perf.worker` with the commit's root first on sys.path; JSON lines both ways."""
+# Run by the worker's interpreter before anything of the commit is imported (importing cuzk.perf.worker
+# runs the commit's cuzk/__init__.py): fd 1 becomes the log, fd 0 /dev/null, and the worker dies with the
+# gate (SIGKILL on the parent's death where Linux offers it; everywhere, EOF on a lifeline pipe that only
+# the gate holds open).
+_BOOT = """\
+import os, sys, threading
+{pin}os.dup2(2, 1)
+_null = os.open(os.devnull, os.O_RDONLY); os.dup2(_null, 0); os.close(_null)
+try:
+    import ctypes
+    ctypes.CDLL(None).prctl(1, 9)
+except Exception:
+    pass
+if os.getppid() != {ppid}:
+    os._exit(3)
+def _lifeline(fd):
+    while os.read(fd, 1):
+        pass
+    os._exit(3)
+threading.Thread(target=_lifeline, args=({life},), daemon=True).start()
+import runpy
+sys.argv = ["cuzk.perf.worker", "{req}", "{rep}"]
+runpy.run_module("cuzk.perf.worker", run_name="__main__")
+"""
 
-    def __init__(self, root: Path, timeout: float, cpus: tuple[int, ...] | None = None):
+
+class WorkerProcess:
+    """`python -m cuzk.perf.worker` with the commit's root first on sys.path; JSON lines on a private pair
+    of pipes, each reply matched to its request by id; the worker's own output goes to a log file."""
+
+    def __init__(self, root: Path, timeout: float, cpus: tuple[int, ...] | None = None, log=None):
         env = dict(os.environ)
         env["PYTHONPATH"] = str(root)
         env.pop("CUZK_OPT", None)
         self.timeout = timeout
+        self.log = log
         self.err = tempfile.TemporaryFile(mode="w+")        # a file, not a pipe: it can never fill and block
+        self.next_id = 0
+        req_r, self._req_w = os.pipe()
+        self._rep_r, rep_w = os.pipe()
+        life_r, self._life_w = os.pipe()
         # pinned before anything is imported (threads inherit it), by the gate's code, not the commit's
-        pin = f"import os; os.sched_setaffinity(0, {list(cpus)}); " if cpus else ""
-        cmd = [sys.executable, "-c", pin + "import runpy; runpy.run_module('cuzk.perf.worker', run_name='__main__')"]
-        self.p = subprocess.Popen(cmd, cwd=root, env=env, text=True,
-                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.err, bufsize=1)
+        pin = f"os.sched_setaffinity(0, {list(cpus)})\n" if cpus else ""
+        boot = _BOOT.format(pin=pin, ppid=os.getpid(), life=life_r, req=req_r, rep=rep_w)
+        try:
+            self.p = subprocess.Popen([sys.executable, "-c", boot], cwd=root, env=env, stdin=subprocess.DEVNULL,
+                                      stdout=self.err, stderr=self.err, pass_fds=(req_r, rep_w, life_r),
+                                      start_new_session=True)
+        finally:
+            for fd in (req_r, rep_w, life_r):
+                os.close(fd)
+        self._req = os.fdopen(self._req_w, "w")
         self.lines: queue.Queue = queue.Queue()
-        threading.Thread(target=self._read, daemon=True).start()
+        threading.Thread(target=self._read, args=(os.fdopen(self._rep_r, "r"),), daemon=True).start()
 
-    def _read(self):
-        for line in self.p.stdout:
-            self.lines.put(line)
+    def _read(self, f):
+        with f:
+            for line in f:
+                self.lines.put(line)
         self.lines.put(None)
 
     @property
@@ -70,8 +111,10 @@ class WorkerProcess:
         return self.p.pid
 
     def stderr(self) -> str:
+        """What the worker and the measured code printed (fd 1 and 2)."""
         if self.err.closed:
             return ""
+        self.err.flush()
         self.err.seek(0)
         return self.err.read()
 
@@ -80,42 +123,73 @@ class WorkerProcess:
         return self.receive()
 
     def send(self, msg: dict) -> None:
+        self.next_id += 1
         try:
-            self.p.stdin.write(json.dumps(msg) + "\n")
-            self.p.stdin.flush()
-        except (BrokenPipeError, OSError):
+            self._req.write(json.dumps({**msg, "id": self.next_id}) + "\n")
+            self._req.flush()
+        except (BrokenPipeError, OSError, ValueError):
             pass                                             # the reply (EOF) tells what happened
+
+    def _failed(self, what: str) -> WorkerFailed:
+        """The failure, with the worker's output left in the gate's log (never in the report)."""
+        if self.log is not None:
+            out = self.stderr().strip()
+            self.log(f"cuzk gate: worker {self.pid}: {what}; its output"
+                     + (f" (last 40 lines):\n{_tail(out, 40)}" if out else ": none"))
+        return WorkerFailed(what)
 
     def receive(self) -> dict:
         try:
             line = self.lines.get(timeout=self.timeout)
         except queue.Empty:
-            err = self.stderr()                      # before close() drops it
+            e = self._failed(f"worker timed out after {self.timeout:.0f} s and was killed")
             self.kill()
-            raise WorkerTimeout(f"{err}\nworker timed out after {self.timeout:.0f} s and was killed") from None
+            raise WorkerTimeout(str(e)) from None
         if line is None:
             code = self.p.wait()
-            raise WorkerFailed(f"{self.stderr()}\nworker exited with code {code}")
+            raise self._failed(f"worker exited with code {code} without a reply")
         try:
-            return json.loads(line)
+            rep = json.loads(line)
         except ValueError:
-            raise WorkerFailed(f"{self.stderr()}\nworker reply is not JSON: {line[:500]!r}") from None
+            raise self._failed(f"worker reply is not JSON: {line[:200]!r}") from None
+        if not isinstance(rep, dict) or rep.get("id") != self.next_id:
+            got = rep.get("id") if isinstance(rep, dict) else None
+            raise self._failed(f"reply to request {got!r} where request {self.next_id} was asked: "
+                               "the channel is out of step")
+        if rep.get("status") == "error":
+            self._failed(f"worker error: {str(rep.get('message', ''))[:200]}")
+            raise WorkerFailed(str(rep.get("message", "worker error")))
+        return rep
 
     def kill(self) -> None:
-        """A hung worker does not read its stdin: no polite quit, SIGKILL at once."""
+        """A hung worker does not read its requests: no polite quit, SIGKILL at once (its process group:
+        whatever the measured code started goes too)."""
         if self.p.poll() is None:
-            self.p.kill()
+            try:
+                os.killpg(self.p.pid, signal.SIGKILL)
+            except OSError:
+                self.p.kill()
             self.p.wait()
         self.close()
 
     def close(self) -> None:
         if self.p.poll() is None:
             try:
-                self.p.stdin.close()
+                self._req.close()
                 self.p.wait(timeout=10)
             except Exception:
-                self.p.kill()
+                try:
+                    os.killpg(self.p.pid, signal.SIGKILL)
+                except OSError:
+                    self.p.kill()
                 self.p.wait()
+        try:
+            self._req.close()
+        except OSError:
+            pass
+        if self._life_w is not None:          # once: the number may belong to another file afterwards
+            os.close(self._life_w)
+            self._life_w = None
         self.err.close()
 
 
@@ -146,7 +220,7 @@ class GateResult:
     config: GateConfig
     outcomes: list[Outcome]
     wall_s: float = 0.0
-    harness_changed: bool = False
+    rules_changed: list[str] = field(default_factory=list)     # rule/harness files the head changes
     exit_code: int = EXIT_ERROR
     not_gated: list[WorkloadConfig] = field(default_factory=list)   # left out by --cpu-only
 
@@ -157,7 +231,7 @@ class GateResult:
         c = self.config
         return {"repo": self.repo, "base": self.base, "head": self.head, "base_ref": self.base_ref,
                 "head_ref": self.head_ref,
-                "exit_code": self.exit_code, "wall_s": self.wall_s, "harness_changed": self.harness_changed,
+                "exit_code": self.exit_code, "wall_s": self.wall_s, "rules_changed": self.rules_changed,
                 "config": {"path": c.path, "rounds": c.rounds, "samples": c.samples, "alpha": c.alpha,
                            "threshold": c.threshold, "thresholds": c.thresholds, "areas": list(c.areas),
                            "worker_cpus": c.worker_cpus, "worker_timeout_s": c.worker_timeout_s,
@@ -212,6 +286,9 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
         for side in order:
             if together:
                 ready[side] = workers[side].receive()
+            if not isinstance(ready[side], dict) or ready[side].get("status") not in (
+                    "ready", "unavailable", "untrusted", "unusable"):
+                fail("error", f"unexpected reply {str(ready[side])[:200]}")
             if ready[side]["status"] == "untrusted":
                 fail("untrusted", ready[side].get("message", ""), ready[side].get("discards", []))
             if ready[side]["status"] == "unusable":          # a GPU that cannot run: never a skip
@@ -237,7 +314,10 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
                     rep = workers[side].ask({"sample": a})
                     if rep["status"] != "ok":
                         fail(rep["status"], rep.get("message", ""), rep.get("discards", []))
-                    got[side][a].append(rep["value"])
+                    v = rep.get("value")
+                    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < math.inf:
+                        fail("error", f"phase {a}: a sample of {v!r} s is not a positive finite time")
+                    got[side][a].append(float(v))
                     if rep.get("energy_j") is not None:
                         energy[side][a].append(rep["energy_j"])
                     if rep.get("state") is not None:
@@ -278,10 +358,22 @@ def _judge(cfg: GateConfig, oc: Outcome) -> None:
     oc.status = "ok"
 
 
-def harness_changed(repo, base: str, head: str) -> bool:
-    p = subprocess.run(["git", "-C", str(repo), "diff", "--quiet", base, head, "--", "cuzk/perf", "benchmarks"],
-                       capture_output=True)
-    return p.returncode != 0
+class GateRefused(ValueError):
+    """The gate will not start: what it would measure is not what it was asked to (exit 2, one line)."""
+
+
+def rules_changed(repo, base: str, head: str) -> list[str]:
+    """The rule and harness files the head changes: the base's were used; the head's apply after merge."""
+    return checkout.changed_paths(repo, base, head, checkout.RULES + checkout.HARNESS + checkout.ALSO_WATCHED)
+
+
+def refuse_dirty(repo) -> None:
+    """The gate measures commits: uncommitted changes would silently not be measured."""
+    dirty = checkout.dirty_files(repo)
+    if dirty:
+        shown = ", ".join(dirty[:10]) + (f" and {len(dirty) - 10} more" if len(dirty) > 10 else "")
+        raise GateRefused(f"uncommitted changes to tracked files in {repo} ({shown}): commit or stash them; "
+                          "the gate measures commits only")
 
 
 def exit_code(outcomes: list[Outcome]) -> int:
@@ -334,12 +426,13 @@ def run(repo: str | Path, base_ref: str, head_ref: str, cfg: GateConfig,
     t0 = time.perf_counter()
     if spawn is WorkerProcess:
         cpus = worker_cpus(cfg.worker_cpus)
-        spawn = lambda root, timeout: WorkerProcess(root, timeout, cpus)     # noqa: E731
+        spawn = lambda root, timeout: WorkerProcess(root, timeout, cpus, log)     # noqa: E731
     repo = str(Path(repo).resolve())
     shas = {"base": checkout.resolve(repo, base_ref), "head": checkout.resolve(repo, head_ref)}
+    refuse_dirty(repo)
     result = GateResult(repo, shas["base"], shas["head"], base_ref, head_ref, cfg,
                         [Outcome(wc) for wc in cfg.workloads], not_gated=list(not_gated or []))
-    result.harness_changed = harness_changed(repo, shas["base"], shas["head"])
+    result.rules_changed = rules_changed(repo, shas["base"], shas["head"])
     for oc in result.outcomes:
         preflight(oc, gpu_status)
     if any(o.status == "error" for o in result.outcomes):
@@ -349,8 +442,14 @@ def run(repo: str | Path, base_ref: str, head_ref: str, cfg: GateConfig,
         result.exit_code = exit_code(result.outcomes)
         result.wall_s = time.perf_counter() - t0
         return result
-    with tempfile.TemporaryDirectory(prefix="cuzk-gate-") as tmp:
+    for d in checkout.remove_stale():
+        log(f"cuzk gate: removed {d}, the workspace of a gate that did not finish")
+    with checkout.workspace() as tmp:
         roots = {s: checkout.materialize(repo, shas[s], Path(tmp) / s) for s in SIDES}
+        checkout.overlay_harness(roots["base"], roots["head"])
+        if result.rules_changed:
+            log("cuzk gate: the head changes rule or harness files, judged by the base's: "
+                + ", ".join(result.rules_changed))
         from .suite import gate_estimate_s
         est = gate_estimate_s(cfg)
         log(f"cuzk gate: base {shas['base'][:10]} ({base_ref}) vs head {shas['head'][:10]} ({head_ref}), "
@@ -375,9 +474,69 @@ def run(repo: str | Path, base_ref: str, head_ref: str, cfg: GateConfig,
     return result
 
 
+_SHA = re.compile(r"[0-9a-f]{7,64}")
+_WORD = re.compile(r"[A-Za-z0-9_.,:+-]{1,64}")
+_STATUSES = ("ok", "skipped", "error", "untrusted", "stopped", "running")
+
+
+def _check(ok: bool, what: str) -> None:
+    if not ok:
+        raise ValueError(f"gate.json: {what}")
+
+
+def _check_doc(doc) -> None:
+    """gate.json is data from a machine that ran the pull request's code: every field the report renders
+    or judges is checked for its type and range before use (a ValueError names the first that is not)."""
+    from .workload import AREAS
+    _check(isinstance(doc, dict), "not a JSON object")
+    for k in ("base", "head"):
+        _check(isinstance(doc.get(k), str) and bool(_SHA.fullmatch(doc[k])), f"{k} is not a commit id")
+    for k in ("base_ref", "head_ref"):
+        _check(isinstance(doc.get(k), str) and len(doc[k]) <= 256, f"{k} is not a ref name")
+    c = doc.get("config")
+    _check(isinstance(c, dict), "config is not an object")
+    _check(all(isinstance(c.get(k), int) and not isinstance(c[k], bool) and c[k] > 0 for k in ("rounds", "samples"))
+           and _finite(doc.get("wall_s", 0.0), 0) and isinstance(c.get("path") or "", str), "config.rounds or samples")
+    _check(isinstance(c.get("areas"), list) and all(a in AREAS for a in c["areas"]), "config.areas: unknown phases")
+    th = c.get("thresholds", {})
+    _check(isinstance(th, dict) and all(a in AREAS and _finite(v, 0) for a, v in th.items()), "config.thresholds")
+    _check(_finite(c.get("threshold"), 0) and _finite(c.get("alpha"), 0) and c["alpha"] < 1,
+           "config.threshold or alpha out of range")
+    _check(isinstance(doc.get("outcomes"), list) and isinstance(doc.get("not_gated", []), list), "outcomes")
+    _check(isinstance(doc.get("rules_changed", []), list)
+           and all(isinstance(f, str) for f in doc.get("rules_changed", [])), "rules_changed")
+    for i, o in enumerate(doc["outcomes"] + [w for w in doc.get("not_gated", [])]):
+        _check(isinstance(o, dict) and isinstance(o.get("spec"), dict), f"outcome {i} has no spec")
+        sp = o["spec"]
+        _check(sp.get("backend") in ("cpu", "cuda") and all(
+            isinstance(sp.get(k), str) and _WORD.fullmatch(sp[k]) for k in ("circuit", "opts", "convention"))
+               and all(isinstance(sp.get(k), int) and not isinstance(sp[k], bool) and 0 < sp[k] < 64
+                       for k in ("log_size", "batch", "generator")), f"outcome {i}: spec")
+    for i, o in enumerate(doc["outcomes"]):
+        _check(o.get("status") in _STATUSES and isinstance(o.get("message", ""), str), f"outcome {i}: status")
+        ph = o.get("phases")
+        _check(ph is None or (isinstance(ph, list) and ph and all(a in AREAS for a in ph)), f"outcome {i}: phases")
+        _check(isinstance(o.get("rounds"), list), f"outcome {i}: rounds")
+        areas = ph or c["areas"]
+        for r, rd in enumerate(o["rounds"] if o["status"] == "ok" else []):
+            for side in SIDES:
+                sd = rd.get(side) if isinstance(rd, dict) else None
+                _check(isinstance(sd, dict) and isinstance(sd.get("areas"), dict), f"outcome {i} round {r}: {side}")
+                for a in areas:
+                    xs = sd["areas"].get(a, {}).get("samples") if isinstance(sd["areas"].get(a), dict) else None
+                    _check(isinstance(xs, list) and xs and all(_finite(x, 0, strict=True) for x in xs),
+                           f"outcome {i} round {r}: {side} {a}: samples are not positive finite times")
+
+
+def _finite(v, low: float, strict: bool = False) -> bool:
+    return (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+            and (v > low if strict else v >= low))
+
+
 def from_dict(doc: dict) -> GateResult:
     """A saved gate.json judged afresh from its samples (the report of a past run, or of crafted data)."""
     from .workload import Spec
+    _check_doc(doc)
     c = doc["config"]
     cfg = GateConfig(rounds=c["rounds"], samples=c["samples"], alpha=c["alpha"], threshold=c["threshold"],
                      thresholds=dict(c.get("thresholds", {})), areas=tuple(c["areas"]), path=c.get("path"),
@@ -392,7 +551,7 @@ def from_dict(doc: dict) -> GateResult:
         outcomes.append(oc)
     cfg.workloads = [o.config for o in outcomes]
     res = GateResult(doc.get("repo", ""), doc["base"], doc["head"], doc["base_ref"], doc["head_ref"], cfg, outcomes,
-                     wall_s=doc.get("wall_s", 0.0), harness_changed=bool(doc.get("harness_changed", False)),
+                     wall_s=doc.get("wall_s", 0.0), rules_changed=[str(x) for x in doc.get("rules_changed", [])],
                      not_gated=[WorkloadConfig(Spec(**w["spec"]), w["required"]) for w in doc.get("not_gated", [])])
     res.exit_code = exit_code(outcomes)
     return res

@@ -168,3 +168,22 @@ def load(path: str | Path) -> GateConfig:
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{path}: {e}") from e
     return parse(doc, str(path))
+
+
+def load_commit(repo: str | Path, ref: str, path: str = DEFAULT_PATH) -> GateConfig:
+    """The config as committed at `ref` (the base): a pull request's own copy never sets its rules."""
+    from .checkout import CheckoutError, git, resolve
+    try:
+        sha = resolve(repo, ref)
+        text = git(repo, "show", f"{sha}:{path}")
+    except CheckoutError as e:
+        raise ConfigError(f"{ref}:{path}: not readable from the base commit ({e}); give --config FILE") from e
+    where = f"{ref} ({sha[:10]}):{path}"
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{where}: {e}") from e
+    try:
+        return parse(doc, where)
+    except ConfigError as e:
+        raise ConfigError(f"{where}: {e}") from e

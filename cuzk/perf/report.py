@@ -11,9 +11,34 @@ from .compare import IMPROVEMENT, REGRESSION
 from .gate import EXIT_ERROR, EXIT_OK, EXIT_REGRESSION, NO_GPU, GateResult, Outcome
 from .suite import CIRCUIT, asv_params
 
+UNDER_TEST = ("cuzk/timing.py",)      # watched files that the head's own code uses (checkout.ALSO_WATCHED)
 _VERDICT = {REGRESSION: "**REGRESSION**", IMPROVEMENT: "improvement"}
 _STATUS = {"error": "benchmark error", "untrusted": "UNTRUSTED run", "skipped": "skipped",
            "stopped": "stopped", "running": "not finished"}
+
+
+def fenced(text: str) -> str:
+    """Untrusted text as a code block: the fence is longer than any run of backticks in it, so nothing
+    inside can close it, and no line of it becomes a heading, a table or a link."""
+    text = _CONTROL.sub("", str(text))
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}text\n{text}\n{fence}"
+
+
+def inline(text, limit: int = 200) -> str:
+    """Untrusted text on one line, as a code span (delimited by more backticks than any run inside). Not for
+    table cells, where a `|` would still split the cell."""
+    text = " ".join(_CONTROL.sub("", str(text)).split())
+    if len(text) > limit:
+        text = text[:limit] + "..."
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    tick = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") or not text else ""
+    return f"{tick}{pad}{text}{pad}{tick}"
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")      # keeps tab and newline
 
 
 def fmt_s(s: float, digits: int = 3) -> str:
@@ -102,39 +127,50 @@ def verdict_line(res: GateResult) -> str:
     bad = [o for o in res.outcomes if o.status not in ("ok", "stopped")] or \
           [o for o in res.outcomes if o.status != "ok"]
     if any(o.message.startswith(NO_GPU) for o in bad):
-        what = "; ".join(f"{o.config.spec.label()}: {o.message}" for o in bad)
+        what = "; ".join(f"{o.config.spec.label()}: {inline(o.message)}" for o in bad)
         return f"## cuzk gate **FAIL: {NO_GPU}**, not judged: {what}. Exit code 2 is never a pass."
     what = "; ".join(f"{_STATUS.get(o.status, o.status)} in {o.config.spec.label()}" for o in bad) or "nothing measured"
     return f"## cuzk gate **FAIL: not judged** ({what}). Exit code 2 is never a pass."
 
 
-def markdown(res: GateResult) -> str:
+def markdown(res: GateResult, bisect: bool = True) -> str:
     c = res.config
     out = [verdict_line(res), "",
-           f"Base `{res.base[:10]}` ({res.base_ref}) → head `{res.head[:10]}` ({res.head_ref}). "
+           f"Base {inline(res.base[:10])} ({inline(res.base_ref)}) → head {inline(res.head[:10])} "
+           f"({inline(res.head_ref)}). "
            f"{c.rounds} rounds (a fresh base and head worker each) x {c.samples} samples per phase a side, "
            f"base and head samples alternating (AB, BA, ...). Per phase: base and head = medians of all "
            f"their samples; ratio = exp(median over rounds of each round's median paired log ratio "
            f"head/base), with the distribution-free confidence interval of that median (its exact coverage "
            f"is given); p = exact two-sided Wilcoxon signed-rank test over the rounds; regression = ratio > "
-           f"1 + threshold and p < alpha = {c.alpha}. Config: `{c.path or 'built-in'}`. "
+           f"1 + threshold and p < alpha = {c.alpha}. Config: {inline(c.path or 'built-in')}. "
            f"Wall time {res.wall_s:.1f} s."]
     if res.not_gated:
         out += ["", "> **Only the CPU reference was gated** (`--cpu-only`): not run: " + "; ".join(
             w.spec.label() for w in res.not_gated) + ". A pull request needs the GPU gate too."]
-    if res.harness_changed:
-        out += ["", "> Note: the measuring code (cuzk/perf, benchmarks/) differs between base and head; "
-                    "each side was measured by its own."]
+    if res.rules_changed:
+        under_test = [f for f in res.rules_changed if f in UNDER_TEST]
+        rules = [f for f in res.rules_changed if f not in UNDER_TEST]
+        note = []
+        if rules:
+            note.append("> **This pull request changes the gate's rules or measuring code**: " + ", ".join(
+                inline(f) for f in rules) + ". The head's copies were not used: both sides were measured by the "
+                "base's harness under the base's rules; the changes apply after merge.")
+        if under_test:
+            note.append("> It also changes " + ", ".join(inline(f) for f in under_test) + ", which times the "
+                        "phases from inside the code under test: the head's own copy timed the head. Review it.")
+        out[2:2] = ["\n>\n".join(note), ""]
     for oc in res.outcomes:
         out += ["", f"### {oc.config.spec.label()}", "",
                 f"Variant `{oc.config.spec.opts}`: {describe(oc.config.spec.opts)}."]
         gpus = {(rd[s].get("gpu") or {}).get("name") for rd in oc.rounds for s in ("base", "head")} - {None}
         if gpus:
-            rd0 = oc.rounds[0]["base"]["gpu"]
-            out.append(f"GPU {rd0['name']}, driver {rd0['driver']}, max SM clock {rd0['max_sm_clock_mhz']} MHz; "
+            rd0 = next(rd[s]["gpu"] for rd in oc.rounds for s in ("base", "head") if rd[s].get("gpu"))
+            out.append(f"GPU {inline(rd0.get('name'))}, driver {inline(rd0.get('driver'))}, max SM clock "
+                       f"{inline(rd0.get('max_sm_clock_mhz'))} MHz; "
                        f"{oc.discards} samples discarded (throttled or contended) and retaken.")
         if oc.status != "ok":
-            out += ["", f"**{_STATUS.get(oc.status, oc.status)}**:", "", "```", oc.message, "```"]
+            out += ["", f"**{_STATUS.get(oc.status, oc.status)}**:", "", fenced(oc.message)]
             continue
         energy = energy_per_call(oc)
         if energy:
@@ -158,7 +194,7 @@ def markdown(res: GateResult) -> str:
                 f"`{a}` base {b}, head {h}" for a, (b, h) in mixed.items()) + "): a short host phase timed "
                 "over more calls runs warmer, so its ratio compares unlike samples."]
     regs = res.regressions()
-    if regs:
+    if regs and bisect:
         good, bad, note = bisect_range(res)
         out += ["", "### Bisect", ""]
         if good is None:
@@ -183,3 +219,49 @@ def calls_per_sample_differ(oc: Outcome) -> dict[str, tuple[int, int]]:
             if b != h:
                 out[area] = (b, h)
     return out
+
+
+COMMENT_MARKER = "<!-- cuzk-gate -->"     # the first line of the pull request's one sticky comment
+
+
+def _url(url: str | None) -> str | None:
+    """A link target from the workflow (https only, nothing that could end the Markdown link)."""
+    if not url:
+        return None
+    if not re.fullmatch(r"https://[^\s()<>\[\]`'\"]+", url):
+        raise ValueError(f"not an https URL fit for a link: {url[:100]!r}")
+    return url
+
+
+def graph_url(history_url: str, oc: Outcome, area: str) -> str | None:
+    """The published asv graph of this phase at this workload's parameters, where the suite has one."""
+    from urllib.parse import quote
+    from .suite import time_benchmark
+    params = asv_params(area, oc.config.spec)
+    if params is None or area == "synthesis":
+        return None
+    try:
+        name = time_benchmark(area, oc.config.spec.target(CIRCUIT))
+    except KeyError:
+        return None
+    query = "&".join(f"p-{k}={quote(v, safe='')}" for k, v in zip(("target", "opts"), params))
+    return f"{history_url.rstrip('/')}/#{name}?{query}"
+
+
+def comment(res: GateResult, run_url: str | None = None, history_url: str | None = None) -> str:
+    """The pull request's sticky comment: the report without its bisect commands, then links to the full
+    run and to each regressed phase's history graph. Rendered from gate.json as data."""
+    run_url, history_url = _url(run_url), _url(history_url)
+    out = [COMMENT_MARKER, markdown(res, bisect=False).rstrip("\n"), ""]
+    links = []
+    if history_url:
+        for o, x in res.regressions():
+            g = graph_url(history_url, o, x.area)
+            if g:
+                links.append(f"- `{x.area}` in {o.config.spec.label()}: [its history]({g})")
+    if links:
+        out += ["Regressed phases on the nightly history:", *links, ""]
+    if run_url:
+        out += [f"Full report, every sample (gate.json) and the bisect commands: [the gate's run]({run_url})."]
+    out.append(f"Judged head {inline(res.head[:10])}; a new push needs the `perf` label again.")
+    return "\n".join(out) + "\n"

@@ -1,17 +1,20 @@
-"""A gate worker process: `python -m cuzk.perf.worker` serves samples of one workload, one
-request at a time, as JSON lines on stdin and stdout.
+"""A gate worker process: `python -m cuzk.perf.worker REQ_FD REPLY_FD` serves samples of one workload,
+one request at a time, as JSON lines on a pipe of its own.
 
 The gate keeps a base and a head worker alive side by side and asks them in turn, so base and
 head samples alternate a few milliseconds apart and drift hits both; the idle one waits on its
-stdin and uses no CPU. Requests:
-  1. set-up: {"protocol", "root", "spec", "areas", "min_sample_s", "max_discards", "pause_s",
+request pipe and uses no CPU. Requests and replies never touch fd 0, 1 or 2: what the measured
+code prints (a device printf, a library's banner, os.write(1, ...)) goes to the gate's log, and
+every reply carries its request's "id". Requests:
+  1. set-up: {"id", "protocol", "root", "spec", "areas", "min_sample_s", "max_discards", "pause_s",
      "trust", "sibling_pid"} -> {"status": "ready" | "unavailable" (no GPU) | "unusable" (a GPU that cannot run), "numbers", "setup_s", "gpu", ...}
-  2. {"sample": AREA} -> {"status": "ok", "value": seconds per call, "energy_j", "state" (GPU, after)}
+  2. {"id", "sample": AREA} -> {"status": "ok", "value": seconds per call, "energy_j", "state" (GPU, after)}
      or {"status": "untrusted", "message", "discards"}, and the worker exits
-  3. {"quit": true} -> {"status": "done", "discards", "peak_device_bytes"}
+  3. {"id", "quit": true} -> {"status": "done", "discards", "peak_device_bytes"}
+  Any failure: {"status": "error", "message"}, a traceback on stderr, and a non-zero exit.
 The worker runs with a commit's import root first on sys.path, so it measures that commit's
-code, and checks that `cuzk` really comes from there. Samples go through cuzk.perf.sampler
-(the NVML guard on a GPU). Any other failure: a traceback on stderr and a non-zero exit.
+code, and checks that `cuzk` really comes from there. This module itself is the base's on both
+sides (checkout.overlay_harness). Samples go through cuzk.perf.sampler (the NVML guard on a GPU).
 """
 from __future__ import annotations
 
@@ -19,9 +22,10 @@ import json
 import os
 import platform
 import sys
+import traceback
 from pathlib import Path
 
-PROTOCOL = 2
+PROTOCOL = 3
 
 
 class Worker:
@@ -87,32 +91,43 @@ def serve(lines, reply) -> int:
     worker = None
     for line in lines:
         msg = json.loads(line)
-        if worker is None:
-            worker = Worker(msg)
-            r = worker.setup()
-            reply(r)
-            if r["status"] != "ready":
+        rid = msg.get("id")
+
+        def answer(r: dict) -> dict:
+            reply({**r, "id": rid})
+            return r
+        try:
+            if worker is None:
+                worker = Worker(msg)
+                if answer(worker.setup())["status"] != "ready":
+                    return 0
+            elif "sample" in msg:
+                if answer(worker.sample(msg["sample"]))["status"] != "ok":
+                    return 0
+            elif msg.get("quit"):
+                answer(worker.finish())
                 return 0
-        elif "sample" in msg:
-            r = worker.sample(msg["sample"])
-            reply(r)
-            if r["status"] != "ok":
-                return 0
-        elif msg.get("quit"):
-            reply(worker.finish())
-            return 0
-        else:
-            raise RuntimeError(f"unknown request {msg!r}")
+            else:
+                raise RuntimeError(f"unknown request {msg!r}")
+        except Exception as e:
+            traceback.print_exc()
+            answer({"status": "error", "message": f"{type(e).__name__}: {e}"})
+            return 1
     return 0
 
 
-def main() -> int:
-    out, sys.stdout = sys.stdout, sys.stderr      # stdout carries the replies only
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    req_fd, reply_fd = int(argv[0]), int(argv[1])
+    for fd in (req_fd, reply_fd):
+        os.set_inheritable(fd, False)          # the measured code's own subprocesses never see the channel
+    requests = os.fdopen(req_fd, "r")
+    out = os.fdopen(reply_fd, "w")
 
     def reply(obj: dict) -> None:
         out.write(json.dumps(obj) + "\n")
         out.flush()
-    return serve(sys.stdin, reply)
+    return serve(requests, reply)
 
 
 if __name__ == "__main__":
