@@ -209,6 +209,46 @@ def test_failing_asv_find_exits_2_and_says_why(brepo):
     assert "RuntimeError: broken on purpose" in p.stdout      # asv's stored stderr, in the table
 
 
+def test_dirty_tree_is_refused_before_anything_runs(brepo):
+    d, shas, env = brepo
+    args = ("track_planted", "--good", shas[0], "--bad", shas[-1])
+    (d / "untracked.txt").write_text("not the repo's\n")               # untracked files are fine
+    try:
+        (d / "planted.txt").write_text("9\n")                          # changed, unstaged
+        (d / "gate.txt").write_text("9\n")
+        _git(d, "add", "gate.txt")                                     # changed, staged
+        for dry in (["--dry-run"], []):
+            p = _bisect(d, env, *args, *dry)
+            assert p.returncode == 2, p.stdout + p.stderr
+            assert p.stdout == "" and "Discovering" not in p.stderr     # no plan printed, asv never ran
+            err = p.stderr.strip().splitlines()
+            assert err == ["cuzk: error: bisect: uncommitted changes to tracked files (gate.txt, planted.txt): "
+                           "commit or stash them; bisect measures commits only"], p.stderr
+    finally:
+        _git(d, "reset", "-q", "--hard")
+    p = _bisect(d, env, *args, "--dry-run")
+    assert p.returncode == 0 and "# pre-flight ok: 5 commits" in p.stdout, p.stdout + p.stderr
+    (d / "untracked.txt").unlink()
+
+
+def test_dirty_files_names_tracked_changes_only(tmp_path):
+    d = tmp_path / "r"
+    d.mkdir()
+    _git(d, "init", "-q")
+    for name in ("a.py", "b c.py", "old.py", "kept.py"):
+        (d / name).write_text(name + "\n")
+    _git(d, "add", "-A")
+    _git(d, "-c", "user.name=t", "-c", "user.email=t@t.invalid", "commit", "-q", "-m", "x")
+    (d / "new.py").write_text("untracked\n")
+    assert bisect_preflight.dirty_files(d) == []
+    (d / "a.py").write_text("changed\n")
+    (d / "b c.py").unlink()
+    _git(d, "mv", "old.py", "renamed.py")
+    assert sorted(bisect_preflight.dirty_files(d)) == ["a.py", "b c.py", "renamed.py"]
+    with pytest.raises(bisect_preflight.PreflightError, match="cannot read the state of the tree in"):
+        bisect_preflight.dirty_files(tmp_path / "not-a-repo")
+
+
 def test_cuda_parameter_that_skips_past_the_preflight_exits_2(brepo, monkeypatch, capsys):
     """The reported case with the pre-flight passed (as if a GPU were usable): every step is asv's n/a."""
     d, shas, env = brepo

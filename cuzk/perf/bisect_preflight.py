@@ -1,6 +1,7 @@
 """Before `asv find` runs: would it measure anything? A cuda parameter set on a machine that cannot
 run the cuda backend only skips (asv's n/a), and asv find names a culprit from skips all the same;
-a range of two commits it does not measure at all (it names BAD straight away).
+a range of two commits it does not measure at all (it names BAD straight away). And is the tree
+clean? Uncommitted changes belong to no commit, yet the run would measure with them in place.
 
 `check` raises BisectError with the reason and what to do about it; otherwise it returns one line
 saying what was checked (the dry run prints it).
@@ -29,6 +30,34 @@ print(json.dumps({b.name: [list(p) for p in b.params] for b in disc_benchmarks(s
 
 class PreflightError(BisectError):
     pass
+
+
+def dirty_files(repo) -> list[str]:
+    """The tracked files with uncommitted changes (staged or not) in repo's work tree, as git names them
+    (a rename by its new name); untracked files do not count. PreflightError where git cannot say."""
+    # --no-optional-locks: a read-only look must not rewrite the index
+    p = subprocess.run(["git", "--no-optional-locks", "-C", str(repo), "status", "--porcelain=v1", "-z",
+                        "--untracked-files=no"], capture_output=True)
+    if p.returncode != 0:
+        why = (p.stderr.decode(errors="replace").strip().splitlines() or [f"exit {p.returncode}"])[-1]
+        raise PreflightError(f"cannot read the state of the tree in {repo}: git status: {why}")
+    entries = iter(p.stdout.decode(errors="surrogateescape").split("\0"))
+    files = []
+    for entry in entries:              # "XY path"; a rename or copy is followed by its source path
+        if entry:
+            files.append(entry[3:])
+            if "R" in entry[:2] or "C" in entry[:2]:
+                next(entries, None)
+    return files
+
+
+def clean_tree(repo) -> None:
+    """PreflightError, naming them, where tracked files have uncommitted changes."""
+    files = dirty_files(repo)
+    if files:
+        shown = ", ".join(files[:5]) + (f" and {len(files) - 5} more" if len(files) > 5 else "")
+        raise PreflightError(f"uncommitted changes to tracked files ({shown}): commit or stash them; "
+                             "bisect measures commits only")
 
 
 def discover(repo: Path, benchmark_dir: str = "benchmarks") -> dict[str, list[list[str]]] | None:

@@ -15,13 +15,14 @@ from .bisect import BisectError, _sha, bench_regex, find_argv, gpu_env, range_co
 
 def run(benchmark: str, good: str, bad: str, target: str | None = None, opts: str | None = None,
         repo: str = ".", dry_run: bool = False, extra: list[str] | None = None) -> int:
-    """0 with the culprit; BisectError (exit 2) for bad input, a failed pre-flight, or a run that did
-    not measure every commit it judged by."""
+    """0 with the culprit; BisectError (exit 2) for bad input, uncommitted changes to tracked files, a failed
+    pre-flight, or a run that did not measure every commit it judged by."""
     extra = list(extra or [])
     regex = bench_regex(benchmark, target, opts)
     good_sha, bad_sha = _sha(repo, good), _sha(repo, bad)
     if "--skip-save" in extra:
         raise BisectError("--skip-save leaves no results to check the bisection against")
+    bisect_preflight.clean_tree(repo)
     print(shell_command(regex, good, bad, target, repo) + "".join(" " + shlex.quote(a) for a in extra),
           flush=True)
     commits = range_commits(good, bad, repo)
