@@ -73,6 +73,11 @@ def _load(name):
     return yaml.safe_load((WF / name).read_text())
 
 
+def _on(wf) -> dict:
+    trig = wf[True] if True in wf else wf["on"]          # YAML 1.1 reads `on` as True
+    return {trig: None} if isinstance(trig, str) else trig
+
+
 def _steps_text(job) -> str:
     return "\n".join(s.get("run", "") + s.get("uses", "") for s in job["steps"])
 
@@ -143,3 +148,32 @@ def test_workflows_stay_thin():
         for job in _load(f.name)["jobs"].values():
             for s in job["steps"]:
                 assert len(s.get("run", "").strip().splitlines()) <= 3, (f.name, s)
+
+
+# --- the rules for a shared self-hosted fleet (docs/runners.md, section 3) ---
+
+def _eval(expr, ctx: dict):
+    """A GitHub expression of the few forms a concurrency setting uses: ==, !=, &&, ||, ! over context names."""
+    import re
+    if not isinstance(expr, str):
+        return expr
+    m = re.fullmatch(r"\$\{\{\s*(.*?)\s*\}\}", expr.strip())
+    assert m, expr
+    toks = re.findall(r"'[^']*'|[A-Za-z_][\w.\-]*|==|!=|&&|\|\||!|\(|\)", m.group(1))
+    out = []
+    for tok in toks:
+        if tok[0] == "'" or tok in ("==", "!=", "(", ")"):
+            out.append(tok)
+        elif tok in ("&&", "||", "!"):
+            out.append({"&&": " and ", "||": " or ", "!": " not "}[tok])
+        else:
+            out.append(repr(ctx[tok]))
+    return eval("".join(out), {"__builtins__": {}})
+
+
+def test_ci_is_never_cancelled_on_main():
+    conc = _load("ci.yml")["concurrency"]
+    main = {"github.event_name": "push", "github.ref": "refs/heads/main"}
+    pr = {"github.event_name": "pull_request", "github.ref": "refs/pull/7/merge"}
+    assert _eval(conc["cancel-in-progress"], main) is False
+    assert _eval(conc["cancel-in-progress"], pr) is True           # a pull request's old run still makes way
