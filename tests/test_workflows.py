@@ -152,6 +152,55 @@ def test_workflows_stay_thin():
 
 # --- the rules for a shared self-hosted fleet (docs/runners.md, section 3) ---
 
+def _all_jobs():
+    for f in _workflows():
+        wf = _load(f.name)
+        for name, job in wf["jobs"].items():
+            yield f.name, wf, name, job
+
+
+def _self_hosted(job) -> bool:
+    runs_on = job["runs-on"]
+    return "self-hosted" in ([runs_on] if isinstance(runs_on, str) else runs_on)
+
+
+def _checkouts(job) -> list[dict]:
+    return [s for s in job["steps"] if s.get("uses", "").startswith("actions/checkout@")]
+
+
+def test_no_self_hosted_job_holds_a_write_token():
+    """A persistent runner keeps what pull-request code left behind; no job there may hold a write token,
+    and no checkout there may leave the token in .git/config."""
+    seen = 0
+    for f, wf, name, job in _all_jobs():
+        if not _self_hosted(job):
+            continue
+        seen += 1
+        perms = job.get("permissions", wf.get("permissions"))
+        assert isinstance(perms, dict), (f, name, "no explicit permissions: the repository default applies")
+        assert "write" not in perms.values(), (f, name, perms)
+        for s in _checkouts(job):
+            assert s.get("with", {}).get("persist-credentials") is False, (f, name, s)
+    assert seen >= 2
+
+
+def test_nightly_results_leave_the_gpu_runner_as_an_artifact():
+    wf = _load("perf-nightly.yml")
+    rec, pub = wf["jobs"]["record"], wf["jobs"]["publish"]
+    assert rec["permissions"] == {"contents": "read"}
+    assert '--no-push --export "$RUNNER_TEMP/results"' in _steps_text(rec)
+    (up,) = [s for s in rec["steps"] if s.get("uses", "").startswith("actions/upload-artifact@")]
+    assert up["with"]["name"] == "asv-results-${{ matrix.machine }}"
+    assert up["with"]["path"].rstrip("/") == "${{ runner.temp }}/results"
+    # a GitHub-hosted job pushes them: imported (validated), then published
+    assert not _self_hosted(pub) and pub["needs"] == "record" and pub["if"] == "always()"
+    assert pub["permissions"] == {"contents": "write"}
+    (down,) = [s for s in pub["steps"] if s.get("uses", "").startswith("actions/download-artifact@")]
+    assert down["with"]["pattern"] == "asv-results-*"
+    text = _steps_text(pub)
+    assert "cuzk history import" in text and text.index("history import") < text.index("history publish")
+
+
 def _eval(expr, ctx: dict):
     """A GitHub expression of the few forms a concurrency setting uses: ==, !=, &&, ||, ! over context names."""
     import re
