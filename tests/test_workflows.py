@@ -107,20 +107,24 @@ def test_ci_runs_exactly_the_readme_install_then_its_test_command():
 
 def test_perf_pr_is_gated_and_fails_on_1_or_2():
     wf = _load("perf-pr.yml")
-    trig = wf[True] if True in wf else wf["on"]          # YAML 1.1 reads `on` as True
+    trig = _on(wf)
     assert "pull_request_target" not in trig and "pull_request" in trig
     job = wf["jobs"]["gate"]
     assert job["runs-on"] == ["self-hosted", "linux", "gpu"]
-    assert "labels.*.name, 'perf'" in job["if"]           # a maintainer's label...
-    assert job["environment"] == "gpu-perf"                # ...and an approval per run
+    assert job["if"] == "github.event.label.name == 'perf'"   # a maintainer's label...
+    assert job["environment"] == "gpu-perf"                    # ...and an approval per run
     text = _steps_text(job)
-    assert "cuzk\" gate --base" in text and "--out gate-out" in text
+    assert 'cuzk" gate --base HEAD^1 --head HEAD --out "$RUNNER_TEMP/gate-out"' in text
     assert "|| true" not in text and "continue-on-error" not in json.dumps(job)
     up = [s for s in job["steps"] if "upload-artifact" in s.get("uses", "")]
-    assert up and up[0]["if"] == "always()" and up[0]["with"]["path"] == "gate-out/"
+    assert up and up[0]["if"] == "always()" and up[0]["with"]["path"] == "${{ runner.temp }}/gate-out/"
     assert wf["permissions"] == {} and job["permissions"] == {"contents": "read"}
-    assert job["env"]["CUZK_REQUIRE_GPU"] == "1" and "cuzk/cuda_extra.py install -e . perf" in text
+    assert job["env"]["CUZK_REQUIRE_GPU"] == "1" and "cuzk/cuda_extra.py install -e tool perf" in text
     assert text.index("gpu-state --one-gpu") < text.index("gate --base")     # one GPU, checked before the gate
+    # the comment workflow learns the pull request from the artifact: the number goes in through env
+    (num,) = [s for s in job["steps"] if "pr-number" in s.get("run", "")]
+    assert num["env"] == {"PR_NUMBER": "${{ github.event.pull_request.number }}"}
+    assert '"$PR_NUMBER" > "$RUNNER_TEMP/gate-out/pr-number"' in num["run"]
 
 
 def test_nightly_records_with_samples_and_publishes():
@@ -143,11 +147,13 @@ def test_nightly_records_with_samples_and_publishes():
 
 
 def test_workflows_stay_thin():
-    """Logic lives in tested cuzk commands: no step script longer than a few lines."""
+    """Logic lives in tested cuzk commands: no step script longer than a few lines, and every value of the
+    event reaches a script through env, never spliced into its text (template injection)."""
     for f in _workflows():
         for job in _load(f.name)["jobs"].values():
             for s in job["steps"]:
                 assert len(s.get("run", "").strip().splitlines()) <= 3, (f.name, s)
+                assert "${{" not in s.get("run", ""), (f.name, s)
 
 
 # --- the rules for a shared self-hosted fleet (docs/runners.md, section 3) ---
@@ -168,6 +174,20 @@ def _checkouts(job) -> list[dict]:
     return [s for s in job["steps"] if s.get("uses", "").startswith("actions/checkout@")]
 
 
+def _by_trigger(event: str) -> list[tuple[str, dict]]:
+    wfs = [(f.name, _load(f.name)) for f in _workflows()]
+    return [(name, wf) for name, wf in wfs if event in _on(wf)]
+
+
+def test_perf_pr_runs_only_for_the_perf_label_event():
+    """The label event is the approval: a push (synchronize), opening or reopening never starts the GPU job."""
+    wf = _load("perf-pr.yml")
+    assert _on(wf) == {"pull_request": {"types": ["labeled"]}}
+    assert wf["jobs"]["gate"]["if"] == "github.event.label.name == 'perf'"
+    # another label added meanwhile lands in its own concurrency group, so it cannot cancel a running gate
+    assert "github.event.label.name" in wf["concurrency"]["group"]
+
+
 def test_no_self_hosted_job_holds_a_write_token():
     """A persistent runner keeps what pull-request code left behind; no job there may hold a write token,
     and no checkout there may leave the token in .git/config."""
@@ -182,6 +202,18 @@ def test_no_self_hosted_job_holds_a_write_token():
         for s in _checkouts(job):
             assert s.get("with", {}).get("persist-credentials") is False, (f, name, s)
     assert seen >= 2
+
+
+def test_a_new_push_drops_the_perf_label():
+    (found,) = _by_trigger("pull_request_target")
+    f, wf = found
+    assert _on(wf) == {"pull_request_target": {"types": ["synchronize"]}}
+    assert wf["permissions"] == {}
+    (job,) = wf["jobs"].values()
+    assert not _self_hosted(job) and job["permissions"] == {"pull-requests": "write"}
+    assert not [s for s in job["steps"] if "uses" in s]          # no checkout, no action: nothing of the PR runs
+    text = _steps_text(job)
+    assert "labels/perf" in text or "--remove-label perf" in text
 
 
 def test_nightly_results_leave_the_gpu_runner_as_an_artifact():
@@ -226,3 +258,19 @@ def test_ci_is_never_cancelled_on_main():
     pr = {"github.event_name": "pull_request", "github.ref": "refs/pull/7/merge"}
     assert _eval(conc["cancel-in-progress"], main) is False
     assert _eval(conc["cancel-in-progress"], pr) is True           # a pull request's old run still makes way
+
+
+def test_the_gate_is_judged_by_the_base_tool():
+    """The pull request's checkout is only the code under test: the cuzk that measures and judges comes from
+    the base commit."""
+    job = _load("perf-pr.yml")["jobs"]["gate"]
+    cos = {s["with"]["path"]: s["with"] for s in _checkouts(job)}
+    assert set(cos) == {"pr", "tool"}
+    assert "ref" not in cos["pr"] and cos["pr"]["fetch-depth"] == 0           # the merge commit and its parents
+    assert cos["tool"]["ref"] == "${{ github.event.pull_request.base.sha }}"
+    installs = [s for s in job["steps"] if "cuda_extra.py install" in s.get("run", "")]
+    assert installs and all("tool/cuzk/cuda_extra.py install -e tool perf" in s["run"] and " . " not in s["run"]
+                            and "pr/" not in s["run"] and "working-directory" not in s for s in installs)
+    for s in job["steps"]:
+        if "cuzk\" gate" in s.get("run", "") or "gpu-state" in s.get("run", ""):
+            assert s["working-directory"] == "pr" and '"$RUNNER_TEMP/venv/bin/cuzk"' in s["run"]
