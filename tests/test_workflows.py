@@ -216,6 +216,35 @@ def test_a_new_push_drops_the_perf_label():
     assert "labels/perf" in text or "--remove-label perf" in text
 
 
+def test_the_gate_comment_reads_the_artifact_as_data():
+    import re
+    (found,) = _by_trigger("workflow_run")
+    f, wf = found
+    assert _on(wf)["workflow_run"] == {"workflows": ["perf-pr"], "types": ["completed"]}
+    assert wf["permissions"] == {}
+    (job,) = wf["jobs"].values()
+    assert not _self_hosted(job)
+    assert job["permissions"] == {"pull-requests": "write", "actions": "read", "contents": "read"}
+    # the default branch's code: no ref or repository of the pull request is checked out
+    (co,) = _checkouts(job)
+    assert not {"ref", "repository"} & set(co.get("with", {})) and co["with"]["persist-credentials"] is False
+    text = _steps_text(job)
+    runs = "\n".join(s.get("run", "") for s in job["steps"])
+    assert "-D art" in runs and "gh run download" in runs
+    # nothing from the artifact is run, sourced, installed or made executable
+    execs = re.compile(r"(?:^|[\s;&|(`])(?:bash|sh|zsh|source|python3?|node|perl|eval|exec|\.)\s+[\"']?[^\s\"']*art/")
+    assert not execs.search(runs), execs.search(runs)
+    assert not re.search(r"(?:^|[;&|]|then|else|do)\s*\.?/?art/", runs, re.M)
+    assert "chmod" not in runs and not re.search(r"pip install[^\n]*art", runs)
+    assert "cuzk gate --from-json art/gate.json --comment comment.md" in text
+    # the number is checked, and a run of an older head comments nothing
+    assert "^[0-9]+$" in runs and "headRefOid" in runs
+    heads = [s for s in job["steps"] if "headRefOid" in s.get("run", "")]
+    assert heads[0]["env"]["RUN_HEAD"] == "${{ github.event.workflow_run.head_sha }}"
+    # one sticky comment: found by its marker, updated in place, else posted
+    assert "<!-- cuzk-gate -->" in runs and "-X PATCH" in runs and "-F body=@comment.md" in runs
+
+
 def test_nightly_results_leave_the_gpu_runner_as_an_artifact():
     wf = _load("perf-nightly.yml")
     rec, pub = wf["jobs"]["record"], wf["jobs"]["publish"]
