@@ -33,22 +33,12 @@ class PreflightError(BisectError):
 
 
 def dirty_files(repo) -> list[str]:
-    """The tracked files with uncommitted changes (staged or not) in repo's work tree, as git names them
-    (a rename by its new name); untracked files do not count. PreflightError where git cannot say."""
-    # --no-optional-locks: a read-only look must not rewrite the index
-    p = subprocess.run(["git", "--no-optional-locks", "-C", str(repo), "status", "--porcelain=v1", "-z",
-                        "--untracked-files=no"], capture_output=True)
-    if p.returncode != 0:
-        why = (p.stderr.decode(errors="replace").strip().splitlines() or [f"exit {p.returncode}"])[-1]
-        raise PreflightError(f"cannot read the state of the tree in {repo}: git status: {why}")
-    entries = iter(p.stdout.decode(errors="surrogateescape").split("\0"))
-    files = []
-    for entry in entries:              # "XY path"; a rename or copy is followed by its source path
-        if entry:
-            files.append(entry[3:])
-            if "R" in entry[:2] or "C" in entry[:2]:
-                next(entries, None)
-    return files
+    """checkout.dirty_files, with PreflightError where git cannot say."""
+    from .checkout import CheckoutError, dirty_files
+    try:
+        return dirty_files(repo)
+    except CheckoutError as e:
+        raise PreflightError(f"cannot read the state of the tree in {repo}: {e}") from e
 
 
 def clean_tree(repo) -> None:

@@ -98,18 +98,18 @@ def changed_paths(repo: str | Path, base: str, head: str, paths) -> list[str]:
 
 
 def dirty_files(repo: str | Path) -> list[str]:
-    """Tracked files with uncommitted changes (staged or not); untracked files do not count."""
-    out = git(repo, "status", "--porcelain=v1", "-z", "--untracked-files=no")
-    names, entries = [], out.split("\0")
-    i = 0
-    while i < len(entries):
-        e = entries[i]
-        if len(e) > 3:
-            names.append(e[3:])
-            if e[0] in "RC":               # a rename or copy: the source name follows
-                i += 1
-        i += 1
-    return sorted(set(names))
+    """Tracked files with uncommitted changes (staged or not; a rename by its new name); untracked files do
+    not count. Shared by the gate and bisect, which both measure commits only."""
+    # --no-optional-locks: a read-only look must not rewrite the index
+    entries = iter(git(repo, "--no-optional-locks", "status", "--porcelain=v1", "-z", "--untracked-files=no",
+                       text=False).decode(errors="surrogateescape").split("\0"))
+    files = []
+    for entry in entries:              # "XY path"; a rename or copy is followed by its source path
+        if entry:
+            files.append(entry[3:])
+            if "R" in entry[:2] or "C" in entry[:2]:
+                next(entries, None)
+    return files
 
 
 WORKSPACE_PREFIX = "cuzk-gate-"
