@@ -457,3 +457,12 @@ def test_overlay_replaces_the_heads_harness_with_the_bases(base_repo, tmp_path):
     for rel in ("cuzk/perf/workload.py", "cuzk/perf/worker.py", "cuzk/nvml.py"):
         assert (roots["head"] / rel).read_bytes() == (roots["base"] / rel).read_bytes()
     assert not (roots["head"] / "cuzk/perf").is_symlink()
+
+
+@pytest.mark.parametrize("changed, said", [(["cuzk/perf/workload.py"], True), (["perf-gate.toml"], False), ([], False)])
+def test_a_head_failing_under_the_bases_harness_is_told_why(changed, said):
+    doc = _gate_doc(rules_changed=changed, exit_code=2)
+    doc["outcomes"][0].update(status="error", rounds=[],
+                              message="head (bbbbbbbbbb), round 1, set-up: AttributeError: no attribute 'x'")
+    md = report.markdown(gate.from_dict(doc))
+    assert ("land the harness change on its own first" in md) == said

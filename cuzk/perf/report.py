@@ -171,6 +171,10 @@ def markdown(res: GateResult, bisect: bool = True) -> str:
                        f"{oc.discards} samples discarded (throttled or contended) and retaken.")
         if oc.status != "ok":
             out += ["", f"**{_STATUS.get(oc.status, oc.status)}**:", "", fenced(oc.message)]
+            if oc.status == "error" and oc.message.startswith("head") and any(
+                    f not in UNDER_TEST and f != "perf-gate.toml" for f in res.rules_changed):
+                out += ["", "> The head failed under the base's measuring code, which it changes: where the two "
+                            "no longer fit, land the harness change on its own first, then this change."]
             continue
         energy = energy_per_call(oc)
         if energy:
