@@ -147,7 +147,7 @@ def test_the_workflow_gate_command_without_a_gpu_exits_2_and_says_so(tmp_path):
                PYTHONPATH=str(REPO), **{k: str(v) for k, v in job_env.items()})
     p = subprocess.run(["bash", "-e", "-c", cmd], cwd=repo, env=env, capture_output=True, text=True, timeout=300)
     assert p.returncode == 2, p.stdout + p.stderr
-    first = (repo / "gate-out/report.md").read_text().splitlines()[0]
+    first = (tmp_path / "runner/gate-out/report.md").read_text().splitlines()[0]
     assert "FAIL: the GPU cannot run here" in first and "cuda porep_like 2^18 opts=default" in first
     assert "PASS" not in p.stdout
     assert (tmp_path / "summary.md").read_text().splitlines()[0] == first

@@ -476,6 +476,8 @@ def run(repo: str | Path, base_ref: str, head_ref: str, cfg: GateConfig,
 
 _SHA = re.compile(r"[0-9a-f]{7,64}")
 _WORD = re.compile(r"[A-Za-z0-9_.,:+-]{1,64}")
+_SPEC_WORDS = {"backend", "circuit", "opts", "convention"}
+_SPEC_INTS = {"log_size", "batch", "generator"}
 _STATUSES = ("ok", "skipped", "error", "untrusted", "stopped", "running")
 
 
@@ -507,11 +509,11 @@ def _check_doc(doc) -> None:
            and all(isinstance(f, str) for f in doc.get("rules_changed", [])), "rules_changed")
     for i, o in enumerate(doc["outcomes"] + [w for w in doc.get("not_gated", [])]):
         _check(isinstance(o, dict) and isinstance(o.get("spec"), dict), f"outcome {i} has no spec")
-        sp = o["spec"]
-        _check(sp.get("backend") in ("cpu", "cuda") and all(
-            isinstance(sp.get(k), str) and _WORD.fullmatch(sp[k]) for k in ("circuit", "opts", "convention"))
-               and all(isinstance(sp.get(k), int) and not isinstance(sp[k], bool) and 0 < sp[k] < 64
-                       for k in ("log_size", "batch", "generator")), f"outcome {i}: spec")
+        sp = o["spec"]               # fields left out take Spec's defaults
+        _check(sp.get("backend", "cpu") in ("cpu", "cuda") and set(sp) <= _SPEC_WORDS | _SPEC_INTS and all(
+            isinstance(v, str) and _WORD.fullmatch(v) for k, v in sp.items() if k in _SPEC_WORDS)
+               and all(isinstance(v, int) and not isinstance(v, bool) and 0 < v < 64
+                       for k, v in sp.items() if k in _SPEC_INTS), f"outcome {i}: spec")
     for i, o in enumerate(doc["outcomes"]):
         _check(o.get("status") in _STATUSES and isinstance(o.get("message", ""), str), f"outcome {i}: status")
         ph = o.get("phases")
