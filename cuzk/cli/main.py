@@ -168,6 +168,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="one more asv find argument, e.g. --asv-arg=--invert (repeatable)")
     bi.set_defaults(func=cmd_bisect)
 
+    from .history import magnitude_arg, pvalue_arg, window_arg
     hi = sub.add_parser("history", help="nightly asv history: record this runner's results, publish all, "
                                         "or list change points (record and publish work in .asv/history, "
                                         "never in asv.conf.json's results_dir or html_dir)")
@@ -184,17 +185,20 @@ def build_parser() -> argparse.ArgumentParser:
                                                            "from these npm packages (.ci/node/node_modules)")
     hi.add_argument("--results", metavar="DIR", help="changes: asv results directory (default: the history's "
                                                      "worktree, .asv/history/results, else asv.conf.json's)")
-    hi.add_argument("--max-pvalue", type=float, default=0.001, help="changes: t-test threshold (default 0.001)")
-    hi.add_argument("--min-magnitude", type=float, default=0.05,
-                    help="changes: smallest relative change reported (default 0.05)")
-    hi.add_argument("--window", type=int, default=30, help="changes: e-divisive window in commits (default 30)")
+    hi.add_argument("--max-pvalue", type=pvalue_arg, default=0.001,
+                    help="changes: t-test threshold, 0 < P <= 1 (default 0.001)")
+    hi.add_argument("--min-magnitude", type=magnitude_arg, default=0.05,
+                    help="changes: smallest relative change reported, >= 0 (default 0.05)")
+    hi.add_argument("--window", type=window_arg, default=30,
+                    help="changes: e-divisive window in points, >= 4 (default 30)")
     hi.add_argument("--json", metavar="FILE", help="changes: write the change points as JSON")
     hi.add_argument("--summary", metavar="FILE", help="changes: append the Markdown to FILE too "
                                                       "(e.g. $GITHUB_STEP_SUMMARY)")
     hi.add_argument("--fail-on-gated", type=int, metavar="N",
                     help="changes: exit 1 when a phase that perf-gate.toml gates (its workloads x [gate] phases) "
                          "got slower at a change point whose first commit is among the last N points of its "
-                         "series; those change points are listed")
+                         "series; those change points are listed. A gated series whose newest point was not "
+                         "measured (failed, skipped, absent) is listed too, and exits 2")
     hi.add_argument("--gate-config", metavar="FILE",
                     help="changes: the gate config for --fail-on-gated (default: perf-gate.toml in --repo)")
     hi.set_defaults(func=cmd_history)

@@ -12,11 +12,14 @@ under its own machine name, so runners never conflict; asv's shared benchmarks.j
 from the newest run.
 `publish`: `asv publish` over all machines' results, then the site replaces the pages branch
 (with `assets`, its CDN scripts are served from the site itself: cuzk/perf/asv_assets.py).
+Every results file is judged before asv or the change-point analysis reads it (`read_results`):
+asv skips an unreadable file with one log line, which would let a verdict stand on the rest.
 `changes`: change-point detection (apache-otava's e-divisive with a t-test, the Hunter algorithm)
 over each benchmark's history, per machine and parameter set (phase x target x optimization):
 each change with its commit range, the level before and after, its size and the `cuzk bisect`
 command that finds its commit. `gated_regressions` picks the new slowdowns in what the PR gate
-guards (perf-gate.toml's workloads x phases), which fail the nightly.
+guards (perf-gate.toml's workloads x phases), which fail the nightly; `gated_unmeasured` the gated
+series whose newest point was not measured, on which there is no verdict.
 """
 from __future__ import annotations
 
@@ -27,6 +30,7 @@ import math
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -171,6 +175,7 @@ def publish(repo: Path, remote: str = "origin", results_branch: str = RESULTS_BR
     checkout_branch(repo, remote, results_branch, results, create=False)
     if not (results / "benchmarks.json").is_file():    # asv would only say "benchmarks.json missing!"
         raise HistoryError(f"{remote}/{results_branch} holds no results (no benchmarks.json): nothing to publish")
+    read_results(results)           # asv publish would skip a bad file with one log line and publish the rest
     with tempfile.TemporaryDirectory() as tmp:
         _run([sys.executable, "-m", "asv", "publish", "--config",
               str(asv_config(repo, results, html, Path(tmp), commit_url))], repo)
@@ -216,6 +221,250 @@ def commit_url_from_env() -> str | None:
     return f"{s}/{r}/commit/" if s and r else None
 
 
+# --- results files, judged before anything reads them ---
+
+HASH_RE = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
+MAX_FILE_BYTES = 64 << 20
+MAX_SECONDS = 1e6           # ~11 days for one call: a broken clock or a poisoned file, not a measurement
+MAX_OTHER = 1e18            # bytes, joules, ratios
+RESULTS_API, BENCHMARKS_API, MACHINE_API = 2, 2, 1       # asv 0.6's file format versions
+_KINDS = ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"),
+          (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+
+
+def _kind(mode: int) -> str:
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+
+
+def read_regular(path: Path, limit: int = MAX_FILE_BYTES) -> bytes:
+    """The bytes of a regular file. lstat judges it before any open: a symlink is never followed and a
+    FIFO never opened (the open would wait for a writer)."""
+    try:
+        st = os.lstat(path)
+        if not stat.S_ISREG(st.st_mode):
+            raise HistoryError(f"{path}: {_kind(st.st_mode)}, not a regular file")
+        if st.st_size > limit:
+            raise HistoryError(f"{path}: {st.st_size} bytes, over the {limit >> 20} MiB limit")
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+        with open(fd, "rb") as f:
+            now = os.fstat(fd)
+            if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino) or not stat.S_ISREG(now.st_mode):
+                raise HistoryError(f"{path}: replaced while being read")
+            data = f.read(limit + 1)
+    except OSError as e:
+        raise HistoryError(f"{path}: cannot read it: {e.strerror or e}") from e
+    if len(data) > limit:
+        raise HistoryError(f"{path}: over the {limit >> 20} MiB limit")
+    return data
+
+
+def parse_json(path: Path, data: bytes):
+    try:
+        return json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise HistoryError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from e
+    except (ValueError, RecursionError) as e:
+        raise HistoryError(f"{path}: not valid JSON ({str(e).splitlines()[0] if str(e) else type(e).__name__})") from e
+
+
+def _listing(d: Path) -> list[tuple[Path, os.stat_result]]:
+    """A directory's entries with their own lstat: nothing followed."""
+    try:
+        with os.scandir(d) as it:
+            entries = sorted(it, key=lambda e: e.name)
+        return [(Path(e.path), e.stat(follow_symlinks=False)) for e in entries]
+    except OSError as e:
+        raise HistoryError(f"{d}: cannot list it: {e.strerror or e}") from e
+
+
+def _jtype(v) -> str:
+    if v is None:
+        return "null"
+    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}.get(type(v), "a number")
+
+
+@dataclass
+class ResultFile:
+    path: Path
+    machine: str
+    env: str
+    commit: str
+    date: int
+    values: dict        # {benchmark: {params: a float; None (asv: failed) or NaN (asv: skipped)}}
+
+
+def _plausible(path, series: str, what: str, v, timing: bool) -> float:
+    """A measured value: a timing finite, > 0 and <= MAX_SECONDS; bytes, joules and ratios finite, >= 0 and
+    <= MAX_OTHER. Anything else is a poisoned or broken file, never a point of a series."""
+    ok = isinstance(v, (int, float)) and not isinstance(v, bool)
+    if ok:
+        try:
+            x = float(v)
+        except OverflowError:
+            ok = False
+        else:
+            ok = math.isfinite(x) and (0 < x <= MAX_SECONDS if timing else 0 <= x <= MAX_OTHER)
+    if not ok:
+        rule = (f"a time in seconds is finite, > 0 and <= {MAX_SECONDS:g}" if timing
+                else f"a value is finite, >= 0 and <= {MAX_OTHER:g}")
+        raise HistoryError(f"{path}: {series}: {what} {json.dumps(v, allow_nan=True)[:40]} is not a measurement "
+                           f"({rule})")
+    return x
+
+
+def check_results_file(path: Path, d, machine: str, units: dict) -> ResultFile:
+    """One asv results file (format 2) judged as asv and the change points would read it: `units` (from
+    benchmarks.json) tells timings from other values; without one, the benchmark's name does."""
+    def bad(msg):
+        return HistoryError(f"{path}: {msg}")
+    if not isinstance(d, dict):
+        raise bad(f"not an asv results file ({_jtype(d)}, not an object)")
+    if d.get("version") != RESULTS_API:
+        raise bad(f"asv results format {d.get('version')!r}, not {RESULTS_API}")
+    for k, t in (("commit_hash", str), ("env_name", str), ("python", str), ("params", dict), ("requirements", dict),
+                 ("result_columns", list), ("results", dict)):
+        if not isinstance(d.get(k), t):
+            raise bad(f"{k!r} is {'missing' if k not in d else _jtype(d[k])}, not {_jtype(t())}")
+    for k in ("env_vars", "durations"):
+        if not isinstance(d.get(k, {}), dict):
+            raise bad(f"{k!r} is {_jtype(d[k])}, not an object")
+    if not HASH_RE.fullmatch(d["commit_hash"]):
+        raise bad(f"commit_hash {d['commit_hash'][:80]!r} is not a full git commit hash")
+    date = d.get("date")
+    if not (isinstance(date, int) and not isinstance(date, bool) and date >= 0):
+        raise bad(f"date {json.dumps(date)[:40]} is not a timestamp (milliseconds since 1970)")
+    if d["params"].get("machine") != machine:
+        raise bad(f"its machine {d['params'].get('machine')!r} is not {machine!r}, its directory's")
+    cols = d["result_columns"]
+    if not all(isinstance(c, str) for c in cols) or "result" not in cols or "params" not in cols:
+        raise bad("result_columns does not name asv's result and params columns")
+    ir, ip = cols.index("result"), cols.index("params")
+    isam = cols.index("samples") if "samples" in cols else None
+    values = {}
+    for name, row in d["results"].items():
+        if not isinstance(row, list) or len(row) > len(cols):
+            raise bad(f"{name}: not a row of at most {len(cols)} columns")
+        row = row + [None] * (len(cols) - len(row))         # asv drops trailing nulls
+        params = row[ip] if row[ip] is not None else []
+        if not (isinstance(params, list) and all(isinstance(p, list) and all(isinstance(x, str) for x in p)
+                                                 for p in params)):
+            raise bad(f"{name}: params is not a list of lists of strings")
+        combos = _combos(params)
+        result = row[ir] if row[ir] is not None else [None] * len(combos)     # null: all failed
+        if not isinstance(result, list) or len(result) != len(combos):
+            raise bad(f"{name}: {len(result) if isinstance(result, list) else _jtype(result)} results for "
+                      f"{len(combos)} parameter sets")
+        timing = units[name] == "seconds" if isinstance(units.get(name), str) else is_timing(name)
+        vals = {}
+        for combo, v in zip(combos, result):
+            if v is None or (isinstance(v, float) and math.isnan(v)):
+                vals[combo] = v                  # asv: null failed, NaN skipped (or not selected)
+            else:
+                vals[combo] = _plausible(path, series_name(name, combo), "result", v, timing)
+        samples = row[isam] if isam is not None else None
+        if samples is not None:
+            if not isinstance(samples, list) or len(samples) != len(combos):
+                raise bad(f"{name}: samples is not a list per parameter set")
+            for combo, ss in zip(combos, samples):
+                if ss is not None and not isinstance(ss, list):
+                    raise bad(f"{series_name(name, combo)}: samples is {_jtype(ss)}, not an array")
+                for x in ss or ():
+                    _plausible(path, series_name(name, combo), "sample", x, timing)
+        values[name] = vals
+    return ResultFile(Path(path), machine, d["env_name"], d["commit_hash"], date, values)
+
+
+def check_machine_file(path: Path, d, machine: str) -> None:
+    if not isinstance(d, dict):
+        raise HistoryError(f"{path}: not asv's machine.json ({_jtype(d)}, not an object)")
+    if d.get("machine") != machine:
+        raise HistoryError(f"{path}: machine {d.get('machine')!r} is not {machine!r}, its directory")
+    if d.get("version", MACHINE_API) != MACHINE_API:
+        raise HistoryError(f"{path}: asv machine format {d.get('version')!r}, not {MACHINE_API}")
+
+
+def check_benchmarks_file(path: Path, d) -> dict:
+    """asv's benchmarks.json; returns {benchmark: unit}."""
+    if not isinstance(d, dict):
+        raise HistoryError(f"{path}: not asv's benchmarks.json ({_jtype(d)}, not an object)")
+    if d.get("version") != BENCHMARKS_API:
+        raise HistoryError(f"{path}: asv benchmarks format {d.get('version')!r}, not {BENCHMARKS_API}")
+    units = {}
+    for name, b in d.items():
+        if name == "version":
+            continue
+        if not isinstance(b, dict):
+            raise HistoryError(f"{path}: {name}: {_jtype(b)}, not an object")
+        if isinstance(b.get("unit"), str):
+            units[name] = b["unit"]
+    return units
+
+
+@dataclass
+class ResultsSet:
+    root: Path
+    machines: list[str]         # every machine directory (one with a machine.json)
+    files: list[ResultFile]     # of the machines read
+    units: dict
+
+
+def read_results(results_dir: Path, machine: str | None = None) -> ResultsSet:
+    """Every file asv would read in a results directory (benchmarks.json, each machine's machine.json and
+    results), judged; `machine`: only its directory is read. Anything asv would skip with a log line, or
+    that holds an implausible value, is a HistoryError naming the file. Only directories and regular files
+    (and the worktree's .git) may be there; other files than *.json are not read."""
+    root = Path(results_dir)
+    units, dirs = {}, []
+    for p, st in _listing(root):
+        if p.name == ".git":
+            continue                        # the results worktree's link to its repository
+        if stat.S_ISDIR(st.st_mode) and p.name.endswith(".json"):
+            raise HistoryError(f"{p}: a directory, where asv expects a file")
+        if stat.S_ISDIR(st.st_mode):
+            dirs.append(p)
+        elif not stat.S_ISREG(st.st_mode):
+            raise HistoryError(f"{p}: {_kind(st.st_mode)}, not a regular file or directory")
+        elif p.name == "benchmarks.json":
+            units = check_benchmarks_file(p, parse_json(p, read_regular(p)))
+        elif p.name.endswith(".json"):
+            raise HistoryError(f"{p}: a .json file outside a machine's directory (asv would skip it)")
+    machines = [d.name for d in dirs if any(q.name == "machine.json" for q, _ in _listing(d))]
+    files = []
+    for d in dirs:
+        if machine is not None and d.name != machine:
+            continue
+        if d.name not in machines:
+            stray = next(iter(_json_files(d)), None)
+            if stray is not None:
+                raise HistoryError(f"{stray}: no machine.json in {d} (asv would skip it)")
+            continue
+        mpath = d / "machine.json"
+        check_machine_file(mpath, parse_json(mpath, read_regular(mpath)), d.name)
+        for p, st in _listing(d):
+            if stat.S_ISDIR(st.st_mode) and p.name.endswith(".json"):
+                raise HistoryError(f"{p}: a directory, where asv expects a file")
+            if stat.S_ISDIR(st.st_mode):
+                stray = next(iter(_json_files(p)), None)
+                if stray is not None:
+                    raise HistoryError(f"{stray}: a .json file below a machine's directory (asv would skip it)")
+            elif not stat.S_ISREG(st.st_mode):
+                raise HistoryError(f"{p}: {_kind(st.st_mode)}, not a regular file or directory")
+            elif p.name.endswith(".json") and p.name != "machine.json":
+                files.append(check_results_file(p, parse_json(p, read_regular(p)), d.name, units))
+    return ResultsSet(root, sorted(machines), files, units)
+
+
+def _json_files(d: Path):
+    """The *.json files under d (and any entry that is neither a directory nor a regular file, as an error)."""
+    for p, st in _listing(d):
+        if stat.S_ISDIR(st.st_mode):
+            yield from _json_files(p)
+        elif not stat.S_ISREG(st.st_mode):
+            raise HistoryError(f"{p}: {_kind(st.st_mode)}, not a regular file or directory")
+        elif p.name.endswith(".json"):
+            yield p
+
+
 # --- change points ---
 
 MIN_POINTS = 4          # e-divisive needs a few points on each side of a change
@@ -229,33 +478,41 @@ def default_results(repo: Path) -> Path:
     return mine if mine.is_dir() else repo / _conf(repo).get("results_dir", "results")
 
 
-def _series(results_dir: Path, machine: str | None, bench: str | None):
-    """{(machine, env, benchmark, params): [(date, commit, value)]} from asv's result files; params are
-    asv's repr strings, e.g. ("'cpu:8'", "'A1'")."""
-    from asv.results import iter_results_for_machine
+def _series(rs: ResultsSet, bench: str | None):
+    """{(machine, env, benchmark, params): [(date, commit, value)]} of the measured points; params are
+    asv's repr strings, e.g. ("'cpu:8'", "'A1'"). And {(machine, env): the newest results file}."""
     try:
         pattern = re.compile(bench) if bench else None
     except re.error as e:
         raise HistoryError(f"bad --bench regex {bench!r}: {e}") from e
     out: dict = {}
-    machines = sorted(d.name for d in Path(results_dir).iterdir() if (d / "machine.json").is_file())
-    if not machines:
-        raise HistoryError(f"no asv machines in {results_dir} (no */machine.json): no history to analyse")
-    if machine is not None:
-        if machine not in machines:
-            raise HistoryError(f"no results for machine {machine!r} in {results_dir} (have: {', '.join(machines)})")
-        machines = [machine]
-    for m in machines:
-        for res in iter_results_for_machine(str(results_dir), m):
-            for key in res.get_all_result_keys():
-                params = res.get_result_params(key)
-                values = res.get_result_value(key, params)
-                for combo, v in zip(_combos(params), values):
-                    if pattern and not pattern.search(series_name(key, combo)):
-                        continue
-                    if v is None or (isinstance(v, float) and math.isnan(v)):
-                        continue            # failed or skipped (a GPU parameter on a CPU machine)
-                    out.setdefault((m, res.env_name, key, combo), []).append((res.date or 0, res.commit_hash, float(v)))
+    newest: dict = {}
+    for res in rs.files:
+        key = (res.machine, res.env)
+        if key not in newest or (res.date, str(res.path)) > (newest[key].date, str(newest[key].path)):
+            newest[key] = res
+        for name, vals in res.values.items():
+            for combo, v in vals.items():
+                if pattern and not pattern.search(series_name(name, combo)):
+                    continue
+                if v is None or math.isnan(v):
+                    continue            # failed or skipped (a GPU parameter on a CPU machine)
+                out.setdefault((res.machine, res.env, name, combo), []).append((res.date, res.commit, v))
+    return out, newest
+
+
+def _unmeasured(series: dict, newest: dict) -> list[dict]:
+    """The series whose newest point is missing: their machine's newest results file (in that
+    environment) holds null (a failure), NaN (a skip) or nothing for them."""
+    out = []
+    for (m, env, name, combo) in sorted(series):
+        res = newest[(m, env)]
+        v = res.values.get(name, {}).get(combo, "absent")
+        if v is None or v == "absent" or math.isnan(v):
+            why = ("null: the benchmark failed" if v is None else "absent: not run" if v == "absent"
+                   else "NaN: asv skipped it")
+            out.append({"machine": m, "env": env, "benchmark": series_name(name, combo), "asv_benchmark": name,
+                        "params": list(combo), "commit": res.commit, "file": str(res.path), "why": why})
     return out
 
 
@@ -297,6 +554,7 @@ class Changes:
     longest: int            # points in the longest series
     found: list[dict]
     pairs: set = field(default_factory=set)     # (benchmark, params) of the series analysed
+    unmeasured: list = field(default_factory=list)   # series whose newest point is missing (_unmeasured)
 
 
 def commits_between(repo: Path | None, good: str, bad: str) -> int | None:
@@ -307,17 +565,34 @@ def commits_between(repo: Path | None, good: str, bad: str) -> int | None:
     return int(p.stdout) if p.returncode == 0 and p.stdout.strip().isdigit() else None
 
 
+def check_changes_args(max_pvalue: float, min_magnitude: float, window: int) -> None:
+    """The detector's settings; out of range they would find nothing (a NaN threshold passes no test, a
+    window under MIN_POINTS cannot hold a change) and read as "no change"."""
+    if not (isinstance(max_pvalue, (int, float)) and 0 < max_pvalue <= 1):
+        raise HistoryError(f"--max-pvalue {max_pvalue}: needs 0 < P <= 1")
+    if not (isinstance(min_magnitude, (int, float)) and math.isfinite(min_magnitude) and min_magnitude >= 0):
+        raise HistoryError(f"--min-magnitude {min_magnitude}: needs a finite M >= 0")
+    if not (isinstance(window, int) and not isinstance(window, bool) and window >= MIN_POINTS):
+        raise HistoryError(f"--window {window}: needs an integer >= {MIN_POINTS}")
+
+
 def changes(results_dir: Path, machine: str | None = None, bench: str | None = None, max_pvalue: float = 0.001,
             min_magnitude: float = 0.05, window: int = 30, repo: Path | None = None) -> Changes:
     """Change points of every series. `min_magnitude`: the smallest relative change kept (0.05 = 5%);
     `max_pvalue`: the t-test threshold of the merge step. No series long enough to analyse is a
     HistoryError: no data never reads as no change."""
     from otava.analysis import compute_change_points
+    check_changes_args(max_pvalue, min_magnitude, window)
     results_dir = Path(results_dir)
     if not results_dir.is_dir():
         raise HistoryError(f"no asv results at {results_dir} (run `cuzk history publish --no-push`, or "
                            f"`asv run` for your own results)")
-    series = _series(results_dir, machine, bench)
+    rs = read_results(results_dir, machine)
+    if not rs.machines:
+        raise HistoryError(f"no asv machines in {results_dir} (no */machine.json): no history to analyse")
+    if machine is not None and machine not in rs.machines:
+        raise HistoryError(f"no results for machine {machine!r} in {results_dir} (have: {', '.join(rs.machines)})")
+    series, newest = _series(rs, bench)
     longest = max((len(p) for p in series.values()), default=0)
     analysed = sum(len(p) >= MIN_POINTS for p in series.values())
     if not analysed:
@@ -348,7 +623,7 @@ def changes(results_dir: Path, machine: str | None = None, bench: str | None = N
                           "before": float(st.mean_1), "after": float(st.mean_2),
                           "change": float(st.mean_2 / st.mean_1 - 1) if st.mean_1 else float("inf"),
                           "pvalue": float(st.pvalue)})
-    return Changes(results_dir, len(series), analysed, longest, found, pairs)
+    return Changes(results_dir, len(series), analysed, longest, found, pairs, _unmeasured(series, newest))
 
 
 def gated_pairs(cfg) -> set[tuple[str, tuple]]:
@@ -390,13 +665,25 @@ def changes_markdown(ch: Changes) -> str:
                                           "bisect"], tablefmt="github", disable_numparse=True) + "\n"
 
 
-def gated_markdown(failing: list[dict], last: int, watched: int) -> str:
-    """The --fail-on-gated verdict; `watched`: the gated parameter sets that had a series to analyse."""
+def gated_unmeasured(ch: Changes, gated: set) -> list[dict]:
+    """Gated series whose newest point was not measured: no verdict on them, never a pass."""
+    return [u for u in ch.unmeasured if (u["asv_benchmark"], tuple(u["params"])) in gated]
+
+
+def gated_markdown(failing: list[dict], last: int, watched: int, unmeasured: list[dict] = ()) -> str:
+    """The --fail-on-gated verdict; `watched`: the gated parameter sets that had a series to analyse;
+    `unmeasured`: gated_unmeasured, listed first."""
+    lines = []
+    if unmeasured:
+        lines += [f"\n**Not judged: the newest point of {len(unmeasured)} gated series was not measured**:\n"]
+        lines += [f"- `{u['benchmark']}` on {u['machine']}: {u['why']}, at `{u['commit'][:HASH_LENGTH]}` "
+                  f"in {u['file']}" for u in unmeasured]
     if not failing:
-        return (f"\nNo new regression in the {watched} gated parameter set(s) (perf-gate.toml's workloads x "
-                f"phases) over the last {last} points.\n")
-    lines = [f"\n**{len(failing)} new regression(s) in gated phases** (first commit among the last {last} "
-             f"points of the series):\n"]
+        return "\n".join(lines) + ("\n" if lines else "") + (
+            f"\nNo new regression in the {watched} gated parameter set(s) (perf-gate.toml's workloads x "
+            f"phases) over the last {last} points" + (", among the points measured.\n" if unmeasured else ".\n"))
+    lines += [f"\n**{len(failing)} new regression(s) in gated phases** (first commit among the last {last} "
+              f"points of the series):\n"]
     lines += [f"- `{c['benchmark']}` on {c['machine']}: {c['change']:+.1%} in `{c['range']}`: "
               + (f"`{c['bisect']}`" if c["bisect"] else f"`{c['commit'][:HASH_LENGTH]}` is the change")
               for c in failing]
