@@ -2,7 +2,9 @@
 that is not a measurement (0, negative, infinite, absurd), a file asv would skip (corrupt, truncated, not
 an object, a FIFO, a directory), or a gated series whose newest point was not measured is exit 2 naming
 the file, for `changes` and `publish` alike, never "no regression". The detector's settings are checked
-before it runs."""
+before it runs. And the results leave a GPU runner with no write token: `record --no-push --export DIR`
+works without the remote, `import DIR` reads DIR as untrusted data and commits it only when every file
+passes."""
 from __future__ import annotations
 
 import itertools
@@ -19,11 +21,13 @@ import pytest
 import asv_synth
 from cuzk.cli import main
 from cuzk.perf import history
+from cuzk.perf.calibrate import make_repo
 
 REPO = Path(__file__).resolve().parents[1]
 TAIL = "bench_tail_msm.TailMsm.track_time"
 GATED = ("'cpu:10'", "'default'")              # perf-gate.toml's cpu porep_like 2^10 opts=default
 GATED_NAME = f"{TAIL}('cpu:10', 'default')"
+BENCH = r"bench_prep_msm\.PrepMsm\.track_time\('cpu:8', 'baseline'\)"
 
 
 def _git(cwd, *args) -> str:
@@ -237,3 +241,207 @@ def test_publish_refuses_a_poisoned_timing(step, tmp_path, capsys):
     assert main(["history", "publish", "--no-push", "--repo", str(clone)]) == 2
     err = capsys.readouterr().err
     assert f"{bad['rel']}: {GATED_NAME}: result Infinity is not a measurement" in err, err
+
+
+# --- record --no-push --export on a runner without the remote; import as untrusted data ---
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    """(tmp, origin, runner clone, export dir, commit): one real `record --no-push --export` (one CPU
+    parameter set), its clone's origin unreachable, as with persist-credentials: false on a private repo."""
+    tmp = tmp_path_factory.mktemp("export")
+    src, origin, runner = tmp / "src", tmp / "origin.git", tmp / "runner"
+    sha = make_repo(REPO, src)
+    _git(tmp, "clone", "-q", "--bare", str(src), str(origin))
+    _git(tmp, "clone", "-q", str(origin), str(runner))
+    _git(runner, "remote", "set-url", "origin", str(tmp / "unreachable.git"))
+    (tmp / "home").mkdir()
+    env = dict(os.environ, HOME=str(tmp / "home"))
+    exp = tmp / "artifact" / "results"
+    p = _cuzk(runner, env, "history", "record", "--machine", "gpu-a", "--no-push", "--export", str(exp),
+              "--bench", BENCH)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "cannot read origin" in p.stdout and "new root commit" in p.stdout
+    return tmp, origin, runner, exp, sha
+
+
+def _tree(d: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(d)): p.read_bytes() for p in sorted(d.rglob("*")) if p.is_file()}
+
+
+def test_record_exports_this_runs_files_without_the_remote(exported):
+    tmp, origin, runner, exp, sha = exported
+    files = _tree(exp)
+    results = [f for f in files if f.startswith("gpu-a/") and f.endswith(".json") and f != "gpu-a/machine.json"]
+    assert set(files) == {"benchmarks.json", "gpu-a/machine.json", f"gpu-a/gpu-state/{sha}.jsonl", *results}
+    assert len(results) == 1 and results[0].startswith(f"gpu-a/{sha[:8]}-")
+    r = json.loads(files[results[0]])
+    assert r["commit_hash"] == sha and r["params"]["machine"] == "gpu-a"
+    assert "gpu" in json.loads(files[f"gpu-a/gpu-state/{sha}.jsonl"])
+    local = runner / ".asv" / "history" / "results"
+    assert files == {k: v for k, v in _tree(local).items() if k in files}     # the same bytes as committed
+    log = _git(local, "log", "--format=%s %P", "HEAD").splitlines()
+    assert log[0].startswith(f"results: gpu-a at {sha[:10]} ") and log[1] == "asv-results: asv results of every runner "
+    assert "asv-results" not in _git(origin, "branch", "--list")
+
+
+def test_record_refuses_a_used_export_dir_and_a_bad_machine_name_before_measuring(exported, tmp_path):
+    tmp, _, runner, _, _ = exported
+    env = dict(os.environ, HOME=str(tmp / "home"))
+    (tmp_path / "used").mkdir()
+    (tmp_path / "used" / "old.json").write_text("{}")
+    for args, msg in ((["--no-push", "--export", str(tmp_path / "used")], "is not an empty directory"),
+                      (["--no-push", "--machine", "../gpu"], "machine name '../gpu'"),
+                      ([], "cannot read origin's asv-results branch")):       # pushing: the remote must answer
+        p = _cuzk(runner, env, "history", "record", "--machine", "gpu-a", "--bench", BENCH, *args, timeout=60)
+        assert p.returncode == 2 and p.stderr.count("\n") == 1 and msg in p.stderr, p.stderr
+        assert "asv took" not in p.stdout
+
+
+@pytest.fixture(scope="module")
+def imported(exported):
+    """A publisher's clone of origin after importing the export: (clone, origin's asv-results commit)."""
+    tmp, origin, _, exp, _ = exported
+    pub = tmp / "publisher"
+    _git(tmp, "clone", "-q", str(origin), str(pub))
+    assert main(["history", "import", str(exp), "--repo", str(pub)]) == 0
+    return pub, _git(origin, "rev-parse", "asv-results").strip()
+
+
+def test_import_commits_and_pushes_the_export(exported, imported, capsys):
+    tmp, origin, _, exp, sha = exported
+    pub, head = imported
+    files = set(_git(origin, "ls-tree", "-r", "--name-only", "asv-results").split())
+    assert files == set(_tree(exp))
+    for f in files:
+        assert _git(origin, "show", f"asv-results:{f}").encode() == (exp / f).read_bytes()
+    assert _git(origin, "log", "--format=%s", "asv-results").splitlines()[0] == f"results: gpu-a at {sha[:10]}"
+    assert main(["history", "import", str(exp), "--repo", str(pub)]) == 0     # again: nothing new
+    assert "nothing new for asv-results" in capsys.readouterr().out
+    assert _git(origin, "rev-parse", "asv-results").strip() == head
+    assert main(["history", "publish", "--no-push", "--repo", str(pub)]) == 0     # what asv publish takes
+    assert (pub / ".asv" / "history" / "html" / "index.html").is_file()
+
+
+def _fifo(p: Path):
+    os.mkfifo(p)
+
+
+def _sparse(p: Path):
+    with open(p, "wb") as f:
+        f.truncate((64 << 20) + 1)
+
+
+def _results_file(exp: Path) -> Path:
+    return next(p for p in (exp / "gpu-a").glob("*.json") if p.name != "machine.json")
+
+
+def _poison(value):
+    def f(exp: Path) -> Path:
+        p = _results_file(exp)
+        d = json.loads(p.read_text())
+        for row in d["results"].values():
+            col = d["result_columns"].index("result")
+            row[col] = [v if v is None or math.isnan(v) else value for v in row[col]]
+        p.write_text(json.dumps(d, allow_nan=True))
+        return p
+    return f
+
+
+def _make(rel: str, how, named: str | None = None):
+    """Make exp/rel with how(path); returns the path the error must name: exp/named, else exp/rel."""
+    def f(exp: Path) -> Path:
+        p = exp / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        how(p)
+        return exp / (named or rel)
+    return f
+
+
+def _link_out(exp: Path) -> Path:
+    p = exp / "gpu-a" / "machine.json"
+    shutil.move(p, exp.parent / "machine.json")
+    p.symlink_to(Path("..") / ".." / "machine.json")
+    return p
+
+
+def _escape(exp: Path) -> Path:
+    (exp.parent / "outside" / "gpu-b").mkdir(parents=True)
+    p = exp / "gpu-b"
+    p.symlink_to(Path("..") / "outside" / "gpu-b")
+    return p
+
+
+def _renamed(exp: Path) -> Path:
+    p = _results_file(exp)
+    new = p.with_name("0123abcd-" + p.name.split("-", 1)[1])
+    p.rename(new)
+    return new
+
+
+def _corrupt(exp: Path) -> Path:
+    _truncate(_results_file(exp))
+    return _results_file(exp)
+
+
+def _bad_gpu_record(exp: Path) -> Path:
+    p = next((exp / "gpu-a" / "gpu-state").glob("*.jsonl"))
+    p.write_text('{"gpu": nul\n')
+    return p
+
+
+def _no_benchmarks(exp: Path) -> Path:
+    (exp / "benchmarks.json").unlink()
+    return exp / "benchmarks.json"
+
+
+UNTRUSTED = {
+    "a symlink": _link_out,
+    "a ../ symlinked directory": _escape,
+    "a FIFO": _make("gpu-a/extra.json", _fifo),
+    "a dot-dot name": _make("gpu-a/..json", _replace("{}")),
+    "a hidden machine": _make(".gpu/machine.json", _replace("{}"), ".gpu"),
+    "a bad machine name": _make("gpu a/machine.json", _replace('{"machine": "gpu a"}'), "gpu a"),
+    "a name outside the layout": _make("gpu-a/notes.txt", _replace("hi")),
+    "a deeper directory": _make("gpu-a/sub/x.json", _replace("{}"), "gpu-a/sub"),
+    "corrupt JSON": _corrupt,
+    "a poisoned timing": _poison(math.inf),
+    "a zero timing": _poison(0.0),
+    "an absurd timing": _poison(1e308),
+    "a bad GPU record": _bad_gpu_record,
+    "a renamed results file": _renamed,
+    "another machine's machine.json": _make("gpu-a/machine.json", _replace('{"machine": "gpu-b"}')),
+    "an oversized file": _make("gpu-a/big.json", _sparse),
+    "no benchmarks.json": _no_benchmarks,
+}
+
+
+@pytest.mark.parametrize("how", sorted(UNTRUSTED))
+def test_import_refuses_untrusted_data_and_commits_nothing(exported, imported, tmp_path, capsys, how):
+    tmp, origin, _, exp, _ = exported
+    pub, head = imported
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    shutil.copytree(exp, good)
+    shutil.copytree(exp, bad)
+    for p in (good / "gpu-a").iterdir():                 # another runner's good export, given first
+        if p.suffix == ".json":
+            p.write_text(p.read_text().replace('"gpu-a"', '"gpu-c"'))
+    (good / "gpu-a").rename(good / "gpu-c")
+    worktree = pub / ".asv" / "history" / "results"
+    before = _git(worktree, "rev-parse", "HEAD")
+    named = UNTRUSTED[how](bad)
+    assert main(["history", "import", str(good), str(bad), "--repo", str(pub)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"history: {named}" in err, err
+    assert _git(origin, "rev-parse", "asv-results").strip() == head
+    assert _git(worktree, "rev-parse", "HEAD") == before and not _git(worktree, "status", "--porcelain")
+
+
+def test_import_of_an_empty_or_missing_directory_is_an_error(imported, tmp_path, capsys):
+    pub, _ = imported
+    (tmp_path / "empty").mkdir()
+    for dirs, msg in (([tmp_path / "empty"], "no machine's results"), ([tmp_path / "none"], "No such file"),
+                      ([], "history import needs DIR")):
+        assert main(["history", "import", *map(str, dirs), "--repo", str(pub)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and msg in err, err

@@ -57,14 +57,21 @@ def _float_arg(text: str) -> float:
 
 
 def cmd_history(args) -> int:
-    """Nightly: record this runner's asv results on the results branch, publish all of them, or list
-    the change points (failing on new slowdowns of gated phases with --fail-on-gated). Exit 1 only for
-    a gated regression; 2 for anything bad or unmeasured."""
+    """Nightly: record this runner's asv results on the results branch (or export them for `import`),
+    import exported results, publish all of them, or list the change points (failing on new slowdowns
+    of gated phases with --fail-on-gated). Exit 1 only for a gated regression; 2 for anything bad or
+    unmeasured."""
     from ..perf import gate_config, history
     if args.action == "record" and not args.machine:
         raise CliError("history record needs --machine NAME (a stable name per runner and GPU)")
     if args.fail_on_gated is not None and args.fail_on_gated < 1:
         raise CliError("--fail-on-gated needs N >= 1 (points at the end of each series)")
+    if args.action == "import" and not args.dirs:
+        raise CliError("history import needs DIR ... (directories written by `history record --export`)")
+    if args.action != "import" and args.dirs:
+        raise CliError(f"history {args.action} takes no DIR ({' '.join(args.dirs)}): only import does")
+    if args.export and args.action != "record":
+        raise CliError("--export goes with history record")
     try:
         if args.action == "changes":
             repo, gated = Path(args.repo), None
@@ -105,9 +112,14 @@ def cmd_history(args) -> int:
             try:
                 with hold(f"cuzk history record --machine {args.machine}"):
                     return history.record(Path(args.repo), args.machine, args.remote, args.results_branch,
-                                          args.bench, push=not args.no_push)
+                                          args.bench, push=not args.no_push,
+                                          export=Path(args.export) if args.export else None)
             except GpuBusy as e:
                 raise history.HistoryError(str(e)) from e
+        if args.action == "import":
+            history.import_results(Path(args.repo), [Path(d) for d in args.dirs], args.remote, args.results_branch,
+                                   push=not args.no_push)
+            return EXIT_OK
         history.publish(Path(args.repo), args.remote, args.results_branch, args.pages_branch,
                         commit_url=history.commit_url_from_env(), push=not args.no_push,
                         assets=Path(args.assets) if args.assets else None)

@@ -169,10 +169,15 @@ def build_parser() -> argparse.ArgumentParser:
     bi.set_defaults(func=cmd_bisect)
 
     from .history import magnitude_arg, pvalue_arg, window_arg
-    hi = sub.add_parser("history", help="nightly asv history: record this runner's results, publish all, "
-                                        "or list change points (record and publish work in .asv/history, "
-                                        "never in asv.conf.json's results_dir or html_dir)")
-    hi.add_argument("action", choices=("record", "publish", "changes"))
+    hi = sub.add_parser("history", help="nightly asv history: record this runner's results (or export them), import "
+                                        "exported results, publish all, or list change points (record, import and "
+                                        "publish work in .asv/history, never in asv.conf.json's results_dir or "
+                                        "html_dir)")
+    hi.add_argument("action", choices=("record", "import", "publish", "changes"))
+    hi.add_argument("dirs", nargs="*", metavar="DIR",
+                    help="import: directories written by `record --export`, read as untrusted data (only regular "
+                         "*.json and gpu-state/*.jsonl files of that layout, every value plausible); all are judged "
+                         "before anything is committed, then one commit per machine")
     hi.add_argument("--machine", help="this runner's stable asv machine name (record); only this machine (changes)")
     hi.add_argument("--repo", default=".")
     hi.add_argument("--remote", default="origin")
@@ -180,7 +185,13 @@ def build_parser() -> argparse.ArgumentParser:
     hi.add_argument("--pages-branch", default="gh-pages")
     hi.add_argument("--bench", default=None, help="record: asv --bench regex (default: the whole suite); "
                                                  "changes: a regex on 'benchmark(params)'")
-    hi.add_argument("--no-push", action="store_true", help="leave the commits local")
+    hi.add_argument("--no-push", action="store_true",
+                    help="leave the commits local (record, import: a remote that cannot be read is then no "
+                         "error, the results go on a new root commit)")
+    hi.add_argument("--export", metavar="DIR",
+                    help="record: also copy this run's files to DIR (absent or empty): DIR/benchmarks.json and "
+                         "DIR/MACHINE/ (machine.json, this commit's results, gpu-state/COMMIT.jsonl), for "
+                         "`history import` on a job that may push")
     hi.add_argument("--assets", metavar="NODE_MODULES", help="publish: serve asv's scripts from the site, copied "
                                                            "from these npm packages (.ci/node/node_modules)")
     hi.add_argument("--results", metavar="DIR", help="changes: asv results directory (default: the history's "

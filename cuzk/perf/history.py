@@ -7,9 +7,12 @@ html_dir) are never touched.
 `record` (on each GPU runner, nightly): run the whole suite on this commit in the existing
 interpreter (`asv run -E existing --set-commit-hash --record-samples`, the way that works without a
 package registry), add the run's GPU record (NVML: device, driver, clocks), commit this machine's
-files and push, rebasing onto other runners' pushes. Each runner writes only
-under its own machine name, so runners never conflict; asv's shared benchmarks.json is taken
-from the newest run.
+files and push, rebasing onto other runners' pushes; or, on a runner that holds no write token,
+leave the commit local (`push=False`) and `export` this run's files to a directory that travels as
+an artifact. Each runner writes only under its own machine name, so runners never conflict; asv's
+shared benchmarks.json is taken from the newest run.
+`import_results` (a GitHub-hosted job): exported directories, read as untrusted data (regular files
+of a fixed layout, every value plausible), committed per machine onto the results branch and pushed.
 `publish`: `asv publish` over all machines' results, then the site replaces the pages branch
 (with `assets`, its CDN scripts are served from the site itself: cuzk/perf/asv_assets.py).
 Every results file is judged before asv or the change-point analysis reads it (`read_results`):
@@ -50,6 +53,8 @@ class HistoryError(RuntimeError):
 
 
 def _run(cmd, cwd, check=True, env=None) -> subprocess.CompletedProcess:
+    # a remote that needs credentials fails at once instead of waiting on a terminal prompt
+    env = dict(os.environ if env is None else env, GIT_TERMINAL_PROMPT="0")
     p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=env)
     if check and p.returncode != 0:
         raise HistoryError(f"{' '.join(map(str, cmd))}: exit {p.returncode}\n{(p.stdout + p.stderr).strip()[-2000:]}")
@@ -96,16 +101,25 @@ def _identity(cwd) -> None:
         _git(cwd, "config", "user.name", "cuzk history")
 
 
-def checkout_branch(repo: Path, remote: str, branch: str, path: Path, create: bool = True) -> None:
+def checkout_branch(repo: Path, remote: str, branch: str, path: Path, create: bool = True,
+                    offline_ok: bool = False, log=print) -> None:
     """`path` becomes a detached worktree of `branch` as on `remote`; where there is none, a new root
-    commit (`create`) or a HistoryError. Detached: no local branch of the user's is moved or made."""
+    commit (`create`) or a HistoryError. Detached: no local branch of the user's is moved or made.
+    A remote that cannot be read is a HistoryError, or with `offline_ok` (nothing will be pushed) a new
+    root commit, said in one line."""
     if path.exists():
         _git(repo, "worktree", "remove", "--force", str(path), check=False)
         shutil.rmtree(path, ignore_errors=True)
     _git(repo, "worktree", "prune")
     _identity(repo)
-    has = _git(repo, "ls-remote", "--exit-code", "--heads", remote, branch, check=False).returncode == 0
-    if has:
+    ls = _git(repo, "ls-remote", "--exit-code", "--heads", remote, branch, check=False)
+    if ls.returncode not in (0, 2):         # 2: the remote answered and has no such branch
+        why = (ls.stderr.strip().splitlines() or [f"git ls-remote exit {ls.returncode}"])[-1]
+        if not (create and offline_ok):
+            raise HistoryError(f"cannot read {remote}'s {branch} branch: {why}"
+                               + (" (--no-push works without it)" if create else ""))
+        log(f"cuzk history: cannot read {remote} ({why}); the results go on a new root commit of {branch}")
+    if ls.returncode == 0:
         _git(repo, "fetch", "-q", remote, f"+refs/heads/{branch}:refs/remotes/{remote}/{branch}")
         start = f"{remote}/{branch}"
     elif create:
@@ -129,12 +143,16 @@ def push_with_rebase(path: Path, remote: str, branch: str, tries: int = 5) -> No
 
 
 def record(repo: Path, machine: str, remote: str = "origin", branch: str = RESULTS_BRANCH,
-           bench: str | None = None, push: bool = True, log=print) -> int:
-    """Run the suite on HEAD into this machine's history; returns asv's exit code (2: a benchmark failed)."""
+           bench: str | None = None, push: bool = True, log=print, export: Path | None = None) -> int:
+    """Run the suite on HEAD into this machine's history; returns asv's exit code (2: a benchmark failed).
+    `export`: also copy this run's files there (the layout `read_export` takes), for `import_results`."""
     repo = Path(repo).resolve()
+    check_machine_name(machine)
+    if export is not None:
+        export = _export_target(Path(export))         # before the suite's hours, not after
     conf = _conf(repo)
     results, html = _own_dirs(repo, conf)
-    checkout_branch(repo, remote, branch, results)
+    checkout_branch(repo, remote, branch, results, offline_ok=not push, log=log)
     sha = _git(repo, "rev-parse", "HEAD").stdout.strip()
     asv = [sys.executable, "-m", "asv"]
     _run(asv + ["machine", "--yes", "--machine", machine], repo)
@@ -155,12 +173,17 @@ def record(repo: Path, machine: str, remote: str = "origin", branch: str = RESUL
     if p.returncode not in (0, 2):
         raise HistoryError(f"asv run failed with exit code {p.returncode}")
     write_gpu_state(results / machine / "gpu-state" / f"{sha}.jsonl")
+    mine = run_files(results, machine, sha)         # judged before anything is committed or exported
     _git(results, "add", "-A")
     if _git(results, "diff", "--cached", "--quiet", check=False).returncode != 0:
         _git(results, "commit", "-qm", f"results: {machine} at {sha[:10]}")
         if push:
             push_with_rebase(results, remote, branch)
+    if export is not None:
+        write_export(export, mine)
+        log(f"cuzk history: {len(mine)} files of {machine} at {sha[:10]} exported to {export}")
     log(f"cuzk history: results of {machine} at {sha[:10]} recorded in {results}"
+        + ("" if push else " (not pushed)")
         + (f" (asv exit {p.returncode}: a benchmark failed)" if p.returncode else ""))
     return p.returncode
 
@@ -223,13 +246,22 @@ def commit_url_from_env() -> str | None:
 
 # --- results files, judged before anything reads them ---
 
+MACHINE_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+FILE_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+=-]{0,199}")      # asv's <hash>-<environment>.json and the like
 HASH_RE = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
 MAX_FILE_BYTES = 64 << 20
+MAX_IMPORT_FILES, MAX_IMPORT_BYTES = 10_000, 512 << 20
 MAX_SECONDS = 1e6           # ~11 days for one call: a broken clock or a poisoned file, not a measurement
 MAX_OTHER = 1e18            # bytes, joules, ratios
 RESULTS_API, BENCHMARKS_API, MACHINE_API = 2, 2, 1       # asv 0.6's file format versions
 _KINDS = ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"),
           (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+
+
+def check_machine_name(machine: str) -> None:
+    if not MACHINE_RE.fullmatch(machine):
+        raise HistoryError(f"machine name {machine!r}: use letters, digits, '.', '_' and '-', at most 64, "
+                           f"starting with a letter or digit")
 
 
 def _kind(mode: int) -> str:
@@ -463,6 +495,214 @@ def _json_files(d: Path):
             raise HistoryError(f"{p}: {_kind(st.st_mode)}, not a regular file or directory")
         elif p.name.endswith(".json"):
             yield p
+
+
+# --- export and import: results that leave a runner with no write token, as an artifact ---
+
+def _export_target(dest: Path) -> Path:
+    """--export's directory: absent or empty, so an artifact holds this run's files alone."""
+    dest = Path(os.path.abspath(dest))
+    try:
+        st = os.lstat(dest)
+    except FileNotFoundError:
+        return dest
+    except OSError as e:
+        raise HistoryError(f"--export {dest}: {e.strerror or e}") from e
+    if stat.S_ISDIR(st.st_mode):
+        with os.scandir(dest) as it:
+            if next(it, None) is None:
+                return dest
+    raise HistoryError(f"--export {dest}: exists and is not an empty directory")
+
+
+def run_files(results: Path, machine: str, sha: str) -> dict[str, bytes]:
+    """This run's files in the results worktree, judged as `read_export` will judge them: {path under the
+    export: bytes}: benchmarks.json, <machine>/machine.json, the results of `sha` and its GPU record."""
+    files = {rel: read_regular(results / rel) for rel in ("benchmarks.json", f"{machine}/machine.json")}
+    for p in sorted((results / machine).glob(f"{sha[:8]}-*.json")):
+        data = read_regular(p)
+        d = parse_json(p, data)
+        if isinstance(d, dict) and d.get("commit_hash") == sha:      # not another commit of the same prefix
+            files[f"{machine}/{p.name}"] = data
+    if len(files) == 2:
+        raise HistoryError(f"asv wrote no results of {machine} at {sha[:10]} in {results / machine}")
+    gpu = f"{machine}/gpu-state/{sha}.jsonl"
+    files[gpu] = read_regular(results / gpu)
+    check_export(files, lambda rel: results / rel)
+    return files
+
+
+def write_export(dest: Path, files: dict[str, bytes]) -> None:
+    """All or nothing: written in a temporary directory beside `dest`, then renamed."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
+    try:
+        for rel, data in files.items():
+            (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
+            (tmp / rel).write_bytes(data)
+        os.chmod(tmp, 0o755)
+        if dest.exists():
+            dest.rmdir()                    # empty: _export_target checked
+        os.rename(tmp, dest)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def read_export(d: Path) -> tuple[dict[str, bytes], dict[str, set]]:
+    """An exported directory, read as untrusted data: ({path under it: bytes}, {machine: commits}). Only this layout, of
+    directories and regular files (no symlink, FIFO or device; names from a conservative alphabet):
+        benchmarks.json
+        <machine>/machine.json, <machine>/<asv results>.json
+        <machine>/gpu-state/<commit>.jsonl
+    each file at most MAX_FILE_BYTES, and every value judged as `read_results` judges it (check_export).
+    Anything else is a HistoryError naming the file."""
+    d = Path(os.path.abspath(d))
+    try:
+        st = os.lstat(d)
+    except OSError as e:
+        raise HistoryError(f"{d}: {e.strerror or e}") from e
+    if not stat.S_ISDIR(st.st_mode):
+        raise HistoryError(f"{d}: {_kind(st.st_mode)}, not an exported directory")
+    found: list[tuple[str, Path]] = []
+
+    def refuse(p: Path, st, what: str):
+        if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
+            return HistoryError(f"{p}: {_kind(st.st_mode)}, not a regular file or directory")
+        return HistoryError(f"{p}: {what}")
+
+    for p, st in _listing(d):
+        if p.name == "benchmarks.json" and stat.S_ISREG(st.st_mode):
+            found.append((p.name, p))
+        elif stat.S_ISDIR(st.st_mode) and MACHINE_RE.fullmatch(p.name):
+            for q, qst in _listing(p):
+                if q.name == "gpu-state" and stat.S_ISDIR(qst.st_mode):
+                    for r, rst in _listing(q):
+                        if not (stat.S_ISREG(rst.st_mode) and FILE_RE.fullmatch(r.name) and r.name.endswith(".jsonl")):
+                            raise refuse(r, rst, "not a <commit>.jsonl GPU record")
+                        found.append((f"{p.name}/gpu-state/{r.name}", r))
+                elif stat.S_ISREG(qst.st_mode) and FILE_RE.fullmatch(q.name) and q.name.endswith(".json"):
+                    found.append((f"{p.name}/{q.name}", q))
+                else:
+                    raise refuse(q, qst, "not a .json file or gpu-state/ of a machine's export")
+        else:
+            raise refuse(p, st, "not benchmarks.json or a machine's directory (a name of letters, digits, "
+                                "'.', '_', '-', starting with a letter or digit)")
+        if len(found) > MAX_IMPORT_FILES:
+            raise HistoryError(f"{d}: over {MAX_IMPORT_FILES} files")
+    files, total = {}, 0
+    for rel, p in found:
+        files[rel] = read_regular(p)
+        total += len(files[rel])
+        if total > MAX_IMPORT_BYTES:
+            raise HistoryError(f"{d}: over {MAX_IMPORT_BYTES >> 20} MiB in all")
+    return files, check_export(files, lambda rel: d / rel)
+
+
+def check_export(files: dict[str, bytes], where) -> dict[str, set]:
+    """An export's files judged: benchmarks.json and each machine's machine.json present, at least one
+    results file per machine, each named as asv names it (so it cannot stand in for another commit's),
+    every GPU record JSON lines. `where(rel)`: the path to name. Returns {machine: commits}."""
+    for rel in files:
+        parts = rel.split("/")
+        if not (rel == "benchmarks.json"
+                or (len(parts) == 2 and MACHINE_RE.fullmatch(parts[0]) and FILE_RE.fullmatch(parts[1])
+                    and parts[1].endswith(".json"))
+                or (len(parts) == 3 and MACHINE_RE.fullmatch(parts[0]) and parts[1] == "gpu-state"
+                    and FILE_RE.fullmatch(parts[2]) and parts[2].endswith(".jsonl"))):
+            raise HistoryError(f"{where(rel)}: a name outside an export's layout")
+    machines = sorted({rel.split("/")[0] for rel in files if "/" in rel})
+    if not machines:
+        raise HistoryError(f"{where('')}: no machine's results in it")
+    if "benchmarks.json" not in files:
+        raise HistoryError(f"{where('benchmarks.json')}: missing")
+    units = check_benchmarks_file(where("benchmarks.json"), parse_json(where("benchmarks.json"),
+                                                                       files["benchmarks.json"]))
+    from asv.results import get_filename
+    commits = {}
+    for m in machines:
+        mrel = f"{m}/machine.json"
+        if mrel not in files:
+            raise HistoryError(f"{where(mrel)}: missing")
+        check_machine_file(where(mrel), parse_json(where(mrel), files[mrel]), m)
+        for rel, data in files.items():
+            if not rel.startswith(m + "/") or rel == mrel:
+                continue
+            path = where(rel)
+            if rel.endswith(".jsonl"):
+                for i, line in enumerate(data.splitlines(), 1):
+                    if line.strip() and not isinstance(parse_json(f"{path}:{i}", line), dict):
+                        raise HistoryError(f"{path}:{i}: not a JSON object")
+                continue
+            r = check_results_file(path, parse_json(path, data), m, units)
+            expected = os.path.basename(get_filename(m, r.commit, r.env))
+            if Path(rel).name != expected:
+                raise HistoryError(f"{path}: asv names the results of {r.commit[:10]} in {r.env!r} {expected}")
+            commits.setdefault(m, set()).add(r.commit)
+        if m not in commits:
+            raise HistoryError(f"{where(m)}: no results file")
+    return commits
+
+
+def _write_under(root: Path, rel: str, data: bytes) -> Path:
+    """Write root/rel, where no part of rel may be a symlink (a results branch could hold one)."""
+    path = root
+    for part in Path(rel).parts[:-1]:
+        path = path / part
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            path.mkdir()
+            continue
+        if not stat.S_ISDIR(st.st_mode):
+            raise HistoryError(f"{path}: {_kind(st.st_mode)} in the results branch, where a directory belongs")
+    path = path / Path(rel).name
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        raise HistoryError(f"{path}: {_kind(os.lstat(path).st_mode)} in the results branch, where a file belongs")
+    path.write_bytes(data)
+    return path
+
+
+def import_results(repo: Path, dirs: list[Path], remote: str = "origin", branch: str = RESULTS_BRANCH,
+                   push: bool = True, log=print) -> list[str]:
+    """Exported directories (`record --export`) onto the results branch: every one judged first
+    (read_export), nothing written unless all pass; then one commit per machine, pushed (`push`) with
+    push_with_rebase. A benchmarks.json given twice: the last directory's. Returns the commits' subjects."""
+    repo = Path(repo).resolve()
+    if not dirs:
+        raise HistoryError("import needs at least one exported directory")
+    staged: dict[str, bytes] = {}
+    source: dict[str, Path] = {}
+    commits: dict[str, set] = {}
+    for d in dirs:
+        files, shas = read_export(Path(d))
+        for m, c in shas.items():
+            commits.setdefault(m, set()).update(c)
+        for rel, data in files.items():
+            if rel != "benchmarks.json" and rel in staged and staged[rel] != data:
+                raise HistoryError(f"{Path(d) / rel}: differs from {source[rel]}, the same file of another directory")
+            staged[rel], source[rel] = data, Path(d) / rel
+    results, _ = _own_dirs(repo, _conf(repo))
+    checkout_branch(repo, remote, branch, results, offline_ok=not push, log=log)
+    _write_under(results, "benchmarks.json", staged["benchmarks.json"])
+    made = []
+    for m in sorted(commits):
+        rels = [rel for rel in staged if rel.startswith(m + "/")]
+        for rel in rels:
+            _write_under(results, rel, staged[rel])
+        _git(results, "add", "-f", "--", "benchmarks.json", *rels)
+        if _git(results, "diff", "--cached", "--quiet", check=False).returncode != 0:
+            subject = f"results: {m} at {', '.join(sorted(c[:10] for c in commits[m]))}"
+            _git(results, "commit", "-qm", subject)
+            made.append(subject)
+    if made and push:
+        push_with_rebase(results, remote, branch)
+    if made:
+        log(f"cuzk history: {len(made)} commit(s) on {branch} in {results}" + ("" if push else " (not pushed)")
+            + ": " + "; ".join(made))
+    else:
+        log(f"cuzk history: nothing new for {branch}: {results} holds these files already")
+    return made
 
 
 # --- change points ---
