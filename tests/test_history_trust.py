@@ -195,7 +195,7 @@ def test_a_fifo_in_the_results_is_refused_without_opening_it(step, tmp_path):
     results = _copy(step[1], tmp_path / "r")
     fifo = results / asv_synth.MACHINE / "0000000f-fifo.json"
     os.mkfifo(fifo)
-    p = _cuzk(REPO, None, *_changes(step, results)[:], timeout=120)
+    p = _cuzk(REPO, None, *_changes(step, results), timeout=120)
     assert p.returncode == 2 and p.stderr.count("\n") == 1 and f"{fifo}: a FIFO" in p.stderr, p.stderr
 
 
