@@ -175,7 +175,8 @@ def build_parser() -> argparse.ArgumentParser:
                                         "html_dir)")
     hi.add_argument("action", choices=("record", "import", "publish", "changes"))
     hi.add_argument("dirs", nargs="*", metavar="DIR",
-                    help="import: directories written by `record --export`, read as untrusted data (only regular "
+                    help="import: directories written by `record --export`, given right after `import` "
+                         "(`history import DIR... [options]`), read as untrusted data (only regular "
                          "*.json and gpu-state/*.jsonl files of that layout, every value plausible); all are judged "
                          "before anything is committed, then one commit per machine")
     hi.add_argument("--machine", help="this runner's stable asv machine name (record); only this machine (changes)")
