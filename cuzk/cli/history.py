@@ -1,7 +1,9 @@
 """`cuzk history` and `cuzk bisect`: change points in the asv history, and asv find over a range."""
 from __future__ import annotations
 
+import argparse
 import json
+import math
 from pathlib import Path
 
 from .common import (_err, EXIT_BAD_INPUT, EXIT_INVALID, EXIT_OK, CliError, write_atomic)
@@ -19,14 +21,57 @@ def cmd_bisect(args) -> int:
         raise CliError(f"bisect: {e}") from e
 
 
+def pvalue_arg(text: str) -> float:
+    """--max-pvalue: 0 < P <= 1 (a NaN threshold passes no test: "no change points")."""
+    x = _float_arg(text)
+    if not 0 < x <= 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: needs 0 < P <= 1")
+    return x
+
+
+def magnitude_arg(text: str) -> float:
+    """--min-magnitude: finite and >= 0."""
+    x = _float_arg(text)
+    if not (math.isfinite(x) and x >= 0):
+        raise argparse.ArgumentTypeError(f"{text!r}: needs a finite M >= 0")
+    return x
+
+
+def window_arg(text: str) -> int:
+    """--window: an integer >= MIN_POINTS (a shorter window cannot hold a change)."""
+    from ..perf.history import MIN_POINTS
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: not an integer") from None
+    if n < MIN_POINTS:
+        raise argparse.ArgumentTypeError(f"{text!r}: needs an integer >= {MIN_POINTS}")
+    return n
+
+
+def _float_arg(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: not a number") from None
+
+
 def cmd_history(args) -> int:
-    """Nightly: record this runner's asv results on the results branch, publish all of them, or list
-    the change points (failing on new slowdowns of gated phases with --fail-on-gated)."""
+    """Nightly: record this runner's asv results on the results branch (or export them for `import`),
+    import exported results, publish all of them, or list the change points (failing on new slowdowns
+    of gated phases with --fail-on-gated). Exit 1 only for a gated regression; 2 for anything bad or
+    unmeasured."""
     from ..perf import gate_config, history
     if args.action == "record" and not args.machine:
         raise CliError("history record needs --machine NAME (a stable name per runner and GPU)")
     if args.fail_on_gated is not None and args.fail_on_gated < 1:
         raise CliError("--fail-on-gated needs N >= 1 (points at the end of each series)")
+    if args.action == "import" and not args.dirs:
+        raise CliError("history import needs DIR ... (directories written by `history record --export`)")
+    if args.action != "import" and args.dirs:
+        raise CliError(f"history {args.action} takes no DIR ({' '.join(args.dirs)}): only import does")
+    if args.export and args.action != "record":
+        raise CliError("--export goes with history record")
     try:
         if args.action == "changes":
             repo, gated = Path(args.repo), None
@@ -41,28 +86,40 @@ def cmd_history(args) -> int:
             results = Path(args.results) if args.results else history.default_results(repo)
             ch = history.changes(results, args.machine, args.bench, args.max_pvalue, args.min_magnitude,
                                  args.window, repo=repo)
-            text, failing = history.changes_markdown(ch), []
+            text, failing, unmeasured = history.changes_markdown(ch), [], []
             if gated is not None:
                 if not gated & ch.pairs:        # the gate's series were never measured: no data, not "no change"
                     raise history.HistoryError(f"--fail-on-gated: none of the {len(gated)} gated parameter sets "
                                                f"has a series of >= {history.MIN_POINTS} points in {ch.source}")
                 failing = history.gated_regressions(ch.found, gated, args.fail_on_gated)
-                text += history.gated_markdown(failing, args.fail_on_gated, len(gated & ch.pairs))
+                unmeasured = history.gated_unmeasured(ch, gated)
+                text += history.gated_markdown(failing, args.fail_on_gated, len(gated & ch.pairs), unmeasured)
             print(text, end="")
             if args.summary:
                 with open(args.summary, "a") as f:
                     f.write(text)
             if args.json:
                 write_atomic(args.json, json.dumps(ch.found, indent=1) + "\n")
+            if unmeasured:                  # as the gate: what could not be judged outranks a regression
+                u = unmeasured[0]
+                _err(f"history: the newest point of {len(unmeasured)} gated series was not measured: "
+                     f"{u['benchmark']} on {u['machine']} ({u['why']}) in {u['file']}"
+                     + (f", and {len(unmeasured) - 1} more" if len(unmeasured) > 1 else ""))
+                return EXIT_BAD_INPUT
             return EXIT_INVALID if failing else EXIT_OK
         if args.action == "record":         # the suite's cuda parameters: one measuring job per GPU
             from ..perf.gpu_lock import GpuBusy, hold
             try:
                 with hold(f"cuzk history record --machine {args.machine}"):
                     return history.record(Path(args.repo), args.machine, args.remote, args.results_branch,
-                                          args.bench, push=not args.no_push)
+                                          args.bench, push=not args.no_push,
+                                          export=Path(args.export) if args.export else None)
             except GpuBusy as e:
                 raise history.HistoryError(str(e)) from e
+        if args.action == "import":
+            history.import_results(Path(args.repo), [Path(d) for d in args.dirs], args.remote, args.results_branch,
+                                   push=not args.no_push)
+            return EXIT_OK
         history.publish(Path(args.repo), args.remote, args.results_branch, args.pages_branch,
                         commit_url=history.commit_url_from_env(), push=not args.no_push,
                         assets=Path(args.assets) if args.assets else None)

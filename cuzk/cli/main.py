@@ -174,10 +174,17 @@ def build_parser() -> argparse.ArgumentParser:
                     help="one more asv find argument, e.g. --asv-arg=--invert (repeatable)")
     bi.set_defaults(func=cmd_bisect)
 
-    hi = sub.add_parser("history", help="nightly asv history: record this runner's results, publish all, "
-                                        "or list change points (record and publish work in .asv/history, "
-                                        "never in asv.conf.json's results_dir or html_dir)")
-    hi.add_argument("action", choices=("record", "publish", "changes"))
+    from .history import magnitude_arg, pvalue_arg, window_arg
+    hi = sub.add_parser("history", help="nightly asv history: record this runner's results (or export them), import "
+                                        "exported results, publish all, or list change points (record, import and "
+                                        "publish work in .asv/history, never in asv.conf.json's results_dir or "
+                                        "html_dir)")
+    hi.add_argument("action", choices=("record", "import", "publish", "changes"))
+    hi.add_argument("dirs", nargs="*", metavar="DIR",
+                    help="import: directories written by `record --export`, given right after `import` "
+                         "(`history import DIR... [options]`), read as untrusted data (only regular "
+                         "*.json and gpu-state/*.jsonl files of that layout, every value plausible); all are judged "
+                         "before anything is committed, then one commit per machine")
     hi.add_argument("--machine", help="this runner's stable asv machine name (record); only this machine (changes)")
     hi.add_argument("--repo", default=".")
     hi.add_argument("--remote", default="origin")
@@ -185,22 +192,31 @@ def build_parser() -> argparse.ArgumentParser:
     hi.add_argument("--pages-branch", default="gh-pages")
     hi.add_argument("--bench", default=None, help="record: asv --bench regex (default: the whole suite); "
                                                  "changes: a regex on 'benchmark(params)'")
-    hi.add_argument("--no-push", action="store_true", help="leave the commits local")
+    hi.add_argument("--no-push", action="store_true",
+                    help="leave the commits local (record, import: a remote that cannot be read is then no "
+                         "error, the results go on a new root commit)")
+    hi.add_argument("--export", metavar="DIR",
+                    help="record: also copy this run's files to DIR (absent or empty): DIR/benchmarks.json and "
+                         "DIR/MACHINE/ (machine.json, this commit's results, gpu-state/COMMIT.jsonl), for "
+                         "`history import` on a job that may push")
     hi.add_argument("--assets", metavar="NODE_MODULES", help="publish: serve asv's scripts from the site, copied "
                                                            "from these npm packages (.ci/node/node_modules)")
     hi.add_argument("--results", metavar="DIR", help="changes: asv results directory (default: the history's "
                                                      "worktree, .asv/history/results, else asv.conf.json's)")
-    hi.add_argument("--max-pvalue", type=float, default=0.001, help="changes: t-test threshold (default 0.001)")
-    hi.add_argument("--min-magnitude", type=float, default=0.05,
-                    help="changes: smallest relative change reported (default 0.05)")
-    hi.add_argument("--window", type=int, default=30, help="changes: e-divisive window in commits (default 30)")
+    hi.add_argument("--max-pvalue", type=pvalue_arg, default=0.001,
+                    help="changes: t-test threshold, 0 < P <= 1 (default 0.001)")
+    hi.add_argument("--min-magnitude", type=magnitude_arg, default=0.05,
+                    help="changes: smallest relative change reported, >= 0 (default 0.05)")
+    hi.add_argument("--window", type=window_arg, default=30,
+                    help="changes: e-divisive window in points, >= 4 (default 30)")
     hi.add_argument("--json", metavar="FILE", help="changes: write the change points as JSON")
     hi.add_argument("--summary", metavar="FILE", help="changes: append the Markdown to FILE too "
                                                       "(e.g. $GITHUB_STEP_SUMMARY)")
     hi.add_argument("--fail-on-gated", type=int, metavar="N",
                     help="changes: exit 1 when a phase that perf-gate.toml gates (its workloads x [gate] phases) "
                          "got slower at a change point whose first commit is among the last N points of its "
-                         "series; those change points are listed")
+                         "series; those change points are listed. A gated series whose newest point was not "
+                         "measured (failed, skipped, absent) is listed too, and exits 2")
     hi.add_argument("--gate-config", metavar="FILE",
                     help="changes: the gate config for --fail-on-gated (default: perf-gate.toml in --repo)")
     hi.set_defaults(func=cmd_history)

@@ -7,16 +7,22 @@ html_dir) are never touched.
 `record` (on each GPU runner, nightly): run the whole suite on this commit in the existing
 interpreter (`asv run -E existing --set-commit-hash --record-samples`, the way that works without a
 package registry), add the run's GPU record (NVML: device, driver, clocks), commit this machine's
-files and push, rebasing onto other runners' pushes. Each runner writes only
-under its own machine name, so runners never conflict; asv's shared benchmarks.json is taken
-from the newest run.
+files and push, rebasing onto other runners' pushes; or, on a runner that holds no write token,
+leave the commit local (`push=False`) and `export` this run's files to a directory that travels as
+an artifact. Each runner writes only under its own machine name, so runners never conflict; asv's
+shared benchmarks.json is taken from the newest run.
+`import_results` (a GitHub-hosted job): exported directories, read as untrusted data (regular files
+of a fixed layout, every value plausible), committed per machine onto the results branch and pushed.
 `publish`: `asv publish` over all machines' results, then the site replaces the pages branch
 (with `assets`, its CDN scripts are served from the site itself: cuzk/perf/asv_assets.py).
+Every results file is judged before asv or the change-point analysis reads it (`read_results`):
+asv skips an unreadable file with one log line, which would let a verdict stand on the rest.
 `changes`: change-point detection (apache-otava's e-divisive with a t-test, the Hunter algorithm)
 over each benchmark's history, per machine and parameter set (phase x target x optimization):
 each change with its commit range, the level before and after, its size and the `cuzk bisect`
 command that finds its commit. `gated_regressions` picks the new slowdowns in what the PR gate
-guards (perf-gate.toml's workloads x phases), which fail the nightly.
+guards (perf-gate.toml's workloads x phases), which fail the nightly; `gated_unmeasured` the gated
+series whose newest point was not measured, on which there is no verdict.
 """
 from __future__ import annotations
 
@@ -27,6 +33,7 @@ import math
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -46,6 +53,8 @@ class HistoryError(RuntimeError):
 
 
 def _run(cmd, cwd, check=True, env=None) -> subprocess.CompletedProcess:
+    # a remote that needs credentials fails at once instead of waiting on a terminal prompt
+    env = dict(os.environ if env is None else env, GIT_TERMINAL_PROMPT="0")
     p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=env)
     if check and p.returncode != 0:
         raise HistoryError(f"{' '.join(map(str, cmd))}: exit {p.returncode}\n{(p.stdout + p.stderr).strip()[-2000:]}")
@@ -92,16 +101,25 @@ def _identity(cwd) -> None:
         _git(cwd, "config", "user.name", "cuzk history")
 
 
-def checkout_branch(repo: Path, remote: str, branch: str, path: Path, create: bool = True) -> None:
+def checkout_branch(repo: Path, remote: str, branch: str, path: Path, create: bool = True,
+                    offline_ok: bool = False, log=print) -> None:
     """`path` becomes a detached worktree of `branch` as on `remote`; where there is none, a new root
-    commit (`create`) or a HistoryError. Detached: no local branch of the user's is moved or made."""
+    commit (`create`) or a HistoryError. Detached: no local branch of the user's is moved or made.
+    A remote that cannot be read is a HistoryError, or with `offline_ok` (nothing will be pushed) a new
+    root commit, said in one line."""
     if path.exists():
         _git(repo, "worktree", "remove", "--force", str(path), check=False)
         shutil.rmtree(path, ignore_errors=True)
     _git(repo, "worktree", "prune")
     _identity(repo)
-    has = _git(repo, "ls-remote", "--exit-code", "--heads", remote, branch, check=False).returncode == 0
-    if has:
+    ls = _git(repo, "ls-remote", "--exit-code", "--heads", remote, branch, check=False)
+    if ls.returncode not in (0, 2):         # 2: the remote answered and has no such branch
+        why = (ls.stderr.strip().splitlines() or [f"git ls-remote exit {ls.returncode}"])[-1]
+        if not (create and offline_ok):
+            raise HistoryError(f"cannot read {remote}'s {branch} branch: {why}"
+                               + (" (--no-push works without it)" if create else ""))
+        log(f"cuzk history: cannot read {remote} ({why}); the results go on a new root commit of {branch}")
+    if ls.returncode == 0:
         _git(repo, "fetch", "-q", remote, f"+refs/heads/{branch}:refs/remotes/{remote}/{branch}")
         start = f"{remote}/{branch}"
     elif create:
@@ -125,12 +143,16 @@ def push_with_rebase(path: Path, remote: str, branch: str, tries: int = 5) -> No
 
 
 def record(repo: Path, machine: str, remote: str = "origin", branch: str = RESULTS_BRANCH,
-           bench: str | None = None, push: bool = True, log=print) -> int:
-    """Run the suite on HEAD into this machine's history; returns asv's exit code (2: a benchmark failed)."""
+           bench: str | None = None, push: bool = True, log=print, export: Path | None = None) -> int:
+    """Run the suite on HEAD into this machine's history; returns asv's exit code (2: a benchmark failed).
+    `export`: also copy this run's files there (the layout `read_export` takes), for `import_results`."""
     repo = Path(repo).resolve()
+    check_machine_name(machine)
+    if export is not None:
+        export = _export_target(Path(export))         # before the suite's hours, not after
     conf = _conf(repo)
     results, html = _own_dirs(repo, conf)
-    checkout_branch(repo, remote, branch, results)
+    checkout_branch(repo, remote, branch, results, offline_ok=not push, log=log)
     sha = _git(repo, "rev-parse", "HEAD").stdout.strip()
     asv = [sys.executable, "-m", "asv"]
     _run(asv + ["machine", "--yes", "--machine", machine], repo)
@@ -151,12 +173,17 @@ def record(repo: Path, machine: str, remote: str = "origin", branch: str = RESUL
     if p.returncode not in (0, 2):
         raise HistoryError(f"asv run failed with exit code {p.returncode}")
     write_gpu_state(results / machine / "gpu-state" / f"{sha}.jsonl")
+    mine = run_files(results, machine, sha)         # judged before anything is committed or exported
     _git(results, "add", "-A")
     if _git(results, "diff", "--cached", "--quiet", check=False).returncode != 0:
         _git(results, "commit", "-qm", f"results: {machine} at {sha[:10]}")
         if push:
             push_with_rebase(results, remote, branch)
+    if export is not None:
+        write_export(export, mine)
+        log(f"cuzk history: {len(mine)} files of {machine} at {sha[:10]} exported to {export}")
     log(f"cuzk history: results of {machine} at {sha[:10]} recorded in {results}"
+        + ("" if push else " (not pushed)")
         + (f" (asv exit {p.returncode}: a benchmark failed)" if p.returncode else ""))
     return p.returncode
 
@@ -171,6 +198,7 @@ def publish(repo: Path, remote: str = "origin", results_branch: str = RESULTS_BR
     checkout_branch(repo, remote, results_branch, results, create=False)
     if not (results / "benchmarks.json").is_file():    # asv would only say "benchmarks.json missing!"
         raise HistoryError(f"{remote}/{results_branch} holds no results (no benchmarks.json): nothing to publish")
+    read_results(results)           # asv publish would skip a bad file with one log line and publish the rest
     with tempfile.TemporaryDirectory() as tmp:
         _run([sys.executable, "-m", "asv", "publish", "--config",
               str(asv_config(repo, results, html, Path(tmp), commit_url))], repo)
@@ -216,6 +244,467 @@ def commit_url_from_env() -> str | None:
     return f"{s}/{r}/commit/" if s and r else None
 
 
+# --- results files, judged before anything reads them ---
+
+MACHINE_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+FILE_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+=-]{0,199}")      # asv's <hash>-<environment>.json and the like
+HASH_RE = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
+MAX_FILE_BYTES = 64 << 20
+MAX_IMPORT_FILES, MAX_IMPORT_BYTES = 10_000, 512 << 20
+MAX_SECONDS = 1e6           # ~11 days for one call: a broken clock or a poisoned file, not a measurement
+MAX_OTHER = 1e18            # bytes, joules, ratios
+RESULTS_API, BENCHMARKS_API, MACHINE_API = 2, 2, 1       # asv 0.6's file format versions
+_KINDS = ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"),
+          (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+
+
+def check_machine_name(machine: str) -> None:
+    if not MACHINE_RE.fullmatch(machine):
+        raise HistoryError(f"machine name {machine!r}: use letters, digits, '.', '_' and '-', at most 64, "
+                           f"starting with a letter or digit")
+
+
+def _kind(mode: int) -> str:
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+
+
+def read_regular(path: Path, limit: int = MAX_FILE_BYTES) -> bytes:
+    """The bytes of a regular file. lstat judges it before any open: a symlink is never followed and a
+    FIFO never opened (the open would wait for a writer)."""
+    try:
+        st = os.lstat(path)
+        if not stat.S_ISREG(st.st_mode):
+            raise HistoryError(f"{path}: {_kind(st.st_mode)}, not a regular file")
+        if st.st_size > limit:
+            raise HistoryError(f"{path}: {st.st_size} bytes, over the {limit >> 20} MiB limit")
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+        with open(fd, "rb") as f:
+            now = os.fstat(fd)
+            if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino) or not stat.S_ISREG(now.st_mode):
+                raise HistoryError(f"{path}: replaced while being read")
+            data = f.read(limit + 1)
+    except OSError as e:
+        raise HistoryError(f"{path}: cannot read it: {e.strerror or e}") from e
+    if len(data) > limit:
+        raise HistoryError(f"{path}: over the {limit >> 20} MiB limit")
+    return data
+
+
+def parse_json(path: Path, data: bytes):
+    try:
+        return json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise HistoryError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from e
+    except (ValueError, RecursionError) as e:
+        raise HistoryError(f"{path}: not valid JSON ({str(e).splitlines()[0] if str(e) else type(e).__name__})") from e
+
+
+def _listing(d: Path) -> list[tuple[Path, os.stat_result]]:
+    """A directory's entries with their own lstat: nothing followed."""
+    try:
+        with os.scandir(d) as it:
+            entries = sorted(it, key=lambda e: e.name)
+        return [(Path(e.path), e.stat(follow_symlinks=False)) for e in entries]
+    except OSError as e:
+        raise HistoryError(f"{d}: cannot list it: {e.strerror or e}") from e
+
+
+def _jtype(v) -> str:
+    if v is None:
+        return "null"
+    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}.get(type(v), "a number")
+
+
+@dataclass
+class ResultFile:
+    path: Path
+    machine: str
+    env: str
+    commit: str
+    date: int
+    values: dict        # {benchmark: {params: a float; None (asv: failed) or NaN (asv: skipped)}}
+
+
+def _plausible(path, series: str, what: str, v, timing: bool) -> float:
+    """A measured value: a timing finite, > 0 and <= MAX_SECONDS; bytes, joules and ratios finite, >= 0 and
+    <= MAX_OTHER. Anything else is a poisoned or broken file, never a point of a series."""
+    ok = isinstance(v, (int, float)) and not isinstance(v, bool)
+    if ok:
+        try:
+            x = float(v)
+        except OverflowError:
+            ok = False
+        else:
+            ok = math.isfinite(x) and (0 < x <= MAX_SECONDS if timing else 0 <= x <= MAX_OTHER)
+    if not ok:
+        rule = (f"a time in seconds is finite, > 0 and <= {MAX_SECONDS:g}" if timing
+                else f"a value is finite, >= 0 and <= {MAX_OTHER:g}")
+        raise HistoryError(f"{path}: {series}: {what} {json.dumps(v, allow_nan=True)[:40]} is not a measurement "
+                           f"({rule})")
+    return x
+
+
+def check_results_file(path: Path, d, machine: str, units: dict) -> ResultFile:
+    """One asv results file (format 2) judged as asv and the change points would read it: `units` (from
+    benchmarks.json) tells timings from other values; without one, the benchmark's name does."""
+    def bad(msg):
+        return HistoryError(f"{path}: {msg}")
+    if not isinstance(d, dict):
+        raise bad(f"not an asv results file ({_jtype(d)}, not an object)")
+    if d.get("version") != RESULTS_API:
+        raise bad(f"asv results format {d.get('version')!r}, not {RESULTS_API}")
+    for k, t in (("commit_hash", str), ("env_name", str), ("python", str), ("params", dict), ("requirements", dict),
+                 ("result_columns", list), ("results", dict)):
+        if not isinstance(d.get(k), t):
+            raise bad(f"{k!r} is {'missing' if k not in d else _jtype(d[k])}, not {_jtype(t())}")
+    for k in ("env_vars", "durations"):
+        if not isinstance(d.get(k, {}), dict):
+            raise bad(f"{k!r} is {_jtype(d[k])}, not an object")
+    if not HASH_RE.fullmatch(d["commit_hash"]):
+        raise bad(f"commit_hash {d['commit_hash'][:80]!r} is not a full git commit hash")
+    date = d.get("date")
+    if not (isinstance(date, int) and not isinstance(date, bool) and date >= 0):
+        raise bad(f"date {json.dumps(date)[:40]} is not a timestamp (milliseconds since 1970)")
+    if d["params"].get("machine") != machine:
+        raise bad(f"its machine {d['params'].get('machine')!r} is not {machine!r}, its directory's")
+    cols = d["result_columns"]
+    if not all(isinstance(c, str) for c in cols) or "result" not in cols or "params" not in cols:
+        raise bad("result_columns does not name asv's result and params columns")
+    ir, ip = cols.index("result"), cols.index("params")
+    isam = cols.index("samples") if "samples" in cols else None
+    values = {}
+    for name, row in d["results"].items():
+        if not isinstance(row, list) or len(row) > len(cols):
+            raise bad(f"{name}: not a row of at most {len(cols)} columns")
+        row = row + [None] * (len(cols) - len(row))         # asv drops trailing nulls
+        params = row[ip] if row[ip] is not None else []
+        if not (isinstance(params, list) and all(isinstance(p, list) and all(isinstance(x, str) for x in p)
+                                                 for p in params)):
+            raise bad(f"{name}: params is not a list of lists of strings")
+        combos = _combos(params)
+        result = row[ir] if row[ir] is not None else [None] * len(combos)     # null: all failed
+        if not isinstance(result, list) or len(result) != len(combos):
+            raise bad(f"{name}: {len(result) if isinstance(result, list) else _jtype(result)} results for "
+                      f"{len(combos)} parameter sets")
+        timing = units[name] == "seconds" if isinstance(units.get(name), str) else is_timing(name)
+        vals = {}
+        for combo, v in zip(combos, result):
+            if v is None or (isinstance(v, float) and math.isnan(v)):
+                vals[combo] = v                  # asv: null failed, NaN skipped (or not selected)
+            else:
+                vals[combo] = _plausible(path, series_name(name, combo), "result", v, timing)
+        samples = row[isam] if isam is not None else None
+        if samples is not None:
+            if not isinstance(samples, list) or len(samples) != len(combos):
+                raise bad(f"{name}: samples is not a list per parameter set")
+            for combo, ss in zip(combos, samples):
+                if ss is not None and not isinstance(ss, list):
+                    raise bad(f"{series_name(name, combo)}: samples is {_jtype(ss)}, not an array")
+                for x in ss or ():
+                    _plausible(path, series_name(name, combo), "sample", x, timing)
+        values[name] = vals
+    return ResultFile(Path(path), machine, d["env_name"], d["commit_hash"], date, values)
+
+
+def check_machine_file(path: Path, d, machine: str) -> None:
+    if not isinstance(d, dict):
+        raise HistoryError(f"{path}: not asv's machine.json ({_jtype(d)}, not an object)")
+    if d.get("machine") != machine:
+        raise HistoryError(f"{path}: machine {d.get('machine')!r} is not {machine!r}, its directory")
+    if d.get("version", MACHINE_API) != MACHINE_API:
+        raise HistoryError(f"{path}: asv machine format {d.get('version')!r}, not {MACHINE_API}")
+
+
+def check_benchmarks_file(path: Path, d) -> dict:
+    """asv's benchmarks.json; returns {benchmark: unit}."""
+    if not isinstance(d, dict):
+        raise HistoryError(f"{path}: not asv's benchmarks.json ({_jtype(d)}, not an object)")
+    if d.get("version") != BENCHMARKS_API:
+        raise HistoryError(f"{path}: asv benchmarks format {d.get('version')!r}, not {BENCHMARKS_API}")
+    units = {}
+    for name, b in d.items():
+        if name == "version":
+            continue
+        if not isinstance(b, dict):
+            raise HistoryError(f"{path}: {name}: {_jtype(b)}, not an object")
+        if isinstance(b.get("unit"), str):
+            units[name] = b["unit"]
+    return units
+
+
+@dataclass
+class ResultsSet:
+    root: Path
+    machines: list[str]         # every machine directory (one with a machine.json)
+    files: list[ResultFile]     # of the machines read
+    units: dict
+
+
+def read_results(results_dir: Path, machine: str | None = None) -> ResultsSet:
+    """Every file asv would read in a results directory (benchmarks.json, each machine's machine.json and
+    results), judged; `machine`: only its directory is read. Anything asv would skip with a log line, or
+    that holds an implausible value, is a HistoryError naming the file. Only directories and regular files
+    (and the worktree's .git) may be there; other files than *.json are not read."""
+    root = Path(results_dir)
+    units, dirs = {}, []
+    for p, st in _listing(root):
+        if p.name == ".git":
+            continue                        # the results worktree's link to its repository
+        if stat.S_ISDIR(st.st_mode) and p.name.endswith(".json"):
+            raise HistoryError(f"{p}: a directory, where asv expects a file")
+        if stat.S_ISDIR(st.st_mode):
+            dirs.append(p)
+        elif not stat.S_ISREG(st.st_mode):
+            raise HistoryError(f"{p}: {_kind(st.st_mode)}, not a regular file or directory")
+        elif p.name == "benchmarks.json":
+            units = check_benchmarks_file(p, parse_json(p, read_regular(p)))
+        elif p.name.endswith(".json"):
+            raise HistoryError(f"{p}: a .json file outside a machine's directory (asv would skip it)")
+    machines = [d.name for d in dirs if any(q.name == "machine.json" for q, _ in _listing(d))]
+    files = []
+    for d in dirs:
+        if machine is not None and d.name != machine:
+            continue
+        if d.name not in machines:
+            stray = next(iter(_json_files(d)), None)
+            if stray is not None:
+                raise HistoryError(f"{stray}: no machine.json in {d} (asv would skip it)")
+            continue
+        mpath = d / "machine.json"
+        check_machine_file(mpath, parse_json(mpath, read_regular(mpath)), d.name)
+        for p, st in _listing(d):
+            if stat.S_ISDIR(st.st_mode) and p.name.endswith(".json"):
+                raise HistoryError(f"{p}: a directory, where asv expects a file")
+            if stat.S_ISDIR(st.st_mode):
+                stray = next(iter(_json_files(p)), None)
+                if stray is not None:
+                    raise HistoryError(f"{stray}: a .json file below a machine's directory (asv would skip it)")
+            elif not stat.S_ISREG(st.st_mode):
+                raise HistoryError(f"{p}: {_kind(st.st_mode)}, not a regular file or directory")
+            elif p.name.endswith(".json") and p.name != "machine.json":
+                files.append(check_results_file(p, parse_json(p, read_regular(p)), d.name, units))
+    return ResultsSet(root, sorted(machines), files, units)
+
+
+def _json_files(d: Path):
+    """The *.json files under d (and any entry that is neither a directory nor a regular file, as an error)."""
+    for p, st in _listing(d):
+        if stat.S_ISDIR(st.st_mode):
+            yield from _json_files(p)
+        elif not stat.S_ISREG(st.st_mode):
+            raise HistoryError(f"{p}: {_kind(st.st_mode)}, not a regular file or directory")
+        elif p.name.endswith(".json"):
+            yield p
+
+
+# --- export and import: results that leave a runner with no write token, as an artifact ---
+
+def _export_target(dest: Path) -> Path:
+    """--export's directory: absent or empty, so an artifact holds this run's files alone."""
+    dest = Path(os.path.abspath(dest))
+    try:
+        st = os.lstat(dest)
+    except FileNotFoundError:
+        return dest
+    except OSError as e:
+        raise HistoryError(f"--export {dest}: {e.strerror or e}") from e
+    if stat.S_ISDIR(st.st_mode):
+        with os.scandir(dest) as it:
+            if next(it, None) is None:
+                return dest
+    raise HistoryError(f"--export {dest}: exists and is not an empty directory")
+
+
+def run_files(results: Path, machine: str, sha: str) -> dict[str, bytes]:
+    """This run's files in the results worktree, judged as `read_export` will judge them: {path under the
+    export: bytes}: benchmarks.json, <machine>/machine.json, the results of `sha` and its GPU record."""
+    files = {rel: read_regular(results / rel) for rel in ("benchmarks.json", f"{machine}/machine.json")}
+    for p in sorted((results / machine).glob(f"{sha[:8]}-*.json")):
+        data = read_regular(p)
+        d = parse_json(p, data)
+        if isinstance(d, dict) and d.get("commit_hash") == sha:      # not another commit of the same prefix
+            files[f"{machine}/{p.name}"] = data
+    if len(files) == 2:
+        raise HistoryError(f"asv wrote no results of {machine} at {sha[:10]} in {results / machine}")
+    gpu = f"{machine}/gpu-state/{sha}.jsonl"
+    files[gpu] = read_regular(results / gpu)
+    check_export(files, lambda rel: results / rel)
+    return files
+
+
+def write_export(dest: Path, files: dict[str, bytes]) -> None:
+    """All or nothing: written in a temporary directory beside `dest`, then renamed."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
+    try:
+        for rel, data in files.items():
+            (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
+            (tmp / rel).write_bytes(data)
+        os.chmod(tmp, 0o755)
+        if dest.exists():
+            dest.rmdir()                    # empty: _export_target checked
+        os.rename(tmp, dest)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def read_export(d: Path) -> tuple[dict[str, bytes], dict[str, set]]:
+    """An exported directory, read as untrusted data: ({path under it: bytes}, {machine: commits}). Only this layout, of
+    directories and regular files (no symlink, FIFO or device; names from a conservative alphabet):
+        benchmarks.json
+        <machine>/machine.json, <machine>/<asv results>.json
+        <machine>/gpu-state/<commit>.jsonl
+    each file at most MAX_FILE_BYTES, and every value judged as `read_results` judges it (check_export).
+    Anything else is a HistoryError naming the file."""
+    d = Path(os.path.abspath(d))
+    try:
+        st = os.lstat(d)
+    except OSError as e:
+        raise HistoryError(f"{d}: {e.strerror or e}") from e
+    if not stat.S_ISDIR(st.st_mode):
+        raise HistoryError(f"{d}: {_kind(st.st_mode)}, not an exported directory")
+    found: list[tuple[str, Path]] = []
+
+    def refuse(p: Path, st, what: str):
+        if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
+            return HistoryError(f"{p}: {_kind(st.st_mode)}, not a regular file or directory")
+        return HistoryError(f"{p}: {what}")
+
+    for p, st in _listing(d):
+        if p.name == "benchmarks.json" and stat.S_ISREG(st.st_mode):
+            found.append((p.name, p))
+        elif stat.S_ISDIR(st.st_mode) and MACHINE_RE.fullmatch(p.name):
+            for q, qst in _listing(p):
+                if q.name == "gpu-state" and stat.S_ISDIR(qst.st_mode):
+                    for r, rst in _listing(q):
+                        if not (stat.S_ISREG(rst.st_mode) and FILE_RE.fullmatch(r.name) and r.name.endswith(".jsonl")):
+                            raise refuse(r, rst, "not a <commit>.jsonl GPU record")
+                        found.append((f"{p.name}/gpu-state/{r.name}", r))
+                elif stat.S_ISREG(qst.st_mode) and FILE_RE.fullmatch(q.name) and q.name.endswith(".json"):
+                    found.append((f"{p.name}/{q.name}", q))
+                else:
+                    raise refuse(q, qst, "not a .json file or gpu-state/ of a machine's export")
+        else:
+            raise refuse(p, st, "not benchmarks.json or a machine's directory (a name of letters, digits, "
+                                "'.', '_', '-', starting with a letter or digit)")
+        if len(found) > MAX_IMPORT_FILES:
+            raise HistoryError(f"{d}: over {MAX_IMPORT_FILES} files")
+    files, total = {}, 0
+    for rel, p in found:
+        files[rel] = read_regular(p)
+        total += len(files[rel])
+        if total > MAX_IMPORT_BYTES:
+            raise HistoryError(f"{d}: over {MAX_IMPORT_BYTES >> 20} MiB in all")
+    return files, check_export(files, lambda rel: d / rel)
+
+
+def check_export(files: dict[str, bytes], where) -> dict[str, set]:
+    """An export's files judged: benchmarks.json and each machine's machine.json present, at least one
+    results file per machine, each named as asv names it (so it cannot stand in for another commit's),
+    every GPU record JSON lines. `where(rel)`: the path to name. Returns {machine: commits}."""
+    for rel in files:
+        parts = rel.split("/")
+        if not (rel == "benchmarks.json"
+                or (len(parts) == 2 and MACHINE_RE.fullmatch(parts[0]) and FILE_RE.fullmatch(parts[1])
+                    and parts[1].endswith(".json"))
+                or (len(parts) == 3 and MACHINE_RE.fullmatch(parts[0]) and parts[1] == "gpu-state"
+                    and FILE_RE.fullmatch(parts[2]) and parts[2].endswith(".jsonl"))):
+            raise HistoryError(f"{where(rel)}: a name outside an export's layout")
+    machines = sorted({rel.split("/")[0] for rel in files if "/" in rel})
+    if not machines:
+        raise HistoryError(f"{where('')}: no machine's results in it")
+    if "benchmarks.json" not in files:
+        raise HistoryError(f"{where('benchmarks.json')}: missing")
+    units = check_benchmarks_file(where("benchmarks.json"), parse_json(where("benchmarks.json"),
+                                                                       files["benchmarks.json"]))
+    from asv.results import get_filename
+    commits = {}
+    for m in machines:
+        mrel = f"{m}/machine.json"
+        if mrel not in files:
+            raise HistoryError(f"{where(mrel)}: missing")
+        check_machine_file(where(mrel), parse_json(where(mrel), files[mrel]), m)
+        for rel, data in files.items():
+            if not rel.startswith(m + "/") or rel == mrel:
+                continue
+            path = where(rel)
+            if rel.endswith(".jsonl"):
+                for i, line in enumerate(data.splitlines(), 1):
+                    if line.strip() and not isinstance(parse_json(f"{path}:{i}", line), dict):
+                        raise HistoryError(f"{path}:{i}: not a JSON object")
+                continue
+            r = check_results_file(path, parse_json(path, data), m, units)
+            expected = os.path.basename(get_filename(m, r.commit, r.env))
+            if Path(rel).name != expected:
+                raise HistoryError(f"{path}: asv names the results of {r.commit[:10]} in {r.env!r} {expected}")
+            commits.setdefault(m, set()).add(r.commit)
+        if m not in commits:
+            raise HistoryError(f"{where(m)}: no results file")
+    return commits
+
+
+def _write_under(root: Path, rel: str, data: bytes) -> Path:
+    """Write root/rel, where no part of rel may be a symlink (a results branch could hold one)."""
+    path = root
+    for part in Path(rel).parts[:-1]:
+        path = path / part
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            path.mkdir()
+            continue
+        if not stat.S_ISDIR(st.st_mode):
+            raise HistoryError(f"{path}: {_kind(st.st_mode)} in the results branch, where a directory belongs")
+    path = path / Path(rel).name
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        raise HistoryError(f"{path}: {_kind(os.lstat(path).st_mode)} in the results branch, where a file belongs")
+    path.write_bytes(data)
+    return path
+
+
+def import_results(repo: Path, dirs: list[Path], remote: str = "origin", branch: str = RESULTS_BRANCH,
+                   push: bool = True, log=print) -> list[str]:
+    """Exported directories (`record --export`) onto the results branch: every one judged first
+    (read_export), nothing written unless all pass; then one commit per machine, pushed (`push`) with
+    push_with_rebase. A benchmarks.json given twice: the last directory's. Returns the commits' subjects."""
+    repo = Path(repo).resolve()
+    if not dirs:
+        raise HistoryError("import needs at least one exported directory")
+    staged: dict[str, bytes] = {}
+    source: dict[str, Path] = {}
+    commits: dict[str, set] = {}
+    for d in dirs:
+        files, shas = read_export(Path(d))
+        for m, c in shas.items():
+            commits.setdefault(m, set()).update(c)
+        for rel, data in files.items():
+            if rel != "benchmarks.json" and rel in staged and staged[rel] != data:
+                raise HistoryError(f"{Path(d) / rel}: differs from {source[rel]}, the same file of another directory")
+            staged[rel], source[rel] = data, Path(d) / rel
+    results, _ = _own_dirs(repo, _conf(repo))
+    checkout_branch(repo, remote, branch, results, offline_ok=not push, log=log)
+    _write_under(results, "benchmarks.json", staged["benchmarks.json"])
+    made = []
+    for m in sorted(commits):
+        rels = [rel for rel in staged if rel.startswith(m + "/")]
+        for rel in rels:
+            _write_under(results, rel, staged[rel])
+        _git(results, "add", "-f", "--", "benchmarks.json", *rels)
+        if _git(results, "diff", "--cached", "--quiet", check=False).returncode != 0:
+            subject = f"results: {m} at {', '.join(sorted(c[:10] for c in commits[m]))}"
+            _git(results, "commit", "-qm", subject)
+            made.append(subject)
+    if made and push:
+        push_with_rebase(results, remote, branch)
+    if made:
+        log(f"cuzk history: {len(made)} commit(s) on {branch} in {results}" + ("" if push else " (not pushed)")
+            + ": " + "; ".join(made))
+    else:
+        log(f"cuzk history: nothing new for {branch}: {results} holds these files already")
+    return made
+
+
 # --- change points ---
 
 MIN_POINTS = 4          # e-divisive needs a few points on each side of a change
@@ -229,33 +718,41 @@ def default_results(repo: Path) -> Path:
     return mine if mine.is_dir() else repo / _conf(repo).get("results_dir", "results")
 
 
-def _series(results_dir: Path, machine: str | None, bench: str | None):
-    """{(machine, env, benchmark, params): [(date, commit, value)]} from asv's result files; params are
-    asv's repr strings, e.g. ("'cpu:8'", "'A1'")."""
-    from asv.results import iter_results_for_machine
+def _series(rs: ResultsSet, bench: str | None):
+    """{(machine, env, benchmark, params): [(date, commit, value)]} of the measured points; params are
+    asv's repr strings, e.g. ("'cpu:8'", "'A1'"). And {(machine, env): the newest results file}."""
     try:
         pattern = re.compile(bench) if bench else None
     except re.error as e:
         raise HistoryError(f"bad --bench regex {bench!r}: {e}") from e
     out: dict = {}
-    machines = sorted(d.name for d in Path(results_dir).iterdir() if (d / "machine.json").is_file())
-    if not machines:
-        raise HistoryError(f"no asv machines in {results_dir} (no */machine.json): no history to analyse")
-    if machine is not None:
-        if machine not in machines:
-            raise HistoryError(f"no results for machine {machine!r} in {results_dir} (have: {', '.join(machines)})")
-        machines = [machine]
-    for m in machines:
-        for res in iter_results_for_machine(str(results_dir), m):
-            for key in res.get_all_result_keys():
-                params = res.get_result_params(key)
-                values = res.get_result_value(key, params)
-                for combo, v in zip(_combos(params), values):
-                    if pattern and not pattern.search(series_name(key, combo)):
-                        continue
-                    if v is None or (isinstance(v, float) and math.isnan(v)):
-                        continue            # failed or skipped (a GPU parameter on a CPU machine)
-                    out.setdefault((m, res.env_name, key, combo), []).append((res.date or 0, res.commit_hash, float(v)))
+    newest: dict = {}
+    for res in rs.files:
+        key = (res.machine, res.env)
+        if key not in newest or (res.date, str(res.path)) > (newest[key].date, str(newest[key].path)):
+            newest[key] = res
+        for name, vals in res.values.items():
+            for combo, v in vals.items():
+                if pattern and not pattern.search(series_name(name, combo)):
+                    continue
+                if v is None or math.isnan(v):
+                    continue            # failed or skipped (a GPU parameter on a CPU machine)
+                out.setdefault((res.machine, res.env, name, combo), []).append((res.date, res.commit, v))
+    return out, newest
+
+
+def _unmeasured(series: dict, newest: dict) -> list[dict]:
+    """The series whose newest point is missing: their machine's newest results file (in that
+    environment) holds null (a failure), NaN (a skip) or nothing for them."""
+    out = []
+    for (m, env, name, combo) in sorted(series):
+        res = newest[(m, env)]
+        v = res.values.get(name, {}).get(combo, "absent")
+        if v is None or v == "absent" or math.isnan(v):
+            why = ("null: the benchmark failed" if v is None else "absent: not run" if v == "absent"
+                   else "NaN: asv skipped it")
+            out.append({"machine": m, "env": env, "benchmark": series_name(name, combo), "asv_benchmark": name,
+                        "params": list(combo), "commit": res.commit, "file": str(res.path), "why": why})
     return out
 
 
@@ -297,6 +794,7 @@ class Changes:
     longest: int            # points in the longest series
     found: list[dict]
     pairs: set = field(default_factory=set)     # (benchmark, params) of the series analysed
+    unmeasured: list = field(default_factory=list)   # series whose newest point is missing (_unmeasured)
 
 
 def commits_between(repo: Path | None, good: str, bad: str) -> int | None:
@@ -307,17 +805,34 @@ def commits_between(repo: Path | None, good: str, bad: str) -> int | None:
     return int(p.stdout) if p.returncode == 0 and p.stdout.strip().isdigit() else None
 
 
+def check_changes_args(max_pvalue: float, min_magnitude: float, window: int) -> None:
+    """The detector's settings; out of range they would find nothing (a NaN threshold passes no test, a
+    window under MIN_POINTS cannot hold a change) and read as "no change"."""
+    if not (isinstance(max_pvalue, (int, float)) and 0 < max_pvalue <= 1):
+        raise HistoryError(f"--max-pvalue {max_pvalue}: needs 0 < P <= 1")
+    if not (isinstance(min_magnitude, (int, float)) and math.isfinite(min_magnitude) and min_magnitude >= 0):
+        raise HistoryError(f"--min-magnitude {min_magnitude}: needs a finite M >= 0")
+    if not (isinstance(window, int) and not isinstance(window, bool) and window >= MIN_POINTS):
+        raise HistoryError(f"--window {window}: needs an integer >= {MIN_POINTS}")
+
+
 def changes(results_dir: Path, machine: str | None = None, bench: str | None = None, max_pvalue: float = 0.001,
             min_magnitude: float = 0.05, window: int = 30, repo: Path | None = None) -> Changes:
     """Change points of every series. `min_magnitude`: the smallest relative change kept (0.05 = 5%);
     `max_pvalue`: the t-test threshold of the merge step. No series long enough to analyse is a
     HistoryError: no data never reads as no change."""
     from otava.analysis import compute_change_points
+    check_changes_args(max_pvalue, min_magnitude, window)
     results_dir = Path(results_dir)
     if not results_dir.is_dir():
         raise HistoryError(f"no asv results at {results_dir} (run `cuzk history publish --no-push`, or "
                            f"`asv run` for your own results)")
-    series = _series(results_dir, machine, bench)
+    rs = read_results(results_dir, machine)
+    if not rs.machines:
+        raise HistoryError(f"no asv machines in {results_dir} (no */machine.json): no history to analyse")
+    if machine is not None and machine not in rs.machines:
+        raise HistoryError(f"no results for machine {machine!r} in {results_dir} (have: {', '.join(rs.machines)})")
+    series, newest = _series(rs, bench)
     longest = max((len(p) for p in series.values()), default=0)
     analysed = sum(len(p) >= MIN_POINTS for p in series.values())
     if not analysed:
@@ -348,7 +863,7 @@ def changes(results_dir: Path, machine: str | None = None, bench: str | None = N
                           "before": float(st.mean_1), "after": float(st.mean_2),
                           "change": float(st.mean_2 / st.mean_1 - 1) if st.mean_1 else float("inf"),
                           "pvalue": float(st.pvalue)})
-    return Changes(results_dir, len(series), analysed, longest, found, pairs)
+    return Changes(results_dir, len(series), analysed, longest, found, pairs, _unmeasured(series, newest))
 
 
 def gated_pairs(cfg) -> set[tuple[str, tuple]]:
@@ -390,13 +905,25 @@ def changes_markdown(ch: Changes) -> str:
                                           "bisect"], tablefmt="github", disable_numparse=True) + "\n"
 
 
-def gated_markdown(failing: list[dict], last: int, watched: int) -> str:
-    """The --fail-on-gated verdict; `watched`: the gated parameter sets that had a series to analyse."""
+def gated_unmeasured(ch: Changes, gated: set) -> list[dict]:
+    """Gated series whose newest point was not measured: no verdict on them, never a pass."""
+    return [u for u in ch.unmeasured if (u["asv_benchmark"], tuple(u["params"])) in gated]
+
+
+def gated_markdown(failing: list[dict], last: int, watched: int, unmeasured: list[dict] = ()) -> str:
+    """The --fail-on-gated verdict; `watched`: the gated parameter sets that had a series to analyse;
+    `unmeasured`: gated_unmeasured, listed first."""
+    lines = []
+    if unmeasured:
+        lines += [f"\n**Not judged: the newest point of {len(unmeasured)} gated series was not measured**:\n"]
+        lines += [f"- `{u['benchmark']}` on {u['machine']}: {u['why']}, at `{u['commit'][:HASH_LENGTH]}` "
+                  f"in {u['file']}" for u in unmeasured]
     if not failing:
-        return (f"\nNo new regression in the {watched} gated parameter set(s) (perf-gate.toml's workloads x "
-                f"phases) over the last {last} points.\n")
-    lines = [f"\n**{len(failing)} new regression(s) in gated phases** (first commit among the last {last} "
-             f"points of the series):\n"]
+        return "\n".join(lines) + ("\n" if lines else "") + (
+            f"\nNo new regression in the {watched} gated parameter set(s) (perf-gate.toml's workloads x "
+            f"phases) over the last {last} points" + (", among the points measured.\n" if unmeasured else ".\n"))
+    lines += [f"\n**{len(failing)} new regression(s) in gated phases** (first commit among the last {last} "
+              f"points of the series):\n"]
     lines += [f"- `{c['benchmark']}` on {c['machine']}: {c['change']:+.1%} in `{c['range']}`: "
               + (f"`{c['bisect']}`" if c["bisect"] else f"`{c['commit'][:HASH_LENGTH]}` is the change")
               for c in failing]
