@@ -113,6 +113,65 @@ def test_bad_configs(doc, msg):
         gate_config.parse(doc)
 
 
+@pytest.mark.parametrize("section, field, value, msg", [
+    ("workload", "log_size", "ten", "log_size = 'ten': must be an integer in 1..32"),
+    ("workload", "batch", 0, "batch = 0: must be an integer >= 1"),
+    ("workload", "circuit", "nope", "circuit = 'nope': known"),
+    ("workload", "convention", 3, "convention = 3: must be a string"),
+    ("workload", "opts", "+NOPE", r"opts = '\+NOPE'"),
+    ("workload", "required", "yes", "required = 'yes': must be true or false"),
+    ("gate", "rounds", 10.5, "rounds = 10.5: must be an integer"),
+    ("gate", "threshold", "5%", "threshold = '5%': must be a number"),
+    ("gate", "worker_cpus", True, "worker_cpus = True: must be an integer"),
+    ("trust", "pause_s", "1s", "pause_s = '1s'"),
+    ("trust", "max_discards", None, "max_discards = None"),
+    ("thresholds", "tail_msm", -0.1, "tail_msm = -0.1: must be a number >= 0"),
+])
+def test_each_field_is_type_checked_naming_the_file_and_field(tmp_path, capsys, section, field, value, msg):
+    """A wrong type is one line naming the file and the field, exit 2, before any work (never a TypeError)."""
+    import tomllib
+    doc = {"gate": {"rounds": 10}, "workload": [{"backend": "cpu", "log_size": 8}]}
+    if section == "workload":
+        doc["workload"][0][field] = value
+    else:
+        doc.setdefault(section, {})[field] = value
+    if value is None:                       # TOML has no null: write the key as an empty inline table instead
+        value = {}
+        doc[section][field] = value
+        msg = msg.replace("None", "{}")
+    toml = _toml(doc)
+    tomllib.loads(toml)
+    f = tmp_path / "gate.toml"
+    f.write_text(toml)
+    with pytest.raises(ConfigError, match=msg) as e:
+        gate_config.load(f)
+    assert str(e.value).startswith(str(f))
+    from cuzk.cli import main
+    assert main(["gate", "--base", "HEAD", "--head", "HEAD", "--config", str(f), "--repo", str(REPO)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(f) in err[0] and field in err[0]
+
+
+def _toml(doc: dict) -> str:
+    def val(v):
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        if isinstance(v, str):
+            return json.dumps(v)
+        if isinstance(v, dict):
+            return "{}"
+        if isinstance(v, list):
+            return "[" + ", ".join(val(x) for x in v) + "]"
+        return repr(v)
+    out = []
+    for section in ("gate", "thresholds", "trust"):
+        if section in doc:
+            out += [f"[{section}]"] + [f"{k} = {val(v)}" for k, v in doc[section].items()]
+    for w in doc["workload"]:
+        out += ["[[workload]]"] + [f"{k} = {val(v)}" for k, v in w.items()]
+    return "\n".join(out) + "\n"
+
+
 # --- orchestration with a scripted worker ---
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,7 @@
 """perf-gate.toml: what `cuzk gate` measures and when a change counts as a regression."""
 from __future__ import annotations
 
+import math
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -93,11 +94,85 @@ def _check_keys(section: str, got: dict, allowed: set) -> None:
         raise ConfigError(f"[{section}]: unknown keys {', '.join(sorted(extra))}; allowed: {', '.join(sorted(allowed))}")
 
 
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_num(v) -> bool:
+    return (isinstance(v, (int, float)) and not isinstance(v, bool)) and math.isfinite(v)
+
+
+def _is_str_list(v) -> bool:
+    return isinstance(v, list) and all(isinstance(x, str) for x in v)
+
+
+# each field's type, checked before any is used: a wrong one is named, never a TypeError later
+_GATE_TYPES = {"rounds": (_is_int, "an integer"), "samples": (_is_int, "an integer"), "alpha": (_is_num, "a number"),
+               "threshold": (_is_num, "a number"), "min_sample_s": (_is_num, "a number of seconds"),
+               "worker_timeout_s": (_is_num, "a number of seconds"), "worker_cpus": (_is_int, "an integer"),
+               "phases": (_is_str_list, "a list of phase names")}
+_TRUST_TYPES = {"max_discards": (_is_int, "an integer"), "pause_s": (_is_num, "a number of seconds"),
+                "ignore_reasons": (_is_str_list, "a list of reason names"),
+                "allow_other_processes": (lambda v: isinstance(v, bool), "true or false"),
+                "max_temperature_c": (_is_num, "a number")}
+_WORKLOAD_TYPES = {"backend": (lambda v: isinstance(v, str), "a string"),
+                   "circuit": (lambda v: isinstance(v, str), "a string"),
+                   "log_size": (lambda v: _is_int(v) and 1 <= v <= 32, "an integer in 1..32"),
+                   "opts": (lambda v: isinstance(v, str), "a string"),
+                   "batch": (lambda v: _is_int(v) and v >= 1, "an integer >= 1"),
+                   "convention": (lambda v: isinstance(v, str), "a string"),
+                   "generator": (lambda v: _is_int(v) and v >= 2, "an integer >= 2"),
+                   "required": (lambda v: isinstance(v, bool), "true or false"),
+                   "phases": (_is_str_list, "a list of phase names")}
+
+
+def _check_types(g: dict, th, tr: dict, wls) -> None:
+    for section, d, types in (("gate", g, _GATE_TYPES), ("trust", tr, _TRUST_TYPES)):
+        for k, v in d.items():
+            ok, what = types[k]
+            if not ok(v):
+                raise ConfigError(f"[{section}] {k} = {v!r}: must be {what}")
+    if not isinstance(th, dict):
+        raise ConfigError("[thresholds] must be a table of phase = fraction")
+    for k, v in th.items():
+        if not (_is_num(v) and v >= 0):
+            raise ConfigError(f"[thresholds] {k} = {v!r}: must be a number >= 0")
+    if not (isinstance(wls, list) and all(isinstance(w, dict) for w in wls)):
+        raise ConfigError("[[workload]] must be an array of tables")
+    for i, w in enumerate(wls):
+        _check_keys(f"workload {i}", w, _WORKLOAD_KEYS)
+        for k, v in w.items():
+            ok, what = _WORKLOAD_TYPES[k]
+            if not ok(v):
+                raise ConfigError(f"[[workload]] {i}: {k} = {v!r}: must be {what}")
+        if w.get("circuit", Spec.circuit) not in _circuits():
+            raise ConfigError(f"[[workload]] {i}: circuit = {w['circuit']!r}: known: {', '.join(sorted(_circuits()))}")
+        if w.get("convention", Spec.convention) not in _conventions():
+            raise ConfigError(f"[[workload]] {i}: convention = {w['convention']!r}: known: "
+                              f"{', '.join(_conventions())}")
+        try:
+            from .workload import opt_set
+            opt_set(w.get("opts", Spec.opts))
+        except (ValueError, KeyError) as e:
+            raise ConfigError(f"[[workload]] {i}: opts = {w['opts']!r}: {str(e).splitlines()[0]}") from e
+
+
+def _circuits():
+    from ..circuits import CIRCUITS
+    return CIRCUITS
+
+
+def _conventions():
+    from ..qap import CONVENTIONS
+    return CONVENTIONS
+
+
 def parse(doc: dict, path: str | None = None) -> GateConfig:
     _check_keys("top level", doc, {"gate", "thresholds", "trust", "workload"})
     g, th, tr = doc.get("gate", {}), doc.get("thresholds", {}), doc.get("trust", {})
     _check_keys("gate", g, _GATE_KEYS)
     _check_keys("trust", tr, _TRUST_KEYS)
+    _check_types(g, th, tr, doc.get("workload", []))
     cfg = GateConfig(path=path, raw=doc)
     for k in ("rounds", "samples", "alpha", "threshold", "min_sample_s", "worker_timeout_s", "worker_cpus"):
         if k in g:
@@ -167,7 +242,10 @@ def load(path: str | Path) -> GateConfig:
         raise ConfigError(f"{path}: {e.strerror}") from e
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{path}: {e}") from e
-    return parse(doc, str(path))
+    try:
+        return parse(doc, str(path))
+    except ConfigError as e:
+        raise ConfigError(f"{path}: {e}") from e
 
 
 def load_commit(repo: str | Path, ref: str, path: str = DEFAULT_PATH) -> GateConfig:
