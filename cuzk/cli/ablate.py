@@ -21,7 +21,9 @@ def cmd_ablate(args) -> int:
             md = ablate.markdown(res)
         except ablate.AblateError as e:
             raise CliError(f"ablate: {e}") from e
-        except (OSError, ValueError, KeyError, TypeError) as e:
+        except RecursionError as e:
+            raise CliError(f"ablate: cannot report {args.from_json}: JSON nested too deeply") from e
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
             raise CliError(f"ablate: cannot report {args.from_json}: {type(e).__name__}: {e}") from e
         print(md)
         if args.png:
@@ -66,7 +68,9 @@ def cmd_ablate(args) -> int:
             saved = {k: v for k, v in resume["setup"].items() if k in ablate.Setup.__dataclass_fields__}
             setup = ablate.Setup(**{**saved, "repeat": args.repeat, "confidence": args.confidence,
                                     "max_seconds": args.max_seconds})
-        except (OSError, ValueError, KeyError, TypeError) as e:
+        except RecursionError as e:
+            raise CliError(f"ablate: cannot resume {args.resume}: JSON nested too deeply") from e
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
             raise CliError(f"ablate: cannot resume {args.resume}: {type(e).__name__}: {e}") from e
         if resume.get("rounds_done", 0) >= args.repeat:
             raise CliError(f"ablate: {args.resume} already has {resume.get('rounds_done')} rounds; "

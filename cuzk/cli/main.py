@@ -261,9 +261,12 @@ def _main(argv=None) -> int:
     if argv is None:                 # the program itself (not a caller's argv)
         _exit_on_sigterm()
     argv = sys.argv[1:] if argv is None else list(argv)
-    if argv[:1] == ["micro"]:
-        from ..micro import main as micro_main      # pyperf owns the command line there
-        return micro_main(argv[1:])
+    try:
+        if argv[:1] == ["micro"]:
+            from ..micro import main as micro_main      # pyperf owns the command line there
+            return micro_main(argv[1:])
+    except Exception as e:
+        return _internal_error(e)
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
@@ -275,3 +278,14 @@ def _main(argv=None) -> int:
         from ..gpu.srs import DeviceMemoryError
         _err(str(e).splitlines()[0] if isinstance(e, DeviceMemoryError) and str(e) else "out of host memory")
         return EXIT_BAD_INPUT
+    except Exception as e:
+        return _internal_error(e)
+
+
+def _internal_error(e: Exception) -> int:
+    """Anything unforeseen is one line and exit 2: exit 1 keeps its one meaning (an invalid proof, a
+    regression), and a traceback is never the answer to an input."""
+    what = str(e).splitlines()[0] if str(e) else ""
+    print(f"cuzk: internal error: {type(e).__name__}: {what[:300]} (a bug; please report it with this line)",
+          file=sys.stderr)
+    return EXIT_BAD_INPUT

@@ -24,9 +24,12 @@ def project_conf(repo: Path, conf_name: str = "asv.conf.json") -> dict:
     from asv import util
     path = Path(repo) / conf_name
     try:
-        return util.load_json(str(path), js_comments=True)
-    except (OSError, ValueError, util.UserError) as e:
-        raise AsvConfigError(f"cannot read {path}: {e}") from e
+        conf = util.load_json(str(path), js_comments=True)
+    except (OSError, ValueError, util.UserError, RecursionError) as e:
+        raise AsvConfigError(f"cannot read {path}: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from e
+    if not isinstance(conf, dict):
+        raise AsvConfigError(f"{path}: not a JSON object (asv's configuration is one)")
+    return conf
 
 
 def write_config(repo: Path, tmp: Path, conf_name: str = "asv.conf.json", results: Path | None = None,

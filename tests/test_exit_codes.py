@@ -1,0 +1,77 @@
+"""Exit codes as a contract: 1 means only "valid input, invalid proof" (verify, prove, bench, bench-snarkjs)
+or "a regression" (gate, history changes --fail-on-gated); anything unforeseen is one line and exit 2."""
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cuzk.cli import main
+
+REPO = Path(__file__).resolve().parents[1]
+CLI = REPO / "cuzk" / "cli"
+# function -> why it may return 1
+MAY_EXIT_1 = {("verify.py", "cmd_verify"): "invalid proof", ("snarkjs.py", "cmd_prove"): "invalid proof",
+              ("bench.py", "cmd_bench"): "a proof that does not verify",
+              ("bench_pipeline.py", "bench_pipeline"): "a proof that does not verify",
+              ("snarkjs.py", "cmd_bench_snarkjs"): "a proof that does not verify",
+              ("gate.py", "cmd_gate"): "a regression", ("history.py", "cmd_history"): "a gated regression"}
+
+
+def _functions_returning_1():
+    """(file, function) of every function in cuzk/cli that names EXIT_INVALID or returns/exits with 1."""
+    found = set()
+    for f in sorted(CLI.glob("*.py")):
+        tree = ast.parse(f.read_text())
+        for fn in ast.walk(tree):
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in ast.walk(fn):
+                one = (isinstance(node, ast.Name) and node.id == "EXIT_INVALID") or (
+                    isinstance(node, (ast.Return,)) and isinstance(node.value, ast.Constant) and node.value.value == 1)
+                exits = (isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "exit"
+                         and node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value == 1)
+                if one or exits:
+                    found.add((f.name, fn.name))
+    return found
+
+
+def test_only_the_verdict_commands_can_exit_1():
+    found = _functions_returning_1()
+    assert found, "the scan found nothing: it cannot fail"
+    assert found <= set(MAY_EXIT_1), sorted(found - set(MAY_EXIT_1))
+    # the gate's exit code is its verdict's (0, 1 or 2), computed in cuzk/perf/gate.py
+    assert "return res.exit_code" in (CLI / "gate.py").read_text()
+
+
+def test_an_unforeseen_exception_is_one_line_exit_2(monkeypatch, capsys):
+    def boom(args):
+        raise LookupError("something nobody planned for\nsecond line")
+    monkeypatch.setattr(sys.modules["cuzk.cli.main"], "cmd_opts", boom)
+    assert main(["opts"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["cuzk: internal error: LookupError: something nobody planned for "
+                   "(a bug; please report it with this line)"]
+
+
+def test_deep_nesting_and_wrong_shapes_are_exit_2(tmp_path):
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100000 + "]" * 100000)
+    cases = [["ablate", "--from-json", str(deep)], ["ablate", "--resume", str(deep), "--backend", "cpu"]]
+    conf = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(conf)], check=True)
+    (conf / "asv.conf.json").write_text("[]")
+    subprocess.run(["git", "-C", str(conf), "add", "-A"], check=True)
+    subprocess.run(["git", "-C", str(conf), "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "c"],
+                   check=True)
+    cases.append(["bisect", "tail_msm", "--target", "cpu:10", "--opts", "default", "--good", "HEAD", "--bad", "HEAD",
+                  "--repo", str(conf), "--dry-run"])
+    for argv in cases:
+        p = subprocess.run([sys.executable, "-m", "cuzk", *argv], capture_output=True, text=True, timeout=120)
+        lines = p.stderr.strip().splitlines()
+        assert p.returncode == 2 and len(lines) == 1 and "Traceback" not in p.stderr, (argv, p.stderr[-2000:])
+        assert "internal error" not in lines[0], (argv, lines)
