@@ -445,3 +445,15 @@ def test_import_of_an_empty_or_missing_directory_is_an_error(imported, tmp_path,
         assert main(["history", "import", *map(str, dirs), "--repo", str(pub)]) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and msg in err, err
+
+
+def test_a_failed_tool_is_one_line_naming_the_log_of_its_output(tmp_path):
+    from cuzk.perf import history
+    script = "import sys; print('first line of much output'); print('the reason', file=sys.stderr); sys.exit(3)"
+    with pytest.raises(history.HistoryError) as e:
+        history._run([sys.executable, "-c", script], tmp_path)
+    msg = str(e.value)
+    assert "\n" not in msg and "exit 3 (the reason)" in msg
+    log = Path(msg.rsplit("its output: ", 1)[1])
+    assert "first line of much output" in log.read_text() and "the reason" in log.read_text()
+    log.unlink()

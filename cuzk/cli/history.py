@@ -125,7 +125,7 @@ def cmd_history(args) -> int:
                         assets=Path(args.assets) if args.assets else None)
         return EXIT_OK
     except history.HistoryError as e:
-        _err(f"history: {e}")
+        _err(f"history: {str(e).splitlines()[0] if str(e) else type(e).__name__}")     # one line; logs hold the rest
         if args.action == "changes" and args.summary:      # the step summary says why, too
             with open(args.summary, "a") as f:
                 f.write(f"cuzk history changes: {e}\n")

@@ -52,12 +52,29 @@ class HistoryError(RuntimeError):
     pass
 
 
+def _last_line(text: str) -> str:
+    lines = [x.strip() for x in text.strip().splitlines() if x.strip()]
+    return f" ({lines[-1][:200]})" if lines else ""
+
+
+def _keep_log(cmd, text: str) -> str:
+    """A failed tool's whole output, kept in a log file: the error stays one line and names it."""
+    try:
+        fd, path = tempfile.mkstemp(prefix="cuzk-history-", suffix=".log")
+        with os.fdopen(fd, "w") as f:
+            f.write(" ".join(map(str, cmd)) + "\n\n" + text)
+        return f"its output: {path}"
+    except OSError:
+        return "its output could not be kept"
+
+
 def _run(cmd, cwd, check=True, env=None) -> subprocess.CompletedProcess:
     # a remote that needs credentials fails at once instead of waiting on a terminal prompt
     env = dict(os.environ if env is None else env, GIT_TERMINAL_PROMPT="0")
     p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=env)
     if check and p.returncode != 0:
-        raise HistoryError(f"{' '.join(map(str, cmd))}: exit {p.returncode}\n{(p.stdout + p.stderr).strip()[-2000:]}")
+        raise HistoryError(f"{' '.join(map(str, cmd[:4]))}{' ...' if len(cmd) > 4 else ''}: exit {p.returncode}"
+                           f"{_last_line(p.stdout + p.stderr)}; {_keep_log(cmd, p.stdout + p.stderr)}")
     return p
 
 
