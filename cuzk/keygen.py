@@ -12,9 +12,13 @@ the circuit's hash.
 """
 from __future__ import annotations
 
+import glob
 import hashlib
 import os
 import random
+import stat
+import sys
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -190,8 +194,12 @@ def _remove_if_writer_gone(tmp: Path, lock: Path) -> bool | None:
     from before its temp file exists until after the rename; the kernel releases a dead one's). False
     when the lock is held (the writer is alive), None when there is no lock file (not a cache writer's)."""
     import fcntl
+    cloexec = getattr(os, "O_CLOEXEC", 0)
     try:
-        fd = os.open(lock, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))     # never created here
+        try:
+            fd = os.open(lock, os.O_RDWR | cloexec)      # never created here; NFS locks need write access
+        except PermissionError:
+            fd = os.open(lock, os.O_RDONLY | cloexec)    # another user's lock: flock needs only read
     except FileNotFoundError:
         return None
     try:
@@ -210,8 +218,6 @@ def remove_dead_temps(folder: Path, held: str | None = None) -> list[Path]:
     once where KEY's lock is free (its writer died) or is `held` by this caller; after STALE_TEMP_S
     untouched where KEY has no lock file (not written through the cache). Only regular files of this
     user are touched."""
-    import stat
-    import time
     gone = []
     now = time.time()
     for p in folder.glob(f"*{_KEY_SUFFIX}.*.tmp"):
@@ -255,8 +261,6 @@ def _cached(path: Path, r1cs: R1CS, convention: str, generator: int) -> tuple[Pr
 def _move_aside(path: Path) -> Path:
     """Rename the bad cached key to KEY.corrupt-TIMESTAMP (kept to look at, not read again), removing
     older ones beyond KEEP_CORRUPT - 1 first."""
-    import glob
-    import time
     olds = sorted(path.parent.glob(glob.escape(path.name) + ".corrupt-*"), reverse=True)
     for old in olds[max(KEEP_CORRUPT - 1, 0):]:
         try:
@@ -274,7 +278,6 @@ def cached_setup(r1cs: R1CS, convention: str = "coeff", generator: int = 7, toxi
     once: the first takes the key's lock and sets up, the others wait on it and then load the key.
     A cached key that is not usable (truncated, corrupt, an old format) is moved aside and made again,
     with one warning line on stderr; only the process holding the lock does that, so it happens once."""
-    import sys
     path = cache_path(r1cs, convention, generator, toxic_seed)
     key, _ = _cached(path, r1cs, convention, generator)      # a saved key is complete (renamed into place)
     if key is not None:

@@ -4,6 +4,7 @@ rename; a temp file whose writer is dead (its key's lock is free) goes at once, 
 the lock stays. A key file given by the user is not a cache: damage there stays an error."""
 from __future__ import annotations
 
+import fnmatch
 import os
 import signal
 import stat
@@ -221,5 +222,7 @@ def test_key_is_fsynced_before_and_after_its_rename(monkeypatch):
     renames = [i for i, e in enumerate(events) if e[0] == "replace" and e[2] == path.name]
     assert len(renames) == 1, events
     i = renames[0]
+    # the temp's name carries its key's: remove_dead_temps finds a temp's lock by it (files.new_temp's naming)
+    assert fnmatch.fnmatch(events[i][1], path.name + ".*.tmp"), events[i]
     assert ("fsync", "file", path.stat().st_ino) in events[:i], events     # the key's data, then its name
     assert ("fsync", "dir", path.parent.stat().st_ino) in events[i + 1:], events
