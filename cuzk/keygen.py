@@ -12,9 +12,13 @@ the circuit's hash.
 """
 from __future__ import annotations
 
+import glob
 import hashlib
 import os
 import random
+import stat
+import sys
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +29,7 @@ from py_arkworks_bls12381 import G1Point, G2Point
 from .curve import AffineBases
 from .field import R, fr_array, fr_powers
 from .key_points import mul_points, single_points  # noqa: F401 (single_points: the keygen API)
-from .keys import ProvingKey
+from .keys import KeyFormatError, KeyUnreadable, ProvingKey
 from .qap import qap
 from .poly import Domain, intt
 from .r1cs import CSR, R1CS
@@ -163,7 +167,13 @@ def cache_path(r1cs: R1CS, convention: str, generator: int, toxic_seed: int) -> 
     return cache_dir() / f"{tag}.cuzkkey"
 
 
-STALE_TEMP_S = 3600.0     # a cache temp file untouched this long was left by a killed writer
+STALE_TEMP_S = 3600.0     # a key temp file with no cache lock, untouched this long, was left by a killed writer
+KEEP_CORRUPT = 1          # corrupt cached keys kept aside per key, newest first (they can be GBs each)
+_KEY_SUFFIX = ".cuzkkey"
+
+
+def _lock_path(path: Path) -> Path:
+    return path.with_name(path.name + ".lock")
 
 
 @contextmanager
@@ -179,29 +189,109 @@ def _locked(path: Path):
         os.close(fd)
 
 
-def _cached(path: Path, r1cs: R1CS) -> ProvingKey | None:
-    if path.exists():
+def _remove_if_writer_gone(tmp: Path, lock: Path) -> bool | None:
+    """Remove `tmp` if the cache writer of its key is gone: its lock can be taken now (a writer holds it
+    from before its temp file exists until after the rename; the kernel releases a dead one's). False
+    when the lock is held (the writer is alive), None when there is no lock file (not a cache writer's)."""
+    import fcntl
+    cloexec = getattr(os, "O_CLOEXEC", 0)
+    try:
+        try:
+            fd = os.open(lock, os.O_RDWR | cloexec)      # never created here; NFS locks need write access
+        except PermissionError:
+            fd = os.open(lock, os.O_RDONLY | cloexec)    # another user's lock: flock needs only read
+    except FileNotFoundError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        tmp.unlink()                 # with the lock held: no writer can be starting on it
+        return True
+    finally:
+        os.close(fd)
+
+
+def remove_dead_temps(folder: Path, held: str | None = None) -> list[Path]:
+    """Remove the key temp files (KEY.cuzkkey.XXXX.tmp) in `folder` that no live writer will rename: at
+    once where KEY's lock is free (its writer died) or is `held` by this caller; after STALE_TEMP_S
+    untouched where KEY has no lock file (not written through the cache). Only regular files of this
+    user are touched."""
+    gone = []
+    now = time.time()
+    for p in folder.glob(f"*{_KEY_SUFFIX}.*.tmp"):
+        try:
+            st = os.lstat(p)
+            if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid():
+                continue
+            key = p.name[:p.name.index(_KEY_SUFFIX + ".") + len(_KEY_SUFFIX)]
+            if key == held:
+                p.unlink()
+                removed = True
+            else:
+                removed = _remove_if_writer_gone(p, _lock_path(folder / key))
+                if removed is None and now - st.st_mtime > STALE_TEMP_S:
+                    p.unlink()
+                    removed = True
+            if removed:
+                gone.append(p)
+        except OSError:
+            pass                    # raced with its writer's rename or another clean-up
+    return gone
+
+
+def _cached(path: Path, r1cs: R1CS, convention: str, generator: int) -> tuple[ProvingKey | None, str | None]:
+    """(key, None) for a usable cached key; (None, None) when there is none; (None, why) when the file
+    there is no usable key (truncated, corrupt, an old format, another circuit's). A file that cannot be
+    read at all (KeyUnreadable: permissions, a FIFO) is an error, not a miss."""
+    if not path.exists():
+        return None, None
+    try:
         key = ProvingKey.load(path)
-        if key.digest.hex() == r1cs.digest():
-            return key
-    return None
+    except KeyUnreadable:
+        raise
+    except KeyFormatError as e:
+        return None, (str(e).splitlines() or ["unreadable key"])[0]
+    if key.digest.hex() != r1cs.digest() or key.convention != qap(convention).name or key.generator != generator:
+        return None, f"{path}: holds the key of another circuit or convention"
+    return key, None
+
+
+def _move_aside(path: Path) -> Path:
+    """Rename the bad cached key to KEY.corrupt-TIMESTAMP (kept to look at, not read again), removing
+    older ones beyond KEEP_CORRUPT - 1 first."""
+    olds = sorted(path.parent.glob(glob.escape(path.name) + ".corrupt-*"), reverse=True)
+    for old in olds[max(KEEP_CORRUPT - 1, 0):]:
+        try:
+            old.unlink()
+        except OSError:
+            pass                    # another's, or a folder: left for the user
+    aside = path.with_name(f"{path.name}.corrupt-{time.strftime('%Y%m%dT%H%M%S')}")
+    os.replace(path, aside)
+    return aside
 
 
 def cached_setup(r1cs: R1CS, convention: str = "coeff", generator: int = 7, toxic_seed: int = 0,
                  progress: bool | None = None, backend: str = "auto") -> tuple[ProvingKey, Path, bool]:
     """(key, path, hit): load from the cache or set up and store. Processes sharing a cache make a key
-    once: the first takes the key's lock and sets up, the others wait on it and then load the key."""
-    from .files import remove_stale_temps
+    once: the first takes the key's lock and sets up, the others wait on it and then load the key.
+    A cached key that is not usable (truncated, corrupt, an old format) is moved aside and made again,
+    with one warning line on stderr; only the process holding the lock does that, so it happens once."""
     path = cache_path(r1cs, convention, generator, toxic_seed)
-    key = _cached(path, r1cs)                    # a saved key is complete (renamed into place): no lock
+    key, _ = _cached(path, r1cs, convention, generator)      # a saved key is complete (renamed into place)
     if key is not None:
+        remove_dead_temps(path.parent)
         return key, path, True
     path.parent.mkdir(parents=True, exist_ok=True)
-    with _locked(path.with_name(path.name + ".lock")):
-        key = _cached(path, r1cs)                # made while this process waited
+    with _locked(_lock_path(path)):
+        key, why = _cached(path, r1cs, convention, generator)    # made (or healed) while this process waited
         if key is not None:
             return key, path, True
-        remove_stale_temps(path.parent, "*.cuzkkey.*.tmp", STALE_TEMP_S)
+        if why is not None:
+            aside = _move_aside(path)
+            print(f"cuzk: warning: cached key {why}; moved to {aside.name}, making it again", file=sys.stderr)
+        remove_dead_temps(path.parent, held=path.name)
         key = setup(r1cs, convention, generator, ToxicWaste.from_seed(toxic_seed), progress, backend)
         key.save(path)
     return key, path, False

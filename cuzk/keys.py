@@ -5,6 +5,7 @@ arrays the GPU uploads.
 """
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import struct
@@ -38,6 +39,27 @@ _SECTION = struct.Struct("<4sIQ")              # name tag, group, count
 
 class KeyFormatError(ValueError):
     """A key file that is truncated, corrupt, for another curve, or of another version."""
+
+
+class KeyUnreadable(KeyFormatError):
+    """A key file that could not be read at all (permissions, not a regular file, an I/O error): nothing
+    is known about its content, so the key cache leaves it in place rather than making it again."""
+
+
+def fsync_dir(folder: str | os.PathLike) -> None:
+    """fsync a folder, so that a rename in it survives a crash. File systems that cannot fsync a folder
+    (EINVAL, ENOTSUP) are let be: there the rename is as durable as it gets."""
+    try:
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError as e:
+        if e.errno not in (errno.EINVAL, errno.ENOTSUP, errno.EBADF):
+            raise
+    finally:
+        os.close(fd)
 
 
 @dataclass
@@ -97,7 +119,9 @@ class ProvingKey:
     # --- file format ---
 
     def save(self, path: str | os.PathLike) -> None:
-        """Write atomically: a temp file in the same folder, renamed into place."""
+        """Write atomically and durably: a temp file in the same folder, fsynced, renamed into place, then
+        the folder fsynced (without it a crash can leave the new name pointing at unwritten blocks: a
+        truncated key)."""
         path = Path(path)
         missing = [name for name, _ in SECTIONS if name not in self.points]
         if missing:
@@ -123,8 +147,11 @@ class ProvingKey:
                     flags = pts.inf.astype(np.uint8).tobytes()
                     put(flags + b"\0" * (-len(flags) % 8))
                 f.write(h.digest())
-            os.chmod(tmp, file_mode())               # the usual mode, not mkstemp's 0600
+                os.fchmod(f.fileno(), file_mode())   # the usual mode, not mkstemp's 0600
+                f.flush()
+                os.fsync(f.fileno())
             os.replace(tmp, path)
+            fsync_dir(path.parent)
         except BaseException:
             for tmp in tmps:
                 if os.path.exists(tmp):
@@ -138,7 +165,7 @@ class ProvingKey:
             with open_input(path) as f:
                 data = f.read()
         except OSError as e:
-            raise KeyFormatError(f"{path}: cannot read: {e.strerror}") from e
+            raise KeyUnreadable(f"{path}: cannot read: {e.strerror}") from e
         where = str(path)
         if len(data) < _HEADER.size + 32:
             raise KeyFormatError(f"{where}: truncated header ({len(data)} bytes)")
@@ -152,7 +179,7 @@ class ProvingKey:
                                  f"not bls12381")
         if conv >= len(CONVENTIONS) or not 1 <= log_n <= 32:
             raise KeyFormatError(f"{where}: bad header (convention {conv}, log_n {log_n})")
-        if hashlib.sha256(data[:-32]).digest() != data[-32:]:
+        if hashlib.sha256(memoryview(data)[:-32]).digest() != data[-32:]:   # a view: no copy of the key
             raise KeyFormatError(f"{where}: checksum mismatch (truncated or corrupt)")
         key = cls(CONVENTIONS[conv], gen, log_n, ni, na, nc, digest)
         off = _HEADER.size
