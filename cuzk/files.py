@@ -1,15 +1,19 @@
 """Opening input files: regular files only, checked without blocking (a FIFO or a device given as
-a key would block in open() or never end)."""
+a key would block in open() or never end). Writing output files: one rule for every command
+(write_outputs)."""
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
 import signal
 import stat
+import sys
 import tempfile
 import threading
 import time
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 _KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
@@ -106,3 +110,326 @@ def remove_stale_temps(folder: Path, pattern: str, max_age_s: float) -> list[Pat
         except OSError:
             pass                    # raced with its writer's rename or another clean-up
     return gone
+
+
+# ---------------------------------------------------------------- outputs (the rule: write_outputs)
+
+TEMP_PREFIX = ".cuzk-"
+_STREAM_KINDS = ((stat.S_ISCHR, "a character device"), (stat.S_ISFIFO, "a FIFO"))
+_REFUSED_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+class OutputError(OSError):
+    """An output that cannot be written: its message is one line naming the user's path."""
+
+    def __init__(self, path, why: str, err: int = errno.EINVAL):
+        super().__init__(err, why, os.fspath(path))
+        self.message = f"{os.fspath(path)}: {why}"
+
+    def __str__(self) -> str:
+        return self.message
+
+
+@dataclass
+class PathWriter:
+    """Content made by a function that writes a whole file at a path it is given (a key's own save):
+    it gets the temp file's path (a stream output: a path in a private temp folder, then copied)."""
+    write: object
+
+
+@dataclass
+class Output:
+    path: str                  # as the user gave it: every message names it
+    target: str                # where it lands: the path, or a link's final target
+    stream: bool               # a character device or FIFO: written directly
+    identity: tuple            # (st_dev, st_ino) of a file; ("new", real path); ("stream", path); ("fd", N)
+    mode: int | None           # the permission bits of a regular file it replaces
+    fd: int | None = None      # a descriptor this process holds (/dev/stdout): written through a dup of it
+
+
+_FD_NAMES = {"/dev/stdout": 1, "/dev/stderr": 2}
+
+
+def _named_fd(p: str) -> int | None:
+    """The descriptor that `p` names (/dev/stdout, /dev/fd/N, /proc/self/fd/N), or None."""
+    a = os.path.normpath(os.path.abspath(p))
+    if a in _FD_NAMES:
+        return _FD_NAMES[a]
+    folder, name = os.path.split(a)
+    fd_dirs = ("/dev/fd", "/proc/self/fd", f"/proc/{os.getpid()}/fd")
+    return int(name) if folder in fd_dirs and name.isdigit() else None
+
+
+def _why(e: OSError) -> str:
+    return e.strerror or type(e).__name__
+
+
+def _kind(mode: int, kinds) -> str | None:
+    return next((name for test, name in kinds if test(mode)), None)
+
+
+def _writable_folder(path: str, target: str) -> None:
+    """The nearest existing folder above `target` can take a new file (missing ones are made)."""
+    d = os.path.dirname(os.path.abspath(target))
+    while not os.path.lexists(d):
+        d = os.path.dirname(d)
+    if not os.path.isdir(d):
+        raise OutputError(path, f"cannot write: {d} is not a folder", errno.ENOTDIR)
+    if not os.access(d, os.W_OK | os.X_OK):
+        raise OutputError(path, f"cannot write: the folder {d} is not writable", errno.EACCES)
+
+
+def resolve_output(path) -> Output:
+    """Where `path` would be written, by the output rule (write_outputs), and whether it can be:
+    OutputError if not."""
+    p = os.fspath(path)
+    if not p or p.endswith(os.sep):
+        raise OutputError(p, "not a file name", errno.EINVAL)
+    fd = _named_fd(p)
+    if fd is not None:                 # opening it again would start at offset 0 and lose O_APPEND
+        try:
+            flags = fcntl.fcntl(fd, fcntl.F_GETFL)
+        except OSError as e:
+            raise OutputError(p, f"cannot write: descriptor {fd} is not open", e.errno) from e
+        if flags & os.O_ACCMODE == os.O_RDONLY:
+            raise OutputError(p, f"cannot write: descriptor {fd} is open for reading only", errno.EBADF)
+        return Output(p, p, True, ("fd", fd), None, fd)
+    try:
+        st = os.stat(p)                                   # follows links
+    except FileNotFoundError:
+        st = None
+    except OSError as e:
+        raise OutputError(p, _why(e), e.errno) from e
+    if st is None:                                        # a new file, or a dangling link's target
+        target = os.path.realpath(p) if os.path.islink(p) else p
+        try:
+            os.lstat(target)                              # a name too long, a file where a folder should be
+        except FileNotFoundError:
+            pass
+        except OSError as e:
+            raise OutputError(p, _why(e), e.errno) from e
+        _writable_folder(p, target)
+        return Output(p, target, False, ("new", os.path.realpath(target)), None)
+    identity = (st.st_dev, st.st_ino)
+    if _kind(st.st_mode, _STREAM_KINDS):
+        if not os.access(p, os.W_OK):
+            raise OutputError(p, f"cannot write: {_kind(st.st_mode, _STREAM_KINDS)} not writable", errno.EACCES)
+        return Output(p, p, True, ("stream", os.path.abspath(p)), None)
+    refused = _kind(st.st_mode, _REFUSED_KINDS)
+    if refused or not stat.S_ISREG(st.st_mode):
+        raise OutputError(p, f"{refused or 'not a regular file'}: an output is written to a regular file, a new "
+                             f"path, a character device or a FIFO", errno.EINVAL)
+    target = p
+    if os.path.islink(p):
+        target = os.path.realpath(p)
+        try:
+            same = os.stat(target)
+        except OSError:
+            same = None
+        if same is None or (same.st_dev, same.st_ino) != identity:
+            raise OutputError(p, "a link whose target has no path to replace (a deleted file?)", errno.EINVAL)
+    if not os.access(target, os.W_OK):
+        raise OutputError(p, "cannot write: a read-only file", errno.EACCES)
+    _writable_folder(p, target)
+    return Output(p, target, False, identity, stat.S_IMODE(st.st_mode))
+
+
+def _input_identity(path) -> tuple:
+    p = os.fspath(path)
+    try:
+        st = os.stat(p)
+        return (st.st_dev, st.st_ino)
+    except OSError:
+        return ("new", os.path.realpath(p))
+
+
+def check_outputs(outputs: dict, inputs: dict | None = None) -> dict:
+    """Check a command's outputs (role -> path; None: not asked for) before any work: each can be written
+    (resolve_output), and none is another output or an input (role -> path). OutputError names the path
+    and both roles. Returns {role: Output}."""
+    seen: dict[tuple, str] = {}
+    for role, path in (inputs or {}).items():
+        if path is not None:
+            seen.setdefault(_input_identity(path), f"input {role}")
+    resolved = {}
+    for role, path in outputs.items():
+        if path is None:
+            continue
+        out = resolve_output(path)
+        other = seen.get(out.identity)
+        if other is not None:
+            raise OutputError(path, f"given as {role} and as {other}: one file would overwrite the other")
+        seen.setdefault(out.identity, f"output {role}")
+        resolved[role] = out
+    return resolved
+
+
+def _write_content(f, content) -> None:
+    if callable(content):
+        content(f)
+    else:
+        f.write(content.encode() if isinstance(content, str) else content)
+
+
+def _fsync_folder(fd: int) -> None:
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass                                 # a file system that cannot sync a folder: the rename stands
+
+
+@contextmanager
+def _folders_locked(folders):
+    """An exclusive flock on each folder (sorted: two writers never wait on each other in a cycle); the
+    folders' descriptors are yielded for fsync. A folder that cannot be opened or locked is synced
+    without a lock (best effort: e.g. a file system without flock)."""
+    with ExitStack() as stack:
+        fds = []
+        for d in sorted(set(folders)):
+            try:
+                fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
+            except OSError:
+                continue
+            stack.callback(os.close, fd)
+            fds.append(fd)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            except OSError:
+                pass
+        yield fds
+
+
+def _write_stream(out: Output, content) -> None:
+    """A character device or FIFO: opened as it is (no create, no truncate), written, closed."""
+    if isinstance(content, PathWriter):
+        with tempfile.TemporaryDirectory(prefix="cuzk-") as d:
+            tmp = os.path.join(d, "out")
+            content.write(tmp)
+            with open(tmp, "rb") as src:
+                _write_stream(out, lambda f: _copy(src, f))
+        return
+    try:
+        if out.fd is not None:
+            for f in (sys.stdout, sys.stderr):       # what this process printed comes first
+                if f is not None and not f.closed:
+                    f.flush()
+            fd = os.dup(out.fd)
+        else:
+            fd = os.open(out.path, os.O_WRONLY | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
+        with os.fdopen(fd, "wb") as f:
+            _write_content(f, content)
+    except OutputError:
+        raise
+    except OSError as e:
+        raise OutputError(out.path, f"cannot write: {_why(e)}", e.errno or errno.EIO) from e
+
+
+def _copy(src, dst, chunk: int = 1 << 20) -> None:
+    while True:
+        b = src.read(chunk)
+        if not b:
+            return
+        dst.write(b)
+
+
+def write_outputs(files: dict) -> list[str]:
+    """Write `files` (path -> content: str, bytes, a callable that writes to a binary file, or a
+    PathWriter) by the output rule, all or nothing; the paths written are returned. On any failure (a
+    signal included) the temp files are removed, and so are renamed outputs and made folders.
+
+    The output rule, for every file a command writes:
+    - A regular file, or a path that does not exist yet, is written atomically: a temp file with a short name
+      (.cuzk-XXXXXXXX.tmp) in the same folder, fsynced, renamed over the path, then the folder fsynced.
+      Missing folders above a new path are made. A file that is replaced keeps its permission bits; a new
+      one gets 0o666 less the umask. A read-only file is refused.
+    - A symbolic link is written through: its final target is replaced (or made, when the link dangles)
+      by the same atomic write in the target's folder; the link stays a link.
+    - A character device or a FIFO (/dev/null, /dev/stdout, a named pipe) is written directly: opened
+      without creating or truncating, no temp file, no rename; a FIFO waits for its reader. Streams are told
+      apart by name: /dev/stdout and /dev/stderr are two outputs even on one terminal.
+    - /dev/stdout, /dev/stderr, /dev/fd/N and /proc/self/fd/N name a descriptor this process holds: it is
+      written directly, whatever it is open on (`cuzk export-vk K /dev/stdout >> log` appends to log).
+    - A folder, a block device or a socket is refused.
+    - Before any work, a command checks all its outputs (check_outputs): each writable, none the same
+      file as another output or an input (the same st_dev/st_ino where it exists, else the same real path).
+    - Several outputs (proof and public inputs, bench's --save set) are all or nothing: every temp file is
+      written before the first rename, and an advisory lock (flock) on each folder they land in is held
+      across the renames, so a concurrent cuzk writing the same set lands its set whole, before or after.
+    - Every error is one line naming the path as the user gave it, never the temp file.
+    """
+    outs = []
+    seen: dict[tuple, str] = {}
+    for path, content in files.items():
+        out = resolve_output(path)
+        if out.identity in seen:
+            raise OutputError(path, f"written twice by one command (also as {seen[out.identity]})")
+        seen[out.identity] = out.path
+        outs.append((out, content))
+    regular = [(o, c) for o, c in outs if not o.stream]
+    names: list[str] = []                   # temp files, registered before a signal can land
+    made: list[str] = []
+    done: list[Output] = []
+    default_mode = file_mode()
+    try:
+        staged = []
+        for out, content in regular:
+            folder = os.path.dirname(os.path.abspath(out.target))
+            try:
+                missing = []
+                d = folder
+                while not os.path.isdir(d):
+                    missing.append(d)
+                    d = os.path.dirname(d)
+                for d in reversed(missing):
+                    os.mkdir(d)
+                    made.append(d)
+                with signals_held():
+                    fd, tmp = tempfile.mkstemp(dir=folder, prefix=TEMP_PREFIX, suffix=TEMP_SUFFIX)
+                    names.append(tmp)
+                if isinstance(content, PathWriter):
+                    os.close(fd)
+                    content.write(tmp)
+                    fd = os.open(tmp, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+                    with os.fdopen(fd, "rb") as f:
+                        os.fsync(f.fileno())
+                else:
+                    with os.fdopen(fd, "wb") as f:
+                        _write_content(f, content)
+                        f.flush()
+                        os.fsync(f.fileno())
+                os.chmod(tmp, default_mode if out.mode is None else out.mode)
+            except OutputError:
+                raise
+            except OSError as e:
+                raise OutputError(out.path, f"cannot write: {_why(e)}", e.errno or errno.EIO) from e
+            staged.append((out, tmp, folder))
+        for out, content in outs:           # streams cannot be taken back: after every temp file is whole
+            if out.stream:
+                _write_stream(out, content)
+        with _folders_locked(folder for _, _, folder in staged) as folder_fds:
+            for out, tmp, _ in staged:
+                try:
+                    os.replace(tmp, out.target)
+                except OSError as e:
+                    raise OutputError(out.path, f"cannot write: {_why(e)}", e.errno or errno.EIO) from e
+                done.append(out)
+            for fd in folder_fds:
+                _fsync_folder(fd)
+    except BaseException:
+        for tmp in names:
+            try:
+                os.unlink(tmp)
+            except FileNotFoundError:
+                pass
+        for out in done:                    # a half-written set is worse than none
+            try:
+                os.unlink(out.target)
+            except FileNotFoundError:
+                pass
+        for d in reversed(made):
+            try:
+                os.rmdir(d)
+            except OSError:
+                pass
+        raise
+    return [o.path for o, _ in outs]

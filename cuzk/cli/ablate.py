@@ -6,13 +6,18 @@ import sys
 from pathlib import Path
 
 from .. import __version__
-from .common import (_need_plots, EXIT_OK, CliError, git_commit, write_all, write_atomic)
+from .common import (_need_plots, EXIT_OK, CliError, check_paths, git_commit, write_all, write_atomic)
 
 
 def cmd_ablate(args) -> int:
     """Exit 0 measured, 2 bad input or a run that could not be measured (no such backend, untrusted GPU)."""
     from ..backend import gpu_status
     from ..perf import ablate
+    # --resume's file is read whole, then written again round by round as --json (by default): --json may
+    # be it, --png may not; --from-json writes only --png
+    json_out = None if args.from_json else args.json or args.resume
+    check_paths({"--json": json_out, "--png": args.png}, {"--from-json": args.from_json})
+    check_paths({"--png": args.png}, {"--resume": args.resume})
     if args.from_json:                     # the report of a saved (possibly cut short) run
         try:
             res = json.loads(Path(args.from_json).read_text())

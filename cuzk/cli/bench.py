@@ -4,8 +4,8 @@ from __future__ import annotations
 import time
 
 from .common import (_need_plots, EXIT_INVALID, EXIT_OK, CliError, _kernel_load_times, bench_outputs, bench_context,
-                     check_device_keygen, device_memory, device_memory_line, keygen_table, phase_table, report_header,
-                     write_all)
+                     check_bench_outputs, check_device_keygen, device_memory, device_memory_line, keygen_table,
+                     phase_table, report_header, write_all)
 
 
 def cmd_bench(args) -> int:
@@ -25,6 +25,7 @@ def cmd_bench(args) -> int:
         raise CliError("--warmup must be >= 0")
     if args.timeline:
         _need_plots()
+    check_bench_outputs(args)
     from .bench_pipeline import bench_pipeline, wanted
     if wanted(args):
         if args.warmup:

@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ..files import file_mode, new_temp, open_input
+from ..files import OutputError, check_outputs, open_input, write_outputs
 
 EXIT_OK, EXIT_INVALID, EXIT_BAD_INPUT = 0, 1, 2
 GENERATOR_NAMES = {"bellman": 7, "snarkjs": 5, "7": 7, "5": 5}
@@ -21,69 +21,31 @@ class CliError(Exception):
 
 
 def write_atomic(path: str | os.PathLike, text: str) -> None:
-    """One output, written to a temp file beside `path` and renamed: no partial file on failure."""
+    """One output, by the output rule (files.py): no partial file on failure."""
     write_all({path: text})
 
 
 def check_paths(outputs: dict, inputs: dict | None = None) -> None:
-    """Output paths (what -> path) that coincide with each other or with an input path: one error
-    before any work, never an output written over another or over what was read."""
-    def key(p):
-        return os.path.realpath(os.fspath(p))
-    seen: dict[str, str] = {}
-    for what, path in (inputs or {}).items():
-        if path is not None:
-            seen.setdefault(key(path), f"input {what}")
-    for what, path in outputs.items():
-        if path is None:
-            continue
-        k = key(path)
-        if k in seen:
-            raise CliError(f"{path}: given as {what} and as {seen[k]}: one file would overwrite the other")
-        seen[k] = f"output {what}"
+    """A command's outputs (role -> path) checked before any work by the output rule (files.py): each
+    writable, none the same file as another output or an input (role -> path). One error line naming
+    the path and both roles."""
+    try:
+        check_outputs(outputs, inputs)
+    except OutputError as e:
+        raise CliError(str(e)) from e
 
 
 def write_all(files: dict, say=lambda msg: print(msg, file=sys.stderr)) -> None:
-    """Write several outputs all or nothing: temp files first, then renames; on any failure
-    remove what was written. Each value is text, bytes, or a callable that writes to a binary file.
-    The files get the usual mode (the umask applied: a temp file alone would be 0600), and one line
-    says what was written."""
-    names, tmps, done, made = [], [], [], []
-    mode = file_mode()
+    """Write several outputs all or nothing, by the output rule (files.py: atomic renames for files,
+    written through links, direct writes to devices and FIFOs, a lock across a set's renames). Each
+    value is text, bytes, a callable that writes to a binary file, or a PathWriter. One line says what
+    was written."""
     try:
-        for path, text in files.items():
-            path = Path(path)
-            for d in reversed([path.parent, *path.parent.parents]):
-                if not d.exists():
-                    d.mkdir()
-                    made.append(d)
-            fd = new_temp(path, names)           # registered before a signal can land
-            tmps.append((names[-1], path))
-            if callable(text):
-                with os.fdopen(fd, "wb") as f:
-                    text(f)
-            else:
-                with os.fdopen(fd, "wb" if isinstance(text, bytes) else "w") as f:
-                    f.write(text)
-        for tmp, _ in tmps:
-            os.chmod(tmp, mode)
-        for tmp, path in tmps:
-            os.replace(tmp, path)
-            done.append(path)
-    except BaseException:
-        for tmp in names:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-        for path in done:
-            path.unlink(missing_ok=True)
-        for d in reversed(made):
-            try:
-                d.rmdir()
-            except OSError:
-                pass
-        raise
+        done = write_outputs(files)
+    except OutputError as e:
+        raise CliError(str(e)) from e
     if done and say is not None:
-        say("cuzk: wrote " + ", ".join(str(p) for p in done))
+        say("cuzk: wrote " + ", ".join(done))
 
 
 def git_commit() -> str | None:
@@ -185,9 +147,26 @@ def _kernel_load_times() -> dict:
     return dict(mod.load_times) if mod is not None else {}
 
 
+def _save_names(i: int) -> tuple[str, str]:
+    sfx = "" if i == 0 else f"_{i}"
+    return f"proof{sfx}.json", f"public{sfx}.json"
+
+
+def check_bench_outputs(args) -> None:
+    """bench's outputs (--json, --timeline, --save's set for --circuits proofs) checked before any work."""
+    outputs = {"--json": args.json, "--timeline": args.timeline}
+    if args.save:
+        out = Path(args.save)
+        outputs["--save verification_key.json"] = out / "verification_key.json"
+        for i in range(args.circuits):
+            for name in _save_names(i):
+                outputs[f"--save {name}"] = out / name
+    check_paths(outputs)
+
+
 def bench_outputs(args, report: dict, vk, publics, proofs) -> dict:
     """What `bench` (and `bench --pipeline`) writes: --json, --timeline, and with --save the
-    verification key and each circuit's proof and public inputs (snarkjs names)."""
+    verification key and each circuit's proof and public inputs (snarkjs names), written as one set."""
     from ..groth16 import vk_to_json
     outputs = {}
     if args.json:
@@ -202,9 +181,9 @@ def bench_outputs(args, report: dict, vk, publics, proofs) -> dict:
         out = Path(args.save)
         outputs[out / "verification_key.json"] = json.dumps(vk_to_json(vk), indent=1) + "\n"
         for i, (pub, pf) in enumerate(zip(publics, proofs)):
-            sfx = "" if i == 0 else f"_{i}"
-            outputs[out / f"proof{sfx}.json"] = json.dumps(pf.to_json(), indent=1) + "\n"
-            outputs[out / f"public{sfx}.json"] = json.dumps([str(v) for v in pub]) + "\n"
+            proof_name, public_name = _save_names(i)
+            outputs[out / proof_name] = json.dumps(pf.to_json(), indent=1) + "\n"
+            outputs[out / public_name] = json.dumps([str(v) for v in pub]) + "\n"
     return outputs
 
 

@@ -2,9 +2,8 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
-from .common import (EXIT_OK, CliError, write_all)
+from .common import (EXIT_OK, CliError, check_paths, write_all)
 
 
 def _keygen_params(args) -> None:
@@ -28,31 +27,26 @@ def cmd_keygen(args) -> int:
     from .. import circuits
 
     _keygen_params(args)
+    check_paths({"--out": args.out, "--vk": args.vk, "--zkey": args.zkey}, {"--r1cs": args.r1cs})
     if args.r1cs:
         from .snarkjs import load_circuit_r1cs
         r1cs = load_circuit_r1cs(args.r1cs)
     else:
         r1cs, _, _ = circuits.build(args.circuit, args.log_size, opts=resolve(args.opt))
+    outputs = {}
     if args.out:
+        from ..files import PathWriter
         pk = setup(r1cs, args.convention, args.generator, ToxicWaste.from_seed(args.toxic_seed), backend=args.backend)
-        path = Path(args.out)
-        existed = path.exists()
-        pk.save(path)
+        path = args.out
+        outputs[path] = PathWriter(pk.save)          # the key file's own writer, at the temp file's path
     else:
         pk, path, hit = cached_setup(r1cs, args.convention, args.generator, args.toxic_seed, backend=args.backend)
-        existed = True
-    outputs = {}
     if args.vk:
         outputs[args.vk] = json.dumps(vk_to_json(pk.verifying_key()), indent=1) + "\n"
     if args.zkey:
         from ..formats import zkey_writer
         outputs[args.zkey] = zkey_writer(pk, r1cs)
-    try:
-        write_all(outputs)
-    except BaseException:
-        if not existed:
-            path.unlink(missing_ok=True)
-        raise
+    write_all(outputs)
     print(f"{path}  circuit {r1cs.digest()[:16]}  2^{pk.log_n}  {pk.convention}  generator {pk.generator}")
     if args.zkey:
         print(f"{args.zkey}  snarkjs zkey, {r1cs.num_constraints} constraints, {r1cs.num_inputs - 1} public")

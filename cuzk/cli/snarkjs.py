@@ -151,8 +151,9 @@ def load_circuit_r1cs(path):
 
 
 def cmd_bench_snarkjs(args) -> int:
-    from .common import EXIT_INVALID, EXIT_OK, CliError, write_all
+    from .common import EXIT_INVALID, EXIT_OK, CliError, check_paths, write_all
     from .bench_snarkjs import ToolMissing, ratio_table, run
+    check_paths({"--json": args.json})
     try:
         sizes = [int(s) for s in args.log_sizes.split(",") if s.strip()]
     except ValueError as e:
