@@ -75,3 +75,12 @@ def test_deep_nesting_and_wrong_shapes_are_exit_2(tmp_path):
         lines = p.stderr.strip().splitlines()
         assert p.returncode == 2 and len(lines) == 1 and "Traceback" not in p.stderr, (argv, p.stderr[-2000:])
         assert "internal error" not in lines[0], (argv, lines)
+
+
+def test_history_changes_checks_its_json_output_before_reading_anything(tmp_path, capsys):
+    cfg = tmp_path / "gate.toml"
+    cfg.write_text("not toml at all [")
+    assert main(["history", "changes", "--results", str(tmp_path / "none"), "--json", str(cfg),
+                 "--gate-config", str(cfg), "--fail-on-gated", "3"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--json" in err[0] and "--gate-config" in err[0], err

@@ -4,19 +4,19 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import stat
 import sys
 import tempfile
 from pathlib import Path
 
-from .common import (_err, EXIT_BAD_INPUT, CliError, write_all)
+from .common import (_err, EXIT_BAD_INPUT, CliError, check_paths, write_all)
 
 OUT_FILES = ("report.md", "gate.json")
 
 
-def check_out_dir(out: str | Path, names=OUT_FILES) -> None:
-    """--out must take the gate's files: checked before any sample by writing (and removing) a probe there,
-    so an unwritable directory fails now, not after the gate has run. Nothing is left behind."""
+def check_out_dir(out: str | Path, names=OUT_FILES, inputs: dict | None = None) -> None:
+    """--out must take the gate's files, checked before any sample: by the output rule (cuzk/files.py: kinds,
+    links, distinct from the inputs), and by writing (and removing) a probe there, since a permission check
+    alone passes for root where nothing can be created (/proc). Nothing is left behind."""
     out = Path(out)
     made = []
     try:
@@ -26,13 +26,7 @@ def check_out_dir(out: str | Path, names=OUT_FILES) -> None:
                 made.append(d)
         if not out.is_dir():
             raise CliError(f"gate: --out {out}: not a directory")
-        for n in names:
-            try:
-                st = os.lstat(out / n)
-            except FileNotFoundError:
-                continue
-            if not stat.S_ISREG(st.st_mode):
-                raise CliError(f"gate: --out {out}: {n} exists and is not a regular file")
+        check_paths({f"--out {n}": out / n for n in names}, inputs)
         fd, probe = tempfile.mkstemp(dir=out, prefix=".cuzk-probe-")
         os.close(fd)
         os.unlink(probe)
@@ -44,33 +38,23 @@ def check_out_dir(out: str | Path, names=OUT_FILES) -> None:
                 d.rmdir()
 
 
-def check_file_target(path: str | Path, what: str) -> None:
-    """A single output file (--comment, the step summary) must be writable before any work."""
-    p = Path(path)
-    try:
-        st = os.lstat(p)
-        if not stat.S_ISREG(st.st_mode):
-            raise CliError(f"gate: {what} {p}: exists and is not a regular file")
-        if not os.access(p, os.W_OK):
-            raise CliError(f"gate: {what} {p}: not writable")
-    except FileNotFoundError:
-        parent = p.parent if str(p.parent) else Path(".")
-        if not (parent.is_dir() and os.access(parent, os.W_OK | os.X_OK)):
-            raise CliError(f"gate: {what} {p}: its directory does not exist or is not writable") from None
-
-
 def cmd_gate(args) -> int:
     """Exit 0 no regression, 1 a regression, 2 anything that could not be judged."""
     from ..perf import gate, gate_config, report
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if args.comment and not args.from_json:
         raise CliError("gate: --comment renders a saved gate.json: give --from-json GATE.json")
+    inputs = {"--from-json": args.from_json, "--config": args.config}
     if args.out:
-        check_out_dir(args.out, OUT_FILES if not args.from_json else ("report.md",))
+        check_out_dir(args.out, OUT_FILES if not args.from_json else ("report.md",), inputs)
     if args.comment:
-        check_file_target(args.comment, "--comment")
-    if summary and not args.from_json:
-        check_file_target(summary, "GITHUB_STEP_SUMMARY")
+        check_paths({"--comment": args.comment}, inputs)
+    if summary and not args.from_json:          # appended to, as GitHub expects, so only its kind is checked
+        from ..files import OutputError, resolve_output
+        try:
+            resolve_output(summary)
+        except OutputError as e:
+            raise CliError(f"gate: GITHUB_STEP_SUMMARY: {e}") from e
     try:
         if args.from_json:
             try:

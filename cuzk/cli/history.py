@@ -6,7 +6,7 @@ import json
 import math
 from pathlib import Path
 
-from .common import (_err, EXIT_BAD_INPUT, EXIT_INVALID, EXIT_OK, CliError, write_atomic)
+from .common import (_err, EXIT_BAD_INPUT, EXIT_INVALID, EXIT_OK, CliError, check_paths, write_atomic)
 
 
 def cmd_bisect(args) -> int:
@@ -75,6 +75,7 @@ def cmd_history(args) -> int:
     try:
         if args.action == "changes":
             repo, gated = Path(args.repo), None
+            check_paths({"--json": args.json}, {"--gate-config": args.gate_config})     # before any work
             if args.fail_on_gated is not None:          # read before the analysis: a bad config fails fast
                 try:
                     gated = history.gated_pairs(gate_config.load(args.gate_config or repo / gate_config.DEFAULT_PATH))
