@@ -466,3 +466,24 @@ def test_a_head_failing_under_the_bases_harness_is_told_why(changed, said):
                               message="head (bbbbbbbbbb), round 1, set-up: AttributeError: no attribute 'x'")
     md = report.markdown(gate.from_dict(doc))
     assert ("land the harness change on its own first" in md) == said
+
+
+def test_a_dependency_change_is_said_in_the_first_line(base_repo, tmp_path):
+    d, base = base_repo
+    _branch(d, base, "deps")
+    readme = commit_change(d, "pyproject.toml", lambda t: t.replace("[project]", "# a comment\n[project]", 1),
+                           "pyproject: no dependency changed")
+    assert checkout.dependencies_changed(d, base, readme) == []
+    head = commit_change(d, "pyproject.toml", lambda t: t.replace('"numpy>=1.26"', '"numpy>=2.1"', 1),
+                         "a new numpy")
+    assert checkout.dependencies_changed(d, base, head) == ["pyproject.toml"]
+    doc = _gate_doc(deps_changed=["pyproject.toml"])
+    first = report.markdown(gate.from_dict(doc)).splitlines()[0]
+    assert "**Not measured**" in first and "`pyproject.toml`" in first
+
+
+def test_the_no_gpu_verdict_names_cpu_only():
+    doc = _gate_doc(exit_code=2)
+    doc["outcomes"][0].update(status="error", rounds=[], message=f"{gate.NO_GPU} (no CUDA); this workload is required")
+    first = report.markdown(gate.from_dict(doc)).splitlines()[0]
+    assert gate.NO_GPU in first and "--cpu-only" in first

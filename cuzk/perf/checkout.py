@@ -169,3 +169,27 @@ def workspace():
         yield d
     finally:
         shutil.rmtree(d, ignore_errors=True)
+
+
+DEPENDENCY_FILES = ("pyproject.toml", "constraints.txt")
+
+
+def _dependency_text(repo, sha: str, path: str) -> str | None:
+    """What of a commit's file names dependencies: pyproject's dependency lists, a constraints file whole."""
+    try:
+        text = git(repo, "show", f"{sha}:{path}")
+    except CheckoutError:
+        return None
+    if path != "pyproject.toml":
+        return text
+    try:
+        project = tomllib.loads(text).get("project", {})
+    except tomllib.TOMLDecodeError:
+        return text
+    return json.dumps([project.get("dependencies"), project.get("optional-dependencies")], sort_keys=True)
+
+
+def dependencies_changed(repo: str | Path, base: str, head: str) -> list[str]:
+    """Dependency files whose requirements differ: the workers run in the gate's one environment, so such a
+    change is not measured."""
+    return [f for f in DEPENDENCY_FILES if _dependency_text(repo, base, f) != _dependency_text(repo, head, f)]

@@ -221,6 +221,7 @@ class GateResult:
     outcomes: list[Outcome]
     wall_s: float = 0.0
     rules_changed: list[str] = field(default_factory=list)     # rule/harness files the head changes
+    deps_changed: list[str] = field(default_factory=list)      # dependency files whose requirements differ
     exit_code: int = EXIT_ERROR
     not_gated: list[WorkloadConfig] = field(default_factory=list)   # left out by --cpu-only
 
@@ -232,6 +233,7 @@ class GateResult:
         return {"repo": self.repo, "base": self.base, "head": self.head, "base_ref": self.base_ref,
                 "head_ref": self.head_ref,
                 "exit_code": self.exit_code, "wall_s": self.wall_s, "rules_changed": self.rules_changed,
+                "deps_changed": self.deps_changed,
                 "config": {"path": c.path, "rounds": c.rounds, "samples": c.samples, "alpha": c.alpha,
                            "threshold": c.threshold, "thresholds": c.thresholds, "areas": list(c.areas),
                            "worker_cpus": c.worker_cpus, "worker_timeout_s": c.worker_timeout_s,
@@ -433,6 +435,7 @@ def run(repo: str | Path, base_ref: str, head_ref: str, cfg: GateConfig,
     result = GateResult(repo, shas["base"], shas["head"], base_ref, head_ref, cfg,
                         [Outcome(wc) for wc in cfg.workloads], not_gated=list(not_gated or []))
     result.rules_changed = rules_changed(repo, shas["base"], shas["head"])
+    result.deps_changed = checkout.dependencies_changed(repo, shas["base"], shas["head"])
     for oc in result.outcomes:
         preflight(oc, gpu_status)
     if any(o.status == "error" for o in result.outcomes):
@@ -505,8 +508,8 @@ def _check_doc(doc) -> None:
     _check(_finite(c.get("threshold"), 0) and _finite(c.get("alpha"), 0) and c["alpha"] < 1,
            "config.threshold or alpha out of range")
     _check(isinstance(doc.get("outcomes"), list) and isinstance(doc.get("not_gated", []), list), "outcomes")
-    _check(isinstance(doc.get("rules_changed", []), list)
-           and all(isinstance(f, str) for f in doc.get("rules_changed", [])), "rules_changed")
+    for k in ("rules_changed", "deps_changed"):
+        _check(isinstance(doc.get(k, []), list) and all(isinstance(f, str) for f in doc.get(k, [])), k)
     for i, o in enumerate(doc["outcomes"] + [w for w in doc.get("not_gated", [])]):
         _check(isinstance(o, dict) and isinstance(o.get("spec"), dict), f"outcome {i} has no spec")
         sp = o["spec"]               # fields left out take Spec's defaults
@@ -554,6 +557,7 @@ def from_dict(doc: dict) -> GateResult:
     cfg.workloads = [o.config for o in outcomes]
     res = GateResult(doc.get("repo", ""), doc["base"], doc["head"], doc["base_ref"], doc["head_ref"], cfg, outcomes,
                      wall_s=doc.get("wall_s", 0.0), rules_changed=[str(x) for x in doc.get("rules_changed", [])],
+                     deps_changed=[str(x) for x in doc.get("deps_changed", [])],
                      not_gated=[WorkloadConfig(Spec(**w["spec"]), w["required"]) for w in doc.get("not_gated", [])])
     res.exit_code = exit_code(outcomes)
     return res

@@ -117,7 +117,16 @@ def _ratio_ci(x) -> str:
 
 
 def verdict_line(res: GateResult) -> str:
-    """The report's first line: the verdict, with the workloads and phases it is about."""
+    """The report's first line: the verdict, with the workloads and phases it is about, and what it did not
+    measure."""
+    line = _verdict(res)
+    if res.deps_changed:
+        line += (". **Not measured**: the head changes its dependencies (" + ", ".join(
+            inline(f) for f in res.deps_changed) + "); both sides ran in the gate's one environment")
+    return line
+
+
+def _verdict(res: GateResult) -> str:
     if res.exit_code == EXIT_OK:
         return f"## cuzk gate **PASS**: no phase regressed in {_workloads(res)}"
     if res.exit_code == EXIT_REGRESSION:
@@ -128,7 +137,8 @@ def verdict_line(res: GateResult) -> str:
           [o for o in res.outcomes if o.status != "ok"]
     if any(o.message.startswith(NO_GPU) for o in bad):
         what = "; ".join(f"{o.config.spec.label()}: {inline(o.message)}" for o in bad)
-        return f"## cuzk gate **FAIL: {NO_GPU}**, not judged: {what}. Exit code 2 is never a pass."
+        return (f"## cuzk gate **FAIL: {NO_GPU}**, not judged: {what}. Exit code 2 is never a pass; "
+                "`--cpu-only` gates the CPU reference alone.")
     what = "; ".join(f"{_STATUS.get(o.status, o.status)} in {o.config.spec.label()}" for o in bad) or "nothing measured"
     return f"## cuzk gate **FAIL: not judged** ({what}). Exit code 2 is never a pass."
 
