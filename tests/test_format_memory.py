@@ -20,7 +20,6 @@ import pytest
 
 from cuzk import circuits
 from cuzk.cli.snarkjs import load_circuit_r1cs, prove_files
-from cuzk.field import R
 from cuzk.formats import FormatError, read_r1cs, read_wtns, read_zkey, write_r1cs, write_wtns, zkey_writer
 from cuzk.keygen import setup
 
@@ -120,7 +119,7 @@ def test_padded_r1cs_is_refused_before_keygen(good, tmp_path):
 def test_r1cs_without_wire_map_declares_only_the_wires_its_constraints_use(good):
     secs = _r1cs_no_map(good)
     used = good["r1cs_obj"].num_vars
-    assert read_r1cs(_container(b"r1cs", 1, secs)).n_wires == used                       # a file without a map still reads
+    assert read_r1cs(_container(b"r1cs", 1, secs)).n_wires == used       # a file without a map still reads
     for extra in (1, 1000):
         data = _container(b"r1cs", 1, _patched(secs, 1, R1CS_NWIRES, used + extra))
         with pytest.raises(FormatError, match=rf"c\.r1cs: section 1 \(header\): nWires: declares {used + extra} "
