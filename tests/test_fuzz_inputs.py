@@ -5,6 +5,8 @@ names it, within a bounded amount of memory, and leaves no output file.
 
 Damage: truncations, byte flips (anywhere and in headers), section sizes and declared counts set huge,
 the curve's primes swapped for bn128's, and for JSON also deep nesting, wrong types and bad numbers.
+Padding: the files grown to 2 MiB with zeros in an unknown section, a declared count set to what the
+padding could pay for (the file's size, or it over 8, 12, 36, 96 bytes), the .r1cs's wire map dropped.
 The counts are fixed (CASES) and the generator seeded, so a run is the same everywhere."""
 from __future__ import annotations
 
@@ -26,7 +28,7 @@ from cuzk.formats.binfile import BN254_P, BN254_R
 from cuzk.keygen import setup
 from cuzk.keys import KeyFormatError, ProvingKey
 
-CASES = {"r1cs": 300, "wtns": 200, "zkey": 400, "zkey_prove": 60, "cuzkkey": 1000, "json": 500}
+CASES = {"r1cs": 300, "wtns": 200, "zkey": 400, "zkey_prove": 60, "cuzkkey": 1000, "json": 500, "padded": 16}
 MEMORY_LIMIT = 64 << 20          # peak traced allocation per case: the inputs are ~25 KB
 
 
@@ -98,6 +100,35 @@ def damage_iden3(rng: random.Random, data: bytes) -> bytes:
         pos = rng.randrange(len(data))
         return data[:pos] + rng.randbytes(rng.randint(1, 16)) + data[pos:]
     return bytes(b)
+
+
+PAD = 2 << 20
+PAD_ID = 0x7FFF                  # a section id no format uses
+# section id -> offsets of its declared counts (u32), per format
+COUNTS = {"r1cs": {1: [36, 36, 36, 40, 44, 48, 52, 60]},          # nWires (thrice: keygen sizes most by it), nPubOut,
+                                                                  # nPubIn, nPrvIn, nLabels, nConstraints
+          "wtns": {1: [36]},                                      # nWitness
+          "zkey": {2: [88, 92, 96], 4: [0]}}                      # nVars, nPublic, domainSize; coefficients
+
+
+def pad_iden3(rng: random.Random, kind: str, data: bytes) -> bytes:
+    """`data` grown to PAD bytes by an unknown section of zeros, with one declared count set to what the
+    padding could pay for (a .r1cs loses its wire map half the time)."""
+    secs, off = [], 12
+    for _ in range(struct.unpack_from("<I", data, 8)[0]):
+        sid, size = struct.unpack_from("<IQ", data, off)
+        secs.append([sid, bytearray(data[off + 12:off + 12 + size])])
+        off += 12 + size
+    if kind == "r1cs" and rng.random() < 0.5:
+        secs = [s for s in secs if s[0] != 3]
+    sid = rng.choice(list(COUNTS[kind]))
+    body = next(p for s, p in secs if s == sid)
+    value = rng.choice([PAD, PAD // 8, PAD // 12, PAD // 36, PAD // 96, 1 << 21, 1 << 14, rng.randrange(PAD)])
+    struct.pack_into("<I", body, rng.choice(COUNTS[kind][sid]), value)
+    used = 12 + sum(12 + len(p) for _, p in secs) + 12
+    secs.insert(rng.randrange(len(secs) + 1), [PAD_ID, b"\0" * (PAD - used)])
+    return struct.pack("<4sII", data[:4], *struct.unpack_from("<I", data, 4), len(secs)) + b"".join(
+        struct.pack("<IQ", s, len(p)) + bytes(p) for s, p in secs)
 
 
 def damage_cuzkkey(rng: random.Random, data: bytes) -> bytes:
@@ -205,6 +236,31 @@ def test_fuzz_iden3_readers(good, tmp_path, capsys, kind):
             p.unlink()
     problems = [p for p in problems if p]
     assert not problems, f"{len(problems)} of {CASES[kind]}:\n" + "\n".join(problems)
+
+
+def test_fuzz_padded_iden3(good, tmp_path, capsys):
+    """2 MiB of zeros buy nothing: each padded file is handled or refused within MEMORY_LIMIT."""
+    rng = random.Random("cuzk-fuzz-padded")
+    out = tmp_path / "out"
+    out.mkdir()
+    g = good["dir"]
+    problems = []
+    for i in range(CASES["padded"]):
+        for kind, name in (("r1cs", "c.r1cs"), ("wtns", "w.wtns"), ("zkey", "c.zkey")):
+            bad = tmp_path / f"pad.{kind}"
+            data = pad_iden3(rng, kind, good[name])
+            assert len(data) == PAD
+            bad.write_bytes(data)
+            argv = {"r1cs": ["keygen", "--r1cs", bad, "--backend", "cpu", "--out", out / "k.cuzkkey"],
+                    "wtns": ["prove", g / "c.zkey", bad, out / "proof.json", out / "public.json"],
+                    "zkey": rng.choice([["export-vk", bad, out / "vk.json"],
+                                        ["prove", bad, g / "w.wtns", out / "proof.json", out / "public.json"]])}[kind]
+            why = _run(argv, bad, out, capsys)
+            if why:
+                problems.append(f"{kind} case {i}: {why}")
+            for p in out.iterdir():
+                p.unlink()
+    assert not problems, "\n".join(problems)
 
 
 def test_fuzz_cuzk_key_reader(good, tmp_path):

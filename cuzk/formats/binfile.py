@@ -4,7 +4,8 @@
 
 All integers are little-endian. Sections may come in any order; a reader looks them up by
 id, and an id the format uses must appear once. Files are mapped read-only, so big point
-sections become numpy views without a copy.
+sections become numpy views without a copy. A section with an id the format does not use is
+stepped over: nothing of it is read or kept, so padding a file costs no memory.
 """
 from __future__ import annotations
 
@@ -51,8 +52,8 @@ class BinFile:
     name: str
     kind: str
     version: int
-    labels: dict                                   # section id -> human name, for messages
-    table: dict = field(default_factory=dict)      # section id -> [(offset, size), ...]
+    labels: dict                                   # section id the format uses -> human name
+    table: dict = field(default_factory=dict)      # section id -> (offset, size)
 
     def where(self, sid: int) -> str:
         label = self.labels.get(sid)
@@ -65,12 +66,9 @@ class BinFile:
         return sid in self.table
 
     def section(self, sid: int) -> memoryview:
-        entries = self.table.get(sid)
-        if not entries:
+        if sid not in self.table:
             raise self.error(sid, f"missing from this .{self.kind} file (truncated or corrupt?)")
-        if len(entries) > 1:
-            raise self.error(sid, f"appears {len(entries)} times")
-        off, size = entries[0]
+        off, size = self.table[sid]
         return self.buf[off:off + size]
 
     def reader(self, sid: int) -> "SectionReader":
@@ -78,7 +76,9 @@ class BinFile:
 
 
 def parse(source, kind: str, max_version: int, labels: dict, name: str | None = None) -> BinFile:
-    """Read the container header and the section table; check that every section fits."""
+    """Read the container header and the section table; check that every section fits. Only the
+    ids in `labels` are recorded, each once (a second copy is refused at once): a file of many
+    tiny or unknown sections costs no memory per section."""
     buf, name = load(source, name)
     if len(buf) < _FILE_HDR.size:
         raise FormatError(f"{name}: truncated: {len(buf)} bytes, not even a .{kind} header")
@@ -97,7 +97,10 @@ def parse(source, kind: str, max_version: int, labels: dict, name: str | None = 
         off += _SECTION_HDR.size
         if size > len(buf) - off:
             raise FormatError(f"{bf.where(sid)}: truncated: declares {size} bytes, {len(buf) - off} remain")
-        bf.table.setdefault(sid, []).append((off, size))
+        if sid in labels:
+            if sid in bf.table:
+                raise bf.error(sid, "appears more than once")
+            bf.table[sid] = (off, size)
         off += size
     if off != len(buf):
         raise FormatError(f"{name}: {len(buf) - off} unexpected bytes after the last of {nsec} sections")

@@ -4,7 +4,8 @@
                   nLabels u64 | nConstraints u32
   2 constraints:  per constraint, the linear combinations A, B, C, each
                   n u32 | n × (wire u32 | coefficient[n8], canonical little-endian)
-  3 wire map:     nWires × label id u64
+  3 wire map:     nWires × label id u64 (circom always writes it; without it, nWires must be
+                  what the constraints use: every wire count is backed by bytes of the file)
   4, 5:           PLONK custom gates (rejected here: Groth16 has none)
 
 circom numbers wires ONE, public outputs, public inputs, private inputs, internal signals,
@@ -13,6 +14,7 @@ which is cuzk's order ONE, inputs, aux with inputs = outputs then public inputs.
 from __future__ import annotations
 
 import struct
+from array import array
 from dataclasses import dataclass
 
 import numpy as np
@@ -67,17 +69,26 @@ def read_r1cs(source, name: str | None = None) -> CircomR1CS:
     n_labels = h.u64("nLabels")
     m = h.u32("nConstraints")
     h.done()
-    if n_wires > len(bf.buf):       # before anything is sized by it: circom maps every wire, 8 bytes each
-        raise bf.error(1, f"declares {n_wires} wires, more than the file's {len(bf.buf)} bytes can describe "
-                          f"(truncated or corrupt)")
-    if bf.has(3) and len(bf.section(3)) != 8 * n_wires:
-        raise bf.error(3, f"size {len(bf.section(3))} bytes, expected {8 * n_wires} for {n_wires} wires")
+    # keygen makes points for every wire, so nWires must be paid for by bytes that describe wires,
+    # before anything is sized by it: 8 per wire in the wire map (circom always writes one), or,
+    # without a map, a constraint term (36 bytes) that uses the last wire (checked once read).
+    if bf.has(3):
+        if len(bf.section(3)) != 8 * n_wires:
+            raise bf.error(3, f"size {len(bf.section(3))} bytes, expected {8 * n_wires} for {n_wires} wires")
+    elif bf.has(2) and n_wires > 1 + len(bf.section(2)) // (4 + N8):
+        raise bf.error(1, f"nWires: declares {n_wires} wires, but there is no wire map (section 3) and the "
+                          f"constraints ({len(bf.section(2))} bytes) cannot use that many (truncated or corrupt)")
     if 1 + n_out + n_pub + n_prv > n_wires:
         raise bf.error(1, f"{n_out} outputs + {n_pub} public + {n_prv} private inputs + ONE exceed "
                           f"{n_wires} wires")
     ni = 1 + n_out + n_pub
 
     mats = _read_constraints(bf, m, n_wires)
+    if not bf.has(3):
+        used = 1 + max((int(x.cols.max()) for x in mats if x.nnz), default=0)
+        if n_wires > used:
+            raise bf.error(1, f"nWires: declares {n_wires} wires, but there is no wire map (section 3) and the "
+                              f"constraints use only wires 0..{used - 1} (truncated or corrupt)")
     labels = None
     if bf.has(3):
         labels = np.frombuffer(bf.section(3), dtype="<u8")
@@ -93,8 +104,10 @@ def _read_constraints(bf, m: int, n_wires: int) -> list[CSR]:
     term = 4 + N8
     # The one sequential step: walk the 3m linear combinations to find where each starts (each
     # starts with its term count). Everything after is vectorized over all terms.
+    # array, not list: 8 bytes per combination, where a list of ints costs ~40 (empty combinations
+    # are 4 bytes of file each).
     unpack = _U32.unpack_from
-    starts, counts = [], []
+    starts, counts = array("q"), array("q")
     pos = 0
     for k in range(3 * m):
         if pos + 4 > size:
@@ -107,8 +120,8 @@ def _read_constraints(bf, m: int, n_wires: int) -> list[CSR]:
             raise bf.error(2, f"truncated in constraint {k // 3} of {m} ({c} terms declared)")
     if pos != size:
         raise bf.error(2, f"{size - pos} unexpected bytes after constraint {m - 1}")
-    counts = np.asarray(counts, dtype=np.int64)
-    starts = np.asarray(starts, dtype=np.int64)
+    counts = np.frombuffer(counts, dtype=np.int64) if m else np.zeros(0, np.int64)
+    starts = np.frombuffer(starts, dtype=np.int64) if m else np.zeros(0, np.int64)
     total = int(counts.sum())
     lc = np.repeat(np.arange(3 * m, dtype=np.int64), counts)
     first = np.concatenate([[0], np.cumsum(counts)[:-1]]) if m else np.zeros(0, np.int64)
