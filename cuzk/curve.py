@@ -51,9 +51,10 @@ def ark_to_limbs(group: int, points) -> tuple[np.ndarray, np.ndarray]:
     nb = _XY_BYTES[group]
     raw = b"".join([p.to_xy_bytes_le() for p in points])
     n = len(raw) // nb
+    row = 2 * group * F.FP_LIMBS                 # explicit: reshape(0, -1) cannot infer a row of an empty set
     canon = np.frombuffer(raw, dtype="<u4").reshape(n * 2 * group, F.FP_LIMBS)
-    inf = ~canon.reshape(n, -1).any(axis=1)
-    limbs = F.fp_to_limbs(F.limbs_to_ints(canon), mont=True).reshape(n, -1)
+    inf = ~canon.reshape(n, row).any(axis=1)
+    limbs = F.fp_to_limbs(F.limbs_to_ints(canon), mont=True).reshape(n, row)
     limbs[inf] = 0
     return limbs, inf
 

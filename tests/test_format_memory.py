@@ -8,6 +8,7 @@ The files are put together here section by section, independently of cuzk.format
 from __future__ import annotations
 
 import io
+import json
 import os
 import re
 import struct
@@ -217,3 +218,26 @@ def test_flood_of_copies_of_a_section_is_refused(good, tmp_path, kind, sid, labe
     got, peak = _traced(read, path)
     assert isinstance(got, FormatError) and str(got).startswith(f"{path}: section {sid} ({label}): appears "), got
     assert peak < FLOOD_LIMIT, peak
+
+
+def test_keygen_of_a_circuit_with_no_private_wire(tmp_path):
+    """Every wire public (nWires = 1 + inputs): the empty private sections are made, not a reshape error."""
+    from cuzk.formats.r1csfile import write_r1cs
+    from cuzk.r1cs import ConstraintSystem
+    cs = ConstraintSystem()
+    x = cs.alloc_input(3)
+    y = cs.alloc_input(9)
+    cs.enforce(cs.lc((1, x)), cs.lc((1, x)), cs.lc((1, y)))
+    r1cs, _, aux = cs.finalize()
+    assert len(aux) == 0
+    path = tmp_path / "public.r1cs"
+    with open(path, "wb") as f:
+        write_r1cs(f, r1cs)
+    p = subprocess.run([sys.executable, "-m", "cuzk", "keygen", "--r1cs", str(path), "--backend", "cpu",
+                        "--zkey", str(tmp_path / "k.zkey"), "--vk", str(tmp_path / "vk.json")],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    q = subprocess.run([sys.executable, "-m", "cuzk", "export-vk", str(tmp_path / "k.zkey"), str(tmp_path / "vk2.json")],
+                       capture_output=True, text=True, timeout=300)
+    assert q.returncode == 0, q.stderr
+    assert json.loads((tmp_path / "vk2.json").read_text()) == json.loads((tmp_path / "vk.json").read_text())

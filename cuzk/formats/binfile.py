@@ -177,8 +177,9 @@ def write_header(f, kind: str, version: int, nsections: int) -> None:
 
 def write_section(f, sid: int, *parts) -> None:
     """One section whose payload is the concatenation of `parts` (bytes or numpy arrays)."""
-    views = [memoryview(np.ascontiguousarray(p)).cast("B") if isinstance(p, np.ndarray) else memoryview(p)
-             for p in parts]
+    # an empty array (a circuit with no private wire) has no byte view to cast: it writes nothing
+    views = [(memoryview(np.ascontiguousarray(p)).cast("B") if p.size else memoryview(b""))
+             if isinstance(p, np.ndarray) else memoryview(p) for p in parts]
     f.write(_SECTION_HDR.pack(sid, sum(v.nbytes for v in views)))
     for v in views:
         f.write(v)
