@@ -191,10 +191,10 @@ def _worktree(repo: Path, path: Path) -> tuple[str | None, bool]:
         return head, False          # removed by hand or by a CI checkout's clean: its commit may still need keeping
     if path.is_symlink() or not path.is_dir():
         raise HistoryError(f"{path}: not a directory, where the history's worktree belongs: move it away")
+    if not any(path.iterdir()):
+        return head, False
     if not listed:
-        if any(path.iterdir()):
-            raise HistoryError(f"{path} is not a git worktree of {repo} (its files are kept): move it away")
-        return None, False
+        raise HistoryError(f"{path} is not a git worktree of {repo} (its files are kept): move it away")
     top = _git(path, "rev-parse", "--show-toplevel", check=False)
     if top.returncode != 0 or os.path.realpath(top.stdout.strip()) != real:
         raise HistoryError(f"{path}: a broken git worktree ({_why(top.stderr) or 'not its own top level'}; "
@@ -351,13 +351,17 @@ def record(repo: Path, machine: str, remote: str = "origin", branch: str = RESUL
                 log(f"cuzk history: the whole suite, {c['points']} parameter points, estimated "
                     f"{c['seconds'] / 60:.0f} min (budget {c['budget_s'] / 60:.0f} min)")
             t0 = time.perf_counter()
-            p = subprocess.run(cmd, cwd=repo)
-            log(f"cuzk history: asv took {(time.perf_counter() - t0) / 60:.1f} min")
-        if p.returncode not in (0, 2):
-            raise HistoryError(f"asv run failed with exit code {p.returncode}")
-        write_gpu_state(results / machine / "gpu-state" / f"{sha}.jsonl")
-        mine = run_files(results, machine, sha)         # judged before anything is committed or exported
-        _git(results, "add", "-A")
+            try:
+                p = subprocess.run(cmd, cwd=repo)
+                log(f"cuzk history: asv took {(time.perf_counter() - t0) / 60:.1f} min")
+                if p.returncode not in (0, 2):
+                    raise HistoryError(f"asv run failed with exit code {p.returncode}")
+                write_gpu_state(results / machine / "gpu-state" / f"{sha}.jsonl")
+                mine = run_files(results, machine, sha)         # judged before anything is committed or exported
+            except BaseException:
+                _drop_unmeasured(results, machine)
+                raise
+        _git(results, "add", "-A", "-f")
         if _git(results, "diff", "--cached", "--quiet", check=False).returncode != 0:
             _git(results, "commit", "-q", "--no-verify", "-m", f"results: {machine} at {sha[:10]}")
         _keep(repo, branch, results, theirs)
@@ -370,6 +374,17 @@ def record(repo: Path, machine: str, remote: str = "origin", branch: str = RESUL
         + ("" if push else f" (not pushed: kept in {local_ref(branch)})")
         + (f" (asv exit {p.returncode}: a benchmark failed)" if p.returncode else ""))
     return p.returncode
+
+
+def _drop_unmeasured(results: Path, machine: str) -> None:
+    """After a record that failed: where it measured nothing (no results file of the machine's is new or
+    changed), what it wrote (asv's benchmarks.json, machine.json) goes, so the next record can start;
+    measurements stay, and the next command says how to keep or drop them (_worktree)."""
+    changed = _git(results, "status", "--porcelain", "--untracked-files=all", "--ignored", "--", machine,
+                   check=False).stdout.splitlines()
+    if not any(line[3:].endswith(".json") and not line[3:].endswith("/machine.json") for line in changed):
+        _git(results, "reset", "-q", "--hard", check=False)
+        _git(results, "clean", "-fdxq", check=False)
 
 
 def _push_kept(repo: Path, results: Path, remote: str, branch: str) -> None:
