@@ -75,7 +75,8 @@ def test_the_readme_local_path_keeps_both_records_and_builds_the_site(tmp_path):
     _git(tmp_path, "clone", "-q", "--bare", str(src), str(origin))
     _git(tmp_path, "clone", "-q", str(origin), str(clone))
     (tmp_path / "home").mkdir()
-    env = dict(os.environ, HOME=str(tmp_path / "home"))
+    (tmp_path / "locks").mkdir(mode=0o700)              # a GPU lock of its own: other test runs hold theirs
+    env = dict(os.environ, HOME=str(tmp_path / "home"), CUZK_LOCK_DIR=str(tmp_path / "locks"))
     shas = []
     for i in range(2):
         if i:
