@@ -278,12 +278,12 @@ def open_history(repo: Path, remote: str, branch: str, path: Path, create: bool 
         mine = _commit_of(repo, ref)
         if mine is None or _is_ancestor(repo, mine, own):
             _git(repo, "update-ref", "-m", "cuzk history: the worktree's commit", ref, own)
-        elif usable:
+        else:
+            if not usable:
+                _place(repo, path, own, usable)
+                usable = True
             _absorb(path, mine, ref)
             _git(repo, "update-ref", "-m", "cuzk history: the worktree's commit", ref, _head(path))
-        else:
-            raise HistoryError(f"the history's worktree at {path} was removed holding {own[:10]}, which no ref "
-                               f"holds: keep it with git update-ref {ref}-{own[:10]} {own}, then run this again")
     theirs = _fetch(repo, remote, branch, need_remote, log)
     start = _commit_of(repo, ref) or theirs
     if start is None:
@@ -293,17 +293,23 @@ def open_history(repo: Path, remote: str, branch: str, path: Path, create: bool 
         empty = _git(repo, "hash-object", "-t", "tree", "-w", "/dev/null").stdout.strip()
         start = _git(repo, "commit-tree", empty, "-m", f"{branch}: asv results of every runner").stdout.strip()
         log(f"cuzk history: the results go on a new root commit of {branch}, kept in {ref}")
-    if usable:
-        _git(path, "checkout", "-q", "--detach", start)
-    else:
-        if path.is_dir():
-            path.rmdir()                # empty: _worktree said so
-        _git(repo, "worktree", "prune")
-        _git(repo, "worktree", "add", "-q", "--detach", str(path), start)
+    _place(repo, path, start, usable)
     if theirs is not None:
         _absorb(path, theirs, f"{remote}/{branch}")
     _keep(repo, branch, path, theirs)
     return theirs
+
+
+def _place(repo: Path, path: Path, commit: str, usable: bool) -> None:
+    """The worktree at `path` holds `commit`, detached: checked out where it is `usable` (clean: _worktree),
+    else made afresh where there is none or an empty directory."""
+    if usable:
+        _git(path, "checkout", "-q", "--detach", commit)
+        return
+    if path.is_dir():
+        path.rmdir()                # empty: _worktree said so
+    _git(repo, "worktree", "prune")
+    _git(repo, "worktree", "add", "-q", "--detach", str(path), commit)
 
 
 def push_merging(path: Path, remote: str, branch: str, tries: int = 5) -> str:
