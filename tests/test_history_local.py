@@ -198,8 +198,10 @@ def _stray(clone: Path, export: Path) -> Path:
     return next(p for p in (clone / ".asv" / "history" / "results" / "gpu-c").glob("*.json") if p.name != "machine.json")
 
 
-def test_a_worktree_with_files_not_committed_is_never_removed(synth, tmp_path, capsys):
+def test_a_worktree_with_files_not_committed_is_never_removed(synth, tmp_path, capsys, monkeypatch):
     repo, a, c = synth
+    (tmp_path / "locks").mkdir(mode=0o700)              # record's GPU lock of its own: other test runs hold theirs
+    monkeypatch.setenv("CUZK_LOCK_DIR", str(tmp_path / "locks"))
     clone = _clone(tmp_path, repo, tmp_path / "origin.git")
     assert main(["history", "import", str(a), "--no-push", "--repo", str(clone)]) == 0
     local = _git(clone, "rev-parse", LOCAL)
