@@ -178,7 +178,7 @@ def build_parser() -> argparse.ArgumentParser:
     hi = sub.add_parser("history", help="nightly asv history: record this runner's results (or export them), import "
                                         "exported results, publish all, or list change points (record, import and "
                                         "publish work in .asv/history, never in asv.conf.json's results_dir or "
-                                        "html_dir)")
+                                        "html_dir; what is not pushed is kept in refs/cuzk/BRANCH)")
     hi.add_argument("action", choices=("record", "import", "publish", "changes"))
     hi.add_argument("dirs", nargs="*", metavar="DIR",
                     help="import: directories written by `record --export`, given right after `import` "
@@ -193,8 +193,9 @@ def build_parser() -> argparse.ArgumentParser:
     hi.add_argument("--bench", default=None, help="record: asv --bench regex (default: the whole suite); "
                                                  "changes: a regex on 'benchmark(params)'")
     hi.add_argument("--no-push", action="store_true",
-                    help="leave the commits local (record, import: a remote that cannot be read is then no "
-                         "error, the results go on a new root commit)")
+                    help="keep the history local: record and import commit onto refs/cuzk/BRANCH (merged with "
+                         "the remote's branch where there is one), publish builds the site of that history and "
+                         "pushes nothing; no remote, or one that cannot be read, is then no error")
     hi.add_argument("--export", metavar="DIR",
                     help="record: also copy this run's files to DIR (absent or empty): DIR/benchmarks.json and "
                          "DIR/MACHINE/ (machine.json, this commit's results, gpu-state/COMMIT.jsonl), for "

@@ -1,14 +1,19 @@
 """The published history: asv results from every runner on one branch, asv's site on another.
 
-`record` and `publish` work in their own directory, `.asv/history` (HISTORY_DIR): `results/` is a
-worktree of the results branch, `html/` the site. asv is pointed there through a temporary copy of
+`record`, `import_results` and `publish` work in their own directory, `.asv/history` (HISTORY_DIR):
+`results/` is a worktree of the history, `html/` the site. asv is pointed there through a temporary copy of
 asv.conf.json, so a user's own `asv run` results and site (asv.conf.json's results_dir and
 html_dir) are never touched.
+The history is the local one, `refs/cuzk/<results branch>` (what record and import committed here and the
+remote does not hold yet), merged with the remote's results branch where there is one (open_history);
+with no remote, or none that answers, the local one alone. Nothing recorded is lost on the way: a
+commit joins the local ref before anything else moves, and the worktree is never removed while it holds
+files not committed or a commit no ref holds.
 `record` (on each GPU runner, nightly): run the whole suite on this commit in the existing
 interpreter (`asv run -E existing --set-commit-hash --record-samples`, the way that works without a
 package registry), add the run's GPU record (NVML: device, driver, clocks), commit this machine's
-files and push, rebasing onto other runners' pushes; or, on a runner that holds no write token,
-leave the commit local (`push=False`) and `export` this run's files to a directory that travels as
+files and push, merging other runners' pushes; or, on a runner that holds no write token,
+keep the commit local (`push=False`) and `export` this run's files to a directory that travels as
 an artifact. Each runner writes only under its own machine name, so runners never conflict; asv's
 shared benchmarks.json is taken from the newest run.
 `import_results` (a GitHub-hosted job): exported directories, read as untrusted data (regular files
@@ -27,6 +32,8 @@ series whose newest point was not measured, on which there is no verdict.
 from __future__ import annotations
 
 import ast
+import contextlib
+import fcntl
 import itertools
 import json
 import math
@@ -118,50 +125,214 @@ def _identity(cwd) -> None:
         _git(cwd, "config", "user.name", "cuzk history")
 
 
-def checkout_branch(repo: Path, remote: str, branch: str, path: Path, create: bool = True,
-                    offline_ok: bool = False, log=print) -> None:
-    """`path` becomes a detached worktree of `branch` as on `remote`; where there is none, a new root
-    commit (`create`) or a HistoryError. Detached: no local branch of the user's is moved or made.
-    A remote that cannot be read is a HistoryError, or with `offline_ok` (nothing will be pushed) a new
-    root commit, said in one line."""
-    if path.exists():
-        _git(repo, "worktree", "remove", "--force", str(path), check=False)
-        shutil.rmtree(path, ignore_errors=True)
-    _git(repo, "worktree", "prune")
-    _identity(repo)
+LOCAL_REFS = "refs/cuzk"        # the local history: a ref of its own, no branch of the user's, not pushed by default
+
+
+def local_ref(branch: str) -> str:
+    """What record and import committed here and no remote holds yet; publish reads it, merged with the remote's."""
+    return f"{LOCAL_REFS}/{branch}"
+
+
+def _commit_of(cwd, ref: str) -> str | None:
+    p = _git(cwd, "rev-parse", "--verify", "-q", f"{ref}^{{commit}}", check=False)
+    return p.stdout.strip() if p.returncode == 0 else None
+
+
+def _head(path: Path) -> str:
+    return _git(path, "rev-parse", "HEAD").stdout.strip()
+
+
+def _is_ancestor(cwd, a: str, b: str) -> bool:
+    return _git(cwd, "merge-base", "--is-ancestor", a, b, check=False).returncode == 0
+
+
+def _why(text: str) -> str:
+    """git's reason: its first error line, not the advice after it."""
+    lines = [x.strip() for x in text.splitlines() if x.strip()]
+    pick = next((x for x in lines if x.startswith(("fatal:", "error:", "!"))), lines[0] if lines else "")
+    return pick[:200]
+
+
+@contextlib.contextmanager
+def _locked(repo: Path):
+    """One history command at a time in a checkout: they share the results worktree."""
+    base = Path(repo) / HISTORY_DIR
+    base.mkdir(parents=True, exist_ok=True)
+    path = base / "lock"
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o644)
+    except OSError as e:
+        raise HistoryError(f"{path}: cannot open the history's lock: {e.strerror or e}") from e
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "unknown"
+            raise HistoryError(f"another cuzk history command ({holder}) is working in {base}: "
+                               f"wait for it to finish") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"pid {os.getpid()}: {' '.join(sys.argv[1:3]) or 'cuzk'}\n".encode(), 0)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _worktree(repo: Path, path: Path) -> tuple[str | None, bool]:
+    """(the commit git's worktree at `path` holds, whether its directory is there to use). An empty or
+    missing directory has nothing to keep. A HistoryError, before anything moves, where the directory
+    holds files not committed or is not this repository's worktree: its files are never removed."""
+    real = os.path.realpath(path)
+    head, listed = None, False
+    for block in _git(repo, "worktree", "list", "--porcelain").stdout.split("\n\n"):
+        fields = dict(line.partition(" ")[::2] for line in block.splitlines())
+        if fields.get("worktree") and os.path.realpath(fields["worktree"]) == real:
+            listed, head = True, fields.get("HEAD") or None
+    if not os.path.lexists(path):
+        return head, False          # removed by hand or by a CI checkout's clean: its commit may still need keeping
+    if path.is_symlink() or not path.is_dir():
+        raise HistoryError(f"{path}: not a directory, where the history's worktree belongs: move it away")
+    if not any(path.iterdir()):
+        return head, False
+    if not listed:
+        raise HistoryError(f"{path} is not a git worktree of {repo} (its files are kept): move it away")
+    top = _git(path, "rev-parse", "--show-toplevel", check=False)
+    if top.returncode != 0 or os.path.realpath(top.stdout.strip()) != real:
+        raise HistoryError(f"{path}: a broken git worktree ({_why(top.stderr) or 'not its own top level'}; "
+                           f"its files are kept): move it away")
+    dirty = _git(path, "status", "--porcelain", "--untracked-files=all", "--ignored").stdout.splitlines()
+    if dirty:
+        raise HistoryError(f"{path} holds {len(dirty)} file(s) not committed, e.g. {dirty[0][3:]!r} (a record that "
+                           f"did not finish?); keep them: git -C {path} add -A && git -C {path} commit -m kept; "
+                           f"or drop them: git -C {path} reset -q --hard && git -C {path} clean -fdxq")
+    return head, True
+
+
+def _absorb(path: Path, commit: str, what: str) -> None:
+    """The worktree's commit becomes one that holds `commit` too: itself, `commit`, or a merge of both. A file
+    both sides changed keeps the newer commit's copy (benchmarks.json: the newest run's, as asv takes it);
+    each runner writes only its own machine's directory. A merge that still conflicts changes nothing."""
+    head = _head(path)
+    if _is_ancestor(path, commit, head):
+        return
+    if _is_ancestor(path, head, commit):
+        _git(path, "checkout", "-q", "--detach", commit)
+        return
+    when = [int(_git(path, "log", "-1", "--format=%ct", c).stdout) for c in (head, commit)]
+    p = _git(path, "merge", "-q", "--no-edit", "--no-verify", "--allow-unrelated-histories",
+             "-X", "ours" if when[0] >= when[1] else "theirs", "-m", f"merge {what}", commit, check=False)
+    if p.returncode != 0:
+        _git(path, "merge", "--abort", check=False)
+        raise HistoryError(f"cannot merge {what} ({commit[:10]}) into the history in {path}: "
+                           f"{_why(p.stdout + p.stderr)}; nothing was changed")
+
+
+def _keep(repo: Path, branch: str, path: Path, theirs: str | None) -> None:
+    """The worktree's commit becomes the local history before anything else moves. Where the remote's branch
+    holds all of it the local ref goes: the remote keeps it, and what the remote dropped on purpose does
+    not come back from here."""
+    head, ref = _head(path), local_ref(branch)
+    if theirs is not None and _is_ancestor(repo, head, theirs):
+        if _commit_of(repo, ref):
+            _git(repo, "update-ref", "-d", ref)
+    else:
+        _git(repo, "update-ref", "-m", "cuzk history", ref, head)
+
+
+def _fetch(repo: Path, remote: str, branch: str, need: bool, log) -> str | None:
+    """The remote's `branch`, fetched into refs/remotes/REMOTE/BRANCH: its commit, or None where it has none.
+    A remote that is not configured or does not answer is a HistoryError where it is needed (a push
+    follows); else said in one line, and its branch as last fetched is used."""
+    tracking = f"refs/remotes/{remote}/{branch}"
+    if _git(repo, "remote", "get-url", remote, check=False).returncode != 0:
+        if need:
+            raise HistoryError(f"no remote {remote!r} in {repo} (--remote NAME; --no-push keeps the history local)")
+        log(f"cuzk history: no remote {remote!r}: the local history only ({local_ref(branch)})")
+        return None
     ls = _git(repo, "ls-remote", "--exit-code", "--heads", remote, branch, check=False)
-    if ls.returncode not in (0, 2):         # 2: the remote answered and has no such branch
-        why = (ls.stderr.strip().splitlines() or [f"git ls-remote exit {ls.returncode}"])[-1]
-        if not (create and offline_ok):
-            raise HistoryError(f"cannot read {remote}'s {branch} branch: {why}"
-                               + (" (--no-push works without it)" if create else ""))
-        log(f"cuzk history: cannot read {remote} ({why}); the results go on a new root commit of {branch}")
-    if ls.returncode == 0:
-        _git(repo, "fetch", "-q", remote, f"+refs/heads/{branch}:refs/remotes/{remote}/{branch}")
-        start = f"{remote}/{branch}"
-    elif create:
+    if ls.returncode == 2:              # the remote answered and has no such branch
+        return None
+    if ls.returncode != 0:
+        why = _why(ls.stderr) or f"git ls-remote exit {ls.returncode}"
+        if need:
+            raise HistoryError(f"cannot read {remote}'s {branch} branch: {why} (--no-push works without it)")
+        last = _commit_of(repo, tracking)
+        log(f"cuzk history: cannot read {remote} ({why}); "
+            + (f"its {branch} as last fetched ({last[:10]}) and the local history" if last
+               else f"the local history only ({local_ref(branch)})"))
+        return last
+    _git(repo, "fetch", "-q", remote, f"+refs/heads/{branch}:{tracking}")
+    return _commit_of(repo, tracking)
+
+
+def open_history(repo: Path, remote: str, branch: str, path: Path, create: bool = True, need_remote: bool = False,
+                 log=print) -> str | None:
+    """Point the results worktree `path` at the history: the local one (local_ref) merged with `remote`'s
+    `branch`, kept in local_ref until the remote holds it all. Returns the remote's commit (None: none known).
+    Nothing is removed first: a worktree holding files not committed is an error, and a commit that only the
+    worktree holds (a former version's local record) joins the local history. `create`: with no history
+    anywhere, a new root commit; else a HistoryError. `need_remote`: see _fetch."""
+    _identity(repo)
+    ref = local_ref(branch)
+    own, usable = _worktree(repo, path)
+    if own and not _git(repo, "for-each-ref", "--count=1", "--contains", own).stdout.strip():
+        mine = _commit_of(repo, ref)
+        if mine is None or _is_ancestor(repo, mine, own):
+            _git(repo, "update-ref", "-m", "cuzk history: the worktree's commit", ref, own)
+        else:
+            if not usable:
+                _place(repo, path, own, usable)
+                usable = True
+            _absorb(path, mine, ref)
+            _git(repo, "update-ref", "-m", "cuzk history: the worktree's commit", ref, _head(path))
+    theirs = _fetch(repo, remote, branch, need_remote, log)
+    start = _commit_of(repo, ref) or theirs
+    if start is None:
+        if not create:
+            raise HistoryError(f"no results yet: {remote} has no {branch} branch and there is no local history "
+                               f"({ref}); `cuzk history record` makes it")
         empty = _git(repo, "hash-object", "-t", "tree", "-w", "/dev/null").stdout.strip()
         start = _git(repo, "commit-tree", empty, "-m", f"{branch}: asv results of every runner").stdout.strip()
-    else:
-        raise HistoryError(f"{remote} has no {branch} branch: no results yet (`cuzk history record` makes it)")
-    _git(repo, "worktree", "add", "-q", "--detach", str(path), start)
+        log(f"cuzk history: the results go on a new root commit of {branch}, kept in {ref}")
+    _place(repo, path, start, usable)
+    if theirs is not None:
+        _absorb(path, theirs, f"{remote}/{branch}")
+    _keep(repo, branch, path, theirs)
+    return theirs
 
 
-def push_with_rebase(path: Path, remote: str, branch: str, tries: int = 5) -> None:
+def _place(repo: Path, path: Path, commit: str, usable: bool) -> None:
+    """The worktree at `path` holds `commit`, detached: checked out where it is `usable` (clean: _worktree),
+    else made afresh where there is none or an empty directory."""
+    if usable:
+        _git(path, "checkout", "-q", "--detach", commit)
+        return
+    if path.is_dir():
+        path.rmdir()                # empty: _worktree said so
+    _git(repo, "worktree", "prune")
+    _git(repo, "worktree", "add", "-q", "--detach", str(path), commit)
+
+
+def push_merging(path: Path, remote: str, branch: str, tries: int = 5) -> str:
+    """Push the worktree's commit to the remote's branch; where another runner pushed meanwhile, merge theirs
+    (_absorb) and try again. Returns the commit pushed."""
+    tracking = f"refs/remotes/{remote}/{branch}"
     for _ in range(tries):
-        if _git(path, "push", "-q", remote, f"HEAD:refs/heads/{branch}", check=False).returncode == 0:
-            return
-        _git(path, "fetch", "-q", remote, branch)
-        # replaying our commit: "theirs" is ours here, so a clash in benchmarks.json keeps our newer copy
-        if _git(path, "rebase", "-X", "theirs", "FETCH_HEAD", check=False).returncode != 0:
-            _git(path, "rebase", "--abort", check=False)
-            raise HistoryError(f"could not rebase the results onto {remote}/{branch}")
-    raise HistoryError(f"could not push {branch} after {tries} tries")
+        p = _git(path, "push", "-q", remote, f"HEAD:refs/heads/{branch}", check=False)
+        if p.returncode == 0:
+            head = _head(path)
+            _git(path, "update-ref", tracking, head)
+            return head
+        if "(fetch first)" not in p.stderr and "(non-fast-forward)" not in p.stderr:
+            raise HistoryError(f"cannot push {branch} to {remote}: {_why(p.stderr) or f'exit {p.returncode}'}")
+        _git(path, "fetch", "-q", remote, f"+refs/heads/{branch}:{tracking}")
+        _absorb(path, tracking, f"{remote}/{branch}")
+    raise HistoryError(f"could not push {branch} to {remote} after {tries} tries: others kept pushing")
 
 
 def record(repo: Path, machine: str, remote: str = "origin", branch: str = RESULTS_BRANCH,
            bench: str | None = None, push: bool = True, log=print, export: Path | None = None) -> int:
     """Run the suite on HEAD into this machine's history; returns asv's exit code (2: a benchmark failed).
+    The commit joins the local history (local_ref) before it is pushed, so a failed push loses nothing.
     `export`: also copy this run's files there (the layout `read_export` takes), for `import_results`."""
     repo = Path(repo).resolve()
     check_machine_name(machine)
@@ -169,76 +340,111 @@ def record(repo: Path, machine: str, remote: str = "origin", branch: str = RESUL
         export = _export_target(Path(export))         # before the suite's hours, not after
     conf = _conf(repo)
     results, html = _own_dirs(repo, conf)
-    checkout_branch(repo, remote, branch, results, offline_ok=not push, log=log)
-    sha = _git(repo, "rev-parse", "HEAD").stdout.strip()
-    asv = [sys.executable, "-m", "asv"]
-    _run(asv + ["machine", "--yes", "--machine", machine], repo)
-    with tempfile.TemporaryDirectory() as tmp:
-        cmd = asv + ["run", "--config", str(asv_config(repo, results, html, Path(tmp))),
-                     "-E", f"existing:{sys.executable}", "--set-commit-hash", sha, "--record-samples",
-                     "--machine", machine, "--launch-method", "spawn", "--show-stderr"]
-        if bench:
-            cmd += ["--bench", bench]
-        log(f"cuzk history: {' '.join(cmd[2:])}")
-        if not bench:
-            c = cost()
-            log(f"cuzk history: the whole suite, {c['points']} parameter points, estimated {c['seconds'] / 60:.0f} "
-                f"min (budget {c['budget_s'] / 60:.0f} min)")
-        t0 = time.perf_counter()
-        p = subprocess.run(cmd, cwd=repo)
-        log(f"cuzk history: asv took {(time.perf_counter() - t0) / 60:.1f} min")
-    if p.returncode not in (0, 2):
-        raise HistoryError(f"asv run failed with exit code {p.returncode}")
-    write_gpu_state(results / machine / "gpu-state" / f"{sha}.jsonl")
-    mine = run_files(results, machine, sha)         # judged before anything is committed or exported
-    _git(results, "add", "-A")
-    if _git(results, "diff", "--cached", "--quiet", check=False).returncode != 0:
-        _git(results, "commit", "-qm", f"results: {machine} at {sha[:10]}")
+    with _locked(repo):
+        theirs = open_history(repo, remote, branch, results, need_remote=push, log=log)
+        sha = _git(repo, "rev-parse", "HEAD").stdout.strip()
+        asv = [sys.executable, "-m", "asv"]
+        _run(asv + ["machine", "--yes", "--machine", machine], repo)
+        with tempfile.TemporaryDirectory() as tmp:
+            cmd = asv + ["run", "--config", str(asv_config(repo, results, html, Path(tmp))),
+                         "-E", f"existing:{sys.executable}", "--set-commit-hash", sha, "--record-samples",
+                         "--machine", machine, "--launch-method", "spawn", "--show-stderr"]
+            if bench:
+                cmd += ["--bench", bench]
+            log(f"cuzk history: {' '.join(cmd[2:])}")
+            if not bench:
+                c = cost()
+                log(f"cuzk history: the whole suite, {c['points']} parameter points, estimated "
+                    f"{c['seconds'] / 60:.0f} min (budget {c['budget_s'] / 60:.0f} min)")
+            t0 = time.perf_counter()
+            try:
+                p = subprocess.run(cmd, cwd=repo)
+                log(f"cuzk history: asv took {(time.perf_counter() - t0) / 60:.1f} min")
+                if p.returncode not in (0, 2):
+                    raise HistoryError(f"asv run failed with exit code {p.returncode}")
+                write_gpu_state(results / machine / "gpu-state" / f"{sha}.jsonl")
+                mine = run_files(results, machine, sha)         # judged before anything is committed or exported
+            except BaseException:
+                _drop_unmeasured(results, machine)
+                raise
+        _git(results, "add", "-A", "-f")
+        if _git(results, "diff", "--cached", "--quiet", check=False).returncode != 0:
+            _git(results, "commit", "-q", "--no-verify", "-m", f"results: {machine} at {sha[:10]}")
+        _keep(repo, branch, results, theirs)
         if push:
-            push_with_rebase(results, remote, branch)
+            _push_kept(repo, results, remote, branch)
     if export is not None:
         write_export(export, mine)
         log(f"cuzk history: {len(mine)} files of {machine} at {sha[:10]} exported to {export}")
     log(f"cuzk history: results of {machine} at {sha[:10]} recorded in {results}"
-        + ("" if push else " (not pushed)")
+        + ("" if push else f" (not pushed: kept in {local_ref(branch)})")
         + (f" (asv exit {p.returncode}: a benchmark failed)" if p.returncode else ""))
     return p.returncode
+
+
+def _drop_unmeasured(results: Path, machine: str) -> None:
+    """After a record that failed: where it measured nothing (no results file of the machine's is new or
+    changed), what it wrote (asv's benchmarks.json, machine.json) goes, so the next record can start;
+    measurements stay, and the next command says how to keep or drop them (_worktree)."""
+    changed = _git(results, "status", "--porcelain", "--untracked-files=all", "--ignored", "--", machine,
+                   check=False).stdout.splitlines()
+    if not any(line[3:].endswith(".json") and not line[3:].endswith("/machine.json") for line in changed):
+        _git(results, "reset", "-q", "--hard", check=False)
+        _git(results, "clean", "-fdxq", check=False)
+
+
+def _push_kept(repo: Path, results: Path, remote: str, branch: str) -> None:
+    try:
+        pushed = push_merging(results, remote, branch)
+    except HistoryError as e:
+        raise HistoryError(f"{e}; the results are kept in {local_ref(branch)}") from e
+    _keep(repo, branch, results, pushed)
 
 
 def publish(repo: Path, remote: str = "origin", results_branch: str = RESULTS_BRANCH,
             pages_branch: str = PAGES_BRANCH, commit_url: str | None = None, push: bool = True, log=print,
             assets: Path | None = None) -> Path:
-    """asv publish over every runner's results; the site becomes the single commit of the pages branch."""
+    """asv publish over every runner's results; the site becomes the single commit of the pages branch.
+    The history read is the local one merged with the remote's (open_history); a site that is pushed shows
+    only what the remote's results branch holds, so local results not pushed yet are refused there."""
     repo = Path(repo).resolve()
     conf = _conf(repo)
     results, html = _own_dirs(repo, conf)
-    checkout_branch(repo, remote, results_branch, results, create=False)
-    if not (results / "benchmarks.json").is_file():    # asv would only say "benchmarks.json missing!"
-        raise HistoryError(f"{remote}/{results_branch} holds no results (no benchmarks.json): nothing to publish")
-    read_results(results)           # asv publish would skip a bad file with one log line and publish the rest
-    with tempfile.TemporaryDirectory() as tmp:
-        _run([sys.executable, "-m", "asv", "publish", "--config",
-              str(asv_config(repo, results, html, Path(tmp), commit_url))], repo)
-    (html / ".nojekyll").touch()
-    from .opts_page import write as write_opts_page
-    write_opts_page(html)
-    if assets is not None:
-        from .asv_assets import AssetError, localize
-        try:
-            localize(html, assets)
-        except AssetError as e:
-            raise HistoryError(str(e)) from e
-    if push:
+    with _locked(repo):
+        theirs = open_history(repo, remote, results_branch, results, create=False, need_remote=push, log=log)
+        head, ref = _head(results), local_ref(results_branch)
+        if push and (theirs is None or not _is_ancestor(repo, head, theirs)):
+            raise HistoryError(f"the local history ({ref}) holds results that {remote}'s {results_branch} lacks: "
+                               f"view them with --no-push, or push them first: "
+                               f"git push {remote} {ref}:refs/heads/{results_branch}")
+        if not (results / "benchmarks.json").is_file():    # asv would only say "benchmarks.json missing!"
+            raise HistoryError(f"the history at {head[:10]} holds no results (no benchmarks.json): nothing to publish")
+        read_results(results)           # asv publish would skip a bad file with one log line and publish the rest
         with tempfile.TemporaryDirectory() as tmp:
-            site = Path(tmp) / "site"
-            shutil.copytree(html, site)
-            _git(site, "init", "-q", "-b", pages_branch)
-            _identity(site)
-            _git(site, "add", "-A")
-            _git(site, "commit", "-qm", "asv site")
-            url = _git(repo, "remote", "get-url", remote).stdout.strip()
-            _git(site, "push", "-q", "--force", url, f"HEAD:refs/heads/{pages_branch}")
-    log(f"cuzk history: site of {remote}/{results_branch} in {html}"
+            _run([sys.executable, "-m", "asv", "publish", "--config",
+                  str(asv_config(repo, results, html, Path(tmp), commit_url))], repo)
+        (html / ".nojekyll").touch()
+        from .opts_page import write as write_opts_page
+        write_opts_page(html)
+        if assets is not None:
+            from .asv_assets import AssetError, localize
+            try:
+                localize(html, assets)
+            except AssetError as e:
+                raise HistoryError(str(e)) from e
+        if push:
+            with tempfile.TemporaryDirectory() as tmp:
+                site = Path(tmp) / "site"
+                shutil.copytree(html, site)
+                _git(site, "init", "-q", "-b", pages_branch)
+                _identity(site)
+                _git(site, "add", "-A")
+                _git(site, "commit", "-qm", "asv site")
+                url = _git(repo, "remote", "get-url", remote).stdout.strip()
+                _git(site, "push", "-q", "--force", url, f"HEAD:refs/heads/{pages_branch}")
+    where = (f"{remote}/{results_branch}" if theirs is not None and _is_ancestor(repo, head, theirs)
+             else f"{ref}" + (f" merged with {remote}/{results_branch}" if theirs is not None else ""))
+    log(f"cuzk history: site of {where} at {head[:10]} in {html}"
         + (f", pushed to {pages_branch}" if push else f" (not pushed; view it: asv preview --html-dir {html})"))
     return html
 
@@ -683,8 +889,8 @@ def _write_under(root: Path, rel: str, data: bytes) -> Path:
 def import_results(repo: Path, dirs: list[Path], remote: str = "origin", branch: str = RESULTS_BRANCH,
                    push: bool = True, log=print) -> list[str]:
     """Exported directories (`record --export`) onto the results branch: every one judged first
-    (read_export), nothing written unless all pass; then one commit per machine, pushed (`push`) with
-    push_with_rebase. A benchmarks.json given twice: the last directory's. Returns the commits' subjects."""
+    (read_export), nothing written unless all pass; then one commit per machine on the history (open_history), pushed
+    (`push`) with push_merging. A benchmarks.json given twice: the last directory's. Returns the commits' subjects."""
     repo = Path(repo).resolve()
     if not dirs:
         raise HistoryError("import needs at least one exported directory")
@@ -700,23 +906,32 @@ def import_results(repo: Path, dirs: list[Path], remote: str = "origin", branch:
                 raise HistoryError(f"{Path(d) / rel}: differs from {source[rel]}, the same file of another directory")
             staged[rel], source[rel] = data, Path(d) / rel
     results, _ = _own_dirs(repo, _conf(repo))
-    checkout_branch(repo, remote, branch, results, offline_ok=not push, log=log)
-    _write_under(results, "benchmarks.json", staged["benchmarks.json"])
-    made = []
-    for m in sorted(commits):
-        rels = [rel for rel in staged if rel.startswith(m + "/")]
-        for rel in rels:
-            _write_under(results, rel, staged[rel])
-        _git(results, "add", "-f", "--", "benchmarks.json", *rels)
-        if _git(results, "diff", "--cached", "--quiet", check=False).returncode != 0:
-            subject = f"results: {m} at {', '.join(sorted(c[:10] for c in commits[m]))}"
-            _git(results, "commit", "-qm", subject)
-            made.append(subject)
-    if made and push:
-        push_with_rebase(results, remote, branch)
+    with _locked(repo):
+        theirs = open_history(repo, remote, branch, results, need_remote=push, log=log)
+        made = []
+        try:
+            _write_under(results, "benchmarks.json", staged["benchmarks.json"])
+            for m in sorted(commits):
+                rels = [rel for rel in staged if rel.startswith(m + "/")]
+                for rel in rels:
+                    _write_under(results, rel, staged[rel])
+                _git(results, "add", "-f", "--", "benchmarks.json", *rels)
+                if _git(results, "diff", "--cached", "--quiet", check=False).returncode != 0:
+                    subject = f"results: {m} at {', '.join(sorted(c[:10] for c in commits[m]))}"
+                    _git(results, "commit", "-q", "--no-verify", "-m", subject)
+                    made.append(subject)
+        except BaseException:
+            # open_history found the worktree clean: what is not committed is this import's, still in its DIRs
+            _git(results, "reset", "-q", "--hard", check=False)
+            _git(results, "clean", "-fdxq", check=False)
+            raise
+        finally:
+            _keep(repo, branch, results, theirs)
+        if made and push:
+            _push_kept(repo, results, remote, branch)
     if made:
-        log(f"cuzk history: {len(made)} commit(s) on {branch} in {results}" + ("" if push else " (not pushed)")
-            + ": " + "; ".join(made))
+        log(f"cuzk history: {len(made)} commit(s) on {branch} in {results}"
+            + ("" if push else f" (not pushed: kept in {local_ref(branch)})") + ": " + "; ".join(made))
     else:
         log(f"cuzk history: nothing new for {branch}: {results} holds these files already")
     return made
