@@ -5,6 +5,10 @@ quoted and relative to kernels/ ("ff/field.cuh"), the one -I directory.
 
 -arch comes from the device's compute capability (sm_90 on the H200). CuPy keeps the
 compiled cubins in its on-disk kernel cache, so a second process loads without NVRTC.
+
+First use is shown on a terminal (progress.FIRST_USE): each module load, and each of CuPy's own kernels
+compiled on its first call (elementwise and reduction kernels behind cupy's operators), seconds apiece
+when CuPy's cache is cold.
 """
 from __future__ import annotations
 
@@ -14,8 +18,10 @@ import re
 import sys
 import threading
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
+
+from ..progress import FIRST_USE
 
 
 def kernel_dir() -> Path:
@@ -160,18 +166,55 @@ def module(name: str, extra: tuple[str, ...] = ()):
     mod = _modules.get((name, extra))
     if mod is None:
         import cupy
+        watch_cupy_compiles()
         t0 = time.perf_counter()
-        pre = cubin_path(name, arch(), extra)
+        a = arch()
+        pre = cubin_path(name, a, extra)
+        what = f"kernels/{name}.cu" + (f" [{' '.join(extra)}]" if extra else "")
         if pre.exists():
-            mod = cupy.RawModule(path=str(pre))
+            with FIRST_USE.step("module", f"loading {what} (prebuilt cubin)", f"loaded {what} (prebuilt cubin)"):
+                mod = cupy.RawModule(path=str(pre))
         else:
             src = Path(kernel_dir(), f"{name}.cu").read_text()
             mod = cupy.RawModule(code=src, options=options(extra), backend="nvrtc")
-            with _compile_notice(name, extra, arch()):
-                mod.compile()
+            with FIRST_USE.step("module", f"loading {what} for {a} (CuPy's cache, else NVRTC compiles it)",
+                                f"loaded {what} from CuPy's cache") as st:
+                # on a terminal the step's line says it; in a log a long compile gets its notice
+                with nullcontext() if FIRST_USE.live() else _compile_notice(name, extra, a):
+                    mod.compile()
+                if st.compiled:
+                    st.done = f"compiled {what} for {a} with NVRTC (CuPy caches it; tools/build_cubins.py prebuilds it)"
         load_times[name if not extra else f"{name}[{' '.join(extra)}]"] = time.perf_counter() - t0
         _modules[(name, extra)] = mod
     return mod
+
+
+_KERNEL_NAME = re.compile(r"__global__\s+void\s+(?:__launch_bounds__\([^)]*\)\s+)?(\w+)")
+_watched: list = []
+
+
+def watch_cupy_compiles() -> None:
+    """Time each NVRTC compile CuPy runs (its cache misses) as a first-use step, once per process. CuPy's
+    compiler module looks the function up by name at each call, so replacing the attribute reaches every
+    kernel kind (elementwise, reduction, RawModule); a CuPy without it is left alone."""
+    if _watched:
+        return
+    _watched.append(True)
+    try:
+        from cupy.cuda import compiler
+    except ImportError:
+        return
+    real = getattr(compiler, "compile_using_nvrtc", None)
+    if real is None:
+        return
+
+    def compile_using_nvrtc(source, *args, **kwargs):
+        m = _KERNEL_NAME.search(source) if isinstance(source, str) else None
+        what = m.group(1) if m else "a kernel"
+        with FIRST_USE.step("cupy", f"CuPy compiling {what} (first call; CuPy caches it)",
+                            f"CuPy compiled {what}"):
+            return real(source, *args, **kwargs)
+    compiler.compile_using_nvrtc = compile_using_nvrtc
 
 
 def kernel(module_name: str, fn: str, extra: tuple[str, ...] = ()):
