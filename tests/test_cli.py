@@ -21,6 +21,7 @@ import cuzk
 from cuzk import circuits
 from cuzk.cli import main
 from cuzk.field import R
+from snarkjs_cli import require, verdict
 
 REPO = Path(__file__).resolve().parents[1]
 PHASES = ("synthesis", "prep_msm", "ntt_msm_h", "batch_addition", "tail_msm", "b_g2", "proof_assembly")
@@ -315,30 +316,10 @@ def test_subprocess_exit_codes(saved, cache_dir):
 
 # --- snarkjs cross-check ---
 
-IN_CI = os.environ.get("CI", "").lower() == "true"
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
-
-
-def snarkjs_verdict(out: str) -> str | None:
-    """What `snarkjs groth16 verify` said, in its own words: "OK!" or "Invalid proof" from its `snarkJS:`
-    line; None for anything else (npm's "canceled" when snarkjs is not installed, a crash, a missing file)."""
-    for line in _ANSI.sub("", out).splitlines():
-        m = re.fullmatch(r"\[(?:INFO|ERROR)\]\s+snarkJS: (OK!|Invalid proof)", line.strip())
-        if m:
-            return m.group(1)
-    return None
-
-
 @pytest.fixture(scope="module")
 def snarkjs():
-    """`snarkjs groth16 verify` from .ci/node (`bash .ci/run` installs it; cuzk.nodetools.find_tool's lookup,
-    never npx, which answers for a package it lacks); skipped without it, a failure under CI=true."""
-    from cuzk.nodetools import find_tool
-    cmd, why = find_tool("snarkjs")
-    if cmd is None:
-        if IN_CI:
-            pytest.fail(f"snarkjs is not installed ({why}); .ci/run must install it")
-        pytest.skip(f"snarkjs is not installed ({why})")
+    """`snarkjs groth16 verify` (tests/snarkjs_cli.py: from .ci/node, skipped without it, a failure under CI=true)."""
+    cmd = require("snarkjs")
     r = subprocess.run(cmd + ["--version"], capture_output=True, text=True, timeout=60)
     if not re.match(r"snarkjs@\d", (r.stdout + r.stderr).lstrip()):     # its version first, then usage
         pytest.fail(f"{cmd[0]} does not run as snarkjs: {(r.stdout + r.stderr).strip()[:300]}")
@@ -351,27 +332,27 @@ def snarkjs():
 
 
 def test_snarkjs_verdict_is_read_from_snarkjs_alone():
-    assert snarkjs_verdict("\x1b[32;22m[INFO]  \x1b[39;1msnarkJS\x1b[0m: OK!\n") == "OK!"
-    assert snarkjs_verdict("\x1b[31;22m[ERROR] \x1b[39;1msnarkJS\x1b[0m: Invalid proof\n") == "Invalid proof"
+    assert verdict("\x1b[32;22m[INFO]  \x1b[39;1msnarkJS\x1b[0m: OK!\n") == "OK!"
+    assert verdict("\x1b[31;22m[ERROR] \x1b[39;1msnarkJS\x1b[0m: Invalid proof\n") == "Invalid proof"
     npm = ('npm error npx canceled due to missing packages and no YES option: ["snarkjs@0.7.6"]\n'
            "npm error A complete log of this run can be found in: /root/.npm/_logs/x-debug-0.log\n")
-    assert snarkjs_verdict(npm) is None
-    assert snarkjs_verdict("[ERROR] snarkJS: Error: ENOENT: no such file or directory, open 'p.json'\n") is None
+    assert verdict(npm) is None
+    assert verdict("[ERROR] snarkJS: Error: ENOENT: no such file or directory, open 'p.json'\n") is None
 
 
 def test_snarkjs_accepts_saved_proof(snarkjs, saved):
     rc, out = snarkjs(saved)
-    assert rc == 0 and snarkjs_verdict(out) == "OK!", out
+    assert rc == 0 and verdict(out) == "OK!", out
 
 
 def test_snarkjs_rejects_tampered_proof(snarkjs, saved):
     rc, out = snarkjs(saved, proof=_tamper_proof(saved).name)
-    assert rc != 0 and snarkjs_verdict(out) == "Invalid proof", out
+    assert rc != 0 and verdict(out) == "Invalid proof", out
 
 
 def test_snarkjs_rejects_wrong_public_input(snarkjs, saved):
     rc, out = snarkjs(saved, public=_wrong_public(saved).name)
-    assert rc != 0 and snarkjs_verdict(out) == "Invalid proof", out
+    assert rc != 0 and verdict(out) == "Invalid proof", out
 
 
 def test_keygen_backend_flag(tmp_path, monkeypatch, capsys):
