@@ -314,6 +314,22 @@ def test_subprocess_exit_codes(saved, cache_dir):
         assert cuda.stderr.startswith("cuzk: error:")
 
 
+# --- opts ---
+
+def test_opts_names_each_variant_as_what_it_runs(capsys):
+    """A leave-one-out variant reads "default without X (X: what X does)": what the variant runs, never X's
+    own intent as if it were the variant's; one turned on reads "default with X (...)"."""
+    from cuzk.opts import REGISTRY
+    assert main(["opts"]) == 0
+    rows = {m.group(1): m.group(2) for m in re.finditer(r"^\| (default[-+]\w+|baseline)\s+\| (.*?)\s*\|$",
+                                                        capsys.readouterr().out, re.M)}
+    assert rows["default-A1"] == f"default without A1 (A1: {REGISTRY['A1'].intent})"
+    for name, o in REGISTRY.items():
+        sign, word = ("-", "without") if o.default else ("+", "with")
+        assert rows[f"default{sign}{name}"] == f"default {word} {name} ({name}: {o.intent})"
+    assert rows["baseline"] == "every toggle off"
+
+
 # --- snarkjs cross-check ---
 
 @pytest.fixture(scope="module")
