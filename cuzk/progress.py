@@ -54,7 +54,8 @@ class FirstUse:
     (CuPy compiling one of our modules) counts toward the outer one and marks it `compiled`."""
 
     NOUNS = {"module": ("kernel module loaded", "kernel modules loaded"),
-             "cupy": ("CuPy kernel compiled", "CuPy kernels compiled")}
+             "cupy": ("CuPy kernel compiled", "CuPy kernels compiled"),
+             "cupy_cached": ("CuPy kernel read from its cache", "CuPy kernels read from its cache")}
 
     def __init__(self, stream=None):
         self.stream = stream                # None: sys.stderr when writing (pytest swaps it)
@@ -77,15 +78,18 @@ class FirstUse:
     @contextmanager
     def step(self, kind: str, doing: str, done: str):
         outer = self.current()
-        if outer is not None:
-            outer.compiled = outer.compiled or kind == "cupy"
+        if outer is not None:               # counted in the outer step; a compile marks it and is shown
+            if kind == "cupy":
+                outer.compiled = True
+                if outer.kind == "cupy_cached" and self.live():     # CuPy's cache missed: say so
+                    self._status(doing)
             yield outer
             return
         st = Step(kind, doing, done)
         out = self._out()
         tty = self.live()
         if tty:                             # the step in progress on one line, overwritten by the next
-            self._write(out, "\r" + self._fit(f"cuzk: first use: {doing}...") + "\x1b[K")
+            self._status(doing)
         self._local.step = st
         t0 = time.perf_counter()
         try:
@@ -101,6 +105,12 @@ class FirstUse:
                             + ("\x1b[K" if tty else "") + "\n")
             elif tty:
                 self._write(out, "\r\x1b[K")
+
+    def _status(self, doing: str) -> None:
+        """The status line: the step in progress (the steps before it counted, with their time)."""
+        n = sum(self.counts.values())
+        so_far = f" (step {n + 1}, {self.seconds:.1f} s so far)" if n else ""
+        self._write(self._out(), "\r" + self._fit(f"cuzk: first use{so_far}: {doing}...") + "\x1b[K")
 
     def summary(self, since: Counter | None = None) -> str:
         counts = self.counts - (since or Counter())
@@ -126,7 +136,7 @@ FIRST_USE = FirstUse()
 
 
 class Spent:
-    """First-use loading inside a block (`with FIRST_USE.during() as spent:`): its seconds, the block's wall
+    """First-use loading inside a block (`with first_use_during() as spent:`): its seconds, the block's wall
     time, and what was loaded."""
 
     def __init__(self):
@@ -138,8 +148,8 @@ class Spent:
         stderr saying so and pointing to `--warmup 1`."""
         if warmup == 0 and self.seconds >= HINT_MIN_S and self.seconds >= HINT_SHARE * self.wall:
             print(f"cuzk bench: {self.seconds:.1f} s of the {self.wall:.1f} s proof was first-use loading "
-                  f"({self.what}; cached for the next process); `--warmup 1` proves once untimed first, "
-                  f"for steady-state figures", file=stream or sys.stderr, flush=True)
+                  f"({self.what}); `--warmup 1` proves once untimed first, for steady-state figures",
+                  file=stream or sys.stderr, flush=True)
 
 
 @contextmanager

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import sys
 import time
 import types
+from collections import Counter
 
 import pytest
 
@@ -19,6 +21,7 @@ from cuzk.gpu import loader
 
 COMPILE_S = 0.12                    # each fake NVRTC compile: above SHOW_S (lowered below), well below a second
 ELEMENTWISE = 'extern "C" __global__ void cupy_flatnonzero_int8(const signed char* x, long long* y) {}'
+CACHED = 'extern "C" __global__ void cupy_copy__int64_int64(const long long* x, long long* y) {}'
 
 
 class Terminal(io.StringIO):
@@ -31,7 +34,7 @@ class FakeRawModule:
         self.code, self.path = code, path
 
     def compile(self):
-        sys.modules["cupy.cuda.compiler"].compile_using_nvrtc(self.code)     # CuPy's cache missed
+        sys.modules["cupy.cuda.compiler"]._compile_module_with_cache(self.code)
 
     def get_function(self, name):
         return lambda *args, **kwargs: None
@@ -39,11 +42,16 @@ class FakeRawModule:
 
 @pytest.fixture
 def fake_gpu(monkeypatch, tmp_path):
-    """A fake cupy (RawModule, and cupy.cuda.compiler whose compiles take COMPILE_S) and a fresh loader; the
-    CPU backend's batch addition loads kernels/msm/prep.cu and compiles one elementwise kernel on first call.
-    Yields the terminal that FIRST_USE writes to."""
+    """A fake cupy (RawModule, and cupy.cuda.compiler laid out as CuPy 14's: the cache entry reads CACHED
+    sources quickly and compiles the others through the no-warning compile, COMPILE_S each; every call by
+    name) and a fresh loader; the CPU backend's batch addition loads kernels/msm/prep.cu, then CuPy builds one
+    elementwise kernel (compiled) and one from its cache, on first call. Yields the terminal that FIRST_USE
+    writes to."""
     compiler = types.ModuleType("cupy.cuda.compiler")
-    compiler.compile_using_nvrtc = lambda source, *a, **k: time.sleep(COMPILE_S)
+    compiler._compile_using_nvrtc_no_warning = lambda source, *a, **k: time.sleep(COMPILE_S)
+    compiler.compile_using_nvrtc = lambda source, *a, **k: compiler._compile_using_nvrtc_no_warning(source, *a, **k)
+    compiler._compile_module_with_cache = lambda source, *a, **k: (
+        time.sleep(0.001) if source == CACHED else compiler._compile_using_nvrtc_no_warning(source, *a, **k))
     cuda = types.ModuleType("cupy.cuda")
     cuda.compiler = compiler
     cupy = types.ModuleType("cupy")
@@ -59,15 +67,18 @@ def fake_gpu(monkeypatch, tmp_path):
     monkeypatch.setattr(progress, "SHOW_S", COMPILE_S / 2)
     term = Terminal()
     monkeypatch.setattr(progress.FIRST_USE, "stream", term)
+    monkeypatch.setattr(progress.FIRST_USE, "counts", Counter())
+    monkeypatch.setattr(progress.FIRST_USE, "seconds", 0.0)
 
     from cuzk.backend.cpu import batch_addition
     real, seen = batch_addition.run, set()
 
     def run(*args, **kwargs):
         loader.kernel("msm/prep", "classify_scalars")
-        if "flatnonzero" not in seen:            # CuPy compiles an operator's kernel on its first call
-            seen.add("flatnonzero")
-            sys.modules["cupy.cuda.compiler"].compile_using_nvrtc(ELEMENTWISE)
+        if not seen:                             # CuPy builds an operator's kernel on its first call
+            seen.add("ops")
+            for src in (ELEMENTWISE, CACHED):
+                sys.modules["cupy.cuda.compiler"]._compile_module_with_cache(src)
         return real(*args, **kwargs)
     monkeypatch.setattr(batch_addition, "run", run)
     return term
@@ -82,11 +93,13 @@ def test_first_proof_shows_its_loads_and_hints_warmup_then_steady_state_is_silen
     shown, err = fake_gpu.getvalue(), capsys.readouterr().err
     assert "\rcuzk: first use: loading kernels/msm/prep.cu for sm_90" in shown        # while it runs
     assert "cuzk: first use: compiled kernels/msm/prep.cu for sm_90 with NVRTC" in shown    # and when done
-    assert "cuzk: first use: CuPy compiling cupy_flatnonzero_int8" in shown
-    assert "cuzk: first use: CuPy compiled cupy_flatnonzero_int8 (" in shown
+    assert re.search(r"cuzk: first use \(step 2, 0\.\d s so far\): CuPy loading cupy_flatnonzero_int8", shown)
+    assert re.search(r"cuzk: first use \(step 2, 0\.\d s so far\): CuPy compiling cupy_flatnonzero_int8", shown)
+    assert "cuzk: first use: CuPy compiled cupy_flatnonzero_int8 (CuPy caches it) (" in shown
+    assert "CuPy loading cupy_copy__int64_int64" in shown and "CuPy loaded cupy_copy" not in shown   # quick
     assert shown.endswith("\n") or shown.endswith("\r\x1b[K")      # no half line left before the table
     hint = [ln for ln in err.splitlines() if "--warmup 1" in ln]
-    assert len(hint) == 1 and "1 kernel module loaded, 1 CuPy kernel compiled" in hint[0], err
+    assert len(hint) == 1 and "1 kernel module loaded, 1 CuPy kernel compiled, 1 CuPy kernel read from its cache" in hint[0], err
     assert "first use" not in err.replace(hint[0], "")              # the steps went to the terminal only
     json.loads((tmp_path / "first.json").read_text())             # the report stays JSON
 

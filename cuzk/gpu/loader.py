@@ -194,9 +194,11 @@ _watched: list = []
 
 
 def watch_cupy_compiles() -> None:
-    """Time each NVRTC compile CuPy runs (its cache misses) as a first-use step, once per process. CuPy's
-    compiler module looks the function up by name at each call, so replacing the attribute reaches every
-    kernel kind (elementwise, reduction, RawModule); a CuPy without it is left alone."""
+    """Time each kernel module CuPy builds (its cache read, or an NVRTC compile on a miss) as a first-use
+    step, once per process. CuPy's compiler module looks these functions up by name at each call, so
+    replacing the attributes reaches every kernel kind (elementwise, reduction, RawModule):
+    `_compile_module_with_cache` (the entry), and the compile behind a miss, `_compile_using_nvrtc_no_warning`
+    in CuPy 14 and `compile_using_nvrtc` before it. A CuPy without them is left alone."""
     if _watched:
         return
     _watched.append(True)
@@ -204,17 +206,39 @@ def watch_cupy_compiles() -> None:
         from cupy.cuda import compiler
     except ImportError:
         return
-    real = getattr(compiler, "compile_using_nvrtc", None)
-    if real is None:
-        return
+    for attr, timed in (("_compile_module_with_cache", _timed_load), ("_compile_using_nvrtc_no_warning", _timed_compile),
+                        ("compile_using_nvrtc", _timed_compile)):
+        real = getattr(compiler, attr, None)
+        if callable(real):
+            setattr(compiler, attr, timed(real))
 
-    def compile_using_nvrtc(source, *args, **kwargs):
-        m = _KERNEL_NAME.search(source) if isinstance(source, str) else None
-        what = m.group(1) if m else "a kernel"
-        with FIRST_USE.step("cupy", f"CuPy compiling {what} (first call; CuPy caches it)",
-                            f"CuPy compiled {what}"):
+
+def _kernel_name(source) -> str:
+    m = _KERNEL_NAME.search(source) if isinstance(source, str) else None
+    return m.group(1) if m else "a kernel"
+
+
+def _timed_load(real):
+    def load(source, *args, **kwargs):
+        what = _kernel_name(source)
+        with FIRST_USE.step("cupy_cached", f"CuPy loading {what} (its cache, else NVRTC compiles it)",
+                            f"CuPy loaded {what} from its cache") as st:
+            mod = real(source, *args, **kwargs)
+            if st.kind == "cupy_cached" and st.compiled:      # its own step (not inside one of our modules)
+                st.kind, st.done = "cupy", f"CuPy compiled {what} (CuPy caches it)"
+            return mod
+    load.__wrapped__ = real
+    return load
+
+
+def _timed_compile(real):
+    def compile_nvrtc(source, *args, **kwargs):
+        what = _kernel_name(source)
+        with FIRST_USE.step("cupy", f"CuPy compiling {what} (first use; CuPy caches it)",
+                            f"CuPy compiled {what} (CuPy caches it)"):
             return real(source, *args, **kwargs)
-    compiler.compile_using_nvrtc = compile_using_nvrtc
+    compile_nvrtc.__wrapped__ = real
+    return compile_nvrtc
 
 
 def kernel(module_name: str, fn: str, extra: tuple[str, ...] = ()):
