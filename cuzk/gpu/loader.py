@@ -206,8 +206,8 @@ def watch_cupy_compiles() -> None:
         from cupy.cuda import compiler
     except ImportError:
         return
-    for attr, timed in (("_compile_module_with_cache", _timed_load), ("_compile_using_nvrtc_no_warning", _timed_compile),
-                        ("compile_using_nvrtc", _timed_compile)):
+    for attr, timed in (("_compile_module_with_cache", _timed_load),
+                        ("_compile_using_nvrtc_no_warning", _timed_compile), ("compile_using_nvrtc", _timed_compile)):
         real = getattr(compiler, attr, None)
         if callable(real):
             setattr(compiler, attr, timed(real))
