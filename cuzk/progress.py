@@ -42,10 +42,11 @@ def shown(stream=None) -> bool:
 
 
 class Step:
-    """One first-use step: `doing` while it runs, `done` once it ended (either may be changed meanwhile)."""
+    """One first-use step: `doing` while it runs, `compiling` once a compile inside it starts (None: keep
+    `doing`), `done` once it ended (either may be changed meanwhile)."""
 
-    def __init__(self, kind: str, doing: str, done: str):
-        self.kind, self.doing, self.done = kind, doing, done
+    def __init__(self, kind: str, doing: str, done: str, compiling: str | None = None):
+        self.kind, self.doing, self.done, self.compiling = kind, doing, done, compiling
         self.compiled = False               # set when a compile ran inside it (loader's CuPy hook)
 
 
@@ -76,16 +77,16 @@ class FirstUse:
         return getattr(self._local, "step", None)
 
     @contextmanager
-    def step(self, kind: str, doing: str, done: str):
+    def step(self, kind: str, doing: str, done: str, compiling: str | None = None):
         outer = self.current()
         if outer is not None:               # counted in the outer step; a compile marks it and is shown
-            if kind == "cupy":
+            if kind == "cupy" and not outer.compiled:
                 outer.compiled = True
-                if outer.kind == "cupy_cached" and self.live():     # CuPy's cache missed: say so
-                    self._status(doing)
+                if outer.compiling and self.live():                 # a cache missed: say so
+                    self._status(outer.compiling)
             yield outer
             return
-        st = Step(kind, doing, done)
+        st = Step(kind, doing, done, compiling)
         out = self._out()
         tty = self.live()
         if tty:                             # the step in progress on one line, overwritten by the next

@@ -92,6 +92,7 @@ def test_first_proof_shows_its_loads_and_hints_warmup_then_steady_state_is_silen
     assert _bench("--json", tmp_path / "first.json") == 0
     shown, err = fake_gpu.getvalue(), capsys.readouterr().err
     assert "\rcuzk: first use: loading kernels/msm/prep.cu for sm_90" in shown        # while it runs
+    assert "\rcuzk: first use: compiling kernels/msm/prep.cu for sm_90 with NVRTC" in shown  # the cache missed
     assert "cuzk: first use: compiled kernels/msm/prep.cu for sm_90 with NVRTC" in shown    # and when done
     assert re.search(r"cuzk: first use \(step 2, 0\.\d s so far\): CuPy loading cupy_flatnonzero_int8", shown)
     assert re.search(r"cuzk: first use \(step 2, 0\.\d s so far\): CuPy compiling cupy_flatnonzero_int8", shown)

@@ -177,13 +177,14 @@ def module(name: str, extra: tuple[str, ...] = ()):
         else:
             src = Path(kernel_dir(), f"{name}.cu").read_text()
             mod = cupy.RawModule(code=src, options=options(extra), backend="nvrtc")
+            how = f"{what} for {a} with NVRTC (CuPy caches it; tools/build_cubins.py prebuilds it)"
             with FIRST_USE.step("module", f"loading {what} for {a} (CuPy's cache, else NVRTC compiles it)",
-                                f"loaded {what} from CuPy's cache") as st:
+                                f"loaded {what} from CuPy's cache", compiling=f"compiling {how}") as st:
                 # on a terminal the step's line says it; in a log a long compile gets its notice
                 with nullcontext() if FIRST_USE.live() else _compile_notice(name, extra, a):
                     mod.compile()
                 if st.compiled:
-                    st.done = f"compiled {what} for {a} with NVRTC (CuPy caches it; tools/build_cubins.py prebuilds it)"
+                    st.done = f"compiled {how}"
         load_times[name if not extra else f"{name}[{' '.join(extra)}]"] = time.perf_counter() - t0
         _modules[(name, extra)] = mod
     return mod
@@ -222,7 +223,8 @@ def _timed_load(real):
     def load(source, *args, **kwargs):
         what = _kernel_name(source)
         with FIRST_USE.step("cupy_cached", f"CuPy loading {what} (its cache, else NVRTC compiles it)",
-                            f"CuPy loaded {what} from its cache") as st:
+                            f"CuPy loaded {what} from its cache",
+                            compiling=f"CuPy compiling {what} (first use; CuPy caches it)") as st:
             mod = real(source, *args, **kwargs)
             if st.kind == "cupy_cached" and st.compiled:      # its own step (not inside one of our modules)
                 st.kind, st.done = "cupy", f"CuPy compiled {what} (CuPy caches it)"
