@@ -478,12 +478,13 @@ def variants() -> dict[str, OptSet]:
 
 
 def describe(variant: str) -> str:
-    """One line for a variant name: the toggle's intent from the registry."""
+    """One line for a variant name. A flipped toggle says what the variant runs first ("default without A1",
+    "default with P2"), then, in parentheses, what the toggle does (its registry intent)."""
     if variant == "default":
         return "what ships: " + ", ".join(n for n, o in REGISTRY.items() if o.default)
     if variant == "baseline":
         return "every toggle off"
     if variant.startswith(("default-", "default+")) and variant[8:] in REGISTRY:
         o = REGISTRY[variant[8:]]
-        return f"{'without' if variant[7] == '-' else 'with'} {o.name}: {o.intent}"
+        return f"default {'without' if variant[7] == '-' else 'with'} {o.name} ({o.name}: {o.intent})"
     return variant

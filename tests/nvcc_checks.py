@@ -6,6 +6,8 @@ kernels/ header it includes (transitively, conditional includes too). Only clean
 kept: a failure is compiled again next time. The cache lives in $CUZK_NVCC_CHECK_CACHE, else
 $CUZK_CACHE_DIR/nvcc-checks, else ~/.cache/cuzk/nvcc-checks. While jobs compile, a progress line per
 finished job goes to the terminal (`say`: the test passes one that writes past pytest's capture).
+Ctrl-C stops at once: queued jobs are cancelled and running nvcc processes killed (each runs in a process
+group of its own, so its cicc and ptxas go with it).
 """
 from __future__ import annotations
 
@@ -13,8 +15,10 @@ import hashlib
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
@@ -71,10 +75,44 @@ def _compile(job: Job, include_dir: Path, tmp: Path) -> Result:
         tu = tmp / f"{stem}.tu.cu"
         tu.write_text(f'#include "{src}"\n__global__ void cuzk_probe(unsigned *o) {{ o[0] = 1; }}\n')
         src = tu
-    r = subprocess.run(["nvcc", f"-arch={ARCH}", "-c", "-Xptxas", "-v", "-I", str(include_dir),
-                        *(f"-D{d}" for d in job.defines), "-o", str(tmp / f"{stem}.o"), str(src)],
-                       capture_output=True, text=True)
-    return Result(r.returncode, r.stderr)
+    return Result(*_nvcc(["nvcc", f"-arch={ARCH}", "-c", "-Xptxas", "-v", "-I", str(include_dir),
+                          *(f"-D{d}" for d in job.defines), "-o", str(tmp / f"{stem}.o"), str(src)]))
+
+
+class Stopped(Exception):
+    """A job not started because the checks were interrupted."""
+
+
+_lock = threading.Lock()
+_running: set[subprocess.Popen] = set()
+_stopping = threading.Event()
+
+
+def _nvcc(cmd: list[str]) -> tuple[int, str]:
+    """(exit status, stderr) of one nvcc run, registered so that stop_all can kill it."""
+    with _lock:
+        if _stopping.is_set():
+            raise Stopped
+        p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                             start_new_session=True)
+        _running.add(p)
+    try:
+        _, err = p.communicate()
+    finally:
+        with _lock:
+            _running.discard(p)
+    return p.returncode, err
+
+
+def stop_all() -> None:
+    """No new nvcc starts, and each running one is killed with its process group."""
+    with _lock:
+        _stopping.set()
+        for p in _running:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
 
 
 def _store(path: Path, res: Result) -> None:
@@ -100,7 +138,9 @@ def compile_all(jobs: list[Job], include_dir: Path, tmp: Path, workers: int | No
     n = len(todo)
     say(f"nvcc checks: compiling {n} of {len(jobs)} (the rest cached in {cache}) with "
         f"{workers or max(2, os.cpu_count() or 2)} jobs")
-    with ThreadPoolExecutor(workers or max(2, os.cpu_count() or 2)) as ex:
+    _stopping.clear()
+    ex = ThreadPoolExecutor(workers or max(2, os.cpu_count() or 2))
+    try:
         futs = {ex.submit(_compile, job, include_dir, tmp): (job, f) for job, f in todo}
         for i, fut in enumerate(as_completed(futs), 1):
             job, f = futs[fut]
@@ -110,4 +150,10 @@ def compile_all(jobs: list[Job], include_dir: Path, tmp: Path, workers: int | No
                 _store(f, res)
             say(f"nvcc checks: {i}/{n} {job.label} ({'ok' if res.returncode == 0 else 'FAILED'}, "
                 f"{time.perf_counter() - t0:.0f} s)")
+    except BaseException:               # Ctrl-C (or a failure): nothing queued runs, nothing running stays
+        ex.shutdown(wait=False, cancel_futures=True)
+        stop_all()
+        raise
+    finally:
+        ex.shutdown(wait=True)          # after a stop, only the killed runs are left to return
     return out

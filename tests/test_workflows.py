@@ -87,16 +87,25 @@ def _readme_step(n: int) -> str:
     import re
     text = (REPO / "README.md").read_text()
     section = text[text.index("## On a fresh machine"):text.index("## Commands")]
-    step = re.search(rf"^{n}\. (.*?)(?=^\d\. |\Z)", section, re.S | re.M).group(1)
+    found = re.search(rf"^{n}\. (.*?)(?=^\d\. |\Z)", section, re.S | re.M)
+    if found is None:
+        raise ValueError(f"the README has no step {n} under \"On a fresh machine\"")
+    step = found.group(1)
     (block,) = re.findall(r"```sh\n(.*?)\n\s*```", step, re.S)
     return block.strip()
 
 
 def test_ci_runs_exactly_the_readme_install_then_its_test_command():
+    """Two commands: the first installs and runs the main job (one block), the second runs the tests; CI
+    runs the first's install line, then the second."""
     job = _load("ci.yml")["jobs"]["test"]
     assert "bash .ci/run" in _steps_text(job)
-    install, test = _readme_step(1), _readme_step(2)
+    first, test = _readme_step(1).splitlines(), _readme_step(2)
+    assert len(first) == 2 and first[1].strip() == "cuzk bench --log-size 12", first
+    install = first[0].strip()
     assert install.startswith("python3 -m venv .venv") and test == "python -m pytest -q"
+    with pytest.raises(ValueError):
+        _readme_step(3)                                    # two steps, no third command
     lines = [ln.strip() for ln in (REPO / ".ci" / "run").read_text().splitlines()
              if ln.strip() and not ln.strip().startswith("#")]
     assert install in lines and lines[-1] == test
