@@ -568,7 +568,7 @@ def rejudge(res: dict, confidence: float) -> dict:
         raise AblateError("--confidence must be in [0.5, 1)")
     from .effects import critical_k
     n = int(res.get("rounds_done") or len(res["configurations"][0]["samples"]["total"]))
-    if critical_k(n, confidence) < 1:
+    if critical_k(n, confidence) < 1 and confidence != res["setup"]["confidence"]:
         raise AblateError(f"{n} rounds cannot give a {confidence:.0%} interval")
     saved = {k: v for k, v in res["setup"].items() if k in Setup.__dataclass_fields__}
     ab = Ablation(Setup(**{**saved, "confidence": confidence}), log=lambda m: None, resume=res, saved=True)
