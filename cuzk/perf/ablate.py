@@ -11,17 +11,26 @@ robin over the configurations, every configuration once per round in a fresh ran
 kept in the JSON), so drift within a round and bursts of load hit every configuration alike. (A
 rotating order is not enough: with fewer rounds than configurations it leaves each configuration
 mostly early or mostly late in its rounds, and on the CPU reference later samples run ~1% slower,
-which was enough to make `baseline` look slower than everything else.) A sample is one whole run as `cuzk bench` makes it: synthesis (the backend's
+which was enough to make `baseline` look slower than everything else.) The controls (baseline, and
+all: what the others are compared with) run once in every block of about Setup.block configurations
+of a round, and each comparison pairs the two samples taken closest together: on a shared host the
+difference between two samples of identical code grows with the time between them (a full-registry
+round lasts seconds), and one control sample a round made every comparison of that round share its
+luck. A sample is one whole run as `cuzk bench` makes it: synthesis (the backend's
 a/b/c evaluation included; the witnesses in parallel with --parallel-synthesis), then Prover.prove,
 all timed by one PhaseTimer. A phase's value is its CUDA-event time where events were recorded (the
 cuda backend) and its host time otherwise. On a GPU every sample is guarded by NVML
 (cuzk.perf.sampler: throttled or contended samples are discarded and retaken; too many make the run
 untrusted, exit 2).
 
-Samples of one round are paired; effects are Hodges-Lehmann ratios with the exact signed-rank
-interval (cuzk.perf.effects). An interaction is reported where, per round, ln(all/baseline) differs
-significantly from the sum of the single effects' ln(X/baseline): the combination is not the product
-of its parts.
+Effects are Hodges-Lehmann ratios with the exact signed-rank interval (cuzk.perf.effects); every test
+of the run (each configuration against baseline in every phase, each toggle left out of all, each
+interaction) is corrected together by Benjamini-Hochberg, and only those verdicts read faster or
+slower. An interaction is X's effect in all (all / all-X) against its effect alone (X / baseline),
+per round: two paired differences, so the test stays symmetric under skewed noise (the old test,
+all / baseline against the product of every single effect, weighted baseline's sample k-1 times and
+read its skew as an interaction). A toggle that the backend does not read, or that acts only with
+another that is off, is noted: its rows are controls.
 """
 from __future__ import annotations
 
@@ -654,10 +663,13 @@ def markdown(res: dict) -> str:
            + f"{res.get('rounds_done', s['repeat'])} interleaved rounds"
            + (f" (of {s['repeat']} asked: stopped by --max-seconds or cut short)"
               if res.get("rounds_done", s["repeat"]) < s["repeat"] else "")
-           + ", each in a fresh random order. "
+           + ", each in a fresh random order"
+           + (f", baseline and all once in every block of about {s['block']} configurations" if s.get("block") else "")
+           + ". "
            f"A sample is a whole run (synthesis + prove) timed by PhaseTimer: CUDA-event time where recorded, "
-           f"else host time. Ratio to baseline = exp(Hodges-Lehmann estimate of the per-round paired log "
-           f"ratios); {pct} CI of each test alone, from the exact signed-rank test"
+           f"else host time. Ratio to baseline = exp(Hodges-Lehmann estimate of the paired log ratios, "
+           f"one pair a round: the two samples taken closest together); {pct} CI of each test alone, from the "
+           f"exact signed-rank test"
            + (f" (judged again from the saved samples; the run asked for {res['rejudged_from']:.0%})"
               if res.get("rejudged_from") else "") + ". "
            f"Wall time {res.get('wall_s', 0):.1f} s.", ""] + _correction_lines(res)
