@@ -266,6 +266,9 @@ def ablate_bars_png(result: dict):
     fig.legend(handles=[Patch(color=v, label=k) for k, v in KIND_COLOURS.items()], loc="upper right", fontsize=7,
                ncol=4, bbox_to_anchor=(1, 0.955))
     s = result["setup"]
-    fig.suptitle(_ablate_title(result, f"▲ slower, ▼ faster than baseline ({s['confidence']:.0%} CI)"), fontsize=9)
+    corr = result.get("correction")
+    how = (f"after the Benjamini-Hochberg correction over {corr['tests']} tests" if corr
+           else f"{s['confidence']:.0%} CI")
+    fig.suptitle(_ablate_title(result, f"▲ slower, ▼ faster than baseline ({how})"), fontsize=9)
     fig.tight_layout(rect=(0, 0, 1, 0.92))
     return _writer(fig, plt)
