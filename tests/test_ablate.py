@@ -353,8 +353,12 @@ def test_the_chart_at_the_registry_s_full_size_is_faceted_and_readable(monkeypat
     figs = []
     monkeypatch.setattr(plots, "_writer", lambda fig, plt: figs.append(fig))
     plots.ablate_png(res)
-    assert not _label_clashes(figs[0], 110)
-    assert {"1"} <= {t.get_text() for ax in figs[0].axes for t in ax.get_xticklabels()}
+    try:
+        assert not _label_clashes(figs[0], 110)
+        assert {"1"} <= {t.get_text() for ax in figs[0].axes for t in ax.get_xticklabels()}
+    finally:
+        import matplotlib.pyplot as plt
+        plt.close(figs[0])          # thousands of artists kept alive would slow every later gc.collect()
 
 
 def _synthetic_run(names, rounds, seed, effects=None, drift=0.0, spikes=0.15):

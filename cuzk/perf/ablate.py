@@ -289,8 +289,14 @@ class Ablation:
         t0 = time.perf_counter()
         pool = make_pool(s.synthesis_pool, s.parallel_synthesis) if s.parallel_synthesis else None
         old_env = os.environ.get("CUZK_OPT")
+        # the long-lived heap (keys, provers, the caller's objects) moves out of the collector's reach for
+        # the rounds: the gc.collect() before each sample then costs little however large the process is
+        frozen = gc.get_freeze_count() == 0
         try:
             self._prepare(pool)
+            if frozen:
+                gc.collect()
+                gc.freeze()
             guard = (sampler.nvml_guard(f"ablate {s.backend} 2^{s.log_size}", own_pids=frozenset({os.getpid()}))
                      if s.backend != "cpu" else None)
             gpu = None
@@ -347,6 +353,8 @@ class Ablation:
         except sampler.UntrustedRun as e:
             raise AblateError(str(e)) from e
         finally:
+            if frozen:
+                gc.unfreeze()
             if pool is not None:
                 pool.shutdown()
             if old_env is None:
@@ -715,7 +723,7 @@ def markdown(res: dict) -> str:
     inter = [i for i in res["interactions"] if i["significant"]]
     out += ["", "### Interactions", "",
             "Per toggle X and phase: X's effect in all (all / all without X) over its effect alone (X / baseline), "
-            "paired by round; 1 where the effects multiply.", ""]
+            "paired within each round; 1 where the effects multiply.", ""]
     if len(s["names"]) < 2:
         out.append("One optimization: no interaction to test.")
     elif not res["interactions"]:
