@@ -427,6 +427,7 @@ def test_every_verdict_is_corrected_over_the_run_s_tests():
     assert flagged <= {(who, "synthesis") for who in (*with_a1, "A1 in all")}, flagged
     assert ("A1", "synthesis") in flagged and ("A1 in all", "synthesis") in flagged
     assert len(flagged) == c["discoveries"]
+    assert ab.planned_tests() == c["tests"]
     uncorrected = [e for _, _, e in effects if e["verdict"] == "not significant after correction"]
     assert uncorrected, "the seed should give controls whose intervals alone exclude 1"
     for _, _, e in effects:

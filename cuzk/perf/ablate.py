@@ -292,6 +292,11 @@ class Ablation:
         # the long-lived heap (keys, provers, the caller's objects) moves out of the collector's reach for
         # the rounds: the gc.collect() before each sample then costs little however large the process is
         frozen = gc.get_freeze_count() == 0
+        tests = self.planned_tests()
+        need = rounds_needed(tests, s.confidence)
+        if s.repeat < need:      # said before the hours a GPU run may take, not only in the report
+            self.log(f"  {tests} tests will be corrected together: with {s.repeat} rounds an effect passes only where "
+                     f"many tests reach the exact test's floor; one effect alone needs --repeat {need}")
         try:
             self._prepare(pool)
             if frozen:
@@ -424,6 +429,39 @@ class Ablation:
 
     # --- judging ---
 
+    def _register(self, fam, pairs):
+        """Every comparison of the run into fam (each once: aliases and repeats share a key; pairs(area, x,
+        y) gives its per-round differences); their indices: per configuration against baseline, per
+        toggle (alone, in all, interaction), and all against baseline."""
+        s = self.s
+        canon = {lab: c.label for lab, c in self.by_label.items()}
+
+        def ratio(a: str, x: str, y: str) -> int:          # time of x / time of y, paired within each round
+            x, y = canon[x], canon[y]
+            return fam.add(("ratio", a, x, y), lambda: pairs(a, x, y))
+
+        def interaction(a: str, n: str) -> int:            # X's effect in all / X's effect alone
+            plus, minus = (canon["all"], canon["baseline"]), (canon[f"all-{n}"], canon[n])
+            return fam.add(("interaction", a, frozenset(plus), frozenset(minus)), lambda: [
+                p - q for p, q in zip(pairs(a, plus[0], minus[0]), pairs(a, minus[1], plus[1]))])
+
+        vs_base = {c.label: {a: None if c.label == canon["baseline"] else ratio(a, c.label, "baseline") for a in AREAS}
+                   for c in self.configs}
+        per_opt = []
+        for n in s.names:
+            loo = f"all-{n}" in self.by_label
+            per_opt.append((n, {a: ratio(a, n, "baseline") for a in AREAS},
+                            {a: ratio(a, "all", f"all-{n}") for a in AREAS} if loo else None,
+                            {a: interaction(a, n) for a in AREAS} if loo and len(s.names) >= 2 else None))
+        totals = {a: ratio(a, "all", "baseline") for a in AREAS}
+        return vs_base, per_opt, totals
+
+    def planned_tests(self) -> int:
+        """How many tests the run's analysis will correct over (before measuring)."""
+        fam = _Family(self.s.confidence, planning=True)
+        self._register(fam, None)
+        return len(fam)
+
     def _pairing(self):
         """pairs(area, x, y): per round, ln(x) - ln(y) from the samples of x and y taken closest together in
         that round (a control has one sample a block; equally close choices are averaged). Rounds without a
@@ -469,27 +507,7 @@ class Ablation:
         Benjamini-Hochberg correction over all of them (cuzk.perf.effects)."""
         s, conf = self.s, self.s.confidence
         fam = _Family(conf)
-        canon = {lab: c.label for lab, c in self.by_label.items()}
-        pairs = self._pairing()
-
-        def ratio(a: str, x: str, y: str) -> int:          # time of x / time of y, paired within each round
-            x, y = canon[x], canon[y]
-            return fam.add(("ratio", a, x, y), pairs(a, x, y))
-
-        def interaction(a: str, n: str) -> int:            # X's effect in all / X's effect alone
-            plus, minus = (canon["all"], canon["baseline"]), (canon[f"all-{n}"], canon[n])
-            d = [p - q for p, q in zip(pairs(a, plus[0], minus[0]), pairs(a, minus[1], plus[1]))]
-            return fam.add(("interaction", a, frozenset(plus), frozenset(minus)), d)
-
-        vs_base = {c.label: {a: None if c.label == canon["baseline"] else ratio(a, c.label, "baseline") for a in AREAS}
-                   for c in self.configs}
-        per_opt = []
-        for n in s.names:
-            loo = f"all-{n}" in self.by_label
-            per_opt.append((n, {a: ratio(a, n, "baseline") for a in AREAS},
-                            {a: ratio(a, "all", f"all-{n}") for a in AREAS} if loo else None,
-                            {a: interaction(a, n) for a in AREAS} if loo and len(s.names) >= 2 else None))
-        totals = {a: ratio(a, "all", "baseline") for a in AREAS}
+        vs_base, per_opt, totals = self._register(fam, self._pairing())
         fam.close()
         get = fam.get
 
@@ -555,16 +573,17 @@ class Ablation:
 class _Family:
     """The tests of one run: each comparison once (keyed by what it compares), corrected together."""
 
-    def __init__(self, confidence: float):
-        self.confidence, self.keys, self.raw, self.effects = confidence, {}, [], None
+    def __init__(self, confidence: float, planning: bool = False):
+        self.confidence, self.planning, self.keys, self.raw, self.effects = confidence, planning, {}, [], None
 
     def __len__(self) -> int:
         return len(self.raw)
 
-    def add(self, key, d: list[float]) -> int:
+    def add(self, key, d) -> int:
+        """The test's index; d() gives its per-round differences (called once a key, never while planning)."""
         if key not in self.keys:
             self.keys[key] = len(self.raw)
-            self.raw.append(effect_from_logs(d, self.confidence))
+            self.raw.append(None if self.planning else effect_from_logs(d(), self.confidence))
         return self.keys[key]
 
     def close(self) -> None:
