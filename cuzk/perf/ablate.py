@@ -289,14 +289,14 @@ class Ablation:
         t0 = time.perf_counter()
         pool = make_pool(s.synthesis_pool, s.parallel_synthesis) if s.parallel_synthesis else None
         old_env = os.environ.get("CUZK_OPT")
-        # the long-lived heap (keys, provers, the caller's objects) moves out of the collector's reach for
-        # the rounds: the gc.collect() before each sample then costs little however large the process is
-        frozen = gc.get_freeze_count() == 0
         tests = self.planned_tests()
         need = rounds_needed(tests, s.confidence)
         if s.repeat < need:      # said before the hours a GPU run may take, not only in the report
             self.log(f"  {tests} tests will be corrected together: with {s.repeat} rounds an effect passes only where "
                      f"many tests reach the exact test's floor; one effect alone needs --repeat {need}")
+        # the long-lived heap (keys, provers, the caller's objects) moves out of the collector's reach for
+        # the rounds: the gc.collect() before each sample then costs little however large the process is
+        frozen = gc.get_freeze_count() == 0
         try:
             self._prepare(pool)
             if frozen:
