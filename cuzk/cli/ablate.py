@@ -21,8 +21,9 @@ def cmd_ablate(args) -> int:
     if args.from_json:                     # the report of a saved (possibly cut short) run
         try:
             res = json.loads(Path(args.from_json).read_text())
-            if args.confidence is not None and args.confidence != res["setup"]["confidence"]:
-                res = ablate.rejudge(res, args.confidence)      # the saved samples, other intervals
+            conf = res["setup"]["confidence"] if args.confidence is None else args.confidence
+            if conf != res["setup"]["confidence"] or ablate.needs_rejudging(res):
+                res = ablate.rejudge(res, conf)      # the saved samples, other intervals or the correction
             md = ablate.markdown(res)
         except ablate.AblateError as e:
             raise CliError(f"ablate: {e}") from e

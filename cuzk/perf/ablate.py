@@ -11,17 +11,26 @@ robin over the configurations, every configuration once per round in a fresh ran
 kept in the JSON), so drift within a round and bursts of load hit every configuration alike. (A
 rotating order is not enough: with fewer rounds than configurations it leaves each configuration
 mostly early or mostly late in its rounds, and on the CPU reference later samples run ~1% slower,
-which was enough to make `baseline` look slower than everything else.) A sample is one whole run as `cuzk bench` makes it: synthesis (the backend's
+which was enough to make `baseline` look slower than everything else.) The controls (baseline, and
+all: what the others are compared with) run once in every block of about Setup.block configurations
+of a round, and each comparison pairs the two samples taken closest together: on a shared host the
+difference between two samples of identical code grows with the time between them (a full-registry
+round lasts seconds), and one control sample a round made every comparison of that round share its
+luck. A sample is one whole run as `cuzk bench` makes it: synthesis (the backend's
 a/b/c evaluation included; the witnesses in parallel with --parallel-synthesis), then Prover.prove,
 all timed by one PhaseTimer. A phase's value is its CUDA-event time where events were recorded (the
 cuda backend) and its host time otherwise. On a GPU every sample is guarded by NVML
 (cuzk.perf.sampler: throttled or contended samples are discarded and retaken; too many make the run
 untrusted, exit 2).
 
-Samples of one round are paired; effects are Hodges-Lehmann ratios with the exact signed-rank
-interval (cuzk.perf.effects). An interaction is reported where, per round, ln(all/baseline) differs
-significantly from the sum of the single effects' ln(X/baseline): the combination is not the product
-of its parts.
+Effects are Hodges-Lehmann ratios with the exact signed-rank interval (cuzk.perf.effects); every test
+of the run (each configuration against baseline in every phase, each toggle left out of all, each
+interaction) is corrected together by Benjamini-Hochberg, and only those verdicts read faster or
+slower. An interaction is X's effect in all (all / all-X) against its effect alone (X / baseline),
+per round: two paired differences, so the test stays symmetric under skewed noise (the old test,
+all / baseline against the product of every single effect, weighted baseline's sample k-1 times and
+read its skew as an interaction). A toggle that the backend does not read, or that acts only with
+another that is off, is noted: its rows are controls.
 """
 from __future__ import annotations
 
@@ -36,7 +45,7 @@ from dataclasses import dataclass, field
 
 from ..opts import REGISTRY, OptError, OptSet, resolve
 from ..timing import PHASES
-from .effects import NO_CHANGE, Effect, effect_from_logs, paired_effect
+from .effects import NOT_AFTER_CORRECTION, SIGNIFICANT, correct, effect_from_logs, rounds_needed, smallest_p
 from .workload import opt_spec
 
 AREAS = PHASES + ("total",)
@@ -45,6 +54,54 @@ KINDS = ("baseline", "single", "leave-one-out", "all")
 
 class AblateError(RuntimeError):
     pass
+
+
+# What each backend's code reads on the path ablate measures (synthesis, then Prover.prove), read off the
+# code: synthesis's storage (cuzk/r1cs.py: A1, A2) is shared; the CPU reference reads no toggle of its own;
+# the cuda backend reads every other toggle except those in OFF_PATH (tests/test_ablate.py checks this
+# against the sources). A registry entry's own `backends` field, where it has one, takes precedence.
+SHARED_READS = frozenset({"A1", "A2"})
+BACKEND_READS: dict[str, frozenset | None] = {"cpu": SHARED_READS, "cuda": None}     # None: all but OFF_PATH
+OFF_PATH = {      # toggles read only by code that ablate does not run
+    "B2": "bench --pipeline",
+    "B3": "bench --pipeline",
+    "F2": "bench --pipeline (an assignment spent by its one proof)",
+    "N10": "the natural-order NTT helpers (cuzk micro ntt)",
+}
+# toggles that change nothing unless others are on ("acts only with" in the registry; the code:
+# cuzk/backend/cuda/ntt_msm_h.ntt_variant, cuzk/gpu/msm.kernel_build)
+REQUIRES = {
+    "N2": ("N1",), "N4": ("N1", "N2"), "N8": ("N1", "N2", "N4"), "N11": ("N1", "N2", "N4"),
+    "N12": ("N1", "N2"), "N13": ("N1",), "N15": ("N1", "N2"), "N17": ("N1", "N2", "N12"), "I2": ("I1",),
+}
+
+
+def reads(backend: str, name: str) -> bool | None:
+    """Whether the backend's code reads the toggle where ablate measures; None where unknown."""
+    o = REGISTRY.get(name)
+    if o is None:
+        return None
+    if name in OFF_PATH:
+        return False
+    listed = getattr(o, "backends", None)
+    if listed is not None:
+        return backend in listed
+    if backend not in BACKEND_READS:
+        return None
+    table = BACKEND_READS[backend]
+    return True if table is None else name in table
+
+
+def inert(backend: str, name: str, on: dict[str, bool]) -> str | None:
+    """Why switching the toggle cannot change this run where the others are `on` (None: it can, or unknown)."""
+    if name in OFF_PATH:
+        return f"{name} acts only in {OFF_PATH[name]}, which ablate does not run"
+    if reads(backend, name) is False:
+        return f"the {backend} backend does not read {name}"
+    missing = [r for r in REQUIRES.get(name, ()) if not on.get(r)]
+    if missing:
+        return f"{name} acts only with {', '.join(REQUIRES[name])}: {', '.join(missing)} off here"
+    return None
 
 
 @dataclass
@@ -119,6 +176,7 @@ class Setup:
     max_discards: int = 10
     pause_s: float = 1.0
     seed: int = 0                 # of the per-round orders
+    block: int = 8                # configurations per block of a round, each block with every control once (0: one)
     max_seconds: float | None = None   # no new round once the next would end past this (>= 2 rounds run)
     device_keygen: bool = False   # key made on the GPU and kept there (no host key: not with A4)
     others: str = "off"           # the optimizations outside names: "off", or at their registry "defaults"
@@ -138,18 +196,43 @@ def _value(rec: dict) -> float:
 
 class Ablation:
     def __init__(self, setup: Setup, log=lambda m: print(m, file=sys.stderr), checkpoint=None,
-                 resume: dict | None = None):
+                 resume: dict | None = None, saved: bool = False):
         """checkpoint(result), when given, gets the analysis of the rounds so far after every round
         from the second on (the CLI writes it to --json), so a run cut short keeps what it measured.
         resume: a saved result (possibly cut short) of the same setup; its rounds are kept and the run
         goes on from there up to setup.repeat rounds (every round is paired within itself, so rounds
-        from another process or machine still pair; the result lists where each part came from)."""
+        from another process or machine still pair; the result lists where each part came from).
+        saved: only to judge `resume` again, with its own configurations (toggles since removed included)."""
         self.s, self.log, self.checkpoint, self.resume = setup, log, checkpoint, resume
-        self.configs = configurations(setup.names, setup.leave_one_out, setup.others)
+        self.saved_meta = {o["name"]: {k: o.get(k) for k in ("phases", "intent", "predicted")}
+                           for o in (resume or {}).get("optimizations") or []}
+        if saved:
+            self.configs = [Config(c["label"], c["kind"], OptSet(tuple(c["optimizations"].items())),
+                                   list(c.get("aliases") or [])) for c in resume["configurations"]]
+        else:
+            self.configs = configurations(setup.names, setup.leave_one_out, setup.others)
         self.by_label = {}
         for c in self.configs:
             for lab in [c.label, *c.aliases]:
                 self.by_label[lab] = c
+        # the configurations the others are compared with (X / baseline, all / all-X): sampled once in
+        # every block of a round, so that each comparison pairs samples taken close together
+        self.controls = list(dict.fromkeys(self.by_label[lab].label for lab in ("baseline", "all")))
+
+    def round_order(self, rng: random.Random) -> list[str]:
+        """One round's order of configuration labels: the others shuffled and cut into blocks of about
+        setup.block, each block with one sample of every control at a random place in it (never first in
+        a block after the first, so that no control runs twice in a row); one block where block is 0."""
+        rest = [c.label for c in self.configs if c.label not in self.controls]
+        rng.shuffle(rest)
+        nb = max(1, round(len(rest) / self.s.block)) if self.s.block else 1
+        order: list[str] = []
+        for b in range(nb):
+            block = rest[b * len(rest) // nb:(b + 1) * len(rest) // nb]
+            for lab in rng.sample(self.controls, len(self.controls)):
+                block.insert(rng.randint(1 if order and block else 0, len(block)), lab)
+            order += block
+        return order
 
     # --- measuring ---
 
@@ -206,8 +289,19 @@ class Ablation:
         t0 = time.perf_counter()
         pool = make_pool(s.synthesis_pool, s.parallel_synthesis) if s.parallel_synthesis else None
         old_env = os.environ.get("CUZK_OPT")
+        tests = self.planned_tests()
+        need = rounds_needed(tests, s.confidence)
+        if s.repeat < need:      # said before the hours a GPU run may take, not only in the report
+            self.log(f"  {tests} tests will be corrected together: with {s.repeat} rounds an effect passes only where "
+                     f"many tests reach the exact test's floor; one effect alone needs --repeat {need}")
+        # the long-lived heap (keys, provers, the caller's objects) moves out of the collector's reach for
+        # the rounds: the gc.collect() before each sample then costs little however large the process is
+        frozen = gc.get_freeze_count() == 0
         try:
             self._prepare(pool)
+            if frozen:
+                gc.collect()
+                gc.freeze()
             guard = (sampler.nvml_guard(f"ablate {s.backend} 2^{s.log_size}", own_pids=frozenset({os.getpid()}))
                      if s.backend != "cpu" else None)
             gpu = None
@@ -218,6 +312,7 @@ class Ablation:
             self.orders = []
             rng = random.Random(s.seed)
             self.rounds_done = start = self._restore(discards, rng)
+            arms = {a.cfg.label: a for a in self.arms}
             t_rounds = time.perf_counter()
             for r in range(start, s.repeat):
                 if s.max_seconds is not None and r >= 2 and r > start:
@@ -225,10 +320,13 @@ class Ablation:
                     if time.perf_counter() - t0 + per_round > s.max_seconds:
                         self.log(f"  stopping after {r} of {s.repeat} rounds (--max-seconds {s.max_seconds:g})")
                         break
-                order = list(self.arms)
-                rng.shuffle(order)             # a fresh order each round: no configuration keeps a position
-                self.orders.append([a.cfg.label for a in order])
-                for arm in order:
+                order = self.round_order(rng)
+                self.orders.append(order)
+                for lab in self.controls:      # the controls' second and later samples of this round
+                    for a in AREAS:
+                        self.extra[lab][a].append([])
+                seen = set()
+                for arm in (arms[lab] for lab in order):
                     got = {}
 
                     def measure(arm=arm, got=got):
@@ -239,11 +337,18 @@ class Ablation:
                     ss = sampler.collect(measure, 1, guard, discards=discards, max_discards=s.max_discards,
                                          pause_s=s.pause_s, what=f"ablate {arm.cfg.label}")
                     lab, recs = arm.cfg.label, got["recs"]
-                    for p in PHASES:
-                        self.samples[lab][p].append(_value(recs[p]))
-                        self.host[lab][p].append(recs[p]["host_s"])
-                    self.samples[lab]["total"].append(sum(_value(recs[p]) for p in PHASES))
-                    self.host[lab]["total"].append(sum(recs[p]["host_s"] for p in PHASES))
+                    value = {p: _value(recs[p]) for p in PHASES}
+                    value["total"] = sum(value.values())
+                    if lab in seen:            # a control's later sample in this round: paired by position
+                        for a in AREAS:
+                            self.extra[lab][a][-1].append(value[a])
+                    else:
+                        seen.add(lab)
+                        for p in PHASES:
+                            self.host[lab][p].append(recs[p]["host_s"])
+                        self.host[lab]["total"].append(sum(recs[p]["host_s"] for p in PHASES))
+                        for a in AREAS:
+                            self.samples[lab][a].append(value[a])
                     self.states[lab] += ss.states
                     self.energy[lab] += ss.energy_j
                 self.rounds_done = r + 1
@@ -253,6 +358,8 @@ class Ablation:
         except sampler.UntrustedRun as e:
             raise AblateError(str(e)) from e
         finally:
+            if frozen:
+                gc.unfreeze()
             if pool is not None:
                 pool.shutdown()
             if old_env is None:
@@ -267,6 +374,7 @@ class Ablation:
         self.host = {c.label: {a: [] for a in AREAS} for c in self.configs}
         self.states = {c.label: [] for c in self.configs}
         self.energy = {c.label: [] for c in self.configs}
+        self.extra = {lab: {a: [] for a in AREAS} for lab in self.controls}
 
     def _restore(self, discards: list, rng) -> int:
         """Load the resumed rounds (if any) into the sample tables; the rounds already done."""
@@ -289,10 +397,18 @@ class Ablation:
                 self.host[c.label][a] = list(got["host_samples"][a])
             self.states[c.label] = list(got.get("gpu_states") or [])
             self.energy[c.label] = list(got.get("energy_j") or [])
+            if c.label in self.controls:       # saved before blocks: no later samples in its rounds
+                ex = got.get("extra_samples") or {}
+                for a in AREAS:
+                    rows = ex.get(a) or [[] for _ in range(done)]
+                    if len(rows) != done:
+                        raise AblateError(f"the resumed run has {len(rows)} rounds of later {c.label} {a} "
+                                          f"samples, not {done}")
+                    self.extra[c.label][a] = [list(x) for x in rows]
         self.orders = [list(o) for o in old.get("orders") or []]
         discards += old.get("discards") or []
         for _ in range(done):                  # the same order stream as one uninterrupted run
-            rng.shuffle(list(range(len(self.configs))))
+            self.round_order(rng)
         if not self.parts:
             self.parts = [{"rounds": done, "commit": old.get("commit"), "gpu": old.get("gpu"),
                            "wall_s": old.get("wall_s")}]
@@ -313,79 +429,199 @@ class Ablation:
 
     # --- judging ---
 
-    def _eff(self, a: str, x: str, y: str) -> Effect:
-        return paired_effect(self.samples[self.by_label[x].label][a], self.samples[self.by_label[y].label][a],
-                             self.s.confidence)
+    def _register(self, fam, pairs):
+        """Every comparison of the run into fam (each once: aliases and repeats share a key; pairs(area, x,
+        y) gives its per-round differences); their indices: per configuration against baseline, per
+        toggle (alone, in all, interaction), and all against baseline."""
+        s = self.s
+        canon = {lab: c.label for lab, c in self.by_label.items()}
+
+        def ratio(a: str, x: str, y: str) -> int:          # time of x / time of y, paired within each round
+            x, y = canon[x], canon[y]
+            return fam.add(("ratio", a, x, y), lambda: pairs(a, x, y))
+
+        def interaction(a: str, n: str) -> int:            # X's effect in all / X's effect alone
+            plus, minus = (canon["all"], canon["baseline"]), (canon[f"all-{n}"], canon[n])
+            return fam.add(("interaction", a, frozenset(plus), frozenset(minus)), lambda: [
+                p - q for p, q in zip(pairs(a, plus[0], minus[0]), pairs(a, minus[1], plus[1]))])
+
+        vs_base = {c.label: {a: None if c.label == canon["baseline"] else ratio(a, c.label, "baseline") for a in AREAS}
+                   for c in self.configs}
+        per_opt = []
+        for n in s.names:
+            loo = f"all-{n}" in self.by_label
+            per_opt.append((n, {a: ratio(a, n, "baseline") for a in AREAS},
+                            {a: ratio(a, "all", f"all-{n}") for a in AREAS} if loo else None,
+                            {a: interaction(a, n) for a in AREAS} if loo and len(s.names) >= 2 else None))
+        totals = {a: ratio(a, "all", "baseline") for a in AREAS}
+        return vs_base, per_opt, totals
+
+    def planned_tests(self) -> int:
+        """How many tests the run's analysis will correct over (before measuring)."""
+        fam = _Family(self.s.confidence, planning=True)
+        self._register(fam, None)
+        return len(fam)
+
+    def _pairing(self):
+        """pairs(area, x, y): per round, ln(x) - ln(y) from the samples of x and y taken closest together in
+        that round (a control has one sample a block; equally close choices are averaged). Rounds without a
+        usable order (saved before blocks) pair their one sample of each."""
+        rounds = len(self.samples[self.configs[0].label]["total"])
+        where = []
+        for r in range(rounds):
+            o = self.orders[r] if r < len(self.orders) else None
+            pos: dict[str, list[int]] = {}
+            for i, lab in enumerate(o or []):
+                pos.setdefault(lab, []).append(i)
+            ok = o is not None and all(len(pos.get(lab, ())) == 1 + (len(self.extra[lab]["total"][r])
+                                                                    if lab in self.controls else 0)
+                                       for lab in self.samples)
+            where.append(pos if ok else None)
+
+        def values(lab: str, a: str, r: int) -> list[float]:
+            return [self.samples[lab][a][r]] + (self.extra[lab][a][r] if lab in self.controls else [])
+
+        def pairs(a: str, x: str, y: str) -> list[float]:
+            out = []
+            for r in range(rounds):
+                vx, vy = values(x, a, r), values(y, a, r)
+                if where[r] is None or (len(vx) == 1 and len(vy) == 1):
+                    out.append(math.log(vx[0]) - math.log(vy[0]))
+                    continue
+                cand = [(abs(px - py), i, j) for i, px in enumerate(where[r][x]) for j, py in enumerate(where[r][y])]
+                near = min(c[0] for c in cand)
+                ds = [math.log(vx[i]) - math.log(vy[j]) for dist, i, j in cand if dist == near]
+                out.append(sum(ds) / len(ds))
+            return out
+        return pairs
+
+    def meta(self, name: str) -> dict:
+        """A toggle's registry entry (phases, intent, prediction); a saved run's copy for one since removed."""
+        o = REGISTRY.get(name)
+        if o is not None:
+            return {"phases": list(o.phases), "intent": o.intent, "predicted": o.predicted}
+        return self.saved_meta.get(name) or {"phases": [], "intent": "(not in the registry)", "predicted": ""}
 
     def analyse(self) -> dict:
+        """Every comparison of the run, each made once (aliases share their samples) and judged after one
+        Benjamini-Hochberg correction over all of them (cuzk.perf.effects)."""
         s, conf = self.s, self.s.confidence
+        fam = _Family(conf)
+        vs_base, per_opt, totals = self._register(fam, self._pairing())
+        fam.close()
+        get = fam.get
+
         cfgs = []
         for c in self.configs:
             areas = {}
             for a in AREAS:
                 v = sorted(self.samples[c.label][a])
                 q = statistics.quantiles(v, n=4, method="inclusive") if len(v) > 1 else [v[0]] * 3
+                i = vs_base[c.label][a]
                 areas[a] = {"median_s": statistics.median(v), "q1_s": q[0], "q3_s": q[2],
-                            "vs_baseline": None if c.label == "baseline" else self._eff(a, c.label, "baseline").as_dict()}
+                            "vs_baseline": None if i is None else get(i)}
             cfgs.append({**c.as_dict(), "areas": areas, "samples": self.samples[c.label],
                          "host_samples": self.host[c.label], "gpu_states": self.states[c.label],
-                         "energy_j": self.energy[c.label]})
-        optimizations = []
-        for n in s.names:
-            o = REGISTRY[n]
+                         "energy_j": self.energy[c.label],
+                         **({"extra_samples": self.extra[c.label]} if c.label in self.controls else {})})
+        optimizations, interactions, listed = [], [], {}
+        all_on = self.by_label["all"].opts.as_dict()
+        for n, alone, in_all, inter in per_opt:
+            m = self.meta(n)
+            alone_inert = inert(s.backend, n, self.by_label[n].opts.as_dict())
+            in_all_inert = inert(s.backend, n, all_on) if in_all else None
             optimizations.append({
-                "name": n, "phases": list(o.phases), "intent": o.intent, "predicted": o.predicted,
-                "alone": {a: self._eff(a, n, "baseline").as_dict() for a in AREAS},
-                "in_all": ({a: self._eff(a, "all", f"all-{n}").as_dict() for a in AREAS}
-                           if f"all-{n}" in self.by_label else None)})
-        interactions = []
-        if len(s.names) >= 2:
-            for a in AREAS:
-                lb = [math.log(x) for x in self.samples["baseline"][a]]
-                la = [math.log(x) for x in self.samples[self.by_label["all"].label][a]]
-                singles = [[math.log(x) for x in self.samples[self.by_label[n].label][a]] for n in s.names]
-                d = [la[i] - lb[i] - sum(sg[i] - lb[i] for sg in singles) for i in range(len(lb))]
-                e = effect_from_logs(d, conf)
-                all_r = math.exp(statistics.median([la[i] - lb[i] for i in range(len(lb))]))
-                prod = math.exp(sum(statistics.median([sg[i] - lb[i] for i in range(len(lb))]) for sg in singles))
-                interactions.append({"area": a, "all_ratio": all_r, "product_of_singles": prod,
-                                     "interaction": e.as_dict(), "significant": e.verdict != NO_CHANGE})
+                "name": n, **m, "alone": {a: get(i) for a, i in alone.items()},
+                "in_all": {a: get(i) for a, i in in_all.items()} if in_all else None,
+                "inert_alone": alone_inert, "inert_in_all": in_all_inert,
+                "read_by_backend": reads(s.backend, n)})
+            for a, i in (inter or {}).items():
+                if i in listed:                # two toggles: one test, both names
+                    listed[i]["names"].append(n)
+                    listed[i]["inert"] = listed[i]["inert"] and bool(alone_inert and in_all_inert)
+                    continue
+                e = get(i)
+                listed[i] = {"names": [n], "area": a, "alone_ratio": optimizations[-1]["alone"][a]["ratio"],
+                             "in_all_ratio": optimizations[-1]["in_all"][a]["ratio"], "interaction": e,
+                             "significant": e["verdict"] in SIGNIFICANT, "inert": bool(alone_inert and in_all_inert)}
+                interactions.append(listed[i])
         attribution = {}
         for a in AREAS:
-            tot = self._eff(a, "all", "baseline")
-            if tot.verdict == NO_CHANGE:
+            tot = get(totals[a])
+            if tot["verdict"] not in SIGNIFICANT:
                 continue
             # without leave-one-out runs, attribution rests on the single effects alone
-            same = {o["name"]: (o["alone"][a]["verdict"] == tot.verdict,
-                                (o["in_all"] or o["alone"])[a]["verdict"] == tot.verdict)
+            same = {o["name"]: (o["alone"][a]["verdict"] == tot["verdict"],
+                                (o["in_all"] or o["alone"])[a]["verdict"] == tot["verdict"])
                     for o in optimizations}
             # attributed: the same significant direction alone and when left out of all; partly: one of the two
-            attribution[a] = {"all": tot.as_dict(), "optimizations": [n for n, v in same.items() if all(v)],
+            attribution[a] = {"all": tot, "optimizations": [n for n, v in same.items() if all(v)],
                               "partly": [n for n, v in same.items() if any(v) and not all(v)]}
+        n_rounds = len(self.samples[self.configs[0].label]["total"])
+        # significant effects of a toggle that cannot act here: false discoveries, or a bias in the measurement
+        controls = [f"{o['name']} {k.replace('_', ' ')} on `{a}`" for o in optimizations
+                    for k in ("alone", "in_all") if o[k] and o[f"inert_{k}"]
+                    for a in AREAS if o[k][a]["verdict"] in SIGNIFICANT]
+        correction = {"method": "Benjamini-Hochberg", "fdr": round(1 - conf, 12), "tests": len(fam),
+                      "discoveries": fam.discoveries(), "rounds": n_rounds, "smallest_p": smallest_p(n_rounds),
+                      "rounds_needed": rounds_needed(len(fam), conf), "inert_flagged": controls}
         return {"setup": {**s.as_dict(), "configurations": len(self.configs)}, "areas": list(AREAS),
                 "impl": self.impl, "configurations": cfgs, "optimizations": optimizations,
-                "interactions": interactions, "attribution": attribution}
+                "interactions": interactions, "attribution": attribution, "correction": correction}
+
+
+class _Family:
+    """The tests of one run: each comparison once (keyed by what it compares), corrected together."""
+
+    def __init__(self, confidence: float, planning: bool = False):
+        self.confidence, self.planning, self.keys, self.raw, self.effects = confidence, planning, {}, [], None
+
+    def __len__(self) -> int:
+        return len(self.raw)
+
+    def add(self, key, d) -> int:
+        """The test's index; d() gives its per-round differences (called once a key, never while planning)."""
+        if key not in self.keys:
+            self.keys[key] = len(self.raw)
+            self.raw.append(None if self.planning else effect_from_logs(d(), self.confidence))
+        return self.keys[key]
+
+    def close(self) -> None:
+        self.effects = correct(self.raw)
+
+    def get(self, i: int) -> dict:
+        return self.effects[i].as_dict()
+
+    def discoveries(self) -> int:
+        return sum(e.verdict in SIGNIFICANT for e in self.effects)
 
 
 def rejudge(res: dict, confidence: float) -> dict:
-    """A saved result's samples analysed again at another confidence (intervals, verdicts,
-    interactions, attribution); what was measured is unchanged."""
+    """A saved result's samples analysed again (at another confidence, or a result saved before the
+    correction over all tests existed): intervals, verdicts, interactions, attribution; what was measured
+    is unchanged."""
     if not 0.5 <= confidence < 1:
         raise AblateError("--confidence must be in [0.5, 1)")
     from .effects import critical_k
     n = int(res.get("rounds_done") or len(res["configurations"][0]["samples"]["total"]))
-    if critical_k(n, confidence) < 1:
+    if critical_k(n, confidence) < 1 and confidence != res["setup"]["confidence"]:
         raise AblateError(f"{n} rounds cannot give a {confidence:.0%} interval")
     saved = {k: v for k, v in res["setup"].items() if k in Setup.__dataclass_fields__}
-    ab = Ablation(Setup(**{**saved, "confidence": confidence}), log=lambda m: None, resume=res)
+    ab = Ablation(Setup(**{**saved, "confidence": confidence}), log=lambda m: None, resume=res, saved=True)
     ab._new_tables()
     ab.impl = res["impl"]
     ab._restore([], random.Random(0))
     out = ab.analyse()
     keep = ("orders", "discards", "gpu", "wall_s", "rounds_done", "parts", "cuzk_version", "commit", "complete")
     out.update({k: res[k] for k in keep if k in res})
-    out["rejudged_from"] = res["setup"]["confidence"]
+    if confidence != res["setup"]["confidence"]:
+        out["rejudged_from"] = res["setup"]["confidence"]
     return out
+
+
+def needs_rejudging(res: dict) -> bool:
+    """A result saved before every verdict was corrected over the run's tests."""
+    return "correction" not in res
 
 
 # --- the report ---
@@ -400,15 +636,43 @@ def _interval(e: dict, digits: int, need: int) -> str:
     return f"[{e['low']:.{digits}f}, {e['high']:.{digits}f}]"
 
 
-def _cell(e: dict | None, need: int) -> tuple[str, str, str]:
+def _cell(e: dict | None, need: int) -> tuple[str, str, str, str]:
     if e is None:
-        return "1", "", ""
-    return f"x{e['ratio']:.3f}", _interval(e, 3, need), e["verdict"]
+        return "1", "", "", ""
+    return f"x{e['ratio']:.3f}", _interval(e, 3, need), _q(e), e["verdict"]
+
+
+def _q(e: dict) -> str:
+    q = e.get("q")
+    return "" if q is None else (f"{q:.2g}" if q < 0.995 else "1")
 
 
 def _short(e: dict, need: int) -> str:
     mark = {"faster": " faster", "slower": " slower"}.get(e["verdict"], " ~")
     return f"x{e['ratio']:.3f} {_interval(e, 2, need)}{mark}"
+
+
+def _correction_lines(res: dict) -> list[str]:
+    c, s = res["correction"], res["setup"]
+    fdr = f"{c['fdr']:.0%}" if c["fdr"] >= 0.01 else f"{c['fdr']:g}"
+    out = [f"**{c['discoveries']} of {c['tests']} tests significant** after the Benjamini-Hochberg correction over "
+           f"every test of this run (false discovery rate {fdr}; q in the tables is each test's adjusted p-value). "
+           f"Verdicts: faster or slower where q <= {fdr}; \"no effect\" where the interval holds 1; "
+           f"\"{NOT_AFTER_CORRECTION}\" where the interval excludes 1 but q does not pass."]
+    need = c["rounds_needed"]
+    if c["rounds"] < need:
+        out.append(f"With {c['rounds']} rounds the exact test's smallest p-value is {c['smallest_p']:.2g}: an effect "
+                   f"passes the correction only if about {math.ceil(c['smallest_p'] * c['tests'] / c['fdr'])} or more "
+                   f"of the {c['tests']} tests reach it; one effect alone needs at least {need} rounds "
+                   f"(--repeat {need}), or fewer tests (--opt-set, --no-leave-one-out).")
+    inert_names = [o["name"] for o in res["optimizations"] if o.get("read_by_backend") is False]
+    if inert_names:
+        out.append(f"Not read by the {s['backend']} backend where ablate measures (their rows are controls: any "
+                   f"effect there is noise or a bias of the measurement): {', '.join(inert_names)}.")
+    if c["inert_flagged"]:
+        out.append("**Warning**: significant effects of toggles that cannot act here (false discoveries, or a bias "
+                   "in the measurement): " + "; ".join(c["inert_flagged"]) + ".")
+    return out
 
 
 def markdown(res: dict) -> str:
@@ -426,13 +690,16 @@ def markdown(res: dict) -> str:
            + f"{res.get('rounds_done', s['repeat'])} interleaved rounds"
            + (f" (of {s['repeat']} asked: stopped by --max-seconds or cut short)"
               if res.get("rounds_done", s["repeat"]) < s["repeat"] else "")
-           + ", each in a fresh random order. "
+           + ", each in a fresh random order"
+           + (f", baseline and all once in every block of about {s['block']} configurations" if s.get("block") else "")
+           + ". "
            f"A sample is a whole run (synthesis + prove) timed by PhaseTimer: CUDA-event time where recorded, "
-           f"else host time. Ratio to baseline = exp(Hodges-Lehmann estimate of the per-round paired log "
-           f"ratios); {pct} CI from the exact signed-rank test; verdict: the CI excludes 1"
+           f"else host time. Ratio to baseline = exp(Hodges-Lehmann estimate of the paired log ratios, "
+           f"one pair a round: the two samples taken closest together); {pct} CI of each test alone, from the "
+           f"exact signed-rank test"
            + (f" (judged again from the saved samples; the run asked for {res['rejudged_from']:.0%})"
               if res.get("rejudged_from") else "") + ". "
-           f"Wall time {res.get('wall_s', 0):.1f} s."]
+           f"Wall time {res.get('wall_s', 0):.1f} s.", ""] + _correction_lines(res)
     if res.get("gpu"):
         g = res["gpu"]
         out.append(f"GPU {g.get('name')}, driver {g.get('driver')}; {len(res.get('discards', []))} samples "
@@ -445,36 +712,48 @@ def markdown(res: dict) -> str:
         rows = []
         for c in res["configurations"]:
             st = c["areas"][a]
-            r, ci, v = _cell(st["vs_baseline"], need)
+            r, ci, q, v = _cell(st["vs_baseline"], need)
             lab = c["label"] + (f" (= {', '.join(c['aliases'])})" if c["aliases"] else "")
-            rows.append([lab, c["kind"], _ms(st["median_s"]), r, ci, v])
+            rows.append([lab, c["kind"], _ms(st["median_s"]), r, ci, q, v])
         out += ["", f"### `{a}`" + (f" ({res['impl'][a]})" if a in res.get("impl", {}) else ""), "",
-                tabulate(rows, headers=["configuration", "kind", "median", "ratio", f"{pct} CI", "verdict"],
+                tabulate(rows, headers=["configuration", "kind", "median", "ratio", f"{pct} CI", "q", "verdict"],
                          tablefmt="github", disable_numparse=True)]
     out += ["", "### Each optimization: predicted and measured", "",
-            "Alone = X / baseline; in all = all / (all without X), on the phases X touches and on the total."]
+            "Alone = X / baseline; in all = all / (all without X), on the phases X touches and on the total; "
+            "~: no significant effect after the correction."]
     rows = []
     for o in res["optimizations"]:
         ph = [p for p in o["phases"] if p in o["alone"]] + ["total"]
-        rows.append([o["name"], "<br>".join(f"`{p}` {_short(o['alone'][p], need)}" for p in ph),
+        notes = sorted({n for n in (o.get("inert_alone"), o.get("inert_in_all")) if n})
+        alone = "<br>".join(f"`{p}` {_short(o['alone'][p], need)}" for p in ph)
+        if o.get("inert_alone") and o.get("inert_alone") != o.get("inert_in_all"):
+            alone += "<br>(inert alone)"
+        rows.append([o["name"], alone,
                      "<br>".join(f"`{p}` {_short(o['in_all'][p], need)}" for p in ph) if o["in_all"] else "not run",
-                     o["predicted"]])
+                     o["predicted"] + "".join(f"<br>**note**: {n}" for n in notes)])
     out += ["", tabulate(rows, headers=["opt", "measured alone", "measured in all", "predicted (registry)"],
                          tablefmt="github", disable_numparse=True)]
     others = [(o["name"], p, k, o[k][p]) for o in res["optimizations"] for k in ("alone", "in_all")
-              if o[k] for p in res["areas"] if p not in o["phases"] and p != "total" and o[k][p]["verdict"] != NO_CHANGE]
+              if o[k] for p in res["areas"] if p not in o["phases"] and p != "total"
+              and o[k][p]["verdict"] in SIGNIFICANT]
     if others:
         out += ["", "Effects outside the phases an optimization names: " + "; ".join(
             f"{n} {k.replace('_', ' ')} on `{p}` {_short(e, need)}" for n, p, k, e in others) + "."]
     inter = [i for i in res["interactions"] if i["significant"]]
-    out += ["", "### Interactions", ""]
-    if not res["interactions"]:
+    out += ["", "### Interactions", "",
+            "Per toggle X and phase: X's effect in all (all / all without X) over its effect alone (X / baseline), "
+            "paired within each round; 1 where the effects multiply.", ""]
+    if len(s["names"]) < 2:
         out.append("One optimization: no interaction to test.")
+    elif not res["interactions"]:
+        out.append("Not tested: it needs the leave-one-out configurations (run without --no-leave-one-out).")
     elif not inter:
-        out.append("None: in every phase, `all` is consistent with the product of the single effects.")
+        out.append("None significant: in every phase, each toggle's effect in all is consistent with its effect alone.")
     for i in inter:
-        out.append(f"- interaction in `{i['area']}`: all x{i['all_ratio']:.3f} vs product of the single effects "
-                   f"x{i['product_of_singles']:.3f}; all / product {_short(i['interaction'], need)}")
+        out.append(f"- {' / '.join(i['names'])} in `{i['area']}`: in all x{i['in_all_ratio']:.3f}, "
+                   f"alone x{i['alone_ratio']:.3f}; "
+                   f"in all / alone {_short(i['interaction'], need)}" + (" (inert toggle: a false discovery)"
+                                                                         if i.get("inert") else ""))
     out += ["", "### Attribution", ""]
     if not res["attribution"]:
         out.append("`all` changes no phase significantly.")

@@ -15,9 +15,12 @@ def _plt():
     return plt
 
 
+DPI = 110       # the charts are laid out and checked at the resolution they are saved at
+
+
 def _writer(fig, plt):
     def write(f):
-        fig.savefig(f, format="png", dpi=110)
+        fig.savefig(f, format="png", dpi=DPI)
         plt.close(fig)
     return write
 
@@ -129,15 +132,28 @@ def ablate_effects_png(result: dict):
     """One row per optimization, one panel per phase (and the whole proof), sharing the rows: the time
     ratio with X over without it, alone on the baseline (blue) and left out of all (orange: X's
     contribution to the full set), with its confidence interval. A marker without whiskers had no
-    interval (too few rounds); filled: the interval excludes 1."""
+    interval (too few rounds); filled: significant after the correction over the run's tests; a grey
+    name: the backend does not read that toggle (its rows are controls)."""
     plt = _plt()
+    return _writer(ablate_effects_fig(result, plt), plt)
+
+
+# the ratio range a panel shows at most; whiskers beyond it are cut at the panel's edge
+RATIO_RANGE = (0.1, 10.0)
+
+
+def ablate_effects_fig(result: dict, plt=None):
+    """The figure of ablate_effects_png, laid out, its tick labels thinned until none overlap."""
+    plt = plt or _plt()
     areas, opts = result["areas"], result["optimizations"]
     conf = result["setup"]["confidence"]
     rows = len(opts)
-    fig, axes = plt.subplots(1, len(areas), figsize=(2.1 * len(areas) + 1.2, 0.24 * rows + 1.6), sharey=True,
-                             squeeze=False)
+    height = 0.24 * rows + 1.6
+    fig, axes = plt.subplots(1, len(areas), figsize=(2.1 * len(areas) + 1.2, height), sharey=True, squeeze=False,
+                             dpi=DPI)
     kinds = (("alone", "tab:blue", -0.17, "alone on baseline"), ("in_all", "tab:orange", 0.17, "left out of all"))
     for ax, area in zip(axes[0], areas):
+        seen = [1.0]
         for key, colour, dy, _ in kinds:
             for i, o in enumerate(opts):
                 e = (o.get(key) or {}).get(area)
@@ -145,30 +161,47 @@ def ablate_effects_png(result: dict):
                     continue
                 y = rows - 1 - i + dy
                 # every effect is time with X / time without X: "left out of all" is all / all-without-X
-                filled = e["verdict"] != "no change"
+                filled = e["verdict"] in ("faster", "slower")
                 if e["low"] is not None and e["high"] is not None:
                     ax.plot([e["low"], e["high"]], [y, y], color=colour, linewidth=1)
+                    seen += [e["low"], e["high"]]
                 ax.plot([e["ratio"]], [y], "o", markersize=3.5, color=colour,
                         markerfacecolor=colour if filled else "white")
+                seen.append(e["ratio"])
+        lo = max(RATIO_RANGE[0], min(min(seen), 0.9) / 1.05)
+        hi = min(RATIO_RANGE[1], max(max(seen), 1.1) * 1.05)
         ax.axvline(1.0, color="0.4", linewidth=0.7)
         ax.set_xscale("log")
+        ax.set_xlim(lo, hi)
         _ratio_ticks(ax)
         ax.set_title(area, fontsize=8)
         ax.tick_params(axis="x", labelsize=6)
         ax.grid(axis="x", alpha=0.3, which="both")
     axes[0][0].set_yticks(range(rows))
     axes[0][0].set_yticklabels([o["name"] for o in reversed(opts)], fontsize=6)
+    for lab, o in zip(axes[0][0].get_yticklabels(), reversed(opts)):
+        if o.get("read_by_backend") is False:
+            lab.set_color("0.6")
     axes[0][0].set_ylim(-0.7, rows - 0.3)
     fig.supxlabel("time with the optimization / without it (log scale; < 1: it makes the phase faster)", fontsize=7)
     from matplotlib.lines import Line2D
-    fig.legend(handles=[Line2D([], [], color=c, marker="o", markersize=4, label=lab) for _, c, _, lab in kinds],
-               loc="upper right", fontsize=7, ncol=2)
-    fig.suptitle(_ablate_title(result, f"{conf:.0%} CI; filled: the interval excludes 1"), fontsize=8, x=0.4)
-    fig.tight_layout(rect=(0, 0, 1, 1 - 0.5 / (0.24 * rows + 1.6)))
-    return _writer(fig, plt)
+    handles = [Line2D([], [], color=c, marker="o", markersize=4, label=lab) for _, c, _, lab in kinds]
+    if any(o.get("read_by_backend") is False for o in opts):
+        handles.append(Line2D([], [], color="0.6", linestyle="", marker="$A$",
+                              label=f"grey name: not read by the {result['setup']['backend']} backend"))
+    fig.legend(handles=handles, loc="upper right", fontsize=7, ncol=len(handles))
+    corr = result.get("correction")
+    what = (f"{conf:.0%} CI; filled: significant after the Benjamini-Hochberg correction over {corr['tests']} tests"
+            if corr else f"{conf:.0%} CI; filled: the interval excludes 1")
+    fig.suptitle(_ablate_title(result, what), fontsize=8, x=0.02, ha="left")
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.5 / height))
+    _thin_ticks(fig, axes[0])
+    return fig
 
 
 RATIO_TICKS = (0.1, 0.2, 0.5, 0.8, 0.9, 1.0, 1.1, 1.25, 1.5, 2.0, 5.0, 10.0)
+# which ticks keep their label first where labels would overlap: 1, then the round ratios
+TICK_PRIORITY = (1.0, 0.5, 2.0, 0.1, 10.0, 0.2, 5.0, 0.8, 1.25, 0.9, 1.1, 1.5)
 
 
 def _ratio_ticks(ax) -> None:
@@ -179,6 +212,23 @@ def _ratio_ticks(ax) -> None:
     ax.xaxis.set_major_locator(FixedLocator(ticks))
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     ax.xaxis.set_minor_formatter(NullFormatter())
+
+
+def _thin_ticks(fig, axes, pad_px: float = 3.0) -> None:
+    """Drop x tick labels, lowest priority first, until no two in a panel come within pad_px (measured
+    by the renderer at the figure's own size; a narrow panel over a wide range keeps 1 and a few)."""
+    from matplotlib.ticker import FixedLocator
+    fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    for ax in axes:
+        boxes = {round(v, 9): lab.get_window_extent(r).padded(pad_px / 2)
+                 for v, lab in zip(ax.get_xticks(), ax.get_xticklabels()) if lab.get_text()}
+        rank = {v: i for i, v in enumerate(TICK_PRIORITY)}
+        keep: list[float] = []
+        for v in sorted(boxes, key=lambda v: rank.get(v, len(rank))):
+            if not any(boxes[v].overlaps(boxes[k]) for k in keep):
+                keep.append(v)
+        ax.xaxis.set_major_locator(FixedLocator(sorted(keep)))
 
 
 def ablate_bars_png(result: dict):
@@ -216,6 +266,9 @@ def ablate_bars_png(result: dict):
     fig.legend(handles=[Patch(color=v, label=k) for k, v in KIND_COLOURS.items()], loc="upper right", fontsize=7,
                ncol=4, bbox_to_anchor=(1, 0.955))
     s = result["setup"]
-    fig.suptitle(_ablate_title(result, f"▲ slower, ▼ faster than baseline ({s['confidence']:.0%} CI)"), fontsize=9)
+    corr = result.get("correction")
+    how = (f"after the Benjamini-Hochberg correction over {corr['tests']} tests" if corr
+           else f"{s['confidence']:.0%} CI")
+    fig.suptitle(_ablate_title(result, f"▲ slower, ▼ faster than baseline ({how})"), fontsize=9)
     fig.tight_layout(rect=(0, 0, 1, 0.92))
     return _writer(fig, plt)
