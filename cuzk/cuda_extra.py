@@ -10,6 +10,8 @@ installed there, so it uses the standard library only:
     python cuzk/cuda_extra.py                         # print the extra (nothing for a CPU machine)
     python cuzk/cuda_extra.py install WHEEL bench     # pip install WHEEL[bench,<extra>]
     python cuzk/cuda_extra.py install -e . perf       # the same, editable
+    python cuzk/cuda_extra.py install --constraints-if-present C.txt WHEEL bench   # with pip's -c C.txt,
+                                                      # where that file exists (else without)
 
 The install command is taken from the checkout asv runs in, not from the commit it measures, so
 older commits are installed the same way.
@@ -30,6 +32,9 @@ VAR = "CUZK_CUDA_EXTRA"
 EXTRAS = ("cuda12", "cuda13")
 # the oldest driver each CuPy wheel runs on (CUDA's minor-version compatibility)
 MIN_DRIVER = (("cuda13", 580), ("cuda12", 525))
+
+
+USAGE = "usage: cuda_extra.py [install [--constraints-if-present FILE] [-e] WHEEL_OR_DIR [EXTRA,...]]"
 
 
 class ExtraError(ValueError):
@@ -111,17 +116,25 @@ def main(argv: list[str]) -> int:
         print(extra or "")
         return 0
     if argv[0] != "install" or len(argv) < 2:
-        print("usage: cuda_extra.py [install [-e] WHEEL_OR_DIR [EXTRA,...]]", file=sys.stderr)
+        print(USAGE, file=sys.stderr)
         return 2
-    args = argv[1:]
+    args, pip_opts = argv[1:], []
+    while args[:1] == ["--constraints-if-present"]:
+        if len(args) < 2:
+            print(USAGE, file=sys.stderr)
+            return 2
+        if os.path.isfile(args[1]):
+            pip_opts += ["-c", args[1]]
+        args = args[2:]
     editable = args[:1] == ["-e"]
     args = args[1:] if editable else args
     if not args:
         print("cuda_extra.py install: no wheel or directory given", file=sys.stderr)
         return 2
     req = requirement(args[0], args[1].split(",") if len(args) > 1 else [], extra)
-    print(f"cuzk: installing {req} ({why})", file=sys.stderr, flush=True)
-    cmd = [sys.executable, "-m", "pip", "install"] + (["-e"] if editable else []) + [req]
+    shown = "".join(f", constraints {c}" for c in pip_opts[1::2])
+    print(f"cuzk: installing {req} ({why}{shown})", file=sys.stderr, flush=True)
+    cmd = [sys.executable, "-m", "pip", "install", *pip_opts] + (["-e"] if editable else []) + [req]
     return subprocess.run(cmd).returncode
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -79,7 +80,61 @@ def test_the_install_requirement():
 def test_asv_installs_through_the_extra_chooser():
     conf = json.loads((REPO / "asv.conf.json").read_text())
     assert conf["install_command"] == ["in-dir={env_dir} python {conf_dir}/cuzk/cuda_extra.py install "
-                                       "{wheel_file} bench"]
+                                       "--constraints-if-present {conf_dir}/constraints.txt {wheel_file} bench"]
+    # each commit's wheel is built with the environment's setuptools (asv installs pyproject's
+    # build-system requirements there): no index needed per commit
+    assert conf["build_command"] == ["python -m pip wheel --no-deps --no-build-isolation -w {build_cache_dir} "
+                                     "{build_dir}"]
+
+
+def test_asv_conf_names_no_host():
+    """Links come from the git remote (cuzk.perf.asv_private.remote_links) or are left out."""
+    text = (REPO / "asv.conf.json").read_text()
+    assert "OWNER" not in text and "github.com" not in text
+    assert not {"project_url", "show_commit_url"} & set(json.loads(text))
+
+
+def _pip_argv(monkeypatch, argv):
+    seen = []
+    monkeypatch.setattr(cuda_extra.subprocess, "run", lambda cmd, **kw: seen.append(cmd) or
+                        subprocess.CompletedProcess(cmd, 0))
+    monkeypatch.setenv("CUZK_CUDA_EXTRA", "none")
+    assert cuda_extra.main(argv) == 0
+    (cmd,) = seen
+    assert cmd[:4] == [sys.executable, "-m", "pip", "install"]
+    return cmd[4:]
+
+
+def test_constraints_are_passed_where_the_file_exists(tmp_path, monkeypatch):
+    c = tmp_path / "constraints.txt"
+    args = ["install", "--constraints-if-present", str(c), "/w/cuzk.whl", "bench"]
+    assert _pip_argv(monkeypatch, args) == ["/w/cuzk.whl[bench]"]                 # no file: no -c
+    c.write_text("numpy==2.2.0\n")
+    assert _pip_argv(monkeypatch, args) == ["-c", str(c), "/w/cuzk.whl[bench]"]
+    assert _pip_argv(monkeypatch, ["install", "--constraints-if-present", str(c), "-e", ".", "perf"]) == \
+        ["-c", str(c), "-e", ".[perf]"]
+    assert cuda_extra.main(["install", "--constraints-if-present"]) == 2
+
+
+def test_the_install_command_runs_the_project_checkouts_chooser(tmp_path):
+    """asv's {conf_dir} is the folder of the config it is given: in the temporary copy bisect and history
+    hand it, the install command still names the project checkout's files (a path with a space and braces
+    survives asv's shlex split and str.format)."""
+    from asv import util
+    from cuzk.perf import asv_private
+    proj = tmp_path / "my {proj} dir"
+    proj.mkdir()
+    (proj / "asv.conf.json").write_text((REPO / "asv.conf.json").read_text())
+    (proj / "pyproject.toml").write_text((REPO / "pyproject.toml").read_text())
+    (tmp_path / "tmp").mkdir()
+    conf, _ = asv_private.write_config(proj, tmp_path / "tmp")
+    (cmd,) = json.loads(conf.read_text())["install_command"]
+    argv, env, codes, cwd = util.interpolate_command(cmd, {"env_dir": "/e", "wheel_file": "/w/cuzk.whl"})
+    assert cwd == "/e"
+    assert argv == ["python", f"{proj}/cuzk/cuda_extra.py", "install", "--constraints-if-present",
+                    f"{proj}/constraints.txt", "/w/cuzk.whl", "bench"]
+    # asv adds the build-system requirements of the pyproject.toml beside the config (--no-build-isolation)
+    assert (tmp_path / "tmp" / "pyproject.toml").read_text() == (proj / "pyproject.toml").read_text()
 
 
 def test_the_measured_extra_holds_nothing_that_bends_it():
@@ -140,7 +195,10 @@ def test_asv_builds_a_cpu_environment_and_a_gpu_one_with_cupy(tmp_path):
     pkgs = _env_packages(repo)
     assert {"cuzk", "numpy", "asv_runner", "nvidia-ml-py"} <= set(pkgs)
     assert not {"cupy-cuda12x", "cupy-cuda13x", "apache-otava", "scipy", "google-cloud-bigquery"} & set(pkgs)
-    assert pkgs["numpy"] != "2.2.0"                     # resolved for the package, not pinned by otava
+    # resolved for the package (within the checkout's constraints.txt, if any), not pinned by otava
+    cons = REPO / "constraints.txt"
+    pin = re.findall(r"(?im)^\s*numpy\s*==\s*([\w.]+)", cons.read_text()) if cons.is_file() else []
+    assert pkgs["numpy"] == pin[0] if pin else pkgs["numpy"] != "2.2.0"
     assert _result(repo, "env-test", cpu_sha, "bench_prep_msm.PrepMsm.track_time", "cpu:8") > 0
 
     # the runner's setting cuda13: the next commit's install brings CuPy into the environment

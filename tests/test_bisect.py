@@ -2,14 +2,15 @@
 measured here, asv find's saved results are checked at every commit it stepped on, and the user's
 .asv/results is left as it was.
 
-The real asv runs use an existing environment (no registry): every commit then runs the installed
-code, so the throwaway repo's own benchmarks read a value planted in each commit. asv sets
-ASV_COMMIT only for environments it builds; a small asv plugin (loaded through asv.conf.json's
-"plugins") sets it for the existing one too.
+The real asv runs here use an existing environment (no registry): asv installs nothing there, and
+cuzk bisect's own plugin checks each commit out and puts it first on the benchmarks' PYTHONPATH, so
+the throwaway repo's benchmarks import a value planted in each commit's code (bisect_planted.py).
+tests/test_bisect_e2e.py builds real asv virtualenvs.
 """
 from __future__ import annotations
 
 import datetime
+import json
 import math
 import os
 import re
@@ -20,49 +21,34 @@ from types import SimpleNamespace
 
 import pytest
 
-from cuzk.perf import bisect, bisect_preflight, bisect_run, bisect_verdict, report, suite
+from cuzk.perf import asv_private, bisect, bisect_preflight, bisect_run, bisect_verdict, report, suite
 from cuzk.perf.calibrate import _git, make_repo
 from cuzk.perf.workload import Spec
 
 REPO = Path(__file__).resolve().parents[1]
 MACHINE = "ci-bisect"
 
-PLUGIN = '''"""asv plugin for tests/test_bisect.py: ASV_COMMIT in an existing environment too."""
+BENCH = '''"""Test-only benchmarks (tests/test_bisect.py): values planted in each commit's code."""
 import os
-from asv.environment import ExistingEnvironment
-
-
-def _install_project(self, conf, repo, commit_hash=None):
-    os.environ["ASV_COMMIT"] = commit_hash      # the benchmark processes inherit asv's environment
-
-
-ExistingEnvironment.install_project = _install_project
-'''
-
-BENCH = '''"""Test-only benchmarks (tests/test_bisect.py): values planted per commit."""
-import os
-import re
-import subprocess
-
-REPO = {repo!r}
 
 
 def _planted(name):
-    sha = os.environ["ASV_COMMIT"]
-    return subprocess.check_output(["git", "-C", REPO, "show", f"{{sha}}:{{name}}"], text=True).strip()
+    import bisect_planted             # the measured commit's own module: only its checkout has it
+    assert os.environ["ASV_COMMIT"]
+    return getattr(bisect_planted, name)
 
 
 def track_planted():
-    return float(_planted("planted.txt"))
+    return float(_planted("PLANTED"))
 
 
 def _gate():
-    if _planted("gate.txt") == "skip":
+    if _planted("GATE") == "skip":
         raise NotImplementedError("skipped here, as a cuda target is without a GPU")
 
 
 def track_gated():
-    return float(_planted("planted.txt"))
+    return float(_planted("PLANTED"))
 
 
 track_gated.setup = _gate
@@ -80,32 +66,26 @@ class Skips:
         return 1.0
 '''
 
-# (planted.txt, gate.txt) per commit, oldest first: c3 makes track_planted slower
+# (planted value, gate) per commit, oldest first: c3 makes track_planted slower
 PLANTS = [("1", "skip"), ("1", "1"), ("1", "1"), ("3", "1"), ("3", "1")]
 
 
 @pytest.fixture(scope="module")
 def brepo(tmp_path_factory):
-    """(repo, shas oldest first, env) with the plugin, the benchmarks and five commits."""
+    """(repo, shas oldest first, env) with the benchmarks and five commits."""
     base = tmp_path_factory.mktemp("bisect")
-    d, plug, home = base / "repo", base / "plugin", base / "home"
-    plug.mkdir(), home.mkdir()
-    (plug / "bisect_commit_env.py").write_text(PLUGIN)
+    d, home = base / "repo", base / "home"
+    home.mkdir()
     make_repo(REPO, d)
-    import json
-    conf = json.loads((d / "asv.conf.json").read_text())
-    conf["plugins"] = [".bisect_commit_env"]
-    (d / "asv.conf.json").write_text(json.dumps(conf, indent=4) + "\n")
-    (d / "benchmarks" / "bench_zz_bisect.py").write_text(BENCH.format(repo=str(d)))
+    (d / "benchmarks" / "bench_zz_bisect.py").write_text(BENCH)
     shas = []
     for planted, gate in PLANTS:
-        (d / "planted.txt").write_text(planted + "\n")
-        (d / "gate.txt").write_text(gate + "\n")
+        (d / "bisect_planted.py").write_text(f"PLANTED = {planted}\nGATE = {gate!r}\n")
         _git(d, "add", "-A")
         amend = [] if shas else ["--amend"]          # the first plant goes into make_repo's root commit
         _git(d, "commit", "-q", "--allow-empty", *amend, "-m", f"planted {planted} {gate}")
         shas.append(_git(d, "rev-parse", "HEAD").strip())
-    env = dict(os.environ, HOME=str(home), PYTHONPATH=str(plug), CUDA_VISIBLE_DEVICES="")
+    env = dict(os.environ, HOME=str(home), CUDA_VISIBLE_DEVICES="")
     env.pop("CUZK_REQUIRE_GPU", None)
     env.pop("CUZK_CUDA_EXTRA", None)
     subprocess.run([sys.executable, "-m", "asv", "machine", "--yes", "--machine", MACHINE], cwd=d, env=env,
@@ -150,6 +130,7 @@ def test_dry_run_prints_the_plan_and_measures_nothing(brepo):
     first, second = p.stdout.splitlines()[:2]
     assert first.startswith("asv find --launch-method spawn ") and "bench_tail_msm" in first
     assert second.startswith("# pre-flight ok: 5 commits")
+    assert p.stdout.splitlines()[2].startswith("# environment: asv's virtualenv under .asv/env, built once")
     assert "Discovering" not in p.stdout and _snapshot(d) == before
     q = _bisect(d, env, "tail_msm", "--target", "cuda:18", "--opts", "default", "--good", shas[0], "--bad", shas[-1],
                 "--dry-run", existing=False)
@@ -214,15 +195,15 @@ def test_dirty_tree_is_refused_before_anything_runs(brepo):
     args = ("track_planted", "--good", shas[0], "--bad", shas[-1])
     (d / "untracked.txt").write_text("not the repo's\n")               # untracked files are fine
     try:
-        (d / "planted.txt").write_text("9\n")                          # changed, unstaged
-        (d / "gate.txt").write_text("9\n")
-        _git(d, "add", "gate.txt")                                     # changed, staged
+        (d / "bisect_planted.py").write_text("PLANTED = 9\n")         # changed, unstaged
+        (d / "README.md").write_text("9\n")
+        _git(d, "add", "README.md")                                    # changed, staged
         for dry in (["--dry-run"], []):
             p = _bisect(d, env, *args, *dry)
             assert p.returncode == 2, p.stdout + p.stderr
             assert p.stdout == "" and "Discovering" not in p.stderr     # no plan printed, asv never ran
             err = p.stderr.strip().splitlines()
-            assert err == ["cuzk: error: bisect: uncommitted changes to tracked files (gate.txt, planted.txt): "
+            assert err == ["cuzk: error: bisect: uncommitted changes to tracked files (README.md, bisect_planted.py): "
                            "commit or stash them; bisect measures commits only"], p.stderr
     finally:
         _git(d, "reset", "-q", "--hard")
@@ -430,3 +411,87 @@ def test_bench_regex_for_every_suite_target():
         bench_regex("tail_msm", "cuda:porep_partition:27", "baseline")
     with pytest.raises(BisectError, match="synthesis is parametrised"):
         bench_regex("synthesis", "cuda:18")
+
+
+# --- the temporary config: the project checkout's commands, links from the remote ---
+
+def _conf_for(tmp_path, remote: str | None) -> dict:
+    d = tmp_path / "proj"
+    d.mkdir()
+    _git(d, "init", "-q")
+    (d / "asv.conf.json").write_text((REPO / "asv.conf.json").read_text())
+    if remote:
+        _git(d, "remote", "add", "origin", remote)
+    out = tmp_path / "out"
+    out.mkdir()
+    conf, _ = asv_private.write_config(d, out)
+    return json.loads(conf.read_text())
+
+
+@pytest.mark.parametrize("remote, page, commit", [
+    ("https://x-access-token:s3cret@github.com/o/cuzk.git", "https://github.com/o/cuzk",
+     "https://github.com/o/cuzk/commit/"),
+    ("git@github.com:o/cuzk.git", "https://github.com/o/cuzk", "https://github.com/o/cuzk/commit/"),
+    ("ssh://git@gitlab.com:2222/g/sub/cuzk", "https://gitlab.com/g/sub/cuzk",
+     "https://gitlab.com/g/sub/cuzk/-/commit/"),
+    ("https://git.example.org/o/cuzk", "https://git.example.org/o/cuzk", None),
+    ("/srv/git/cuzk.git", None, None),
+    (None, None, None),
+])
+def test_links_come_from_the_remote_or_are_left_out(tmp_path, remote, page, commit):
+    conf = _conf_for(tmp_path, remote)
+    assert conf.get("project_url") == page and conf.get("show_commit_url") == commit
+    assert "s3cret" not in json.dumps(conf) and "OWNER" not in json.dumps(conf)
+
+
+def test_the_temporary_config_installs_with_the_project_checkout(tmp_path):
+    conf = _conf_for(tmp_path, None)
+    proj = (tmp_path / "proj").resolve()
+    (cmd,) = conf["install_command"]
+    assert "{conf_dir}" not in cmd and f"{proj}/cuzk/cuda_extra.py install" in cmd
+    assert f"--constraints-if-present {proj}/constraints.txt" in cmd
+    assert asv_private.pin_conf_dir("a {{conf_dir}} {conf_dir}/b", proj) == f"a {{{{conf_dir}}}} {proj}/b"
+
+
+def test_setup_failure_says_what_asv_could_not_run():
+    lines = """\
+·· Creating virtualenv for virtualenv-py3.11
+·· Error running /r/.asv/env/abc/bin/python -m pip install -v wheel pip>=8 (exit status 1)
+   STDOUT -------->
+   Looking in links: /nowhere
+   STDERR -------->
+   ERROR: Could not find a version that satisfies the requirement wheel (from versions: none)
+   ERROR: No matching distribution found for wheel
+
+·· Failure creating environment for virtualenv-py3.11
+""".splitlines(keepends=True)
+    why = bisect_verdict.setup_failure(lines)
+    assert why.startswith("/r/.asv/env/abc/bin/python -m pip install -v wheel pip>=8 exited 1: "
+                          "ERROR: No matching distribution found for wheel; no package index here?")
+    assert "PIP_NO_INDEX=1 PIP_FIND_LINKS=DIR" in why and "existing:PYTHON" in why
+    broken = ["·· Error running /e/bin/python /p/cuzk/cuda_extra.py install /w.whl bench (exit status 2)\n",
+              "   STDERR -------->\n", "   python: can't open file '/p/cuzk/cuda_extra.py'\n", "·· Failed\n"]
+    assert bisect_verdict.setup_failure(broken).endswith(
+        "exited 2: python: can't open file '/p/cuzk/cuda_extra.py'")
+    assert bisect_verdict.setup_failure(ASV_SAID) is None
+    with pytest.raises(bisect.BisectError,
+                       match=r"asv find failed \(exit 1\): /e/bin/python .* exited 2: .*; no culprit"):
+        bisect_verdict.judge(None, [], {}, C, None, 1, out=lambda *a: None,
+                             failure=bisect_verdict.setup_failure(broken))
+
+
+def test_a_step_that_does_not_explain_good_to_bad_is_noted():
+    """asv find followed a value the machine's load doubled (measured: 4.84, 9.71, 18.08, 9.78 ms with the
+    planted 2x at the second commit): the culprit stands as measured, with a note that it is no clean step."""
+    out = []
+    pts = _pts(**{C[0]: 4.84e-3, C[2]: 9.71e-3, C[3]: 18.08e-3, C[4]: 9.78e-3})
+    assert bisect_verdict.judge("b", ["p"], pts, C, C[3], 0, out=out.append) == 0
+    assert out[-1].startswith("cuzk bisect: note: not one clean step from GOOD to BAD (GOOD 0.00484, parent "
+                              "0.00971, named 0.01808, BAD 0.00978)")
+    timed = []
+    bisect_verdict.judge("x.X.track_time", ["p"], pts, C, C[3], 0, out=timed.append)
+    assert "(GOOD 4.84 ms, parent 9.71 ms, named 18.08 ms, BAD 9.78 ms)" in timed[-1]
+    clean = []
+    bisect_verdict.judge("b", ["p"], _pts(**{C[0]: 1.0, C[2]: 1.1, C[3]: 2.0, C[4]: 2.1}), C, C[3], 0,
+                         out=clean.append)
+    assert "first slow commit" in clean[-1]

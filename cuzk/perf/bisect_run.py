@@ -1,5 +1,13 @@
 """`cuzk bisect`: the pre-flight, asv find on a private results directory, and the verdict from what it
-measured (bisect.py has the pieces; bisect_preflight.py and bisect_verdict.py the two checks)."""
+measured (bisect.py has the pieces; bisect_preflight.py and bisect_verdict.py the two checks).
+
+Where asv measures: by default in the environment asv.conf.json describes, a virtualenv under
+.asv/env that asv builds once and reuses, installing each commit's own wheel into it (the install
+command runs the project checkout's cuzk/cuda_extra.py, whatever the commit). Building it needs a
+package index, or a wheelhouse (PIP_NO_INDEX=1 PIP_FIND_LINKS=DIR). With `--asv-arg=-E
+--asv-arg=existing:PYTHON` asv installs nothing and uses PYTHON's packages; there each commit's own
+code is checked out and put first on the benchmarks' sys.path (asv_private.add_commit_code_plugin), so
+it is still that commit that is measured."""
 from __future__ import annotations
 
 import os
@@ -26,15 +34,23 @@ def run(benchmark: str, good: str, bad: str, target: str | None = None, opts: st
     print(shell_command(regex, good, bad, target, repo) + "".join(" " + shlex.quote(a) for a in extra),
           flush=True)
     commits = range_commits(good, bad, repo)
-    existing = any(re.match(r"(-E|--environment=)?existing", a) for a in extra)     # no CUDA extra needed
-    bench_dir = asv_private.project_conf(Path(repo)).get("benchmark_dir", "benchmarks")
+    project = asv_private.project_conf(Path(repo))
+    existing = (any(re.match(r"(-E|--environment=)?existing", a) for a in extra)     # no CUDA extra needed
+                or project.get("environment_type") == "existing")
+    bench_dir = project.get("benchmark_dir", "benchmarks")
     verdict = bisect_preflight.check(regex, target, commits, good_sha, bad_sha, Path(repo), bench_dir, existing)
     print(f"# pre-flight {verdict}", flush=True)
+    kind = project.get("environment_type", "virtualenv")
+    print("# environment: " + (
+        "the existing interpreter's packages; each commit's own cuzk checked out and first on PYTHONPATH"
+        if existing else f"asv's {kind} under {project.get('env_dir', 'env')}, built once (package index or "
+        "PIP_FIND_LINKS wheelhouse) and reused; each commit's own wheel installed into it"), flush=True)
     if dry_run:
         return 0
     invert = "--invert" in extra or "-i" in extra
     with tempfile.TemporaryDirectory(prefix="cuzk-bisect-") as tmp:
         conf, results = asv_private.write_config(Path(repo), Path(tmp))
+        asv_private.add_commit_code_plugin(conf, Path(tmp) / "commit-code")
         argv = find_argv(regex, good, bad, repo)
         # --show-stderr: asv says why a commit was not measured only there, not in its result files
         argv = [*argv[:2], "--config", str(conf), "--show-stderr", *argv[2:], *extra]
@@ -43,4 +59,4 @@ def run(benchmark: str, good: str, bad: str, target: str | None = None, opts: st
         rc, lines = stream([sys.executable, "-m", *argv], repo, dict(os.environ, **gpu_env(regex, target)))
         name, labels, points = bisect_verdict.read(results, regex, bisect_verdict.said(lines))
     return bisect_verdict.judge(name, labels, points, commits, bisect_verdict.named_commit(lines, commits), rc,
-                                invert)
+                                invert, failure=bisect_verdict.setup_failure(lines) if rc != 0 else None)

@@ -25,6 +25,11 @@ from .suite import is_timing
 SKIPPED = "skipped (asv's n/a: NotImplementedError in setup, as a cuda target without a usable GPU)"
 # asv find's own verdict line; held back from the user, read for the commit it names
 STEP = re.compile(r"For .+? commit ([0-9a-f]{8})")          # asv find's header of each commit it runs
+# asv's report of a command of its own that failed: creating an environment, building or installing a commit
+ERROR_RUNNING = re.compile(r"Error running (.+?) \(exit status (-?\d+)\)")
+# pip's words where no index (or wheelhouse) had what an environment needs
+NO_INDEX = ("No matching distribution", "Could not find a version", "Failed to establish a new connection",
+            "Network is unreachable", "Temporary failure in name resolution")
 
 
 @dataclass
@@ -95,6 +100,38 @@ def read(results_dir: Path, regex: str, why: dict[str, str] | None = None
     return name, labels, points
 
 
+def setup_failure(lines: list[str]) -> str | None:
+    """Why asv could not set up: its last `Error running CMD (exit status N)` with the last line of that
+    command's stderr (pip's ERROR line, where there is one), and where it reads as a missing package
+    index, what to do on a machine without one."""
+    last = None
+    for i, raw in enumerate(lines):
+        m = ERROR_RUNNING.search(raw)
+        if m:
+            last = (i, m)
+    if last is None:
+        return None
+    i, m = last
+    err, in_err = [], False
+    for raw in lines[i + 1:]:
+        s = raw.strip()
+        if s.startswith("·"):
+            break
+        if s.startswith(("STDOUT -", "STDERR -")):
+            in_err = s.startswith("STDERR")
+        elif in_err and s:
+            err.append(s)
+    said = next((s for s in reversed(err) if s.startswith("ERROR:")), err[-1] if err else "")
+    cmd = m.group(1)
+    cmd = cmd if len(cmd) <= 160 else cmd[:157] + "..."
+    out = f"{cmd} exited {m.group(2)}" + (f": {said[:300]}" if said else "")
+    if any(k in said for k in NO_INDEX):
+        out += ("; no package index here? build a wheelhouse where there is one and set PIP_NO_INDEX=1 "
+                "PIP_FIND_LINKS=DIR, or measure in an interpreter that has the packages: "
+                "--asv-arg=-E --asv-arg=existing:PYTHON")
+    return out
+
+
 def named_commit(lines: list[str], commits: list[str]) -> str | None:
     """The commit asv find's held-back line names, as a full SHA of the range."""
     for line in reversed(lines):
@@ -124,8 +161,9 @@ def table(name: str | None, labels: list[str], rows: list[tuple[str, str, Point 
 
 
 def judge(name: str | None, labels: list[str], points: dict[str, Point], commits: list[str],
-          named: str | None, asv_rc: int, invert: bool = False, out=print) -> int:
-    """0 and the culprit when every commit asv find stepped on was measured; else BisectError."""
+          named: str | None, asv_rc: int, invert: bool = False, out=print, failure: str | None = None) -> int:
+    """0 and the culprit when every commit asv find stepped on was measured; else BisectError.
+    `failure`: why asv itself failed (setup_failure), said with its exit code."""
     good, bad = commits[0], commits[-1]
     stepped = [c for c in commits if c in points]
     role = {good: "good", bad: "bad"}
@@ -138,7 +176,8 @@ def judge(name: str | None, labels: list[str], points: dict[str, Point], commits
         out(f"cuzk bisect: {name or 'the benchmark'}: what asv find measured, oldest first:")
         out(table(name, labels, rows()))
         if asv_rc != 0:
-            raise BisectError(f"asv find failed (exit {asv_rc}); no culprit"
+            raise BisectError(f"asv find failed (exit {asv_rc})" + (f": {failure}" if failure else "")
+                              + "; no culprit"
                               + (f" ({len(unmeasured)} commit(s) not measured)" if unmeasured else ""))
         ends = [role[c] for c in unmeasured if c in (good, bad)]
         why = next((w for c in unmeasured for w in (points[c].why if c in points else []) if w),
@@ -164,4 +203,23 @@ def judge(name: str | None, labels: list[str], points: dict[str, Point], commits
         steps = [f"({lab}) {s}" for lab, s in zip(labels, steps)]
     kind = "first fast commit" if invert else "first slow commit"
     out(f"cuzk bisect: {named[:10]} is the {kind}: {'; '.join(steps)} (measured at {len(stepped)} commits)")
+    sel = [i for i, (b, a) in enumerate(zip(before, after)) if (a < b if invert else a > b)]
+    pick = lambda vals: [vals[i] for i in sel]
+    rough = not_one_step(pick(points[good].values), pick(before), pick(after), pick(points[bad].values),
+                         lambda v: _fmt(name, v))
+    if rough:
+        out(f"cuzk bisect: note: not one clean step from GOOD to BAD ({rough}): load on the machine while asv "
+            "measured, or more than one change in the range; measure again on a quiet machine before trusting it")
     return 0
+
+
+def not_one_step(good: list, before: list, after: list, bad: list, fmt=lambda v: f"{v:.4g}") -> str | None:
+    """Where the named step does not account for GOOD..BAD (GOOD's value nearer the step's after than
+    its before, or BAD's nearer its before): the values side by side; else None. asv find measures each
+    commit once, in turn, so a machine whose load changes during the run can move one value by the
+    planted factor, and asv then follows it."""
+    for g, b, a, z in zip(good, before, after, bad):
+        half = abs(a - b) / 2
+        if abs(b - g) > half or abs(z - a) > half:
+            return f"GOOD {fmt(g)}, parent {fmt(b)}, named {fmt(a)}, BAD {fmt(z)}"
+    return None
