@@ -131,8 +131,11 @@ def test_a_commits_kernels_are_laid_out_as_the_gate_does(tmp_path, monkeypatch):
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
     subprocess.run([*git, "add", "-A"], check=True)
     subprocess.run([*git, "commit", "-q", "-m", "kernels"], check=True)
+    (repo / "outside").symlink_to("/tmp")                 # a link elsewhere in the commit is none of its business
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "a link"], check=True)
     kdir = runner_check.commit_kernels(repo, "HEAD", tmp_path / "trees")
-    assert kdir.is_dir() and kdir.name == "kernels"
+    assert kdir.is_dir() and kdir.name == "kernels" and not (kdir.parent / "outside").exists()
     for job in cubins.jobs():
         assert cubins.target_path(job, "sm_90", kdir) == cubins.target_path(job, "sm_90"), job
 

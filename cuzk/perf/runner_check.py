@@ -185,16 +185,30 @@ def toolkit_problem(tk: tuple[int, int], drv: tuple[int, int] | None, cupy_cuda:
 
 
 def commit_kernels(repo: Path, ref: str, dest: Path) -> Path:
-    """The kernels/ tree of commit `ref` as the gate lays it out (checkout.materialize), under dest."""
-    from .checkout import materialize, resolve
+    """The kernel sources of commit `ref` under dest: the folder its pyproject.toml maps cuzk.kernels to
+    (kernels/), extracted alone, so that the names it gets are those a checkout of the commit looks up."""
+    import io
+    import tarfile
+    import tomllib
+    from .checkout import CheckoutError, git, resolve
     try:
         sha = resolve(repo, ref)
-    except Exception as e:
-        raise ValueError(f"--commit {ref}: not a commit of {repo} ({_short(e)})") from e
-    root = materialize(repo, sha, dest / sha[:12])
-    kdir = (root / "cuzk" / "kernels").resolve()
+    except CheckoutError as e:
+        raise ValueError(f"--commit {ref}: not a commit of {repo} ({e})") from e
+    try:
+        mapping = tomllib.loads(git(repo, "show", f"{sha}:pyproject.toml"))["tool"]["setuptools"]["package-dir"]
+        rel = mapping.get("cuzk.kernels", "cuzk/kernels")
+    except (CheckoutError, KeyError, ValueError):
+        rel = "cuzk/kernels"
+    try:
+        data = git(repo, "archive", "--format=tar", sha, "--", rel, text=False)
+        with tarfile.open(fileobj=io.BytesIO(data)) as tf:
+            tf.extractall(dest / sha[:12], filter="data")
+    except (CheckoutError, tarfile.TarError) as e:
+        raise ValueError(f"--commit {ref}: no kernel sources at {rel} in {sha[:12]} ({e})") from e
+    kdir = dest / sha[:12] / rel
     if not kdir.is_dir():
-        raise ValueError(f"--commit {ref}: {sha[:12]} has no cuzk/kernels package")
+        raise ValueError(f"--commit {ref}: no kernel sources at {rel} in {sha[:12]}")
     return kdir
 
 
