@@ -183,8 +183,8 @@ def main(argv: list[str]) -> int:
         return 2
     c = constraints_file()
     what = next(a for a in cmds[0][4:] if a != "-e")
-    print(f"cuzk: installing {what} ({why}; {'constraints ' + c if c else 'no ' + CONSTRAINTS + ' in ' + checkout_root()})",
-          file=sys.stderr, flush=True)
+    pins = f"constraints {c}" if c else f"no {CONSTRAINTS} in {checkout_root()}"
+    print(f"cuzk: installing {what} ({why}; {pins})", file=sys.stderr, flush=True)
     for i, cmd in enumerate(cmds):
         if i == 1:
             print(f"cuzk: the change-point tool ({cmds[2][-1]}, which pins an older numpy) in its own "

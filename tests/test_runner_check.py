@@ -48,7 +48,8 @@ def test_no_gpu_is_exit_2_and_says_so(monkeypatch, capsys, tmp_path):
     (["--samples", "3"], "at least 7"),
     (["--target", "cpu:10"], "cuda target"),
     (["--target", "cuda"], "bad target"),
-    (["--phase", "warp_drive"], "not a phase"),
+    (["--phase", "warp_drive"], "not a GPU phase"),
+    (["--phase", "synthesis"], "not a GPU phase"),
     (["--commit", "no-such-ref-anywhere"], "not a commit"),
     (["--jobs", "0"], "at least 1"),
 ])

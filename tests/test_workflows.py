@@ -388,7 +388,8 @@ def test_every_install_path_takes_the_constraints():
         for ln in found:
             assert "cuda_extra.py install" in ln or ("-c" in ln.split() and "constraints.txt" in ln), (where, ln)
     from cuzk import cuda_extra
-    for target, extras, editable in ((".", ["test"], True), ("/w/cuzk.whl", ["bench"], False), ("tool", ["perf"], True)):
+    for target, extras, editable in ((".", ["test"], True), ("/w/cuzk.whl", ["bench"], False),
+                                     ("tool", ["perf"], True)):
         cmd = cuda_extra.install_commands(target, extras, "cuda13", editable, root=str(REPO))[0]
         assert cmd[-2:] == ["-c", str(REPO / "constraints.txt")] and cmd[3] == "install"
 
