@@ -146,6 +146,10 @@ def test_a_commits_kernels_are_laid_out_as_the_gate_does(tmp_path, monkeypatch):
 FAKE_NVCC = """#!{python}
 import os, sys, time
 args = sys.argv[1:]
+if args == ["--version"]:
+    print("nvcc: NVIDIA (R) Cuda compiler driver")
+    print(os.environ.get("FAKE_NVCC_RELEASE", "Cuda compilation tools, release 13.0, V13.0.88"))
+    sys.exit(0)
 out = args[args.index("-o") + 1]
 src = args[-1]
 log = os.environ["FAKE_NVCC_LOG"]
@@ -195,13 +199,27 @@ def test_build_then_cached_and_renewed(fake_nvcc, tmp_path):
     assert len(list(fake_nvcc.iterdir())) == 3                               # nvcc ran for the first build only
 
 
+def test_another_nvcc_rebuilds_everything(fake_nvcc, monkeypatch):
+    """Names hash the sources, not the compiler: a new toolkit's nvcc must not be served the old one's code."""
+    first = cubins.build("sm_90", workers=2, only=ONLY)
+    stamp = loader.cubin_dir() / cubins.STAMP
+    assert stamp.read_text().strip() == "Cuda compilation tools, release 13.0, V13.0.88"
+    assert [r.status for r in cubins.build("sm_90", workers=2, only=ONLY)] == ["cached"] * 3
+    monkeypatch.setenv("FAKE_NVCC_RELEASE", "Cuda compilation tools, release 13.1, V13.1.80")
+    notes = []
+    again = cubins.build("sm_90", workers=2, only=ONLY, note=notes.append)
+    assert [r.status for r in again] == ["built"] * 3 and [r.path for r in again] == [r.path for r in first]
+    assert len(notes) == 1 and "3 cached builds of Cuda compilation tools, release 13.0" in notes[0]
+    assert "13.1" in stamp.read_text()
+
+
 def test_a_failed_build_is_named_and_leaves_nothing(fake_nvcc, monkeypatch):
     monkeypatch.setenv("FAKE_NVCC_FAIL", "r1cs/spmv.cu")
     res = {r.job.name: r for r in cubins.build("sm_90", workers=2, only=ONLY)}
     assert res["r1cs/spmv"].status == "failed" and "a planted failure" in res["r1cs/spmv"].error
     assert res["msm/prep"].status == "built"
     assert sorted(p.name for p in loader.cubin_dir().iterdir()) == sorted(
-        r.path.name for r in res.values() if r.status == "built")           # no temporary left behind
+        [r.path.name for r in res.values() if r.status == "built"] + [cubins.STAMP])   # no temporary left
 
 
 def test_an_interrupt_stops_the_running_compiles(fake_nvcc, monkeypatch):
@@ -232,7 +250,8 @@ def test_prune_keeps_what_builds_use(fake_nvcc):
     assert cubins.prune(keep_days=30) == [stale]
     assert all(r.path.exists() for r in res) and (d / "notes.txt").exists()
     gone = cubins.prune(keep={res[0].path})
-    assert {p.name for p in d.iterdir()} == {res[0].path.name} and len(gone) == 3
+    assert {p.name for p in d.iterdir()} == {res[0].path.name}
+    assert {p.name for p in gone} == {r.path.name for r in res[1:]} | {"notes.txt", cubins.STAMP}
     with pytest.raises(ValueError):
         cubins.prune()
 

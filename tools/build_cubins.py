@@ -39,13 +39,13 @@ def main() -> int:
         print(f"{r.job.label}: {r.status.upper() if r.status == 'failed' else r.status}"
               + (f"\n{r.error}" if r.error else ""), flush=True)
     try:
-        results = cubins.build(args.arch, workers=args.jobs, only=only, say=say)
+        results = cubins.build(args.arch, workers=args.jobs, only=only, say=say, note=print)
     except cubins.CubinError as e:
         print(f"build_cubins: {e}", file=sys.stderr)
         return 2
     failed = any(r.status == "failed" for r in results)
     if args.prune and not failed:
-        for f in cubins.prune(keep={r.path for r in results}):
+        for f in cubins.prune(keep={r.path for r in results} | {loader.cubin_dir() / cubins.STAMP}):
             print(f"pruned {f.name}")
     return 1 if failed else 0
 

@@ -3,7 +3,8 @@ cubin cache the loader reads ($CUZK_CUBIN_DIR, default ~/.cache/cuzk/cubin), and
 
 A file's name carries a hash of the module's source, the headers it includes, its defines and the target
 (loader.source_key), so an edited kernel is never served a stale cubin: it gets a new name, and the old file
-is simply unused. The loader loads a cubin whose name matches and compiles with NVRTC otherwise.
+is simply unused. The loader loads a cubin whose name matches and compiles with NVRTC otherwise. The name does
+not hold the compiler: the cache records the nvcc that built it (STAMP), and another nvcc rebuilds everything.
 
 `kernel_dir` may name another tree's kernels/ (a commit about to be measured): its files get the names that
 this package's loader would give them, which is what a checkout of that commit looks up when its loader keys
@@ -125,6 +126,45 @@ def toolkit_version() -> tuple[int, int] | None:
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 
+STAMP = "nvcc-version"             # in the cubin cache: the nvcc that built its files
+
+
+def toolkit_build() -> str | None:
+    """nvcc's own description of its build ('Cuda compilation tools, release 13.0, V13.0.88'), or None."""
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        return None
+    try:
+        out = subprocess.run([nvcc, "--version"], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    lines = [ln.strip() for ln in out.splitlines() if "release" in ln]
+    return lines[0] if lines else None
+
+
+def renew_for_toolkit(say=None) -> list[Path]:
+    """A file's name holds its sources' hash, not the compiler's: when the nvcc on PATH is not the one whose
+    build line the cache's stamp records, remove every cubin and library so this nvcc rebuilds them (a toolkit
+    upgrade must not leave the old compiler's code in what is measured). Writes the stamp; returns what went."""
+    d = loader.cubin_dir()
+    now = toolkit_build()
+    if now is None:
+        return []
+    d.mkdir(parents=True, exist_ok=True)
+    stamp = d / STAMP
+    before = stamp.read_text().strip() if stamp.is_file() else None
+    gone = []
+    if before != now:
+        gone = [f for f in sorted(d.iterdir()) if f.is_file() and not f.is_symlink() and f.suffix in (".cubin", ".so")]
+        for f in gone:
+            f.unlink()
+        if gone and say is not None:
+            say(f"{len(gone)} cached builds of {before or 'an unrecorded nvcc'} removed: this nvcc is {now}")
+    if before != now:
+        stamp.write_text(now + "\n")
+    return gone
+
+
 class _Procs:
     """The nvcc processes running now, so that an interrupt ends them at once instead of after the queue."""
 
@@ -156,10 +196,11 @@ class _Procs:
 
 
 def build(arch_name: str, kdir: Path | None = None, workers: int | None = None, only: set[str] | None = None,
-          say=None) -> list[Built]:
+          say=None, note=None) -> list[Built]:
     """Compile what the cubin cache lacks for the kernels in `kdir` (default: this package's), `workers` nvcc
     processes at a time. A file already there is left as it is ("cached") and its time stamp renewed, so that
-    `prune` can tell files in use from stale ones. Each result is said as it comes (`say`)."""
+    `prune` can tell files in use from stale ones; the builds of another nvcc go first (renew_for_toolkit,
+    said through `note`). Each result is said as it comes (`say`)."""
     kd = Path(kdir) if kdir is not None else installed_kernels()
     if not kd.is_dir():
         raise CubinError(f"no kernel sources at {kd}")
@@ -167,6 +208,7 @@ def build(arch_name: str, kdir: Path | None = None, workers: int | None = None, 
     if only is not None and set(only) - set(module_names(kd)):
         raise CubinError(f"no such modules in {kd}: {', '.join(sorted(set(only) - set(module_names(kd))))}")
     loader.cubin_dir().mkdir(parents=True, exist_ok=True)
+    renew_for_toolkit(note)
     procs = _Procs()
 
     def one(job: Job) -> Built:

@@ -226,7 +226,7 @@ def check_prebuild(rep: Report, arch: str, trees: dict[str, Path], workers: int 
             say(f"nvcc FAILED on {r.job.label}:\n{r.error}")
     for label, kdir in trees.items():
         try:
-            results = cubins.build(arch, kdir, workers=workers, say=one)
+            results = cubins.build(arch, kdir, workers=workers, say=one, note=say)
         except (cubins.CubinError, OSError) as e:
             failed.append(f"{label}: {_short(e)}")
             continue
