@@ -211,6 +211,10 @@ def test_another_nvcc_rebuilds_everything(fake_nvcc, monkeypatch):
     assert [r.status for r in again] == ["built"] * 3 and [r.path for r in again] == [r.path for r in first]
     assert len(notes) == 1 and "3 cached builds of Cuda compilation tools, release 13.0" in notes[0]
     assert "13.1" in stamp.read_text()
+    stamp.unlink()                                     # a cache from before the record: adopted, not rebuilt
+    monkeypatch.setenv("FAKE_NVCC_RELEASE", "Cuda compilation tools, release 13.2, V13.2.10")
+    assert [r.status for r in cubins.build("sm_90", workers=2, only=ONLY)] == ["cached"] * 3
+    assert "13.2" in stamp.read_text()
 
 
 def test_a_failed_build_is_named_and_leaves_nothing(fake_nvcc, monkeypatch):

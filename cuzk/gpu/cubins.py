@@ -154,7 +154,7 @@ def renew_for_toolkit(say=None) -> list[Path]:
     stamp = d / STAMP
     before = stamp.read_text().strip() if stamp.is_file() else None
     gone = []
-    if before != now:
+    if before is not None and before != now:     # a cache with no record (made before it kept one) is adopted
         gone = [f for f in sorted(d.iterdir()) if f.is_file() and not f.is_symlink() and f.suffix in (".cubin", ".so")]
         for f in gone:
             f.unlink()
