@@ -15,6 +15,13 @@ installed there, so it uses the standard library only:
 
 The install command is taken from the checkout asv runs in, not from the commit it measures, so
 older commits are installed the same way.
+
+One dependency set: every install takes `constraints.txt` from the root of the checkout this file
+is in (pip's -c), so CI, the workflows and asv's environments get the same numpy, CuPy and tools.
+apache-otava, the change-point tool of `cuzk history changes`, pins an older numpy (2.2.0 on
+Python < 3.14), so it never joins that set: installing the `test` or `history` extra also makes
+an environment of its own for it, `<this environment>/otava` (cuzk/perf/changepoint.py runs it
+there), and `history` is installed as `perf` plus that environment.
 """
 from __future__ import annotations
 
@@ -29,6 +36,9 @@ import re  # noqa: E402
 import subprocess  # noqa: E402
 
 VAR = "CUZK_CUDA_EXTRA"
+CONSTRAINTS = "constraints.txt"
+TOOL_ENV = "otava"                 # the change-point tool's environment, inside the one installed into
+CHANGE_POINT_EXTRAS = ("test", "history")
 EXTRAS = ("cuda12", "cuda13")
 # the oldest driver each CuPy wheel runs on (CUDA's minor-version compatibility)
 MIN_DRIVER = (("cuda13", 580), ("cuda12", 525))
@@ -106,6 +116,53 @@ def requirement(target: str, extras: list[str], extra: str | None) -> str:
     return f"{target}[{','.join(names)}]" if names else target
 
 
+def checkout_root() -> str:
+    """The checkout this file belongs to (for an installed copy: its site-packages, which has no constraints)."""
+    return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def constraints_file(root: str | None = None) -> str | None:
+    path = os.path.join(root or checkout_root(), CONSTRAINTS)
+    return path if os.path.isfile(path) else None
+
+
+def otava_requirement(root: str | None = None) -> str:
+    """The apache-otava requirement of pyproject.toml's `history` extra (the one place it is pinned)."""
+    import tomllib
+    path = os.path.join(root or checkout_root(), "pyproject.toml")
+    try:
+        with open(path, "rb") as f:
+            extras = tomllib.load(f)["project"]["optional-dependencies"]
+    except (OSError, ValueError, KeyError) as e:
+        raise ExtraError(f"cannot read the history extra of {path}: {e}") from e
+    reqs = [r for r in extras.get("history", []) if re.match(r"apache-otava\b", r, re.I)]
+    if len(reqs) != 1:
+        raise ExtraError(f"{path}: the history extra names apache-otava {len(reqs)} times, not once")
+    return reqs[0]
+
+
+def tool_env(prefix: str | None = None) -> str:
+    """The change-point tool's environment beside the packages of `prefix` (default: this interpreter's)."""
+    return os.path.join(prefix or sys.prefix, TOOL_ENV)
+
+
+def install_commands(target: str, extras: list[str], extra: str | None, editable: bool, root: str | None = None,
+                     python: str | None = None, prefix: str | None = None) -> list[list[str]]:
+    """The commands of one install: pip with the constraints, then the change-point tool's own environment
+    where the extras want it."""
+    python = python or sys.executable
+    wanted = [e for e in extras if e]
+    main_extras = list(dict.fromkeys("perf" if e == "history" else e for e in wanted))
+    cmd = [python, "-m", "pip", "install"] + (["-e"] if editable else []) + [requirement(target, main_extras, extra)]
+    c = constraints_file(root)
+    cmds = [cmd + (["-c", c] if c else [])]
+    if set(wanted) & set(CHANGE_POINT_EXTRAS):
+        env = tool_env(prefix)
+        cmds += [[python, "-m", "venv", env],
+                 [os.path.join(env, "bin", "python"), "-m", "pip", "install", otava_requirement(root)]]
+    return cmds
+
+
 def main(argv: list[str]) -> int:
     try:
         extra, why = choose()
@@ -118,24 +175,35 @@ def main(argv: list[str]) -> int:
     if argv[0] != "install" or len(argv) < 2:
         print(USAGE, file=sys.stderr)
         return 2
-    args, pip_opts = argv[1:], []
-    while args[:1] == ["--constraints-if-present"]:
+    args, root = argv[1:], None
+    while args[:1] == ["--constraints-if-present"]:      # asv's install command names the checkout's file
         if len(args) < 2:
             print(USAGE, file=sys.stderr)
             return 2
-        if os.path.isfile(args[1]):
-            pip_opts += ["-c", args[1]]
+        root = os.path.dirname(os.path.abspath(args[1]))
         args = args[2:]
     editable = args[:1] == ["-e"]
     args = args[1:] if editable else args
     if not args:
         print("cuda_extra.py install: no wheel or directory given", file=sys.stderr)
         return 2
-    req = requirement(args[0], args[1].split(",") if len(args) > 1 else [], extra)
-    shown = "".join(f", constraints {c}" for c in pip_opts[1::2])
-    print(f"cuzk: installing {req} ({why}{shown})", file=sys.stderr, flush=True)
-    cmd = [sys.executable, "-m", "pip", "install", *pip_opts] + (["-e"] if editable else []) + [req]
-    return subprocess.run(cmd).returncode
+    try:
+        cmds = install_commands(args[0], args[1].split(",") if len(args) > 1 else [], extra, editable, root=root)
+    except ExtraError as e:
+        print(f"cuzk: {e}", file=sys.stderr)
+        return 2
+    c = constraints_file(root)
+    what = next(a for a in cmds[0][4:] if a != "-e")
+    pins = f"constraints {c}" if c else f"no {CONSTRAINTS} in {root or checkout_root()}"
+    print(f"cuzk: installing {what} ({why}; {pins})", file=sys.stderr, flush=True)
+    for i, cmd in enumerate(cmds):
+        if i == 1:
+            print(f"cuzk: the change-point tool ({cmds[2][-1]}, which pins an older numpy) in its own "
+                  f"environment, {cmd[-1]}", file=sys.stderr, flush=True)
+        rc = subprocess.run(cmd).returncode
+        if rc:
+            return rc
+    return 0
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -130,6 +131,10 @@ def test_perf_pr_is_gated_and_fails_on_1_or_2():
     assert wf["permissions"] == {} and job["permissions"] == {"contents": "read"}
     assert job["env"]["CUZK_REQUIRE_GPU"] == "1" and "cuzk/cuda_extra.py install -e tool perf" in text
     assert text.index("gpu-state --one-gpu") < text.index("gate --base")     # one GPU, checked before the gate
+    # both sides' kernels prebuilt and the runner accepted before the gate, into the cache the gate's workers read
+    assert 'cuzk" runner-check --commit HEAD^1 --commit HEAD' in text
+    assert text.index("gpu-state --one-gpu") < text.index("runner-check") < text.index("gate --base")
+    _same_cubin_cache(job, "runner-check", "gate --base")
     # the comment workflow learns the pull request from the artifact: the number goes in through env
     (num,) = [s for s in job["steps"] if "pr-number" in s.get("run", "")]
     assert num["env"] == {"PR_NUMBER": "${{ github.event.pull_request.number }}"}
@@ -144,15 +149,28 @@ def test_nightly_records_with_samples_and_publishes():
     assert "history record --machine" in _steps_text(rec)
     assert _steps_text(rec).index("gpu-state --one-gpu") < _steps_text(rec).index("history record")
     assert "history publish" in _steps_text(pub)
-    assert "-e '.[history]'" in _steps_text(pub)              # change points need apache-otava
+    assert "cuzk/cuda_extra.py install -e . history" in _steps_text(pub)     # change points need apache-otava
     assert "cuzk/cuda_extra.py install -e . perf" in _steps_text(rec)
     assert rec["env"]["CUZK_REQUIRE_GPU"] == "1"
+    # the kernels are prebuilt and the runner accepted before anything is recorded, with the cache the record uses
+    text = _steps_text(rec)
+    assert text.index("gpu-state --one-gpu") < text.index('cuzk" runner-check') < text.index("history record")
+    _same_cubin_cache(rec, "runner-check", "history record")
     # the change points go to the step summary, and a new gated slowdown (exit 1) or no data (2) fails the job
     step = next(s for s in pub["steps"] if "history changes" in s.get("run", ""))
     assert "--fail-on-gated" in step["run"] and '--summary "$GITHUB_STEP_SUMMARY"' in step["run"]
     assert "|" not in step["run"] and "continue-on-error" not in step
     assert all(s["uses"].split("@")[1].split()[0].isalnum() and len(s["uses"].split("@")[1]) >= 40
                for j in wf["jobs"].values() for s in j["steps"] if "uses" in s)
+
+
+def _same_cubin_cache(job, *commands):
+    """The steps running these commands set one CUZK_CUBIN_DIR, in the runner's tool cache (kept across jobs)."""
+    dirs = set()
+    for cmd in commands:
+        (step,) = [s for s in job["steps"] if cmd in s.get("run", "")]
+        dirs.add(step.get("env", {}).get("CUZK_CUBIN_DIR"))
+    assert len(dirs) == 1 and dirs.pop().startswith("${{ runner.tool_cache }}/"), dirs
 
 
 def test_workflows_stay_thin():
@@ -312,3 +330,111 @@ def test_the_gate_is_judged_by_the_base_tool():
     for s in job["steps"]:
         if "cuzk\" gate" in s.get("run", "") or "gpu-state" in s.get("run", ""):
             assert s["working-directory"] == "pr" and '"$RUNNER_TEMP/venv/bin/cuzk"' in s["run"]
+
+
+# --- one dependency set (constraints.txt) ---
+
+def _constraints() -> dict[str, str]:
+    pins = {}
+    for ln in (REPO / "constraints.txt").read_text().splitlines():
+        ln = ln.split("#")[0].strip()
+        if ln:
+            name, _, version = ln.partition("==")
+            assert version and name.strip(), f"constraints.txt: {ln!r} is not NAME==VERSION"
+            pins[_norm(name)] = version.strip()
+    return pins
+
+
+def _norm(name: str) -> str:
+    import re
+    return re.sub(r"[-_.]+", "-", name).lower().strip()
+
+
+def test_constraints_pin_numpy_and_agree_with_the_package():
+    """numpy (and CuPy, the tools) pinned to one version; each pin allowed by pyproject.toml's requirements;
+    apache-otava, whose numpy pin would conflict, left out."""
+    import tomllib
+    from packaging.requirements import Requirement
+    pins = _constraints()
+    assert "numpy" in pins and {"cupy-cuda12x", "cupy-cuda13x", "asv", "asv-runner"} <= set(pins)
+    assert "apache-otava" not in pins
+    proj = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    reqs = proj["dependencies"] + [r for name, rs in proj["optional-dependencies"].items() if name != "history"
+                                   for r in rs if not r.startswith("cuzk[")]
+    for r in map(Requirement, reqs):
+        assert _norm(r.name) in pins, f"{r.name} is required but not pinned in constraints.txt"
+        assert r.specifier.contains(pins[_norm(r.name)], prereleases=True), (r, pins[_norm(r.name)])
+    # otava's own requirement would not accept the pinned numpy: why it has an environment of its own
+    assert "cuzk[perf,history]" not in str(proj["optional-dependencies"]["test"])
+
+
+def _install_lines() -> dict[str, list[str]]:
+    """Every command line of the project that installs Python packages: .ci/run, each workflow step, the
+    README's install, asv's install command."""
+    import re
+    found: dict[str, list[str]] = {}
+    ci = [ln.strip() for ln in (REPO / ".ci" / "run").read_text().splitlines()
+          if ln.strip() and not ln.strip().startswith("#")]
+    found[".ci/run"] = ci
+    for f in _workflows():
+        for job in _load(f.name)["jobs"].values():
+            for s in job["steps"]:
+                found.setdefault(f.name, []).extend(s.get("run", "").splitlines())
+    found["README step 1"] = _readme_step(1).splitlines()
+    found["asv.conf.json"] = json.loads((REPO / "asv.conf.json").read_text())["install_command"]
+    pat = re.compile(r"pip\b[^\n]*\binstall\b|cuda_extra\.py\S*\s+install\b|\buv\s+pip\b")
+    return {where: [ln for ln in lines if pat.search(ln)] for where, lines in found.items()}
+
+
+def test_every_install_path_takes_the_constraints():
+    """Each install goes through cuzk/cuda_extra.py's install, which passes constraints.txt to pip; nothing calls
+    pip itself (that would take whatever the index has that day)."""
+    lines = _install_lines()
+    for where in (".ci/run", "README step 1", "asv.conf.json", "perf-pr.yml", "perf-nightly.yml",
+                  "perf-pr-comment.yml"):
+        assert lines.get(where), f"{where} installs nothing?"
+    for where, found in lines.items():
+        for ln in found:
+            assert "cuda_extra.py install" in ln or ("-c" in ln.split() and "constraints.txt" in ln), (where, ln)
+    from cuzk import cuda_extra
+    for target, extras, editable in ((".", ["test"], True), ("/w/cuzk.whl", ["bench"], False),
+                                     ("tool", ["perf"], True)):
+        cmd = cuda_extra.install_commands(target, extras, "cuda13", editable, root=str(REPO))[0]
+        assert cmd[-2:] == ["-c", str(REPO / "constraints.txt")] and cmd[3] == "install"
+
+
+def test_the_change_point_tool_gets_an_environment_of_its_own(tmp_path):
+    from cuzk import cuda_extra
+    cmds = cuda_extra.install_commands(".", ["test"], None, True, root=str(REPO), python="py", prefix="/v")
+    assert cmds[0] == ["py", "-m", "pip", "install", "-e", ".[test]", "-c", str(REPO / "constraints.txt")]
+    assert cmds[1:] == [["py", "-m", "venv", "/v/otava"], ["/v/otava/bin/python", "-m", "pip", "install",
+                                                            "apache-otava==0.8.0"]]
+    hist = cuda_extra.install_commands(".", ["history"], None, True, root=str(REPO), python="py", prefix="/v")
+    assert hist[0][5] == ".[perf]" and len(hist) == 3                       # history: perf beside, otava apart
+    assert len(cuda_extra.install_commands(".", ["perf"], "cuda13", True, root=str(REPO))) == 1
+    # a checkout without constraints.txt installs as before
+    alone = tmp_path / "cuzk"
+    alone.mkdir()
+    shutil.copy(REPO / "cuzk" / "cuda_extra.py", alone)
+    p = subprocess.run([sys.executable, "-c", "import sys; sys.path.insert(0, sys.argv[1]); import cuda_extra; "
+                        "print(cuda_extra.install_commands('.', ['bench'], None, True, python='py'))", str(alone)],
+                       capture_output=True, text=True, check=True)
+    assert p.stdout.strip() == "[['py', '-m', 'pip', 'install', '-e', '.[bench]']]"
+
+
+def test_ci_measures_and_tests_with_the_pinned_numpy():
+    """The README's install (CI's) has constraints.txt's numpy, and apache-otava answers from its own
+    environment with the numpy it pins."""
+    import numpy
+    from cuzk.perf import changepoint
+    pin = _constraints()["numpy"]
+    if numpy.__version__ != pin or not changepoint.available():
+        if IN_CI:
+            pytest.fail(f"numpy {numpy.__version__} (constraints.txt: {pin}), change points available: "
+                        f"{changepoint.available()}: CI must install with the README's command")
+        pytest.skip(f"this environment was not made by the README's install (numpy {numpy.__version__}, "
+                    f"constraints.txt {pin})")
+    assert changepoint.where() != "in process"                # otava's numpy never shares this process
+    values = [1.0 + 0.001 * (i % 3) for i in range(12)] + [1.3 + 0.001 * (i % 3) for i in range(12)]
+    cps, _ = changepoint.compute_change_points(values, window_len=30, max_pvalue=0.001, min_magnitude=0.05)
+    assert [c.index for c in cps] == [12] and cps[0].stats.mean_2 / cps[0].stats.mean_1 == pytest.approx(1.3, rel=0.01)

@@ -14,6 +14,7 @@ from .gate import cmd_gate
 from .history import cmd_bisect, cmd_history
 from .keygen import cmd_keygen
 from .opts import cmd_gpu_state, cmd_opts
+from .runner import add_parser as add_runner_parser
 from .verify import cmd_verify
 
 
@@ -231,6 +232,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="exit 2 unless this job sees exactly one GPU (CUDA_VISIBLE_DEVICES names one, or the host "
                          "has one): a perf runner's check that benchmarks never share a GPU")
     gs.set_defaults(func=cmd_gpu_state)
+
+    add_runner_parser(sub)
     return p
 
 

@@ -1053,8 +1053,12 @@ def changes(results_dir: Path, machine: str | None = None, bench: str | None = N
     """Change points of every series. `min_magnitude`: the smallest relative change kept (0.05 = 5%);
     `max_pvalue`: the t-test threshold of the merge step. No series long enough to analyse is a
     HistoryError: no data never reads as no change."""
-    from otava.analysis import compute_change_points
+    from .changepoint import ChangePointUnavailable, compute_change_points, where
     check_changes_args(max_pvalue, min_magnitude, window)
+    try:
+        where()                       # otava here, or in its own environment (changepoint.py)
+    except ChangePointUnavailable as e:
+        raise HistoryError(str(e)) from e
     results_dir = Path(results_dir)
     if not results_dir.is_dir():
         raise HistoryError(f"no asv results at {results_dir} (run `cuzk history publish --no-push`, or "
