@@ -110,9 +110,9 @@ def test_constraints_are_passed_where_the_file_exists(tmp_path, monkeypatch):
     args = ["install", "--constraints-if-present", str(c), "/w/cuzk.whl", "bench"]
     assert _pip_argv(monkeypatch, args) == ["/w/cuzk.whl[bench]"]                 # no file: no -c
     c.write_text("numpy==2.2.0\n")
-    assert _pip_argv(monkeypatch, args) == ["-c", str(c), "/w/cuzk.whl[bench]"]
+    assert _pip_argv(monkeypatch, args) == ["/w/cuzk.whl[bench]", "-c", str(c)]
     assert _pip_argv(monkeypatch, ["install", "--constraints-if-present", str(c), "-e", ".", "perf"]) == \
-        ["-c", str(c), "-e", ".[perf]"]
+        ["-e", ".[perf]", "-c", str(c)]
     assert cuda_extra.main(["install", "--constraints-if-present"]) == 2
 
 
