@@ -59,7 +59,7 @@ def test_unknown_area(w8):
 
 
 def test_calibration_repeats_short_calls(w8):
-    assert w8.calibrate("prep_msm", 0.002) > 1          # tens of microseconds per call
+    assert w8.calibrate("prep_msm", 1.0) > 1            # tens of microseconds per call (a loaded host: more)
     assert w8.calibrate("ntt_msm_h", 0.0) == 1
 
 
