@@ -35,9 +35,23 @@ SYNTHESIS_BACKEND = "cpu"          # bench_synthesis.Synthesis: host synthesis, 
 
 SAMPLES = {"cpu": 10, "cuda": 15}     # per asv process (one per benchmark and params); >= 7 a side
 MIN_SAMPLE_S = {"cpu": 0.002, "cuda": 0.0}   # host-timed samples repeat short calls up to this
+WARMUP_S = {"cpu": 0.1, "cuda": 0.2}         # untimed calls first in each asv process
 
 
 MEMORY_VARIANTS = ["default"]          # peak device memory and energy: what ships
+
+# `asv continuous` is a look at what a change moved on one machine, not the pull-request gate (that is
+# `cuzk gate`: per-phase thresholds from measured noise, fresh workers interleaved, trust checks). With
+# one process a side, asv's test compares two processes whose samples sit tightly around values that
+# differ from process to process, and flagged A/A pairs; so each side gets CONTINUOUS_ROUNDS processes
+# (asv interleaves the commits' rounds) and a change is reported past CONTINUOUS_FACTOR. Fitted on the
+# CPU targets (prep_msm and proof_assembly at cpu:8 and cpu:10, a 2-vCPU VM at load 1.6-2.5, 2026-12-03,
+# 8 A/A tries each): the largest ratio of 32 was 1.09 (rms of ln 0.030) with these settings, 2.24
+# (rms 0.180) with one process a side and samples sized on a cold call (Workload.calibrate). At load
+# 4-5 no factor holds (A/A ratios to 3x). tests/test_asv_aa.py holds an A/A pair to no change and a
+# 2x slowdown to a report.
+CONTINUOUS_ROUNDS = 3
+CONTINUOUS_FACTOR = 1.25
 
 # Seconds per asv parameter point (one process: start-up, set-up, samples), for the cost estimate.
 # cpu: measured here on 2026-12-01 (interpreter and imports ~1.5 s; set-up 0.25 s at 2^8, 1.0 s at
@@ -62,6 +76,12 @@ SKIPPED_POINT_S = 0.5
 SYNTHESIS_SCALE_POINT_S = 75.0
 NIGHTLY_BUDGET_S = 2 * 3600            # the whole suite on one GPU runner, every night
 GATE_BUDGET_S = 15 * 60                # the PR gate with perf-gate.toml, on one GPU runner
+
+
+def continuous_args() -> list[str]:
+    """The README's `asv continuous` settings; samples are recorded by default there."""
+    return ["--interleave-rounds", "-a", f"rounds={CONTINUOUS_ROUNDS}", "--factor", f"{CONTINUOUS_FACTOR}",
+            "--split"]
 
 
 def variant_names() -> list[str]:
