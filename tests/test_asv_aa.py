@@ -61,7 +61,8 @@ class Pair:
                             "--set-commit-hash", sha, "--record-samples", "-a", f"rounds={rounds}",
                             "--machine", MACHINE, "--bench", bench, "--show-stderr", *extra],
                            cwd=self.repo, env=env, capture_output=True, text=True, timeout=600)
-        assert p.returncode == 0, (p.stdout + p.stderr)[-4000:]
+        if p.returncode != 0:
+            raise RuntimeError(f"asv run of {sha[:10]} exited {p.returncode}:\n{(p.stdout + p.stderr)[-4000:]}")
 
     def samples(self, sha: str, name: str, params: tuple) -> list[float]:
         """The recorded samples of one point ([] where it was not measured)."""
@@ -137,15 +138,29 @@ def main(argv=None) -> int:
     ap.add_argument("--dest", type=Path, required=True, help="an empty or missing folder for the throwaway repo")
     ap.add_argument("asv_args", nargs="*", help="more `asv run` options (after --), e.g. --cpu-affinity 2")
     a = ap.parse_args(argv)
+    if a.dest.exists() and any(a.dest.iterdir()):
+        print(f"--dest {a.dest}: not empty", file=sys.stderr)
+        return 2
+    if a.phase not in suite.ASV_TIME_BENCHMARKS or a.phase == "synthesis":
+        print(f"--phase {a.phase!r}: not a phase of the suite's targets", file=sys.stderr)
+        return 2
+    if a.target not in suite.TARGETS + suite.SCALE_TARGETS:
+        print(f"--target {a.target!r}: the suite has {', '.join(suite.TARGETS + suite.SCALE_TARGETS)}",
+              file=sys.stderr)
+        return 2
+    name, params, bench = _point(a.target, a.phase)
     a.dest.mkdir(parents=True, exist_ok=True)
     rounds, factor = suite.CONTINUOUS_ROUNDS, suite.CONTINUOUS_FACTOR
     pair = Pair(a.dest)
     head = pair.commit("README.md", lambda t: t + "\nA change to the documentation only.\n", "docs only")
-    name, params, bench = _point(a.target, a.phase)
     flagged = 0
     for i in range(a.tries):
-        pair.run(pair.base, bench, rounds, a.asv_args)
-        pair.run(head, bench, rounds, a.asv_args)
+        try:
+            pair.run(pair.base, bench, rounds, a.asv_args)
+            pair.run(head, bench, rounds, a.asv_args)
+        except RuntimeError as e:
+            print(f"try {i + 1}: {e}", file=sys.stderr)
+            return 2
         n = [len(pair.samples(s, name, params)) for s in (pair.base, head)]
         if min(n) == 0:
             print(f"try {i + 1}: not measured ({n} samples): no verdict", file=sys.stderr)
