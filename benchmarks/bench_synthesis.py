@@ -1,13 +1,15 @@
 """Synthesis (host code on every backend): time per call and peak memory (A2's memory story).
 
-Params come from the registry (suite.variants_for: the toggles that touch synthesis), so a new
-optimization is measured without editing this file.
+Params come from the registry (suite.variants_for: the toggles that touch synthesis and that host
+synthesis reads), so a new optimization is measured without editing this file.
 """
-from cuzk.perf import sampler, suite, workload
+from cuzk.perf import suite, workload
+
+from ._phase import take_samples
 
 
 class Synthesis:
-    params = (suite.SYNTHESIS_CIRCUITS, suite.SYNTHESIS_SIZES, suite.variants_for("synthesis"))
+    params = (suite.SYNTHESIS_CIRCUITS, suite.SYNTHESIS_SIZES, suite.measured_variants("synthesis"))
     param_names = ["circuit", "log_size", "opts"]
     timeout = 300
     unit = "seconds"
@@ -17,8 +19,7 @@ class Synthesis:
         self.w = workload.get(workload.Spec(circuit=circuit, log_size=log_size, opts=opts))
 
     def track_time(self, circuit, log_size, opts):
-        s = sampler.sample(self.w, "synthesis", suite.SAMPLES["cpu"], min_sample_s=suite.MIN_SAMPLE_S["cpu"])
-        return {"samples": s.values, "number": 1}
+        return {"samples": take_samples(self.w, "synthesis", "cpu").values, "number": 1}
 
     def peakmem_synthesis(self, circuit, log_size, opts):
         self.w.measure("synthesis")
@@ -39,5 +40,4 @@ class SynthesisAtScale:
         self.w.ensure_backend()              # no GPU: workload.Unavailable, which asv skips
 
     def track_time(self, target, opts):
-        s = sampler.sample(self.w, "synthesis", suite.SAMPLES["cuda"])
-        return {"samples": s.values, "number": 1}
+        return {"samples": take_samples(self.w, "synthesis", "cuda").values, "number": 1}

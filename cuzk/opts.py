@@ -19,9 +19,17 @@ class Optimization:
     intent: str
     default: bool
     predicted: str     # written down before measuring
+    # the backends whose code reads the toggle: elsewhere its variants would measure `default` again.
+    # Synthesis is host code that both run; the CPU reference's phases read no toggle.
+    backends: tuple[str, ...] = ("cuda",)
 
 
 REGISTRY: dict[str, Optimization] = {}
+
+
+def honoured(name: str, backend: str) -> bool:
+    """Whether `backend`'s code reads toggle `name` (a variant of it there differs from `default`)."""
+    return backend in REGISTRY[name].backends
 
 
 def register(opt: Optimization) -> Optimization:
@@ -36,12 +44,14 @@ register(Optimization(
     "linear combinations stored in flat growable buffers, not one heap object per term",
     True,
     "synthesis host time -10..-30% on generator circuits; no effect on other phases",
+    backends=("cpu", "cuda"),
 ))
 register(Optimization(
     "A2", ("synthesis",),
     "assignment vectors pre-sized to their final length instead of grown chunk by chunk",
     True,
     "synthesis -5..-15% single circuit; with many circuits in parallel, page-fault cost may eat the gain",
+    backends=("cpu", "cuda"),
 ))
 register(Optimization(
     "B1", ("synthesis",),

@@ -2,6 +2,8 @@
 registry, and a real `asv run -E existing` records >= 7 samples for a phase and publishes."""
 from __future__ import annotations
 
+import copy
+import functools
 import json
 import os
 import subprocess
@@ -17,17 +19,25 @@ REPO = Path(__file__).resolve().parents[1]
 ASV = [sys.executable, "-m", "asv"]
 
 
-def _discover(code: str = "") -> dict:
-    """Benchmarks as asv_runner discovers them, in a fresh interpreter (after `code`)."""
+@functools.lru_cache(maxsize=None)
+def _discover_all(code: str = "") -> dict:
+    """{"params": {name: params}, "skip": {name: skip tuples}} as asv_runner discovers the suite, in a fresh
+    interpreter (after `code`). asv_runner checks a skip tuple before set-up and records the point as n/a."""
     prog = code + """
 import json, sys
 from asv_runner.discovery import disc_benchmarks
-out = {b.name: [list(p) for p in b.params] for b in disc_benchmarks(sys.argv[1])}
-print(json.dumps(out))
+bs = list(disc_benchmarks(sys.argv[1]))
+print(json.dumps({"params": {b.name: [list(p) for p in b.params] for b in bs},
+                  "skip": {b.name: [[repr(x) for x in s] for s in b._skip_tuples] for b in bs}}))
 """
     p = subprocess.run([sys.executable, "-c", prog, str(REPO / "benchmarks")], cwd=REPO, capture_output=True,
                        text=True, check=True)
     return json.loads(p.stdout)
+
+
+def _discover(code: str = "") -> dict:
+    """Benchmarks as asv_runner discovers them: {name: params (asv's repr strings)}."""
+    return copy.deepcopy(_discover_all(code)["params"])
 
 
 def test_asv_check_passes(tmp_path):
@@ -48,7 +58,7 @@ def test_discovery_matches_the_gate_and_the_registry():
         cls = suite.ASV_TIME_BENCHMARKS[area].rsplit(".", 1)[0]
         mem = "bench_proof.ProofDevice" if area == "proof" else cls + "Memory"
         assert found[mem + ".track_peak_device_bytes"] == [gpu, ["'default'"]]     # what ships, on the GPU
-    assert found["bench_synthesis.Synthesis.track_time"][2] == [repr(v) for v in suite.variants_for("synthesis")]
+    assert found["bench_synthesis.Synthesis.track_time"][2] == [repr(v) for v in suite.measured_variants("synthesis")]
     assert "bench_synthesis.Synthesis.peakmem_synthesis" in found
     assert found["bench_proof.ProofDevice.track_energy_per_proof"] == [gpu, ["'default'"]]
     assert not any("_PhaseBench" in n or "_MemoryBench" in n or n.startswith("_phase") for n in found)
@@ -88,6 +98,42 @@ def test_a_phase_is_measured_in_the_variants_of_the_toggles_that_touch_it():
             assert (v in got) == (area in o.phases or (area == "proof" and bool(set(o.phases) - {"synthesis"}))), v
 
 
+def test_a_cpu_target_is_measured_only_in_the_variants_its_backend_reads():
+    """The CPU reference's phases read no toggle: each phase at a CPU target is `default` alone, every other
+    point of asv's grid a declared skip; host synthesis keeps the toggles it reads, and baseline."""
+    from cuzk.opts import REGISTRY
+    all_skips = _discover_all()["skip"]
+    for area in PHASES[1:] + ("proof",):
+        name = suite.ASV_TIME_BENCHMARKS[area]
+        skips = {tuple(s) for s in all_skips[name]}
+        assert skips == {(repr(t), repr(v)) for t in suite.CPU_TARGETS for v in suite.variants_for(area)
+                         if v != "default"}, area
+        for t in suite.CPU_TARGETS:
+            assert suite.measured_variants(area, t) == ["default"]
+        for t in suite.GPU_TARGETS:
+            assert suite.measured_variants(area, t) == suite.variants_for(area)
+    host = [f"default{'-' if o.default else '+'}{n}" for n, o in REGISTRY.items()
+            if "synthesis" in o.phases and "cpu" in o.backends]
+    assert host and suite.measured_variants("synthesis") == ["default"] + host + ["baseline"]
+    assert not any(all_skips[n] for n in all_skips if not n.startswith(tuple(suite.ASV_TIME_BENCHMARKS.values())))
+
+
+def test_the_cpu_reference_reads_only_the_toggles_declared_for_it(monkeypatch):
+    """The registry's `backends` is what the code reads: a CPU workload (synthesis, every phase, a whole
+    proof) asks for exactly the toggles declared for "cpu", so no CPU variant is dropped that differs."""
+    from cuzk.opts import REGISTRY, OptSet
+    from cuzk.perf.workload import AREAS, Spec, Workload
+    asked = set()
+    real_enabled, real_get = OptSet.enabled, OptSet.__getitem__
+    monkeypatch.setattr(OptSet, "enabled", lambda self, n: asked.add(n) or real_enabled(self, n))
+    monkeypatch.setattr(OptSet, "__getitem__", lambda self, n: asked.add(n) or real_get(self, n))
+    for circuit in suite.SYNTHESIS_CIRCUITS:
+        w = Workload(Spec(circuit=circuit, log_size=8, opts="baseline"))
+        for area in AREAS:
+            w.measure(area)
+    assert asked == {n for n, o in REGISTRY.items() if "cpu" in o.backends}
+
+
 def test_a_new_registry_entry_is_benchmarked_without_editing_benchmarks():
     found = _discover("""
 from cuzk.opts import Optimization, register
@@ -102,11 +148,12 @@ register(Optimization("TESTOPT", ("tail_msm",), "test entry", False, "none"))
 def test_the_nightly_suite_fits_its_budget_and_the_estimate_counts_what_asv_runs():
     """The parameter count is held against the budget as the registry grows."""
     import itertools
-    found = _discover()
-    points = sum(len(list(itertools.product(*p))) if p else 1 for n, p in found.items()
+    found = _discover_all()
+    points = sum(len(list(itertools.product(*p))) if p else 1 for n, p in found["params"].items()
                  if not n.startswith("bench_snarkjs"))
+    skipped = sum(len(s) for s in found["skip"].values())
     c = suite.cost()
-    assert c["points"] == points
+    assert c["points"] + c["skipped"] == points and c["skipped"] == skipped
     assert c["seconds"] <= suite.NIGHTLY_BUDGET_S, f"{points} points, ~{c['seconds'] / 60:.0f} min"
 
 

@@ -1,6 +1,7 @@
 """The measuring path shared by asv and the gate: workloads, sampling, the asv classes over it."""
 from __future__ import annotations
 
+import math
 import os
 import random
 
@@ -59,8 +60,20 @@ def test_unknown_area(w8):
 
 
 def test_calibration_repeats_short_calls(w8):
-    assert w8.calibrate("prep_msm", 0.002) > 1          # tens of microseconds per call
+    assert w8.calibrate("prep_msm", 1.0) > 1            # tens of microseconds per call (a loaded host: more)
     assert w8.calibrate("ntt_msm_h", 0.0) == 1
+
+
+def test_calibration_sizes_samples_on_warm_calls(w8, monkeypatch):
+    """A sample is a full garbage collection, then n calls, the first of them cold (prep_msm at 2^8: ~56 us
+    against ~14 us warm). Sized from that one cold call, samples lasted a quarter of min_sample_s."""
+    cold, warm, target = 56e-6, 14e-6, 0.002
+    batches = []
+    monkeypatch.setattr(w8, "measure", lambda area, number=1: batches.append(number) or cold + (number - 1) * warm)
+    n = w8.calibrate("prep_msm", target)
+    assert cold + (n - 1) * warm >= target and n <= math.ceil(target / warm)
+    assert batches and max(batches) < 2 * n                     # doubling batches, no more calls than needed
+    assert w8.calibrate("prep_msm", target, max_number=50) == 50
 
 
 def test_sample_areas_round_robin(w8):
@@ -132,6 +145,18 @@ def test_asv_phase_class_returns_samples():
     assert r["number"] == 1 and len(r["samples"]) >= 7 and min(r["samples"]) > 0
     from benchmarks.bench_tail_msm import TailMsmMemory
     assert TailMsmMemory.params[0] == suite.GPU_TARGETS          # device memory: GPU targets only
+
+
+def test_asv_samples_come_after_a_warm_up_and_a_calibration(w8, monkeypatch):
+    """Untimed calls first, then calibration batches, then the samples, each of the calibrated number."""
+    from benchmarks._phase import take_samples
+    calls = []
+    real = w8.measure
+    monkeypatch.setattr(w8, "measure", lambda area, number=1: calls.append(number) or real(area, number))
+    s = take_samples(w8, "prep_msm", "cpu")
+    n = suite.SAMPLES["cpu"]
+    assert len(s.values) == n and s.number > 1 and calls[-n:] == [s.number] * n
+    assert calls[0] == 1 and len(calls) > n + 2
 
 
 @pytest.mark.skipif(_gpu(), reason="a GPU is present")

@@ -2,12 +2,14 @@
 
 Variants come from the optimization registry, so a new entry is benchmarked with no edit here. A
 phase is measured in `default`, `baseline` and the variants of the toggles that touch it (the
-registry's `phases`): a toggle that does not touch a phase would only measure `default` again.
+registry's `phases`) and that the target's backend reads (the registry's `backends`): any other
+variant would only measure `default` again. The CPU reference's phases read no toggle, so a CPU target
+is measured in `default` alone (asv's grid keeps its other variants as declared skips).
 CPU targets are small (the reference is slow); GPU targets skip without a GPU.
 """
 from __future__ import annotations
 
-from ..opts import REGISTRY, variants
+from ..opts import REGISTRY, honoured, variants
 from ..timing import PHASES
 
 CIRCUIT = "porep_like"
@@ -29,12 +31,27 @@ PIPELINE_FIGURES = ["track_s_per_proof", "track_gpu_busy_fraction", "track_wall_
 ALL_TARGETS = TARGETS + SCALE_TARGETS + FULL_TARGETS
 SYNTHESIS_CIRCUITS = ["porep_like", "mulchain"]
 SYNTHESIS_SIZES = [12, 16]
+SYNTHESIS_BACKEND = "cpu"          # bench_synthesis.Synthesis: host synthesis, no device assignment
 
 SAMPLES = {"cpu": 10, "cuda": 15}     # per asv process (one per benchmark and params); >= 7 a side
 MIN_SAMPLE_S = {"cpu": 0.002, "cuda": 0.0}   # host-timed samples repeat short calls up to this
+WARMUP_S = {"cpu": 0.1, "cuda": 0.2}         # untimed calls first in each asv process
 
 
 MEMORY_VARIANTS = ["default"]          # peak device memory and energy: what ships
+
+# `asv continuous` is a look at what a change moved on one machine, not the pull-request gate (that is
+# `cuzk gate`: per-phase thresholds from measured noise, fresh workers interleaved, trust checks). With
+# one process a side, asv's test compares two processes whose samples sit tightly around values that
+# differ from process to process, and flagged A/A pairs; so each side gets CONTINUOUS_ROUNDS processes
+# (asv interleaves the commits' rounds) and a change is reported past CONTINUOUS_FACTOR. Fitted on the
+# CPU targets (prep_msm and proof_assembly at cpu:8 and cpu:10, a 2-vCPU VM at load 1.6-2.5, 2026-12-03,
+# 8 A/A tries each): the largest ratio of 32 was 1.09 (rms of ln 0.030) with these settings, 2.24
+# (rms 0.180) with one process a side and samples sized on a cold call (Workload.calibrate). At load
+# 4-5 no factor holds (A/A ratios to 3x). tests/test_asv_aa.py holds an A/A pair to no change and a
+# 2x slowdown to a report.
+CONTINUOUS_ROUNDS = 3
+CONTINUOUS_FACTOR = 1.25
 
 # Seconds per asv parameter point (one process: start-up, set-up, samples), for the cost estimate.
 # cpu: measured here on 2026-12-01 (interpreter and imports ~1.5 s; set-up 0.25 s at 2^8, 1.0 s at
@@ -51,11 +68,20 @@ FULL_SETUP_S = 180.0
 PIPELINE_SETUP_S = 240.0
 CACHED_POINT_S = 5.0
 SYNTHESIS_POINT_S = {12: 2.0, 16: 4.0}
+# a declared skip (a CPU target in a variant its backend does not read) still costs asv one process:
+# the interpreter and the suite's imports, no set-up
+SKIPPED_POINT_S = 0.5
 # a partition's synthesis at 2^24 on the GPU backend: build ~4 s (2-core dev machine, 2^20 x 16) and the
 # device assignment, 15 samples and the warm-up: an estimate until measured
 SYNTHESIS_SCALE_POINT_S = 75.0
 NIGHTLY_BUDGET_S = 2 * 3600            # the whole suite on one GPU runner, every night
 GATE_BUDGET_S = 15 * 60                # the PR gate with perf-gate.toml, on one GPU runner
+
+
+def continuous_args() -> list[str]:
+    """The README's `asv continuous` settings; samples are recorded by default there."""
+    return ["--interleave-rounds", "-a", f"rounds={CONTINUOUS_ROUNDS}", "--factor", f"{CONTINUOUS_FACTOR}",
+            "--split"]
 
 
 def variant_names() -> list[str]:
@@ -73,26 +99,41 @@ def touches(area: str, name: str) -> bool:
     return area in phases or (area == "proof" and any(p != "synthesis" for p in phases))
 
 
-def variants_for(area: str) -> list[str]:
-    """default, default-X / default+X for each toggle X that touches `area`, baseline."""
-    return [v for v in variant_names() if v in ("default", "baseline") or touches(area, v[8:])]
+def backend_of(target: str) -> str:
+    """'cuda:porep_partition:24' -> 'cuda'."""
+    return target.split(":", 1)[0]
+
+
+def variants_for(area: str, backend: str | None = None) -> list[str]:
+    """default, default-X / default+X for each toggle X that touches `area`, baseline. On `backend`
+    (None: any), only the toggles its code reads, and baseline only where that leaves one to turn off
+    or the backend reads toggles of the proving phases (every toggle off is then a state of its own)."""
+    toggles = [v for v in variant_names() if v not in ("default", "baseline") and touches(area, v[8:])
+               and (backend is None or honoured(v[8:], backend))]
+    proving = backend is None or any(honoured(n, backend) and set(o.phases) - {"synthesis"}
+                                     for n, o in REGISTRY.items())
+    return ["default"] + toggles + (["baseline"] if toggles or proving else [])
 
 
 def cost() -> dict:
-    """The nightly suite's parameter points and estimated seconds, from the declarations the benchmarks
-    use (tests hold this against asv's own discovery)."""
-    pts, secs = 0, 0.0
+    """The nightly suite's measured parameter points, the declared skips of asv's grid (a CPU target
+    in a variant its backend does not read) and the estimated seconds, from the declarations the
+    benchmarks use (tests hold this against asv's own discovery)."""
+    pts, skipped, secs = 0, 0, 0.0
     for area in ASV_TIME_BENCHMARKS:
         if area == "synthesis":
-            n = len(SYNTHESIS_CIRCUITS) * len(variants_for("synthesis"))
+            n = len(SYNTHESIS_CIRCUITS) * len(variants_for("synthesis", SYNTHESIS_BACKEND))
             pts += 2 * n * len(SYNTHESIS_SIZES)                 # track_time and peakmem_synthesis
             secs += 2 * n * sum(SYNTHESIS_POINT_S[k] for k in SYNTHESIS_SIZES)
             pts += len(SCALE_VARIANTS) * len(SCALE_TARGETS)      # SynthesisAtScale
             secs += len(SCALE_VARIANTS) * len(SCALE_TARGETS) * SYNTHESIS_SCALE_POINT_S
             continue
-        v = len(variants_for(area))
-        pts += v * len(TARGETS)
-        secs += v * sum(POINT_S[t] for t in TARGETS)
+        declared = len(variants_for(area))
+        for t in TARGETS:
+            m = len(measured_variants(area, t))
+            pts += m
+            skipped += declared - m
+            secs += m * POINT_S[t] + (declared - m) * SKIPPED_POINT_S
         pts += len(SCALE_VARIANTS) * len(SCALE_TARGETS)         # the same at PoRep scale
         secs += len(SCALE_VARIANTS) * sum(POINT_S[t] for t in SCALE_TARGETS)
         if area in FULL_AREAS:                                  # a whole partition: the shared set-up
@@ -104,7 +145,7 @@ def cost() -> dict:
     secs += len(FULL_VARIANTS) * len(FULL_TARGETS) * FULL_SETUP_S
     pts += len(PIPELINE_FIGURES)
     secs += PIPELINE_SETUP_S + len(PIPELINE_FIGURES) * CACHED_POINT_S
-    return {"points": pts, "seconds": secs, "budget_s": NIGHTLY_BUDGET_S}
+    return {"points": pts, "skipped": skipped, "seconds": secs, "budget_s": NIGHTLY_BUDGET_S}
 
 # area -> the asv benchmark that times it (tests check these against asv's own discovery)
 ASV_TIME_BENCHMARKS = {
@@ -139,22 +180,25 @@ def measured_variants(area: str, target: str | None = None) -> list[str]:
         return SCALE_VARIANTS
     if target in FULL_TARGETS:
         return FULL_VARIANTS if area in FULL_AREAS else []
-    return variants_for(area)
+    if area == "synthesis":
+        return variants_for(area, SYNTHESIS_BACKEND)
+    return variants_for(area, backend_of(target) if target else None)
 
 
 def asv_params(area: str, spec) -> tuple | None:
-    """The asv parameter tuple that matches a workload, or None where the suite has no such point."""
-    if spec.batch != 1 or spec.opts not in variants_for(area) or (spec.convention, spec.generator) != ("coeff", 7):
+    """The asv parameter tuple that the suite measures for a workload, or None where it has no such point."""
+    if spec.batch != 1 or (spec.convention, spec.generator) != ("coeff", 7):
         return None
-    if area == "synthesis" and spec.target(CIRCUIT) in SCALE_TARGETS:
-        return (repr(spec.target(CIRCUIT)), repr(spec.opts)) if spec.opts in SCALE_VARIANTS else None
-    if area == "synthesis":
-        ok = spec.circuit in SYNTHESIS_CIRCUITS and spec.log_size in SYNTHESIS_SIZES
-        return (repr(spec.circuit), repr(spec.log_size), repr(spec.opts)) if ok else None
     target = spec.target(CIRCUIT)
-    if target in SCALE_TARGETS or target in FULL_TARGETS:
+    if area == "synthesis" and target in SCALE_TARGETS:
+        return (repr(target), repr(spec.opts)) if spec.opts in SCALE_VARIANTS else None
+    if area == "synthesis":
+        ok = (spec.circuit in SYNTHESIS_CIRCUITS and spec.log_size in SYNTHESIS_SIZES
+              and spec.opts in measured_variants(area))
+        return (repr(spec.circuit), repr(spec.log_size), repr(spec.opts)) if ok else None
+    if target in TARGETS or target in SCALE_TARGETS or target in FULL_TARGETS:
         return (repr(target), repr(spec.opts)) if spec.opts in measured_variants(area, target) else None
-    return (repr(target), repr(spec.opts)) if target in TARGETS else None
+    return None
 
 
 # A gate round: its two workers' set-up (at once) and, per paired sample, both sides' calls of every phase
