@@ -22,7 +22,7 @@ from cuzk.perf.calibrate import _git
 
 REPO = Path(__file__).resolve().parents[1]
 ASV = [sys.executable, "-m", "asv"]
-CPU_BENCH = r"bench_prep_msm\.PrepMsm\.track_time\('cpu:8', 'baseline'\)"
+CPU_BENCH = r"bench_prep_msm\.PrepMsm\.track_time\('cpu:8', 'default'\)"
 CUDA_BENCH = r"bench_prep_msm\.PrepMsm\.track_time\('cuda:16', 'baseline'\)"
 
 
@@ -164,12 +164,12 @@ def _env_packages(repo: Path) -> dict[str, str]:
     return json.loads(out.stdout)
 
 
-def _result(repo: Path, machine: str, sha: str, name: str, target: str):
+def _result(repo: Path, machine: str, sha: str, name: str, target: str, variant: str = "baseline"):
     f = next((repo / ".asv/results" / machine).glob(f"{sha[:8]}-*.json"))
     res = json.loads(f.read_text())
     row = dict(zip(res["result_columns"], res["results"][name]))
     targets, opts = row["params"]
-    return row["result"][targets.index(repr(target)) * len(opts) + opts.index("'baseline'")]
+    return row["result"][targets.index(repr(target)) * len(opts) + opts.index(repr(variant))]
 
 
 @pytest.mark.slow
@@ -199,7 +199,7 @@ def test_asv_builds_a_cpu_environment_and_a_gpu_one_with_cupy(tmp_path):
     cons = REPO / "constraints.txt"
     pin = re.findall(r"(?im)^\s*numpy\s*==\s*([\w.]+)", cons.read_text()) if cons.is_file() else []
     assert pkgs["numpy"] == pin[0] if pin else pkgs["numpy"] != "2.2.0"
-    assert _result(repo, "env-test", cpu_sha, "bench_prep_msm.PrepMsm.track_time", "cpu:8") > 0
+    assert _result(repo, "env-test", cpu_sha, "bench_prep_msm.PrepMsm.track_time", "cpu:8", "default") > 0
 
     # the runner's setting cuda13: the next commit's install brings CuPy into the environment
     _git(repo, "commit", "-q", "--allow-empty", "-m", "next")

@@ -12,7 +12,7 @@ from pathlib import Path
 from cuzk.perf.calibrate import make_repo
 
 REPO = Path(__file__).resolve().parents[1]
-BENCH = r"bench_prep_msm\.PrepMsm\.track_time\('cpu:8', 'baseline'\)"
+BENCH = r"bench_prep_msm\.PrepMsm\.track_time\('cpu:8', 'default'\)"
 
 
 def _git(cwd, *args):

@@ -33,7 +33,7 @@ SYN = "bench_synthesis.Synthesis.track_time"
 PREP = "bench_prep_msm.PrepMsm.track_time"
 GATED = ("'cpu:10'", "'default'")          # perf-gate.toml's cpu porep_like 2^10 opts=default, a suite target
 COMMITS = 16
-STEPS = {(TAIL, ("'cpu:8'", "'default-K1'")): (9, 1.30),                 # a regression at commit 9
+STEPS = {(TAIL, ("'cpu:8'", "'default'")): (9, 1.30),                 # a regression at commit 9
          (SYN, ("'porep_like'", "12", "'default-A2'")): (5, 0.80)}        # an improvement at commit 5
 
 
@@ -61,7 +61,7 @@ def gated_slowdown(tmp_path_factory):
 @pytest.fixture(scope="module")
 def ungated_slowdown(tmp_path_factory):
     """A new slowdown only in a non-gated pair; in gated pairs an old slowdown and a new speed-up."""
-    return _synth(tmp_path_factory, {(TAIL, ("'cpu:8'", "'default-K1'")): (13, 1.30), (TAIL, GATED): (6, 1.30),
+    return _synth(tmp_path_factory, {(TAIL, ("'cpu:8'", "'default'")): (13, 1.30), (TAIL, GATED): (6, 1.30),
                                      (PREP, GATED): (13, 0.70)}, benches=(TAIL, PREP))
 
 
@@ -74,15 +74,15 @@ def test_change_points_at_the_planted_steps(history, tmp_path, capsys):
                                             f"{COMMITS} points each) from {repo / '.asv' / 'results'}")
     found = json.loads(out.read_text())
     got = {(c["benchmark"], c["commit"]): c for c in found}
-    tail = got[(f"{TAIL}('cpu:8', 'default-K1')", shas[9])]
+    tail = got[(f"{TAIL}('cpu:8', 'default')", shas[9])]
     syn = got[(f"{SYN}('porep_like', 12, 'default-A2')", shas[5])]
     assert tail["change"] == pytest.approx(0.30, abs=0.03) and tail["previous_commit"] == shas[8]
     assert syn["change"] == pytest.approx(-0.20, abs=0.03)
     assert len(found) == 2, found                      # nothing in the flat series
-    row = next(ln for ln in table.splitlines() if f"| `{TAIL}('cpu:8', 'default-K1')`" in ln)
+    row = next(ln for ln in table.splitlines() if f"| `{TAIL}('cpu:8', 'default')`" in ln)
     pct = float(re.search(r"\| \+(\d+(?:\.\d+)?)% ", row).group(1))      # the planted +30%, with the noise
     assert shas[9][:10] in row and 27 <= pct <= 33
-    bisect = f"cuzk bisect tail_msm --target cpu:8 --opts default-K1 --good {shas[8][:10]} --bad {shas[9][:10]}"
+    bisect = f"cuzk bisect tail_msm --target cpu:8 --opts default --good {shas[8][:10]} --bad {shas[9][:10]}"
     assert f"`{shas[8][:10]}..{shas[9][:10]}`" in row and f"`{bisect}`" in row
     assert tail["range"] == f"{shas[8][:10]}..{shas[9][:10]}" and tail["bisect"] == bisect
     # synthesis (circuit x size x opts) bisects by its exact asv name, a command `cuzk bisect` takes
@@ -167,7 +167,7 @@ def test_fail_on_gated_passes_on_an_ungated_slowdown(ungated_slowdown, tmp_path,
     assert main([*argv, "3"]) == 0
     assert "No new regression in the 4 gated parameter set(s)" in capsys.readouterr().out
     found = {(c["benchmark"], c["commit"]) for c in json.loads((tmp_path / "c.json").read_text())}
-    assert {(f"{TAIL}('cpu:8', 'default-K1')", shas[13]), (f"{TAIL}('cpu:10', 'default')", shas[6]),
+    assert {(f"{TAIL}('cpu:8', 'default')", shas[13]), (f"{TAIL}('cpu:10', 'default')", shas[6]),
             (f"{PREP}('cpu:10', 'default')", shas[13])} <= found          # all three were seen, none failed
     assert main([*argv, "10"]) == 1                                    # the old gated slowdown, within 10
     assert f"`{TAIL}('cpu:10', 'default')`" in capsys.readouterr().out.split("gated phases")[1]
@@ -177,11 +177,11 @@ def test_fail_on_gated_reads_the_gate_config(gated_slowdown, tmp_path, capsys):
     repo, _ = gated_slowdown
     cfg = tmp_path / "gate.toml"                    # gates cpu 2^8 A1 only: the slowdown is not gated there
     cfg.write_text((REPO / "perf-gate.toml").read_text().split("[[workload]]")[0]
-                   + '[[workload]]\nbackend = "cpu"\ncircuit = "porep_like"\nlog_size = 8\nopts = "default-K1"\n')
+                   + '[[workload]]\nbackend = "cpu"\ncircuit = "porep_like"\nlog_size = 8\nopts = "default"\n')
     argv = ["history", "changes", "--repo", str(repo), "--fail-on-gated", "3", "--gate-config", str(cfg)]
     assert main(argv) == 0
     capsys.readouterr()
-    cfg.write_text(cfg.read_text().replace('log_size = 8\nopts = "default-K1"', 'log_size = 14\nopts = "default"'))
+    cfg.write_text(cfg.read_text().replace('log_size = 8\nopts = "default"', 'log_size = 14\nopts = "default"'))
     assert main(argv) == 2                          # no such suite target: nothing gated, never a pass
     assert "match no parameter set" in capsys.readouterr().err
     assert main(["history", "changes", "--repo", str(repo), "--fail-on-gated", "3", "--bench", "cpu:8"]) == 2
@@ -248,7 +248,7 @@ def test_published_site_renders_a_phase_graph_in_chromium(history, tmp_path):
         assert s.returncode == 0 and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000
         print(f"screenshot of the published phase graph: {shot}")
         reg = _browse(chrome, f"http://127.0.0.1:{port}/index.html#regressions", tmp_path, "--dump-dom")
-        assert f"{TAIL}('cpu:8', 'default-K1')" in reg.stdout                 # asv's own regressions page lists it too
+        assert f"{TAIL}('cpu:8', 'default')" in reg.stdout                 # asv's own regressions page lists it too
     finally:
         server.terminate()
         server.wait(timeout=10)
@@ -256,7 +256,7 @@ def test_published_site_renders_a_phase_graph_in_chromium(history, tmp_path):
 
 def test_adjacent_points_name_the_commit_instead_of_a_bisection(tmp_path_factory, tmp_path):
     """A point at every commit: the change point's commit is the change itself, nothing to bisect."""
-    repo, shas = _synth(tmp_path_factory, {(TAIL, ("'cpu:8'", "'default-K1'")): (9, 1.30)})
+    repo, shas = _synth(tmp_path_factory, {(TAIL, ("'cpu:8'", "'default'")): (9, 1.30)})
     out = tmp_path / "changes.json"
     assert main(["history", "changes", "--repo", str(repo), "--json", str(out)]) == 0
     (c,) = json.loads(out.read_text())

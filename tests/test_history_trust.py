@@ -33,7 +33,7 @@ def _needs_change_points():
 TAIL = "bench_tail_msm.TailMsm.track_time"
 GATED = ("'cpu:10'", "'default'")              # perf-gate.toml's cpu porep_like 2^10 opts=default
 GATED_NAME = f"{TAIL}('cpu:10', 'default')"
-BENCH = r"bench_prep_msm\.PrepMsm\.track_time\('cpu:8', 'baseline'\)"
+BENCH = r"bench_prep_msm\.PrepMsm\.track_time\('cpu:8', 'default'\)"
 
 
 def _git(cwd, *args) -> str:
