@@ -72,7 +72,7 @@ def test_columns_agree_with_the_ratio_and_its_interval(tmp_path, capsys):
     assert first.startswith("## cuzk gate **FAIL: regression**") and "`tail_msm`" in first
     assert "cuda porep_like 2^18 opts=default" in first and re.search(r"x1\.\d+ \[1\.\d+, 1\.\d+\]", first)
     for area in ("tail_msm", "b_g2"):
-        phase, base, head, ratio, ci, p, threshold, verdict = _row(md, area)
+        phase, base, head, ratio, ci, p, threshold, could, verdict = _row(md, area)
         samples = {s: [x for rd in doc["outcomes"][0]["rounds"] for x in rd[s]["areas"][area]["samples"]]
                    for s in ("base", "head")}
         # the columns are the medians of every sample of each side, as printed (3 significant digits)

@@ -16,6 +16,7 @@ import statistics
 from dataclasses import asdict, dataclass
 
 REGRESSION, IMPROVEMENT, NO_CHANGE = "regression", "improvement", "no change"
+NOT_RESOLVED = "not resolved"       # no change seen, but the rounds' spread hides a slowdown of the threshold
 CI_LEVEL = 0.95
 
 
@@ -33,6 +34,7 @@ class Comparison:
     ci_low: float = math.nan     # the ratio's confidence interval, coverage ci_level (exact, >= CI_LEVEL)
     ci_high: float = math.nan
     ci_level: float = math.nan
+    detectable: float = math.nan     # the smallest slowdown (a fraction) these rounds' spread lets the test flag
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -79,3 +81,32 @@ def log_ratios(base: list[float], head: list[float]) -> list[float]:
     if len(base) != len(head) or min(base + head) <= 0:
         raise ValueError("need paired positive timings")
     return [math.log(h / b) for b, h in zip(base, head)]
+
+
+def detectable_shift(d: list[float], alpha: float, iters: int = 48) -> float:
+    """The smallest log shift delta such that these rounds, centred on their median and shifted by delta,
+    give p < alpha: what this run's spread could have told apart from no change (inf where no shift can:
+    too few rounds for alpha)."""
+    med = statistics.median(d)
+    r = [x - med for x in d]
+    hi = max(abs(x) for x in r) * 2 + 1e-9            # every value positive: the test's smallest p
+    if wilcoxon_p([x + hi for x in r]) >= alpha:
+        return math.inf
+    lo = 0.0
+    for _ in range(iters):
+        mid = (lo + hi) / 2
+        if wilcoxon_p([x + mid for x in r]) < alpha:
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def resolved(c: Comparison, d: list[float]) -> Comparison:
+    """c with the smallest slowdown the run could flag at its alpha; a "no change" whose spread could not
+    have flagged a slowdown of its threshold becomes "not resolved"."""
+    from dataclasses import replace
+    shift = detectable_shift(d, c.alpha)
+    detectable = math.exp(shift) - 1 if math.isfinite(shift) else math.inf
+    verdict = NOT_RESOLVED if c.verdict == NO_CHANGE and detectable > c.threshold else c.verdict
+    return replace(c, detectable=detectable, verdict=verdict)

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Callable
 
 from . import checkout
-from .compare import REGRESSION, Comparison, compare
+from .compare import NOT_RESOLVED, REGRESSION, Comparison, compare, resolved
 from .gate_config import GateConfig, WorkloadConfig
 from .worker import PROTOCOL
 
@@ -228,6 +228,9 @@ class GateResult:
     def regressions(self) -> list[tuple[Outcome, Comparison]]:
         return [(o, c) for o in self.outcomes for c in o.comparisons if c.verdict == REGRESSION]
 
+    def unresolved(self) -> list[tuple[Outcome, Comparison]]:
+        return [(o, c) for o in self.outcomes for c in o.comparisons if c.verdict == NOT_RESOLVED]
+
     def as_dict(self) -> dict:
         c = self.config
         return {"repo": self.repo, "base": self.base, "head": self.head, "base_ref": self.base_ref,
@@ -354,9 +357,9 @@ def _judge(cfg: GateConfig, oc: Outcome) -> None:
     for area in cfg.areas_for(oc.config):
         d = [statistics.median(paired_log_ratios(rd, area)) for rd in oc.rounds]
         pooled = {s: [x for rd in oc.rounds for x in rd[s]["areas"][area]["samples"]] for s in SIDES}
-        oc.comparisons.append(compare(area, d, cfg.threshold_for(area), cfg.alpha,
-                                      base_s=statistics.median(pooled["base"]),
-                                      head_s=statistics.median(pooled["head"])))
+        oc.comparisons.append(resolved(compare(area, d, cfg.threshold_for(area), cfg.alpha,
+                                               base_s=statistics.median(pooled["base"]),
+                                               head_s=statistics.median(pooled["head"])), d))
     oc.status = "ok"
 
 

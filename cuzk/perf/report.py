@@ -7,12 +7,12 @@ import statistics
 from tabulate import tabulate
 
 from ..opts import describe
-from .compare import IMPROVEMENT, REGRESSION
+from .compare import IMPROVEMENT, NOT_RESOLVED, REGRESSION
 from .gate import EXIT_ERROR, EXIT_OK, EXIT_REGRESSION, NO_GPU, GateResult, Outcome
 from .suite import CIRCUIT, asv_params
 
 UNDER_TEST = ("cuzk/timing.py",)      # watched files that the head's own code uses (checkout.ALSO_WATCHED)
-_VERDICT = {REGRESSION: "**REGRESSION**", IMPROVEMENT: "improvement"}
+_VERDICT = {REGRESSION: "**REGRESSION**", IMPROVEMENT: "improvement", NOT_RESOLVED: "*not resolved*"}
 _STATUS = {"error": "benchmark error", "untrusted": "UNTRUSTED run", "skipped": "skipped",
            "stopped": "stopped", "running": "not finished"}
 
@@ -112,6 +112,14 @@ def _workloads(res: GateResult) -> str:
     return "; ".join(f"{o.config.spec.label()} ({', '.join(res.config.areas_for(o.config))})" for o in res.outcomes)
 
 
+def _detectable(x) -> str:
+    """The smallest slowdown the run could flag: the larger of what its spread resolves and the threshold."""
+    d = x.detectable
+    if d != d:                       # a saved run judged before this column existed
+        return "-"
+    return "never" if d == float("inf") else f"+{max(d, x.threshold):.1%}"
+
+
 def _ratio_ci(x) -> str:
     return f"x{x.ratio:.3f} [{x.ci_low:.3f}, {x.ci_high:.3f}]"
 
@@ -128,7 +136,10 @@ def verdict_line(res: GateResult) -> str:
 
 def _verdict(res: GateResult) -> str:
     if res.exit_code == EXIT_OK:
-        return f"## cuzk gate **PASS**: no phase regressed in {_workloads(res)}"
+        un = res.unresolved()
+        tail = ("; not resolved (too noisy to see its threshold): " + ", ".join(
+            f"`{c.area}` in {o.config.spec.label()}" for o, c in un)) if un else ""
+        return f"## cuzk gate **PASS**: no phase regressed in {_workloads(res)}{tail}"
     if res.exit_code == EXIT_REGRESSION:
         names = "; ".join(f"`{c.area}` in {o.config.spec.label()}: {_ratio_ci(c)}, p={c.p_value:.2g}"
                           for o, c in res.regressions())
@@ -193,10 +204,15 @@ def markdown(res: GateResult, bisect: bool = True) -> str:
         level = min((x.ci_level for x in oc.comparisons), default=float("nan"))
         rows = [[f"`{x.area}`", fmt_s(x.base_s), fmt_s(x.head_s), f"{x.ratio:.3f}",
                  f"{x.ci_low:.3f} – {x.ci_high:.3f}", f"{x.p_value:.2g}", f"+{x.threshold:.0%}",
-                 _VERDICT.get(x.verdict, x.verdict)] for x in oc.comparisons]
+                 _detectable(x), _VERDICT.get(x.verdict, x.verdict)] for x in oc.comparisons]
         out += ["", tabulate(rows, headers=["phase", "base (median)", "head (median)", "ratio",
-                                            f"{level:.1%} CI", "p-value", "threshold", "verdict"],
+                                            f"{level:.1%} CI", "p-value", "threshold", "could flag",
+                                            "verdict"],
                              tablefmt="github", disable_numparse=True)]
+        if any(x.verdict == NOT_RESOLVED for x in oc.comparisons):
+            out += ["", "> **not resolved**: no change was seen, but the rounds' spread could not have flagged "
+                        "a slowdown as small as the threshold at this alpha (\"could flag\": the smallest one it "
+                        "could); more rounds or a quieter runner resolve it."]
         apart = [x for x in oc.comparisons if x.base_s > 0 and not x.ci_low <= x.head_s / x.base_s <= x.ci_high]
         if apart:
             out += ["", "> The two sides' medians disagree with the paired ratio's interval in " + "; ".join(
