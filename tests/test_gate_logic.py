@@ -426,13 +426,33 @@ def test_both_workers_set_up_at_once(repo):
     res = gate.run(d, base, head, _cfg([{"backend": "cuda", "log_size": 16}]), spawn=s, log=lambda m: None,
                    gpu_status=lambda: (True, "fake"))
     assert res.exit_code == gate.EXIT_OK
-    assert s.asks[:4] == [("base", "sent setup"), ("head", "sent setup"), ("base", "setup"), ("head", "setup")]
+    # round 1 calibrates once, one after the other; later rounds set up both at once, given those numbers
+    assert s.asks[:4] == [("base", "sent setup"), ("base", "setup"), ("head", "sent setup"), ("head", "setup")]
+    r2 = s.asks.index(("head", "sent setup"), 4)
+    assert s.asks[r2:r2 + 4] == [("head", "sent setup"), ("base", "sent setup"), ("head", "setup"), ("base", "setup")]
     samples = [a for a in s.asks if "setup" not in a[1]]
     assert samples[:2] == [("base", PHASES[0]), ("head", PHASES[0])]
     # host-timed workloads calibrate their calls per sample while setting up: one after the other
     s = SendingSpawn()
     gate.run(d, base, head, _cfg(), spawn=s, log=lambda m: None)
     assert s.asks[:4] == [("base", "sent setup"), ("base", "setup"), ("head", "sent setup"), ("head", "setup")]
+
+
+def test_every_worker_is_given_the_first_ones_calls_per_sample(repo):
+    """Like with like: the first worker calibrates, every later one (either side, every round) is given that."""
+    d, base, head = repo
+    s = FakeSpawn()
+    sent = []
+    real = gate._request
+    try:
+        gate._request = lambda *a, **k: sent.append(real(*a, **k)) or sent[-1]
+        res = gate.run(d, base, head, _cfg(), spawn=s, log=lambda m: None)
+    finally:
+        gate._request = real
+    assert res.exit_code == gate.EXIT_OK
+    assert sent[0]["numbers"] is None and len(sent) == 16
+    assert all(r["numbers"] == {a: 1 for a in PHASES} for r in sent[1:])
+    assert not report.calls_per_sample_differ(res.outcomes[0])
 
 
 def test_a_workload_may_gate_its_own_phases(repo):

@@ -202,6 +202,7 @@ class Outcome:
     rounds: list[dict] = field(default_factory=list)
     comparisons: list[Comparison] = field(default_factory=list)
     discards: int = 0
+    numbers: dict | None = None     # calls per sample of each phase, shared by every worker of the workload
 
     def as_dict(self) -> dict:
         return {"spec": self.config.spec.as_dict(), "required": self.config.required,
@@ -245,9 +246,11 @@ class GateResult:
                 "not_gated": [{"spec": w.spec.as_dict(), "required": w.required} for w in self.not_gated]}
 
 
-def _request(cfg: GateConfig, wc: WorkloadConfig, root: Path, sibling_pid: int | None) -> dict:
+def _request(cfg: GateConfig, wc: WorkloadConfig, root: Path, sibling_pid: int | None,
+             numbers: dict | None = None) -> dict:
     pol = cfg.policy
     return {"protocol": PROTOCOL, "root": str(root), "spec": wc.spec.as_dict(), "areas": list(cfg.areas_for(wc)),
+            "numbers": numbers,
             "min_sample_s": cfg.min_sample_s, "max_discards": cfg.max_discards, "pause_s": cfg.pause_s,
             "sibling_pid": sibling_pid,
             "trust": {"ignore_reasons": list(pol.ignore_reasons), "watched_violations": list(pol.watched_violations),
@@ -282,12 +285,17 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
         # GPU workloads set up both at once (nothing is timed yet; their samples are one call each): a round
         # costs one set-up, not two. Host-timed ones one after the other: their calls per sample are
         # calibrated during set-up, and a rival's set-up beside it would skew that.
-        together = oc.config.spec.backend != "cpu"
+        # The first round sets up one after the other all the same: its first worker calibrates the calls
+        # per sample that every later worker is given.
+        together = oc.config.spec.backend != "cpu" and oc.numbers is not None
         for side in order:
             other = workers[SIDES[1 - SIDES.index(side)]]
-            workers[side].send(_request(cfg, oc.config, roots[side], other.pid))
+            # calls per sample: calibrated once, by the gate's first worker, then the same for every worker
+            workers[side].send(_request(cfg, oc.config, roots[side], other.pid, oc.numbers))
             if not together:
                 ready[side] = workers[side].receive()
+                if oc.numbers is None and isinstance(ready[side], dict) and ready[side].get("status") == "ready":
+                    oc.numbers = dict(ready[side].get("numbers") or {})
         for side in order:
             if together:
                 ready[side] = workers[side].receive()

@@ -7,7 +7,7 @@ request pipe and uses no CPU. Requests and replies never touch fd 0, 1 or 2: wha
 code prints (a device printf, a library's banner, os.write(1, ...)) goes to the gate's log, and
 every reply carries its request's "id". Requests:
   1. set-up: {"id", "protocol", "root", "spec", "areas", "min_sample_s", "max_discards", "pause_s",
-     "trust", "sibling_pid"} -> {"status": "ready" | "unavailable" (no GPU) | "unusable" (a GPU that cannot run), "numbers", "setup_s", "gpu", ...}
+     "trust", "sibling_pid", "numbers" (calls per sample to use; absent: calibrated here)} -> {"status": "ready" | "unavailable" (no GPU) | "unusable" (a GPU that cannot run), "numbers", "setup_s", "gpu", ...}
   2. {"id", "sample": AREA} -> {"status": "ok", "value": seconds per call, "energy_j", "state" (GPU, after)}
      or {"status": "untrusted", "message", "discards"}, and the worker exits
   3. {"id", "quit": true} -> {"status": "done", "discards", "peak_device_bytes"}
@@ -69,7 +69,9 @@ class Worker:
             dev = open_device()
             self.info["gpu"] = dev.info().as_dict() if dev is not None else None
         min_s = self.req.get("min_sample_s", 0.0)
-        self.numbers = {a: self.w.calibrate(a, min_s) if min_s > 0 else 1 for a in self.req["areas"]}
+        given = self.req.get("numbers") or {}      # the gate's: both sides time the same calls per sample
+        self.numbers = {a: int(given[a]) if isinstance(given.get(a), int) and given[a] >= 1
+                        else (self.w.calibrate(a, min_s) if min_s > 0 else 1) for a in self.req["areas"]}
         return {**self.info, "status": "ready", "numbers": self.numbers, "setup_s": getattr(self.w, "setup_s", {})}
 
     def sample(self, area: str) -> dict:
