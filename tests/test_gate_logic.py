@@ -368,6 +368,22 @@ def test_report_shows_energy_per_call_when_nvml_counts_it(repo):
     assert b == pytest.approx(300, rel=0.02) and h == pytest.approx(600, rel=0.02)
 
 
+def test_energy_is_shown_only_where_the_counter_moved(repo):
+    """A phase shorter than NVML's energy counter's resolution reads mostly 0 J: left out and named, never
+    shown as "0 J -> 0 J"."""
+    d, base, head = repo
+    res = gate.run(d, base, head, _cfg(), spawn=FakeSpawn(joules=300.0), log=lambda m: None)
+    oc = res.outcomes[0]
+    for rd in oc.rounds:                 # tail_msm's counter ticks in one sample of three: too short
+        for s in ("base", "head"):
+            e = rd[s]["areas"]["tail_msm"]["energy_j"]
+            rd[s]["areas"]["tail_msm"]["energy_j"] = [0.0, 0.0, e[0]]
+    shown = report.energy_per_call(oc)
+    assert "tail_msm" not in shown and "b_g2" in shown
+    line = next(l for l in report.markdown(res).splitlines() if l.startswith("Energy per call"))
+    assert "`tail_msm`" not in line and "shorter than the counter's resolution: tail_msm" in line
+
+
 def test_rounds_override_is_validated_like_the_file(repo, capsys):
     from cuzk.cli import main
     d, base, head = repo

@@ -98,14 +98,26 @@ def bisect_range(res: GateResult) -> tuple[str | None, str | None, str]:
     return base, head, ""
 
 
+ENERGY_TICKED = 0.9      # the share of a side's samples in which NVML's energy counter must have moved
+
+
 def energy_per_call(oc: Outcome) -> dict[str, tuple[float, float]]:
-    """area -> (base, head) median joules per call, where NVML counted energy on both sides."""
+    """area -> (base, head) median joules per call, where NVML counted energy on both sides and the phase
+    outlasts the counter's resolution: a phase shorter than the counter's update interval mostly reads 0 J,
+    and a median of zeros says nothing."""
     out = {}
     for area in (oc.rounds[0]["base"]["areas"] if oc.rounds else {}):
         e = {s: [x for rd in oc.rounds for x in rd[s]["areas"][area].get("energy_j", [])] for s in ("base", "head")}
-        if e["base"] and e["head"]:
+        if e["base"] and e["head"] and all(sum(x > 0 for x in v) >= ENERGY_TICKED * len(v) for v in e.values()):
             out[area] = (statistics.median(e["base"]), statistics.median(e["head"]))
     return out
+
+
+def energy_too_short(oc: Outcome) -> list[str]:
+    """Phases with energy readings that are left out: shorter than the counter's resolution."""
+    shown = energy_per_call(oc)
+    return [a for a in (oc.rounds[0]["base"]["areas"] if oc.rounds else {})
+            if a not in shown and any(rd[s]["areas"][a].get("energy_j") for rd in oc.rounds for s in ("base", "head"))]
 
 
 def _workloads(res: GateResult) -> str:
@@ -198,9 +210,12 @@ def markdown(res: GateResult, bisect: bool = True) -> str:
                             "no longer fit, land the harness change on its own first, then this change."]
             continue
         energy = energy_per_call(oc)
-        if energy:
-            out.append("Energy per call (NVML, trusted samples): " + "; ".join(
-                f"`{a}` {b:.3g} J → {h:.3g} J" for a, (b, h) in energy.items()) + ".")
+        short = energy_too_short(oc)
+        if energy or short:
+            out.append("Energy per call (NVML, trusted samples): " + ("; ".join(
+                f"`{a}` {b:.3g} J → {h:.3g} J" for a, (b, h) in energy.items()) or "none resolved")
+                + (f" (not shown, shorter than the counter's resolution: {', '.join(short)})" if short else "")
+                + ".")
         level = min((x.ci_level for x in oc.comparisons), default=float("nan"))
         rows = [[f"`{x.area}`", fmt_s(x.base_s), fmt_s(x.head_s), f"{x.ratio:.3f}",
                  f"{x.ci_low:.3f} – {x.ci_high:.3f}", f"{x.p_value:.2g}", f"+{x.threshold:.0%}",
