@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import subprocess
 import sys
@@ -124,7 +125,9 @@ def test_an_aa_pair_reports_no_change_and_a_2x_slowdown_is_reported(tmp_path):
             got = pair.samples(sha, name, params)
             assert len(got) == per_side and min(got) > 0, (sha, got)
         verdicts.append(pair.compare(pair.base, head, factor)[row])
-    assert all(mark == "" for mark, _ in verdicts), f"A/A flagged at --factor {factor}: {verdicts}"
+    # the settings are fitted for a machine doing nothing else: the load says whether it was
+    assert all(mark == "" for mark, _ in verdicts), \
+        f"A/A flagged at --factor {factor}: {verdicts} (load average {os.getloadavg()})"
     pair.run(slow, bench, rounds)
     mark, ratio = pair.compare(pair.base, slow, factor)[row]
     assert mark == "+" and float(ratio.lstrip("~")) >= factor, (mark, ratio, verdicts)
