@@ -5,14 +5,14 @@ import pytest
 
 @pytest.fixture(scope="session", autouse=True)
 def _key_cache(tmp_path_factory):
-    """Keys and GPU locks go to per-session folders, never the user's. The kernel compile checks keep the user's cache
+    """Keys and GPU locks go to folders of this test run, never the user's. The kernel compile checks keep the user's cache
     (nvcc_checks.cache_dir, read before the override): what they remember must outlive the session."""
     import nvcc_checks
     d = tmp_path_factory.mktemp("cuzk-cache")
     old = {k: os.environ.get(k) for k in ("CUZK_CACHE_DIR", "CUZK_NVCC_CHECK_CACHE", "CUZK_LOCK_DIR")}
     os.environ["CUZK_NVCC_CHECK_CACHE"] = str(nvcc_checks.cache_dir())
     os.environ["CUZK_CACHE_DIR"] = str(d)
-    # GPU locks per session too: another test run on the machine (or a real gate) never holds ours
+    # GPU locks of this run too: another test run on the machine (or a real gate) never holds ours
     locks = tmp_path_factory.mktemp("cuzk-locks")
     locks.chmod(0o700)
     os.environ["CUZK_LOCK_DIR"] = str(locks)

@@ -26,32 +26,8 @@ from cuzk.perf.calibrate import BACKEND_FILE, commit_change, make_repo
 
 REPO = Path(__file__).resolve().parents[1]
 
-# small and quick, but the test can fire: 8 rounds give p >= 2/2^8 = 0.0078 < alpha
-CONFIG = """
-[gate]
-rounds = 8
-samples = 3
-alpha = 0.01
-threshold = 0.25
-min_sample_s = 0.002
-worker_timeout_s = 300
-
-[[workload]]
-backend = "cpu"
-circuit = "porep_like"
-log_size = 8
-opts = "default"
-"""
-
-SLOW_INTT = '''
-
-# deliberately worse: the inverse transform as an O(n^2) product with the DFT matrix
-def intt(a, omega):
-    n = len(a)
-    rows = fr_powers(pow(omega, -1, R), n)
-    m = np.array([fr_powers(r, n) for r in rows], dtype=object)
-    return (m.dot(np.asarray(a, dtype=object)) % R) * pow(n, -1, R) % R
-'''
+# the small CPU gate and the slower inverse DFT of the gate's end-to-end tests
+from test_gate_e2e import CONFIG, WORSE_INTT as SLOW_INTT  # noqa: E402
 
 # the head's own harness would report every head sample ten times faster
 FAST_HARNESS = '''
@@ -402,18 +378,25 @@ def test_the_sticky_comment_is_rendered_from_data(tmp_path):
     assert rc == 2 and not out.exists()
 
 
-def test_a_worker_reply_to_another_request_is_an_error(tmp_path):
-    """Replies are matched to their requests: a stray or replayed reply is named, never taken as a sample."""
+def _fake_commit(tmp_path: Path, init: str, answer: str) -> Path:
+    """A stand-in commit root whose cuzk.perf.worker reads requests from its pipe and runs `answer` (lines
+    indented into the request loop, with `msg` and `rep` in scope) for each."""
     fake = tmp_path / "w"
     (fake / "cuzk" / "perf").mkdir(parents=True)
-    (fake / "cuzk" / "__init__.py").write_text("")
+    (fake / "cuzk" / "__init__.py").write_text(init)
     (fake / "cuzk" / "perf" / "__init__.py").write_text("")
     (fake / "cuzk" / "perf" / "worker.py").write_text(
         "import json, os, sys\n"
         "req, rep = os.fdopen(int(sys.argv[1])), os.fdopen(int(sys.argv[2]), 'w')\n"
         "for line in req:\n"
-        "    msg = json.loads(line)\n"
-        "    rep.write(json.dumps({'id': msg['id'] + 1, 'status': 'ok', 'value': 1.0}) + '\\n'); rep.flush()\n")
+        "    msg = json.loads(line)\n" + answer + "    rep.flush()\n")
+    return fake
+
+
+def test_a_worker_reply_to_another_request_is_an_error(tmp_path):
+    """Replies are matched to their requests: a stray or replayed reply is named, never taken as a sample."""
+    fake = _fake_commit(tmp_path, "",
+                        "    rep.write(json.dumps({'id': msg['id'] + 1, 'status': 'ok', 'value': 1.0}) + '\\n')\n")
     logged = []
     w = gate.WorkerProcess(fake, 30, log=logged.append)
     try:
@@ -426,18 +409,10 @@ def test_a_worker_reply_to_another_request_is_an_error(tmp_path):
 
 def test_the_worker_sees_no_channel_on_fd_0_1_or_2(tmp_path):
     """What the commit under test writes to fd 1 lands in the log; fd 0 is /dev/null."""
-    fake = tmp_path / "w"
-    (fake / "cuzk" / "perf").mkdir(parents=True)
-    (fake / "cuzk" / "__init__.py").write_text("import os\nos.write(1, b'{\"id\": 1, \"status\": \"ok\"}\\n')\n")
-    (fake / "cuzk" / "perf" / "__init__.py").write_text("")
-    (fake / "cuzk" / "perf" / "worker.py").write_text(
-        "import json, os, sys\n"
-        "req, rep = os.fdopen(int(sys.argv[1])), os.fdopen(int(sys.argv[2]), 'w')\n"
-        "for line in req:\n"
-        "    msg = json.loads(line)\n"
-        "    stdin = os.read(0, 10)\n"
-        "    rep.write(json.dumps({'id': msg['id'], 'status': 'ok', 'value': 2.5, 'stdin': stdin.decode()}) + '\\n')\n"
-        "    rep.flush()\n")
+    fake = _fake_commit(tmp_path, "import os\nos.write(1, b'{\"id\": 1, \"status\": \"ok\"}\\n')\n",
+                        "    stdin = os.read(0, 10)\n"
+                        "    rep.write(json.dumps({'id': msg['id'], 'status': 'ok', 'value': 2.5, "
+                        "'stdin': stdin.decode()}) + '\\n')\n")
     w = gate.WorkerProcess(fake, 30)
     try:
         r = w.ask({"sample": "tail_msm"})

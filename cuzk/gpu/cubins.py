@@ -113,16 +113,20 @@ def nvcc_command(job: Job, arch_name: str, kdir: Path, out: Path) -> list[str]:
             "-o", str(out), str(Path(kdir, f"{job.name}.cu"))]
 
 
-def toolkit_version() -> tuple[int, int] | None:
-    """(major, minor) of the nvcc on PATH, or None where there is none or it says no release."""
+def _nvcc_version_text() -> str | None:
+    """What `nvcc --version` prints, or None where there is no nvcc or it does not answer."""
     nvcc = shutil.which("nvcc")
     if nvcc is None:
         return None
     try:
-        out = subprocess.run([nvcc, "--version"], capture_output=True, text=True, timeout=60).stdout
+        return subprocess.run([nvcc, "--version"], capture_output=True, text=True, timeout=60).stdout
     except (OSError, subprocess.SubprocessError):
         return None
-    m = re.search(r"release (\d+)\.(\d+)", out)
+
+
+def toolkit_version() -> tuple[int, int] | None:
+    """(major, minor) of the nvcc on PATH, or None where there is none or it says no release."""
+    m = re.search(r"release (\d+)\.(\d+)", _nvcc_version_text() or "")
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 
@@ -131,14 +135,7 @@ STAMP = "nvcc-version"             # in the cubin cache: the nvcc that built its
 
 def toolkit_build() -> str | None:
     """nvcc's own description of its build ('Cuda compilation tools, release 13.0, V13.0.88'), or None."""
-    nvcc = shutil.which("nvcc")
-    if nvcc is None:
-        return None
-    try:
-        out = subprocess.run([nvcc, "--version"], capture_output=True, text=True, timeout=60).stdout
-    except (OSError, subprocess.SubprocessError):
-        return None
-    lines = [ln.strip() for ln in out.splitlines() if "release" in ln]
+    lines = [ln.strip() for ln in (_nvcc_version_text() or "").splitlines() if "release" in ln]
     return lines[0] if lines else None
 
 
