@@ -60,8 +60,7 @@ def planted(tmp_path_factory):
            and k not in ("PYTHONPATH", "CUZK_CUDA_EXTRA", "CUZK_REQUIRE_GPU")}
     env.update(HOME=str(home), CUDA_VISIBLE_DEVICES="", CUZK_CUDA_EXTRA="none", PIP_CONFIG_FILE=os.devnull,
                PIP_NO_INDEX="1", PIP_FIND_LINKS=str(wh), PIP_DISABLE_PIP_VERSION_CHECK="1")
-    subprocess.run([sys.executable, "-m", "asv", "machine", "--yes", "--machine", "ci-bisect-e2e"], cwd=d,
-                   env=env, check=True, capture_output=True)
+    # no `asv machine` first: a fresh runner has no ~/.asv-machine.json, and bisect must register it
     return d, shas, env
 
 
@@ -99,5 +98,7 @@ def test_planted_slowdown_is_named_from_asv_built_environments(planted):
     installed = set(re.findall(r"Installing ([0-9a-f]{8}) ", p.stdout))
     assert {r[:8] for r in rows} <= installed, (rows, installed)
     assert "# environment: asv's virtualenv" in p.stdout
+    assert "# asv machine --yes: this host registered as" in p.stdout
+    assert (Path(env["HOME"]) / ".asv-machine.json").is_file()
     assert not (d / ".asv/results").exists()                               # results went to a temporary dir
     assert wall < BUDGET_S, f"the bisection took {wall:.0f} s"

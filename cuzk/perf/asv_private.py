@@ -37,6 +37,27 @@ class AsvConfigError(ValueError):
     pass
 
 
+def ensure_machine(conf: Path, run=subprocess.run) -> str | None:
+    """asv find (unlike asv run) never asks for this host's machine description: with none in
+    ~/.asv-machine.json it stops before measuring anything. Where it is missing, `asv machine --yes`
+    records asv's own defaults, as asv advises. Returns the name registered, or None where one was there."""
+    import sys
+    from asv import util
+    from asv.machine import Machine
+    name = Machine.get_defaults()["machine"]
+    try:
+        Machine.load(name)
+        return None
+    except util.UserError:
+        pass
+    p = run([sys.executable, "-m", "asv", "machine", "--yes", "--config", str(conf)], capture_output=True,
+            text=True)
+    if p.returncode:
+        raise AsvConfigError(f"asv machine --yes failed (exit {p.returncode}): "
+                             f"{(p.stderr or p.stdout).strip().splitlines()[-1:]}")
+    return name
+
+
 def project_conf(repo: Path, conf_name: str = "asv.conf.json") -> dict:
     from asv import util
     path = Path(repo) / conf_name

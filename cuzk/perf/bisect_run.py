@@ -51,6 +51,13 @@ def run(benchmark: str, good: str, bad: str, target: str | None = None, opts: st
     with tempfile.TemporaryDirectory(prefix="cuzk-bisect-") as tmp:
         conf, results = asv_private.write_config(Path(repo), Path(tmp))
         asv_private.add_commit_code_plugin(conf, Path(tmp) / "commit-code")
+        try:
+            registered = asv_private.ensure_machine(conf)
+        except asv_private.AsvConfigError as e:
+            raise BisectError(str(e)) from e
+        if registered:
+            print(f"# asv machine --yes: this host registered as {registered!r} in ~/.asv-machine.json "
+                  "(asv find needs a machine description)", flush=True)
         argv = find_argv(regex, good, bad, repo)
         # --show-stderr: asv says why a commit was not measured only there, not in its result files
         argv = [*argv[:2], "--config", str(conf), "--show-stderr", *argv[2:], *extra]
