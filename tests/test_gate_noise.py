@@ -366,3 +366,18 @@ def test_record_refuses_a_record_of_another_commit_or_machine_before_the_suite(t
         with pytest.raises(history.HistoryError, match=what):
             history.record(d, "box", push=False, gate_noise=f, bench="nothing")
         assert not (d / ".asv").exists()                 # refused before anything ran or was written
+
+
+def test_the_accuracy_harness_passes_records_and_calibrates(tmp_path, monkeypatch):
+    from cuzk.perf import calibrate
+    seen = []
+
+    class P:
+        returncode, stdout, stderr = 0, "", ""
+    monkeypatch.setattr(calibrate.subprocess, "run", lambda cmd, **kw: seen.append(cmd) or P())
+    calibrate.run_gate(tmp_path, "a" * 40, "b" * 40, tmp_path / "c.toml", tmp_path / "o", [tmp_path / "r.jsonl"])
+    calibrate.run_gate(tmp_path, "a" * 40, "b" * 40, tmp_path / "c.toml", tmp_path / "o", record_noise="h200-0")
+    assert seen[0][seen[0].index("--noise") + 1] == str(tmp_path / "r.jsonl") and "--head" in seen[0]
+    assert "--calibrate" in seen[1] and seen[1][seen[1].index("--machine") + 1] == "h200-0" and "--head" not in seen[1]
+    with pytest.raises(SystemExit):
+        calibrate.main(["--workdir", str(tmp_path / "w"), "--record-noise", "m", "--inject", "tail_msm:0.1"])
