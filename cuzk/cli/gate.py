@@ -11,6 +11,7 @@ from pathlib import Path
 from .common import (_err, EXIT_BAD_INPUT, CliError, check_paths, write_all)
 
 OUT_FILES = ("report.md", "gate.json")
+NOISE_FILE = "gate-noise.jsonl"
 
 
 def check_out_dir(out: str | Path, names=OUT_FILES, inputs: dict | None = None) -> None:
@@ -38,15 +39,45 @@ def check_out_dir(out: str | Path, names=OUT_FILES, inputs: dict | None = None) 
                 d.rmdir()
 
 
+def noise_thresholds(args, cfg) -> None:
+    """cfg's thresholds from measured A/A noise: --noise files, else the history's records of --machine;
+    neither: the config's stand (the report says so). A record that is not one is exit 2, naming it."""
+    from ..perf import noise
+    try:
+        if args.noise:
+            records, where = noise.load_paths(args.noise, args.machine), " given by --noise"
+        elif args.machine:
+            from ..perf.history import NOISE_DIR, noise_refs
+            records, where = noise.from_history(args.repo, args.machine, noise_refs(), NOISE_DIR)
+            where = f" of {args.machine}{where}"
+        else:
+            return
+    except noise.NoiseError as e:
+        raise CliError(f"gate: {e}") from e
+    cfg.derived = noise.derive(cfg, records, where)
+    used = sum(t.source == "noise" for t in cfg.derived.values())
+    print(f"cuzk gate: {len(records)} A/A noise records{where}; {used} of {len(cfg.derived)} phase thresholds "
+          f"derived from them", file=sys.stderr)
+
+
 def cmd_gate(args) -> int:
     """Exit 0 no regression, 1 a regression, 2 anything that could not be judged."""
     from ..perf import gate, gate_config, report
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if args.comment and not args.from_json:
         raise CliError("gate: --comment renders a saved gate.json: give --from-json GATE.json")
+    if args.calibrate:
+        if args.from_json or args.noise:
+            raise CliError("gate: --calibrate measures A/A under the config's thresholds: no --from-json or --noise")
+        if not (args.out and args.machine and args.base):
+            raise CliError("gate: --calibrate needs --base, --out DIR and --machine NAME (or $CUZK_MACHINE)")
+        if args.head and args.head != args.base:
+            raise CliError("gate: --calibrate measures --base against itself: leave --head out")
+        args.head = args.base
     inputs = {"--from-json": args.from_json, "--config": args.config}
     if args.out:
-        check_out_dir(args.out, OUT_FILES if not args.from_json else ("report.md",), inputs)
+        names = OUT_FILES + ((NOISE_FILE,) if args.calibrate else ()) if not args.from_json else ("report.md",)
+        check_out_dir(args.out, names, inputs)
     if args.comment:
         check_paths({"--comment": args.comment}, inputs)
     if summary and not args.from_json:          # appended to, as GitHub expects, so only its kind is checked
@@ -74,6 +105,8 @@ def cmd_gate(args) -> int:
             not_gated = []
             if args.cpu_only:
                 cfg, not_gated = gate.cpu_only(cfg)
+            if not args.calibrate:
+                noise_thresholds(args, cfg)
             from ..perf.gpu_lock import hold
             gpu = any(w.spec.backend == "cuda" for w in cfg.workloads)     # one gate per GPU (gpu_lock.py)
             with hold("cuzk gate") if gpu else contextlib.nullcontext():
@@ -99,7 +132,18 @@ def cmd_gate(args) -> int:
         outputs = {Path(args.out) / "report.md": md}
         if not args.from_json:
             outputs[Path(args.out) / "gate.json"] = json.dumps(res.as_dict(), indent=1) + "\n"
+        if args.calibrate:
+            from ..perf.noise import NoiseError, dumps
+            try:
+                outputs[Path(args.out) / NOISE_FILE] = dumps(gate.aa_record(res, args.machine))
+            except NoiseError as e:
+                write_all(outputs)
+                _err(f"gate: --calibrate: no noise record: {e}")
+                return EXIT_BAD_INPUT
         write_all(outputs)
+    if args.calibrate:
+        # the record is the measurement; an A/A phase flagged is in it and in the report, not a failure here
+        return 0
     for o, c in res.regressions():
         print(f"cuzk gate: regression in phase {c.area} ({o.config.spec.label()}): x{c.ratio:.3f} "
               f"[{c.ci_low:.3f}, {c.ci_high:.3f}], p={c.p_value:.2g}", file=sys.stderr)

@@ -114,7 +114,8 @@ def cmd_history(args) -> int:
                 with hold(f"cuzk history record --machine {args.machine}"):
                     return history.record(Path(args.repo), args.machine, args.remote, args.results_branch,
                                           args.bench, push=not args.no_push,
-                                          export=Path(args.export) if args.export else None)
+                                          export=Path(args.export) if args.export else None,
+                                          gate_noise=Path(args.gate_noise) if args.gate_noise else None)
             except GpuBusy as e:
                 raise history.HistoryError(str(e)) from e
         if args.action == "import":

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from .. import __version__
@@ -158,6 +159,16 @@ def build_parser() -> argparse.ArgumentParser:
     gt.add_argument("--run-url", metavar="URL", help="with --comment: the gate run's page (full report, samples)")
     gt.add_argument("--history-url", metavar="URL",
                     help="with --comment: the published asv history, for each regressed phase's graph")
+    gt.add_argument("--machine", default=os.environ.get("CUZK_MACHINE"),
+                    help="this runner's asv machine name (default $CUZK_MACHINE): thresholds follow its A/A noise "
+                         "records in the history (refs/cuzk/asv-results, then origin/asv-results)")
+    gt.add_argument("--noise", action="append", default=[], metavar="PATH",
+                    help="A/A noise records to derive thresholds from (a .jsonl file or a directory of them), "
+                         "instead of the history's (repeatable)")
+    gt.add_argument("--calibrate", action="store_true",
+                    help="an A/A run of --base against itself under the config's thresholds; writes its noise "
+                         "record, gate-noise.jsonl, to --out (needs --machine) for `cuzk history record "
+                         "--gate-noise`")
     gt.set_defaults(func=cmd_gate)
 
     bi = sub.add_parser("bisect", help="asv find: the commit between GOOD and BAD that slowed a benchmark "
@@ -201,6 +212,10 @@ def build_parser() -> argparse.ArgumentParser:
                     help="record: also copy this run's files to DIR (absent or empty): DIR/benchmarks.json and "
                          "DIR/MACHINE/ (machine.json, this commit's results, gpu-state/COMMIT.jsonl), for "
                          "`history import` on a job that may push")
+    hi.add_argument("--gate-noise", metavar="FILE",
+                    help="record: also keep this A/A noise record (`cuzk gate --calibrate --base HEAD`'s "
+                         "gate-noise.jsonl, of this machine and commit) as MACHINE/gate-noise/COMMIT.jsonl, "
+                         "from which the gate derives this runner's thresholds")
     hi.add_argument("--assets", metavar="NODE_MODULES", help="publish: serve asv's scripts from the site, copied "
                                                            "from these npm packages (.ci/node/node_modules)")
     hi.add_argument("--results", metavar="DIR", help="changes: asv results directory (default: the history's "

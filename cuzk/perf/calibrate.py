@@ -12,6 +12,10 @@ a known fraction of that phase's own time: on the CPU reference the phase also b
 of its own duration in useless arithmetic; on the GPU a spin kernel runs on the phase's stream
 for `fraction` of the phase's own device time (cuzk/perf/inject.py), counted by the same CUDA
 events that time the phase.
+
+Thresholds from measured noise (cuzk/perf/noise.py): `--record-noise MACHINE` makes the runs A/A
+calibrations (`cuzk gate --calibrate`), each leaving WORKDIR/runN/gate-noise.jsonl; `--noise FILE`
+then runs A/A or injected pairs under the thresholds derived from those records.
 """
 from __future__ import annotations
 
@@ -119,9 +123,14 @@ CpuBackend.{phase} = _{phase}_broken
     return edit
 
 
-def run_gate(repo: Path, base: str, head: str, config: Path, out: Path | None = None) -> tuple[int, dict, float]:
-    cmd = [sys.executable, "-m", "cuzk", "gate", "--repo", str(repo), "--base", base, "--head", head,
-           "--config", str(config)]
+def run_gate(repo: Path, base: str, head: str, config: Path, out: Path | None = None, noise=(),
+             record_noise: str | None = None) -> tuple[int, dict, float]:
+    """One `cuzk gate` run; `noise`: A/A records its thresholds follow; `record_noise`: a machine name, and the
+    run is `--calibrate` (A/A of base, its record written to out/gate-noise.jsonl)."""
+    cmd = [sys.executable, "-m", "cuzk", "gate", "--repo", str(repo), "--base", base, "--config", str(config)]
+    cmd += ["--calibrate", "--machine", record_noise] if record_noise else ["--head", head]
+    for n in noise:
+        cmd += ["--noise", str(n)]
     if out is not None:
         cmd += ["--out", str(out)]
     t0 = time.perf_counter()
@@ -167,7 +176,13 @@ def main(argv=None) -> int:
     ap.add_argument("--inject", default=None, metavar="PHASE:FRACTION", help="e.g. tail_msm:0.10; none = A/A")
     ap.add_argument("--workdir", required=True, help="an empty directory for the throwaway repo and outputs")
     ap.add_argument("--json", metavar="FILE", help="write every run and the summary as JSON")
+    ap.add_argument("--noise", action="append", default=[], metavar="PATH",
+                    help="A/A noise records the gate's thresholds follow (repeatable; see cuzk gate --noise)")
+    ap.add_argument("--record-noise", metavar="MACHINE",
+                    help="A/A runs as `cuzk gate --calibrate`: each run's noise record in WORKDIR/runN/")
     args = ap.parse_args(argv)
+    if args.record_noise and (args.inject or args.noise):
+        ap.error("--record-noise runs A/A under the config's thresholds: no --inject or --noise")
     project, work = Path(args.project).resolve(), Path(args.workdir).resolve()
     work.mkdir(parents=True, exist_ok=True)
     config = Path(args.config).resolve() if args.config else project / "perf-gate.toml"
@@ -181,12 +196,15 @@ def main(argv=None) -> int:
             head = commit_change(repo, path, patch(phase, float(frac)), f"slow {phase} by {frac} ({backend})")
     rows = []
     for i in range(args.runs):
-        rc, data, wall = run_gate(repo, base, head, config, work / f"run{i}")
+        rc, data, wall = run_gate(repo, base, head, config, work / f"run{i}", [Path(n).resolve() for n in args.noise],
+                                  args.record_noise)
         tests = [(f"{o['spec']['backend']}:{c['area']}", c) for o in data.get("outcomes", []) if o["status"] == "ok"
                  for c in o.get("comparisons", [])]          # one phase test: a workload's phase, e.g. cuda:tail_msm
         flagged = sorted(k for k, c in tests if c["verdict"] == "regression")
         ratios = {k: round(c["ratio"], 4) for k, c in tests}
-        rows.append({"run": i, "exit": rc, "flagged": flagged, "wall_s": round(wall, 1), "ratios": ratios})
+        thresholds = {k: round(c["threshold"], 4) for k, c in tests}
+        rows.append({"run": i, "exit": rc, "flagged": flagged, "wall_s": round(wall, 1), "ratios": ratios,
+                     "thresholds": thresholds})
         print(json.dumps(rows[-1]), flush=True)
     s = summary(rows, args.inject)
     print(json.dumps(s))

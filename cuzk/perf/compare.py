@@ -35,6 +35,8 @@ class Comparison:
     ci_high: float = math.nan
     ci_level: float = math.nan
     detectable: float = math.nan     # the smallest slowdown (a fraction) these rounds' spread lets the test flag
+    threshold_source: str = "config"     # "noise" (derived from A/A records), "pin" or "config" (noise.py)
+    threshold_basis: str = ""
 
     def as_dict(self) -> dict:
         return asdict(self)

@@ -240,6 +240,10 @@ class GateResult:
                 "deps_changed": self.deps_changed,
                 "config": {"path": c.path, "rounds": c.rounds, "samples": c.samples, "alpha": c.alpha,
                            "threshold": c.threshold, "thresholds": c.thresholds, "areas": list(c.areas),
+                           "threshold_floor": c.threshold_floor,
+                           "pins": {a: {"pin": v, "reason": r} for a, (v, r) in c.pins.items()},
+                           "derived": [{"spec": json.loads(k), "phase": a, **t.as_dict()}
+                                       for (k, a), t in sorted(c.derived.items())],
                            "worker_cpus": c.worker_cpus, "worker_timeout_s": c.worker_timeout_s,
                            "worker_timeouts_s": {w.spec.label(): c.timeout_for(w) for w in c.workloads}},
                 "outcomes": [o.as_dict() for o in self.outcomes],
@@ -357,17 +361,32 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
     log(f"  round {r + 1}/{cfg.rounds} {oc.config.spec.label()}: {time.perf_counter() - t0:.1f} s")
 
 
+def aa_record(res: GateResult, machine: str, date: str | None = None) -> dict:
+    """The noise record of an A/A gate run (noise.py): every judged workload's round values per phase."""
+    from .noise import NoiseError, make_record
+    if res.base != res.head:
+        raise NoiseError(f"not an A/A run: base {res.base[:10]} and head {res.head[:10]} differ")
+    workloads = [(o.config.spec.as_dict(), {a: [statistics.median(paired_log_ratios(rd, a)) for rd in o.rounds]
+                                            for a in res.config.areas_for(o.config)})
+                 for o in res.outcomes if o.status == "ok"]
+    gpu = next((rd[s]["gpu"].get("name") for o in res.outcomes for rd in o.rounds for s in SIDES
+                if isinstance(rd.get(s, {}).get("gpu"), dict)), None)
+    return make_record(machine, res.head, res.config.rounds, res.config.samples, workloads, gpu, date)
+
+
 def paired_log_ratios(rd: dict, area: str) -> list[float]:
     return [math.log(h / b) for b, h in zip(rd["base"]["areas"][area]["samples"], rd["head"]["areas"][area]["samples"])]
 
 
 def _judge(cfg: GateConfig, oc: Outcome) -> None:
+    from dataclasses import replace
     for area in cfg.areas_for(oc.config):
         d = [statistics.median(paired_log_ratios(rd, area)) for rd in oc.rounds]
         pooled = {s: [x for rd in oc.rounds for x in rd[s]["areas"][area]["samples"]] for s in SIDES}
-        oc.comparisons.append(resolved(compare(area, d, cfg.threshold_for(area), cfg.alpha,
-                                               base_s=statistics.median(pooled["base"]),
-                                               head_s=statistics.median(pooled["head"])), d))
+        th = cfg.threshold_in_force(area, oc.config)
+        c = compare(area, d, th.value, cfg.alpha, base_s=statistics.median(pooled["base"]),
+                    head_s=statistics.median(pooled["head"]))
+        oc.comparisons.append(resolved(replace(c, threshold_source=th.source, threshold_basis=th.basis), d))
     oc.status = "ok"
 
 
@@ -518,6 +537,16 @@ def _check_doc(doc) -> None:
     _check(isinstance(th, dict) and all(a in AREAS and _finite(v, 0) for a, v in th.items()), "config.thresholds")
     _check(_finite(c.get("threshold"), 0) and _finite(c.get("alpha"), 0) and c["alpha"] < 1,
            "config.threshold or alpha out of range")
+    _check(_finite(c.get("threshold_floor", 0.0), 0), "config.threshold_floor")
+    pins = c.get("pins", {})
+    _check(isinstance(pins, dict) and all(a in AREAS and isinstance(v, dict) and _finite(v.get("pin"), 0)
+                                          and isinstance(v.get("reason"), str) and len(v["reason"]) <= 200
+                                          for a, v in pins.items()), "config.pins")
+    der = c.get("derived", [])
+    _check(isinstance(der, list) and all(
+        isinstance(t, dict) and isinstance(t.get("spec"), dict) and t.get("phase") in AREAS
+        and _finite(t.get("value"), 0) and t.get("source") in ("noise", "pin", "config")
+        and isinstance(t.get("basis"), str) and len(t["basis"]) <= 400 for t in der), "config.derived")
     _check(isinstance(doc.get("outcomes"), list) and isinstance(doc.get("not_gated", []), list), "outcomes")
     for k in ("rules_changed", "deps_changed"):
         _check(isinstance(doc.get(k, []), list) and all(isinstance(f, str) for f in doc.get(k, [])), k)
@@ -554,9 +583,13 @@ def from_dict(doc: dict) -> GateResult:
     from .workload import Spec
     _check_doc(doc)
     c = doc["config"]
+    from .noise import Threshold, spec_key
     cfg = GateConfig(rounds=c["rounds"], samples=c["samples"], alpha=c["alpha"], threshold=c["threshold"],
                      thresholds=dict(c.get("thresholds", {})), areas=tuple(c["areas"]), path=c.get("path"),
-                     worker_cpus=c.get("worker_cpus", 0))
+                     worker_cpus=c.get("worker_cpus", 0), threshold_floor=c.get("threshold_floor", 0.0),
+                     pins={a: (v["pin"], v["reason"]) for a, v in c.get("pins", {}).items()},
+                     derived={(spec_key(t["spec"]), t["phase"]): Threshold(t["value"], t["source"], t["basis"])
+                              for t in c.get("derived", [])})
     outcomes = []
     for o in doc["outcomes"]:
         phases = tuple(o["phases"]) if o.get("phases") else None

@@ -35,8 +35,11 @@ class GateConfig:
     rounds: int = 10
     samples: int = 5
     alpha: float = 0.01
-    threshold: float = 0.05
-    thresholds: dict[str, float] = field(default_factory=dict)
+    threshold: float = 0.05     # the most a phase's threshold may be (and the one in force with no noise record)
+    thresholds: dict[str, float] = field(default_factory=dict)     # per phase, where not `threshold`
+    threshold_floor: float = 0.01       # the least a threshold derived from measured noise may be (noise.py)
+    pins: dict[str, tuple[float, str]] = field(default_factory=dict)   # phase: (threshold, reason), set by hand
+    derived: dict = field(default_factory=dict)     # (spec key, phase): noise.Threshold, set by noise.derive
     areas: tuple[str, ...] = PHASES
     min_sample_s: float = 0.002
     worker_timeout_s: float | None = None    # the longest wait for one worker reply; None: per workload
@@ -54,8 +57,18 @@ class GateConfig:
     def timeout_for(self, wc: WorkloadConfig) -> float:
         return self.worker_timeout_s if self.worker_timeout_s is not None else default_worker_timeout_s(wc.spec)
 
-    def threshold_for(self, area: str) -> float:
-        return self.thresholds.get(area, self.threshold)
+    def threshold_for(self, area: str, wc: WorkloadConfig | None = None) -> float:
+        return self.threshold_in_force(area, wc).value
+
+    def threshold_in_force(self, area: str, wc: WorkloadConfig | None = None):
+        """The phase's threshold in this workload: derived from measured noise where the gate was given
+        records (noise.derive), else a hand pin, else the config's."""
+        from .noise import Threshold, spec_key
+        if wc is not None and (spec_key(wc.spec.as_dict()), area) in self.derived:
+            return self.derived[spec_key(wc.spec.as_dict()), area]
+        if area in self.pins:
+            return Threshold(self.pins[area][0], "pin", f"pinned by hand: {self.pins[area][1]}")
+        return Threshold(self.thresholds.get(area, self.threshold), "config", "the config's")
 
 
 TIMEOUT_FACTOR = 10.0      # a worker reply may take this many times its expected cost ...
@@ -81,7 +94,7 @@ def default_worker_timeout_s(spec: Spec) -> float:
     return max(MIN_TIMEOUT_S, TIMEOUT_FACTOR * expected)
 
 
-_GATE_KEYS = {"rounds", "samples", "alpha", "threshold", "phases", "min_sample_s", "worker_timeout_s",
+_GATE_KEYS = {"rounds", "samples", "alpha", "threshold", "threshold_floor", "phases", "min_sample_s", "worker_timeout_s",
              "worker_cpus"}
 _TRUST_KEYS = {"max_discards", "pause_s", "ignore_reasons", "allow_other_processes", "max_temperature_c"}
 _WORKLOAD_KEYS = {"backend", "circuit", "log_size", "opts", "batch", "convention", "generator", "required",
@@ -108,7 +121,8 @@ def _is_str_list(v) -> bool:
 
 # each field's type, checked before any is used: a wrong one is named, never a TypeError later
 _GATE_TYPES = {"rounds": (_is_int, "an integer"), "samples": (_is_int, "an integer"), "alpha": (_is_num, "a number"),
-               "threshold": (_is_num, "a number"), "min_sample_s": (_is_num, "a number of seconds"),
+               "threshold": (_is_num, "a number"), "threshold_floor": (_is_num, "a number"),
+               "min_sample_s": (_is_num, "a number of seconds"),
                "worker_timeout_s": (_is_num, "a number of seconds"), "worker_cpus": (_is_int, "an integer"),
                "phases": (_is_str_list, "a list of phase names")}
 _TRUST_TYPES = {"max_discards": (_is_int, "an integer"), "pause_s": (_is_num, "a number of seconds"),
@@ -135,8 +149,14 @@ def _check_types(g: dict, th, tr: dict, wls) -> None:
     if not isinstance(th, dict):
         raise ConfigError("[thresholds] must be a table of phase = fraction")
     for k, v in th.items():
-        if not (_is_num(v) and v >= 0):
-            raise ConfigError(f"[thresholds] {k} = {v!r}: must be a number >= 0")
+        if isinstance(v, dict):         # a pin: {pin = 0.02, reason = "..."}
+            if set(v) != {"pin", "reason"} or not (_is_num(v["pin"]) and 0 <= v["pin"] < 1):
+                raise ConfigError(f"[thresholds] {k} = {v!r}: a pin is {{pin = FRACTION in [0, 1), reason = \"why\"}}")
+            if not (isinstance(v["reason"], str) and 0 < len(v["reason"].strip()) <= 200):
+                raise ConfigError(f"[thresholds] {k}: a pin needs its reason (1 to 200 characters)")
+        elif not (_is_num(v) and v >= 0):
+            raise ConfigError(f"[thresholds] {k} = {v!r}: must be a number >= 0 (the phase's most) or a pin "
+                              f"{{pin = FRACTION, reason = \"why\"}}")
     if not (isinstance(wls, list) and all(isinstance(w, dict) for w in wls)):
         raise ConfigError("[[workload]] must be an array of tables")
     for i, w in enumerate(wls):
@@ -174,7 +194,8 @@ def parse(doc: dict, path: str | None = None) -> GateConfig:
     _check_keys("trust", tr, _TRUST_KEYS)
     _check_types(g, th, tr, doc.get("workload", []))
     cfg = GateConfig(path=path, raw=doc)
-    for k in ("rounds", "samples", "alpha", "threshold", "min_sample_s", "worker_timeout_s", "worker_cpus"):
+    for k in ("rounds", "samples", "alpha", "threshold", "threshold_floor", "min_sample_s", "worker_timeout_s",
+              "worker_cpus"):
         if k in g:
             setattr(cfg, k, g[k])
     if "phases" in g:
@@ -185,7 +206,8 @@ def parse(doc: dict, path: str | None = None) -> GateConfig:
     bad = [a for a in th if a not in AREAS]
     if bad:
         raise ConfigError(f"[thresholds]: unknown phases {bad}; known: {', '.join(AREAS)}")
-    cfg.thresholds = {a: float(v) for a, v in th.items()}
+    cfg.thresholds = {a: float(v) for a, v in th.items() if not isinstance(v, dict)}
+    cfg.pins = {a: (float(v["pin"]), v["reason"].strip()) for a, v in th.items() if isinstance(v, dict)}
     if not (isinstance(cfg.rounds, int) and cfg.rounds >= 2 and isinstance(cfg.samples, int) and cfg.samples >= 1):
         raise ConfigError("[gate] rounds must be an integer >= 2 and samples >= 1")
     if cfg.worker_timeout_s is not None and not (isinstance(cfg.worker_timeout_s, (int, float))
@@ -202,6 +224,9 @@ def parse(doc: dict, path: str | None = None) -> GateConfig:
                           f"Raise rounds.")
     if any(t < 0 for t in [cfg.threshold, *cfg.thresholds.values()]):
         raise ConfigError("thresholds must be >= 0")
+    if not 0 <= cfg.threshold_floor <= min([cfg.threshold, *cfg.thresholds.values()]):
+        raise ConfigError(f"[gate] threshold_floor = {cfg.threshold_floor}: must be >= 0 and at most every "
+                          f"threshold (the most a derived threshold may be)")
     cfg.max_discards = int(tr.get("max_discards", cfg.max_discards))
     cfg.pause_s = float(tr.get("pause_s", cfg.pause_s))
     extra = tuple(tr.get("ignore_reasons", ()))

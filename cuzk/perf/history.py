@@ -52,6 +52,13 @@ from . import bisect
 from .suite import ASV_TIME_BENCHMARKS, CIRCUIT, asv_params, cost, is_timing, time_benchmark
 
 RESULTS_BRANCH, PAGES_BRANCH = "asv-results", "gh-pages"
+NOISE_DIR = "gate-noise"         # <machine>/gate-noise/<commit>.jsonl: the gate's A/A noise records (noise.py)
+RECORD_DIRS = {"gpu-state": "GPU record", NOISE_DIR: "A/A noise record"}    # per-commit JSON lines of a machine
+
+
+def noise_refs(remote: str = "origin", branch: str = RESULTS_BRANCH) -> list[str]:
+    """Where the gate looks for a machine's A/A records: the local history, then the remote's branch as fetched."""
+    return [local_ref(branch), f"refs/remotes/{remote}/{branch}"]
 HISTORY_DIR = Path(".asv") / "history"     # ignored by git, like the rest of .asv
 
 
@@ -330,14 +337,27 @@ def push_merging(path: Path, remote: str, branch: str, tries: int = 5) -> str:
 
 
 def record(repo: Path, machine: str, remote: str = "origin", branch: str = RESULTS_BRANCH,
-           bench: str | None = None, push: bool = True, log=print, export: Path | None = None) -> int:
+           bench: str | None = None, push: bool = True, log=print, export: Path | None = None,
+           gate_noise: Path | None = None) -> int:
     """Run the suite on HEAD into this machine's history; returns asv's exit code (2: a benchmark failed).
     The commit joins the local history (local_ref) before it is pushed, so a failed push loses nothing.
-    `export`: also copy this run's files there (the layout `read_export` takes), for `import_results`."""
+    `export`: also copy this run's files there (the layout `read_export` takes), for `import_results`.
+    `gate_noise`: an A/A noise record of this machine at HEAD (noise.py), kept beside the results."""
     repo = Path(repo).resolve()
     check_machine_name(machine)
     if export is not None:
         export = _export_target(Path(export))         # before the suite's hours, not after
+    noise_bytes = None
+    if gate_noise is not None:                        # judged before the suite runs, too
+        from .noise import NoiseError, parse_record
+        noise_bytes = read_regular(Path(gate_noise))
+        head = _git(repo, "rev-parse", "HEAD").stdout.strip()
+        try:
+            rec = parse_record(noise_bytes, str(gate_noise), machine)
+        except NoiseError as e:
+            raise HistoryError(str(e)) from e
+        if rec["commit"] != head:
+            raise HistoryError(f"{gate_noise}: the A/A record of {rec['commit'][:10]}, not of HEAD ({head[:10]})")
     conf = _conf(repo)
     results, html = _own_dirs(repo, conf)
     with _locked(repo):
@@ -363,6 +383,8 @@ def record(repo: Path, machine: str, remote: str = "origin", branch: str = RESUL
                 if p.returncode not in (0, 2):
                     raise HistoryError(f"asv run failed with exit code {p.returncode}")
                 write_gpu_state(results / machine / "gpu-state" / f"{sha}.jsonl")
+                if noise_bytes is not None:
+                    _write_under(results, f"{machine}/{NOISE_DIR}/{sha}.jsonl", noise_bytes)
                 mine = run_files(results, machine, sha)         # judged before anything is committed or exported
             except BaseException:
                 _drop_unmeasured(results, machine)
@@ -751,6 +773,9 @@ def run_files(results: Path, machine: str, sha: str) -> dict[str, bytes]:
         raise HistoryError(f"asv wrote no results of {machine} at {sha[:10]} in {results / machine}")
     gpu = f"{machine}/gpu-state/{sha}.jsonl"
     files[gpu] = read_regular(results / gpu)
+    noise = f"{machine}/{NOISE_DIR}/{sha}.jsonl"
+    if (results / noise).exists():
+        files[noise] = read_regular(results / noise)
     check_export(files, lambda rel: results / rel)
     return files
 
@@ -777,7 +802,7 @@ def read_export(d: Path) -> tuple[dict[str, bytes], dict[str, set]]:
     directories and regular files (no symlink, FIFO or device; names from a conservative alphabet):
         benchmarks.json
         <machine>/machine.json, <machine>/<asv results>.json
-        <machine>/gpu-state/<commit>.jsonl
+        <machine>/gpu-state/<commit>.jsonl, <machine>/gate-noise/<commit>.jsonl
     each file at most MAX_FILE_BYTES, and every value judged as `read_results` judges it (check_export).
     Anything else is a HistoryError naming the file."""
     d = Path(os.path.abspath(d))
@@ -799,11 +824,11 @@ def read_export(d: Path) -> tuple[dict[str, bytes], dict[str, set]]:
             found.append((p.name, p))
         elif stat.S_ISDIR(st.st_mode) and MACHINE_RE.fullmatch(p.name):
             for q, qst in _listing(p):
-                if q.name == "gpu-state" and stat.S_ISDIR(qst.st_mode):
+                if q.name in RECORD_DIRS and stat.S_ISDIR(qst.st_mode):
                     for r, rst in _listing(q):
                         if not (stat.S_ISREG(rst.st_mode) and FILE_RE.fullmatch(r.name) and r.name.endswith(".jsonl")):
-                            raise refuse(r, rst, "not a <commit>.jsonl GPU record")
-                        found.append((f"{p.name}/gpu-state/{r.name}", r))
+                            raise refuse(r, rst, f"not a <commit>.jsonl {RECORD_DIRS[q.name]}")
+                        found.append((f"{p.name}/{q.name}/{r.name}", r))
                 elif stat.S_ISREG(qst.st_mode) and FILE_RE.fullmatch(q.name) and q.name.endswith(".json"):
                     found.append((f"{p.name}/{q.name}", q))
                 else:
@@ -831,7 +856,7 @@ def check_export(files: dict[str, bytes], where) -> dict[str, set]:
         if not (rel == "benchmarks.json"
                 or (len(parts) == 2 and MACHINE_RE.fullmatch(parts[0]) and FILE_RE.fullmatch(parts[1])
                     and parts[1].endswith(".json"))
-                or (len(parts) == 3 and MACHINE_RE.fullmatch(parts[0]) and parts[1] == "gpu-state"
+                or (len(parts) == 3 and MACHINE_RE.fullmatch(parts[0]) and parts[1] in RECORD_DIRS
                     and FILE_RE.fullmatch(parts[2]) and parts[2].endswith(".jsonl"))):
             raise HistoryError(f"{where(rel)}: a name outside an export's layout")
     machines = sorted({rel.split("/")[0] for rel in files if "/" in rel})
@@ -852,6 +877,15 @@ def check_export(files: dict[str, bytes], where) -> dict[str, set]:
             if not rel.startswith(m + "/") or rel == mrel:
                 continue
             path = where(rel)
+            if rel.startswith(f"{m}/{NOISE_DIR}/"):
+                from .noise import NoiseError, parse_record
+                try:
+                    rec = parse_record(data, str(path), m)
+                except NoiseError as e:
+                    raise HistoryError(str(e)) from e
+                if Path(rel).name != f"{rec['commit']}.jsonl":
+                    raise HistoryError(f"{path}: holds the A/A record of {rec['commit'][:10]}")
+                continue
             if rel.endswith(".jsonl"):
                 for i, line in enumerate(data.splitlines(), 1):
                     if line.strip() and not isinstance(parse_json(f"{path}:{i}", line), dict):

@@ -132,6 +132,24 @@ def _detectable(x) -> str:
     return "never" if d == float("inf") else f"+{max(d, x.threshold):.1%}"
 
 
+_SOURCE = {"noise": " (noise)", "pin": " (pin)", "config": ""}
+
+
+def _threshold(x) -> str:
+    return f"+{x.threshold:.1%}{_SOURCE.get(x.threshold_source, '')}"
+
+
+def threshold_notes(oc) -> list[str]:
+    """Where each phase's threshold comes from, once per distinct basis."""
+    by = {}
+    for x in oc.comparisons:
+        by.setdefault((x.threshold_source, x.threshold_basis), []).append(x.area)
+    if set(by) <= {("config", "")}:
+        return []
+    return ["> Thresholds: " + "; ".join(f"{', '.join(f'`{a}`' for a in areas)}: {inline(basis or 'the config’s')}"
+                                         for (_src, basis), areas in by.items()) + "."]
+
+
 def _ratio_ci(x) -> str:
     return f"x{x.ratio:.3f} [{x.ci_low:.3f}, {x.ci_high:.3f}]"
 
@@ -218,12 +236,15 @@ def markdown(res: GateResult, bisect: bool = True) -> str:
                 + ".")
         level = min((x.ci_level for x in oc.comparisons), default=float("nan"))
         rows = [[f"`{x.area}`", fmt_s(x.base_s), fmt_s(x.head_s), f"{x.ratio:.3f}",
-                 f"{x.ci_low:.3f} – {x.ci_high:.3f}", f"{x.p_value:.2g}", f"+{x.threshold:.0%}",
+                 f"{x.ci_low:.3f} – {x.ci_high:.3f}", f"{x.p_value:.2g}", _threshold(x),
                  _detectable(x), _VERDICT.get(x.verdict, x.verdict)] for x in oc.comparisons]
         out += ["", tabulate(rows, headers=["phase", "base (median)", "head (median)", "ratio",
                                             f"{level:.1%} CI", "p-value", "threshold", "could flag",
                                             "verdict"],
                              tablefmt="github", disable_numparse=True)]
+        notes = threshold_notes(oc)
+        if notes:
+            out += [""] + notes
         if any(x.verdict == NOT_RESOLVED for x in oc.comparisons):
             out += ["", "> **not resolved**: no change was seen, but the rounds' spread could not have flagged "
                         "a slowdown as small as the threshold at this alpha (\"could flag\": the smallest one it "

@@ -1,0 +1,226 @@
+"""Gate thresholds that follow the runner's measured noise.
+
+An A/A gate run (`cuzk gate --calibrate`: base and head the same commit) measures, per workload and phase,
+how far the round values (each round's median paired log ratio) spread when nothing changed. Its record
+(`gate.aa_record`, one JSON line) lives with the history, in the runner's machine directory
+(`<machine>/gate-noise/<commit>.jsonl`, added by `cuzk history record --gate-noise`), where a pull request
+cannot write. The gate derives each phase's threshold from its machine's newest records (`derive`):
+
+    threshold = min(cap, max(floor, exp(K * 1.2533 * s / sqrt(R)) - 1))
+
+s: the standard deviation of the A/A round values (each record's values centred on their own median, pooled);
+1.2533 s / sqrt(R): the standard error of a median of R rounds, which is the gate's ratio; K = 4 puts the
+threshold where a normal A/A ratio lands once in 30,000. floor: [gate] threshold_floor; cap: the phase's
+[thresholds] value or [gate] threshold. A hand pin ([thresholds] phase = {pin = 0.02, reason = "..."})
+stands instead, its reason in the report. Where the records hold fewer than MIN_ROUNDS rounds of a phase,
+or none, the cap stands and the report says so.
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+import statistics
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+KIND, VERSION = "cuzk-gate-noise", 1
+K = 4.0
+MEDIAN_SE = math.sqrt(math.pi / 2)     # a median's standard error over a mean's, for normal rounds
+MIN_ROUNDS = 10             # pooled A/A rounds of a phase before its threshold is derived
+NEWEST = 5                  # records used: the machine's newest, by date
+MAX_RECORD_BYTES = 1 << 20
+MAX_LOG_RATIO = 1.0         # |ln(head / base)| of an A/A round beyond e: not a measurement
+_SHA = re.compile(r"[0-9a-f]{40}")
+_MACHINE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+_SPEC_KEYS = {"backend": str, "circuit": str, "log_size": int, "opts": str, "batch": int, "convention": str,
+              "generator": int}
+
+
+class NoiseError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Threshold:
+    value: float
+    source: str             # "noise", "pin" or "config"
+    basis: str              # what it follows, for the report
+
+    def as_dict(self) -> dict:
+        return {"value": self.value, "source": self.source, "basis": self.basis}
+
+
+def spec_key(spec: dict) -> str:
+    """A workload's identity across gate.json and records: its spec with every default filled in."""
+    from .workload import Spec
+    return json.dumps(Spec(**spec).as_dict(), sort_keys=True)
+
+
+def make_record(machine: str, commit: str, rounds: int, samples: int, workloads: list[tuple[dict, dict]],
+                gpu: str | None = None, date: str | None = None) -> dict:
+    """A record of an A/A run (gate.aa_record makes one from a gate run): workloads = [(spec, {phase: the
+    rounds' values})]. Checked as it will be read back."""
+    if not workloads:
+        raise NoiseError("the A/A run judged no workload: nothing to record")
+    rec = {"kind": KIND, "version": VERSION, "machine": machine, "commit": commit,
+           "date": date or datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+           "rounds": rounds, "samples": samples, "gpu": gpu,
+           "workloads": [{"spec": dict(spec), "phases": {a: list(d) for a, d in ph.items()}} for spec, ph in workloads]}
+    return parse_record(dumps(rec), "the A/A record")
+
+
+def dumps(rec: dict) -> str:
+    return json.dumps(rec, separators=(",", ":")) + "\n"
+
+
+def parse_record(data: bytes | str, where: str, machine: str | None = None) -> dict:
+    """One record, read as untrusted data: a NoiseError names `where` and the first thing that is wrong."""
+    from .workload import AREAS
+
+    def bad(what: str) -> NoiseError:
+        return NoiseError(f"{where}: {what}")
+    if len(data) > MAX_RECORD_BYTES:
+        raise bad(f"over {MAX_RECORD_BYTES >> 10} KiB")
+    lines = [ln for ln in (data.decode("utf-8", "replace") if isinstance(data, bytes) else data).splitlines()
+             if ln.strip()]
+    if len(lines) != 1:
+        raise bad(f"{len(lines)} lines, not one JSON record")
+    try:
+        rec = json.loads(lines[0])
+    except (ValueError, RecursionError) as e:
+        raise bad(f"not JSON ({e})") from e
+    if not isinstance(rec, dict) or rec.get("kind") != KIND:
+        raise bad(f"not a {KIND} record")
+    if rec.get("version") != VERSION:
+        raise bad(f"version {rec.get('version')!r}, not {VERSION}")
+    if not (isinstance(rec.get("machine"), str) and _MACHINE.fullmatch(rec["machine"])):
+        raise bad("machine is not a machine name")
+    if machine is not None and rec["machine"] != machine:
+        raise bad(f"machine {rec['machine']!r}, not {machine!r}")
+    if not (isinstance(rec.get("commit"), str) and _SHA.fullmatch(rec["commit"])):
+        raise bad("commit is not a full commit id")
+    try:
+        datetime.strptime(rec.get("date"), "%Y-%m-%dT%H:%M:%SZ")
+    except (TypeError, ValueError) as e:
+        raise bad("date is not YYYY-MM-DDTHH:MM:SSZ") from e
+    for k in ("rounds", "samples"):
+        v = rec.get(k)
+        if not (isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= 10_000):
+            raise bad(f"{k} is not a count")
+    if rec.get("gpu") is not None and not (isinstance(rec["gpu"], str) and len(rec["gpu"]) <= 128):
+        raise bad("gpu is not a name")
+    wls = rec.get("workloads")
+    if not (isinstance(wls, list) and 1 <= len(wls) <= 64):
+        raise bad("workloads is not a list of 1 to 64")
+    for i, w in enumerate(wls):
+        sp = w.get("spec") if isinstance(w, dict) else None
+        if not (isinstance(sp, dict) and set(sp) <= set(_SPEC_KEYS) and all(
+                type(v) is _SPEC_KEYS[k] and (len(v) <= 64 if isinstance(v, str) else 0 < v < 64)
+                for k, v in sp.items())):
+            raise bad(f"workload {i}: spec")
+        ph = w.get("phases")
+        if not (isinstance(ph, dict) and ph and set(ph) <= set(AREAS)):
+            raise bad(f"workload {i}: phases are not a table of known phases")
+        for a, d in ph.items():
+            if not (isinstance(d, list) and len(d) == rec["rounds"] and all(
+                    isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+                    and abs(x) <= MAX_LOG_RATIO for x in d)):
+                raise bad(f"workload {i}: {a}: not {rec['rounds']} finite A/A log ratios")
+    return rec
+
+
+def derive(cfg, records: list[dict], where: str = "") -> dict[tuple[str, str], Threshold]:
+    """{(workload spec key, phase): threshold in force} for every workload and phase of cfg. `records`: parsed
+    records of the gate's machine; those of another sample count than cfg's are not comparable and are left out
+    (their rounds' spread differs), as are all but the NEWEST newest."""
+    usable = sorted((r for r in records if r["samples"] == cfg.samples), key=lambda r: r["date"])[-NEWEST:]
+    out = {}
+    for wc in cfg.workloads:
+        key = spec_key(wc.spec.as_dict())
+        for area in cfg.areas_for(wc):
+            cap = cfg.thresholds.get(area, cfg.threshold)
+            if area in cfg.pins:
+                value, reason = cfg.pins[area]
+                out[key, area] = Threshold(value, "pin", f"pinned by hand: {reason}")
+                continue
+            pooled, n_rec = [], 0
+            for r in usable:
+                for w in r["workloads"]:
+                    if spec_key(w["spec"]) == key and area in w["phases"]:
+                        d = w["phases"][area]
+                        m = statistics.median(d)
+                        pooled += [x - m for x in d]
+                        n_rec += 1
+            if len(pooled) < MIN_ROUNDS:
+                why = (f"{len(pooled)} A/A rounds{where}, fewer than {MIN_ROUNDS}" if pooled
+                       else f"no A/A record{where}")
+                out[key, area] = Threshold(cap, "config", f"the config's ({why})")
+                continue
+            s = statistics.stdev(pooled)
+            noise = math.exp(K * MEDIAN_SE * s / math.sqrt(cfg.rounds)) - 1
+            value = min(cap, max(cfg.threshold_floor, noise))
+            bound = ("the floor" if value == cfg.threshold_floor and noise < value
+                     else "the cap" if value == cap and noise > value else "")
+            out[key, area] = Threshold(value, "noise", f"{len(pooled)} A/A rounds in {n_rec} records{where}, "
+                                                       f"round spread {s:.2%}, {K:g} standard errors at "
+                                                       f"{cfg.rounds} rounds = {noise:.2%}"
+                                                       + (f", held at {bound}" if bound else ""))
+    return out
+
+
+# --- where records come from: files, or the history (the local ref, then the remote's results branch) ---
+
+def load_paths(paths, machine: str | None = None) -> list[dict]:
+    """Records from files or directories of *.jsonl records (a directory: its gate-noise/ or itself)."""
+    from pathlib import Path
+    from ..files import open_input
+    out = []
+    for p in paths:
+        p = Path(p)
+        files = sorted(p.glob("*.jsonl")) if p.is_dir() else [p]
+        if p.is_dir() and not files:
+            raise NoiseError(f"{p}: no *.jsonl noise records in it")
+        for f in files:
+            try:
+                with open_input(f) as fh:
+                    data = fh.read(MAX_RECORD_BYTES + 1)
+            except OSError as e:
+                raise NoiseError(f"{f}: {e.strerror or e}") from e
+            out.append(parse_record(data, str(f), machine))
+    return out
+
+
+def from_history(repo, machine: str, refs: list[str], folder: str = "gate-noise") -> tuple[list[dict], str]:
+    """The machine's records in the history as git holds it here, in `refs` in turn (history.noise_refs: the
+    local ref, then origin's results branch as fetched), one per file name; and where they came from."""
+    import subprocess
+    if not _MACHINE.fullmatch(machine or ""):
+        raise NoiseError(f"machine name {machine!r}: letters, digits, '.', '_', '-', at most 64")
+
+    def git(*args, check=True):
+        p = subprocess.run(["git", "-C", str(repo), *args], capture_output=True)
+        if check and p.returncode:
+            raise NoiseError(f"git {' '.join(args)}: {p.stderr.decode(errors='replace').strip()}")
+        return p
+    found, read = {}, []
+    for ref in refs:
+        if git("rev-parse", "-q", "--verify", f"{ref}^{{commit}}", check=False).returncode:
+            continue
+        read.append(ref)
+        listing = git("ls-tree", "-l", "-z", ref, "--", f"{machine}/{folder}/").stdout.decode(errors="replace")
+        for entry in filter(None, listing.split("\0")):
+            meta, path = entry.split("\t", 1)
+            mode, kind, _obj, size = meta.split()
+            name = path.rsplit("/", 1)[-1]
+            where = f"{ref}:{path}"
+            if kind != "blob" or mode != "100644" or not name.endswith(".jsonl"):
+                raise NoiseError(f"{where}: not a regular .jsonl file")
+            if int(size) > MAX_RECORD_BYTES:
+                raise NoiseError(f"{where}: over {MAX_RECORD_BYTES >> 10} KiB")
+            if name not in found:
+                rec = parse_record(git("show", where).stdout, where, machine)
+                if name != f"{rec['commit']}.jsonl":
+                    raise NoiseError(f"{where}: holds the record of {rec['commit'][:10]}")
+                found[name] = rec
+    return list(found.values()), (" of " + " and ".join(read)) if read else ""
