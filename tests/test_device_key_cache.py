@@ -1,6 +1,7 @@
 """The device key cache (cuzk/device_key_cache.py) on a fake device: numpy arrays stand in for the GPU's,
 a CPU key cut the way keygen.setup_on_device cuts it stands in for the GPU keygen. Made once, loaded
-after; another identity, a damaged entry or a writer's leftovers are never used."""
+after; another identity, a damaged entry or a writer's leftovers are never used; the gate gives each
+side its own folder."""
 from __future__ import annotations
 
 import json
@@ -283,3 +284,81 @@ def test_without_a_tag_the_circuit_digest_names_the_entry(circuit):
     a, b = dkc.identity(r1cs, "coeff", 7, 0), dkc.identity(other, "coeff", 7, 0)
     assert a["tag"] == {"digest": r1cs.digest()} and dkc.entry_path("k", a) != dkc.entry_path("k", b)
     assert dkc.entry_path("k", a) == dkc.entry_path("k", dkc.identity(r1cs, "coeff", 7, 0))
+
+
+# --- the perf workload and the worker ---
+
+def test_the_workload_names_its_circuit_and_passes_the_folder(tmp_path):
+    from cuzk.perf.workload import Spec, Workload
+    from cuzk.context import proving_context as pc
+    w = Workload(Spec("cuda", "porep_partition", 24, batch=3), key_dir=str(tmp_path))
+    assert w._key_cache_args(pc) == {"key_dir": str(tmp_path),
+                                     "key_tag": {"circuit": "porep_partition", "log_size": 24, "opts": "default"}}
+    # the tag does not depend on the batch (one constraint system for every seed), only the circuit
+    assert (Workload(Spec("cuda", "porep_partition", 24, batch=1), key_dir="x")._key_cache_args(pc)["key_tag"]
+            == w._key_cache_args(pc)["key_tag"])
+    assert Workload(Spec("cuda", "porep_partition", 24))._key_cache_args(pc) == {}       # no folder: as before
+
+    def old_proving_context(backend, r1cs, convention="coeff", generator=7, *, device_keygen="auto",
+                            keygen_backend=None, progress=False, toxic_seed=0):
+        pass
+    assert w._key_cache_args(old_proving_context) == {}      # a commit from before the cache
+
+
+def test_the_worker_gives_the_folder_and_says_how_the_key_came(tmp_path):
+    from cuzk.perf import worker
+    req = {"protocol": worker.PROTOCOL, "spec": {"backend": "cpu", "log_size": 6}, "areas": ["prep_msm"],
+           "key_dir": str(tmp_path / "base.keys")}
+    w = worker.Worker(req)
+    assert w.w.key_dir == str(tmp_path / "base.keys")
+    rep = w.setup()
+    assert rep["status"] == "ready" and rep["key"]["where"] == "cache"       # a host key: the folder is not used
+    assert rep["key"]["how"] in ("made", "loaded") and rep["key"]["s"] >= 0 and "key" in rep["setup_s"]
+    assert not (tmp_path / "base.keys").exists()
+    assert worker.Worker({**req, "key_dir": None}).w.key_dir is None
+
+
+# --- the gate ---
+
+def test_the_gate_gives_each_side_a_folder_of_its_own(tmp_path):
+    from cuzk.perf import gate, gate_config
+    from cuzk.perf.calibrate import commit_change, make_repo
+    base = make_repo(REPO, tmp_path / "repo")
+    head = commit_change(tmp_path / "repo", "README.md", lambda t: t + "\nchanged\n", "head")
+    seen = []
+
+    class Worker:
+        def __init__(self, root):
+            self.side, self.pid = Path(root).name, 4000 + len(seen)
+
+        def send(self, msg):
+            self.msg = msg
+
+        def receive(self):
+            msg = self.msg
+            if "protocol" in msg:
+                seen.append((self.side, msg["key_dir"], msg["root"]))
+                assert msg["protocol"] == gate.PROTOCOL
+                return {"status": "ready", "numbers": {a: 1 for a in msg["areas"]}}
+            if "sample" in msg:
+                return {"status": "ok", "value": 1.0}
+            return {"status": "done", "discards": []}
+
+        def ask(self, msg):
+            self.send(msg)
+            return self.receive()
+
+        def close(self):
+            pass
+    cfg = gate_config.parse({"gate": {"rounds": 4, "samples": 2, "alpha": 0.2},
+                             "workload": [{"backend": "cpu", "log_size": 8, "phases": ["prep_msm"]}]})
+    res = gate.run(tmp_path / "repo", base, head, cfg, spawn=lambda root, timeout: Worker(root), log=lambda m: None)
+    assert res.exit_code == gate.EXIT_OK and len(seen) == 8
+    dirs = {side: {d for s, d, _ in seen if s == side} for side in ("base", "head")}
+    assert all(len(d) == 1 for d in dirs.values()), dirs              # one folder a side, every round
+    (b,), (h,) = dirs["base"], dirs["head"]
+    assert b != h and Path(b).parent == Path(h).parent                 # apart, in the gate's workspace
+    roots = {s: r for s, _, r in seen}
+    assert Path(roots["base"]).parent == Path(b).parent                # beside the side's checkout,
+    assert not Path(b).is_relative_to(roots["base"]) and not Path(h).is_relative_to(roots["head"])  # not in it
+    assert not Path(b).parent.exists()                                 # removed with the workspace
