@@ -38,6 +38,10 @@ class CacheEntryError(ValueError):
     """An entry that is not the key asked for, or not whole."""
 
 
+# an entry's files missing, short, malformed (np.load, json: ValueError) or with fields missing or mistyped
+_BAD_ENTRY = (CacheEntryError, ValueError, KeyError, TypeError, OSError)
+
+
 def identity(r1cs, convention: str, generator: int, toxic_seed: int, tag=None) -> dict:
     """Everything that determines the key. `tag`: the caller's name for the circuit (e.g. the perf
     workload's circuit, size and optimizations), which makes it unnecessary to hash the whole
@@ -188,7 +192,7 @@ def load(folder, ident: dict):
         return None
     try:
         return _load(entry, ident)
-    except Exception as e:
+    except _BAD_ENTRY as e:         # the files' fault; a device error (out of memory) propagates, entry kept
         _log(f"{entry}: not used ({type(e).__name__}: {e}); removed, making the key again")
         shutil.rmtree(entry, ignore_errors=True)
         return None

@@ -362,3 +362,17 @@ def test_the_gate_gives_each_side_a_folder_of_its_own(tmp_path):
     assert Path(roots["base"]).parent == Path(b).parent                # beside the side's checkout,
     assert not Path(b).is_relative_to(roots["base"]) and not Path(h).is_relative_to(roots["head"])  # not in it
     assert not Path(b).parent.exists()                                 # removed with the workspace
+
+
+def test_a_device_error_while_loading_is_raised_and_the_entry_kept(device, circuit, tmp_path, monkeypatch):
+    """Out of device memory says nothing about the files: loud, and the entry is still there."""
+    r1cs, _ = circuit
+    ctx_for(r1cs, tmp_path)
+
+    def upload(h):
+        raise MemoryError("out of memory allocating 1,610,612,736 bytes")
+    monkeypatch.setattr(dkc, "_upload", upload)
+    with pytest.raises(MemoryError):
+        ctx_for(r1cs, tmp_path)
+    monkeypatch.setattr(dkc, "_upload", lambda h: np.array(h))
+    assert ctx_for(r1cs, tmp_path).key.cached and device.made == 1
