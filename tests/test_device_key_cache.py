@@ -81,7 +81,8 @@ def full_key(ctx) -> ProvingKey:
     """The host key with the device sections put back (the fake's row map is the identity)."""
     pk = ctx.pk
     pts = dict(pk.points)
-    pts.update({n: AffineBases(s.group, np.asarray(s.limbs), np.asarray(s.inf)) for n, s in ctx.kh.dev.sections.items()})
+    pts.update({n: AffineBases(s.group, np.asarray(s.limbs), np.asarray(s.inf))
+                for n, s in ctx.kh.dev.sections.items()})
     return ProvingKey(pk.convention, pk.generator, pk.log_n, pk.num_inputs, pk.num_aux, pk.num_constraints,
                       pk.digest, pts)
 
