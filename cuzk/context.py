@@ -2,7 +2,9 @@
 
 `cuzk bench` (one batch and --pipeline), the perf workload (asv and the gate), `cuzk ablate` and the
 snarkjs commands all prove through a ProvingContext. The key comes one of two ways:
-- made on the GPU and kept there (`device`): production sizes, whose keys are tens of GB and never saved;
+- made on the GPU and kept there (`device`): production sizes, whose keys are tens of GB and never saved,
+  unless a `key_dir` is given (device_key_cache.py: the gate's workers, one folder per commit): then
+  loaded from there onto the GPU when a process made it before, else made and saved there;
 - through the key cache (`cache`): loaded when this circuit's key was made before, else made (on the CPU
   or the GPU, `keygen_backend`) and saved.
 """
@@ -28,8 +30,11 @@ class KeySource:
     path: str | None = None         # the cache file
     cached: bool = False            # found in the cache (not made now)
     keygen: dict | None = None      # the GPU keygen's report (steps, memory), where it was made there
+    saved_s: float | None = None    # of `seconds`, writing it to the device key cache (`path`)
 
     def describe(self) -> str:
+        if self.where == "device" and self.cached:
+            return f"loaded onto the GPU from {self.path} in {self.seconds:.1f} s"
         if self.where == "device":
             return f"made on the GPU and kept there in {self.seconds:.1f} s"
         return f"{self.path} ({'cached' if self.cached else f'generated in {self.seconds:.1f} s'})"
@@ -61,10 +66,14 @@ def device_keygen_wanted(device_keygen: str | bool, backend: Backend, domain_n: 
 
 def proving_context(backend: Backend, r1cs, convention="coeff", generator: int = 7, *,
                     device_keygen: str | bool = "auto", keygen_backend: str | None = None,
-                    progress: bool | None = False, toxic_seed: int = 0) -> ProvingContext:
+                    progress: bool | None = False, toxic_seed: int = 0, key_dir=None,
+                    key_tag=None) -> ProvingContext:
     """The context for proving r1cs on `backend`. keygen_backend: where a cache miss makes the key
     (default: the proving backend's kind). progress: None shows the steps of a large key's making
-    (progress.py), False never, True always."""
+    (progress.py), False never, True always. key_dir: a folder where a key made on the GPU is kept for
+    later processes (device_key_cache.py), its entry named by `key_tag` (the caller's name for the
+    circuit; None: the circuit's digest) with the convention, generator, seed and circuit shape;
+    ignored where the key is not made on the GPU."""
     from .keygen import cached_setup, setup_on_device
     from .poly import Domain
     from .progress import LARGE_LOG, step_printer
@@ -73,8 +82,23 @@ def proving_context(backend: Backend, r1cs, convention="coeff", generator: int =
     if device_keygen_wanted(device_keygen, backend, domain.n):
         show = progress if progress is not None else domain.log_n >= LARGE_LOG
         steps = step_printer(f"keygen 2^{domain.log_n} on the GPU") if show else None
+        if key_dir is None:
+            pk, kh, info = setup_on_device(r1cs, convention, generator, toxic_seed, steps)
+            key = KeySource("device", time.perf_counter() - t0, keygen=info)
+            return ProvingContext(backend, pk, Prover(backend, pk, kh=kh), key)
+        from . import device_key_cache as dkc
+        ident = dkc.identity(r1cs, convention, generator, toxic_seed, key_tag)
+        got = dkc.load(key_dir, ident)
+        if got is not None:
+            pk, kh, info = got
+            key = KeySource("device", time.perf_counter() - t0, path=str(dkc.entry_path(key_dir, ident)),
+                            cached=True, keygen=info)
+            return ProvingContext(backend, pk, Prover(backend, pk, kh=kh), key)
         pk, kh, info = setup_on_device(r1cs, convention, generator, toxic_seed, steps)
-        key = KeySource("device", time.perf_counter() - t0, keygen=info)
+        t1 = time.perf_counter()
+        path = dkc.save(key_dir, ident, pk, kh, info)
+        key = KeySource("device", time.perf_counter() - t0, path=str(path) if path else None, keygen=info,
+                        saved_s=time.perf_counter() - t1)
         return ProvingContext(backend, pk, Prover(backend, pk, kh=kh), key)
     keygen_backend = keygen_backend or ("cuda" if backend.name == "cuda" else "cpu")
     pk, path, hit = cached_setup(r1cs, convention, generator, toxic_seed, progress=progress, backend=keygen_backend)

@@ -163,7 +163,7 @@ def _serve(monkeypatch, w, fake, areas, n):
     """Drive worker.serve as the gate does: set-up, n samples per area, quit."""
     import json
     from cuzk.perf import workload
-    monkeypatch.setattr(workload, "Workload", lambda spec: (setattr(w, "spec", spec), w)[1])
+    monkeypatch.setattr(workload, "Workload", lambda spec, **kw: (setattr(w, "spec", spec), w)[1])
     monkeypatch.setattr(sampler, "_NVML", {"dev": nvml.Nvml(fake)})
     monkeypatch.setattr(nvml, "open_device", lambda *a, **k: nvml.Nvml(fake))
     req = {"protocol": worker.PROTOCOL, "spec": {"backend": "cuda", "log_size": 16}, "areas": areas,

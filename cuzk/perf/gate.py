@@ -251,10 +251,10 @@ class GateResult:
 
 
 def _request(cfg: GateConfig, wc: WorkloadConfig, root: Path, sibling_pid: int | None,
-             numbers: dict | None = None) -> dict:
+             numbers: dict | None = None, key_dir: Path | None = None) -> dict:
     pol = cfg.policy
     return {"protocol": PROTOCOL, "root": str(root), "spec": wc.spec.as_dict(), "areas": list(cfg.areas_for(wc)),
-            "numbers": numbers,
+            "numbers": numbers, "key_dir": str(key_dir) if key_dir is not None else None,
             "min_sample_s": cfg.min_sample_s, "max_discards": cfg.max_discards, "pause_s": cfg.pause_s,
             "sibling_pid": sibling_pid,
             "trust": {"ignore_reasons": list(pol.ignore_reasons), "watched_violations": list(pol.watched_violations),
@@ -270,7 +270,8 @@ class _Stop(Exception):
     pass
 
 
-def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn, log) -> None:
+def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn, log,
+           key_dirs: dict | None = None) -> None:
     order = SIDES if r % 2 == 0 else SIDES[::-1]
     workers: dict = {}
     side = order[0]
@@ -295,7 +296,8 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
         for side in order:
             other = workers[SIDES[1 - SIDES.index(side)]]
             # calls per sample: calibrated once, by the gate's first worker, then the same for every worker
-            workers[side].send(_request(cfg, oc.config, roots[side], other.pid, oc.numbers))
+            workers[side].send(_request(cfg, oc.config, roots[side], other.pid, oc.numbers,
+                                        (key_dirs or {}).get(side)))
             if not together:
                 ready[side] = workers[side].receive()
                 if oc.numbers is None and isinstance(ready[side], dict) and ready[side].get("status") == "ready":
@@ -479,6 +481,9 @@ def run(repo: str | Path, base_ref: str, head_ref: str, cfg: GateConfig,
         log(f"cuzk gate: removed {d}, the workspace of a gate that did not finish")
     with checkout.workspace() as tmp:
         roots = {s: checkout.materialize(repo, shas[s], Path(tmp) / s) for s in SIDES}
+        # keys made on the GPU, kept for the side's later workers: per side, so a head that changes keygen
+        # is measured with its own key; removed with the workspace
+        key_dirs = {s: Path(tmp) / f"{s}.keys" for s in SIDES}
         checkout.overlay_harness(roots["base"], roots["head"])
         if result.rules_changed:
             log("cuzk gate: the head changes rule or harness files, judged by the base's: "
@@ -491,7 +496,7 @@ def run(repo: str | Path, base_ref: str, head_ref: str, cfg: GateConfig,
         for r in range(cfg.rounds):
             for oc in result.outcomes:
                 if oc.status == "running":
-                    _round(cfg, oc, r, roots, shas, spawn, log)
+                    _round(cfg, oc, r, roots, shas, spawn, log, key_dirs)
             if any(o.status in ("error", "untrusted") for o in result.outcomes):
                 break                       # the verdict is 2 whatever else happens: stop early
     failed = any(o.status in ("error", "untrusted") for o in result.outcomes)

@@ -7,7 +7,10 @@ request pipe and uses no CPU. Requests and replies never touch fd 0, 1 or 2: wha
 code prints (a device printf, a library's banner, os.write(1, ...)) goes to the gate's log, and
 every reply carries its request's "id". Requests:
   1. set-up: {"id", "protocol", "root", "spec", "areas", "min_sample_s", "max_discards", "pause_s",
-     "trust", "sibling_pid", "numbers" (calls per sample to use; absent: calibrated here)} -> {"status": "ready" | "unavailable" (no GPU) | "unusable" (a GPU that cannot run), "numbers", "setup_s", "gpu", ...}
+     "trust", "sibling_pid", "numbers" (calls per sample to use; absent: calibrated here), "key_dir" (where
+     a key made on the GPU is kept for this side's later workers; absent: made afresh)}
+     -> {"status": "ready" | "unavailable" (no GPU) | "unusable" (a GPU that cannot run), "numbers",
+         "setup_s" (seconds of each set-up step), "key" (made or loaded: workload.key_report), "gpu", ...}
   2. {"id", "sample": AREA} -> {"status": "ok", "value": seconds per call, "energy_j", "state" (GPU, after)}
      or {"status": "untrusted", "message", "discards"}, and the worker exits
   3. {"id", "quit": true} -> {"status": "done", "discards", "peak_device_bytes"}
@@ -25,7 +28,7 @@ import sys
 import traceback
 from pathlib import Path
 
-PROTOCOL = 3
+PROTOCOL = 4
 
 
 class Worker:
@@ -48,7 +51,7 @@ class Worker:
         self.policy = TrustPolicy(**{k: tuple(v) if isinstance(v, list) else v for k, v in tp.items()})
         own = {os.getpid()} | ({req["sibling_pid"]} if req.get("sibling_pid") else set())
         self.own_pids = frozenset(own)
-        self.w = Workload(Spec(**req["spec"]))
+        self.w = Workload(Spec(**req["spec"]), key_dir=req.get("key_dir"))
         self.sampler = sampler
         self.discards: list[str] = []
 
@@ -72,7 +75,8 @@ class Worker:
         given = self.req.get("numbers") or {}      # the gate's: both sides time the same calls per sample
         self.numbers = {a: int(given[a]) if isinstance(given.get(a), int) and given[a] >= 1
                         else (self.w.calibrate(a, min_s) if min_s > 0 else 1) for a in self.req["areas"]}
-        return {**self.info, "status": "ready", "numbers": self.numbers, "setup_s": getattr(self.w, "setup_s", {})}
+        return {**self.info, "status": "ready", "numbers": self.numbers, "setup_s": getattr(self.w, "setup_s", {}),
+                "key": getattr(self.w, "key_report", None)}
 
     def sample(self, area: str) -> dict:
         s = self.sampler.SampleSet(number=self.numbers[area])

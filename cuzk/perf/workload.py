@@ -88,7 +88,9 @@ def opt_spec(opts: OptSet) -> str:
 
 
 class Workload:
-    def __init__(self, spec: Spec, verify: bool = True):
+    def __init__(self, spec: Spec, verify: bool = True, key_dir: str | None = None):
+        """key_dir: where a key made on the GPU is kept for later processes of the same commit (the
+        gate's workers, one folder per side); None: made afresh, as always."""
         if spec.backend not in ("cpu", "cuda"):
             raise ValueError(f"backend must be cpu or cuda, not {spec.backend!r}")
         self.spec = spec
@@ -100,6 +102,8 @@ class Workload:
         self._verify = verify
         self._ready = False
         self.setup_s: dict[str, float] = {}   # seconds of each set-up step (prepare)
+        self.key_dir = key_dir
+        self.key_report: dict = {}             # how the key came: made or loaded, seconds (prepare)
 
     # --- set-up (lazy: synthesis alone needs no key and no backend) ---
 
@@ -154,8 +158,9 @@ class Workload:
         # a production-size key (GBs) is made on the GPU and kept there, once per process
         device_key = self.spec.backend == "cuda" and self.spec.log_size >= DEVICE_KEY_FROM
         ctx = proving_context(self.backend, self.r1cs, self.spec.convention, self.spec.generator,
-                              device_keygen=device_key, keygen_backend="auto")
+                              device_keygen=device_key, keygen_backend="auto", **self._key_cache_args(proving_context))
         self.pk, self.prover, self.kh = ctx.pk, ctx.prover, ctx.kh
+        self.key_report = key_report(ctx.key)
         self.randomness = self.prover._randomness(len(self.assignments), random.Random(0))
         clock.lap("key")
         timer = PhaseTimer(device=self.backend.timer_device())
@@ -175,6 +180,16 @@ class Workload:
         self.setup_s = clock.laps
         self._ready = True
         return self
+
+    def _key_cache_args(self, proving_context) -> dict:
+        """key_dir and the tag of this workload's circuit (the constraint system depends on the circuit, its
+        size and, through synthesis, the optimizations; not on the batch's seeds), where the commit's
+        proving_context takes them: a commit from before the device key cache makes its key as it did."""
+        import inspect
+        if self.key_dir is None or "key_dir" not in inspect.signature(proving_context).parameters:
+            return {}
+        s = self.spec
+        return {"key_dir": self.key_dir, "key_tag": {"circuit": s.circuit, "log_size": s.log_size, "opts": s.opts}}
 
     @property
     def device(self):
@@ -266,6 +281,14 @@ class Workload:
         if t <= 0:
             return max_number
         return max(1, min(max_number, math.ceil(min_sample_s * n / t)))
+
+
+def key_report(key) -> dict:
+    """How a workload's key came (context.KeySource): where it lives, made or loaded, its seconds (and of
+    those, saving it for later workers)."""
+    saved = getattr(key, "saved_s", None)
+    return {"where": key.where, "how": "loaded" if key.cached else "made", "s": round(key.seconds, 3),
+            "saved_s": round(saved, 3) if saved is not None else None, "path": key.path}
 
 
 class _Stopwatch:
