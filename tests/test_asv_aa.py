@@ -103,10 +103,14 @@ def _settings() -> tuple[int, float]:
     return int(args[args.index("-a") + 1].split("=")[1]), float(args[args.index("--factor") + 1])
 
 
-def test_the_readme_recommends_the_gate_for_pull_requests():
+def test_the_readme_recommends_the_gate_not_asv_continuous():
+    """A/A pairs flagged on the H200 (docs/perf-log.md): the README says so, and its GPU runner block runs the
+    gate, not `asv continuous`."""
     text = (REPO / "README.md").read_text()
     asv = text.split("### asv", 1)[1].split("\n### ", 1)[0]
-    assert "cuzk gate" in asv and "not the pull request's gate" in asv
+    assert "`asv continuous` is not recommended for judging a change" in asv and "cuzk gate" in asv
+    runner = asv.split("On a GPU runner", 1)[1].split("```sh", 1)[1].split("```", 1)[0]
+    assert "cuzk gate --base main --head HEAD" in runner and "asv continuous" not in runner
 
 
 def test_an_aa_pair_reports_no_change_and_a_2x_slowdown_is_reported(tmp_path):

@@ -205,11 +205,11 @@ def asv_params(area: str, spec) -> tuple | None:
 # with their overhead (a request, a collection, NVML). (set-up s, s per paired sample), from measured
 # rounds with each worker on one CPU (worker_cpus = 1), H200 (docs/perf-log.md): cuda:18
 # tools/gate-cuda18.toml, 2026-12-01/02, 8 rounds x 5 samples in 102-126 s; cuda:porep_partition:24
-# tools/gate-cuda24.toml, 2026-12-02, 8 rounds x 5 samples in 234-243 s, of which a worker's set-up is
-# ~23 s (its key ~17.5 s on one CPU); cpu:10: perf-gate.toml's CPU workload on the 2-core dev machine,
+# tools/gate-cuda24.toml, 2026-12-03, 10 rounds x 5 samples in 208-250 s with the device key cache (a
+# worker's key made in round 1, 15-22 s, then loaded, 5-8 s; 234-243 s for 8 rounds without it); cpu:10: perf-gate.toml's CPU workload on the 2-core dev machine,
 # 10 rounds x 9 samples in 25.6 s.
 GATE_ROUND_S = {"cpu:8": (0.9, 0.1), "cpu:10": (1.2, 0.15), "cuda:16": (11.0, 0.92), "cuda:18": (11.0, 0.92),
-                "cuda:porep_partition:24": (24.0, 1.1)}
+                "cuda:porep_partition:24": (17.5, 1.1)}
 
 
 def gate_estimate_s(cfg) -> float | None:
