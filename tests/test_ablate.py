@@ -525,8 +525,8 @@ def test_a_a_on_the_cpu_reports_no_effect_after_correction(tmp_path, capsys):
 
 
 def test_saved_results_are_judged_again_with_the_correction(capsys):
-    """Results saved before the correction (docs/perf-data, a toggle since removed among them) report with it."""
-    saved = sorted((REPO / "docs/perf-data").glob("ablate*.json"))
+    """Results saved before the correction (a real 2^24 run, kept as test data) report with it."""
+    saved = sorted((REPO / "tests/data").glob("ablate*.json"))
     assert saved
     for f in saved:
         assert main(["ablate", "--from-json", str(f)]) == 0, f

@@ -18,7 +18,7 @@ def _tracked() -> list[str]:
     if p.returncode != 0:
         pytest.skip("not a git checkout")
     return [f for f in p.stdout.splitlines()
-            if f not in NOT_YET and not f.startswith(("docs/perf-data/", "docs/img/"))]
+            if f not in NOT_YET and not f.startswith(("tests/data/", "docs/img/"))]
 
 
 def test_no_session_numbers_in_the_tree():
