@@ -58,7 +58,7 @@ class AblateError(RuntimeError):
 
 # What each backend's code reads on the path ablate measures (synthesis, then Prover.prove), read off the
 # code: synthesis's storage (cuzk/r1cs.py: A1, A2) is shared; the CPU reference reads no toggle of its own;
-# the cuda backend reads every other toggle except those in OFF_PATH (tests/test_ablate.py checks this
+# the cuda backend reads every other toggle except those in OFF_PATH (tests/perf/test_ablate.py checks this
 # against the sources). A registry entry's own `backends` field, where it has one, takes precedence.
 SHARED_READS = frozenset({"A1", "A2"})
 BACKEND_READS: dict[str, frozenset | None] = {"cpu": SHARED_READS, "cuda": None}     # None: all but OFF_PATH

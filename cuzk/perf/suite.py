@@ -48,7 +48,7 @@ MEMORY_VARIANTS = ["default"]          # peak device memory and energy: what shi
 # CPU targets (prep_msm and proof_assembly at cpu:8 and cpu:10, a 2-vCPU VM at load 1.6-2.5, 2026-12-03,
 # 8 A/A tries each): the largest ratio of 32 was 1.09 (rms of ln 0.030) with these settings, 2.24
 # (rms 0.180) with one process a side and samples sized on a cold call (Workload.calibrate). At load
-# 4-5 no factor holds (A/A ratios to 3x). tests/test_asv_aa.py holds an A/A pair to no change and a
+# 4-5 no factor holds (A/A ratios to 3x). tests/perf/test_asv_aa.py holds an A/A pair to no change and a
 # 2x slowdown to a report.
 CONTINUOUS_ROUNDS = 3
 CONTINUOUS_FACTOR = 1.25

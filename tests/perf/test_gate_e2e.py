@@ -17,7 +17,7 @@ import pytest
 
 from cuzk.perf.calibrate import BACKEND_FILE, commit_change, make_repo, raise_patch
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 # small and quick, but the test can fire: 8 rounds give p >= 2/2^8 = 0.0078 < alpha
 CONFIG = """

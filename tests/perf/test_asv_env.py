@@ -20,7 +20,7 @@ from asv_synth import machine_repo
 from cuzk import cuda_extra
 from cuzk.perf.calibrate import _git
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 ASV = [sys.executable, "-m", "asv"]
 CPU_BENCH = r"bench_prep_msm\.PrepMsm\.track_time\('cpu:8', 'default'\)"
 CUDA_BENCH = r"bench_prep_msm\.PrepMsm\.track_time\('cuda:16', 'baseline'\)"

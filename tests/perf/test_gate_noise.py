@@ -18,7 +18,7 @@ from cuzk.cli import main
 from cuzk.perf import gate, gate_config, noise, report
 from cuzk.perf.calibrate import make_repo
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SHA = "c" * 40
 REFS = ["refs/cuzk/asv-results", "refs/remotes/origin/asv-results"]
 CUDA24 = {"backend": "cuda", "circuit": "porep_partition", "log_size": 24, "opts": "default"}

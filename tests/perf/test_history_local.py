@@ -20,7 +20,7 @@ from cuzk.cli import main
 from cuzk.perf import history
 from cuzk.perf.calibrate import make_repo
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 TAIL = "bench_tail_msm.TailMsm.track_time"
 LOCAL = "refs/cuzk/asv-results"
 PREVIEW = "asv preview --html-dir .asv/history/html"

@@ -17,7 +17,7 @@ from cuzk.perf.gate_config import ConfigError, min_p_value
 from cuzk.perf.worker import PROTOCOL
 from cuzk.timing import PHASES
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 # --- compare ---
@@ -407,7 +407,7 @@ def test_a_worker_process_runs_on_the_cpus_it_was_given():
     """Pinned by the gate's own launcher, before the commit's code is imported, so a base commit that
     knows nothing of pinning is pinned all the same; the set-up reply still comes."""
     import os
-    repo = Path(__file__).resolve().parents[1]
+    repo = Path(__file__).resolve().parents[2]
     cpus = gate.worker_cpus(1)
     cfg = gate_config.parse({"workload": [{"backend": "cpu", "log_size": 8}]})
     w = gate.WorkerProcess(repo, 120, cpus)

@@ -15,7 +15,7 @@ import pytest
 from cuzk.perf import suite
 from cuzk.timing import PHASES
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 ASV = [sys.executable, "-m", "asv"]
 
 
@@ -232,7 +232,7 @@ del opts.REGISTRY["A4"]
 
 def test_full_scale_benchmarks_share_one_set_up_and_skip_without_a_gpu(asv_repo):
     """A real `asv run` of every whole-partition benchmark: asv runs the one setup_cache they inherit once,
-    and on a machine without a GPU each reports a skip (NaN), exit 0 (tests/test_asv_env.py holds the
+    and on a machine without a GPU each reports a skip (NaN), exit 0 (tests/perf/test_asv_env.py holds the
     failure when a GPU is present but unusable)."""
     from cuzk.backend import gpu_present
     if gpu_present()[0]:

@@ -12,7 +12,7 @@ continuous on a runner interleaves them, which only spreads drift over both side
 
 The same A/A on another target (a GPU runner; asv's options after --):
 
-    python tests/test_asv_aa.py --target cuda:18 --tries 5 --dest /tmp/aa -- --cpu-affinity 2
+    python tests/perf/test_asv_aa.py --target cuda:18 --tries 5 --dest /tmp/aa -- --cpu-affinity 2
 """
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from pathlib import Path
 
 from cuzk.perf import suite
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 MACHINE = "aa-test"
 PHASE = "prep_msm"        # ~15 us a call on the CPU at 2^8: host-bound, the phase whose A/A pairs flipped
 TARGET = "cpu:8"
@@ -185,5 +185,5 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))     # tests/: asv_synth
     raise SystemExit(main())

@@ -17,7 +17,7 @@ from cuzk.cli import main
 from cuzk.perf import gpu_lock
 from cuzk.perf.gpu_lock import GpuBusy, hold, lock_dir, lock_path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 KEY = "GPU-00000000-test"
 
 HOLDER = """

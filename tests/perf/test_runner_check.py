@@ -20,7 +20,7 @@ from cuzk.cli import main
 from cuzk.gpu import cub_sort, cubins, loader
 from cuzk.perf import runner_check
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _no_gpu(monkeypatch):

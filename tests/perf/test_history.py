@@ -11,7 +11,7 @@ from pathlib import Path
 
 from cuzk.perf.calibrate import make_repo
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 BENCH = r"bench_prep_msm\.PrepMsm\.track_time\('cpu:8', 'default'\)"
 
 

@@ -5,7 +5,7 @@ measured here, asv find's saved results are checked at every commit it stepped o
 The real asv runs here use an existing environment (no registry): asv installs nothing there, and
 cuzk bisect's own plugin checks each commit out and puts it first on the benchmarks' PYTHONPATH, so
 the throwaway repo's benchmarks import a value planted in each commit's code (bisect_planted.py).
-tests/test_bisect_e2e.py builds real asv virtualenvs.
+tests/perf/test_bisect_e2e.py builds real asv virtualenvs.
 """
 from __future__ import annotations
 
@@ -25,10 +25,10 @@ from cuzk.perf import asv_private, bisect, bisect_preflight, bisect_run, bisect_
 from cuzk.perf.calibrate import _git, make_repo
 from cuzk.perf.workload import Spec
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 MACHINE = "ci-bisect"
 
-BENCH = '''"""Test-only benchmarks (tests/test_bisect.py): values planted in each commit's code."""
+BENCH = '''"""Test-only benchmarks (tests/perf/test_bisect.py): values planted in each commit's code."""
 import os
 
 

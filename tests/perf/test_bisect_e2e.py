@@ -23,7 +23,7 @@ import pytest
 
 from cuzk.perf.calibrate import BACKEND_FILE, commit_change, make_repo, slowdown_patch
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 IN_CI = os.environ.get("CI", "").lower() == "true"
 BUDGET_S = 240
 # what asv's environment needs beyond the project's [bench] requirements: asv's own base requirements

@@ -24,7 +24,7 @@ import pytest
 from cuzk.perf import checkout, gate, report
 from cuzk.perf.calibrate import BACKEND_FILE, commit_change, make_repo
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 # the small CPU gate and the slower inverse DFT of the gate's end-to-end tests
 from test_gate_e2e import CONFIG, WORSE_INTT as SLOW_INTT  # noqa: E402

@@ -19,14 +19,14 @@ from cuzk.perf import ablate
 from cuzk.perf.calibrate import BACKEND_FILE, commit_change, make_repo
 from cuzk.perf.effects import hodges_lehmann, paired_effect
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 Z9_ENTRY = '''
 
 register(Optimization(
     "Z9", ("ntt_msm_h",),
-    "test-only (tests/test_ablate.py): the inverse NTT of ntt_msm_h as an O(n^2) DFT",
+    "test-only (tests/perf/test_ablate.py): the inverse NTT of ntt_msm_h as an O(n^2) DFT",
     False,
     "ntt_msm_h several times slower; no other phase",
 ))
@@ -34,7 +34,7 @@ register(Optimization(
 
 Z9_PATH = '''
 
-# test-only optimization Z9 (tests/test_ablate.py): "on" computes ntt_msm_h's inverse NTT as an O(n^2) DFT
+# test-only optimization Z9 (tests/perf/test_ablate.py): "on" computes ntt_msm_h's inverse NTT as an O(n^2) DFT
 import numpy as _np
 
 from ...field import R as _R, fr_powers as _fr_powers

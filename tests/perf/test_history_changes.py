@@ -21,7 +21,7 @@ import asv_synth
 from cuzk.cli import main
 from cuzk.perf import asv_assets
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _needs_change_points():

@@ -23,7 +23,7 @@ from cuzk.cli import main
 from cuzk.perf import history
 from cuzk.perf.calibrate import make_repo
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _needs_change_points():

@@ -22,7 +22,7 @@ from cuzk.perf import gate, gate_config, report
 from cuzk.perf.calibrate import commit_change, make_repo
 from cuzk.timing import PHASES
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SPEC = {"backend": "cuda", "circuit": "porep_like", "log_size": 18, "opts": "default", "batch": 1,
         "convention": "coeff", "generator": 7}
 
