@@ -31,5 +31,5 @@ def pytest_collection_modifyitems(config, items):
         return
     skip = pytest.mark.skip(reason=f"no GPU: {why}")
     for item in items:
-        if "gpu" in item.keywords:
+        if item.get_closest_marker("gpu") is not None:     # the marker, not the keyword (tests/gpu/ is one)
             item.add_marker(skip)

@@ -1,4 +1,4 @@
-"""CPU emulators of the GPU NTT kernels, the oracles of tests/test_ntt_plan.py: the radix-2 pass schedule of
+"""CPU emulators of the GPU NTT kernels, the oracles of tests/gpu/test_ntt_plan.py: the radix-2 pass schedule of
 kernels/ntt/ntt.cu and the register-radix pass of kernels/ntt/reg.cu (its groups, shared-memory swizzle and
 twiddle lookups) on object arrays of ints mod R, over cuzk.gpu.ntt's pass plans."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""nvcc compile checks of kernels/ (tests/test_kernels.py): every job compiled once, in parallel, and
+"""nvcc compile checks of kernels/ (tests/gpu/test_kernels.py): every job compiled once, in parallel, and
 remembered by what it compiles, so a second run of the tests compiles only what changed.
 
 A job's key hashes nvcc's version, the target, the defines, and the bytes of the source and of every

@@ -97,3 +97,4 @@ def test_perf_log_has_no_case_ids():
             for i, line in enumerate((ROOT / "docs" / "perf-log.md").read_text().splitlines(), 1)
             for cid in case_ids(line, codes)]
     assert not hits, "\n".join(hits)
+

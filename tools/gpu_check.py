@@ -4,7 +4,7 @@ import sys
 import time
 
 t0 = time.time()
-rc = subprocess.call([sys.executable, "-m", "pytest", "-q", "-m", "gpu", "-x", "tests/test_gpu.py", "-p", "no:cacheprovider"])
+rc = subprocess.call([sys.executable, "-m", "pytest", "-q", "-m", "gpu", "-x", "tests/gpu/test_gpu.py", "-p", "no:cacheprovider"])
 print(f"pytest -m gpu: rc={rc} in {time.time() - t0:.0f}s", flush=True)
 
 from cuzk.gpu import micro  # noqa: E402

@@ -60,8 +60,8 @@ def main() -> int:
     rc = 0
     if not args.skip_tests:
         t0 = time.time()
-        rc = subprocess.call([sys.executable, "-m", "pytest", "-q", "-m", "gpu", "-x", "tests/test_gpu_keygen.py",
-                              "tests/test_keygen_model.py", "-p", "no:cacheprovider"])
+        rc = subprocess.call([sys.executable, "-m", "pytest", "-q", "-m", "gpu", "-x", "tests/gpu/test_gpu_keygen.py",
+                              "tests/gpu/test_keygen_model.py", "-p", "no:cacheprovider"])
         print(f"pytest gpu keygen: rc={rc} in {time.time() - t0:.0f}s", flush=True)
 
     import cupy

@@ -1,5 +1,5 @@
 """Device check of the affine bucket sums and the multi-level window reduction (issue 5):
-`pytest -m gpu tests/test_gpu_msm.py`, then G1 MSM timings by CUDA events (median of 5 after a
+`pytest -m gpu tests/gpu/test_gpu_msm.py`, then G1 MSM timings by CUDA events (median of 5 after a
 warm-up), XYZZ vs affine bucket sums over several windows, a phase profile at the largest size,
 and a table last. Bases: independent random points (micro.independent_bases), random scalars.
 
@@ -23,9 +23,9 @@ args = ap.parse_args()
 rc = 0
 if not args.no_tests:
     t0 = time.time()
-    rc = subprocess.call([sys.executable, "-m", "pytest", "-q", "-m", "gpu", "tests/test_gpu_msm.py",
+    rc = subprocess.call([sys.executable, "-m", "pytest", "-q", "-m", "gpu", "tests/gpu/test_gpu_msm.py",
                           "-p", "no:cacheprovider"])
-    print(f"pytest -m gpu tests/test_gpu_msm.py: rc={rc} in {time.time() - t0:.0f}s", flush=True)
+    print(f"pytest -m gpu tests/gpu/test_gpu_msm.py: rc={rc} in {time.time() - t0:.0f}s", flush=True)
 
 import cupy  # noqa: E402
 import numpy as np  # noqa: E402

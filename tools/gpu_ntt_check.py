@@ -1,7 +1,7 @@
 """Device check for the NTT pass kernels and the Fp/Fr multiplication variants (issue 4).
 
-1. pytest -m gpu: tests/test_gpu_ntt_reg.py (every variant against the CPU reference), the field and
-   NTT tests of tests/test_gpu.py.
+1. pytest -m gpu: tests/gpu/test_gpu_ntt_reg.py (every variant against the CPU reference), the field and
+   NTT tests of tests/gpu/test_gpu.py.
 2. Every cuzk.gpu.ntt.VARIANTS entry: DIF and DIT at 2^20, 2^24, 2^27 (batch 1; CUDA events, median
    of 10 after 2 warm-up calls); its output against r2's on random input at 2^27 and against the
    CPU reference at 2^16.
@@ -40,8 +40,8 @@ def pytest(args):
 
 
 if "--no-tests" not in sys.argv:
-    pytest(["tests/test_gpu_ntt_reg.py"])
-    pytest(["tests/test_gpu.py", "-k", "field or fp2 or montgomery or ntt"])
+    pytest(["tests/gpu/test_gpu_ntt_reg.py"])
+    pytest(["tests/gpu/test_gpu.py", "-k", "field or fp2 or montgomery or ntt"])
 
 import cupy  # noqa: E402
 

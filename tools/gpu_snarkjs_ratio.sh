@@ -1,5 +1,5 @@
 # Device run (no node there): cuzk's GPU prover on snarkjs files, for the issue 7 ratio at 2^18.
-#   1. the GPU tests of the zkey a/b/c path (tests/test_zkey_gpu.py: GPU a/b/c = ZKey.assign, cuda proofs verify);
+#   1. the GPU tests of the zkey a/b/c path (tests/formats/test_zkey_gpu.py: GPU a/b/c = ZKey.assign, cuda proofs verify);
 #   2. `cuzk bench-snarkjs --skip-snarkjs` at 2^16 and 2^18: porep_like files made here (GPU keygen), then
 #      `cuzk prove --backend cuda` as a process (CLI) and with the key resident, median of 3, each proof
 #      checked by cuzk's verifier;
@@ -16,7 +16,7 @@ export CUZK_CUBIN_DIR=${CUZK_CUBIN_DIR:-$PWD/.cubin} CUZK_CACHE_DIR=${CUZK_CACHE
 OUT=${OUT:-/tmp}
 [ -d "$CUZK_CUBIN_DIR" ] || echo "warning: no cubins in $CUZK_CUBIN_DIR: NVRTC compiles the kernels (slow)"
 t0=$(date +%s)
-timeout 90 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_zkey_gpu.py 2>&1 | tail -3
+timeout 90 python3 -m pytest -q -m gpu -p no:cacheprovider tests/formats/test_zkey_gpu.py 2>&1 | tail -3
 echo "gpu tests: $(( $(date +%s) - t0 )) s"
 t1=$(date +%s)
 timeout 240 python3 -m cuzk bench-snarkjs --log-sizes 16,18 --backend cuda --keygen-backend cuda --skip-snarkjs \

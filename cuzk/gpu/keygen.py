@@ -11,7 +11,7 @@ Scalars (kernels/keygen/fr.cu, ntt.py):
   ic, l   = (beta u + alpha v + w) / gamma or / delta;  h as its QAP convention defines it (qap.py, h_query).
 Points: out[i] = s_i * G from a table of d * 2^(c w) * G (c-bit signed windows): the c = 8 table
 is made on the host with arkworks additions; wider windows (for large keys) are made from it on
-the device by the same kernel. The index math is modelled on the CPU in tests/test_keygen_model.py.
+the device by the same kernel. The index math is modelled on the CPU in tests/gpu/test_keygen_model.py.
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Pippenger index math shared by the GPU driver (cuzk/gpu/msm.py) and its CPU model.
 
 Every function takes an array module `xp` (numpy or cupy) where it touches arrays, so
-tests/test_msm_model.py runs the very same code on the CPU.
+tests/gpu/test_msm_model.py runs the very same code on the CPU.
 
 Digits: a canonical scalar s < 2^255 is split into windows of c bits, recoded with a carry
 into signed digits d_w in (-2^(c-1), 2^(c-1)]; s = sum_w d_w 2^(c w). Bucket |d| - 1 of a

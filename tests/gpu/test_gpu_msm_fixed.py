@@ -1,6 +1,6 @@
 """P2 on the GPU: the tables (msm_fixed_table) against arkworks row by row, and the MSM over them against arkworks'
 MSM on fresh random inputs, edge scalars (0, 1, r - 1), repeated bases and bases at infinity, at plans from no
-tables to one group. Run on the device machine: `pytest -m gpu tests/test_gpu_msm_fixed.py`."""
+tables to one group. Run on the device machine: `pytest -m gpu tests/gpu/test_gpu_msm_fixed.py`."""
 import random
 
 import numpy as np

@@ -50,7 +50,7 @@ def test_build_without_nvcc_is_a_clear_error(tmp_path, monkeypatch):
 
 
 def test_model_sort_matches_the_full_sort():
-    """The CPU model's sort (tests/test_msm_model.py) is K1's: stable over sort_bits; it equals np.sort on keys
+    """The CPU model's sort (tests/gpu/test_msm_model.py) is K1's: stable over sort_bits; it equals np.sort on keys
     shaped as the digits kernel writes them."""
     from test_msm_model import ModelKernels
     rng = np.random.default_rng(5)

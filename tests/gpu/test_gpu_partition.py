@@ -1,6 +1,6 @@
 """porep_partition on the GPU: the compact-coefficient SpMV, the key made and kept on the device
 (setup_device, sparse B sections) against the downloaded GPU key, and proofs with it.
-Run on the device machine: `pytest -m gpu tests/test_gpu_partition.py`."""
+Run on the device machine: `pytest -m gpu tests/gpu/test_gpu_partition.py`."""
 import random
 
 import numpy as np

@@ -1,6 +1,6 @@
 """Several G1 MSMs as one (cuzk/gpu/msm_many.py) and several batch sums as one (batch_add.sum_xyzz_many),
 optimization M2, against arkworks and the one-at-a-time paths, on fresh random inputs.
-Run on the device machine: `pytest -m gpu tests/test_gpu_msm_many.py`."""
+Run on the device machine: `pytest -m gpu tests/gpu/test_gpu_msm_many.py`."""
 import random
 
 import numpy as np

@@ -1,5 +1,5 @@
 """GPU MSM (kernels/msm/pippenger.cuh) and curve formulas (kernels/ec/curve.cuh via kernels/ec/ops.cu) against
-arkworks, on fresh random inputs. Run on the device machine: `pytest -m gpu tests/test_gpu_msm.py`."""
+arkworks, on fresh random inputs. Run on the device machine: `pytest -m gpu tests/gpu/test_gpu_msm.py`."""
 import random
 
 import numpy as np

@@ -1,7 +1,7 @@
 """snarkjs/circom file formats without node: round trips, the encodings decoded by hand (not through
 the readers), proofs from a .zkey verified independently, clean errors, and fuzzing.
 
-The files here come from cuzk's own writers; tests/test_snarkjs_interop.py checks the same readers
+The files here come from cuzk's own writers; tests/formats/test_snarkjs_interop.py checks the same readers
 and writers against files that circom and snarkjs make.
 """
 from __future__ import annotations

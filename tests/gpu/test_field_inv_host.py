@@ -1,6 +1,6 @@
 """CPU checks of K15's inverse (kernels/ff/inverse.cuh, the binary extended Euclid): the same template code the GPU
 runs, built for the host with g++ (tests/host/inv_host_check.cpp), against Python big ints. The kernels
-themselves run in tests/test_gpu.py (pytest -m gpu)."""
+themselves run in tests/gpu/test_gpu.py (pytest -m gpu)."""
 import random
 import shutil
 import subprocess
@@ -10,7 +10,7 @@ import pytest
 
 from cuzk.field import P, R
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FIELDS = {"p": (P, 12), "r": (R, 8)}
 
 

@@ -1,5 +1,5 @@
 """K1's CUB radix sort over a bit range (cuzk/gpu/cub_sort.py) against numpy on the host, on fresh random keys.
-Run on the device machine: `pytest -m gpu tests/test_gpu_sort.py`."""
+Run on the device machine: `pytest -m gpu tests/gpu/test_gpu_sort.py`."""
 import random
 import warnings
 

@@ -12,7 +12,7 @@ import pytest
 
 from cuzk import field as F
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 KERNELS = ROOT / "kernels"
 
 
@@ -60,7 +60,7 @@ SPILLS_ALLOWED = {
 }
 
 
-# every kernel source but host/ (the CUB shim: tests/test_cub_sort.py), as paths under kernels/
+# every kernel source but host/ (the CUB shim: tests/gpu/test_cub_sort.py), as paths under kernels/
 SOURCES = sorted(p.relative_to(KERNELS).as_posix() for p in KERNELS.rglob("*")
                  if p.suffix in (".cu", ".cuh") and p.relative_to(KERNELS).parts[0] != "host")
 

@@ -1,5 +1,5 @@
 """GPU key generation (kernels/keygen/*.cu, cuzk/gpu/keygen.py) against arkworks and the CPU setup.
-Run on the device machine: `pytest -m gpu tests/test_gpu_keygen.py`."""
+Run on the device machine: `pytest -m gpu tests/gpu/test_gpu_keygen.py`."""
 import random
 
 import numpy as np

@@ -11,7 +11,7 @@ import pytest
 
 from cuzk.field import P, R
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FIELDS = {"p": (P, 12), "r": (R, 8)}
 
 

@@ -1,6 +1,6 @@
 """a/b/c of a snarkjs .zkey on the GPU (gpu/zkey.py) against ZKey.assign, and `cuzk prove --backend
 cuda`; the host parts (the device CSR's layout, witness checks, bench-snarkjs --skip-snarkjs) run
-everywhere. GPU tests: `pytest -m gpu tests/test_zkey_gpu.py`, skipped without a GPU."""
+everywhere. GPU tests: `pytest -m gpu tests/formats/test_zkey_gpu.py`, skipped without a GPU."""
 from __future__ import annotations
 
 import json

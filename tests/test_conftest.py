@@ -1,0 +1,22 @@
+"""The test run's own rules (tests/conftest.py)."""
+
+
+def test_only_gpu_marked_tests_skip_without_a_gpu(monkeypatch):
+    """tests/gpu/ holds CPU tests too (models, host builds, plans): the folder's name is a keyword of its tests,
+    and it must not skip them."""
+    import conftest
+    import cuzk.backend
+
+    class Item:
+        def __init__(self, marked):
+            self.keywords, self.marked, self.added = {"gpu": 1, "test_x": 1}, marked, []
+
+        def get_closest_marker(self, name):
+            return object() if self.marked and name == "gpu" else None
+
+        def add_marker(self, m):
+            self.added.append(m)
+    monkeypatch.setattr(cuzk.backend, "gpu_status", lambda: (False, "none here"))
+    items = [Item(True), Item(False)]
+    conftest.pytest_collection_modifyitems(None, items)
+    assert len(items[0].added) == 1 and items[1].added == []
