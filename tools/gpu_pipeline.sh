@@ -11,5 +11,5 @@ done
 # the same 2^20 pipeline with threads instead of processes (GIL contention with the prover thread)
 timeout 150 python3 -m cuzk bench --backend cuda --log-size 20 --circuits 10 --pipeline --synthesis-pool thread \
   --timeline $OUT/pipeline20thread.png --json $OUT/pipeline20thread.json 2>&1 | tail -3
-python3 -m pytest -q -m gpu tests/test_pipeline.py -p no:cacheprovider 2>&1 | tail -2
+python3 -m pytest -q -m gpu tests/pipeline/test_pipeline.py -p no:cacheprovider 2>&1 | tail -2
 python3 tools/pipeline_table.py $OUT/pipeline20.json $OUT/pipeline22.json $OUT/pipeline20thread.json

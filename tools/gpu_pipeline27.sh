@@ -6,7 +6,7 @@ set -o pipefail
 source tools/device_setup.sh >/dev/null 2>&1
 export CUZK_CUBIN_DIR=$PWD/.cubin CUZK_CACHE_DIR=/tmp/cz
 nproc; free -g | head -2
-timeout 60 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_pipeline.py 2>&1 | tail -2
+timeout 60 python3 -m pytest -q -m gpu -p no:cacheprovider tests/pipeline/test_pipeline.py 2>&1 | tail -2
 timeout 500 python3 -m cuzk bench --backend cuda --circuit porep_partition --log-size 27 --circuits 10 --pipeline --compare \
     --device-keygen on --timeline $OUT/p27.png --json $OUT/p27.json 2>&1 | grep -v "^key:" | tail -32
 free -g | head -2

@@ -25,54 +25,10 @@ from cuzk.opts import resolve
 from cuzk.perf.pipeline_plot import pipeline_lanes
 from cuzk.pipeline import Job, run_pipelined, run_sequential, summary, warm_up
 from cuzk.prover import Prover
+from pipeline_fakes import LOG, FakeGpuBackend, make_job
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-REPO = Path(__file__).resolve().parents[1]
-LOG = 8
-
-
-class FakeDevice:
-    """Timer device whose 'events' are host timestamps (elapsed = difference)."""
-
-    def record_event(self):
-        return time.perf_counter()
-
-    def elapsed_s(self, a, b):
-        return b - a
-
-    def peak_bytes(self):
-        return 0
-
-
-class FakeGpuBackend(CpuBackend):
-    """The CPU backend with every proving phase 'on a device' timed by FakeDevice, and a/b/c
-    assigned on the prover thread (as the cuda backend does)."""
-    name = "fakegpu"
-    witness_limbs = True
-
-    def assign(self, r1cs, inputs, aux, domain, z_limbs=None):
-        z = np.concatenate([inputs, aux])
-        assert z_limbs is not None and (z_limbs == ints_to_limbs(fr_array(z), FR_LIMBS)).all()
-        self.limbs_seen = getattr(self, "limbs_seen", 0) + 1
-        return super().assign(r1cs, inputs, aux, domain)
-
-    def phase_impl(self, phase):
-        return {"synthesis": "mixed", "proof_assembly": "cpu"}.get(phase, "fake")
-
-    def timer_device(self):
-        return FakeDevice()
-
-
-@pytest.fixture(scope="module")
-def setup():
-    opts = resolve("none", env=False)
-    r1cs, _, _ = circuits.build("porep_like", LOG, opts=opts, seed=1)
-    pk, _, _ = cached_setup(r1cs, progress=False, backend="cpu")
-    return opts, r1cs, pk
-
-
-def _job(opts, n, host_assign=True):
-    return Job("porep_like", LOG, opts, tuple(range(1, n + 1)), host_assign, witness_limbs=not host_assign)
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _check_times(s: dict, pipelined: bool):
@@ -118,7 +74,7 @@ def test_queue_bounds_the_circuits_held(setup):
     """Fast synthesis, slow prover: without the bound every circuit would be waiting at once."""
     opts, r1cs, pk = setup
     workers, depth, n = 2, 1, 6
-    res = run_pipelined(Prover(CpuBackend(opts), pk), r1cs, _job(opts, n), workers, depth, "thread")
+    res = run_pipelined(Prover(CpuBackend(opts), pk), r1cs, make_job(opts, n), workers, depth, "thread")
     per = summary(res)["per_circuit"]
     held = max(sum(c["ready_s"] <= t < c["taken_s"] for c in per) for t in (c["ready_s"] for c in per))
     assert held <= depth + workers
@@ -139,7 +95,7 @@ def test_warm_up_takes_the_pipelined_path(setup):
         spendable.extend(x.abc_spendable for x in asgs)
         return prove(asgs, *a, **kw)
     prover.prove = watched
-    proof, public = warm_up(prover, r1cs, _job(opts, 3, host_assign=False))
+    proof, public = warm_up(prover, r1cs, make_job(opts, 3, host_assign=False))
     assert be.limbs_seen == 1 and spendable == [True]
     assert verify(pk.verifying_key(), public, proof)
 
@@ -147,7 +103,7 @@ def test_warm_up_takes_the_pipelined_path(setup):
 def test_device_clock_busy_idle_and_lanes(setup):
     opts, r1cs, pk = setup
     prover = Prover(FakeGpuBackend(opts), pk)
-    res = run_pipelined(prover, r1cs, _job(opts, 4, host_assign=False), 1, 2, "thread")
+    res = run_pipelined(prover, r1cs, make_job(opts, 4, host_assign=False), 1, 2, "thread")
     assert prover.backend.limbs_seen == 4
     assert all(verify(pk.verifying_key(), pub, pf) for pub, pf in zip(res.publics, res.proofs))
     s = summary(res)
@@ -161,7 +117,7 @@ def test_device_clock_busy_idle_and_lanes(setup):
     tl = pipeline_lanes(s)
     assert tl["lanes"] == ["worker 0 (host)", "waiting for prover", "prover (host)", "GPU (CUDA events)"]
     assert sorted(b["circuit"] for b in tl["bars"] if b["kind"] == "prove") == [0, 1, 2, 3]
-    seq = summary(run_sequential(prover, r1cs, _job(opts, 2, host_assign=False)))
+    seq = summary(run_sequential(prover, r1cs, make_job(opts, 2, host_assign=False)))
     _check_times(seq, pipelined=False)
     assert pipeline_lanes(seq)["lanes"][0] == "synthesis (host)"
 

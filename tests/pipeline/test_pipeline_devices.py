@@ -22,7 +22,7 @@ from cuzk.pipeline import Lane, PipelineError, run_pipelined, summary
 from cuzk.prover import Prover
 from cuzk.timing import merge_phases
 
-from test_pipeline import LOG, FakeGpuBackend, _job, setup  # noqa: F401  (setup: test_pipeline's fixture, shared)
+from pipeline_fakes import LOG, FakeGpuBackend, make_job
 
 _current = threading.local()         # the fake "current device" of a thread
 
@@ -70,7 +70,7 @@ def _no_threads_left():
 def test_two_devices_share_the_circuits(setup):
     opts, r1cs, pk = setup
     lanes = _lanes(opts, pk)
-    res = run_pipelined(lanes, r1cs, _job(opts, 8, host_assign=False), 2, 2, "thread")
+    res = run_pipelined(lanes, r1cs, make_job(opts, 8, host_assign=False), 2, 2, "thread")
     assert _no_threads_left()
     vk = pk.verifying_key()
     assert all(verify(vk, pub, pf) for pub, pf in zip(res.publics, res.proofs))
@@ -107,7 +107,7 @@ def test_two_devices_share_the_circuits(setup):
 def test_one_device_failing_hands_its_circuit_to_another(setup, capsys):
     opts, r1cs, pk = setup
     lanes = _lanes(opts, pk, fail={1: 2})          # device 1's second proof fails
-    res = run_pipelined(lanes, r1cs, _job(opts, 7, host_assign=False), 2, 2, "thread")
+    res = run_pipelined(lanes, r1cs, make_job(opts, 7, host_assign=False), 2, 2, "thread")
     assert _no_threads_left()
     vk = pk.verifying_key()
     assert len(res.proofs) == 7 and all(verify(vk, pub, pf) for pub, pf in zip(res.publics, res.proofs))
@@ -129,7 +129,7 @@ def test_the_wall_ends_with_the_last_proof(setup):
     """Several lanes: the run ends when its last proof does, not when the idle lanes next poll the queue."""
     from cuzk.pipeline import QUEUE_POLL_S
     opts, r1cs, pk = setup
-    res = run_pipelined(_lanes(opts, pk), r1cs, _job(opts, 4, host_assign=False), 2, 2, "thread")
+    res = run_pipelined(_lanes(opts, pk), r1cs, make_job(opts, 4, host_assign=False), 2, 2, "thread")
     last = max(r.prove_stop_s for r in res.runs)
     assert last <= res.wall_s < last + QUEUE_POLL_S / 2
 
@@ -141,7 +141,7 @@ def test_a_circuits_own_error_is_not_retried(setup):
     for ln in lanes:
         ln.device_error = lambda e: False
     with pytest.raises(RuntimeError, match="fake device 1 lost"):
-        run_pipelined(lanes, r1cs, _job(opts, 6, host_assign=False), 2, 2, "thread")
+        run_pipelined(lanes, r1cs, make_job(opts, 6, host_assign=False), 2, 2, "thread")
     assert _no_threads_left()
 
 
@@ -161,7 +161,7 @@ def test_a_circuit_failing_on_two_devices_ends_the_run(setup):
     PoisonBackend.poison = np.asarray(circuits.witness("porep_like", LOG, seed=3, opts=opts)[1], dtype=object)
     lanes = [Lane(Prover(PoisonBackend(opts, d), pk), d, _use(d)) for d in (0, 1, 2)]
     with pytest.raises(PipelineError, match=r"circuit 2 failed on two devices .*not retried again"):
-        run_pipelined(lanes, r1cs, _job(opts, 6, host_assign=False), 2, 2, "thread")
+        run_pipelined(lanes, r1cs, make_job(opts, 6, host_assign=False), 2, 2, "thread")
     assert sum(ln.prover.backend.proofs for ln in lanes) >= 2
     assert _no_threads_left()
 
@@ -170,7 +170,7 @@ def test_every_device_failing_is_an_error(setup):
     opts, r1cs, pk = setup
     lanes = _lanes(opts, pk, fail={0: 1, 1: 1})
     with pytest.raises(PipelineError, match="every device failed"):
-        run_pipelined(lanes, r1cs, _job(opts, 5, host_assign=False), 2, 2, "thread")
+        run_pipelined(lanes, r1cs, make_job(opts, 5, host_assign=False), 2, 2, "thread")
     assert _no_threads_left()
 
 
@@ -179,7 +179,7 @@ def test_one_lane_failing_raises_as_before(setup):
     opts, r1cs, pk = setup
     lanes = _lanes(opts, pk, fail={0: 2}, devices=(0,))
     with pytest.raises(RuntimeError, match="fake device 0 lost"):
-        run_pipelined(lanes, r1cs, _job(opts, 4, host_assign=False), 1, 2, "thread")
+        run_pipelined(lanes, r1cs, make_job(opts, 4, host_assign=False), 1, 2, "thread")
     assert _no_threads_left()
 
 
@@ -189,7 +189,7 @@ def test_one_lane_runs_on_the_callers_thread(setup):
     prover = Prover(FakeGpuBackend(opts), pk)
     prove = prover.prove
     prover.prove = lambda *a, **kw: (seen.append(threading.current_thread()), prove(*a, **kw))[1]
-    res = run_pipelined(prover, r1cs, _job(opts, 3, host_assign=False), 1, 2, "thread")
+    res = run_pipelined(prover, r1cs, make_job(opts, 3, host_assign=False), 1, 2, "thread")
     assert set(seen) == {threading.current_thread()}
     s = summary(res)
     assert s["lanes"] == 1 and [d["circuits"] for d in s["devices"]] == [[0, 1, 2]]
@@ -206,7 +206,7 @@ def test_a_failed_synthesis_stops_every_lane(setup, monkeypatch):
         return witness(name, log_size, seed=seed, **kw)
     monkeypatch.setattr(circuits, "witness", broken)
     with pytest.raises(PipelineError, match=r"circuit 3 \(seed 4\) failed: ValueError: injected failure"):
-        run_pipelined(_lanes(opts, pk), r1cs, _job(opts, 6, host_assign=False), 2, 2, "thread")
+        run_pipelined(_lanes(opts, pk), r1cs, make_job(opts, 6, host_assign=False), 2, 2, "thread")
     assert _no_threads_left()
 
 
@@ -269,7 +269,7 @@ def test_cuda_two_provers_side_by_side_verify(setup, spec):
     opts, r1cs, pk = setup
     be = resolve(spec, env=False)              # P1: each proof's jobs on their own threads, the lane's device current
     lanes = [Lane(Prover(CudaBackend(be), pk), 0, lambda: cupy.cuda.Device(0), is_device_error) for _ in range(2)]
-    res = run_pipelined(lanes, r1cs, _job(opts, 8, host_assign=False), 2, 2, "thread")
+    res = run_pipelined(lanes, r1cs, make_job(opts, 8, host_assign=False), 2, 2, "thread")
     vk = pk.verifying_key()
     assert all(verify(vk, pub, pf) for pub, pf in zip(res.publics, res.proofs))
     s = summary(res)
