@@ -4,8 +4,14 @@
 def test_only_gpu_marked_tests_skip_without_a_gpu(monkeypatch):
     """tests/gpu/ holds CPU tests too (models, host builds, plans): the folder's name is a keyword of its tests,
     and it must not skip them."""
-    import conftest
+    import importlib.util
+    from pathlib import Path
+
     import cuzk.backend
+    # by its path: `import conftest` finds whichever folder's conftest came first on sys.path
+    spec = importlib.util.spec_from_file_location("tests_conftest", Path(__file__).with_name("conftest.py"))
+    conftest = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(conftest)
 
     class Item:
         def __init__(self, marked):
