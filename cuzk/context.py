@@ -82,23 +82,22 @@ def proving_context(backend: Backend, r1cs, convention="coeff", generator: int =
     if device_keygen_wanted(device_keygen, backend, domain.n):
         show = progress if progress is not None else domain.log_n >= LARGE_LOG
         steps = step_printer(f"keygen 2^{domain.log_n} on the GPU") if show else None
-        if key_dir is None:
-            pk, kh, info = setup_on_device(r1cs, convention, generator, toxic_seed, steps)
-            key = KeySource("device", time.perf_counter() - t0, keygen=info)
-            return ProvingContext(backend, pk, Prover(backend, pk, kh=kh), key)
-        from . import device_key_cache as dkc
-        ident = dkc.identity(r1cs, convention, generator, toxic_seed, key_tag)
-        got = dkc.load(key_dir, ident)
-        if got is not None:
-            pk, kh, info = got
-            key = KeySource("device", time.perf_counter() - t0, path=str(dkc.entry_path(key_dir, ident)),
-                            cached=True, keygen=info)
-            return ProvingContext(backend, pk, Prover(backend, pk, kh=kh), key)
+        if key_dir is not None:
+            from . import device_key_cache as dkc
+            ident = dkc.identity(r1cs, convention, generator, toxic_seed, key_tag)
+            got = dkc.load(key_dir, ident)
+            if got is not None:
+                pk, kh, info = got
+                key = KeySource("device", time.perf_counter() - t0, path=str(dkc.entry_path(key_dir, ident)),
+                                cached=True, keygen=info)
+                return ProvingContext(backend, pk, Prover(backend, pk, kh=kh), key)
         pk, kh, info = setup_on_device(r1cs, convention, generator, toxic_seed, steps)
-        t1 = time.perf_counter()
-        path = dkc.save(key_dir, ident, pk, kh, info)
-        key = KeySource("device", time.perf_counter() - t0, path=str(path) if path else None, keygen=info,
-                        saved_s=time.perf_counter() - t1)
+        key = KeySource("device", time.perf_counter() - t0, keygen=info)
+        if key_dir is not None:
+            t1 = time.perf_counter()
+            path = dkc.save(key_dir, ident, pk, kh, info)
+            key = KeySource("device", time.perf_counter() - t0, path=str(path) if path else None, keygen=info,
+                            saved_s=time.perf_counter() - t1)
         return ProvingContext(backend, pk, Prover(backend, pk, kh=kh), key)
     keygen_backend = keygen_backend or ("cuda" if backend.name == "cuda" else "cpu")
     pk, path, hit = cached_setup(r1cs, convention, generator, toxic_seed, progress=progress, backend=keygen_backend)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ..nvml import THROTTLE_REASONS
 from ..timing import PHASES
+from .noise import Threshold, spec_key
 from .trust import BENIGN_REASONS, WATCHED_VIOLATIONS, TrustPolicy
 from .workload import AREAS, Spec
 
@@ -63,7 +64,6 @@ class GateConfig:
     def threshold_in_force(self, area: str, wc: WorkloadConfig | None = None):
         """The phase's threshold in this workload: derived from measured noise where the gate was given
         records (noise.derive), else a hand pin, else the config's."""
-        from .noise import Threshold, spec_key
         if wc is not None and (spec_key(wc.spec.as_dict()), area) in self.derived:
             return self.derived[spec_key(wc.spec.as_dict()), area]
         if area in self.pins:

@@ -158,7 +158,8 @@ class Workload:
         # a production-size key (GBs) is made on the GPU and kept there, once per process
         device_key = self.spec.backend == "cuda" and self.spec.log_size >= DEVICE_KEY_FROM
         ctx = proving_context(self.backend, self.r1cs, self.spec.convention, self.spec.generator,
-                              device_keygen=device_key, keygen_backend="auto", **self._key_cache_args(proving_context))
+                              device_keygen=device_key, keygen_backend="auto",
+                              **self._key_cache_args(proving_context))
         self.pk, self.prover, self.kh = ctx.pk, ctx.prover, ctx.kh
         self.key_report = key_report(ctx.key)
         self.randomness = self.prover._randomness(len(self.assignments), random.Random(0))

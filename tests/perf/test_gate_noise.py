@@ -17,6 +17,7 @@ import asv_synth
 from cuzk.cli import main
 from cuzk.perf import gate, gate_config, noise, report
 from cuzk.perf.calibrate import make_repo
+from test_gate_e2e import CONFIG as E2E_CONFIG
 
 REPO = Path(__file__).resolve().parents[2]
 SHA = "c" * 40
@@ -312,23 +313,10 @@ def test_the_gate_reads_given_records_and_names_a_bad_one(tmp_path, capsys):
     assert "--calibrate needs --base, --out DIR and --machine" in capsys.readouterr().err
 
 
-CALIBRATE_CONFIG = """
-[gate]
-rounds = 10
-samples = 3
-alpha = 0.01
-threshold = 0.25
-threshold_floor = 0.01
-min_sample_s = 0.002
-worker_timeout_s = 300
-
-[[workload]]
-backend = "cpu"
-circuit = "porep_like"
-log_size = 8
-opts = "default"
-phases = ["ntt_msm_h", "tail_msm"]
-"""
+# test_gate_e2e's quick CPU config, at the 10 rounds a record needs to derive thresholds, two phases
+CALIBRATE_CONFIG = (E2E_CONFIG.replace("rounds = 8", "rounds = 10")
+                    .replace("threshold = 0.25", "threshold = 0.25\nthreshold_floor = 0.01")
+                    + 'phases = ["ntt_msm_h", "tail_msm"]\n')
 
 
 def test_calibrate_runs_aa_and_writes_the_record_the_gate_then_uses(tmp_path):
