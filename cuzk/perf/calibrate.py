@@ -5,9 +5,10 @@
 builds a throwaway git repo from the project (its tracked and unignored files), commits a
 change on top (none for A/A), runs `cuzk gate` on the pair `--runs` times, and prints the
 exit codes, the flagged phases and the wall times, then a summary: phase tests, false alarms
-(a phase flagged that was not slowed), detections of the slowed phase, gate wall time.
+(a phase flagged that was not slowed), detections of each slowed phase, gate wall time.
 
-A slowdown is injected in the backend of each of the config's workloads, in one phase only, of
+A slowdown is injected in the backend of each of the config's workloads, in each named phase
+(`--inject ntt_msm_h:0.03,tail_msm:0.03`: every phase is judged on its own, so one run tests each), of
 a known fraction of that phase's own time: on the CPU reference the phase also burns `fraction`
 of its own duration in useless arithmetic; on the GPU a spin kernel runs on the phase's stream
 for `fraction` of the phase's own device time (cuzk/perf/inject.py), counted by the same CUDA
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import shutil
 import statistics
 import subprocess
@@ -141,13 +143,33 @@ def run_gate(repo: Path, base: str, head: str, config: Path, out: Path | None = 
     return p.returncode, data, wall
 
 
+def parse_inject(inject: str | None) -> list[tuple[str, float]]:
+    """`PHASE:FRACTION[,PHASE:FRACTION...]` as [(phase, fraction)]; None or "": A/A. Each phase is slowed in
+    its own gate test, so one run counts a detection for each and false alarms over the rest."""
+    out = []
+    for part in (inject or "").split(","):
+        if not part.strip():
+            continue
+        phase, sep, frac = part.strip().partition(":")
+        try:
+            f = float(frac)
+        except ValueError:
+            f = math.nan
+        if not sep or not phase or not 0 < f < 10:
+            raise ValueError(f"--inject {inject!r}: each part is PHASE:FRACTION, e.g. tail_msm:0.03")
+        if phase in dict(out):
+            raise ValueError(f"--inject {inject!r}: {phase} is named twice")
+        out.append((phase, f))
+    return out
+
+
 def summary(rows: list[dict], inject: str | None) -> dict:
-    """Phase tests (a workload's phase in one gate run; the slowed phase's own are not counted),
-    false alarms (a flagged phase that was not slowed), detections of the slowed phase."""
-    slowed = inject.split(":")[0] if inject else None
+    """Phase tests (a workload's phase in one gate run; the slowed phases' own are not counted),
+    false alarms (a flagged phase that was not slowed), detections of each slowed phase."""
+    slowed = {p for p, _ in parse_inject(inject)}
 
     def is_slowed(key: str) -> bool:
-        return slowed is not None and key.split(":", 1)[1] == slowed
+        return key.split(":", 1)[1] in slowed
     judged = [r for r in rows if r["exit"] in (0, 1)]
     codes = [r["exit"] for r in rows]
     out = {"inject": inject, "runs": len(rows), "judged_runs": len(judged),
@@ -173,7 +195,7 @@ def main(argv=None) -> int:
     ap.add_argument("--project", default=".", help="the project checkout to copy")
     ap.add_argument("--config", default=None, help="gate config (default: the project's perf-gate.toml)")
     ap.add_argument("--runs", type=int, default=10)
-    ap.add_argument("--inject", default=None, metavar="PHASE:FRACTION", help="e.g. tail_msm:0.10; none = A/A")
+    ap.add_argument("--inject", default=None, metavar="PHASE:FRACTION", help="e.g. tail_msm:0.10, or several: ntt_msm_h:0.03,tail_msm:0.03; none = A/A")
     ap.add_argument("--workdir", required=True, help="an empty directory for the throwaway repo and outputs")
     ap.add_argument("--json", metavar="FILE", help="write every run and the summary as JSON")
     ap.add_argument("--noise", action="append", default=[], metavar="PATH",
@@ -181,6 +203,10 @@ def main(argv=None) -> int:
     ap.add_argument("--record-noise", metavar="MACHINE",
                     help="A/A runs as `cuzk gate --calibrate`: each run's noise record in WORKDIR/runN/")
     args = ap.parse_args(argv)
+    try:
+        injects = parse_inject(args.inject)
+    except ValueError as e:
+        ap.error(str(e))
     if args.record_noise and (args.inject or args.noise):
         ap.error("--record-noise runs A/A under the config's thresholds: no --inject or --noise")
     project, work = Path(args.project).resolve(), Path(args.workdir).resolve()
@@ -189,11 +215,10 @@ def main(argv=None) -> int:
     repo = work / "repo"
     base = make_repo(project, repo)
     head = base
-    if args.inject:
-        phase, frac = args.inject.split(":")
+    for phase, frac in injects:
         for backend in sorted(backends(config)):
             path, patch = ((BACKEND_FILE, slowdown_patch) if backend == "cpu" else (CUDA_FILE, gpu_slowdown_patch))
-            head = commit_change(repo, path, patch(phase, float(frac)), f"slow {phase} by {frac} ({backend})")
+            head = commit_change(repo, path, patch(phase, frac), f"slow {phase} by {frac} ({backend})")
     rows = []
     for i in range(args.runs):
         rc, data, wall = run_gate(repo, base, head, config, work / f"run{i}", [Path(n).resolve() for n in args.noise],

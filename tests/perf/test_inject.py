@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from cuzk.perf.calibrate import CUDA_FILE, gpu_slowdown_patch, summary
+from cuzk.perf.calibrate import CUDA_FILE, gpu_slowdown_patch, parse_inject, summary
 from cuzk.perf.inject import DeviceSlowdown
 
 
@@ -82,6 +82,34 @@ def test_summary_counts_phase_tests_false_alarms_and_detections():
     assert s["detection_rate"]["cuda:tail_msm"] == 1.0 and s["wall_s_median"] == 10.0
     aa = summary(rows[:2], None)
     assert aa["phase_tests"] == 6 and aa["false_alarms"] == 4
+
+
+def test_several_phases_slowed_at_once_each_count_their_own_detections():
+    rows = [{"run": 0, "exit": 1, "flagged": ["cuda:ntt_msm_h", "cuda:tail_msm"], "wall_s": 9.0,
+             "ratios": {"cuda:ntt_msm_h": 1.03, "cuda:tail_msm": 1.031, "cuda:b_g2": 1.0}},
+            {"run": 1, "exit": 1, "flagged": ["cuda:tail_msm", "cuda:b_g2"], "wall_s": 9.0,
+             "ratios": {"cuda:ntt_msm_h": 1.01, "cuda:tail_msm": 1.03, "cuda:b_g2": 1.04}}]
+    s = summary(rows, "ntt_msm_h:0.03,tail_msm:0.03")
+    assert s["detected"] == {"cuda:ntt_msm_h": 1, "cuda:tail_msm": 2}
+    assert s["phase_tests"] == 2 and s["false_alarms"] == 1
+
+
+@pytest.mark.parametrize("bad", ["tail_msm", "tail_msm:x", ":0.1", "tail_msm:0", "a:0.1,a:0.2", "tail_msm:-1"])
+def test_a_malformed_inject_is_refused(bad):
+    with pytest.raises(ValueError, match="--inject"):
+        parse_inject(bad)
+
+
+def test_two_slowdowns_patch_one_file_and_both_phases_are_wrapped():
+    text = "class CudaBackend:\n    def tail_msm(self):\n        return 1\n    def ntt_msm_h(self):\n        return 2\n"
+    for phase, f in parse_inject("ntt_msm_h:0.03,tail_msm:0.05"):
+        text = gpu_slowdown_patch(phase, f)(text)
+    ns: dict = {}
+    exec(compile(text, CUDA_FILE, "exec"), ns)
+    cls = ns["CudaBackend"]
+    assert cls.ntt_msm_h.slowdown.fraction == 0.03 and cls.tail_msm.slowdown.fraction == 0.05
+    assert cls.ntt_msm_h.__wrapped__(None) == 2 and cls.tail_msm.__wrapped__(None) == 1
+    assert parse_inject(None) == [] and parse_inject("") == []
 
 
 def test_calibrate_with_no_judged_run_measured_nothing(tmp_path, monkeypatch, capsys):
