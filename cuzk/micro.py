@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import sys
 
+from . import environment
+from .gpu.loader import MUL_BUILDS
 from .qap import CONVENTIONS, qap
 
 KERNELS = ("ntt", "intt", "h", "spmv", "fp_mul", "fr_mul", "msm", "msm_g2", "batch_add")
@@ -41,24 +43,27 @@ def floor_s(kernel: str, log_size: int, work: int, convention: str = "coeff") ->
     return None
 
 
-def _make(kernel: str, log_size: int, convention: str, generator: int, chains: int = 4, fastmul: int = 1):
-    from .gpu import micro as M
+def _make(kernel: str, log_size: int, convention: str, generator: int, chains: int = 4, fastmul: int = 1,
+          opts=None, table_gib=None):
+    """A GPU kernel's (run, work) (micro_ops); opts: the optimization set (None: this process's, from
+    $CUZK_OPT), table_gib: P2's budget (None: $CUZK_TABLE_GIB)."""
+    from . import micro_ops as M
+    opts = environment.options() if opts is None else opts
     if kernel == "ntt":
-        return M.make_ntt(log_size, "ntt", generator)
+        return M.make_ntt(log_size, "ntt", generator, opts=opts)
     if kernel == "intt":
-        return M.make_ntt(log_size, "intt", generator)
+        return M.make_ntt(log_size, "intt", generator, opts=opts)
     if kernel == "h":
-        return M.make_h(log_size, convention, generator)
+        return M.make_h(log_size, convention, generator, opts=opts)
     if kernel == "spmv":
         return M.make_spmv(log_size)
     if kernel in ("fp_mul", "fr_mul"):
         return M.make_mul(kernel[:2], chains=chains, fastmul=fastmul)
-    if kernel == "msm":
-        return M.make_msm(log_size, 1)
-    if kernel == "msm_g2":
-        return M.make_msm(log_size, 2)
+    if kernel in ("msm", "msm_g2"):
+        gib = environment.table_gib() if table_gib is None else table_gib
+        return M.make_msm(log_size, 1 if kernel == "msm" else 2, opts=opts, table_gib=gib)
     if kernel == "batch_add":
-        return M.make_batch_add(log_size)
+        return M.make_batch_add(log_size, opts=opts)
     raise ValueError(kernel)
 
 
@@ -135,7 +140,7 @@ def main(argv: list[str]) -> int:
                    help="cuda (CUDA events; default) or cpu (the reference's ntt/intt, host clock)")
     p.add_argument("--chains", type=int, default=4, choices=(1, 4),
                    help="fp_mul/fr_mul: independent multiplication chains per thread (4: default; 1: 4x the threads)")
-    p.add_argument("--fastmul", type=int, default=1, choices=(1, 6),
+    p.add_argument("--fastmul", type=int, default=1, choices=tuple(MUL_BUILDS),
                    help="fp_mul/fr_mul: the multiplier build, 1 (default, IMAD) or 6 (FP64 pipe; loader.BUILDS)")
     args = runner.parse_args(argv)
     name = f"{args.kernel}_2^{args.log_size}" if args.kernel not in ("fp_mul", "fr_mul") else mul_name(args)

@@ -8,7 +8,6 @@ dates in docs/perf-log.md) is in docs/optimizations.md.
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 
@@ -464,11 +463,10 @@ def _apply(state: dict[str, bool], spec: str) -> None:
         state[tok] = val
 
 
-def resolve(spec: str | None = None, env: bool = True) -> OptSet:
-    """Defaults, then CUZK_OPT, then `spec`."""
+def resolve(spec: str | None = None) -> OptSet:
+    """The registry's defaults, then `spec`. The environment's $CUZK_OPT is read where a process starts
+    (cuzk/environment.py), never here."""
     state = {k: o.default for k, o in REGISTRY.items()}
-    if env and os.environ.get("CUZK_OPT"):
-        _apply(state, os.environ["CUZK_OPT"])
     if spec:
         _apply(state, spec)
     return OptSet(tuple(state.items()))
@@ -479,11 +477,11 @@ def variants() -> dict[str, OptSet]:
     `default-X` for a toggle on by default (leave-one-out: X's contribution to the prover as it
     ships) and `default+X` for one off by default (what turning it on would give today); `baseline`
     (every toggle off)."""
-    out = {"default": resolve(None, env=False)}
+    out = {"default": resolve(None)}
     for name, o in REGISTRY.items():
         sign = "-" if o.default else "+"
-        out[f"default{sign}{name}"] = resolve(f"{sign}{name}", env=False)
-    out["baseline"] = resolve("none", env=False)
+        out[f"default{sign}{name}"] = resolve(f"{sign}{name}")
+    out["baseline"] = resolve("none")
     return out
 
 

@@ -481,11 +481,11 @@ def test_unsatisfied_witness_names_first_failing_constraint(name, frac):
 
 
 def test_prover_rejects_assignment_of_another_size(pk):
-    _, asgs = synthesize("mulchain", 6, resolve(env=False))
+    _, asgs = synthesize("mulchain", 6, resolve())
     asg = asgs[0]
     assert len(asg.aux) != pk.num_aux
     with pytest.raises(ValueError) as ei:
-        Prover(CpuBackend(), pk).prove([asg])
+        Prover(CpuBackend(resolve()), pk).prove([asg])
     msg = str(ei.value)
     assert f"{len(asg.aux)} aux" in msg and str(pk.num_aux) in msg, msg
 
@@ -494,7 +494,7 @@ def test_prover_rejects_assignment_on_another_domain(pk):
     r1cs, inputs, aux = circuits.build("mulchain", 5)
     asg = assign(r1cs, inputs, aux, Domain(pk.log_n + 1))
     with pytest.raises(ValueError) as ei:
-        Prover(CpuBackend(), pk).prove([asg])
+        Prover(CpuBackend(resolve()), pk).prove([asg])
     msg = str(ei.value)
     assert str(1 << (pk.log_n + 1)) in msg and str(1 << pk.log_n) in msg, msg
 

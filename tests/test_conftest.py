@@ -26,3 +26,25 @@ def test_only_gpu_marked_tests_skip_without_a_gpu(monkeypatch):
     items = [Item(True), Item(False)]
     conftest.pytest_collection_modifyitems(None, items)
     assert len(items[0].added) == 1 and items[1].added == []
+
+
+def test_tests_that_need_a_quiet_gpu_are_collected_first(monkeypatch):
+    """quiet_gpu tests move to the front (before any test opens a CUDA context here); the rest keep their order."""
+    import importlib.util
+    from pathlib import Path
+
+    import cuzk.backend
+    spec = importlib.util.spec_from_file_location("tests_conftest", Path(__file__).with_name("conftest.py"))
+    conftest = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(conftest)
+
+    class Item:
+        def __init__(self, name, quiet):
+            self.name, self.quiet = name, quiet
+
+        def get_closest_marker(self, name):
+            return object() if name == "quiet_gpu" and self.quiet else None
+    monkeypatch.setattr(cuzk.backend, "gpu_status", lambda: (True, "a GPU"))
+    items = [Item("a", False), Item("b", True), Item("c", False), Item("d", True)]
+    conftest.pytest_collection_modifyitems(None, items)
+    assert [i.name for i in items] == ["b", "d", "a", "c"]

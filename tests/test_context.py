@@ -17,7 +17,7 @@ def cache(tmp_path, monkeypatch):
 
 
 def test_key_made_then_cached_and_proofs_verify(cache):
-    be = CpuBackend()
+    be = CpuBackend(resolve())
     r1cs, asgs = synthesize("porep_like", 6, resolve(), seeds=(1, 2))
     first = proving_context(be, r1cs)
     assert first.key.where == "cache" and not first.key.cached and first.key.path.startswith(str(cache))
@@ -27,22 +27,22 @@ def test_key_made_then_cached_and_proofs_verify(cache):
     proofs = again.prover.prove(asgs, rng=random.Random(1))
     vk = again.pk.verifying_key()
     assert all(verify(vk, a.public, p) for a, p in zip(asgs, proofs))
-    shared = context_for_key(CpuBackend(), again.pk, again.kh)     # one resident key, another backend object
+    shared = context_for_key(CpuBackend(resolve()), again.pk, again.kh)     # one resident key, another backend object
     assert shared.kh is again.kh and shared.key.where == "given"
 
 
 def test_a_key_resident_on_the_gpu_needs_the_cuda_backend():
     with pytest.raises(ContextError, match="needs the cuda backend"):
-        device_keygen_wanted("on", CpuBackend(), 1 << 10)
-    assert not device_keygen_wanted("auto", CpuBackend(), 1 << 30)    # auto never asks it of the CPU
-    assert not device_keygen_wanted(False, CpuBackend(), 1 << 30)
+        device_keygen_wanted("on", CpuBackend(resolve()), 1 << 10)
+    assert not device_keygen_wanted("auto", CpuBackend(resolve()), 1 << 30)    # auto never asks it of the CPU
+    assert not device_keygen_wanted(False, CpuBackend(resolve()), 1 << 30)
 
 
 def test_proving_reports_each_phase_as_it_ends(cache, capsys):
     from cuzk.progress import step_printer
     from cuzk.timing import PHASES
     r1cs, asgs = synthesize("porep_like", 6, resolve(), seeds=(1,))
-    ctx = proving_context(CpuBackend(), r1cs)
+    ctx = proving_context(CpuBackend(resolve()), r1cs)
     seen = []
     ctx.prover.prove(asgs, rng=random.Random(2), progress=lambda name, s: seen.append((name, s)))
     assert [n for n, _ in seen] == list(PHASES[1:]) and all(s >= 0 for _, s in seen)

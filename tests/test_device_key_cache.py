@@ -120,7 +120,7 @@ def test_first_makes_and_saves_then_the_same_circuit_loads(device, circuit, tmp_
     # the loaded key proves: the CPU prover with its points put back, and the proofs verify
     pk = full_key(loaded)
     from cuzk.prover import Prover
-    proofs = Prover(CpuBackend(), pk).prove(asgs, rng=random.Random(3))
+    proofs = Prover(CpuBackend(resolve()), pk).prove(asgs, rng=random.Random(3))
     vk = pk.verifying_key()
     assert all(verify(vk, a.public, p) for a, p in zip(asgs, proofs))
 

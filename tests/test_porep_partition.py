@@ -130,7 +130,7 @@ def test_cpu_proof_from_the_fast_synthesis():
     from cuzk.prover import Prover
     r1cs, asgs = synthesize("porep_partition", 8, resolve(), seeds=(1, 2))
     pk = setup(r1cs, backend="cpu")
-    proofs = Prover(CpuBackend(), pk).prove(asgs, rng=random.Random(0))
+    proofs = Prover(CpuBackend(resolve()), pk).prove(asgs, rng=random.Random(0))
     vk = pk.verifying_key()
     assert all(verify(vk, a.public, p) for a, p in zip(asgs, proofs))
     assert not verify(vk, [asgs[1].public[0], asgs[0].public[1]], proofs[0])

@@ -19,7 +19,7 @@ def prove(circuit, log_size, convention, generator=7, n=1, seed=0):
     r1cs, asgs = synthesize(circuit, log_size, resolve(), seeds=range(1 + seed, n + 1 + seed))
     pk, _, _ = cached_setup(r1cs, convention, generator)
     timer = PhaseTimer()
-    proofs = Prover(CpuBackend(), pk).prove(asgs, timer, rng=random.Random(log_size))
+    proofs = Prover(CpuBackend(resolve()), pk).prove(asgs, timer, rng=random.Random(log_size))
     return pk, asgs, proofs, timer
 
 
@@ -59,7 +59,7 @@ def test_rejects_tampered_proof_and_wrong_public():
 def test_randomized_proofs_differ():
     r1cs, asgs = synthesize("mulchain", 6, resolve())
     pk, _, _ = cached_setup(r1cs)
-    pr = Prover(CpuBackend(), pk)
+    pr = Prover(CpuBackend(resolve()), pk)
     p1, p2 = pr.prove(asgs)[0], pr.prove(asgs)[0]
     assert p1.a != p2.a
     vk = pk.verifying_key()
@@ -69,5 +69,5 @@ def test_randomized_proofs_differ():
 def test_seeded_randomness_is_reproducible():
     r1cs, asgs = synthesize("mulchain", 5, resolve())
     pk, _, _ = cached_setup(r1cs)
-    pr = Prover(CpuBackend(), pk)
+    pr = Prover(CpuBackend(resolve()), pk)
     assert pr.prove(asgs, rng=random.Random(3))[0] == pr.prove(asgs, rng=random.Random(3))[0]

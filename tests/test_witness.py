@@ -95,7 +95,7 @@ def test_synthesize_builds_once_and_proofs_verify(pool, monkeypatch):
     monkeypatch.setattr(circuits, "build", counting)
     ex = make_pool(pool, 2) if pool else None
     try:
-        r1cs, asgs = synthesize("porep_partition", 8, resolve(env=False), seeds=(1, 2, 3), executor=ex)
+        r1cs, asgs = synthesize("porep_partition", 8, resolve(), seeds=(1, 2, 3), executor=ex)
     finally:
         if ex:
             ex.shutdown()
@@ -104,7 +104,7 @@ def test_synthesize_builds_once_and_proofs_verify(pool, monkeypatch):
     for a, (inputs, aux) in zip(asgs, ref):
         assert list(a.inputs) == list(inputs) and list(a.aux) == list(limbs_to_ints(aux))
     pk = setup(r1cs, backend="cpu")
-    proofs = Prover(CpuBackend(), pk).prove(asgs, rng=random.Random(1))
+    proofs = Prover(CpuBackend(resolve()), pk).prove(asgs, rng=random.Random(1))
     vk = pk.verifying_key()
     assert all(verify(vk, a.public, p) for a, p in zip(asgs, proofs))
     assert not verify(vk, asgs[2].public, proofs[1])
@@ -114,7 +114,7 @@ def test_synthesize_process_pool_porep_like_fallback():
     from cuzk.synthesis import make_pool, synthesize
     ex = make_pool("process", 2)
     try:
-        r1cs, asgs = synthesize("porep_like", 6, resolve(env=False), seeds=(1, 2), executor=ex)
+        r1cs, asgs = synthesize("porep_like", 6, resolve(), seeds=(1, 2), executor=ex)
     finally:
         ex.shutdown()
     for a, s in zip(asgs, (1, 2)):

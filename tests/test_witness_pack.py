@@ -71,7 +71,7 @@ def test_synth_one_packs_with_b2_and_leaves_no_shared_block():
     from cuzk.pipeline import synth_one
     from test_pipeline import _shm_names
     before = _shm_names()
-    on, off = resolve("none,+B2", env=False), resolve("none", env=False)
+    on, off = resolve("none,+B2"), resolve("none")
     p_on, _, _ = synth_one("porep_partition", 12, on, 5, False, True, share=True)
     assert isinstance(p_on[1], PackedWitness) and p_on[2] is None
     assert _shm_names() <= before, "the witness block was unlinked once packed"

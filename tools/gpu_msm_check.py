@@ -8,16 +8,19 @@ rc = subprocess.call([sys.executable, "-m", "pytest", "-q", "-m", "gpu", "-x", "
                       "-p", "no:cacheprovider"])
 print(f"pytest -m gpu: rc={rc} in {time.time() - t0:.0f}s", flush=True)
 
-from cuzk.gpu import micro  # noqa: E402
+from cuzk import micro_ops as micro  # noqa: E402
+from cuzk.environment import options, table_gib  # noqa: E402
+
+OPTS = options()
 from cuzk.gpu.loader import load_times  # noqa: E402
 
 rows = []
-for label, make, reps in (("G1 MSM 2^20", lambda: micro.make_msm(20, 1), 5),
-                          ("G1 MSM 2^24", lambda: micro.make_msm(24, 1), 3),
-                          ("G1 MSM 2^26", lambda: micro.make_msm(26, 1), 3),
-                          ("batch add 2^26", lambda: micro.make_batch_add(26), 3),
-                          ("G2 MSM 2^20", lambda: micro.make_msm(20, 2), 3),
-                          ("G2 MSM 2^24", lambda: micro.make_msm(24, 2), 2)):
+for label, make, reps in (("G1 MSM 2^20", lambda: micro.make_msm(20, 1, opts=OPTS, table_gib=table_gib()), 5),
+                          ("G1 MSM 2^24", lambda: micro.make_msm(24, 1, opts=OPTS, table_gib=table_gib()), 3),
+                          ("G1 MSM 2^26", lambda: micro.make_msm(26, 1, opts=OPTS, table_gib=table_gib()), 3),
+                          ("batch add 2^26", lambda: micro.make_batch_add(26, opts=OPTS), 3),
+                          ("G2 MSM 2^20", lambda: micro.make_msm(20, 2, opts=OPTS, table_gib=table_gib()), 3),
+                          ("G2 MSM 2^24", lambda: micro.make_msm(24, 2, opts=OPTS, table_gib=table_gib()), 2)):
     if len(sys.argv) > 1 and not any(a in label for a in sys.argv[1:]):
         continue
     t1 = time.time()

@@ -48,7 +48,7 @@ import cupy  # noqa: E402
 from cuzk import field as F  # noqa: E402
 from cuzk import poly  # noqa: E402
 from cuzk.gpu import fr as gfr  # noqa: E402
-from cuzk.gpu import micro  # noqa: E402
+from cuzk import micro_ops as micro  # noqa: E402
 from cuzk.gpu import ntt as G  # noqa: E402
 from cuzk.gpu.loader import arch, kernel_dir  # noqa: E402
 

@@ -10,7 +10,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import cupy  # noqa: E402
 
-from cuzk.gpu import micro, msm  # noqa: E402
+from cuzk import micro_ops as micro  # noqa: E402
+from cuzk.gpu import msm  # noqa: E402
 
 L = int(sys.argv[1])
 c = int(sys.argv[2]) if len(sys.argv) > 2 else 20

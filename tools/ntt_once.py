@@ -9,7 +9,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import cupy  # noqa: E402
 
-from cuzk.gpu import micro, ntt  # noqa: E402
+from cuzk import micro_ops as micro  # noqa: E402
+from cuzk.gpu import ntt  # noqa: E402
 
 L = int(sys.argv[1])
 variant = sys.argv[2] if len(sys.argv) > 2 else "r4"

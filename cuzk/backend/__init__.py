@@ -1,7 +1,6 @@
 """Backends implement the proving phases behind one interface (base.Backend)."""
 from __future__ import annotations
 
-import os
 import sys
 
 from .. import cuda_extra
@@ -54,23 +53,12 @@ def gpu_present(nvml=None, root: str = "/") -> tuple[bool, str]:
     return False, "no NVIDIA device"
 
 
-def gpu_required() -> bool:
-    """CUZK_REQUIRE_GPU=1 (set on GPU runners): a cuda benchmark that cannot run fails, never skips."""
-    return os.environ.get("CUZK_REQUIRE_GPU", "").strip().lower() in ("1", "true", "yes", "on")
-
-
-def gpu_unusable_reason(why: str) -> str | None:
-    """Why a cuda workload that cannot run here (`why`) is an error rather than a skip; None: skip it."""
-    if gpu_required():
-        return f"CUZK_REQUIRE_GPU is set and the GPU cannot run: {why}"
-    present, what = gpu_present()
-    if present:
-        return f"{what}, but the cuda backend cannot run: {why}"
-    return None
-
-
-def get_backend(name: str = "auto", log=None, opts=None) -> Backend:
+def get_backend(name: str = "auto", log=None, opts=None, table_gib: float | None = None) -> Backend:
+    """The named backend ('auto': the GPU's where one can run) with the caller's optimization set and, on
+    the GPU, P2's table budget (both resolved at the edge: cuzk/environment.py)."""
     log = log or (lambda msg: print(msg, file=sys.stderr))
+    if opts is None:
+        raise TypeError("get_backend needs its optimization set (cuzk.environment.options() at the edge)")
     if name not in ("auto", "cpu", "cuda"):
         raise BackendError(f"unknown backend {name!r}; use auto, cpu or cuda")
     if name in ("auto", "cuda"):
@@ -82,7 +70,7 @@ def get_backend(name: str = "auto", log=None, opts=None) -> Backend:
                 why = f"the cuda backend is not available in this build ({e})"
                 ok = False
             else:
-                return CudaBackend(opts)
+                return CudaBackend(opts, table_gib)
         if name == "cuda":
             raise BackendError(f"--backend cuda: {why}")
         log(f"cuzk: no GPU backend ({why}); using the CPU reference")

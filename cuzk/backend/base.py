@@ -24,9 +24,11 @@ class Prep:
 class Backend(ABC):
     name = "abstract"
 
-    def __init__(self, opts=None):
-        from ..opts import resolve
-        self.opts = opts if opts is not None else resolve()
+    def __init__(self, opts):
+        """opts: the optimization set (an opts.OptSet), resolved by the caller: a backend reads no environment."""
+        if opts is None:
+            raise TypeError(f"{type(self).__name__} needs its optimization set (cuzk.environment.options() at the edge)")
+        self.opts = opts
 
     def phase_impl(self, phase: str) -> str:
         """Which implementation runs a phase: the backend's own, or 'cpu' where it falls back."""

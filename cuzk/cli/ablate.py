@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from .. import __version__
+from ..environment import table_gib
 from .common import (_need_plots, EXIT_OK, CliError, check_paths, git_commit, write_all, write_atomic)
 
 
@@ -66,7 +67,7 @@ def cmd_ablate(args) -> int:
                          parallel_synthesis=args.parallel_synthesis, synthesis_pool=args.synthesis_pool or "thread",
                          convention=args.convention, generator=args.generator,
                          leave_one_out=not args.no_leave_one_out, max_seconds=args.max_seconds,
-                         device_keygen=args.device_keygen, others=args.others)
+                         device_keygen=args.device_keygen, others=args.others, table_gib=table_gib())
     resume = None
     if args.resume:                        # the saved run's setup; this command line gives repeat, confidence, time
         try:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import time
 
+from ..environment import options, table_gib
 from .common import (_need_plots, EXIT_INVALID, EXIT_OK, CliError, _kernel_load_times, bench_outputs, bench_context,
                      check_bench_outputs, check_device_keygen, device_memory, device_memory_line, keygen_table,
                      phase_table, report_header, write_all)
@@ -12,11 +13,10 @@ def cmd_bench(args) -> int:
     from ..backend import get_backend
     from ..groth16 import verify
     from ..nvml import gpu_state
-    from ..opts import resolve
     from ..synthesis import make_pool, synthesize
     from ..timing import PhaseTimer, peak_rss_bytes
 
-    opts = resolve(args.opt)
+    opts = options(args.opt)
     if args.circuits < 1:
         raise CliError("--circuits must be >= 1")
     if args.parallel_synthesis < 0:
@@ -32,7 +32,7 @@ def cmd_bench(args) -> int:
             raise CliError("--warmup applies to the one-batch bench; --pipeline reports its fill separately")
         return bench_pipeline(args, opts)
     args.synthesis_pool = args.synthesis_pool or "thread"
-    backend = get_backend(args.backend, opts=opts)
+    backend = get_backend(args.backend, opts=opts, table_gib=table_gib())
     check_device_keygen(args, backend)
     gpu_before = gpu_state() if backend.name != "cpu" else None
     pool = make_pool(args.synthesis_pool, args.parallel_synthesis) if args.parallel_synthesis else None

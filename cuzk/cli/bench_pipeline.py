@@ -13,6 +13,7 @@ from __future__ import annotations
 import sys
 import time
 
+from ..environment import table_gib
 from .common import (EXIT_INVALID, EXIT_OK, CliError, _kernel_load_times, bench_context, bench_outputs,
                      check_device_keygen, device_memory, device_memory_line, report_header, write_all)
 
@@ -113,7 +114,7 @@ def _lane_for(args, opts, r1cs, job, device: int | None, backend=None) -> dict:
         import cupy
         use = lambda: cupy.cuda.Device(device)       # noqa: E731
     with use():
-        backend = backend or get_backend("cuda", opts=opts)
+        backend = backend or get_backend("cuda", opts=opts, table_gib=table_gib())
         ctx = bench_context(args, backend, r1cs, where="" if device is None else f" (device {device})")
         t0 = time.perf_counter()
         warm, public = warm_up(ctx.prover, r1cs, job)       # along the pipelined path (B2, F2)
@@ -148,7 +149,7 @@ def bench_pipeline(args, opts) -> int:
     check_args(args)
     depth = args.pipeline_depth or 2
     pool = args.synthesis_pool or "process"
-    backend = get_backend(args.backend, opts=opts)
+    backend = get_backend(args.backend, opts=opts, table_gib=table_gib())
     check_device_keygen(args, backend)
     devices = None
     if args.devices is not None:

@@ -27,6 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..environment import options, table_gib
+
 KEY_PARAMS = ("odd_lagrange", 5)
 
 
@@ -108,7 +110,7 @@ class Resident:
         from ..formats import read_wtns, read_zkey
         self.zk = read_zkey(files["zkey"])
         self.witness = read_wtns(files["wtns"]).limbs
-        self.backend = get_backend(backend, log=lambda m: None)
+        self.backend = get_backend(backend, log=lambda m: None, opts=options(), table_gib=table_gib())
         self.prover = context_for_key(self.backend, self.zk.pk).prover
 
     def prove(self, timer=None):
@@ -161,7 +163,7 @@ def run(sizes, circuit="porep_like", backend="auto", repeat=3, workdir=None, log
     from ..backend import get_backend
     if not skip_snarkjs:
         snarkjs_cmd()                              # fail early, before any key is made
-    backend_name = get_backend(backend, log=lambda m: None).name
+    backend_name = get_backend(backend, log=lambda m: None, opts=options()).name
     rows = []
     for k in sizes:
         files = prepare(circuit, k, workdir, log, keygen_backend)

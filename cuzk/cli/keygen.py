@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 
+from ..environment import options
 from .common import (EXIT_OK, CliError, check_paths, write_all)
 
 
@@ -23,7 +24,6 @@ def _keygen_params(args) -> None:
 def cmd_keygen(args) -> int:
     from ..groth16 import vk_to_json
     from ..keygen import ToxicWaste, cached_setup, setup
-    from ..opts import resolve
     from .. import circuits
 
     _keygen_params(args)
@@ -32,7 +32,7 @@ def cmd_keygen(args) -> int:
         from .snarkjs import load_circuit_r1cs
         r1cs = load_circuit_r1cs(args.r1cs)
     else:
-        r1cs, _, _ = circuits.build(args.circuit, args.log_size, opts=resolve(args.opt))
+        r1cs, _, _ = circuits.build(args.circuit, args.log_size, opts=options(args.opt))
     outputs = {}
     if args.out:
         from ..files import PathWriter

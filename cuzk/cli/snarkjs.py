@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..curve import PointError
+from ..environment import options, table_gib
 from ..formats import FormatError
 
 
@@ -53,7 +54,7 @@ def prove_files(zkey_path, wtns_path, backend="auto", check: bool = True, rng=No
     first = int.from_bytes(np.ascontiguousarray(w.limbs[0]).tobytes(), "little") if len(w) else None
     if first != 1:
         raise FormatError(f"{wtns_path}: witness value 0 (the constant ONE) is {first}, not 1")
-    be = backend if isinstance(backend, Backend) else get_backend(backend)
+    be = backend if isinstance(backend, Backend) else get_backend(backend, opts=options(), table_gib=table_gib())
     t1 = time.perf_counter()
     try:
         prover = context_for_key(be, zk.pk).prover
@@ -115,11 +116,10 @@ def cmd_export(args) -> int:
     from .. import circuits
     from .common import EXIT_OK, CliError, check_paths, write_all
     from ..formats import write_r1cs, write_wtns
-    from ..opts import resolve
     if not (args.r1cs or args.wtns or args.public):
         raise CliError("export: give at least one of --r1cs, --wtns, --public")
     check_paths({"--r1cs": args.r1cs, "--wtns": args.wtns, "--public": args.public})
-    r1cs, inputs, aux = circuits.build(args.circuit, args.log_size, opts=resolve(args.opt), seed=args.seed)
+    r1cs, inputs, aux = circuits.build(args.circuit, args.log_size, opts=options(args.opt), seed=args.seed)
     out = {}
     if args.r1cs:
         out[args.r1cs] = lambda f: write_r1cs(f, r1cs)

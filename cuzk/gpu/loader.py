@@ -66,6 +66,7 @@ BUILDS: dict[str, tuple[tuple[str, ...], ...]] = {
     "msm/g2": (("CUZK_FP_CALL=1",),                     # I1 (Fp2 over called Fp products)
                ("CUZK_FP_CALL=1", "CUZK_FASTMUL_VARIANT_FP=3")),   # I1 and I2
 }
+MUL_BUILDS = {1: (), 6: BUILDS["ff/ops"][0]}    # the field-multiply benchmarks' --fastmul -> field_ops' module build
 
 
 def defines(extra: tuple[str, ...] = ()) -> tuple[str, ...]:

@@ -15,7 +15,6 @@ import numpy as np
 
 from .. import field as F
 from ..curve import G1_WORDS, G2_WORDS, g1_from_ints, g2_from_ints
-from ..opts import REGISTRY
 from . import msm_plan as plan
 from .cub_sort import sort_keys
 from .loader import kernel
@@ -25,11 +24,12 @@ THREADS = 128
 _AFFINE_WORDS = {1: G1_WORDS, 2: G2_WORDS}
 BUCKET_SUMS = ("xyzz", "affine")
 DEFAULT_BUCKET_SUM = {1: "affine", 2: "xyzz"}  # G1 affine: 2^26 550 ms vs 960 (xyzz c=16), docs/perf-log.md
-# calls without the option take the registry's default (the backend passes each per call)
-DEFAULT_PAIR_LEVELS = REGISTRY["R1"].default
-DEFAULT_PAIR_MERGES = REGISTRY["R2"].default
+# calls without an option take what ships (the backend passes each per call from its optimization set);
+# tests/gpu/test_msm_model.py holds these equal to the registry's defaults
+DEFAULT_PAIR_LEVELS = True     # R1
+DEFAULT_PAIR_MERGES = True     # R2
 KERNEL_OPTS = ("S1", "L1", "I1", "I2", "K1", "K3", "K4", "K5", "K6", "K8", "K9", "K10", "K11", "K15")   # the toggles that pick the MSM's code: builds, the sort, offsets
-DEFAULT_KERNEL_OPTS = frozenset(o for o in KERNEL_OPTS if REGISTRY[o].default)
+DEFAULT_KERNEL_OPTS = frozenset(KERNEL_OPTS)   # every one of them ships on
 SQR_BUILD = ("CUZK_FASTSQR=1",)                # the msm_g1 build of S1 (loader.BUILDS); G2 squares in Fp2
 CALL_BUILD = ("CUZK_FP_CALL=1",)               # I1: msm_g1 and msm_g2 with the Fp products called
 CALLEE_BUILD = ("CUZK_FASTMUL_VARIANT_FP=3",)  # I2 (with I1): the called Fp product on fastmul build 3

@@ -80,30 +80,24 @@ def choose_tables(n: int, budget: int, c: int | None = None) -> TablePlan:
     return best[1]
 
 
-BUDGET_FRACTION = 0.5      # without $CUZK_TABLE_GIB: this share of the free device memory (the rest: other phases)
+BUDGET_FRACTION = 0.5      # without a budget in GiB: this share of the free device memory (the rest: other phases)
 
 
-def budget_bytes(free: int | None = None, env: str | None = None) -> int:
-    """P2's memory budget for the tables and one group's sort pass: $CUZK_TABLE_GIB GiB when set (refused, with both
-    sizes, beyond the free device memory), else BUDGET_FRACTION of the free memory. free: the free bytes (None: the
-    device's, the pool's free blocks included); env: the variable's value (None: the environment's)."""
-    import os
-    raw = os.environ.get("CUZK_TABLE_GIB", "") if env is None else env
+def budget_bytes(free: int | None = None, gib: float | None = None) -> int:
+    """P2's memory budget for the tables and one group's sort pass: `gib` GiB when given (the caller's
+    $CUZK_TABLE_GIB; refused, with both sizes, beyond the free device memory), else BUDGET_FRACTION of the free
+    memory. free: the free bytes (None: the device's, the pool's free blocks included)."""
     if free is None:
         import cupy
         free = cupy.cuda.runtime.memGetInfo()[0] + cupy.get_default_memory_pool().free_bytes()
-    if not raw.strip():
+    if gib is None:
         return int(BUDGET_FRACTION * free)
-    try:
-        want = float(raw)
-    except ValueError:
-        raise ValueError(f"CUZK_TABLE_GIB={raw!r} is not a number of GiB") from None
-    if not want > 0:
-        raise ValueError(f"CUZK_TABLE_GIB={raw!r} must be above 0")
-    if want * 2**30 > free:
-        raise ValueError(f"CUZK_TABLE_GIB={raw} asks for {want:.2f} GiB but only {free / 2**30:.2f} GiB of device "
-                         "memory is free")
-    return int(want * 2**30)
+    if not gib > 0:
+        raise ValueError(f"a table budget of {gib!r} GiB must be above 0")
+    if gib * 2**30 > free:
+        raise ValueError(f"the table budget (CUZK_TABLE_GIB) asks for {gib:.2f} GiB but only {free / 2**30:.2f} GiB of "
+                         "device memory is free")
+    return int(gib * 2**30)
 
 
 class FixedTables:

@@ -144,7 +144,7 @@ def configurations(names: list[str], leave_one_out: bool = True, others: str = "
     base = "none" if others == "off" else ""
 
     def opts(on) -> OptSet:
-        return resolve(",".join([base] + [f"-{n}" for n in names] + [f"+{n}" for n in on]), env=False)
+        return resolve(",".join([base] + [f"-{n}" for n in names] + [f"+{n}" for n in on]))
     wanted = [("baseline", "baseline", opts([]))]
     wanted += [(n, "single", opts([n])) for n in names]
     if leave_one_out:
@@ -180,6 +180,7 @@ class Setup:
     max_seconds: float | None = None   # no new round once the next would end past this (>= 2 rounds run)
     device_keygen: bool = False   # key made on the GPU and kept there (no host key: not with A4)
     others: str = "off"           # the optimizations outside names: "off", or at their registry "defaults"
+    table_gib: float | None = None  # P2's table budget in GiB (the CLI's $CUZK_TABLE_GIB); None: half the free memory
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
@@ -240,7 +241,6 @@ class Ablation:
         from ..synthesis import synthesize
         from ..timing import PhaseTimer
         s = self.s
-        os.environ["CUZK_OPT"] = opt_spec(arm.cfg.opts)     # code that reads the registry sees this set
         timer = PhaseTimer(device=arm.backend.timer_device())
         with timer.phase("synthesis", arm.backend.phase_impl("synthesis")):
             r1cs, asg = synthesize(s.circuit, s.log_size, arm.cfg.opts, seeds=range(1, s.circuits + 1),
@@ -255,7 +255,7 @@ class Ablation:
         from ..synthesis import synthesize
         s = self.s
         try:
-            first = get_backend(s.backend, log=lambda m: None, opts=self.configs[0].opts)
+            first = get_backend(s.backend, log=lambda m: None, opts=self.configs[0].opts, table_gib=s.table_gib)
         except BackendError as e:
             raise AblateError(str(e)) from e
         r1cs, _ = synthesize(s.circuit, s.log_size, self.configs[0].opts, seeds=[1])
@@ -269,7 +269,8 @@ class Ablation:
         digest = r1cs.digest()
         checked = set()               # synthesis-side flag sets whose circuit was compared (digests are slow)
         for c in self.configs:
-            be = first if c is self.configs[0] else get_backend(s.backend, log=lambda m: None, opts=c.opts)
+            be = first if c is self.configs[0] else get_backend(s.backend, log=lambda m: None, opts=c.opts,
+                                                                        table_gib=s.table_gib)
             arm = _Arm(c, be, ctx.prover if be is first else context_for_key(be, self.pk, kh).prover)
             _, r, asg, proofs = self._one_run(arm, pool)          # warm-up, and a correctness check
             synth_flags = tuple((n, v) for n, v in c.opts.flags if "synthesis" in REGISTRY[n].phases)
@@ -288,7 +289,6 @@ class Ablation:
         s = self.s
         t0 = time.perf_counter()
         pool = make_pool(s.synthesis_pool, s.parallel_synthesis) if s.parallel_synthesis else None
-        old_env = os.environ.get("CUZK_OPT")
         tests = self.planned_tests()
         need = rounds_needed(tests, s.confidence)
         if s.repeat < need:      # said before the hours a GPU run may take, not only in the report
@@ -362,10 +362,6 @@ class Ablation:
                 gc.unfreeze()
             if pool is not None:
                 pool.shutdown()
-            if old_env is None:
-                os.environ.pop("CUZK_OPT", None)
-            else:
-                os.environ["CUZK_OPT"] = old_env
         return self._result(discards, gpu, t0, start)
 
     def _new_tables(self) -> None:

@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import gc
 import math
-import os
 import random
 import time
 from dataclasses import asdict, dataclass
 
-from ..backend import BackendError, get_backend, gpu_unusable_reason
+from .. import environment
+from .. import backend as backends
+from ..backend import BackendError, get_backend
 from ..opts import OptSet, resolve, variants
 from ..timing import PHASES, PhaseTimer
 
@@ -79,24 +80,35 @@ class Spec:
 
 def opt_set(name_or_spec: str) -> OptSet:
     known = variants()
-    return known[name_or_spec] if name_or_spec in known else resolve(name_or_spec, env=False)
+    return known[name_or_spec] if name_or_spec in known else resolve(name_or_spec)
 
 
 def opt_spec(opts: OptSet) -> str:
-    """An explicit --opt spec for exactly this set (for CUZK_OPT)."""
+    """An explicit --opt spec for exactly this set."""
     return ",".join(["none"] + [f"+{n}" for n, on in opts.flags if on])
 
 
+def gpu_unusable_reason(why: str) -> str | None:
+    """Why a cuda workload that cannot run here (`why`) is an error rather than a skip; None: skip it."""
+    if environment.gpu_required():
+        return f"{environment.REQUIRE_GPU_VAR} is set and the GPU cannot run: {why}"
+    present, what = backends.gpu_present()       # through the module: tests stand in a machine's answer
+    if present:
+        return f"{what}, but the cuda backend cannot run: {why}"
+    return None
+
+
 class Workload:
-    def __init__(self, spec: Spec, verify: bool = True, key_dir: str | None = None):
+    def __init__(self, spec: Spec, verify: bool = True, key_dir: str | None = None, table_gib=environment.table_gib):
         """key_dir: where a key made on the GPU is kept for later processes of the same commit (the
-        gate's workers, one folder per side); None: made afresh, as always."""
+        gate's workers, one folder per side); None: made afresh, as always. The variant is the spec's alone
+        (the environment's CUZK_OPT is not read); table_gib: P2's budget in GiB, by default the process's
+        $CUZK_TABLE_GIB, read here once (a workload is where the perf worker and asv's set-up start)."""
         if spec.backend not in ("cpu", "cuda"):
             raise ValueError(f"backend must be cpu or cuda, not {spec.backend!r}")
         self.spec = spec
         self.opts = opt_set(spec.opts)
-        # backends that read the registry themselves see exactly this variant
-        os.environ["CUZK_OPT"] = opt_spec(self.opts)
+        self.table_gib = table_gib() if callable(table_gib) else table_gib
         self.peak_device_bytes: dict[str, int] = {}
         self.peak_host_bytes: dict[str, int] = {}
         self._verify = verify
@@ -119,7 +131,8 @@ class Workload:
         """The workload's backend, made once (no GPU: Unavailable; a GPU that cannot run: GpuUnusable)."""
         if not hasattr(self, "backend"):
             try:
-                self.backend = get_backend(self.spec.backend, log=lambda msg: None)
+                self.backend = get_backend(self.spec.backend, log=lambda msg: None, opts=self.opts,
+                                           table_gib=self.table_gib)
             except BackendError as e:
                 fatal = gpu_unusable_reason(str(e)) if self.spec.backend == "cuda" else None
                 if fatal:

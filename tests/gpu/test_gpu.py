@@ -200,7 +200,7 @@ def test_spmv_matches_cpu(cp, circuit):
     r1cs, inputs, aux = __import__("cuzk.circuits", fromlist=["build"]).build(circuit, 11, seed=3)
     d = Domain.for_size(r1cs.qap_rows)
     host = assign(r1cs, inputs, aux, d)
-    dev = CudaBackend().assign(r1cs, inputs, aux, d)
+    dev = CudaBackend(resolve()).assign(r1cs, inputs, aux, d)
     got = gfr.download(dev.abc_dev).reshape(3, d.n)
     assert (got[0] == host.a).all() and (got[1] == host.b).all() and (got[2] == host.c).all()
 
@@ -214,7 +214,7 @@ def test_spmv_unsatisfied_names_constraint(cp):
     aux[5] = (aux[5] + 1) % F.R
     d = Domain.for_size(r1cs.qap_rows)
     with pytest.raises(UnsatisfiedError) as gpu_err:
-        CudaBackend().assign(r1cs, inputs, aux, d)
+        CudaBackend(resolve()).assign(r1cs, inputs, aux, d)
     with pytest.raises(UnsatisfiedError) as cpu_err:
         assign(r1cs, inputs, aux, d)
     assert str(gpu_err.value).split(" fails")[0] == str(cpu_err.value).split(" fails")[0]
@@ -234,7 +234,7 @@ def test_h_matches_cpu(cp, convention, gen, fused_tail, pointwise_b6, skip_c):
     r1cs, asgs = synthesize("porep_like", 10, resolve(), domain=Domain(10, gen), seeds=(4,))
     d = Domain(10, gen)
     want = cpu_h.qap(convention).h_scalars(asgs[0].a, asgs[0].b, asgs[0].c, d)
-    dev = CudaBackend().assign(r1cs, asgs[0].inputs, asgs[0].aux, d)
+    dev = CudaBackend(resolve()).assign(r1cs, asgs[0].inputs, asgs[0].aux, d)
     got = gfr.download(h_scalars(dev.abc_dev.copy(), d, convention, fused_tail=fused_tail, pointwise_b6=pointwise_b6,
                                  skip_c=skip_c))
     assert len(got) == len(want) and (got == want).all()
@@ -245,7 +245,7 @@ def test_h_matches_cpu(cp, convention, gen, fused_tail, pointwise_b6, skip_c):
 def test_h2_same_h_on_random_abc(cp, log_n, fused_tail):
     """H2 gives the seven-NTT path's h word for word on fresh random a, b, c that satisfy no QAP (the degree
     check off), and raises the same degree error on them with the check on."""
-    from cuzk.gpu import micro
+    from cuzk import micro_ops as micro
     from cuzk.gpu.h import h_scalars
     d = Domain(log_n, 7)
     abc = micro.random_fr(d.n, batch=3, seed=log_n + 70).reshape(3, d.n, 8)
@@ -264,7 +264,8 @@ def test_pointwise_kernels_match_ints(cp, log_n, build):
     (ab - c) f combine, and H2's kernels (the ab f combine, F1's pass less k * sub, x - k y)."""
     from cuzk.field import R
     from cuzk.gpu import fr as gfr
-    from cuzk.gpu import micro, ntt
+    from cuzk import micro_ops as micro
+    from cuzk.gpu import ntt
     from cuzk.gpu.loader import kernel
     n = 1 << log_n
     x = micro.random_fr(n, batch=3, seed=log_n + 40).reshape(3, n, 8)
@@ -304,7 +305,8 @@ def poison_next(cp, shape):
 def test_scale_bit_reverse_is_scale_then_bit_reverse(cp, log_n):
     """F1's fused pass gives scale_powers(bitrev=True) then bit_reverse word for word, over a batch of 3 random
     vectors, every output written (the output is poisoned first by the empty allocation's reuse)."""
-    from cuzk.gpu import micro, ntt
+    from cuzk import micro_ops as micro
+    from cuzk.gpu import ntt
     x = micro.random_fr(1 << log_n, batch=3, seed=log_n).reshape(3, 1 << log_n, 8)
     base, scale = 0x1234567 + log_n, 987654321
     want = ntt.bit_reverse(ntt.scale_powers(x.copy(), log_n, base, scale, bitrev=True), log_n)
@@ -321,7 +323,8 @@ def test_bit_reverse_tiled(cp, log_n, batch):
     middle bits)."""
     from cuzk.field import R
     from cuzk.gpu import fr as gfr
-    from cuzk.gpu import micro, ntt
+    from cuzk import micro_ops as micro
+    from cuzk.gpu import ntt
     n = 1 << log_n
     x = micro.random_fr(n, batch=batch, seed=log_n + 7 * batch).reshape(batch, n, 8)
     xs = [int(v) for v in gfr.download(x)]
@@ -355,7 +358,7 @@ def test_gpu_pipeline_proofs_verify(cp, convention):
     from cuzk.keygen import cached_setup
     from cuzk.prover import Prover
     from cuzk.timing import PhaseTimer
-    be = CudaBackend()
+    be = CudaBackend(resolve())
     r1cs, asgs = synthesize("porep_like", 10, resolve(), seeds=(1, 2, 3), assign_fn=be.assign)
     pk, _, _ = cached_setup(r1cs, convention, 5)
     timer = PhaseTimer(device=be.timer_device())
@@ -396,7 +399,7 @@ def test_spendable_assignment(cp, f2):
 def test_ntt_full_size(cp, log_n):
     """Dense random round trip at full size, and a sparse input checked at random points."""
     from cuzk.gpu import fr as gfr
-    from cuzk.gpu import micro
+    from cuzk import micro_ops as micro
     from cuzk.gpu import ntt as G
     d = Domain(log_n, 5)
     x0 = micro.random_fr(d.n, seed=log_n)
@@ -447,8 +450,8 @@ def test_b1_pinned_upload_same_abc(cp):
     from cuzk.backend.cuda import CudaBackend
     r1cs, inputs, aux = circuits.build("porep_like", 10, seed=8)
     d = Domain.for_size(r1cs.qap_rows)
-    on = CudaBackend(resolve("none,+B1", env=False)).assign(r1cs, inputs, aux, d)
-    off = CudaBackend(resolve("none", env=False)).assign(r1cs, inputs, aux, d)
+    on = CudaBackend(resolve("none,+B1")).assign(r1cs, inputs, aux, d)
+    off = CudaBackend(resolve("none")).assign(r1cs, inputs, aux, d)
     assert bool((on.abc_dev == off.abc_dev).all())
 
 
@@ -463,8 +466,8 @@ def test_each_optimization_gives_valid_proofs(cp, spec):
     from cuzk.groth16 import verify
     from cuzk.keygen import cached_setup
     from cuzk.prover import Prover
-    be = CudaBackend(resolve(spec, env=False))
-    r1cs, asgs = synthesize("porep_like", 9, resolve(spec, env=False), seeds=(5, 6), assign_fn=be.assign)
+    be = CudaBackend(resolve(spec))
+    r1cs, asgs = synthesize("porep_like", 9, resolve(spec), seeds=(5, 6), assign_fn=be.assign)
     pk, _, _ = cached_setup(r1cs, "coeff", 7)
     proofs = Prover(be, pk).prove(asgs)
     vk = pk.verifying_key()
@@ -484,9 +487,9 @@ def test_toggle_gives_same_parts(cp, opt, base):
     D4), "none": XYZZ sums, one window for all and the batch sums through the MSM path."""
     from cuzk.backend.cuda import CudaBackend
     from cuzk.keygen import cached_setup
-    off = CudaBackend(resolve(f"{base},-{opt}", env=False))
-    on = CudaBackend(resolve(f"{base},+{opt}", env=False))
-    r1cs, asgs = synthesize("porep_like", 10, resolve("none", env=False), seeds=(3, 4), assign_fn=off.assign)
+    off = CudaBackend(resolve(f"{base},-{opt}"))
+    on = CudaBackend(resolve(f"{base},+{opt}"))
+    r1cs, asgs = synthesize("porep_like", 10, resolve("none"), seeds=(3, 4), assign_fn=off.assign)
     pk, _, _ = cached_setup(r1cs, "coeff", 7)
     kh = off.load_key(pk)
     prep = off.prep_msm(kh, asgs)
@@ -503,7 +506,7 @@ def test_key_too_large_fails_cleanly_then_next_proof_works(cp):
     from cuzk.groth16 import verify
     from cuzk.keygen import cached_setup
     from cuzk.prover import Prover
-    be = CudaBackend()
+    be = CudaBackend(resolve())
     r1cs, asgs = synthesize("mulchain", 8, resolve(), seeds=(1,), assign_fn=be.assign)
     pk, _, _ = cached_setup(r1cs)
     used = cp.get_default_memory_pool().used_bytes()

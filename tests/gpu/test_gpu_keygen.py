@@ -125,7 +125,7 @@ def test_gpu_key_2_12_proves_and_verifies_on_cpu(cp, tmp_path):
     pk = keygen.setup(r1cs, "coeff", 7, keygen.ToxicWaste.from_seed(9), backend="cuda")
     pk.save(tmp_path / "k.cuzkkey")
     pk = ProvingKey.load(tmp_path / "k.cuzkkey")
-    proofs = Prover(CpuBackend(), pk).prove(asgs, PhaseTimer(), rng=random.Random(1))
+    proofs = Prover(CpuBackend(resolve()), pk).prove(asgs, PhaseTimer(), rng=random.Random(1))
     vk = pk.verifying_key()
     assert all(verify(vk, a.public, p) for a, p in zip(asgs, proofs))
     assert not verify(vk, asgs[1].public, proofs[0])

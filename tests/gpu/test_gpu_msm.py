@@ -319,7 +319,7 @@ def test_k10_group_degenerate_falls_back(cp, monkeypatch):
 def test_k10_at_its_threshold_matches_the_bucket_reduction(cp, log_n, c):
     """K10 at the registry's GROUP_MIN_BUCKETS and AFFINE_MIN_PAIRS (2^20 bases made on the device, c = 20: 13 windows of
     2^19 buckets), against the same MSM reduced bucket by bucket (the path arkworks checks above): the same point."""
-    from cuzk.gpu import micro
+    from cuzk import micro_ops as micro
     from cuzk.gpu import msm_plan as plan
     from cuzk.gpu.msm import DEFAULT_KERNEL_OPTS, last_stats, msm_g1
     bases, inf = micro.independent_bases(log_n, 1, distinct_log=log_n, seed=seed())

@@ -125,9 +125,9 @@ def _partition(cp):
     from cuzk.keygen import cached_setup
     from cuzk.opts import resolve
     from cuzk.synthesis import synthesize
-    off = CudaBackend(resolve("-P2", env=False))
-    on = CudaBackend(resolve("+P2", env=False))
-    r1cs, asgs = synthesize("porep_like", 12, resolve("none", env=False), seeds=(3, 4), assign_fn=off.assign)
+    off = CudaBackend(resolve("-P2"))
+    on = CudaBackend(resolve("+P2"))
+    r1cs, asgs = synthesize("porep_like", 12, resolve("none"), seeds=(3, 4), assign_fn=off.assign)
     pk, _, _ = cached_setup(r1cs, "coeff", 7)
     return off, on, pk, asgs
 
@@ -161,6 +161,7 @@ def test_p2_out_of_memory_frees_the_tables(cp, monkeypatch, capsys):
     assert on.ntt_msm_h(kh, asgs) == want
     assert kh.tables is None and capsys.readouterr().err.count("the H tables were freed") == 1   # not made again
     assert on.ntt_msm_h(kh, asgs) == want and kh.tables is None
-    monkeypatch.setenv("CUZK_TABLE_GIB", "100000")
-    with pytest.raises(DeviceMemoryError, match="CUZK_TABLE_GIB=100000 asks for"):
-        on.load_key(pk)
+    from cuzk.backend.cuda import CudaBackend
+    greedy = CudaBackend(on.opts, table_gib=100000.0)          # the edge's $CUZK_TABLE_GIB=100000
+    with pytest.raises(DeviceMemoryError, match=r"CUZK_TABLE_GIB\) asks for 100000.00 GiB but only"):
+        greedy.load_key(pk)

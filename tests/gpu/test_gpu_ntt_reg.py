@@ -63,7 +63,7 @@ def test_batch_dif_dit(variant, batch):
 def test_same_as_radix2(variant, log_n):
     """Both directions, both generators, forward and inverse, batch of 2 at 2^20."""
     import cupy
-    from cuzk.gpu import micro
+    from cuzk import micro_ops as micro
     from cuzk.gpu import ntt as G
     batch = 2 if log_n == 20 else 1
     x0 = micro.random_fr(1 << log_n, batch, seed=log_n + 7)
@@ -82,7 +82,7 @@ def test_natural_order_last_pass(variant, log_n, batch):
     words as the DIF passes then the bit reversal (and the CPU's NTT at the small sizes)."""
     import cupy
     from cuzk.gpu import fr as gfr
-    from cuzk.gpu import micro
+    from cuzk import micro_ops as micro
     from cuzk.gpu import ntt as G
     if not G.natural_dif(variant, log_n):
         pytest.skip("the radix-2 kernel runs this size")
@@ -103,7 +103,7 @@ def test_intt_natural_scaled(variant, log_n, batch):
     """N10's inverse: 1/n in the small twiddle table and natural-order stores give the same words as the DIF
     passes, then 1/n and the bit reversal in their own pass."""
     import cupy
-    from cuzk.gpu import micro
+    from cuzk import micro_ops as micro
     from cuzk.gpu import ntt as G
     if not G.natural_scaled(variant, log_n):
         pytest.skip("no single small-table pass at this size")

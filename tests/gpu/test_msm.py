@@ -7,6 +7,7 @@ from py_arkworks_bls12381 import G1Point, G2Point, Scalar
 from cuzk.backend.cpu import CpuBackend
 from cuzk.curve import AffineBases, g1_from_json, g1_to_json, g2_from_json, g2_to_json
 from cuzk.field import R
+from cuzk.opts import resolve
 from cuzk.backend.cpu.prep_msm import prep_msm
 from cuzk.backend.cpu.msm import msm
 
@@ -99,7 +100,7 @@ def test_split_drives_batch_addition_and_tail():
     assert sum(prep.counts.values()) == 3 * nv
     for ones in prep.ones:
         assert not np.isin(ones, prep.tail).any()
-    be, key = CpuBackend(), _Key(nv, ni, 11)
+    be, key = CpuBackend(resolve()), _Key(nv, ni, 11)
     asgs = [_Asg(z, ni) for z in zs]
     ba = be.batch_addition(key, prep)
     tm = be.tail_msm(key, prep, asgs)

@@ -213,12 +213,23 @@ def test_table_doublings_match_scalar():
 
 def test_budget_bytes():
     free = 100 * GIB
-    assert fx.budget_bytes(free, "") == int(fx.BUDGET_FRACTION * free)
-    assert fx.budget_bytes(free, " 12.5 ") == int(12.5 * GIB)
-    for bad, why in (("lots", "not a number"), ("0", "above 0"), ("-3", "above 0"), ("nan", "above 0"),
-                     ("150", "asks for 150.00 GiB but only 100.00 GiB")):
-        with pytest.raises(ValueError, match=why) as e:
+    assert fx.budget_bytes(free) == int(fx.BUDGET_FRACTION * free)
+    assert fx.budget_bytes(free, 12.5) == int(12.5 * GIB)
+    for bad, why in ((0.0, "above 0"), (-3.0, "above 0"), (float("nan"), "above 0"),
+                     (150.0, "asks for 150.00 GiB but only 100.00 GiB")):
+        with pytest.raises(ValueError, match=why):
             fx.budget_bytes(free, bad)
+
+
+def test_the_table_budget_is_read_from_the_environment_at_the_edge():
+    """$CUZK_TABLE_GIB is parsed once (cuzk/environment.py), naming the variable when it is not a number of GiB."""
+    from cuzk.environment import table_gib
+    assert table_gib({}) is None and table_gib({"CUZK_TABLE_GIB": " "}) is None
+    assert table_gib({"CUZK_TABLE_GIB": " 12.5 "}) == 12.5
+    for bad, why in (("lots", "not a number"), ("0", "above 0"), ("-3", "above 0"), ("nan", "above 0"),
+                     ("inf", "above 0")):
+        with pytest.raises(ValueError, match=why) as e:
+            table_gib({"CUZK_TABLE_GIB": bad})
         assert "CUZK_TABLE_GIB" in str(e.value)
 
 

@@ -174,7 +174,7 @@ def test_configurations_with_the_others_at_their_defaults():
     """--others defaults: each of the set is switched on and off where every other optimization keeps its
     registry default."""
     from cuzk.opts import resolve
-    defaults = resolve("", env=False).as_dict()
+    defaults = resolve("").as_dict()
     cs = ablate.configurations(["R2", "B1"], leave_one_out=False, others="defaults")
     by = {c.label: c.opts.as_dict() for c in cs}
     assert by["baseline"] == {**defaults, "R2": False, "B1": False}

@@ -210,7 +210,7 @@ def test_variants_are_default_one_toggle_flipped_and_baseline_each_described():
     v = variants()
     flipped = {n for n in v if n not in ("default", "baseline")}
     assert flipped == {f"default{'-' if o.default else '+'}{o.name}" for o in REGISTRY.values()}
-    assert v["default"] == resolve(None, env=False) and v["baseline"] == resolve("none", env=False)
+    assert v["default"] == resolve(None) and v["baseline"] == resolve("none")
     for name, o in REGISTRY.items():
         sign = "-" if o.default else "+"
         d = dict(v[f"default{sign}{name}"].flags)

@@ -13,7 +13,6 @@ def no_gpu(monkeypatch):
     monkeypatch.setattr(b, "gpu_status", lambda: (False, "CuPy is not importable (ImportError)"))
     monkeypatch.setattr(b, "gpu_present", lambda *a, **k: (False, "no NVIDIA device"))
     monkeypatch.delenv("CUZK_REQUIRE_GPU", raising=False)
-    monkeypatch.delenv("CUZK_OPT", raising=False)        # a Workload exports its variant; restored after
 
 
 def test_without_a_gpu_both_are_unavailable(no_gpu):

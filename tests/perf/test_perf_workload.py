@@ -18,17 +18,6 @@ def _gpu() -> bool:
     return gpu_status()[0]
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _keep_cuzk_opt():
-    """Workloads export their variant as CUZK_OPT (for backends that read it); not beyond this module."""
-    old = os.environ.get("CUZK_OPT")
-    yield
-    if old is None:
-        os.environ.pop("CUZK_OPT", None)
-    else:
-        os.environ["CUZK_OPT"] = old
-
-
 @pytest.fixture(scope="module")
 def w8():
     return Workload(Spec(backend="cpu", log_size=8, opts="all")).prepare()
@@ -111,12 +100,23 @@ def test_variant_names_and_specs():
     assert workload.opt_set(spec) == workload.opt_set("default-A2")
 
 
-def test_workload_exports_its_variant(monkeypatch):
+def test_a_workload_runs_its_own_variant_and_leaves_the_environment_alone(monkeypatch):
+    """The variant is the spec's alone: CUZK_OPT is neither read nor written, and the backend gets the set."""
     monkeypatch.setenv("CUZK_OPT", "all")
-    Workload(Spec(opts="baseline"))
-    from cuzk.opts import resolve
-    assert os.environ["CUZK_OPT"] == "none"
-    assert resolve().label() == "baseline"
+    w = Workload(Spec(opts="baseline", log_size=6, circuit="mulchain"))
+    assert os.environ["CUZK_OPT"] == "all"
+    assert w.ensure_backend().opts.label() == "baseline" and w.opts.label() == "baseline"
+
+
+def test_a_workload_reads_the_table_budget_once(monkeypatch):
+    monkeypatch.setenv("CUZK_TABLE_GIB", "12.5")
+    w = Workload(Spec(log_size=6, circuit="mulchain"))
+    monkeypatch.setenv("CUZK_TABLE_GIB", "99")
+    assert w.table_gib == 12.5 and w.ensure_backend().opts == w.opts
+    assert Workload(Spec(log_size=6, circuit="mulchain"), table_gib=None).table_gib is None
+    monkeypatch.setenv("CUZK_TABLE_GIB", "lots")
+    with pytest.raises(ValueError, match="CUZK_TABLE_GIB"):
+        Workload(Spec(log_size=6, circuit="mulchain"))
 
 
 def test_targets():

@@ -269,6 +269,7 @@ def test_build_cubins_tool_refuses_an_unknown_module():
 # --- on the GPU -------------------------------------------------------------------------------------------
 
 @pytest.mark.gpu
+@pytest.mark.quiet_gpu
 def test_runner_check_passes_on_a_working_gpu(tmp_path):
     """Prebuild (into the machine's cubin cache: minutes when cold), proof, point, NVML: exit 0."""
     out = tmp_path / "rc.json"

@@ -11,7 +11,7 @@ from pipeline_fakes import LOG
 
 @pytest.fixture(scope="module")
 def setup():
-    opts = resolve("none", env=False)
+    opts = resolve("none")
     r1cs, _, _ = circuits.build("porep_like", LOG, opts=opts, seed=1)
     pk, _, _ = cached_setup(r1cs, progress=False, backend="cpu")
     return opts, r1cs, pk

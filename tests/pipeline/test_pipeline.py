@@ -295,7 +295,7 @@ class LimbAuxBackend(CpuBackend):
 @pytest.mark.parametrize("pool", ["thread", "process"])
 def test_porep_partition_pipeline_from_witness_only_workers(pool, monkeypatch):
     from cuzk.circuits import porep_partition as pp
-    opts = resolve("none", env=False)
+    opts = resolve("none")
     r1cs, _, _ = circuits.build("porep_partition", LOG, opts=opts, seed=1)
     pk, _, _ = cached_setup(r1cs, progress=False, backend="cpu")
     if pool == "thread":      # the workers never build the circuit (processes: checked by the shm path)
@@ -330,7 +330,7 @@ class PackedAuxBackend(CpuBackend):
 
 @pytest.mark.parametrize("pool", ["thread", "process"])
 def test_pipeline_hands_the_witness_over_packed_with_b2(pool):
-    opts = resolve("none,+B2", env=False)
+    opts = resolve("none,+B2")
     r1cs, _, _ = circuits.build("porep_partition", LOG, opts=opts, seed=1)
     pk, _, _ = cached_setup(r1cs, progress=False, backend="cpu")
     before = _shm_names()
@@ -350,7 +350,7 @@ def test_a_run_that_stops_early_leaves_no_shared_block(monkeypatch):
     error is the prover's."""
     import types
     import cuzk.pipeline as pl
-    opts = resolve("none", env=False)
+    opts = resolve("none")
     before = _shm_names()
     taken = []
 
@@ -372,7 +372,7 @@ def test_discard_removes_a_packed_witness_blocks(monkeypatch):
     import cuzk.pipeline as pl
     monkeypatch.setattr(pl, "SHARE_MIN_BYTES", 1)
     before = _shm_names()
-    payload, t0, t1 = pl.synth_one("porep_partition", 12, resolve("none,+B2,+B3", env=False), 5, False, True,
+    payload, t0, t1 = pl.synth_one("porep_partition", 12, resolve("none,+B2,+B3"), 5, False, True,
                                    share=True)
     assert len(_shm_names() - before) == 3
     payload[1].bits.take()[1].close()                       # one taken (mapped and unlinked) already
@@ -407,7 +407,7 @@ def test_synth_one_hands_a_packed_witness_over_in_shared_memory_with_b3(monkeypa
     want = pack(ra)
     before = _shm_names()
     for spec, shared in (("none,+B2", False), ("none,+B2,+B3", True)):
-        payload, _, _ = pl.synth_one("porep_partition", 12, resolve(spec, env=False), 5, False, True, share=True)
+        payload, _, _ = pl.synth_one("porep_partition", 12, resolve(spec), 5, False, True, share=True)
         pw = payload[1]
         assert isinstance(pw, pl.PackedWitness) and payload[2] is None
         assert all(isinstance(getattr(pw, k), pl.Shared) == shared for k in ("bits", "idx", "vals"))
@@ -433,7 +433,7 @@ def test_b3_failure_leaves_no_shared_block(monkeypatch):
     monkeypatch.setattr(pl.Shared, "put", classmethod(failing))
     before = _shm_names()
     with pytest.raises(OSError, match="injected"):
-        pl.synth_one("porep_partition", 12, resolve("none,+B2,+B3", env=False), 5, False, True, share=True)
+        pl.synth_one("porep_partition", 12, resolve("none,+B2,+B3"), 5, False, True, share=True)
     assert len(calls) == 3 and _shm_names() <= before
 
 
@@ -498,7 +498,7 @@ def test_no_room_in_dev_shm_falls_back_to_pickling(monkeypatch):
     alloc = pl._ShmAlloc()
     z = alloc((1 << 16, 8), np.uint32)
     assert not alloc.blocks and z.shape == (1 << 16, 8) and not z.any()
-    plain = resolve("-B2", env=False)
+    plain = resolve("-B2")
     payload, _, _ = pl.synth_one("porep_partition", 16, plain, 2, host_assign=False, witness_limbs=True,
                                  share=True)                   # 2^16 aux limbs: ~2 MiB, no room
     assert not any(isinstance(x, pl.Shared) for x in payload)
@@ -506,7 +506,7 @@ def test_no_room_in_dev_shm_falls_back_to_pickling(monkeypatch):
     assert np.array_equal(payload[1], aux)
     monkeypatch.setattr(pl, "SHARE_MIN_BYTES", 1)                  # B3: the packed arrays stay pickled too
     monkeypatch.setattr(pl, "shm_free_bytes", lambda: 0)
-    payload, _, _ = pl.synth_one("porep_partition", 16, resolve("+B2,+B3", env=False), 2, host_assign=False,
+    payload, _, _ = pl.synth_one("porep_partition", 16, resolve("+B2,+B3"), 2, host_assign=False,
                                  witness_limbs=True, share=True)
     pw = payload[1]
     assert isinstance(pw, pl.PackedWitness) and not any(isinstance(getattr(pw, k), pl.Shared)

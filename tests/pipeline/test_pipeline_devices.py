@@ -267,7 +267,7 @@ def test_cuda_two_provers_side_by_side_verify(setup, spec):
     from cuzk.backend.cuda import CudaBackend
     from cuzk.gpu.per_device import is_device_error
     opts, r1cs, pk = setup
-    be = resolve(spec, env=False)              # P1: each proof's jobs on their own threads, the lane's device current
+    be = resolve(spec)              # P1: each proof's jobs on their own threads, the lane's device current
     lanes = [Lane(Prover(CudaBackend(be), pk), 0, lambda: cupy.cuda.Device(0), is_device_error) for _ in range(2)]
     res = run_pipelined(lanes, r1cs, make_job(opts, 8, host_assign=False), 2, 2, "thread")
     vk = pk.verifying_key()

@@ -25,6 +25,12 @@ class CudaBackend(Backend):
     _concurrent: Concurrent | None = None
     witness_limbs = True      # assign takes z_limbs: the host conversion made ahead (bench --pipeline workers)
 
+    def __init__(self, opts, table_gib: float | None = None):
+        """table_gib: P2's budget for the tables in GiB (the caller's $CUZK_TABLE_GIB); None: half the free
+        device memory (gpu/msm_fixed.budget_bytes)."""
+        super().__init__(opts)
+        self.table_gib = table_gib
+
     def jobs(self, jobs: list) -> list:
         """Run a phase's independent jobs one after another, or concurrently under P1."""
         if not self.opts.enabled("P1") or len(jobs) < 2:
@@ -53,7 +59,7 @@ class CudaBackend(Backend):
     def load_key(self, pk) -> CudaKey:
         kh = CudaKey(pk)
         if self.opts.enabled("P2"):             # the tables are made once, with the key
-            ntt_msm_h.tables(kh)
+            ntt_msm_h.tables(self, kh)
         return kh
 
     def prep_msm(self, kh: CudaKey, assignments):

@@ -40,15 +40,15 @@ class CudaKey:
         self.tables_s = 0.0                     # the seconds they took
         self.tables_dropped = False             # freed under memory pressure: not made again for this key
 
-    def h_tables(self):
+    def h_tables(self, table_gib: float | None = None):
         """P2: the H bases' tables (gpu/msm_fixed.py), made on the GPU on first use within the budget
-        (msm_fixed.budget_bytes); None when the budget leaves room for no block beyond the bases, or once they were
+        (msm_fixed.budget_bytes of table_gib); None when the budget leaves room for no block beyond the bases, or once they were
         freed under memory pressure (drop_tables)."""
         if self.tables is None and not self.tables_dropped:
             import time
             from ...gpu import msm_fixed as fx
             sec = self.dev["h"]
-            tp = fx.choose_tables(len(sec), fx.budget_bytes())
+            tp = fx.choose_tables(len(sec), fx.budget_bytes(gib=table_gib))
             if tp.t == 1:
                 return None
             t0 = time.perf_counter()

@@ -62,7 +62,7 @@ def run(be, kh, assignments) -> list:
             h = gh.h_scalars(abc_for(be, asg, kh.domain.n), kh.domain, kh.pk.qap, **h_options(be.opts))
             h = cupy.ascontiguousarray(h)
         with circuit(i, label="h msm"):
-            tb = tables(kh) if be.opts.enabled("P2") else None
+            tb = tables(be, kh) if be.opts.enabled("P2") else None
             if tb is not None:
                 try:
                     out.append(gmsm_fixed.msm_g1(tb, h, **msm_kw(be.opts, 1)))
@@ -75,10 +75,10 @@ def run(be, kh, assignments) -> list:
     return out
 
 
-def tables(kh):
-    """P2's tables of the H bases (CudaKey.h_tables), or None where the budget holds none; a budget that cannot
-    hold even the plain MSM's sort pass is an error naming both sizes."""
+def tables(be, kh):
+    """P2's tables of the H bases (CudaKey.h_tables) within the backend's budget (table_gib), or None where it holds
+    none; a budget that cannot hold even the plain MSM's sort pass is an error naming both sizes."""
     try:
-        return kh.h_tables()
+        return kh.h_tables(be.table_gib)
     except ValueError as e:
         raise gsrs.DeviceMemoryError(f"P2: {e}") from e

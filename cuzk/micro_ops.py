@@ -1,17 +1,34 @@
 """Kernel microbenchmarks timed by CUDA events (the device side of `cuzk micro`).
 
 Each `make_*` builds inputs once and returns (run, work): run(loops) executes the kernel
-`loops` times and returns the device seconds; `work` is the element count per call.
+`loops` times and returns the device seconds; `work` is the element count per call. Those that
+run a phase's code as the backend runs it take the optimization set (`opts`, resolved by the caller).
 Floors (docs/architecture.md, Targets) give the ratio reported beside each figure.
+A GPU module: imported where a GPU run starts (cuzk/micro.py, tools), never on the CPU path.
 """
 from __future__ import annotations
 
+import random
 import sys
 
+import cupy
 import numpy as np
+from py_arkworks_bls12381 import G1Point, G2Point, Scalar
 
-from ..poly import Domain
-from .loader import BUILDS
+from . import circuits
+from .backend.cuda.msm import bucket_sum, kernel_opts, msm_kw
+from .backend.cuda.ntt_msm_h import h_options
+from .curve import ark_to_limbs
+from .gpu import msm, spmv
+from .gpu import msm_fixed as fx
+from .gpu import ntt as G
+from .gpu.batch_add import sum_xyzz
+from .gpu.fr import to_mont, upload
+from .gpu.h import h_scalars
+from .gpu.keygen import FixedBase
+from .gpu.loader import MUL_BUILDS, kernel
+from .gpu.srs import DeviceBases
+from .poly import Domain
 
 FLOORS = {           # seconds or rates measured/modelled on the H200 (docs/architecture.md, Targets)
     "ntt_27": 0.030,
@@ -20,7 +37,6 @@ FLOORS = {           # seconds or rates measured/modelled on the H200 (docs/arch
 
 
 def _events(fn, loops: int) -> float:
-    import cupy
     a, b = cupy.cuda.Event(), cupy.cuda.Event()
     a.record()
     for _ in range(loops):
@@ -32,8 +48,6 @@ def _events(fn, loops: int) -> float:
 
 def random_fr(n: int, batch: int = 1, seed: int = 1):
     """Device uint32[batch, n, 8]: fresh random elements below 2^252, in Montgomery form."""
-    import cupy
-    from .fr import to_mont
     rng = cupy.random.default_rng(seed)
     out = cupy.empty((batch * n, 8), dtype=cupy.uint32)
     step = 1 << 22
@@ -45,14 +59,11 @@ def random_fr(n: int, batch: int = 1, seed: int = 1):
     return out.reshape(batch, n, 8) if batch > 1 else out.reshape(n, 8)
 
 
-MUL_BUILDS = {1: (), 6: BUILDS["ff/ops"][0]}    # fastmul build -> field_ops' module build
 
 
 def make_mul(field: str, threads: int = 1 << 20, iters: int = 256, chains: int = 4, fastmul: int = 1):
     """x = x * y chains over 4 * threads elements: `chains` (4 or 1) per thread, so 1 chain runs 4x the
     threads; `fastmul`: the multiplier build (1, or 6 on the FP64 pipe: field_ops' module build)."""
-    import cupy
-    from .loader import kernel
     if chains not in (1, 4) or fastmul not in MUL_BUILDS:
         raise ValueError(f"chains 1 or 4 and fastmul one of {sorted(MUL_BUILDS)}, got {chains}, {fastmul}")
     words = 12 if field == "fp" else 8
@@ -68,32 +79,19 @@ def make_mul(field: str, threads: int = 1 << 20, iters: int = 256, chains: int =
     return run, 4 * threads * iters
 
 
-def _backend_h_options() -> dict:
-    """h_scalars' options as the backend sets them under CUZK_OPT (the NTT variant, F1, N3, H2, N5)."""
-    from ..backend.cuda.ntt_msm_h import h_options
-    from ..opts import resolve
-    return h_options(resolve())
-
-
-def _natural_order() -> bool:
-    """N10 under CUZK_OPT: natural-order NTTs without a separate bit reversal."""
-    from ..opts import resolve
-    return resolve().enabled("N10")
-
-
-def make_ntt(log_n: int, kind: str = "dif", generator: int = 7):
-    from . import ntt as G
+def make_ntt(log_n: int, kind: str = "dif", generator: int = 7, *, opts):
+    """The NTT pass variant the backend picks under `opts` (h_options); N10: natural-order NTTs without a
+    separate bit reversal."""
     x = random_fr(1 << log_n)
-    h = _backend_h_options()
+    h = h_options(opts)
     v, tiled, build = h["variant"], h["tiled_bitrev"], G.POINTWISE_B6 if h["pointwise_b6"] else ()
     if kind == "dif":
         def call(): G.dif(x, log_n, generator, variant=v)
     elif kind == "intt":                     # natural -> natural, scaled by 1/n
-        natural = _natural_order()
+        natural = opts.enabled("N10")
 
         def call(): G.intt(x, log_n, generator, variant=v, tiled=tiled, build=build, natural=natural)
-    elif _natural_order() and G.natural_dif(v, log_n):   # "ntt", N10: dif whose last pass writes natural order
-        import cupy
+    elif opts.enabled("N10") and G.natural_dif(v, log_n):   # "ntt", N10: dif whose last pass writes natural order
 
         def call(): G.dif(x, log_n, generator, variant=v, out=cupy.empty_like(x))
     else:                                    # "ntt": natural -> natural (dif in place, then the bit reversal)
@@ -104,13 +102,12 @@ def make_ntt(log_n: int, kind: str = "dif", generator: int = 7):
     return run, 1 << log_n
 
 
-def make_h(log_n: int, convention: str = "coeff", generator: int = 7):
-    from .h import h_scalars
+def make_h(log_n: int, convention: str = "coeff", generator: int = 7, *, opts):
     d = Domain(log_n, generator)
     abc = random_fr(d.n, 3)
     work = abc.copy()
 
-    kw = _backend_h_options()
+    kw = h_options(opts)
 
     def call():
         work[...] = abc
@@ -122,9 +119,6 @@ def make_h(log_n: int, convention: str = "coeff", generator: int = 7):
 
 
 def make_spmv(log_n: int):
-    from .. import circuits
-    from . import spmv
-    from .fr import upload
     r1cs, inputs, aux = circuits.build("porep_like", log_n)
     dev = spmv.DeviceR1CS.of(r1cs)
     z = upload(np.concatenate([inputs, aux]))
@@ -143,11 +137,6 @@ def median_time(run, loops: int = 1, repeat: int = 7) -> float:
 def random_bases(log_n: int, group: int = 1, distinct_log: int = 18, seed: int = 1):
     """Device bases: 2^distinct_log distinct random points P0 + i*Q (an addition chain, fast on the
     host), tiled to 2^log_n. Repeats inside a bucket are rare (~0.4% at 2^26) and exercise doubling."""
-    import random
-
-    import cupy
-    from py_arkworks_bls12381 import G1Point, G2Point, Scalar
-    from ..curve import ark_to_limbs
     cls = G1Point if group == 1 else G2Point
     rng = random.Random(seed)
     d = min(distinct_log, log_n)
@@ -168,8 +157,6 @@ def independent_bases(log_n: int, group: int = 1, distinct_log: int = 24, seed: 
     tiled to 2^log_n. random_bases' points are a progression P0 + i*Q, so sums of two of them
     collide often (P_a + P_b = P_c + P_d when a + b = c + d): the affine bucket sums would meet
     x1 == x2 and fall back to XYZZ on every pass."""
-    import cupy
-    from .keygen import FixedBase
     d = min(distinct_log, log_n)
     limbs, inf = FixedBase(group)(random_fr(1 << d, seed=seed))
     if bool(inf.any()):
@@ -179,13 +166,10 @@ def independent_bases(log_n: int, group: int = 1, distinct_log: int = 24, seed: 
     return cupy.ascontiguousarray(bases), cupy.zeros(1 << log_n, dtype=cupy.bool_)
 
 
-def make_msm(log_n: int, group: int = 1, c: int | None = None):
-    """The MSM's device work as the backend runs it: the window sums (msm.msm_windows) with the registry's
-    MSM options under CUZK_OPT (msm_kw: M1, R1, R2, S1, L1); the product path folds the windows on the host."""
-    from ..backend.cuda.msm import msm_kw
-    from ..opts import resolve
-    from . import msm
-    opts = resolve()
+def make_msm(log_n: int, group: int = 1, c: int | None = None, *, opts, table_gib: float | None = None):
+    """The MSM's device work as the backend runs it: the window sums (msm.msm_windows) with the MSM options
+    `opts` sets (msm_kw: M1, R1, R2, S1, L1); the product path folds the windows on the host. P2: over tables
+    made within table_gib GiB (None: half the free device memory)."""
     fixed = group == 1 and opts.enabled("P2")
     # under P2 every base distinct, as a key's are: tiled bases put copies of one point 2^24 rows apart, close enough
     # in the table's rows to meet as an affine pair at c = 24 (x1 == x2: the pass redone in XYZZ)
@@ -194,9 +178,8 @@ def make_msm(log_n: int, group: int = 1, c: int | None = None):
     scalars = random_fr(1 << log_n, seed=log_n + 7)
     kw = msm_kw(opts, group)
     if fixed:                                   # the tables made once, outside the timed loops
-        from . import msm_fixed as fx
-        from .srs import DeviceBases
-        tables = fx.FixedTables(DeviceBases(1, bases, inf), fx.choose_tables(1 << log_n, fx.budget_bytes(), c))
+        plan = fx.choose_tables(1 << log_n, fx.budget_bytes(gib=table_gib), c)
+        tables = fx.FixedTables(DeviceBases(1, bases, inf), plan)
         print(f"P2: c = {tables.plan.c}, {tables.plan.t} blocks, {tables.plan.groups} groups, "
               f"{tables.nbytes / 2**30:.2f} GiB of tables", file=sys.stderr)
 
@@ -209,16 +192,9 @@ def make_msm(log_n: int, group: int = 1, c: int | None = None):
     return run, 1 << log_n
 
 
-def make_batch_add(log_n: int):
-    """Batch addition as the backend runs it, with the registry's options under CUZK_OPT: with C1 the segment
+def make_batch_add(log_n: int, *, opts):
+    """Batch addition as the backend runs it, with the options `opts` sets: with C1 the segment
     sums over the rows (gpu/batch_add.py), else the window sums of an MSM whose scalars are all 1."""
-    import cupy
-    from ..backend.cuda.msm import bucket_sum, kernel_opts, msm_kw
-    from ..opts import resolve
-    from . import msm
-    from .batch_add import sum_xyzz
-    from .fr import upload
-    opts = resolve()
     bases, inf = independent_bases(log_n, 1)
     if opts.enabled("C1"):
         rows = cupy.arange(1 << log_n, dtype=cupy.int64)
