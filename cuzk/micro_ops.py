@@ -59,8 +59,6 @@ def random_fr(n: int, batch: int = 1, seed: int = 1):
     return out.reshape(batch, n, 8) if batch > 1 else out.reshape(n, 8)
 
 
-
-
 def make_mul(field: str, threads: int = 1 << 20, iters: int = 256, chains: int = 4, fastmul: int = 1):
     """x = x * y chains over 4 * threads elements: `chains` (4 or 1) per thread, so 1 chain runs 4x the
     threads; `fastmul`: the multiplier build (1, or 6 on the FP64 pipe: field_ops' module build)."""

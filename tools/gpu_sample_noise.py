@@ -49,6 +49,7 @@ class _Steps:
     def __init__(self):
         import cupy
         from cuzk.backend.cuda import msm as bmsm
+        from cuzk.backend.cuda import ntt_msm_h, tail_msm
         from cuzk.gpu import msm as gmsm
         from cuzk.gpu import msm_many as gmany
         self.cupy, self.events, self.host = cupy, [], {}
@@ -56,15 +57,8 @@ class _Steps:
             self._marked(mod, name)
         for mod, name in ((gmsm, "fold_windows"), (gmany, "fold_parts"), (bmsm, "window")):
             self._host(mod, name)
-        for mod in self._users(bmsm.window):
+        for mod in (ntt_msm_h, tail_msm):            # they call the `window` they imported by name
             mod.window = bmsm.window
-
-    @staticmethod
-    def _users(fn):
-        """The backend modules that imported `window` by name (they call their own binding)."""
-        import sys as _sys
-        return [m for n, m in list(_sys.modules.items())
-                if n.startswith("cuzk.backend.cuda.") and getattr(m, "window", None) is getattr(fn, "__wrapped__", None)]
 
     def mark(self, name):
         e = self.cupy.cuda.Event()
@@ -93,7 +87,6 @@ class _Steps:
             finally:
                 self.host[name] = self.host.get(name, 0.0) + time.perf_counter() - t0
                 self.mark(name)
-        timed.__wrapped__ = inner
         setattr(mod, name, timed)
 
     def start(self):

@@ -57,8 +57,6 @@ def get_backend(name: str = "auto", log=None, opts=None, table_gib: float | None
     """The named backend ('auto': the GPU's where one can run) with the caller's optimization set and, on
     the GPU, P2's table budget (both resolved at the edge: cuzk/environment.py)."""
     log = log or (lambda msg: print(msg, file=sys.stderr))
-    if opts is None:
-        raise TypeError("get_backend needs its optimization set (cuzk.environment.options() at the edge)")
     if name not in ("auto", "cpu", "cuda"):
         raise BackendError(f"unknown backend {name!r}; use auto, cpu or cuda")
     if name in ("auto", "cuda"):
