@@ -291,19 +291,13 @@ def test_without_a_tag_the_circuit_digest_names_the_entry(circuit):
 
 def test_the_workload_names_its_circuit_and_passes_the_folder(tmp_path):
     from cuzk.perf.workload import Spec, Workload
-    from cuzk.context import proving_context as pc
     w = Workload(Spec("cuda", "porep_partition", 24, batch=3), key_dir=str(tmp_path))
-    assert w._key_cache_args(pc) == {"key_dir": str(tmp_path),
-                                     "key_tag": {"circuit": "porep_partition", "log_size": 24, "opts": "default"}}
+    assert w._key_cache_args() == {"key_dir": str(tmp_path),
+                                   "key_tag": {"circuit": "porep_partition", "log_size": 24, "opts": "default"}}
     # the tag does not depend on the batch (one constraint system for every seed), only the circuit
-    assert (Workload(Spec("cuda", "porep_partition", 24, batch=1), key_dir="x")._key_cache_args(pc)["key_tag"]
-            == w._key_cache_args(pc)["key_tag"])
-    assert Workload(Spec("cuda", "porep_partition", 24))._key_cache_args(pc) == {}       # no folder: as before
-
-    def old_proving_context(backend, r1cs, convention="coeff", generator=7, *, device_keygen="auto",
-                            keygen_backend=None, progress=False, toxic_seed=0):
-        pass
-    assert w._key_cache_args(old_proving_context) == {}      # a commit from before the cache
+    assert (Workload(Spec("cuda", "porep_partition", 24, batch=1), key_dir="x")._key_cache_args()["key_tag"]
+            == w._key_cache_args()["key_tag"])
+    assert Workload(Spec("cuda", "porep_partition", 24))._key_cache_args() == {}       # no folder: as before
 
 
 def test_the_worker_gives_the_folder_and_says_how_the_key_came(tmp_path):

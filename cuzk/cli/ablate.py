@@ -7,7 +7,8 @@ from pathlib import Path
 
 from .. import __version__
 from ..environment import table_gib
-from .common import (_need_plots, EXIT_OK, CliError, check_paths, git_commit, write_all, write_atomic)
+from ..run import git_commit
+from .common import (_need_plots, EXIT_OK, CliError, check_paths, write_all, write_atomic)
 
 
 def cmd_ablate(args) -> int:

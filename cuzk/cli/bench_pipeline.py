@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import sys
 import time
+from dataclasses import replace
 
-from ..environment import table_gib
-from .common import (EXIT_INVALID, EXIT_OK, CliError, _kernel_load_times, bench_context, bench_outputs,
-                     check_device_keygen, device_memory, device_memory_line, report_header, write_all)
+from ..run import RunError, RunSpec, device_memory, header, kernel_load_times, key_context, open_backend
+from .common import EXIT_INVALID, EXIT_OK, CliError, bench_outputs, device_memory_line, write_all
 
 PIPELINE_FLAGS = ("pipeline_depth", "pipeline_workers", "compare", "devices")
 
@@ -102,11 +102,14 @@ def table(p: dict) -> str:
     return "\n".join(lines)
 
 
-def _lane_for(args, opts, r1cs, job, device: int | None, backend=None) -> dict:
+def _stderr(msg: str) -> None:
+    print(msg, file=sys.stderr)
+
+
+def _lane_for(spec: RunSpec, r1cs, job, device: int | None, backend=None) -> dict:
     """One lane made ready: on `device` (None: the current one, with `backend`), a backend and the key
     resident there, and a warm-up proof (untimed, verified by the caller)."""
     import contextlib
-    from ..backend import get_backend
     from ..pipeline import Lane, warm_up
     if device is None:
         use = contextlib.nullcontext
@@ -114,8 +117,8 @@ def _lane_for(args, opts, r1cs, job, device: int | None, backend=None) -> dict:
         import cupy
         use = lambda: cupy.cuda.Device(device)       # noqa: E731
     with use():
-        backend = backend or get_backend("cuda", opts=opts, table_gib=table_gib())
-        ctx = bench_context(args, backend, r1cs, where="" if device is None else f" (device {device})")
+        backend = backend or open_backend(replace(spec, backend="cuda"))
+        ctx = key_context(spec, backend, r1cs, _stderr, where="" if device is None else f" (device {device})")
         t0 = time.perf_counter()
         warm, public = warm_up(ctx.prover, r1cs, job)       # along the pipelined path (B2, F2)
         warm_s = time.perf_counter() - t0
@@ -127,21 +130,21 @@ def _lane_for(args, opts, r1cs, job, device: int | None, backend=None) -> dict:
             "warmup_s": warm_s}
 
 
-def _device_lanes(args, opts, r1cs, job, devices: list[int]) -> list[dict]:
+def _device_lanes(spec: RunSpec, r1cs, job, devices: list[int]) -> list[dict]:
     """A lane per GPU: the first made alone (a key-cache miss is made and saved once), the others side by
     side, each in a thread with its device current."""
     from concurrent.futures import ThreadPoolExecutor
-    first = _lane_for(args, opts, r1cs, job, devices[0])
+    first = _lane_for(spec, r1cs, job, devices[0])
     if len(devices) == 1:
         return [first]
     with ThreadPoolExecutor(len(devices) - 1, thread_name_prefix="cuzk-lane-setup") as ex:
-        rest = list(ex.map(lambda d: _lane_for(args, opts, r1cs, job, d), devices[1:]))
+        rest = list(ex.map(lambda d: _lane_for(spec, r1cs, job, d), devices[1:]))
     return [first, *rest]
 
 
-def bench_pipeline(args, opts) -> int:
+def bench_pipeline(args, spec: RunSpec) -> int:
+    """args: the parsed command (the pipeline's flags, its outputs); spec: the run they describe."""
     from .. import circuits
-    from ..backend import get_backend
     from ..groth16 import verify, vk_to_json
     from ..nvml import gpu_state
     from ..pipeline import Job, PipelineError, plan_workers, run_pipelined, run_sequential, summary
@@ -149,8 +152,11 @@ def bench_pipeline(args, opts) -> int:
     check_args(args)
     depth = args.pipeline_depth or 2
     pool = args.synthesis_pool or "process"
-    backend = get_backend(args.backend, opts=opts, table_gib=table_gib())
-    check_device_keygen(args, backend)
+    opts = spec.opts
+    try:
+        backend = open_backend(spec)
+    except RunError as e:
+        raise CliError(str(e)) from e
     devices = None
     if args.devices is not None:
         if backend.name != "cuda":
@@ -160,12 +166,12 @@ def bench_pipeline(args, opts) -> int:
     gpu_before = gpu_state() if backend.name != "cpu" else None
     host_assign = backend.phase_impl("synthesis") == "cpu"
 
-    r1cs, inputs, aux = circuits.build(args.circuit, args.log_size, opts=opts, seed=1, limbs=not host_assign)
+    r1cs, inputs, aux = circuits.build(spec.circuit, spec.log_size, opts=opts, seed=1, limbs=not host_assign)
     del inputs, aux
-    job = Job(args.circuit, args.log_size, opts, tuple(range(1, args.circuits + 1)), host_assign,
+    job = Job(spec.circuit, spec.log_size, opts, tuple(range(1, spec.circuits + 1)), host_assign,
               witness_limbs=getattr(backend, "witness_limbs", False))
-    made = [_lane_for(args, opts, r1cs, job, None, backend)] if devices is None else \
-        _device_lanes(args, opts, r1cs, job, devices)
+    made = [_lane_for(spec, r1cs, job, None, backend)] if devices is None else \
+        _device_lanes(spec, r1cs, job, devices)
     ctx = made[0]["ctx"]
     prover, pk = ctx.prover, ctx.pk
     vk = pk.verifying_key()
@@ -182,7 +188,7 @@ def bench_pipeline(args, opts) -> int:
         workers, plan = args.pipeline_workers, None
     else:       # planned now: the available memory already excludes the provers' keys and circuit
         from ..pipeline import shm_free_bytes
-        plan = plan_workers(args.circuits, args.circuit, pk.log_n, depth, limbs=job.witness_limbs,
+        plan = plan_workers(spec.circuits, spec.circuit, pk.log_n, depth, limbs=job.witness_limbs,
                             host_assign=host_assign, shm_free=shm_free_bytes() if pool == "process" else None,
                             provers=len(lanes))
         workers = plan["workers"]
@@ -214,20 +220,20 @@ def bench_pipeline(args, opts) -> int:
         d.update(key_s=m["ctx"].key.seconds, warmup_s=m["warmup_s"])
     phases = pipe.phases
     report = {
-        **report_header(args, backend, r1cs, pk, opts, 0, pool),
+        **header(spec, backend, r1cs, pk, pool),
         "phases": phases,
         "total_s": sum(r["host_s"] for r in phases.values()),
         "prove_wall_s": pipe.wall_s,
         "setup_s": ctx.key.seconds,
         "verified": verified,
-        "kernel_load_s": _kernel_load_times(),
+        "kernel_load_s": kernel_load_times(),
         "gpu": None if gpu_before is None else {"before": gpu_before, "after": gpu_state()},
         "pipeline": section,
         "device_memory": section["devices"][0]["memory"],
     }
     where = "" if devices is None else f" on {len(lanes)} GPU(s) {','.join(str(d) for d in devices)},"
-    print(f"cuzk bench --pipeline: {args.circuit} 2^{pk.log_n} ({r1cs.num_constraints} constraints) x "
-          f"{args.circuits}, backend {backend.name},{where} opts {opts.label()}, {workers} {pool} worker(s), "
+    print(f"cuzk bench --pipeline: {spec.circuit} 2^{pk.log_n} ({r1cs.num_constraints} constraints) x "
+          f"{spec.circuits}, backend {backend.name},{where} opts {opts.label()}, {workers} {pool} worker(s), "
           f"depth {depth}")
     print(table(section))
     if devices is not None:

@@ -48,19 +48,6 @@ def write_all(files: dict, say=lambda msg: print(msg, file=sys.stderr)) -> None:
         say("cuzk: wrote " + ", ".join(done))
 
 
-def git_commit() -> str | None:
-    """HEAD of the checkout the package runs from; CUZK_COMMIT overrides it (a copied tree whose .git
-    is not the source's, e.g. on a device machine: tools/device_setup.sh sets it from ..device-commit)."""
-    if os.environ.get("CUZK_COMMIT"):
-        return os.environ["CUZK_COMMIT"]
-    try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).resolve().parent,
-                             capture_output=True, text=True, timeout=5)
-        return out.stdout.strip() or None if out.returncode == 0 else None
-    except Exception:
-        return None
-
-
 def _load_json(path: str, what: str, parse=None):
     """The JSON document in `path` (through `parse`, when given): every error one line naming the file."""
     try:
@@ -141,12 +128,6 @@ def keygen_table(info: dict) -> str:
     return "\n".join(lines)
 
 
-def _kernel_load_times() -> dict:
-    """NVRTC compile/load seconds per kernel module (empty on the CPU backend)."""
-    mod = sys.modules.get("cuzk.gpu.loader")
-    return dict(mod.load_times) if mod is not None else {}
-
-
 def _save_names(i: int) -> tuple[str, str]:
     sfx = "" if i == 0 else f"_{i}"
     return f"proof{sfx}.json", f"public{sfx}.json"
@@ -187,28 +168,6 @@ def bench_outputs(args, report: dict, vk, publics, proofs) -> dict:
     return outputs
 
 
-def check_device_keygen(args, backend) -> None:
-    """--device-keygen as asked can be met on this backend (context.device_keygen_wanted's rule), checked
-    before any synthesis."""
-    from ..context import ContextError, device_keygen_wanted
-    try:
-        device_keygen_wanted(getattr(args, "device_keygen", "off"), backend, 0)
-    except ContextError as e:
-        raise CliError("--device-keygen on needs the cuda backend") from e
-
-
-def bench_context(args, backend, r1cs, where: str = ""):
-    """bench's ProvingContext (context.py): the key made on the GPU and kept there (--device-keygen),
-    or set up through the key cache; says which on stderr (`where`: which device). check_device_keygen
-    has run."""
-    from ..context import proving_context
-    ctx = proving_context(backend, r1cs, args.convention, args.generator,
-                          device_keygen=getattr(args, "device_keygen", "off"), keygen_backend=args.keygen_backend,
-                          progress=None)
-    print(f"key{where}: {ctx.key.describe()}", file=sys.stderr)
-    return ctx
-
-
 def _need_plots() -> None:
     """matplotlib is there (--timeline, --png), checked before any work starts."""
     from ..perf.plots import _plt
@@ -226,29 +185,6 @@ def _generator(s: str) -> int:
     if s not in GENERATOR_NAMES:
         raise argparse.ArgumentTypeError(f"generator must be one of {', '.join(GENERATOR_NAMES)}")
     return GENERATOR_NAMES[s]
-
-
-def report_header(args, backend, r1cs, pk, opts, parallel_synthesis: int, synthesis_pool) -> dict:
-    """The first fields of bench's JSON, the same for one batch and --pipeline (docs/architecture.md,
-    What a run records)."""
-    from .. import __version__
-    return {"cuzk_version": __version__, "commit": git_commit(), "backend": backend.name,
-            "circuit": {"name": args.circuit, "constraints": r1cs.num_constraints, "domain": 1 << pk.log_n,
-                        "circuits": args.circuits, "convention": pk.convention, "generator": pk.generator,
-                        "parallel_synthesis": parallel_synthesis, "synthesis_pool": synthesis_pool},
-            "optimizations": opts.as_dict()}
-
-
-def device_memory(kh) -> dict | None:
-    """The key handle's device memory by use (CudaKey.memory, with P2's table plan), or None off the GPU."""
-    mem = getattr(kh, "memory", None)
-    if mem is None:
-        return None
-    out = mem()
-    tb = getattr(kh, "tables", None)
-    if tb is not None:
-        out["tables"] = {"c": tb.plan.c, "blocks": tb.plan.t, "groups": tb.plan.groups, "made_s": kh.tables_s}
-    return out
 
 
 def device_memory_line(mem: dict) -> str:

@@ -2,12 +2,11 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 
 from .. import __version__
-from .ablate import cmd_ablate
-from .bench import cmd_bench
 from .common import (_err, _generator, EXIT_BAD_INPUT, CliError)
 
 
@@ -17,6 +16,15 @@ from .keygen import cmd_keygen
 from .opts import cmd_gpu_state, cmd_opts
 from .runner import add_parser as add_runner_parser
 from .verify import cmd_verify
+
+
+def _command(module: str, name: str):
+    """A subcommand whose module (and the run path below it) is imported when that command runs, so that
+    `cuzk verify` and `cuzk --help` do not pay for the prover's imports."""
+    def call(args):
+        return getattr(importlib.import_module(f"{__package__}.{module}"), name)(args)
+    call.__name__ = name
+    return call
 
 
 class _Parser(argparse.ArgumentParser):
@@ -82,7 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --pipeline: prove on several GPUs, one prover per GPU with its own resident key, the "
                         "synthesis workers feeding whichever is free: all, the first N, or the listed indices "
                         "('2,' for device 2 alone); default: the current device alone")
-    b.set_defaults(func=cmd_bench)
+    b.set_defaults(func=_command("bench", "cmd_bench"))
 
     k = sub.add_parser("keygen", help="test setup with known toxic waste (cached unless --out)")
     circuit_args(k)
@@ -140,7 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
     synthesis_args(ab)
     ab.add_argument("--json", metavar="FILE", help="write every sample, effect and verdict as JSON")
     ab.add_argument("--png", metavar="FILE.png", help="phase bars per configuration (matplotlib)")
-    ab.set_defaults(func=cmd_ablate)
+    ab.set_defaults(func=_command("ablate", "cmd_ablate"))
 
     gt = sub.add_parser("gate", help="per-phase perf gate: base vs head, interleaved; exit 0 ok, 1 regression, 2 error")
     gt.add_argument("--base", help="base commit-ish")

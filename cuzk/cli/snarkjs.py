@@ -4,12 +4,9 @@ from __future__ import annotations
 
 import json
 import sys
-import time
-from dataclasses import dataclass
 
 import numpy as np
 
-from ..curve import PointError
 from ..environment import options, table_gib
 from ..formats import FormatError
 
@@ -23,85 +20,13 @@ def public_json(public) -> str:
     return json.dumps([str(int(v)) for v in public], indent=1)
 
 
-@dataclass
-class ProveResult:
-    proof: object
-    public: list
-    timer: object
-    read_s: float
-    load_s: float
-    prove_s: float
-    verified: bool
-
-
-def prove_files(zkey_path, wtns_path, backend="auto", check: bool = True, rng=None) -> ProveResult:
-    """Read a snarkjs .zkey and a .wtns, prove as snarkjs does, and (by default) verify the proof
-    with the key's own verifying key. Raises FormatError/ValueError on bad input, including a
-    witness that does not satisfy the key's circuit (seen as a proof that does not verify)."""
-    from ..backend import get_backend
-    from ..backend.base import Backend
-    from ..formats import read_wtns, read_zkey
-    from ..context import context_for_key
-    from ..groth16 import proof_point_error, verify
-    from ..timing import PhaseTimer
-
-    t0 = time.perf_counter()
-    zk = read_zkey(zkey_path)
-    w = read_wtns(wtns_path)
-    if len(w) != zk.n_vars:
-        raise ValueError(f"{wtns_path}: the witness has {len(w)} values, but the key {zkey_path} has "
-                         f"{zk.n_vars} signals (a witness of another circuit?)")
-    first = int.from_bytes(np.ascontiguousarray(w.limbs[0]).tobytes(), "little") if len(w) else None
-    if first != 1:
-        raise FormatError(f"{wtns_path}: witness value 0 (the constant ONE) is {first}, not 1")
-    be = backend if isinstance(backend, Backend) else get_backend(backend, opts=options(), table_gib=table_gib())
-    t1 = time.perf_counter()
-    try:
-        prover = context_for_key(be, zk.pk).prover
-        t2 = time.perf_counter()
-        timer = PhaseTimer(device=be.timer_device())
-        with timer.phase("synthesis", be.phase_impl("synthesis")):
-            asg = be.assign_zkey(zk, w.limbs)
-        proof = prover.prove([asg], timer, rng=rng)[0]
-    except PointError as e:                 # a bulk section's point off the curve, met while proving
-        raise FormatError(f"{zkey_path}: {_off_curve_section(zk)}: {e}") from e
-    t3 = time.perf_counter()
-    bad = proof_point_error(proof)          # a torsion component from a bulk section: the pairing misses it
-    if bad is not None:
-        raise FormatError(f"{zkey_path}: the proof would be refused ({bad}): a bulk point section of the key "
-                          f"(A, B1, B2, C or H) holds a point outside its subgroup; nothing written")
-    ok = True
-    if check:
-        ok = verify(zk.verifying_key(), asg.public, proof)
-        if not ok:
-            raise ValueError(f"the proof does not verify against {zkey_path}: the witness {wtns_path} does "
-                             f"not satisfy the key's circuit (or the key is corrupt)")
-    return ProveResult(proof, asg.public, timer, t1 - t0, t2 - t1, t3 - t2, ok)
-
-
-DIAGNOSE_MAX_POINTS = 1 << 20      # above this, naming the section would cost minutes: say which it may be
-
-
-def _off_curve_section(zk) -> str:
-    """The first bulk section with a point the curve does not hold (read again, on the failure path only)."""
-    from ..curve import PointError
-    from ..formats.zkey import LABELS, POINT_SECTIONS
-    if zk.n_vars > DIAGNOSE_MAX_POINTS:
-        return "a bulk point section (A, B1, B2, C or H)"
-    for sid, (name, _) in POINT_SECTIONS.items():
-        try:
-            zk.pk.points[name].to_ark()
-        except PointError:
-            return f"section {sid} ({LABELS[sid]})"
-    return "a point section"
-
-
 # --- commands ---
 
 def cmd_prove(args) -> int:
+    from ..run import prove_files                  # the prover's imports, for this command alone
     from .common import EXIT_OK, check_paths, phase_table, write_all
     check_paths({"PROOF": args.proof, "PUBLIC": args.public}, {"ZKEY": args.zkey, "WTNS": args.wtns})
-    res = prove_files(args.zkey, args.wtns, args.backend)
+    res = prove_files(args.zkey, args.wtns, args.backend, opts=options(), table_gib=table_gib())
     write_all({args.proof: proof_json(res.proof), args.public: public_json(res.public)})
     if args.timings:
         phases = res.timer.as_dict()
@@ -217,4 +142,4 @@ def add_parsers(sub) -> None:
     b.set_defaults(func=cmd_bench_snarkjs)
 
 
-__all__ = ["prove_files", "add_parsers", "FormatError"]
+__all__ = ["add_parsers", "FormatError"]

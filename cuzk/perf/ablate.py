@@ -41,10 +41,13 @@ import random
 import statistics
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from ..context import context_for_key
 from ..opts import REGISTRY, OptError, OptSet, resolve
-from ..timing import PHASES
+from ..run import BackendError, RunError, RunSpec, all_verify, key_context, open_backend, synthesize_batch
+from ..synthesis import make_pool
+from ..timing import PHASES, PhaseTimer
 from .effects import NOT_AFTER_CORRECTION, SIGNIFICANT, correct, effect_from_logs, rounds_needed, smallest_p
 from .workload import opt_spec
 
@@ -185,6 +188,14 @@ class Setup:
     def as_dict(self) -> dict:
         return dict(self.__dict__)
 
+    def run_spec(self, opts: OptSet) -> RunSpec:
+        """One configuration's run: this setup's circuit and key placement, with `opts`."""
+        return RunSpec(opts=opts, circuit=self.circuit, log_size=self.log_size, backend=self.backend,
+                       circuits=self.circuits, convention=self.convention, generator=self.generator,
+                       device_keygen=bool(self.device_keygen), keygen_backend="auto",
+                       parallel_synthesis=self.parallel_synthesis, synthesis_pool=self.synthesis_pool,
+                       table_gib=self.table_gib)
+
 
 class _Arm:
     def __init__(self, cfg: Config, backend, prover):
@@ -238,39 +249,28 @@ class Ablation:
     # --- measuring ---
 
     def _one_run(self, arm: _Arm, pool):
-        from ..synthesis import synthesize
-        from ..timing import PhaseTimer
-        s = self.s
         timer = PhaseTimer(device=arm.backend.timer_device())
-        with timer.phase("synthesis", arm.backend.phase_impl("synthesis")):
-            r1cs, asg = synthesize(s.circuit, s.log_size, arm.cfg.opts, seeds=range(1, s.circuits + 1),
-                                   assign_fn=arm.backend.assign, executor=pool, timer=timer)
+        r1cs, asg = synthesize_batch(self.s.run_spec(arm.cfg.opts), arm.backend, timer, executor=pool)
         proofs = arm.prover.prove(asg, timer, rng=random.Random(0))
         return timer.as_dict(), r1cs, asg, proofs
 
     def _prepare(self, pool):
-        from ..backend import BackendError, get_backend
-        from ..context import context_for_key, proving_context
-        from ..groth16 import verify
-        from ..synthesis import synthesize
         s = self.s
+        first_spec = s.run_spec(self.configs[0].opts)
         try:
-            first = get_backend(s.backend, log=lambda m: None, opts=self.configs[0].opts, table_gib=s.table_gib)
-        except BackendError as e:
+            first = open_backend(first_spec)
+        except (BackendError, RunError) as e:
             raise AblateError(str(e)) from e
-        r1cs, _ = synthesize(s.circuit, s.log_size, self.configs[0].opts, seeds=[1])
+        r1cs, _ = synthesize_batch(first_spec, None, seeds=[1])
         # one key, resident once, shared by every configuration
-        ctx = proving_context(first, r1cs, s.convention, s.generator, device_keygen=bool(s.device_keygen),
-                              keygen_backend="auto")
-        self.log(f"key: {ctx.key.describe()}")
+        ctx = key_context(first_spec, first, r1cs, self.log, progress=False)
         self.pk, kh = ctx.pk, ctx.kh
         self.arms = []
         vk = self.pk.verifying_key()
         digest = r1cs.digest()
         checked = set()               # synthesis-side flag sets whose circuit was compared (digests are slow)
         for c in self.configs:
-            be = first if c is self.configs[0] else get_backend(s.backend, log=lambda m: None, opts=c.opts,
-                                                                        table_gib=s.table_gib)
+            be = first if c is self.configs[0] else open_backend(replace(first_spec, opts=c.opts))
             arm = _Arm(c, be, ctx.prover if be is first else context_for_key(be, self.pk, kh).prover)
             _, r, asg, proofs = self._one_run(arm, pool)          # warm-up, and a correctness check
             synth_flags = tuple((n, v) for n, v in c.opts.flags if "synthesis" in REGISTRY[n].phases)
@@ -278,13 +278,12 @@ class Ablation:
                 raise AblateError(f"configuration {c.label} builds another circuit (digest {r.digest()[:16]}); "
                                   f"configurations must share one key")
             checked.add(synth_flags)
-            if not all(verify(vk, a.public, p) for a, p in zip(asg, proofs)):
+            if not all_verify(vk, [a.public for a in asg], proofs):
                 raise AblateError(f"configuration {c.label}: the proofs do not verify")
             self.arms.append(arm)
         self.impl = {p: first.phase_impl(p) for p in PHASES}
 
     def run(self) -> dict:
-        from ..synthesis import make_pool
         from . import sampler
         s = self.s
         t0 = time.perf_counter()

@@ -24,8 +24,8 @@ from dataclasses import asdict, dataclass
 
 from .. import environment
 from .. import backend as backends
-from ..backend import BackendError, get_backend
 from ..opts import OptSet, resolve, variants
+from ..run import BackendError, RunSpec, all_verify, key_context, open_backend, synthesize_batch
 from ..timing import PHASES, PhaseTimer
 
 AREAS = PHASES + ("proof",)      # "proof" = one whole proof (all phases after synthesis)
@@ -116,23 +116,23 @@ class Workload:
         self.setup_s: dict[str, float] = {}   # seconds of each set-up step (prepare)
         self.key_dir = key_dir
         self.key_report: dict = {}             # how the key came: made or loaded, seconds (prepare)
+        # the run this workload times phase by phase: a production-size key (GBs) is made on the GPU and
+        # kept there, once per process
+        self.run_spec = RunSpec(opts=self.opts, circuit=spec.circuit, log_size=spec.log_size, backend=spec.backend,
+                                circuits=spec.batch, convention=spec.convention, generator=spec.generator,
+                                device_keygen=spec.backend == "cuda" and spec.log_size >= DEVICE_KEY_FROM,
+                                keygen_backend="auto", table_gib=self.table_gib)
 
     # --- set-up (lazy: synthesis alone needs no key and no backend) ---
 
-    def _seeds(self):
-        return range(1, self.spec.batch + 1)
-
-    def _synthesize(self, assign_fn=None):
-        from ..synthesis import synthesize
-        return synthesize(self.spec.circuit, self.spec.log_size, self.opts, seeds=self._seeds(),
-                          assign_fn=assign_fn)
+    def _synthesize(self, backend=None):
+        return synthesize_batch(self.run_spec, backend)
 
     def ensure_backend(self):
         """The workload's backend, made once (no GPU: Unavailable; a GPU that cannot run: GpuUnusable)."""
         if not hasattr(self, "backend"):
             try:
-                self.backend = get_backend(self.spec.backend, log=lambda msg: None, opts=self.opts,
-                                           table_gib=self.table_gib)
+                self.backend = open_backend(self.run_spec)
             except BackendError as e:
                 fatal = gpu_unusable_reason(str(e)) if self.spec.backend == "cuda" else None
                 if fatal:
@@ -144,7 +144,7 @@ class Workload:
         """Synthesis as the GPU pipeline runs it: the witness on the host, assigned on the device
         (finished before it returns, so the host clock covers the device part)."""
         be = self.ensure_backend()
-        out = self._synthesize(assign_fn=be.assign)
+        out = self._synthesize(be)
         be.synchronize()
         return out
 
@@ -157,8 +157,6 @@ class Workload:
     def prepare(self) -> "Workload":
         if self._ready:
             return self
-        from ..context import proving_context
-        from ..groth16 import verify
         clock = _Stopwatch()
         self.ensure_backend()
         clock.lap("backend")
@@ -168,11 +166,7 @@ class Workload:
             self.r1cs, self.assignments = self._synthesize()
         self._abc_kept = [a.abc_dev for a in self.assignments]
         clock.lap("synthesis")
-        # a production-size key (GBs) is made on the GPU and kept there, once per process
-        device_key = self.spec.backend == "cuda" and self.spec.log_size >= DEVICE_KEY_FROM
-        ctx = proving_context(self.backend, self.r1cs, self.spec.convention, self.spec.generator,
-                              device_keygen=device_key, keygen_backend="auto",
-                              **self._key_cache_args(proving_context))
+        ctx = key_context(self.run_spec, self.backend, self.r1cs, progress=False, **self._key_cache_args())
         self.pk, self.prover, self.kh = ctx.pk, ctx.prover, ctx.kh
         self.key_report = key_report(ctx.key)
         self.randomness = self.prover._randomness(len(self.assignments), random.Random(0))
@@ -185,22 +179,18 @@ class Workload:
                 self._call(phase)
         timer.finish()
         clock.lap("phase pass")
-        if self._verify:
-            vk = self.pk.verifying_key()
-            for asg, proof in zip(self.assignments, self.proofs):
-                if not verify(vk, asg.public, proof):
-                    raise RuntimeError(f"{self.spec.label()}: the proof from the phase pass does not verify")
+        if self._verify and not all_verify(self.pk.verifying_key(), [a.public for a in self.assignments],
+                                           self.proofs):
+            raise RuntimeError(f"{self.spec.label()}: the proof from the phase pass does not verify")
         clock.lap("verify")
         self.setup_s = clock.laps
         self._ready = True
         return self
 
-    def _key_cache_args(self, proving_context) -> dict:
+    def _key_cache_args(self) -> dict:
         """key_dir and the tag of this workload's circuit (the constraint system depends on the circuit, its
-        size and, through synthesis, the optimizations; not on the batch's seeds), where the commit's
-        proving_context takes them: a commit from before the device key cache makes its key as it did."""
-        import inspect
-        if self.key_dir is None or "key_dir" not in inspect.signature(proving_context).parameters:
+        size and, through synthesis, the optimizations; not on the batch's seeds); none without a folder."""
+        if self.key_dir is None:
             return {}
         s = self.spec
         return {"key_dir": self.key_dir, "key_tag": {"circuit": s.circuit, "log_size": s.log_size, "opts": s.opts}}

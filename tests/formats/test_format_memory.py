@@ -20,7 +20,9 @@ import numpy as np
 import pytest
 
 from cuzk import circuits
-from cuzk.cli.snarkjs import load_circuit_r1cs, prove_files
+from cuzk.cli.snarkjs import load_circuit_r1cs
+from cuzk.opts import resolve
+from cuzk.run import prove_files
 from cuzk.formats import FormatError, read_r1cs, read_wtns, read_zkey, write_r1cs, write_wtns, zkey_writer
 from cuzk.keygen import setup
 
@@ -65,6 +67,11 @@ def _patched(sections, sid: int, offset: int, value: int) -> list:
             p = p[:offset] + struct.pack("<I", value) + p[offset + 4:]
         out.append((s, p))
     return out
+
+
+def _prove(zkey, wtns, backend):
+    """`cuzk prove`'s library call with the registry's defaults."""
+    return prove_files(zkey, wtns, backend, opts=resolve())
 
 
 def _traced(fn, *args):
@@ -160,7 +167,7 @@ def test_padded_zkey_proves_and_exports(good, tmp_path):
     got, peak = _traced(read_zkey, path)            # export-vk
     assert not isinstance(got, FormatError), got
     assert peak < PEAK_LIMIT, peak
-    got, peak = _traced(prove_files, path, good["dir"] / "c.wtns", "cpu")
+    got, peak = _traced(_prove, path, good["dir"] / "c.wtns", "cpu")
     assert not isinstance(got, FormatError) and got.verified, got
     assert peak < PEAK_LIMIT, peak
 
@@ -173,7 +180,7 @@ def test_padded_zkey_proves_and_exports(good, tmp_path):
 def test_padded_zkey_counts_are_refused(good, tmp_path, field, offset, value, section):
     path = tmp_path / "pad.zkey"
     path.write_bytes(_padded(b"zkey", 1, _patched(_sections(good["zkey"]), 2, offset, value)))
-    for fn, args in ((read_zkey, (path,)), (prove_files, (path, good["dir"] / "c.wtns", "cpu"))):
+    for fn, args in ((read_zkey, (path,)), (_prove, (path, good["dir"] / "c.wtns", "cpu"))):
         got, peak = _traced(fn, *args)
         assert isinstance(got, FormatError), f"{field} = {value} accepted"
         assert str(got).startswith(str(path)) and re.search(section, str(got)), got
@@ -185,7 +192,7 @@ def test_padded_zkey_counts_are_refused(good, tmp_path, field, offset, value, se
 def test_padded_wtns(good, tmp_path):
     path = tmp_path / "pad.wtns"
     path.write_bytes(_padded(b"wtns", 2, _sections(good["wtns"])))
-    got, peak = _traced(prove_files, good["dir"] / "c.zkey", path, "cpu")
+    got, peak = _traced(_prove, good["dir"] / "c.zkey", path, "cpu")
     assert not isinstance(got, FormatError) and got.verified, got
     assert peak < PEAK_LIMIT, peak
     path.write_bytes(_padded(b"wtns", 2, _patched(_sections(good["wtns"]), 1, WTNS_N, PAD)))

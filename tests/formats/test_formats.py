@@ -26,7 +26,8 @@ from cuzk.groth16 import verify, verify_blst
 from cuzk.keygen import ToxicWaste, setup
 from cuzk.backend.cpu.synthesis import assign
 from cuzk.poly import Domain
-from cuzk.cli.snarkjs import prove_files
+from cuzk.opts import resolve
+from cuzk.run import prove_files
 
 LOG = 5
 
@@ -174,7 +175,7 @@ def test_zkey_assignment_matches_synthesis(pk, circuit, files):
 
 def test_proof_from_zkey_verifies(files):
     d = files["dir"]
-    res = prove_files(d / "c.zkey", d / "c.wtns", "cpu", rng=random.Random(1))
+    res = prove_files(d / "c.zkey", d / "c.wtns", "cpu", opts=resolve(), rng=random.Random(1))
     zk = read_zkey(d / "c.zkey")
     vk = zk.verifying_key()
     assert verify(vk, res.public, res.proof) and verify_blst(vk, res.public, res.proof)
@@ -188,7 +189,7 @@ def test_wrong_witness_is_rejected(circuit, files, tmp_path):
     p = tmp_path / "bad.wtns"
     p.write_bytes(_bytes(write_wtns, np.concatenate([inputs, bad])))
     with pytest.raises(ValueError, match="does not verify.*does not satisfy"):
-        prove_files(files["dir"] / "c.zkey", p, "cpu")
+        prove_files(files["dir"] / "c.zkey", p, "cpu", opts=resolve())
 
 
 def test_writer_refuses_coeff_convention(circuit):

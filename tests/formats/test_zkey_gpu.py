@@ -17,7 +17,8 @@ from cuzk.formats.zkey import R2_INV, ZKey
 from cuzk.gpu.zkey import host_csr
 from cuzk.groth16 import Proof, public_from_json, verify, verify_blst
 from cuzk.keygen import ToxicWaste, setup
-from cuzk.cli.snarkjs import prove_files
+from cuzk.opts import resolve
+from cuzk.run import prove_files
 
 
 def _files(tmp_path_factory, log: int, circuit: str = "porep_like") -> dict:
@@ -97,7 +98,7 @@ def test_prove_rejects_short_witness(small, tmp_path, capsys):
     with open(p, "wb") as f:
         write_wtns(f, small["z"][:-1])
     with pytest.raises(ValueError, match="witness has"):
-        prove_files(small["zkey"], p, "cpu")
+        prove_files(small["zkey"], p, "cpu", opts=resolve())
     out = tmp_path / "proof.json"
     assert main(["prove", str(small["zkey"]), str(p), str(out), str(tmp_path / "pub.json"), "--backend", "cpu"]) == 2
     assert not out.exists()
@@ -162,7 +163,7 @@ def test_gpu_fr_mul_and_from_mont():
 
 @pytest.mark.gpu
 def test_gpu_prove_verifies(mid, tmp_path):
-    res = prove_files(mid["zkey"], mid["wtns"], "cuda", rng=random.Random(2))
+    res = prove_files(mid["zkey"], mid["wtns"], "cuda", opts=resolve(), rng=random.Random(2))
     vk = read_zkey(mid["zkey"]).verifying_key()
     assert verify(vk, res.public, res.proof) and verify_blst(vk, res.public, res.proof)
     assert not verify(vk, [res.public[0] + 1] + res.public[1:], res.proof)
@@ -172,7 +173,7 @@ def test_gpu_prove_verifies(mid, tmp_path):
     with open(p, "wb") as f:
         write_wtns(f, bad)
     with pytest.raises(ValueError, match="does not verify"):
-        prove_files(mid["zkey"], p, "cuda")
+        prove_files(mid["zkey"], p, "cuda", opts=resolve())
 
 
 @pytest.mark.gpu

@@ -4,11 +4,10 @@ and the same settings report a 2x slowdown of the phase.
 
 asv continuous refuses an existing environment ("No range spec may be specified"), and its virtualenvs
 need a package registry, so each try does what it does, with its settings (suite.continuous_args), one
-step at a time: `asv run` of the base, `asv run` of the head (suite.CONTINUOUS_ROUNDS processes a side,
-samples recorded), then `asv compare` with the same --factor and --split. Each side imports its own
-commit's code: a checkout of it first on the benchmark processes' path (ASV_PYTHONPATH; asv removes
-PYTHONPATH there). asv runs an existing environment's rounds one commit after the other; asv
-continuous on a runner interleaves them, which only spreads drift over both sides.
+step at a time: the two commits' rounds in turn (--interleave-rounds; suite.CONTINUOUS_ROUNDS processes a
+side, each an `asv run` of one round whose samples are added to the side's), then `asv compare` with the
+same --factor and --split. Each side imports its own commit's code: a checkout of it first on the
+benchmark processes' path (ASV_PYTHONPATH; asv removes PYTHONPATH there).
 
 The same A/A on another target (a GPU runner; asv's options after --):
 
@@ -56,15 +55,23 @@ class Pair:
             _git(self.repo, "worktree", "add", "-q", "--detach", str(tree), sha)
         return tree
 
-    def run(self, sha: str, bench: str, rounds: int, extra: list[str] = ()) -> None:
-        """asv run of one commit's code, as asv continuous runs each side (samples recorded)."""
+    def run(self, sha: str, bench: str, rounds: int, extra: list[str] = (), append: bool = False) -> None:
+        """asv run of one commit's code (samples recorded; added to the commit's earlier ones with append)."""
         env = dict(self.env, ASV_PYTHONPATH=str(self.tree(sha)))
+        keep = "--append-samples" if append else "--record-samples"
         p = subprocess.run([sys.executable, "-m", "asv", "run", "-E", f"existing:{sys.executable}",
-                            "--set-commit-hash", sha, "--record-samples", "-a", f"rounds={rounds}",
+                            "--set-commit-hash", sha, keep, "-a", f"rounds={rounds}",
                             "--machine", MACHINE, "--bench", bench, "--show-stderr", *extra],
                            cwd=self.repo, env=env, capture_output=True, text=True, timeout=600)
         if p.returncode != 0:
             raise RuntimeError(f"asv run of {sha[:10]} exited {p.returncode}:\n{(p.stdout + p.stderr)[-4000:]}")
+
+    def interleaved(self, base: str, head: str, bench: str, rounds: int, extra: list[str] = ()) -> None:
+        """Both sides' rounds in turn, one process each, as `asv continuous --interleave-rounds` runs them:
+        a drift of the host's speed lands on both sides instead of on one."""
+        for r in range(rounds):
+            for sha in (base, head):
+                self.run(sha, bench, 1, extra, append=r > 0)
 
     def samples(self, sha: str, name: str, params: tuple) -> list[float]:
         """The recorded samples of one point ([] where it was not measured)."""
@@ -124,8 +131,7 @@ def test_an_aa_pair_reports_no_change_and_a_2x_slowdown_is_reported(tmp_path):
     per_side = rounds * suite.SAMPLES["cpu"]
     verdicts = []
     for _ in range(TRIES):
-        pair.run(pair.base, bench, rounds)
-        pair.run(head, bench, rounds)
+        pair.interleaved(pair.base, head, bench, rounds)
         for sha in (pair.base, head):          # no figure is no verdict
             got = pair.samples(sha, name, params)
             assert len(got) == per_side and min(got) > 0, (sha, got)
@@ -167,8 +173,7 @@ def main(argv=None) -> int:
     flagged = 0
     for i in range(a.tries):
         try:
-            pair.run(pair.base, bench, rounds, a.asv_args)
-            pair.run(head, bench, rounds, a.asv_args)
+            pair.interleaved(pair.base, head, bench, rounds, a.asv_args)
         except RuntimeError as e:
             print(f"try {i + 1}: {e}", file=sys.stderr)
             return 2
