@@ -55,16 +55,25 @@ def raise_on_sigterm() -> None:
 
 @contextmanager
 def signals_held():
-    """SIGINT and SIGTERM wait (pending) until the block ends: what it creates is registered for clean-up
-    before the handler can run."""
-    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
+    """SIGINT and SIGTERM wait until the block ends: what it creates is registered for clean-up before the
+    handler can run. The handlers are swapped for one that notes the signal, rather than the signals
+    masked: a signal sent to the process may land in any thread that leaves it unmasked (a native
+    library's pool), and CPython then runs the main thread's handler at once, mask or not."""
+    if threading.current_thread() is not threading.main_thread():
         yield
         return
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    pending: list[int] = []
+    old = {}
+    for s in (signal.SIGINT, signal.SIGTERM):
+        if callable(signal.getsignal(s)):          # a Python-level handler: one that would raise here
+            old[s] = signal.signal(s, lambda signum, frame: pending.append(signum))
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        for s, h in old.items():
+            signal.signal(s, h)
+        if pending:
+            old[pending[0]](pending[0], None)
 
 
 TEMP_SUFFIX = ".tmp"

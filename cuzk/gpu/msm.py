@@ -25,7 +25,7 @@ _AFFINE_WORDS = {1: G1_WORDS, 2: G2_WORDS}
 BUCKET_SUMS = ("xyzz", "affine")
 DEFAULT_BUCKET_SUM = {1: "affine", 2: "xyzz"}  # G1 affine: 2^26 550 ms vs 960 (xyzz c=16), docs/perf-log.md
 # calls without an option take what ships (the backend passes each per call from its optimization set);
-# tests/test_environment.py holds these equal to the registry's defaults
+# tests/project/test_environment.py holds these equal to the registry's defaults
 DEFAULT_PAIR_LEVELS = True     # R1
 DEFAULT_PAIR_MERGES = True     # R2
 KERNEL_OPTS = ("S1", "L1", "I1", "I2", "K1", "K3", "K4", "K5", "K6", "K8", "K9", "K10", "K11", "K15")   # the toggles that pick the MSM's code: builds, the sort, offsets

@@ -1,4 +1,4 @@
-// Elementwise curve kernels over ec/curve.cuh, for checks against the host (tests/test_gpu_msm.py).
+// Elementwise curve kernels over ec/curve.cuh, for checks against the host (tests/gpu/test_gpu_msm.py).
 // XYZZ points are uint32[n, 4 * field words]; affine ones [n, 2 * field words] plus a flag. Templates over the
 // field, with thin extern "C" entries per group.
 #include "ec/curve.cuh"

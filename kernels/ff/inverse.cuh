@@ -6,7 +6,7 @@
 // 2^(32N)). Input x < 2p (a lazy product), read as x mod p = a R (Montgomery form); output a^-1 R < p, or 0
 // for x = 0 mod p. Invariants, for u, v odd between steps: x1 x = u R^2 and x2 x = v R^2 (mod p), from
 // u = x, x1 = R^2, v = p, x2 = 0. When u (or v) reaches 1, x1 (or x2) is R^2 / x = a^-1 R.
-// The host build (tests/host/inv_host_check.cpp, tests/test_field_inv_host.py) runs this same code.
+// The host build (tests/host/inv_host_check.cpp, tests/gpu/test_field_inv_host.py) runs this same code.
 #pragma once
 #include "ff/layout.cuh"   // uint32_t, uint64_t (NVRTC has no <cstdint>)
 

@@ -2,7 +2,7 @@
 // (G1 or G2), with a precomputed window table and no doublings. keygen/g1.cu and keygen/g2.cu
 // instantiate it (separate NVRTC modules: the G2 code compiles slowly). Host driver and the
 // table: cuzk/gpu/keygen.py; CPU model of the digits, the table indices and the warp inverse:
-// tests/test_keygen_model.py.
+// tests/gpu/test_keygen_model.py.
 //
 // Table (c-bit signed windows, H = 2^(c-1) entries per window, nw = ceil(256 / c) windows):
 //   table[(w * H + d - 1) * WORDS] = d * 2^(c w) * B   (affine, Montgomery), d = 1..H, w < nw.

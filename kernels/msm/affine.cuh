@@ -1,5 +1,5 @@
 // Affine bucket accumulation with batched inversion (msm_plan.affine_rounds; CPU model in
-// tests/test_msm_model.py). A round halves every bucket's list: output o is P[s] + P[s + 1]
+// tests/gpu/test_msm_model.py). A round halves every bucket's list: output o is P[s] + P[s + 1]
 // (an affine add) or a copy of P[s] (a bucket's odd last point), s from the round plan.
 //
 // Affine add, x1 != x2: lambda = (y2 - y1) / (x2 - x1), x3 = lambda^2 - x1 - x2,

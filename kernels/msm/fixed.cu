@@ -1,5 +1,5 @@
 // The G1 MSM over precomputed multiples of fixed bases (optimization P2; host: cuzk/gpu/msm_fixed.py, CPU
-// model: tests/test_msm_model.py).
+// model: tests/gpu/test_msm_model.py).
 //
 // Tables: t blocks of n rows, table[j n + i] = 2^(c G j) P_i (affine, Montgomery), made once when the key is
 // resident: block j + 1 is block j doubled c G times (msm_fixed_table). Window w = j G + g of scalar i is then

@@ -3,7 +3,7 @@
 // G1 MSM never waits for the much larger G2 code to compile).
 //
 // Host driver: cuzk/gpu/msm.py; index math: cuzk/gpu/msm_plan.py (modelled on the CPU in
-// tests/test_msm_model.py). Per pass of windows [w0, w1):
+// tests/gpu/test_msm_model.py). Per pass of windows [w0, w1):
 //   msm_digits        one uint64 key per (window, point): bucket << 32 | index << 1 | negate,
 //                     or ~0 for a zero digit / a base at infinity (sorts last); msm_digits_many
 //                     the same for several MSMs at once, each with its own buckets;

@@ -8,7 +8,7 @@
 
 // Shared memory is word-planar (sm[w * E + phys]). phys XORs slot bits 5..7 into the bank bits:
 // with these constants every group's 32-lane access hits 32 banks, for LR = 2 and 3 and any
-// b0 and log_c (checked on the CPU: tests/test_ntt_reg_plan.py).
+// b0 and log_c (checked on the CPU: tests/gpu/test_ntt_plan.py).
 __device__ __forceinline__ int swz(int s) {
     const int h = s >> 5;
     return s ^ ((-(h & 1) & 10) ^ (-((h >> 1) & 1) & 21) ^ (-((h >> 2) & 1) & 25));
@@ -17,7 +17,7 @@ __device__ __forceinline__ int swz(int s) {
 // CUZK_NTT_SM128 (N12, default 1; 0: the builds N12's off state selects): the exchanges move 16 bytes an access
 // (two per fr_t element, in two planes of uint4) instead of eight 32-bit words, with swz4: slot bits 3..5 XORed into
 // the 16-byte bank-group bits, so that each quarter-warp's 8 lanes hit 8 groups (checked on the CPU:
-// tests/test_ntt_plan.py). A policy without VEC4 keeps the 32-bit words.
+// tests/gpu/test_ntt_plan.py). A policy without VEC4 keeps the 32-bit words.
 #ifndef CUZK_NTT_SM128
 #define CUZK_NTT_SM128 1
 #endif

@@ -1,6 +1,6 @@
 // Host build of kernels/ff/inverse.cuh (optimization K15): the same template code the GPU runs.
 // Reads lines "f x" (f = p or r, x as hex, x < 2^(32N)) and prints binary_inverse(x) in hex: x^-1 R^2 mod (p or r)
-// for x mod p != 0, else 0. tests/test_field_inv_host.py drives it.
+// for x mod p != 0, else 0. tests/gpu/test_field_inv_host.py drives it.
 //   g++ -O2 -std=c++17 -I kernels -o /tmp/invhost tests/host/inv_host_check.cpp
 #include <cstdint>
 #include <cstdio>

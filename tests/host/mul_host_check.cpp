@@ -3,7 +3,7 @@
 // Reads lines "f a b" (f = p or r, a and b as hex) and prints the Montgomery product
 // a*b*2^(-32N) mod (p or r) in hex; f = P or R: a*a the same way, through mont_sqr (b ignored);
 // f = l: the Fp product left unreduced (mont_mul<P, false>, optimization L1: < 2p, not canonical).
-// tests/test_field_sqr_host.py drives it, for the integer builds (1, 3):
+// tests/gpu/test_field_sqr_host.py drives it, for the integer builds (1, 3):
 //   g++ -O2 -std=c++17 -DCUZK_FASTMUL_VARIANT_FP=3 -DCUZK_FASTMUL_VARIANT_FR=3 -I kernels -o /tmp/mulhost tests/host/mul_host_check.cpp
 #include <cstdint>
 #include <cstdio>

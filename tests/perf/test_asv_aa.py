@@ -152,6 +152,8 @@ def main(argv=None) -> int:
     ap.add_argument("--target", default=TARGET)
     ap.add_argument("--phase", default=PHASE)
     ap.add_argument("--tries", type=int, default=TRIES)
+    ap.add_argument("--rounds", type=int, default=suite.CONTINUOUS_ROUNDS,
+                    help=f"processes a side (default {suite.CONTINUOUS_ROUNDS}, the README's)")
     ap.add_argument("--dest", type=Path, required=True, help="an empty or missing folder for the throwaway repo")
     ap.add_argument("asv_args", nargs="*", help="more `asv run` options (after --), e.g. --cpu-affinity 2")
     a = ap.parse_args(argv)
@@ -167,7 +169,7 @@ def main(argv=None) -> int:
         return 2
     name, params, bench = _point(a.target, a.phase)
     a.dest.mkdir(parents=True, exist_ok=True)
-    rounds, factor = suite.CONTINUOUS_ROUNDS, suite.CONTINUOUS_FACTOR
+    rounds, factor = a.rounds, suite.CONTINUOUS_FACTOR
     pair = Pair(a.dest)
     head = pair.commit("README.md", lambda t: t + "\nA change to the documentation only.\n", "docs only")
     flagged = 0

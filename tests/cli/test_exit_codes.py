@@ -12,7 +12,7 @@ import pytest
 
 from cuzk.cli import main
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 CLI = REPO / "cuzk" / "cli"
 # function -> why it may return 1
 MAY_EXIT_1 = {("verify.py", "cmd_verify"): "invalid proof", ("snarkjs.py", "cmd_prove"): "invalid proof",

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 NOT_YET: set[str] = set()
 
 
@@ -31,7 +31,7 @@ def test_no_session_numbers_in_the_tree():
         except (UnicodeDecodeError, FileNotFoundError, IsADirectoryError):
             continue
         hits += [f"{f}:{i}: {line.strip()[:100]}" for i, line in enumerate(text.splitlines(), 1)
-                 if pat.search(line) and f != "tests/test_tree_words.py"]
+                 if pat.search(line) and f != "tests/project/test_tree_words.py"]
     assert not hits, "\n".join(hits)
 
 
@@ -44,7 +44,7 @@ def test_no_reference_to_a_design_document_outside_the_repo():
         except (UnicodeDecodeError, FileNotFoundError, IsADirectoryError):
             continue
         hits += [f"{f}:{i}" for i, line in enumerate(text.splitlines(), 1)
-                 if ("design §" in line or "DESIGN.md" in line) and f != "tests/test_tree_words.py"]
+                 if ("design §" in line or "DESIGN.md" in line) and f != "tests/project/test_tree_words.py"]
     assert not hits, hits
     assert (ROOT / "docs" / "architecture.md").is_file()
 
@@ -56,7 +56,7 @@ REMOVED_DEVICE_SCRIPTS = ("tools/device_next.sh", "tools/device_call", "tools/de
 def test_no_file_cites_a_removed_device_script():
     hits = []
     for f in _tracked():
-        if f == "tests/test_tree_words.py":
+        if f == "tests/project/test_tree_words.py":
             continue
         try:
             text = (ROOT / f).read_text()

@@ -21,7 +21,7 @@ from cuzk.cli import main
 from cuzk.formats import write_r1cs, write_wtns, zkey_writer
 from cuzk.keygen import setup
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(autouse=True)
@@ -333,3 +333,29 @@ def test_two_provers_racing_into_one_pair_leave_a_pair_that_verifies(snark, tmp_
     assert first.wait(timeout=60) == 0, first.stderr.read()
     assert _verifies(snark, proof, public), "proof.json and public.json come from different runs"
     assert _no_temps(out)
+
+
+def test_a_signal_received_by_another_thread_waits_for_the_held_block():
+    """A process-directed SIGTERM lands in any thread that does not mask it; CPython then runs the main
+    thread's handler at once. Inside signals_held it must still wait for the block's end."""
+    import signal
+    import threading
+    import time
+    from cuzk.files import Interrupted, raise_on_sigterm, signals_held
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait, daemon=True)      # unmasked: a candidate for the signal
+    other.start()
+    old = signal.getsignal(signal.SIGTERM)
+    raise_on_sigterm()
+    done = []
+    try:
+        with pytest.raises(Interrupted) as ei:
+            with signals_held():
+                os.kill(os.getpid(), signal.SIGTERM)
+                for _ in range(100):                 # bytecodes and calls: where a handler would run
+                    time.sleep(0.001)
+                done.append(True)
+    finally:
+        signal.signal(signal.SIGTERM, old)
+        stop.set()
+    assert done == [True] and ei.value.code == 143

@@ -23,7 +23,7 @@ from cuzk.keys import ProvingKey
 from cuzk.opts import resolve
 from cuzk.synthesis import synthesize
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 TAG = {"circuit": "porep_like", "log_size": 6, "opts": "default"}
 HOST = ("alpha_g1", "beta_g1", "beta_g2", "gamma_g2", "delta_g1", "delta_g2", "ic")
 DEVICE = ("a", "b_g1", "b_g2", "l", "h")
@@ -250,7 +250,7 @@ dkc.save({key_dir!r}, dkc.identity(r1cs, "coeff", 7, 0, t.TAG), pk, kh, info)
 def test_a_writer_killed_midway_leaves_nothing_a_reader_loads(device, circuit, tmp_path, capsys):
     r1cs, _ = circuit
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
-    p = subprocess.run([sys.executable, "-c", _KILLED_WRITER.format(tests=str(REPO / "tests"), key_dir=str(tmp_path))],
+    p = subprocess.run([sys.executable, "-c", _KILLED_WRITER.format(tests=str(Path(__file__).resolve().parent), key_dir=str(tmp_path))],
                        env=env, capture_output=True, text=True, timeout=300)
     assert p.returncode == -9, p.stderr
     left = list(tmp_path.iterdir())

