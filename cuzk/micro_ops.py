@@ -15,9 +15,7 @@ import cupy
 import numpy as np
 from py_arkworks_bls12381 import G1Point, G2Point, Scalar
 
-from . import circuits
-from .backend.cuda.msm import bucket_sum, kernel_opts, msm_kw
-from .backend.cuda.ntt_msm_h import h_options
+from . import circuits, plans
 from .curve import ark_to_limbs
 from .gpu import msm, spmv
 from .gpu import msm_fixed as fx
@@ -78,18 +76,19 @@ def make_mul(field: str, threads: int = 1 << 20, iters: int = 256, chains: int =
 
 
 def make_ntt(log_n: int, kind: str = "dif", generator: int = 7, *, opts):
-    """The NTT pass variant the backend picks under `opts` (h_options); N10: natural-order NTTs without a
-    separate bit reversal."""
+    """The NTT pass variant the backend picks under `opts` (plans.HPlan); natural_order: natural-order NTTs
+    without a separate bit reversal."""
     x = random_fr(1 << log_n)
-    h = h_options(opts)
+    hp = plans.h(opts)
+    h = hp.h_options()
     v, tiled, build = h["variant"], h["tiled_bitrev"], G.POINTWISE_B6 if h["pointwise_b6"] else ()
     if kind == "dif":
         def call(): G.dif(x, log_n, generator, variant=v)
     elif kind == "intt":                     # natural -> natural, scaled by 1/n
-        natural = opts.enabled("N10")
+        natural = hp.ntt.natural_order
 
         def call(): G.intt(x, log_n, generator, variant=v, tiled=tiled, build=build, natural=natural)
-    elif opts.enabled("N10") and G.natural_dif(v, log_n):   # "ntt", N10: dif whose last pass writes natural order
+    elif hp.ntt.natural_order and G.natural_dif(v, log_n):   # "ntt": dif whose last pass writes natural order
 
         def call(): G.dif(x, log_n, generator, variant=v, out=cupy.empty_like(x))
     else:                                    # "ntt": natural -> natural (dif in place, then the bit reversal)
@@ -105,7 +104,7 @@ def make_h(log_n: int, convention: str = "coeff", generator: int = 7, *, opts):
     abc = random_fr(d.n, 3)
     work = abc.copy()
 
-    kw = h_options(opts)
+    kw = plans.h(opts).h_options()
 
     def call():
         work[...] = abc
@@ -166,15 +165,15 @@ def independent_bases(log_n: int, group: int = 1, distinct_log: int = 24, seed: 
 
 def make_msm(log_n: int, group: int = 1, c: int | None = None, *, opts, table_gib: float | None = None):
     """The MSM's device work as the backend runs it: the window sums (msm.msm_windows) with the MSM options
-    `opts` sets (msm_kw: M1, R1, R2, S1, L1); the product path folds the windows on the host. P2: over tables
+    `opts` sets (plans.MsmPlan.kw); the product path folds the windows on the host. P2: over tables
     made within table_gib GiB (None: half the free device memory)."""
-    fixed = group == 1 and opts.enabled("P2")
+    fixed = group == 1 and plans.h(opts).tables
     # under P2 every base distinct, as a key's are: tiled bases put copies of one point 2^24 rows apart, close enough
     # in the table's rows to meet as an affine pair at c = 24 (x1 == x2: the pass redone in XYZZ)
     bases, inf = independent_bases(log_n, 1, distinct_log=log_n if fixed else 24) if group == 1 \
         else random_bases(log_n, group)
     scalars = random_fr(1 << log_n, seed=log_n + 7)
-    kw = msm_kw(opts, group)
+    kw = plans.msm(opts).kw(group)
     if fixed:                                   # the tables made once, outside the timed loops
         plan = fx.choose_tables(1 << log_n, fx.budget_bytes(gib=table_gib), c)
         tables = fx.FixedTables(DeviceBases(1, bases, inf), plan)
@@ -194,14 +193,15 @@ def make_batch_add(log_n: int, *, opts):
     """Batch addition as the backend runs it, with the options `opts` sets: with C1 the segment
     sums over the rows (gpu/batch_add.py), else the window sums of an MSM whose scalars are all 1."""
     bases, inf = independent_bases(log_n, 1)
-    if opts.enabled("C1"):
+    cp, mp = plans.cuda(opts), plans.msm(opts)
+    if cp.ones_by_bucket_sums:
         rows = cupy.arange(1 << log_n, dtype=cupy.int64)
 
         def one():
-            return sum_xyzz(1, bases, inf, rows, bucket_sum(opts, 1), opts.enabled("R2"), kernel_opts(opts))
+            return sum_xyzz(1, bases, inf, rows, mp.bucket_sum(1), mp.pair_merges, mp.kernels)
     else:
         ones = cupy.broadcast_to(upload([1]), (1 << log_n, 8)).copy()
-        kw = msm_kw(opts, 1)
+        kw = mp.kw(1)
 
         def one():
             return msm.msm_windows(1, bases, inf, ones, **kw)

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from . import circuits
+from . import circuits, plans
 from .field import FR_LIMBS, fr_array, ints_to_limbs
 from .backend.cpu.synthesis import assign
 from .synthesis import make_pool
@@ -303,8 +303,9 @@ def synth_one(name: str, log_size: int, opts, seed: int, host_assign: bool, witn
         inputs, aux = circuits.witness(name, log_size, seed=seed, opts=opts)
         return assign(r1cs, inputs, aux, Domain.for_size(r1cs.qap_rows)), t0, time.perf_counter()
     direct = share and witness_limbs and circuits.has_witness_only(name)
-    packs = witness_limbs and opts is not None and opts.enabled("B2")   # (inputs, PackedWitness, None)
-    packed_shared = share and packs and opts.enabled("B3")
+    sp = plans.synthesis(opts) if opts is not None else None
+    packs = witness_limbs and sp is not None and sp.packed_witness   # (inputs, PackedWitness, None)
+    packed_shared = share and packs and sp.packed_shared
     alloc = _ShmAlloc() if direct else None
     try:
         inputs, aux = circuits.witness(name, log_size, seed=seed, opts=opts, limbs=witness_limbs, alloc=alloc)

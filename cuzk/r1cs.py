@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .field import R, fr_array, ints_to_limbs, FR_LIMBS
+from . import plans
 from .opts import OptSet, resolve
 
 ONE = 0
@@ -314,9 +315,9 @@ class ConstraintSystem:
     def __init__(self, opts: OptSet | None = None, aux_hint: int = 0, constraint_hint: int = 0,
                  nnz_hint: int | tuple = 0):
         self.opts = opts if opts is not None else resolve()
-        a1, a2 = self.opts.enabled("A1"), self.opts.enabled("A2")
-        terms = _FlatTerms if a1 else _ListTerms
-        vec = _PresizedVec if a2 else _ChunkedVec
+        self.plan = plans.synthesis(self.opts)
+        terms = _FlatTerms if self.plan.flat_terms else _ListTerms
+        vec = _PresizedVec if self.plan.presized_vectors else _ChunkedVec
         hints = nnz_hint if isinstance(nnz_hint, (tuple, list)) else (nnz_hint,) * 3
         self._terms = [terms(h) for h in hints]
         self._inputs = vec(8)
@@ -341,7 +342,7 @@ class ConstraintSystem:
         return -(np.arange(start, start + len(v), dtype=np.int64) + 1)
 
     def lc(self, *terms) -> LinearCombination:
-        return LinearCombination(terms, flat=self.opts.enabled("A1"))
+        return LinearCombination(terms, flat=self.plan.flat_terms)
 
     def value(self, var: int) -> int:
         if var >= 0:

@@ -1,20 +1,14 @@
-"""`cuzk bench --pipeline`: N circuits proved with synthesis running ahead on host workers
-(cuzk.pipeline), the key resident; with --compare, the same N one after another in the same process.
-
-Before the clock: the constraint system (the same for every seed) is built once for the key, and one
-warm-up proof of it is made and verified (kernels loaded, memory pools grown), so both runs see a warm
-prover. The pipelined run goes first, so the sequential one gets any warmth left over from it.
-The JSON's `phases` are the pipelined run's prover thread (its `synthesis` is the device assign only;
-the workers' witness generation is in that phase's per-circuit 'witness' sub-records); the `pipeline`
-section has the run's figures and per-circuit times (seconds since the run started).
-"""
+"""`cuzk bench --pipeline`: its flags parsed into a PipelineSpec, the run made by
+cuzk/pipelined_run.py (synthesis running ahead on host workers, one lane per GPU; with --compare the same
+circuits one after another), its tables printed and its outputs written."""
 from __future__ import annotations
 
 import sys
-import time
 from dataclasses import replace
 
-from ..run import RunError, RunSpec, device_memory, header, kernel_load_times, key_context, open_backend
+from ..groth16 import VERIFIER
+from ..pipelined_run import PipelineSpec, device_count, run_pipelined_batch
+from ..run import RunError, RunSpec, open_backend
 from .common import EXIT_INVALID, EXIT_OK, CliError, bench_outputs, device_memory_line, write_all
 
 PIPELINE_FLAGS = ("pipeline_depth", "pipeline_workers", "compare", "devices")
@@ -32,10 +26,6 @@ def check_args(args) -> None:
         raise CliError("--devices needs the cuda backend (the cpu backend proves on one lane)")
     if args.parallel_synthesis:
         raise CliError("--pipeline sets its synthesis workers with --pipeline-workers, not --parallel-synthesis")
-    if args.pipeline_depth is not None and args.pipeline_depth < 1:
-        raise CliError(f"--pipeline-depth must be >= 1, got {args.pipeline_depth}")
-    if args.pipeline_workers is not None and args.pipeline_workers < 1:
-        raise CliError(f"--pipeline-workers must be >= 1, got {args.pipeline_workers}")
 
 
 def resolve_devices(spec: str | None, count: int) -> list[int] | None:
@@ -106,142 +96,32 @@ def _stderr(msg: str) -> None:
     print(msg, file=sys.stderr)
 
 
-def _lane_for(spec: RunSpec, r1cs, job, device: int | None, backend=None) -> dict:
-    """One lane made ready: on `device` (None: the current one, with `backend`), a backend and the key
-    resident there, and a warm-up proof (untimed, verified by the caller)."""
-    import contextlib
-    from ..pipeline import Lane, warm_up
-    if device is None:
-        use = contextlib.nullcontext
-    else:
-        import cupy
-        use = lambda: cupy.cuda.Device(device)       # noqa: E731
-    with use():
-        backend = backend or open_backend(replace(spec, backend="cuda"))
-        ctx = key_context(spec, backend, r1cs, _stderr, where="" if device is None else f" (device {device})")
-        t0 = time.perf_counter()
-        warm, public = warm_up(ctx.prover, r1cs, job)       # along the pipelined path (B2, F2)
-        warm_s = time.perf_counter() - t0
-        if device is None and backend.name == "cuda":
-            from ..gpu.per_device import current
-            device = current()
-    from ..gpu.per_device import is_device_error
-    return {"ctx": ctx, "lane": Lane(ctx.prover, device, use, is_device_error), "warm": (warm, public),
-            "warmup_s": warm_s}
-
-
-def _device_lanes(spec: RunSpec, r1cs, job, devices: list[int]) -> list[dict]:
-    """A lane per GPU: the first made alone (a key-cache miss is made and saved once), the others side by
-    side, each in a thread with its device current."""
-    from concurrent.futures import ThreadPoolExecutor
-    first = _lane_for(spec, r1cs, job, devices[0])
-    if len(devices) == 1:
-        return [first]
-    with ThreadPoolExecutor(len(devices) - 1, thread_name_prefix="cuzk-lane-setup") as ex:
-        rest = list(ex.map(lambda d: _lane_for(spec, r1cs, job, d), devices[1:]))
-    return [first, *rest]
-
-
 def bench_pipeline(args, spec: RunSpec) -> int:
     """args: the parsed command (the pipeline's flags, its outputs); spec: the run they describe."""
-    from .. import circuits
-    from ..groth16 import verify, vk_to_json
-    from ..nvml import gpu_state
-    from ..pipeline import Job, PipelineError, plan_workers, run_pipelined, run_sequential, summary
-
     check_args(args)
-    depth = args.pipeline_depth or 2
-    pool = args.synthesis_pool or "process"
-    opts = spec.opts
     try:
+        pipe = PipelineSpec(depth=2 if args.pipeline_depth is None else args.pipeline_depth, workers=args.pipeline_workers,
+                            pool=args.synthesis_pool or "process", compare=bool(args.compare))
+        pipe.check()
         backend = open_backend(spec)
+        if args.devices is not None:
+            if backend.name != "cuda":
+                raise CliError("--devices needs the cuda backend, and there is no GPU backend here")
+            pipe = replace(pipe, devices=tuple(resolve_devices(args.devices, device_count())))
+        rep = run_pipelined_batch(spec, pipe, backend, log=_stderr)
     except RunError as e:
         raise CliError(str(e)) from e
-    devices = None
-    if args.devices is not None:
-        if backend.name != "cuda":
-            raise CliError("--devices needs the cuda backend, and there is no GPU backend here")
-        import cupy
-        devices = resolve_devices(args.devices, cupy.cuda.runtime.getDeviceCount())
-    gpu_before = gpu_state() if backend.name != "cpu" else None
-    host_assign = backend.phase_impl("synthesis") == "cpu"
-
-    r1cs, inputs, aux = circuits.build(spec.circuit, spec.log_size, opts=opts, seed=1, limbs=not host_assign)
-    del inputs, aux
-    job = Job(spec.circuit, spec.log_size, opts, tuple(range(1, spec.circuits + 1)), host_assign,
-              witness_limbs=getattr(backend, "witness_limbs", False))
-    made = [_lane_for(spec, r1cs, job, None, backend)] if devices is None else \
-        _device_lanes(spec, r1cs, job, devices)
-    ctx = made[0]["ctx"]
-    prover, pk = ctx.prover, ctx.pk
-    vk = pk.verifying_key()
-    vk_json = vk_to_json(vk)
-    for m in made:
-        d = m["lane"].device
-        if m is not made[0] and vk_to_json(m["ctx"].pk.verifying_key()) != vk_json:
-            raise CliError(f"device {d}'s key is not the first device's (its verification key differs)")
-        if not verify(vk, m["warm"][1], m["warm"][0]):
-            raise CliError("the warm-up proof does not verify" + ("" if devices is None else f" (device {d})"))
-    warmup_s = made[0]["warmup_s"]
-    lanes = [m["lane"] for m in made]
-    if args.pipeline_workers:
-        workers, plan = args.pipeline_workers, None
-    else:       # planned now: the available memory already excludes the provers' keys and circuit
-        from ..pipeline import shm_free_bytes
-        plan = plan_workers(spec.circuits, spec.circuit, pk.log_n, depth, limbs=job.witness_limbs,
-                            host_assign=host_assign, shm_free=shm_free_bytes() if pool == "process" else None,
-                            provers=len(lanes))
-        workers = plan["workers"]
-        gib = lambda b: "?" if b is None else f"{b / 2**30:.1f}"      # noqa: E731
-        print(f"pipeline: {workers} worker(s) (cores allow {plan['by_cores']}, memory {plan['by_memory']}"
-              + (f", /dev/shm {plan['by_shm']}" if "by_shm" in plan else "") + ": "
-              f"{gib(plan['available_bytes'])} GiB available, ~{gib(plan['held_bytes'])} GiB held per circuit, "
-              f"~{gib(plan['private_bytes'])} GiB per worker)", file=sys.stderr)
-    try:
-        pipe = run_pipelined(lanes, r1cs, job, workers, depth, pool)
-        if args.compare:        # one prover, one circuit after another (on the first device)
-            with lanes[0].use():
-                seq = run_sequential(prover, r1cs, job)
-        else:
-            seq = None
-    except PipelineError as e:
-        raise CliError(str(e)) from e
-    runs = [pipe] + ([seq] if seq else [])
-    verified = all(verify(vk, pub, pf) for r in runs for pub, pf in zip(r.publics, r.proofs))
-
-    section = summary(pipe)
-    section["warmup_s"] = warmup_s
-    section["worker_plan"] = plan
-    section["sequential"] = summary(seq) if seq else None
-    section["speedup"] = seq.wall_s / pipe.wall_s if seq else None
-    for d, m in zip(section["devices"], made):
-        with m["lane"].use():
-            d["memory"] = device_memory(m["ctx"].prover.kh)
-        d.update(key_s=m["ctx"].key.seconds, warmup_s=m["warmup_s"])
-    phases = pipe.phases
-    report = {
-        **header(spec, backend, r1cs, pk, pool),
-        "phases": phases,
-        "total_s": sum(r["host_s"] for r in phases.values()),
-        "prove_wall_s": pipe.wall_s,
-        "setup_s": ctx.key.seconds,
-        "verified": verified,
-        "kernel_load_s": kernel_load_times(),
-        "gpu": None if gpu_before is None else {"before": gpu_before, "after": gpu_state()},
-        "pipeline": section,
-        "device_memory": section["devices"][0]["memory"],
-    }
-    where = "" if devices is None else f" on {len(lanes)} GPU(s) {','.join(str(d) for d in devices)},"
-    print(f"cuzk bench --pipeline: {spec.circuit} 2^{pk.log_n} ({r1cs.num_constraints} constraints) x "
-          f"{spec.circuits}, backend {backend.name},{where} opts {opts.label()}, {workers} {pool} worker(s), "
-          f"depth {depth}")
+    section, devices = rep.section, pipe.devices
+    where = "" if devices is None else f" on {len(devices)} GPU(s) {','.join(str(d) for d in devices)},"
+    print(f"cuzk bench --pipeline: {spec.circuit} 2^{rep.pk.log_n} ({rep.r1cs.num_constraints} constraints) x "
+          f"{spec.circuits}, backend {rep.backend.name},{where} opts {spec.opts.label()}, {rep.workers} {pipe.pool} "
+          f"worker(s), depth {pipe.depth}")
     print(table(section))
     if devices is not None:
         print(device_table(section))
     for d in section["devices"]:
         if d["memory"] is not None:
             print(("" if devices is None else f"device {d['device']}: ") + device_memory_line(d["memory"]))
-    from ..groth16 import VERIFIER
-    print(f"verified: {verified} (by {VERIFIER})")
-    write_all(bench_outputs(args, report, vk, pipe.publics, pipe.proofs))
-    return EXIT_OK if verified else EXIT_INVALID
+    print(f"verified: {rep.verified} (by {VERIFIER})")
+    write_all(bench_outputs(args, rep.to_json(), rep.vk, rep.publics, rep.proofs))
+    return EXIT_OK if rep.verified else EXIT_INVALID

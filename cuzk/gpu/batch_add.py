@@ -29,10 +29,10 @@ def segment_size(count: int) -> int:
 
 
 def sum_xyzz(group: int, bases, inf, idx=None, bucket_sum: str | None = None, pair_merges: bool | None = None,
-             kernel_opts=None):
+             kernels=None):
     """Σ bases[idx] (all rows when idx is None) as one XYZZ point on the device; bucket_sum as
     msm.msm_xyzz's ("affine" for G1 only; None: msm.DEFAULT_BUCKET_SUM), pair_merges too (R2; None:
-    msm.DEFAULT_PAIR_MERGES), kernel_opts too (msm._Kernels). Two reads of the device (the index check and
+    msm.DEFAULT_PAIR_MERGES), kernels too (msm._Kernels). Two reads of the device (the index check and
     the count of finite rows); the sums themselves queue without waiting."""
     import cupy
     n = len(inf)
@@ -46,7 +46,7 @@ def sum_xyzz(group: int, bases, inf, idx=None, bucket_sum: str | None = None, pa
         return cupy.zeros(gmsm.xyzz_words(group), dtype=cupy.uint32)
     if n >= 1 << 31:
         raise ValueError("batch addition needs fewer than 2^31 bases (31-bit key index)")
-    k = gmsm._Kernels(group, bases, inf, None, kernel_opts=kernel_opts)
+    k = gmsm._Kernels(group, bases, inf, None, kernels=kernels)
     keys = idx.astype(cupy.uint64) << cupy.uint64(1)          # bucket 0, not negated
     src, keyed, count = keys, True, int(idx.size)
     bucket_sum = gmsm.DEFAULT_BUCKET_SUM[group] if bucket_sum is None else bucket_sum
@@ -62,10 +62,10 @@ def sum_xyzz(group: int, bases, inf, idx=None, bucket_sum: str | None = None, pa
 
 
 def batch_add(group: int, bases, inf, idx=None, bucket_sum: str | None = None, pair_merges: bool | None = None,
-              kernel_opts=None):
+              kernels=None):
     """Σ bases[idx] as a py_arkworks_bls12381 point."""
     import cupy
-    return gmsm.to_ark(group, cupy.asnumpy(sum_xyzz(group, bases, inf, idx, bucket_sum, pair_merges, kernel_opts)))
+    return gmsm.to_ark(group, cupy.asnumpy(sum_xyzz(group, bases, inf, idx, bucket_sum, pair_merges, kernels)))
 
 
 def _finite_rows(idx, keep, count: int):
@@ -78,7 +78,7 @@ def _finite_rows(idx, keep, count: int):
 
 
 def sum_xyzz_many(group: int, parts, bucket_sum: str | None = None, pair_merges: bool | None = None,
-                  kernel_opts=None):
+                  kernels=None):
     """[sum_xyzz(group, bases, inf, idx, bucket_sum) for each part] as XYZZ points uint32[len(parts), words]
     on the device (optimization M2): one read of the device for every part (the index checks and the
     counts of finite rows together), then each part's first segment sums on its own bases and the merges
@@ -109,11 +109,11 @@ def sum_xyzz_many(group: int, parts, bucket_sum: str | None = None, pair_merges:
     few, first = [], []
     for p, ((bases, inf, _), (idx, keep), m) in enumerate(zip(parts, idxs, counts)):
         if alone[p]:
-            out[p] = sum_xyzz(group, bases, inf, idx, bucket_sum, pair_merges, kernel_opts)
+            out[p] = sum_xyzz(group, bases, inf, idx, bucket_sum, pair_merges, kernels)
         else:
             keys = _finite_rows(idx, keep, m).astype(cupy.uint64) << cupy.uint64(1)   # not negated
             few.append(p)
-            first.append((gmsm._Kernels(group, bases, inf, None, kernel_opts=kernel_opts), keys, True, m))
+            first.append((gmsm._Kernels(group, bases, inf, None, kernels=kernels), keys, True, m))
     if few:
         pairs = gmsm.DEFAULT_PAIR_MERGES if pair_merges is None else bool(pair_merges)
         out[cupy.asarray(few)] = plan.few_bucket_sums(first, segment_size(sum(counts[p] for p in few)), cupy,
@@ -122,9 +122,9 @@ def sum_xyzz_many(group: int, parts, bucket_sum: str | None = None, pair_merges:
 
 
 def batch_add_many(group: int, parts, bucket_sum: str | None = None, pair_merges: bool | None = None,
-                   kernel_opts=None) -> list:
+                   kernels=None) -> list:
     """[batch_add(group, bases, inf, idx) for each (bases, inf, idx) of parts], summed together
     (sum_xyzz_many) and downloaded once."""
     import cupy
-    host = cupy.asnumpy(sum_xyzz_many(group, parts, bucket_sum, pair_merges, kernel_opts))
+    host = cupy.asnumpy(sum_xyzz_many(group, parts, bucket_sum, pair_merges, kernels))
     return [gmsm.to_ark(group, row) for row in host]

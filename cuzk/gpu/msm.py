@@ -15,6 +15,7 @@ import numpy as np
 
 from .. import field as F
 from ..curve import G1_WORDS, G2_WORDS, g1_from_ints, g2_from_ints
+from ..plans import MsmKernels, MsmPlan
 from . import msm_plan as plan
 from .cub_sort import sort_keys
 from .loader import kernel
@@ -24,24 +25,22 @@ THREADS = 128
 _AFFINE_WORDS = {1: G1_WORDS, 2: G2_WORDS}
 BUCKET_SUMS = ("xyzz", "affine")
 DEFAULT_BUCKET_SUM = {1: "affine", 2: "xyzz"}  # G1 affine: 2^26 550 ms vs 960 (xyzz c=16), docs/perf-log.md
-# calls without an option take what ships (the backend passes each per call from its optimization set);
-# tests/project/test_environment.py holds these equal to the registry's defaults
-DEFAULT_PAIR_LEVELS = True     # R1
-DEFAULT_PAIR_MERGES = True     # R2
-KERNEL_OPTS = ("S1", "L1", "I1", "I2", "K1", "K3", "K4", "K5", "K6", "K8", "K9", "K10", "K11", "K15")   # the toggles that pick the MSM's code: builds, the sort, offsets
-DEFAULT_KERNEL_OPTS = frozenset(KERNEL_OPTS)   # every one of them ships on
-SQR_BUILD = ("CUZK_FASTSQR=1",)                # the msm_g1 build of S1 (loader.BUILDS); G2 squares in Fp2
-CALL_BUILD = ("CUZK_FP_CALL=1",)               # I1: msm_g1 and msm_g2 with the Fp products called
-CALLEE_BUILD = ("CUZK_FASTMUL_VARIANT_FP=3",)  # I2 (with I1): the called Fp product on fastmul build 3
+# calls without an option take what ships: the plans' defaults (the backend passes its own plan per call;
+# tests/proving/test_plans.py holds the plans' defaults equal to the registry's)
+DEFAULT_PAIR_LEVELS = MsmPlan().pair_levels
+DEFAULT_PAIR_MERGES = MsmPlan().pair_merges
+SQR_BUILD = ("CUZK_FASTSQR=1",)                # the msm_g1 build with the dedicated squaring (loader.BUILDS)
+CALL_BUILD = ("CUZK_FP_CALL=1",)               # msm_g1 and msm_g2 with the Fp products called
+CALLEE_BUILD = ("CUZK_FASTMUL_VARIANT_FP=3",)  # the called Fp product on fastmul build 3
 last_stats: dict = {}                         # of the latest msm_xyzz: affine_rounds, fallbacks
 PASS_MEMORY_FRACTION = 0.75                   # K6: the share of free device memory (the pool's too) a sort pass takes
 
 
-def kernel_build(group: int, kernel_opts) -> tuple[str, ...]:
-    """The msm_g<group> module build (loader.BUILDS) that the MSM kernel toggles select: S1 (G1 only), I1, and I2
-    (only with I1: it picks the build of I1's callee)."""
-    call = CALL_BUILD + (CALLEE_BUILD if "I2" in kernel_opts else ()) if "I1" in kernel_opts else ()
-    return (SQR_BUILD if "S1" in kernel_opts and group == 1 else ()) + call
+def kernel_build(group: int, kernels: MsmKernels) -> tuple[str, ...]:
+    """The msm_g<group> module build (loader.BUILDS) that the kernel set selects: the squaring (G1 only), the
+    called Fp products, and their callee's build (only where the products are called)."""
+    call = CALL_BUILD + (CALLEE_BUILD if kernels.callee_build3 else ()) if kernels.called_fp else ()
+    return (SQR_BUILD if kernels.squaring_build and group == 1 else ()) + call
 
 
 def xyzz_words(group: int) -> int:
@@ -70,36 +69,29 @@ def _check(group: int, bases, inf, scalars) -> int:
 class _Kernels:
     """The kernel set of msm_plan.pippenger as launches of kernels/msm/g1.cu / msm/g2.cu."""
 
-    def __init__(self, group: int, bases, inf, scalars, host_fold: bool = False, kernel_opts=None):
+    def __init__(self, group: int, bases, inf, scalars, host_fold: bool = False, kernels: MsmKernels | None = None):
         """host_fold: combine returns the window sums as they are (fold_windows folds them on the host).
-        kernel_opts: which of KERNEL_OPTS are on (None: DEFAULT_KERNEL_OPTS): S1, the G1 kernels built with the
-        dedicated squaring; L1, the affine rounds with lazy products; I1, the kernels with the Fp products
-        called instead of inlined; I2, I1's callee on Fp build 3; K1, the keys sorted by their bucket bits alone
-        (cub_sort); K3, the bucket offsets searched in the keys themselves; K4, the round plans written by input entry
-        (no search); K5, every affine round's size from one device read; K6, the sort pass sized from free memory
-        (resolve_max_entries); K8, K5's totals with each bucket count read once; K9, each round's offsets from one
-        counts kernel and a cumsum; K10, the window reduction by affine groups (msm_plan.group_windows); K11, K4's
-        plans 4 entries a thread; K15, the affine rounds' block inverses by the binary extended Euclid."""
+        kernels: the code to run (plans.MsmKernels; None: what ships)."""
         import cupy
         self.cp = cupy
         self.host_fold = host_fold
         self.g = f"g{group}"
         self.mod = f"msm/g{group}"
-        ko = DEFAULT_KERNEL_OPTS if kernel_opts is None else frozenset(kernel_opts)
-        if not ko <= set(KERNEL_OPTS):
-            raise ValueError(f"kernel_opts must be among {KERNEL_OPTS}, got {sorted(ko)}")
-        self.build = kernel_build(group, ko)
-        self.lazy = "_lazy" if "L1" in ko else ""
-        self.bit_sort = "K1" in ko
-        self.direct_offsets = "K3" in ko          # bucket_offsets searches the keys themselves
-        self.plan_by_entry = "K4" in ko           # affine_rounds: k.affine_plan_entry
-        self.sizes_once = "K5" in ko              # affine_rounds: k.round_totals
-        self.totals_kernel = "msm_round_totals1" if "K8" in ko else "msm_round_totals"
-        self.lean_offsets = "K9" in ko            # msm_plan.round_offsets: k.counts_offsets
-        self.passes_from_memory = "K6" in ko      # resolve_max_entries
-        self.group_reduce = "K10" in ko           # msm_plan.pippenger: group_windows
-        self.plan_kernel = ("msm_affine_plan_entry4", 4) if "K11" in ko else ("msm_affine_plan_entry", 1)
-        self.binary_inv = np.int32("K15" in ko)   # the round kernels' argument: their root inverse by Euclid
+        kk = MsmKernels() if kernels is None else kernels
+        if not isinstance(kk, MsmKernels):
+            raise TypeError(f"kernels must be a plans.MsmKernels, got {type(kk).__name__}")
+        self.build = kernel_build(group, kk)
+        self.lazy = "_lazy" if kk.lazy_rounds else ""
+        self.bit_sort = kk.sort_bucket_bits
+        self.direct_offsets = kk.offsets_from_keys         # bucket_offsets searches the keys themselves
+        self.plan_by_entry = kk.plans_by_entry             # affine_rounds: k.affine_plan_entry
+        self.sizes_once = kk.round_sizes_once              # affine_rounds: k.round_totals
+        self.totals_kernel = "msm_round_totals1" if kk.totals_read_once else "msm_round_totals"
+        self.lean_offsets = kk.offsets_by_counts           # msm_plan.round_offsets: k.counts_offsets
+        self.passes_from_memory = kk.pass_from_free_memory   # resolve_max_entries
+        self.group_reduce = kk.reduce_by_groups            # msm_plan.pippenger: group_windows
+        self.plan_kernel = ("msm_affine_plan_entry4", 4) if kk.plans_four_per_thread else ("msm_affine_plan_entry", 1)
+        self.binary_inv = np.int32(kk.binary_inverse)      # the round kernels' argument: their root inverse by Euclid
         self.W = xyzz_words(group)
         self.n = len(inf)
         self.bases, self.inf8, self.scalars = bases, inf.view(cupy.uint8), scalars
@@ -257,30 +249,30 @@ def _sm_count() -> int:
 
 def msm_xyzz(group: int, bases, inf, scalars, c: int | None = None, max_entries: int | None = None,
              bucket_sum: str | None = None, affine_min_pairs: int | None = None, mark=None,
-             pair_levels: bool | None = None, pair_merges: bool | None = None, kernel_opts=None):
+             pair_levels: bool | None = None, pair_merges: bool | None = None, kernels: MsmKernels | None = None):
     """Σ s_i P_i as one XYZZ point on the device (uint32[words], Montgomery limbs).
 
     bucket_sum: "xyzz" or "affine" (G1 only); None -> DEFAULT_BUCKET_SUM. affine_min_pairs:
     the affine rounds' threshold (msm_plan.AFFINE_MIN_PAIRS when None; 1 runs rounds until
     every bucket holds one point). Counts of the run land in last_stats. mark: profiling hook (msm_plan.pippenger). pair_levels: the window reduction
     by pair levels (msm_plan.reduce_windows; None -> DEFAULT_PAIR_LEVELS); pair_merges: the bucket sums'
-    merges by pairs (msm_plan.bucket_sums; None -> DEFAULT_PAIR_MERGES); kernel_opts: which of KERNEL_OPTS
-    are on (_Kernels; None -> DEFAULT_KERNEL_OPTS). max_entries: the keys a sort pass may hold (None:
+    merges by pairs (msm_plan.bucket_sums; None -> DEFAULT_PAIR_MERGES); kernels: the code to run
+    (plans.MsmKernels; None: what ships). max_entries: the keys a sort pass may hold (None:
     resolve_max_entries, from free memory under K6).
     The windows are folded on the device by one thread (the *_combine kernel); msm_g1/msm_g2 fold
     them on the host instead (msm_windows, fold_windows).
     """
     return _pippenger(group, bases, inf, scalars, c, max_entries, bucket_sum, affine_min_pairs, mark,
-                      False, pair_levels, pair_merges, kernel_opts)[0]
+                      False, pair_levels, pair_merges, kernels)[0]
 
 
 def msm_windows(group: int, bases, inf, scalars, c: int | None = None, max_entries: int | None = None,
                 bucket_sum: str | None = None, affine_min_pairs: int | None = None, mark=None,
-                pair_levels: bool | None = None, pair_merges: bool | None = None, kernel_opts=None):
+                pair_levels: bool | None = None, pair_merges: bool | None = None, kernels: MsmKernels | None = None):
     """The window sums of msm_xyzz's MSM, not yet folded: (uint32[nw, words] on the device, c);
     arguments as msm_xyzz's. Σ_w 2^(c w) sums[w] is the MSM (fold_windows)."""
     return _pippenger(group, bases, inf, scalars, c, max_entries, bucket_sum, affine_min_pairs, mark,
-                      True, pair_levels, pair_merges, kernel_opts)
+                      True, pair_levels, pair_merges, kernels)
 
 
 def resolve_max_entries(max_entries: int | None, n: int, c: int, k) -> int:
@@ -311,7 +303,7 @@ def sum_options(group: int, bucket_sum, affine_min_pairs) -> tuple[str, int | No
     return bucket_sum, min_pairs
 
 
-def _pippenger(group, bases, inf, scalars, c, max_entries, bucket_sum, affine_min_pairs, mark, host_fold, pair_levels=None, pair_merges=None, kernel_opts=None):
+def _pippenger(group, bases, inf, scalars, c, max_entries, bucket_sum, affine_min_pairs, mark, host_fold, pair_levels=None, pair_merges=None, kernels: MsmKernels | None = None):
     import cupy
     n = _check(group, bases, inf, scalars)
     bucket_sum, min_pairs = sum_options(group, bucket_sum, affine_min_pairs)
@@ -321,7 +313,7 @@ def _pippenger(group, bases, inf, scalars, c, max_entries, bucket_sum, affine_mi
         zero = cupy.zeros(xyzz_words(group), dtype=cupy.uint32)
         return (zero[None, :] if host_fold else zero), 1
     c = plan.choose_window(n, affine=affine) if c is None else int(c)
-    k = _Kernels(group, bases, inf, scalars, host_fold, kernel_opts)
+    k = _Kernels(group, bases, inf, scalars, host_fold, kernels)
     max_entries = resolve_max_entries(max_entries, n, c, k)
     out = plan.pippenger(k, n, c, max_entries, cupy, affine_min_pairs=min_pairs, mark=mark,
                          pair_levels=DEFAULT_PAIR_LEVELS if pair_levels is None else bool(pair_levels),
@@ -456,7 +448,7 @@ def msm_g1(bases, inf, scalars, c: int | None = None, **kw):
 
 
 def msm_g2(bases, inf, scalars, c: int | None = None, **kw):
-    """Σ s_i P_i over G2 as a py_arkworks_bls12381 G2Point (kw: msm_xyzz's pair_levels, pair_merges, kernel_opts)."""
+    """Σ s_i P_i over G2 as a py_arkworks_bls12381 G2Point (kw: msm_xyzz's pair_levels, pair_merges, kernels)."""
     import cupy
     sums, c = msm_windows(2, bases, inf, scalars, c, **kw)
     return fold_windows(2, cupy.asnumpy(sums), c)

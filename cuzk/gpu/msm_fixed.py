@@ -139,7 +139,7 @@ class FixedTables:
 TABLE_THREADS = 128        # msm_fixed_table's __launch_bounds__
 
 
-def _kernels(tables: FixedTables, scalars, kernel_opts):
+def _kernels(tables: FixedTables, scalars, kernels):
     import cupy
     from . import msm as gmsm
     from .loader import kernel
@@ -156,13 +156,13 @@ def _kernels(tables: FixedTables, scalars, kernel_opts):
                  np.int32(tp.t), np.int32(g0), np.int32(g1)))
             return keys
 
-    k = FixedKernels(1, tables.limbs[:tables.n], tables.bases.inf, scalars, True, kernel_opts)
+    k = FixedKernels(1, tables.limbs[:tables.n], tables.bases.inf, scalars, True, kernels)
     k.bases = tables.limbs                  # the rows the keys index: every block
     return k
 
 
 def msm_windows(tables: FixedTables, scalars, bucket_sum: str | None = None, affine_min_pairs: int | None = None,
-                mark=None, pair_levels: bool | None = None, pair_merges: bool | None = None, kernel_opts=None,
+                mark=None, pair_levels: bool | None = None, pair_merges: bool | None = None, kernels=None,
                 max_entries: int | None = None):
     """The group sums of Σ s_i P_i over the tables' section: (uint32[G, words] on the device, c), Σ_g 2^(c g)
     sums[g] being the MSM (msm.fold_windows). Options as msm.msm_xyzz's."""
@@ -174,7 +174,7 @@ def msm_windows(tables: FixedTables, scalars, bucket_sum: str | None = None, aff
     gmsm._check(1, tables.limbs[:n], tables.bases.inf, scalars)
     bucket_sum, min_pairs = gmsm.sum_options(1, bucket_sum, affine_min_pairs)
     gmsm.last_stats.clear()
-    k = _kernels(tables, scalars, kernel_opts)
+    k = _kernels(tables, scalars, kernels)
     if max_entries is None:
         max_entries = plan.PASS_ENTRIES_FLOOR
         if k.passes_from_memory:            # K6: as many groups a pass as free memory holds

@@ -24,8 +24,8 @@ class _ManyKernels(gmsm._Kernels):
     """msm._Kernels whose digits key each point into its own MSM's buckets (msm_digits_many); the
     window sums are always returned unfolded (combine)."""
 
-    def __init__(self, bases, inf, scalars, part_off, kernel_opts=None):
-        super().__init__(1, bases, inf, scalars, host_fold=True, kernel_opts=kernel_opts)
+    def __init__(self, bases, inf, scalars, part_off, kernels=None):
+        super().__init__(1, bases, inf, scalars, host_fold=True, kernels=kernels)
         self.part_off = part_off              # device int64[P + 1]: MSM p is [part_off[p], part_off[p + 1])
         self.parts = len(part_off) - 1
 
@@ -70,7 +70,7 @@ def fold_parts(group: int, sums: np.ndarray, c: int, live: list[int], count: int
 
 def window_sums(bases, inf, scalars, sizes: list[int], c: int | None = None, max_entries: int | None = None,
                 bucket_sum: str | None = None, affine_min_pairs: int | None = None, mark=None,
-                pair_levels: bool | None = None, pair_merges: bool | None = None, kernel_opts=None):
+                pair_levels: bool | None = None, pair_merges: bool | None = None, kernels=None):
     """The window sums of the MSMs whose inputs lie one after another (concat_parts; sizes[p] points
     for MSM p): (uint32[nw, P, words] on the device, c, live), live = the indices of the non-empty
     MSMs, in order, P = len(live) (None for the sums when there are none). Arguments as msm.msm_xyzz's;
@@ -88,7 +88,7 @@ def window_sums(bases, inf, scalars, sizes: list[int], c: int | None = None, max
     c = plan.choose_window(n, affine=bucket_sum == "affine", parts=P) if c is None else int(c)
     if P > plan.max_parts(c):
         raise ValueError(f"{P} MSMs of window {c} need more bucket ids than a key holds (at most {plan.max_parts(c)})")
-    k = _ManyKernels(bases, inf, scalars, cupy.asarray(off), kernel_opts)
+    k = _ManyKernels(bases, inf, scalars, cupy.asarray(off), kernels)
     max_entries = gmsm.resolve_max_entries(max_entries, n, c, k)
     sums = plan.pippenger(k, n, c, max_entries, cupy, affine_min_pairs=min_pairs, mark=mark, parts=P,
                           pair_levels=gmsm.DEFAULT_PAIR_LEVELS if pair_levels is None else bool(pair_levels),

@@ -134,7 +134,7 @@ def test_micro_msm_kernels_time_the_device_work(kernel, monkeypatch):
     monkeypatch.setenv("CUZK_OPT", "-C1" if kernel == "batch_add" else "")
     run, n = micro._make(kernel, 10, "coeff", 7)
     assert n == 1 << 10 and run(2) > 0 and calls
-    assert "kernel_opts" in calls[0] and "pair_levels" in calls[0]
+    assert "kernels" in calls[0] and "pair_levels" in calls[0]
 
 
 @pytest.mark.gpu

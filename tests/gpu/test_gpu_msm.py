@@ -8,7 +8,10 @@ from py_arkworks_bls12381 import G1Point, Scalar
 
 from cuzk import field as F
 from cuzk.curve import ark_to_limbs, g1_affine_ints, g2_affine_ints
+from cuzk.plans import MSM_KERNELS, msm_kernels_of as K
 from gpu_msm_cases import CLS, distinct_bases, edge_case, fr_dev, rand_points, seed, upload, want
+
+KERNEL_CODES = frozenset(MSM_KERNELS)   # every kernel toggle: what ships
 
 pytestmark = pytest.mark.gpu
 
@@ -241,11 +244,11 @@ def test_kernel_opts_same_window_sums(cp, group, kind):
     sums = ["xyzz", "affine"] if group == 1 else ["xyzz"]
     for bucket_sum in sums:
         kw = dict(c=9, bucket_sum=bucket_sum, affine_min_pairs=1 if bucket_sum == "affine" else None)
-        ref, c = msm_windows(group, b, inf, s, kernel_opts=(), **kw)
+        ref, c = msm_windows(group, b, inf, s, kernels=K(()), **kw)
         ref = cp.asnumpy(ref)
         assert fold_windows(group, ref, c) == want(group, pts, sc), bucket_sum
         for ko in KERNEL_SETS[1:]:
-            got, c2 = msm_windows(group, b, inf, s, kernel_opts=ko, **kw)
+            got, c2 = msm_windows(group, b, inf, s, kernels=K(ko), **kw)
             assert c2 == c and np.array_equal(ref, cp.asnumpy(got)), (bucket_sum, ko)
 
 
@@ -256,7 +259,7 @@ def test_k10_group_reduce(cp, kind, c, monkeypatch):
     inputs and every edge case, one pass and several, with the K4/K5/K9 plans on and off; the group rounds run on
     random inputs (distinct points: no fallback)."""
     from cuzk.gpu import msm_plan as plan
-    from cuzk.gpu.msm import DEFAULT_KERNEL_OPTS, last_stats, msm_g1
+    from cuzk.gpu.msm import last_stats, msm_g1
     monkeypatch.setattr(plan, "GROUP_MIN_BUCKETS", 1)
     rng = random.Random(seed())
     n = 3000
@@ -269,9 +272,9 @@ def test_k10_group_reduce(cp, kind, c, monkeypatch):
         pts, sc = edge_case(1, kind, n, rng)
         b, inf, s = upload(cp, 1, pts, sc)
         w = want(1, pts, sc)
-    for ko in (DEFAULT_KERNEL_OPTS | {"K10"}, (DEFAULT_KERNEL_OPTS | {"K10"}) - {"K4", "K5", "K9"}):
+    for ko in (KERNEL_CODES | {"K10"}, (KERNEL_CODES | {"K10"}) - {"K4", "K5", "K9"}):
         for max_entries in (None, 2 * n):
-            got = msm_g1(b, inf, s, c=c, bucket_sum="affine", affine_min_pairs=1, kernel_opts=ko,
+            got = msm_g1(b, inf, s, c=c, bucket_sum="affine", affine_min_pairs=1, kernels=K(ko),
                          max_entries=max_entries)
             assert got == w, (kind, sorted(ko), max_entries)
             if kind == "random":
@@ -284,14 +287,14 @@ def test_k10_group_counts_kernel(cp, c):
     """msm_group_counts gives group_offsets' H run lengths (the transposed count array), over fresh random runs with
     empty buckets and outsized ones, several units."""
     from cuzk.gpu import msm_plan as plan
-    from cuzk.gpu.msm import DEFAULT_KERNEL_OPTS, _Kernels
+    from cuzk.gpu.msm import _Kernels
     rng = np.random.default_rng(seed())
     B, s, units = 1 << (c - 1), plan.group_split(c), int(rng.integers(1, 5))
     counts = rng.poisson(1.5, units * B) * (rng.random(units * B) < 0.7)
     counts[rng.integers(units * B)] += 5000
     off = cp.asarray(np.concatenate(([0], np.cumsum(counts))).astype(np.int64))
     count = int(off[-1])
-    k = _Kernels(1, None, cp.zeros(1, dtype=cp.uint8), None, kernel_opts=DEFAULT_KERNEL_OPTS)
+    k = _Kernels(1, None, cp.zeros(1, dtype=cp.uint8), None, kernels=K(KERNEL_CODES))
     got = plan.group_offsets(off, count, units, B, s, cp, k)
     ref = plan.group_offsets(off, count, units, B, s, cp)
     assert all(cp.array_equal(a, b) for a, b in zip(got[:2], ref[:2])) and got[2] == ref[2]
@@ -302,7 +305,7 @@ def test_k10_group_degenerate_falls_back(cp, monkeypatch):
     x1 == x2: the flag, read once after the bucket and the group rounds, sends the pass to XYZZ; the MSM is
     arkworks'."""
     from cuzk.gpu import msm_plan as plan
-    from cuzk.gpu.msm import DEFAULT_KERNEL_OPTS, last_stats, msm_g1
+    from cuzk.gpu.msm import last_stats, msm_g1
     monkeypatch.setattr(plan, "GROUP_MIN_BUCKETS", 1)
     rng = random.Random(seed())
     c = 8
@@ -310,7 +313,7 @@ def test_k10_group_degenerate_falls_back(cp, monkeypatch):
     p1, p2 = (G1Point() * Scalar(rng.randrange(1, F.R)) for _ in range(2))
     pts, sc = [p1, p2, p1, p2], [1, 1, (1 << s) + 1, (1 << s) + 1]
     b, inf, sd = upload(cp, 1, pts, sc)
-    got = msm_g1(b, inf, sd, c=c, bucket_sum="affine", affine_min_pairs=1, kernel_opts=DEFAULT_KERNEL_OPTS | {"K10"})
+    got = msm_g1(b, inf, sd, c=c, bucket_sum="affine", affine_min_pairs=1, kernels=K(KERNEL_CODES | {"K10"}))
     assert got == want(1, pts, sc)
     assert last_stats["affine_rounds"] > 0 and last_stats["group_rounds"] > 0 and last_stats["fallbacks"] == 1
 
@@ -321,12 +324,12 @@ def test_k10_at_its_threshold_matches_the_bucket_reduction(cp, log_n, c):
     2^19 buckets), against the same MSM reduced bucket by bucket (the path arkworks checks above): the same point."""
     from cuzk import micro_ops as micro
     from cuzk.gpu import msm_plan as plan
-    from cuzk.gpu.msm import DEFAULT_KERNEL_OPTS, last_stats, msm_g1
+    from cuzk.gpu.msm import last_stats, msm_g1
     bases, inf = micro.independent_bases(log_n, 1, distinct_log=log_n, seed=seed())
     scalars = micro.random_fr(1 << log_n, seed=seed())
-    ref = msm_g1(bases, inf, scalars, c=c, bucket_sum="affine", kernel_opts=DEFAULT_KERNEL_OPTS - {"K10"})
+    ref = msm_g1(bases, inf, scalars, c=c, bucket_sum="affine", kernels=K(KERNEL_CODES - {"K10"}))
     assert last_stats.get("group_rounds", 0) == 0
-    got = msm_g1(bases, inf, scalars, c=c, bucket_sum="affine", kernel_opts=DEFAULT_KERNEL_OPTS | {"K10"})
+    got = msm_g1(bases, inf, scalars, c=c, bucket_sum="affine", kernels=K(KERNEL_CODES | {"K10"}))
     assert got == ref
     if plan.num_windows(c) << (c - 1) >= plan.GROUP_MIN_BUCKETS:
         assert last_stats["group_rounds"] > 0 and last_stats["fallbacks"] == 0
@@ -345,15 +348,15 @@ def test_k6_pass_size_from_free_memory(cp, group, monkeypatch):
     sc = [rng.randrange(F.R) for _ in range(n)]
     b, inf, s = upload(cp, group, pts, sc)
     fn = gmsm.msm_g1 if group == 1 else gmsm.msm_g2
-    ko = gmsm.DEFAULT_KERNEL_OPTS | {"K6"}
+    ko = KERNEL_CODES | {"K6"}
     w = want(group, pts, sc)
-    assert fn(b, inf, s, c=c, kernel_opts=ko) == w and gmsm.last_stats["max_entries"] == nw * n
+    assert fn(b, inf, s, c=c, kernels=K(ko)) == w and gmsm.last_stats["max_entries"] == nw * n
     monkeypatch.setattr(gmsm, "PASS_MEMORY_FRACTION", 0.0)
     monkeypatch.setattr(plan, "PASS_ENTRIES_FLOOR", 7 * n)
-    assert fn(b, inf, s, c=c, kernel_opts=ko) == w and gmsm.last_stats["max_entries"] == plan.pass_entries(n, nw, 0)
+    assert fn(b, inf, s, c=c, kernels=K(ko)) == w and gmsm.last_stats["max_entries"] == plan.pass_entries(n, nw, 0)
     assert gmsm.last_stats["max_entries"] == -(-nw // -(-nw // 7)) * n                # 29 windows: 5 passes of 6
-    assert fn(b, inf, s, c=c, kernel_opts=ko - {"K6"}) == w and gmsm.last_stats["max_entries"] == 7 * n
-    assert fn(b, inf, s, c=c, kernel_opts=ko, max_entries=2 * n) == w and gmsm.last_stats["max_entries"] == 2 * n
+    assert fn(b, inf, s, c=c, kernels=K(ko - {"K6"})) == w and gmsm.last_stats["max_entries"] == 7 * n
+    assert fn(b, inf, s, c=c, kernels=K(ko), max_entries=2 * n) == w and gmsm.last_stats["max_entries"] == 2 * n
 
 
 @pytest.mark.parametrize("shape", ["random", "zeros", "one", "skewed"])
@@ -364,7 +367,7 @@ def test_plan_entry_and_round_totals_kernels(cp, shape):
     fresh random bucket counts with empty buckets and outsized ones."""
     from cuzk.gpu import msm_plan as plan
     from cuzk.gpu.loader import kernel
-    from cuzk.gpu.msm import DEFAULT_KERNEL_OPTS, _grid, _Kernels, kernel_build
+    from cuzk.gpu.msm import _grid, _Kernels, kernel_build
     rng = np.random.default_rng(seed())
     nb = int(rng.integers(1000, 5000))
     counts = {"random": rng.poisson(6, nb), "zeros": rng.poisson(6, nb) * (rng.random(nb) < 0.4),
@@ -374,10 +377,10 @@ def test_plan_entry_and_round_totals_kernels(cp, shape):
     if shape == "skewed":
         counts[rng.integers(nb, size=3)] += 20000
     off = np.concatenate(([0], np.cumsum(counts)))
-    k = _Kernels(1, None, cp.zeros(1, dtype=cp.uint8), None, kernel_opts=DEFAULT_KERNEL_OPTS - {"K8"})
+    k = _Kernels(1, None, cp.zeros(1, dtype=cp.uint8), None, kernels=K(KERNEL_CODES - {"K8"}))
     want_t = [int(sum((int(c) + (1 << r) - 1) >> r for c in counts)) for r in range(32)]
     assert [int(t) for t in k.round_totals(cp.asarray(off)).get()] == want_t            # K5's kernel
-    k8 = _Kernels(1, None, cp.zeros(1, dtype=cp.uint8), None, kernel_opts=DEFAULT_KERNEL_OPTS | {"K8"})
+    k8 = _Kernels(1, None, cp.zeros(1, dtype=cp.uint8), None, kernels=K(KERNEL_CODES | {"K8"}))
     assert [int(t) for t in k8.round_totals(cp.asarray(off)).get()] == want_t          # K8's kernel
     b = np.repeat(np.arange(nb, dtype=np.uint64), counts)
     keys = cp.asarray((b << np.uint64(32)) | (np.arange(len(b), dtype=np.uint64) << np.uint64(1)))
@@ -386,21 +389,21 @@ def test_plan_entry_and_round_totals_kernels(cp, shape):
         out_off, total = plan.round_offsets(in_off, cp)
         if total == int(in_off[-1]):
             break
-        k9 = _Kernels(1, None, cp.zeros(1, dtype=cp.uint8), None, kernel_opts=DEFAULT_KERNEL_OPTS | {"K9"})
+        k9 = _Kernels(1, None, cp.zeros(1, dtype=cp.uint8), None, kernels=K(KERNEL_CODES | {"K9"}))
         for shift in (1, 2):                  # K9's counts kernel and cumsum: the generic offsets
             assert cp.array_equal(k9.counts_offsets(in_off, shift),
                                   plan._offsets_of(plan._ceil_shift(in_off[1:] - in_off[:-1], shift), cp)), shift
         want_w = k.affine_plan(in_off, out_off, total)
         words = cp.full(total, 0xFFFFFFFF, dtype=cp.uint32)
         ids = cp.full(total, 0xFFFFFFFF, dtype=cp.uint32)
-        kernel(k.mod, "msm_affine_plan_entry", kernel_build(1, DEFAULT_KERNEL_OPTS))(
+        kernel(k.mod, "msm_affine_plan_entry", kernel_build(1, K(KERNEL_CODES)))(
             _grid(int(in_off[-1])), (128,), (words, ids, by if keyed else np.uint64(0), np.uint64(0) if keyed else by, in_off,
                                             out_off, np.int64(int(in_off[-1]))))
         assert cp.array_equal(words, want_w), rounds
         assert np.array_equal(cp.asnumpy(ids), np.repeat(np.arange(nb), np.diff(cp.asnumpy(out_off)))), rounds
         got_w, got_ids = k.affine_plan_entry(by, keyed, in_off, out_off, int(in_off[-1]), total)
         assert cp.array_equal(got_w, words) and cp.array_equal(got_ids, ids)
-        k11 = _Kernels(1, None, cp.zeros(1, dtype=cp.uint8), None, kernel_opts=DEFAULT_KERNEL_OPTS | {"K11"})
+        k11 = _Kernels(1, None, cp.zeros(1, dtype=cp.uint8), None, kernels=K(KERNEL_CODES | {"K11"}))
         got_w, got_ids = k11.affine_plan_entry(by, keyed, in_off, out_off, int(in_off[-1]), total)   # K11: 4 a thread
         assert cp.array_equal(got_w, words) and cp.array_equal(got_ids, ids), rounds
         assert total == want_t[rounds + 1]
@@ -424,10 +427,10 @@ def test_kernel_opts_batch_add(cp, group, n, monkeypatch):
     for p in pts:
         total = total + p
     half = cp.arange(n // 2, dtype=cp.int64)
-    part = batch_add(group, b, i, half, kernel_opts=())
+    part = batch_add(group, b, i, half, kernels=K(()))
     for ko in KERNEL_SETS[1:]:
-        assert batch_add(group, b, i, kernel_opts=ko) == total, ko
-        assert batch_add_many(group, [(b, i, None), (b, i, half)], kernel_opts=ko) == [total, part], ko
+        assert batch_add(group, b, i, kernels=K(ko)) == total, ko
+        assert batch_add_many(group, [(b, i, None), (b, i, half)], kernels=K(ko)) == [total, part], ko
 
 
 @pytest.mark.parametrize("group", [1, 2])

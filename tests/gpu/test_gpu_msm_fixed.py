@@ -12,7 +12,10 @@ from cuzk.curve import limbs_to_ark
 from cuzk.gpu import msm_fixed as fx
 from cuzk.gpu import msm_plan as plan
 from cuzk.gpu.srs import DeviceBases
+from cuzk.plans import MSM_KERNELS, msm_kernels_of as K
 from gpu_msm_cases import distinct_bases, edge_case, fr_dev, rand_points, seed, upload, want
+
+KERNEL_CODES = frozenset(MSM_KERNELS)   # every kernel toggle: what ships
 
 pytestmark = pytest.mark.gpu
 
@@ -86,7 +89,6 @@ def test_fixed_msm_edge_cases(cp, kind):
 
 def test_fixed_msm_options(cp):
     """XYZZ bucket sums, every pair option, K10 off, and one group a pass (max_entries): arkworks' MSM each time."""
-    from cuzk.gpu.msm import DEFAULT_KERNEL_OPTS
     rng = random.Random(seed())
     n = 1 << 12
     a, limbs, inf = distinct_bases(cp, n, rng)
@@ -98,7 +100,7 @@ def test_fixed_msm_options(cp):
     assert fx.msm_g1(tables, s, bucket_sum="xyzz") == ref
     for levels, merges in ((False, False), (True, True)):
         assert fx.msm_g1(tables, s, pair_levels=levels, pair_merges=merges) == ref
-    assert fx.msm_g1(tables, s, kernel_opts=DEFAULT_KERNEL_OPTS - {"K10"}) == ref
+    assert fx.msm_g1(tables, s, kernels=K(KERNEL_CODES - {"K10"})) == ref
     assert fx.msm_g1(tables, s, max_entries=4 * n) == ref          # one group a pass: four passes
     assert fx.msm_g1(tables, s, affine_min_pairs=1) == ref
 

@@ -9,7 +9,10 @@ from py_arkworks_bls12381 import G1Point, Scalar
 
 from cuzk import field as F
 from cuzk.curve import ark_to_limbs
+from cuzk.plans import MSM_KERNELS, msm_kernels_of as K
 from gpu_msm_cases import CLS, distinct_bases, fr_dev, rand_points, seed, upload, want
+
+KERNEL_CODES = frozenset(MSM_KERNELS)   # every kernel toggle: what ships
 
 pytestmark = pytest.mark.gpu
 
@@ -131,12 +134,11 @@ def test_many_affine_rounds(cp, plans):
     """Every affine round taken (threshold 1) over distinct points made on the device: the multi-MSM's
     buckets go through the rounds like one MSM's, no fallback; also with K4 and K5 (the plans by entry, the keys'
     buckets counting every part's)."""
-    from cuzk.gpu.msm import DEFAULT_KERNEL_OPTS
     from cuzk.gpu.msm import last_stats
     from cuzk.gpu.msm_many import msm_g1_many
     dev, wants = distinct_parts(cp, (1000, 0, 300, 2), random.Random(seed()))
-    ko = DEFAULT_KERNEL_OPTS | {"K4", "K5"} if plans == "on" else DEFAULT_KERNEL_OPTS - {"K4", "K5"}
-    got = msm_g1_many(dev, bucket_sum="affine", affine_min_pairs=1, kernel_opts=ko)
+    ko = KERNEL_CODES | {"K4", "K5"} if plans == "on" else KERNEL_CODES - {"K4", "K5"}
+    got = msm_g1_many(dev, bucket_sum="affine", affine_min_pairs=1, kernels=K(ko))
     assert got == wants
     assert last_stats["affine_rounds"] > 0 and last_stats["fallbacks"] == 0
 
@@ -145,11 +147,11 @@ def test_many_k10_group_reduce(cp, monkeypatch):
     """K10 on a multi-MSM (GROUP_MIN_BUCKETS lowered; a unit is one window of one part), every affine round taken,
     over distinct points made on the device: each part's MSM is arkworks'; the group rounds ran, no fallback."""
     from cuzk.gpu import msm_plan as plan
-    from cuzk.gpu.msm import DEFAULT_KERNEL_OPTS, last_stats
+    from cuzk.gpu.msm import last_stats
     from cuzk.gpu.msm_many import msm_g1_many
     monkeypatch.setattr(plan, "GROUP_MIN_BUCKETS", 1)
     dev, wants = distinct_parts(cp, (2000, 0, 700, 3), random.Random(seed()))
-    got = msm_g1_many(dev, bucket_sum="affine", affine_min_pairs=1, kernel_opts=DEFAULT_KERNEL_OPTS | {"K10"})
+    got = msm_g1_many(dev, bucket_sum="affine", affine_min_pairs=1, kernels=K(KERNEL_CODES | {"K10"}))
     assert got == wants
     assert last_stats["group_rounds"] > 0 and last_stats["fallbacks"] == 0
 

@@ -143,21 +143,22 @@ def test_msm_kernel_builds_are_listed():
     with I1: the callee on build 3) is a listed module build with a cubin name of its own; the default build is ()."""
     from cuzk.gpu import loader
     from cuzk.gpu import msm
+    from cuzk.plans import MSM_KERNELS, msm_kernels_of as K
     seen = set()
     for group in (1, 2):
-        for r in range(len(msm.KERNEL_OPTS) + 1):
-            for ko in itertools.combinations(msm.KERNEL_OPTS, r):
-                b = msm.kernel_build(group, frozenset(ko))
+        for r in range(len(MSM_KERNELS) + 1):
+            for ko in itertools.combinations(MSM_KERNELS, r):
+                b = msm.kernel_build(group, K(ko))
                 assert b == () or b in loader.BUILDS[f"msm/g{group}"], (group, ko, b)
                 seen.add((group, b))
-    assert msm.kernel_build(2, frozenset({"S1"})) == ()          # G2 squares in Fp2 by products
-    assert msm.kernel_build(1, frozenset({"L1"})) == ()          # L1 is a kernel name, not a build
-    assert msm.kernel_build(1, frozenset({"I2"})) == ()          # I2 picks I1's callee: nothing without I1
+    assert msm.kernel_build(2, K({"S1"})) == ()          # G2 squares in Fp2 by products
+    assert msm.kernel_build(1, K({"L1"})) == ()          # L1 is a kernel name, not a build
+    assert msm.kernel_build(1, K({"I2"})) == ()          # I2 picks I1's callee: nothing without I1
     assert seen == {(g, ()) for g in (1, 2)} | {(g, b) for g in (1, 2) for b in loader.BUILDS[f"msm/g{g}"]}
     names = {loader.cubin_path("msm/g1", "sm_90", b) for b in ((), *loader.BUILDS["msm/g1"])}
     assert len(names) == 6
-    assert loader.defines(msm.kernel_build(1, frozenset({"S1", "I1"}))) == ("-DCUZK_FASTSQR=1", "-DCUZK_FP_CALL=1")
-    assert loader.defines(msm.kernel_build(2, frozenset({"S1", "I1", "I2"}))) == \
+    assert loader.defines(msm.kernel_build(1, K({"S1", "I1"}))) == ("-DCUZK_FASTSQR=1", "-DCUZK_FP_CALL=1")
+    assert loader.defines(msm.kernel_build(2, K({"S1", "I1", "I2"}))) == \
         ("-DCUZK_FP_CALL=1", "-DCUZK_FASTMUL_VARIANT_FP=3")
 
 

@@ -487,21 +487,27 @@ def test_toggles_a_backend_does_not_read_are_noted():
 
 
 def test_the_table_of_what_each_backend_reads_matches_the_code():
-    """ablate.BACKEND_READS / OFF_PATH against the sources: every toggle that cuzk/backend/cuda, the MSM kernels'
-    toggles (gpu/msm.KERNEL_OPTS) or synthesis (cuzk/r1cs.py) read; the CPU backend reads none of its own."""
-    import re
+    """ablate.BACKEND_READS / OFF_PATH against the sources: a toggle is read where the field it sets
+    (cuzk/plans.py) is read: by the cuda backend, the GPU modules under it or the plans' own methods, or by
+    synthesis (cuzk/r1cs.py); the CPU backend reads no plan."""
+    import ast
 
-    from cuzk.gpu.msm import KERNEL_OPTS
+    from cuzk import plans
 
-    def read_in(paths):
-        return {m for p in paths for m in re.findall(r'enabled\("(\w+)"\)', p.read_text())}
-    cuda = read_in((REPO / "cuzk/backend/cuda").rglob("*.py")) | set(KERNEL_OPTS)
-    shared = read_in([REPO / "cuzk/r1cs.py"])
-    assert read_in((REPO / "cuzk/backend/cpu").rglob("*.py")) == set()
+    def attrs(paths):
+        return {n.attr for p in paths for n in ast.walk(ast.parse(p.read_text())) if isinstance(n, ast.Attribute)}
+    fields = plans.codes_read()
+    cuda_attrs = attrs([*(REPO / "cuzk/backend/cuda").rglob("*.py"), *(REPO / "cuzk/gpu").rglob("*.py"),
+                        REPO / "cuzk/plans.py"])
+    cuda = {c for c, f in fields.items() if not f.startswith("synthesis.") and f.rsplit(".", 1)[1] in cuda_attrs}
+    r1cs_attrs = attrs([REPO / "cuzk/r1cs.py"])
+    shared = {c for c, f in fields.items() if f.startswith("synthesis.") and f.rsplit(".", 1)[1] in r1cs_attrs}
+    assert "plan" not in attrs((REPO / "cuzk/backend/cpu").rglob("*.py"))
     assert shared == set(ablate.SHARED_READS)
     assert {n for n in REGISTRY if ablate.reads("cpu", n)} == shared
     # F2 is read by the cuda backend, but only for an assignment the pipeline spends
     assert {n for n in REGISTRY if ablate.reads("cuda", n)} == (cuda | shared) - {"F2"}
+    assert set(fields) == set(REGISTRY), "every toggle sets a plan's field"
 
 
 def test_a_a_on_the_cpu_reports_no_effect_after_correction(tmp_path, capsys):

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from cuzk import environment
-from cuzk.opts import REGISTRY, OptError, resolve
+from cuzk.opts import OptError, resolve
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -33,14 +33,6 @@ def test_gpu_required():
     assert not environment.gpu_required({})
     assert environment.gpu_required({"CUZK_REQUIRE_GPU": " Yes "})
     assert not environment.gpu_required({"CUZK_REQUIRE_GPU": "0"})
-
-
-def test_the_msm_defaults_are_what_ships():
-    """gpu/msm.py spells what a call without an option runs; it must be the registry's default."""
-    from cuzk.gpu import msm
-    assert msm.DEFAULT_PAIR_LEVELS is REGISTRY["R1"].default
-    assert msm.DEFAULT_PAIR_MERGES is REGISTRY["R2"].default
-    assert msm.DEFAULT_KERNEL_OPTS == frozenset(o for o in msm.KERNEL_OPTS if REGISTRY[o].default)
 
 
 def _python_files(*folders):

@@ -68,8 +68,8 @@ def test_prove_files_refuses_a_backend_by_name_without_resolved_options(tmp_path
 
 # --- one path: the sequence is written once ---
 
-CALLERS = ["cuzk/cli/bench.py", "cuzk/cli/bench_pipeline.py", "cuzk/perf/workload.py", "cuzk/perf/ablate.py",
-           "cuzk/cli/snarkjs.py"]
+CALLERS = ["cuzk/cli/bench.py", "cuzk/cli/bench_pipeline.py", "cuzk/pipelined_run.py", "cuzk/perf/workload.py",
+           "cuzk/perf/ablate.py", "cuzk/cli/snarkjs.py"]
 STEPS = {"synthesize", "proving_context", "get_backend", "verify"}
 
 
@@ -85,11 +85,9 @@ def _calls(path: str) -> set[str]:
 
 @pytest.mark.parametrize("path", CALLERS)
 def test_callers_take_the_run_paths_steps_rather_than_writing_them_again(path):
-    """bench, the pipelined bench, the perf workload, ablate and prove make the backend, synthesize, set up
-    the key and verify through cuzk/run.py (the pipeline's warm-up and its per-run check aside)."""
+    """bench, the pipelined run and its command, the perf workload, ablate and prove make the backend,
+    synthesize, set up the key and verify through cuzk/run.py."""
     own = _calls(path) & STEPS
-    if path == "cuzk/cli/bench_pipeline.py":
-        own -= {"verify"}            # the warm-up proof of each lane, checked as it is made
     assert not own, f"{path} calls {sorted(own)} itself: use run.py's steps"
 
 

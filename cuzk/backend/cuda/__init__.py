@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import cupy
 
+from ... import plans
 from ..base import Backend
 from ..cpu import proof_assembly
 from . import b_g2, batch_addition, ntt_msm_h, prep_msm, synthesis, tail_msm
@@ -29,18 +30,19 @@ class CudaBackend(Backend):
         """table_gib: P2's budget for the tables in GiB (the caller's $CUZK_TABLE_GIB); None: half the free
         device memory (gpu/msm_fixed.budget_bytes)."""
         super().__init__(opts)
+        self.plan = plans.cuda(opts)             # what every phase reads: the toggles as choices
         self.table_gib = table_gib
 
     def jobs(self, jobs: list) -> list:
-        """Run a phase's independent jobs one after another, or concurrently under P1."""
-        if not self.opts.enabled("P1") or len(jobs) < 2:
+        """Run a phase's independent jobs one after another, or concurrently on streams (concurrent_jobs)."""
+        if not self.plan.concurrent_jobs or len(jobs) < 2:
             return [fn() for fn in jobs]
         if self._concurrent is None:
             self._concurrent = Concurrent()
         return self._concurrent.run(jobs)
 
     def phase_impl(self, phase: str) -> str:
-        if phase == "b_g2" and self.opts.enabled("A4"):
+        if phase == "b_g2" and self.plan.b_g2_on_host:
             return "cpu"
         return self.IMPL.get(phase, "cuda")
 
@@ -58,7 +60,7 @@ class CudaBackend(Backend):
 
     def load_key(self, pk) -> CudaKey:
         kh = CudaKey(pk)
-        if self.opts.enabled("P2"):             # the tables are made once, with the key
+        if self.plan.h.tables:                  # the tables are made once, with the key
             ntt_msm_h.tables(self, kh)
         return kh
 

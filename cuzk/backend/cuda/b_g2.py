@@ -29,7 +29,7 @@ def _on_host(kh, prep, assignments) -> list:
 
 
 def run(be, kh, prep, assignments) -> list:
-    if be.opts.enabled("A4"):
+    if be.plan.b_g2_on_host:
         return _on_host(kh, prep, assignments)
     bases, inf, keep = kh.dev["b_g2"].take(prep.tail)
     out = []
@@ -37,5 +37,5 @@ def run(be, kh, prep, assignments) -> list:
         with circuit(i):
             s = device_z(a)[prep.tail]
             s = cupy.ascontiguousarray(s if keep is None else s[keep])
-            out.append(msm(2, bases, inf, s, kh, be.opts))
+            out.append(msm(2, bases, inf, s, kh, be.plan.msm))
     return out

@@ -1,5 +1,5 @@
-"""batch_addition on the GPU: the 1-scalar bases summed through the MSM's bucket-sum kernels (C1; M2: a
-circuit's three G1 sums in one launch), or as MSMs with scalar 1 (C1 off)."""
+"""batch_addition on the GPU: the 1-scalar bases summed through the MSM's bucket-sum kernels (with the multi-MSM
+plan, a circuit's three G1 sums in one launch), or as MSMs with scalar 1 (plans.CudaPlan.ones_by_bucket_sums)."""
 from __future__ import annotations
 
 import cupy
@@ -10,7 +10,6 @@ from ...gpu import batch_add as gbatch
 from ...gpu import fr as gfr
 from ...gpu import msm as gmsm
 from ...timing import circuit
-from .msm import bucket_sum, kernel_opts, msm_kw
 
 
 def rows(b, idx):
@@ -23,21 +22,23 @@ def rows(b, idx):
 
 def sum_ones(be, b, idx, one):
     """Σ of section b's points over the variables idx (their scalars are 1)."""
-    opts = be.opts
-    if opts.enabled("C1"):
-        return gbatch.batch_add(b.group, b.limbs, b.inf, rows(b, idx), bucket_sum=bucket_sum(opts, b.group),
-                                pair_merges=opts.enabled("R2"), kernel_opts=kernel_opts(opts))
+    mp = be.plan.msm
+    if be.plan.ones_by_bucket_sums:
+        return gbatch.batch_add(b.group, b.limbs, b.inf, rows(b, idx), bucket_sum=mp.bucket_sum(b.group),
+                                pair_merges=mp.pair_merges, kernels=mp.kernels)
     bases, inf, _ = b.take(idx)
     if inf.size == 0:
         return (G2Point if b.group == 2 else G1Point).identity()
     scal = cupy.broadcast_to(one, (inf.size, FR_LIMBS)).copy()
     if b.group == 2:
-        return gmsm.msm_g2(bases, inf, scal, **msm_kw(opts, 2))
-    return gmsm.msm_g1(bases, inf, scal, **msm_kw(opts, 1))
+        return gmsm.msm_g2(bases, inf, scal, **mp.kw(2))
+    return gmsm.msm_g1(bases, inf, scal, **mp.kw(1))
 
 
 def _many(be, kh, prep) -> list:
-    """M2 (with C1): a circuit's three G1 batch sums in one gbatch.batch_add_many; the G2 sum alone."""
+    """A circuit's three G1 batch sums in one gbatch.batch_add_many (multi-MSM plan, bucket sums); the G2 sum
+    alone."""
+    mp = be.plan.msm
     out = []
     for i, ones in enumerate(prep.ones):
         g1 = (("a", ones), ("b_g1", ones), ("l", prep.aux_part(ones)))
@@ -45,8 +46,7 @@ def _many(be, kh, prep) -> list:
         def sums(i=i, g1=g1):
             with circuit(i, label="a+b_g1+l"):
                 parts = [(kh.dev[q].limbs, kh.dev[q].inf, rows(kh.dev[q], idx)) for q, idx in g1]
-                pts = gbatch.batch_add_many(1, parts, bucket_sum(be.opts, 1), be.opts.enabled("R2"),
-                                            kernel_opts(be.opts))
+                pts = gbatch.batch_add_many(1, parts, mp.bucket_sum(1), mp.pair_merges, mp.kernels)
             return dict(zip([q for q, _ in g1], pts))
 
         def g2(i=i, ones=ones):
@@ -60,7 +60,7 @@ def _many(be, kh, prep) -> list:
 
 
 def run(be, kh, prep) -> list:
-    if be.opts.enabled("M2") and be.opts.enabled("C1"):
+    if be.plan.msm.multi_msm and be.plan.ones_by_bucket_sums:
         return _many(be, kh, prep)
     one = gfr.upload([1])
     out = []

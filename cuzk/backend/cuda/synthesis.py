@@ -17,7 +17,7 @@ def assign(be, r1cs, inputs, aux, domain, z_limbs=None, z_packed=None):
     if len(inputs) != r1cs.num_inputs or n_aux != r1cs.num_aux:
         raise ValueError(f"witness sizes ({len(inputs)} inputs, {n_aux} aux) do not match the "
                          f"circuit ({r1cs.num_inputs}, {r1cs.num_aux})")
-    pinned = be.opts.enabled("B1")
+    pinned = be.plan.pinned_uploads
     if z_packed is not None:
         z = gfr.upload_packed(inputs, z_packed)
         abc = spmv.evaluate(spmv.DeviceR1CS.of(r1cs), z, domain.n)

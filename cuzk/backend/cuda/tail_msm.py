@@ -6,7 +6,7 @@ import cupy
 
 from ...gpu import msm_many as gmany
 from ...timing import circuit
-from .msm import msm, msm_kw, window
+from .msm import msm, window
 from .synthesis import device_z
 
 
@@ -28,14 +28,14 @@ def _many(be, kh, prep, assignments) -> list:
     for i, asg in enumerate(assignments):
         with circuit(i):
             s = cupy.ascontiguousarray(device_z(asg)[zidx])
-            c = window(kh, s, be.opts, 1, sum(1 for m in sizes if m)) if s.shape[0] else None
-            pts = gmany.msm_g1_concat(bases, inf, s, sizes, c, **msm_kw(be.opts, 1))
+            c = window(kh, s, be.plan.msm, 1, sum(1 for m in sizes if m)) if s.shape[0] else None
+            pts = gmany.msm_g1_concat(bases, inf, s, sizes, c, **be.plan.msm.kw(1))
             out.append(dict(zip(qs, pts)))
     return out
 
 
 def run(be, kh, prep, assignments) -> list:
-    if be.opts.enabled("M2"):
+    if be.plan.msm.multi_msm:
         return _many(be, kh, prep, assignments)
     t, tl = prep.tail, prep.aux_part(prep.tail)
     gathered = {q: kh.dev[q].take(t) for q in ("a", "b_g1")}
@@ -51,6 +51,6 @@ def run(be, kh, prep, assignments) -> list:
                 bases, inf, keep = gathered[q]
                 s = cupy.ascontiguousarray(s if keep is None else s[keep])
                 work.append((q, bases, inf, s))
-            jobs = [lambda b=b, f=f, s=s: msm(1, b, f, s, kh, be.opts) for _, b, f, s in work]
+            jobs = [lambda b=b, f=f, s=s: msm(1, b, f, s, kh, be.plan.msm) for _, b, f, s in work]
             out.append(dict(zip([q for q, *_ in work], be.jobs(jobs))))
     return out
