@@ -18,9 +18,7 @@ from py_arkworks_bls12381 import G1Point, G2Point, Scalar
 from . import circuits, plans
 from .curve import ark_to_limbs
 from .gpu import msm, spmv
-from .gpu import msm_fixed as fx
 from .gpu import ntt as G
-from .gpu.batch_add import sum_xyzz
 from .gpu.fr import to_mont, upload
 from .gpu.h import h_scalars
 from .gpu.keygen import FixedBase
@@ -175,13 +173,13 @@ def make_msm(log_n: int, group: int = 1, c: int | None = None, *, opts, table_gi
     scalars = random_fr(1 << log_n, seed=log_n + 7)
     kw = plans.msm(opts).kw(group)
     if fixed:                                   # the tables made once, outside the timed loops
-        plan = fx.choose_tables(1 << log_n, fx.budget_bytes(gib=table_gib), c)
-        tables = fx.FixedTables(DeviceBases(1, bases, inf), plan)
+        plan = msm.choose_tables(1 << log_n, msm.budget_bytes(gib=table_gib), c)
+        tables = msm.FixedTables(DeviceBases(1, bases, inf), plan)
         print(f"P2: c = {tables.plan.c}, {tables.plan.t} blocks, {tables.plan.groups} groups, "
               f"{tables.nbytes / 2**30:.2f} GiB of tables", file=sys.stderr)
 
         def run(loops: int) -> float:
-            return _events(lambda: fx.msm_windows(tables, scalars, **kw), loops)
+            return _events(lambda: msm.fixed_msm_windows(tables, scalars, **kw), loops)
         return run, 1 << log_n
 
     def run(loops: int) -> float:
@@ -198,7 +196,7 @@ def make_batch_add(log_n: int, *, opts):
         rows = cupy.arange(1 << log_n, dtype=cupy.int64)
 
         def one():
-            return sum_xyzz(1, bases, inf, rows, mp.bucket_sum(1), mp.pair_merges, mp.kernels)
+            return msm.sum_xyzz(1, bases, inf, rows, mp.bucket_sum(1), mp.pair_merges, mp.kernels)
     else:
         ones = cupy.broadcast_to(upload([1]), (1 << log_n, 8)).copy()
         kw = mp.kw(1)

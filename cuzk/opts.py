@@ -402,7 +402,7 @@ register(Optimization(
 ))
 register(Optimization(
     "P2", ("ntt_msm_h",),
-    "the H MSM over precomputed multiples of its fixed bases (cuzk/gpu/msm_fixed.py): t table blocks 2^(c G j) H, "
+    "the H MSM over precomputed multiples of its fixed bases (cuzk/gpu/msm/fixed.py): t table blocks 2^(c G j) H, "
     "made on the GPU once the key is resident, let the windows share G = ceil(nw / t) sets of buckets, so the "
     "window grows to c = 22-24 and there are fewer windows to sort and add; tables and one group's sort pass "
     "sized by a memory budget ($CUZK_TABLE_GIB, else half the free device memory)",

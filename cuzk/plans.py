@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, fields
 
 @dataclass(frozen=True)
 class MsmKernels:
-    """Which code the MSM kernels run (gpu/msm.py's kernel set); every field ships on."""
+    """Which code the MSM kernels run (gpu/msm/pippenger.py's kernel set); every field ships on."""
     squaring_build: bool = True        # S1: the G1 kernels built with the dedicated Fp squaring
     lazy_rounds: bool = True           # L1: the affine rounds with lazy products
     called_fp: bool = True             # I1: the Fp products called rather than inlined
@@ -49,7 +49,7 @@ class MsmPlan:
         return "affine" if group == 1 and self.affine_g1 else "xyzz"
 
     def kw(self, group: int) -> dict:
-        """The keyword arguments of gpu/msm.py's MSMs under this plan."""
+        """The keyword arguments of gpu/msm/pippenger.py's MSMs under this plan."""
         kw = {"pair_levels": self.pair_levels, "pair_merges": self.pair_merges, "kernels": self.kernels}
         if group == 1:
             kw["bucket_sum"] = self.bucket_sum(1)

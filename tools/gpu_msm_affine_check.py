@@ -31,7 +31,8 @@ import cupy  # noqa: E402
 import numpy as np  # noqa: E402
 
 from cuzk import micro_ops as micro  # noqa: E402
-from cuzk.gpu import msm, msm_plan as plan  # noqa: E402
+from cuzk.gpu.msm import pippenger as msm  # noqa: E402
+from cuzk.gpu.msm import plan  # noqa: E402
 from msm_profile import profile  # noqa: E402
 
 CONFIGS = [("xyzz", 16, None), ("xyzz", 20, None), ("affine", 16, None), ("affine", 18, None),

@@ -24,7 +24,8 @@ lo, hi = (int(v) for v in args.cs.split("-"))
 import cupy  # noqa: E402
 
 from cuzk import micro_ops as micro  # noqa: E402
-from cuzk.gpu import msm, msm_plan as plan  # noqa: E402
+from cuzk.gpu.msm import pippenger as msm  # noqa: E402
+from cuzk.gpu.msm import plan  # noqa: E402
 
 
 def wall(fn, reps):

@@ -28,7 +28,7 @@ import time
 
 def _fold_timer():
     """Host seconds spent in the MSMs' window folds, accumulated until read."""
-    from cuzk.gpu import msm
+    from cuzk.gpu.msm import pippenger as msm     # where msm_g1 and msm_g2 find it
     inner = msm.fold_windows
     acc = [0.0]
 
@@ -48,17 +48,16 @@ class _Steps:
 
     def __init__(self):
         import cupy
-        from cuzk.backend.cuda import msm as bmsm
-        from cuzk.backend.cuda import ntt_msm_h, tail_msm
-        from cuzk.gpu import msm as gmsm
-        from cuzk.gpu import msm_many as gmany
+        from cuzk.gpu import msm as entry
+        from cuzk.gpu.msm import many as gmany
+        from cuzk.gpu.msm import phase_msm
+        from cuzk.gpu.msm import pippenger as gmsm
         self.cupy, self.events, self.host = cupy, [], {}
         for mod, name in ((gmsm, "_pippenger"), (gmany, "window_sums")):
             self._marked(mod, name)
-        for mod, name in ((gmsm, "fold_windows"), (gmany, "fold_parts"), (bmsm, "window")):
+        for mod, name in ((gmsm, "fold_windows"), (gmany, "fold_parts"), (phase_msm, "window")):
             self._host(mod, name)
-        for mod in (ntt_msm_h, tail_msm):            # they call the `window` they imported by name
-            mod.window = bmsm.window
+        entry.window = phase_msm.window              # the phases call the entry's name
 
     def mark(self, name):
         e = self.cupy.cuda.Event()

@@ -10,9 +10,9 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from cuzk import snarkjs_bench as sb  # noqa: E402
+from cuzk.cli import bench_snarkjs as sb  # noqa: E402
 
 once = "--once" in sys.argv
 args = [a for a in sys.argv[1:] if a != "--once"]

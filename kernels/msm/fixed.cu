@@ -1,4 +1,4 @@
-// The G1 MSM over precomputed multiples of fixed bases (optimization P2; host: cuzk/gpu/msm_fixed.py, CPU
+// The G1 MSM over precomputed multiples of fixed bases (optimization P2; host: cuzk/gpu/msm/fixed.py, CPU
 // model: tests/gpu/test_msm_model.py).
 //
 // Tables: t blocks of n rows, table[j n + i] = 2^(c G j) P_i (affine, Montgomery), made once when the key is

@@ -1,4 +1,4 @@
-// G1 MSM kernels: thin extern "C" entries (the names cuzk/gpu/msm.py loads) over the templates of
+// G1 MSM kernels: thin extern "C" entries (the names cuzk/gpu/msm/pippenger.py loads) over the templates of
 // msm/pippenger.cuh, and the affine bucket accumulation of msm/affine.cuh.
 #include "msm/affine.cuh"
 

@@ -2,7 +2,7 @@
 // field of the group; msm/g1.cu and msm/g2.cu instantiate it (separate NVRTC modules, so a
 // G1 MSM never waits for the much larger G2 code to compile).
 //
-// Host driver: cuzk/gpu/msm.py; index math: cuzk/gpu/msm_plan.py (modelled on the CPU in
+// Host driver: cuzk/gpu/msm/pippenger.py; index math: cuzk/gpu/msm/plan.py (modelled on the CPU in
 // tests/gpu/test_msm_model.py). Per pass of windows [w0, w1):
 //   msm_digits        one uint64 key per (window, point): bucket << 32 | index << 1 | negate,
 //                     or ~0 for a zero digit / a base at infinity (sorts last); msm_digits_many
@@ -58,7 +58,7 @@ extern "C" __global__ void msm_digits(u64* keys, const uint32_t* __restrict__ sc
     digit_keys(keys, s, inf[i] != 0, i, n, c, w0, w1, 1ull << (c - 1), 0);
 }
 
-// Several MSMs at once (cuzk/gpu/msm_many.py): point i is in part p, part_off[p] <= i < part_off[p + 1];
+// Several MSMs at once (cuzk/gpu/msm/many.py): point i is in part p, part_off[p] <= i < part_off[p + 1];
 // window w of part p has buckets ((w - w0) * parts + p) * 2^(c-1) + |d| - 1 (window-major).
 extern "C" __global__ void msm_digits_many(u64* keys, const uint32_t* __restrict__ scalars,
                                            const unsigned char* __restrict__ inf, const i64* __restrict__ part_off,

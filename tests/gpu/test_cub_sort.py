@@ -5,7 +5,9 @@ import shutil
 import numpy as np
 import pytest
 
-from cuzk.gpu import cub_sort, msm, msm_plan as plan
+from cuzk.gpu import cub_sort
+from cuzk.gpu.msm import pippenger as msm
+from cuzk.gpu.msm import plan
 
 
 @pytest.mark.parametrize("nb", [1, 2, 3, 255, 256, 1 << 19, 13 << 19, 1 << 21, 3 << 22])

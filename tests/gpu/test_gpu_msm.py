@@ -25,7 +25,7 @@ def cp():
 
 
 def run(cp, group, pts, scalars, c=None):
-    from cuzk.gpu.msm import msm_g1, msm_g2
+    from cuzk.gpu.msm.pippenger import msm_g1, msm_g2
     b, inf, s = upload(cp, group, pts, scalars)
     return (msm_g1 if group == 1 else msm_g2)(b, inf, s, c=c)
 
@@ -60,7 +60,7 @@ def test_msm_window_sizes(cp, group, c):
 @pytest.mark.parametrize("c,n", [(1, 50), (2, 200), (5, 200), (8, 1000), (11, 3000), (13, 2000), (16, 300)])
 def test_pair_levels_window_sizes(cp, group, c, n):
     """R1: the window reduction by pair levels (window_pair) gives arkworks' MSM at every level shape."""
-    from cuzk.gpu.msm import msm_g1, msm_g2
+    from cuzk.gpu.msm.pippenger import msm_g1, msm_g2
     rng = random.Random(seed())
     pts = rand_points(group, n, rng, distinct=16)
     sc = [rng.randrange(F.R) for _ in range(n)]
@@ -69,7 +69,7 @@ def test_pair_levels_window_sizes(cp, group, c, n):
 
 
 def test_pair_levels_g1_large_affine(cp):
-    from cuzk.gpu.msm import msm_g1
+    from cuzk.gpu.msm.pippenger import msm_g1
     rng = random.Random(seed())
     n = 1 << 16
     pts = rand_points(1, n, rng)
@@ -96,7 +96,7 @@ def test_msm_edge_cases(cp, group, kind, n):
 def test_pair_levels_edge_cases(cp, group, kind):
     """R1 and R2 (pair levels, pair merges) alone and together on every edge case ("same": one bucket a
     window, so 600 / 8 partials merged over 7 pair levels)."""
-    from cuzk.gpu.msm import msm_g1, msm_g2
+    from cuzk.gpu.msm.pippenger import msm_g1, msm_g2
     rng = random.Random(seed())
     pts, sc = edge_case(group, kind, 600, rng)
     b, inf, s = upload(cp, group, pts, sc)
@@ -108,9 +108,9 @@ def test_pair_levels_edge_cases(cp, group, kind):
 @pytest.mark.parametrize("group", [1, 2])
 def test_pair_merges_chains_first_above_the_threshold(cp, group, monkeypatch):
     """R2 with PAIR_MERGE_MAX lowered: levels above it merge by MERGE_S chains, the rest in pairs."""
-    from cuzk.gpu import msm_plan
-    from cuzk.gpu.batch_add import batch_add
-    from cuzk.gpu.msm import msm_g1, msm_g2
+    from cuzk.gpu.msm import plan as msm_plan
+    from cuzk.gpu.msm.sums import batch_add
+    from cuzk.gpu.msm.pippenger import msm_g1, msm_g2
     rng = random.Random(seed())
     pts, sc = edge_case(group, "same", 2000, rng)                # one bucket a window: 250 partials
     b, inf, s = upload(cp, group, pts, sc)
@@ -124,7 +124,7 @@ def test_pair_merges_chains_first_above_the_threshold(cp, group, monkeypatch):
 @pytest.mark.parametrize("group", [1, 2])
 @pytest.mark.parametrize("n", [31, 3000])
 def test_pair_merges_random(cp, group, n):
-    from cuzk.gpu.msm import msm_g1, msm_g2
+    from cuzk.gpu.msm.pippenger import msm_g1, msm_g2
     rng = random.Random(seed())
     pts = rand_points(group, n, rng, distinct=16)
     sc = [rng.randrange(F.R) for _ in range(n)]
@@ -152,7 +152,7 @@ def test_msm_large_same_scalar_g1(cp):
 
 def test_msm_multi_pass(cp):
     """Windows split over several sort passes (max_entries below n * windows)."""
-    from cuzk.gpu.msm import msm_xyzz, to_ark
+    from cuzk.gpu.msm.pippenger import msm_xyzz, to_ark
     rng = random.Random(seed())
     n = 3000
     pts = rand_points(1, n, rng)
@@ -163,7 +163,7 @@ def test_msm_multi_pass(cp):
 
 
 def test_msm_inputs_untouched_and_empty(cp):
-    from cuzk.gpu.msm import msm_g1
+    from cuzk.gpu.msm.pippenger import msm_g1
     rng = random.Random(seed())
     pts = rand_points(1, 50, rng)
     sc = [rng.randrange(F.R) for _ in range(50)]
@@ -176,7 +176,7 @@ def test_msm_inputs_untouched_and_empty(cp):
 
 
 def test_msm_rejects_bad_shapes(cp):
-    from cuzk.gpu.msm import msm_g1
+    from cuzk.gpu.msm.pippenger import msm_g1
     b = cp.zeros((4, 24), dtype=cp.uint32)
     with pytest.raises(ValueError):
         msm_g1(b, cp.zeros(4, dtype=bool), cp.zeros((3, 8), dtype=cp.uint32))
@@ -190,7 +190,7 @@ def test_msm_rejects_bad_shapes(cp):
 
 def _xyzz_host(group, pt, rng):
     """arkworks point -> XYZZ Montgomery limbs with a random z (infinity: zeros)."""
-    from cuzk.gpu.msm import FIELDS
+    from cuzk.gpu.msm.pippenger import FIELDS
     f = FIELDS[group]
     xy = AFF[group](pt)
     if xy is None:
@@ -232,7 +232,7 @@ def test_kernel_opts_same_window_sums(cp, group, kind):
     together, give the default kernels' window sums word for word (XYZZ words of a fresh MSM each) and
     arkworks' MSM; G1 in XYZZ and with affine rounds forced (lambda^2 and the block inversions square, the lazy
     products feed them), G2 in XYZZ."""
-    from cuzk.gpu.msm import fold_windows, msm_windows
+    from cuzk.gpu.msm.pippenger import fold_windows, msm_windows
     rng = random.Random(seed())
     n = 3000
     if kind == "random":
@@ -258,8 +258,8 @@ def test_k10_group_reduce(cp, kind, c, monkeypatch):
     """K10 on every pass (GROUP_MIN_BUCKETS lowered), G1 with affine rounds forced: arkworks' MSM on fresh random
     inputs and every edge case, one pass and several, with the K4/K5/K9 plans on and off; the group rounds run on
     random inputs (distinct points: no fallback)."""
-    from cuzk.gpu import msm_plan as plan
-    from cuzk.gpu.msm import last_stats, msm_g1
+    from cuzk.gpu.msm import plan as plan
+    from cuzk.gpu.msm.pippenger import last_stats, msm_g1
     monkeypatch.setattr(plan, "GROUP_MIN_BUCKETS", 1)
     rng = random.Random(seed())
     n = 3000
@@ -286,8 +286,8 @@ def test_k10_group_reduce(cp, kind, c, monkeypatch):
 def test_k10_group_counts_kernel(cp, c):
     """msm_group_counts gives group_offsets' H run lengths (the transposed count array), over fresh random runs with
     empty buckets and outsized ones, several units."""
-    from cuzk.gpu import msm_plan as plan
-    from cuzk.gpu.msm import _Kernels
+    from cuzk.gpu.msm import plan as plan
+    from cuzk.gpu.msm.pippenger import _Kernels
     rng = np.random.default_rng(seed())
     B, s, units = 1 << (c - 1), plan.group_split(c), int(rng.integers(1, 5))
     counts = rng.poisson(1.5, units * B) * (rng.random(units * B) < 0.7)
@@ -304,8 +304,8 @@ def test_k10_group_degenerate_falls_back(cp, monkeypatch):
     """Two buckets of one lo whose sums are equal (b1 + b2 under digits 1 and 2^s + 1): a group round meets
     x1 == x2: the flag, read once after the bucket and the group rounds, sends the pass to XYZZ; the MSM is
     arkworks'."""
-    from cuzk.gpu import msm_plan as plan
-    from cuzk.gpu.msm import last_stats, msm_g1
+    from cuzk.gpu.msm import plan as plan
+    from cuzk.gpu.msm.pippenger import last_stats, msm_g1
     monkeypatch.setattr(plan, "GROUP_MIN_BUCKETS", 1)
     rng = random.Random(seed())
     c = 8
@@ -323,8 +323,8 @@ def test_k10_at_its_threshold_matches_the_bucket_reduction(cp, log_n, c):
     """K10 at the registry's GROUP_MIN_BUCKETS and AFFINE_MIN_PAIRS (2^20 bases made on the device, c = 20: 13 windows of
     2^19 buckets), against the same MSM reduced bucket by bucket (the path arkworks checks above): the same point."""
     from cuzk import micro_ops as micro
-    from cuzk.gpu import msm_plan as plan
-    from cuzk.gpu.msm import last_stats, msm_g1
+    from cuzk.gpu.msm import plan as plan
+    from cuzk.gpu.msm.pippenger import last_stats, msm_g1
     bases, inf = micro.independent_bases(log_n, 1, distinct_log=log_n, seed=seed())
     scalars = micro.random_fr(1 << log_n, seed=seed())
     ref = msm_g1(bases, inf, scalars, c=c, bucket_sum="affine", kernels=K(KERNEL_CODES - {"K10"}))
@@ -339,8 +339,8 @@ def test_k10_at_its_threshold_matches_the_bucket_reduction(cp, log_n, c):
 def test_k6_pass_size_from_free_memory(cp, group, monkeypatch):
     """K6: with the device's free memory every window fits one pass; with none free, the floor's passes (balanced);
     an explicit max_entries wins. Each MSM is arkworks'."""
-    from cuzk.gpu import msm as gmsm
-    from cuzk.gpu import msm_plan as plan
+    from cuzk.gpu.msm import pippenger as gmsm
+    from cuzk.gpu.msm import plan as plan
     rng = random.Random(seed())
     n, c = 3000, 9
     nw = plan.num_windows(c)
@@ -365,9 +365,9 @@ def test_plan_entry_and_round_totals_kernels(cp, shape):
     into poisoned outputs, round after round (its ids feeding the next); msm_round_totals (K5) gives every round's size
     (numpy's sum of ceil(cnt / 2^r)), as does K8's kernel, and K9's counts kernel gives the generic offsets, over
     fresh random bucket counts with empty buckets and outsized ones."""
-    from cuzk.gpu import msm_plan as plan
+    from cuzk.gpu.msm import plan as plan
     from cuzk.gpu.loader import kernel
-    from cuzk.gpu.msm import _grid, _Kernels, kernel_build
+    from cuzk.gpu.msm.pippenger import _grid, _Kernels, kernel_build
     rng = np.random.default_rng(seed())
     nb = int(rng.integers(1000, 5000))
     counts = {"random": rng.poisson(6, nb), "zeros": rng.poisson(6, nb) * (rng.random(nb) < 0.4),
@@ -416,8 +416,8 @@ def test_plan_entry_and_round_totals_kernels(cp, shape):
 def test_kernel_opts_batch_add(cp, group, n, monkeypatch):
     """S1 and L1 in the batch sums, one at a time and several together (M2's batch_add_many); affine rounds
     forced (G1), so L1's round kernels run."""
-    from cuzk.gpu import msm_plan
-    from cuzk.gpu.batch_add import batch_add, batch_add_many
+    from cuzk.gpu.msm import plan as msm_plan
+    from cuzk.gpu.msm.sums import batch_add, batch_add_many
     monkeypatch.setattr(msm_plan, "AFFINE_MIN_PAIRS", 1)
     rng = random.Random(seed())
     pts = rand_points(group, n, rng)
@@ -436,7 +436,7 @@ def test_kernel_opts_batch_add(cp, group, n, monkeypatch):
 @pytest.mark.parametrize("group", [1, 2])
 def test_ec_ops_vs_arkworks(cp, group):
     from cuzk.gpu.loader import kernel
-    from cuzk.gpu.msm import to_ark, xyzz_words
+    from cuzk.gpu.msm.pippenger import to_ark, xyzz_words
     rng = random.Random(seed())
     pairs = _cases(group, rng)
     n = len(pairs)
@@ -484,8 +484,8 @@ def test_batch_add_matches_arkworks(cp, group, n, threads_min, pairs, monkeypatc
     """gpu/batch_add: Σ bases[idx] over a random subset (with repeats of a row, a base at infinity
     and a repeated point among the bases), against arkworks' sum; threads_min 32: the long
     segments that large sums use (segment_size)."""
-    from cuzk.gpu import batch_add as gb
-    from cuzk.gpu.batch_add import batch_add
+    from cuzk.gpu.msm import sums as gb
+    from cuzk.gpu.msm.sums import batch_add
     if threads_min:
         monkeypatch.setattr(gb, "THREADS_MIN", threads_min)
     rng = random.Random(seed())
@@ -505,7 +505,7 @@ def test_batch_add_matches_arkworks(cp, group, n, threads_min, pairs, monkeypatc
 # --- affine bucket sums (kernels/msm/affine.cuh) ---
 
 def run_affine(cp, b, inf, s, **kw):
-    from cuzk.gpu.msm import last_stats, msm_g1
+    from cuzk.gpu.msm.pippenger import last_stats, msm_g1
     kw.setdefault("affine_min_pairs", 1)
     got = msm_g1(b, inf, s, bucket_sum="affine", **kw)
     return got, dict(last_stats)
@@ -606,7 +606,7 @@ def test_g1_affine_inputs_untouched(cp):
 
 
 def test_msm_bucket_sum_bad_args(cp):
-    from cuzk.gpu.msm import msm_xyzz
+    from cuzk.gpu.msm.pippenger import msm_xyzz
     b1, b2 = cp.zeros((4, 24), dtype=cp.uint32), cp.zeros((4, 48), dtype=cp.uint32)
     inf, s = cp.zeros(4, dtype=bool), cp.zeros((4, 8), dtype=cp.uint32)
     with pytest.raises(ValueError):
@@ -630,9 +630,9 @@ def test_g1_xyzz_window_20(cp):
 def test_batch_add_affine_rounds(cp, n, monkeypatch):
     """The G1 batch addition through affine pair rounds (every round taken: threshold 1) on
     distinct points, and the fallback when a row repeats (P + P in a pair)."""
-    from cuzk.gpu import batch_add as gb
-    from cuzk.gpu import msm as gm
-    from cuzk.gpu import msm_plan as mp
+    from cuzk.gpu.msm import sums as gb
+    from cuzk.gpu.msm import pippenger as gm
+    from cuzk.gpu.msm import plan as mp
     monkeypatch.setitem(gm.DEFAULT_BUCKET_SUM, 1, "affine")
     monkeypatch.setattr(mp, "AFFINE_MIN_PAIRS", 1)
     rng = random.Random(seed())

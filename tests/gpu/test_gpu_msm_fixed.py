@@ -9,8 +9,8 @@ from py_arkworks_bls12381 import G1Point, Scalar
 
 from cuzk import field as F
 from cuzk.curve import limbs_to_ark
-from cuzk.gpu import msm_fixed as fx
-from cuzk.gpu import msm_plan as plan
+from cuzk.gpu.msm import fixed as fx
+from cuzk.gpu.msm import plan as plan
 from cuzk.gpu.srs import DeviceBases
 from cuzk.plans import MSM_KERNELS, msm_kernels_of as K
 from gpu_msm_cases import distinct_bases, edge_case, fr_dev, rand_points, seed, upload, want
@@ -107,7 +107,7 @@ def test_fixed_msm_options(cp):
 
 def test_fixed_msm_large_matches_plain(cp):
     """2^18 distinct bases at the plan choose_tables makes for them: the plain GPU MSM's and arkworks' result."""
-    from cuzk.gpu.msm import msm_g1
+    from cuzk.gpu.msm.pippenger import msm_g1
     rng = random.Random(seed())
     n = 1 << 18
     a, limbs, inf = distinct_bases(cp, n, rng)

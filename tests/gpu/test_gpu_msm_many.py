@@ -1,4 +1,4 @@
-"""Several G1 MSMs as one (cuzk/gpu/msm_many.py) and several batch sums as one (batch_add.sum_xyzz_many),
+"""Several G1 MSMs as one (cuzk/gpu/msm/many.py) and several batch sums as one (batch_add.sum_xyzz_many),
 optimization M2, against arkworks and the one-at-a-time paths, on fresh random inputs.
 Run on the device machine: `pytest -m gpu tests/gpu/test_gpu_msm_many.py`."""
 import random
@@ -45,8 +45,8 @@ def many_case(cp, sizes, rng, distinct=64):
 def test_many_matches_arkworks_and_msm_g1(cp, bucket_sum, c, pairs):
     """Parts of 1, 0, 31, 5000 and 1000 points (an empty one, a zero scalar, a scalar 1): each result is
     arkworks' multiexp of the part and msm_g1's on the part alone."""
-    from cuzk.gpu.msm import last_stats, msm_g1
-    from cuzk.gpu.msm_many import msm_g1_many
+    from cuzk.gpu.msm.pippenger import last_stats, msm_g1
+    from cuzk.gpu.msm.many import msm_g1_many
     rng = random.Random(seed())
     sizes = [1, 0, 31, 5000, 1000]
     host, dev = many_case(cp, sizes, rng)
@@ -62,7 +62,7 @@ def test_many_matches_arkworks_and_msm_g1(cp, bucket_sum, c, pairs):
 @pytest.mark.parametrize("sizes", [[0], [0, 0, 0], [7], [600], [1, 1, 1], [0, 300, 0]])
 def test_many_few_and_empty_parts(cp, sizes):
     """All empty (identities, nothing launched), one part (the single MSM), parts of one point."""
-    from cuzk.gpu.msm_many import msm_g1_many
+    from cuzk.gpu.msm.many import msm_g1_many
     rng = random.Random(seed())
     host, dev = many_case(cp, sizes, rng)
     assert msm_g1_many(dev) == [want(1, p, s) for p, s in host]
@@ -72,7 +72,7 @@ def test_many_few_and_empty_parts(cp, sizes):
 def test_many_edge_parts(cp, kind):
     """One odd part among ordinary ones: all scalars 0, all 1, one scalar for all (one bucket a window:
     merges), every base at infinity, a part whose points cancel."""
-    from cuzk.gpu.msm_many import msm_g1_many
+    from cuzk.gpu.msm.many import msm_g1_many
     rng = random.Random(seed())
     host, dev = many_case(cp, [200, 0, 50], rng)
     m = 700
@@ -100,7 +100,7 @@ def test_many_edge_parts(cp, kind):
 def test_many_multi_pass_and_concat(cp):
     """Windows over several sort passes (max_entries), and msm_g1_concat on inputs concatenated by the
     caller (tail_msm's M2 path) equal to msm_g1_many; inputs untouched."""
-    from cuzk.gpu.msm_many import concat_parts, msm_g1_concat, msm_g1_many
+    from cuzk.gpu.msm.many import concat_parts, msm_g1_concat, msm_g1_many
     rng = random.Random(seed())
     host, dev = many_case(cp, [3000, 17, 0, 900], rng)
     copies = [tuple(a.copy() for a in d) for d in dev]
@@ -134,8 +134,8 @@ def test_many_affine_rounds(cp, plans):
     """Every affine round taken (threshold 1) over distinct points made on the device: the multi-MSM's
     buckets go through the rounds like one MSM's, no fallback; also with K4 and K5 (the plans by entry, the keys'
     buckets counting every part's)."""
-    from cuzk.gpu.msm import last_stats
-    from cuzk.gpu.msm_many import msm_g1_many
+    from cuzk.gpu.msm.pippenger import last_stats
+    from cuzk.gpu.msm.many import msm_g1_many
     dev, wants = distinct_parts(cp, (1000, 0, 300, 2), random.Random(seed()))
     ko = KERNEL_CODES | {"K4", "K5"} if plans == "on" else KERNEL_CODES - {"K4", "K5"}
     got = msm_g1_many(dev, bucket_sum="affine", affine_min_pairs=1, kernels=K(ko))
@@ -146,9 +146,9 @@ def test_many_affine_rounds(cp, plans):
 def test_many_k10_group_reduce(cp, monkeypatch):
     """K10 on a multi-MSM (GROUP_MIN_BUCKETS lowered; a unit is one window of one part), every affine round taken,
     over distinct points made on the device: each part's MSM is arkworks'; the group rounds ran, no fallback."""
-    from cuzk.gpu import msm_plan as plan
-    from cuzk.gpu.msm import last_stats
-    from cuzk.gpu.msm_many import msm_g1_many
+    from cuzk.gpu.msm import plan as plan
+    from cuzk.gpu.msm.pippenger import last_stats
+    from cuzk.gpu.msm.many import msm_g1_many
     monkeypatch.setattr(plan, "GROUP_MIN_BUCKETS", 1)
     dev, wants = distinct_parts(cp, (2000, 0, 700, 3), random.Random(seed()))
     got = msm_g1_many(dev, bucket_sum="affine", affine_min_pairs=1, kernels=K(KERNEL_CODES | {"K10"}))
@@ -158,8 +158,8 @@ def test_many_k10_group_reduce(cp, monkeypatch):
 
 def test_many_repeated_base_falls_back(cp):
     """P + P inside a bucket of one part: its pass redone in XYZZ, every part still right."""
-    from cuzk.gpu.msm import last_stats
-    from cuzk.gpu.msm_many import msm_g1_many
+    from cuzk.gpu.msm.pippenger import last_stats
+    from cuzk.gpu.msm.many import msm_g1_many
     rng = random.Random(seed())
     host, dev = many_case(cp, [400, 50], rng)
     p = G1Point() * Scalar(rng.randrange(1, F.R))
@@ -172,7 +172,7 @@ def test_many_repeated_base_falls_back(cp):
 
 
 def test_many_bad_args(cp):
-    from cuzk.gpu.msm_many import msm_g1_concat, msm_g1_many
+    from cuzk.gpu.msm.many import msm_g1_concat, msm_g1_many
     rng = random.Random(seed())
     _, dev = many_case(cp, [10, 5], rng)
     with pytest.raises(ValueError):
@@ -219,7 +219,7 @@ def batch_case(cp, group, sizes, rng):
 def test_batch_many_matches_arkworks_and_batch_add(cp, group, threads_min, pairs, monkeypatch):
     """Sections summed together (0, 1, 31, 5000 and 1000 rows, every row of one): each sum is arkworks'
     and batch_add's alone; threads_min 32: long first segments (segment_size)."""
-    from cuzk.gpu import batch_add as gb
+    from cuzk.gpu.msm import sums as gb
     if threads_min:
         monkeypatch.setattr(gb, "THREADS_MIN", threads_min)
     rng = random.Random(seed())
@@ -232,7 +232,7 @@ def test_batch_many_matches_arkworks_and_batch_add(cp, group, threads_min, pairs
 def test_batch_many_infinity_rows_and_bad_index(cp):
     """A section whose chosen rows are all at infinity (its sum is the identity, the others unchanged),
     a section with no bases at all; an index out of range in any section raises IndexError."""
-    from cuzk.gpu import batch_add as gb
+    from cuzk.gpu.msm import sums as gb
     rng = random.Random(seed())
     host, dev = batch_case(cp, 1, [100, 7], rng)
     limbs, inf, _ = dev[0]
@@ -255,9 +255,9 @@ def test_batch_many_affine_parts_alone(cp, monkeypatch):
     """G1 with affine rounds from 4 pairs on: the sections that large (1000 and 301 rows) are summed alone
     (sum_xyzz, its rounds and, for a repeated row, its fallback), the small ones (5, 7 rows, one
     repeated) together; all equal arkworks'."""
-    from cuzk.gpu import batch_add as gb
-    from cuzk.gpu import msm as gm
-    from cuzk.gpu import msm_plan as mp
+    from cuzk.gpu.msm import sums as gb
+    from cuzk.gpu.msm import pippenger as gm
+    from cuzk.gpu.msm import plan as mp
     monkeypatch.setitem(gm.DEFAULT_BUCKET_SUM, 1, "affine")
     monkeypatch.setattr(mp, "AFFINE_MIN_PAIRS", 4)
     rng = random.Random(seed())

@@ -6,7 +6,7 @@ import warnings
 import numpy as np
 import pytest
 
-from cuzk.gpu import msm_plan as plan
+from cuzk.gpu.msm import plan as plan
 from gpu_msm_cases import seed
 
 pytestmark = pytest.mark.gpu

@@ -142,7 +142,7 @@ def test_msm_kernel_builds_are_listed():
     """Every build the MSM kernel toggles select (S1: the dedicated squaring, G1 only; I1: the products called; I2
     with I1: the callee on build 3) is a listed module build with a cubin name of its own; the default build is ()."""
     from cuzk.gpu import loader
-    from cuzk.gpu import msm
+    from cuzk.gpu.msm import pippenger as msm
     from cuzk.plans import MSM_KERNELS, msm_kernels_of as K
     seen = set()
     for group in (1, 2):

@@ -114,7 +114,7 @@ def test_split_drives_batch_addition_and_tail():
 
 def test_batch_add_segment_size():
     """Long segments (SEGMENT) from 2^24 points, shorter ones for smaller sums, never below SEGMENT_MIN."""
-    from cuzk.gpu import batch_add as gb
+    from cuzk.gpu.msm import sums as gb
     assert gb.segment_size(1 << 26) == gb.segment_size(1 << 24) == gb.SEGMENT
     assert gb.segment_size(1 << 18) == gb.segment_size(5) == gb.segment_size(0) == gb.SEGMENT_MIN
     sizes = [gb.segment_size(1 << k) for k in range(0, 28)]
@@ -124,7 +124,7 @@ def test_batch_add_segment_size():
 
 def test_first_segment_size():
     """Twice the mean bucket load for large MSMs; capped so a small MSM keeps SEGMENT_THREADS segments."""
-    from cuzk.gpu import msm_plan as mp
+    from cuzk.gpu.msm import plan as mp
     big = (1 << 26) * 13                         # 2^26 points, 13 windows of c = 20
     assert mp.first_segment_size(big, 13 << 19) == 2 * -(-big // (13 << 19))
     small = (1 << 18) * 22                       # 2^18 points, 22 windows of c = 12: mean 128 a bucket

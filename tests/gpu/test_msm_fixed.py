@@ -1,4 +1,4 @@
-"""P2, the MSM over precomputed multiples of fixed bases (cuzk/gpu/msm_fixed.py, kernels/msm/fixed.cu), on the CPU:
+"""P2, the MSM over precomputed multiples of fixed bases (cuzk/gpu/msm/fixed.py, kernels/msm/fixed.cu), on the CPU:
 its plan and memory sizes, and msm_digits_fixed transcribed and run through the very schedule the GPU runs
 (msm_plan.pippenger with windows = G) over the stand-in group Z_r and over real G1 points, against arkworks."""
 import random
@@ -8,8 +8,8 @@ import pytest
 from py_arkworks_bls12381 import G1Point, Scalar
 
 from cuzk.field import FR_LIMBS, R
-from cuzk.gpu import msm_fixed as fx
-from cuzk.gpu import msm_plan as plan
+from cuzk.gpu.msm import fixed as fx
+from cuzk.gpu.msm import plan as plan
 from test_msm_model import EDGE, XYZZ, IntGroup, ModelKernels, ark_affine, curve_case, int_case
 
 GIB = 1 << 30
@@ -188,7 +188,7 @@ def test_fixed_schedule_all_zero_and_all_infinite():
 def test_fixed_schedule_on_curve_vs_arkworks(n, c, repeat):
     """Real G1 tables (2^(c G j) P by arkworks), the affine rounds with their batch inversion, and the XYZZ
     fallback that a repeated base forces: arkworks' MSM."""
-    from cuzk.gpu.msm import xyzz_to_affine
+    from cuzk.gpu.msm.pippenger import xyzz_to_affine
     bases, inf, sc, want = curve_case(1, n, n * 5 + c + repeat, repeat)
     for tp in (plans(c)[1], plans(c)[-1]) if n > 1 else plans(c)[-1:]:
         got, k = model_fixed(CurveMul(1), bases, inf, sc, tp, min_pairs=1)

@@ -57,7 +57,8 @@ def test_on_device_replaces_an_unset_field(dev):
 def test_the_device_caches_are_per_device():
     """Every cache of device arrays or device attributes in cuzk/gpu is kept per device (a second GPU in the
     process never gets the first one's tables)."""
-    from cuzk.gpu import keygen, msm, ntt
+    from cuzk.gpu import keygen, ntt
+    from cuzk.gpu.msm import pippenger as msm
     for f in (ntt._power_tables, ntt._small_table, ntt._tw1_table, ntt._tw1_table_big, msm._sm_count,
               keygen._sm_count):
         assert getattr(f, "per_device", False), f.__name__

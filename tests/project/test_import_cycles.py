@@ -33,7 +33,9 @@ def graph() -> dict[str, set[str]]:
                     name = ".".join(base + ([node.module] if node.module else []))
                 else:
                     name = node.module or ""
-                targets = [name] + [f"{name}.{a.name}" for a in node.names]
+                subs = [f"{name}.{a.name}" for a in node.names]
+                # `from pkg import sub` needs sub; it needs pkg's own names only for what is not a submodule
+                targets = subs + ([name] if any(t not in mods for t in subs) else [])
             elif isinstance(node, ast.Import):
                 targets = [a.name for a in node.names]
             for t in targets:

@@ -27,7 +27,7 @@ def test_the_plans_defaults_are_the_registrys():
     d = resolve()
     assert plans.cuda(d) == plans.CudaPlan() and plans.synthesis(d) == plans.SynthesisPlan()
     assert plans.msm(d) == plans.MsmPlan() and plans.h(d) == plans.HPlan()
-    from cuzk.gpu import msm
+    from cuzk.gpu.msm import pippenger as msm
     assert msm.DEFAULT_PAIR_LEVELS is REGISTRY["R1"].default and msm.DEFAULT_PAIR_MERGES is REGISTRY["R2"].default
 
 
@@ -101,7 +101,7 @@ def test_no_prover_code_spells_a_toggle_code():
 
 
 def test_the_scan_finds_a_spelled_code(tmp_path):
-    """gpu/msm.py as it read before its plan: a kernel toggle tested by code."""
-    p = tmp_path / "msm.py"
-    p.write_text((ROOT / "cuzk" / "gpu" / "msm.py").read_text() + '\nplan_by_entry = "K4" in ()\n')
-    assert _spelled(p, tmp_path) == [f"msm.py:{len(p.read_text().splitlines())}: 'K4'"]
+    """The MSM driver as it read before its plan: a kernel toggle tested by code."""
+    p = tmp_path / "pippenger.py"
+    p.write_text((ROOT / "cuzk" / "gpu" / "msm" / "pippenger.py").read_text() + '\nplan_by_entry = "K4" in ()\n')
+    assert _spelled(p, tmp_path) == [f"pippenger.py:{len(p.read_text().splitlines())}: 'K4'"]

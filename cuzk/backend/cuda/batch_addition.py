@@ -6,7 +6,6 @@ import cupy
 from py_arkworks_bls12381 import G1Point, G2Point
 
 from ...field import FR_LIMBS
-from ...gpu import batch_add as gbatch
 from ...gpu import fr as gfr
 from ...gpu import msm as gmsm
 from ...timing import circuit
@@ -24,7 +23,7 @@ def sum_ones(be, b, idx, one):
     """Σ of section b's points over the variables idx (their scalars are 1)."""
     mp = be.plan.msm
     if be.plan.ones_by_bucket_sums:
-        return gbatch.batch_add(b.group, b.limbs, b.inf, rows(b, idx), bucket_sum=mp.bucket_sum(b.group),
+        return gmsm.batch_add(b.group, b.limbs, b.inf, rows(b, idx), bucket_sum=mp.bucket_sum(b.group),
                                 pair_merges=mp.pair_merges, kernels=mp.kernels)
     bases, inf, _ = b.take(idx)
     if inf.size == 0:
@@ -46,7 +45,7 @@ def _many(be, kh, prep) -> list:
         def sums(i=i, g1=g1):
             with circuit(i, label="a+b_g1+l"):
                 parts = [(kh.dev[q].limbs, kh.dev[q].inf, rows(kh.dev[q], idx)) for q, idx in g1]
-                pts = gbatch.batch_add_many(1, parts, mp.bucket_sum(1), mp.pair_merges, mp.kernels)
+                pts = gmsm.batch_add_many(1, parts, mp.bucket_sum(1), mp.pair_merges, mp.kernels)
             return dict(zip([q for q, _ in g1], pts))
 
         def g2(i=i, ones=ones):

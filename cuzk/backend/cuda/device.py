@@ -46,7 +46,7 @@ class CudaKey:
         freed under memory pressure (drop_tables)."""
         if self.tables is None and not self.tables_dropped:
             import time
-            from ...gpu import msm_fixed as fx
+            from ...gpu import msm as fx
             sec = self.dev["h"]
             tp = fx.choose_tables(len(sec), fx.budget_bytes(gib=table_gib))
             if tp.t == 1:

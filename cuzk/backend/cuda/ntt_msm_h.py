@@ -11,10 +11,8 @@ from ...field import FR_LIMBS
 from ...gpu import fr as gfr
 from ...gpu import h as gh
 from ...gpu import msm as gmsm
-from ...gpu import msm_fixed as gmsm_fixed
 from ...gpu import srs as gsrs
 from ...timing import circuit
-from .msm import window
 
 
 def abc_for(be, asg, n: int):
@@ -39,13 +37,13 @@ def run(be, kh, assignments) -> list:
             tb = tables(be, kh) if be.plan.h.tables else None
             if tb is not None:
                 try:
-                    out.append(gmsm_fixed.msm_g1(tb, h, **be.plan.msm.kw(1)))
+                    out.append(gmsm.fixed_msm_g1(tb, h, **be.plan.msm.kw(1)))
                     continue
                 except cupy.cuda.memory.OutOfMemoryError:
                     kh.drop_tables()
                     print("cuzk: P2: the H tables were freed: the device ran out of memory in the H MSM; "
                           "proving goes on without them", file=sys.stderr)
-            out.append(gmsm.msm_g1(hb.limbs, hb.inf, h, window(kh, h, be.plan.msm), **be.plan.msm.kw(1)))
+            out.append(gmsm.msm_g1(hb.limbs, hb.inf, h, gmsm.window(len(hb), h, be.plan.msm), **be.plan.msm.kw(1)))
     return out
 
 

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import cupy
 
-from ...gpu import msm_many as gmany
+from ...gpu import msm as gmsm
 from ...timing import circuit
-from .msm import msm, window
 from .synthesis import device_z
 
 
@@ -28,8 +27,9 @@ def _many(be, kh, prep, assignments) -> list:
     for i, asg in enumerate(assignments):
         with circuit(i):
             s = cupy.ascontiguousarray(device_z(asg)[zidx])
-            c = window(kh, s, be.plan.msm, 1, sum(1 for m in sizes if m)) if s.shape[0] else None
-            pts = gmany.msm_g1_concat(bases, inf, s, sizes, c, **be.plan.msm.kw(1))
+            parts = sum(1 for m in sizes if m)
+            c = gmsm.window(len(kh.dev["h"]), s, be.plan.msm, 1, parts) if s.shape[0] else None
+            pts = gmsm.msm_g1_concat(bases, inf, s, sizes, c, **be.plan.msm.kw(1))
             out.append(dict(zip(qs, pts)))
     return out
 
@@ -41,6 +41,7 @@ def run(be, kh, prep, assignments) -> list:
     gathered = {q: kh.dev[q].take(t) for q in ("a", "b_g1")}
     gathered["l"] = kh.dev["l"].take(tl)
     ni = kh.pk.num_inputs
+    h_size = len(kh.dev["h"])
     out = []
     for i, asg in enumerate(assignments):
         with circuit(i):
@@ -51,6 +52,6 @@ def run(be, kh, prep, assignments) -> list:
                 bases, inf, keep = gathered[q]
                 s = cupy.ascontiguousarray(s if keep is None else s[keep])
                 work.append((q, bases, inf, s))
-            jobs = [lambda b=b, f=f, s=s: msm(1, b, f, s, kh, be.plan.msm) for _, b, f, s in work]
+            jobs = [lambda b=b, f=f, s=s: gmsm.run_msm(1, b, f, s, h_size, be.plan.msm) for _, b, f, s in work]
             out.append(dict(zip([q for q, *_ in work], be.jobs(jobs))))
     return out

@@ -1,4 +1,4 @@
-"""Pippenger index math shared by the GPU driver (cuzk/gpu/msm.py) and its CPU model.
+"""Pippenger index math shared by the GPU driver (cuzk/gpu/msm/pippenger.py) and its CPU model.
 
 Every function takes an array module `xp` (numpy or cupy) where it touches arrays, so
 tests/gpu/test_msm_model.py runs the very same code on the CPU.

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import msm as gmsm
-from . import msm_plan as plan
+from . import pippenger as gmsm
+from . import plan
 
 SEGMENT = 128            # points per thread in the first pass: 2^26 points -> 2^19 threads
 SEGMENT_MIN = 8          # ... down to this many for small sums, so they still get 2^17 threads: a thread's

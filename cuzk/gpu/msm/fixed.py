@@ -8,7 +8,7 @@ instead of nw windows, so c can grow past what a reduction per window pays for, 
 windows, hence fewer entries to sort and add. Memory is traded for that: (t - 1) n rows of 96 bytes, and one
 group's sort pass holds t n keys.
 
-Everything but the digits (msm_digits_fixed) is msm_plan.pippenger over cuzk/gpu/msm.py's kernels, so the
+Everything but the digits (msm_digits_fixed) is msm_plan.pippenger over cuzk/gpu/msm/pippenger.py's kernels, so the
 rounds, their XYZZ fallback (x1 == x2, e.g. repeated bases) and the reduction are the tested ones.
 """
 from __future__ import annotations
@@ -17,7 +17,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import msm_plan as plan
+from ..loader import kernel
+from . import pippenger as gmsm
+from . import plan
 
 ROW_BYTES = 96             # one affine G1 row: x and y, 12 words each
 C_MIN = 16                 # narrower windows never pay for tables (choose_window picks c = 20-22 without them)
@@ -106,7 +108,6 @@ class FixedTables:
 
     def __init__(self, bases, tp: TablePlan):
         import cupy
-        from .loader import kernel
         if bases.group != 1 or bases.rows is not None:
             raise ValueError("tables are made for a dense G1 section")
         self.plan, self.bases = tp, bases
@@ -141,8 +142,6 @@ TABLE_THREADS = 128        # msm_fixed_table's __launch_bounds__
 
 def _kernels(tables: FixedTables, scalars, kernels):
     import cupy
-    from . import msm as gmsm
-    from .loader import kernel
 
     class FixedKernels(gmsm._Kernels):
         """msm.py's kernel set over the table's rows, with msm_digits_fixed's keys."""
@@ -167,7 +166,6 @@ def msm_windows(tables: FixedTables, scalars, bucket_sum: str | None = None, aff
     """The group sums of Σ s_i P_i over the tables' section: (uint32[G, words] on the device, c), Σ_g 2^(c g)
     sums[g] being the MSM (msm.fold_windows). Options as msm.msm_xyzz's."""
     import cupy
-    from . import msm as gmsm
     if tables.limbs is None:
         raise ValueError("the tables were released")
     tp, n = tables.plan, tables.n
@@ -192,6 +190,5 @@ def msm_windows(tables: FixedTables, scalars, bucket_sum: str | None = None, aff
 def msm_g1(tables: FixedTables, scalars, **kw):
     """Σ s_i P_i over the tables' section as a py_arkworks_bls12381 G1Point (kw: msm_windows')."""
     import cupy
-    from . import msm as gmsm
     sums, c = msm_windows(tables, scalars, **kw)
     return gmsm.fold_windows(1, cupy.asnumpy(sums), c)

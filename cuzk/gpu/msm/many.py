@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import msm as gmsm
-from . import msm_plan as plan
-from .loader import kernel
+from . import pippenger as gmsm
+from . import plan
+from ..loader import kernel
 
 
 class _ManyKernels(gmsm._Kernels):

@@ -3,7 +3,7 @@
 Inputs stay on the device: bases uint32[n, 24] (G1) or [n, 48] (G2) affine Montgomery
 limbs, inf bool[n] (a base at infinity), scalars uint32[n, 8] Fr in Montgomery form.
 The kernels are in kernels/msm/pippenger.cuh and kernels/msm/affine.cuh (modules msm/g1.cu, msm/g2.cu);
-the index math is cuzk/gpu/msm_plan.py.
+the index math is cuzk/gpu/msm/plan.py.
 
 Bucket sums: "xyzz" (mixed XYZZ adds, one thread per segment) or, for G1, "affine" (rounds of
 affine pair additions with batched inversion, msm_plan.affine_rounds; a pass that meets
@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import field as F
-from ..curve import G1_WORDS, G2_WORDS, g1_from_ints, g2_from_ints
-from ..plans import MsmKernels, MsmPlan
-from . import msm_plan as plan
-from .cub_sort import sort_keys
-from .loader import kernel
-from .per_device import device_cache
+from ... import field as F
+from ...curve import G1_WORDS, G2_WORDS, g1_from_ints, g2_from_ints
+from ...plans import MsmKernels, MsmPlan
+from . import plan
+from ..cub_sort import sort_keys
+from ..loader import kernel
+from ..per_device import device_cache
 
 THREADS = 128
 _AFFINE_WORDS = {1: G1_WORDS, 2: G2_WORDS}
@@ -412,7 +412,7 @@ def fold_windows(group: int, sums: np.ndarray, c: int):
     device this fold is a chain of c (nw - 1) doublings in one thread: ~4 ms in G1, ~19 ms in G2).
     The result is checked in the subgroup, so a malformed window sum raises cuzk.curve.PointError."""
     from py_arkworks_bls12381 import G1Point, G2Point
-    from ..curve import PointError, canonical_to_ark, scalars_to_ark
+    from ...curve import PointError, canonical_to_ark, scalars_to_ark
     f, cls = FIELDS[group], (G1Point if group == 1 else G2Point)
     live = [(w, p) for w, p in enumerate(xyzz_rows(group, sums)) if not f.is_zero(p[2])]
     if not live:
