@@ -13,10 +13,13 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from . import keygen
 from .backend.base import Backend
+from .keygen import DEVICE_KEYGEN_MIN, cached_setup
 from .keys import ProvingKey
+from .poly import Domain
+from .progress import LARGE_LOG, step_printer
 from .prover import Prover
-
 
 
 class ContextError(ValueError):
@@ -56,7 +59,6 @@ class ProvingContext:
 def device_keygen_wanted(device_keygen: str | bool, backend: Backend, domain_n: int) -> bool:
     """Whether the key is made on the GPU and kept there: `on`/True (cuda only), `off`/False, or `auto`:
     on the cuda backend from keygen.DEVICE_KEYGEN_MIN (keys too large to save)."""
-    from .keygen import DEVICE_KEYGEN_MIN
     if device_keygen in ("on", True) and backend.name != "cuda":
         raise ContextError("a key made on the GPU and kept there needs the cuda backend")
     if device_keygen in ("off", False) or backend.name != "cuda":
@@ -74,9 +76,6 @@ def proving_context(backend: Backend, r1cs, convention="coeff", generator: int =
     later processes (device_key_cache.py), its entry named by `key_tag` (the caller's name for the
     circuit; None: the circuit's digest) with the convention, generator, seed and circuit shape;
     ignored where the key is not made on the GPU."""
-    from .keygen import cached_setup, setup_on_device
-    from .poly import Domain
-    from .progress import LARGE_LOG, step_printer
     t0 = time.perf_counter()
     domain = Domain.for_size(r1cs.qap_rows)
     if device_keygen_wanted(device_keygen, backend, domain.n):
@@ -91,7 +90,7 @@ def proving_context(backend: Backend, r1cs, convention="coeff", generator: int =
                 key = KeySource("device", time.perf_counter() - t0, path=str(dkc.entry_path(key_dir, ident)),
                                 cached=True, keygen=info)
                 return ProvingContext(backend, pk, Prover(backend, pk, kh=kh), key)
-        pk, kh, info = setup_on_device(r1cs, convention, generator, toxic_seed, steps)
+        pk, kh, info = keygen.setup_on_device(r1cs, convention, generator, toxic_seed, steps)
         key = KeySource("device", time.perf_counter() - t0, keygen=info)
         if key_dir is not None:
             t1 = time.perf_counter()

@@ -34,6 +34,7 @@ import glob  # noqa: E402
 import os  # noqa: E402
 import re  # noqa: E402
 import subprocess  # noqa: E402
+import tomllib
 
 VAR = "CUZK_CUDA_EXTRA"
 CONSTRAINTS = "constraints.txt"
@@ -128,7 +129,6 @@ def constraints_file(root: str | None = None) -> str | None:
 
 def otava_requirement(root: str | None = None) -> str:
     """The apache-otava requirement of pyproject.toml's `history` extra (the one place it is pinned)."""
-    import tomllib
     path = os.path.join(root or checkout_root(), "pyproject.toml")
     try:
         with open(path, "rb") as f:

@@ -28,6 +28,11 @@ from pathlib import Path
 
 import numpy as np
 
+from .curve import AffineBases
+from .gpu.srs import DeviceBases, DeviceKey
+from .keys import ProvingKey
+from .qap import qap
+
 FORMAT = 1
 MANIFEST = "manifest.json"
 _CHUNK = 1 << 26            # bytes per CRC-32 update
@@ -46,7 +51,6 @@ def identity(r1cs, convention: str, generator: int, toxic_seed: int, tag=None) -
     """Everything that determines the key. `tag`: the caller's name for the circuit (e.g. the perf
     workload's circuit, size and optimizations), which makes it unnecessary to hash the whole
     constraint system; without one, the circuit's digest."""
-    from .qap import qap
     ident = {"format": FORMAT, "tag": tag if tag is not None else {"digest": r1cs.digest()},
              "convention": qap(convention).name, "generator": int(generator), "toxic_seed": int(toxic_seed),
              "shape": {"num_inputs": int(r1cs.num_inputs), "num_aux": int(r1cs.num_aux),
@@ -199,9 +203,6 @@ def load(folder, ident: dict):
 
 
 def _load(entry: Path, ident: dict):
-    from .curve import AffineBases
-    from .gpu.srs import DeviceBases, DeviceKey
-    from .keys import ProvingKey
     m = json.loads((entry / MANIFEST).read_text())
     if m.get("identity") != ident:
         raise CacheEntryError("the entry holds another key (identity mismatch)")

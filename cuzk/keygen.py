@@ -12,6 +12,7 @@ the circuit's hash.
 """
 from __future__ import annotations
 
+import fcntl
 import glob
 import hashlib
 import os
@@ -25,13 +26,17 @@ from pathlib import Path
 
 import numpy as np
 from py_arkworks_bls12381 import G1Point, G2Point
+from tqdm import tqdm
 
+from . import backend as backends
+from .backend import BackendError
 from .curve import AffineBases
 from .field import R, fr_array, fr_powers
+from .gpu import keygen as gpu_keygen
 from .key_points import mul_points, single_points  # noqa: F401 (single_points: the keygen API)
 from .keys import KeyFormatError, KeyUnreadable, ProvingKey
-from .qap import qap
 from .poly import Domain, intt
+from .qap import qap
 from .r1cs import CSR, R1CS
 
 PROGRESS_MIN = 1 << 12
@@ -80,12 +85,11 @@ def qap_at_tau(r1cs: R1CS, domain: Domain, tau: int):
 def resolve_backend(backend: str, domain_size: int = AUTO_GPU_MIN) -> str:
     """'cpu' or 'cuda' for a keygen backend choice ('auto': the GPU when usable, for domains of
     at least AUTO_GPU_MIN)."""
-    from .backend import BackendError, gpu_status
     if backend not in BACKENDS:
         raise BackendError(f"unknown keygen backend {backend!r}; use {', '.join(BACKENDS)}")
     if backend == "cpu" or (backend == "auto" and domain_size < AUTO_GPU_MIN):
         return "cpu"
-    ok, why = gpu_status()
+    ok, why = backends.gpu_status()
     if ok:
         return "cuda"
     if backend == "cuda":
@@ -118,7 +122,6 @@ def setup(r1cs: R1CS, convention: str = "coeff", generator: int = 7, toxic: Toxi
     show = progress if progress is not None else total >= PROGRESS_MIN
     bar = None
     if show:
-        from tqdm import tqdm
         bar = tqdm(total=total, desc="keygen", unit="pt", leave=False)
     try:
         def G1(xs): return AffineBases.from_ark(1, mul_points(g1, fr_array(xs), bar))
@@ -143,9 +146,7 @@ def setup_on_device(r1cs: R1CS, convention: str = "coeff", generator: int = 7, t
     (host ProvingKey with the verifying key's points, CudaKey, report). The report: seconds, device
     pool bytes and host peak RSS after each step, and the resident key's size. progress(step, seconds):
     called as each step ends (cuzk/progress.py)."""
-    import time
     from .backend.cuda import CudaKey
-    from .gpu import keygen as gpu_keygen
     q = qap(convention)
     t0 = time.perf_counter()
     pk, dev = gpu_keygen.setup_device(r1cs, q, generator, ToxicWaste.from_seed(toxic_seed), progress)
@@ -180,7 +181,6 @@ def _lock_path(path: Path) -> Path:
 def _locked(path: Path):
     """An exclusive fcntl lock on `path` (created if missing), held for the block; released by the
     kernel if the process dies."""
-    import fcntl
     fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o666)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
@@ -193,7 +193,6 @@ def _remove_if_writer_gone(tmp: Path, lock: Path) -> bool | None:
     """Remove `tmp` if the cache writer of its key is gone: its lock can be taken now (a writer holds it
     from before its temp file exists until after the rename; the kernel releases a dead one's). False
     when the lock is held (the writer is alive), None when there is no lock file (not a cache writer's)."""
-    import fcntl
     cloexec = getattr(os, "O_CLOEXEC", 0)
     try:
         try:

@@ -13,10 +13,15 @@ clock instead: the same pyperf path, for machines without a GPU (CI checks it en
 """
 from __future__ import annotations
 
+import random
 import sys
+import time
 
+from . import backend as backends
 from . import environment
+from .field import R
 from .gpu.loader import MUL_BUILDS
+from .poly import Domain, intt, ntt
 from .qap import CONVENTIONS, qap
 
 KERNELS = ("ntt", "intt", "h", "spmv", "fp_mul", "fr_mul", "msm", "msm_g2", "batch_add")
@@ -72,11 +77,7 @@ CPU_KERNELS = ("ntt", "intt")
 
 def _make_cpu(kernel: str, log_size: int, generator: int):
     """The CPU reference's transforms on random Fr elements, timed by the host clock."""
-    import random
-    import time
 
-    from .field import R
-    from .poly import Domain, intt, ntt
     d = Domain(log_size, generator)
     rng = random.Random(1)
     x = [rng.randrange(R) for _ in range(d.n)]
@@ -107,7 +108,6 @@ def main(argv: list[str]) -> int:
     except ImportError:
         print("cuzk: error: `cuzk micro` needs pyperf (pip install 'cuzk[perf]')", file=sys.stderr)
         return 2
-    from .backend import gpu_status
     cpu = "--backend=cpu" in argv or any(a == "--backend" and argv[i + 1:i + 2] == ["cpu"] for i, a in enumerate(argv))
     kernel = next((a for a in argv if a in KERNELS or a in NOT_YET), None)
     if kernel in NOT_YET:
@@ -118,7 +118,7 @@ def main(argv: list[str]) -> int:
     if cpu and kernel not in CPU_KERNELS:
         return _bad(f"--backend cpu times {' and '.join(CPU_KERNELS)} only")
     if kernel in KERNELS and "--worker" not in argv and not cpu:
-        ok, why = gpu_status()
+        ok, why = backends.gpu_status()
         if not ok:
             print(f"cuzk: error: micro needs a GPU ({why})", file=sys.stderr)
             return 2

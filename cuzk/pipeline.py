@@ -29,14 +29,15 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field, replace
+from multiprocessing import shared_memory
 
 import numpy as np
 
 from . import circuits, plans
-from .field import FR_LIMBS, fr_array, ints_to_limbs
 from .backend.cpu.synthesis import assign
-from .synthesis import make_pool
+from .field import FR_LIMBS, fr_array, ints_to_limbs
 from .poly import Domain
+from .synthesis import make_pool
 from .timing import PhaseTimer, circuit, merge_phases
 from .witness_pack import PackedWitness, pack
 
@@ -166,7 +167,6 @@ class Shared:
 
     @classmethod
     def put(cls, a: np.ndarray) -> "Shared":
-        from multiprocessing import shared_memory
         shm = shared_memory.SharedMemory(create=True, size=max(a.nbytes, 1))
         np.ndarray(a.shape, a.dtype, buffer=shm.buf)[...] = a
         out = cls(shm.name, a.shape, a.dtype.str)
@@ -175,7 +175,6 @@ class Shared:
 
     def discard(self) -> None:
         """Remove the block unread (a hand-off that failed); nothing if it was taken already."""
-        from multiprocessing import shared_memory
         try:
             shm = shared_memory.SharedMemory(name=self.name)
         except FileNotFoundError:
@@ -186,7 +185,6 @@ class Shared:
     def take(self):
         """(array, block): the array maps the block; the block's name is removed at once, and its
         memory goes when the block is closed after the last use of the array."""
-        from multiprocessing import shared_memory
         shm = shared_memory.SharedMemory(name=self.name)
         shm.unlink()
         return np.ndarray(self.shape, np.dtype(self.dtype), buffer=shm.buf), shm
@@ -248,7 +246,6 @@ class _ShmAlloc:
         self.blocks: list = []       # (block, data address of the array made in it)
 
     def __call__(self, shape, dtype) -> np.ndarray:
-        from multiprocessing import shared_memory
         dtype = np.dtype(dtype)
         size = max(int(np.prod(shape)) * dtype.itemsize, 1)
         if not shm_room(size):               # no room in /dev/shm: an ordinary array, pickled back
@@ -303,7 +300,7 @@ def synth_one(name: str, log_size: int, opts, seed: int, host_assign: bool, witn
         inputs, aux = circuits.witness(name, log_size, seed=seed, opts=opts)
         return assign(r1cs, inputs, aux, Domain.for_size(r1cs.qap_rows)), t0, time.perf_counter()
     direct = share and witness_limbs and circuits.has_witness_only(name)
-    sp = plans.synthesis(opts) if opts is not None else None
+    sp = plans.handoff(opts) if opts is not None else None
     packs = witness_limbs and sp is not None and sp.packed_witness   # (inputs, PackedWitness, None)
     packed_shared = share and packs and sp.packed_shared
     alloc = _ShmAlloc() if direct else None

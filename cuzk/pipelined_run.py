@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 
 from . import circuits
 from .backend.base import Backend
+from .gpu.per_device import is_device_error
 from .groth16 import vk_to_json
 from .nvml import gpu_state
 from .pipeline import (Job, Lane, PipelineError, plan_workers, run_pipelined, run_sequential, shm_free_bytes, summary,
@@ -45,7 +46,7 @@ class PipelineSpec:
 
 def device_count() -> int:
     """The GPUs CUDA sees (the cuda backend is up: CuPy is importable)."""
-    import cupy                          # only once the cuda backend is known to be there
+    import cupy  # only once the cuda backend is known to be there
     return cupy.cuda.runtime.getDeviceCount()
 
 
@@ -55,7 +56,7 @@ def _lane_for(spec: RunSpec, r1cs, job: Job, device: int | None, backend: Backen
     if device is None:
         use = contextlib.nullcontext
     else:
-        import cupy                      # a lane per GPU: the cuda backend is up
+        import cupy  # a lane per GPU: the cuda backend is up
         use = lambda: cupy.cuda.Device(device)       # noqa: E731
     with use():
         backend = backend or open_backend(replace(spec, backend="cuda"))
@@ -66,7 +67,6 @@ def _lane_for(spec: RunSpec, r1cs, job: Job, device: int | None, backend: Backen
         if device is None and backend.name == "cuda":
             from .gpu.per_device import current
             device = current()
-    from .gpu.per_device import is_device_error
     return {"ctx": ctx, "lane": Lane(ctx.prover, device, use, is_device_error), "warm": (warm, public),
             "warmup_s": warm_s}
 

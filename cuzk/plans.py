@@ -117,10 +117,15 @@ class CudaPlan:
 
 @dataclass(frozen=True)
 class SynthesisPlan:
-    """How circuits are written down (r1cs.py) and handed to the provers (pipeline.py)."""
+    """How circuits are written down (r1cs.py)."""
     flat_terms: bool = True            # A1: linear combinations as flat arrays
     presized_vectors: bool = True      # A2: witness vectors sized ahead
-    packed_witness: bool = True        # B2: the pipeline's witness packed (bits apart) for the hand-off
+
+
+@dataclass(frozen=True)
+class HandoffPlan:
+    """How the pipeline's workers hand a witness to the provers (pipeline.py)."""
+    packed_witness: bool = True        # B2: the witness packed (bits apart) for the hand-off
     packed_shared: bool = True         # B3: the packed witness written to shared memory by the worker
 
 
@@ -136,7 +141,8 @@ NTT = {"N1": "register_radix", "N2": "build6_product", "N4": "dif_two_ops", "N8"
        "N15": "lazy_stage0", "N10": "natural_order"}
 H = {"F1": "fused_tail", "N3": "pointwise_b6", "H2": "skip_c", "N5": "tiled_bitrev", "F2": "spend_abc", "P2": "tables"}
 CUDA = {"C1": "ones_by_bucket_sums", "P1": "concurrent_jobs", "A4": "b_g2_on_host", "B1": "pinned_uploads"}
-SYNTHESIS = {"A1": "flat_terms", "A2": "presized_vectors", "B2": "packed_witness", "B3": "packed_shared"}
+SYNTHESIS = {"A1": "flat_terms", "A2": "presized_vectors"}
+HANDOFF = {"B2": "packed_witness", "B3": "packed_shared"}
 
 
 def _take(cls, table: dict, opts, **parts):
@@ -168,10 +174,14 @@ def synthesis(opts) -> SynthesisPlan:
     return _take(SynthesisPlan, SYNTHESIS, opts)
 
 
+def handoff(opts) -> HandoffPlan:
+    return _take(HandoffPlan, HANDOFF, opts)
+
+
 def codes_read() -> dict[str, str]:
     """{toggle code: the plan field it sets} over every plan (tests: each toggle sets one field)."""
     out = {}
     for prefix, table in (("msm.kernels", MSM_KERNELS), ("msm", MSM), ("h.ntt", NTT), ("h", H), ("cuda", CUDA),
-                          ("synthesis", SYNTHESIS)):
+                          ("synthesis", SYNTHESIS), ("handoff", HANDOFF)):
         out.update({code: f"{prefix}.{name}" for code, name in table.items()})
     return out

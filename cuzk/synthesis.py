@@ -2,19 +2,22 @@
 witness then assigned (a, b, c) by the backend's `assign` (the CPU reference's by default)."""
 from __future__ import annotations
 
+import time
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+
 from . import circuits
 from .backend.cpu.synthesis import assign
 from .groth16.assignment import Assignment
 from .opts import OptSet
 from .poly import Domain
 from .r1cs import R1CS
+from .timing import circuit
 
 
 def _build_timed(name: str, log_size: int, opts: OptSet, seed: int, keep_r1cs: bool):
     """One circuit's witness generation, in a pool worker: (r1cs or None, inputs, aux, start, stop)
     with absolute perf_counter times (CLOCK_MONOTONIC, comparable across processes on Linux).
     With keep_r1cs the whole circuit is built; else only the witness (circuits.witness)."""
-    import time
     t0 = time.perf_counter()
     if keep_r1cs:
         r1cs, inputs, aux = circuits.build(name, log_size, opts=opts, seed=seed, limbs=True)
@@ -34,7 +37,6 @@ def synthesize(name: str, log_size: int, opts: OptSet, domain: Domain | None = N
     runs here, circuit by circuit. Each circuit gets a sub-record in the running synthesis phase
     (`timing.circuit`), labelled "build" (circuit 0: the constraint system and its witness) or
     "witness" (the others), then "assign". Pool workers' times go to `timer` when one is given."""
-    from .timing import circuit
     assign_fn = assign_fn or assign
     seeds = list(seeds)
     r1cs0, result = None, []
@@ -74,7 +76,6 @@ def make_pool(kind: str, workers: int):
     """A pool for parallel witness generation: 'thread' (one address space, as bellperson's
     rayon threads: allocations and page faults contend in one process) or 'process'
     (separate address spaces; started with 'spawn', safe beside a CUDA context)."""
-    from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
     if workers < 1:
         raise ValueError(f"parallel synthesis needs >= 1 worker, got {workers}")
     if kind == "thread":

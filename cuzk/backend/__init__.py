@@ -5,6 +5,7 @@ import sys
 
 from .. import cuda_extra
 from .base import Backend
+from .cpu import CpuBackend
 
 
 class BackendError(RuntimeError):
@@ -72,5 +73,4 @@ def get_backend(name: str = "auto", log=None, opts=None, table_gib: float | None
         if name == "cuda":
             raise BackendError(f"--backend cuda: {why}")
         log(f"cuzk: no GPU backend ({why}); using the CPU reference")
-    from .cpu import CpuBackend
     return CpuBackend(opts)

@@ -6,15 +6,16 @@ import sys
 from pathlib import Path
 
 from .. import __version__
+from .. import backend as backends
 from ..environment import table_gib
+from ..perf import ablate
+from ..perf.effects import critical_k
 from ..run import git_commit
-from .common import (_need_plots, EXIT_OK, CliError, check_paths, write_all, write_atomic)
+from .common import EXIT_OK, CliError, _need_plots, check_paths, write_all, write_atomic
 
 
 def cmd_ablate(args) -> int:
     """Exit 0 measured, 2 bad input or a run that could not be measured (no such backend, untrusted GPU)."""
-    from ..backend import gpu_status
-    from ..perf import ablate
     # --resume's file is read whole, then written again round by round as --json (by default): --json may
     # be it, --png may not; --from-json writes only --png
     json_out = None if args.from_json else args.json or args.resume
@@ -48,7 +49,6 @@ def cmd_ablate(args) -> int:
         args.confidence = 0.99
     if not 0.5 <= args.confidence < 1:
         raise CliError("--confidence must be in [0.5, 1)")
-    from ..perf.effects import critical_k
     if critical_k(args.repeat, args.confidence) < 1:
         need = next(n for n in range(2, 64) if critical_k(n, args.confidence) >= 1)
         raise CliError(f"--repeat {args.repeat} cannot give a {args.confidence:.0%} interval; use >= {need}")
@@ -59,7 +59,7 @@ def cmd_ablate(args) -> int:
         _need_plots()
     backend = args.backend
     if backend == "auto":
-        ok, why = gpu_status()
+        ok, why = backends.gpu_status()
         backend = "cuda" if ok else "cpu"
         if not ok:
             print(f"cuzk: no GPU backend ({why}); using the CPU reference", file=sys.stderr)

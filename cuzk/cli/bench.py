@@ -6,8 +6,10 @@ import sys
 from ..environment import options, table_gib
 from ..groth16 import VERIFIER
 from ..run import RunError, RunSpec, run
-from .common import (_need_plots, EXIT_INVALID, EXIT_OK, CliError, bench_outputs, check_bench_outputs,
-                     device_memory_line, keygen_table, phase_table, write_all)
+from .bench_outputs import bench_outputs, check_bench_outputs
+from .bench_pipeline import bench_pipeline, wanted
+from .common import (EXIT_INVALID, EXIT_OK, CliError, _need_plots, device_memory_line, keygen_table, phase_table,
+                     write_all)
 
 
 def _stderr(msg: str) -> None:
@@ -32,7 +34,6 @@ def cmd_bench(args) -> int:
     if args.timeline:
         _need_plots()
     check_bench_outputs(args)
-    from .bench_pipeline import bench_pipeline, wanted
     if wanted(args):
         if args.warmup:
             raise CliError("--warmup applies to the one-batch bench; --pipeline reports its fill separately")

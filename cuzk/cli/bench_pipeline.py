@@ -9,7 +9,8 @@ from dataclasses import replace
 from ..groth16 import VERIFIER
 from ..pipelined_run import PipelineSpec, device_count, run_pipelined_batch
 from ..run import RunError, RunSpec, open_backend
-from .common import EXIT_INVALID, EXIT_OK, CliError, bench_outputs, device_memory_line, write_all
+from .bench_outputs import bench_outputs
+from .common import EXIT_INVALID, EXIT_OK, CliError, device_memory_line, write_all
 
 PIPELINE_FLAGS = ("pipeline_depth", "pipeline_workers", "compare", "devices")
 
@@ -100,7 +101,8 @@ def bench_pipeline(args, spec: RunSpec) -> int:
     """args: the parsed command (the pipeline's flags, its outputs); spec: the run they describe."""
     check_args(args)
     try:
-        pipe = PipelineSpec(depth=2 if args.pipeline_depth is None else args.pipeline_depth, workers=args.pipeline_workers,
+        depth = 2 if args.pipeline_depth is None else args.pipeline_depth
+        pipe = PipelineSpec(depth=depth, workers=args.pipeline_workers,
                             pool=args.synthesis_pool or "process", compare=bool(args.compare))
         pipe.check()
         backend = open_backend(spec)

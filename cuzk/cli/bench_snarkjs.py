@@ -27,7 +27,17 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import circuits
+from ..backend import get_backend
+from ..context import context_for_key
 from ..environment import options, table_gib
+from ..field import limbs_to_ints
+from ..formats import read_wtns, read_zkey, write_r1cs, write_wtns, zkey_writer
+from ..groth16 import Proof, public_from_json, verify, vk_from_json, vk_to_json
+from ..keygen import cache_dir, cached_setup
+from ..nodetools import find_tool
+from ..timing import PhaseTimer
+from .common import write_all
 
 KEY_PARAMS = ("odd_lagrange", 5)
 
@@ -37,12 +47,10 @@ class ToolMissing(RuntimeError):
 
 
 def default_workdir() -> Path:
-    from ..keygen import cache_dir
     return cache_dir().parent / "snarkjs-bench"
 
 
 def snarkjs_cmd() -> list[str]:
-    from ..nodetools import find_tool
     cmd, why = find_tool("snarkjs")
     if cmd is None:
         raise ToolMissing(why)
@@ -52,12 +60,6 @@ def snarkjs_cmd() -> list[str]:
 def prepare(circuit: str, log_size: int, workdir=None, log=None, keygen_backend: str = "auto") -> dict:
     """The files for one size: {'r1cs', 'wtns', 'zkey', 'vk', 'constraints'} (made once, then reused).
     `keygen_backend`: cuzk keygen's backend (auto: the GPU when usable, from 2^12)."""
-    from .. import circuits
-    from .common import write_all
-    from ..formats import write_r1cs, write_wtns
-    from ..groth16 import vk_to_json
-    from ..keygen import cached_setup
-    from ..formats import zkey_writer
 
     d = Path(workdir or default_workdir()) / f"{circuit}-{log_size}"
     files = {k: d / n for k, n in (("r1cs", "circuit.r1cs"), ("wtns", "witness.wtns"), ("zkey", "circuit.zkey"),
@@ -105,9 +107,6 @@ class Resident:
     device): each call is a/b/c from the witness, then the proof."""
 
     def __init__(self, files: dict, backend: str):
-        from ..backend import get_backend
-        from ..context import context_for_key
-        from ..formats import read_wtns, read_zkey
         self.zk = read_zkey(files["zkey"])
         self.witness = read_wtns(files["wtns"]).limbs
         self.backend = get_backend(backend, log=lambda m: None, opts=options(), table_gib=table_gib())
@@ -115,7 +114,6 @@ class Resident:
 
     def prove(self, timer=None):
         """a/b/c (timed as synthesis) and the proof; `timer`: a PhaseTimer for both."""
-        from ..timing import PhaseTimer
         timer = timer if timer is not None else PhaseTimer(device=self.backend.timer_device())
         with timer.phase("synthesis", self.backend.phase_impl("synthesis")):
             asg = self.backend.assign_zkey(self.zk, self.witness)
@@ -123,7 +121,6 @@ class Resident:
 
     def time(self) -> tuple[float, dict]:
         """Wall seconds of one proof, and its phases ({phase: {'host_s', 'device_s'}})."""
-        from ..timing import PhaseTimer
         timer = PhaseTimer(device=self.backend.timer_device())
         t0 = time.perf_counter()
         self.prove(timer)
@@ -134,8 +131,6 @@ class Resident:
 def check_cuzk(files: dict, outdir: Path, resident: Resident) -> bool:
     """cuzk's CLI proof (cz_*.json) and a resident proof through cuzk's verifier, against
     verification_key.json; the public signals must be the witness's."""
-    from ..field import limbs_to_ints
-    from ..groth16 import Proof, public_from_json, verify, vk_from_json
     vk = vk_from_json(json.loads(Path(files["vk"]).read_text()))
     pub = public_from_json(json.loads((outdir / "cz_public.json").read_text()))
     cli_ok = verify(vk, pub, Proof.from_json(json.loads((outdir / "cz_proof.json").read_text())))
@@ -146,7 +141,6 @@ def check_cuzk(files: dict, outdir: Path, resident: Resident) -> bool:
 
 def check(files: dict, outdir: Path) -> bool:
     """cuzk's proof through `snarkjs groth16 verify`, snarkjs's proof through cuzk's verifier."""
-    from ..groth16 import Proof, public_from_json, verify, vk_from_json
     r = subprocess.run(snarkjs_cmd() + ["groth16", "verify", files["vk"], str(outdir / "cz_public.json"),
                                         str(outdir / "cz_proof.json")], capture_output=True, text=True)
     sj_ok = r.returncode == 0 and "OK!" in r.stdout + r.stderr
@@ -160,7 +154,6 @@ def check(files: dict, outdir: Path) -> bool:
 
 def run(sizes, circuit="porep_like", backend="auto", repeat=3, workdir=None, log=None, skip_snarkjs=False,
         keygen_backend="auto") -> list[dict]:
-    from ..backend import get_backend
     if not skip_snarkjs:
         snarkjs_cmd()                              # fail early, before any key is made
     backend_name = get_backend(backend, log=lambda m: None, opts=options()).name

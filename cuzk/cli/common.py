@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
-from pathlib import Path
 
 from ..files import OutputError, check_outputs, open_input, write_outputs
+from ..perf.changepoint import MIN_POINTS
+from ..perf.plots import _plt
 
 EXIT_OK, EXIT_INVALID, EXIT_BAD_INPUT = 0, 1, 2
 GENERATOR_NAMES = {"bellman": 7, "snarkjs": 5, "7": 7, "5": 5}
@@ -127,49 +129,8 @@ def keygen_table(info: dict) -> str:
     return "\n".join(lines)
 
 
-def _save_names(i: int) -> tuple[str, str]:
-    sfx = "" if i == 0 else f"_{i}"
-    return f"proof{sfx}.json", f"public{sfx}.json"
-
-
-def check_bench_outputs(args) -> None:
-    """bench's outputs (--json, --timeline, --save's set for --circuits proofs) checked before any work."""
-    outputs = {"--json": args.json, "--timeline": args.timeline}
-    if args.save:
-        out = Path(args.save)
-        outputs["--save verification_key.json"] = out / "verification_key.json"
-        for i in range(args.circuits):
-            for name in _save_names(i):
-                outputs[f"--save {name}"] = out / name
-    check_paths(outputs)
-
-
-def bench_outputs(args, report: dict, vk, publics, proofs) -> dict:
-    """What `bench` (and `bench --pipeline`) writes: --json, --timeline, and with --save the
-    verification key and each circuit's proof and public inputs (snarkjs names), written as one set."""
-    from ..groth16 import vk_to_json
-    outputs = {}
-    if args.json:
-        outputs[args.json] = json.dumps(report, indent=2) + "\n"
-    if args.timeline:
-        if report.get("pipeline"):               # bench --pipeline: worker, prover and device lanes
-            from ..perf.pipeline_plot import pipeline_png as png
-        else:
-            from ..perf.plots import timeline_png as png
-        outputs[args.timeline] = png(report)
-    if args.save:
-        out = Path(args.save)
-        outputs[out / "verification_key.json"] = json.dumps(vk_to_json(vk), indent=1) + "\n"
-        for i, (pub, pf) in enumerate(zip(publics, proofs)):
-            proof_name, public_name = _save_names(i)
-            outputs[out / proof_name] = json.dumps(pf.to_json(), indent=1) + "\n"
-            outputs[out / public_name] = json.dumps([str(v) for v in pub]) + "\n"
-    return outputs
-
-
 def _need_plots() -> None:
     """matplotlib is there (--timeline, --png), checked before any work starts."""
-    from ..perf.plots import _plt
     try:
         _plt()
     except RuntimeError as e:
@@ -195,3 +156,39 @@ def device_memory_line(mem: dict) -> str:
         f"{tb['made_s']:.1f} s)"
     return (f"device memory: key {g(mem['key_bytes'])}, {tables}, work buffers {g(mem['work_bytes'])} (pool beyond "
             f"them, at its peak), of {g(mem['device_total_bytes'])}")
+
+
+# --- argument types shared by the parsers ---
+
+def pvalue_arg(text: str) -> float:
+    """--max-pvalue: 0 < P <= 1 (a NaN threshold passes no test: "no change points")."""
+    x = _float_arg(text)
+    if not 0 < x <= 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: needs 0 < P <= 1")
+    return x
+
+
+def magnitude_arg(text: str) -> float:
+    """--min-magnitude: finite and >= 0."""
+    x = _float_arg(text)
+    if not (math.isfinite(x) and x >= 0):
+        raise argparse.ArgumentTypeError(f"{text!r}: needs a finite M >= 0")
+    return x
+
+
+def window_arg(text: str) -> int:
+    """--window: an integer >= MIN_POINTS (a shorter window cannot hold a change)."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: not an integer") from None
+    if n < MIN_POINTS:
+        raise argparse.ArgumentTypeError(f"{text!r}: needs an integer >= {MIN_POINTS}")
+    return n
+
+
+def _float_arg(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: not a number") from None

@@ -8,7 +8,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .common import (_err, EXIT_BAD_INPUT, CliError, check_paths, write_all)
+from ..perf import gate, gate_config, noise, report
+from .common import EXIT_BAD_INPUT, CliError, _err, check_paths, write_all
 
 OUT_FILES = ("report.md", "gate.json")
 NOISE_FILE = "gate-noise.jsonl"
@@ -42,7 +43,6 @@ def check_out_dir(out: str | Path, names=OUT_FILES, inputs: dict | None = None) 
 def noise_thresholds(args, cfg) -> None:
     """cfg's thresholds from measured A/A noise: --noise files, else the history's records of --machine;
     neither: the config's stand (the report says so). A record that is not one is exit 2, naming it."""
-    from ..perf import noise
     try:
         if args.noise:
             records, where = noise.load_paths(args.noise, args.machine), " given by --noise"
@@ -62,7 +62,6 @@ def noise_thresholds(args, cfg) -> None:
 
 def cmd_gate(args) -> int:
     """Exit 0 no regression, 1 a regression, 2 anything that could not be judged."""
-    from ..perf import gate, gate_config, report
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if args.comment and not args.from_json:
         raise CliError("gate: --comment renders a saved gate.json: give --from-json GATE.json")

@@ -1,19 +1,17 @@
 """`cuzk history` and `cuzk bisect`: change points in the asv history, and asv find over a range."""
 from __future__ import annotations
 
-import argparse
 import json
-import math
 from pathlib import Path
 
-from .common import (_err, EXIT_BAD_INPUT, EXIT_INVALID, EXIT_OK, CliError, check_paths, write_atomic)
+from ..perf import asv_private, bisect, bisect_run, gate_config, history
+from .common import EXIT_BAD_INPUT, EXIT_INVALID, EXIT_OK, CliError, _err, check_paths, write_atomic
 
 
 def cmd_bisect(args) -> int:
     """`asv find` over GOOD (included) .. BAD for one benchmark: 0 and the first slow commit where every
     commit it judged by was measured; 2 (one error line) for bad input, a failed pre-flight, or anything
     unmeasured."""
-    from ..perf import asv_private, bisect, bisect_run
     try:
         return bisect_run.run(args.benchmark, args.good, args.bad, args.target, args.opts, args.repo, args.dry_run,
                               args.asv_args)
@@ -21,47 +19,11 @@ def cmd_bisect(args) -> int:
         raise CliError(f"bisect: {e}") from e
 
 
-def pvalue_arg(text: str) -> float:
-    """--max-pvalue: 0 < P <= 1 (a NaN threshold passes no test: "no change points")."""
-    x = _float_arg(text)
-    if not 0 < x <= 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: needs 0 < P <= 1")
-    return x
-
-
-def magnitude_arg(text: str) -> float:
-    """--min-magnitude: finite and >= 0."""
-    x = _float_arg(text)
-    if not (math.isfinite(x) and x >= 0):
-        raise argparse.ArgumentTypeError(f"{text!r}: needs a finite M >= 0")
-    return x
-
-
-def window_arg(text: str) -> int:
-    """--window: an integer >= MIN_POINTS (a shorter window cannot hold a change)."""
-    from ..perf.history import MIN_POINTS
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r}: not an integer") from None
-    if n < MIN_POINTS:
-        raise argparse.ArgumentTypeError(f"{text!r}: needs an integer >= {MIN_POINTS}")
-    return n
-
-
-def _float_arg(text: str) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r}: not a number") from None
-
-
 def cmd_history(args) -> int:
     """Nightly: record this runner's asv results on the results branch (or export them for `import`),
     import exported results, publish all of them, or list the change points (failing on new slowdowns
     of gated phases with --fail-on-gated). Exit 1 only for a gated regression; 2 for anything bad or
     unmeasured."""
-    from ..perf import gate_config, history
     if args.action == "record" and not args.machine:
         raise CliError("history record needs --machine NAME (a stable name per runner and GPU)")
     if args.fail_on_gated is not None and args.fail_on_gated < 1:

@@ -3,8 +3,11 @@ from __future__ import annotations
 
 import json
 
+from .. import circuits, keygen
 from ..environment import options
-from .common import (EXIT_OK, CliError, check_paths, write_all)
+from ..groth16 import vk_to_json
+from ..keygen import ToxicWaste, cached_setup
+from .common import EXIT_OK, CliError, check_paths, write_all
 
 
 def _keygen_params(args) -> None:
@@ -22,9 +25,6 @@ def _keygen_params(args) -> None:
 
 
 def cmd_keygen(args) -> int:
-    from ..groth16 import vk_to_json
-    from ..keygen import ToxicWaste, cached_setup, setup
-    from .. import circuits
 
     _keygen_params(args)
     check_paths({"--out": args.out, "--vk": args.vk, "--zkey": args.zkey}, {"--r1cs": args.r1cs})
@@ -36,7 +36,8 @@ def cmd_keygen(args) -> int:
     outputs = {}
     if args.out:
         from ..files import PathWriter
-        pk = setup(r1cs, args.convention, args.generator, ToxicWaste.from_seed(args.toxic_seed), backend=args.backend)
+        pk = keygen.setup(r1cs, args.convention, args.generator, ToxicWaste.from_seed(args.toxic_seed),
+                          backend=args.backend)
         path = args.out
         outputs[path] = PathWriter(pk.save)          # the key file's own writer, at the temp file's path
     else:

@@ -7,20 +7,20 @@ import os
 import sys
 
 from .. import __version__
-from .common import (_err, _generator, EXIT_BAD_INPUT, CliError)
-
-
-from .gate import cmd_gate
-from .history import cmd_bisect, cmd_history
-from .keygen import cmd_keygen
-from .opts import cmd_gpu_state, cmd_opts
-from .runner import add_parser as add_runner_parser
-from .verify import cmd_verify
+from ..backend import BackendError
+from ..circuits import CIRCUITS
+from ..curve import PointError
+from ..files import Interrupted, raise_on_sigterm
+from ..gpu.srs import DeviceMemoryError
+from ..keys import CONVENTIONS, KeyFormatError
+from ..opts import OptError
+from ..r1cs import UnsatisfiedError
+from .common import EXIT_BAD_INPUT, CliError, _err, _generator, magnitude_arg, pvalue_arg, window_arg
 
 
 def _command(module: str, name: str):
-    """A subcommand whose module (and the run path below it) is imported when that command runs, so that
-    `cuzk verify` and `cuzk --help` do not pay for the prover's imports."""
+    """A subcommand whose module is imported when that command runs: each command pays for its own imports
+    (the prover's, the measuring layer's), `cuzk --help` and a usage error for none of them."""
     def call(args):
         return getattr(importlib.import_module(f"{__package__}.{module}"), name)(args)
     call.__name__ = name
@@ -36,8 +36,6 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from ..circuits import CIRCUITS
-    from ..keys import CONVENTIONS
     p = _Parser(prog="cuzk", description="CUDA Groth16 prover over BLS12-381")
     p.add_argument("--version", action="version", version=f"cuzk {__version__}")
     sub = p.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
@@ -104,15 +102,14 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("--backend", default="auto", choices=("auto", "cpu", "cuda"),
                    help="keygen on the GPU (cuda), the CPU, or auto: the GPU when usable, for domains "
                         "of 2^12 and up (the same key either way)")
-    k.set_defaults(func=cmd_keygen, circuit=None, log_size=None, convention=None, generator=None)
+    k.set_defaults(func=_command("keygen", "cmd_keygen"), circuit=None, log_size=None, convention=None, generator=None)
 
     v = sub.add_parser("verify", help="verify a proof: VK PUBLIC PROOF (snarkjs order)")
     v.add_argument("vk")
     v.add_argument("public")
     v.add_argument("proof")
-    v.set_defaults(func=cmd_verify)
-    from .snarkjs import add_parsers
-    add_parsers(sub)
+    v.set_defaults(func=_command("verify", "cmd_verify"))
+    _snarkjs_parsers(sub)
     sub.add_parser("micro", add_help=False,
                    help="pyperf kernel microbenchmarks: micro ntt|intt|h|spmv|fp_mul|fr_mul|msm|msm_g2|batch_add "
                         "[--log-size K] [--backend cuda|cpu] [pyperf options, e.g. -o out.json]")
@@ -177,7 +174,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="an A/A run of --base against itself under the config's thresholds; writes its noise "
                          "record, gate-noise.jsonl, to --out (needs --machine) for `cuzk history record "
                          "--gate-noise`")
-    gt.set_defaults(func=cmd_gate)
+    gt.set_defaults(func=_command("gate", "cmd_gate"))
 
     bi = sub.add_parser("bisect", help="asv find: the commit between GOOD and BAD that slowed a benchmark "
                                        "(named only from measured values; exit 0 culprit, 2 otherwise)")
@@ -192,9 +189,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="print the plan (the asv command, the pre-flight verdict) and measure nothing")
     bi.add_argument("--asv-arg", dest="asv_args", action="append", default=[], metavar="ARG",
                     help="one more asv find argument, e.g. --asv-arg=--invert (repeatable)")
-    bi.set_defaults(func=cmd_bisect)
+    bi.set_defaults(func=_command("history", "cmd_bisect"))
 
-    from .history import magnitude_arg, pvalue_arg, window_arg
     hi = sub.add_parser("history", help="nightly asv history: record this runner's results (or export them), import "
                                         "exported results, publish all, or list change points (record, import and "
                                         "publish work in .asv/history, never in asv.conf.json's results_dir or "
@@ -244,33 +240,99 @@ def build_parser() -> argparse.ArgumentParser:
                          "measured (failed, skipped, absent) is listed too, and exits 2")
     hi.add_argument("--gate-config", metavar="FILE",
                     help="changes: the gate config for --fail-on-gated (default: perf-gate.toml in --repo)")
-    hi.set_defaults(func=cmd_history)
+    hi.set_defaults(func=_command("history", "cmd_history"))
 
     op = sub.add_parser("opts", help="the optimization registry: each toggle's code, default, phases and "
                                      "intent, and the variants the suite measures")
-    op.set_defaults(func=cmd_opts)
+    op.set_defaults(func=_command("opts", "cmd_opts"))
 
     gs = sub.add_parser("gpu-state", help="print the GPU's NVML record as JSON (read-only)")
     gs.add_argument("--one-gpu", action="store_true",
                     help="exit 2 unless this job sees exactly one GPU (CUDA_VISIBLE_DEVICES names one, or the host "
                          "has one): a perf runner's check that benchmarks never share a GPU")
-    gs.set_defaults(func=cmd_gpu_state)
+    gs.set_defaults(func=_command("opts", "cmd_gpu_state"))
 
-    add_runner_parser(sub)
+    _runner_parser(sub)
     return p
+
+
+def _snarkjs_parsers(sub) -> None:
+    """prove, export, export-vk, bench-snarkjs (cli/snarkjs.py)."""
+    p = sub.add_parser("prove", help="prove from a snarkjs .zkey and .wtns (snarkjs's argument order and output)")
+    p.add_argument("zkey", metavar="ZKEY")
+    p.add_argument("wtns", metavar="WTNS")
+    p.add_argument("proof", metavar="PROOF.json")
+    p.add_argument("public", metavar="PUBLIC.json")
+    p.add_argument("--backend", default="auto", choices=("auto", "cpu", "cuda"))
+    p.add_argument("--timings", action="store_true", help="print read/load/prove times and the phase table "
+                                                         "to stderr")
+    p.set_defaults(func=_command("snarkjs", "cmd_prove"))
+
+    e = sub.add_parser("export", help="write a built-in circuit as circom/snarkjs files (.r1cs, .wtns, public.json)")
+    e.add_argument("--circuit", default="porep_like", choices=sorted(CIRCUITS))
+    e.add_argument("--log-size", type=int, default=12, help="domain 2^K (default 12)")
+    e.add_argument("--seed", type=int, default=1, help="witness seed (default 1)")
+    e.add_argument("--opt", default=None, help="optimizations for synthesis (or CUZK_OPT)")
+    e.add_argument("--r1cs", metavar="FILE.r1cs")
+    e.add_argument("--wtns", metavar="FILE.wtns")
+    e.add_argument("--public", metavar="PUBLIC.json")
+    e.set_defaults(func=_command("snarkjs", "cmd_export"))
+
+    v = sub.add_parser("export-vk", help="verification_key.json of a snarkjs .zkey (like `snarkjs zkey export "
+                                         "verificationkey`)")
+    v.add_argument("zkey", metavar="ZKEY")
+    v.add_argument("vk", metavar="VK.json")
+    v.set_defaults(func=_command("snarkjs", "cmd_export_vk"))
+
+    b = sub.add_parser("bench-snarkjs", help="`snarkjs groth16 prove` against `cuzk prove` on the same files; "
+                                            "prints the ratio table")
+    b.add_argument("--circuit", default="porep_like", choices=sorted(CIRCUITS))
+    b.add_argument("--log-sizes", default="12", help="comma-separated, e.g. 12,14,16,18 (default 12)")
+    b.add_argument("--repeat", type=int, default=3, help="runs per prover and size; the median is reported")
+    b.add_argument("--backend", default="auto", choices=("auto", "cpu", "cuda"))
+    b.add_argument("--workdir", default=None, help="where the .r1cs/.wtns/.zkey go (default: the key cache)")
+    b.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
+    b.add_argument("--skip-snarkjs", action="store_true",
+                   help="time cuzk only (no node needed); its proofs are checked by cuzk's verifier")
+    b.add_argument("--keygen-backend", default="auto", choices=("auto", "cpu", "cuda"),
+                   help="backend of the test setup that makes the .zkey (auto: the GPU when usable, from 2^12)")
+    b.set_defaults(func=_command("snarkjs", "cmd_bench_snarkjs"))
+
+
+def _runner_parser(sub) -> None:
+    """runner-check (cli/runner.py)."""
+    rc = sub.add_parser("runner-check", help="a GPU runner's readiness: prebuild every kernel module into the cubin "
+                                             "cache ($CUZK_CUBIN_DIR), then one proof verified on the GPU, one cuda "
+                                             "point measured, NVML read; exit 0 ready, 2 not (or no GPU)")
+    rc.add_argument("--target", default="cuda:18", help="the cuda workload proved and measured (default cuda:18, "
+                                                        "the gate's; its key lands in the key cache)")
+    rc.add_argument("--phase", default="tail_msm", help="the phase measured (default tail_msm)")
+    rc.add_argument("--samples", type=int, default=9, help="guarded device timings of the phase (default 9, >= 7)")
+    rc.add_argument("--commit", dest="commits", action="append", default=[], metavar="REF",
+                    help="also prebuild the kernels of this commit of --repo (repeatable): the gate's base and head, "
+                         "so neither side compiles in its workers")
+    rc.add_argument("--repo", default=".", help="the git repository of --commit (default: .)")
+    rc.add_argument("--jobs", type=int, default=None, metavar="N", help="nvcc processes at a time (default: the CPUs)")
+    rc.add_argument("--keep-days", type=float, default=30.0, metavar="D",
+                    help="remove cache files that no prebuild has made or used for D days (default 30; "
+                         "negative: keep all)")
+    rc.add_argument("--deep", metavar="WORKDIR",
+                    help="also the suite end to end in WORKDIR (new or empty), as a new runner is commissioned: asv "
+                         "measures the phase, asv fails with CuPy broken, the gate passes A/A and flags the phase "
+                         "slowed by +100%% (tens of minutes)")
+    rc.add_argument("--json", metavar="FILE", help="write the checks as JSON")
+    rc.set_defaults(func=_command("runner", "cmd_runner_check"))
 
 
 def _exit_on_sigterm() -> None:
     """SIGTERM (a timeout, a job scheduler) becomes Interrupted (a SystemExit, 143) in the main thread, so
     finally blocks run: a pipeline removes its /dev/shm witnesses and stops its workers, and no partial
     output is left."""
-    from ..files import raise_on_sigterm
     raise_on_sigterm()
 
 
 def main(argv=None) -> int:
     """Exit codes: 0, 1 (a valid input, an invalid proof), 2 (bad input), 128 + signal when interrupted."""
-    from ..files import Interrupted
     try:
         return _main(argv)
     except (KeyboardInterrupt, Interrupted) as e:
@@ -279,18 +341,13 @@ def main(argv=None) -> int:
 
 
 def _main(argv=None) -> int:
-    from ..backend import BackendError
-    from ..curve import PointError
-    from ..keys import KeyFormatError
-    from ..opts import OptError
-    from ..r1cs import UnsatisfiedError
 
     if argv is None:                 # the program itself (not a caller's argv)
         _exit_on_sigterm()
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
         if argv[:1] == ["micro"]:
-            from ..micro import main as micro_main      # pyperf owns the command line there
+            from ..micro import main as micro_main  # pyperf owns the command line there
             return micro_main(argv[1:])
     except Exception as e:
         return _internal_error(e)
@@ -302,7 +359,6 @@ def _main(argv=None) -> int:
         _err(str(e).splitlines()[0] if str(e) else type(e).__name__)
         return EXIT_BAD_INPUT
     except MemoryError as e:
-        from ..gpu.srs import DeviceMemoryError
         _err(str(e).splitlines()[0] if isinstance(e, DeviceMemoryError) and str(e) else "out of host memory")
         return EXIT_BAD_INPUT
     except Exception as e:

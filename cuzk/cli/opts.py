@@ -2,8 +2,14 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 
+from .. import nvml
+from ..opts import describe
+from ..perf.gpu_lock import one_gpu_problem
+from ..perf.opts_page import rows
+from ..perf.suite import variant_names
 from .common import EXIT_BAD_INPUT, EXIT_OK
 
 
@@ -11,9 +17,6 @@ def cmd_opts(args) -> int:
     """The registry as a table, then the suite's variants with their meaning."""
     from tabulate import tabulate
 
-    from ..perf.opts_page import rows
-    from ..perf.suite import variant_names
-    from ..opts import describe
     print(tabulate(rows(), headers=["code", "default", "phases", "what it does"], tablefmt="github"))
     print()
     print(tabulate([(v, describe(v)) for v in variant_names()], headers=["variant", "meaning"], tablefmt="github"))
@@ -23,10 +26,7 @@ def cmd_opts(args) -> int:
 def cmd_gpu_state(args) -> int:
     """The run's GPU record (device, driver, clocks) and one state snapshot, as JSON. --one-gpu: first, exit 2
     with one line unless the job sees exactly one GPU (gpu_lock.one_gpu_problem)."""
-    import os
-    from ..nvml import open_device
-    from ..perf.gpu_lock import one_gpu_problem
-    dev = open_device()
+    dev = nvml.open_device()
     if getattr(args, "one_gpu", False):
         count = 0 if dev is None else dev.device_count()
         why = one_gpu_problem(os.environ.get("CUDA_VISIBLE_DEVICES"), count)

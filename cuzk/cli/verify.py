@@ -1,12 +1,11 @@
 """`cuzk verify`: a proof against a verification key and public inputs (snarkjs JSON)."""
 from __future__ import annotations
 
-
-from .common import (EXIT_INVALID, EXIT_OK, CliError, _load_json)
+from ..groth16 import Proof, public_from_json, verify, vk_from_json
+from .common import EXIT_INVALID, EXIT_OK, CliError, _load_json
 
 
 def cmd_verify(args) -> int:
-    from ..groth16 import Proof, public_from_json, verify, vk_from_json
     vk = _load_json(args.vk, "verification key", vk_from_json)
     public = _load_json(args.public, "public inputs", public_from_json)
     proof = _load_json(args.proof, "proof", Proof.from_json)

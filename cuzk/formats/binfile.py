@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..field import limbs_to_ints
+from ..field import P, R, limbs_to_ints
 from ..files import open_input
 
 _FILE_HDR = struct.Struct("<4sII")
@@ -192,7 +192,6 @@ BN254_R = 2188824287183927522224640574525727508854836440041603434369820418657580
 
 
 def prime_name(prime: int) -> str:
-    from ..field import P, R
     known = {R: "the bls12381 scalar field r", P: "the bls12381 base field p",
              BN254_R: "the bn128 (BN254) scalar field r", BN254_P: "the bn128 (BN254) base field p"}
     if prime in known:

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..field import FR_LIMBS, R, ints_to_limbs, limbs_to_ints, fr_array
+from ..field import FR_LIMBS, R, fr_array, ints_to_limbs, limbs_to_ints
+from ..witness_pack import unpack_into
 from .loader import kernel
 
 THREADS = 256
@@ -61,7 +62,6 @@ def upload_packed(inputs, pw):
     """z = inputs | a PackedWitness of aux (witness_pack: bits plus the other entries) -> device
     Montgomery uint32[num_vars, 8], expanded on the GPU: ~60 MB cross the bus at 2^27, not 4 GiB."""
     import cupy
-    from ..witness_pack import unpack_into
     z, ni = _with_inputs(inputs, pw.n)
     if ni:
         to_mont(z[:ni])

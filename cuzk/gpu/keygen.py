@@ -19,12 +19,20 @@ import time
 from functools import lru_cache
 
 import numpy as np
+from py_arkworks_bls12381 import G1Point, G2Point, Scalar
 
 from ..curve import G1_WORDS, G2_WORDS, AffineBases, ark_to_limbs
 from ..field import FR_LIMBS, FR_MONT_R, R, fr_to_limbs, ints_to_limbs
+from ..key_points import single_points
+from ..keys import ProvingKey
 from ..poly import Domain
 from ..qap import COEFF, ODD_LAGRANGE, qap
+from ..timing import peak_rss_bytes
+from . import ntt
+from .loader import kernel
 from .per_device import device_cache
+from .spmv import TableCoeffs, device_coeffs, table_coeffs
+from .srs import DeviceBases, DeviceKey
 
 HOST_C = 8                    # window of the table built on the host
 WINDOWS = (8, 10, 12, 14, 16)
@@ -94,7 +102,6 @@ def choose_window(total: int) -> int:
 def host_table(group: int, c: int = HOST_C, base: bytes | None = None) -> np.ndarray:
     """uint32[nw * 2^(c-1), words]: d * 2^(c w) * B by arkworks additions. base: B's compressed
     bytes (None: the standard generator)."""
-    from py_arkworks_bls12381 import G1Point, G2Point, Scalar
     cls = G1Point if group == 1 else G2Point
     B = cls() if base is None else cls.from_compressed_bytes(base)
     if B == cls.identity():
@@ -128,7 +135,6 @@ def _sm_count() -> int:
 def _fixed_base_raw(group: int, table, c: int, scalars):
     """Device (limbs uint32[n, words], inf bool[n]) for Montgomery scalars uint32[n, 8]."""
     import cupy
-    from .loader import kernel
     n = int(scalars.shape[0]) if scalars.ndim == 2 else scalars.size // FR_LIMBS
     out = cupy.empty((n, WORDS[group]), dtype=cupy.uint32)
     inf = cupy.empty(n, dtype=cupy.bool_)
@@ -229,14 +235,12 @@ def limbsum_reduce_host(seg: np.ndarray) -> np.ndarray:
 
 
 def _launch(name: str, n: int, *args) -> None:
-    from .loader import kernel
     if n:
         kernel("keygen/fr", name)((_blocks(n, FR_THREADS),), (FR_THREADS,), (*args, np.int64(n)))
 
 
 def _dev_products(order, rows, coeffs, lag):
     import cupy
-    from .spmv import TableCoeffs
     nnz = int(order.shape[0])
     prod = cupy.empty((FR_LIMBS, nnz), dtype=cupy.uint32)
     if isinstance(coeffs, TableCoeffs):
@@ -268,21 +272,17 @@ def ones(n: int):
 
 def powers(x: int, log_n: int, scale: int = 1):
     """[scale * x^i for i < 2^log_n], device Montgomery."""
-    from . import ntt
     return ntt.scale_powers(ones(1 << log_n), log_n, x % R, scale % R)
 
 
 def lagrange_at(tau: int, log_n: int, generator: int):
     """L_i(tau) over the 2^log_n domain: iNTT of the powers of tau."""
-    from . import ntt
     return ntt.intt(powers(tau, log_n), log_n, generator)
 
 
 def qap_at_tau(r1cs, domain: Domain, tau: int):
     """Device u, v, w (uint32[nv, 8], Montgomery): keygen.qap_at_tau on the GPU."""
     import cupy
-    from .loader import kernel
-    from .spmv import device_coeffs, table_coeffs
     lag = lagrange_at(tau, domain.log_n, domain.generator)
     nv, m, ni = r1cs.num_vars, r1cs.num_constraints, r1cs.num_inputs
     out = []
@@ -307,7 +307,6 @@ def _coeff_h(domain: Domain, tau: int, factor: int):
 
 def _odd_lagrange_h(domain: Domain, tau: int, factor: int):
     import cupy
-    from . import ntt
     lag2 = ntt.intt(powers(tau, domain.log_n + 1), domain.log_n + 1, domain.generator)
     h = cupy.ascontiguousarray(lag2[1::2])
     del lag2
@@ -337,7 +336,6 @@ class _Steps:
         self.t0 = time.perf_counter()
 
     def mark(self, name: str) -> None:
-        from ..timing import peak_rss_bytes
         self.sync()
         t = time.perf_counter()
         self.times[name] = t - self.t0
@@ -371,8 +369,6 @@ def _scalars(r1cs, domain: Domain, convention, toxic):
 
 def setup(r1cs, convention, generator: int, toxic, progress=None):
     """The proving key of keygen.setup(r1cs, convention, generator, toxic), made on the GPU."""
-    from ..keys import ProvingKey
-    from ..key_points import single_points
     st = _Steps(progress)
     domain = Domain.for_size(r1cs.qap_rows, generator)
     ni, nv = r1cs.num_inputs, r1cs.num_vars
@@ -418,9 +414,6 @@ def setup_device(r1cs, convention, generator: int, toxic, progress=None):
     l, h, where B keeps only the variables of b_density). No circuit digest (the key is never
     saved: its digest field is zeros)."""
     import cupy
-    from ..keys import ProvingKey
-    from ..key_points import single_points
-    from .srs import DeviceBases, DeviceKey
     st = _Steps(progress)
     domain = Domain.for_size(r1cs.qap_rows, generator)
     ni, nv = r1cs.num_inputs, r1cs.num_vars

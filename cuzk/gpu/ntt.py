@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..field import R, fr_powers, fr_to_limbs, root_of_unity
+from .fr import to_mont, upload
 from .loader import BUILDS, kernel
 from .per_device import device_cache
 
@@ -150,7 +151,6 @@ def _tw1(w: int, log_n: int, bits: int, scale: int = 1):
 def _tw1_table(w: int, log_n: int, bits: int, scale: int = 1):
     """tw1[x] = scale * w^(x << (log_n - bits)), x < 2^bits: built on the device from ones."""
     import cupy
-    from .fr import to_mont
     t = cupy.zeros((1 << bits, 8), dtype=cupy.uint32)
     t[:, 0] = 1
     to_mont(t)
@@ -294,7 +294,6 @@ def scale_bit_reverse(x, log_n: int, base: int, scale: int = 1, build: tuple = (
     if sub is None:
         kernel("ntt/ntt", "scale_bitrev_powers_out" + suffix, build)(grid, block, (out, x, *tail))
         return out
-    from .fr import upload
     if batch != 1 or sub.size != x.size:
         raise ValueError(f"scale_bit_reverse with sub takes one vector of 2^{log_n} elements and a sub as large")
     kernel("ntt/ntt", "scale_bitrev_powers_sub_out" + suffix, build)(grid, block, (out, x, sub, upload([k % R]), *tail))
@@ -303,7 +302,6 @@ def scale_bit_reverse(x, log_n: int, base: int, scale: int = 1, build: tuple = (
 
 def sub_scaled(x, y, k: int, build: tuple = ()):
     """In place: x[j] -= y[j] * k (H2 without F1)."""
-    from .fr import upload
     n = x.size // 8
     if y.size != x.size:
         raise ValueError(f"sub_scaled: x has {n} elements, y {y.size // 8}")

@@ -6,7 +6,9 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..field import FR_LIMBS, R, ints_to_limbs
 from ..r1cs import R1CS, UnsatisfiedError
+from .fr import to_mont
 from .loader import kernel
 from .per_device import on_device
 
@@ -21,7 +23,6 @@ class TableCoeffs(NamedTuple):
 
 def table_coeffs(m) -> TableCoeffs:
     import cupy
-    from .fr import to_mont
     table = cupy.asarray(m.table_limbs()) if len(m.table) else cupy.zeros((1, 8), cupy.uint32)
     return TableCoeffs(cupy.asarray(m.index), to_mont(table))
 
@@ -30,8 +31,6 @@ def device_coeffs(m):
     """A CSR's coefficients on the device in Montgomery form, from its cached canonical limbs (checked
     canonical on the device; otherwise reduced on the host)."""
     import cupy
-    from ..field import FR_LIMBS, R, ints_to_limbs
-    from .fr import to_mont
     try:
         limbs = cupy.asarray(m.limbs())
         bad = cupy.zeros(1, dtype=cupy.uint32)

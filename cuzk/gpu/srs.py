@@ -10,7 +10,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..curve import _CLS, canonical_to_ark
 from ..field import FP_LIMBS
+from .fr import _launch
 
 SECTIONS = ("a", "b_g1", "b_g2", "l", "h")
 
@@ -50,8 +52,6 @@ class DeviceBases:
         missing rows as the identity). Only the stored points are converted, from Montgomery form on
         the GPU (field_ops fp_from_mont), so the host does one unchecked parse per point."""
         import cupy
-        from ..curve import _CLS, canonical_to_ark
-        from .fr import _launch
         canon = cupy.array(self.limbs)                   # (n, 24 or 48) words, Montgomery
         n_fp = canon.size // FP_LIMBS
         if n_fp:

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..field import FR_LIMBS
+from ..field import FR_LIMBS, fr_array, limbs_to_ints
+from ..groth16.assignment import Assignment, is_limbs
+from .fr import from_mont, mul, upload, upload_limbs
 from .loader import kernel
 from .per_device import on_device
 
@@ -28,7 +30,6 @@ class DeviceZKey:
 
     def __init__(self, zk):
         import cupy
-        from .fr import from_mont
         self.n, self.n_vars = zk.domain_size, zk.n_vars
         self.mats = []
         for which in (0, 1):
@@ -45,7 +46,6 @@ class DeviceZKey:
 def evaluate(dev: DeviceZKey, z):
     """abc = [a | b | c], device uint32[3, n, 8], Montgomery; z: device uint32[n_vars, 8], Montgomery."""
     import cupy
-    from .fr import mul
     if z.shape != (dev.n_vars, FR_LIMBS):
         raise ValueError(f"z has shape {z.shape}, expected ({dev.n_vars}, {FR_LIMBS})")
     n = dev.n
@@ -60,9 +60,6 @@ def evaluate(dev: DeviceZKey, z):
 def assign(zk, values):
     """The cuda backend's ZKey.assign: `values` Fr ints or canonical limbs uint32[n_vars, 8] (a .wtns
     as read); z is uploaded once and kept (z_dev) with abc_dev, as CudaBackend.assign does."""
-    from ..field import fr_array, limbs_to_ints
-    from ..groth16.assignment import Assignment, is_limbs
-    from .fr import upload, upload_limbs
     ni = zk.pk.num_inputs
     if is_limbs(values):
         if values.shape[1] != FR_LIMBS:

@@ -48,7 +48,9 @@ from ..opts import REGISTRY, OptError, OptSet, resolve
 from ..run import BackendError, RunError, RunSpec, all_verify, key_context, open_backend, synthesize_batch
 from ..synthesis import make_pool
 from ..timing import PHASES, PhaseTimer
-from .effects import NOT_AFTER_CORRECTION, SIGNIFICANT, correct, effect_from_logs, rounds_needed, smallest_p
+from . import sampler
+from .effects import (NOT_AFTER_CORRECTION, SIGNIFICANT, correct, critical_k, effect_from_logs, min_rounds,
+                      rounds_needed, smallest_p)
 from .workload import opt_spec
 
 AREAS = PHASES + ("total",)
@@ -284,7 +286,6 @@ class Ablation:
         self.impl = {p: first.phase_impl(p) for p in PHASES}
 
     def run(self) -> dict:
-        from . import sampler
         s = self.s
         t0 = time.perf_counter()
         pool = make_pool(s.synthesis_pool, s.parallel_synthesis) if s.parallel_synthesis else None
@@ -597,7 +598,6 @@ def rejudge(res: dict, confidence: float) -> dict:
     is unchanged."""
     if not 0.5 <= confidence < 1:
         raise AblateError("--confidence must be in [0.5, 1)")
-    from .effects import critical_k
     n = int(res.get("rounds_done") or len(res["configurations"][0]["samples"]["total"]))
     if critical_k(n, confidence) < 1 and confidence != res["setup"]["confidence"]:
         raise AblateError(f"{n} rounds cannot give a {confidence:.0%} interval")
@@ -672,7 +672,6 @@ def _correction_lines(res: dict) -> list[str]:
 
 def markdown(res: dict) -> str:
     from tabulate import tabulate
-    from .effects import min_rounds
     s = res["setup"]
     need = min_rounds(s["confidence"])
     pct = f"{s['confidence']:.0%}"

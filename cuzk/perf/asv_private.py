@@ -19,6 +19,7 @@ import re
 import shlex
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 # local paths in asv.conf.json, relative to its directory, with asv's defaults (repo_subdir is relative
@@ -41,7 +42,6 @@ def ensure_machine(conf: Path, run=subprocess.run) -> str | None:
     """asv find (unlike asv run) never asks for this host's machine description: with none in
     ~/.asv-machine.json it stops before measuring anything. Where it is missing, `asv machine --yes`
     records asv's own defaults, as asv advises. Returns the name registered, or None where one was there."""
-    import sys
     from asv import util
     from asv.machine import Machine
     name = Machine.get_defaults()["machine"]

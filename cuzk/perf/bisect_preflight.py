@@ -15,6 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from .. import backend as backends
 from .. import cuda_extra
 from .bisect import CUDA_EXTRA_VAR, BisectError, merged_branch
 
@@ -94,11 +95,10 @@ def suggested_extra() -> str:
 
 def cuda_verdict(what: str) -> str:
     """One line if the cuda backend can run here, else PreflightError with the reason and the fix."""
-    from ..backend import gpu_present, gpu_status
-    usable, why = gpu_status()
+    usable, why = backends.gpu_status()
     if usable:
         return f"{what} runs on {why}"
-    present, gpu = gpu_present()
+    present, gpu = backends.gpu_present()
     if not present:
         raise PreflightError(
             f"{what} needs the cuda backend, which cannot run here ({why}; {gpu}): it would skip (n/a) at "

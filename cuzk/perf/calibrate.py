@@ -30,6 +30,8 @@ import sys
 import time
 from pathlib import Path
 
+from .gate_config import load
+
 BACKEND_FILE = "cuzk/backend/cpu/__init__.py"
 CUDA_FILE = "cuzk/backend/cuda/__init__.py"
 
@@ -186,7 +188,6 @@ def summary(rows: list[dict], inject: str | None) -> dict:
 
 
 def backends(config: Path) -> set[str]:
-    from .gate_config import load
     return {w.spec.backend for w in load(config).workloads}
 
 

@@ -18,6 +18,8 @@ import threading
 from pathlib import Path
 from types import SimpleNamespace
 
+MIN_POINTS = 4          # e-divisive needs a few points on each side of a change
+
 VAR = "CUZK_OTAVA_PYTHON"
 
 # Runs in otava's environment: the standard library and otava only, never cuzk.

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 REGRESSION, IMPROVEMENT, NO_CHANGE = "regression", "improvement", "no change"
 NOT_RESOLVED = "not resolved"       # no change seen, but the rounds' spread hides a slowdown of the threshold
@@ -107,7 +107,6 @@ def detectable_shift(d: list[float], alpha: float, iters: int = 48) -> float:
 def resolved(c: Comparison, d: list[float]) -> Comparison:
     """c with the smallest slowdown the run could flag at its alpha; a "no change" whose spread could not
     have flagged a slowdown of its threshold becomes "not resolved"."""
-    from dataclasses import replace
     shift = detectable_shift(d, c.alpha)
     detectable = math.exp(shift) - 1 if math.isfinite(shift) else math.inf
     verdict = NOT_RESOLVED if c.verdict == NO_CHANGE and detectable > c.threshold else c.verdict

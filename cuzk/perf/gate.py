@@ -23,14 +23,17 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
 from . import checkout
 from .compare import NOT_RESOLVED, REGRESSION, Comparison, compare, resolved
 from .gate_config import GateConfig, WorkloadConfig
+from .noise import NoiseError, Threshold, make_record, spec_key
+from .suite import gate_estimate_s
 from .worker import PROTOCOL
+from .workload import AREAS, Spec
 
 EXIT_OK, EXIT_REGRESSION, EXIT_ERROR = 0, 1, 2
 NO_GPU = "the GPU cannot run here"      # the pre-flight's message, which the report's first line repeats
@@ -365,7 +368,6 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
 
 def aa_record(res: GateResult, machine: str, date: str | None = None) -> dict:
     """The noise record of an A/A gate run (noise.py): every judged workload's round values per phase."""
-    from .noise import NoiseError, make_record
     if res.base != res.head:
         raise NoiseError(f"not an A/A run: base {res.base[:10]} and head {res.head[:10]} differ")
     workloads = [(o.config.spec.as_dict(), {a: [statistics.median(paired_log_ratios(rd, a)) for rd in o.rounds]
@@ -381,7 +383,6 @@ def paired_log_ratios(rd: dict, area: str) -> list[float]:
 
 
 def _judge(cfg: GateConfig, oc: Outcome) -> None:
-    from dataclasses import replace
     for area in cfg.areas_for(oc.config):
         d = [statistics.median(paired_log_ratios(rd, area)) for rd in oc.rounds]
         pooled = {s: [x for rd in oc.rounds for x in rd[s]["areas"][area]["samples"]] for s in SIDES}
@@ -422,7 +423,6 @@ def exit_code(outcomes: list[Outcome]) -> int:
 
 def cpu_only(cfg: GateConfig) -> tuple[GateConfig, list[WorkloadConfig]]:
     """The config with its CPU workloads alone (for a developer without a GPU), and what it left out."""
-    from dataclasses import replace
     keep = [w for w in cfg.workloads if w.spec.backend == "cpu"]
     if not keep:
         raise ValueError(f"--cpu-only: {cfg.path or 'the config'} has no cpu workload")
@@ -488,7 +488,6 @@ def run(repo: str | Path, base_ref: str, head_ref: str, cfg: GateConfig,
         if result.rules_changed:
             log("cuzk gate: the head changes rule or harness files, judged by the base's: "
                 + ", ".join(result.rules_changed))
-        from .suite import gate_estimate_s
         est = gate_estimate_s(cfg)
         log(f"cuzk gate: base {shas['base'][:10]} ({base_ref}) vs head {shas['head'][:10]} ({head_ref}), "
             f"{cfg.rounds} rounds x {cfg.samples} paired samples; estimated "
@@ -527,7 +526,6 @@ def _check(ok: bool, what: str) -> None:
 def _check_doc(doc) -> None:
     """gate.json is data from a machine that ran the pull request's code: every field the report renders
     or judges is checked for its type and range before use (a ValueError names the first that is not)."""
-    from .workload import AREAS
     _check(isinstance(doc, dict), "not a JSON object")
     for k in ("base", "head"):
         _check(isinstance(doc.get(k), str) and bool(_SHA.fullmatch(doc[k])), f"{k} is not a commit id")
@@ -585,10 +583,8 @@ def _finite(v, low: float, strict: bool = False) -> bool:
 
 def from_dict(doc: dict) -> GateResult:
     """A saved gate.json judged afresh from its samples (the report of a past run, or of crafted data)."""
-    from .workload import Spec
     _check_doc(doc)
     c = doc["config"]
-    from .noise import Threshold, spec_key
     cfg = GateConfig(rounds=c["rounds"], samples=c["samples"], alpha=c["alpha"], threshold=c["threshold"],
                      thresholds=dict(c.get("thresholds", {})), areas=tuple(c["areas"]), path=c.get("path"),
                      worker_cpus=c.get("worker_cpus", 0), threshold_floor=c.get("threshold_floor", 0.0),

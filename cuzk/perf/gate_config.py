@@ -6,9 +6,13 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..circuits import CIRCUITS
 from ..nvml import THROTTLE_REASONS
+from ..qap import CONVENTIONS
 from ..timing import PHASES
+from .checkout import CheckoutError, git, resolve
 from .noise import Threshold, spec_key
+from .suite import CIRCUIT, GATE_ROUND_S
 from .trust import BENIGN_REASONS, WATCHED_VIOLATIONS, TrustPolicy
 from .workload import AREAS, Spec
 
@@ -82,7 +86,6 @@ def default_worker_timeout_s(spec: Spec) -> float:
     """How long one worker reply (its set-up, or one sample) may take before the worker counts as hung:
     TIMEOUT_FACTOR x the round cost model's set-up plus one paired sample (suite.GATE_ROUND_S), at least
     MIN_TIMEOUT_S. A CPU phase at 2^10 gets 60 s, not the 900 s a 2^24 partition's set-up needs."""
-    from .suite import CIRCUIT, GATE_ROUND_S
     target = spec.target(CIRCUIT)
     if target in GATE_ROUND_S:
         setup, pair = GATE_ROUND_S[target]
@@ -178,12 +181,10 @@ def _check_types(g: dict, th, tr: dict, wls) -> None:
 
 
 def _circuits():
-    from ..circuits import CIRCUITS
     return CIRCUITS
 
 
 def _conventions():
-    from ..qap import CONVENTIONS
     return CONVENTIONS
 
 
@@ -275,7 +276,6 @@ def load(path: str | Path) -> GateConfig:
 
 def load_commit(repo: str | Path, ref: str, path: str = DEFAULT_PATH) -> GateConfig:
     """The config as committed at `ref` (the base): a pull request's own copy never sets its rules."""
-    from .checkout import CheckoutError, git, resolve
     try:
         sha = resolve(repo, ref)
         text = git(repo, "show", f"{sha}:{path}")

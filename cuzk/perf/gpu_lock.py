@@ -25,6 +25,8 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
+from .. import nvml
+
 
 class GpuBusy(RuntimeError):
     """The GPU's lock cannot be taken: another cuzk job holds it, or its file cannot be opened safely."""
@@ -36,8 +38,7 @@ class UnsafeLock(GpuBusy):
 
 def gpu_key() -> str:
     """The GPU this process's CUDA work lands on, named the same in every process on the host."""
-    from ..nvml import open_device
-    dev = open_device()
+    dev = nvml.open_device()
     if dev is not None:
         with dev:
             uuid = dev.info().uuid

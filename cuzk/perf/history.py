@@ -48,7 +48,12 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import nvml
 from . import bisect
+from .asv_private import project_conf, write_config
+from .changepoint import MIN_POINTS, ChangePointUnavailable, compute_change_points, where
+from .opts_page import write as write_opts_page
+from .report import fmt_s
 from .suite import ASV_TIME_BENCHMARKS, CIRCUIT, asv_params, cost, is_timing, time_benchmark
 
 RESULTS_BRANCH, PAGES_BRANCH = "asv-results", "gh-pages"
@@ -97,7 +102,6 @@ def _git(cwd, *args, check=True) -> subprocess.CompletedProcess:
 
 
 def _conf(repo: Path) -> dict:
-    from .asv_private import project_conf
     return project_conf(repo)
 
 
@@ -120,7 +124,6 @@ def _own_dirs(repo: Path, conf: dict) -> tuple[Path, Path]:
 
 def asv_config(repo: Path, results: Path, html: Path, dest: Path, commit_url: str | None = None) -> Path:
     """asv.conf.json with absolute paths and the history's results_dir and html_dir, written in `dest`."""
-    from .asv_private import write_config
     overrides = {"show_commit_url": commit_url} if commit_url else None     # the real URL, known only in CI
     return write_config(repo, dest, results=results, html=html, overrides=overrides)[0]
 
@@ -446,7 +449,6 @@ def publish(repo: Path, remote: str = "origin", results_branch: str = RESULTS_BR
             _run([sys.executable, "-m", "asv", "publish", "--config",
                   str(asv_config(repo, results, html, Path(tmp), commit_url))], repo)
         (html / ".nojekyll").touch()
-        from .opts_page import write as write_opts_page
         write_opts_page(html)
         if assets is not None:
             from .asv_assets import AssetError, localize
@@ -474,8 +476,7 @@ def publish(repo: Path, remote: str = "origin", results_branch: str = RESULTS_BR
 def write_gpu_state(path: Path) -> None:
     """The run's GPU record (device, driver, clocks, limits, state) beside asv's results.
     Not *.json, which asv would try to read as results."""
-    from ..nvml import open_device
-    dev = open_device()
+    dev = nvml.open_device()
     rec = {"gpu": None}
     if dev is not None:
         with dev:
@@ -973,7 +974,6 @@ def import_results(repo: Path, dirs: list[Path], remote: str = "origin", branch:
 
 # --- change points ---
 
-MIN_POINTS = 4          # e-divisive needs a few points on each side of a change
 HASH_LENGTH = 10        # asv.conf.json's hash_length: the site and the table show the same hashes
 
 
@@ -1087,7 +1087,6 @@ def changes(results_dir: Path, machine: str | None = None, bench: str | None = N
     """Change points of every series. `min_magnitude`: the smallest relative change kept (0.05 = 5%);
     `max_pvalue`: the t-test threshold of the merge step. No series long enough to analyse is a
     HistoryError: no data never reads as no change."""
-    from .changepoint import ChangePointUnavailable, compute_change_points, where
     check_changes_args(max_pvalue, min_magnitude, window)
     try:
         where()                       # otava here, or in its own environment (changepoint.py)
@@ -1156,7 +1155,6 @@ def gated_regressions(found: list[dict], gated: set, last: int) -> list[dict]:
 
 
 def _level(benchmark: str, v: float) -> str:
-    from .report import fmt_s
     return fmt_s(v) if is_timing(benchmark) else f"{v:.4g}"      # bytes and joules are not seconds
 
 

@@ -21,8 +21,13 @@ import json
 import math
 import re
 import statistics
+import subprocess
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from pathlib import Path
+
+from ..files import open_input
+from .workload import AREAS, Spec
 
 KIND, VERSION = "cuzk-gate-noise", 1
 K = 4.0
@@ -53,7 +58,6 @@ class Threshold:
 
 def spec_key(spec: dict) -> str:
     """A workload's identity across gate.json and records: its spec with every default filled in."""
-    from .workload import Spec
     return json.dumps(Spec(**spec).as_dict(), sort_keys=True)
 
 
@@ -76,7 +80,6 @@ def dumps(rec: dict) -> str:
 
 def parse_record(data: bytes | str, where: str, machine: str | None = None) -> dict:
     """One record, read as untrusted data: a NoiseError names `where` and the first thing that is wrong."""
-    from .workload import AREAS
 
     def bad(what: str) -> NoiseError:
         return NoiseError(f"{where}: {what}")
@@ -173,8 +176,6 @@ def derive(cfg, records: list[dict], where: str = "") -> dict[tuple[str, str], T
 
 def load_paths(paths, machine: str | None = None) -> list[dict]:
     """Records from files or directories of *.jsonl records (a directory: its gate-noise/ or itself)."""
-    from pathlib import Path
-    from ..files import open_input
     out = []
     for p in paths:
         p = Path(p)
@@ -194,7 +195,6 @@ def load_paths(paths, machine: str | None = None) -> list[dict]:
 def from_history(repo, machine: str, refs: list[str], folder: str = "gate-noise") -> tuple[list[dict], str]:
     """The machine's records in the history as git holds it here, in `refs` in turn (history.noise_refs: the
     local ref, then origin's results branch as fetched), one per file name; and where they came from."""
-    import subprocess
     if not _MACHINE.fullmatch(machine or ""):
         raise NoiseError(f"machine name {machine!r}: letters, digits, '.', '_', '-', at most 64")
 

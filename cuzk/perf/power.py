@@ -25,7 +25,8 @@ import sys
 from pathlib import Path
 
 from .compare import REGRESSION, compare
-from .gate import paired_log_ratios
+from .gate import from_dict, paired_log_ratios
+from .gate_config import min_p_value
 
 
 class PowerInputError(ValueError):
@@ -36,7 +37,6 @@ def load_pools(paths: list[str]) -> dict[str, dict]:
     """{workload label: {"config": GateConfig, "areas", "rounds": [{area: round value}], "files"}} from
     gate.json files, read and valued as the gate reads them (gate.from_dict, paired_log_ratios).
     One clear error (PowerInputError) for a file that is not a judged gate run."""
-    from .gate import from_dict
     pools: dict[str, dict] = {}
     for path in paths:
         try:
@@ -111,7 +111,6 @@ def main(argv=None) -> int:
     except PowerInputError as e:
         print(f"power: {e}", file=sys.stderr)
         return 2
-    from .gate_config import min_p_value
     out = {}
     for label, pool in pools.items():
         over = {k: v for k, v in (("rounds", args.rounds), ("alpha", args.alpha)) if v is not None}

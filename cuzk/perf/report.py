@@ -3,13 +3,15 @@ from __future__ import annotations
 
 import re
 import statistics
+from urllib.parse import quote
 
 from tabulate import tabulate
 
 from ..opts import describe
+from . import bisect
 from .compare import IMPROVEMENT, NOT_RESOLVED, REGRESSION
 from .gate import EXIT_ERROR, EXIT_OK, EXIT_REGRESSION, NO_GPU, GateResult, Outcome
-from .suite import CIRCUIT, asv_params
+from .suite import CIRCUIT, asv_params, time_benchmark
 
 UNDER_TEST = ("cuzk/timing.py",)      # watched files that the head's own code uses (checkout.ALSO_WATCHED)
 _VERDICT = {REGRESSION: "**REGRESSION**", IMPROVEMENT: "improvement", NOT_RESOLVED: "*not resolved*"}
@@ -60,7 +62,6 @@ def asv_find_command(oc: Outcome, area: str, base: str, head: str, repo: str | N
     """The `asv find` command that bisects base..head for this phase's asv benchmark (what
     `cuzk bisect` runs: both come from cuzk.perf.bisect). For a GPU workload, a comment line first:
     asv's environments get CuPy from the runner's CUDA extra, which prefixes the command where known."""
-    from . import bisect
     target, opts = _bisect_args(oc, area)
     regex = bisect.bench_regex(area, target, opts)
     if area == "synthesis" and asv_params(area, oc.config.spec) is not None:
@@ -71,7 +72,6 @@ def asv_find_command(oc: Outcome, area: str, base: str, head: str, repo: str | N
 
 
 def bisect_command(oc: Outcome, area: str, base: str, head: str) -> str:
-    from . import bisect
     target, opts = _bisect_args(oc, area)
     prefix = bisect.env_prefix(bisect.bench_regex(area, target, opts), target or f"{oc.config.spec.backend}:")
     return prefix + bisect.cuzk_command(area, base, head, target, opts)
@@ -81,7 +81,6 @@ def bisect_range(res: GateResult) -> tuple[str | None, str | None, str]:
     """(good, bad, note) for `cuzk bisect`: asv find needs commits between its ends. A pull request's
     gate compares the base with the merge commit (HEAD^1..HEAD, nothing in between), so the range to
     search is the pull request's own commits: merge-base(base, HEAD^2)..HEAD^2. One commit: no search."""
-    from . import bisect
     repo, base, head = res.repo, res.base, res.head
     try:
         merged = bisect.merged_branch(base, head, repo) if repo else None
@@ -301,8 +300,6 @@ def _url(url: str | None) -> str | None:
 
 def graph_url(history_url: str, oc: Outcome, area: str) -> str | None:
     """The published asv graph of this phase at this workload's parameters, where the suite has one."""
-    from urllib.parse import quote
-    from .suite import time_benchmark
     params = asv_params(area, oc.config.spec)
     if params is None or area == "synthesis":
         return None

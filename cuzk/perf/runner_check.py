@@ -18,6 +18,7 @@ the phase at the target (samples, not n/a); asv fails, never skips, when CuPy is
 """
 from __future__ import annotations
 
+import io
 import json
 import math
 import os
@@ -25,10 +26,24 @@ import re
 import statistics
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from .. import backend as backends
+from .. import nvml
+from ..gpu import cub_sort, cubins, loader
+from ..timing import PHASES
+from . import workload
+from .calibrate import CUDA_FILE, _git, commit_change, gpu_slowdown_patch, make_repo
+from .checkout import CheckoutError, git, resolve
+from .gpu_lock import hold
+from .suite import time_benchmark
+from .trust import SampleGuard, TrustPolicy
+from .workload import Spec
 
 DEEP_STEPS = ("asv", "broken", "aa", "slow")
 MIN_SAMPLES = 7          # asv's Mann-Whitney and the gate's test need at least this many
@@ -96,17 +111,17 @@ def _short(e: BaseException) -> str:
 def check_gpu(rep: Report) -> str | None:
     """The GPU's target architecture (sm_90), or None when CuPy cannot use the GPU (the check failed).
     NoGpu where the machine has none at all."""
-    from ..backend import gpu_present, gpu_status
     t0 = time.perf_counter()
-    present, what = gpu_present()
+    present, what = backends.gpu_present()
     if not present:
         raise NoGpu(what)
-    ok, why = gpu_status()
+    ok, why = backends.gpu_status()
     if not ok:
         rep.add("gpu", False, f"{what}, but CuPy cannot use it: {why}", t0)
         return None
     try:
         import cupy
+
         from ..gpu import loader
         arch = loader.arch()
         dev = cupy.cuda.Device()
@@ -123,9 +138,8 @@ def check_gpu(rep: Report) -> str | None:
 
 def check_nvml(rep: Report) -> dict:
     """NVML's device record (DeviceInfo as a dict; {} when the check failed)."""
-    from ..nvml import open_device
     t0 = time.perf_counter()
-    dev = open_device()
+    dev = nvml.open_device()
     if dev is None:
         rep.add("nvml", False, "NVML does not answer (nvidia-ml-py missing, or no driver library): the samples "
                                "of a GPU run could not be guarded", t0)
@@ -149,7 +163,6 @@ def _cuda_version(v: int | None) -> tuple[int, int] | None:
 
 
 def check_toolkit(rep: Report, nvml_info: dict) -> bool:
-    from ..gpu import cubins
     t0 = time.perf_counter()
     tk = cubins.toolkit_version()
     if tk is None:
@@ -187,10 +200,6 @@ def toolkit_problem(tk: tuple[int, int], drv: tuple[int, int] | None, cupy_cuda:
 def commit_kernels(repo: Path, ref: str, dest: Path) -> Path:
     """The kernel sources of commit `ref` under dest: the folder its pyproject.toml maps cuzk.kernels to
     (kernels/), extracted alone, so that the names it gets are those a checkout of the commit looks up."""
-    import io
-    import tarfile
-    import tomllib
-    from .checkout import CheckoutError, git, resolve
     try:
         sha = resolve(repo, ref)
     except CheckoutError as e:
@@ -214,7 +223,6 @@ def commit_kernels(repo: Path, ref: str, dest: Path) -> Path:
 
 def check_prebuild(rep: Report, arch: str, trees: dict[str, Path], workers: int | None, keep_days: float | None,
                    say=_say) -> bool:
-    from ..gpu import cubins, loader
     t0 = time.perf_counter()
     made, cached, failed, paths = 0, 0, [], set()
     say(f"prebuilding the kernels ({', '.join(trees)}) into {loader.cubin_dir()} with nvcc for {arch}")
@@ -248,13 +256,11 @@ def check_prebuild(rep: Report, arch: str, trees: dict[str, Path], workers: int 
 
 def check_proof(rep: Report, target: str, say=_say):
     """The workload, set up (its proofs verified), or None when the check failed."""
-    from ..gpu import cub_sort, loader
-    from .workload import Spec, Workload
     t0 = time.perf_counter()
     spec = Spec.parse_target(target)
     say(f"setting up {spec.label()} (synthesis, key, one pass of every phase, verification)")
     try:
-        wl = Workload(spec).prepare()
+        wl = workload.Workload(spec).prepare()
     except Exception as e:
         rep.add("proof", False, f"{spec.label()}: {_short(e)}", t0)
         return None
@@ -276,10 +282,8 @@ def check_proof(rep: Report, target: str, say=_say):
 
 
 def check_point(rep: Report, wl, phase: str, samples: int, max_discards: int = 10) -> bool:
-    from ..nvml import open_device
-    from .trust import SampleGuard, TrustPolicy
     t0 = time.perf_counter()
-    dev = open_device()
+    dev = nvml.open_device()
     if dev is None:
         rep.add("point", False, "NVML does not answer: no sample could be guarded", t0)
         return False
@@ -322,8 +326,6 @@ def run(target: str = "cuda:18", phase: str = "tail_msm", samples: int = 9, comm
         deep: Path | None = None, deep_steps: tuple[str, ...] = DEEP_STEPS, deep_rounds: int = 8,
         deep_samples: int = 5, say=_say) -> Report:
     """Every check; ValueError for bad arguments and NoGpu where the machine has no GPU, both before any work."""
-    from ..timing import PHASES
-    from .workload import Spec
     if phase not in PHASES[1:]:                 # synthesis is timed on the host: no device point
         raise ValueError(f"--phase {phase}: not a GPU phase ({', '.join(PHASES[1:])})")
     if samples < MIN_SAMPLES:
@@ -354,7 +356,6 @@ def run(target: str = "cuda:18", phase: str = "tail_msm", samples: int = 9, comm
             for name in ("proof", "point"):
                 rep.add(name, None, "needs every kernel prebuilt")
             return rep
-    from .gpu_lock import hold
     with hold("cuzk runner-check"):         # measuring: no other cuzk job may share the GPU meanwhile
         wl = check_proof(rep, target, say)
         if wl is None:
@@ -379,8 +380,6 @@ def project_root() -> Path:
 
 def deep_checks(rep: Report, work: Path, phase: str, target: str, rounds: int = 8, samples: int = 5,
                 steps=DEEP_STEPS, say=_say) -> None:
-    from .calibrate import CUDA_FILE, _git, commit_change, gpu_slowdown_patch, make_repo
-    from .workload import Spec
     work = work.resolve()
     repo = work / "repo"
     if repo.exists() and any(repo.iterdir()):
@@ -426,7 +425,6 @@ def _gate(repo: Path, base: str, head: str, config: Path, out: Path, env: dict) 
 
 
 def _asv_run(repo: Path, base: str, env: dict, phase: str, target: str):
-    from .suite import time_benchmark
     bench = re.escape(time_benchmark(phase, target)) + re.escape(f"({target!r}, 'default')")
     subprocess.run([sys.executable, "-m", "asv", "machine", "--yes", "--machine", "runner-check"], cwd=repo,
                    env=env, check=True, capture_output=True)
@@ -436,7 +434,6 @@ def _asv_run(repo: Path, base: str, env: dict, phase: str, target: str):
 
 
 def _asv_step(rep: Report, repo: Path, base: str, env: dict, phase: str, target: str) -> None:
-    from .suite import time_benchmark
     t0 = time.perf_counter()
     p = _asv_run(repo, base, env, phase, target)
     samples, value = [], None

@@ -11,6 +11,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
+from .. import nvml
 from .trust import SampleGuard, TrustPolicy
 
 
@@ -77,9 +78,8 @@ def guard_for(workload, policy: TrustPolicy | None = None, own_pids: frozenset =
 
 def nvml_guard(what: str, policy: TrustPolicy | None = None, own_pids: frozenset = frozenset()) -> SampleGuard:
     """The NVML guard of GPU samples (one NVML handle per process); no NVML: an untrusted run."""
-    from ..nvml import open_device
     if "dev" not in _NVML:
-        _NVML["dev"] = open_device()
+        _NVML["dev"] = nvml.open_device()
     if _NVML["dev"] is None:
         raise UntrustedRun(what, ["NVML is unavailable, so GPU state cannot be checked"])
     return SampleGuard(_NVML["dev"], policy or TrustPolicy(), own_pids)

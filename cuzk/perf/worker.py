@@ -28,15 +28,17 @@ import sys
 import traceback
 from pathlib import Path
 
+from .. import nvml
+from . import sampler, workload
+from .trust import TrustPolicy
+from .workload import GpuUnusable, Spec, Unavailable
+
 PROTOCOL = 4
 
 
 class Worker:
     def __init__(self, req: dict):
         import cuzk
-        from . import sampler
-        from .trust import TrustPolicy
-        from .workload import Spec, Workload
 
         if req.get("protocol") != PROTOCOL:
             raise RuntimeError(f"worker protocol {PROTOCOL}, request {req.get('protocol')}")
@@ -51,13 +53,11 @@ class Worker:
         self.policy = TrustPolicy(**{k: tuple(v) if isinstance(v, list) else v for k, v in tp.items()})
         own = {os.getpid()} | ({req["sibling_pid"]} if req.get("sibling_pid") else set())
         self.own_pids = frozenset(own)
-        self.w = Workload(Spec(**req["spec"]), key_dir=req.get("key_dir"))
+        self.w = workload.Workload(Spec(**req["spec"]), key_dir=req.get("key_dir"))
         self.sampler = sampler
         self.discards: list[str] = []
 
     def setup(self) -> dict:
-        from ..nvml import open_device
-        from .workload import GpuUnusable, Unavailable
         try:
             self.w.prepare()
         except Unavailable as e:
@@ -69,7 +69,7 @@ class Worker:
         except self.sampler.UntrustedRun as e:
             return {**self.info, "status": "untrusted", "message": str(e), "discards": e.discards}
         if self.w.device:
-            dev = open_device()
+            dev = nvml.open_device()
             self.info["gpu"] = dev.info().as_dict() if dev is not None else None
         min_s = self.req.get("min_sample_s", 0.0)
         given = self.req.get("numbers") or {}      # the gate's: both sides time the same calls per sample

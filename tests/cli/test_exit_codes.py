@@ -3,12 +3,10 @@ or "a regression" (gate, history changes --fail-on-gated); anything unforeseen i
 from __future__ import annotations
 
 import ast
-import json
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 
 from cuzk.cli import main
 
@@ -51,7 +49,8 @@ def test_only_the_verdict_commands_can_exit_1():
 def test_an_unforeseen_exception_is_one_line_exit_2(monkeypatch, capsys):
     def boom(args):
         raise LookupError("something nobody planned for\nsecond line")
-    monkeypatch.setattr(sys.modules["cuzk.cli.main"], "cmd_opts", boom)
+    from cuzk.cli import opts as opts_cmd           # main imports a command's module when it runs
+    monkeypatch.setattr(opts_cmd, "cmd_opts", boom)
     assert main(["opts"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["cuzk: internal error: LookupError: something nobody planned for "

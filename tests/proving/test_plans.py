@@ -11,7 +11,7 @@ from cuzk import plans
 from cuzk.opts import REGISTRY, resolve
 
 ROOT = Path(__file__).resolve().parents[2]
-PLANS = {"msm": plans.msm, "h": plans.h, "cuda": plans.cuda, "synthesis": plans.synthesis}
+PLANS = {"msm": plans.msm, "h": plans.h, "cuda": plans.cuda, "synthesis": plans.synthesis, "handoff": plans.handoff}
 
 
 def _flat(obj, prefix=""):
@@ -26,6 +26,7 @@ def test_the_plans_defaults_are_the_registrys():
     """A plan made with no options (what gpu/ calls without a plan run) is what `default` ships."""
     d = resolve()
     assert plans.cuda(d) == plans.CudaPlan() and plans.synthesis(d) == plans.SynthesisPlan()
+    assert plans.handoff(d) == plans.HandoffPlan()
     assert plans.msm(d) == plans.MsmPlan() and plans.h(d) == plans.HPlan()
     from cuzk.gpu.msm import pippenger as msm
     assert msm.DEFAULT_PAIR_LEVELS is REGISTRY["R1"].default and msm.DEFAULT_PAIR_MERGES is REGISTRY["R2"].default
@@ -41,7 +42,7 @@ def test_each_toggle_sets_exactly_its_own_field(code):
     base = _flat(make(resolve()))
     flipped = _flat(make(resolve(f"{'-' if REGISTRY[code].default else '+'}{code}")))
     changed = [k for k in base if base[k] != flipped[k]]
-    want = where.split(".", 1)[1] if part == "cuda" else (where if part != "synthesis" else where.split(".", 1)[1])
+    want = where if part in ("msm", "h") else where.split(".", 1)[1]
     assert changed == [want], (code, changed)
 
 

@@ -7,6 +7,7 @@ import numpy as np
 from ...field import FR_LIMBS
 from ...gpu import fr as gfr
 from ...gpu import spmv
+from ...gpu import zkey as gzkey
 from ...groth16.assignment import Assignment
 
 
@@ -36,7 +37,6 @@ def assign(be, r1cs, inputs, aux, domain, z_limbs=None, z_packed=None):
 
 def assign_zkey(zk, values):
     """On the GPU: z uploaded once, A·z and B·z by the SpMV kernel, c = a∘b (gpu/zkey.py)."""
-    from ...gpu import zkey as gzkey
     return gzkey.assign(zk, values)
 
 

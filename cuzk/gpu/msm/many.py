@@ -14,10 +14,11 @@ the point's index in them. Empty MSMs take no buckets: their result is the ident
 from __future__ import annotations
 
 import numpy as np
+from py_arkworks_bls12381 import G1Point, G2Point
 
+from ..loader import kernel
 from . import pippenger as gmsm
 from . import plan
-from ..loader import kernel
 
 
 class _ManyKernels(gmsm._Kernels):
@@ -61,7 +62,6 @@ def live_parts(sizes: list[int]) -> tuple[list[int], np.ndarray]:
 def fold_parts(group: int, sums: np.ndarray, c: int, live: list[int], count: int) -> list:
     """Downloaded window sums uint32[nw, len(live), words] (window_sums's) -> count points: MSM live[j]'s
     windows folded by msm.fold_windows, the identity for the others."""
-    from py_arkworks_bls12381 import G1Point, G2Point
     out = [(G1Point if group == 1 else G2Point).identity() for _ in range(count)]
     for j, p in enumerate(live):
         out[p] = gmsm.fold_windows(group, sums[:, j], c)

@@ -12,14 +12,15 @@ P + P or P + (-P) is redone in XYZZ).
 from __future__ import annotations
 
 import numpy as np
+from py_arkworks_bls12381 import G1Point, G2Point
 
 from ... import field as F
-from ...curve import G1_WORDS, G2_WORDS, g1_from_ints, g2_from_ints
+from ...curve import G1_WORDS, G2_WORDS, PointError, canonical_to_ark, g1_from_ints, g2_from_ints, scalars_to_ark
 from ...plans import MsmKernels, MsmPlan
-from . import plan
 from ..cub_sort import sort_keys
 from ..loader import kernel
 from ..per_device import device_cache
+from . import plan
 
 THREADS = 128
 _AFFINE_WORDS = {1: G1_WORDS, 2: G2_WORDS}
@@ -303,7 +304,8 @@ def sum_options(group: int, bucket_sum, affine_min_pairs) -> tuple[str, int | No
     return bucket_sum, min_pairs
 
 
-def _pippenger(group, bases, inf, scalars, c, max_entries, bucket_sum, affine_min_pairs, mark, host_fold, pair_levels=None, pair_merges=None, kernels: MsmKernels | None = None):
+def _pippenger(group, bases, inf, scalars, c, max_entries, bucket_sum, affine_min_pairs, mark, host_fold, pair_levels=None,
+               pair_merges=None, kernels: MsmKernels | None = None):
     import cupy
     n = _check(group, bases, inf, scalars)
     bucket_sum, min_pairs = sum_options(group, bucket_sum, affine_min_pairs)
@@ -399,7 +401,6 @@ def xyzz_to_affine(group: int, pt: tuple):
 def to_ark(group: int, limbs: np.ndarray):
     """A device result (downloaded XYZZ limbs) as an arkworks point; checked on the curve and in
     the subgroup, so a malformed result raises cuzk.curve.PointError."""
-    from py_arkworks_bls12381 import G1Point, G2Point
     xy = xyzz_to_affine(group, xyzz_from_limbs(group, limbs))
     if xy is None:
         return (G1Point if group == 1 else G2Point).identity()
@@ -411,8 +412,6 @@ def fold_windows(group: int, sums: np.ndarray, c: int):
     one batched inversion to affine, an on-curve check of each, then one arkworks multiexp (on the
     device this fold is a chain of c (nw - 1) doublings in one thread: ~4 ms in G1, ~19 ms in G2).
     The result is checked in the subgroup, so a malformed window sum raises cuzk.curve.PointError."""
-    from py_arkworks_bls12381 import G1Point, G2Point
-    from ...curve import PointError, canonical_to_ark, scalars_to_ark
     f, cls = FIELDS[group], (G1Point if group == 1 else G2Point)
     live = [(w, p) for w, p in enumerate(xyzz_rows(group, sums)) if not f.is_zero(p[2])]
     if not live:

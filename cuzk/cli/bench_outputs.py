@@ -1,0 +1,47 @@
+"""What `cuzk bench` (one batch and --pipeline) writes: --json, --timeline, and with --save the verification
+key and each circuit's proof and public inputs (snarkjs names), checked before any work and written as one set."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ..groth16 import vk_to_json
+from ..perf.pipeline_plot import pipeline_png
+from ..perf.plots import timeline_png
+from .common import check_paths
+
+
+def _save_names(i: int) -> tuple[str, str]:
+    sfx = "" if i == 0 else f"_{i}"
+    return f"proof{sfx}.json", f"public{sfx}.json"
+
+
+def check_bench_outputs(args) -> None:
+    """bench's outputs (--json, --timeline, --save's set for --circuits proofs) checked before any work."""
+    outputs = {"--json": args.json, "--timeline": args.timeline}
+    if args.save:
+        out = Path(args.save)
+        outputs["--save verification_key.json"] = out / "verification_key.json"
+        for i in range(args.circuits):
+            for name in _save_names(i):
+                outputs[f"--save {name}"] = out / name
+    check_paths(outputs)
+
+
+def bench_outputs(args, report: dict, vk, publics, proofs) -> dict:
+    """What `bench` (and `bench --pipeline`) writes: --json, --timeline, and with --save the
+    verification key and each circuit's proof and public inputs (snarkjs names), written as one set."""
+    outputs = {}
+    if args.json:
+        outputs[args.json] = json.dumps(report, indent=2) + "\n"
+    if args.timeline:
+        png = pipeline_png if report.get("pipeline") else timeline_png   # --pipeline: worker, prover, device lanes
+        outputs[args.timeline] = png(report)
+    if args.save:
+        out = Path(args.save)
+        outputs[out / "verification_key.json"] = json.dumps(vk_to_json(vk), indent=1) + "\n"
+        for i, (pub, pf) in enumerate(zip(publics, proofs)):
+            proof_name, public_name = _save_names(i)
+            outputs[out / proof_name] = json.dumps(pf.to_json(), indent=1) + "\n"
+            outputs[out / public_name] = json.dumps([str(v) for v in pub]) + "\n"
+    return outputs
