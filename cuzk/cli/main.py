@@ -253,6 +253,16 @@ def build_parser() -> argparse.ArgumentParser:
     gs.set_defaults(func=_command("opts", "cmd_gpu_state"))
 
     _runner_parser(sub)
+
+    pe = sub.add_parser("peer", help="cuzk beside sppark (fetched at a pinned commit, built for this GPU) on the same "
+                                     "device inputs, results checked equal: the time ratio per op and size")
+    pe.add_argument("--msm", default="20,24,26", help="G1 MSM sizes, log2 (default 20,24,26; '' for none)")
+    pe.add_argument("--ntt", default="24,27", help="NTT sizes, log2 (default 24,27; '' for none)")
+    pe.add_argument("--runs", type=int, default=5, help="timed calls of each side, in turn (default 5)")
+    pe.add_argument("--source", action="append", default=[], metavar="NAME=DIR",
+                    help="a local clone holding sppark's (or blst's) pinned commit, for a machine without network")
+    pe.add_argument("--json", metavar="FILE", help="also write the rows and the pinned sources as JSON")
+    pe.set_defaults(func=_command("peer", "cmd_peer"))
     return p
 
 

@@ -28,6 +28,8 @@ FULL_AREAS = list(PHASES[1:])          # every phase after synthesis
 # A sector proved pipelined (cuzk bench --pipeline): seconds per proof, GPU busy fraction, wall
 PIPELINE = {"circuit": "porep_partition", "log_size": 27, "circuits": 10}
 PIPELINE_FIGURES = ["track_s_per_proof", "track_gpu_busy_fraction", "track_wall_s"]
+# The gap to the peer (benchmarks/bench_peer.py, cuzk/perf/peer.py): cuzk / sppark per op and log size
+PEER_POINTS = ["msm_g1:20", "msm_g1:24", "msm_g1:26", "ntt:24", "ntt:27"]
 ALL_TARGETS = TARGETS + SCALE_TARGETS + FULL_TARGETS
 SYNTHESIS_CIRCUITS = ["porep_like", "mulchain"]
 SYNTHESIS_SIZES = [12, 16]
@@ -66,6 +68,9 @@ POINT_S = {"cpu:8": 2.0, "cpu:10": 3.0, "cuda:16": 7.0, "cuda:18": 7.0, "cuda:po
 # Each benchmark that reads a shared set-up still costs a process (~5 s).
 FULL_SETUP_S = 180.0
 PIPELINE_SETUP_S = 240.0
+# the peer's one set-up: its build (~20 s with nvcc here, once per commit of the shim) and every point's inputs
+# and 6 calls a side (2^26's bases made on the GPU): an estimate until measured
+PEER_SETUP_S = 180.0
 CACHED_POINT_S = 5.0
 SYNTHESIS_POINT_S = {12: 2.0, 16: 4.0}
 # a declared skip (a CPU target in a variant its backend does not read) still costs asv one process:
@@ -145,6 +150,8 @@ def cost() -> dict:
     secs += len(FULL_VARIANTS) * len(FULL_TARGETS) * FULL_SETUP_S
     pts += len(PIPELINE_FIGURES)
     secs += PIPELINE_SETUP_S + len(PIPELINE_FIGURES) * CACHED_POINT_S
+    pts += len(PEER_POINTS)
+    secs += PEER_SETUP_S + len(PEER_POINTS) * CACHED_POINT_S
     return {"points": pts, "skipped": skipped, "seconds": secs, "budget_s": NIGHTLY_BUDGET_S}
 
 # area -> the asv benchmark that times it (tests check these against asv's own discovery)

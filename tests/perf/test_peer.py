@@ -1,0 +1,104 @@
+"""`cuzk peer` on the CPU: the pinned sources fetched (or refused, said), the peer's points read back, bad input
+refused, and no GPU said out loud (exit 2, nothing written). The build itself runs where the sources are at hand
+(CUZK_TEST_PEER_SOURCES="sppark=DIR,blst=DIR" and nvcc); the timing needs the GPU (docs/perf-log.md)."""
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from py_arkworks_bls12381 import G1Point, Scalar
+
+from cuzk import field as F
+from cuzk.cli import main
+from cuzk.curve import g1_affine_ints
+from cuzk.perf import peer
+
+
+def _repo(path: Path) -> str:
+    subprocess.run(["git", "init", "-q", str(path)], check=True)
+    (path / "a.txt").write_text("one\n")
+    for args in (["add", "a.txt"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "one"]):
+        subprocess.run(["git", "-C", str(path), *args], check=True)
+    return subprocess.run(["git", "-C", str(path), "rev-parse", "HEAD"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+def test_a_source_is_fetched_at_its_pinned_commit_once(tmp_path, monkeypatch):
+    mirror = tmp_path / "mirror"
+    sha = _repo(mirror)
+    monkeypatch.setitem(peer.SOURCES, "sppark", ("file:///nowhere/sppark", sha))
+    tree = peer.fetch("sppark", tmp_path / "src", mirror)
+    assert (tree / "a.txt").read_text() == "one\n"
+    shutil.rmtree(mirror)                                     # kept: no second clone
+    assert peer.fetch("sppark", tmp_path / "src") == tree
+
+
+def test_no_network_and_a_wrong_commit_are_said(tmp_path, monkeypatch):
+    monkeypatch.setitem(peer.SOURCES, "sppark", ("file:///nowhere/sppark", "0" * 40))
+    with pytest.raises(peer.PeerUnavailable, match=r"git clone file:///nowhere/sppark failed.*--source sppark=DIR"):
+        peer.fetch("sppark", tmp_path / "src")
+    mirror = tmp_path / "mirror"
+    _repo(mirror)
+    with pytest.raises(peer.PeerUnavailable, match="does not hold the pinned commit 000000000000"):
+        peer.fetch("sppark", tmp_path / "src", mirror)
+    assert not any((tmp_path / "src").iterdir())              # nothing half-made left
+
+
+def test_the_peers_jacobian_point_reads_back():
+    rng = random.Random(7)
+    k = rng.randrange(1, F.R)
+    x, y = g1_affine_ints(G1Point() * Scalar(k))
+    z = rng.randrange(1, F.P)
+    X, Y = x * z * z % F.P, y * pow(z, 3, F.P) % F.P
+    mont = lambda v: (v << 384) % F.P                         # noqa: E731
+    raw = b"".join(mont(v).to_bytes(48, "little") for v in (X, Y, z))
+    assert peer.jacobian_to_affine(raw) == (x, y)
+    assert peer.jacobian_to_affine(raw[:96] + bytes(48)) is None
+    assert peer.jacobian_to_affine(b"".join(mont(v).to_bytes(48, "little") for v in (X + 1, Y, z))) != (x, y)
+
+
+def test_no_gpu_is_exit_2_and_writes_nothing(tmp_path, monkeypatch, capsys):
+    from cuzk import backend
+    monkeypatch.setattr(backend, "gpu_status", lambda: (False, "no GPU here"))
+    out = tmp_path / "peer.json"
+    assert main(["peer", "--msm", "20", "--ntt", "", "--json", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["cuzk: error: peer: no GPU to measure on: no GPU here"] and not out.exists()
+
+
+@pytest.mark.parametrize("argv, msg", [(["--msm", "2x"], "comma-separated integers"), (["--ntt", "40"], "10..28"),
+                                       (["--source", "other=/tmp"], "NAME=DIR"), (["--runs", "0"], "--runs")])
+def test_bad_arguments_are_exit_2(argv, msg, capsys):
+    assert main(["peer", *argv]) == 2
+    assert msg in capsys.readouterr().err
+
+
+def test_the_shim_builds_against_the_pinned_sources(tmp_path):
+    given = os.environ.get("CUZK_TEST_PEER_SOURCES")
+    if not given or shutil.which("nvcc") is None:
+        pytest.skip("CUZK_TEST_PEER_SOURCES (sppark=DIR,blst=DIR, clones holding the pinned commits) and nvcc")
+    mirrors = dict(item.split("=", 1) for item in given.split(","))
+    trees = {n: peer.fetch(n, tmp_path / "src", Path(mirrors[n])) for n in peer.SOURCES}
+    lib = peer.build(trees["sppark"], trees["blst"], "sm_90", tmp_path / "lib")
+    names = subprocess.run(["nm", "-D", str(lib)], capture_output=True, text=True, check=True).stdout
+    assert all(f" T {s}" in names for s in ("peer_msm_g1", "peer_ntt", "peer_point_bytes"))
+
+
+def test_the_tracked_points_are_ops_the_peer_measures():
+    from cuzk.perf.suite import PEER_POINTS
+    assert all(p.split(":")[0] in peer.OPS and 10 <= int(p.split(":")[1]) <= 28 for p in PEER_POINTS)
+
+
+def test_local_sources_come_from_the_environment_before_the_flag(tmp_path, monkeypatch, capsys):
+    from cuzk import backend
+    monkeypatch.setattr(backend, "gpu_status", lambda: (False, "no GPU here"))
+    monkeypatch.setenv("CUZK_PEER_SOURCES", f"sppark={tmp_path / 'missing'}")
+    assert main(["peer"]) == 2
+    assert "is not a folder" in capsys.readouterr().err
+    monkeypatch.setenv("CUZK_PEER_SOURCES", "sppark")
+    assert main(["peer"]) == 2
+    assert "CUZK_PEER_SOURCES: 'sppark' is not NAME=DIR" in capsys.readouterr().err
