@@ -189,7 +189,7 @@ def make_msm(log_n: int, group: int = 1, c: int | None = None, *, opts, table_gi
 
 def make_batch_add(log_n: int, *, opts):
     """Batch addition as the backend runs it, with the options `opts` sets: with C1 the segment
-    sums over the rows (gpu/batch_add.py), else the window sums of an MSM whose scalars are all 1."""
+    sums over the rows (gpu/msm/sums.py), else the window sums of an MSM whose scalars are all 1."""
     bases, inf = independent_bases(log_n, 1)
     cp, mp = plans.cuda(opts), plans.msm(opts)
     if cp.ones_by_bucket_sums:

@@ -481,7 +481,7 @@ def test_ec_ops_vs_arkworks(cp, group):
 @pytest.mark.parametrize("n", [0, 1, 2, 31, 1000, 5000])
 @pytest.mark.parametrize("threads_min", [None, 32])
 def test_batch_add_matches_arkworks(cp, group, n, threads_min, pairs, monkeypatch):
-    """gpu/batch_add: Σ bases[idx] over a random subset (with repeats of a row, a base at infinity
+    """gpu/msm/sums.py: Σ bases[idx] over a random subset (with repeats of a row, a base at infinity
     and a repeated point among the bases), against arkworks' sum; threads_min 32: the long
     segments that large sums use (segment_size)."""
     from cuzk.gpu.msm import sums as gb

@@ -41,7 +41,7 @@ class CudaKey:
         self.tables_dropped = False             # freed under memory pressure: not made again for this key
 
     def h_tables(self, table_gib: float | None = None):
-        """P2: the H bases' tables (gpu/msm_fixed.py), made on the GPU on first use within the budget
+        """P2: the H bases' tables (gpu/msm/fixed.py), made on the GPU on first use within the budget
         (msm_fixed.budget_bytes of table_gib); None when the budget leaves room for no block beyond the bases, or once they were
         freed under memory pressure (drop_tables)."""
         if self.tables is None and not self.tables_dropped:
