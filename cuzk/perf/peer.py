@@ -72,6 +72,8 @@ def fetch(name: str, dest: Path, mirror: Path | None = None) -> Path:
         got = _git("clone", "-q", "--no-checkout", origin, str(tree))
     except subprocess.TimeoutExpired:
         raise PeerUnavailable(f"{name}: git clone {origin} timed out (no network?)") from None
+    except FileNotFoundError:
+        raise PeerUnavailable(f"{name}: git is not on PATH: the peer's sources are fetched with it") from None
     if got.returncode != 0:
         raise PeerUnavailable(f"{name}: git clone {origin} failed ({got.stderr.strip().splitlines()[-1:]}); "
                               f"without network give a local clone: --source {name}=DIR")

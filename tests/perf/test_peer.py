@@ -102,3 +102,9 @@ def test_local_sources_come_from_the_environment_before_the_flag(tmp_path, monke
     monkeypatch.setenv("CUZK_PEER_SOURCES", "sppark")
     assert main(["peer"]) == 2
     assert "CUZK_PEER_SOURCES: 'sppark' is not NAME=DIR" in capsys.readouterr().err
+
+
+def test_no_git_is_said(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))                  # no git on it
+    with pytest.raises(peer.PeerUnavailable, match="git is not on PATH"):
+        peer.fetch("sppark", tmp_path / "src")
