@@ -22,11 +22,8 @@ from .groth16 import vk_to_json
 from .nvml import gpu_state
 from .pipeline import (Job, Lane, PipelineError, plan_workers, run_pipelined, run_sequential, shm_free_bytes, summary,
                        warm_up)
-from .run import RunError, RunSpec, all_verify, device_memory, header, kernel_load_times, key_context, open_backend
-
-
-def _quiet(msg: str) -> None:
-    pass
+from .run import (RunError, RunSpec, all_verify, device_memory, header, kernel_load_times, key_context, open_backend,
+                  quiet)
 
 
 @dataclass(frozen=True)
@@ -123,7 +120,7 @@ class PipelinedReport:
 
 
 def run_pipelined_batch(spec: RunSpec, pipe: PipelineSpec, backend: Backend | None = None,
-                        log=_quiet) -> PipelinedReport:
+                        log=quiet) -> PipelinedReport:
     """spec's batch proved pipelined (and, with pipe.compare, sequentially too), every proof verified.
     RunError: a lane's key differs from the first's, or a warm-up proof does not verify."""
     spec.check()

@@ -38,8 +38,8 @@ class RunError(ValueError):
     """A run that cannot be made as asked (a bad count, a key on the GPU without the cuda backend)."""
 
 
-def _quiet(msg: str) -> None:
-    pass
+def quiet(msg: str) -> None:
+    """A `log` that says nothing (a library caller's default)."""
 
 
 @dataclass(frozen=True)
@@ -69,7 +69,7 @@ class RunSpec:
         return range(1, self.circuits + 1)
 
 
-def open_backend(spec: RunSpec, log=_quiet) -> Backend:
+def open_backend(spec: RunSpec, log=quiet) -> Backend:
     """The spec's backend, with the spec's key placement checked against it before any work."""
     be = get_backend(spec.backend, log=log, opts=spec.opts, table_gib=spec.table_gib)
     try:
@@ -95,7 +95,7 @@ def synthesize_batch(spec: RunSpec, backend: Backend | None, timer: PhaseTimer |
         return go()
 
 
-def key_context(spec: RunSpec, backend: Backend, r1cs, log=_quiet, where: str = "", progress: bool | None = None,
+def key_context(spec: RunSpec, backend: Backend, r1cs, log=quiet, where: str = "", progress: bool | None = None,
                 **cache) -> ProvingContext:
     """The proving context of r1cs on backend as the spec places the key (`cache`: key_dir and key_tag of
     the device key cache, context.proving_context); one line through `log` says where the key came from."""
@@ -106,8 +106,11 @@ def key_context(spec: RunSpec, backend: Backend, r1cs, log=_quiet, where: str = 
 
 
 def all_verify(vk, publics, proofs) -> bool:
-    """Every proof verified, by the independent verifier (groth16.VERIFIER)."""
-    return all(verify(vk, pub, pf) for pub, pf in zip(publics, proofs))
+    """A proof for every public input (and at least one), each verified by the independent verifier
+    (groth16.VERIFIER): no proofs, or fewer than inputs, is not "verified"."""
+    publics, proofs = list(publics), list(proofs)
+    return (bool(proofs) and len(publics) == len(proofs)
+            and all(verify(vk, pub, pf) for pub, pf in zip(publics, proofs)))
 
 
 def git_commit() -> str | None:
@@ -201,7 +204,7 @@ class RunReport:
         }
 
 
-def run(spec: RunSpec, log=_quiet, backend: Backend | None = None) -> RunReport:
+def run(spec: RunSpec, log=quiet, backend: Backend | None = None) -> RunReport:
     """One batch: synthesized, its key set up, proved phase by phase (each timed), verified. `log` gets
     the lines a person watching wants (where the key came from); a large proof's steps go to stderr."""
     spec.check()

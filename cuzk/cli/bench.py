@@ -1,19 +1,13 @@
 """`cuzk bench`: one batch proved phase by phase (run.run; the pipelined run: bench_pipeline.py)."""
 from __future__ import annotations
 
-import sys
-
 from ..environment import options, table_gib
 from ..groth16 import VERIFIER
 from ..run import RunError, RunSpec, run
 from .bench_outputs import bench_outputs, check_bench_outputs
 from .bench_pipeline import bench_pipeline, wanted
 from .common import (EXIT_INVALID, EXIT_OK, CliError, _need_plots, device_memory_line, keygen_table, phase_table,
-                     write_all)
-
-
-def _stderr(msg: str) -> None:
-    print(msg, file=sys.stderr)
+                     to_stderr, write_all)
 
 
 def run_spec(args) -> RunSpec:
@@ -39,7 +33,7 @@ def cmd_bench(args) -> int:
             raise CliError("--warmup applies to the one-batch bench; --pipeline reports its fill separately")
         return bench_pipeline(args, spec)
     try:
-        rep = run(spec, log=_stderr)
+        rep = run(spec, log=to_stderr)
     except RunError as e:
         raise CliError(str(e)) from e
     print(f"cuzk bench: {spec.circuit} 2^{rep.pk.log_n} ({rep.r1cs.num_constraints} constraints) x {spec.circuits}, "

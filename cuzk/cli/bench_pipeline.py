@@ -3,14 +3,13 @@ cuzk/pipelined_run.py (synthesis running ahead on host workers, one lane per GPU
 circuits one after another), its tables printed and its outputs written."""
 from __future__ import annotations
 
-import sys
 from dataclasses import replace
 
 from ..groth16 import VERIFIER
 from ..pipelined_run import PipelineSpec, device_count, run_pipelined_batch
 from ..run import RunError, RunSpec, open_backend
 from .bench_outputs import bench_outputs
-from .common import EXIT_INVALID, EXIT_OK, CliError, device_memory_line, write_all
+from .common import EXIT_INVALID, EXIT_OK, CliError, device_memory_line, to_stderr, write_all
 
 PIPELINE_FLAGS = ("pipeline_depth", "pipeline_workers", "compare", "devices")
 
@@ -93,10 +92,6 @@ def table(p: dict) -> str:
     return "\n".join(lines)
 
 
-def _stderr(msg: str) -> None:
-    print(msg, file=sys.stderr)
-
-
 def bench_pipeline(args, spec: RunSpec) -> int:
     """args: the parsed command (the pipeline's flags, its outputs); spec: the run they describe."""
     check_args(args)
@@ -110,7 +105,7 @@ def bench_pipeline(args, spec: RunSpec) -> int:
             if backend.name != "cuda":
                 raise CliError("--devices needs the cuda backend, and there is no GPU backend here")
             pipe = replace(pipe, devices=tuple(resolve_devices(args.devices, device_count())))
-        rep = run_pipelined_batch(spec, pipe, backend, log=_stderr)
+        rep = run_pipelined_batch(spec, pipe, backend, log=to_stderr)
     except RunError as e:
         raise CliError(str(e)) from e
     section, devices = rep.section, pipe.devices

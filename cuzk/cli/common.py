@@ -36,7 +36,12 @@ def check_paths(outputs: dict, inputs: dict | None = None) -> None:
         raise CliError(str(e)) from e
 
 
-def write_all(files: dict, say=lambda msg: print(msg, file=sys.stderr)) -> None:
+def to_stderr(msg: str) -> None:
+    """A progress or status line, on stderr (stdout keeps the tables)."""
+    print(msg, file=sys.stderr)
+
+
+def write_all(files: dict, say=to_stderr) -> None:
     """Write several outputs all or nothing, by the output rule (files.py: atomic renames for files,
     written through links, direct writes to devices and FIFOs, a lock across a set's renames). Each
     value is text, bytes, a callable that writes to a binary file, or a PathWriter. One line says what

@@ -12,7 +12,7 @@ import pytest
 
 from cuzk.groth16 import verify
 from cuzk.opts import resolve
-from cuzk.run import RunError, RunSpec, open_backend, prove_files, run, synthesize_batch
+from cuzk.run import RunError, RunSpec, all_verify, open_backend, prove_files, run, synthesize_batch
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = RunSpec(opts=resolve(), circuit="mulchain", log_size=6, backend="cpu", circuits=2)
@@ -38,6 +38,13 @@ def test_a_run_reports_a_proof_that_does_not_verify(monkeypatch):
     real = run_mod.all_verify
     monkeypatch.setattr(run_mod, "all_verify", lambda vk, pubs, pfs: real(vk, [[p[0] + 1, *p[1:]] for p in pubs], pfs))
     assert run(replace(SPEC, circuits=1)).verified is False
+
+
+def test_no_proof_or_a_missing_one_is_not_verified():
+    rep = run(SPEC)
+    vk = rep.pk.verifying_key()
+    assert all_verify(vk, rep.publics, rep.proofs)
+    assert not all_verify(vk, [], []) and not all_verify(vk, rep.publics, rep.proofs[:1])
 
 
 @pytest.mark.parametrize("field, value, msg", [("circuits", 0, "--circuits must be >= 1"),
@@ -73,8 +80,8 @@ CALLERS = ["cuzk/cli/bench.py", "cuzk/cli/bench_pipeline.py", "cuzk/pipelined_ru
 STEPS = {"synthesize", "proving_context", "get_backend", "verify"}
 
 
-def _calls(path: str) -> set[str]:
-    tree = ast.parse((ROOT / path).read_text())
+def _calls(path: str, root: Path = ROOT) -> set[str]:
+    tree = ast.parse((root / path).read_text())
     out = set()
     for n in ast.walk(tree):
         if isinstance(n, ast.Call):
@@ -92,14 +99,9 @@ def test_callers_take_the_run_paths_steps_rather_than_writing_them_again(path):
 
 
 def test_the_scan_sees_a_caller_that_writes_the_sequence_again(tmp_path):
-    global ROOT
     (tmp_path / "cuzk").mkdir()
     (tmp_path / "cuzk" / "x.py").write_text("from .synthesis import synthesize\nr = synthesize('a', 1, None)\n")
-    old, ROOT = ROOT, tmp_path
-    try:
-        assert _calls("cuzk/x.py") & STEPS == {"synthesize"}
-    finally:
-        ROOT = old
+    assert _calls("cuzk/x.py", tmp_path) & STEPS == {"synthesize"}
 
 
 def test_no_module_below_the_cli_imports_it():
