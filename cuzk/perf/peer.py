@@ -89,16 +89,33 @@ def build(sppark: Path, blst: Path, arch: str, dest: Path) -> Path:
     nvcc = shutil.which("nvcc")
     if nvcc is None:
         raise PeerUnavailable("nvcc is not on PATH: the peer is built from its sources for this device")
-    key = hashlib.sha256(SHIM.read_bytes() + f"{sppark.name}{blst.name}{arch}".encode()).hexdigest()[:16]
+    # the recipe below is part of what is built: this file's bytes are in the key
+    key = hashlib.sha256(SHIM.read_bytes() + Path(__file__).read_bytes()
+                         + f"{sppark.name}{blst.name}{arch}".encode()).hexdigest()[:16]
     lib = dest / f"libpeer-{arch}-{key}.so"
     if lib.exists():
         return lib
     dest.mkdir(parents=True, exist_ok=True)
     tmp = lib.with_suffix(f".{os.getpid()}.tmp")
+    # sppark's host-side field code calls blst's arithmetic (mulx_mont_384 and the rest under __ADX__), as its
+    # own builds link the blst library: blst's C and assembly are built into the shim
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        raise PeerUnavailable("no C compiler (cc) on PATH: blst is built for the peer's host code")
+    objs = []
+    for src in (blst / "src" / "server.c", blst / "build" / "assembly.S"):
+        obj = tmp.with_suffix(f".{src.stem}.o")
+        p = subprocess.run([cc, "-O2", "-fPIC", "-fno-builtin", "-D__ADX__", "-c", str(src), "-o", str(obj)],
+                           capture_output=True, text=True, timeout=600)
+        if p.returncode != 0:
+            raise RuntimeError(f"building blst's {src.name} for the peer failed:\n{p.stderr[-3000:]}")
+        objs.append(obj)
     cmd = [nvcc, "-std=c++17", "-O3", f"-arch={arch}", "-DFEATURE_BLS12_381", "-D__ADX__", f"-I{sppark}",
            f"-I{blst / 'src'}", "-shared", "-Xcompiler", "-fPIC", str(SHIM), str(sppark / "util" / "all_gpus.cpp"),
-           "-o", str(tmp)]
+           *map(str, objs), "-o", str(tmp)]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+    for obj in objs:
+        obj.unlink(missing_ok=True)
     if p.returncode != 0:
         tmp.unlink(missing_ok=True)
         raise RuntimeError(f"building the peer failed: {' '.join(cmd)}\n{p.stderr[-3000:]}")

@@ -86,6 +86,10 @@ def test_the_shim_builds_against_the_pinned_sources(tmp_path):
     lib = peer.build(trees["sppark"], trees["blst"], "sm_90", tmp_path / "lib")
     names = subprocess.run(["nm", "-D", str(lib)], capture_output=True, text=True, check=True).stdout
     assert all(f" T {s}" in names for s in ("peer_msm_g1", "peer_ntt", "peer_point_bytes"))
+    # blst's host arithmetic (its assembly) is linked in, not left for the loader to miss at dlopen
+    undefined = subprocess.run(["nm", "-D", "--undefined-only", str(lib)], capture_output=True, text=True,
+                               check=True).stdout
+    assert not [line for line in undefined.splitlines() if "_384" in line or "mont" in line], undefined
 
 
 def test_the_tracked_points_are_ops_the_peer_measures():
