@@ -2,7 +2,7 @@
 when this runs; cuzk/perf/peer.py) for the G1 MSM and the NTT, on the same device inputs with the results checked
 equal; below 1 cuzk is faster. One measurement of every point a run (asv setup_cache). A machine without a GPU,
 nvcc or the peer's sources (network, or $CUZK_PEER_SOURCES) skips with the reason; a peer that disagrees with
-cuzk fails."""
+cuzk fails that point."""
 
 from cuzk.perf.suite import PEER_POINTS as POINTS
 
@@ -26,12 +26,14 @@ class PeerGap:
             rows = peer.measure_all(sizes, runs=5, mirrors=mirrors)
         except peer.PeerUnavailable as e:
             return {"unavailable": str(e)}
-        return {f"{r.op}:{r.log_n}": r.ratio for r in rows}
+        return {f"{r.op}:{r.log_n}": r.ratio for r in rows}      # None: the results differed
 
     def setup(self, cache, op_size):
         if "unavailable" in cache:
             raise NotImplementedError(cache["unavailable"])      # asv skips, with the reason
 
     def track_ratio(self, cache, op_size):
+        if cache[op_size] is None:
+            raise RuntimeError(f"{op_size}: the peer's result differs from cuzk's: no ratio")   # a failed point
         return cache[op_size]
     track_ratio.unit = "cuzk / sppark"

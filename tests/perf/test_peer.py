@@ -3,6 +3,7 @@ refused, and no GPU said out loud (exit 2, nothing written). The build itself ru
 (CUZK_TEST_PEER_SOURCES="sppark=DIR,blst=DIR" and nvcc); the timing needs the GPU (docs/perf-log.md)."""
 from __future__ import annotations
 
+import json
 import os
 import random
 import shutil
@@ -112,3 +113,28 @@ def test_no_git_is_said(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))                  # no git on it
     with pytest.raises(peer.PeerUnavailable, match="git is not on PATH"):
         peer.fetch("sppark", tmp_path / "src")
+
+
+def test_a_point_whose_results_differ_is_said_and_has_no_ratio(tmp_path, monkeypatch, capsys):
+    rows = [peer.Row("msm_g1", 20, 0.01, 0.02, 0.5, 5, True), peer.Row("ntt", 27, None, None, None, 0, False)]
+    monkeypatch.setattr(peer, "measure_all", lambda sizes, runs, mirrors: rows)
+    out = tmp_path / "peer.json"
+    assert main(["peer", "--json", str(out)]) == 2
+    captured = capsys.readouterr()
+    assert "results differ: not timed, no ratio" in captured.out and "0.500" in captured.out
+    assert captured.err.strip().splitlines()[-1] == ("cuzk: error: peer: the peer's result differs from cuzk's "
+                                                     "on the same inputs at ntt 2^27")
+    doc = json.loads(out.read_text())                        # the measured row stands beside the unmeasured one
+    assert [(r["op"], r["equal"], r["ratio"]) for r in doc["rows"]] == [("msm_g1", True, 0.5), ("ntt", False, None)]
+
+
+def test_the_tracked_ratio_of_a_differing_point_fails_it():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("bench_peer", Path(__file__).parents[2] / "benchmarks" /
+                                                  "bench_peer.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    cache = {"msm_g1:20": 0.6, "ntt:27": None}
+    assert mod.PeerGap().track_ratio(cache, "msm_g1:20") == 0.6
+    with pytest.raises(RuntimeError, match="ntt:27: the peer's result differs"):
+        mod.PeerGap().track_ratio(cache, "ntt:27")
