@@ -20,14 +20,24 @@ typedef fr_t scalar_t;
 
 // Sum s_i P_i of n device-resident points and Montgomery scalars; `out` gets the Jacobian (X, Y, Z), each
 // 12 limbs in Montgomery form (peer_point_bytes() bytes). Returns the CUDA error code (0: done).
+// sppark works on streams of its own, made non-blocking: they do not wait for the caller's work on the legacy
+// stream (the copy of the inputs), nor does the caller wait for sppark's. Each entry point syncs the device at
+// both ends, so the inputs are whole when sppark reads them and its result is whole when the caller does.
+static int device_sync()
+{
+    return (int)cudaDeviceSynchronize();
+}
+
 extern "C" int peer_msm_g1(void* out, const void* d_points, const void* d_scalars, size_t n)
 {
+    if (int e = device_sync())
+        return e;
     msm_t<bucket_t, point_t, affine_t, scalar_t> msm{nullptr, n};
     point_t r;
     RustError e = msm.invoke(r, dev_ptr_t<affine_t>((affine_t*)d_points), n,
                              dev_ptr_t<scalar_t>((scalar_t*)d_scalars), true);
     std::memcpy(out, &r, sizeof(r));
-    return e.code;
+    return e.code ? e.code : device_sync();
 }
 
 // The forward NTT over 2^lg elements in place, natural order in and out (sppark's NN order).
@@ -35,6 +45,8 @@ struct PeerNTT : public NTT {
     static int forward(fr_t* d, uint32_t lg)
     {
         const gpu_t& gpu = select_gpu();
+        if (int e = device_sync())
+            return e;
         try {
             NTT_internal(d, lg, InputOutputOrder::NN, Direction::forward, Type::standard,
                          const_cast<gpu_t&>(gpu));
@@ -42,7 +54,7 @@ struct PeerNTT : public NTT {
         } catch (const cuda_error& e) {
             return e.code();
         }
-        return 0;
+        return device_sync();
     }
 };
 
