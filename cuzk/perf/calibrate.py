@@ -14,6 +14,14 @@ of its own duration in useless arithmetic; on the GPU a spin kernel runs on the 
 for `fraction` of the phase's own device time (cuzk/perf/inject.py), counted by the same CUDA
 events that time the phase.
 
+Runs add up across invocations (a device lease holds two or three 2^24 gate runs): `--json F` is rewritten after
+every run, so a killed invocation keeps the runs it finished, and
+
+    python -m cuzk.perf.calibrate --merge A.json B.json ... [--json F]
+
+pools the runs of several files into one summary. Each file names its config (path and SHA-256), injection and
+noise records; files that differ in any of these are refused, as is a file that is not calibrate's.
+
 Thresholds from measured noise (cuzk/perf/noise.py): `--record-noise MACHINE` makes the runs A/A
 calibrations (`cuzk gate --calibrate`), each leaving WORKDIR/runN/gate-noise.jsonl; `--noise FILE`
 then runs A/A or injected pairs under the thresholds derived from those records.
@@ -21,8 +29,10 @@ then runs A/A or injected pairs under the thresholds derived from those records.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import math
+import os
 import shutil
 import statistics
 import subprocess
@@ -187,6 +197,69 @@ def summary(rows: list[dict], inject: str | None) -> dict:
     return out
 
 
+KIND = "cuzk-calibrate"
+SETUP_KEYS = ("config_sha256", "inject", "noise_sha256", "record_noise")    # runs pool only where these match
+
+
+class MergeError(ValueError):
+    """A calibrate JSON that cannot be pooled: not calibrate's, damaged, or measured under another set-up."""
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def setup_of(config: Path, inject: str | None, noise: list[Path], record_noise: str | None) -> dict:
+    """What a run was measured under: the config (by content), the injection, the noise records (by content)."""
+    return {"config": str(config), "config_sha256": _sha(config), "inject": inject or None,
+            "noise_sha256": sorted(_sha(n) for n in noise), "record_noise": record_noise}
+
+
+def write_doc(path: Path, setup: dict, rows: list[dict]) -> None:
+    """The runs so far and their summary, replacing `path` whole (temp file, then rename)."""
+    doc = {"kind": KIND, "version": 1, "setup": setup, "runs": rows, "summary": summary(rows, setup["inject"])}
+    tmp = Path(path).with_name(f".{Path(path).name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(doc, indent=1) + "\n")
+    tmp.replace(path)
+
+
+def _read_doc(path: Path) -> dict:
+    try:
+        doc = json.loads(Path(path).read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise MergeError(f"{path}: not readable as JSON ({e})") from None
+    if not isinstance(doc, dict) or doc.get("kind") != KIND or doc.get("version") != 1:
+        raise MergeError(f"{path}: not a calibrate JSON (kind {KIND!r}, version 1)")
+    setup, runs = doc.get("setup"), doc.get("runs")
+    if not isinstance(setup, dict) or any(k not in setup for k in SETUP_KEYS) or not isinstance(runs, list):
+        raise MergeError(f"{path}: no setup or runs")
+    for r in runs:
+        ok = (isinstance(r, dict) and isinstance(r.get("exit"), int) and isinstance(r.get("flagged"), list)
+              and isinstance(r.get("ratios"), dict) and isinstance(r.get("wall_s"), (int, float))
+              and all(isinstance(k, str) and isinstance(v, (int, float)) for k, v in r["ratios"].items())
+              and all(isinstance(k, str) and k in r["ratios"] for k in r["flagged"]))
+        if not ok:
+            raise MergeError(f"{path}: a run is malformed: {str(r)[:120]}")
+    return doc
+
+
+def merge(paths: list[Path]) -> tuple[dict, list[dict]]:
+    """The pooled set-up and runs of several calibrate JSONs; MergeError names the file that does not fit."""
+    if not paths:
+        raise MergeError("--merge needs at least one file")
+    docs = [(p, _read_doc(p)) for p in paths]
+    first_path, first = docs[0]
+    key = {k: first["setup"][k] for k in SETUP_KEYS}
+    rows = []
+    for p, doc in docs:
+        other = {k: doc["setup"][k] for k in SETUP_KEYS}
+        if other != key:
+            diff = ", ".join(k for k in SETUP_KEYS if other[k] != key[k])
+            raise MergeError(f"{p}: measured under another set-up than {first_path} ({diff})")
+        rows += [dict(r, source=str(p)) for r in doc["runs"]]
+    return dict(first["setup"]), rows
+
+
 def backends(config: Path) -> set[str]:
     return {w.spec.backend for w in load(config).workloads}
 
@@ -203,6 +276,12 @@ def main(argv=None) -> int:
                     help="A/A noise records the gate's thresholds follow (repeatable; see cuzk gate --noise)")
     ap.add_argument("--record-noise", metavar="MACHINE",
                     help="A/A runs as `cuzk gate --calibrate`: each run's noise record in WORKDIR/runN/")
+    ap.add_argument("--merge", nargs="+", metavar="JSON",
+                    help="pool the runs of calibrate JSONs measured under one set-up; runs nothing")
+    if argv is None:
+        argv = sys.argv[1:]
+    if "--merge" in argv:
+        return _merge_main(ap, argv)
     args = ap.parse_args(argv)
     try:
         injects = parse_inject(args.inject)
@@ -220,10 +299,11 @@ def main(argv=None) -> int:
         for backend in sorted(backends(config)):
             path, patch = ((BACKEND_FILE, slowdown_patch) if backend == "cpu" else (CUDA_FILE, gpu_slowdown_patch))
             head = commit_change(repo, path, patch(phase, frac), f"slow {phase} by {frac} ({backend})")
+    noise = [Path(n).resolve() for n in args.noise]
+    setup = setup_of(config, args.inject, noise, args.record_noise)
     rows = []
     for i in range(args.runs):
-        rc, data, wall = run_gate(repo, base, head, config, work / f"run{i}", [Path(n).resolve() for n in args.noise],
-                                  args.record_noise)
+        rc, data, wall = run_gate(repo, base, head, config, work / f"run{i}", noise, args.record_noise)
         tests = [(f"{o['spec']['backend']}:{c['area']}", c) for o in data.get("outcomes", []) if o["status"] == "ok"
                  for c in o.get("comparisons", [])]          # one phase test: a workload's phase, e.g. cuda:tail_msm
         flagged = sorted(k for k, c in tests if c["verdict"] == "regression")
@@ -232,14 +312,39 @@ def main(argv=None) -> int:
         rows.append({"run": i, "exit": rc, "flagged": flagged, "wall_s": round(wall, 1), "ratios": ratios,
                      "thresholds": thresholds})
         print(json.dumps(rows[-1]), flush=True)
+        if args.json:
+            write_doc(Path(args.json), setup, rows)
     s = summary(rows, args.inject)
     print(json.dumps(s))
-    if args.json:
-        Path(args.json).write_text(json.dumps({"runs": rows, "summary": s}, indent=1) + "\n")
+    return _verdict(s, len(rows))
+
+
+def _verdict(s: dict, runs: int) -> int:
     if not s["judged_runs"]:               # no false alarm and no detection in runs the gate never judged
-        print(f"calibrate: none of the {len(rows)} gate runs was judged (exit 2): nothing measured", file=sys.stderr)
+        print(f"calibrate: none of the {runs} gate runs was judged (exit 2): nothing measured", file=sys.stderr)
         return 2
     return 0
+
+
+def _merge_main(ap, argv) -> int:
+    sub = argparse.ArgumentParser(prog=ap.prog + " --merge")
+    sub.add_argument("--merge", nargs="+", required=True, metavar="JSON")
+    sub.add_argument("--json", metavar="FILE", help="write the pooled runs and their summary")
+    args, rest = sub.parse_known_args(argv)
+    if rest:
+        ap.error(f"--merge takes only --json beside it, not {' '.join(rest)}")
+    try:
+        setup, rows = merge([Path(p) for p in args.merge])
+    except MergeError as e:
+        print(f"calibrate: {e}", file=sys.stderr)
+        return 2
+    for r in rows:
+        print(json.dumps(r))
+    s = summary(rows, setup["inject"])
+    print(json.dumps(s))
+    if args.json:
+        write_doc(Path(args.json), setup, rows)
+    return _verdict(s, len(rows))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,97 @@
+"""calibrate's runs add up across invocations: the JSON is rewritten after each run (a killed invocation keeps what
+it finished), and `--merge` pools files measured under one set-up, refusing any other (named, exit 2)."""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from cuzk.perf import calibrate
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _project(tmp_path: Path) -> Path:
+    """A small project calibrate can copy: a gate config and the CUDA backend's file the injection patches."""
+    d = tmp_path / "proj"
+    (d / "cuzk/backend/cuda").mkdir(parents=True)
+    shutil.copy(ROOT / "tools/gate-cuda24.toml", d / "perf-gate.toml")
+    (d / calibrate.CUDA_FILE).write_text("class CudaBackend:\n    def tail_msm(self):\n        return 1\n")
+    subprocess.run(["git", "init", "-q", str(d)], check=True)
+    return d
+
+
+def _gate(flag_tail: bool):
+    """A stand-in gate run: five phases judged, tail_msm flagged or not."""
+    comps = [{"area": a, "verdict": "regression" if a == "tail_msm" and flag_tail else "no change",
+              "ratio": 1.03 if a == "tail_msm" else 1.0, "threshold": 0.02}
+             for a in ("prep_msm", "ntt_msm_h", "batch_addition", "tail_msm", "b_g2")]
+    return 0, {"outcomes": [{"spec": {"backend": "cuda"}, "status": "ok", "comparisons": comps}]}, 180.0
+
+
+def _run(tmp_path, name, runs, inject=None, flags=(True,), fail_at=None, monkeypatch=None):
+    calls = iter(range(100))
+
+    def fake(*a, **k):
+        i = next(calls)
+        if i == fail_at:
+            raise KeyboardInterrupt                     # the lease ends mid-invocation
+        return _gate(flags[i % len(flags)])
+    monkeypatch.setattr(calibrate, "run_gate", fake)
+    out = tmp_path / f"{name}.json"
+    argv = ["--project", str(_project(tmp_path / name)), "--runs", str(runs), "--workdir",
+            str(tmp_path / name / "w"), "--json", str(out)] + (["--inject", inject] if inject else [])
+    return argv, out
+
+
+def test_a_killed_invocation_keeps_the_runs_it_finished(tmp_path, monkeypatch):
+    argv, out = _run(tmp_path, "a", 3, inject="tail_msm:0.03", fail_at=2, monkeypatch=monkeypatch)
+    with pytest.raises(KeyboardInterrupt):
+        calibrate.main(argv)
+    doc = json.loads(out.read_text())
+    assert doc["kind"] == calibrate.KIND and len(doc["runs"]) == 2
+    assert doc["summary"]["detected"] == {"cuda:tail_msm": 2} and doc["setup"]["inject"] == "tail_msm:0.03"
+    assert not list(tmp_path.glob(".a.json.*.tmp"))
+
+
+def test_merge_pools_runs_measured_under_one_setup(tmp_path, monkeypatch, capsys):
+    argv, a = _run(tmp_path, "a", 2, inject="tail_msm:0.03", flags=(True, False), monkeypatch=monkeypatch)
+    assert calibrate.main(argv) == 0
+    argv, b = _run(tmp_path, "b", 3, inject="tail_msm:0.03", flags=(True,), monkeypatch=monkeypatch)
+    assert calibrate.main(argv) == 0
+    capsys.readouterr()
+    pooled = tmp_path / "pooled.json"
+    assert calibrate.main(["--merge", str(a), str(b), "--json", str(pooled)]) == 0
+    s = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert s["runs"] == 5 and s["detected"] == {"cuda:tail_msm": 4} and s["phase_tests"] == 20
+    assert s["false_alarms"] == 0
+    doc = json.loads(pooled.read_text())
+    assert [r["source"] for r in doc["runs"]] == [str(a)] * 2 + [str(b)] * 3
+
+
+def test_merge_refuses_another_setup_and_bad_files(tmp_path, monkeypatch, capsys):
+    argv, a = _run(tmp_path, "a", 1, inject="tail_msm:0.03", monkeypatch=monkeypatch)
+    calibrate.main(argv)
+    argv, b = _run(tmp_path, "b", 1, inject="tail_msm:0.05", monkeypatch=monkeypatch)
+    calibrate.main(argv)
+    capsys.readouterr()
+    pooled = tmp_path / "pooled.json"
+    assert calibrate.main(["--merge", str(a), str(b), "--json", str(pooled)]) == 2
+    assert capsys.readouterr().err.strip() == f"calibrate: {b}: measured under another set-up than {a} (inject)"
+    assert not pooled.exists()
+    cases = {"text.json": "not json", "other.json": json.dumps({"runs": []}),
+             "bad-run.json": json.dumps({**json.loads(a.read_text()), "runs": [{"exit": 0, "flagged": ["x"],
+                                                                                 "ratios": {}, "wall_s": 1}]})}
+    for name, text in cases.items():
+        (tmp_path / name).write_text(text)
+        assert calibrate.main(["--merge", str(a), str(tmp_path / name)]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith(f"calibrate: {tmp_path / name}: "), err
+
+
+def test_merge_takes_only_json_beside_it(tmp_path):
+    with pytest.raises(SystemExit):
+        calibrate.main(["--merge", str(tmp_path / "a.json"), "--runs", "3"])
