@@ -299,10 +299,15 @@ def synth_one(name: str, log_size: int, opts, seed: int, host_assign: bool, witn
         r1cs = r1cs if r1cs is not None else _r1cs_for(name, log_size, opts)
         inputs, aux = circuits.witness(name, log_size, seed=seed, opts=opts)
         return assign(r1cs, inputs, aux, Domain.for_size(r1cs.qap_rows)), t0, time.perf_counter()
-    direct = share and witness_limbs and circuits.has_witness_only(name)
     sp = plans.handoff(opts) if opts is not None else None
     packs = witness_limbs and sp is not None and sp.packed_witness   # (inputs, PackedWitness, None)
     packed_shared = share and packs and sp.packed_shared
+    if packs and sp.packed_direct and circuits.has_packed_witness(name):      # B4: no limbs made at all
+        inputs, pw = circuits.witness_packed(name, log_size, seed=seed, opts=opts)
+        if pw is not None:
+            payload = (inputs, _shared_packed(pw) if packed_shared else pw, None)
+            return payload, t0, time.perf_counter()
+    direct = share and witness_limbs and circuits.has_witness_only(name)
     alloc = _ShmAlloc() if direct else None
     try:
         inputs, aux = circuits.witness(name, log_size, seed=seed, opts=opts, limbs=witness_limbs, alloc=alloc)

@@ -127,6 +127,7 @@ class HandoffPlan:
     """How the pipeline's workers hand a witness to the provers (pipeline.py)."""
     packed_witness: bool = True        # B2: the witness packed (bits apart) for the hand-off
     packed_shared: bool = True         # B3: the packed witness written to shared memory by the worker
+    packed_direct: bool = False        # B4: the circuit writes the packed witness itself (no limbs first)
 
 
 # --- the one map from toggle codes to fields ---
@@ -142,7 +143,7 @@ NTT = {"N1": "register_radix", "N2": "build6_product", "N4": "dif_two_ops", "N8"
 H = {"F1": "fused_tail", "N3": "pointwise_b6", "H2": "skip_c", "N5": "tiled_bitrev", "F2": "spend_abc", "P2": "tables"}
 CUDA = {"C1": "ones_by_bucket_sums", "P1": "concurrent_jobs", "A4": "b_g2_on_host", "B1": "pinned_uploads"}
 SYNTHESIS = {"A1": "flat_terms", "A2": "presized_vectors"}
-HANDOFF = {"B2": "packed_witness", "B3": "packed_shared"}
+HANDOFF = {"B2": "packed_witness", "B3": "packed_shared", "B4": "packed_direct"}
 
 
 def _take(cls, table: dict, opts, **parts):

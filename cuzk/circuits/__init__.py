@@ -24,6 +24,12 @@ WITNESSES: dict[str, Callable] = {
     "porep_partition": porep_partition.witness_limbs,
 }
 
+# Packed-witness generators: (inputs, PackedWitness or None) equal to pack() of the witness-only generator's
+# limbs, made without them. Signature (log_size, opts=, seed=).
+PACKED: dict[str, Callable] = {
+    "porep_partition": porep_partition.witness_packed,
+}
+
 MIN_LOG_SIZE = {"porep_partition": 5}       # the others start at 3
 
 
@@ -47,6 +53,16 @@ def build(name: str, log_size: int, opts: OptSet | None = None, seed: int = 1, l
 
 def has_witness_only(name: str) -> bool:
     return name in WITNESSES
+
+
+def has_packed_witness(name: str) -> bool:
+    return name in PACKED
+
+
+def witness_packed(name: str, log_size: int, seed: int = 1, opts: OptSet | None = None):
+    """(inputs, PackedWitness or None) from the circuit's packed-witness generator (has_packed_witness)."""
+    _check(name, log_size)
+    return PACKED[name](log_size, opts=opts, seed=seed)
 
 
 def witness(name: str, log_size: int, seed: int = 1, opts: OptSet | None = None, limbs: bool = False,

@@ -29,6 +29,7 @@ import numpy as np
 
 from ..field import FR_LIMBS, R, ints_to_limbs
 from ..r1cs import CSR, ONE, R1CS, ConstraintSystem
+from ..witness_pack import MAX_OTHER_SHARE, PackedWitness
 
 FILL = 130_278_869 / 2**27          # the real partition's constraints over its domain
 OPS = 9                             # d_1 .. d_9
@@ -265,6 +266,46 @@ def witness_limbs(log_size: int, opts=None, seed: int = 1, alloc=None):
         raise AssertionError(f"wrote {off} aux of {n}")
     inputs = np.array([1, wv["seed"] % R, wv["out"] % R], dtype=object)
     return inputs, aux
+
+
+def witness_packed(log_size: int, opts=None, seed: int = 1):
+    """(inputs, PackedWitness or None): exactly pack(witness_limbs(...)[1]), made from the words without the
+    limbs (at 2^27: ~16 MB of packed bits and the 3U + few entries that are not bits, where the limbs are 4 GiB
+    written then read). None where pack would give None (more entries than it packs are not bits)."""
+    U, W = shape(log_size)
+    wv = witness(U, W, seed)
+    n = counts(log_size)["aux"]
+    bit = np.zeros(n, dtype=np.uint8)                 # one byte an entry (~130 MB at 2^27), packed below
+    off, k = 0, U * W
+    for words in (wv["m0"], wv["m1"], *wv["d"], wv["s"]):      # _circuit's alloc order
+        _write_bits(bit[off:off + k], words, W)
+        off += k
+    bit[off:off + U] = wv["carry"]
+    off += U
+    w = wv["w"]
+    others = []                                       # (indices, canonical limbs) of the entries not 0 or 1
+    small = w <= 1
+    bit[off:off + U] = np.where(small, w, 0)
+    iw = np.flatnonzero(~small)
+    vw = np.zeros((len(iw), FR_LIMBS), dtype=np.uint32)
+    vw[:, 0] = w[iw]                                  # w < 2^W <= 2^32
+    others.append((off + iw, vw))
+    off += U
+    for key in ("f", "f2", "f4"):
+        v = wv[key] % R
+        small = (v == 0) | (v == 1)
+        bit[off:off + U] = np.where(small, v, 0).astype(np.uint8)
+        iv = np.flatnonzero(~small)
+        others.append((off + iv, ints_to_limbs(v[iv], FR_LIMBS)))
+        off += U
+    if off != n:
+        raise AssertionError(f"wrote {off} aux of {n}")
+    inputs = np.array([1, wv["seed"] % R, wv["out"] % R], dtype=object)
+    idx = np.concatenate([i for i, _ in others]).astype(np.int64)
+    if n and len(idx) > MAX_OTHER_SHARE * n:
+        return inputs, None
+    vals = np.concatenate([v for _, v in others]) if others else np.zeros((0, FR_LIMBS), np.uint32)
+    return inputs, PackedWitness(n, np.packbits(bit), idx, np.ascontiguousarray(vals, dtype=np.uint32))
 
 
 def build(log_size: int, opts=None, seed: int = 1, reference: bool = False):

@@ -70,6 +70,7 @@ BACKEND_READS: dict[str, frozenset | None] = {"cpu": SHARED_READS, "cuda": None}
 OFF_PATH = {      # toggles read only by code that ablate does not run
     "B2": "bench --pipeline",
     "B3": "bench --pipeline",
+    "B4": "bench --pipeline",
     "F2": "bench --pipeline (an assignment spent by its one proof)",
     "N10": "the natural-order NTT helpers (cuzk micro ntt)",
 }

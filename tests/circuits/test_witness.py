@@ -24,6 +24,30 @@ def test_witness_only_equals_build_bit_for_bit(log_size, seed):
     assert np.array_equal(wa, aux)
 
 
+@pytest.mark.parametrize("log_size", [5, 6, 8, 9, 10, 12, 14])
+@pytest.mark.parametrize("seed", [1, 7, 2**40 + 3])
+def test_packed_witness_equals_the_packed_limbs(log_size, seed):
+    """B4's generator: byte for byte pack() of the witness-only limbs, its arrays of the same types."""
+    from cuzk.witness_pack import pack
+    wi, wa = circuits.witness("porep_partition", log_size, seed=seed, limbs=True)
+    want = pack(wa)
+    pi, got = circuits.witness_packed("porep_partition", log_size, seed=seed)
+    assert list(pi) == list(wi) and circuits.has_packed_witness("porep_partition")
+    assert want is not None and got.n == want.n
+    for k in ("bits", "idx", "vals"):
+        a, b = getattr(got, k), getattr(want, k)
+        assert a.dtype == b.dtype and np.array_equal(a, b), k
+
+
+def test_packed_witness_refuses_as_pack_does(monkeypatch):
+    """Where more entries than pack takes are not bits, both give None (the caller sends limbs)."""
+    from cuzk.witness_pack import pack
+    monkeypatch.setattr(pp, "MAX_OTHER_SHARE", 0.0)
+    _, wa = circuits.witness("porep_partition", 10, seed=3, limbs=True)
+    assert pack(wa, 0.0) is None and circuits.witness_packed("porep_partition", 10, seed=3)[1] is None
+    assert not circuits.has_packed_witness("porep_like")
+
+
 @pytest.mark.parametrize("log_size", [6, 11])
 def test_witness_only_satisfies_the_circuit(log_size):
     r1cs, _, _ = pp.build(log_size, seed=1)

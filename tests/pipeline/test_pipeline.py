@@ -420,6 +420,43 @@ def test_synth_one_hands_a_packed_witness_over_in_shared_memory_with_b3(monkeypa
             b.close()
 
 
+@pytest.mark.parametrize("spec, shared", [("none,+B2,+B4", False), ("none,+B2,+B3,+B4", True)])
+def test_synth_one_with_b4_makes_no_limbs_and_hands_over_the_same_packed_witness(monkeypatch, spec, shared):
+    """B4: the packed witness comes from the circuit's packed generator (the limbs generator is never called)
+    and equals pack() of the circuit's own witness, pickled or in shared memory as B3 says."""
+    import cuzk.pipeline as pl
+    from cuzk import circuits
+    from cuzk.circuits import porep_partition as pp
+    from cuzk.witness_pack import pack
+    monkeypatch.setattr(pl, "SHARE_MIN_BYTES", 1)
+    want = pack(pp.build(12, seed=5)[2])
+
+    def no_limbs(*a, **k):
+        raise AssertionError("B4 made the limbs")
+    monkeypatch.setitem(circuits.WITNESSES, "porep_partition", no_limbs)
+    before = _shm_names()
+    payload, t0, t1 = pl.synth_one("porep_partition", 12, resolve(spec), 5, False, True, share=True)
+    pw = payload[1]
+    assert t0 <= t1 and isinstance(pw, pl.PackedWitness) and payload[2] is None
+    assert all(isinstance(getattr(pw, k), pl.Shared) == shared for k in ("bits", "idx", "vals"))
+    (_, got, _), blocks = pl._unshare(payload)
+    assert all(np.array_equal(getattr(got, k), getattr(want, k)) for k in ("bits", "idx", "vals"))
+    assert _shm_names() <= before
+    for b in blocks:
+        b.close()
+
+
+def test_synth_one_with_b4_falls_back_to_limbs_where_the_packed_generator_declines(monkeypatch):
+    import cuzk.pipeline as pl
+    from cuzk import circuits
+    from cuzk.circuits import porep_partition as pp
+    from cuzk.witness_pack import pack
+    monkeypatch.setitem(circuits.PACKED, "porep_partition", lambda log_size, opts=None, seed=1: (None, None))
+    payload, _, _ = pl.synth_one("porep_partition", 12, resolve("none,+B2,+B4"), 5, False, True)
+    want = pack(pp.build(12, seed=5)[2])
+    assert all(np.array_equal(getattr(payload[1], k), getattr(want, k)) for k in ("bits", "idx", "vals"))
+
+
 def test_b3_failure_leaves_no_shared_block(monkeypatch):
     import cuzk.pipeline as pl
     monkeypatch.setattr(pl, "SHARE_MIN_BYTES", 1)
