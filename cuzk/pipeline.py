@@ -734,6 +734,7 @@ def summary(res: RunResult) -> dict:
         "lanes": k,
         "wall_s": wall, "proofs_per_s": n / wall, "s_per_proof": wall / n,
         "fill_s": min(a for a, _ in prove),          # before the first prove: nothing to prove yet
+        "first_proof_s": min(b for _, b in prove),   # the first proof done: what a sector's first partition waits
         "overlap_s": _overlap(synth, prove),
         "prover_busy_s": busy, "prover_idle_s": k * wall - busy,
         "gpu_busy_s": gpu_busy, "gpu_idle_s": None if gpu_busy is None else k * wall - gpu_busy,

@@ -70,7 +70,7 @@ def device_table(p: dict) -> str:
 def _row(name: str, s: dict) -> str:
     f = lambda v: "-" if v is None else f"{v:.3f}"      # noqa: E731
     return (f"{name:<11}{f(s['wall_s']):>9}{s['proofs_per_s']:>10.3f}{f(s['s_per_proof']):>9}"
-            f"{f(s['fill_s']):>8}{f(s['overlap_s']):>10}{f(s['prover_busy_s']):>9}{f(s['prover_idle_s']):>9}"
+            f"{f(s['fill_s']):>8}{f(s.get('first_proof_s')):>9}{f(s['overlap_s']):>10}{f(s['prover_busy_s']):>9}{f(s['prover_idle_s']):>9}"
             f"{f(s['gpu_busy_s']):>9}{f(s['gpu_idle_s']):>9}")
 
 
@@ -83,7 +83,7 @@ def table(p: dict) -> str:
                      f"{c['synth_start_s']:>8.3f}-{c['synth_stop_s']:<7.3f}{c['prove_start_s'] - c['ready_s']:>9.3f}"
                      f"{c['prove_start_s']:>8.3f}-{c['prove_stop_s']:<7.3f}{gpu:>16}")
     lines.append("")
-    lines.append(f"{'run':<11}{'wall s':>9}{'proofs/s':>10}{'s/proof':>9}{'fill s':>8}{'overlap s':>10}"
+    lines.append(f"{'run':<11}{'wall s':>9}{'proofs/s':>10}{'s/proof':>9}{'fill s':>8}{'1st s':>9}{'overlap s':>10}"
                  f"{'busy s':>9}{'idle s':>9}{'gpu busy':>9}{'gpu idle':>9}")
     lines.append(_row("pipelined", p))
     if p.get("sequential"):

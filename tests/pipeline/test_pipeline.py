@@ -41,6 +41,7 @@ def _check_times(s: dict, pipelined: bool):
     assert all(a[1] <= b[0] for a, b in zip(proves, proves[1:])), "one prover: proves never overlap"
     assert s["prover_busy_s"] + s["prover_idle_s"] == pytest.approx(s["wall_s"])
     assert s["proofs_per_s"] == pytest.approx(s["circuits"] / s["wall_s"])
+    assert s["first_proof_s"] == min(c["prove_stop_s"] for c in per) and s["fill_s"] < s["first_proof_s"]
     overlapping = [(i["circuit"], j["circuit"]) for i in per for j in per
                    if j["synth_start_s"] < i["prove_stop_s"] and j["synth_stop_s"] > i["prove_start_s"]]
     if pipelined:       # sure once circuits > depth + workers: later syntheses wait for the prover to take one
