@@ -3,11 +3,9 @@ cuzk/pipelined_run.py (synthesis running ahead on host workers, one lane per GPU
 circuits one after another), its tables printed and its outputs written."""
 from __future__ import annotations
 
-from dataclasses import replace
-
 from ..groth16 import VERIFIER
-from ..pipelined_run import PipelineSpec, device_count, run_pipelined_batch
-from ..run import RunError, RunSpec, open_backend
+from ..pipelined_run import PipelineSpec, run_pipelined_batch
+from ..run import RunError, RunSpec
 from .bench_outputs import bench_outputs
 from .common import EXIT_INVALID, EXIT_OK, CliError, device_memory_line, to_stderr, write_all
 
@@ -26,34 +24,6 @@ def check_args(args) -> None:
         raise CliError("--devices needs the cuda backend (the cpu backend proves on one lane)")
     if args.parallel_synthesis:
         raise CliError("--pipeline sets its synthesis workers with --pipeline-workers, not --parallel-synthesis")
-
-
-def resolve_devices(spec: str | None, count: int) -> list[int] | None:
-    """--devices as device indices (None: not given, the current device alone). `count`: the GPUs CUDA sees."""
-    if spec is None:
-        return None
-    spec = spec.strip()
-    if spec == "all":
-        if count < 1:
-            raise CliError("--devices all: CUDA sees no GPU")
-        return list(range(count))
-    if "," not in spec:
-        if not (spec.isdecimal() and spec.isascii()) or int(spec) < 1:
-            raise CliError(f"--devices {spec}: give all, a count N >= 1, or indices with a comma ('2,' for device 2)")
-        if int(spec) > count:
-            raise CliError(f"--devices {spec}: {spec} GPUs asked, CUDA sees {count}")
-        return list(range(int(spec)))
-    parts = [x.strip() for x in spec.split(",") if x.strip()]
-    if not parts or not all(x.isdecimal() and x.isascii() for x in parts):
-        raise CliError(f"--devices {spec}: indices must be integers, e.g. 0,2")
-    ids = [int(x) for x in parts]
-    dup = sorted({i for i in ids if ids.count(i) > 1})
-    if dup:
-        raise CliError(f"--devices {spec}: device {dup[0]} given twice (one prover per GPU)")
-    bad = [i for i in ids if i >= count]
-    if bad:
-        raise CliError(f"--devices {spec}: no device {bad[0]} (CUDA sees {count}: 0..{count - 1})")
-    return ids
 
 
 def device_table(p: dict) -> str:
@@ -95,20 +65,14 @@ def table(p: dict) -> str:
 def bench_pipeline(args, spec: RunSpec) -> int:
     """args: the parsed command (the pipeline's flags, its outputs); spec: the run they describe."""
     check_args(args)
+    depth = 2 if args.pipeline_depth is None else args.pipeline_depth
+    pipe = PipelineSpec(depth=depth, workers=args.pipeline_workers, pool=args.synthesis_pool or "process",
+                        devices=args.devices, compare=bool(args.compare))
     try:
-        depth = 2 if args.pipeline_depth is None else args.pipeline_depth
-        pipe = PipelineSpec(depth=depth, workers=args.pipeline_workers,
-                            pool=args.synthesis_pool or "process", compare=bool(args.compare))
-        pipe.check()
-        backend = open_backend(spec)
-        if args.devices is not None:
-            if backend.name != "cuda":
-                raise CliError("--devices needs the cuda backend, and there is no GPU backend here")
-            pipe = replace(pipe, devices=tuple(resolve_devices(args.devices, device_count())))
-        rep = run_pipelined_batch(spec, pipe, backend, log=to_stderr)
+        rep = run_pipelined_batch(spec, pipe, log=to_stderr)
     except RunError as e:
         raise CliError(str(e)) from e
-    section, devices = rep.section, pipe.devices
+    section, devices = rep.section, rep.devices
     where = "" if devices is None else f" on {len(devices)} GPU(s) {','.join(str(d) for d in devices)},"
     print(f"cuzk bench --pipeline: {spec.circuit} 2^{rep.pk.log_n} ({rep.r1cs.num_constraints} constraints) x "
           f"{spec.circuits}, backend {rep.backend.name},{where} opts {spec.opts.label()}, {rep.workers} {pipe.pool} "
