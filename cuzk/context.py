@@ -15,11 +15,12 @@ from dataclasses import dataclass
 
 from . import keygen
 from .backend.base import Backend
-from .keygen import DEVICE_KEYGEN_MIN, cached_setup
+from .keygen import DEVICE_KEYGEN_MIN
 from .keys import ProvingKey
 from .poly import Domain
 from .progress import LARGE_LOG, step_printer
 from .prover import Prover
+from .qap import QAP, qap
 
 
 class ContextError(ValueError):
@@ -75,33 +76,40 @@ def proving_context(backend: Backend, r1cs, convention="coeff", generator: int =
     (progress.py), False never, True always. key_dir: a folder where a key made on the GPU is kept for
     later processes (device_key_cache.py), its entry named by `key_tag` (the caller's name for the
     circuit; None: the circuit's digest) with the convention, generator, seed and circuit shape;
-    ignored where the key is not made on the GPU."""
+    ignored where the key is not made on the GPU. The QAP convention and the key's domain are resolved
+    here, once, for everything below."""
     t0 = time.perf_counter()
-    domain = Domain.for_size(r1cs.qap_rows)
+    q, domain = qap(convention), Domain.for_size(r1cs.qap_rows, generator)
     if device_keygen_wanted(device_keygen, backend, domain.n):
-        show = progress if progress is not None else domain.log_n >= LARGE_LOG
-        steps = step_printer(f"keygen 2^{domain.log_n} on the GPU") if show else None
-        if key_dir is not None:
-            from . import device_key_cache as dkc
-            ident = dkc.identity(r1cs, convention, generator, toxic_seed, key_tag)
-            got = dkc.load(key_dir, ident)
-            if got is not None:
-                pk, kh, info = got
-                key = KeySource("device", time.perf_counter() - t0, path=str(dkc.entry_path(key_dir, ident)),
-                                cached=True, keygen=info)
-                return ProvingContext(backend, pk, Prover(backend, pk, kh=kh), key)
-        pk, kh, info = keygen.setup_on_device(r1cs, convention, generator, toxic_seed, steps)
-        key = KeySource("device", time.perf_counter() - t0, keygen=info)
-        if key_dir is not None:
-            t1 = time.perf_counter()
-            path = dkc.save(key_dir, ident, pk, kh, info)
-            key = KeySource("device", time.perf_counter() - t0, path=str(path) if path else None, keygen=info,
-                            saved_s=time.perf_counter() - t1)
-        return ProvingContext(backend, pk, Prover(backend, pk, kh=kh), key)
-    keygen_backend = keygen_backend or ("cuda" if backend.name == "cuda" else "cpu")
-    pk, path, hit = cached_setup(r1cs, convention, generator, toxic_seed, progress=progress, backend=keygen_backend)
-    key = KeySource("cache", time.perf_counter() - t0, path=str(path), cached=hit)
-    return ProvingContext(backend, pk, Prover(backend, pk), key)
+        pk, kh, key = _device_key(r1cs, q, domain, toxic_seed, progress, key_dir, key_tag, t0)
+    else:
+        keygen_backend = keygen_backend or ("cuda" if backend.name == "cuda" else "cpu")
+        pk, path, hit = keygen.cached_key(r1cs, q, domain, toxic_seed, progress=progress, backend=keygen_backend)
+        kh, key = None, KeySource("cache", time.perf_counter() - t0, path=str(path), cached=hit)
+    return ProvingContext(backend, pk, Prover(backend, pk, kh=kh), key)
+
+
+def _device_key(r1cs, q: QAP, domain: Domain, toxic_seed: int, progress, key_dir, key_tag, t0: float):
+    """(pk, kh, KeySource) of the key made on the GPU and kept there (proving_context), or loaded onto it from
+    the device key cache in `key_dir` where a process made it before; made now, it is saved there."""
+    show = progress if progress is not None else domain.log_n >= LARGE_LOG
+    steps = step_printer(f"keygen 2^{domain.log_n} on the GPU") if show else None
+    if key_dir is not None:
+        from . import device_key_cache as dkc
+        ident = dkc.identity(r1cs, q, domain.generator, toxic_seed, key_tag)
+        got = dkc.load(key_dir, ident)
+        if got is not None:
+            pk, kh, info = got
+            return pk, kh, KeySource("device", time.perf_counter() - t0, path=str(dkc.entry_path(key_dir, ident)),
+                                     cached=True, keygen=info)
+    pk, kh, info = keygen.setup_on_device(r1cs, q, domain, toxic_seed, steps)
+    key = KeySource("device", time.perf_counter() - t0, keygen=info)
+    if key_dir is not None:
+        t1 = time.perf_counter()
+        path = dkc.save(key_dir, ident, pk, kh, info)
+        key = KeySource("device", time.perf_counter() - t0, path=str(path) if path else None, keygen=info,
+                        saved_s=time.perf_counter() - t1)
+    return pk, kh, key
 
 
 def context_for_key(backend: Backend, pk: ProvingKey, kh=None, source: KeySource | None = None) -> ProvingContext:

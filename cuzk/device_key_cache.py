@@ -31,7 +31,7 @@ import numpy as np
 from .curve import AffineBases
 from .gpu.srs import DeviceBases, DeviceKey
 from .keys import ProvingKey
-from .qap import qap
+from .qap import QAP
 
 FORMAT = 1
 MANIFEST = "manifest.json"
@@ -47,12 +47,12 @@ class CacheEntryError(ValueError):
 _BAD_ENTRY = (CacheEntryError, ValueError, KeyError, TypeError, OSError)
 
 
-def identity(r1cs, convention: str, generator: int, toxic_seed: int, tag=None) -> dict:
-    """Everything that determines the key. `tag`: the caller's name for the circuit (e.g. the perf
-    workload's circuit, size and optimizations), which makes it unnecessary to hash the whole
+def identity(r1cs, q: QAP, generator: int, toxic_seed: int, tag=None) -> dict:
+    """Everything that determines the key (q: its QAP convention). `tag`: the caller's name for the circuit
+    (e.g. the perf workload's circuit, size and optimizations), which makes it unnecessary to hash the whole
     constraint system; without one, the circuit's digest."""
     ident = {"format": FORMAT, "tag": tag if tag is not None else {"digest": r1cs.digest()},
-             "convention": qap(convention).name, "generator": int(generator), "toxic_seed": int(toxic_seed),
+             "convention": q.name, "generator": int(generator), "toxic_seed": int(toxic_seed),
              "shape": {"num_inputs": int(r1cs.num_inputs), "num_aux": int(r1cs.num_aux),
                        "num_constraints": int(r1cs.num_constraints), "qap_rows": int(r1cs.qap_rows),
                        "nnz": [int(r1cs.A.nnz), int(r1cs.B.nnz), int(r1cs.C.nnz)]}}

@@ -36,7 +36,7 @@ from .gpu import keygen as gpu_keygen
 from .key_points import mul_points, single_points  # noqa: F401 (single_points: the keygen API)
 from .keys import KeyFormatError, KeyUnreadable, ProvingKey
 from .poly import Domain, intt
-from .qap import qap
+from .qap import QAP, qap
 from .r1cs import CSR, R1CS
 
 PROGRESS_MIN = 1 << 12
@@ -99,14 +99,19 @@ def resolve_backend(backend: str, domain_size: int = AUTO_GPU_MIN) -> str:
 
 def setup(r1cs: R1CS, convention: str = "coeff", generator: int = 7, toxic: ToxicWaste | None = None,
           progress: bool | None = None, backend: str = "auto") -> ProvingKey:
-    q = qap(convention)
-    toxic = toxic or ToxicWaste.from_seed(0)
-    domain = Domain.for_size(r1cs.qap_rows, generator)
+    """The key of r1cs by its convention's name and its generator: make_key with both resolved."""
+    return make_key(r1cs, qap(convention), Domain.for_size(r1cs.qap_rows, generator),
+                    toxic or ToxicWaste.from_seed(0), progress, backend)
+
+
+def make_key(r1cs: R1CS, q: QAP, domain: Domain, toxic: ToxicWaste, progress: bool | None = None,
+             backend: str = "auto") -> ProvingKey:
+    """The proving key of r1cs for the QAP convention q over `domain` (the key's:
+    Domain.for_size(r1cs.qap_rows, generator)), made on the CPU or the GPU (`backend`: resolve_backend)."""
     if resolve_backend(backend, domain.n) == "cuda":
-        from .gpu import keygen as gpu_keygen
         from .progress import LARGE_LOG, step_printer
         show = progress if progress is not None else domain.log_n >= LARGE_LOG
-        return gpu_keygen.setup(r1cs, q, generator, toxic, step_printer(f"keygen 2^{domain.log_n} on the GPU")
+        return gpu_keygen.setup(r1cs, q, domain, toxic, step_printer(f"keygen 2^{domain.log_n} on the GPU")
                                 if show else None)
     tau, alpha, beta, gamma, delta = toxic.tau, toxic.alpha, toxic.beta, toxic.gamma, toxic.delta
     u, v, w = qap_at_tau(r1cs, domain, tau)
@@ -131,7 +136,7 @@ def setup(r1cs: R1CS, convention: str = "coeff", generator: int = 7, toxic: Toxi
     finally:
         if bar is not None:
             bar.close()
-    key = ProvingKey(q.name, generator, domain.log_n, ni, r1cs.num_aux, r1cs.num_constraints,
+    key = ProvingKey(q.name, domain.generator, domain.log_n, ni, r1cs.num_aux, r1cs.num_constraints,
                      bytes.fromhex(r1cs.digest()), pts)
     key.check_shapes()
     return key
@@ -140,16 +145,14 @@ def setup(r1cs: R1CS, convention: str = "coeff", generator: int = 7, toxic: Toxi
 DEVICE_KEYGEN_MIN = 1 << 26     # `cuzk bench --device-keygen auto`: from here keys are ~20 GB and up
 
 
-def setup_on_device(r1cs: R1CS, convention: str = "coeff", generator: int = 7, toxic_seed: int = 0,
-                    progress=None):
-    """The key made on the GPU and left there for the cuda backend (gpu.keygen.setup_device):
+def setup_on_device(r1cs: R1CS, q: QAP, domain: Domain, toxic_seed: int = 0, progress=None):
+    """make_key's key made on the GPU and left there for the cuda backend (gpu.keygen.setup_device):
     (host ProvingKey with the verifying key's points, CudaKey, report). The report: seconds, device
     pool bytes and host peak RSS after each step, and the resident key's size. progress(step, seconds):
     called as each step ends (cuzk/progress.py)."""
     from .backend.cuda import CudaKey
-    q = qap(convention)
     t0 = time.perf_counter()
-    pk, dev = gpu_keygen.setup_device(r1cs, q, generator, ToxicWaste.from_seed(toxic_seed), progress)
+    pk, dev = gpu_keygen.setup_device(r1cs, q, domain, ToxicWaste.from_seed(toxic_seed), progress)
     kh = CudaKey(pk, dev)
     steps = {name: {"s": t, **gpu_keygen.last_memory.get(name, {})} for name, t in gpu_keygen.last_timings.items()}
     return pk, kh, {"where": "device", "s": time.perf_counter() - t0, "steps": steps,
@@ -163,7 +166,7 @@ def cache_dir() -> Path:
     return Path(base) / "keys"
 
 
-def cache_path(r1cs: R1CS, convention: str, generator: int, toxic_seed: int) -> Path:
+def cache_path(r1cs: R1CS, convention: str | QAP, generator: int, toxic_seed: int) -> Path:
     tag = hashlib.sha256(f"{r1cs.digest()}|{qap(convention).name}|{generator}|{toxic_seed}".encode()).hexdigest()[:24]
     return cache_dir() / f"{tag}.cuzkkey"
 
@@ -240,7 +243,7 @@ def remove_dead_temps(folder: Path, held: str | None = None) -> list[Path]:
     return gone
 
 
-def _cached(path: Path, r1cs: R1CS, convention: str, generator: int) -> tuple[ProvingKey | None, str | None]:
+def _cached(path: Path, r1cs: R1CS, q: QAP, generator: int) -> tuple[ProvingKey | None, str | None]:
     """(key, None) for a usable cached key; (None, None) when there is none; (None, why) when the file
     there is no usable key (truncated, corrupt, an old format, another circuit's). A file that cannot be
     read at all (KeyUnreadable: permissions, a FIFO) is an error, not a miss."""
@@ -252,7 +255,7 @@ def _cached(path: Path, r1cs: R1CS, convention: str, generator: int) -> tuple[Pr
         raise
     except KeyFormatError as e:
         return None, (str(e).splitlines() or ["unreadable key"])[0]
-    if key.digest.hex() != r1cs.digest() or key.convention != qap(convention).name or key.generator != generator:
+    if key.digest.hex() != r1cs.digest() or key.convention != q.name or key.generator != generator:
         return None, f"{path}: holds the key of another circuit or convention"
     return key, None
 
@@ -273,24 +276,31 @@ def _move_aside(path: Path) -> Path:
 
 def cached_setup(r1cs: R1CS, convention: str = "coeff", generator: int = 7, toxic_seed: int = 0,
                  progress: bool | None = None, backend: str = "auto") -> tuple[ProvingKey, Path, bool]:
-    """(key, path, hit): load from the cache or set up and store. Processes sharing a cache make a key
-    once: the first takes the key's lock and sets up, the others wait on it and then load the key.
+    """(key, path, hit) by the convention's name and the generator: cached_key with both resolved."""
+    return cached_key(r1cs, qap(convention), Domain.for_size(r1cs.qap_rows, generator), toxic_seed, progress,
+                      backend)
+
+
+def cached_key(r1cs: R1CS, q: QAP, domain: Domain, toxic_seed: int = 0, progress: bool | None = None,
+               backend: str = "auto") -> tuple[ProvingKey, Path, bool]:
+    """(key, path, hit): load from the cache or make (make_key) and store. Processes sharing a cache make a
+    key once: the first takes the key's lock and makes it, the others wait on it and then load the key.
     A cached key that is not usable (truncated, corrupt, an old format) is moved aside and made again,
     with one warning line on stderr; only the process holding the lock does that, so it happens once."""
-    path = cache_path(r1cs, convention, generator, toxic_seed)
-    key, _ = _cached(path, r1cs, convention, generator)      # a saved key is complete (renamed into place)
+    path = cache_path(r1cs, q, domain.generator, toxic_seed)
+    key, _ = _cached(path, r1cs, q, domain.generator)      # a saved key is complete (renamed into place)
     if key is not None:
         remove_dead_temps(path.parent)
         return key, path, True
     path.parent.mkdir(parents=True, exist_ok=True)
     with _locked(_lock_path(path)):
-        key, why = _cached(path, r1cs, convention, generator)    # made (or healed) while this process waited
+        key, why = _cached(path, r1cs, q, domain.generator)    # made (or healed) while this process waited
         if key is not None:
             return key, path, True
         if why is not None:
             aside = _move_aside(path)
             print(f"cuzk: warning: cached key {why}; moved to {aside.name}, making it again", file=sys.stderr)
         remove_dead_temps(path.parent, held=path.name)
-        key = setup(r1cs, convention, generator, ToxicWaste.from_seed(toxic_seed), progress, backend)
+        key = make_key(r1cs, q, domain, ToxicWaste.from_seed(toxic_seed), progress, backend)
         key.save(path)
     return key, path, False

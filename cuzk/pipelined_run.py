@@ -31,7 +31,8 @@ class PipelineSpec:
     depth: int = 2                      # finished circuits queued ahead of the provers
     workers: int | None = None          # synthesis workers (None: planned from the cores and memory)
     pool: str = "process"               # "process" or "thread"
-    devices: tuple[int, ...] | None = None   # one lane per GPU index (None: the current device alone)
+    devices: str | None = None          # --devices as asked: all, the first N, or indices I,J,... (one lane per
+                                        # GPU, resolved against the GPUs CUDA sees); None: the current device alone
     compare: bool = False               # also the same circuits one after another
 
     def check(self) -> None:
@@ -45,6 +46,43 @@ def device_count() -> int:
     """The GPUs CUDA sees (the cuda backend is up: CuPy is importable)."""
     import cupy  # only once the cuda backend is known to be there
     return cupy.cuda.runtime.getDeviceCount()
+
+
+def resolve_devices(spec: str | None, count: int) -> list[int] | None:
+    """--devices as device indices (None: not given, the current device alone). `count`: the GPUs CUDA sees."""
+    if spec is None:
+        return None
+    spec = spec.strip()
+    if spec == "all":
+        if count < 1:
+            raise RunError("--devices all: CUDA sees no GPU")
+        return list(range(count))
+    if "," not in spec:
+        if not (spec.isdecimal() and spec.isascii()) or int(spec) < 1:
+            raise RunError(f"--devices {spec}: give all, a count N >= 1, or indices with a comma ('2,' for device 2)")
+        if int(spec) > count:
+            raise RunError(f"--devices {spec}: {spec} GPUs asked, CUDA sees {count}")
+        return list(range(int(spec)))
+    parts = [x.strip() for x in spec.split(",") if x.strip()]
+    if not parts or not all(x.isdecimal() and x.isascii() for x in parts):
+        raise RunError(f"--devices {spec}: indices must be integers, e.g. 0,2")
+    ids = [int(x) for x in parts]
+    dup = sorted({i for i in ids if ids.count(i) > 1})
+    if dup:
+        raise RunError(f"--devices {spec}: device {dup[0]} given twice (one prover per GPU)")
+    bad = [i for i in ids if i >= count]
+    if bad:
+        raise RunError(f"--devices {spec}: no device {bad[0]} (CUDA sees {count}: 0..{count - 1})")
+    return ids
+
+
+def lane_devices(asked: str | None, backend: Backend) -> tuple[int, ...] | None:
+    """The GPUs that get a lane: pipe.devices resolved on the opened backend (None: the current device alone)."""
+    if asked is None:
+        return None
+    if backend.name != "cuda":
+        raise RunError("--devices needs the cuda backend, and there is no GPU backend here")
+    return tuple(resolve_devices(asked, device_count()))
 
 
 def _lane_for(spec: RunSpec, r1cs, job: Job, device: int | None, backend: Backend | None, log) -> dict:
@@ -86,6 +124,7 @@ class PipelinedReport:
     """What `run_pipelined_batch` did and measured; `to_json` is `cuzk bench --pipeline --json`'s document."""
     spec: RunSpec
     pipe: PipelineSpec
+    devices: tuple[int, ...] | None      # pipe.devices resolved: the lanes' GPUs (None: the current device alone)
     backend: Backend
     r1cs: object
     pk: object
@@ -121,11 +160,13 @@ class PipelinedReport:
 
 def run_pipelined_batch(spec: RunSpec, pipe: PipelineSpec, backend: Backend | None = None,
                         log=quiet) -> PipelinedReport:
-    """spec's batch proved pipelined (and, with pipe.compare, sequentially too), every proof verified.
-    RunError: a lane's key differs from the first's, or a warm-up proof does not verify."""
+    """spec's batch proved pipelined (and, with pipe.compare, sequentially too), every proof verified, on the
+    GPUs pipe.devices asks for. RunError: a spec or a device list that cannot be run, a lane's key that differs
+    from the first's, or a warm-up proof that does not verify."""
     spec.check()
     pipe.check()
-    backend = backend or open_backend(spec, log)
+    backend = backend or open_backend(spec)      # quietly: the report's backend says where 'auto' went
+    devices = lane_devices(pipe.devices, backend)
     gpu_before = gpu_state() if backend.name != "cpu" else None
     host_assign = backend.phase_impl("synthesis") == "cpu"
     opts = spec.opts
@@ -133,7 +174,7 @@ def run_pipelined_batch(spec: RunSpec, pipe: PipelineSpec, backend: Backend | No
     del inputs, aux
     job = Job(spec.circuit, spec.log_size, opts, tuple(spec.seeds), host_assign,
               witness_limbs=getattr(backend, "witness_limbs", False))
-    made = _lanes(spec, r1cs, job, pipe.devices, backend, log)
+    made = _lanes(spec, r1cs, job, devices, backend, log)
     ctx = made[0]["ctx"]
     prover, pk = ctx.prover, ctx.pk
     vk = pk.verifying_key()
@@ -143,7 +184,7 @@ def run_pipelined_batch(spec: RunSpec, pipe: PipelineSpec, backend: Backend | No
         if m is not made[0] and vk_to_json(m["ctx"].pk.verifying_key()) != vk_json:
             raise RunError(f"device {d}'s key is not the first device's (its verification key differs)")
         if not all_verify(vk, [m["warm"][1]], [m["warm"][0]]):
-            raise RunError("the warm-up proof does not verify" + ("" if pipe.devices is None else f" (device {d})"))
+            raise RunError("the warm-up proof does not verify" + ("" if devices is None else f" (device {d})"))
     lanes = [m["lane"] for m in made]
     if pipe.workers:
         workers, plan = pipe.workers, None
@@ -178,7 +219,7 @@ def run_pipelined_batch(spec: RunSpec, pipe: PipelineSpec, backend: Backend | No
             d["memory"] = device_memory(m["ctx"].prover.kh)
         d.update(key_s=m["ctx"].key.seconds, warmup_s=m["warmup_s"])
     return PipelinedReport(
-        spec=spec, pipe=pipe, backend=backend, r1cs=r1cs, pk=pk, publics=res.publics, proofs=res.proofs,
+        spec=spec, pipe=pipe, devices=devices, backend=backend, r1cs=r1cs, pk=pk, publics=res.publics, proofs=res.proofs,
         section=section, phases=res.phases, wall_s=res.wall_s, key_s=ctx.key.seconds, verified=verified,
         workers=workers, gpu=None if gpu_before is None else {"before": gpu_before, "after": gpu_state()},
         kernel_load_s=kernel_load_times())

@@ -28,9 +28,11 @@ def check_bench_outputs(args) -> None:
     check_paths(outputs)
 
 
-def bench_outputs(args, report: dict, vk, publics, proofs) -> dict:
-    """What `bench` (and `bench --pipeline`) writes: --json, --timeline, and with --save the
-    verification key and each circuit's proof and public inputs (snarkjs names), written as one set."""
+def bench_outputs(args, rep) -> dict:
+    """What `bench` (and `bench --pipeline`) writes from its report (run.RunReport, pipelined_run.PipelinedReport):
+    --json, --timeline, and with --save the verification key and each circuit's proof and public inputs
+    (snarkjs names), written as one set."""
+    report = rep.to_json()
     outputs = {}
     if args.json:
         outputs[args.json] = json.dumps(report, indent=2) + "\n"
@@ -39,8 +41,8 @@ def bench_outputs(args, report: dict, vk, publics, proofs) -> dict:
         outputs[args.timeline] = png(report)
     if args.save:
         out = Path(args.save)
-        outputs[out / "verification_key.json"] = json.dumps(vk_to_json(vk), indent=1) + "\n"
-        for i, (pub, pf) in enumerate(zip(publics, proofs)):
+        outputs[out / "verification_key.json"] = json.dumps(vk_to_json(rep.vk), indent=1) + "\n"
+        for i, (pub, pf) in enumerate(zip(rep.publics, rep.proofs)):
             proof_name, public_name = _save_names(i)
             outputs[out / proof_name] = json.dumps(pf.to_json(), indent=1) + "\n"
             outputs[out / public_name] = json.dumps([str(v) for v in pub]) + "\n"

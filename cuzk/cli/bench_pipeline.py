@@ -1,15 +1,12 @@
-"""`cuzk bench --pipeline`: its flags parsed into a PipelineSpec, the run made by
-cuzk/pipelined_run.py (synthesis running ahead on host workers, one lane per GPU; with --compare the same
-circuits one after another), its tables printed and its outputs written."""
+"""`cuzk bench --pipeline`: its flags parsed into a PipelineSpec for the run that cuzk/pipelined_run.py makes
+(synthesis running ahead on host workers, one lane per GPU; with --compare the same circuits one after
+another), and that run's report printed (bench.py runs it and writes its outputs)."""
 from __future__ import annotations
 
-from dataclasses import replace
-
 from ..groth16 import VERIFIER
-from ..pipelined_run import PipelineSpec, device_count, run_pipelined_batch
-from ..run import RunError, RunSpec, open_backend
-from .bench_outputs import bench_outputs
-from .common import EXIT_INVALID, EXIT_OK, CliError, device_memory_line, to_stderr, write_all
+from ..pipelined_run import PipelinedReport, PipelineSpec
+from ..run import RunSpec
+from .common import CliError, device_memory_line
 
 PIPELINE_FLAGS = ("pipeline_depth", "pipeline_workers", "compare", "devices")
 
@@ -19,6 +16,7 @@ def wanted(args) -> bool:
 
 
 def check_args(args) -> None:
+    """The pipeline's flags against the rest of the command (their numbers are the run's to check)."""
     if not args.pipeline:
         given = [f"--{f.replace('_', '-')}" for f in PIPELINE_FLAGS if getattr(args, f) not in (None, False)]
         raise CliError(f"{', '.join(given)} needs --pipeline")
@@ -26,34 +24,6 @@ def check_args(args) -> None:
         raise CliError("--devices needs the cuda backend (the cpu backend proves on one lane)")
     if args.parallel_synthesis:
         raise CliError("--pipeline sets its synthesis workers with --pipeline-workers, not --parallel-synthesis")
-
-
-def resolve_devices(spec: str | None, count: int) -> list[int] | None:
-    """--devices as device indices (None: not given, the current device alone). `count`: the GPUs CUDA sees."""
-    if spec is None:
-        return None
-    spec = spec.strip()
-    if spec == "all":
-        if count < 1:
-            raise CliError("--devices all: CUDA sees no GPU")
-        return list(range(count))
-    if "," not in spec:
-        if not (spec.isdecimal() and spec.isascii()) or int(spec) < 1:
-            raise CliError(f"--devices {spec}: give all, a count N >= 1, or indices with a comma ('2,' for device 2)")
-        if int(spec) > count:
-            raise CliError(f"--devices {spec}: {spec} GPUs asked, CUDA sees {count}")
-        return list(range(int(spec)))
-    parts = [x.strip() for x in spec.split(",") if x.strip()]
-    if not parts or not all(x.isdecimal() and x.isascii() for x in parts):
-        raise CliError(f"--devices {spec}: indices must be integers, e.g. 0,2")
-    ids = [int(x) for x in parts]
-    dup = sorted({i for i in ids if ids.count(i) > 1})
-    if dup:
-        raise CliError(f"--devices {spec}: device {dup[0]} given twice (one prover per GPU)")
-    bad = [i for i in ids if i >= count]
-    if bad:
-        raise CliError(f"--devices {spec}: no device {bad[0]} (CUDA sees {count}: 0..{count - 1})")
-    return ids
 
 
 def device_table(p: dict) -> str:
@@ -92,23 +62,20 @@ def table(p: dict) -> str:
     return "\n".join(lines)
 
 
-def bench_pipeline(args, spec: RunSpec) -> int:
-    """args: the parsed command (the pipeline's flags, its outputs); spec: the run they describe."""
+def pipeline_spec(args) -> PipelineSpec:
+    """bench's pipeline flags (wanted(args)) as the run's PipelineSpec."""
+    if args.warmup:
+        raise CliError("--warmup applies to the one-batch bench; --pipeline reports its fill separately")
     check_args(args)
-    try:
-        depth = 2 if args.pipeline_depth is None else args.pipeline_depth
-        pipe = PipelineSpec(depth=depth, workers=args.pipeline_workers,
-                            pool=args.synthesis_pool or "process", compare=bool(args.compare))
-        pipe.check()
-        backend = open_backend(spec)
-        if args.devices is not None:
-            if backend.name != "cuda":
-                raise CliError("--devices needs the cuda backend, and there is no GPU backend here")
-            pipe = replace(pipe, devices=tuple(resolve_devices(args.devices, device_count())))
-        rep = run_pipelined_batch(spec, pipe, backend, log=to_stderr)
-    except RunError as e:
-        raise CliError(str(e)) from e
-    section, devices = rep.section, pipe.devices
+    depth = 2 if args.pipeline_depth is None else args.pipeline_depth
+    return PipelineSpec(depth=depth, workers=args.pipeline_workers, pool=args.synthesis_pool or "process",
+                        devices=args.devices, compare=bool(args.compare))
+
+
+def print_pipeline_report(spec: RunSpec, rep: PipelinedReport) -> None:
+    """The pipelined run's report: per circuit and per run (table), per GPU where several, each device's
+    memory, the verdict."""
+    section, devices, pipe = rep.section, rep.devices, rep.pipe
     where = "" if devices is None else f" on {len(devices)} GPU(s) {','.join(str(d) for d in devices)},"
     print(f"cuzk bench --pipeline: {spec.circuit} 2^{rep.pk.log_n} ({rep.r1cs.num_constraints} constraints) x "
           f"{spec.circuits}, backend {rep.backend.name},{where} opts {spec.opts.label()}, {rep.workers} {pipe.pool} "
@@ -120,5 +87,3 @@ def bench_pipeline(args, spec: RunSpec) -> int:
         if d["memory"] is not None:
             print(("" if devices is None else f"device {d['device']}: ") + device_memory_line(d["memory"]))
     print(f"verified: {rep.verified} (by {VERIFIER})")
-    write_all(bench_outputs(args, rep.to_json(), rep.vk, rep.publics, rep.proofs))
-    return EXIT_OK if rep.verified else EXIT_INVALID

@@ -26,7 +26,7 @@ from ..field import FR_LIMBS, FR_MONT_R, R, fr_to_limbs, ints_to_limbs
 from ..key_points import single_points
 from ..keys import ProvingKey
 from ..poly import Domain
-from ..qap import COEFF, ODD_LAGRANGE, qap
+from ..qap import COEFF, ODD_LAGRANGE, QAP
 from ..timing import peak_rss_bytes
 from . import ntt
 from .loader import kernel
@@ -317,9 +317,9 @@ def _odd_lagrange_h(domain: Domain, tau: int, factor: int):
 _H_QUERY = {COEFF: _coeff_h, ODD_LAGRANGE: _odd_lagrange_h}
 
 
-def h_scalars(domain: Domain, convention, tau: int, factor: int = 1):
-    """qap(convention).h_query(domain, tau) * factor on the device."""
-    return _H_QUERY[qap(convention)](domain, tau, factor)
+def h_scalars(domain: Domain, q: QAP, tau: int, factor: int = 1):
+    """q.h_query(domain, tau) * factor on the device."""
+    return _H_QUERY[q](domain, tau, factor)
 
 
 class _Steps:
@@ -351,7 +351,7 @@ class _Steps:
         last_memory.update(self.memory)
 
 
-def _scalars(r1cs, domain: Domain, convention, toxic):
+def _scalars(r1cs, q: QAP, domain: Domain, toxic):
     """Device (ic, u, v, lq, h): the key's scalars (v also for B's G1 and G2 points)."""
     import cupy
     tau, alpha, beta, gamma, delta = toxic.tau, toxic.alpha, toxic.beta, toxic.gamma, toxic.delta
@@ -364,17 +364,17 @@ def _scalars(r1cs, domain: Domain, convention, toxic):
     ic, lq = k[:ni], k[ni:]
     _launch("kg_scale", ni, ic, ic, _const([gi]))
     _launch("kg_scale", nv - ni, lq, lq, _const([di]))
-    return ic, u, v, lq, h_scalars(domain, convention, tau, di)
+    return ic, u, v, lq, h_scalars(domain, q, tau, di)
 
 
-def setup(r1cs, convention, generator: int, toxic, progress=None):
-    """The proving key of keygen.setup(r1cs, convention, generator, toxic), made on the GPU."""
+def setup(r1cs, q: QAP, domain: Domain, toxic, progress=None):
+    """The proving key of keygen.make_key(r1cs, q, domain, toxic), made on the GPU (`domain`: the key's,
+    Domain.for_size(r1cs.qap_rows, generator))."""
     st = _Steps(progress)
-    domain = Domain.for_size(r1cs.qap_rows, generator)
     ni, nv = r1cs.num_inputs, r1cs.num_vars
     digest = bytes.fromhex(r1cs.digest())
     st.mark("digest")
-    ic, u, v, lq, h = _scalars(r1cs, domain, convention, toxic)
+    ic, u, v, lq, h = _scalars(r1cs, q, domain, toxic)
     st.mark("scalars")
     pts = single_points(toxic.alpha, toxic.beta, toxic.gamma, toxic.delta)
     st.mark("single points")
@@ -389,7 +389,7 @@ def setup(r1cs, convention, generator: int, toxic, progress=None):
     c2 = g2.c
     del g2, v
     st.mark(f"G2 points (window {c2})")
-    pk = ProvingKey(qap(convention).name, generator, domain.log_n, ni, r1cs.num_aux, r1cs.num_constraints, digest,
+    pk = ProvingKey(q.name, domain.generator, domain.log_n, ni, r1cs.num_aux, r1cs.num_constraints, digest,
                     {name: pts[name] for name in ("alpha_g1", "beta_g1", "beta_g2", "gamma_g2", "delta_g1",
                                                   "delta_g2", "ic", "a", "b_g1", "b_g2", "l", "h")})
     pk.check_shapes()
@@ -407,17 +407,16 @@ def b_density(r1cs):
     return dense
 
 
-def setup_device(r1cs, convention, generator: int, toxic, progress=None):
-    """keygen.setup's key made and left on the GPU, for circuits whose key is too large to download
+def setup_device(r1cs, q: QAP, domain: Domain, toxic, progress=None):
+    """keygen.make_key's key made and left on the GPU, for circuits whose key is too large to download
     and save (a 2^27 partition: ~48 GB of points): (host ProvingKey holding only the single points
     and ic, enough for the verifying key and the proof assembly; srs.DeviceKey with a, b_g1, b_g2,
     l, h, where B keeps only the variables of b_density). No circuit digest (the key is never
     saved: its digest field is zeros)."""
     import cupy
     st = _Steps(progress)
-    domain = Domain.for_size(r1cs.qap_rows, generator)
     ni, nv = r1cs.num_inputs, r1cs.num_vars
-    ic, u, v, lq, h = _scalars(r1cs, domain, convention, toxic)
+    ic, u, v, lq, h = _scalars(r1cs, q, domain, toxic)
     dense = b_density(r1cs)
     rows = cupy.cumsum(dense, dtype=cupy.int64) - 1
     rows = cupy.where(dense, rows, -1).astype(cupy.int32)
@@ -441,7 +440,7 @@ def setup_device(r1cs, convention, generator: int, toxic, progress=None):
     c2 = g2.c
     del g2, vb
     st.mark(f"G2 points (window {c2})")
-    pk = ProvingKey(qap(convention).name, generator, domain.log_n, ni, r1cs.num_aux, r1cs.num_constraints, bytes(32),
+    pk = ProvingKey(q.name, domain.generator, domain.log_n, ni, r1cs.num_aux, r1cs.num_constraints, bytes(32),
                     {name: pts[name] for name in ("alpha_g1", "beta_g1", "beta_g2", "gamma_g2", "delta_g1",
                                                   "delta_g2", "ic")})
     if len(pk.points["ic"]) != ni:

@@ -15,7 +15,6 @@ CLI = REPO / "cuzk" / "cli"
 # function -> why it may return 1
 MAY_EXIT_1 = {("verify.py", "cmd_verify"): "invalid proof", ("snarkjs.py", "cmd_prove"): "invalid proof",
               ("bench.py", "cmd_bench"): "a proof that does not verify",
-              ("bench_pipeline.py", "bench_pipeline"): "a proof that does not verify",
               ("snarkjs.py", "cmd_bench_snarkjs"): "a proof that does not verify",
               ("gate.py", "cmd_gate"): "a regression", ("history.py", "cmd_history"): "a gated regression"}
 

@@ -88,7 +88,7 @@ def test_qap_and_h_scalars_match_cpu(cp, circuit, log, gen):
         assert list(gfr.download(got)) == list(want)
     for conv in ("coeff", "odd_lagrange"):
         want = (qap(conv).h_query(domain, tw.tau) * tw.delta) % F.R
-        assert list(gfr.download(gk.h_scalars(domain, conv, tw.tau, tw.delta))) == list(want)
+        assert list(gfr.download(gk.h_scalars(domain, qap(conv), tw.tau, tw.delta))) == list(want)
 
 
 def _same_key(a, b):

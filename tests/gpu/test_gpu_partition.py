@@ -8,9 +8,16 @@ import pytest
 
 from cuzk.circuits import porep_partition as pp
 from cuzk.keygen import ToxicWaste
+from cuzk.poly import Domain
+from cuzk.qap import COEFF
 from cuzk.r1cs import CSR, R1CS
 
 pytestmark = pytest.mark.gpu
+
+
+def coeff_7(r1cs):
+    """The QAP convention and the domain of a coeff key with generator 7 (keygen's defaults), resolved."""
+    return COEFF, Domain.for_size(r1cs.qap_rows, 7)
 
 
 def plain(r1cs):
@@ -56,8 +63,8 @@ def test_device_key_equals_downloaded_key(circuit):
     from cuzk.gpu import keygen as gk
     _, (r1cs, _, _) = circuit
     tw = ToxicWaste.from_seed(0)
-    full = gk.setup(r1cs, "coeff", 7, tw)
-    part, dev = gk.setup_device(r1cs, "coeff", 7, tw)
+    full = gk.setup(r1cs, *coeff_7(r1cs), tw)
+    part, dev = gk.setup_device(r1cs, *coeff_7(r1cs), tw)
     dense = cupy.asnumpy(gk.b_density(r1cs))
     assert 0.2 < dense.mean() < 0.35
     for name in ("alpha_g1", "beta_g1", "beta_g2", "gamma_g2", "delta_g1", "delta_g2", "ic"):
@@ -85,7 +92,7 @@ def test_prove_with_the_device_key(circuit, batch):
     L, _ = circuit
     be = CudaBackend(resolve())
     r1cs, asgs = synthesize("porep_partition", L, be.opts, seeds=range(1, batch + 1), assign_fn=be.assign)
-    pk, kh, info = setup_on_device(r1cs)
+    pk, kh, info = setup_on_device(r1cs, *coeff_7(r1cs))
     assert info["b_points"] < r1cs.num_vars and "scalars" in info["steps"]
     proofs = Prover(be, pk, kh=kh).prove(asgs, rng=random.Random(1))
     vk = pk.verifying_key()
@@ -104,7 +111,7 @@ def test_a4_with_a_device_key():
     from cuzk.prover import Prover
     be = CudaBackend(resolve("+A4"))
     r1cs, asgs = synthesize("porep_partition", 10, be.opts, assign_fn=be.assign)
-    pk, kh, _ = setup_on_device(r1cs)
+    pk, kh, _ = setup_on_device(r1cs, *coeff_7(r1cs))
     ark = kh.b_g2_ark()
     assert len(ark) == r1cs.num_vars
     vk = pk.verifying_key()
@@ -125,7 +132,7 @@ def test_m2_with_a_device_key():
     from cuzk.prover import Prover
     on, off = CudaBackend(resolve("+M2")), CudaBackend(resolve("-M2"))
     r1cs, asgs = synthesize("porep_partition", 10, on.opts, seeds=(1, 2), assign_fn=on.assign)
-    pk, kh, _ = setup_on_device(r1cs)
+    pk, kh, _ = setup_on_device(r1cs, *coeff_7(r1cs))
     prep = on.prep_msm(kh, asgs)
     assert on.batch_addition(kh, prep) == off.batch_addition(kh, prep)
     assert on.tail_msm(kh, prep, asgs) == off.tail_msm(kh, prep, asgs)

@@ -12,14 +12,15 @@ import pytest
 
 from cuzk import circuits
 from cuzk.cli import main
-from cuzk.cli.bench_pipeline import device_table, resolve_devices
-from cuzk.cli.common import CliError
+from cuzk.cli.bench_pipeline import device_table
 from cuzk.groth16 import verify
 from cuzk.keygen import cached_setup
 from cuzk.opts import resolve
 from cuzk.perf.pipeline_plot import pipeline_lanes
 from cuzk.pipeline import Lane, PipelineError, run_pipelined, summary
+from cuzk.pipelined_run import resolve_devices
 from cuzk.prover import Prover
+from cuzk.run import RunError
 from cuzk.timing import merge_phases
 
 from pipeline_fakes import LOG, FakeGpuBackend, make_job
@@ -224,7 +225,7 @@ def test_resolve_devices(spec, count, want):
     ("x", 2, "give all"),
 ])
 def test_resolve_devices_refuses(spec, count, msg):
-    with pytest.raises(CliError, match=msg):
+    with pytest.raises(RunError, match=msg):
         resolve_devices(spec, count)
 
 

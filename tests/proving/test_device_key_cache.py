@@ -21,6 +21,8 @@ from cuzk.curve import AffineBases
 from cuzk.gpu.srs import DeviceBases, DeviceKey
 from cuzk.keys import ProvingKey
 from cuzk.opts import resolve
+from cuzk.poly import Domain
+from cuzk.qap import COEFF
 from cuzk.synthesis import synthesize
 
 REPO = Path(__file__).resolve().parents[2]
@@ -43,10 +45,11 @@ def circuit():
     return synthesize("porep_like", 6, resolve(), seeds=(1, 2))
 
 
-def fake_setup_on_device(r1cs, convention="coeff", generator=7, toxic_seed=0, progress=None):
+def fake_setup_on_device(r1cs, q=COEFF, domain=None, toxic_seed=0, progress=None):
     """setup_on_device's three results from the CPU keygen: the host key with the single points and ic
     only, the rest as 'device' sections (numpy), B's two sharing one row map as the GPU's do."""
-    full = keygen.setup(r1cs, convention, generator, keygen.ToxicWaste.from_seed(toxic_seed), False, "cpu")
+    domain = domain or Domain.for_size(r1cs.qap_rows, 7)
+    full = keygen.make_key(r1cs, q, domain, keygen.ToxicWaste.from_seed(toxic_seed), False, "cpu")
     pk = ProvingKey(full.convention, full.generator, full.log_n, full.num_inputs, full.num_aux,
                     full.num_constraints, bytes(32), {n: full.points[n] for n in HOST})
     rows = np.arange(r1cs.num_vars, dtype=np.int32)
@@ -243,7 +246,7 @@ def download(a):
         os.kill(os.getpid(), signal.SIGKILL)         # killed mid-write: two arrays of the key written
     return np.array(a)
 dkc._download = download
-dkc.save({key_dir!r}, dkc.identity(r1cs, "coeff", 7, 0, t.TAG), pk, kh, info)
+dkc.save({key_dir!r}, dkc.identity(r1cs, t.COEFF, 7, 0, t.TAG), pk, kh, info)
 """
 
 
@@ -255,7 +258,7 @@ def test_a_writer_killed_midway_leaves_nothing_a_reader_loads(device, circuit, t
     assert p.returncode == -9, p.stderr
     left = list(tmp_path.iterdir())
     assert len(left) == 1 and dkc._TMP in left[0].name and any(left[0].iterdir())    # its temporary folder
-    ident = dkc.identity(r1cs, "coeff", 7, 0, TAG)
+    ident = dkc.identity(r1cs, COEFF, 7, 0, TAG)
     assert dkc.load(tmp_path, ident) is None
     # a whole entry's files in a live writer's temporary folder are not read either
     live = tmp_path / f"{dkc.entry_path(tmp_path, ident).name}{dkc._TMP}{os.getppid()}-x"
@@ -282,9 +285,9 @@ def test_without_a_folder_the_key_is_made_and_nothing_written(device, circuit, t
 def test_without_a_tag_the_circuit_digest_names_the_entry(circuit):
     r1cs, _ = circuit
     other = synthesize("mulchain", 6, resolve(), seeds=(1,))[0]
-    a, b = dkc.identity(r1cs, "coeff", 7, 0), dkc.identity(other, "coeff", 7, 0)
+    a, b = dkc.identity(r1cs, COEFF, 7, 0), dkc.identity(other, COEFF, 7, 0)
     assert a["tag"] == {"digest": r1cs.digest()} and dkc.entry_path("k", a) != dkc.entry_path("k", b)
-    assert dkc.entry_path("k", a) == dkc.entry_path("k", dkc.identity(r1cs, "coeff", 7, 0))
+    assert dkc.entry_path("k", a) == dkc.entry_path("k", dkc.identity(r1cs, COEFF, 7, 0))
 
 
 # --- the perf workload and the worker ---
