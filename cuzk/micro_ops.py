@@ -22,7 +22,8 @@ from .gpu import ntt as G
 from .gpu.fr import to_mont, upload
 from .gpu.h import h_scalars
 from .gpu.keygen import FixedBase
-from .gpu.loader import MUL_BUILDS, kernel
+from .gpu.kernel_sources import MUL_BUILDS
+from .gpu.loader import kernel
 from .gpu.srs import DeviceBases
 from .poly import Domain
 

@@ -50,7 +50,8 @@ from cuzk import poly  # noqa: E402
 from cuzk.gpu import fr as gfr  # noqa: E402
 from cuzk import micro_ops as micro  # noqa: E402
 from cuzk.gpu import ntt as G  # noqa: E402
-from cuzk.gpu.loader import arch, kernel_dir  # noqa: E402
+from cuzk.gpu.kernel_sources import kernel_dir  # noqa: E402
+from cuzk.gpu.loader import arch  # noqa: E402
 
 
 def median_ms(fn, reps=10):

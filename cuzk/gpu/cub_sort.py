@@ -16,7 +16,8 @@ import subprocess
 import warnings
 from pathlib import Path
 
-from .loader import arch, cubin_dir, kernel_dir
+from .kernel_sources import cubin_dir, kernel_dir
+from .loader import arch
 
 SOURCE = "host/cub_sort.cu"
 NVCC_FLAGS = ("-O3", "-std=c++17", "-shared", "-Xcompiler", "-fPIC")

@@ -12,7 +12,8 @@ import numpy as np
 
 from ..field import R, fr_powers, fr_to_limbs, root_of_unity
 from .fr import to_mont, upload
-from .loader import BUILDS, kernel
+from .kernel_sources import BUILDS
+from .loader import kernel
 from .per_device import device_cache
 
 KMAX = 10            # stages per shared-memory pass (2^10 elements, 32 KiB)
@@ -22,7 +23,7 @@ THREADS = 256
 # 0 = always tw_hi * tw_lo). A block holds at most 2^KMAX elements.
 #   r2: kernels/ntt/ntt.cu, one butterfly per thread per stage.
 #   r4, r8: kernels/ntt/reg.cu, 4 or 8 elements per thread in registers.
-#   r4b6: r4's kernel built with fastmul build 6 for Fr (products on the FP64 pipe; loader.BUILDS): N2.
+#   r4b6: r4's kernel built with fastmul build 6 for Fr (products on the FP64 pipe; kernel_sources.BUILDS): N2.
 #   r4b6d: r4b6 with its DIF butterfly in two modular ops, not three (CUZK_NTT_DIF2): N2 and N4.
 #   A "t" suffix (N8): every 4-step twiddle is one table lookup, up to the full domain (a 2^27 NTT keeps a
 #        2^27-entry table, 4 GiB, for both directions, beside the 2^18 one), instead of tw_hi * tw_lo above 2^18.

@@ -107,7 +107,7 @@ def test_micro_bad_input(args, msg, tmp_path):
 def test_mul_names_keep_chains_and_builds_apart():
     """fp_mul results of another chain count or multiplier build get their own benchmark name."""
     from types import SimpleNamespace as NS
-    from cuzk.gpu.loader import BUILDS
+    from cuzk.gpu.kernel_sources import BUILDS
     from cuzk.micro import MUL_BUILDS, mul_name
     assert mul_name(NS(kernel="fp_mul", chains=4, fastmul=1)) == "fp_mul"
     assert mul_name(NS(kernel="fp_mul", chains=1, fastmul=6)) == "fp_mul_c1_b6"

@@ -30,7 +30,7 @@ DEFAULT_BUCKET_SUM = {1: "affine", 2: "xyzz"}  # G1 affine: 2^26 550 ms vs 960 (
 # tests/proving/test_plans.py holds the plans' defaults equal to the registry's)
 DEFAULT_PAIR_LEVELS = MsmPlan().pair_levels
 DEFAULT_PAIR_MERGES = MsmPlan().pair_merges
-SQR_BUILD = ("CUZK_FASTSQR=1",)                # the msm_g1 build with the dedicated squaring (loader.BUILDS)
+SQR_BUILD = ("CUZK_FASTSQR=1",)                # the msm_g1 build with the dedicated squaring (kernel_sources.BUILDS)
 CALL_BUILD = ("CUZK_FP_CALL=1",)               # msm_g1 and msm_g2 with the Fp products called
 CALLEE_BUILD = ("CUZK_FASTMUL_VARIANT_FP=3",)  # the called Fp product on fastmul build 3
 last_stats: dict = {}                         # of the latest msm_xyzz: affine_rounds, fallbacks
@@ -38,7 +38,7 @@ PASS_MEMORY_FRACTION = 0.75                   # K6: the share of free device mem
 
 
 def kernel_build(group: int, kernels: MsmKernels) -> tuple[str, ...]:
-    """The msm_g<group> module build (loader.BUILDS) that the kernel set selects: the squaring (G1 only), the
+    """The msm_g<group> module build (kernel_sources.BUILDS) that the kernel set selects: the squaring (G1 only), the
     called Fp products, and their callee's build (only where the products are called)."""
     call = CALL_BUILD + (CALLEE_BUILD if kernels.callee_build3 else ()) if kernels.called_fp else ()
     return (SQR_BUILD if kernels.squaring_build and group == 1 else ()) + call
