@@ -19,6 +19,7 @@ from . import circuits, plans
 from .curve import ark_to_limbs
 from .gpu import msm, spmv
 from .gpu import ntt as G
+from .gpu import ntt_plan
 from .gpu.fr import to_mont, upload
 from .gpu.h import h_scalars
 from .gpu.keygen import FixedBase
@@ -80,14 +81,14 @@ def make_ntt(log_n: int, kind: str = "dif", generator: int = 7, *, opts):
     x = random_fr(1 << log_n)
     hp = plans.h(opts)
     h = hp.h_options()
-    v, tiled, build = h["variant"], h["tiled_bitrev"], G.POINTWISE_B6 if h["pointwise_b6"] else ()
+    v, tiled, build = h["variant"], h["tiled_bitrev"], ntt_plan.POINTWISE_B6 if h["pointwise_b6"] else ()
     if kind == "dif":
         def call(): G.dif(x, log_n, generator, variant=v)
     elif kind == "intt":                     # natural -> natural, scaled by 1/n
         natural = hp.ntt.natural_order
 
         def call(): G.intt(x, log_n, generator, variant=v, tiled=tiled, build=build, natural=natural)
-    elif hp.ntt.natural_order and G.natural_dif(v, log_n):   # "ntt": dif whose last pass writes natural order
+    elif hp.ntt.natural_order and ntt_plan.natural_dif(v, log_n):   # "ntt": dif, natural order from its last pass
 
         def call(): G.dif(x, log_n, generator, variant=v, out=cupy.empty_like(x))
     else:                                    # "ntt": natural -> natural (dif in place, then the bit reversal)

@@ -128,12 +128,12 @@ def test_cubin_key_follows_the_included_headers_only(tmp_path, monkeypatch):
 def test_module_builds_have_their_own_key():
     """A module build (kernel_sources.BUILDS, selected by a registry toggle) has its own cubin name and its defines
     alone, and a build that is not listed is refused."""
-    from cuzk.gpu import kernel_sources, loader, ntt
-    assert ntt.R4B6_BUILD in kernel_sources.BUILDS["ntt/reg"]
+    from cuzk.gpu import kernel_sources, loader, ntt_plan
+    assert ntt_plan.R4B6_BUILD in kernel_sources.BUILDS["ntt/reg"]
     base = kernel_sources.cubin_path("ntt/reg", "sm_90")
-    b6 = kernel_sources.cubin_path("ntt/reg", "sm_90", ntt.R4B6_BUILD)
+    b6 = kernel_sources.cubin_path("ntt/reg", "sm_90", ntt_plan.R4B6_BUILD)
     assert base != b6 and b6.name.startswith("ntt_reg-sm_90-")
-    assert kernel_sources.defines(ntt.R4B6_BUILD) == ("-DCUZK_FASTMUL_VARIANT_FR=6",)
+    assert kernel_sources.defines(ntt_plan.R4B6_BUILD) == ("-DCUZK_FASTMUL_VARIANT_FR=6",)
     assert kernel_sources.defines() == ()
     with pytest.raises(ValueError, match="no build"):
         loader.module("ntt/reg", ("CUZK_FASTMUL_VARIANT_FR=3",))
