@@ -5,7 +5,7 @@
 
 Useful where NVRTC compiles are slow (the G2 MSM takes minutes) or on machines that are
 started fresh for each job. The file names carry a hash of the sources, so a stale cubin
-is never used. It also builds K1's shared library (kernels/host/cub_sort.cu: cuzk/gpu/cub_sort.py).
+is never used. It also builds K1's shared library (kernels/host/cub_sort.cu: cuzk/gpu/cub_library.py).
 --prune then removes the directory's other files (stale sources, experiment builds): what a device call carries.
 --only builds just those modules (with their BUILDS), e.g. the ones a device run loads.
 Exit 0 when every build is there, 1 when nvcc failed on one, 2 on bad arguments.

@@ -24,7 +24,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import cub_sort, kernel_sources
+from . import cub_library, kernel_sources
 
 CUBIN_FLAGS = ("-cubin", "-std=c++17")
 
@@ -35,7 +35,7 @@ class CubinError(RuntimeError):
 
 @dataclass(frozen=True)
 class Job:
-    name: str                          # "msm/g1", or cub_sort.SOURCE for K1's library
+    name: str                          # "msm/g1", or cub_library.SOURCE for K1's library
     extra: tuple[str, ...] = ()        # one of kernel_sources.BUILDS[name], or () for the default build
 
     @property
@@ -66,7 +66,7 @@ def module_names(kdir: Path | None = None) -> list[str]:
 def jobs(kdir: Path | None = None, only: set[str] | None = None) -> list[Job]:
     """K1's library, then every module's default build and its BUILDS (only the modules named in `only`)."""
     names = [n for n in module_names(kdir) if only is None or n in only]
-    out = [Job(cub_sort.SOURCE)] + [Job(n) for n in names]
+    out = [Job(cub_library.SOURCE)] + [Job(n) for n in names]
     out += [Job(n, b) for n, builds in kernel_sources.BUILDS.items() for b in builds if n in names]
     return out
 
@@ -89,15 +89,15 @@ def source_key(name: str, arch_name: str, extra: tuple[str, ...], kdir: Path) ->
 def target_path(job: Job, arch_name: str, kdir: Path | None = None) -> Path:
     """Where the loader (or cub_sort) looks for this build in the cubin cache."""
     if _is_installed(kdir):
-        if job.name == cub_sort.SOURCE:
-            return cub_sort.library_path(arch_name)
+        if job.name == cub_library.SOURCE:
+            return cub_library.library_path(arch_name)
         return kernel_sources.cubin_path(job.name, arch_name, job.extra)
     kdir = Path(kdir)
-    if job.name == cub_sort.SOURCE:
+    if job.name == cub_library.SOURCE:
         h = hashlib.sha256(arch_name.encode())
-        for f in cub_sort.NVCC_FLAGS:
+        for f in cub_library.NVCC_FLAGS:
             h.update(f.encode())
-        h.update(Path(kdir, cub_sort.SOURCE).read_bytes())
+        h.update(Path(kdir, cub_library.SOURCE).read_bytes())
         return kernel_sources.cubin_dir() / f"cub_sort-{arch_name}-{h.hexdigest()[:20]}.so"
     key = source_key(job.name, arch_name, job.extra, kdir)
     return kernel_sources.cubin_dir() / f"{job.name.replace('/', '_')}-{arch_name}-{key}.cubin"
@@ -107,8 +107,8 @@ def nvcc_command(job: Job, arch_name: str, kdir: Path, out: Path) -> list[str]:
     nvcc = shutil.which("nvcc")
     if nvcc is None:
         raise CubinError("nvcc is not on PATH: the runner needs the CUDA toolkit (docs/runners.md)")
-    if job.name == cub_sort.SOURCE:
-        return [nvcc, f"-arch={arch_name}", *cub_sort.NVCC_FLAGS, "-o", str(out), str(Path(kdir, job.name))]
+    if job.name == cub_library.SOURCE:
+        return [nvcc, f"-arch={arch_name}", *cub_library.NVCC_FLAGS, "-o", str(out), str(Path(kdir, job.name))]
     return [nvcc, f"-arch={arch_name}", *CUBIN_FLAGS, "-I", str(kdir), *kernel_sources.defines(job.extra),
             "-o", str(out), str(Path(kdir, f"{job.name}.cu"))]
 

@@ -59,7 +59,7 @@ _INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', re.M)
 
 def module_names() -> list[str]:
     """Every kernel module ("ff/ops", "msm/g1", ...): the .cu files under kernels/ but host/ (the CUB shim, a
-    shared library: cub_sort.py)."""
+    shared library: cub_library.py)."""
     d = kernel_dir()
     return sorted(p.relative_to(d).with_suffix("").as_posix() for p in d.rglob("*.cu")
                   if p.relative_to(d).parts[0] != "host")

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from cuzk.cli import main
-from cuzk.gpu import cub_sort, cubins, kernel_sources
+from cuzk.gpu import cub_library, cubins, kernel_sources
 from cuzk.perf import runner_check
 
 REPO = Path(__file__).resolve().parents[2]
@@ -95,7 +95,7 @@ def test_toolkit_rules():
 
 def test_every_module_and_build_is_a_job():
     jobs = cubins.jobs()
-    assert jobs[0].name == cub_sort.SOURCE
+    assert jobs[0].name == cub_library.SOURCE
     assert {j.name for j in jobs[1:] if not j.extra} == set(kernel_sources.module_names())
     assert {(j.name, j.extra) for j in jobs if j.extra} == {(n, b) for n, bs in kernel_sources.BUILDS.items()
                                                             for b in bs}
@@ -110,7 +110,7 @@ def test_another_trees_names_equal_the_loaders(tmp_path, monkeypatch):
     for arch in ("sm_90", "sm_80"):
         for job in cubins.jobs():
             mine = cubins.target_path(job, arch, other)
-            want = (cub_sort.library_path(arch) if job.name == cub_sort.SOURCE
+            want = (cub_library.library_path(arch) if job.name == cub_library.SOURCE
                     else kernel_sources.cubin_path(job.name, arch, job.extra))
             assert mine == want == cubins.target_path(job, arch), job
     before = {j: cubins.target_path(j, "sm_90", other) for j in cubins.jobs()}
@@ -119,7 +119,7 @@ def test_another_trees_names_equal_the_loaders(tmp_path, monkeypatch):
     after = {j: cubins.target_path(j, "sm_90", other) for j in cubins.jobs()}
     changed = {j.name for j in before if before[j] != after[j]}
     users = {n for n in kernel_sources.module_names() if header in kernel_sources.includes(other / f"{n}.cu", other)}
-    assert "r1cs/spmv" in changed and changed == users and cub_sort.SOURCE not in changed
+    assert "r1cs/spmv" in changed and changed == users and cub_library.SOURCE not in changed
 
 
 def test_a_commits_kernels_are_laid_out_as_the_gate_does(tmp_path, monkeypatch):
@@ -186,7 +186,7 @@ def test_build_then_cached_and_renewed(fake_nvcc, tmp_path):
     said = []
     first = cubins.build("sm_90", workers=2, only=ONLY, say=said.append)
     assert [r.status for r in first] == ["built"] * 3 and len(said) == 3
-    assert {r.job.name for r in first} == ONLY | {cub_sort.SOURCE}
+    assert {r.job.name for r in first} == ONLY | {cub_library.SOURCE}
     for r in first:
         assert r.path.is_file() and "-arch=sm_90" in r.path.read_text()
     spmv = next(r for r in first if r.job.name == "r1cs/spmv")
