@@ -26,8 +26,8 @@ from .. import field as F
 from .. import plans
 from ..curve import g1_from_ints
 from ..gpu import loader
-from ..gpu import msm as gmsm
 from ..gpu import ntt as gntt
+from ..gpu.msm import phase_msm
 from ..keygen import cache_dir as key_cache_dir
 from ..opts import resolve
 
@@ -177,7 +177,7 @@ def measure(peer: Peer, op: str, log_n: int, runs: int = 5) -> Row:
         scalars = random_fr(1 << log_n, seed=log_n + 7)
 
         def ours():
-            return gmsm.run_msm(1, bases, inf, scalars, 1 << log_n, plan.msm)
+            return phase_msm.run_msm(1, bases, inf, scalars, 1 << log_n, plan.msm)
 
         def theirs():
             return peer.msm_g1(bases, scalars)

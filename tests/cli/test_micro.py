@@ -123,10 +123,10 @@ def test_micro_fastmul_choices(capsys):
 @pytest.mark.gpu
 @pytest.mark.parametrize("kernel", ["msm", "msm_g2", "batch_add"])
 def test_micro_msm_kernels_time_the_device_work(kernel, monkeypatch):
-    """`cuzk micro msm/msm_g2/batch_add` time the window sums (msm.msm_windows, the device work of the product
+    """`cuzk micro msm/msm_g2/batch_add` time the window sums (pippenger.msm_windows, the device work of the product
     path) with the registry's options, not a device fold the product path does not run."""
     from cuzk import micro
-    from cuzk.gpu import msm
+    from cuzk.gpu.msm import pippenger as msm
     calls = []
     real = msm.msm_windows
     monkeypatch.setattr(msm, "msm_windows", lambda *a, **k: calls.append(k) or real(*a, **k))

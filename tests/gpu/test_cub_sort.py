@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from cuzk.gpu import cub_library
-from cuzk.gpu.msm import pippenger as msm
+from cuzk.gpu.msm import options
 from cuzk.gpu.msm import plan
 
 
@@ -26,7 +26,7 @@ def test_k_opts_are_msm_toggles_that_change_no_kernel_build(opt):
     assert opt in MSM_KERNELS
     for g in (1, 2):
         for ko in [(), ("S1",), ("I1", "I2"), ("S1", "L1", "I1", "I2")]:
-            assert msm.kernel_build(g, K(ko)) == msm.kernel_build(g, K((*ko, opt)))
+            assert options.kernel_build(g, K(ko)) == options.kernel_build(g, K((*ko, opt)))
 
 
 def test_library_path_follows_the_source(tmp_path, monkeypatch):

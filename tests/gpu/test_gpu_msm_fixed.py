@@ -11,6 +11,7 @@ from cuzk import field as F
 from cuzk.curve import limbs_to_ark
 from cuzk.gpu.msm import fixed as fx
 from cuzk.gpu.msm import plan as plan
+from cuzk.gpu.msm.tables import TablePlan, choose_tables
 from cuzk.gpu.srs import DeviceBases
 from cuzk.plans import MSM_KERNELS, msm_kernels_of as K
 from gpu_msm_cases import distinct_bases, edge_case, fr_dev, rand_points, seed, upload, want
@@ -33,10 +34,10 @@ def section(cp, pts):
 
 def plans(c):
     nw = plan.num_windows(c)
-    return [fx.TablePlan(c, -(-nw // -(-nw // t)), -(-nw // t)) for t in sorted({2, round(nw ** 0.5), nw})]
+    return [TablePlan(c, -(-nw // -(-nw // t)), -(-nw // t)) for t in sorted({2, round(nw ** 0.5), nw})]
 
 
-@pytest.mark.parametrize("tp", [fx.TablePlan(5, 4, 13), fx.TablePlan(24, 11, 1)])
+@pytest.mark.parametrize("tp", [TablePlan(5, 4, 13), TablePlan(24, 11, 1)])
 def test_tables_against_arkworks(cp, tp):
     """Every row of every block: 2^(c G j) P_i, zero limbs for a base at infinity; block 0 is the section itself,
     which now reads the table (no copy), and release() gives it its own limbs back, unchanged."""
@@ -95,7 +96,7 @@ def test_fixed_msm_options(cp):
     sc = [rng.randrange(F.R) for _ in range(n)]
     pts = limbs_to_ark(1, cp.asnumpy(limbs), np.zeros(n, dtype=bool))
     ref = want(1, pts, sc)
-    tables = fx.FixedTables(DeviceBases(1, limbs, inf), fx.TablePlan(16, 4, 4))
+    tables = fx.FixedTables(DeviceBases(1, limbs, inf), TablePlan(16, 4, 4))
     s = fr_dev(cp, sc)
     assert fx.msm_g1(tables, s, bucket_sum="xyzz") == ref
     for levels, merges in ((False, False), (True, True)):
@@ -114,7 +115,7 @@ def test_fixed_msm_large_matches_plain(cp):
     sc = [rng.randrange(F.R) for _ in range(n)]
     s = fr_dev(cp, sc)
     plain = msm_g1(limbs, inf, s)
-    tp = fx.choose_tables(n, 1 << 34)
+    tp = choose_tables(n, 1 << 34)
     assert tp.t > 1
     tables = fx.FixedTables(DeviceBases(1, limbs, inf), tp)
     assert fx.msm_g1(tables, s) == plain
@@ -159,7 +160,7 @@ def test_p2_out_of_memory_frees_the_tables(cp, monkeypatch, capsys):
 
     def oom(*a, **kw):
         raise cp.cuda.memory.OutOfMemoryError(1 << 40, 0)
-    monkeypatch.setattr(ntt_msm_h.gmsm, "fixed_msm_g1", oom)      # the entry the phase calls
+    monkeypatch.setattr(ntt_msm_h.gfixed, "msm_g1", oom)          # the MSM over tables the phase calls
     assert on.ntt_msm_h(kh, asgs) == want
     assert kh.tables is None and capsys.readouterr().err.count("the H tables were freed") == 1   # not made again
     assert on.ntt_msm_h(kh, asgs) == want and kh.tables is None

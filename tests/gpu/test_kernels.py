@@ -143,23 +143,23 @@ def test_msm_kernel_builds_are_listed():
     """Every build the MSM kernel toggles select (S1: the dedicated squaring, G1 only; I1: the products called; I2
     with I1: the callee on build 3) is a listed module build with a cubin name of its own; the default build is ()."""
     from cuzk.gpu import kernel_sources
-    from cuzk.gpu.msm import pippenger as msm
+    from cuzk.gpu.msm import options
     from cuzk.plans import MSM_KERNELS, msm_kernels_of as K
     seen = set()
     for group in (1, 2):
         for r in range(len(MSM_KERNELS) + 1):
             for ko in itertools.combinations(MSM_KERNELS, r):
-                b = msm.kernel_build(group, K(ko))
+                b = options.kernel_build(group, K(ko))
                 assert b == () or b in kernel_sources.BUILDS[f"msm/g{group}"], (group, ko, b)
                 seen.add((group, b))
-    assert msm.kernel_build(2, K({"S1"})) == ()          # G2 squares in Fp2 by products
-    assert msm.kernel_build(1, K({"L1"})) == ()          # L1 is a kernel name, not a build
-    assert msm.kernel_build(1, K({"I2"})) == ()          # I2 picks I1's callee: nothing without I1
+    assert options.kernel_build(2, K({"S1"})) == ()          # G2 squares in Fp2 by products
+    assert options.kernel_build(1, K({"L1"})) == ()          # L1 is a kernel name, not a build
+    assert options.kernel_build(1, K({"I2"})) == ()          # I2 picks I1's callee: nothing without I1
     assert seen == {(g, ()) for g in (1, 2)} | {(g, b) for g in (1, 2) for b in kernel_sources.BUILDS[f"msm/g{g}"]}
     names = {kernel_sources.cubin_path("msm/g1", "sm_90", b) for b in ((), *kernel_sources.BUILDS["msm/g1"])}
     assert len(names) == 6
-    assert kernel_sources.defines(msm.kernel_build(1, K({"S1", "I1"}))) == ("-DCUZK_FASTSQR=1", "-DCUZK_FP_CALL=1")
-    assert kernel_sources.defines(msm.kernel_build(2, K({"S1", "I1", "I2"}))) == \
+    assert kernel_sources.defines(options.kernel_build(1, K({"S1", "I1"}))) == ("-DCUZK_FASTSQR=1", "-DCUZK_FP_CALL=1")
+    assert kernel_sources.defines(options.kernel_build(2, K({"S1", "I1", "I2"}))) == \
         ("-DCUZK_FP_CALL=1", "-DCUZK_FASTMUL_VARIANT_FP=3")
 
 
