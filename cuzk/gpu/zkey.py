@@ -15,16 +15,6 @@ from .per_device import on_device
 THREADS = 256
 
 
-def host_csr(coeffs, which: int, rows: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Matrix `which` (0 = A, 1 = B) of a zkey's Coeffs as (indptr int64[rows + 1], cols int32[nnz],
-    raw uint32[nnz, 8]: value·R² mod r), in the row order of Coeffs.csr (= ZKey.matrices())."""
-    order, indptr = coeffs.rows_of(which, rows)
-    cols = coeffs.col[order]
-    if len(cols) and cols.max() >= 2**31:
-        raise ValueError("more than 2^31 signals")
-    return indptr, cols.astype(np.int32), np.ascontiguousarray(coeffs.raw()[order])
-
-
 class DeviceZKey:
     """The key's A and B on the device (indptr, cols, Montgomery coefficients), uploaded once."""
 
@@ -33,7 +23,7 @@ class DeviceZKey:
         self.n, self.n_vars = zk.domain_size, zk.n_vars
         self.mats = []
         for which in (0, 1):
-            indptr, cols, raw = host_csr(zk.coeffs, which, self.n)
+            indptr, cols, raw = zk.coeffs.raw_csr(which, self.n)
             coef = from_mont(cupy.asarray(raw)) if len(raw) else cupy.zeros((1, FR_LIMBS), cupy.uint32)
             self.mats.append((cupy.asarray(indptr), cupy.asarray(cols), coef))
 

@@ -14,7 +14,6 @@ from cuzk.cli import main
 from cuzk.field import FR_LIMBS, FR_MONT_R, R, fr_array, ints_to_limbs, limbs_to_ints
 from cuzk.formats import coeffs_from_r1cs, read_wtns, read_zkey, write_wtns, write_zkey
 from cuzk.formats.zkey import R2_INV, ZKey
-from cuzk.gpu.zkey import host_csr
 from cuzk.groth16 import Proof, public_from_json, verify, verify_blst
 from cuzk.keygen import ToxicWaste, setup
 from cuzk.opts import resolve
@@ -40,14 +39,14 @@ def small(tmp_path_factory):
 # --- host parts ---
 
 @pytest.mark.parametrize("source", ["file", "r1cs"])
-def test_host_csr_equals_matrices(small, source):
-    """The device CSR's host arrays = ZKey.matrices(), from a key as read (raw limbs) and from
+def test_raw_csr_equals_matrices(small, source):
+    """The device CSR's host arrays (Coeffs.raw_csr) = ZKey.matrices(), from a key as read (raw limbs) and from
     coefficients made from an R1CS (canonical ints)."""
     zk = read_zkey(small["zkey"])
     coeffs = zk.coeffs if source == "file" else coeffs_from_r1cs(small["r1cs"])
     ref = ZKey(zk.pk, zk.n_public, coeffs).matrices()
     for which, m in enumerate(ref):
-        indptr, cols, raw = host_csr(coeffs, which, zk.domain_size)
+        indptr, cols, raw = coeffs.raw_csr(which, zk.domain_size)
         assert m.nnz > 0
         assert cols.dtype == np.int32 and raw.shape == (m.nnz, FR_LIMBS)
         assert np.array_equal(indptr, m.indptr) and np.array_equal(cols, m.cols)
