@@ -11,6 +11,8 @@ from __future__ import annotations
 import ctypes
 import warnings
 
+import cupy
+
 from .cub_library import SortUnavailable, build, library_path
 from .loader import arch
 
@@ -54,7 +56,6 @@ def _check(lib, err: int, what: str):
 def sort_keys(keys, begin_bit: int = 0, end_bit: int = 64, fallback: bool = True):
     """keys (a 1-D cupy uint64 array) stably sorted by bits [begin_bit, end_bit): the same array or a new one.
     Where the library cannot be built or loaded: CuPy's full sort with a warning (fallback), else SortUnavailable."""
-    import cupy
     if keys.dtype != cupy.uint64 or keys.ndim != 1 or not keys.flags.c_contiguous:
         raise ValueError("sort_keys needs a contiguous 1-D uint64 device array")
     if not 0 <= begin_bit < end_bit <= 64:

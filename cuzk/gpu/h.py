@@ -10,6 +10,7 @@ Bit-reversed order between the DIF and DIT passes needs no permutation in betwee
 """
 from __future__ import annotations
 
+import cupy
 import numpy as np
 
 from ..field import R
@@ -33,7 +34,6 @@ def h_scalars(abc, domain: Domain, convention, check: bool = True, variant: str 
     H(gx) Z(gx) = A(gx) B(gx) - C(gx) and Z(gx) = g^n - 1 mod x^n - 1, with H and C of degree < n, so
     H(gx) = f (A(gx) B(gx) mod x^n - 1) - f C(gx), f = 1 / Z(g): h = iNTT_coset(a b f) - f C's coefficients,
     the very polynomial of the seven-NTT path for any a, b, c (satisfying or not)."""
-    import cupy
     mark = mark or (lambda name: None)
     pw = POINTWISE_B6 if pointwise_b6 else ()
     L, n, gen = domain.log_n, domain.n, domain.generator

@@ -4,6 +4,7 @@ rows), c = a∘b. The key's A and B go to the device once per ZKey as CSR (the s
 synthesis); coefficients are the file's value·R² limbs, Montgomery-reduced on the GPU."""
 from __future__ import annotations
 
+import cupy
 import numpy as np
 
 from ..field import FR_LIMBS, fr_array, limbs_to_ints
@@ -19,7 +20,6 @@ class DeviceZKey:
     """The key's A and B on the device (indptr, cols, Montgomery coefficients), uploaded once."""
 
     def __init__(self, zk):
-        import cupy
         self.n, self.n_vars = zk.domain_size, zk.n_vars
         self.mats = []
         for which in (0, 1):
@@ -35,7 +35,6 @@ class DeviceZKey:
 
 def evaluate(dev: DeviceZKey, z):
     """abc = [a | b | c], device uint32[3, n, 8], Montgomery; z: device uint32[n_vars, 8], Montgomery."""
-    import cupy
     if z.shape != (dev.n_vars, FR_LIMBS):
         raise ValueError(f"z has shape {z.shape}, expected ({dev.n_vars}, {FR_LIMBS})")
     n = dev.n

@@ -27,7 +27,6 @@ from .. import plans
 from ..curve import g1_from_ints
 from ..gpu import loader
 from ..gpu import ntt as gntt
-from ..gpu.msm import phase_msm
 from ..keygen import cache_dir as key_cache_dir
 from ..opts import resolve
 
@@ -170,6 +169,8 @@ def measure(peer: Peer, op: str, log_n: int, runs: int = 5) -> Row:
     """op at 2^log_n: cuzk and the peer in turn, `runs` times each after one untimed call each, on the same
     inputs; PeerDisagrees where the results differ."""
     import cupy                                  # a GPU run: prepare() found the GPU
+
+    from ..gpu.msm import phase_msm
     from ..micro_ops import independent_bases, random_fr
     plan = plans.cuda(resolve())
     if op == "msm_g1":

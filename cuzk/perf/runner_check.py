@@ -35,7 +35,7 @@ from pathlib import Path
 
 from .. import backend as backends
 from .. import nvml
-from ..gpu import cub_sort, cubins, kernel_sources, loader
+from ..gpu import cubins, kernel_sources, loader
 from ..timing import PHASES
 from . import workload
 from .calibrate import CUDA_FILE, _git, commit_change, gpu_slowdown_patch, make_repo
@@ -262,6 +262,7 @@ def check_proof(rep: Report, target: str, say=_say):
     except Exception as e:
         rep.add("proof", False, f"{spec.label()}: {_short(e)}", t0)
         return None
+    from ..gpu import cub_sort                  # a device module: the workload just proved on the GPU
     arch = loader.arch()
     loaded = sorted(loader._modules)           # (name, extra) of every module this process loaded
     compiled = [n if not x else f"{n} [{' '.join(x)}]" for n, x in loaded

@@ -4,7 +4,11 @@ everywhere. GPU tests: `pytest -m gpu tests/formats/test_zkey_gpu.py`, skipped w
 from __future__ import annotations
 
 import json
+import os
 import random
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,6 +22,8 @@ from cuzk.groth16 import Proof, public_from_json, verify, verify_blst
 from cuzk.keygen import ToxicWaste, setup
 from cuzk.opts import resolve
 from cuzk.run import prove_files
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _files(tmp_path_factory, log: int, circuit: str = "porep_like") -> dict:
@@ -83,13 +89,27 @@ def test_bad_witness_rejected(small, form):
 
 
 def test_bad_witness_rejected_by_gpu_assign_before_upload(small):
-    """The GPU assign checks sizes before touching the device (runs without a GPU)."""
-    from cuzk.gpu import zkey as gzkey
-    zk = read_zkey(small["zkey"])
-    with pytest.raises(ValueError, match="witness has"):
-        gzkey.assign(zk, ints_to_limbs(fr_array(small["z"][:-2]), FR_LIMBS))
-    with pytest.raises(ValueError, match="witness has"):
-        gzkey.assign(zk, list(small["z"]) + [5])
+    """The GPU assign checks sizes before touching the device (runs without a GPU): gpu/zkey.py, a device module,
+    loaded in a fresh interpreter over a stand-in CuPy that holds nothing, so any device call would fail first."""
+    code = f"""if True:
+        import sys, types
+        sys.modules["cupy"] = types.ModuleType("cupy")
+        from cuzk.field import FR_LIMBS, fr_array, ints_to_limbs
+        from cuzk.formats import read_wtns, read_zkey
+        from cuzk.gpu import zkey as gzkey
+        zk, z = read_zkey({str(small["zkey"])!r}), read_wtns({str(small["wtns"])!r}).values
+        for bad in (ints_to_limbs(fr_array(z[:-2]), FR_LIMBS), list(z) + [5]):
+            try:
+                gzkey.assign(zk, bad)
+            except ValueError as e:
+                assert "witness has" in str(e), e
+            else:
+                raise AssertionError("a witness of the wrong size was taken")
+        print("rejected")
+    """
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert p.returncode == 0 and p.stdout == "rejected\n", p.stderr
 
 
 def test_prove_rejects_short_witness(small, tmp_path, capsys):

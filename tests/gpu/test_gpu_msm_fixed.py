@@ -9,7 +9,6 @@ from py_arkworks_bls12381 import G1Point, Scalar
 
 from cuzk import field as F
 from cuzk.curve import limbs_to_ark
-from cuzk.gpu.msm import fixed as fx
 from cuzk.gpu.msm import plan as plan
 from cuzk.gpu.msm.tables import TablePlan, choose_tables
 from cuzk.gpu.srs import DeviceBases
@@ -27,6 +26,13 @@ def cp():
     return cupy
 
 
+@pytest.fixture(scope="module")
+def fx(cp):
+    """gpu/msm/fixed.py, a device module: imported where the tests run on the GPU."""
+    from cuzk.gpu.msm import fixed
+    return fixed
+
+
 def section(cp, pts):
     limbs, inf, _ = upload(cp, 1, pts, [0] * len(pts))
     return DeviceBases(1, limbs, inf)
@@ -38,7 +44,7 @@ def plans(c):
 
 
 @pytest.mark.parametrize("tp", [TablePlan(5, 4, 13), TablePlan(24, 11, 1)])
-def test_tables_against_arkworks(cp, tp):
+def test_tables_against_arkworks(cp, fx, tp):
     """Every row of every block: 2^(c G j) P_i, zero limbs for a base at infinity; block 0 is the section itself,
     which now reads the table (no copy), and release() gives it its own limbs back, unchanged."""
     rng = random.Random(seed())
@@ -64,7 +70,7 @@ def test_tables_against_arkworks(cp, tp):
 
 
 @pytest.mark.parametrize("n", [1, 31, 1000, 1 << 14])
-def test_fixed_msm_random(cp, n):
+def test_fixed_msm_random(cp, fx, n):
     rng = random.Random(seed())
     pts = rand_points(1, n, rng)
     sc = [rng.randrange(F.R) for _ in range(n)]
@@ -77,7 +83,7 @@ def test_fixed_msm_random(cp, n):
 
 
 @pytest.mark.parametrize("kind", ["zero", "one", "r-1", "mixed", "same", "small", "all-inf", "repeat-point"])
-def test_fixed_msm_edge_cases(cp, kind):
+def test_fixed_msm_edge_cases(cp, fx, kind):
     """Edge scalars and bases; "repeat-point" makes x1 == x2 pairs, so the XYZZ fallback runs."""
     rng = random.Random(seed())
     pts, sc = edge_case(1, kind, 600, rng)
@@ -88,7 +94,7 @@ def test_fixed_msm_edge_cases(cp, kind):
         tables.release()
 
 
-def test_fixed_msm_options(cp):
+def test_fixed_msm_options(cp, fx):
     """XYZZ bucket sums, every pair option, K10 off, and one group a pass (max_entries): arkworks' MSM each time."""
     rng = random.Random(seed())
     n = 1 << 12
@@ -106,7 +112,7 @@ def test_fixed_msm_options(cp):
     assert fx.msm_g1(tables, s, affine_min_pairs=1) == ref
 
 
-def test_fixed_msm_large_matches_plain(cp):
+def test_fixed_msm_large_matches_plain(cp, fx):
     """2^18 distinct bases at the plan choose_tables makes for them: the plain GPU MSM's and arkworks' result."""
     from cuzk.gpu.msm.pippenger import msm_g1
     rng = random.Random(seed())

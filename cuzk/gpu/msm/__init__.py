@@ -10,7 +10,7 @@ fold.py       downloaded XYZZ results as points, and the host fold of the window
 parts.py      a multi-MSM's parts: the non-empty ones, their bounds, the fold of each
 tables.py     P2's table plans: the window and blocks a memory budget holds
 
-On the device:
+On the device (CuPy imported at the top; imported where a GPU run starts):
 pippenger.py  the kernel set (kernels/msm/g1.cu, g2.cu) and the Pippenger driver: G1 and G2 MSMs and their window sums
 many.py       several G1 MSMs in one launch (a circuit's tail MSMs)
 fixed.py      the G1 MSM over precomputed tables of fixed bases (the H bases)

@@ -13,6 +13,7 @@ rounds, their XYZZ fallback (x1 == x2, e.g. repeated bases) and the reduction ar
 """
 from __future__ import annotations
 
+import cupy
 import numpy as np
 
 from ..loader import kernel
@@ -27,7 +28,6 @@ class FixedTables:
     the section then reads through a view of the table (no second copy). release() gives the memory back."""
 
     def __init__(self, bases, tp: TablePlan):
-        import cupy
         if bases.group != 1 or bases.rows is not None:
             raise ValueError("tables are made for a dense G1 section")
         self.plan, self.bases = tp, bases
@@ -49,7 +49,6 @@ class FixedTables:
 
     def release(self) -> None:
         """Back to the section alone: its limbs copied out of block 0, the table freed."""
-        import cupy
         if self.limbs is None:
             return
         self.bases.limbs = self.limbs[:self.n].copy()
@@ -61,7 +60,6 @@ TABLE_THREADS = 128        # msm_fixed_table's __launch_bounds__
 
 
 def _kernels(tables: FixedTables, scalars, kernels):
-    import cupy
 
     class FixedKernels(gmsm._Kernels):
         """msm.py's kernel set over the table's rows, with msm_digits_fixed's keys."""
@@ -85,7 +83,6 @@ def msm_windows(tables: FixedTables, scalars, bucket_sum: str | None = None, aff
                 max_entries: int | None = None):
     """The group sums of Σ s_i P_i over the tables' section: (uint32[G, words] on the device, c), Σ_g 2^(c g)
     sums[g] being the MSM (fold.fold_windows). Options as pippenger.msm_xyzz's."""
-    import cupy
     if tables.limbs is None:
         raise ValueError("the tables were released")
     tp, n = tables.plan, tables.n
@@ -108,6 +105,5 @@ def msm_windows(tables: FixedTables, scalars, bucket_sum: str | None = None, aff
 
 def msm_g1(tables: FixedTables, scalars, **kw):
     """Σ s_i P_i over the tables' section as a py_arkworks_bls12381 G1Point (kw: msm_windows')."""
-    import cupy
     sums, c = msm_windows(tables, scalars, **kw)
     return fold.fold_windows(1, cupy.asnumpy(sums), c)

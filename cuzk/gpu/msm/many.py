@@ -13,6 +13,7 @@ the point's index in them. Empty MSMs take no buckets: their result is the ident
 """
 from __future__ import annotations
 
+import cupy
 import numpy as np
 
 from ..loader import kernel
@@ -41,7 +42,6 @@ class _ManyKernels(gmsm._Kernels):
 
 def concat_parts(parts):
     """[(bases, inf, scalars)] -> (bases, inf, scalars, sizes): the MSMs' inputs one after another."""
-    import cupy
     if not parts:
         raise ValueError("msm_g1_many needs at least one MSM")
     sizes = [gmsm._check(1, *p) for p in parts]
@@ -56,7 +56,6 @@ def window_sums(bases, inf, scalars, sizes: list[int], c: int | None = None, max
     for MSM p): (uint32[nw, P, words] on the device, c, live), live = the indices of the non-empty
     MSMs, in order, P = len(live) (None for the sums when there are none). Arguments as msm.msm_xyzz's;
     c None: msm_plan.choose_window over all the points, with P blocks of buckets."""
-    import cupy
     n = gmsm._check(1, bases, inf, scalars)
     live, off = live_parts(sizes)
     if int(off[-1]) != n:
@@ -81,7 +80,6 @@ def window_sums(bases, inf, scalars, sizes: list[int], c: int | None = None, max
 def msm_g1_concat(bases, inf, scalars, sizes: list[int], c: int | None = None, **kw) -> list:
     """Σ s_i P_i over each MSM's points as py_arkworks_bls12381 G1Points, one per MSM, for inputs
     one after another (concat_parts); kw: window_sums's (bucket_sum, ...)."""
-    import cupy
     sums, c, live = window_sums(bases, inf, scalars, sizes, c, **kw)
     host = cupy.asnumpy(sums) if live else None          # one download for all
     return fold_parts(1, host, c, live, len(sizes))

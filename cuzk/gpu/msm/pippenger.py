@@ -11,6 +11,7 @@ P + P or P + (-P) is redone in XYZZ).
 """
 from __future__ import annotations
 
+import cupy
 import numpy as np
 
 from ... import field as F
@@ -32,7 +33,6 @@ def _grid(n: int) -> tuple[int]:
 
 
 def _check(group: int, bases, inf, scalars) -> int:
-    import cupy
     n = len(inf)
     w = AFFINE_WORDS[group]
     if bases.dtype != cupy.uint32 or bases.shape != (n, w) or not bases.flags.c_contiguous:
@@ -52,7 +52,6 @@ class _Kernels:
     def __init__(self, group: int, bases, inf, scalars, host_fold: bool = False, kernels: MsmKernels | None = None):
         """host_fold: combine returns the window sums as they are (fold_windows folds them on the host).
         kernels: the code to run (plans.MsmKernels; None: what ships)."""
-        import cupy
         self.cp = cupy
         self.host_fold = host_fold
         self.g = f"g{group}"
@@ -223,13 +222,11 @@ class _Kernels:
 
 @device_cache(maxsize=1)
 def _sm_count() -> int:
-    import cupy
     return int(cupy.cuda.Device().attributes["MultiProcessorCount"])
 
 
 def free_bytes() -> int:
     """The device's free memory, the pool's free blocks included (what K6's sort passes and P2's tables size to)."""
-    import cupy
     return cupy.cuda.runtime.memGetInfo()[0] + cupy.get_default_memory_pool().free_bytes()
 
 
@@ -274,7 +271,6 @@ def resolve_max_entries(max_entries: int | None, n: int, c: int, k) -> int:
 
 def _pippenger(group, bases, inf, scalars, c, max_entries, bucket_sum, affine_min_pairs, mark, host_fold, pair_levels=None,
                pair_merges=None, kernels: MsmKernels | None = None):
-    import cupy
     n = _check(group, bases, inf, scalars)
     bucket_sum, min_pairs = sum_options(group, bucket_sum, affine_min_pairs)
     affine = bucket_sum == "affine"
@@ -294,13 +290,11 @@ def _pippenger(group, bases, inf, scalars, c, max_entries, bucket_sum, affine_mi
 
 def msm_g1(bases, inf, scalars, c: int | None = None, **kw):
     """Σ s_i P_i over G1 as a py_arkworks_bls12381 G1Point (kw: msm_xyzz's bucket_sum, ...)."""
-    import cupy
     sums, c = msm_windows(1, bases, inf, scalars, c, **kw)
     return fold.fold_windows(1, cupy.asnumpy(sums), c)
 
 
 def msm_g2(bases, inf, scalars, c: int | None = None, **kw):
     """Σ s_i P_i over G2 as a py_arkworks_bls12381 G2Point (kw: msm_xyzz's pair_levels, pair_merges, kernels)."""
-    import cupy
     sums, c = msm_windows(2, bases, inf, scalars, c, **kw)
     return fold.fold_windows(2, cupy.asnumpy(sums), c)

@@ -11,6 +11,7 @@ segment sums on its own bases, then the merges of all of them together (msm_plan
 """
 from __future__ import annotations
 
+import cupy
 import numpy as np
 
 from . import pippenger as gmsm
@@ -25,7 +26,6 @@ def sum_xyzz(group: int, bases, inf, idx=None, bucket_sum: str | None = None, pa
     pippenger.msm_xyzz's ("affine" for G1 only; None: options.DEFAULT_BUCKET_SUM), pair_merges too (R2;
     None: options.DEFAULT_PAIR_MERGES), kernels too (pippenger._Kernels). Two reads of the device (the index
     check and the count of finite rows); the sums themselves queue without waiting."""
-    import cupy
     n = len(inf)
     if idx is None:
         idx = cupy.arange(n, dtype=cupy.int64)
@@ -55,13 +55,11 @@ def sum_xyzz(group: int, bases, inf, idx=None, bucket_sum: str | None = None, pa
 def batch_add(group: int, bases, inf, idx=None, bucket_sum: str | None = None, pair_merges: bool | None = None,
               kernels=None):
     """Σ bases[idx] as a py_arkworks_bls12381 point."""
-    import cupy
     return fold.to_ark(group, cupy.asnumpy(sum_xyzz(group, bases, inf, idx, bucket_sum, pair_merges, kernels)))
 
 
 def _finite_rows(idx, keep, count: int):
     """idx[keep] in order, `count` of them (known on the host): a scatter, no read of the device."""
-    import cupy
     pos = cupy.cumsum(keep, dtype=cupy.int64) - 1
     out = cupy.empty(count + 1, dtype=cupy.int64)
     out[cupy.where(keep, pos, count)] = idx           # rows left out all land in the spare slot
@@ -75,7 +73,6 @@ def sum_xyzz_many(group: int, parts, bucket_sum: str | None = None, pair_merges:
     counts of finite rows together), then each part's first segment sums on its own bases and the merges
     of all the parts at once (msm_plan.few_bucket_sums). A part large enough for affine rounds (G1, a first
     round of msm_plan.AFFINE_MIN_PAIRS pairs) is summed alone by sum_xyzz."""
-    import cupy
     bucket_sum = DEFAULT_BUCKET_SUM[group] if bucket_sum is None else bucket_sum
     idxs, flags = [], []
     for bases, inf, idx in parts:
@@ -116,6 +113,5 @@ def batch_add_many(group: int, parts, bucket_sum: str | None = None, pair_merges
                    kernels=None) -> list:
     """[batch_add(group, bases, inf, idx) for each (bases, inf, idx) of parts], summed together
     (sum_xyzz_many) and downloaded once."""
-    import cupy
     host = cupy.asnumpy(sum_xyzz_many(group, parts, bucket_sum, pair_merges, kernels))
     return [fold.to_ark(group, row) for row in host]
