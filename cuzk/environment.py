@@ -6,7 +6,7 @@ benchmarks' set-up) and passed down as values: no module under gpu/ or backend/ 
     CUZK_REQUIRE_GPU  set on GPU runners: a cuda workload that cannot run is an error, never a skip
     CUZK_PEER_SOURCES  "sppark=DIR,blst=DIR": local clones of the peer's pinned sources (`cuzk peer`, its asv
                     points) on a machine without network, before --source
-The kernel cache's folder (CUZK_CUBIN_DIR, gpu/loader.py) is a location, like XDG_CACHE_HOME, not an option.
+The kernel cache's folder (CUZK_CUBIN_DIR, gpu/kernel_sources.py) is a location, like XDG_CACHE_HOME, not an option.
 """
 from __future__ import annotations
 

@@ -20,7 +20,7 @@ import time
 from . import backend as backends
 from . import environment
 from .field import R
-from .gpu.loader import MUL_BUILDS
+from .gpu.kernel_sources import MUL_BUILDS
 from .poly import Domain, intt, ntt
 from .qap import CONVENTIONS, qap
 
@@ -141,7 +141,8 @@ def main(argv: list[str]) -> int:
     p.add_argument("--chains", type=int, default=4, choices=(1, 4),
                    help="fp_mul/fr_mul: independent multiplication chains per thread (4: default; 1: 4x the threads)")
     p.add_argument("--fastmul", type=int, default=1, choices=tuple(MUL_BUILDS),
-                   help="fp_mul/fr_mul: the multiplier build, 1 (default, IMAD) or 6 (FP64 pipe; loader.BUILDS)")
+                   help="fp_mul/fr_mul: the multiplier build, 1 (default, IMAD) or 6 (FP64 pipe; "
+                        "kernel_sources.BUILDS)")
     args = runner.parse_args(argv)
     name = f"{args.kernel}_2^{args.log_size}" if args.kernel not in ("fp_mul", "fr_mul") else mul_name(args)
     if args.backend == "cpu":

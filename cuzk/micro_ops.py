@@ -17,12 +17,18 @@ from py_arkworks_bls12381 import G1Point, G2Point, Scalar
 
 from . import circuits, plans
 from .curve import ark_to_limbs
-from .gpu import msm, spmv
+from .gpu import spmv
 from .gpu import ntt as G
+from .gpu import ntt_plan
 from .gpu.fr import to_mont, upload
 from .gpu.h import h_scalars
 from .gpu.keygen import FixedBase
-from .gpu.loader import MUL_BUILDS, kernel
+from .gpu.kernel_sources import MUL_BUILDS
+from .gpu.loader import kernel
+from .gpu.msm import fixed as gfixed
+from .gpu.msm import pippenger as gmsm
+from .gpu.msm import sums as gsums
+from .gpu.msm import tables as gtables
 from .gpu.srs import DeviceBases
 from .poly import Domain
 
@@ -79,14 +85,14 @@ def make_ntt(log_n: int, kind: str = "dif", generator: int = 7, *, opts):
     x = random_fr(1 << log_n)
     hp = plans.h(opts)
     h = hp.h_options()
-    v, tiled, build = h["variant"], h["tiled_bitrev"], G.POINTWISE_B6 if h["pointwise_b6"] else ()
+    v, tiled, build = h["variant"], h["tiled_bitrev"], ntt_plan.POINTWISE_B6 if h["pointwise_b6"] else ()
     if kind == "dif":
         def call(): G.dif(x, log_n, generator, variant=v)
     elif kind == "intt":                     # natural -> natural, scaled by 1/n
         natural = hp.ntt.natural_order
 
         def call(): G.intt(x, log_n, generator, variant=v, tiled=tiled, build=build, natural=natural)
-    elif hp.ntt.natural_order and G.natural_dif(v, log_n):   # "ntt": dif whose last pass writes natural order
+    elif hp.ntt.natural_order and ntt_plan.natural_dif(v, log_n):   # "ntt": dif, natural order from its last pass
 
         def call(): G.dif(x, log_n, generator, variant=v, out=cupy.empty_like(x))
     else:                                    # "ntt": natural -> natural (dif in place, then the bit reversal)
@@ -162,8 +168,8 @@ def independent_bases(log_n: int, group: int = 1, distinct_log: int = 24, seed: 
 
 
 def make_msm(log_n: int, group: int = 1, c: int | None = None, *, opts, table_gib: float | None = None):
-    """The MSM's device work as the backend runs it: the window sums (msm.msm_windows) with the MSM options
-    `opts` sets (plans.MsmPlan.kw); the product path folds the windows on the host. P2: over tables
+    """The MSM's device work as the backend runs it: the window sums (gpu/msm/pippenger.msm_windows) with the MSM
+    options `opts` sets (plans.MsmPlan.kw); the product path folds the windows on the host. P2: over tables
     made within table_gib GiB (None: half the free device memory)."""
     fixed = group == 1 and plans.h(opts).tables
     # under P2 every base distinct, as a key's are: tiled bases put copies of one point 2^24 rows apart, close enough
@@ -173,17 +179,17 @@ def make_msm(log_n: int, group: int = 1, c: int | None = None, *, opts, table_gi
     scalars = random_fr(1 << log_n, seed=log_n + 7)
     kw = plans.msm(opts).kw(group)
     if fixed:                                   # the tables made once, outside the timed loops
-        plan = msm.choose_tables(1 << log_n, msm.budget_bytes(gib=table_gib), c)
-        tables = msm.FixedTables(DeviceBases(1, bases, inf), plan)
+        plan = gtables.choose_tables(1 << log_n, gtables.budget_bytes(gmsm.free_bytes(), table_gib), c)
+        tables = gfixed.FixedTables(DeviceBases(1, bases, inf), plan)
         print(f"P2: c = {tables.plan.c}, {tables.plan.t} blocks, {tables.plan.groups} groups, "
               f"{tables.nbytes / 2**30:.2f} GiB of tables", file=sys.stderr)
 
         def run(loops: int) -> float:
-            return _events(lambda: msm.fixed_msm_windows(tables, scalars, **kw), loops)
+            return _events(lambda: gfixed.msm_windows(tables, scalars, **kw), loops)
         return run, 1 << log_n
 
     def run(loops: int) -> float:
-        return _events(lambda: msm.msm_windows(group, bases, inf, scalars, c, **kw), loops)
+        return _events(lambda: gmsm.msm_windows(group, bases, inf, scalars, c, **kw), loops)
     return run, 1 << log_n
 
 
@@ -196,13 +202,13 @@ def make_batch_add(log_n: int, *, opts):
         rows = cupy.arange(1 << log_n, dtype=cupy.int64)
 
         def one():
-            return msm.sum_xyzz(1, bases, inf, rows, mp.bucket_sum(1), mp.pair_merges, mp.kernels)
+            return gsums.sum_xyzz(1, bases, inf, rows, mp.bucket_sum(1), mp.pair_merges, mp.kernels)
     else:
         ones = cupy.broadcast_to(upload([1]), (1 << log_n, 8)).copy()
         kw = mp.kw(1)
 
         def one():
-            return msm.msm_windows(1, bases, inf, ones, **kw)
+            return gmsm.msm_windows(1, bases, inf, ones, **kw)
 
     def run(loops: int) -> float:
         return _events(one, loops)

@@ -100,7 +100,7 @@ register(Optimization(
 register(Optimization(
     "N4", ("ntt_msm_h",),
     "N2's DIF butterfly in two modular ops (d = a - b, a += b), not three (b = a - b, a = a + a - b: written to "
-    "save registers in r8); a build of ntt_reg (loader.BUILDS); acts only with N1 and N2",
+    "save registers in r8); a build of ntt_reg (kernel_sources.BUILDS); acts only with N1 and N2",
     True,     # measured: docs/optimizations.md
     "NTT 2^27 -2.5..-5 ms: the pass's products run at build 6's full rate and the other ~20 ms of instructions "
     "add to them, 13.5 of ~54 modular ops an element go; ntt_msm_h: its DIF NTTs",

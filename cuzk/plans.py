@@ -58,7 +58,7 @@ class MsmPlan:
 
 @dataclass(frozen=True)
 class NttPlan:
-    """The NTT passes (gpu/ntt.py's variant): each field one choice of the register-radix kernel."""
+    """The NTT passes (gpu/ntt_plan.py's variant): each field one choice of the register-radix kernel."""
     register_radix: bool = True        # N1: radix-4 passes in registers (else radix 2)
     build6_product: bool = True        # N2: on fastmul build 6's product
     dif_two_ops: bool = True           # N4: the DIF butterfly in two modular ops (with N2)
@@ -72,7 +72,7 @@ class NttPlan:
 
     @property
     def variant(self) -> str:
-        """gpu/ntt.py's name of this plan's kernels: r2, r4[+o], r4b6[w|b][+oz], r4b6d[t][s][w|b][+oz]."""
+        """gpu/ntt_plan.py's name of this plan's kernels: r2, r4[+o], r4b6[w|b][+oz], r4b6d[t][s][w|b][+oz]."""
         if not self.register_radix:
             return "r2"
         odd = "o" if self.odd_short_top else ""

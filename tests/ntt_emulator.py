@@ -1,12 +1,12 @@
 """CPU emulators of the GPU NTT kernels, the oracles of tests/gpu/test_ntt_plan.py: the radix-2 pass schedule of
 kernels/ntt/ntt.cu and the register-radix pass of kernels/ntt/reg.cu (its groups, shared-memory swizzle and
-twiddle lookups) on object arrays of ints mod R, over cuzk.gpu.ntt's pass plans."""
+twiddle lookups) on object arrays of ints mod R, over cuzk.gpu.ntt_plan's pass plans."""
 from __future__ import annotations
 
 import numpy as np
 
 from cuzk.field import R
-from cuzk.gpu import ntt as G
+from cuzk.gpu import ntt_plan as G
 
 
 def _bitrev(v: np.ndarray, bits: int) -> np.ndarray:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cuzk.cli.common import write_all
-from cuzk.gpu.loader import includes
+from cuzk.gpu.kernel_sources import includes
 
 ARCH = "sm_90"
 

@@ -5,7 +5,7 @@
 
 Useful where NVRTC compiles are slow (the G2 MSM takes minutes) or on machines that are
 started fresh for each job. The file names carry a hash of the sources, so a stale cubin
-is never used. It also builds K1's shared library (kernels/host/cub_sort.cu: cuzk/gpu/cub_sort.py).
+is never used. It also builds K1's shared library (kernels/host/cub_sort.cu: cuzk/gpu/cub_library.py).
 --prune then removes the directory's other files (stale sources, experiment builds): what a device call carries.
 --only builds just those modules (with their BUILDS), e.g. the ones a device run loads.
 Exit 0 when every build is there, 1 when nvcc failed on one, 2 on bad arguments.
@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from cuzk.gpu import cubins, loader  # noqa: E402
+from cuzk.gpu import cubins, kernel_sources  # noqa: E402
 
 
 def main() -> int:
@@ -32,8 +32,8 @@ def main() -> int:
     if args.out:
         os.environ["CUZK_CUBIN_DIR"] = args.out
     only = set(args.only.split(",")) if args.only else None
-    if only and only - set(loader.module_names()):
-        ap.error(f"no such modules: {sorted(only - set(loader.module_names()))}")
+    if only and only - set(kernel_sources.module_names()):
+        ap.error(f"no such modules: {sorted(only - set(kernel_sources.module_names()))}")
 
     def say(r):
         print(f"{r.job.label}: {r.status.upper() if r.status == 'failed' else r.status}"
@@ -45,7 +45,7 @@ def main() -> int:
         return 2
     failed = any(r.status == "failed" for r in results)
     if args.prune and not failed:
-        for f in cubins.prune(keep={r.path for r in results} | {loader.cubin_dir() / cubins.STAMP}):
+        for f in cubins.prune(keep={r.path for r in results} | {kernel_sources.cubin_dir() / cubins.STAMP}):
             print(f"pruned {f.name}")
     return 1 if failed else 0
 

@@ -31,6 +31,7 @@ import cupy  # noqa: E402
 import numpy as np  # noqa: E402
 
 from cuzk import micro_ops as micro  # noqa: E402
+from cuzk.gpu.msm import fold  # noqa: E402
 from cuzk.gpu.msm import pippenger as msm  # noqa: E402
 from cuzk.gpu.msm import plan  # noqa: E402
 from msm_profile import profile  # noqa: E402
@@ -65,7 +66,7 @@ for L in [int(x) for x in args.sizes.split(",")]:
             return msm.msm_xyzz(1, bases, inf, scalars, c, bucket_sum=kind, affine_min_pairs=mp)
         try:
             med, lo, hi = timed(call, args.reps)
-            got = msm.to_ark(1, cupy.asnumpy(call()))
+            got = fold.to_ark(1, cupy.asnumpy(call()))
             st = dict(msm.last_stats)
             ref = got if ref is None else ref
             rows.append((f"2^{L}", kind, str(st.get("c")), "-" if mp is None else f"2^{mp.bit_length() - 1}",

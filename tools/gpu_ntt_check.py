@@ -2,7 +2,7 @@
 
 1. pytest -m gpu: tests/gpu/test_gpu_ntt_reg.py (every variant against the CPU reference), the field and
    NTT tests of tests/gpu/test_gpu.py.
-2. Every cuzk.gpu.ntt.VARIANTS entry: DIF and DIT at 2^20, 2^24, 2^27 (batch 1; CUDA events, median
+2. Every cuzk.gpu.ntt_plan.VARIANTS entry: DIF and DIT at 2^20, 2^24, 2^27 (batch 1; CUDA events, median
    of 10 after 2 warm-up calls); its output against r2's on random input at 2^27 and against the
    CPU reference at 2^16.
 3. Multiplication builds CUZK_FASTMUL_VARIANT_{FP,FR} = 1, 3, 6 (kernels/ff/mul.cuh): rate with 4
@@ -50,7 +50,9 @@ from cuzk import poly  # noqa: E402
 from cuzk.gpu import fr as gfr  # noqa: E402
 from cuzk import micro_ops as micro  # noqa: E402
 from cuzk.gpu import ntt as G  # noqa: E402
-from cuzk.gpu.loader import arch, kernel_dir  # noqa: E402
+from cuzk.gpu import ntt_plan  # noqa: E402
+from cuzk.gpu.kernel_sources import kernel_dir  # noqa: E402
+from cuzk.gpu.loader import arch  # noqa: E402
 
 
 def median_ms(fn, reps=10):
@@ -59,9 +61,9 @@ def median_ms(fn, reps=10):
     return 1e3 * float(np.median([micro._events(fn, 1) for _ in range(reps)]))
 
 
-VARS = [v for v in G.VARIANTS if ONLY is None or v in ONLY.split(",")]
+VARS = [v for v in ntt_plan.VARIANTS if ONLY is None or v in ONLY.split(",")]
 if not VARS:
-    sys.exit(f"--variants {ONLY}: none of {', '.join(G.VARIANTS)}")
+    sys.exit(f"--variants {ONLY}: none of {', '.join(ntt_plan.VARIANTS)}")
 
 # --- 2. NTT variants ---
 times = {}

@@ -28,8 +28,8 @@ import time
 
 def _fold_timer():
     """Host seconds spent in the MSMs' window folds, accumulated until read."""
-    from cuzk.gpu.msm import pippenger as msm     # where msm_g1 and msm_g2 find it
-    inner = msm.fold_windows
+    from cuzk.gpu.msm import fold                 # where msm_g1, msm_g2 and the multi-MSM's parts find it
+    inner = fold.fold_windows
     acc = [0.0]
 
     def timed(*a, **k):
@@ -38,7 +38,7 @@ def _fold_timer():
             return inner(*a, **k)
         finally:
             acc[0] += time.perf_counter() - t0
-    msm.fold_windows = timed
+    fold.fold_windows = timed
     return acc
 
 
@@ -48,16 +48,14 @@ class _Steps:
 
     def __init__(self):
         import cupy
-        from cuzk.gpu import msm as entry
+        from cuzk.gpu.msm import fold, phase_msm
         from cuzk.gpu.msm import many as gmany
-        from cuzk.gpu.msm import phase_msm
         from cuzk.gpu.msm import pippenger as gmsm
         self.cupy, self.events, self.host = cupy, [], {}
         for mod, name in ((gmsm, "_pippenger"), (gmany, "window_sums")):
             self._marked(mod, name)
-        for mod, name in ((gmsm, "fold_windows"), (gmany, "fold_parts"), (phase_msm, "window")):
+        for mod, name in ((fold, "fold_windows"), (gmany, "fold_parts"), (phase_msm, "window")):
             self._host(mod, name)
-        entry.window = phase_msm.window              # the phases call the entry's name
 
     def mark(self, name):
         e = self.cupy.cuda.Event()

@@ -12,7 +12,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import cupy  # noqa: E402
 
 from cuzk import micro_ops as micro  # noqa: E402
-from cuzk.gpu import msm  # noqa: E402
+from cuzk.gpu.msm import pippenger as msm  # noqa: E402
 from cuzk.plans import msm_kernels_of  # noqa: E402
 
 L = int(sys.argv[1])

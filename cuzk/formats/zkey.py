@@ -96,6 +96,15 @@ class Coeffs:
         order, indptr = self.rows_of(which, rows)
         return CSR(indptr, self.col[order], self.value[order])
 
+    def raw_csr(self, which: int, rows: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Matrix `which` (0 = A, 1 = B) as the device takes it (gpu/zkey.py): (indptr int64[rows + 1],
+        cols int32[nnz], raw uint32[nnz, 8]: value·R² mod r), in csr's row order (= ZKey.matrices())."""
+        order, indptr = self.rows_of(which, rows)
+        cols = self.col[order]
+        if len(cols) and cols.max() >= 2**31:
+            raise ValueError("more than 2^31 signals")
+        return indptr, cols.astype(np.int32), np.ascontiguousarray(self.raw()[order])
+
     def equals(self, other: "Coeffs") -> bool:
         return (len(self) == len(other) and all(np.array_equal(getattr(self, k), getattr(other, k))
                                                 for k in ("matrix", "row", "col", "value")))

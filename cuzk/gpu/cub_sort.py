@@ -4,58 +4,20 @@ CuPy's sort has no bit range, so a uint64 sort runs all eight 8-bit passes. The 
 their bucket id alone (bits 32 and up; the low word is the point index and sign, already ascending within a
 bucket, and CUB's sort is stable), so 3 passes do. kernels/host/cub_sort.cu is a C ABI over
 cub::DeviceRadixSort::SortKeys, built with nvcc into a shared library in the cubin cache
-(tools/build_cubins.py prebuilds it; else it is built on first use where nvcc is on PATH).
+(tools/build_cubins.py prebuilds it; else it is built on first use where nvcc is on PATH: cub_library.py).
 """
 from __future__ import annotations
 
 import ctypes
-import hashlib
-import os
-import shutil
-import subprocess
 import warnings
-from pathlib import Path
 
-from .loader import arch, cubin_dir, kernel_dir
+import cupy
 
-SOURCE = "host/cub_sort.cu"
-NVCC_FLAGS = ("-O3", "-std=c++17", "-shared", "-Xcompiler", "-fPIC")
+from .cub_library import SortUnavailable, build, library_path
+from .loader import arch
+
 _lib = None
 _failed: str | None = None
-
-
-class SortUnavailable(RuntimeError):
-    pass
-
-
-def source_path() -> Path:
-    return Path(kernel_dir(), SOURCE)
-
-
-def library_path(arch_name: str) -> Path:
-    """The library for this source, flags and target, in the cubin cache."""
-    h = hashlib.sha256(arch_name.encode())
-    for f in NVCC_FLAGS:
-        h.update(f.encode())
-    h.update(source_path().read_bytes())
-    return cubin_dir() / f"cub_sort-{arch_name}-{h.hexdigest()[:20]}.so"
-
-
-def build(arch_name: str, out: Path | None = None) -> Path:
-    """nvcc the shim into `out` (default library_path); raises SortUnavailable with nvcc's message."""
-    out = out or library_path(arch_name)
-    nvcc = shutil.which("nvcc")
-    if nvcc is None:
-        raise SortUnavailable("nvcc is not on PATH, and no prebuilt " + out.name + " is in " + str(out.parent))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_suffix(f".{os.getpid()}.tmp")
-    r = subprocess.run([nvcc, f"-arch={arch_name}", *NVCC_FLAGS, "-o", str(tmp), str(source_path())],
-                       capture_output=True, text=True)
-    if r.returncode:
-        tmp.unlink(missing_ok=True)
-        raise SortUnavailable(f"nvcc failed on {SOURCE}:\n{r.stderr.strip()}")
-    tmp.replace(out)
-    return out
 
 
 def _load():
@@ -94,7 +56,6 @@ def _check(lib, err: int, what: str):
 def sort_keys(keys, begin_bit: int = 0, end_bit: int = 64, fallback: bool = True):
     """keys (a 1-D cupy uint64 array) stably sorted by bits [begin_bit, end_bit): the same array or a new one.
     Where the library cannot be built or loaded: CuPy's full sort with a warning (fallback), else SortUnavailable."""
-    import cupy
     if keys.dtype != cupy.uint64 or keys.ndim != 1 or not keys.flags.c_contiguous:
         raise ValueError("sort_keys needs a contiguous 1-D uint64 device array")
     if not 0 <= begin_bit < end_bit <= 64:

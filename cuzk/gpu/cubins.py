@@ -1,8 +1,8 @@
-"""Prebuilt kernels: every module under kernels/ (and each of its loader.BUILDS) compiled with nvcc into the
+"""Prebuilt kernels: every module under kernels/ (and each of its kernel_sources.BUILDS) compiled with nvcc into the
 cubin cache the loader reads ($CUZK_CUBIN_DIR, default ~/.cache/cuzk/cubin), and K1's CUB library beside them.
 
 A file's name carries a hash of the module's source, the headers it includes, its defines and the target
-(loader.source_key), so an edited kernel is never served a stale cubin: it gets a new name, and the old file
+(kernel_sources.source_key), so an edited kernel is never served a stale cubin: it gets a new name, and the old file
 is simply unused. The loader loads a cubin whose name matches and compiles with NVRTC otherwise. The name does
 not hold the compiler: the cache records the nvcc that built it (STAMP), and another nvcc rebuilds everything.
 
@@ -24,7 +24,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import cub_sort, loader
+from . import cub_library, kernel_sources
 
 CUBIN_FLAGS = ("-cubin", "-std=c++17")
 
@@ -35,8 +35,8 @@ class CubinError(RuntimeError):
 
 @dataclass(frozen=True)
 class Job:
-    name: str                          # "msm/g1", or cub_sort.SOURCE for K1's library
-    extra: tuple[str, ...] = ()        # one of loader.BUILDS[name], or () for the default build
+    name: str                          # "msm/g1", or cub_library.SOURCE for K1's library
+    extra: tuple[str, ...] = ()        # one of kernel_sources.BUILDS[name], or () for the default build
 
     @property
     def label(self) -> str:
@@ -53,7 +53,7 @@ class Built:
 
 
 def installed_kernels() -> Path:
-    return loader.kernel_dir()
+    return kernel_sources.kernel_dir()
 
 
 def module_names(kdir: Path | None = None) -> list[str]:
@@ -66,8 +66,8 @@ def module_names(kdir: Path | None = None) -> list[str]:
 def jobs(kdir: Path | None = None, only: set[str] | None = None) -> list[Job]:
     """K1's library, then every module's default build and its BUILDS (only the modules named in `only`)."""
     names = [n for n in module_names(kdir) if only is None or n in only]
-    out = [Job(cub_sort.SOURCE)] + [Job(n) for n in names]
-    out += [Job(n, b) for n, builds in loader.BUILDS.items() for b in builds if n in names]
+    out = [Job(cub_library.SOURCE)] + [Job(n) for n in names]
+    out += [Job(n, b) for n, builds in kernel_sources.BUILDS.items() for b in builds if n in names]
     return out
 
 
@@ -76,11 +76,11 @@ def _is_installed(kdir: Path | None) -> bool:
 
 
 def source_key(name: str, arch_name: str, extra: tuple[str, ...], kdir: Path) -> str:
-    """loader.source_key for the module in `kdir` (tests hold the two equal on the installed tree)."""
+    """kernel_sources.source_key for the module in `kdir` (tests hold the two equal on the installed tree)."""
     h = hashlib.sha256(arch_name.encode())
-    for opt in loader.defines(extra):
+    for opt in kernel_sources.defines(extra):
         h.update(opt.encode())
-    for p in loader.includes(Path(kdir, f"{name}.cu"), Path(kdir)):
+    for p in kernel_sources.includes(Path(kdir, f"{name}.cu"), Path(kdir)):
         h.update(p.relative_to(kdir).as_posix().encode())
         h.update(p.read_bytes())
     return h.hexdigest()[:20]
@@ -89,27 +89,27 @@ def source_key(name: str, arch_name: str, extra: tuple[str, ...], kdir: Path) ->
 def target_path(job: Job, arch_name: str, kdir: Path | None = None) -> Path:
     """Where the loader (or cub_sort) looks for this build in the cubin cache."""
     if _is_installed(kdir):
-        if job.name == cub_sort.SOURCE:
-            return cub_sort.library_path(arch_name)
-        return loader.cubin_path(job.name, arch_name, job.extra)
+        if job.name == cub_library.SOURCE:
+            return cub_library.library_path(arch_name)
+        return kernel_sources.cubin_path(job.name, arch_name, job.extra)
     kdir = Path(kdir)
-    if job.name == cub_sort.SOURCE:
+    if job.name == cub_library.SOURCE:
         h = hashlib.sha256(arch_name.encode())
-        for f in cub_sort.NVCC_FLAGS:
+        for f in cub_library.NVCC_FLAGS:
             h.update(f.encode())
-        h.update(Path(kdir, cub_sort.SOURCE).read_bytes())
-        return loader.cubin_dir() / f"cub_sort-{arch_name}-{h.hexdigest()[:20]}.so"
+        h.update(Path(kdir, cub_library.SOURCE).read_bytes())
+        return kernel_sources.cubin_dir() / f"cub_sort-{arch_name}-{h.hexdigest()[:20]}.so"
     key = source_key(job.name, arch_name, job.extra, kdir)
-    return loader.cubin_dir() / f"{job.name.replace('/', '_')}-{arch_name}-{key}.cubin"
+    return kernel_sources.cubin_dir() / f"{job.name.replace('/', '_')}-{arch_name}-{key}.cubin"
 
 
 def nvcc_command(job: Job, arch_name: str, kdir: Path, out: Path) -> list[str]:
     nvcc = shutil.which("nvcc")
     if nvcc is None:
         raise CubinError("nvcc is not on PATH: the runner needs the CUDA toolkit (docs/runners.md)")
-    if job.name == cub_sort.SOURCE:
-        return [nvcc, f"-arch={arch_name}", *cub_sort.NVCC_FLAGS, "-o", str(out), str(Path(kdir, job.name))]
-    return [nvcc, f"-arch={arch_name}", *CUBIN_FLAGS, "-I", str(kdir), *loader.defines(job.extra),
+    if job.name == cub_library.SOURCE:
+        return [nvcc, f"-arch={arch_name}", *cub_library.NVCC_FLAGS, "-o", str(out), str(Path(kdir, job.name))]
+    return [nvcc, f"-arch={arch_name}", *CUBIN_FLAGS, "-I", str(kdir), *kernel_sources.defines(job.extra),
             "-o", str(out), str(Path(kdir, f"{job.name}.cu"))]
 
 
@@ -143,7 +143,7 @@ def renew_for_toolkit(say=None) -> list[Path]:
     """A file's name holds its sources' hash, not the compiler's: when the nvcc on PATH is not the one whose
     build line the cache's stamp records, remove every cubin and library so this nvcc rebuilds them (a toolkit
     upgrade must not leave the old compiler's code in what is measured). Writes the stamp; returns what went."""
-    d = loader.cubin_dir()
+    d = kernel_sources.cubin_dir()
     now = toolkit_build()
     if now is None:
         return []
@@ -204,7 +204,7 @@ def build(arch_name: str, kdir: Path | None = None, workers: int | None = None, 
     todo = jobs(kd, only)
     if only is not None and set(only) - set(module_names(kd)):
         raise CubinError(f"no such modules in {kd}: {', '.join(sorted(set(only) - set(module_names(kd))))}")
-    loader.cubin_dir().mkdir(parents=True, exist_ok=True)
+    kernel_sources.cubin_dir().mkdir(parents=True, exist_ok=True)
     renew_for_toolkit(note)
     procs = _Procs()
 
@@ -248,7 +248,7 @@ def prune(keep_days: float | None = None, keep: set[Path] | None = None, now: fl
     with `keep`, every file but those. Returns what was removed."""
     if (keep_days is None) == (keep is None):
         raise ValueError("prune takes keep_days or keep")
-    d = loader.cubin_dir()
+    d = kernel_sources.cubin_dir()
     if not d.is_dir():
         return []
     limit = (now if now is not None else time.time()) - (keep_days or 0) * 86400

@@ -10,12 +10,14 @@ Bit-reversed order between the DIF and DIT passes needs no permutation in betwee
 """
 from __future__ import annotations
 
+import cupy
 import numpy as np
 
 from ..field import R
 from ..poly import Domain
 from ..qap import qap
 from . import ntt
+from .ntt_plan import POINTWISE_B6
 from .fr import upload
 from .loader import kernel
 
@@ -24,17 +26,16 @@ THREADS = 256
 
 def h_scalars(abc, domain: Domain, convention, check: bool = True, variant: str | None = None, mark=None,
               fused_tail: bool = False, pointwise_b6: bool = False, skip_c: bool = False, tiled_bitrev: bool = False):
-    """variant: the NTT pass kernel (ntt.VARIANTS key; None: ntt.VARIANT). mark(name), when given, is called after
+    """variant: the NTT pass kernel (ntt_plan.VARIANTS key; None: ntt_plan.VARIANT). mark(name), when given, is called after
     each step (profiling). fused_tail (optimization F1): the last coset scale and
     the bit reversal in one pass (ntt.scale_bit_reverse). pointwise_b6 (optimization N3): the coset scales and
-    the combine on Fr build 6 (ntt.POINTWISE_B6). skip_c (optimization H2, `coeff` only): no coset NTT of c.
+    the combine on Fr build 6 (ntt_plan.POINTWISE_B6). skip_c (optimization H2, `coeff` only): no coset NTT of c.
     tiled_bitrev (optimization N5): the last pass's bit reversal by tiles (ntt.bit_reverse's `tiled`).
     H(gx) Z(gx) = A(gx) B(gx) - C(gx) and Z(gx) = g^n - 1 mod x^n - 1, with H and C of degree < n, so
     H(gx) = f (A(gx) B(gx) mod x^n - 1) - f C(gx), f = 1 / Z(g): h = iNTT_coset(a b f) - f C's coefficients,
     the very polynomial of the seven-NTT path for any a, b, c (satisfying or not)."""
-    import cupy
     mark = mark or (lambda name: None)
-    pw = ntt.POINTWISE_B6 if pointwise_b6 else ()
+    pw = POINTWISE_B6 if pointwise_b6 else ()
     L, n, gen = domain.log_n, domain.n, domain.generator
     ninv = pow(n, -1, R)
     ntt.dif(abc, L, gen, inverse=True, variant=variant)     # natural -> bitrev coefficients (x n)

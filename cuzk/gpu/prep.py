@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import cupy
 import numpy as np
 
 from .loader import kernel
@@ -28,7 +29,6 @@ class DevicePrep:
 
 def prep_msm(zs, num_inputs: int) -> DevicePrep:
     """zs: device uint32[batch, n, 8], Montgomery."""
-    import cupy
     batch, n = zs.shape[0], zs.shape[1]
     cls = cupy.empty((batch, n), dtype=cupy.uint8)
     other_any = cupy.zeros(n, dtype=cupy.uint32)

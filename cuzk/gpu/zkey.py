@@ -4,6 +4,7 @@ rows), c = a∘b. The key's A and B go to the device once per ZKey as CSR (the s
 synthesis); coefficients are the file's value·R² limbs, Montgomery-reduced on the GPU."""
 from __future__ import annotations
 
+import cupy
 import numpy as np
 
 from ..field import FR_LIMBS, fr_array, limbs_to_ints
@@ -15,25 +16,14 @@ from .per_device import on_device
 THREADS = 256
 
 
-def host_csr(coeffs, which: int, rows: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Matrix `which` (0 = A, 1 = B) of a zkey's Coeffs as (indptr int64[rows + 1], cols int32[nnz],
-    raw uint32[nnz, 8]: value·R² mod r), in the row order of Coeffs.csr (= ZKey.matrices())."""
-    order, indptr = coeffs.rows_of(which, rows)
-    cols = coeffs.col[order]
-    if len(cols) and cols.max() >= 2**31:
-        raise ValueError("more than 2^31 signals")
-    return indptr, cols.astype(np.int32), np.ascontiguousarray(coeffs.raw()[order])
-
-
 class DeviceZKey:
     """The key's A and B on the device (indptr, cols, Montgomery coefficients), uploaded once."""
 
     def __init__(self, zk):
-        import cupy
         self.n, self.n_vars = zk.domain_size, zk.n_vars
         self.mats = []
         for which in (0, 1):
-            indptr, cols, raw = host_csr(zk.coeffs, which, self.n)
+            indptr, cols, raw = zk.coeffs.raw_csr(which, self.n)
             coef = from_mont(cupy.asarray(raw)) if len(raw) else cupy.zeros((1, FR_LIMBS), cupy.uint32)
             self.mats.append((cupy.asarray(indptr), cupy.asarray(cols), coef))
 
@@ -45,7 +35,6 @@ class DeviceZKey:
 
 def evaluate(dev: DeviceZKey, z):
     """abc = [a | b | c], device uint32[3, n, 8], Montgomery; z: device uint32[n_vars, 8], Montgomery."""
-    import cupy
     if z.shape != (dev.n_vars, FR_LIMBS):
         raise ValueError(f"z has shape {z.shape}, expected ({dev.n_vars}, {FR_LIMBS})")
     n = dev.n

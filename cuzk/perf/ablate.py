@@ -75,7 +75,7 @@ OFF_PATH = {      # toggles read only by code that ablate does not run
     "N10": "the natural-order NTT helpers (cuzk micro ntt)",
 }
 # toggles that change nothing unless others are on ("acts only with" in the registry; the code:
-# cuzk/plans.NttPlan.variant, cuzk/gpu/msm.kernel_build)
+# cuzk/plans.NttPlan.variant, cuzk/gpu/msm/options.kernel_build)
 REQUIRES = {
     "N2": ("N1",), "N4": ("N1", "N2"), "N8": ("N1", "N2", "N4"), "N11": ("N1", "N2", "N4"),
     "N12": ("N1", "N2"), "N13": ("N1",), "N15": ("N1", "N2"), "N17": ("N1", "N2", "N12"), "I2": ("I1",),

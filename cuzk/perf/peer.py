@@ -26,7 +26,6 @@ from .. import field as F
 from .. import plans
 from ..curve import g1_from_ints
 from ..gpu import loader
-from ..gpu import msm as gmsm
 from ..gpu import ntt as gntt
 from ..keygen import cache_dir as key_cache_dir
 from ..opts import resolve
@@ -183,6 +182,8 @@ def measure(peer: Peer, op: str, log_n: int, runs: int = 5) -> Row:
     """op at 2^log_n: cuzk and the peer in turn, `runs` times each after one untimed call each, on the same
     inputs; where the results differ, a row with equal False and no times (one of the two is wrong: no ratio)."""
     import cupy                                  # a GPU run: prepare() found the GPU
+
+    from ..gpu.msm import phase_msm
     from ..micro_ops import independent_bases, random_fr
     plan = plans.cuda(resolve())
     if op == "msm_g1":
@@ -190,7 +191,7 @@ def measure(peer: Peer, op: str, log_n: int, runs: int = 5) -> Row:
         scalars = random_fr(1 << log_n, seed=log_n + 7)
 
         def ours():
-            return gmsm.run_msm(1, bases, inf, scalars, 1 << log_n, plan.msm)
+            return phase_msm.run_msm(1, bases, inf, scalars, 1 << log_n, plan.msm)
 
         def theirs():
             return peer.msm_g1(bases, scalars)

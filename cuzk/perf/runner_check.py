@@ -35,7 +35,7 @@ from pathlib import Path
 
 from .. import backend as backends
 from .. import nvml
-from ..gpu import cub_sort, cubins, loader
+from ..gpu import cubins, kernel_sources, loader
 from ..timing import PHASES
 from . import workload
 from .calibrate import CUDA_FILE, _git, commit_change, gpu_slowdown_patch, make_repo
@@ -121,8 +121,6 @@ def check_gpu(rep: Report) -> str | None:
         return None
     try:
         import cupy
-
-        from ..gpu import loader
         arch = loader.arch()
         dev = cupy.cuda.Device()
         name = cupy.cuda.runtime.getDeviceProperties(dev.id)["name"]
@@ -225,7 +223,7 @@ def check_prebuild(rep: Report, arch: str, trees: dict[str, Path], workers: int 
                    say=_say) -> bool:
     t0 = time.perf_counter()
     made, cached, failed, paths = 0, 0, [], set()
-    say(f"prebuilding the kernels ({', '.join(trees)}) into {loader.cubin_dir()} with nvcc for {arch}")
+    say(f"prebuilding the kernels ({', '.join(trees)}) into {kernel_sources.cubin_dir()} with nvcc for {arch}")
 
     def one(r):
         if r.status == "built":
@@ -250,7 +248,7 @@ def check_prebuild(rep: Report, arch: str, trees: dict[str, Path], workers: int 
     if failed:
         rep.add("prebuild", False, f"{files}; nvcc failed on {', '.join(failed)}", t0)
         return False
-    rep.add("prebuild", True, f"{files}, in {loader.cubin_dir()}", t0)
+    rep.add("prebuild", True, f"{files}, in {kernel_sources.cubin_dir()}", t0)
     return True
 
 
@@ -264,10 +262,11 @@ def check_proof(rep: Report, target: str, say=_say):
     except Exception as e:
         rep.add("proof", False, f"{spec.label()}: {_short(e)}", t0)
         return None
+    from ..gpu import cub_sort                  # a device module: the workload just proved on the GPU
     arch = loader.arch()
     loaded = sorted(loader._modules)           # (name, extra) of every module this process loaded
     compiled = [n if not x else f"{n} [{' '.join(x)}]" for n, x in loaded
-                if not loader.cubin_path(n, arch, x).exists()]
+                if not kernel_sources.cubin_path(n, arch, x).exists()]
     steps = ", ".join(f"{k} {v:.1f} s" for k, v in wl.setup_s.items())
     if compiled:
         rep.add("proof", False, f"proofs verify, but {', '.join(compiled)} came from NVRTC, not the cubin cache: "

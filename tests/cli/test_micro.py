@@ -107,7 +107,7 @@ def test_micro_bad_input(args, msg, tmp_path):
 def test_mul_names_keep_chains_and_builds_apart():
     """fp_mul results of another chain count or multiplier build get their own benchmark name."""
     from types import SimpleNamespace as NS
-    from cuzk.gpu.loader import BUILDS
+    from cuzk.gpu.kernel_sources import BUILDS
     from cuzk.micro import MUL_BUILDS, mul_name
     assert mul_name(NS(kernel="fp_mul", chains=4, fastmul=1)) == "fp_mul"
     assert mul_name(NS(kernel="fp_mul", chains=1, fastmul=6)) == "fp_mul_c1_b6"
@@ -123,10 +123,10 @@ def test_micro_fastmul_choices(capsys):
 @pytest.mark.gpu
 @pytest.mark.parametrize("kernel", ["msm", "msm_g2", "batch_add"])
 def test_micro_msm_kernels_time_the_device_work(kernel, monkeypatch):
-    """`cuzk micro msm/msm_g2/batch_add` time the window sums (msm.msm_windows, the device work of the product
+    """`cuzk micro msm/msm_g2/batch_add` time the window sums (pippenger.msm_windows, the device work of the product
     path) with the registry's options, not a device fold the product path does not run."""
     from cuzk import micro
-    from cuzk.gpu import msm
+    from cuzk.gpu.msm import pippenger as msm
     calls = []
     real = msm.msm_windows
     monkeypatch.setattr(msm, "msm_windows", lambda *a, **k: calls.append(k) or real(*a, **k))

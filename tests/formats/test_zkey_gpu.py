@@ -4,7 +4,11 @@ everywhere. GPU tests: `pytest -m gpu tests/formats/test_zkey_gpu.py`, skipped w
 from __future__ import annotations
 
 import json
+import os
 import random
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,11 +18,12 @@ from cuzk.cli import main
 from cuzk.field import FR_LIMBS, FR_MONT_R, R, fr_array, ints_to_limbs, limbs_to_ints
 from cuzk.formats import coeffs_from_r1cs, read_wtns, read_zkey, write_wtns, write_zkey
 from cuzk.formats.zkey import R2_INV, ZKey
-from cuzk.gpu.zkey import host_csr
 from cuzk.groth16 import Proof, public_from_json, verify, verify_blst
 from cuzk.keygen import ToxicWaste, setup
 from cuzk.opts import resolve
 from cuzk.run import prove_files
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _files(tmp_path_factory, log: int, circuit: str = "porep_like") -> dict:
@@ -40,14 +45,14 @@ def small(tmp_path_factory):
 # --- host parts ---
 
 @pytest.mark.parametrize("source", ["file", "r1cs"])
-def test_host_csr_equals_matrices(small, source):
-    """The device CSR's host arrays = ZKey.matrices(), from a key as read (raw limbs) and from
+def test_raw_csr_equals_matrices(small, source):
+    """The device CSR's host arrays (Coeffs.raw_csr) = ZKey.matrices(), from a key as read (raw limbs) and from
     coefficients made from an R1CS (canonical ints)."""
     zk = read_zkey(small["zkey"])
     coeffs = zk.coeffs if source == "file" else coeffs_from_r1cs(small["r1cs"])
     ref = ZKey(zk.pk, zk.n_public, coeffs).matrices()
     for which, m in enumerate(ref):
-        indptr, cols, raw = host_csr(coeffs, which, zk.domain_size)
+        indptr, cols, raw = coeffs.raw_csr(which, zk.domain_size)
         assert m.nnz > 0
         assert cols.dtype == np.int32 and raw.shape == (m.nnz, FR_LIMBS)
         assert np.array_equal(indptr, m.indptr) and np.array_equal(cols, m.cols)
@@ -84,13 +89,27 @@ def test_bad_witness_rejected(small, form):
 
 
 def test_bad_witness_rejected_by_gpu_assign_before_upload(small):
-    """The GPU assign checks sizes before touching the device (runs without a GPU)."""
-    from cuzk.gpu import zkey as gzkey
-    zk = read_zkey(small["zkey"])
-    with pytest.raises(ValueError, match="witness has"):
-        gzkey.assign(zk, ints_to_limbs(fr_array(small["z"][:-2]), FR_LIMBS))
-    with pytest.raises(ValueError, match="witness has"):
-        gzkey.assign(zk, list(small["z"]) + [5])
+    """The GPU assign checks sizes before touching the device (runs without a GPU): gpu/zkey.py, a device module,
+    loaded in a fresh interpreter over a stand-in CuPy that holds nothing, so any device call would fail first."""
+    code = f"""if True:
+        import sys, types
+        sys.modules["cupy"] = types.ModuleType("cupy")
+        from cuzk.field import FR_LIMBS, fr_array, ints_to_limbs
+        from cuzk.formats import read_wtns, read_zkey
+        from cuzk.gpu import zkey as gzkey
+        zk, z = read_zkey({str(small["zkey"])!r}), read_wtns({str(small["wtns"])!r}).values
+        for bad in (ints_to_limbs(fr_array(z[:-2]), FR_LIMBS), list(z) + [5]):
+            try:
+                gzkey.assign(zk, bad)
+            except ValueError as e:
+                assert "witness has" in str(e), e
+            else:
+                raise AssertionError("a witness of the wrong size was taken")
+        print("rejected")
+    """
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert p.returncode == 0 and p.stdout == "rejected\n", p.stderr
 
 
 def test_prove_rejects_short_witness(small, tmp_path, capsys):

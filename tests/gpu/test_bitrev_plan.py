@@ -3,7 +3,7 @@ make the bit-reversal permutation, and each warp's shared-memory accesses hit 32
 import numpy as np
 import pytest
 
-from cuzk.gpu.ntt import BR_T
+from cuzk.gpu.ntt_plan import BR_T
 
 T = 1 << BR_T
 

@@ -5,8 +5,8 @@ import shutil
 import numpy as np
 import pytest
 
-from cuzk.gpu import cub_sort
-from cuzk.gpu.msm import pippenger as msm
+from cuzk.gpu import cub_library
+from cuzk.gpu.msm import options
 from cuzk.gpu.msm import plan
 
 
@@ -26,18 +26,18 @@ def test_k_opts_are_msm_toggles_that_change_no_kernel_build(opt):
     assert opt in MSM_KERNELS
     for g in (1, 2):
         for ko in [(), ("S1",), ("I1", "I2"), ("S1", "L1", "I1", "I2")]:
-            assert msm.kernel_build(g, K(ko)) == msm.kernel_build(g, K((*ko, opt)))
+            assert options.kernel_build(g, K(ko)) == options.kernel_build(g, K((*ko, opt)))
 
 
 def test_library_path_follows_the_source(tmp_path, monkeypatch):
     monkeypatch.setenv("CUZK_CUBIN_DIR", str(tmp_path))
-    a, b = cub_sort.library_path("sm_90"), cub_sort.library_path("sm_80")
+    a, b = cub_library.library_path("sm_90"), cub_library.library_path("sm_80")
     assert a.parent == tmp_path and a.suffix == ".so" and a != b and a.name.startswith("cub_sort-sm_90-")
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
 def test_shim_builds_and_exports_its_calls(tmp_path):
-    out = cub_sort.build("sm_90", tmp_path / "cub_sort.so")
+    out = cub_library.build("sm_90", tmp_path / "cub_sort.so")
     lib = ctypes.CDLL(str(out))
     for name in ("cuzk_sort_u64_temp_bytes", "cuzk_sort_u64", "cuzk_cuda_error_string"):
         assert hasattr(lib, name)
@@ -46,9 +46,9 @@ def test_shim_builds_and_exports_its_calls(tmp_path):
 
 
 def test_build_without_nvcc_is_a_clear_error(tmp_path, monkeypatch):
-    monkeypatch.setattr(cub_sort.shutil, "which", lambda _: None)
-    with pytest.raises(cub_sort.SortUnavailable, match="nvcc is not on PATH"):
-        cub_sort.build("sm_90", tmp_path / "x.so")
+    monkeypatch.setattr(cub_library.shutil, "which", lambda _: None)
+    with pytest.raises(cub_library.SortUnavailable, match="nvcc is not on PATH"):
+        cub_library.build("sm_90", tmp_path / "x.so")
     assert not list(tmp_path.iterdir())
 
 

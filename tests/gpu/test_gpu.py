@@ -324,7 +324,7 @@ def test_bit_reverse_tiled(cp, log_n, batch):
     from cuzk.field import R
     from cuzk.gpu import fr as gfr
     from cuzk import micro_ops as micro
-    from cuzk.gpu import ntt
+    from cuzk.gpu import ntt, ntt_plan
     n = 1 << log_n
     x = micro.random_fr(n, batch=batch, seed=log_n + 7 * batch).reshape(batch, n, 8)
     xs = [int(v) for v in gfr.download(x)]
@@ -338,7 +338,7 @@ def test_bit_reverse_tiled(cp, log_n, batch):
         got = ntt.scale_bit_reverse(x, log_n, base, scale, tiled=tiled)
         assert [int(v) for v in gfr.download(got)] == [xs[b * n + rev[j]] * scale * pow(base, j, R) % R
                                                        for b in range(batch) for j in range(n)]
-        for build in ((), ntt.POINTWISE_B6):     # intt's 1/n with the reversal: one product, builds 1 and 6
+        for build in ((), ntt_plan.POINTWISE_B6):     # intt's 1/n with the reversal: one product, builds 1 and 6
             poison_next(cp, x.shape)
             got = ntt.bit_reverse(x, log_n, tiled=tiled, scale=scale + log_n, build=build)
             assert [int(v) for v in gfr.download(got)] == [xs[b * n + rev[j]] * (scale + log_n) % R

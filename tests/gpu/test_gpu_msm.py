@@ -152,7 +152,8 @@ def test_msm_large_same_scalar_g1(cp):
 
 def test_msm_multi_pass(cp):
     """Windows split over several sort passes (max_entries below n * windows)."""
-    from cuzk.gpu.msm.pippenger import msm_xyzz, to_ark
+    from cuzk.gpu.msm.fold import to_ark
+    from cuzk.gpu.msm.pippenger import msm_xyzz
     rng = random.Random(seed())
     n = 3000
     pts = rand_points(1, n, rng)
@@ -190,7 +191,7 @@ def test_msm_rejects_bad_shapes(cp):
 
 def _xyzz_host(group, pt, rng):
     """arkworks point -> XYZZ Montgomery limbs with a random z (infinity: zeros)."""
-    from cuzk.gpu.msm.pippenger import FIELDS
+    from cuzk.gpu.msm.fold import FIELDS
     f = FIELDS[group]
     xy = AFF[group](pt)
     if xy is None:
@@ -232,7 +233,8 @@ def test_kernel_opts_same_window_sums(cp, group, kind):
     together, give the default kernels' window sums word for word (XYZZ words of a fresh MSM each) and
     arkworks' MSM; G1 in XYZZ and with affine rounds forced (lambda^2 and the block inversions square, the lazy
     products feed them), G2 in XYZZ."""
-    from cuzk.gpu.msm.pippenger import fold_windows, msm_windows
+    from cuzk.gpu.msm.fold import fold_windows
+    from cuzk.gpu.msm.pippenger import msm_windows
     rng = random.Random(seed())
     n = 3000
     if kind == "random":
@@ -367,7 +369,8 @@ def test_plan_entry_and_round_totals_kernels(cp, shape):
     fresh random bucket counts with empty buckets and outsized ones."""
     from cuzk.gpu.msm import plan as plan
     from cuzk.gpu.loader import kernel
-    from cuzk.gpu.msm.pippenger import _grid, _Kernels, kernel_build
+    from cuzk.gpu.msm.options import kernel_build
+    from cuzk.gpu.msm.pippenger import _grid, _Kernels
     rng = np.random.default_rng(seed())
     nb = int(rng.integers(1000, 5000))
     counts = {"random": rng.poisson(6, nb), "zeros": rng.poisson(6, nb) * (rng.random(nb) < 0.4),
@@ -436,7 +439,7 @@ def test_kernel_opts_batch_add(cp, group, n, monkeypatch):
 @pytest.mark.parametrize("group", [1, 2])
 def test_ec_ops_vs_arkworks(cp, group):
     from cuzk.gpu.loader import kernel
-    from cuzk.gpu.msm.pippenger import to_ark, xyzz_words
+    from cuzk.gpu.msm.fold import to_ark, xyzz_words
     rng = random.Random(seed())
     pairs = _cases(group, rng)
     n = len(pairs)
@@ -484,10 +487,10 @@ def test_batch_add_matches_arkworks(cp, group, n, threads_min, pairs, monkeypatc
     """gpu/msm/sums.py: Σ bases[idx] over a random subset (with repeats of a row, a base at infinity
     and a repeated point among the bases), against arkworks' sum; threads_min 32: the long
     segments that large sums use (segment_size)."""
-    from cuzk.gpu.msm import sums as gb
+    from cuzk.gpu.msm import plan as mp
     from cuzk.gpu.msm.sums import batch_add
     if threads_min:
-        monkeypatch.setattr(gb, "THREADS_MIN", threads_min)
+        monkeypatch.setattr(mp, "THREADS_MIN", threads_min)
     rng = random.Random(seed())
     pts = rand_points(group, max(n, 8), rng)
     limbs, inf = ark_to_limbs(group, pts)
@@ -630,10 +633,10 @@ def test_g1_xyzz_window_20(cp):
 def test_batch_add_affine_rounds(cp, n, monkeypatch):
     """The G1 batch addition through affine pair rounds (every round taken: threshold 1) on
     distinct points, and the fallback when a row repeats (P + P in a pair)."""
-    from cuzk.gpu.msm import sums as gb
-    from cuzk.gpu.msm import pippenger as gm
+    from cuzk.gpu.msm import options
     from cuzk.gpu.msm import plan as mp
-    monkeypatch.setitem(gm.DEFAULT_BUCKET_SUM, 1, "affine")
+    from cuzk.gpu.msm import sums as gb
+    monkeypatch.setitem(options.DEFAULT_BUCKET_SUM, 1, "affine")
     monkeypatch.setattr(mp, "AFFINE_MIN_PAIRS", 1)
     rng = random.Random(seed())
     pts = [G1Point() * Scalar(rng.randrange(1, F.R)) for _ in range(n)]

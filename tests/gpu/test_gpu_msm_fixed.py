@@ -9,8 +9,8 @@ from py_arkworks_bls12381 import G1Point, Scalar
 
 from cuzk import field as F
 from cuzk.curve import limbs_to_ark
-from cuzk.gpu.msm import fixed as fx
 from cuzk.gpu.msm import plan as plan
+from cuzk.gpu.msm.tables import TablePlan, choose_tables
 from cuzk.gpu.srs import DeviceBases
 from cuzk.plans import MSM_KERNELS, msm_kernels_of as K
 from gpu_msm_cases import distinct_bases, edge_case, fr_dev, rand_points, seed, upload, want
@@ -26,6 +26,13 @@ def cp():
     return cupy
 
 
+@pytest.fixture(scope="module")
+def fx(cp):
+    """gpu/msm/fixed.py, a device module: imported where the tests run on the GPU."""
+    from cuzk.gpu.msm import fixed
+    return fixed
+
+
 def section(cp, pts):
     limbs, inf, _ = upload(cp, 1, pts, [0] * len(pts))
     return DeviceBases(1, limbs, inf)
@@ -33,11 +40,11 @@ def section(cp, pts):
 
 def plans(c):
     nw = plan.num_windows(c)
-    return [fx.TablePlan(c, -(-nw // -(-nw // t)), -(-nw // t)) for t in sorted({2, round(nw ** 0.5), nw})]
+    return [TablePlan(c, -(-nw // -(-nw // t)), -(-nw // t)) for t in sorted({2, round(nw ** 0.5), nw})]
 
 
-@pytest.mark.parametrize("tp", [fx.TablePlan(5, 4, 13), fx.TablePlan(24, 11, 1)])
-def test_tables_against_arkworks(cp, tp):
+@pytest.mark.parametrize("tp", [TablePlan(5, 4, 13), TablePlan(24, 11, 1)])
+def test_tables_against_arkworks(cp, fx, tp):
     """Every row of every block: 2^(c G j) P_i, zero limbs for a base at infinity; block 0 is the section itself,
     which now reads the table (no copy), and release() gives it its own limbs back, unchanged."""
     rng = random.Random(seed())
@@ -63,7 +70,7 @@ def test_tables_against_arkworks(cp, tp):
 
 
 @pytest.mark.parametrize("n", [1, 31, 1000, 1 << 14])
-def test_fixed_msm_random(cp, n):
+def test_fixed_msm_random(cp, fx, n):
     rng = random.Random(seed())
     pts = rand_points(1, n, rng)
     sc = [rng.randrange(F.R) for _ in range(n)]
@@ -76,7 +83,7 @@ def test_fixed_msm_random(cp, n):
 
 
 @pytest.mark.parametrize("kind", ["zero", "one", "r-1", "mixed", "same", "small", "all-inf", "repeat-point"])
-def test_fixed_msm_edge_cases(cp, kind):
+def test_fixed_msm_edge_cases(cp, fx, kind):
     """Edge scalars and bases; "repeat-point" makes x1 == x2 pairs, so the XYZZ fallback runs."""
     rng = random.Random(seed())
     pts, sc = edge_case(1, kind, 600, rng)
@@ -87,7 +94,7 @@ def test_fixed_msm_edge_cases(cp, kind):
         tables.release()
 
 
-def test_fixed_msm_options(cp):
+def test_fixed_msm_options(cp, fx):
     """XYZZ bucket sums, every pair option, K10 off, and one group a pass (max_entries): arkworks' MSM each time."""
     rng = random.Random(seed())
     n = 1 << 12
@@ -95,7 +102,7 @@ def test_fixed_msm_options(cp):
     sc = [rng.randrange(F.R) for _ in range(n)]
     pts = limbs_to_ark(1, cp.asnumpy(limbs), np.zeros(n, dtype=bool))
     ref = want(1, pts, sc)
-    tables = fx.FixedTables(DeviceBases(1, limbs, inf), fx.TablePlan(16, 4, 4))
+    tables = fx.FixedTables(DeviceBases(1, limbs, inf), TablePlan(16, 4, 4))
     s = fr_dev(cp, sc)
     assert fx.msm_g1(tables, s, bucket_sum="xyzz") == ref
     for levels, merges in ((False, False), (True, True)):
@@ -105,7 +112,7 @@ def test_fixed_msm_options(cp):
     assert fx.msm_g1(tables, s, affine_min_pairs=1) == ref
 
 
-def test_fixed_msm_large_matches_plain(cp):
+def test_fixed_msm_large_matches_plain(cp, fx):
     """2^18 distinct bases at the plan choose_tables makes for them: the plain GPU MSM's and arkworks' result."""
     from cuzk.gpu.msm.pippenger import msm_g1
     rng = random.Random(seed())
@@ -114,7 +121,7 @@ def test_fixed_msm_large_matches_plain(cp):
     sc = [rng.randrange(F.R) for _ in range(n)]
     s = fr_dev(cp, sc)
     plain = msm_g1(limbs, inf, s)
-    tp = fx.choose_tables(n, 1 << 34)
+    tp = choose_tables(n, 1 << 34)
     assert tp.t > 1
     tables = fx.FixedTables(DeviceBases(1, limbs, inf), tp)
     assert fx.msm_g1(tables, s) == plain
@@ -159,7 +166,7 @@ def test_p2_out_of_memory_frees_the_tables(cp, monkeypatch, capsys):
 
     def oom(*a, **kw):
         raise cp.cuda.memory.OutOfMemoryError(1 << 40, 0)
-    monkeypatch.setattr(ntt_msm_h.gmsm, "fixed_msm_g1", oom)      # the entry the phase calls
+    monkeypatch.setattr(ntt_msm_h.gfixed, "msm_g1", oom)          # the MSM over tables the phase calls
     assert on.ntt_msm_h(kh, asgs) == want
     assert kh.tables is None and capsys.readouterr().err.count("the H tables were freed") == 1   # not made again
     assert on.ntt_msm_h(kh, asgs) == want and kh.tables is None

@@ -219,9 +219,10 @@ def batch_case(cp, group, sizes, rng):
 def test_batch_many_matches_arkworks_and_batch_add(cp, group, threads_min, pairs, monkeypatch):
     """Sections summed together (0, 1, 31, 5000 and 1000 rows, every row of one): each sum is arkworks'
     and batch_add's alone; threads_min 32: long first segments (segment_size)."""
+    from cuzk.gpu.msm import plan as mp
     from cuzk.gpu.msm import sums as gb
     if threads_min:
-        monkeypatch.setattr(gb, "THREADS_MIN", threads_min)
+        monkeypatch.setattr(mp, "THREADS_MIN", threads_min)
     rng = random.Random(seed())
     host, dev = batch_case(cp, group, [0, 1, 31, None, 5000, 1000], rng)
     got = gb.batch_add_many(group, dev, pair_merges=pairs)
@@ -255,10 +256,10 @@ def test_batch_many_affine_parts_alone(cp, monkeypatch):
     """G1 with affine rounds from 4 pairs on: the sections that large (1000 and 301 rows) are summed alone
     (sum_xyzz, its rounds and, for a repeated row, its fallback), the small ones (5, 7 rows, one
     repeated) together; all equal arkworks'."""
-    from cuzk.gpu.msm import sums as gb
-    from cuzk.gpu.msm import pippenger as gm
+    from cuzk.gpu.msm import options
     from cuzk.gpu.msm import plan as mp
-    monkeypatch.setitem(gm.DEFAULT_BUCKET_SUM, 1, "affine")
+    from cuzk.gpu.msm import sums as gb
+    monkeypatch.setitem(options.DEFAULT_BUCKET_SUM, 1, "affine")
     monkeypatch.setattr(mp, "AFFINE_MIN_PAIRS", 4)
     rng = random.Random(seed())
     dev, host = [], []

@@ -1,4 +1,4 @@
-"""Every NTT pass kernel (cuzk.gpu.ntt.VARIANTS: kernels/ntt/reg.cu; r4b6: ntt/reg.cu on fastmul build 6; r4b6d: r4b6 with N4's DIF butterfly; r4b6dt: with
+"""Every NTT pass kernel (cuzk.gpu.ntt_plan.VARIANTS: kernels/ntt/reg.cu; r4b6: ntt/reg.cu on fastmul build 6; r4b6d: r4b6 with N4's DIF butterfly; r4b6dt: with
 N8's full-domain twiddle tables; r4b6dts: and N11's differences left < 2p;
 "w": N12 off, 32-bit exchanges; "b": N17 off, swz4 bit by bit; after "+", run-time features: o N13, z N15)
 against the CPU reference on fresh random inputs, and against the radix-2 kernel at 2^20 / 2^24. Run on the device: `pytest -m gpu`."""
@@ -24,8 +24,8 @@ def rnd(n, seed):
 
 @pytest.fixture(params=REG)
 def variant(request, monkeypatch):
-    from cuzk.gpu import ntt as G
-    monkeypatch.setattr(G, "VARIANT", request.param)
+    from cuzk.gpu import ntt_plan
+    monkeypatch.setattr(ntt_plan, "VARIANT", request.param)
     return request.param
 
 
@@ -84,7 +84,8 @@ def test_natural_order_last_pass(variant, log_n, batch):
     from cuzk.gpu import fr as gfr
     from cuzk import micro_ops as micro
     from cuzk.gpu import ntt as G
-    if not G.natural_dif(variant, log_n):
+    from cuzk.gpu import ntt_plan
+    if not ntt_plan.natural_dif(variant, log_n):
         pytest.skip("the radix-2 kernel runs this size")
     x0 = micro.random_fr(1 << log_n, batch, seed=log_n * 3 + batch)
     want = G.bit_reverse(G.dif(x0.copy(), log_n, 5), log_n)
@@ -105,7 +106,8 @@ def test_intt_natural_scaled(variant, log_n, batch):
     import cupy
     from cuzk import micro_ops as micro
     from cuzk.gpu import ntt as G
-    if not G.natural_scaled(variant, log_n):
+    from cuzk.gpu import ntt_plan
+    if not ntt_plan.natural_scaled(variant, log_n):
         pytest.skip("no single small-table pass at this size")
     x0 = micro.random_fr(1 << log_n, batch, seed=log_n + batch)
     got, want = G.intt(x0, log_n, 5, natural=True), G.intt(x0, log_n, 5, natural=False)

@@ -81,14 +81,14 @@ def test_sort_keys_bad_input(cp):
 
 def test_unavailable_library_falls_back_or_raises(cp, monkeypatch):
     """Without the library (no nvcc, a failed build): CuPy's full sort with a warning, or SortUnavailable."""
-    from cuzk.gpu import cub_sort
+    from cuzk.gpu import cub_library, cub_sort
     monkeypatch.setattr(cub_sort, "_lib", None)
     monkeypatch.setattr(cub_sort, "_failed", "nvcc is not on PATH")
     host = _msm_keys(random.Random(seed()), 5000, 1 << 10)
     with pytest.warns(UserWarning, match="unavailable"):
         got = cub_sort.sort_keys(cp.asarray(host), *plan.sort_bits(1 << 10))
     assert np.array_equal(cp.asnumpy(got), np.sort(host))
-    with pytest.raises(cub_sort.SortUnavailable, match="nvcc"):
+    with pytest.raises(cub_library.SortUnavailable, match="nvcc"):
         cub_sort.sort_keys(cp.asarray(host), 32, 43, fallback=False)
 
 

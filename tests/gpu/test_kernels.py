@@ -71,13 +71,13 @@ def _build_label(name: str, extra: tuple[str, ...]) -> str:
 
 @pytest.fixture(scope="module")
 def nvcc_results(tmp_path_factory, pytestconfig):
-    """Every source, and every module build (loader.BUILDS), compiled once, in parallel, remembered by
+    """Every source, and every module build (kernel_sources.BUILDS), compiled once, in parallel, remembered by
     what it compiles (tests/nvcc_checks.py): the G2 modules take over a minute each."""
-    from cuzk.gpu import loader
+    from cuzk.gpu import kernel_sources
     from nvcc_checks import Job, compile_all
     jobs = [Job(src, KERNELS / src) for src in SOURCES]
     jobs += [Job(_build_label(name, extra), KERNELS / f"{name}.cu", extra)
-             for name, builds in loader.BUILDS.items() for extra in builds]
+             for name, builds in kernel_sources.BUILDS.items() for extra in builds]
     capture = pytestconfig.pluginmanager.getplugin("capturemanager")
 
     def say(line: str) -> None:           # a progress line on the terminal, past pytest's capture
@@ -109,31 +109,32 @@ def test_every_subpackage_is_listed_for_install():
 def test_cubin_key_follows_the_included_headers_only(tmp_path, monkeypatch):
     """A prebuilt cubin's name hashes its .cu, the headers it includes (transitively) and the
     defines: editing an included header renames it, adding an unrelated header does not."""
-    from cuzk.gpu import loader
+    from cuzk.gpu import kernel_sources
     (tmp_path / "a.cu").write_text('#include "x.cuh"\nint a;\n')
     (tmp_path / "x.cuh").write_text('#pragma once\n#ifdef Q\n  #include "y.cuh"\n#endif\n')
     (tmp_path / "y.cuh").write_text("int y;\n")
-    monkeypatch.setattr(loader, "kernel_dir", lambda: tmp_path)
-    assert [p.name for p in loader.sources("a")] == ["a.cu", "x.cuh", "y.cuh"]
-    k0 = loader.source_key("a", "sm_90")
+    monkeypatch.setattr(kernel_sources, "kernel_dir", lambda: tmp_path)
+    assert [p.name for p in kernel_sources.sources("a")] == ["a.cu", "x.cuh", "y.cuh"]
+    k0 = kernel_sources.source_key("a", "sm_90")
     (tmp_path / "z.cuh").write_text("int z;\n")                   # included by nothing
-    assert loader.source_key("a", "sm_90") == k0
+    assert kernel_sources.source_key("a", "sm_90") == k0
     (tmp_path / "y.cuh").write_text("int y2;\n")                  # included through x.cuh
-    k1 = loader.source_key("a", "sm_90")
-    assert k1 != k0 and loader.source_key("a", "sm_80") != k1
-    assert loader.source_key("a", "sm_90", ("Q=1",)) != k1 and loader.defines(("Q=1",)) == ("-DQ=1",)
+    k1 = kernel_sources.source_key("a", "sm_90")
+    assert k1 != k0 and kernel_sources.source_key("a", "sm_80") != k1
+    assert kernel_sources.source_key("a", "sm_90", ("Q=1",)) != k1
+    assert kernel_sources.defines(("Q=1",)) == ("-DQ=1",)
 
 
 def test_module_builds_have_their_own_key():
-    """A module build (loader.BUILDS, selected by a registry toggle) has its own cubin name and its defines alone,
-    and a build that is not listed is refused."""
-    from cuzk.gpu import loader
-    from cuzk.gpu import ntt
-    assert ntt.R4B6_BUILD in loader.BUILDS["ntt/reg"]
-    base = loader.cubin_path("ntt/reg", "sm_90")
-    b6 = loader.cubin_path("ntt/reg", "sm_90", ntt.R4B6_BUILD)
+    """A module build (kernel_sources.BUILDS, selected by a registry toggle) has its own cubin name and its defines
+    alone, and a build that is not listed is refused."""
+    from cuzk.gpu import kernel_sources, loader, ntt_plan
+    assert ntt_plan.R4B6_BUILD in kernel_sources.BUILDS["ntt/reg"]
+    base = kernel_sources.cubin_path("ntt/reg", "sm_90")
+    b6 = kernel_sources.cubin_path("ntt/reg", "sm_90", ntt_plan.R4B6_BUILD)
     assert base != b6 and b6.name.startswith("ntt_reg-sm_90-")
-    assert loader.defines(ntt.R4B6_BUILD) == ("-DCUZK_FASTMUL_VARIANT_FR=6",) and loader.defines() == ()
+    assert kernel_sources.defines(ntt_plan.R4B6_BUILD) == ("-DCUZK_FASTMUL_VARIANT_FR=6",)
+    assert kernel_sources.defines() == ()
     with pytest.raises(ValueError, match="no build"):
         loader.module("ntt/reg", ("CUZK_FASTMUL_VARIANT_FR=3",))
 
@@ -141,28 +142,28 @@ def test_module_builds_have_their_own_key():
 def test_msm_kernel_builds_are_listed():
     """Every build the MSM kernel toggles select (S1: the dedicated squaring, G1 only; I1: the products called; I2
     with I1: the callee on build 3) is a listed module build with a cubin name of its own; the default build is ()."""
-    from cuzk.gpu import loader
-    from cuzk.gpu.msm import pippenger as msm
+    from cuzk.gpu import kernel_sources
+    from cuzk.gpu.msm import options
     from cuzk.plans import MSM_KERNELS, msm_kernels_of as K
     seen = set()
     for group in (1, 2):
         for r in range(len(MSM_KERNELS) + 1):
             for ko in itertools.combinations(MSM_KERNELS, r):
-                b = msm.kernel_build(group, K(ko))
-                assert b == () or b in loader.BUILDS[f"msm/g{group}"], (group, ko, b)
+                b = options.kernel_build(group, K(ko))
+                assert b == () or b in kernel_sources.BUILDS[f"msm/g{group}"], (group, ko, b)
                 seen.add((group, b))
-    assert msm.kernel_build(2, K({"S1"})) == ()          # G2 squares in Fp2 by products
-    assert msm.kernel_build(1, K({"L1"})) == ()          # L1 is a kernel name, not a build
-    assert msm.kernel_build(1, K({"I2"})) == ()          # I2 picks I1's callee: nothing without I1
-    assert seen == {(g, ()) for g in (1, 2)} | {(g, b) for g in (1, 2) for b in loader.BUILDS[f"msm/g{g}"]}
-    names = {loader.cubin_path("msm/g1", "sm_90", b) for b in ((), *loader.BUILDS["msm/g1"])}
+    assert options.kernel_build(2, K({"S1"})) == ()          # G2 squares in Fp2 by products
+    assert options.kernel_build(1, K({"L1"})) == ()          # L1 is a kernel name, not a build
+    assert options.kernel_build(1, K({"I2"})) == ()          # I2 picks I1's callee: nothing without I1
+    assert seen == {(g, ()) for g in (1, 2)} | {(g, b) for g in (1, 2) for b in kernel_sources.BUILDS[f"msm/g{g}"]}
+    names = {kernel_sources.cubin_path("msm/g1", "sm_90", b) for b in ((), *kernel_sources.BUILDS["msm/g1"])}
     assert len(names) == 6
-    assert loader.defines(msm.kernel_build(1, K({"S1", "I1"}))) == ("-DCUZK_FASTSQR=1", "-DCUZK_FP_CALL=1")
-    assert loader.defines(msm.kernel_build(2, K({"S1", "I1", "I2"}))) == \
+    assert kernel_sources.defines(options.kernel_build(1, K({"S1", "I1"}))) == ("-DCUZK_FASTSQR=1", "-DCUZK_FP_CALL=1")
+    assert kernel_sources.defines(options.kernel_build(2, K({"S1", "I1", "I2"}))) == \
         ("-DCUZK_FP_CALL=1", "-DCUZK_FASTMUL_VARIANT_FP=3")
 
 
-# Spill bytes tolerated per module build (loader.BUILDS): (functions whose name contains this, or one of
+# Spill bytes tolerated per module build (kernel_sources.BUILDS): (functions whose name contains this, or one of
 # these, bytes each, the reason). Every other kernel of a build must spill nothing.
 BUILD_SPILLS_ALLOWED = {
     ("ntt/ntt", ("CUZK_FASTMUL_VARIANT_FR=6",)):
@@ -198,10 +199,10 @@ BUILD_SPILLS_ALLOWED |= {
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
 def test_module_builds_compile_within_their_spill_bounds(nvcc_results):
-    """Every loader.BUILDS entry compiles for sm_90, and spills at most what BUILD_SPILLS_ALLOWED says
+    """Every kernel_sources.BUILDS entry compiles for sm_90, and spills at most what BUILD_SPILLS_ALLOWED says
     (nothing when unlisted)."""
-    from cuzk.gpu import loader
-    for name, builds in loader.BUILDS.items():
+    from cuzk.gpu import kernel_sources
+    for name, builds in kernel_sources.BUILDS.items():
         for extra in builds:
             r = nvcc_results[_build_label(name, extra)]
             assert r.returncode == 0, r.stderr

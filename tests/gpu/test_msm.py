@@ -114,12 +114,12 @@ def test_split_drives_batch_addition_and_tail():
 
 def test_batch_add_segment_size():
     """Long segments (SEGMENT) from 2^24 points, shorter ones for smaller sums, never below SEGMENT_MIN."""
-    from cuzk.gpu.msm import sums as gb
-    assert gb.segment_size(1 << 26) == gb.segment_size(1 << 24) == gb.SEGMENT
-    assert gb.segment_size(1 << 18) == gb.segment_size(5) == gb.segment_size(0) == gb.SEGMENT_MIN
-    sizes = [gb.segment_size(1 << k) for k in range(0, 28)]
+    from cuzk.gpu.msm import plan as mp
+    assert mp.segment_size(1 << 26) == mp.segment_size(1 << 24) == mp.SEGMENT
+    assert mp.segment_size(1 << 18) == mp.segment_size(5) == mp.segment_size(0) == mp.SEGMENT_MIN
+    sizes = [mp.segment_size(1 << k) for k in range(0, 28)]
     assert sizes == sorted(sizes)
-    assert all((1 << k) // s >= gb.THREADS_MIN for k, s in zip(range(28), sizes) if gb.SEGMENT_MIN < s < gb.SEGMENT)
+    assert all((1 << k) // s >= mp.THREADS_MIN for k, s in zip(range(28), sizes) if mp.SEGMENT_MIN < s < mp.SEGMENT)
 
 
 def test_first_segment_size():

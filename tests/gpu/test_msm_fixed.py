@@ -8,7 +8,7 @@ import pytest
 from py_arkworks_bls12381 import G1Point, Scalar
 
 from cuzk.field import FR_LIMBS, R
-from cuzk.gpu.msm import fixed as fx
+from cuzk.gpu.msm import tables
 from cuzk.gpu.msm import plan as plan
 from test_msm_model import EDGE, XYZZ, IntGroup, ModelKernels, ark_affine, curve_case, int_case
 
@@ -21,7 +21,7 @@ def test_choose_tables_every_plan_covers_the_windows():
     for n in (1, 1000, 1 << 20, 1 << 26, 1 << 27):
         for budget in (n * 100, n * 400, n * 2000, 200 * GIB):
             try:
-                tp = fx.choose_tables(n, budget)
+                tp = tables.choose_tables(n, budget)
             except ValueError:
                 assert budget < n * plan.PASS_BYTES_PER_ENTRY      # not even one window's pass fits
                 continue
@@ -34,21 +34,21 @@ def test_choose_tables_every_plan_covers_the_windows():
 def test_choose_tables_at_2_26():
     """With room for every block, one group; the model's choice is c = 24, 11 windows in one set of buckets."""
     n = 1 << 26
-    tp = fx.choose_tables(n, 140 * GIB)
+    tp = tables.choose_tables(n, 140 * GIB)
     assert (tp.c, tp.t, tp.groups) == (24, 11, 1)
     assert tp.table_bytes(n) == 10 * n * 96
-    plain = fx.cost(n, 20, 1, plan.num_windows(20))              # choose_window's c = 20 without tables
-    assert fx.cost(n, tp.c, tp.t, tp.groups) < 0.9 * plain
+    plain = tables.cost(n, 20, 1, plan.num_windows(20))              # choose_window's c = 20 without tables
+    assert tables.cost(n, tp.c, tp.t, tp.groups) < 0.9 * plain
     assert plan.choose_window(n, affine=True) == 20
 
 
 def test_choose_tables_small_budget():
     n = 1 << 20
-    tp = fx.choose_tables(n, n * plan.PASS_BYTES_PER_ENTRY + 1)   # one window's pass, no room for a table
+    tp = tables.choose_tables(n, n * plan.PASS_BYTES_PER_ENTRY + 1)   # one window's pass, no room for a table
     assert tp.t == 1 and tp.groups == tp.windows and tp.table_bytes(n) == 0
     with pytest.raises(ValueError, match="no MSM plan fits"):
-        fx.choose_tables(n, n * plan.PASS_BYTES_PER_ENTRY - 1)
-    assert fx.choose_tables(n, 200 * GIB, c=20).c == 20
+        tables.choose_tables(n, n * plan.PASS_BYTES_PER_ENTRY - 1)
+    assert tables.choose_tables(n, 200 * GIB, c=20).c == 20
 
 
 # --- msm_digits_fixed transcribed ---
@@ -119,7 +119,7 @@ def plans(c):
     """Plans of window c from no tables to one group: t = 1, 2, about sqrt(nw) and nw (each with its fewest G)."""
     nw = plan.num_windows(c)
     ts = sorted({1, min(2, nw), max(1, round(nw ** 0.5)), nw})
-    return [fx.TablePlan(c, -(-nw // -(-nw // t)), -(-nw // t)) for t in ts]
+    return [tables.TablePlan(c, -(-nw // -(-nw // t)), -(-nw // t)) for t in ts]
 
 
 @pytest.mark.parametrize("c", [1, 3, 8, 13, 24])
@@ -147,7 +147,7 @@ def test_fixed_digits_reconstruct_scalar(c):
 def test_fixed_digit_passes_match_one_pass():
     rng = random.Random(2)
     sc = [rng.randrange(R) for _ in range(11)]
-    tp = fx.TablePlan(5, 3, 18)                  # 52 windows of 5 bits, 3 blocks, 18 groups
+    tp = tables.TablePlan(5, 3, 18)                  # 52 windows of 5 bits, 3 blocks, 18 groups
     k = FixedModel(IntMul(), [1] * 11, [False] * 11, sc, tp)
     full = k.digits(5, 0, 18)
     parts = []
@@ -170,7 +170,7 @@ def test_fixed_schedule_int_group(n, c, kind):
 def test_fixed_schedule_passes_and_affine_rounds():
     """Several groups a pass and a pass a group, with affine rounds (min_pairs 1) and K10's groups."""
     bases, inf, sc, want = int_case(200, 9, "edge")
-    tp = fx.TablePlan(6, 3, 15)
+    tp = tables.TablePlan(6, 3, 15)
     for max_entries in (600, 1800, 1 << 28):
         assert model_fixed(IntMul(), bases, inf, sc, tp, max_entries)[0] == want
         got, k = model_fixed(IntMul(), bases, inf, sc, tp, max_entries, min_pairs=1, group_reduce=True)
@@ -179,7 +179,7 @@ def test_fixed_schedule_passes_and_affine_rounds():
 
 def test_fixed_schedule_all_zero_and_all_infinite():
     bases, inf, sc, _ = int_case(40, 4)
-    tp = fx.TablePlan(5, 13, 4)
+    tp = tables.TablePlan(5, 13, 4)
     assert model_fixed(IntMul(), bases, inf, [0] * 40, tp)[0] == 0
     assert model_fixed(IntMul(), bases, [True] * 40, sc, tp)[0] == 0
 
@@ -188,7 +188,7 @@ def test_fixed_schedule_all_zero_and_all_infinite():
 def test_fixed_schedule_on_curve_vs_arkworks(n, c, repeat):
     """Real G1 tables (2^(c G j) P by arkworks), the affine rounds with their batch inversion, and the XYZZ
     fallback that a repeated base forces: arkworks' MSM."""
-    from cuzk.gpu.msm.pippenger import xyzz_to_affine
+    from cuzk.gpu.msm.fold import xyzz_to_affine
     bases, inf, sc, want = curve_case(1, n, n * 5 + c + repeat, repeat)
     for tp in (plans(c)[1], plans(c)[-1]) if n > 1 else plans(c)[-1:]:
         got, k = model_fixed(CurveMul(1), bases, inf, sc, tp, min_pairs=1)
@@ -199,7 +199,7 @@ def test_fixed_schedule_on_curve_vs_arkworks(n, c, repeat):
 def test_table_doublings_match_scalar():
     """Block j + 1 = 2^(c G) block j (msm_fixed_table doubles c G times): the weight of row j n + i."""
     P = G1Point() * Scalar(12345)
-    tp = fx.TablePlan(4, 3, 22)
+    tp = tables.TablePlan(4, 3, 22)
     blk = [P]
     for _ in range(tp.t - 1):
         q = blk[-1]
@@ -213,12 +213,12 @@ def test_table_doublings_match_scalar():
 
 def test_budget_bytes():
     free = 100 * GIB
-    assert fx.budget_bytes(free) == int(fx.BUDGET_FRACTION * free)
-    assert fx.budget_bytes(free, 12.5) == int(12.5 * GIB)
+    assert tables.budget_bytes(free) == int(tables.BUDGET_FRACTION * free)
+    assert tables.budget_bytes(free, 12.5) == int(12.5 * GIB)
     for bad, why in ((0.0, "above 0"), (-3.0, "above 0"), (float("nan"), "above 0"),
                      (150.0, "asks for 150.00 GiB but only 100.00 GiB")):
         with pytest.raises(ValueError, match=why):
-            fx.budget_bytes(free, bad)
+            tables.budget_bytes(free, bad)
 
 
 def test_the_table_budget_is_read_from_the_environment_at_the_edge():

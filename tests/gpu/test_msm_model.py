@@ -20,9 +20,9 @@ from py_arkworks_bls12381 import G1Point, G2Point, Scalar
 from cuzk.curve import g1_affine_ints, g2_affine_ints, scalars_to_ark
 from cuzk.field import FR_LIMBS, P, R, ints_to_limbs
 from cuzk.gpu.msm import plan as plan
-from cuzk.gpu.msm.pippenger import FIELDS, xyzz_to_affine
+from cuzk.gpu.msm.fold import FIELDS, xyzz_to_affine
 
-# --- ec/curve.cuh transcribed (same operation order), over cuzk.gpu.msm.Fp / Fp2 ---
+# --- ec/curve.cuh transcribed (same operation order), over cuzk.gpu.msm.fold.Fp / Fp2 ---
 
 
 class XYZZ:
@@ -1008,10 +1008,10 @@ def test_second_round_degenerate_falls_back():
     assert k.stats["fallbacks"] >= 1
 
 
-# --- the host fold of the window sums (msm.fold_windows, used by msm_g1 / msm_g2) ---
+# --- the host fold of the window sums (fold.fold_windows, used by msm_g1 / msm_g2) ---
 
 def xyzz_limbs(group, pts):
-    """XYZZ tuples -> uint32[len, words] Montgomery limbs (msm.xyzz_from_limbs's inverse)."""
+    """XYZZ tuples -> uint32[len, words] Montgomery limbs (fold.xyzz_from_limbs's inverse)."""
     from cuzk.field import fp_to_limbs
     flat = [v for p in pts for v in (p if group == 1 else (c for pair in p for c in pair))]
     return fp_to_limbs(np.array(flat, dtype=object)).reshape(len(pts), -1)
@@ -1021,7 +1021,7 @@ def xyzz_limbs(group, pts):
 def test_fold_windows_vs_arkworks(group, c, nw):
     """Σ 2^(c w) W_w from un-normalised XYZZ window sums (random z), with an infinite window and a
     repeated one, equals arkworks' sum."""
-    from cuzk.gpu.msm.pippenger import fold_windows
+    from cuzk.gpu.msm.fold import fold_windows
     rng = random.Random(group * 100 + c)
     pts = rand_points(group, nw, rng)
     pts[1] = CLS[group].identity()
@@ -1039,7 +1039,7 @@ def test_fold_windows_vs_arkworks(group, c, nw):
 @pytest.mark.parametrize("group", [1, 2])
 def test_fold_windows_rejects_a_point_off_the_curve(group):
     from cuzk.curve import PointError
-    from cuzk.gpu.msm.pippenger import fold_windows
+    from cuzk.gpu.msm.fold import fold_windows
     rng = random.Random(7)
     rows = [xyzz_of(group, p, rand_z(group, rng)) for p in rand_points(group, 4, rng)]
     X, Y, ZZ, ZZZ = rows[2]
@@ -1187,7 +1187,7 @@ class ManyModelKernels(ModelKernels):
 def model_many(G, parts, c, max_entries=1 << 28, min_pairs=None, pair_levels=False, pair_merges=False, **kw):
     """msm_many's schedule over the model: parts = [(bases, inf, scalars)] -> (one result per part,
     window rows, kernels); each part's rows w * P + j folded by ModelKernels.combine."""
-    from cuzk.gpu.msm.many import live_parts
+    from cuzk.gpu.msm.parts import live_parts
     live, off = live_parts([len(b) for b, _, _ in parts])
     cat = [[x for p in parts for x in p[j]] for j in range(3)]
     k = ManyModelKernels(G, *cat, off, **kw)
@@ -1213,7 +1213,7 @@ def int_parts(sizes, seed, kind="random"):
 def test_many_digits_key_each_part_into_its_blocks(sizes, c):
     """Every key of MSM p in window w lies in block (w - w0) * P + p (window-major), holds the point's
     index in the concatenation, and each point's digits give back its scalar."""
-    from cuzk.gpu.msm.many import live_parts
+    from cuzk.gpu.msm.parts import live_parts
     parts, _ = int_parts(sizes, c, "edge")
     live, off = live_parts(sizes)
     nparts, B, nw = len(live), 1 << (c - 1), plan.num_windows(c)
@@ -1290,8 +1290,8 @@ def test_many_schedule_passes_and_split_reductions(reduce_max, monkeypatch):
 @pytest.mark.parametrize("min_pairs", [None, 1])
 def test_many_on_curve_and_host_fold_vs_arkworks(min_pairs):
     """Real G1 points (infinity, a repeat, scalars 0, 1, r - 1) through the schedule, the rows as limbs
-    through msm_many.fold_parts (the host fold msm_g1_concat uses): each MSM's arkworks multiexp."""
-    from cuzk.gpu.msm.many import fold_parts, live_parts
+    through parts.fold_parts (the host fold msm_g1_concat uses): each MSM's arkworks multiexp."""
+    from cuzk.gpu.msm.parts import fold_parts, live_parts
     rng = random.Random(12 + (min_pairs or 0))
     sizes = [5, 0, 12, 1]
     pts, parts = [], []
@@ -1316,7 +1316,7 @@ def test_many_on_curve_and_host_fold_vs_arkworks(min_pairs):
 
 
 def test_many_live_parts():
-    from cuzk.gpu.msm.many import live_parts
+    from cuzk.gpu.msm.parts import live_parts
     live, off = live_parts([0, 3, 0, 0, 5, 1, 0])
     assert live == [1, 4, 5] and off.tolist() == [0, 3, 8, 9]
     assert live_parts([])[0] == [] and live_parts([0, 0])[1].tolist() == [0]

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from cuzk.field import R
-from cuzk.gpu import ntt as G
+from cuzk.gpu import ntt_plan as G
 from cuzk.poly import Domain, bitrev_perm, ntt
 
 import ntt_emulator as E

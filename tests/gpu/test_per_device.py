@@ -2,11 +2,17 @@
 The current device is faked, so this runs on the CPU."""
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import types
+from pathlib import Path
 
 import pytest
 
 from cuzk.gpu import per_device
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -56,9 +62,18 @@ def test_on_device_replaces_an_unset_field(dev):
 
 def test_the_device_caches_are_per_device():
     """Every cache of device arrays or device attributes in cuzk/gpu is kept per device (a second GPU in the
-    process never gets the first one's tables)."""
-    from cuzk.gpu import keygen, ntt
-    from cuzk.gpu.msm import pippenger as msm
-    for f in (ntt._power_tables, ntt._small_table, ntt._tw1_table, ntt._tw1_table_big, msm._sm_count,
-              keygen._sm_count):
-        assert getattr(f, "per_device", False), f.__name__
+    process never gets the first one's tables). The device modules import CuPy at their top: they are loaded here
+    in a fresh interpreter over a stand-in CuPy (nothing of it is used at import)."""
+    code = """if True:
+        import sys, types
+        sys.modules["cupy"] = types.ModuleType("cupy")
+        from cuzk.gpu import keygen, ntt
+        from cuzk.gpu.msm import pippenger as msm
+        for f in (ntt._power_tables, ntt._small_table, ntt._tw1_table, ntt._tw1_table_big, msm._sm_count,
+                  keygen._sm_count):
+            assert getattr(f, "per_device", False), f.__name__
+        print("per device")
+    """
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+                       env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert p.returncode == 0 and p.stdout == "per device\n", p.stderr

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from cuzk.cli import main
-from cuzk.gpu import cub_sort, cubins, loader
+from cuzk.gpu import cub_library, cubins, kernel_sources
 from cuzk.perf import runner_check
 
 REPO = Path(__file__).resolve().parents[2]
@@ -95,9 +95,10 @@ def test_toolkit_rules():
 
 def test_every_module_and_build_is_a_job():
     jobs = cubins.jobs()
-    assert jobs[0].name == cub_sort.SOURCE
-    assert {j.name for j in jobs[1:] if not j.extra} == set(loader.module_names())
-    assert {(j.name, j.extra) for j in jobs if j.extra} == {(n, b) for n, bs in loader.BUILDS.items() for b in bs}
+    assert jobs[0].name == cub_library.SOURCE
+    assert {j.name for j in jobs[1:] if not j.extra} == set(kernel_sources.module_names())
+    assert {(j.name, j.extra) for j in jobs if j.extra} == {(n, b) for n, bs in kernel_sources.BUILDS.items()
+                                                            for b in bs}
 
 
 def test_another_trees_names_equal_the_loaders(tmp_path, monkeypatch):
@@ -105,20 +106,20 @@ def test_another_trees_names_equal_the_loaders(tmp_path, monkeypatch):
     renames only what it touches."""
     monkeypatch.setenv("CUZK_CUBIN_DIR", str(tmp_path / "cubin"))
     other = tmp_path / "kernels"
-    shutil.copytree(loader.kernel_dir(), other, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(kernel_sources.kernel_dir(), other, ignore=shutil.ignore_patterns("__pycache__"))
     for arch in ("sm_90", "sm_80"):
         for job in cubins.jobs():
             mine = cubins.target_path(job, arch, other)
-            want = (cub_sort.library_path(arch) if job.name == cub_sort.SOURCE
-                    else loader.cubin_path(job.name, arch, job.extra))
+            want = (cub_library.library_path(arch) if job.name == cub_library.SOURCE
+                    else kernel_sources.cubin_path(job.name, arch, job.extra))
             assert mine == want == cubins.target_path(job, arch), job
     before = {j: cubins.target_path(j, "sm_90", other) for j in cubins.jobs()}
-    header = loader.includes(other / "r1cs/spmv.cu", other)[1]          # one header spmv includes
+    header = kernel_sources.includes(other / "r1cs/spmv.cu", other)[1]          # one header spmv includes
     header.write_text(header.read_text() + "\n// edited\n")
     after = {j: cubins.target_path(j, "sm_90", other) for j in cubins.jobs()}
     changed = {j.name for j in before if before[j] != after[j]}
-    users = {n for n in loader.module_names() if header in loader.includes(other / f"{n}.cu", other)}
-    assert "r1cs/spmv" in changed and changed == users and cub_sort.SOURCE not in changed
+    users = {n for n in kernel_sources.module_names() if header in kernel_sources.includes(other / f"{n}.cu", other)}
+    assert "r1cs/spmv" in changed and changed == users and cub_library.SOURCE not in changed
 
 
 def test_a_commits_kernels_are_laid_out_as_the_gate_does(tmp_path, monkeypatch):
@@ -185,11 +186,11 @@ def test_build_then_cached_and_renewed(fake_nvcc, tmp_path):
     said = []
     first = cubins.build("sm_90", workers=2, only=ONLY, say=said.append)
     assert [r.status for r in first] == ["built"] * 3 and len(said) == 3
-    assert {r.job.name for r in first} == ONLY | {cub_sort.SOURCE}
+    assert {r.job.name for r in first} == ONLY | {cub_library.SOURCE}
     for r in first:
         assert r.path.is_file() and "-arch=sm_90" in r.path.read_text()
     spmv = next(r for r in first if r.job.name == "r1cs/spmv")
-    assert f"-I {loader.kernel_dir()}" in spmv.path.read_text() and "-cubin" in spmv.path.read_text()
+    assert f"-I {kernel_sources.kernel_dir()}" in spmv.path.read_text() and "-cubin" in spmv.path.read_text()
     old = time.time() - 40 * 86400
     for r in first:
         os.utime(r.path, (old, old))
@@ -202,7 +203,7 @@ def test_build_then_cached_and_renewed(fake_nvcc, tmp_path):
 def test_another_nvcc_rebuilds_everything(fake_nvcc, monkeypatch):
     """Names hash the sources, not the compiler: a new toolkit's nvcc must not be served the old one's code."""
     first = cubins.build("sm_90", workers=2, only=ONLY)
-    stamp = loader.cubin_dir() / cubins.STAMP
+    stamp = kernel_sources.cubin_dir() / cubins.STAMP
     assert stamp.read_text().strip() == "Cuda compilation tools, release 13.0, V13.0.88"
     assert [r.status for r in cubins.build("sm_90", workers=2, only=ONLY)] == ["cached"] * 3
     monkeypatch.setenv("FAKE_NVCC_RELEASE", "Cuda compilation tools, release 13.1, V13.1.80")
@@ -222,7 +223,7 @@ def test_a_failed_build_is_named_and_leaves_nothing(fake_nvcc, monkeypatch):
     res = {r.job.name: r for r in cubins.build("sm_90", workers=2, only=ONLY)}
     assert res["r1cs/spmv"].status == "failed" and "a planted failure" in res["r1cs/spmv"].error
     assert res["msm/prep"].status == "built"
-    assert sorted(p.name for p in loader.cubin_dir().iterdir()) == sorted(
+    assert sorted(p.name for p in kernel_sources.cubin_dir().iterdir()) == sorted(
         [r.path.name for r in res.values() if r.status == "built"] + [cubins.STAMP])   # no temporary left
 
 
@@ -245,7 +246,7 @@ def test_an_interrupt_stops_the_running_compiles(fake_nvcc, monkeypatch):
 
 def test_prune_keeps_what_builds_use(fake_nvcc):
     res = cubins.build("sm_90", workers=2, only=ONLY)
-    d = loader.cubin_dir()
+    d = kernel_sources.cubin_dir()
     stale = d / "msm_g2-sm_90-00000000000000000000.cubin"
     stale.write_text("old")
     old = time.time() - 31 * 86400

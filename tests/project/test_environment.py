@@ -49,12 +49,12 @@ def _environ_uses(tree) -> list[int]:
 
 def test_no_backend_or_gpu_module_reads_the_environment_or_the_registry():
     """Options reach gpu/ and backend/ as values. The one environment reader left there is the kernel cache's
-    folder (gpu/loader.py: CUZK_CUBIN_DIR, XDG_CACHE_HOME), a location rather than an option."""
+    folder (gpu/kernel_sources.py: CUZK_CUBIN_DIR, XDG_CACHE_HOME), a location rather than an option."""
     found = []
     for p in _python_files("gpu", "backend"):
         tree = ast.parse(p.read_text())
         rel = p.relative_to(ROOT).as_posix()
-        if rel != "cuzk/gpu/loader.py":
+        if rel != "cuzk/gpu/kernel_sources.py":
             found += [f"{rel}:{line} reads the environment" for line in _environ_uses(tree)]
         for n in ast.walk(tree):
             if isinstance(n, ast.ImportFrom) and (n.module or "").split(".")[-1] == "opts" and n.level > 0:

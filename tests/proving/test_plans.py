@@ -28,8 +28,9 @@ def test_the_plans_defaults_are_the_registrys():
     assert plans.cuda(d) == plans.CudaPlan() and plans.synthesis(d) == plans.SynthesisPlan()
     assert plans.handoff(d) == plans.HandoffPlan()
     assert plans.msm(d) == plans.MsmPlan() and plans.h(d) == plans.HPlan()
-    from cuzk.gpu.msm import pippenger as msm
-    assert msm.DEFAULT_PAIR_LEVELS is REGISTRY["R1"].default and msm.DEFAULT_PAIR_MERGES is REGISTRY["R2"].default
+    from cuzk.gpu.msm import options
+    assert options.DEFAULT_PAIR_LEVELS is REGISTRY["R1"].default
+    assert options.DEFAULT_PAIR_MERGES is REGISTRY["R2"].default
 
 
 @pytest.mark.parametrize("code", sorted(REGISTRY))

@@ -28,7 +28,7 @@ class CudaBackend(Backend):
 
     def __init__(self, opts, table_gib: float | None = None):
         """table_gib: P2's budget for the tables in GiB (the caller's $CUZK_TABLE_GIB); None: half the free
-        device memory (gpu/msm_fixed.budget_bytes)."""
+        device memory (gpu/msm/tables.budget_bytes)."""
         super().__init__(opts)
         self.plan = plans.cuda(opts)             # what every phase reads: the toggles as choices
         self.table_gib = table_gib

@@ -8,7 +8,7 @@ import cupy
 import numpy as np
 from py_arkworks_bls12381 import G2Point
 
-from ...gpu import msm as gmsm
+from ...gpu.msm import phase_msm
 from ...timing import circuit
 from ..cpu.msm import msm as cpu_msm
 from .synthesis import device_z
@@ -37,5 +37,5 @@ def run(be, kh, prep, assignments) -> list:
         with circuit(i):
             s = device_z(a)[prep.tail]
             s = cupy.ascontiguousarray(s if keep is None else s[keep])
-            out.append(gmsm.run_msm(2, bases, inf, s, len(kh.dev["h"]), be.plan.msm))
+            out.append(phase_msm.run_msm(2, bases, inf, s, len(kh.dev["h"]), be.plan.msm))
     return out

@@ -7,7 +7,8 @@ from py_arkworks_bls12381 import G1Point, G2Point
 
 from ...field import FR_LIMBS
 from ...gpu import fr as gfr
-from ...gpu import msm as gmsm
+from ...gpu.msm import pippenger as gmsm
+from ...gpu.msm import sums as gsums
 from ...timing import circuit
 
 
@@ -23,8 +24,8 @@ def sum_ones(be, b, idx, one):
     """Σ of section b's points over the variables idx (their scalars are 1)."""
     mp = be.plan.msm
     if be.plan.ones_by_bucket_sums:
-        return gmsm.batch_add(b.group, b.limbs, b.inf, rows(b, idx), bucket_sum=mp.bucket_sum(b.group),
-                                pair_merges=mp.pair_merges, kernels=mp.kernels)
+        return gsums.batch_add(b.group, b.limbs, b.inf, rows(b, idx), bucket_sum=mp.bucket_sum(b.group),
+                               pair_merges=mp.pair_merges, kernels=mp.kernels)
     bases, inf, _ = b.take(idx)
     if inf.size == 0:
         return (G2Point if b.group == 2 else G1Point).identity()
@@ -35,7 +36,7 @@ def sum_ones(be, b, idx, one):
 
 
 def _many(be, kh, prep) -> list:
-    """A circuit's three G1 batch sums in one gbatch.batch_add_many (multi-MSM plan, bucket sums); the G2 sum
+    """A circuit's three G1 batch sums in one sums.batch_add_many (multi-MSM plan, bucket sums); the G2 sum
     alone."""
     mp = be.plan.msm
     out = []
@@ -45,7 +46,7 @@ def _many(be, kh, prep) -> list:
         def sums(i=i, g1=g1):
             with circuit(i, label="a+b_g1+l"):
                 parts = [(kh.dev[q].limbs, kh.dev[q].inf, rows(kh.dev[q], idx)) for q, idx in g1]
-                pts = gmsm.batch_add_many(1, parts, mp.bucket_sum(1), mp.pair_merges, mp.kernels)
+                pts = gsums.batch_add_many(1, parts, mp.bucket_sum(1), mp.pair_merges, mp.kernels)
             return dict(zip([q for q, _ in g1], pts))
 
         def g2(i=i, ones=ones):

@@ -2,10 +2,15 @@
 from __future__ import annotations
 
 import contextvars
+import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import cupy
 
+from ...gpu.msm import fixed as gfixed
+from ...gpu.msm import pippenger as gmsm
+from ...gpu.msm import tables as gtables
 from ...gpu.srs import DeviceKey
 from ...poly import Domain
 
@@ -42,20 +47,17 @@ class CudaKey:
 
     def h_tables(self, table_gib: float | None = None):
         """P2: the H bases' tables (gpu/msm/fixed.py), made on the GPU on first use within the budget
-        (msm_fixed.budget_bytes of table_gib); None when the budget leaves room for no block beyond the bases, or once they were
-        freed under memory pressure (drop_tables)."""
+        (gpu/msm/tables.budget_bytes of table_gib); None when the budget leaves room for no block beyond the bases, or
+        once they were freed under memory pressure (drop_tables)."""
         if self.tables is None and not self.tables_dropped:
-            import time
-            from ...gpu import msm as fx
             sec = self.dev["h"]
-            tp = fx.choose_tables(len(sec), fx.budget_bytes(gib=table_gib))
+            tp = gtables.choose_tables(len(sec), gtables.budget_bytes(gmsm.free_bytes(), table_gib))
             if tp.t == 1:
                 return None
             t0 = time.perf_counter()
             try:
-                self.tables = fx.FixedTables(sec, tp)
+                self.tables = gfixed.FixedTables(sec, tp)
             except cupy.cuda.memory.OutOfMemoryError:      # the section's limbs are untouched until it is made
-                import sys
                 self.tables_dropped = True
                 cupy.get_default_memory_pool().free_all_blocks()
                 print(f"cuzk: P2: no room for the H tables ({tp.table_bytes(len(sec)) / 2**30:.2f} GiB): proving "

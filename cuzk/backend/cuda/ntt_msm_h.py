@@ -10,7 +10,9 @@ import numpy as np
 from ...field import FR_LIMBS
 from ...gpu import fr as gfr
 from ...gpu import h as gh
-from ...gpu import msm as gmsm
+from ...gpu.msm import fixed as gfixed
+from ...gpu.msm import phase_msm
+from ...gpu.msm import pippenger as gmsm
 from ...gpu import srs as gsrs
 from ...timing import circuit
 
@@ -37,13 +39,14 @@ def run(be, kh, assignments) -> list:
             tb = tables(be, kh) if be.plan.h.tables else None
             if tb is not None:
                 try:
-                    out.append(gmsm.fixed_msm_g1(tb, h, **be.plan.msm.kw(1)))
+                    out.append(gfixed.msm_g1(tb, h, **be.plan.msm.kw(1)))
                     continue
                 except cupy.cuda.memory.OutOfMemoryError:
                     kh.drop_tables()
                     print("cuzk: P2: the H tables were freed: the device ran out of memory in the H MSM; "
                           "proving goes on without them", file=sys.stderr)
-            out.append(gmsm.msm_g1(hb.limbs, hb.inf, h, gmsm.window(len(hb), h, be.plan.msm), **be.plan.msm.kw(1)))
+            c = phase_msm.window(len(hb), h, be.plan.msm)
+            out.append(gmsm.msm_g1(hb.limbs, hb.inf, h, c, **be.plan.msm.kw(1)))
     return out
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import cupy
 
-from ...gpu import msm as gmsm
+from ...gpu.msm import many as gmany
+from ...gpu.msm import phase_msm
 from ...timing import circuit
 from .synthesis import device_z
 
@@ -28,8 +29,8 @@ def _many(be, kh, prep, assignments) -> list:
         with circuit(i):
             s = cupy.ascontiguousarray(device_z(asg)[zidx])
             parts = sum(1 for m in sizes if m)
-            c = gmsm.window(len(kh.dev["h"]), s, be.plan.msm, 1, parts) if s.shape[0] else None
-            pts = gmsm.msm_g1_concat(bases, inf, s, sizes, c, **be.plan.msm.kw(1))
+            c = phase_msm.window(len(kh.dev["h"]), s, be.plan.msm, 1, parts) if s.shape[0] else None
+            pts = gmany.msm_g1_concat(bases, inf, s, sizes, c, **be.plan.msm.kw(1))
             out.append(dict(zip(qs, pts)))
     return out
 
@@ -52,6 +53,6 @@ def run(be, kh, prep, assignments) -> list:
                 bases, inf, keep = gathered[q]
                 s = cupy.ascontiguousarray(s if keep is None else s[keep])
                 work.append((q, bases, inf, s))
-            jobs = [lambda b=b, f=f, s=s: gmsm.run_msm(1, b, f, s, h_size, be.plan.msm) for _, b, f, s in work]
+            jobs = [lambda b=b, f=f, s=s: phase_msm.run_msm(1, b, f, s, h_size, be.plan.msm) for _, b, f, s in work]
             out.append(dict(zip([q for q, *_ in work], be.jobs(jobs))))
     return out

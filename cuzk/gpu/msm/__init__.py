@@ -1,21 +1,19 @@
-"""The MSM's host side, in one home; what the phases and `cuzk micro` call is exported here.
+"""The MSM's host side, in one home. The package imports nothing, so its host modules load without CuPy (the CPU
+models and tests use them); the phases and `cuzk micro` import the device modules they call.
 
-pippenger.py  the kernel set (kernels/msm/g1.cu, g2.cu) and the Pippenger driver: G1 and G2 MSMs, their window
-              sums, and the host fold of the windows
-plan.py       the index math, modelled on the CPU: digits, sort bits, affine rounds, reductions, the window choice
+On the host (numpy and Python ints, no CuPy):
+plan.py       the index math, modelled on the CPU: digits, sort bits, affine rounds, reductions, the window choice,
+              batch addition's segments
+options.py    what a call without options runs (bucket sums, pair levels and merges), their check, and the
+              kernel build a kernel set selects
+fold.py       downloaded XYZZ results as points, and the host fold of the window sums
+parts.py      a multi-MSM's parts: the non-empty ones, their bounds, the fold of each
+tables.py     P2's table plans: the window and blocks a memory budget holds
+
+On the device (CuPy imported at the top; imported where a GPU run starts):
+pippenger.py  the kernel set (kernels/msm/g1.cu, g2.cu) and the Pippenger driver: G1 and G2 MSMs and their window sums
 many.py       several G1 MSMs in one launch (a circuit's tail MSMs)
 fixed.py      the G1 MSM over precomputed tables of fixed bases (the H bases)
 sums.py       sums of bases whose scalar is 1, through the bucket-sum kernels
 phase_msm.py  the window a phase's MSM gets under its plan, and an MSM that may be empty
 """
-from .sums import batch_add, batch_add_many, sum_xyzz, sum_xyzz_many
-from .fixed import FixedTables, budget_bytes, choose_tables
-from .fixed import msm_g1 as fixed_msm_g1
-from .fixed import msm_windows as fixed_msm_windows
-from .many import msm_g1_concat
-from .pippenger import DEFAULT_BUCKET_SUM, fold_windows, last_stats, msm_g1, msm_g2, msm_windows, msm_xyzz
-from .phase_msm import run_msm, window
-
-__all__ = ["batch_add", "batch_add_many", "sum_xyzz", "sum_xyzz_many", "FixedTables", "budget_bytes",
-           "choose_tables", "fixed_msm_g1", "fixed_msm_windows", "msm_g1_concat", "DEFAULT_BUCKET_SUM",
-           "fold_windows", "last_stats", "msm_g1", "msm_g2", "msm_windows", "msm_xyzz", "run_msm", "window"]

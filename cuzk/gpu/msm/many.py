@@ -13,12 +13,14 @@ the point's index in them. Empty MSMs take no buckets: their result is the ident
 """
 from __future__ import annotations
 
+import cupy
 import numpy as np
-from py_arkworks_bls12381 import G1Point, G2Point
 
 from ..loader import kernel
 from . import pippenger as gmsm
 from . import plan
+from .options import DEFAULT_PAIR_LEVELS, DEFAULT_PAIR_MERGES, sum_options
+from .parts import fold_parts, live_parts
 
 
 class _ManyKernels(gmsm._Kernels):
@@ -40,32 +42,11 @@ class _ManyKernels(gmsm._Kernels):
 
 def concat_parts(parts):
     """[(bases, inf, scalars)] -> (bases, inf, scalars, sizes): the MSMs' inputs one after another."""
-    import cupy
     if not parts:
         raise ValueError("msm_g1_many needs at least one MSM")
     sizes = [gmsm._check(1, *p) for p in parts]
     cat = [cupy.concatenate([p[j] for p in parts]) if len(parts) > 1 else parts[0][j] for j in range(3)]
     return (*cat, sizes)
-
-
-def live_parts(sizes: list[int]) -> tuple[list[int], np.ndarray]:
-    """(live, off): the non-empty MSMs' indices, in order, and their bounds in the concatenated points,
-    int64[len(live) + 1] (MSM live[j] is [off[j], off[j + 1])); empty MSMs take no buckets."""
-    if min(sizes, default=0) < 0:
-        raise ValueError(f"part sizes must be >= 0, got {sizes}")
-    live = [p for p, m in enumerate(sizes) if m]
-    off = np.zeros(len(live) + 1, dtype=np.int64)
-    np.cumsum([sizes[p] for p in live], out=off[1:])
-    return live, off
-
-
-def fold_parts(group: int, sums: np.ndarray, c: int, live: list[int], count: int) -> list:
-    """Downloaded window sums uint32[nw, len(live), words] (window_sums's) -> count points: MSM live[j]'s
-    windows folded by msm.fold_windows, the identity for the others."""
-    out = [(G1Point if group == 1 else G2Point).identity() for _ in range(count)]
-    for j, p in enumerate(live):
-        out[p] = gmsm.fold_windows(group, sums[:, j], c)
-    return out
 
 
 def window_sums(bases, inf, scalars, sizes: list[int], c: int | None = None, max_entries: int | None = None,
@@ -75,12 +56,11 @@ def window_sums(bases, inf, scalars, sizes: list[int], c: int | None = None, max
     for MSM p): (uint32[nw, P, words] on the device, c, live), live = the indices of the non-empty
     MSMs, in order, P = len(live) (None for the sums when there are none). Arguments as msm.msm_xyzz's;
     c None: msm_plan.choose_window over all the points, with P blocks of buckets."""
-    import cupy
     n = gmsm._check(1, bases, inf, scalars)
     live, off = live_parts(sizes)
     if int(off[-1]) != n:
         raise ValueError(f"part sizes {sizes} do not add up to the {n} points given")
-    bucket_sum, min_pairs = gmsm.sum_options(1, bucket_sum, affine_min_pairs)
+    bucket_sum, min_pairs = sum_options(1, bucket_sum, affine_min_pairs)
     gmsm.last_stats.clear()
     if not live:
         return None, 1, live
@@ -91,8 +71,8 @@ def window_sums(bases, inf, scalars, sizes: list[int], c: int | None = None, max
     k = _ManyKernels(bases, inf, scalars, cupy.asarray(off), kernels)
     max_entries = gmsm.resolve_max_entries(max_entries, n, c, k)
     sums = plan.pippenger(k, n, c, max_entries, cupy, affine_min_pairs=min_pairs, mark=mark, parts=P,
-                          pair_levels=gmsm.DEFAULT_PAIR_LEVELS if pair_levels is None else bool(pair_levels),
-                          pair_merges=gmsm.DEFAULT_PAIR_MERGES if pair_merges is None else bool(pair_merges))
+                          pair_levels=DEFAULT_PAIR_LEVELS if pair_levels is None else bool(pair_levels),
+                          pair_merges=DEFAULT_PAIR_MERGES if pair_merges is None else bool(pair_merges))
     gmsm.last_stats.update(k.stats, c=c, bucket_sum=bucket_sum, parts=P)
     return sums.reshape(plan.num_windows(c), P, -1), c, live
 
@@ -100,7 +80,6 @@ def window_sums(bases, inf, scalars, sizes: list[int], c: int | None = None, max
 def msm_g1_concat(bases, inf, scalars, sizes: list[int], c: int | None = None, **kw) -> list:
     """Σ s_i P_i over each MSM's points as py_arkworks_bls12381 G1Points, one per MSM, for inputs
     one after another (concat_parts); kw: window_sums's (bucket_sum, ...)."""
-    import cupy
     sums, c, live = window_sums(bases, inf, scalars, sizes, c, **kw)
     host = cupy.asnumpy(sums) if live else None          # one download for all
     return fold_parts(1, host, c, live, len(sizes))

@@ -1,6 +1,7 @@
 """The window a phase's MSM gets under the backend's plan (plans.MsmPlan), and an MSM that may be empty."""
 from __future__ import annotations
 
+import cupy
 import numpy as np
 from py_arkworks_bls12381 import G1Point, G2Point
 
@@ -12,7 +13,6 @@ from .plan import choose_window
 
 def _popcount(scalars, sample: int = 256) -> float:
     """Mean set bits of the (canonical) scalars, from a small random sample."""
-    import cupy                                  # device arrays in, as every call here
     n = scalars.shape[0]
     idx = np.random.default_rng(n).integers(0, n, size=min(n, sample))
     vals = gfr.download(scalars[cupy.asarray(idx)])

@@ -277,6 +277,19 @@ def bucket_sums(k, src, keyed: bool, offsets, nb: int, xp, S: int | None = None,
     return partials
 
 
+# batch addition (sums.py): one bucket of known size, summed in segments, then merged
+SEGMENT = 128            # points per thread in the first pass: 2^26 points -> 2^19 threads
+SEGMENT_MIN = 8          # ... down to this many for small sums, so they still get 2^17 threads: a thread's
+                         # chain of dependent adds (S, then MERGE_ONE per merge level) is the time of a small sum
+THREADS_MIN = 1 << 17
+
+
+def segment_size(count: int) -> int:
+    """Points per thread of batch addition's first pass over `count` points: SEGMENT from 2^24 points, fewer
+    below (at least SEGMENT_MIN), so that the pass has THREADS_MIN threads while it can."""
+    return max(SEGMENT_MIN, min(SEGMENT, count // THREADS_MIN))
+
+
 MERGE_ONE = 4            # partials per merge thread when one bucket is summed (batch addition)
 
 
