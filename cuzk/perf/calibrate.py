@@ -32,7 +32,6 @@ import argparse
 import hashlib
 import json
 import math
-import os
 import shutil
 import statistics
 import subprocess
@@ -40,6 +39,7 @@ import sys
 import time
 from pathlib import Path
 
+from .. import files
 from .gate_config import load
 
 BACKEND_FILE = "cuzk/backend/cpu/__init__.py"
@@ -216,16 +216,15 @@ def setup_of(config: Path, inject: str | None, noise: list[Path], record_noise: 
 
 
 def write_doc(path: Path, setup: dict, rows: list[dict]) -> None:
-    """The runs so far and their summary, replacing `path` whole (temp file, then rename)."""
+    """The runs so far and their summary, replacing `path` whole by the output rule (files.write_outputs)."""
     doc = {"kind": KIND, "version": 1, "setup": setup, "runs": rows, "summary": summary(rows, setup["inject"])}
-    tmp = Path(path).with_name(f".{Path(path).name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(doc, indent=1) + "\n")
-    tmp.replace(path)
+    files.write_outputs({path: json.dumps(doc, indent=1) + "\n"})
 
 
 def _read_doc(path: Path) -> dict:
     try:
-        doc = json.loads(Path(path).read_text())
+        with files.open_input(path, "r") as f:
+            doc = json.loads(f.read())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise MergeError(f"{path}: not readable as JSON ({e})") from None
     if not isinstance(doc, dict) or doc.get("kind") != KIND or doc.get("version") != 1:
@@ -289,6 +288,7 @@ def main(argv=None) -> int:
         ap.error(str(e))
     if args.record_noise and (args.inject or args.noise):
         ap.error("--record-noise runs A/A under the config's thresholds: no --inject or --noise")
+    _check_json(ap, args.json)
     project, work = Path(args.project).resolve(), Path(args.workdir).resolve()
     work.mkdir(parents=True, exist_ok=True)
     config = Path(args.config).resolve() if args.config else project / "perf-gate.toml"
@@ -326,6 +326,15 @@ def _verdict(s: dict, runs: int) -> int:
     return 0
 
 
+def _check_json(ap, path) -> None:
+    """--json checked by the output rule before any work: a path that cannot be written is exit 2 now, not after
+    the runs."""
+    try:
+        files.check_outputs({"--json": path})
+    except files.OutputError as e:
+        ap.exit(2, f"calibrate: {e}\n")
+
+
 def _merge_main(ap, argv) -> int:
     sub = argparse.ArgumentParser(prog=ap.prog + " --merge")
     sub.add_argument("--merge", nargs="+", required=True, metavar="JSON")
@@ -333,6 +342,7 @@ def _merge_main(ap, argv) -> int:
     args, rest = sub.parse_known_args(argv)
     if rest:
         ap.error(f"--merge takes only --json beside it, not {' '.join(rest)}")
+    _check_json(ap, args.json)
     try:
         setup, rows = merge([Path(p) for p in args.merge])
     except MergeError as e:

@@ -95,3 +95,20 @@ def test_merge_refuses_another_setup_and_bad_files(tmp_path, monkeypatch, capsys
 def test_merge_takes_only_json_beside_it(tmp_path):
     with pytest.raises(SystemExit):
         calibrate.main(["--merge", str(tmp_path / "a.json"), "--runs", "3"])
+
+
+def test_a_json_path_that_cannot_be_written_is_refused_before_any_run(tmp_path, monkeypatch, capsys):
+    argv, _ = _run(tmp_path, "a", 2, fail_at=0, monkeypatch=monkeypatch)      # a run would raise
+    (tmp_path / "dir.json").mkdir()
+    argv[argv.index("--json") + 1] = str(tmp_path / "dir.json")
+    with pytest.raises(SystemExit) as e:
+        calibrate.main(argv)
+    assert e.value.code == 2 and str(tmp_path / "dir.json") in capsys.readouterr().err
+
+
+def test_the_json_is_written_through_a_link(tmp_path, monkeypatch):
+    argv, out = _run(tmp_path, "a", 1, monkeypatch=monkeypatch)
+    target = tmp_path / "real.json"
+    out.symlink_to(target)
+    assert calibrate.main(argv) == 0
+    assert out.is_symlink() and json.loads(target.read_text())["kind"] == calibrate.KIND
