@@ -28,6 +28,11 @@ class PackedWitness:
         return int(self.bits.nbytes + self.idx.nbytes + self.vals.nbytes)
 
 
+def worth_packing(n: int, others: int, max_other_share: float = MAX_OTHER_SHARE) -> bool:
+    """Whether n entries of which `others` are neither 0 nor 1 pack smaller than their limbs."""
+    return not (n and others > max_other_share * n)
+
+
 def pack(limbs: np.ndarray, max_other_share: float = MAX_OTHER_SHARE) -> PackedWitness | None:
     """Canonical uint32[n, 8] limbs -> PackedWitness, or None when more than `max_other_share` of
     the entries are neither 0 nor 1 (plain limbs are then smaller or about as small)."""
@@ -39,8 +44,7 @@ def pack(limbs: np.ndarray, max_other_share: float = MAX_OTHER_SHARE) -> PackedW
     high |= v[:, 3]
     other = (high != 0) | (v[:, 0] > 1)
     del high
-    k = int(np.count_nonzero(other))
-    if n and k > max_other_share * n:
+    if not worth_packing(n, int(np.count_nonzero(other)), max_other_share):
         return None
     bit = np.where(other, 0, limbs[:, 0]).astype(np.uint8)
     idx = np.flatnonzero(other).astype(np.int64)

@@ -29,7 +29,7 @@ import numpy as np
 
 from ..field import FR_LIMBS, R, ints_to_limbs
 from ..r1cs import CSR, ONE, R1CS, ConstraintSystem
-from ..witness_pack import MAX_OTHER_SHARE, PackedWitness
+from ..witness_pack import PackedWitness, worth_packing
 
 FILL = 130_278_869 / 2**27          # the real partition's constraints over its domain
 OPS = 9                             # d_1 .. d_9
@@ -239,73 +239,72 @@ def _write_bits(dst: np.ndarray, words: np.ndarray, W: int) -> None:
         dst[u0 * W:(u0 + len(chunk)) * W] = bits.reshape(-1)
 
 
+def _aux_blocks(log_size: int, seed: int):
+    """(inputs, n, blocks): the witness as `_circuit` allocates it, block by block, for the writers below. Each block
+    is (offset, kind, values): "bits" words whose W bits are W entries each (LSB first), "word" entries below 2^32
+    (carry, w), "field" entries as ints below R (f, f2, f4)."""
+    U, W = shape(log_size)
+    wv = witness(U, W, seed)
+    blocks, off = [], 0
+    for words in (wv["m0"], wv["m1"], *wv["d"], wv["s"]):
+        blocks.append((off, "bits", words))
+        off += U * W
+    for key, kind in (("carry", "word"), ("w", "word"), ("f", "field"), ("f2", "field"), ("f4", "field")):
+        blocks.append((off, kind, wv[key] % R if kind == "field" else wv[key]))
+        off += U
+    n = counts(log_size)["aux"]
+    if off != n:
+        raise AssertionError(f"laid out {off} aux of {n}")
+    inputs = np.array([1, wv["seed"] % R, wv["out"] % R], dtype=object)
+    return inputs, n, W, blocks
+
+
 def witness_limbs(log_size: int, opts=None, seed: int = 1, alloc=None):
     """(inputs, aux limbs): exactly build(log_size, seed=seed)[1:], without any matrix.
 
     aux is uint32[num_aux, 8], canonical, allocated by `alloc(shape, dtype)`, which must return a
     zero-filled array (default np.zeros; e.g. a fresh shared-memory block). Bits and words go straight
     into limb word 0; only the 3U field values (f, f2, f4) pass through Python ints."""
-    U, W = shape(log_size)
-    wv = witness(U, W, seed)
-    n = counts(log_size)["aux"]
+    inputs, n, W, blocks = _aux_blocks(log_size, seed)
     aux = (alloc or np.zeros)((n, FR_LIMBS), np.dtype(np.uint32))
     if aux.shape != (n, FR_LIMBS) or aux.dtype != np.uint32:
         raise ValueError(f"alloc gave {aux.shape} {aux.dtype}, expected ({n}, {FR_LIMBS}) uint32")
     lo = aux[:, 0]
-    off, k = 0, U * W
-    for words in (wv["m0"], wv["m1"], *wv["d"], wv["s"]):      # _circuit's alloc order
-        _write_bits(lo[off:off + k], words, W)
-        off += k
-    lo[off:off + U] = wv["carry"]
-    lo[off + U:off + 2 * U] = wv["w"]                           # w < 2^W <= 2^32: word 1 stays 0
-    off += 2 * U
-    for key in ("f", "f2", "f4"):
-        aux[off:off + U] = ints_to_limbs(wv[key] % R, FR_LIMBS)
-        off += U
-    if off != n:
-        raise AssertionError(f"wrote {off} aux of {n}")
-    inputs = np.array([1, wv["seed"] % R, wv["out"] % R], dtype=object)
+    for off, kind, v in blocks:
+        if kind == "bits":
+            _write_bits(lo[off:off + len(v) * W], v, W)
+        elif kind == "word":
+            lo[off:off + len(v)] = v                          # below 2^32: word 1 stays 0
+        else:
+            aux[off:off + len(v)] = ints_to_limbs(v, FR_LIMBS)
     return inputs, aux
 
 
 def witness_packed(log_size: int, opts=None, seed: int = 1):
     """(inputs, PackedWitness or None): exactly pack(witness_limbs(...)[1]), made from the words without the
     limbs (at 2^27: ~16 MB of packed bits and the 3U + few entries that are not bits, where the limbs are 4 GiB
-    written then read). None where pack would give None (more entries than it packs are not bits)."""
-    U, W = shape(log_size)
-    wv = witness(U, W, seed)
-    n = counts(log_size)["aux"]
+    written then read). None where pack would give None (worth_packing)."""
+    inputs, n, W, blocks = _aux_blocks(log_size, seed)
     bit = np.zeros(n, dtype=np.uint8)                 # one byte an entry (~130 MB at 2^27), packed below
-    off, k = 0, U * W
-    for words in (wv["m0"], wv["m1"], *wv["d"], wv["s"]):      # _circuit's alloc order
-        _write_bits(bit[off:off + k], words, W)
-        off += k
-    bit[off:off + U] = wv["carry"]
-    off += U
-    w = wv["w"]
-    others = []                                       # (indices, canonical limbs) of the entries not 0 or 1
-    small = w <= 1
-    bit[off:off + U] = np.where(small, w, 0)
-    iw = np.flatnonzero(~small)
-    vw = np.zeros((len(iw), FR_LIMBS), dtype=np.uint32)
-    vw[:, 0] = w[iw]                                  # w < 2^W <= 2^32
-    others.append((off + iw, vw))
-    off += U
-    for key in ("f", "f2", "f4"):
-        v = wv[key] % R
+    idx, vals = [], []                                # the entries that are not 0 or 1, and their canonical limbs
+    for off, kind, v in blocks:
+        if kind == "bits":
+            _write_bits(bit[off:off + len(v) * W], v, W)
+            continue
         small = (v == 0) | (v == 1)
-        bit[off:off + U] = np.where(small, v, 0).astype(np.uint8)
-        iv = np.flatnonzero(~small)
-        others.append((off + iv, ints_to_limbs(v[iv], FR_LIMBS)))
-        off += U
-    if off != n:
-        raise AssertionError(f"wrote {off} aux of {n}")
-    inputs = np.array([1, wv["seed"] % R, wv["out"] % R], dtype=object)
-    idx = np.concatenate([i for i, _ in others]).astype(np.int64)
-    if n and len(idx) > MAX_OTHER_SHARE * n:
+        bit[off:off + len(v)] = np.where(small, v, 0).astype(np.uint8)
+        i = np.flatnonzero(~small)
+        idx.append(off + i)
+        if kind == "word":                            # below 2^32: limb word 0 alone
+            limbs = np.zeros((len(i), FR_LIMBS), dtype=np.uint32)
+            limbs[:, 0] = v[i]
+            vals.append(limbs)
+        else:
+            vals.append(ints_to_limbs(v[i], FR_LIMBS))
+    idx = np.concatenate(idx).astype(np.int64)
+    if not worth_packing(n, len(idx)):
         return inputs, None
-    vals = np.concatenate([v for _, v in others]) if others else np.zeros((0, FR_LIMBS), np.uint32)
-    return inputs, PackedWitness(n, np.packbits(bit), idx, np.ascontiguousarray(vals, dtype=np.uint32))
+    return inputs, PackedWitness(n, np.packbits(bit), idx, np.ascontiguousarray(np.concatenate(vals), dtype=np.uint32))
 
 
 def build(log_size: int, opts=None, seed: int = 1, reference: bool = False):

@@ -42,7 +42,8 @@ def test_packed_witness_equals_the_packed_limbs(log_size, seed):
 def test_packed_witness_refuses_as_pack_does(monkeypatch):
     """Where more entries than pack takes are not bits, both give None (the caller sends limbs)."""
     from cuzk.witness_pack import pack
-    monkeypatch.setattr(pp, "MAX_OTHER_SHARE", 0.0)
+    from cuzk.witness_pack import worth_packing
+    monkeypatch.setattr(pp, "worth_packing", lambda n, k: worth_packing(n, k, 0.0))
     _, wa = circuits.witness("porep_partition", 10, seed=3, limbs=True)
     assert pack(wa, 0.0) is None and circuits.witness_packed("porep_partition", 10, seed=3)[1] is None
     assert not circuits.has_packed_witness("porep_like")
