@@ -97,20 +97,21 @@ def build(sppark: Path, blst: Path, arch: str, dest: Path) -> Path:
     cc = shutil.which("cc") or shutil.which("gcc")
     if cc is None:
         raise PeerUnavailable("no C compiler (cc) on PATH: blst is built for the peer's host code")
-    objs = []
-    for src in (blst / "src" / "server.c", blst / "build" / "assembly.S"):
-        obj = tmp.with_suffix(f".{src.stem}.o")
-        p = subprocess.run([cc, "-O2", "-fPIC", "-fno-builtin", "-D__ADX__", "-c", str(src), "-o", str(obj)],
-                           capture_output=True, text=True, timeout=600)
-        if p.returncode != 0:
-            raise RuntimeError(f"building blst's {src.name} for the peer failed:\n{p.stderr[-3000:]}")
-        objs.append(obj)
+    blst_sources = (blst / "src" / "server.c", blst / "build" / "assembly.S")
+    objs = [tmp.with_suffix(f".{src.stem}.o") for src in blst_sources]
     cmd = [nvcc, "-std=c++17", "-O3", f"-arch={arch}", "-DFEATURE_BLS12_381", "-D__ADX__", f"-I{sppark}",
            f"-I{blst / 'src'}", "-shared", "-Xcompiler", "-fPIC", str(SHIM), str(sppark / "util" / "all_gpus.cpp"),
            *map(str, objs), "-o", str(tmp)]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
-    for obj in objs:
-        obj.unlink(missing_ok=True)
+    try:
+        for src, obj in zip(blst_sources, objs):
+            p = subprocess.run([cc, "-O2", "-fPIC", "-fno-builtin", "-D__ADX__", "-c", str(src), "-o", str(obj)],
+                               capture_output=True, text=True, timeout=600)
+            if p.returncode != 0:
+                raise RuntimeError(f"building blst's {src.name} for the peer failed:\n{p.stderr[-3000:]}")
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+    finally:                                       # the objects are only the link's inputs
+        for obj in objs:
+            obj.unlink(missing_ok=True)
     if p.returncode != 0:
         tmp.unlink(missing_ok=True)
         raise RuntimeError(f"building the peer failed: {' '.join(cmd)}\n{p.stderr[-3000:]}")
