@@ -78,8 +78,12 @@ class WorkerProcess:
     """`python -m cuzk.perf.worker` with the commit's root first on sys.path; JSON lines on a private pair
     of pipes, each reply matched to its request by id; the worker's own output goes to a log file."""
 
-    def __init__(self, root: Path, timeout: float, cpus: tuple[int, ...] | None = None, log=None):
+    def __init__(self, root: Path, timeout: float, cpus: tuple[int, ...] | None = None, log=None,
+                 setup_cpus: tuple[int, ...] | None = None):
+        """cpus: the CPUs the worker samples on; setup_cpus: where it sets up, when wider (narrow() then moves
+        every thread of it to cpus before the first sample)."""
         env = dict(os.environ)
+        self.cpus = cpus
         env["PYTHONPATH"] = str(root)
         env.pop("CUZK_OPT", None)
         self.timeout = timeout
@@ -90,7 +94,8 @@ class WorkerProcess:
         self._rep_r, rep_w = os.pipe()
         life_r, self._life_w = os.pipe()
         # pinned before anything is imported (threads inherit it), by the gate's code, not the commit's
-        pin = f"os.sched_setaffinity(0, {list(cpus)})\n" if cpus else ""
+        first = setup_cpus if (cpus and setup_cpus) else cpus
+        pin = f"os.sched_setaffinity(0, {list(first)})\n" if first else ""
         boot = _BOOT.format(pin=pin, ppid=os.getpid(), life=life_r, req=req_r, rep=rep_w)
         try:
             self.p = subprocess.Popen([sys.executable, "-c", boot], cwd=root, env=env, stdin=subprocess.DEVNULL,
@@ -124,6 +129,20 @@ class WorkerProcess:
     def ask(self, msg: dict) -> dict:
         self.send(msg)
         return self.receive()
+
+    def narrow(self) -> None:
+        """Every thread of the worker, and of any process it started, moved to the sampling CPUs (threads
+        started later inherit them). A thread that cannot be moved fails the round: its samples would not
+        be taken where its rival's are."""
+        if not self.cpus:
+            return
+        for tid in session_threads(self.p.pid):
+            try:
+                os.sched_setaffinity(tid, self.cpus)
+            except ProcessLookupError:
+                pass                                         # exited meanwhile
+            except OSError as e:
+                raise self._failed(f"thread {tid} could not be moved to CPUs {list(self.cpus)}: {e}") from None
 
     def send(self, msg: dict) -> None:
         self.next_id += 1
@@ -286,16 +305,18 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
         raise _Stop
 
     t0 = time.perf_counter()
+    # GPU workloads set up both at once (nothing is timed yet; their samples are one call each): a round
+    # costs one set-up, not two. Host-timed ones one after the other: their calls per sample are
+    # calibrated during set-up, and a rival's set-up beside it would skew that.
+    # The first round sets up one after the other all the same: its first worker calibrates the calls
+    # per sample that every later worker is given.
+    together = oc.config.spec.backend != "cpu" and oc.numbers is not None
     try:
         for side in order:
-            workers[side] = spawn(roots[side], cfg.timeout_for(oc.config))
+            # set up together, on every CPU the gate may use (synthesis, the key's load), then narrowed
+            workers[side] = (spawn(roots[side], cfg.timeout_for(oc.config), setup_wide=True) if together
+                             else spawn(roots[side], cfg.timeout_for(oc.config)))
         ready = {}
-        # GPU workloads set up both at once (nothing is timed yet; their samples are one call each): a round
-        # costs one set-up, not two. Host-timed ones one after the other: their calls per sample are
-        # calibrated during set-up, and a rival's set-up beside it would skew that.
-        # The first round sets up one after the other all the same: its first worker calibrates the calls
-        # per sample that every later worker is given.
-        together = oc.config.spec.backend != "cpu" and oc.numbers is not None
         for side in order:
             other = workers[SIDES[1 - SIDES.index(side)]]
             # calls per sample: calibrated once, by the gate's first worker, then the same for every worker
@@ -318,6 +339,10 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
             if ready[side]["status"] not in ("ready", "unavailable"):
                 fail("error", f"unexpected reply {ready[side]}")
         unavailable = {s: ready[s].get("message", "") for s in SIDES if ready[s]["status"] == "unavailable"}
+        if together and not unavailable:
+            for side in order:
+                asking = "moving to the sampling CPUs"
+                getattr(workers[side], "narrow", lambda: None)()
         if unavailable:
             why = "; ".join(f"{s}: {m}" for s, m in unavailable.items())
             if oc.config.required:
@@ -442,6 +467,23 @@ def preflight(oc: Outcome, gpu_status=None) -> None:
         oc.message = f"{NO_GPU} ({why}); this workload is required"
 
 
+def session_threads(sid: int, proc: str = "/proc") -> list[int]:
+    """The thread ids of every process in session sid (a worker and what it started: start_new_session)."""
+    out = []
+    for d in os.listdir(proc):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"{proc}/{d}/stat") as f:
+                stat = f.read()
+            if int(stat[stat.rindex(")") + 2:].split()[3]) != sid:    # after the name: state ppid pgrp session
+                continue
+            out += [int(t) for t in os.listdir(f"{proc}/{d}/task") if t.isdigit()]
+        except (OSError, ValueError, IndexError):
+            continue                                         # gone meanwhile, or not ours to read
+    return out
+
+
 def worker_cpus(n: int, allowed=None) -> tuple[int, ...] | None:
     """The CPUs both workers of every round are pinned to: the last n this process may use (away from
     CPU 0, which takes most interrupts). Phases at latency-bound sizes are host-bound, so a worker on a
@@ -460,7 +502,10 @@ def run(repo: str | Path, base_ref: str, head_ref: str, cfg: GateConfig,
     t0 = time.perf_counter()
     if spawn is WorkerProcess:
         cpus = worker_cpus(cfg.worker_cpus)
-        spawn = lambda root, timeout: WorkerProcess(root, timeout, cpus, log)     # noqa: E731
+        wide = tuple(sorted(os.sched_getaffinity(0))) if cpus else None
+
+        def spawn(root, timeout, setup_wide=False):
+            return WorkerProcess(root, timeout, cpus, log, wide if setup_wide else None)
     repo = str(Path(repo).resolve())
     shas = {"base": checkout.resolve(repo, base_ref), "head": checkout.resolve(repo, head_ref)}
     refuse_dirty(repo)

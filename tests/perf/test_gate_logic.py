@@ -191,14 +191,15 @@ class FakeSpawn:
         self.joules = joules                # joules per second of sample, as NVML would count them
         self.head_factor = head_factor or {}
         self.fail = fail or {}              # (side, round) or (side, "*") -> error | untrusted | unavailable
-        self.spawned, self.asks = [], []
+        self.spawned, self.asks, self.wide = [], [], []
         self.rng = random.Random(seed)
         self.noise = noise
 
-    def __call__(self, root, timeout):
+    def __call__(self, root, timeout, setup_wide=False):
         side = Path(root).name
         rnd = self.spawned.count(side)
         self.spawned.append(side)
+        self.wide.append(setup_wide)
         return FakeWorker(self, side, self.fail.get((side, rnd)) or self.fail.get((side, "*")))
 
 
@@ -231,6 +232,9 @@ class FakeWorker:
 
     def send(self, msg):                 # WorkerProcess's two halves of ask
         self._pending = msg
+
+    def narrow(self):
+        self.parent.asks.append((self.side, "narrow"))
 
     def receive(self):
         return self.ask(self._pending)
@@ -306,8 +310,8 @@ def test_unavailable_optional_workload_is_skipped(repo):
 
     class Spawn:
         """cuda workers are unavailable: their set-up says so."""
-        def __call__(self, root, timeout):
-            w = fake(root, timeout)
+        def __call__(self, root, timeout, setup_wide=False):
+            w = fake(root, timeout, setup_wide)
             real = w.ask
             w.ask = lambda msg: ({"status": "unavailable", "message": "no GPU"}
                                  if msg.get("spec", {}).get("backend") == "cuda" else real(msg))
@@ -420,6 +424,74 @@ def test_a_worker_process_runs_on_the_cpus_it_was_given():
         w.close()
 
 
+def test_gpu_workers_set_up_wide_and_sample_narrow(repo):
+    """After the first round, a GPU workload's two workers set up together on every CPU the gate may use,
+    and both are moved to the sampling CPUs once both are ready, before any sample; round 1 (which
+    calibrates the calls per sample) and host-timed workloads are pinned from the start."""
+    d, base, head = repo
+    s = FakeSpawn()
+    res = gate.run(d, base, head, _cfg([{"backend": "cpu", "log_size": 8}, {"backend": "cuda", "log_size": 16}]),
+                   spawn=s, log=lambda m: None, gpu_status=lambda: (True, "a pretend GPU"))
+    assert res.exit_code == gate.EXIT_OK
+    # per round: cpu's two workers, then cuda's two
+    assert s.wide == [False, False, False, False] + [False, False, True, True] * 7
+    narrowed = [i for i, a in enumerate(s.asks) if a[1] == "narrow"]
+    assert len(narrowed) == 14
+    for i in narrowed[::2]:                 # both set up, then both narrowed, then the first sample
+        assert [a[1] for a in s.asks[i - 2:i + 2]] == ["setup", "setup", "narrow", "narrow"]
+        assert s.asks[i + 2][1] in PHASES
+
+
+def test_session_threads_finds_every_thread_of_the_session(tmp_path):
+    """A worker's threads and its children's are found by session; another session's are not."""
+    import subprocess
+    import sys
+    import time
+    script = ("import os, subprocess, sys, threading, time\n"
+              "threading.Thread(target=time.sleep, args=(60,), daemon=True).start()\n"
+              "c = subprocess.Popen([sys.executable, '-c', 'import threading, time; "
+              "threading.Thread(target=time.sleep, args=(60,), daemon=True).start(); print(1, flush=True); "
+              "time.sleep(60)'], stdout=subprocess.PIPE)\n"
+              "c.stdout.readline(); print(c.pid, flush=True); time.sleep(60)\n")
+    p = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, start_new_session=True, text=True)
+    try:
+        child = int(p.stdout.readline())
+        time.sleep(0.2)
+        tids = set(gate.session_threads(p.pid))
+        import os
+        want = {int(t) for pid in (p.pid, child) for t in os.listdir(f"/proc/{pid}/task")}
+        assert len(want) >= 4 and tids == want
+        assert os.getpid() not in gate.session_threads(p.pid)
+    finally:
+        os.killpg(p.pid, 9)
+        p.wait()
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "sched_getaffinity") or len(__import__("os").sched_getaffinity(0)) < 2,
+                    reason="needs CPU affinity and two CPUs")
+def test_a_worker_set_up_wide_is_narrowed_thread_by_thread():
+    """A worker spawned to set up on every CPU runs there until narrow(); then every one of its threads
+    (the launcher's lifeline thread too, which sched_setaffinity on the pid alone would miss) is on the
+    sampling CPUs."""
+    import os
+    repo = Path(__file__).resolve().parents[2]
+    every = tuple(sorted(os.sched_getaffinity(0)))
+    cpus = gate.worker_cpus(1)
+    cfg = gate_config.parse({"workload": [{"backend": "cpu", "log_size": 8}]})
+    w = gate.WorkerProcess(repo, 120, cpus, setup_cpus=every)
+    try:
+        rep = w.ask(gate._request(cfg, cfg.workloads[0], repo, None))
+        assert rep["status"] == "ready", rep
+        tids = [int(t) for t in os.listdir(f"/proc/{w.pid}/task")]
+        assert len(tids) >= 2
+        assert all(os.sched_getaffinity(t) == set(every) for t in tids)
+        w.narrow()
+        assert all(os.sched_getaffinity(t) == set(cpus) for t in os.listdir(f"/proc/{w.pid}/task") for t in [int(t)])
+        assert w.ask({"sample": "prep_msm"})["status"] == "ok"
+    finally:
+        w.close()
+
+
 class SendingWorker(FakeWorker):
     """A FakeWorker that records when a request is sent, apart from when its reply is read."""
 
@@ -429,7 +501,7 @@ class SendingWorker(FakeWorker):
 
 
 class SendingSpawn(FakeSpawn):
-    def __call__(self, root, timeout):
+    def __call__(self, root, timeout, setup_wide=False):
         side = Path(root).name
         self.spawned.append(side)
         return SendingWorker(self, side, None)
@@ -520,7 +592,7 @@ class HangingSpawn:
     def __init__(self, phase: str, where: Path):
         self.phase, self.where, self.workers, self.log = phase, where, [], []
 
-    def __call__(self, root, timeout):
+    def __call__(self, root, timeout, setup_wide=False):
         side = Path(root).name
         fake = self.where / side
         (fake / "cuzk" / "perf").mkdir(parents=True, exist_ok=True)

@@ -350,7 +350,7 @@ def test_the_gate_gives_each_side_a_folder_of_its_own(tmp_path):
             pass
     cfg = gate_config.parse({"gate": {"rounds": 4, "samples": 2, "alpha": 0.2},
                              "workload": [{"backend": "cpu", "log_size": 8, "phases": ["prep_msm"]}]})
-    res = gate.run(tmp_path / "repo", base, head, cfg, spawn=lambda root, timeout: Worker(root), log=lambda m: None)
+    res = gate.run(tmp_path / "repo", base, head, cfg, spawn=lambda root, timeout, setup_wide=False: Worker(root), log=lambda m: None)
     assert res.exit_code == gate.EXIT_OK and len(seen) == 8
     dirs = {side: {d for s, d, _ in seen if s == side} for side in ("base", "head")}
     assert all(len(d) == 1 for d in dirs.values()), dirs              # one folder a side, every round
