@@ -136,13 +136,20 @@ class WorkerProcess:
         be taken where its rival's are."""
         if not self.cpus:
             return
-        for tid in session_threads(self.p.pid):
-            try:
-                os.sched_setaffinity(tid, self.cpus)
-            except ProcessLookupError:
-                pass                                         # exited meanwhile
-            except OSError as e:
-                raise self._failed(f"thread {tid} could not be moved to CPUs {list(self.cpus)}: {e}") from None
+        want = set(self.cpus)
+        for _ in range(3):                # again while a thread not yet moved started one on the wide set
+            moved = 0
+            for tid in session_threads(self.p.pid):
+                try:
+                    if os.sched_getaffinity(tid) != want:
+                        os.sched_setaffinity(tid, self.cpus)
+                        moved += 1
+                except ProcessLookupError:
+                    pass                                     # exited meanwhile
+                except OSError as e:
+                    raise self._failed(f"thread {tid} could not be moved to CPUs {list(self.cpus)}: {e}") from None
+            if not moved:
+                return
 
     def send(self, msg: dict) -> None:
         self.next_id += 1
@@ -314,8 +321,7 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
     try:
         for side in order:
             # set up together, on every CPU the gate may use (synthesis, the key's load), then narrowed
-            workers[side] = (spawn(roots[side], cfg.timeout_for(oc.config), setup_wide=True) if together
-                             else spawn(roots[side], cfg.timeout_for(oc.config)))
+            workers[side] = spawn(roots[side], cfg.timeout_for(oc.config), setup_wide=together)
         ready = {}
         for side in order:
             other = workers[SIDES[1 - SIDES.index(side)]]
