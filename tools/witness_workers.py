@@ -1,6 +1,6 @@
 """How long the pipeline's witness workers take, alone and side by side (no GPU needed).
 
-    python tools/witness_workers.py --log-size 27 --workers 1,8 [--opt +B4] [--circuit porep_partition]
+    python tools/witness_workers.py --log-size 27 --workers 1,8 [--opt -B4] [--circuit porep_partition]
 
 For each worker count N, starts N spawned process workers (as `bench --pipeline --pool process` does, warmed
 before the clock), submits one circuit's witness to each at once through the pipeline's own `synth_one` (the
@@ -40,7 +40,7 @@ def main(argv=None) -> int:
     ap.add_argument("--circuit", default="porep_partition")
     ap.add_argument("--log-size", type=int, required=True)
     ap.add_argument("--workers", default="1", help="comma-separated worker counts")
-    ap.add_argument("--opt", default="", help="options as --opt takes them, e.g. +B4")
+    ap.add_argument("--opt", default="", help="options as --opt takes them, e.g. -B4")
     args = ap.parse_args(argv)
     opts = resolve(args.opt)
     for n in [int(s) for s in args.workers.split(",")]:
