@@ -269,7 +269,8 @@ class GateResult:
                 "deps_changed": self.deps_changed,
                 "config": {"path": c.path, "rounds": c.rounds, "samples": c.samples, "alpha": c.alpha,
                            "threshold": c.threshold, "thresholds": c.thresholds, "areas": list(c.areas),
-                           "threshold_floor": c.threshold_floor,
+                           "threshold_floor": c.threshold_floor, "min_sample_s": c.min_sample_s,
+                           "min_device_sample_s": c.min_device_sample_s,
                            "pins": {a: {"pin": v, "reason": r} for a, (v, r) in c.pins.items()},
                            "derived": [{"spec": json.loads(k), "phase": a, **t.as_dict()}
                                        for (k, a), t in sorted(c.derived.items())],
@@ -284,7 +285,8 @@ def _request(cfg: GateConfig, wc: WorkloadConfig, root: Path, sibling_pid: int |
     pol = cfg.policy
     return {"protocol": PROTOCOL, "root": str(root), "spec": wc.spec.as_dict(), "areas": list(cfg.areas_for(wc)),
             "numbers": numbers, "key_dir": str(key_dir) if key_dir is not None else None,
-            "min_sample_s": cfg.min_sample_s, "max_discards": cfg.max_discards, "pause_s": cfg.pause_s,
+            "min_sample_s": cfg.min_sample_s, "min_device_sample_s": cfg.min_device_sample_s,
+            "max_discards": cfg.max_discards, "pause_s": cfg.pause_s,
             "sibling_pid": sibling_pid,
             "trust": {"ignore_reasons": list(pol.ignore_reasons), "watched_violations": list(pol.watched_violations),
                       "max_temperature_c": pol.max_temperature_c,
@@ -406,7 +408,8 @@ def aa_record(res: GateResult, machine: str, date: str | None = None) -> dict:
                  for o in res.outcomes if o.status == "ok"]
     gpu = next((rd[s]["gpu"].get("name") for o in res.outcomes for rd in o.rounds for s in SIDES
                 if isinstance(rd.get(s, {}).get("gpu"), dict)), None)
-    return make_record(machine, res.head, res.config.rounds, res.config.samples, workloads, gpu, date)
+    return make_record(machine, res.head, res.config.rounds, res.config.samples, workloads, gpu, date,
+                       res.config.min_device_sample_s)
 
 
 def paired_log_ratios(rd: dict, area: str) -> list[float]:
@@ -592,6 +595,7 @@ def _check_doc(doc) -> None:
     _check(_finite(c.get("threshold"), 0) and _finite(c.get("alpha"), 0) and c["alpha"] < 1,
            "config.threshold or alpha out of range")
     _check(_finite(c.get("threshold_floor", 0.0), 0), "config.threshold_floor")
+    _check(all(_finite(c.get(k, 0.0), 0) for k in ("min_sample_s", "min_device_sample_s")), "config.min_sample_s")
     pins = c.get("pins", {})
     _check(isinstance(pins, dict) and all(a in AREAS and isinstance(v, dict) and _finite(v.get("pin"), 0)
                                           and isinstance(v.get("reason"), str) and len(v["reason"]) <= 200
@@ -639,6 +643,7 @@ def from_dict(doc: dict) -> GateResult:
     cfg = GateConfig(rounds=c["rounds"], samples=c["samples"], alpha=c["alpha"], threshold=c["threshold"],
                      thresholds=dict(c.get("thresholds", {})), areas=tuple(c["areas"]), path=c.get("path"),
                      worker_cpus=c.get("worker_cpus", 0), threshold_floor=c.get("threshold_floor", 0.0),
+                     min_sample_s=c.get("min_sample_s", 0.002), min_device_sample_s=c.get("min_device_sample_s", 0.0),
                      pins={a: (v["pin"], v["reason"]) for a, v in c.get("pins", {}).items()},
                      derived={(spec_key(t["spec"]), t["phase"]): Threshold(t["value"], t["source"], t["basis"])
                               for t in c.get("derived", [])})

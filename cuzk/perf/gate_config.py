@@ -47,6 +47,7 @@ class GateConfig:
     derived: dict = field(default_factory=dict)     # (spec key, phase): noise.Threshold, set by noise.derive
     areas: tuple[str, ...] = PHASES
     min_sample_s: float = 0.002
+    min_device_sample_s: float = 0.0    # a device-timed sample repeats its phase until it lasts this long
     worker_timeout_s: float | None = None    # the longest wait for one worker reply; None: per workload
     worker_cpus: int = 1        # both workers of a round pinned to the same CPUs (gate.worker_cpus); 0: not pinned
     max_discards: int = 10
@@ -97,8 +98,8 @@ def default_worker_timeout_s(spec: Spec) -> float:
     return max(MIN_TIMEOUT_S, TIMEOUT_FACTOR * expected)
 
 
-_GATE_KEYS = {"rounds", "samples", "alpha", "threshold", "threshold_floor", "phases", "min_sample_s", "worker_timeout_s",
-             "worker_cpus"}
+_GATE_KEYS = {"rounds", "samples", "alpha", "threshold", "threshold_floor", "phases", "min_sample_s", "min_device_sample_s",
+             "worker_timeout_s", "worker_cpus"}
 _TRUST_KEYS = {"max_discards", "pause_s", "ignore_reasons", "allow_other_processes", "max_temperature_c"}
 _WORKLOAD_KEYS = {"backend", "circuit", "log_size", "opts", "batch", "convention", "generator", "required",
                   "phases"}
@@ -126,6 +127,7 @@ def _is_str_list(v) -> bool:
 _GATE_TYPES = {"rounds": (_is_int, "an integer"), "samples": (_is_int, "an integer"), "alpha": (_is_num, "a number"),
                "threshold": (_is_num, "a number"), "threshold_floor": (_is_num, "a number"),
                "min_sample_s": (_is_num, "a number of seconds"),
+               "min_device_sample_s": (_is_num, "a number of seconds"),
                "worker_timeout_s": (_is_num, "a number of seconds"), "worker_cpus": (_is_int, "an integer"),
                "phases": (_is_str_list, "a list of phase names")}
 _TRUST_TYPES = {"max_discards": (_is_int, "an integer"), "pause_s": (_is_num, "a number of seconds"),
@@ -195,8 +197,8 @@ def parse(doc: dict, path: str | None = None) -> GateConfig:
     _check_keys("trust", tr, _TRUST_KEYS)
     _check_types(g, th, tr, doc.get("workload", []))
     cfg = GateConfig(path=path, raw=doc)
-    for k in ("rounds", "samples", "alpha", "threshold", "threshold_floor", "min_sample_s", "worker_timeout_s",
-              "worker_cpus"):
+    for k in ("rounds", "samples", "alpha", "threshold", "threshold_floor", "min_sample_s", "min_device_sample_s",
+              "worker_timeout_s", "worker_cpus"):
         if k in g:
             setattr(cfg, k, g[k])
     if "phases" in g:
@@ -217,6 +219,8 @@ def parse(doc: dict, path: str | None = None) -> GateConfig:
                           "from each workload's size)")
     if not (isinstance(cfg.worker_cpus, int) and cfg.worker_cpus >= 0):
         raise ConfigError("[gate] worker_cpus must be an integer >= 0 (0: workers not pinned)")
+    if not 0 <= cfg.min_device_sample_s <= 10:
+        raise ConfigError("[gate] min_device_sample_s must be a number of seconds in [0, 10] (0: one call a sample)")
     if not 0 < cfg.alpha < 1:
         raise ConfigError("[gate] alpha must be in (0, 1)")
     if min_p_value(cfg.rounds) >= cfg.alpha:

@@ -62,14 +62,15 @@ def spec_key(spec: dict) -> str:
 
 
 def make_record(machine: str, commit: str, rounds: int, samples: int, workloads: list[tuple[dict, dict]],
-                gpu: str | None = None, date: str | None = None) -> dict:
+                gpu: str | None = None, date: str | None = None, min_device_sample_s: float = 0.0) -> dict:
     """A record of an A/A run (gate.aa_record makes one from a gate run): workloads = [(spec, {phase: the
-    rounds' values})]. Checked as it will be read back."""
+    rounds' values})]; min_device_sample_s: the run's, which sets how many calls a device-timed sample
+    averages. Checked as it will be read back."""
     if not workloads:
         raise NoiseError("the A/A run judged no workload: nothing to record")
     rec = {"kind": KIND, "version": VERSION, "machine": machine, "commit": commit,
            "date": date or datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-           "rounds": rounds, "samples": samples, "gpu": gpu,
+           "rounds": rounds, "samples": samples, "min_device_sample_s": min_device_sample_s, "gpu": gpu,
            "workloads": [{"spec": dict(spec), "phases": {a: list(d) for a, d in ph.items()}} for spec, ph in workloads]}
     return parse_record(dumps(rec), "the A/A record")
 
@@ -111,6 +112,9 @@ def parse_record(data: bytes | str, where: str, machine: str | None = None) -> d
         v = rec.get(k)
         if not (isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= 10_000):
             raise bad(f"{k} is not a count")
+    m = rec.get("min_device_sample_s", 0.0)        # absent: recorded when every device sample was one call
+    if not (isinstance(m, (int, float)) and not isinstance(m, bool) and 0 <= m <= 60):
+        raise bad("min_device_sample_s is not a number of seconds")
     if rec.get("gpu") is not None and not (isinstance(rec["gpu"], str) and len(rec["gpu"]) <= 128):
         raise bad("gpu is not a name")
     wls = rec.get("workloads")
@@ -135,9 +139,10 @@ def parse_record(data: bytes | str, where: str, machine: str | None = None) -> d
 
 def derive(cfg, records: list[dict], where: str = "") -> dict[tuple[str, str], Threshold]:
     """{(workload spec key, phase): threshold in force} for every workload and phase of cfg. `records`: parsed
-    records of the gate's machine; those of another sample count than cfg's are not comparable and are left out
-    (their rounds' spread differs), as are all but the NEWEST newest."""
-    usable = sorted((r for r in records if r["samples"] == cfg.samples), key=lambda r: r["date"])[-NEWEST:]
+    records of the gate's machine; those of another sample count or another min_device_sample_s than cfg's are
+    not comparable and are left out (their rounds' spread differs), as are all but the NEWEST newest."""
+    usable = sorted((r for r in records if r["samples"] == cfg.samples
+                     and r.get("min_device_sample_s", 0.0) == cfg.min_device_sample_s), key=lambda r: r["date"])[-NEWEST:]
     out = {}
     for wc in cfg.workloads:
         key = spec_key(wc.spec.as_dict())

@@ -6,7 +6,7 @@ head samples alternate a few milliseconds apart and drift hits both; the idle on
 request pipe and uses no CPU. Requests and replies never touch fd 0, 1 or 2: what the measured
 code prints (a device printf, a library's banner, os.write(1, ...)) goes to the gate's log, and
 every reply carries its request's "id". Requests:
-  1. set-up: {"id", "protocol", "root", "spec", "areas", "min_sample_s", "max_discards", "pause_s",
+  1. set-up: {"id", "protocol", "root", "spec", "areas", "min_sample_s", "min_device_sample_s", "max_discards", "pause_s",
      "trust", "sibling_pid", "numbers" (calls per sample to use; absent: calibrated here), "key_dir" (where
      a key made on the GPU is kept for this side's later workers; absent: made afresh)}
      -> {"status": "ready" | "unavailable" (no GPU) | "unusable" (a GPU that cannot run), "numbers",
@@ -71,10 +71,10 @@ class Worker:
         if self.w.device:
             dev = nvml.open_device()
             self.info["gpu"] = dev.info().as_dict() if dev is not None else None
-        min_s = self.req.get("min_sample_s", 0.0)
+        min_s, min_dev = self.req.get("min_sample_s", 0.0), self.req.get("min_device_sample_s", 0.0)
         given = self.req.get("numbers") or {}      # the gate's: both sides time the same calls per sample
         self.numbers = {a: int(given[a]) if isinstance(given.get(a), int) and given[a] >= 1
-                        else (self.w.calibrate(a, min_s) if min_s > 0 else 1) for a in self.req["areas"]}
+                        else self.w.calibrate(a, min_s, min_device_sample_s=min_dev) for a in self.req["areas"]}
         return {**self.info, "status": "ready", "numbers": self.numbers, "setup_s": getattr(self.w, "setup_s", {}),
                 "key": getattr(self.w, "key_report", None)}
 

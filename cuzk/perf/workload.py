@@ -266,15 +266,19 @@ class Workload:
             self.peak_device_bytes[area] = max(self.peak_device_bytes.get(area, 0), *dev)
         self.peak_host_bytes[area] = max([self.peak_host_bytes.get(area, 0)] + [r.peak_host_bytes for r in recs])
 
-    def calibrate(self, area: str, min_sample_s: float, max_number: int = 1000) -> int:
-        """Calls per sample so that a host-timed sample lasts at least min_sample_s.
-        Device-timed (CUDA event) samples are always one call.
+    def calibrate(self, area: str, min_sample_s: float, max_number: int = 1000, min_device_sample_s: float = 0.0) -> int:
+        """Calls per sample so that a host-timed sample lasts at least min_sample_s (the host clock's resolution)
+        and a device-timed (CUDA event) one at least min_device_sample_s (0: one call). Events resolve a short
+        call well, but a phase paced by the host varies from call to call with its launches and host steps
+        (tail_msm at 2^24, 12 ms: 4-10% a call); a sample of several calls averages that out.
 
         Timed as a sample is (measure: a full garbage collection, then n calls), n doubling until one
         such batch lasts min_sample_s. The first call after the collection runs with cold caches (prep_msm
         at 2^8: ~4x a warm call), so one call alone over-estimates the time a call and leaves samples too
         short, each led by that cold call in a share that varied from process to process."""
         if self.device and area != "synthesis":
+            min_sample_s = min_device_sample_s
+        if min_sample_s <= 0:
             return 1
         n = 1
         while True:

@@ -117,6 +117,30 @@ def test_records_pool_and_only_comparable_newest_ones_count():
         key, "tail_msm"].value
 
 
+def test_records_follow_the_calls_a_device_sample_averages():
+    """A record made with one call a device sample (min_device_sample_s absent or 0) is noisier than the same
+    runner with several: it is not used by a gate that averages calls, nor one made with them by a gate that
+    does not."""
+    cfg = _cfg(CONFIG.replace("threshold_floor = 0.01", "threshold_floor = 0.01\nmin_device_sample_s = 0.03"))
+    assert cfg.min_device_sample_s == 0.03
+    key = noise.spec_key(CUDA24)
+    single = noise.parse_record(json.dumps(_record({"tail_msm": _rounds(0.017)})), "r.jsonl")
+    assert "min_device_sample_s" not in single                       # absent: one call a sample
+    t = noise.derive(cfg, [single])[key, "tail_msm"]
+    assert t.source == "config" and "no A/A record" in t.basis
+    averaged = {**_record({"tail_msm": _rounds(0.009, seed=4)}), "min_device_sample_s": 0.03}
+    averaged = noise.parse_record(json.dumps(averaged), "r.jsonl")
+    assert noise.derive(cfg, [single, averaged])[key, "tail_msm"].source == "noise"
+    assert noise.derive(_cfg(), [averaged])[key, "tail_msm"].source == "config"
+    for bad in (-0.1, True, "0.03", 61):
+        with pytest.raises(noise.NoiseError, match="r.jsonl: min_device_sample_s"):
+            noise.parse_record(json.dumps({**_record({"tail_msm": _rounds(0.01)}), "min_device_sample_s": bad}),
+                               "r.jsonl")
+    for bad in ("-0.01", "11", '"x"'):
+        with pytest.raises(gate_config.ConfigError, match="min_device_sample_s"):
+            _cfg(CONFIG.replace("threshold_floor = 0.01", f"threshold_floor = 0.01\nmin_device_sample_s = {bad}"))
+
+
 def test_a_pin_stands_with_its_reason_and_a_pin_needs_one():
     cfg = _cfg(CONFIG.replace("prep_msm = 0.15", 'prep_msm = 0.15\nb_g2 = {pin = 0.02, reason = "G2 adds, quiet"}'))
     th = noise.derive(cfg, [_record({"b_g2": _rounds(0.3)})])[noise.spec_key(CUDA24), "b_g2"]
@@ -150,6 +174,9 @@ def test_a_record_is_made_from_an_aa_run_and_read_back_as_it_was():
     rec = gate.aa_record(gate.from_dict(doc), "h200-0", date="2026-12-03T00:00:00Z")
     back = noise.parse_record(noise.dumps(rec).encode(), "rec.jsonl", "h200-0")
     assert back == rec and back["rounds"] == 10 and set(back["workloads"][0]["phases"]) == {"tail_msm", "ntt_msm_h"}
+    assert back["min_device_sample_s"] == 0.0
+    res = gate.from_dict({**doc, "config": {**doc["config"], "min_device_sample_s": 0.03}})
+    assert gate.aa_record(res, "h200-0")["min_device_sample_s"] == 0.03     # the run's sampling, kept
     d = back["workloads"][0]["phases"]["tail_msm"]
     assert d == [gate.statistics.median(gate.paired_log_ratios(rd, "tail_msm")) for rd in doc["outcomes"][0]["rounds"]]
     with pytest.raises(noise.NoiseError, match="not an A/A run"):

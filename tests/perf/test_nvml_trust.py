@@ -151,15 +151,16 @@ class FakeGpuWorkload:
     def prepare(self):
         return self
 
-    def calibrate(self, area, min_sample_s):
-        return 1
+    def calibrate(self, area, min_sample_s, min_device_sample_s=0.0):
+        self.asked = (min_sample_s, min_device_sample_s)
+        return max(1, round(min_device_sample_s / 0.001))
 
     def measure(self, area, number=1):
         self.calls += 1
         return 0.001
 
 
-def _serve(monkeypatch, w, fake, areas, n):
+def _serve(monkeypatch, w, fake, areas, n, **req_extra):
     """Drive worker.serve as the gate does: set-up, n samples per area, quit."""
     import json
     from cuzk.perf import workload
@@ -167,7 +168,7 @@ def _serve(monkeypatch, w, fake, areas, n):
     monkeypatch.setattr(sampler, "_NVML", {"dev": nvml.Nvml(fake)})
     monkeypatch.setattr(nvml, "open_device", lambda *a, **k: nvml.Nvml(fake))
     req = {"protocol": worker.PROTOCOL, "spec": {"backend": "cuda", "log_size": 16}, "areas": areas,
-           "max_discards": 4, "pause_s": 0, "sibling_pid": 424242}
+           "max_discards": 4, "pause_s": 0, "sibling_pid": 424242, **req_extra}
     lines = [json.dumps(req)] + [json.dumps({"sample": a}) for _ in range(n) for a in areas] + ['{"quit": true}']
     replies = []
     assert worker.serve(iter(lines), replies.append) == 0
@@ -196,6 +197,20 @@ def test_worker_keeps_only_trusted_samples(monkeypatch):
     assert [r["value"] for r in replies[1:4]] == [1.0, 2.0, 5.0]
     assert replies[1]["state"]["sm_clock_mhz"] == 1980 and replies[1]["state"]["throttle_reasons"] == IDLE
     assert replies[-1]["status"] == "done" and len(replies[-1]["discards"]) == 2
+
+
+def test_worker_sizes_device_samples_as_the_gate_asks(monkeypatch):
+    """min_device_sample_s reaches the workload's calibration; calls per sample given by the gate (round 1's,
+    shared by both sides) stand over it."""
+    fake = FakeNvml(pids=[os.getpid(), 424242])
+    w = FakeGpuWorkload(None, fake)
+    replies = _serve(monkeypatch, w, fake, ["tail_msm"], 1, min_sample_s=0.002, min_device_sample_s=0.03)
+    assert replies[0]["numbers"] == {"tail_msm": 30} and w.asked == (0.002, 0.03)
+    w = FakeGpuWorkload(None, fake)
+    replies = _serve(monkeypatch, w, fake, ["tail_msm"], 1, min_device_sample_s=0.03, numbers={"tail_msm": 4})
+    assert replies[0]["numbers"] == {"tail_msm": 4} and not hasattr(w, "asked")
+    assert replies[0]["status"] == "ready" and _serve(monkeypatch, FakeGpuWorkload(None, fake), fake, ["b_g2"], 1)[
+        0]["numbers"] == {"b_g2": 1}                                  # not asked: one call a sample
 
 
 def test_worker_refuses_code_from_elsewhere():

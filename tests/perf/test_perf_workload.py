@@ -65,6 +65,18 @@ def test_calibration_sizes_samples_on_warm_calls(w8, monkeypatch):
     assert w8.calibrate("prep_msm", target, max_number=50) == 50
 
 
+def test_device_timed_samples_repeat_a_call_only_when_asked(w8, monkeypatch):
+    """CUDA events resolve one call, so by default a device-timed sample is one call; with
+    min_device_sample_s it repeats the phase (a host-paced phase's jitter averages out), while synthesis,
+    timed on the host, follows min_sample_s as before."""
+    monkeypatch.setattr(Workload, "device", property(lambda self: True))
+    monkeypatch.setattr(w8, "measure", lambda area, number=1: number * (0.012 if area == "tail_msm" else 0.5))
+    assert w8.calibrate("tail_msm", 0.002) == 1
+    assert w8.calibrate("tail_msm", 0.002, min_device_sample_s=0.03) == 3
+    assert w8.calibrate("tail_msm", 0.002, min_device_sample_s=0.03, max_number=2) == 2
+    assert w8.calibrate("synthesis", 1.0) == 2 and w8.calibrate("synthesis", 1.0, min_device_sample_s=3.0) == 2
+
+
 def test_sample_areas_round_robin(w8):
     seen = []
     real = w8.measure
