@@ -12,6 +12,9 @@ at which the slowed phase was flagged. A real injection (calibrate --inject) add
 phase, not a factor; near its own size the two agree. The pool is only as varied as the A/A runs it
 comes from: a handful of rounds estimate little; the output says how many there were. --rounds and
 --alpha judge the same pool as a gate with other settings would (e.g. how many rounds a size needs).
+Each phase is judged at the threshold its runs were judged at (derived from noise records, pinned, or
+the config's); a threshold derived for the runs' rounds is kept as it was under --rounds, and the output
+says so.
 """
 from __future__ import annotations
 
@@ -53,10 +56,12 @@ def load_pools(paths: list[str]) -> dict[str, dict]:
             if oc.status != "ok":
                 continue
             label = oc.config.spec.label()
-            pool = pools.setdefault(label, {"config": res.config, "rounds": [], "files": 0,
+            pool = pools.setdefault(label, {"config": res.config, "rounds": [], "files": 0, "workload": oc.config,
                                             "areas": res.config.areas_for(oc.config)})
             if (pool["config"].rounds, pool["config"].alpha) != (res.config.rounds, res.config.alpha):
                 raise PowerInputError(f"{path}: {label}: rounds/alpha differ from an earlier file's")
+            if thresholds(pool) != thresholds({"config": res.config, "workload": oc.config, "areas": pool["areas"]}):
+                raise PowerInputError(f"{path}: {label}: thresholds differ from an earlier file's")
             pool["files"] += 1
             pool["rounds"] += [{a: statistics.median(paired_log_ratios(rd, a)) for a in pool["areas"]}
                                for rd in oc.rounds]
@@ -65,22 +70,32 @@ def load_pools(paths: list[str]) -> dict[str, dict]:
     return pools
 
 
+def thresholds(pool: dict) -> dict[str, tuple[float, str]]:
+    """{phase: (threshold, where it came from)} as the pool's runs were judged."""
+    out = {}
+    for a in pool["areas"]:
+        t = pool["config"].threshold_in_force(a, pool["workload"])
+        out[a] = (t.value, t.source)
+    return out
+
+
 def simulate(pool: dict, effects: dict[str, float], trials: int, seed: int = 0) -> dict:
     """Gate runs drawn from one workload's pool; effects {area: f} slow those areas by 1 + f."""
     cfg, rounds, areas = pool["config"], pool["rounds"], pool["areas"]
     rng = random.Random(seed)
     flagged = {a: 0 for a in areas}
+    th = {a: v for a, (v, _) in thresholds(pool).items()}
     for _ in range(trials):
         draw = [rng.choice(rounds) for _ in range(cfg.rounds)]
         for a in areas:
             shift = math.log1p(effects.get(a, 0.0))
-            if compare(a, [r[a] + shift for r in draw], cfg.threshold_for(a), cfg.alpha).verdict == REGRESSION:
+            if compare(a, [r[a] + shift for r in draw], th[a], cfg.alpha).verdict == REGRESSION:
                 flagged[a] += 1
     others = [a for a in areas if a not in effects]
     return {"trials": trials, "rounds_in_pool": len(rounds), "rounds_a_run": cfg.rounds,
             "phase_tests": trials * len(others),
             "false_alarms": sum(flagged[a] for a in others),
-            "false_alarms_by_phase": {a: flagged[a] for a in others},
+            "false_alarms_by_phase": {a: flagged[a] for a in others}, "thresholds": th,
             "detection_rate": {a: flagged[a] / trials for a in effects if a in flagged}}
 
 
@@ -130,6 +145,11 @@ def main(argv=None) -> int:
         aa = res["aa"]
         print(f"{label}: {len(pool['rounds'])} real rounds from {pool['files']} A/A runs, "
               f"{args.trials} resampled gate runs of {aa['rounds_a_run']} rounds")
+        th = thresholds(pool)
+        print("  thresholds: " + ", ".join(f"{a} {v:.2%} ({s})" for a, (v, s) in th.items()))
+        if args.rounds is not None and any(s == "noise" for _, s in th.values()):
+            print(f"  (thresholds from noise records were derived for the runs' own rounds and are kept; a gate "
+                  f"of {cfg.rounds} rounds would derive others)")
         print(f"  A/A: {aa['false_alarms']} false alarms in {aa['phase_tests']} phase tests "
               f"({aa['false_alarms'] / max(1, aa['phase_tests']):.4f})")
         for key, r in res.items():

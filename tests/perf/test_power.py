@@ -7,21 +7,27 @@ import random
 import subprocess
 import sys
 
+import pytest
+
 from cuzk.perf import power
 
 AREAS = ["ntt_msm_h", "tail_msm", "b_g2"]
 
 
-def _gate_json(path, sd: float, rounds: int = 8, samples: int = 5, seed: int = 1):
-    """An A/A gate.json whose samples are lognormal around 10 ms with spread sd (ln units)."""
+SPEC = {"backend": "cuda", "circuit": "porep_like", "log_size": 18, "opts": "default"}
+
+
+def _gate_json(path, sd: float, rounds: int = 8, samples: int = 5, seed: int = 1, derived=()):
+    """An A/A gate.json whose samples are lognormal around 10 ms with spread sd (ln units); derived:
+    [(phase, threshold)] from noise records, as the gate stores them."""
     rng = random.Random(seed)
     side = lambda: {"areas": {a: {"samples": [0.01 * math.exp(rng.gauss(0, sd)) for _ in range(samples)]}  # noqa: E731
                               for a in AREAS}}
     doc = {"base": "a" * 40, "head": "a" * 40, "base_ref": "main", "head_ref": "main",
            "config": {"rounds": rounds, "samples": samples, "alpha": 0.01, "threshold": 0.05, "thresholds": {},
-                      "areas": AREAS},
-           "outcomes": [{"status": "ok", "spec": {"backend": "cuda", "circuit": "porep_like", "log_size": 18,
-                                                  "opts": "default"},
+                      "areas": AREAS, "derived": [{"spec": SPEC, "phase": a, "value": v, "source": "noise",
+                                                   "basis": "test"} for a, v in derived]},
+           "outcomes": [{"status": "ok", "spec": SPEC,
                          "rounds": [{"base": side(), "head": side()} for _ in range(rounds)]}]}
     path.write_text(json.dumps(doc))
     return str(path)
@@ -47,6 +53,20 @@ def test_the_effect_shifts_each_round_by_its_log(tmp_path):
     assert all(r["tail_msm"] == 0.0 for r in pool["rounds"])
     assert power.simulate(pool, {"tail_msm": 0.10}, 20)["detection_rate"]["tail_msm"] == 1.0
     assert power.simulate(pool, {"tail_msm": 0.04}, 20)["detection_rate"]["tail_msm"] == 0.0   # under threshold
+
+
+def test_each_phase_is_judged_at_the_threshold_its_runs_had(tmp_path):
+    """A threshold derived from noise records (kept in gate.json) is the one a resampled run is judged at:
+    +3% under a 1.5% threshold is found, under the config's 5% it is not; runs judged at other thresholds
+    do not pool."""
+    (pool,) = power.load_pools([_gate_json(tmp_path / "a.json", 0.0, derived=[("tail_msm", 0.015)])]).values()
+    assert power.thresholds(pool) == {"ntt_msm_h": (0.05, "config"), "tail_msm": (0.015, "noise"),
+                                      "b_g2": (0.05, "config")}
+    r = power.simulate(pool, {"tail_msm": 0.03, "b_g2": 0.03}, 20)
+    assert r["detection_rate"] == {"tail_msm": 1.0, "b_g2": 0.0}
+    with pytest.raises(power.PowerInputError, match="b.json: .*thresholds differ"):
+        power.load_pools([_gate_json(tmp_path / "a.json", 0.0, derived=[("tail_msm", 0.015)]),
+                          _gate_json(tmp_path / "b.json", 0.0)])
 
 
 def test_cli_reports_and_writes_json(tmp_path):
