@@ -127,7 +127,7 @@ class HandoffPlan:
     """How the pipeline's workers hand a witness to the provers (pipeline.py)."""
     packed_witness: bool = True        # B2: the witness packed (bits apart) for the hand-off
     packed_shared: bool = True         # B3: the packed witness written to shared memory by the worker
-    packed_direct: bool = False        # B4: the circuit writes the packed witness itself (no limbs first)
+    packed_direct: bool = True         # B4: the circuit writes the packed witness itself (no limbs first)
 
 
 # --- the one map from toggle codes to fields ---
