@@ -362,11 +362,17 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
         got = {s: {a: [] for a in areas} for s in SIDES}
         energy = {s: {a: [] for a in areas} for s in SIDES}
         states = {s: {a: [] for a in areas} for s in SIDES}
+        asked = {s: {a: [] for a in areas} for s in SIDES}       # a sample's round trip, what it costs the gate
+        collected = {s: {a: [] for a in areas} for s in SIDES}   # of which the worker's untimed full collection
         for i in range(cfg.samples):
             for a in areas:
                 for side in (order if i % 2 == 0 else order[::-1]):
                     asking = f"phase {a}"
+                    t_ask = time.perf_counter()
                     rep = workers[side].ask({"sample": a})
+                    asked[side][a].append(round(time.perf_counter() - t_ask, 6))
+                    gc_s = rep.get("gc_s")
+                    collected[side][a].append(round(gc_s, 6) if _finite(gc_s, 0) else None)
                     if rep["status"] != "ok":
                         fail(rep["status"], rep.get("message", ""), rep.get("discards", []))
                     v = rep.get("value")
@@ -393,6 +399,7 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
     oc.discards += sum(len(done[s].get("discards", [])) for s in SIDES)
     oc.rounds.append({"order": list(order), **{
         s: {**ready[s], "areas": {a: {"samples": got[s][a], "energy_j": energy[s][a], "states": states[s][a],
+                                      "asked_s": asked[s][a], "gc_s": collected[s][a],
                                       "number": ready[s]["numbers"][a]} for a in areas},
             "discards": done[s].get("discards", []), "peak_device_bytes": done[s].get("peak_device_bytes")}
         for s in SIDES}})

@@ -87,7 +87,7 @@ class Worker:
         except self.sampler.UntrustedRun as e:
             return {"status": "untrusted", "message": str(e), "discards": e.discards}
         return {"status": "ok", "value": s.values[0], "energy_j": s.energy_j[0] if s.energy_j else None,
-                "state": s.states[0] if s.states else None}
+                "state": s.states[0] if s.states else None, "gc_s": getattr(self.w, "last_gc_s", None)}
 
     def finish(self) -> dict:
         return {"status": "done", "discards": self.discards, "peak_device_bytes": self.w.peak_device_bytes}

@@ -86,6 +86,12 @@ def test_a_a_passes(gate_repo, tmp_path):
     (oc,) = data["outcomes"]
     assert oc["status"] == "ok" and len(oc["rounds"]) == 8
     assert all(len(r[s]["areas"]["tail_msm"]["samples"]) == 3 for r in oc["rounds"] for s in ("base", "head"))
+    # what each sample cost the gate (its round trip) and, of that, the worker's untimed full collection
+    for r in oc["rounds"]:
+        for s in ("base", "head"):
+            ar = r[s]["areas"]["tail_msm"]
+            assert len(ar["asked_s"]) == len(ar["gc_s"]) == 3
+            assert all(0 <= g < t and t >= v * ar["number"] for g, t, v in zip(ar["gc_s"], ar["asked_s"], ar["samples"]))
     assert {c["verdict"] for c in oc["comparisons"]} <= {"no change", "improvement", "not resolved"}
     # like with like: every worker of both sides timed the same calls per sample, so the report has no note
     assert len({(a, r[s]["areas"][a]["number"]) for r in oc["rounds"] for s in ("base", "head")
