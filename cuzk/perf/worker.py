@@ -21,6 +21,7 @@ sides (checkout.overlay_harness). Samples go through cuzk.perf.sampler (the NVML
 """
 from __future__ import annotations
 
+import gc
 import json
 import os
 import platform
@@ -93,7 +94,10 @@ class Worker:
         return {"status": "done", "discards": self.discards, "peak_device_bytes": self.w.peak_device_bytes}
 
 
-def serve(lines, reply) -> int:
+def serve(lines, reply, freeze: bool = False) -> int:
+    """freeze (the worker process's own): once set up, the set-up's objects (inputs, key, witness) are moved out of
+    the collector's reach (gc.freeze), so the full collection before each sample walks only what the phases made
+    since (the CPU reference at 2^18: 32 ms a sample -> none; the phases' time unchanged)."""
     worker = None
     for line in lines:
         msg = json.loads(line)
@@ -107,6 +111,9 @@ def serve(lines, reply) -> int:
                 worker = Worker(msg)
                 if answer(worker.setup())["status"] != "ready":
                     return 0
+                if freeze:
+                    gc.collect()
+                    gc.freeze()
             elif "sample" in msg:
                 if answer(worker.sample(msg["sample"]))["status"] != "ok":
                     return 0
@@ -133,7 +140,7 @@ def main(argv=None) -> int:
     def reply(obj: dict) -> None:
         out.write(json.dumps(obj) + "\n")
         out.flush()
-    return serve(requests, reply)
+    return serve(requests, reply, freeze=True)
 
 
 if __name__ == "__main__":

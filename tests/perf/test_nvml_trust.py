@@ -160,7 +160,7 @@ class FakeGpuWorkload:
         return 0.001
 
 
-def _serve(monkeypatch, w, fake, areas, n, **req_extra):
+def _serve(monkeypatch, w, fake, areas, n, freeze=False, **req_extra):
     """Drive worker.serve as the gate does: set-up, n samples per area, quit."""
     import json
     from cuzk.perf import workload
@@ -171,7 +171,7 @@ def _serve(monkeypatch, w, fake, areas, n, **req_extra):
            "max_discards": 4, "pause_s": 0, "sibling_pid": 424242, **req_extra}
     lines = [json.dumps(req)] + [json.dumps({"sample": a}) for _ in range(n) for a in areas] + ['{"quit": true}']
     replies = []
-    assert worker.serve(iter(lines), replies.append) == 0
+    assert worker.serve(iter(lines), replies.append, freeze=freeze) == 0
     return replies
 
 
@@ -211,6 +211,24 @@ def test_worker_sizes_device_samples_as_the_gate_asks(monkeypatch):
     assert replies[0]["numbers"] == {"tail_msm": 4} and not hasattr(w, "asked")
     assert replies[0]["status"] == "ready" and _serve(monkeypatch, FakeGpuWorkload(None, fake), fake, ["b_g2"], 1)[
         0]["numbers"] == {"b_g2": 1}                                  # not asked: one call a sample
+
+
+def test_worker_process_freezes_its_set_up_before_the_first_sample(monkeypatch):
+    """The worker process (main) moves the set-up's objects out of the collector's reach once ready, after a
+    collection, so each sample's full collection walks only the phases' garbage; serve() alone (in a test's
+    process) does not."""
+    import types
+    seen = []
+    monkeypatch.setattr(worker, "gc", types.SimpleNamespace(collect=lambda: seen.append("collect"),
+                                                           freeze=lambda: seen.append("freeze")))
+    fake = FakeNvml(pids=[os.getpid(), 424242])
+    w = FakeGpuWorkload(None, fake)
+    w.measure = lambda area, number=1: seen.append(f"sample {area}") or 0.001
+    _serve(monkeypatch, w, fake, ["tail_msm"], 2, freeze=True)
+    assert seen == ["collect", "freeze", "sample tail_msm", "sample tail_msm"]
+    seen.clear()
+    _serve(monkeypatch, FakeGpuWorkload(None, fake), fake, ["tail_msm"], 1)
+    assert "freeze" not in seen
 
 
 def test_worker_refuses_code_from_elsewhere():
