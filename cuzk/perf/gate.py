@@ -552,7 +552,7 @@ def run(repo: str | Path, base_ref: str, head_ref: str, cfg: GateConfig,
         est = gate_estimate_s(cfg)
         log(f"cuzk gate: base {shas['base'][:10]} ({base_ref}) vs head {shas['head'][:10]} ({head_ref}), "
             f"{cfg.rounds} rounds x {cfg.samples} paired samples; estimated "
-            + (f"{est:.0f} s" if est is not None else "(no figure for a target in cuzk/perf/suite.py POINT_S)"))
+            + (f"{est:.0f} s" if est is not None else "(no figure for a target in cuzk/perf/suite.py GATE_ROUND_S)"))
         for r in range(cfg.rounds):
             for oc in result.outcomes:
                 if oc.status == "running":
