@@ -33,7 +33,7 @@ class FakeDevice:
 
 def test_the_spin_is_the_asked_fraction_of_the_phases_own_time():
     dev = FakeDevice()
-    own = [0.050, 0.010, 0.011, 0.010, 0.012]          # the first call pays module loads
+    own = [0.050, 0.010, 0.012, 0.010, 0.012]          # the first call pays module loads
 
     def phase(i):
         dev.now += own[i]
@@ -47,11 +47,32 @@ def test_the_spin_is_the_asked_fraction_of_the_phases_own_time():
         assert wrapped(i) == i * 7                        # the phase's result is untouched
         spans.append(dev.now - t0)
     assert dev.spins[0] == 0.0                             # nothing known yet: the first call only measures
-    assert dev.spins[1] == pytest.approx(0.10 * 0.050)      # the least seen so far
-    assert dev.spins[2:] == pytest.approx([0.10 * 0.010] * 3)
+    assert dev.spins[1] == pytest.approx(0.10 * 0.050)      # one call seen: that one
+    # then the median of the calls after the first, so the phase's median moves by the fraction
+    assert dev.spins[2:] == pytest.approx([0.10 * 0.010, 0.10 * 0.011, 0.10 * 0.010])
     # what the phase's own events see: its work plus the spin
     assert [s - o for s, o in zip(spans, own)] == pytest.approx(dev.spins)
-    assert slow.own == pytest.approx(own[:-1])             # read back one call late, no sync in the phase
+    assert list(slow.own) == pytest.approx(own[:-1])       # read back one call late, no sync in the phase
+
+
+def test_a_jittery_phase_moves_its_median_by_the_fraction():
+    """A phase whose calls vary 4-10% (host-paced): the least call would give +2.5% of the median for an
+    asked +3%; the median estimate gives the asked fraction."""
+    import random
+    import statistics
+    dev, rng = FakeDevice(), random.Random(3)
+    own = [0.012 * (1 + abs(rng.gauss(0, 0.15))) for _ in range(400)]
+
+    def phase(i):
+        dev.now += own[i]
+    wrapped = DeviceSlowdown(0.03, timer=dev, spin=dev.spin).wrap(phase)
+    spans = []
+    for i in range(len(own)):
+        t0 = dev.now
+        wrapped(i)
+        spans.append(dev.now - t0)
+    ratio = statistics.median(spans[50:]) / statistics.median(own[50:])
+    assert ratio == pytest.approx(1.03, abs=0.0015)          # the least call: 1.027
 
 
 def test_a_fraction_that_is_not_positive_is_refused():
