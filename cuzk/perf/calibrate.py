@@ -189,6 +189,9 @@ def summary(rows: list[dict], inject: str | None) -> dict:
            "phase_tests": sum(1 for r in judged for k in r["ratios"] if not is_slowed(k)),
            "false_alarms": sum(1 for r in judged for k in r["flagged"] if not is_slowed(k)),
            "wall_s_median": statistics.median(r["wall_s"] for r in rows) if rows else None}
+    trees = [r["tree"] for r in rows if r.get("tree")]
+    if trees:
+        out["runs_by_tree"] = {t: trees.count(t) for t in sorted(set(trees))}
     if slowed:
         keys = sorted({k for r in judged for k in r["ratios"] if is_slowed(k)})
         out["detected"] = {k: sum(1 for r in judged if k in r["flagged"]) for k in keys}
@@ -209,10 +212,23 @@ def _sha(path: Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
-def setup_of(config: Path, inject: str | None, noise: list[Path], record_noise: str | None) -> dict:
-    """What a run was measured under: the config (by content), the injection, the noise records (by content)."""
+def setup_of(config: Path, inject: str | None, noise: list[Path], record_noise: str | None,
+             project: Path | None = None) -> dict:
+    """What a run was measured under: the config (by content), the injection, the noise records (by content),
+    and the project's tree (its commit, "+changes" where the copy held uncommitted ones): runs of several trees
+    pool, each keeping its tree, so a summary says which runs are which."""
     return {"config": str(config), "config_sha256": _sha(config), "inject": inject or None,
-            "noise_sha256": sorted(_sha(n) for n in noise), "record_noise": record_noise}
+            "noise_sha256": sorted(_sha(n) for n in noise), "record_noise": record_noise,
+            "tree": tree_of(project) if project is not None else None}
+
+
+def tree_of(project: Path) -> str | None:
+    try:
+        head = _git(project, "rev-parse", "HEAD").strip()
+        dirty = _git(project, "status", "--porcelain", "--untracked-files=no").strip()
+    except (subprocess.CalledProcessError, OSError):
+        return None
+    return head + ("+changes" if dirty else "")
 
 
 def write_doc(path: Path, setup: dict, rows: list[dict]) -> None:
@@ -255,7 +271,7 @@ def merge(paths: list[Path]) -> tuple[dict, list[dict]]:
         if other != key:
             diff = ", ".join(k for k in SETUP_KEYS if other[k] != key[k])
             raise MergeError(f"{p}: measured under another set-up than {first_path} ({diff})")
-        rows += [dict(r, source=str(p)) for r in doc["runs"]]
+        rows += [dict(r, source=str(p), tree=doc["setup"].get("tree")) for r in doc["runs"]]
     return dict(first["setup"]), rows
 
 
@@ -300,7 +316,7 @@ def main(argv=None) -> int:
             path, patch = ((BACKEND_FILE, slowdown_patch) if backend == "cpu" else (CUDA_FILE, gpu_slowdown_patch))
             head = commit_change(repo, path, patch(phase, frac), f"slow {phase} by {frac} ({backend})")
     noise = [Path(n).resolve() for n in args.noise]
-    setup = setup_of(config, args.inject, noise, args.record_noise)
+    setup = setup_of(config, args.inject, noise, args.record_noise, project)
     rows = []
     for i in range(args.runs):
         rc, data, wall = run_gate(repo, base, head, config, work / f"run{i}", noise, args.record_noise)
@@ -310,7 +326,7 @@ def main(argv=None) -> int:
         ratios = {k: round(c["ratio"], 4) for k, c in tests}
         thresholds = {k: round(c["threshold"], 4) for k, c in tests}
         rows.append({"run": i, "exit": rc, "flagged": flagged, "wall_s": round(wall, 1), "ratios": ratios,
-                     "thresholds": thresholds})
+                     "thresholds": thresholds, "tree": setup["tree"]})
         print(json.dumps(rows[-1]), flush=True)
         if args.json:
             write_doc(Path(args.json), setup, rows)

@@ -21,6 +21,9 @@ def _project(tmp_path: Path) -> Path:
     shutil.copy(ROOT / "tools/gate-cuda24.toml", d / "perf-gate.toml")
     (d / calibrate.CUDA_FILE).write_text("class CudaBackend:\n    def tail_msm(self):\n        return 1\n")
     subprocess.run(["git", "init", "-q", str(d)], check=True)
+    git = ["git", "-C", str(d), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(git + ["add", "-A"], check=True)
+    subprocess.run(git + ["commit", "-qm", "project"], check=True)
     return d
 
 
@@ -32,7 +35,7 @@ def _gate(flag_tail: bool):
     return 0, {"outcomes": [{"spec": {"backend": "cuda"}, "status": "ok", "comparisons": comps}]}, 180.0
 
 
-def _run(tmp_path, name, runs, inject=None, flags=(True,), fail_at=None, monkeypatch=None):
+def _run(tmp_path, name, runs, inject=None, flags=(True,), fail_at=None, monkeypatch=None, dirty=False):
     calls = iter(range(100))
 
     def fake(*a, **k):
@@ -42,7 +45,10 @@ def _run(tmp_path, name, runs, inject=None, flags=(True,), fail_at=None, monkeyp
         return _gate(flags[i % len(flags)])
     monkeypatch.setattr(calibrate, "run_gate", fake)
     out = tmp_path / f"{name}.json"
-    argv = ["--project", str(_project(tmp_path / name)), "--runs", str(runs), "--workdir",
+    project = _project(tmp_path / name)
+    if dirty:
+        (project / calibrate.CUDA_FILE).write_text("class CudaBackend:\n    def tail_msm(self):\n        return 2\n")
+    argv = ["--project", str(project), "--runs", str(runs), "--workdir",
             str(tmp_path / name / "w"), "--json", str(out)] + (["--inject", inject] if inject else [])
     return argv, out
 
@@ -60,15 +66,19 @@ def test_a_killed_invocation_keeps_the_runs_it_finished(tmp_path, monkeypatch):
 def test_merge_pools_runs_measured_under_one_setup(tmp_path, monkeypatch, capsys):
     argv, a = _run(tmp_path, "a", 2, inject="tail_msm:0.03", flags=(True, False), monkeypatch=monkeypatch)
     assert calibrate.main(argv) == 0
-    argv, b = _run(tmp_path, "b", 3, inject="tail_msm:0.03", flags=(True,), monkeypatch=monkeypatch)
+    argv, b = _run(tmp_path, "b", 3, inject="tail_msm:0.03", flags=(True,), monkeypatch=monkeypatch, dirty=True)
     assert calibrate.main(argv) == 0
     capsys.readouterr()
+    trees = [json.loads(f.read_text())["setup"]["tree"] for f in (a, b)]
+    assert len(trees[0]) == 40 and trees[1] == calibrate._git(tmp_path / "b" / "proj", "rev-parse", "HEAD").strip() + "+changes"
     pooled = tmp_path / "pooled.json"
     assert calibrate.main(["--merge", str(a), str(b), "--json", str(pooled)]) == 0
     s = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert s["runs"] == 5 and s["detected"] == {"cuda:tail_msm": 4} and s["phase_tests"] == 20
     assert s["false_alarms"] == 0
+    assert s["runs_by_tree"] == {trees[0]: 2, trees[1]: 3}             # pooled across trees, each run's kept
     doc = json.loads(pooled.read_text())
+    assert [r["tree"] for r in doc["runs"]] == [trees[0]] * 2 + [trees[1]] * 3
     assert [r["source"] for r in doc["runs"]] == [str(a)] * 2 + [str(b)] * 3
 
 
