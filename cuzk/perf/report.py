@@ -1,6 +1,7 @@
 """The gate's Markdown report (stdout and the GitHub step summary) and its bisect hint."""
 from __future__ import annotations
 
+import math
 import re
 import statistics
 from urllib.parse import quote
@@ -119,6 +120,28 @@ def energy_too_short(oc: Outcome) -> list[str]:
             if a not in shown and any(rd[s]["areas"][a].get("energy_j") for rd in oc.rounds for s in ("base", "head"))]
 
 
+def sampling_cost(oc: Outcome) -> tuple[int, float, float, float] | None:
+    """(samples, seconds of their round trips, of the phases' calls in them, of the workers' full collections
+    before them) over every round and side, where gate.json holds the round trips; None where it does not.
+    Values that are not finite non-negative numbers (a damaged or crafted file) are left out."""
+    n, asked, calls, collected = 0, 0.0, 0.0, 0.0
+
+    def num(v) -> bool:
+        return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
+    for rd in oc.rounds:
+        for s in ("base", "head"):
+            for ar in rd.get(s, {}).get("areas", {}).values():
+                k = ar.get("number", 1)
+                k = k if num(k) else 1
+                gcs = ar.get("gc_s") or []
+                for i, (t, v) in enumerate(zip(ar.get("asked_s") or [], ar.get("samples") or [])):
+                    if num(t) and num(v):
+                        n, asked, calls = n + 1, asked + t, calls + v * k
+                        g = gcs[i] if i < len(gcs) else None
+                        collected += g if num(g) else 0.0
+    return (n, asked, calls, collected) if n else None
+
+
 def _workloads(res: GateResult) -> str:
     return "; ".join(f"{o.config.spec.label()} ({', '.join(res.config.areas_for(o.config))})" for o in res.outcomes)
 
@@ -233,6 +256,12 @@ def markdown(res: GateResult, bisect: bool = True) -> str:
                 f"`{a}` {b:.3g} J → {h:.3g} J" for a, (b, h) in energy.items()) or "none resolved")
                 + (f" (not shown, shorter than the counter's resolution: {', '.join(short)})" if short else "")
                 + ".")
+        cost = sampling_cost(oc)
+        if cost:
+            n, asked, calls, collected = cost
+            out.append(f"Sampling: {n} samples in {asked:.1f} s of round trips: the phases' calls {calls:.1f} s, "
+                       f"the workers' full collections before them {collected:.1f} s, the rest "
+                       f"{max(0.0, asked - calls - collected):.1f} s (requests, NVML checks, timer reads).")
         level = min((x.ci_level for x in oc.comparisons), default=float("nan"))
         rows = [[f"`{x.area}`", fmt_s(x.base_s), fmt_s(x.head_s), f"{x.ratio:.3f}",
                  f"{x.ci_low:.3f} – {x.ci_high:.3f}", f"{x.p_value:.2g}", _threshold(x),

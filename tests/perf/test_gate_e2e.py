@@ -92,6 +92,9 @@ def test_a_a_passes(gate_repo, tmp_path):
             ar = r[s]["areas"]["tail_msm"]
             assert len(ar["asked_s"]) == len(ar["gc_s"]) == 3
             assert all(0 <= g < t and t >= v * ar["number"] for g, t, v in zip(ar["gc_s"], ar["asked_s"], ar["samples"]))
+    line = next(ln for ln in p.stdout.splitlines() if ln.startswith("Sampling: "))
+    n = sum(len(r[s]["areas"][a]["samples"]) for r in oc["rounds"] for s in ("base", "head") for a in r[s]["areas"])
+    assert line.startswith(f"Sampling: {n} samples in ")
     assert {c["verdict"] for c in oc["comparisons"]} <= {"no change", "improvement", "not resolved"}
     # like with like: every worker of both sides timed the same calls per sample, so the report has no note
     assert len({(a, r[s]["areas"][a]["number"]) for r in oc["rounds"] for s in ("base", "head")

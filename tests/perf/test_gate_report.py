@@ -214,3 +214,15 @@ def test_a_pull_requests_merge_commit_is_bisected_over_the_pull_requests_commits
     # a plain range of several commits is bisected as it is; one commit is the change itself
     assert report.bisect_range(_result(repo, base, tip))[:2] == (base, tip)
     assert report.bisect_range(_result(repo, base, first))[0] is None
+
+
+def test_sampling_cost_adds_round_trips_and_leaves_out_what_is_not_a_time():
+    """The report's Sampling line: round trips, the phases' calls in them (per-call value x calls) and the
+    workers' collections, over rounds and sides; a crafted gate.json's non-numbers are left out, never raised."""
+    import types
+    from cuzk.perf.report import sampling_cost
+    side = {"areas": {"tail_msm": {"samples": [0.01, 0.01], "number": 3, "asked_s": [0.2, 0.3], "gc_s": [0.1, None]},
+                      "b_g2": {"samples": [0.02, "x"], "number": True, "asked_s": [float("nan"), 0.4], "gc_s": []}}}
+    n, asked, calls, gc_s = sampling_cost(types.SimpleNamespace(rounds=[{"base": side, "head": side}]))
+    assert (n, asked, calls, gc_s) == (4, pytest.approx(1.0), pytest.approx(0.12), pytest.approx(0.2))
+    assert sampling_cost(types.SimpleNamespace(rounds=[{"base": {"areas": {"a": {"samples": [1.0]}}}}])) is None
