@@ -602,7 +602,8 @@ def _check_doc(doc) -> None:
     _check(_finite(c.get("threshold"), 0) and _finite(c.get("alpha"), 0) and c["alpha"] < 1,
            "config.threshold or alpha out of range")
     _check(_finite(c.get("threshold_floor", 0.0), 0), "config.threshold_floor")
-    _check(all(_finite(c.get(k, 0.0), 0) for k in ("min_sample_s", "min_device_sample_s")), "config.min_sample_s")
+    for k in ("min_sample_s", "min_device_sample_s"):
+        _check(_finite(c.get(k, 0.0), 0) and c.get(k, 0.0) <= 60, f"config.{k}")
     pins = c.get("pins", {})
     _check(isinstance(pins, dict) and all(a in AREAS and isinstance(v, dict) and _finite(v.get("pin"), 0)
                                           and isinstance(v.get("reason"), str) and len(v["reason"]) <= 200
@@ -636,6 +637,21 @@ def _check_doc(doc) -> None:
                     xs = sd["areas"].get(a, {}).get("samples") if isinstance(sd["areas"].get(a), dict) else None
                     _check(isinstance(xs, list) and xs and all(_finite(x, 0, strict=True) for x in xs),
                            f"outcome {i} round {r}: {side} {a}: samples are not positive finite times")
+                for a, ar in sd["areas"].items():
+                    where = f"outcome {i} round {r}: {side} {a}"
+                    _check(a in AREAS and isinstance(ar, dict), f"{where}: not a phase's samples")
+                    n = ar.get("number", 1)
+                    _check(isinstance(n, int) and not isinstance(n, bool) and 1 <= n <= MAX_NUMBER,
+                           f"{where}: number is not a count of calls")
+                    for k in ("asked_s", "gc_s"):
+                        v = ar.get(k, [])
+                        _check(isinstance(v, list) and len(v) <= len(ar.get("samples") or []) and all(
+                            x is None or (_finite(x, 0) and x <= MAX_SAMPLE_S) for x in v),
+                            f"{where}: {k} is not a list of seconds, one a sample")
+
+
+MAX_NUMBER = 1_000_000       # calls a sample (workload.calibrate stops at 1000)
+MAX_SAMPLE_S = 86_400.0      # a sample's round trip: a day is no measurement
 
 
 def _finite(v, low: float, strict: bool = False) -> bool:

@@ -462,3 +462,24 @@ def test_the_no_gpu_verdict_names_cpu_only():
     doc["outcomes"][0].update(status="error", rounds=[], message=f"{gate.NO_GPU} (no CUDA); this workload is required")
     first = report.markdown(gate.from_dict(doc)).splitlines()[0]
     assert gate.NO_GPU in first and "--cpu-only" in first
+
+
+@pytest.mark.parametrize("key, value, what", [
+    ("asked_s", 5, "asked_s is not a list"), ("gc_s", {"a": 1}, "gc_s is not a list"),
+    ("asked_s", [0.1, float("nan"), 0.1], "asked_s is not a list"), ("asked_s", [0.1] * 4, "asked_s is not a list"),
+    ("gc_s", [1e308, 0, 0], "gc_s is not a list"), ("number", 1e308, "number is not a count"),
+    ("number", True, "number is not a count"),
+])
+def test_a_gate_json_with_crafted_sampling_costs_is_refused_by_name(key, value, what):
+    """What the report's Sampling line adds up is checked like the samples: one clear error, never a crash."""
+    doc = _gate_doc()
+    doc["outcomes"][0]["rounds"][2]["base"]["areas"]["tail_msm"][key] = value
+    with pytest.raises(ValueError, match=f"round 2: base tail_msm: {what}"):
+        gate.from_dict(doc)
+    doc = _gate_doc()
+    doc["outcomes"][0]["rounds"][0]["head"]["areas"]["b_g2"] = 7          # a phase entry that is no table
+    with pytest.raises(ValueError, match="round 0: head b_g2: not a phase's samples"):
+        gate.from_dict(doc)
+    doc = _gate_doc()
+    doc["outcomes"][0]["rounds"][0]["head"]["areas"]["tail_msm"].update(asked_s=[0.2, 0.2, 0.2], gc_s=[0.1, None])
+    assert "Sampling: 3 samples in 0.6 s" in report.markdown(gate.from_dict(doc))
