@@ -32,6 +32,7 @@ import argparse
 import hashlib
 import json
 import math
+import re
 import shutil
 import statistics
 import subprocess
@@ -222,10 +223,14 @@ def setup_of(config: Path, inject: str | None, noise: list[Path], record_noise: 
             "tree": tree_of(project) if project is not None else None}
 
 
+def _tree_ok(t) -> bool:
+    return t is None or (isinstance(t, str) and re.fullmatch(r"[0-9a-f]{40}(\+changes)?", t) is not None)
+
+
 def tree_of(project: Path) -> str | None:
     try:
         head = _git(project, "rev-parse", "HEAD").strip()
-        dirty = _git(project, "status", "--porcelain", "--untracked-files=no").strip()
+        dirty = _git(project, "status", "--porcelain").strip()     # untracked files are copied too (project_files)
     except (subprocess.CalledProcessError, OSError):
         return None
     return head + ("+changes" if dirty else "")
@@ -248,6 +253,8 @@ def _read_doc(path: Path) -> dict:
     setup, runs = doc.get("setup"), doc.get("runs")
     if not isinstance(setup, dict) or any(k not in setup for k in SETUP_KEYS) or not isinstance(runs, list):
         raise MergeError(f"{path}: no setup or runs")
+    if not all(_tree_ok(x.get("tree") if isinstance(x, dict) else None) for x in [setup, *runs]):
+        raise MergeError(f"{path}: a tree is not a commit id")
     for r in runs:
         ok = (isinstance(r, dict) and isinstance(r.get("exit"), int) and isinstance(r.get("flagged"), list)
               and isinstance(r.get("ratios"), dict) and isinstance(r.get("wall_s"), (int, float))
@@ -271,8 +278,9 @@ def merge(paths: list[Path]) -> tuple[dict, list[dict]]:
         if other != key:
             diff = ", ".join(k for k in SETUP_KEYS if other[k] != key[k])
             raise MergeError(f"{p}: measured under another set-up than {first_path} ({diff})")
-        rows += [dict(r, source=str(p), tree=doc["setup"].get("tree")) for r in doc["runs"]]
-    return dict(first["setup"]), rows
+        rows += [dict(r, source=str(p), tree=r.get("tree", doc["setup"].get("tree"))) for r in doc["runs"]]
+    trees = {r["tree"] for r in rows}
+    return dict(first["setup"], tree=trees.pop() if len(trees) == 1 else None), rows
 
 
 def backends(config: Path) -> set[str]:

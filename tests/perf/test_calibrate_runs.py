@@ -79,6 +79,14 @@ def test_merge_pools_runs_measured_under_one_setup(tmp_path, monkeypatch, capsys
     assert s["runs_by_tree"] == {trees[0]: 2, trees[1]: 3}             # pooled across trees, each run's kept
     doc = json.loads(pooled.read_text())
     assert [r["tree"] for r in doc["runs"]] == [trees[0]] * 2 + [trees[1]] * 3
+    assert doc["setup"]["tree"] is None                                # a pooled file holds more than one
+    capsys.readouterr()
+    assert calibrate.main(["--merge", str(pooled)]) == 0              # pooled again: each run keeps its own
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["runs_by_tree"] == s["runs_by_tree"]
+    bad = tmp_path / "bad-tree.json"
+    bad.write_text(json.dumps({**doc, "runs": [dict(doc["runs"][0], tree=["x"])]}))
+    assert calibrate.main(["--merge", str(bad)]) == 2
+    assert capsys.readouterr().err.strip() == f"calibrate: {bad}: a tree is not a commit id"
     assert [r["source"] for r in doc["runs"]] == [str(a)] * 2 + [str(b)] * 3
 
 
