@@ -314,11 +314,10 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
         raise _Stop
 
     t0 = time.perf_counter()
-    # GPU workloads set up both at once (nothing is timed yet; their samples are one call each): a round
-    # costs one set-up, not two. Host-timed ones one after the other: their calls per sample are
-    # calibrated during set-up, and a rival's set-up beside it would skew that.
-    # The first round sets up one after the other all the same: its first worker calibrates the calls
-    # per sample that every later worker is given.
+    # From round 2, GPU workloads set up both at once (nothing is timed yet, and they are given round 1's
+    # calls per sample): a round costs one set-up, not two. Round 1 and host-timed workloads set up one
+    # after the other: the first worker calibrates the calls per sample alone, as a rival's set-up beside
+    # it would skew that, and host-timed ones calibrate in every set-up.
     together = oc.config.spec.backend != "cpu" and oc.numbers is not None
     try:
         for side in order:

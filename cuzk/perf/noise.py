@@ -113,7 +113,7 @@ def parse_record(data: bytes | str, where: str, machine: str | None = None) -> d
         if not (isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= 10_000):
             raise bad(f"{k} is not a count")
     m = rec.get("min_device_sample_s", 0.0)        # absent: recorded when every device sample was one call
-    if not (isinstance(m, (int, float)) and not isinstance(m, bool) and 0 <= m <= 60):
+    if not (isinstance(m, (int, float)) and not isinstance(m, bool) and 0 <= m <= 10):
         raise bad("min_device_sample_s is not a number of seconds")
     if rec.get("gpu") is not None and not (isinstance(rec["gpu"], str) and len(rec["gpu"]) <= 128):
         raise bad("gpu is not a name")

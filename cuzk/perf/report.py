@@ -261,7 +261,8 @@ def markdown(res: GateResult, bisect: bool = True) -> str:
             n, asked, calls, collected = cost
             out.append(f"Sampling: {n} samples in {asked:.1f} s of round trips: the phases' calls {calls:.1f} s, "
                        f"the workers' full collections before them {collected:.1f} s, the rest "
-                       f"{max(0.0, asked - calls - collected):.1f} s (requests, NVML checks, timer reads).")
+                       f"{max(0.0, asked - calls - collected):.1f} s (requests, each sample's set-up and NVML "
+                       f"checks, retaken samples and their pauses).")
         level = min((x.ci_level for x in oc.comparisons), default=float("nan"))
         rows = [[f"`{x.area}`", fmt_s(x.base_s), fmt_s(x.head_s), f"{x.ratio:.3f}",
                  f"{x.ci_low:.3f} – {x.ci_high:.3f}", f"{x.p_value:.2g}", _threshold(x),

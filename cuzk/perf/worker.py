@@ -6,8 +6,8 @@ head samples alternate a few milliseconds apart and drift hits both; the idle on
 request pipe and uses no CPU. Requests and replies never touch fd 0, 1 or 2: what the measured
 code prints (a device printf, a library's banner, os.write(1, ...)) goes to the gate's log, and
 every reply carries its request's "id". Requests:
-  1. set-up: {"id", "protocol", "root", "spec", "areas", "min_sample_s", "min_device_sample_s", "max_discards", "pause_s",
-     "trust", "sibling_pid", "numbers" (calls per sample to use; absent: calibrated here), "key_dir" (where
+  1. set-up: {"id", "protocol", "root", "spec", "areas", "min_sample_s", "min_device_sample_s", "max_discards",
+     "pause_s", "trust", "sibling_pid", "numbers" (calls per sample to use; absent: calibrated here), "key_dir" (where
      a key made on the GPU is kept for this side's later workers; absent: made afresh)}
      -> {"status": "ready" | "unavailable" (no GPU) | "unusable" (a GPU that cannot run), "numbers",
          "setup_s" (seconds of each set-up step), "key" (made or loaded: workload.key_report), "gpu", ...}
