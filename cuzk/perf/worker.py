@@ -10,6 +10,7 @@ every reply carries its request's "id". Requests:
      "pause_s", "trust", "sibling_pid", "numbers" (calls per sample to use; absent: calibrated here), "key_dir" (where
      a key made on the GPU is kept for this side's later workers; absent: made afresh)}
      -> {"status": "ready" | "unavailable" (no GPU) | "unusable" (a GPU that cannot run), "numbers",
+         "min_device_sample_s" (as applied: a harness from before it leaves it out and samples one call),
          "setup_s" (seconds of each set-up step), "key" (made or loaded: workload.key_report), "gpu", ...}
   2. {"id", "sample": AREA} -> {"status": "ok", "value": seconds per call, "energy_j", "state" (GPU, after)}
      or {"status": "untrusted", "message", "discards"}, and the worker exits
@@ -76,7 +77,7 @@ class Worker:
         given = self.req.get("numbers") or {}      # the gate's: both sides time the same calls per sample
         self.numbers = {a: int(given[a]) if isinstance(given.get(a), int) and given[a] >= 1
                         else self.w.calibrate(a, min_s, min_device_sample_s=min_dev) for a in self.req["areas"]}
-        return {**self.info, "status": "ready", "numbers": self.numbers, "setup_s": getattr(self.w, "setup_s", {}),
+        return {**self.info, "status": "ready", "numbers": self.numbers, "min_device_sample_s": min_dev, "setup_s": getattr(self.w, "setup_s", {}),
                 "key": getattr(self.w, "key_report", None)}
 
     def sample(self, area: str) -> dict:

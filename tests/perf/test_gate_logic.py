@@ -217,7 +217,11 @@ class FakeWorker:
                 raise gate.WorkerFailed("Traceback...\nRuntimeError: b_g2 exploded\nworker exited with code 1")
             if self.fail == "unavailable":
                 return {"status": "unavailable", "message": "no GPU"}
-            return {"status": "ready", "numbers": {a: 1 for a in msg["areas"]}, "gpu": None, "cuzk_file": "x"}
+            ready = {"status": "ready", "numbers": {a: 1 for a in msg["areas"]}, "gpu": None, "cuzk_file": "x",
+                     "min_device_sample_s": msg.get("min_device_sample_s", 0.0)}
+            if self.fail == "old harness":              # a worker from before min_device_sample_s
+                ready.pop("min_device_sample_s")
+            return ready
         if "sample" in msg:
             p.asks.append((self.side, msg["sample"]))
             if self.fail == "untrusted" and sum(1 for s, _ in p.asks if s == self.side) > 5:
@@ -651,3 +655,21 @@ def test_default_worker_timeout_fits_the_workload():
     assert _cfg(worker_timeout_s=5).timeout_for(cfg.workloads[0]) == 5
     with pytest.raises(ConfigError, match="worker_timeout_s"):
         _cfg(worker_timeout_s=0)
+
+
+def test_a_base_harness_that_samples_otherwise_than_the_config_is_an_error(repo):
+    """The workers run the base's harness: one from before min_device_sample_s takes one call a device sample
+    whatever the config says, and thresholds derived for the config's sampling would not fit; the GPU workload
+    is an error (exit 2) naming the setting, never judged. A CPU workload's samples do not depend on it."""
+    d, base, head = repo
+    GPU = lambda: (True, "a pretend GPU")                  # noqa: E731
+    old = {("base", "*"): "old harness", ("head", "*"): "old harness"}
+    cuda = [{"backend": "cuda", "log_size": 16}]
+    res = gate.run(d, base, head, _cfg(cuda, min_device_sample_s=0.03), spawn=FakeSpawn(fail=old), log=lambda m: None, gpu_status=GPU)
+    assert res.exit_code == gate.EXIT_ERROR and res.outcomes[0].status == "error"
+    assert "min_device_sample_s = 0.0, not the config's 0.03" in res.outcomes[0].message
+    assert gate.run(d, base, head, _cfg(cuda, min_device_sample_s=0.03), spawn=FakeSpawn(),
+                    log=lambda m: None, gpu_status=GPU).exit_code == gate.EXIT_OK
+    assert gate.run(d, base, head, _cfg(cuda), spawn=FakeSpawn(fail=old), log=lambda m: None, gpu_status=GPU).exit_code == gate.EXIT_OK
+    assert gate.run(d, base, head, _cfg(min_device_sample_s=0.03), spawn=FakeSpawn(fail=old),
+                    log=lambda m: None, gpu_status=GPU).exit_code == gate.EXIT_OK
