@@ -47,8 +47,11 @@ def noise_thresholds(args, cfg) -> None:
         if args.noise:
             records, where = noise.load_paths(args.noise, args.machine), " given by --noise"
         elif args.machine:
-            from ..perf.history import NOISE_DIR, noise_refs
-            records, where = noise.from_history(args.repo, args.machine, noise_refs(), NOISE_DIR)
+            from ..perf.history import NOISE_DIRS, noise_refs
+            records, where = [], ""
+            for folder in NOISE_DIRS:      # derive() keeps those of the config's sampling
+                got, at = noise.from_history(args.repo, args.machine, noise_refs(), folder)
+                records, where = records + got, where or at
             where = f" of {args.machine}{where}"
         else:
             return

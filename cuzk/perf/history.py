@@ -58,7 +58,16 @@ from .suite import ASV_TIME_BENCHMARKS, CIRCUIT, asv_params, cost, is_timing, ti
 
 RESULTS_BRANCH, PAGES_BRANCH = "asv-results", "gh-pages"
 NOISE_DIR = "gate-noise"         # <machine>/gate-noise/<commit>.jsonl: the gate's A/A noise records (noise.py)
-RECORD_DIRS = {"gpu-state": "GPU record", NOISE_DIR: "A/A noise record"}    # per-commit JSON lines of a machine
+# records of samples that average device calls (min_device_sample_s > 0) go apart: a gate from before that setting
+# reads gate-noise/ alone and would pool them with its one-call samples (their spread is smaller)
+NOISE_DIR_AVERAGED = "gate-noise-2"
+NOISE_DIRS = (NOISE_DIR, NOISE_DIR_AVERAGED)
+RECORD_DIRS = {"gpu-state": "GPU record", NOISE_DIR: "A/A noise record", NOISE_DIR_AVERAGED: "A/A noise record"}
+
+
+def noise_dir(rec: dict) -> str:
+    """The folder a parsed noise record belongs in."""
+    return NOISE_DIR_AVERAGED if rec.get("min_device_sample_s", 0.0) > 0 else NOISE_DIR
 
 
 def noise_refs(remote: str = "origin", branch: str = RESULTS_BRANCH) -> list[str]:
@@ -350,7 +359,7 @@ def record(repo: Path, machine: str, remote: str = "origin", branch: str = RESUL
     check_machine_name(machine)
     if export is not None:
         export = _export_target(Path(export))         # before the suite's hours, not after
-    noise_bytes = None
+    noise_bytes = noise_folder = None
     if gate_noise is not None:                        # judged before the suite runs, too
         from .noise import NoiseError, parse_record
         noise_bytes = read_regular(Path(gate_noise))
@@ -361,6 +370,7 @@ def record(repo: Path, machine: str, remote: str = "origin", branch: str = RESUL
             raise HistoryError(str(e)) from e
         if rec["commit"] != head:
             raise HistoryError(f"{gate_noise}: the A/A record of {rec['commit'][:10]}, not of HEAD ({head[:10]})")
+        noise_folder = noise_dir(rec)
     conf = _conf(repo)
     results, html = _own_dirs(repo, conf)
     with _locked(repo):
@@ -387,7 +397,7 @@ def record(repo: Path, machine: str, remote: str = "origin", branch: str = RESUL
                     raise HistoryError(f"asv run failed with exit code {p.returncode}")
                 write_gpu_state(results / machine / "gpu-state" / f"{sha}.jsonl")
                 if noise_bytes is not None:
-                    _write_under(results, f"{machine}/{NOISE_DIR}/{sha}.jsonl", noise_bytes)
+                    _write_under(results, f"{machine}/{noise_folder}/{sha}.jsonl", noise_bytes)
                 mine = run_files(results, machine, sha)         # judged before anything is committed or exported
             except BaseException:
                 _drop_unmeasured(results, machine)
@@ -774,9 +784,10 @@ def run_files(results: Path, machine: str, sha: str) -> dict[str, bytes]:
         raise HistoryError(f"asv wrote no results of {machine} at {sha[:10]} in {results / machine}")
     gpu = f"{machine}/gpu-state/{sha}.jsonl"
     files[gpu] = read_regular(results / gpu)
-    noise = f"{machine}/{NOISE_DIR}/{sha}.jsonl"
-    if (results / noise).exists():
-        files[noise] = read_regular(results / noise)
+    for folder in NOISE_DIRS:
+        noise = f"{machine}/{folder}/{sha}.jsonl"
+        if (results / noise).exists():
+            files[noise] = read_regular(results / noise)
     check_export(files, lambda rel: results / rel)
     return files
 
@@ -803,7 +814,7 @@ def read_export(d: Path) -> tuple[dict[str, bytes], dict[str, set]]:
     directories and regular files (no symlink, FIFO or device; names from a conservative alphabet):
         benchmarks.json
         <machine>/machine.json, <machine>/<asv results>.json
-        <machine>/gpu-state/<commit>.jsonl, <machine>/gate-noise/<commit>.jsonl
+        <machine>/gpu-state/<commit>.jsonl, <machine>/gate-noise[-2]/<commit>.jsonl
     each file at most MAX_FILE_BYTES, and every value judged as `read_results` judges it (check_export).
     Anything else is a HistoryError naming the file."""
     d = Path(os.path.abspath(d))
@@ -878,7 +889,8 @@ def check_export(files: dict[str, bytes], where) -> dict[str, set]:
             if not rel.startswith(m + "/") or rel == mrel:
                 continue
             path = where(rel)
-            if rel.startswith(f"{m}/{NOISE_DIR}/"):
+            folder = rel.split("/")[1] if rel.count("/") == 2 else None
+            if folder in NOISE_DIRS:
                 from .noise import NoiseError, parse_record
                 try:
                     rec = parse_record(data, str(path), m)
@@ -886,6 +898,9 @@ def check_export(files: dict[str, bytes], where) -> dict[str, set]:
                     raise HistoryError(str(e)) from e
                 if Path(rel).name != f"{rec['commit']}.jsonl":
                     raise HistoryError(f"{path}: holds the A/A record of {rec['commit'][:10]}")
+                if folder != noise_dir(rec):
+                    raise HistoryError(f"{path}: a record of min_device_sample_s = {rec.get('min_device_sample_s', 0.0)} "
+                                       f"belongs in {noise_dir(rec)}/")
                 continue
             if rel.endswith(".jsonl"):
                 for i, line in enumerate(data.splitlines(), 1):

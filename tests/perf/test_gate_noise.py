@@ -314,6 +314,37 @@ def test_import_keeps_a_record_beside_the_results_and_refuses_a_bad_one(tmp_path
     assert recs == [rec] and "refs/cuzk/asv-results" in where
 
 
+def test_records_of_averaged_samples_live_apart_where_an_older_gate_does_not_look(tmp_path, capsys):
+    """A record of min_device_sample_s > 0 goes in gate-noise-2/ (a gate from before the setting reads gate-noise/
+    alone and would pool it with one-call samples); one filed in the other folder is refused on import; the gate
+    reads both folders and keeps what its sampling matches."""
+    from types import SimpleNamespace
+    from cuzk.cli.gate import noise_thresholds
+    repo, shas = asv_synth.build(REPO, tmp_path / "p", 1, ["bench_tail_msm.TailMsm.track_time"])
+    m = asv_synth.MACHINE
+    one = _record({"tail_msm": _rounds(0.03, seed=5)}, machine=m, commit=shas[0])
+    avg = {**_record({"tail_msm": _rounds(0.005, seed=6)}, machine=m, commit=shas[0]), "min_device_sample_s": 0.03}
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(repo), str(clone)], check=True)
+    subprocess.run(["git", "-C", str(clone), "remote", "remove", "origin"], check=True)
+    for folder, rec, ok in (("gate-noise", avg, False), ("gate-noise-2", one, False), ("gate-noise-2", avg, True)):
+        export = tmp_path / f"export-{folder}-{ok}-{len(rec)}"
+        shutil.copytree(repo / ".asv" / "results", export)
+        (export / m / folder).mkdir()
+        (export / m / folder / f"{shas[0]}.jsonl").write_text(noise.dumps(rec))
+        assert main(["history", "import", str(export), "--no-push", "--repo", str(clone)]) == (0 if ok else 2)
+        err = capsys.readouterr().err
+        assert ok or (err.count("\n") == 1 and "belongs in" in err), err
+    from cuzk.perf.history import noise_dir                            # where `history record` files each
+    assert (noise_dir(one), noise_dir(avg)) == ("gate-noise", "gate-noise-2")
+    assert noise.from_history(clone, m, REFS)[0] == []                     # what an older gate reads: nothing
+    assert noise.from_history(clone, m, REFS, "gate-noise-2")[0] == [avg]
+    cfg = _cfg(CONFIG.replace("threshold_floor = 0.01", "threshold_floor = 0.01\nmin_device_sample_s = 0.03"))
+    noise_thresholds(SimpleNamespace(noise=None, machine=m, repo=str(clone)), cfg)
+    t = cfg.derived[noise.spec_key(CUDA24), "tail_msm"]
+    assert t.source == "noise" and "10 A/A rounds in 1 records" in t.basis
+
+
 def test_the_gate_reads_given_records_and_names_a_bad_one(tmp_path, capsys):
     """--noise FILE derives before anything is measured (here the gate then refuses a dirty tree); a file that
     is not a record is exit 2 naming it."""
