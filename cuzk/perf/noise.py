@@ -139,14 +139,17 @@ def parse_record(data: bytes | str, where: str, machine: str | None = None) -> d
 
 def derive(cfg, records: list[dict], where: str = "") -> dict[tuple[str, str], Threshold]:
     """{(workload spec key, phase): threshold in force} for every workload and phase of cfg. `records`: parsed
-    records of the gate's machine; those of another sample count or another min_device_sample_s than cfg's are
-    not comparable and are left out (their rounds' spread differs), as are all but the NEWEST newest."""
-    usable = sorted((r for r in records if r["samples"] == cfg.samples
-                     and r.get("min_device_sample_s", 0.0) == cfg.min_device_sample_s), key=lambda r: r["date"])[-NEWEST:]
+    records of the gate's machine; those of another sample count than cfg's, or (for a phase timed on the device)
+    another min_device_sample_s, are not comparable and are left out (their rounds' spread differs), as are all
+    but the NEWEST newest."""
+    same = [r for r in records if r["samples"] == cfg.samples]
+    alike = [r for r in same if r.get("min_device_sample_s", 0.0) == cfg.min_device_sample_s]
     out = {}
     for wc in cfg.workloads:
         key = spec_key(wc.spec.as_dict())
         for area in cfg.areas_for(wc):
+            device_timed = wc.spec.backend != "cpu" and area != "synthesis"
+            usable = sorted(alike if device_timed else same, key=lambda r: r["date"])[-NEWEST:]
             cap = cfg.thresholds.get(area, cfg.threshold)
             if area in cfg.pins:
                 value, reason = cfg.pins[area]

@@ -132,6 +132,9 @@ def test_records_follow_the_calls_a_device_sample_averages():
     averaged = noise.parse_record(json.dumps(averaged), "r.jsonl")
     assert noise.derive(cfg, [single, averaged])[key, "tail_msm"].source == "noise"
     assert noise.derive(_cfg(), [averaged])[key, "tail_msm"].source == "config"
+    # the CPU reference's phases are timed on the host: its records pool whatever the device setting
+    cpu = noise.parse_record(json.dumps(_record({"tail_msm": _rounds(0.01)}, spec=CPU10)), "c.jsonl")
+    assert noise.derive(cfg, [cpu])[noise.spec_key(CPU10), "tail_msm"].source == "noise"
     for bad in (-0.1, True, "0.03", 11):
         with pytest.raises(noise.NoiseError, match="r.jsonl: min_device_sample_s"):
             noise.parse_record(json.dumps({**_record({"tail_msm": _rounds(0.01)}), "min_device_sample_s": bad}),
