@@ -221,8 +221,13 @@ GATE_ROUND_S = {"cpu:8": (0.9, 0.1), "cpu:10": (1.2, 0.15), "cuda:16": (11.0, 0.
 
 def gate_estimate_s(cfg) -> float | None:
     """A gate's seconds: rounds x each workload's round (set-up + samples x a paired sample's cost);
-    None where a workload's target has no figure in GATE_ROUND_S."""
+    None where a workload's target has no figure in GATE_ROUND_S. The figures are of one-call device samples: a
+    GPU workload's paired sample adds at most min_device_sample_s a phase and side (a phase shorter than that
+    is repeated up to it)."""
     per = [GATE_ROUND_S.get(w.spec.target(CIRCUIT)) for w in cfg.workloads]
     if None in per:
         return None
-    return cfg.rounds * sum(setup + cfg.samples * pair for setup, pair in per)
+    return cfg.rounds * sum(
+        setup + cfg.samples * (pair + (2 * len(cfg.areas_for(w)) * cfg.min_device_sample_s
+                                       if w.spec.backend != "cpu" else 0.0))
+        for w, (setup, pair) in zip(cfg.workloads, per))

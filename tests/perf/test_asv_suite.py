@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -159,8 +160,14 @@ def test_the_nightly_suite_fits_its_budget_and_the_estimate_counts_what_asv_runs
 
 def test_the_pr_gate_fits_its_budget():
     from cuzk.perf import gate_config
-    est = suite.gate_estimate_s(gate_config.load(REPO / "perf-gate.toml"))
+    cfg = gate_config.load(REPO / "perf-gate.toml")
+    est = suite.gate_estimate_s(cfg)
     assert est is not None and est <= suite.GATE_BUDGET_S
+    # device samples repeated up to min_device_sample_s: at most that much a phase, side and paired sample more
+    gpu_phase_samples = sum(len(cfg.areas_for(w)) for w in cfg.workloads if w.spec.backend != "cpu")
+    assert cfg.min_device_sample_s > 0 and gpu_phase_samples > 0
+    extra = est - suite.gate_estimate_s(replace(cfg, min_device_sample_s=0.0))
+    assert extra == pytest.approx(cfg.rounds * cfg.samples * 2 * gpu_phase_samples * cfg.min_device_sample_s)
 
 
 @pytest.fixture(scope="module")
