@@ -346,7 +346,8 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
             if ready[side]["status"] not in ("ready", "unavailable"):
                 fail("error", f"unexpected reply {ready[side]}")
             applied = ready[side].get("min_device_sample_s", 0.0)
-            if ready[side]["status"] == "ready" and oc.config.spec.backend != "cpu" and applied != cfg.min_device_sample_s:
+            gpu_ready = ready[side]["status"] == "ready" and oc.config.spec.backend != "cpu"
+            if gpu_ready and applied != cfg.min_device_sample_s:
                 # the harness is the base's: one from before min_device_sample_s samples one call, and the
                 # thresholds derived for the config's sampling would not fit what it measures
                 fail("error", f"the base's harness applied min_device_sample_s = {applied!r}, not the config's "

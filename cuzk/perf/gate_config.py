@@ -98,8 +98,8 @@ def default_worker_timeout_s(spec: Spec) -> float:
     return max(MIN_TIMEOUT_S, TIMEOUT_FACTOR * expected)
 
 
-_GATE_KEYS = {"rounds", "samples", "alpha", "threshold", "threshold_floor", "phases", "min_sample_s", "min_device_sample_s",
-             "worker_timeout_s", "worker_cpus"}
+_GATE_KEYS = {"rounds", "samples", "alpha", "threshold", "threshold_floor", "phases", "min_sample_s",
+             "min_device_sample_s", "worker_timeout_s", "worker_cpus"}
 _TRUST_KEYS = {"max_discards", "pause_s", "ignore_reasons", "allow_other_processes", "max_temperature_c"}
 _WORKLOAD_KEYS = {"backend", "circuit", "log_size", "opts", "batch", "convention", "generator", "required",
                   "phases"}

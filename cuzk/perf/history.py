@@ -899,8 +899,8 @@ def check_export(files: dict[str, bytes], where) -> dict[str, set]:
                 if Path(rel).name != f"{rec['commit']}.jsonl":
                     raise HistoryError(f"{path}: holds the A/A record of {rec['commit'][:10]}")
                 if folder != noise_dir(rec):
-                    raise HistoryError(f"{path}: a record of min_device_sample_s = {rec.get('min_device_sample_s', 0.0)} "
-                                       f"belongs in {noise_dir(rec)}/")
+                    raise HistoryError(f"{path}: a record of min_device_sample_s = "
+                                       f"{rec.get('min_device_sample_s', 0.0)} belongs in {noise_dir(rec)}/")
                 continue
             if rel.endswith(".jsonl"):
                 for i, line in enumerate(data.splitlines(), 1):

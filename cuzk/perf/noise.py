@@ -4,7 +4,8 @@ An A/A gate run (`cuzk gate --calibrate`: base and head the same commit) measure
 how far the round values (each round's median paired log ratio) spread when nothing changed. Its record
 (`gate.aa_record`, one JSON line) lives with the history, in the runner's machine directory
 (`<machine>/gate-noise/<commit>.jsonl`, or gate-noise-2/ for samples that average device calls, added by
-`cuzk history record --gate-noise`), where a pull request cannot write. The gate derives each phase's threshold from its machine's newest records (`derive`):
+`cuzk history record --gate-noise`), where a pull request cannot write. The gate derives each phase's
+threshold from its machine's newest records (`derive`):
 
     threshold = min(cap, max(floor, exp(K * 1.2533 * s / sqrt(R)) - 1))
 

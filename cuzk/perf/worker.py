@@ -77,7 +77,8 @@ class Worker:
         given = self.req.get("numbers") or {}      # the gate's: both sides time the same calls per sample
         self.numbers = {a: int(given[a]) if isinstance(given.get(a), int) and given[a] >= 1
                         else self.w.calibrate(a, min_s, min_device_sample_s=min_dev) for a in self.req["areas"]}
-        return {**self.info, "status": "ready", "numbers": self.numbers, "min_device_sample_s": min_dev, "setup_s": getattr(self.w, "setup_s", {}),
+        return {**self.info, "status": "ready", "numbers": self.numbers, "min_device_sample_s": min_dev,
+                "setup_s": getattr(self.w, "setup_s", {}),
                 "key": getattr(self.w, "key_report", None)}
 
     def sample(self, area: str) -> dict:

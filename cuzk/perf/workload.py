@@ -268,7 +268,8 @@ class Workload:
             self.peak_device_bytes[area] = max(self.peak_device_bytes.get(area, 0), *dev)
         self.peak_host_bytes[area] = max([self.peak_host_bytes.get(area, 0)] + [r.peak_host_bytes for r in recs])
 
-    def calibrate(self, area: str, min_sample_s: float, max_number: int = 1000, min_device_sample_s: float = 0.0) -> int:
+    def calibrate(self, area: str, min_sample_s: float, max_number: int = 1000,
+                  min_device_sample_s: float = 0.0) -> int:
         """Calls per sample so that a host-timed sample lasts at least min_sample_s (the host clock's resolution)
         and a device-timed (CUDA event) one at least min_device_sample_s (0: one call). Events resolve a short
         call well, but a phase paced by the host varies from call to call with its launches and host steps
