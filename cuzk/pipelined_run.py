@@ -18,7 +18,6 @@ from dataclasses import dataclass, replace
 from . import circuits
 from .backend.base import Backend
 from .gpu.per_device import is_device_error
-from .groth16 import vk_to_json
 from .nvml import gpu_state
 from .pipeline import (Job, Lane, PipelineError, plan_workers, run_pipelined, run_sequential, shm_free_bytes, summary,
                        warm_up)
@@ -178,10 +177,9 @@ def run_pipelined_batch(spec: RunSpec, pipe: PipelineSpec, backend: Backend | No
     ctx = made[0]["ctx"]
     prover, pk = ctx.prover, ctx.pk
     vk = pk.verifying_key()
-    vk_json = vk_to_json(vk)
     for m in made:
         d = m["lane"].device
-        if m is not made[0] and vk_to_json(m["ctx"].pk.verifying_key()) != vk_json:
+        if m is not made[0] and m["ctx"].pk.verifying_key() != vk:     # the points compared, not their JSON
             raise RunError(f"device {d}'s key is not the first device's (its verification key differs)")
         if not all_verify(vk, [m["warm"][1]], [m["warm"][0]]):
             raise RunError("the warm-up proof does not verify" + ("" if devices is None else f" (device {d})"))

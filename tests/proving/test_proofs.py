@@ -71,3 +71,17 @@ def test_seeded_randomness_is_reproducible():
     pk, _, _ = cached_setup(r1cs)
     pr = Prover(CpuBackend(resolve()), pk)
     assert pr.prove(asgs, rng=random.Random(3))[0] == pr.prove(asgs, rng=random.Random(3))[0]
+
+
+def test_verifying_keys_compare_by_their_points():
+    """The pipelined run checks every device's key against the first by ==: equal points are equal keys, and a
+    key of another set-up (another generator: other toxic waste) or with one point moved is not."""
+    from dataclasses import replace
+    pk, _, _, _ = prove("porep_like", 6, "coeff")
+    again, _, _, _ = prove("porep_like", 6, "coeff")
+    other, _, _, _ = prove("porep_like", 6, "coeff", generator=5)
+    vk = pk.verifying_key()
+    assert vk == again.verifying_key() and vk is not again.verifying_key()
+    assert vk != other.verifying_key()
+    assert vk != replace(vk, delta_g2=vk.delta_g2 + vk.delta_g2)
+    assert vk != replace(vk, ic=vk.ic[:-1] + [vk.ic[-1] + G1Point()])
