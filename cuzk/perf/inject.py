@@ -57,7 +57,7 @@ class EventTimer:
         return cupy.cuda.get_elapsed_time(start, end) / 1e3
 
 
-KEEP = 512            # own times kept: the estimate follows the phase's recent calls
+KEEP = 64             # own times kept: the estimate follows recent calls, and its median costs microseconds
 
 
 class DeviceSlowdown:

@@ -28,7 +28,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ..files import open_input
-from .workload import AREAS, Spec
+from .workload import AREAS, Spec, device_timed
 
 KIND, VERSION = "cuzk-gate-noise", 1
 K = 4.0
@@ -149,8 +149,7 @@ def derive(cfg, records: list[dict], where: str = "") -> dict[tuple[str, str], T
     for wc in cfg.workloads:
         key = spec_key(wc.spec.as_dict())
         for area in cfg.areas_for(wc):
-            device_timed = wc.spec.backend != "cpu" and area != "synthesis"
-            usable = sorted(alike if device_timed else same, key=lambda r: r["date"])[-NEWEST:]
+            usable = sorted(alike if device_timed(wc.spec.backend != "cpu", area) else same, key=lambda r: r["date"])[-NEWEST:]
             cap = cfg.thresholds.get(area, cfg.threshold)
             if area in cfg.pins:
                 value, reason = cfg.pins[area]

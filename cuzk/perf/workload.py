@@ -98,6 +98,11 @@ def gpu_unusable_reason(why: str) -> str | None:
     return None
 
 
+def device_timed(device: bool, area: str) -> bool:
+    """Whether an area's samples are CUDA-event times: a GPU workload's phases, but synthesis (host clock)."""
+    return device and area != "synthesis"
+
+
 class Workload:
     def __init__(self, spec: Spec, verify: bool = True, key_dir: str | None = None, table_gib=environment.table_gib):
         """key_dir: where a key made on the GPU is kept for later processes of the same commit (the
@@ -279,7 +284,7 @@ class Workload:
         such batch lasts min_sample_s. The first call after the collection runs with cold caches (prep_msm
         at 2^8: ~4x a warm call), so one call alone over-estimates the time a call and leaves samples too
         short, each led by that cold call in a share that varied from process to process."""
-        if self.device and area != "synthesis":
+        if device_timed(self.device, area):
             min_sample_s = min_device_sample_s
         if min_sample_s <= 0:
             return 1
