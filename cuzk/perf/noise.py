@@ -149,7 +149,8 @@ def derive(cfg, records: list[dict], where: str = "") -> dict[tuple[str, str], T
     for wc in cfg.workloads:
         key = spec_key(wc.spec.as_dict())
         for area in cfg.areas_for(wc):
-            usable = sorted(alike if device_timed(wc.spec.backend != "cpu", area) else same, key=lambda r: r["date"])[-NEWEST:]
+            pool = alike if device_timed(wc.spec.backend != "cpu", area) else same
+            usable = sorted(pool, key=lambda r: r["date"])[-NEWEST:]
             cap = cfg.thresholds.get(area, cfg.threshold)
             if area in cfg.pins:
                 value, reason = cfg.pins[area]

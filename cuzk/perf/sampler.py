@@ -96,7 +96,7 @@ def sample_areas(workload, areas, n: int, *, policy: TrustPolicy | None = None,
                  pause_s: float = 1.0) -> AreaSamples:
     """n trusted samples of each area, round-robin over the areas so drift hits all alike."""
     guard = guard if guard is not None else guard_for(workload, policy)
-    numbers = {a: workload.calibrate(a, min_sample_s) if min_sample_s > 0 else 1 for a in areas}
+    numbers = {a: workload.calibrate(a, min_sample_s) for a in areas}
     res = AreaSamples({a: SampleSet(number=numbers[a]) for a in areas}, [])
     for _ in range(n):
         for a in areas:
