@@ -370,6 +370,7 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
         states = {s: {a: [] for a in areas} for s in SIDES}
         asked = {s: {a: [] for a in areas} for s in SIDES}       # a sample's round trip, what it costs the gate
         collected = {s: {a: [] for a in areas} for s in SIDES}   # of which the worker's untimed full collection
+        preempted = {s: {a: [] for a in areas} for s in SIDES}   # the sampling thread switched out while timed
         for i in range(cfg.samples):
             for a in areas:
                 for side in (order if i % 2 == 0 else order[::-1]):
@@ -379,6 +380,8 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
                     asked[side][a].append(round(time.perf_counter() - t_ask, 6))
                     gc_s = rep.get("gc_s")
                     collected[side][a].append(round(gc_s, 6) if _finite(gc_s, 0) else None)
+                    pre = rep.get("preempted")
+                    preempted[side][a].append(pre if _count(pre) else None)
                     if rep["status"] != "ok":
                         fail(rep["status"], rep.get("message", ""), rep.get("discards", []))
                     v = rep.get("value")
@@ -405,7 +408,7 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
     oc.discards += sum(len(done[s].get("discards", [])) for s in SIDES)
     oc.rounds.append({"order": list(order), **{
         s: {**ready[s], "areas": {a: {"samples": got[s][a], "energy_j": energy[s][a], "states": states[s][a],
-                                      "asked_s": asked[s][a], "gc_s": collected[s][a],
+                                      "asked_s": asked[s][a], "gc_s": collected[s][a], "preempted": preempted[s][a],
                                       "number": ready[s]["numbers"][a]} for a in areas},
             "discards": done[s].get("discards", []), "peak_device_bytes": done[s].get("peak_device_bytes")}
         for s in SIDES}})
@@ -654,10 +657,17 @@ def _check_doc(doc) -> None:
                         _check(isinstance(v, list) and len(v) <= len(ar.get("samples") or []) and all(
                             x is None or (_finite(x, 0) and x <= MAX_SAMPLE_S) for x in v),
                             f"{where}: {k} is not a list of seconds, one a sample")
+                    v = ar.get("preempted", [])
+                    _check(isinstance(v, list) and len(v) <= len(ar.get("samples") or []) and all(
+                        x is None or _count(x) for x in v), f"{where}: preempted is not a list of counts, one a sample")
 
 
 MAX_NUMBER = 1_000_000       # calls a sample (workload.calibrate stops at 1000)
 MAX_SAMPLE_S = 86_400.0      # a sample's round trip: a day is no measurement
+
+
+def _count(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= MAX_NUMBER
 
 
 def _finite(v, low: float, strict: bool = False) -> bool:

@@ -142,6 +142,20 @@ def sampling_cost(oc: Outcome) -> tuple[int, float, float, float] | None:
     return (n, asked, calls, collected) if n else None
 
 
+def preempted_samples(oc: Outcome) -> dict[str, tuple[int, int]]:
+    """Per phase, (samples whose sampling thread was switched out while timed, samples with a count), over
+    every round and side; phases whose workers kept no count are left out."""
+    out: dict[str, tuple[int, int]] = {}
+    for rd in oc.rounds:
+        for s in ("base", "head"):
+            for a, ar in rd.get(s, {}).get("areas", {}).items():
+                counts = [x for x in ar.get("preempted") or [] if isinstance(x, int) and not isinstance(x, bool)]
+                if counts:
+                    k, n = out.get(a, (0, 0))
+                    out[a] = (k + sum(1 for x in counts if x > 0), n + len(counts))
+    return out
+
+
 def _workloads(res: GateResult) -> str:
     return "; ".join(f"{o.config.spec.label()} ({', '.join(res.config.areas_for(o.config))})" for o in res.outcomes)
 
@@ -263,6 +277,11 @@ def markdown(res: GateResult, bisect: bool = True) -> str:
                        f"the workers' full collections before them {collected:.1f} s, the rest "
                        f"{max(0.0, asked - calls - collected):.1f} s (requests, each sample's set-up and NVML "
                        f"checks, retaken samples and their pauses).")
+        pre = preempted_samples(oc)
+        if any(k for k, _ in pre.values()):
+            out.append("Switched out while timed (the sampling thread preempted on its CPU; a host-paced phase's "
+                       "events count the wait): " + "; ".join(f"`{a}` {k} of {n} samples"
+                                                            for a, (k, n) in pre.items() if k) + ".")
         level = min((x.ci_level for x in oc.comparisons), default=float("nan"))
         rows = [[f"`{x.area}`", fmt_s(x.base_s), fmt_s(x.head_s), f"{x.ratio:.3f}",
                  f"{x.ci_low:.3f} – {x.ci_high:.3f}", f"{x.p_value:.2g}", _threshold(x),

@@ -12,7 +12,8 @@ every reply carries its request's "id". Requests:
      -> {"status": "ready" | "unavailable" (no GPU) | "unusable" (a GPU that cannot run), "numbers",
          "min_device_sample_s" (as applied: a harness from before it leaves it out and samples one call),
          "setup_s" (seconds of each set-up step), "key" (made or loaded: workload.key_report), "gpu", ...}
-  2. {"id", "sample": AREA} -> {"status": "ok", "value": seconds per call, "energy_j", "state" (GPU, after)}
+  2. {"id", "sample": AREA} -> {"status": "ok", "value": seconds per call, "energy_j", "state" (GPU, after),
+     "gc_s" (the untimed collection before it), "preempted" (times the sampling thread was switched out)}
      or {"status": "untrusted", "message", "discards"}, and the worker exits
   3. {"id", "quit": true} -> {"status": "done", "discards", "peak_device_bytes"}
   Any failure: {"status": "error", "message"}, a traceback on stderr, and a non-zero exit.
@@ -90,7 +91,8 @@ class Worker:
         except self.sampler.UntrustedRun as e:
             return {"status": "untrusted", "message": str(e), "discards": e.discards}
         return {"status": "ok", "value": s.values[0], "energy_j": s.energy_j[0] if s.energy_j else None,
-                "state": s.states[0] if s.states else None, "gc_s": getattr(self.w, "last_gc_s", None)}
+                "state": s.states[0] if s.states else None, "gc_s": getattr(self.w, "last_gc_s", None),
+                "preempted": getattr(self.w, "last_preempted", None)}
 
     def finish(self) -> dict:
         return {"status": "done", "discards": self.discards, "peak_device_bytes": self.w.peak_device_bytes}

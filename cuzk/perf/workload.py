@@ -22,6 +22,11 @@ import random
 import time
 from dataclasses import asdict, dataclass
 
+try:
+    import resource
+except ImportError:          # not on Linux: switches unknown
+    resource = None
+
 from .. import environment
 from .. import backend as backends
 from ..opts import OptSet, resolve, variants
@@ -101,6 +106,15 @@ def gpu_unusable_reason(why: str) -> str | None:
 def device_timed(device: bool, area: str) -> bool:
     """Whether an area's samples are CUDA-event times: a GPU workload's phases, but synthesis (host clock)."""
     return device and area != "synthesis"
+
+
+def _involuntary_switches() -> int | None:
+    """Times the calling thread was taken off its CPU for another (Linux, per thread), or None where unknown.
+    A host-paced phase's events span the wait: each such switch adds a scheduler slice to its device time."""
+    try:
+        return resource.getrusage(resource.RUSAGE_THREAD).ru_nivcsw
+    except (AttributeError, OSError):
+        return None
 
 
 class Workload:
@@ -239,6 +253,14 @@ class Workload:
         t_gc = time.perf_counter()
         gc.collect()
         self.last_gc_s = time.perf_counter() - t_gc      # untimed, but a gate round pays it: reported beside
+        switches = _involuntary_switches()
+        try:
+            return self._timed_calls(area, number)
+        finally:
+            after = _involuntary_switches()
+            self.last_preempted = None if switches is None or after is None else after - switches
+
+    def _timed_calls(self, area: str, number: int) -> float:
         if area == "synthesis":
             timer = PhaseTimer()
             for _ in range(number):

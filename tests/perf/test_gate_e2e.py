@@ -90,7 +90,8 @@ def test_a_a_passes(gate_repo, tmp_path):
     for r in oc["rounds"]:
         for s in ("base", "head"):
             ar = r[s]["areas"]["tail_msm"]
-            assert len(ar["asked_s"]) == len(ar["gc_s"]) == 3
+            assert len(ar["asked_s"]) == len(ar["gc_s"]) == len(ar["preempted"]) == 3
+            assert all(isinstance(k, int) and k >= 0 for k in ar["preempted"])
             assert all(0 <= g < t and t >= v * ar["number"] for g, t, v in zip(ar["gc_s"], ar["asked_s"], ar["samples"]))
     line = next(ln for ln in p.stdout.splitlines() if ln.startswith("Sampling: "))
     n = sum(len(r[s]["areas"][a]["samples"]) for r in oc["rounds"] for s in ("base", "head") for a in r[s]["areas"])

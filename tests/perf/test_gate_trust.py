@@ -468,7 +468,9 @@ def test_the_no_gpu_verdict_names_cpu_only():
     ("asked_s", 5, "asked_s is not a list"), ("gc_s", {"a": 1}, "gc_s is not a list"),
     ("asked_s", [0.1, float("nan"), 0.1], "asked_s is not a list"), ("asked_s", [0.1] * 4, "asked_s is not a list"),
     ("gc_s", [1e308, 0, 0], "gc_s is not a list"), ("number", 1e308, "number is not a count"),
-    ("number", True, "number is not a count"),
+    ("number", True, "number is not a count"), ("preempted", [1.5, 0, 0], "preempted is not a list of counts"),
+    ("preempted", [True, 0, 0], "preempted is not a list of counts"), ("preempted", [0] * 4, "preempted is not a list"),
+    ("preempted", [-1, 0, 0], "preempted is not a list of counts"),
 ])
 def test_a_gate_json_with_crafted_sampling_costs_is_refused_by_name(key, value, what):
     """What the report's Sampling line adds up is checked like the samples: one clear error, never a crash."""
@@ -483,3 +485,7 @@ def test_a_gate_json_with_crafted_sampling_costs_is_refused_by_name(key, value, 
     doc = _gate_doc()
     doc["outcomes"][0]["rounds"][0]["head"]["areas"]["tail_msm"].update(asked_s=[0.2, 0.2, 0.2], gc_s=[0.1, None])
     assert "Sampling: 3 samples in 0.6 s" in report.markdown(gate.from_dict(doc))
+    assert "Switched out" not in report.markdown(gate.from_dict(doc))
+    doc["outcomes"][0]["rounds"][0]["head"]["areas"]["tail_msm"]["preempted"] = [0, 2, None]
+    doc["outcomes"][0]["rounds"][1]["base"]["areas"]["tail_msm"]["preempted"] = [1, 0, 0]
+    assert "`tail_msm` 2 of 5 samples" in report.markdown(gate.from_dict(doc))

@@ -214,3 +214,28 @@ def test_cuda_workload_times_the_pipelines_inputs():
     assert [p.to_json() for p in w.proofs] == first
     assert all(verify(w.pk.verifying_key(), a.public, p) for a, p in zip(w.assignments, w.proofs))
     assert w.measure("synthesis") > 0
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs Linux CPU affinity")
+def test_a_sample_counts_the_times_its_thread_was_switched_out(w8):
+    """A rival busy on the sampling thread's CPU takes it off that CPU while timed: the count says so (the gate
+    keeps it beside each sample), so a noisy sample can be told from a slow phase."""
+    import subprocess
+    import sys
+    import time
+    cpu = max(os.sched_getaffinity(0))
+    before = os.sched_getaffinity(0)
+    rival = subprocess.Popen([sys.executable, "-c", f"import os; os.sched_setaffinity(0, {{{cpu}}})\nwhile 1: pass"])
+    try:
+        os.sched_setaffinity(0, {cpu})
+        time.sleep(0.2)                          # the rival is up and spinning
+        n = 1
+        while w8.measure("prep_msm", number=n) * n < 0.3 and n < 1 << 20:
+            n *= 2
+        assert w8.last_preempted > 0
+    finally:
+        os.sched_setaffinity(0, before)
+        rival.kill()
+        rival.wait()
+    w8.measure("prep_msm")
+    assert isinstance(w8.last_preempted, int) and w8.last_preempted >= 0
