@@ -132,22 +132,26 @@ class WorkerProcess:
 
     def narrow(self) -> None:
         """Every thread of the worker, and of any process it started, moved to the sampling CPUs (threads
-        started later inherit them). A thread that cannot be moved fails the round: its samples would not
-        be taken where its rival's are."""
+        started later inherit them). With two or more, the sampling thread (the worker's main one) has the last
+        to itself and every other thread shares the rest: a helper thread woken during a sample (the driver's,
+        the launcher's lifeline) would otherwise take the CPU from a host-paced phase for a scheduler slice.
+        A thread that cannot be moved fails the round: its samples would not be taken where its rival's are."""
         if not self.cpus:
             return
-        want = set(self.cpus)
+        alone = self.cpus[-1:] if len(self.cpus) > 1 else self.cpus
+        rest = self.cpus[:-1] if len(self.cpus) > 1 else self.cpus
         for _ in range(3):                # again while a thread not yet moved started one on the wide set
             moved = 0
             for tid in session_threads(self.p.pid):
+                want = alone if tid == self.p.pid else rest
                 try:
-                    if os.sched_getaffinity(tid) != want:
-                        os.sched_setaffinity(tid, self.cpus)
+                    if os.sched_getaffinity(tid) != set(want):
+                        os.sched_setaffinity(tid, want)
                         moved += 1
                 except ProcessLookupError:
                     pass                                     # exited meanwhile
                 except OSError as e:
-                    raise self._failed(f"thread {tid} could not be moved to CPUs {list(self.cpus)}: {e}") from None
+                    raise self._failed(f"thread {tid} could not be moved to CPUs {list(want)}: {e}") from None
             if not moved:
                 return
 
@@ -353,7 +357,7 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
                 fail("error", f"the base's harness applied min_device_sample_s = {applied!r}, not the config's "
                               f"{cfg.min_device_sample_s}: set [gate] min_device_sample_s = 0 to gate this base")
         unavailable = {s: ready[s].get("message", "") for s in SIDES if ready[s]["status"] == "unavailable"}
-        if together and not unavailable:
+        if oc.config.spec.backend != "cpu" and not unavailable:     # round 1's too: its sampling thread alone
             for side in order:
                 asking = "moving to the sampling CPUs"
                 getattr(workers[side], "narrow", lambda: None)()

@@ -431,7 +431,8 @@ def test_a_worker_process_runs_on_the_cpus_it_was_given():
 def test_gpu_workers_set_up_wide_and_sample_narrow(repo):
     """After the first round, a GPU workload's two workers set up together on every CPU the gate may use,
     and both are moved to the sampling CPUs once both are ready, before any sample; round 1 (which
-    calibrates the calls per sample) and host-timed workloads are pinned from the start."""
+    calibrates the calls per sample) and host-timed workloads are pinned from the start, and round 1's
+    GPU workers are narrowed too (the sampling thread to a CPU of its own)."""
     d, base, head = repo
     s = FakeSpawn()
     res = gate.run(d, base, head, _cfg([{"backend": "cpu", "log_size": 8}, {"backend": "cuda", "log_size": 16}]),
@@ -440,7 +441,7 @@ def test_gpu_workers_set_up_wide_and_sample_narrow(repo):
     # per round: cpu's two workers, then cuda's two
     assert s.wide == [False, False, False, False] + [False, False, True, True] * 7
     narrowed = [i for i, a in enumerate(s.asks) if a[1] == "narrow"]
-    assert len(narrowed) == 14
+    assert len(narrowed) == 16              # every GPU round, the first too (its sampling thread alone)
     for i in narrowed[::2]:                 # both set up, then both narrowed, then the first sample
         assert [a[1] for a in s.asks[i - 2:i + 2]] == ["setup", "setup", "narrow", "narrow"]
         assert s.asks[i + 2][1] in PHASES
@@ -496,6 +497,28 @@ def test_a_worker_set_up_wide_is_narrowed_thread_by_thread():
         w.close()
 
 
+@pytest.mark.skipif(not hasattr(__import__("os"), "sched_getaffinity") or len(__import__("os").sched_getaffinity(0)) < 2,
+                    reason="needs CPU affinity and two CPUs")
+def test_the_sampling_thread_has_a_cpu_of_its_own():
+    """With two sampling CPUs or more, the worker's main thread (which times the phases) is alone on the last and
+    every other thread (the lifeline, the libraries') shares the rest, in both workers alike."""
+    import os
+    repo = Path(__file__).resolve().parents[2]
+    cpus = gate.worker_cpus(2)
+    cfg = gate_config.parse({"workload": [{"backend": "cpu", "log_size": 8}]})
+    w = gate.WorkerProcess(repo, 120, cpus)
+    try:
+        assert w.ask(gate._request(cfg, cfg.workloads[0], repo, None))["status"] == "ready"
+        w.narrow()
+        tids = [int(t) for t in os.listdir(f"/proc/{w.pid}/task")]
+        assert len(tids) >= 2
+        assert os.sched_getaffinity(w.pid) == {cpus[-1]}
+        assert all(os.sched_getaffinity(t) == set(cpus[:-1]) for t in tids if t != w.pid)
+        assert w.ask({"sample": "prep_msm"})["status"] == "ok"
+    finally:
+        w.close()
+
+
 class SendingWorker(FakeWorker):
     """A FakeWorker that records when a request is sent, apart from when its reply is read."""
 
@@ -522,7 +545,7 @@ def test_both_workers_set_up_at_once(repo):
     assert s.asks[:4] == [("base", "sent setup"), ("base", "setup"), ("head", "sent setup"), ("head", "setup")]
     r2 = s.asks.index(("head", "sent setup"), 4)
     assert s.asks[r2:r2 + 4] == [("head", "sent setup"), ("base", "sent setup"), ("head", "setup"), ("base", "setup")]
-    samples = [a for a in s.asks if "setup" not in a[1]]
+    samples = [a for a in s.asks if "setup" not in a[1] and a[1] != "narrow"]
     assert samples[:2] == [("base", PHASES[0]), ("head", PHASES[0])]
     # host-timed workloads calibrate their calls per sample while setting up: one after the other
     s = SendingSpawn()
