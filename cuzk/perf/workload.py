@@ -299,8 +299,10 @@ class Workload:
                   min_device_sample_s: float = 0.0) -> int:
         """Calls per sample so that a host-timed sample lasts at least min_sample_s (the host clock's resolution)
         and a device-timed (CUDA event) one at least min_device_sample_s (0: one call). Events resolve a short
-        call well, but a phase paced by the host varies from call to call with its launches and host steps
-        (tail_msm at 2^24, 12 ms: 4-10% a call); a sample of several calls averages that out.
+        call, but a launch-bound one (prep_msm at 2^24, 2 ms) varies from call to call and averages out over
+        several. A host-paced phase (tail_msm, b_g2, batch_addition at 2^24, 10-30 ms) does not: its calls are
+        fast or ~35% slow with a state of the machine that lasts about a second and is shared by the base's and
+        the head's adjacent calls, so a longer sample only spaces the pair further apart (docs/runners.md).
 
         Timed as a sample is (measure: a full garbage collection, then n calls), n doubling until one
         such batch lasts min_sample_s. The first call after the collection runs with cold caches (prep_msm
