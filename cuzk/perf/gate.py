@@ -118,6 +118,34 @@ class WorkerProcess:
     def pid(self) -> int:
         return self.p.pid
 
+    def new_processes(self) -> list[int]:
+        """Processes of its session that were not there at its first cpu_s()."""
+        if getattr(self, "_pids", None) is None:
+            return []
+        return sorted(set(session_pids(self.p.pid)) - set(self._pids))
+
+    def cpu_s(self) -> float | None:
+        """CPU seconds its processes' live threads have run (/proc/PID/task/TID/schedstat, ns), the processes
+        found in its session at the first call; None where the kernel keeps no such count. An idle worker
+        waits on its request pipe, so this stands still while its rival samples. A thread that starts and
+        ends between two reads is not counted."""
+        if getattr(self, "_pids", None) is None:
+            self._pids = session_pids(self.p.pid)
+        total, seen = 0, False
+        for pid in self._pids:
+            try:
+                tids = os.listdir(f"/proc/{pid}/task")
+            except OSError:
+                continue
+            for tid in tids:
+                try:
+                    with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                        total += int(f.read().split()[0])
+                    seen = True
+                except (OSError, ValueError, IndexError):
+                    continue
+        return total / 1e9 if seen else None
+
     def stderr(self) -> str:
         """What the worker and the measured code printed (fd 1 and 2)."""
         if self.err.closed:
@@ -279,6 +307,7 @@ class GateResult:
                            "derived": [{"spec": json.loads(k), "phase": a, **t.as_dict()}
                                        for (k, a), t in sorted(c.derived.items())],
                            "worker_cpus": c.worker_cpus, "worker_timeout_s": c.worker_timeout_s,
+                           "max_idle_cpu_ms": c.max_idle_cpu_ms,
                            "worker_timeouts_s": {w.spec.label(): c.timeout_for(w) for w in c.workloads}},
                 "outcomes": [o.as_dict() for o in self.outcomes],
                 "not_gated": [{"spec": w.spec.as_dict(), "required": w.required} for w in self.not_gated]}
@@ -375,13 +404,20 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
         asked = {s: {a: [] for a in areas} for s in SIDES}       # a sample's round trip, what it costs the gate
         collected = {s: {a: [] for a in areas} for s in SIDES}   # of which the worker's untimed full collection
         preempted = {s: {a: [] for a in areas} for s in SIDES}   # the sampling thread switched out while timed
+        idle_most: dict = {}              # per side, the most CPU ms it ran while idle during one rival sample
         for i in range(cfg.samples):
             for a in areas:
                 for side in (order if i % 2 == 0 else order[::-1]):
                     asking = f"phase {a}"
+                    rival = workers[SIDES[1 - SIDES.index(side)]]
+                    idle0 = _cpu(rival)
                     t_ask = time.perf_counter()
                     rep = workers[side].ask({"sample": a})
                     asked[side][a].append(round(time.perf_counter() - t_ask, 6))
+                    used = _check_idle(rival, idle0, f"{side}'s sample of {a}", fail, cfg.max_idle_cpu_ms / 1e3)
+                    if used is not None:
+                        other = SIDES[1 - SIDES.index(side)]
+                        idle_most[other] = max(idle_most.get(other, 0.0), round(used * 1e3, 3))
                     gc_s = rep.get("gc_s")
                     collected[side][a].append(round(gc_s, 6) if _finite(gc_s, 0) else None)
                     pre = rep.get("preempted")
@@ -396,6 +432,8 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
                         energy[side][a].append(rep["energy_j"])
                     if rep.get("state") is not None:
                         states[side][a].append(rep["state"])
+        for side in SIDES:
+            _check_new_processes(workers[side], fail)
         done = {}
         asking = "quit"
         for side in order:
@@ -414,9 +452,40 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
         s: {**ready[s], "areas": {a: {"samples": got[s][a], "energy_j": energy[s][a], "states": states[s][a],
                                       "asked_s": asked[s][a], "gc_s": collected[s][a], "preempted": preempted[s][a],
                                       "number": ready[s]["numbers"][a]} for a in areas},
-            "discards": done[s].get("discards", []), "peak_device_bytes": done[s].get("peak_device_bytes")}
+            "discards": done[s].get("discards", []), "peak_device_bytes": done[s].get("peak_device_bytes"),
+            "idle_cpu_ms": idle_most.get(s)}
         for s in SIDES}})
     log(f"  round {r + 1}/{cfg.rounds} {oc.config.spec.label()}: {time.perf_counter() - t0:.1f} s")
+
+
+def _cpu(worker) -> float | None:
+    f = getattr(worker, "cpu_s", None)
+    return f() if f else None
+
+
+def _check_idle(worker, before: float | None, during: str, fail, most_s: float) -> float | None:
+    """An idle worker waits on its request pipe, so what it runs while its rival samples is a reply's tail and a
+    library thread's wake-up (microseconds); more than [trust] max_idle_cpu_ms is work of its own (a thread the
+    measured code left running) beside the rival's sample, slowing it on the shared CPU or GPU."""
+    if before is None:
+        return None
+    after = worker.cpu_s()
+    if after is None:
+        return None
+    if after - before > most_s:
+        fail("untrusted", f"the idle worker (pid {worker.pid}) ran {(after - before) * 1e3:.1f} ms of CPU during "
+                          f"{during}: something it left running works beside its rival's samples")
+    return max(0.0, after - before)
+
+
+def _check_new_processes(worker, fail) -> None:
+    """A process a worker started after its first sample (the per-sample check counts only those found then):
+    the measured code has no business starting one, and whatever it ran beside the samples is unaccounted."""
+    if getattr(worker, "new_processes", None) is None:
+        return
+    new = worker.new_processes()
+    if new:
+        fail("untrusted", f"the worker (pid {worker.pid}) started process(es) {', '.join(map(str, new))} while sampling")
 
 
 def aa_record(res: GateResult, machine: str, date: str | None = None) -> dict:
@@ -494,6 +563,26 @@ def preflight(oc: Outcome, gpu_status=None) -> None:
     if not ok:
         oc.status = "error"
         oc.message = f"{NO_GPU} ({why}); this workload is required"
+
+
+def session_pids(sid: int, proc: str = "/proc") -> list[int]:
+    """The process ids of session sid (a worker and what it started)."""
+    out = []
+    try:
+        entries = os.listdir(proc)
+    except OSError:
+        return out
+    for d in entries:
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"{proc}/{d}/stat") as f:
+                stat = f.read()
+            if int(stat[stat.rindex(")") + 2:].split()[3]) == sid:
+                out.append(int(d))
+        except (OSError, ValueError, IndexError):
+            continue
+    return out
 
 
 def session_threads(sid: int, proc: str = "/proc") -> list[int]:

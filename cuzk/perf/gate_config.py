@@ -52,6 +52,7 @@ class GateConfig:
     worker_cpus: int = 1        # both workers of a round pinned to the same CPUs (gate.worker_cpus); 0: not pinned
     max_discards: int = 10
     pause_s: float = 1.0
+    max_idle_cpu_ms: float = 2.0    # CPU an idle worker may run while its rival samples (gate._check_idle)
     policy: TrustPolicy = TrustPolicy()
     workloads: list[WorkloadConfig] = field(default_factory=list)
     path: str | None = None
@@ -100,7 +101,8 @@ def default_worker_timeout_s(spec: Spec) -> float:
 
 _GATE_KEYS = {"rounds", "samples", "alpha", "threshold", "threshold_floor", "phases", "min_sample_s",
              "min_device_sample_s", "worker_timeout_s", "worker_cpus"}
-_TRUST_KEYS = {"max_discards", "pause_s", "ignore_reasons", "allow_other_processes", "max_temperature_c"}
+_TRUST_KEYS = {"max_discards", "pause_s", "ignore_reasons", "allow_other_processes", "max_temperature_c",
+               "max_idle_cpu_ms"}
 _WORKLOAD_KEYS = {"backend", "circuit", "log_size", "opts", "batch", "convention", "generator", "required",
                   "phases"}
 
@@ -133,7 +135,7 @@ _GATE_TYPES = {"rounds": (_is_int, "an integer"), "samples": (_is_int, "an integ
 _TRUST_TYPES = {"max_discards": (_is_int, "an integer"), "pause_s": (_is_num, "a number of seconds"),
                 "ignore_reasons": (_is_str_list, "a list of reason names"),
                 "allow_other_processes": (lambda v: isinstance(v, bool), "true or false"),
-                "max_temperature_c": (_is_num, "a number")}
+                "max_temperature_c": (_is_num, "a number"), "max_idle_cpu_ms": (_is_num, "a number of ms")}
 _WORKLOAD_TYPES = {"backend": (lambda v: isinstance(v, str), "a string"),
                    "circuit": (lambda v: isinstance(v, str), "a string"),
                    "log_size": (lambda v: _is_int(v) and 1 <= v <= 32, "an integer in 1..32"),
@@ -234,6 +236,10 @@ def parse(doc: dict, path: str | None = None) -> GateConfig:
                           f"threshold (the most a derived threshold may be)")
     cfg.max_discards = int(tr.get("max_discards", cfg.max_discards))
     cfg.pause_s = float(tr.get("pause_s", cfg.pause_s))
+    cfg.max_idle_cpu_ms = float(tr.get("max_idle_cpu_ms", cfg.max_idle_cpu_ms))
+    if not 0 <= cfg.max_idle_cpu_ms <= 1000:
+        raise ConfigError("[trust] max_idle_cpu_ms must be in [0, 1000]: CPU an idle worker may run while its rival "
+                          "samples")
     extra = tuple(tr.get("ignore_reasons", ()))
     unknown = [r for r in extra if r not in THROTTLE_REASONS.values()]
     if unknown:

@@ -113,11 +113,12 @@ def serve(lines, reply, freeze: bool = False) -> int:
         try:
             if worker is None:
                 worker = Worker(msg)
-                if answer(worker.setup())["status"] != "ready":
-                    return 0
-                if freeze:
+                ready = worker.setup()
+                if freeze and ready["status"] == "ready":      # before the reply: the rival may sample next
                     gc.collect()
                     gc.freeze()
+                if answer(ready)["status"] != "ready":
+                    return 0
             elif "sample" in msg:
                 if answer(worker.sample(msg["sample"]))["status"] != "ok":
                     return 0

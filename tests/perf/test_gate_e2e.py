@@ -92,6 +92,7 @@ def test_a_a_passes(gate_repo, tmp_path):
             ar = r[s]["areas"]["tail_msm"]
             assert len(ar["asked_s"]) == len(ar["gc_s"]) == len(ar["preempted"]) == 3
             assert all(isinstance(k, int) and k >= 0 for k in ar["preempted"])
+            assert 0 <= r[s]["idle_cpu_ms"] <= 2.0     # the idle worker's most CPU beside one rival sample
             assert all(0 <= g < t and t >= v * ar["number"] for g, t, v in zip(ar["gc_s"], ar["asked_s"], ar["samples"]))
     line = next(ln for ln in p.stdout.splitlines() if ln.startswith("Sampling: "))
     n = sum(len(r[s]["areas"][a]["samples"]) for r in oc["rounds"] for s in ("base", "head") for a in r[s]["areas"])
@@ -140,3 +141,34 @@ def test_benchmark_that_raises_exits_2(gate_repo, tmp_path):
     (oc,) = data["outcomes"]
     assert oc["status"] == "error" and "b_g2 is broken on purpose" in oc["message"]
     assert "never a pass" in p.stdout and "never a pass" in summary
+
+
+SPINNER = '''
+
+# hostile: a thread that keeps working beside the other side's samples
+import threading as _t
+
+
+def _spin():
+    import time as _time
+    while True:
+        _time.perf_counter()
+
+
+_t.Thread(target=_spin, daemon=True).start()
+'''
+
+
+def test_a_head_that_leaves_work_running_beside_the_base_samples_is_untrusted(gate_repo, tmp_path):
+    """Pull-request code that starts a thread of its own (spinning on the CPU the workers share, or launching
+    kernels on the GPU) would slow the base's samples and hide a regression: the idle worker's CPU is read
+    around each of its rival's samples, and any run of its own makes the run untrusted (exit 2), never a pass."""
+    d, base, cfg = gate_repo
+    _branch(d, base, "spin")
+    head = commit_change(d, "cuzk/__init__.py", lambda t: t + SPINNER, "a background thread")
+    p, data, _ = _gate(d, base, head, cfg, tmp_path)
+    assert p.returncode == 2, p.stdout + p.stderr
+    (oc,) = data["outcomes"]
+    assert oc["status"] == "untrusted"
+    assert "the idle worker" in oc["message"] and "ms of CPU during" in oc["message"]
+    assert "UNTRUSTED" in p.stdout and "PASS" not in p.stdout

@@ -123,6 +123,8 @@ def test_bad_configs(doc, msg):
     ("gate", "rounds", 10.5, "rounds = 10.5: must be an integer"),
     ("gate", "threshold", "5%", "threshold = '5%': must be a number"),
     ("gate", "worker_cpus", True, "worker_cpus = True: must be an integer"),
+    ("trust", "max_idle_cpu_ms", -1, "max_idle_cpu_ms must be in"),
+    ("trust", "max_idle_cpu_ms", "2", "max_idle_cpu_ms = '2': must be a number of ms"),
     ("trust", "pause_s", "1s", "pause_s = '1s'"),
     ("trust", "max_discards", None, "max_discards = None"),
     ("thresholds", "tail_msm", -0.1, "tail_msm = -0.1: must be a number >= 0"),
@@ -696,3 +698,42 @@ def test_a_base_harness_that_samples_otherwise_than_the_config_is_an_error(repo)
     assert gate.run(d, base, head, _cfg(cuda), spawn=FakeSpawn(fail=old), log=lambda m: None, gpu_status=GPU).exit_code == gate.EXIT_OK
     assert gate.run(d, base, head, _cfg(min_device_sample_s=0.03), spawn=FakeSpawn(fail=old),
                     log=lambda m: None, gpu_status=GPU).exit_code == gate.EXIT_OK
+
+
+def test_a_worker_that_started_a_process_while_sampling_makes_the_round_untrusted(repo):
+    """The per-sample idle check reads the processes a worker had at its first sample; one started since (a
+    child the measured code left running) is named at the round's end and the run is untrusted."""
+    d, base, head = repo
+
+    class Spawner(FakeSpawn):
+        def __call__(self, root, timeout, setup_wide=False):
+            w = super().__call__(root, timeout, setup_wide)
+            if w.side == "head":
+                w.new_processes = lambda: [4242]
+            return w
+    res = gate.run(d, base, head, _cfg(), spawn=Spawner(), log=lambda m: None)
+    assert res.exit_code == 2
+    assert res.outcomes[0].status == "untrusted" and "started process(es) 4242 while sampling" in res.outcomes[0].message
+
+
+def test_the_idle_check_fails_on_a_rival_that_ran_and_passes_one_that_waited():
+    fails = []
+
+    def fail(status, message):
+        fails.append((status, message))
+
+    class W:
+        pid = 7
+
+        def __init__(self, t):
+            self.t = t
+
+        def cpu_s(self):
+            return self.t
+    gate._check_idle(W(1.0005), 1.0, "head's sample of b_g2", fail, 0.002)
+    gate._check_idle(None, None, "x", fail, 0.002)                   # no count: nothing said
+    gate._check_idle(W(1.0105), 1.0, "head's sample of b_g2", fail, 0.02)      # a runner's relaxed rule
+    assert not fails
+    gate._check_idle(W(1.0105), 1.0, "head's sample of b_g2", fail, 0.002)
+    assert fails == [("untrusted", "the idle worker (pid 7) ran 10.5 ms of CPU during head's sample of b_g2: "
+                                   "something it left running works beside its rival's samples")]
