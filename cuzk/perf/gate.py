@@ -578,26 +578,20 @@ def session_pids(sid: int, proc: str = "/proc") -> list[int]:
         try:
             with open(f"{proc}/{d}/stat") as f:
                 stat = f.read()
-            if int(stat[stat.rindex(")") + 2:].split()[3]) == sid:
+            if int(stat[stat.rindex(")") + 2:].split()[3]) == sid:    # after the name: state ppid pgrp session
                 out.append(int(d))
         except (OSError, ValueError, IndexError):
-            continue
+            continue                                         # gone meanwhile, or not ours to read
     return out
 
 
 def session_threads(sid: int, proc: str = "/proc") -> list[int]:
     """The thread ids of every process in session sid (a worker and what it started: start_new_session)."""
     out = []
-    for d in os.listdir(proc):
-        if not d.isdigit():
-            continue
+    for pid in session_pids(sid, proc):
         try:
-            with open(f"{proc}/{d}/stat") as f:
-                stat = f.read()
-            if int(stat[stat.rindex(")") + 2:].split()[3]) != sid:    # after the name: state ppid pgrp session
-                continue
-            out += [int(t) for t in os.listdir(f"{proc}/{d}/task") if t.isdigit()]
-        except (OSError, ValueError, IndexError):
+            out += [int(t) for t in os.listdir(f"{proc}/{pid}/task") if t.isdigit()]
+        except OSError:
             continue                                         # gone meanwhile, or not ours to read
     return out
 
