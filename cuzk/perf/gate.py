@@ -33,7 +33,7 @@ from .gate_config import GateConfig, WorkloadConfig
 from .noise import NoiseError, Threshold, make_record, spec_key
 from .suite import gate_estimate_s
 from .worker import PROTOCOL
-from .workload import AREAS, Spec
+from .workload import AREAS, DEFAULT_MIN_SAMPLE_S, Spec
 
 EXIT_OK, EXIT_REGRESSION, EXIT_ERROR = 0, 1, 2
 NO_GPU = "the GPU cannot run here"      # the pre-flight's message, which the report's first line repeats
@@ -498,7 +498,7 @@ def aa_record(res: GateResult, machine: str, date: str | None = None) -> dict:
     gpu = next((rd[s]["gpu"].get("name") for o in res.outcomes for rd in o.rounds for s in SIDES
                 if isinstance(rd.get(s, {}).get("gpu"), dict)), None)
     return make_record(machine, res.head, res.config.rounds, res.config.samples, workloads, gpu, date,
-                       res.config.min_device_sample_s)
+                       res.config.min_device_sample_s, res.config.min_sample_s)
 
 
 def paired_log_ratios(rd: dict, area: str) -> list[float]:
@@ -769,7 +769,8 @@ def from_dict(doc: dict) -> GateResult:
     cfg = GateConfig(rounds=c["rounds"], samples=c["samples"], alpha=c["alpha"], threshold=c["threshold"],
                      thresholds=dict(c.get("thresholds", {})), areas=tuple(c["areas"]), path=c.get("path"),
                      worker_cpus=c.get("worker_cpus", 0), threshold_floor=c.get("threshold_floor", 0.0),
-                     min_sample_s=c.get("min_sample_s", 0.002), min_device_sample_s=c.get("min_device_sample_s", 0.0),
+                     min_sample_s=c.get("min_sample_s", DEFAULT_MIN_SAMPLE_S),
+                     min_device_sample_s=c.get("min_device_sample_s", 0.0),
                      pins={a: (v["pin"], v["reason"]) for a, v in c.get("pins", {}).items()},
                      derived={(spec_key(t["spec"]), t["phase"]): Threshold(t["value"], t["source"], t["basis"])
                               for t in c.get("derived", [])})

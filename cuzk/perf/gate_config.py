@@ -14,7 +14,7 @@ from .checkout import CheckoutError, git, resolve
 from .noise import Threshold, spec_key
 from .suite import CIRCUIT, GATE_ROUND_S
 from .trust import BENIGN_REASONS, WATCHED_VIOLATIONS, TrustPolicy
-from .workload import AREAS, Spec
+from .workload import AREAS, DEFAULT_MIN_SAMPLE_S, Spec
 
 DEFAULT_PATH = "perf-gate.toml"
 
@@ -46,7 +46,7 @@ class GateConfig:
     pins: dict[str, tuple[float, str]] = field(default_factory=dict)   # phase: (threshold, reason), set by hand
     derived: dict = field(default_factory=dict)     # (spec key, phase): noise.Threshold, set by noise.derive
     areas: tuple[str, ...] = PHASES
-    min_sample_s: float = 0.002
+    min_sample_s: float = DEFAULT_MIN_SAMPLE_S
     min_device_sample_s: float = 0.0    # a device-timed sample repeats its phase until it lasts this long
     worker_timeout_s: float | None = None    # the longest wait for one worker reply; None: per workload
     worker_cpus: int = 1        # both workers of a round pinned to the same CPUs (gate.worker_cpus); 0: not pinned

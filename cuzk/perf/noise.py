@@ -28,7 +28,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ..files import open_input
-from .workload import AREAS, Spec, device_timed
+from .workload import AREAS, DEFAULT_MIN_SAMPLE_S, Spec, device_timed
 
 KIND, VERSION = "cuzk-gate-noise", 1
 K = 4.0
@@ -63,15 +63,17 @@ def spec_key(spec: dict) -> str:
 
 
 def make_record(machine: str, commit: str, rounds: int, samples: int, workloads: list[tuple[dict, dict]],
-                gpu: str | None = None, date: str | None = None, min_device_sample_s: float = 0.0) -> dict:
+                gpu: str | None = None, date: str | None = None, min_device_sample_s: float = 0.0,
+                min_sample_s: float = DEFAULT_MIN_SAMPLE_S) -> dict:
     """A record of an A/A run (gate.aa_record makes one from a gate run): workloads = [(spec, {phase: the
-    rounds' values})]; min_device_sample_s: the run's, which sets how many calls a device-timed sample
-    averages. Checked as it will be read back."""
+    rounds' values})]; min_device_sample_s and min_sample_s: the run's, which set how many calls a device-timed
+    and a host-timed sample average. Checked as it will be read back."""
     if not workloads:
         raise NoiseError("the A/A run judged no workload: nothing to record")
     rec = {"kind": KIND, "version": VERSION, "machine": machine, "commit": commit,
            "date": date or datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-           "rounds": rounds, "samples": samples, "min_device_sample_s": min_device_sample_s, "gpu": gpu,
+           "rounds": rounds, "samples": samples, "min_device_sample_s": min_device_sample_s,
+           "min_sample_s": min_sample_s, "gpu": gpu,
            "workloads": [{"spec": dict(spec), "phases": {a: list(d) for a, d in ph.items()}} for spec, ph in workloads]}
     return parse_record(dumps(rec), "the A/A record")
 
@@ -116,6 +118,9 @@ def parse_record(data: bytes | str, where: str, machine: str | None = None) -> d
     m = rec.get("min_device_sample_s", 0.0)        # absent: recorded when every device sample was one call
     if not (isinstance(m, (int, float)) and not isinstance(m, bool) and 0 <= m <= 10):
         raise bad("min_device_sample_s is not a number of seconds")
+    m = rec.get("min_sample_s", DEFAULT_MIN_SAMPLE_S)
+    if not (isinstance(m, (int, float)) and not isinstance(m, bool) and 0 <= m <= 10):
+        raise bad("min_sample_s is not a number of seconds")
     if rec.get("gpu") is not None and not (isinstance(rec["gpu"], str) and len(rec["gpu"]) <= 128):
         raise bad("gpu is not a name")
     wls = rec.get("workloads")
@@ -140,16 +145,17 @@ def parse_record(data: bytes | str, where: str, machine: str | None = None) -> d
 
 def derive(cfg, records: list[dict], where: str = "") -> dict[tuple[str, str], Threshold]:
     """{(workload spec key, phase): threshold in force} for every workload and phase of cfg. `records`: parsed
-    records of the gate's machine; those of another sample count than cfg's, or (for a phase timed on the device)
-    another min_device_sample_s, are not comparable and are left out (their rounds' spread differs), as are all
-    but the NEWEST newest."""
+    records of the gate's machine; those of another sample count than cfg's, or another min_device_sample_s (for
+    a phase timed on the device) or min_sample_s (on the host), are not comparable and are left out (their rounds'
+    spread differs), as are all but the NEWEST newest. A record without min_sample_s was made at the default."""
     same = [r for r in records if r["samples"] == cfg.samples]
     alike = [r for r in same if r.get("min_device_sample_s", 0.0) == cfg.min_device_sample_s]
+    host_alike = [r for r in same if r.get("min_sample_s", DEFAULT_MIN_SAMPLE_S) == cfg.min_sample_s]
     out = {}
     for wc in cfg.workloads:
         key = spec_key(wc.spec.as_dict())
         for area in cfg.areas_for(wc):
-            pool = alike if device_timed(wc.spec.backend != "cpu", area) else same
+            pool = alike if device_timed(wc.spec.backend != "cpu", area) else host_alike
             usable = sorted(pool, key=lambda r: r["date"])[-NEWEST:]
             cap = cfg.thresholds.get(area, cfg.threshold)
             if area in cfg.pins:

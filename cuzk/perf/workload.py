@@ -108,6 +108,9 @@ def device_timed(device: bool, area: str) -> bool:
     return device and area != "synthesis"
 
 
+DEFAULT_MIN_SAMPLE_S = 0.002      # a host-timed sample repeats a short call until it lasts this long (the clock's)
+
+
 def _involuntary_switches() -> int | None:
     """Times the calling thread was taken off its CPU for another (Linux, per thread), or None where unknown.
     A host-paced phase's events span the wait: each such switch adds a scheduler slice to its device time."""

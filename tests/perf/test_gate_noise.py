@@ -144,6 +144,28 @@ def test_records_follow_the_calls_a_device_sample_averages():
             _cfg(CONFIG.replace("threshold_floor = 0.01", f"threshold_floor = 0.01\nmin_device_sample_s = {bad}"))
 
 
+def test_host_timed_phases_pool_only_records_of_the_gates_host_sampling():
+    """min_sample_s sets how many calls a host-timed sample averages: a record made at another value is left out
+    for the CPU reference's phases (and a record without it was made at the default, 0.002 s); device-timed
+    phases do not depend on it."""
+    key = noise.spec_key(CPU10)
+    old = noise.parse_record(json.dumps(_record({"tail_msm": _rounds(0.01)}, spec=CPU10)), "old.jsonl")
+    assert noise.derive(_cfg(), [old])[key, "tail_msm"].source == "noise"           # absent: the default
+    other = noise.parse_record(json.dumps({**_record({"tail_msm": _rounds(0.01)}, spec=CPU10),
+                                           "min_sample_s": 0.02}), "o.jsonl")
+    t = noise.derive(_cfg(), [other])[key, "tail_msm"]
+    assert t.source == "config" and "no A/A record" in t.basis
+    slow = _cfg(CONFIG.replace("threshold_floor = 0.01", "threshold_floor = 0.01\nmin_sample_s = 0.02"))
+    assert noise.derive(slow, [old, other])[key, "tail_msm"].basis.startswith("10 A/A rounds in 1 records")
+    gpu = noise.parse_record(json.dumps({**_record({"tail_msm": _rounds(0.01)}), "min_sample_s": 0.02}), "g.jsonl")
+    assert noise.derive(_cfg(), [gpu])[noise.spec_key(CUDA24), "tail_msm"].source == "noise"
+    made = noise.make_record("h200-0", SHA, 10, 9, [(CPU10, {"tail_msm": _rounds(0.01)})], min_sample_s=0.02)
+    assert made["min_sample_s"] == 0.02
+    for bad in (-0.1, True, "0.03", 11):
+        with pytest.raises(noise.NoiseError, match="r.jsonl: min_sample_s"):
+            noise.parse_record(json.dumps({**_record({"tail_msm": _rounds(0.01)}), "min_sample_s": bad}), "r.jsonl")
+
+
 def test_a_pin_stands_with_its_reason_and_a_pin_needs_one():
     cfg = _cfg(CONFIG.replace("prep_msm = 0.15", 'prep_msm = 0.15\nb_g2 = {pin = 0.02, reason = "G2 adds, quiet"}'))
     th = noise.derive(cfg, [_record({"b_g2": _rounds(0.3)})])[noise.spec_key(CUDA24), "b_g2"]
@@ -180,6 +202,8 @@ def test_a_record_is_made_from_an_aa_run_and_read_back_as_it_was():
     assert back["min_device_sample_s"] == 0.0
     res = gate.from_dict({**doc, "config": {**doc["config"], "min_device_sample_s": 0.03}})
     assert gate.aa_record(res, "h200-0")["min_device_sample_s"] == 0.03     # the run's sampling, kept
+    res = gate.from_dict({**doc, "config": {**doc["config"], "min_sample_s": 0.005}})
+    assert gate.aa_record(res, "h200-0")["min_sample_s"] == 0.005
     d = back["workloads"][0]["phases"]["tail_msm"]
     assert d == [gate.statistics.median(gate.paired_log_ratios(rd, "tail_msm")) for rd in doc["outcomes"][0]["rounds"]]
     with pytest.raises(noise.NoiseError, match="not an A/A run"):
