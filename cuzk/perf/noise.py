@@ -143,6 +143,11 @@ def parse_record(data: bytes | str, where: str, machine: str | None = None) -> d
     return rec
 
 
+def noise_threshold(round_sd: float, rounds: int) -> float:
+    """The slowdown K standard errors of the median of `rounds` round values of this spread (log ratios)."""
+    return math.exp(K * MEDIAN_SE * round_sd / math.sqrt(rounds)) - 1
+
+
 def derive(cfg, records: list[dict], where: str = "") -> dict[tuple[str, str], Threshold]:
     """{(workload spec key, phase): threshold in force} for every workload and phase of cfg. `records`: parsed
     records of the gate's machine; those of another sample count than cfg's, or another min_device_sample_s (for
@@ -176,7 +181,7 @@ def derive(cfg, records: list[dict], where: str = "") -> dict[tuple[str, str], T
                 out[key, area] = Threshold(cap, "config", f"the config's ({why})")
                 continue
             s = statistics.stdev(pooled)
-            noise = math.exp(K * MEDIAN_SE * s / math.sqrt(cfg.rounds)) - 1
+            noise = noise_threshold(s, cfg.rounds)
             value = min(cap, max(cfg.threshold_floor, noise))
             bound = ("the floor" if value == cfg.threshold_floor and noise < value
                      else "the cap" if value == cap and noise > value else "")

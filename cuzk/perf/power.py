@@ -1,6 +1,7 @@
 """The gate's false alarms and power, estimated from the rounds of real A/A gate runs by resampling.
 
-    python -m cuzk.perf.power GATE_JSON... [--effect tail_msm:0.10 ...] [--rounds N] [--alpha A] [--json FILE]
+    python -m cuzk.perf.power GATE_JSON... [--effect tail_msm:0.10 ...] [--rounds N] [--alpha A] [--samples S]
+                              [--json FILE]
 
 A gate run judges each phase on `rounds` independent rounds (compare.py). Given the rounds of A/A
 runs (base and head the same code, e.g. `python -m cuzk.perf.calibrate --json` runs' gate.json), each
@@ -15,6 +16,13 @@ comes from: a handful of rounds estimate little; the output says how many there 
 Each phase is judged at the threshold its runs were judged at (derived from noise records, pinned, or
 the config's); a threshold derived for the runs' rounds is kept as it was under --rounds, and the output
 says so.
+
+--samples S models rounds of S paired samples: each round value is the median of S paired log ratios
+drawn from the runs' pairs (each pair's distance from its round's median, pooled), scaled by the measured
+round spread over the one the same model gives at the runs' own sample count; a threshold that came from
+noise records is derived again from the modelled round spread, as the gate would from records of S
+samples. The model has no offset of its own, for a round or for the pool; the output shows the measured
+and modelled spreads at the runs' own count, and the further S is from it the less the model is worth.
 """
 from __future__ import annotations
 
@@ -27,9 +35,12 @@ import statistics
 import sys
 from pathlib import Path
 
+import numpy as np
+
 from .compare import REGRESSION, compare
 from .gate import from_dict, paired_log_ratios
 from .gate_config import min_p_value
+from .noise import noise_threshold
 
 
 class PowerInputError(ValueError):
@@ -57,7 +68,7 @@ def load_pools(paths: list[str]) -> dict[str, dict]:
                 continue
             label = oc.config.spec.label()
             pool = pools.setdefault(label, {"config": res.config, "rounds": [], "files": 0, "workload": oc.config,
-                                            "areas": res.config.areas_for(oc.config)})
+                                            "areas": res.config.areas_for(oc.config), "pairs": {}})
             if (pool["config"].rounds, pool["config"].alpha) != (res.config.rounds, res.config.alpha):
                 raise PowerInputError(f"{path}: {label}: rounds/alpha differ from an earlier file's")
             if thresholds(pool) != thresholds({"config": res.config, "workload": oc.config, "areas": pool["areas"]}):
@@ -65,6 +76,13 @@ def load_pools(paths: list[str]) -> dict[str, dict]:
             pool["files"] += 1
             pool["rounds"] += [{a: statistics.median(paired_log_ratios(rd, a)) for a in pool["areas"]}
                                for rd in oc.rounds]
+            for rd in oc.rounds:
+                for a in pool["areas"]:
+                    d = paired_log_ratios(rd, a)
+                    m = statistics.median(d)
+                    # the median pair itself (an odd count's) is left out: a pool with one exact 0 a round makes
+                    # medians of many draws collapse onto 0 (normal pairs: 0.68 of the true spread at 9)
+                    pool["pairs"].setdefault(a, []).extend(x - m for x in d if x != m)
     if not pools:
         raise PowerInputError(f"{', '.join(paths)}: no judged workload (status ok) in any file")
     return pools
@@ -79,14 +97,51 @@ def thresholds(pool: dict) -> dict[str, tuple[float, str]]:
     return out
 
 
-def simulate(pool: dict, effects: dict[str, float], trials: int, seed: int = 0) -> dict:
-    """Gate runs drawn from one workload's pool; effects {area: f} slow those areas by 1 + f."""
+def modelled_rounds(pool: dict, samples: int, n: int, seed: int = 0, scaled: bool = True) -> dict[str, np.ndarray]:
+    """{phase: n round values}, each the median of `samples` of the pool's pairs (deviations from their round's
+    median) drawn with replacement; scaled: times the measured round spread over the one modelled at the runs'
+    own sample count (real pairs, a sharp core with outliers, are not what their pooled deviations resample)."""
+    rng = np.random.default_rng(seed)
+    out = {}
+    for a in pool["areas"]:
+        pairs = np.asarray(pool["pairs"].get(a) or [0.0])
+        v = np.median(rng.choice(pairs, size=(n, samples)), axis=1)
+        if scaled:
+            own = float(np.std(np.median(rng.choice(pairs, size=(20000, pool["config"].samples)), axis=1)))
+            measured = statistics.pstdev([r[a] for r in pool["rounds"]])
+            v = v * (measured / own if own > 0 else 1.0)
+        out[a] = v
+    return out
+
+
+def modelled_thresholds(pool: dict, samples: int, seed: int = 0) -> dict[str, tuple[float, str]]:
+    """thresholds(pool), those from noise derived again from the round spread modelled at `samples`."""
+    cfg = pool["config"]
+    sd = {a: float(np.std(v, ddof=1)) for a, v in modelled_rounds(pool, samples, 20000, seed).items()}
+    out = {}
+    for a, (v, src) in thresholds(pool).items():
+        if src == "noise":
+            cap = cfg.thresholds.get(a, cfg.threshold)
+            v = min(cap, max(cfg.threshold_floor, noise_threshold(sd[a], cfg.rounds)))
+        out[a] = (v, src)
+    return out
+
+
+def simulate(pool: dict, effects: dict[str, float], trials: int, seed: int = 0, samples: int | None = None) -> dict:
+    """Gate runs drawn from one workload's pool; effects {area: f} slow those areas by 1 + f. samples: rounds
+    modelled from the pool's pairs at that many samples (modelled_rounds), not drawn from its rounds."""
     cfg, rounds, areas = pool["config"], pool["rounds"], pool["areas"]
     rng = random.Random(seed)
     flagged = {a: 0 for a in areas}
-    th = {a: v for a, (v, _) in thresholds(pool).items()}
-    for _ in range(trials):
-        draw = [rng.choice(rounds) for _ in range(cfg.rounds)]
+    if samples is not None:
+        th = {a: v for a, (v, _) in modelled_thresholds(pool, samples, seed).items()}
+        model = modelled_rounds(pool, samples, trials * cfg.rounds, seed + 1)
+        rounds = [{a: float(model[a][i]) for a in areas} for i in range(trials * cfg.rounds)]
+    else:
+        th = {a: v for a, (v, _) in thresholds(pool).items()}
+    for t in range(trials):
+        draw = (rounds[t * cfg.rounds:(t + 1) * cfg.rounds] if samples is not None
+                else [rng.choice(rounds) for _ in range(cfg.rounds)])
         for a in areas:
             shift = math.log1p(effects.get(a, 0.0))
             if compare(a, [r[a] + shift for r in draw], th[a], cfg.alpha).verdict == REGRESSION:
@@ -117,6 +172,7 @@ def main(argv=None) -> int:
                     help="a slowdown to estimate the power for (repeatable), e.g. tail_msm:0.10")
     ap.add_argument("--rounds", type=int, help="judge resampled runs of this many rounds (default: the runs' own)")
     ap.add_argument("--alpha", type=float, help="and at this alpha (default: the runs' own)")
+    ap.add_argument("--samples", type=int, help="model rounds of this many paired samples from the runs' pairs")
     ap.add_argument("--trials", type=int, default=2000)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", metavar="FILE")
@@ -138,15 +194,29 @@ def main(argv=None) -> int:
         if bad:
             print(f"power: unknown phase {', '.join(bad)}; the runs have {', '.join(sorted(known))}", file=sys.stderr)
             return 2
-        res = {"aa": simulate(pool, {}, args.trials, args.seed)}
+        if args.samples is not None and not 1 <= args.samples <= 10_000:
+            print(f"power: --samples {args.samples}: must be 1 to 10000", file=sys.stderr)
+            return 2
+        res = {"aa": simulate(pool, {}, args.trials, args.seed, args.samples)}
         for area, f in args.effect:
-            res[f"{area}:{f:g}"] = simulate(pool, {area: f}, args.trials, args.seed)
+            res[f"{area}:{f:g}"] = simulate(pool, {area: f}, args.trials, args.seed, args.samples)
         out[label] = {"files": pool["files"], **res}
         aa = res["aa"]
         print(f"{label}: {len(pool['rounds'])} real rounds from {pool['files']} A/A runs, "
               f"{args.trials} resampled gate runs of {aa['rounds_a_run']} rounds")
-        th = thresholds(pool)
-        print("  thresholds: " + ", ".join(f"{a} {v:.2%} ({s})" for a, (v, s) in th.items()))
+        th = thresholds(pool) if args.samples is None else modelled_thresholds(pool, args.samples, args.seed)
+        print("  thresholds: " + ", ".join(f"{a} {v:.2%} ({s})" for a, (v, s) in th.items())
+              + (f" (from noise: derived again at {args.samples} samples)" if args.samples is not None else ""))
+        if args.samples is not None:
+            own = pool["config"].samples
+            at_own = modelled_rounds(pool, own, 20000, args.seed, scaled=False)
+            at_new = modelled_rounds(pool, args.samples, 20000, args.seed)
+            print("  round spread, measured / modelled at the runs' " + f"{own} samples / modelled at {args.samples}, "
+                  "scaled by the two before: "
+                  + ", ".join(f"{a} {statistics.pstdev([r[a] for r in pool['rounds']]):.2%} / "
+                              f"{float(np.std(at_own[a], ddof=1)):.2%} / {float(np.std(at_new[a], ddof=1)):.2%}"
+                              for a in pool["areas"]))
+            out[label]["modelled_samples"] = args.samples
         if args.rounds is not None and any(s == "noise" for _, s in th.values()):
             print(f"  (thresholds from noise records were derived for the runs' own rounds and are kept; a gate "
                   f"of {cfg.rounds} rounds would derive others)")

@@ -108,3 +108,36 @@ def test_more_rounds_from_the_same_pool_detect_more(tmp_path):
     assert rates[1] > rates[0] + 0.2
     p = subprocess.run([sys.executable, "-m", "cuzk.perf.power", *files, "--rounds", "4"], capture_output=True, text=True)
     assert p.returncode == 2 and "4 rounds can never reach" in p.stderr
+
+
+def test_more_samples_a_round_narrow_the_modelled_rounds_as_the_median_does(tmp_path):
+    """--samples S: rounds modelled from the runs' pairs. Lognormal pairs of spread sd: the median of S has a
+    spread near 1.2533 sd * sqrt(2 / S) (a pair's ratio has sqrt 2 sd), and a threshold from noise records is
+    derived again from it, so a +3% that a 5-sample gate at a 4% threshold misses, a 25-sample one finds."""
+    files = [_gate_json(tmp_path / f"a{i}.json", 0.03, rounds=10, seed=i, derived=[("tail_msm", 0.04)])
+             for i in range(4)]
+    (pool,) = power.load_pools(files).values()
+    assert len(pool["pairs"]["tail_msm"]) == 4 * 10 * 4               # each round's median pair left out
+    sd = {n: float(power.np.std(power.modelled_rounds(pool, n, 20000, scaled=False)["tail_msm"])) for n in (5, 25)}
+    pair_sd = 0.03 * math.sqrt(2)
+    assert sd[25] == pytest.approx(1.2533 * pair_sd / 5, rel=0.2)
+    measured = power.statistics.pstdev([r["tail_msm"] for r in pool["rounds"]])
+    at5 = float(power.np.std(power.modelled_rounds(pool, 5, 20000)["tail_msm"]))
+    assert at5 == pytest.approx(measured, rel=0.05)                    # scaled to what the rounds measured
+    assert sd[5] > 1.8 * sd[25]
+    th = {n: power.modelled_thresholds(pool, n)["tail_msm"] for n in (5, 25)}
+    assert th[5][1] == th[25][1] == "noise" and th[25][0] < th[5][0]
+    assert power.modelled_thresholds(pool, 5)["b_g2"] == power.thresholds(pool)["b_g2"]   # the config's: kept
+    few = power.simulate(pool, {"tail_msm": 0.03}, 200, samples=5)["detection_rate"]["tail_msm"]
+    many = power.simulate(pool, {"tail_msm": 0.03}, 200, samples=25)["detection_rate"]["tail_msm"]
+    assert many > 0.95 and few < many
+
+
+def test_cli_models_other_sample_counts_and_refuses_nonsense(tmp_path):
+    f = _gate_json(tmp_path / "a.json", 0.02, rounds=10)
+    p = subprocess.run([sys.executable, "-m", "cuzk.perf.power", f, "--samples", "9", "--trials", "50"],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert "modelled at 9" in p.stdout and "round spread, measured" in p.stdout
+    p = subprocess.run([sys.executable, "-m", "cuzk.perf.power", f, "--samples", "0"], capture_output=True, text=True)
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "--samples 0" in p.stderr
