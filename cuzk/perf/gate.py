@@ -131,12 +131,13 @@ class WorkerProcess:
         ends between two reads is not counted."""
         if getattr(self, "_pids", None) is None:
             self._pids = session_pids(self.p.pid)
-        total, seen = 0, False
+        total, seen, alive = 0, False, set()
         for pid in self._pids:
             try:
                 tids = os.listdir(f"/proc/{pid}/task")
             except OSError:
                 continue
+            alive.update(int(t) for t in tids if t.isdigit())
             for tid in tids:
                 try:
                     with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
@@ -144,7 +145,22 @@ class WorkerProcess:
                     seen = True
                 except (OSError, ValueError, IndexError):
                     continue
+        self.threads = frozenset(alive)
         return total / 1e9 if seen else None
+
+    def cpu_ticks(self) -> int | None:
+        """Clock ticks its processes have run, exited threads and reaped children included (/proc/PID/stat utime,
+        stime, cutime, cstime): coarse (10 ms), but a thread or child that came and went leaves its time here."""
+        total, seen = 0, False
+        for pid in getattr(self, "_pids", None) or ():
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    stat = f.read()
+                total += sum(int(v) for v in stat[stat.rindex(")") + 2:].split()[11:15])
+                seen = True
+            except (OSError, ValueError, IndexError):
+                continue
+        return total if seen else None
 
     def stderr(self) -> str:
         """What the worker and the measured code printed (fd 1 and 2)."""
@@ -162,7 +178,8 @@ class WorkerProcess:
         """Every thread of the worker, and of any process it started, moved to the sampling CPUs (threads
         started later inherit them). With two or more, the sampling thread (the worker's main one) has the last
         to itself and every other thread shares the rest: a helper thread woken during a sample (the driver's,
-        the launcher's lifeline) would otherwise take the CPU from a host-paced phase for a scheduler slice.
+        the launcher's lifeline) would otherwise take the CPU from a host-paced phase for a scheduler slice;
+        threads the measured code starts later inherit the sampling thread's CPU, as they would with one.
         A thread that cannot be moved fails the round: its samples would not be taken where its rival's are."""
         if not self.cpus:
             return
@@ -342,7 +359,10 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
     asking = "set-up"                 # what the worker was doing when it failed: set-up or a phase
 
     def fail(status: str, message: str, discards=()):
-        oc.status, oc.message = status, f"{side} ({shas[side][:10]}), round {r + 1}: {message}".strip()
+        blame(side, status, message, discards)
+
+    def blame(who: str, status: str, message: str, discards=()):
+        oc.status, oc.message = status, f"{who} ({shas[who][:10]}), round {r + 1}: {message}".strip()
         oc.discards += len(discards)
         raise _Stop
 
@@ -405,19 +425,27 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
         collected = {s: {a: [] for a in areas} for s in SIDES}   # of which the worker's untimed full collection
         preempted = {s: {a: [] for a in areas} for s in SIDES}   # the sampling thread switched out while timed
         idle_most: dict = {}              # per side, the most CPU ms it ran while idle during one rival sample
+        idle_ticks: dict = {}             # per side, clock ticks it ran while idle, over the round
         for i in range(cfg.samples):
             for a in areas:
                 for side in (order if i % 2 == 0 else order[::-1]):
                     asking = f"phase {a}"
-                    rival = workers[SIDES[1 - SIDES.index(side)]]
-                    idle0 = _cpu(rival)
+                    other = SIDES[1 - SIDES.index(side)]
+                    rival = workers[other]
+                    idle0, threads0 = _cpu(rival), getattr(rival, "threads", None)
+                    ticks0 = _ticks(rival)
                     t_ask = time.perf_counter()
                     rep = workers[side].ask({"sample": a})
                     asked[side][a].append(round(time.perf_counter() - t_ask, 6))
-                    used = _check_idle(rival, idle0, f"{side}'s sample of {a}", fail, cfg.max_idle_cpu_ms / 1e3)
+
+                    def idle_fail(status, message, discards=(), idle=other):
+                        blame(idle, status, message, discards)
+                    used = _check_idle(rival, idle0, f"{side}'s sample of {a}", idle_fail, cfg.max_idle_cpu_ms / 1e3,
+                                       threads0)
                     if used is not None:
-                        other = SIDES[1 - SIDES.index(side)]
                         idle_most[other] = max(idle_most.get(other, 0.0), round(used * 1e3, 3))
+                    if ticks0 is not None and (t1 := _ticks(rival)) is not None:
+                        idle_ticks[other] = idle_ticks.get(other, 0) + max(0, t1 - ticks0)
                     gc_s = rep.get("gc_s")
                     collected[side][a].append(round(gc_s, 6) if _finite(gc_s, 0) else None)
                     pre = rep.get("preempted")
@@ -432,8 +460,12 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
                         energy[side][a].append(rep["energy_j"])
                     if rep.get("state") is not None:
                         states[side][a].append(rep["state"])
-        for side in SIDES:
-            _check_new_processes(workers[side], fail)
+        for idle in SIDES:
+            _check_new_processes(workers[idle], lambda st, msg, idle=idle: blame(idle, st, msg))
+            if idle_ticks.get(idle, 0) * TICK_S > IDLE_TICKS_MOST_S:
+                blame(idle, "untrusted", f"the idle worker (pid {workers[idle].pid}) ran {idle_ticks[idle]} clock ticks "
+                                         f"of CPU, its short-lived threads and children included, during its rival's "
+                                         f"samples: something it starts works beside them")
         done = {}
         asking = "quit"
         for side in order:
@@ -463,7 +495,17 @@ def _cpu(worker) -> float | None:
     return f() if f else None
 
 
-def _check_idle(worker, before: float | None, during: str, fail, most_s: float) -> float | None:
+TICK_S = 1.0 / os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 0.01
+IDLE_TICKS_MOST_S = 0.05      # an idle worker's coarse CPU over a round's rival samples: a tick or two of wake-ups
+
+
+def _ticks(worker) -> int | None:
+    f = getattr(worker, "cpu_ticks", None)
+    return f() if f else None
+
+
+def _check_idle(worker, before: float | None, during: str, fail, most_s: float,
+                threads_before: frozenset | None = None) -> float | None:
     """An idle worker waits on its request pipe, so what it runs while its rival samples is a reply's tail and a
     library thread's wake-up (microseconds); more than [trust] max_idle_cpu_ms is work of its own (a thread the
     measured code left running) beside the rival's sample, slowing it on the shared CPU or GPU."""
@@ -472,6 +514,11 @@ def _check_idle(worker, before: float | None, during: str, fail, most_s: float) 
     after = worker.cpu_s()
     if after is None:
         return None
+    threads = getattr(worker, "threads", None)
+    if threads_before is not None and threads is not None and threads != threads_before:
+        fail("untrusted", f"the idle worker (pid {worker.pid}) started or ended threads during {during} "
+                          f"({len(threads - threads_before)} new, {len(threads_before - threads)} gone): an idle "
+                          f"worker waits on its pipe")
     if after - before > most_s:
         fail("untrusted", f"the idle worker (pid {worker.pid}) ran {(after - before) * 1e3:.1f} ms of CPU during "
                           f"{during}: something it left running works beside its rival's samples")
@@ -771,6 +818,7 @@ def from_dict(doc: dict) -> GateResult:
                      worker_cpus=c.get("worker_cpus", 0), threshold_floor=c.get("threshold_floor", 0.0),
                      min_sample_s=c.get("min_sample_s", DEFAULT_MIN_SAMPLE_S),
                      min_device_sample_s=c.get("min_device_sample_s", 0.0),
+                     max_idle_cpu_ms=c.get("max_idle_cpu_ms", 2.0),
                      pins={a: (v["pin"], v["reason"]) for a, v in c.get("pins", {}).items()},
                      derived={(spec_key(t["spec"]), t["phase"]): Threshold(t["value"], t["source"], t["basis"])
                               for t in c.get("derived", [])})

@@ -18,11 +18,12 @@ the config's); a threshold derived for the runs' rounds is kept as it was under 
 says so.
 
 --samples S models rounds of S paired samples: each round value is the median of S paired log ratios
-drawn from the runs' pairs (each pair's distance from its round's median, pooled), scaled by the measured
-round spread over the one the same model gives at the runs' own sample count; a threshold that came from
+drawn from the runs' pairs (each pair's distance from its round's median, pooled). Where the measured
+rounds vary more than the model gives at the runs' own sample count, the excess is added as a round offset
+that more samples do not shrink; where less, the model is scaled down to them. A threshold that came from
 noise records is derived again from the modelled round spread, as the gate would from records of S
-samples. The model has no offset of its own, for a round or for the pool; the output shows the measured
-and modelled spreads at the runs' own count, and the further S is from it the less the model is worth.
+samples (so --rounds with --samples derives it for those rounds too). The output shows the measured and
+modelled spreads at the runs' own count; the further S is from it the less the model is worth.
 """
 from __future__ import annotations
 
@@ -107,11 +108,24 @@ def modelled_rounds(pool: dict, samples: int, n: int, seed: int = 0, scaled: boo
         pairs = np.asarray(pool["pairs"].get(a) or [0.0])
         v = np.median(rng.choice(pairs, size=(n, samples)), axis=1)
         if scaled:
+            # what the measured rounds vary beyond what their pairs predict at the runs' own count is taken as a
+            # round-to-round offset, which more samples do not shrink: it is added, not scaled
             own = float(np.std(np.median(rng.choice(pairs, size=(20000, pool["config"].samples)), axis=1)))
             measured = statistics.pstdev([r[a] for r in pool["rounds"]])
-            v = v * (measured / own if own > 0 else 1.0)
+            if measured > own:
+                v = v + rng.normal(0.0, math.sqrt(measured ** 2 - own ** 2), size=n)
+            elif own > 0:
+                v = v * (measured / own)
         out[a] = v
     return out
+
+
+def model_problem(pool: dict) -> str | None:
+    """Why the pool's pairs cannot model other sample counts, or None: a phase with no pair off its round's
+    median (rounds of one sample, or all pairs alike) has nothing to resample."""
+    empty = [a for a in pool["areas"] if not pool["pairs"].get(a)]
+    return (f"no paired sample off its round's median in {', '.join(empty)} (rounds of one sample, or all alike): "
+            f"nothing to model other sample counts from") if empty else None
 
 
 def modelled_thresholds(pool: dict, samples: int, seed: int = 0) -> dict[str, tuple[float, str]]:
@@ -194,8 +208,14 @@ def main(argv=None) -> int:
         if bad:
             print(f"power: unknown phase {', '.join(bad)}; the runs have {', '.join(sorted(known))}", file=sys.stderr)
             return 2
-        if args.samples is not None and not 1 <= args.samples <= 10_000:
-            print(f"power: --samples {args.samples}: must be 1 to 10000", file=sys.stderr)
+        if args.samples is not None and not 1 <= args.samples <= 1000:
+            print(f"power: --samples {args.samples}: must be 1 to 1000", file=sys.stderr)
+            return 2
+        if not 1 <= args.trials <= 100_000:
+            print(f"power: --trials {args.trials}: must be 1 to 100000", file=sys.stderr)
+            return 2
+        if args.samples is not None and (why := model_problem(pool)):
+            print(f"power: {label}: {why}", file=sys.stderr)
             return 2
         res = {"aa": simulate(pool, {}, args.trials, args.seed, args.samples)}
         for area, f in args.effect:
@@ -217,7 +237,7 @@ def main(argv=None) -> int:
                               f"{float(np.std(at_own[a], ddof=1)):.2%} / {float(np.std(at_new[a], ddof=1)):.2%}"
                               for a in pool["areas"]))
             out[label]["modelled_samples"] = args.samples
-        if args.rounds is not None and any(s == "noise" for _, s in th.values()):
+        if args.rounds is not None and args.samples is None and any(s == "noise" for _, s in th.values()):
             print(f"  (thresholds from noise records were derived for the runs' own rounds and are kept; a gate "
                   f"of {cfg.rounds} rounds would derive others)")
         print(f"  A/A: {aa['false_alarms']} false alarms in {aa['phase_tests']} phase tests "
