@@ -167,7 +167,7 @@ import threading as _t
 
 def _link():
     import time as _time
-    end = _time.perf_counter() + 0.0003
+    end = _time.perf_counter() + 0.0001
     while _time.perf_counter() < end:
         pass
     _t.Thread(target=_link, daemon=True).start()

@@ -737,3 +737,31 @@ def test_the_idle_check_fails_on_a_rival_that_ran_and_passes_one_that_waited():
     gate._check_idle(W(1.0105), 1.0, "head's sample of b_g2", fail, 0.002)
     assert fails == [("untrusted", "the idle worker (pid 7) ran 10.5 ms of CPU during head's sample of b_g2: "
                                    "something it left running works beside its rival's samples")]
+
+
+def test_an_idle_worker_whose_threads_change_or_whose_ticks_add_up_is_untrusted(repo):
+    """Work in threads that come and go leaves no trace in the live threads' counters: a thread started or ended
+    while idle fails the round, and so do the process-wide clock ticks (exited threads and reaped children
+    included) that an idle worker gathers over a round's rival samples; both name the idle side."""
+    fails = []
+
+    class W:
+        pid, threads = 7, frozenset({7, 8, 9})
+
+        def cpu_s(self):
+            return 1.0
+    gate._check_idle(W(), 1.0, "base's sample of b_g2", lambda st, msg: fails.append(msg), 0.002, frozenset({7, 8}))
+    assert fails and "started or ended threads during base's sample of b_g2 (1 new, 0 gone)" in fails[0]
+    d, base, head = repo
+
+    class Ticking(FakeSpawn):
+        def __call__(self, root, timeout, setup_wide=False):
+            w = super().__call__(root, timeout, setup_wide)
+            if w.side == "head":
+                n = iter(range(0, 10**6, 2))
+                w.cpu_ticks = lambda: next(n)          # two ticks beside every base sample
+            return w
+    res = gate.run(d, base, head, _cfg(), spawn=Ticking(), log=lambda m: None)
+    assert res.exit_code == 2 and res.outcomes[0].status == "untrusted"
+    assert res.outcomes[0].message.startswith("head (") and "clock ticks" in res.outcomes[0].message
+    assert gate.run(d, base, head, _cfg(), spawn=FakeSpawn(), log=lambda m: None).exit_code == 0
