@@ -24,6 +24,7 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Callable
 
@@ -74,6 +75,16 @@ runpy.run_module("cuzk.perf.worker", run_name="__main__")
 """
 
 
+@dataclass(frozen=True)
+class Usage:
+    """A worker's processes so far: CPU seconds of their live threads (/proc/PID/task/TID/schedstat, ns: precise,
+    but a thread's time leaves with it), those threads, and clock ticks (/proc/PID/stat utime, stime, cutime,
+    cstime: coarse, 10 ms, but exited threads and reaped children stay counted)."""
+    cpu_s: float
+    threads: frozenset
+    ticks: int
+
+
 class WorkerProcess:
     """`python -m cuzk.perf.worker` with the commit's root first on sys.path; JSON lines on a private pair
     of pipes, each reply matched to its request by id; the worker's own output goes to a log file."""
@@ -119,48 +130,35 @@ class WorkerProcess:
         return self.p.pid
 
     def new_processes(self) -> list[int]:
-        """Processes of its session that were not there at its first cpu_s()."""
+        """Processes of its session that were not there at its first usage()."""
         if getattr(self, "_pids", None) is None:
             return []
         return sorted(set(session_pids(self.p.pid)) - set(self._pids))
 
-    def cpu_s(self) -> float | None:
-        """CPU seconds its processes' live threads have run (/proc/PID/task/TID/schedstat, ns), the processes
-        found in its session at the first call; None where the kernel keeps no such count. An idle worker
-        waits on its request pipe, so this stands still while its rival samples. A thread that starts and
-        ends between two reads is not counted."""
+    def usage(self) -> Usage | None:
+        """What its processes (those of its session at the first call) have run so far, in one pass over /proc;
+        None where the kernel keeps no per-thread count. An idle worker waits on its request pipe, so none of
+        it moves while its rival samples."""
         if getattr(self, "_pids", None) is None:
             self._pids = session_pids(self.p.pid)
-        total, seen, alive = 0, False, set()
+        ns, ticks, seen, alive = 0, 0, False, set()
         for pid in self._pids:
             try:
+                with open(f"/proc/{pid}/stat") as f:
+                    stat = f.read()
+                ticks += sum(int(v) for v in stat[stat.rindex(")") + 2:].split()[11:15])   # utime stime cutime cstime
                 tids = os.listdir(f"/proc/{pid}/task")
-            except OSError:
+            except (OSError, ValueError, IndexError):
                 continue
             alive.update(int(t) for t in tids if t.isdigit())
             for tid in tids:
                 try:
                     with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
-                        total += int(f.read().split()[0])
+                        ns += int(f.read().split()[0])
                     seen = True
                 except (OSError, ValueError, IndexError):
                     continue
-        self.threads = frozenset(alive)
-        return total / 1e9 if seen else None
-
-    def cpu_ticks(self) -> int | None:
-        """Clock ticks its processes have run, exited threads and reaped children included (/proc/PID/stat utime,
-        stime, cutime, cstime): coarse (10 ms), but a thread or child that came and went leaves its time here."""
-        total, seen = 0, False
-        for pid in getattr(self, "_pids", None) or ():
-            try:
-                with open(f"/proc/{pid}/stat") as f:
-                    stat = f.read()
-                total += sum(int(v) for v in stat[stat.rindex(")") + 2:].split()[11:15])
-                seen = True
-            except (OSError, ValueError, IndexError):
-                continue
-        return total if seen else None
+        return Usage(ns / 1e9, frozenset(alive), ticks) if seen else None
 
     def stderr(self) -> str:
         """What the worker and the measured code printed (fd 1 and 2)."""
@@ -432,20 +430,17 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
                     asking = f"phase {a}"
                     other = SIDES[1 - SIDES.index(side)]
                     rival = workers[other]
-                    idle0, threads0 = _cpu(rival), getattr(rival, "threads", None)
-                    ticks0 = _ticks(rival)
+                    before = _usage(rival)
                     t_ask = time.perf_counter()
                     rep = workers[side].ask({"sample": a})
                     asked[side][a].append(round(time.perf_counter() - t_ask, 6))
-
-                    def idle_fail(status, message, discards=(), idle=other):
-                        blame(idle, status, message, discards)
-                    used = _check_idle(rival, idle0, f"{side}'s sample of {a}", idle_fail, cfg.max_idle_cpu_ms / 1e3,
-                                       threads0)
-                    if used is not None:
+                    after = _usage(rival)
+                    _check_idle(rival.pid, before, after, f"{side}'s sample of {a}", partial(blame, other),
+                                cfg.max_idle_cpu_ms / 1e3)
+                    if before is not None and after is not None:
+                        used = max(0.0, after.cpu_s - before.cpu_s)
                         idle_most[other] = max(idle_most.get(other, 0.0), round(used * 1e3, 3))
-                    if ticks0 is not None and (t1 := _ticks(rival)) is not None:
-                        idle_ticks[other] = idle_ticks.get(other, 0) + max(0, t1 - ticks0)
+                        idle_ticks[other] = idle_ticks.get(other, 0) + max(0, after.ticks - before.ticks)
                     gc_s = rep.get("gc_s")
                     collected[side][a].append(round(gc_s, 6) if _finite(gc_s, 0) else None)
                     pre = rep.get("preempted")
@@ -461,7 +456,7 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
                     if rep.get("state") is not None:
                         states[side][a].append(rep["state"])
         for idle in SIDES:
-            _check_new_processes(workers[idle], lambda st, msg, idle=idle: blame(idle, st, msg))
+            _check_new_processes(workers[idle], partial(blame, idle))
             if idle_ticks.get(idle, 0) * TICK_S > IDLE_TICKS_MOST_S:
                 blame(idle, "untrusted", f"the idle worker (pid {workers[idle].pid}) ran {idle_ticks[idle]} clock ticks "
                                          f"of CPU, its short-lived threads and children included, during its rival's "
@@ -490,8 +485,8 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
     log(f"  round {r + 1}/{cfg.rounds} {oc.config.spec.label()}: {time.perf_counter() - t0:.1f} s")
 
 
-def _cpu(worker) -> float | None:
-    f = getattr(worker, "cpu_s", None)
+def _usage(worker) -> Usage | None:
+    f = getattr(worker, "usage", None)
     return f() if f else None
 
 
@@ -499,30 +494,20 @@ TICK_S = 1.0 / os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 0.01
 IDLE_TICKS_MOST_S = 0.05      # an idle worker's coarse CPU over a round's rival samples: a tick or two of wake-ups
 
 
-def _ticks(worker) -> int | None:
-    f = getattr(worker, "cpu_ticks", None)
-    return f() if f else None
-
-
-def _check_idle(worker, before: float | None, during: str, fail, most_s: float,
-                threads_before: frozenset | None = None) -> float | None:
+def _check_idle(pid: int, before: Usage | None, after: Usage | None, during: str, fail, most_s: float) -> None:
     """An idle worker waits on its request pipe, so what it runs while its rival samples is a reply's tail and a
-    library thread's wake-up (microseconds); more than [trust] max_idle_cpu_ms is work of its own (a thread the
-    measured code left running) beside the rival's sample, slowing it on the shared CPU or GPU."""
-    if before is None:
-        return None
-    after = worker.cpu_s()
-    if after is None:
-        return None
-    threads = getattr(worker, "threads", None)
-    if threads_before is not None and threads is not None and threads != threads_before:
-        fail("untrusted", f"the idle worker (pid {worker.pid}) started or ended threads during {during} "
-                          f"({len(threads - threads_before)} new, {len(threads_before - threads)} gone): an idle "
-                          f"worker waits on its pipe")
-    if after - before > most_s:
-        fail("untrusted", f"the idle worker (pid {worker.pid}) ran {(after - before) * 1e3:.1f} ms of CPU during "
+    library thread's wake-up (microseconds); a thread started or ended, or more than [trust] max_idle_cpu_ms, is
+    work of its own (something the measured code left running) beside the rival's sample, slowing it on the
+    shared CPU or GPU."""
+    if before is None or after is None:
+        return
+    if after.threads != before.threads:
+        fail("untrusted", f"the idle worker (pid {pid}) started or ended threads during {during} "
+                          f"({len(after.threads - before.threads)} new, {len(before.threads - after.threads)} gone): "
+                          f"an idle worker waits on its pipe")
+    if after.cpu_s - before.cpu_s > most_s:
+        fail("untrusted", f"the idle worker (pid {pid}) ran {(after.cpu_s - before.cpu_s) * 1e3:.1f} ms of CPU during "
                           f"{during}: something it left running works beside its rival's samples")
-    return max(0.0, after - before)
 
 
 def _check_new_processes(worker, fail) -> None:
@@ -818,7 +803,7 @@ def from_dict(doc: dict) -> GateResult:
                      worker_cpus=c.get("worker_cpus", 0), threshold_floor=c.get("threshold_floor", 0.0),
                      min_sample_s=c.get("min_sample_s", DEFAULT_MIN_SAMPLE_S),
                      min_device_sample_s=c.get("min_device_sample_s", 0.0),
-                     max_idle_cpu_ms=c.get("max_idle_cpu_ms", 2.0),
+                     max_idle_cpu_ms=c.get("max_idle_cpu_ms", GateConfig.max_idle_cpu_ms),
                      pins={a: (v["pin"], v["reason"]) for a, v in c.get("pins", {}).items()},
                      derived={(spec_key(t["spec"]), t["phase"]): Threshold(t["value"], t["source"], t["basis"])
                               for t in c.get("derived", [])})

@@ -722,19 +722,13 @@ def test_the_idle_check_fails_on_a_rival_that_ran_and_passes_one_that_waited():
     def fail(status, message):
         fails.append((status, message))
 
-    class W:
-        pid = 7
-
-        def __init__(self, t):
-            self.t = t
-
-        def cpu_s(self):
-            return self.t
-    gate._check_idle(W(1.0005), 1.0, "head's sample of b_g2", fail, 0.002)
-    gate._check_idle(None, None, "x", fail, 0.002)                   # no count: nothing said
-    gate._check_idle(W(1.0105), 1.0, "head's sample of b_g2", fail, 0.02)      # a runner's relaxed rule
+    def u(t):
+        return gate.Usage(t, frozenset({7}), 0)
+    gate._check_idle(7, u(1.0), u(1.0005), "head's sample of b_g2", fail, 0.002)
+    gate._check_idle(7, None, None, "x", fail, 0.002)                   # no count: nothing said
+    gate._check_idle(7, u(1.0), u(1.0105), "head's sample of b_g2", fail, 0.02)      # a runner's relaxed rule
     assert not fails
-    gate._check_idle(W(1.0105), 1.0, "head's sample of b_g2", fail, 0.002)
+    gate._check_idle(7, u(1.0), u(1.0105), "head's sample of b_g2", fail, 0.002)
     assert fails == [("untrusted", "the idle worker (pid 7) ran 10.5 ms of CPU during head's sample of b_g2: "
                                    "something it left running works beside its rival's samples")]
 
@@ -745,12 +739,8 @@ def test_an_idle_worker_whose_threads_change_or_whose_ticks_add_up_is_untrusted(
     included) that an idle worker gathers over a round's rival samples; both name the idle side."""
     fails = []
 
-    class W:
-        pid, threads = 7, frozenset({7, 8, 9})
-
-        def cpu_s(self):
-            return 1.0
-    gate._check_idle(W(), 1.0, "base's sample of b_g2", lambda st, msg: fails.append(msg), 0.002, frozenset({7, 8}))
+    gate._check_idle(7, gate.Usage(1.0, frozenset({7, 8}), 0), gate.Usage(1.0, frozenset({7, 8, 9}), 0),
+                     "base's sample of b_g2", lambda st, msg: fails.append(msg), 0.002)
     assert fails and "started or ended threads during base's sample of b_g2 (1 new, 0 gone)" in fails[0]
     d, base, head = repo
 
@@ -759,7 +749,7 @@ def test_an_idle_worker_whose_threads_change_or_whose_ticks_add_up_is_untrusted(
             w = super().__call__(root, timeout, setup_wide)
             if w.side == "head":
                 n = iter(range(0, 10**6, 2))
-                w.cpu_ticks = lambda: next(n)          # two ticks beside every base sample
+                w.usage = lambda: gate.Usage(1.0, frozenset({1}), next(n))     # two ticks beside every base sample
             return w
     res = gate.run(d, base, head, _cfg(), spawn=Ticking(), log=lambda m: None)
     assert res.exit_code == 2 and res.outcomes[0].status == "untrusted"
