@@ -1,0 +1,66 @@
+# Device run: the gate's accuracy within one call (issue: thresholds from measured noise). Recording runs
+# first (A/A under the config, each leaving a noise record), then gate runs under the thresholds derived from
+# every record there is, until the deadline; each run its own calibrate invocation, so a killed call keeps
+# what finished.
+#
+#   REC=2 INJ=ntt_msm_h:0.03,tail_msm:0.03 TAG=i3 bash tools/gpu_gate_accuracy.sh
+#
+# CFG    gate config (default tools/gate-cuda24.toml)          NZ   noise record prefix (default noise24)
+# REC    recording runs to make first (default 0)             INJ  injection for the gated runs ("" = A/A)
+# TAG    name of this batch's files                           RUNS most gated runs (default 99)
+# DEADLINE  seconds after the start by which a run must end (default 575); MAXRUN  a run's longest (default 200)
+#
+# Noise records: DATA/$NZ-*.jsonl (DATA default .device; carried there, recorded ones added), so runs of several
+# calls and leases share one set and merge (python -m cuzk.perf.calibrate --merge). Into $OUT: the new records,
+# each run's calibrate JSON, and nz.tgz with every run's gate.json and log (a call returns at most 8 files).
+set -u -o pipefail
+T0=$(date +%s)
+source tools/device_setup.sh
+export CUZK_CUBIN_DIR=${CUZK_CUBIN_DIR:-$PWD/.cubin} CUZK_CACHE_DIR=${CUZK_CACHE_DIR:-/tmp/cz}
+CFG=${CFG:-tools/gate-cuda24.toml} NZ=${NZ:-noise24} REC=${REC:-0} INJ=${INJ:-} TAG=${TAG:-run}
+RUNS=${RUNS:-99} DEADLINE=${DEADLINE:-575} MAXRUN=${MAXRUN:-200} DATA=${DATA:-.device}
+OUT=${OUT:-/tmp/out} W=/tmp/nz-$TAG
+mkdir -p "$OUT" "$DATA" "$W"
+left() { echo $(( DEADLINE - ($(date +%s) - T0) )); }
+table=()
+
+one() {  # one calibrate run: name, then calibrate's arguments
+    local name=$1; shift
+    local t=$(date +%s)
+    timeout $(( $(left) - 5 )) python3 -m cuzk.perf.calibrate --config "$CFG" --runs 1 --workdir "$W/$name" \
+        --json "$OUT/$name.json" "$@" >"$W/$name.log" 2>&1
+    local rc=$?
+    local line
+    line=$(python3 - "$OUT/$name.json" <<'EOF'
+import json, sys
+try:
+    r = json.load(open(sys.argv[1]))["runs"][0]
+except Exception as e:
+    print(f"no result ({type(e).__name__})"); sys.exit()
+rat = " ".join(f"{k.split('/')[-1]}={v:.4f}" for k, v in sorted(r["ratios"].items()))
+print(f"exit {r['exit']} flagged {','.join(x.split('/')[-1] for x in r['flagged']) or '-'} {rat}")
+EOF
+)
+    table+=("$name rc=$rc $(( $(date +%s) - t ))s $line")
+    tail -3 "$W/$name.log"
+}
+
+nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv,noheader
+for i in $(seq 1 "$REC"); do
+    [ "$(left)" -gt "$MAXRUN" ] || break
+    n=rec-$TAG-$i
+    one "$n" --record-noise h200
+    f=$(ls "$W/$n"/run*/gate-noise.jsonl 2>/dev/null | head -1)
+    if [ -n "$f" ]; then cp "$f" "$DATA/$NZ-$TAG-$i.jsonl"; cp "$f" "$OUT/$NZ-$TAG-$i.jsonl"; fi
+done
+noise=()
+for f in "$DATA/$NZ"-*.jsonl; do [ -f "$f" ] && noise+=(--noise "$f"); done
+echo "noise records: $(( ${#noise[@]} / 2 ))"
+k=0
+while [ "$k" -lt "$RUNS" ] && [ "$(left)" -gt "$MAXRUN" ] && [ "${#noise[@]}" -gt 0 ]; do
+    k=$((k + 1))
+    if [ -n "$INJ" ]; then one "$TAG-$k" --inject "$INJ" "${noise[@]}"; else one "$TAG-$k" "${noise[@]}"; fi
+done
+(cd /tmp && tar czf "$OUT/nz.tgz" $(cd /tmp && find "nz-$TAG" \( -name gate.json -o -name '*.log' -o -name report.md \)))
+echo "=== $TAG: $(( $(date +%s) - T0 )) s"
+printf '%s\n' "${table[@]}"
