@@ -83,6 +83,7 @@ class Usage:
     cpu_s: float
     threads: frozenset
     ticks: int
+    per_thread: tuple = ()          # (tid, ns) of each live thread: which one ran, when one ran too much
 
 
 class WorkerProcess:
@@ -141,7 +142,7 @@ class WorkerProcess:
         it moves while its rival samples."""
         if getattr(self, "_pids", None) is None:
             self._pids = session_pids(self.p.pid)
-        ns, ticks, seen, alive = 0, 0, False, set()
+        ns, ticks, seen, alive, each = 0, 0, False, set(), []
         for pid in self._pids:
             try:
                 with open(f"/proc/{pid}/stat") as f:
@@ -154,11 +155,13 @@ class WorkerProcess:
             for tid in tids:
                 try:
                     with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
-                        ns += int(f.read().split()[0])
+                        t_ns = int(f.read().split()[0])
+                    ns += t_ns
+                    each.append((int(tid), t_ns))
                     seen = True
                 except (OSError, ValueError, IndexError):
                     continue
-        return Usage(ns / 1e9, frozenset(alive), ticks) if seen else None
+        return Usage(ns / 1e9, frozenset(alive), ticks, tuple(each)) if seen else None
 
     def stderr(self) -> str:
         """What the worker and the measured code printed (fd 1 and 2)."""
@@ -424,6 +427,7 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
         preempted = {s: {a: [] for a in areas} for s in SIDES}   # the sampling thread switched out while timed
         idle_most: dict = {}              # per side, the most CPU ms it ran while idle during one rival sample
         idle_ticks: dict = {}             # per side, clock ticks it ran while idle, over the round
+        idle_where: dict = {}             # per side, beside which sample and in which thread that most ran
         for i in range(cfg.samples):
             for a in areas:
                 for side in (order if i % 2 == 0 else order[::-1]):
@@ -438,8 +442,11 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
                     _check_idle(rival.pid, before, after, f"{side}'s sample of {a}", partial(blame, other),
                                 cfg.max_idle_cpu_ms / 1e3)
                     if before is not None and after is not None:
-                        used = max(0.0, after.cpu_s - before.cpu_s)
-                        idle_most[other] = max(idle_most.get(other, 0.0), round(used * 1e3, 3))
+                        used = round(max(0.0, after.cpu_s - before.cpu_s) * 1e3, 3)
+                        if used > idle_most.get(other, 0.0) or other not in idle_most:
+                            idle_most[other] = used
+                            b = busiest(before, after)
+                            idle_where[other] = f"{a}: {b[0]} {b[1]} ms" if b else None
                         idle_ticks[other] = idle_ticks.get(other, 0) + max(0, after.ticks - before.ticks)
                     gc_s = rep.get("gc_s")
                     collected[side][a].append(round(gc_s, 6) if _finite(gc_s, 0) else None)
@@ -480,7 +487,7 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
                                       "asked_s": asked[s][a], "gc_s": collected[s][a], "preempted": preempted[s][a],
                                       "number": ready[s]["numbers"][a]} for a in areas},
             "discards": done[s].get("discards", []), "peak_device_bytes": done[s].get("peak_device_bytes"),
-            "idle_cpu_ms": idle_most.get(s)}
+            "idle_cpu_ms": idle_most.get(s), "idle_cpu_where": idle_where.get(s)}
         for s in SIDES}})
     log(f"  round {r + 1}/{cfg.rounds} {oc.config.spec.label()}: {time.perf_counter() - t0:.1f} s")
 
@@ -507,7 +514,28 @@ def _check_idle(pid: int, before: Usage | None, after: Usage | None, during: str
                           f"an idle worker waits on its pipe")
     if after.cpu_s - before.cpu_s > most_s:
         fail("untrusted", f"the idle worker (pid {pid}) ran {(after.cpu_s - before.cpu_s) * 1e3:.1f} ms of CPU during "
-                          f"{during}: something it left running works beside its rival's samples")
+                          f"{during}{_busiest_said(before, after)}: something it left running works beside its "
+                          f"rival's samples")
+
+
+def busiest(before: Usage, after: Usage) -> tuple[str, float] | None:
+    """The thread that ran most between two usages, as "TID (name)", and its CPU ms; None where none ran."""
+    was = dict(before.per_thread)
+    ran = [(ns - was.get(tid, 0), tid) for tid, ns in after.per_thread]
+    if not ran or max(ran)[0] <= 0:
+        return None
+    ns, tid = max(ran)
+    try:
+        with open(f"/proc/{tid}/comm") as f:
+            name = f.read().strip()
+    except OSError:
+        name = "gone"
+    return f"{tid} ({name})", round(ns / 1e6, 3)
+
+
+def _busiest_said(before: Usage, after: Usage) -> str:
+    b = busiest(before, after)
+    return f", {b[1]:.1f} ms of it in thread {b[0]}" if b else ""
 
 
 def _check_new_processes(worker, fail) -> None:

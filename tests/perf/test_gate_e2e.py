@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -93,6 +94,8 @@ def test_a_a_passes(gate_repo, tmp_path):
             assert len(ar["asked_s"]) == len(ar["gc_s"]) == len(ar["preempted"]) == 3
             assert all(isinstance(k, int) and k >= 0 for k in ar["preempted"])
             assert 0 <= r[s]["idle_cpu_ms"] <= 2.0     # the idle worker's most CPU beside one rival sample
+            where = r[s]["idle_cpu_where"]                # beside which sample, in which thread (None: none ran)
+            assert where is None or re.fullmatch(r"\w+: \d+ \(.*\) [\d.]+ ms", where), where
             assert all(0 <= g < t and t >= v * ar["number"] for g, t, v in zip(ar["gc_s"], ar["asked_s"], ar["samples"]))
     line = next(ln for ln in p.stdout.splitlines() if ln.startswith("Sampling: "))
     n = sum(len(r[s]["areas"][a]["samples"]) for r in oc["rounds"] for s in ("base", "head") for a in r[s]["areas"])

@@ -7,6 +7,7 @@ import math
 import random
 import re
 import shlex
+import threading
 from pathlib import Path
 
 import pytest
@@ -731,6 +732,22 @@ def test_the_idle_check_fails_on_a_rival_that_ran_and_passes_one_that_waited():
     gate._check_idle(7, u(1.0), u(1.0105), "head's sample of b_g2", fail, 0.002)
     assert fails == [("untrusted", "the idle worker (pid 7) ran 10.5 ms of CPU during head's sample of b_g2: "
                                    "something it left running works beside its rival's samples")]
+
+
+def test_the_idle_check_names_the_thread_that_ran():
+    """Which of the idle worker's threads ran (its id and name from /proc), so a runner can tell the measured
+    code's work from a driver's wake-up before it changes [trust] max_idle_cpu_ms."""
+    me = threading.get_native_id()
+    was = gate.Usage(1.0, frozenset({me, 99}), 0, ((me, 5_000_000), (99, 1_000)))
+    now = gate.Usage(1.0105, frozenset({me, 99}), 0, ((me, 15_000_000), (99, 500_000)))
+    with open(f"/proc/{me}/comm") as f:
+        name = f.read().strip()
+    assert gate.busiest(was, now) == (f"{me} ({name})", 10.0)
+    assert gate.busiest(was, was) is None
+    fails = []
+    gate._check_idle(7, was, now, "head's sample of b_g2", lambda st, msg: fails.append(msg), 0.002)
+    assert fails == [f"the idle worker (pid 7) ran 10.5 ms of CPU during head's sample of b_g2, 10.0 ms of it in "
+                     f"thread {me} ({name}): something it left running works beside its rival's samples"]
 
 
 def test_an_idle_worker_whose_threads_change_or_whose_ticks_add_up_is_untrusted(repo):
