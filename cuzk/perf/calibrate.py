@@ -32,6 +32,7 @@ import argparse
 import hashlib
 import json
 import math
+import os
 import re
 import shutil
 import statistics
@@ -228,6 +229,13 @@ def _tree_ok(t) -> bool:
 
 
 def tree_of(project: Path) -> str | None:
+    """The project's commit, "+changes" where the copy holds uncommitted ones. CUZK_COMMIT, where set, says it
+    instead ("-dirty" for changes): a copied tree whose .git is not the source's (a device machine's copy,
+    tools/device_setup.sh) would name a stale commit."""
+    given = os.environ.get("CUZK_COMMIT", "").strip()
+    if given:
+        tree = given[:-len("-dirty")] + "+changes" if given.endswith("-dirty") else given
+        return tree if _tree_ok(tree) else None
     try:
         head = _git(project, "rev-parse", "HEAD").strip()
         dirty = _git(project, "status", "--porcelain").strip()     # untracked files are copied too (project_files)

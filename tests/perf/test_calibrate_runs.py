@@ -44,6 +44,7 @@ def _run(tmp_path, name, runs, inject=None, flags=(True,), fail_at=None, monkeyp
             raise KeyboardInterrupt                     # the lease ends mid-invocation
         return _gate(flags[i % len(flags)])
     monkeypatch.setattr(calibrate, "run_gate", fake)
+    monkeypatch.delenv("CUZK_COMMIT", raising=False)        # the tree from the project's own git here
     out = tmp_path / f"{name}.json"
     project = _project(tmp_path / name)
     if dirty:
@@ -130,3 +131,22 @@ def test_the_json_is_written_through_a_link(tmp_path, monkeypatch):
     out.symlink_to(target)
     assert calibrate.main(argv) == 0
     assert out.is_symlink() and json.loads(target.read_text())["kind"] == calibrate.KIND
+
+
+def test_the_tree_is_the_one_cuzk_commit_names_on_a_copied_checkout(tmp_path, monkeypatch):
+    """A device machine's copy keeps a stale .git: the tree a run names is CUZK_COMMIT's (tools/device_setup.sh
+    sets it from .device-commit), "-dirty" read as "+changes"; a malformed one names none rather than a stale one."""
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "f").write_text("x\n")
+    for args in (("init", "-q"), ("add", "f"), ("-c", "user.email=a@b", "-c", "user.name=a", "commit", "-qm", "f")):
+        calibrate._git(proj, *args)
+    monkeypatch.delenv("CUZK_COMMIT", raising=False)
+    stale = calibrate._git(proj, "rev-parse", "HEAD").strip()
+    assert calibrate.tree_of(proj) == stale
+    monkeypatch.setenv("CUZK_COMMIT", "ab" * 20)
+    assert calibrate.tree_of(proj) == "ab" * 20
+    monkeypatch.setenv("CUZK_COMMIT", "ab" * 20 + "-dirty")
+    assert calibrate.tree_of(proj) == "ab" * 20 + "+changes"
+    monkeypatch.setenv("CUZK_COMMIT", "main")
+    assert calibrate.tree_of(proj) is None
