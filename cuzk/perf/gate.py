@@ -428,6 +428,7 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
         idle_most: dict = {}              # per side, the most CPU ms it ran while idle during one rival sample
         idle_ticks: dict = {}             # per side, clock ticks it ran while idle, over the round
         idle_where: dict = {}             # per side, beside which sample and in which thread that most ran
+        idle_total: dict = {}             # per side, CPU ms it ran while idle over the round (live threads)
         for i in range(cfg.samples):
             for a in areas:
                 for side in (order if i % 2 == 0 else order[::-1]):
@@ -443,6 +444,7 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
                                 cfg.max_idle_cpu_ms / 1e3)
                     if before is not None and after is not None:
                         used = round(max(0.0, after.cpu_s - before.cpu_s) * 1e3, 3)
+                        idle_total[other] = round(idle_total.get(other, 0.0) + used, 3)
                         if used > idle_most.get(other, 0.0) or other not in idle_most:
                             idle_most[other] = used
                             b = busiest(before, after)
@@ -487,7 +489,8 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
                                       "asked_s": asked[s][a], "gc_s": collected[s][a], "preempted": preempted[s][a],
                                       "number": ready[s]["numbers"][a]} for a in areas},
             "discards": done[s].get("discards", []), "peak_device_bytes": done[s].get("peak_device_bytes"),
-            "idle_cpu_ms": idle_most.get(s), "idle_cpu_where": idle_where.get(s)}
+            "idle_cpu_ms": idle_most.get(s), "idle_cpu_where": idle_where.get(s),
+            "idle_cpu_round_ms": idle_total.get(s)}
         for s in SIDES}})
     log(f"  round {r + 1}/{cfg.rounds} {oc.config.spec.label()}: {time.perf_counter() - t0:.1f} s")
 
@@ -503,9 +506,10 @@ IDLE_TICKS_MOST_S = 0.05      # an idle worker's coarse CPU over a round's rival
 
 def _check_idle(pid: int, before: Usage | None, after: Usage | None, during: str, fail, most_s: float) -> None:
     """An idle worker waits on its request pipe, so what it runs while its rival samples is a reply's tail and a
-    library thread's wake-up (microseconds); a thread started or ended, or more than [trust] max_idle_cpu_ms, is
-    work of its own (something the measured code left running) beside the rival's sample, slowing it on the
-    shared CPU or GPU."""
+    library thread's wake-up (a CPU worker's: microseconds; a GPU worker's driver thread, cuda-EvtHandlr, woken
+    beside the rival's syncs: up to 4 ms at 2^24 on the H200); a thread started or ended, or more than
+    [trust] max_idle_cpu_ms, is work of its own (something the measured code left running) beside the rival's
+    sample, slowing it on the shared CPU or GPU."""
     if before is None or after is None:
         return
     if after.threads != before.threads:

@@ -52,7 +52,7 @@ class GateConfig:
     worker_cpus: int = 1        # both workers of a round pinned to the same CPUs (gate.worker_cpus); 0: not pinned
     max_discards: int = 10
     pause_s: float = 1.0
-    max_idle_cpu_ms: float = 2.0    # CPU an idle worker may run while its rival samples (gate._check_idle)
+    max_idle_cpu_ms: float = 10.0   # CPU an idle worker may run while its rival samples (gate._check_idle)
     policy: TrustPolicy = TrustPolicy()
     workloads: list[WorkloadConfig] = field(default_factory=list)
     path: str | None = None

@@ -96,6 +96,8 @@ def test_a_a_passes(gate_repo, tmp_path):
             assert 0 <= r[s]["idle_cpu_ms"] <= 2.0     # the idle worker's most CPU beside one rival sample
             where = r[s]["idle_cpu_where"]                # beside which sample, in which thread (None: none ran)
             assert where is None or re.fullmatch(r"\w+: \d+ \(.*\) [\d.]+ ms", where), where
+            assert r[s]["idle_cpu_ms"] <= r[s]["idle_cpu_round_ms"] <= 2.0 * sum(    # over its rival's samples
+                len(x["samples"]) for x in r[s]["areas"].values())
             assert all(0 <= g < t and t >= v * ar["number"] for g, t, v in zip(ar["gc_s"], ar["asked_s"], ar["samples"]))
     line = next(ln for ln in p.stdout.splitlines() if ln.startswith("Sampling: "))
     n = sum(len(r[s]["areas"][a]["samples"]) for r in oc["rounds"] for s in ("base", "head") for a in r[s]["areas"])
