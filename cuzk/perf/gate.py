@@ -424,6 +424,8 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
         states = {s: {a: [] for a in areas} for s in SIDES}
         asked = {s: {a: [] for a in areas} for s in SIDES}       # a sample's round trip, what it costs the gate
         collected = {s: {a: [] for a in areas} for s in SIDES}   # of which the worker's untimed full collection
+        hosted = {s: {a: [] for a in areas} for s in SIDES}      # the worker's wall around the calls, set-up included
+        guarded = {s: {a: [] for a in areas} for s in SIDES}     # its NVML checks around them
         preempted = {s: {a: [] for a in areas} for s in SIDES}   # the sampling thread switched out while timed
         idle_most: dict = {}              # per side, the most CPU ms it ran while idle during one rival sample
         idle_ticks: dict = {}             # per side, clock ticks it ran while idle, over the round
@@ -452,6 +454,9 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
                         idle_ticks[other] = idle_ticks.get(other, 0) + max(0, after.ticks - before.ticks)
                     gc_s = rep.get("gc_s")
                     collected[side][a].append(round(gc_s, 6) if _finite(gc_s, 0) else None)
+                    for into, k in ((hosted, "host_s"), (guarded, "guard_s")):
+                        x = rep.get(k)
+                        into[side][a].append(round(x, 6) if _finite(x, 0) else None)
                     pre = rep.get("preempted")
                     preempted[side][a].append(pre if _count(pre) else None)
                     if rep["status"] != "ok":
@@ -486,7 +491,8 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
     oc.discards += sum(len(done[s].get("discards", [])) for s in SIDES)
     oc.rounds.append({"order": list(order), **{
         s: {**ready[s], "areas": {a: {"samples": got[s][a], "energy_j": energy[s][a], "states": states[s][a],
-                                      "asked_s": asked[s][a], "gc_s": collected[s][a], "preempted": preempted[s][a],
+                                      "asked_s": asked[s][a], "gc_s": collected[s][a], "host_s": hosted[s][a],
+                                      "guard_s": guarded[s][a], "preempted": preempted[s][a],
                                       "number": ready[s]["numbers"][a]} for a in areas},
             "discards": done[s].get("discards", []), "peak_device_bytes": done[s].get("peak_device_bytes"),
             "idle_cpu_ms": idle_most.get(s), "idle_cpu_where": idle_where.get(s),
@@ -803,7 +809,7 @@ def _check_doc(doc) -> None:
                     n = ar.get("number", 1)
                     _check(isinstance(n, int) and not isinstance(n, bool) and 1 <= n <= MAX_NUMBER,
                            f"{where}: number is not a count of calls")
-                    for k in ("asked_s", "gc_s"):
+                    for k in ("asked_s", "gc_s", "host_s", "guard_s"):
                         v = ar.get(k, [])
                         _check(isinstance(v, list) and len(v) <= len(ar.get("samples") or []) and all(
                             x is None or (_finite(x, 0) and x <= MAX_SAMPLE_S) for x in v),

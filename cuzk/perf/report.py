@@ -124,7 +124,15 @@ def sampling_cost(oc: Outcome) -> tuple[int, float, float, float] | None:
     """(samples, seconds of their round trips, of the phases' calls in them, of the workers' full collections
     before them) over every round and side, where gate.json holds the round trips; None where it does not.
     Values that are not finite non-negative numbers (a damaged or crafted file) are left out."""
+    got = sampling_parts(oc)
+    return got[:4] if got else None
+
+
+def sampling_parts(oc: Outcome) -> tuple[int, float, float, float, float | None, float | None] | None:
+    """sampling_cost's four, then the seconds of the workers' wall around the calls (set-up, collection and the
+    calls' host time) and of their NVML checks, each None unless every counted sample has it."""
     n, asked, calls, collected = 0, 0.0, 0.0, 0.0
+    host, guard, every = 0.0, 0.0, {"host_s": True, "guard_s": True}
 
     def num(v) -> bool:
         return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
@@ -134,12 +142,37 @@ def sampling_cost(oc: Outcome) -> tuple[int, float, float, float] | None:
                 k = ar.get("number", 1)
                 k = k if num(k) else 1
                 gcs = ar.get("gc_s") or []
+                hs, gs = ar.get("host_s") or [], ar.get("guard_s") or []
                 for i, (t, v) in enumerate(zip(ar.get("asked_s") or [], ar.get("samples") or [])):
                     if num(t) and num(v):
                         n, asked, calls = n + 1, asked + t, calls + v * k
                         g = gcs[i] if i < len(gcs) else None
                         collected += g if num(g) else 0.0
-    return (n, asked, calls, collected) if n else None
+                        for xs, key in ((hs, "host_s"), (gs, "guard_s")):
+                            x = xs[i] if i < len(xs) else None
+                            if not num(x):
+                                every[key] = False
+                            elif key == "host_s":
+                                host += x
+                            else:
+                                guard += x
+    if not n:
+        return None
+    return (n, asked, calls, collected, host if every["host_s"] else None, guard if every["guard_s"] else None)
+
+
+def sampling_line(n: int, asked: float, calls: float, collected: float, host: float | None,
+                  guard: float | None) -> str:
+    """Where the sampling time went: the round trips split into the timed calls, the collections, and, where the
+    workers said (host_s, guard_s), their set-up and the calls' host time past the timed one, and the NVML checks."""
+    head = (f"Sampling: {n} samples in {asked:.1f} s of round trips: the phases' calls {calls:.1f} s, "
+            f"the workers' full collections before them {collected:.1f} s, ")
+    if host is None or guard is None:
+        return head + (f"the rest {max(0.0, asked - calls - collected):.1f} s (requests, each sample's set-up and "
+                       f"NVML checks, retaken samples and their pauses).")
+    return head + (f"each sample's set-up and the calls' host time past the timed {max(0.0, host - calls - collected):.1f}"
+                   f" s, NVML checks {guard:.1f} s, the rest {max(0.0, asked - host - guard):.1f} s (requests and "
+                   f"replies, retaken samples and their pauses).")
 
 
 def preempted_samples(oc: Outcome) -> dict[str, tuple[int, int]]:
@@ -270,13 +303,9 @@ def markdown(res: GateResult, bisect: bool = True) -> str:
                 f"`{a}` {b:.3g} J → {h:.3g} J" for a, (b, h) in energy.items()) or "none resolved")
                 + (f" (not shown, shorter than the counter's resolution: {', '.join(short)})" if short else "")
                 + ".")
-        cost = sampling_cost(oc)
+        cost = sampling_parts(oc)
         if cost:
-            n, asked, calls, collected = cost
-            out.append(f"Sampling: {n} samples in {asked:.1f} s of round trips: the phases' calls {calls:.1f} s, "
-                       f"the workers' full collections before them {collected:.1f} s, the rest "
-                       f"{max(0.0, asked - calls - collected):.1f} s (requests, each sample's set-up and NVML "
-                       f"checks, retaken samples and their pauses).")
+            out.append(sampling_line(*cost))
         pre = preempted_samples(oc)
         if any(k for k, _ in pre.values()):
             out.append("Switched out while timed (the sampling thread preempted on its CPU; a host-paced phase's "

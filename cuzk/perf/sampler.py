@@ -31,6 +31,8 @@ class SampleSet:
     energy_j: list[float] = field(default_factory=list)      # joules per call, where NVML counts energy
     states: list[dict] = field(default_factory=list)         # GPU state after each kept sample
     number: int = 1                                          # calls per sample
+    host_s: list[float] = field(default_factory=list)        # a kept sample's measure() wall, set-up included
+    guard_s: list[float] = field(default_factory=list)       # its NVML checks, before and after
 
     def as_dict(self) -> dict:
         return {"samples": self.values, "number": self.number, "energy_j": self.energy_j, "states": self.states}
@@ -45,8 +47,11 @@ def collect(measure: Callable[[], float], n: int, guard: SampleGuard | None = No
     discards = discards if discards is not None else []
     got = 0
     while got < n:
+        t0 = time.perf_counter()
         before = guard.start() if guard is not None else None
+        t1 = time.perf_counter()
         value = measure()
+        t2 = time.perf_counter()
         if guard is not None:
             verdict, after = guard.finish(before)
             if not verdict.trusted:
@@ -61,6 +66,8 @@ def collect(measure: Callable[[], float], n: int, guard: SampleGuard | None = No
             out.states.append({"sm_clock_mhz": after.sm_clock_mhz, "temperature_c": after.temperature_c,
                                "power_w": after.power_w, "throttle_reasons": after.throttle_reasons})
         out.values.append(value / number)
+        out.host_s.append(t2 - t1)
+        out.guard_s.append((t1 - t0) + (time.perf_counter() - t2))
         got += 1
     return out
 

@@ -92,6 +92,7 @@ class Worker:
             return {"status": "untrusted", "message": str(e), "discards": e.discards}
         return {"status": "ok", "value": s.values[0], "energy_j": s.energy_j[0] if s.energy_j else None,
                 "state": s.states[0] if s.states else None, "gc_s": getattr(self.w, "last_gc_s", None),
+                "host_s": s.host_s[0] if s.host_s else None, "guard_s": s.guard_s[0] if s.guard_s else None,
                 "preempted": getattr(self.w, "last_preempted", None)}
 
     def finish(self) -> dict:

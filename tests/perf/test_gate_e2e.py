@@ -92,6 +92,9 @@ def test_a_a_passes(gate_repo, tmp_path):
         for s in ("base", "head"):
             ar = r[s]["areas"]["tail_msm"]
             assert len(ar["asked_s"]) == len(ar["gc_s"]) == len(ar["preempted"]) == 3
+            assert len(ar["host_s"]) == len(ar["guard_s"]) == 3      # the worker's wall and its NVML checks (none)
+            assert all(g <= h <= t and v * ar["number"] <= h and 0 <= c < t - h
+                       for g, h, t, v, c in zip(ar["gc_s"], ar["host_s"], ar["asked_s"], ar["samples"], ar["guard_s"]))
             assert all(isinstance(k, int) and k >= 0 for k in ar["preempted"])
             assert 0 <= r[s]["idle_cpu_ms"] <= 2.0     # the idle worker's most CPU beside one rival sample
             where = r[s]["idle_cpu_where"]                # beside which sample, in which thread (None: none ran)
@@ -101,7 +104,7 @@ def test_a_a_passes(gate_repo, tmp_path):
             assert all(0 <= g < t and t >= v * ar["number"] for g, t, v in zip(ar["gc_s"], ar["asked_s"], ar["samples"]))
     line = next(ln for ln in p.stdout.splitlines() if ln.startswith("Sampling: "))
     n = sum(len(r[s]["areas"][a]["samples"]) for r in oc["rounds"] for s in ("base", "head") for a in r[s]["areas"])
-    assert line.startswith(f"Sampling: {n} samples in ")
+    assert line.startswith(f"Sampling: {n} samples in ") and ", NVML checks " in line
     assert {c["verdict"] for c in oc["comparisons"]} <= {"no change", "improvement", "not resolved"}
     # like with like: every worker of both sides timed the same calls per sample, so the report has no note
     assert len({(a, r[s]["areas"][a]["number"]) for r in oc["rounds"] for s in ("base", "head")

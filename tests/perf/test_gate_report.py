@@ -226,3 +226,25 @@ def test_sampling_cost_adds_round_trips_and_leaves_out_what_is_not_a_time():
     n, asked, calls, gc_s = sampling_cost(types.SimpleNamespace(rounds=[{"base": side, "head": side}]))
     assert (n, asked, calls, gc_s) == (4, pytest.approx(1.0), pytest.approx(0.12), pytest.approx(0.2))
     assert sampling_cost(types.SimpleNamespace(rounds=[{"base": {"areas": {"a": {"samples": [1.0]}}}}])) is None
+
+
+def test_the_sampling_line_splits_the_workers_time_where_they_said_it():
+    """With each sample's measure() wall (host_s) and NVML checks (guard_s) from the workers, the round trips
+    split into the timed calls, the collections, the set-up and host time past the timed calls, the NVML checks
+    and the rest; a gate.json without them (or with a sample lacking one) keeps the older, coarser line."""
+    import types
+    from cuzk.perf.report import sampling_line, sampling_parts
+    ar = {"samples": [0.01, 0.01], "number": 2, "asked_s": [0.05, 0.06], "gc_s": [0.001, 0.001],
+          "host_s": [0.03, 0.03], "guard_s": [0.004, 0.006]}
+    oc = types.SimpleNamespace(rounds=[{"base": {"areas": {"tail_msm": ar}}, "head": {"areas": {"tail_msm": ar}}}])
+    got = sampling_parts(oc)
+    assert got == (4, pytest.approx(0.22), pytest.approx(0.08), pytest.approx(0.004), pytest.approx(0.12),
+                   pytest.approx(0.02))
+    assert sampling_line(*got) == ("Sampling: 4 samples in 0.2 s of round trips: the phases' calls 0.1 s, the "
+                                   "workers' full collections before them 0.0 s, each sample's set-up and the calls' "
+                                   "host time past the timed 0.0 s, NVML checks 0.0 s, the rest 0.1 s (requests and "
+                                   "replies, retaken samples and their pauses).")
+    older = dict(ar, guard_s=[0.004, None])
+    oc.rounds[0]["head"]["areas"]["tail_msm"] = older
+    assert sampling_parts(oc)[4:] == (pytest.approx(0.12), None)
+    assert "the rest 0.1 s (requests, each sample's set-up and NVML checks" in sampling_line(*sampling_parts(oc))

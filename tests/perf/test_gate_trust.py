@@ -471,6 +471,7 @@ def test_the_no_gpu_verdict_names_cpu_only():
     ("number", True, "number is not a count"), ("preempted", [1.5, 0, 0], "preempted is not a list of counts"),
     ("preempted", [True, 0, 0], "preempted is not a list of counts"), ("preempted", [0] * 4, "preempted is not a list"),
     ("preempted", [-1, 0, 0], "preempted is not a list of counts"),
+    ("host_s", [0.1, -1.0, 0.1], "host_s is not a list"), ("guard_s", "0.1", "guard_s is not a list"),
 ])
 def test_a_gate_json_with_crafted_sampling_costs_is_refused_by_name(key, value, what):
     """What the report's Sampling line adds up is checked like the samples: one clear error, never a crash."""
