@@ -418,6 +418,7 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
             else:
                 oc.status, oc.message = "skipped", f"not run (required = false): {why}"
             return
+        t_ready = time.perf_counter()
         areas = cfg.areas_for(oc.config)
         got = {s: {a: [] for a in areas} for s in SIDES}
         energy = {s: {a: [] for a in areas} for s in SIDES}
@@ -475,6 +476,7 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
                 blame(idle, "untrusted", f"the idle worker (pid {workers[idle].pid}) ran {idle_ticks[idle]} clock ticks "
                                          f"of CPU, its short-lived threads and children included, during its rival's "
                                          f"samples: something it starts works beside them")
+        t_sampled = time.perf_counter()
         done = {}
         asking = "quit"
         for side in order:
@@ -489,7 +491,11 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
         for w in workers.values():
             w.close()
     oc.discards += sum(len(done[s].get("discards", [])) for s in SIDES)
-    oc.rounds.append({"order": list(order), **{
+    # where a round's time went: until both workers were ready (their start and set-up), the samples, the
+    # workers' quit and exit (a GPU context's teardown)
+    times = {"ready_s": round(t_ready - t0, 3), "sampled_s": round(t_sampled - t_ready, 3),
+             "closed_s": round(time.perf_counter() - t_sampled, 3)}
+    oc.rounds.append({"order": list(order), "times": times, **{
         s: {**ready[s], "areas": {a: {"samples": got[s][a], "energy_j": energy[s][a], "states": states[s][a],
                                       "asked_s": asked[s][a], "gc_s": collected[s][a], "host_s": hosted[s][a],
                                       "guard_s": guarded[s][a], "preempted": preempted[s][a],
@@ -796,6 +802,9 @@ def _check_doc(doc) -> None:
         _check(isinstance(o.get("rounds"), list), f"outcome {i}: rounds")
         areas = ph or c["areas"]
         for r, rd in enumerate(o["rounds"] if o["status"] == "ok" else []):
+            tm = rd.get("times", {}) if isinstance(rd, dict) else None
+            _check(isinstance(tm, dict) and set(tm) <= {"ready_s", "sampled_s", "closed_s"} and all(
+                _finite(x, 0) and x <= MAX_SAMPLE_S for x in tm.values()), f"outcome {i} round {r}: times")
             for side in SIDES:
                 sd = rd.get(side) if isinstance(rd, dict) else None
                 _check(isinstance(sd, dict) and isinstance(sd.get("areas"), dict), f"outcome {i} round {r}: {side}")

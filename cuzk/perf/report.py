@@ -161,6 +161,32 @@ def sampling_parts(oc: Outcome) -> tuple[int, float, float, float, float | None,
     return (n, asked, calls, collected, host if every["host_s"] else None, guard if every["guard_s"] else None)
 
 
+def round_times(oc: Outcome) -> tuple[int, float, float, float, dict] | None:
+    """(rounds, seconds until both workers were ready, sampling, their quit and exit, and per side the set-up
+    steps the workers timed themselves) over the rounds that kept their times; None where none did. Values that
+    are not finite non-negative numbers (a damaged or crafted file) leave their round out."""
+    def num(v) -> bool:
+        return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
+    n, ready, sampled, closed, setup = 0, 0.0, 0.0, 0.0, {"base": 0.0, "head": 0.0}
+    for rd in oc.rounds:
+        tm = rd.get("times") if isinstance(rd, dict) else None
+        if not isinstance(tm, dict) or not all(num(tm.get(k)) for k in ("ready_s", "sampled_s", "closed_s")):
+            continue
+        n, ready, sampled, closed = n + 1, ready + tm["ready_s"], sampled + tm["sampled_s"], closed + tm["closed_s"]
+        for s in setup:
+            steps = (rd.get(s) or {}).get("setup_s") if isinstance(rd.get(s), dict) else None
+            setup[s] += sum(v for v in steps.values() if num(v)) if isinstance(steps, dict) else 0.0
+    return (n, ready, sampled, closed, setup) if n else None
+
+
+def rounds_line(n: int, ready: float, sampled: float, closed: float, setup: dict) -> str:
+    """Where the rounds' time went: the workers' start and set-up (and of it, the steps they timed), the samples,
+    their quit and exit; the gap between the first two is process start, imports and the device's context."""
+    return (f"Rounds: {n} in {ready + sampled + closed:.1f} s: the workers' start and set-up {ready:.1f} s (the "
+            f"set-up steps they timed: base {setup['base']:.1f} s, head {setup['head']:.1f} s), sampling "
+            f"{sampled:.1f} s, their quit and exit {closed:.1f} s.")
+
+
 def sampling_line(n: int, asked: float, calls: float, collected: float, host: float | None,
                   guard: float | None) -> str:
     """Where the sampling time went: the round trips split into the timed calls, the collections, and, where the
@@ -303,6 +329,9 @@ def markdown(res: GateResult, bisect: bool = True) -> str:
                 f"`{a}` {b:.3g} J → {h:.3g} J" for a, (b, h) in energy.items()) or "none resolved")
                 + (f" (not shown, shorter than the counter's resolution: {', '.join(short)})" if short else "")
                 + ".")
+        spent = round_times(oc)
+        if spent:
+            out.append(rounds_line(*spent))
         cost = sampling_parts(oc)
         if cost:
             out.append(sampling_line(*cost))

@@ -102,6 +102,10 @@ def test_a_a_passes(gate_repo, tmp_path):
             assert r[s]["idle_cpu_ms"] <= r[s]["idle_cpu_round_ms"] <= 2.0 * sum(    # over its rival's samples
                 len(x["samples"]) for x in r[s]["areas"].values())
             assert all(0 <= g < t and t >= v * ar["number"] for g, t, v in zip(ar["gc_s"], ar["asked_s"], ar["samples"]))
+    # each round's time: the workers' start and set-up, the samples, their quit and exit; no more than the run's
+    assert all(set(r["times"]) == {"ready_s", "sampled_s", "closed_s"} for r in oc["rounds"])
+    assert 0 < sum(sum(r["times"].values()) for r in oc["rounds"]) <= data["wall_s"]
+    assert any(ln.startswith(f"Rounds: {len(oc['rounds'])} in ") for ln in p.stdout.splitlines())
     line = next(ln for ln in p.stdout.splitlines() if ln.startswith("Sampling: "))
     n = sum(len(r[s]["areas"][a]["samples"]) for r in oc["rounds"] for s in ("base", "head") for a in r[s]["areas"])
     assert line.startswith(f"Sampling: {n} samples in ") and ", NVML checks " in line

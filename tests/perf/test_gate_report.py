@@ -228,6 +228,21 @@ def test_sampling_cost_adds_round_trips_and_leaves_out_what_is_not_a_time():
     assert sampling_cost(types.SimpleNamespace(rounds=[{"base": {"areas": {"a": {"samples": [1.0]}}}}])) is None
 
 
+def test_the_rounds_line_says_where_the_rounds_time_went():
+    """Per round the gate keeps until both workers were ready, the sampling, and their quit and exit; the report
+    adds them up beside the set-up steps the workers timed, and leaves out a round whose times are not times."""
+    import types
+    from cuzk.perf.report import round_times, rounds_line
+    rd = {"times": {"ready_s": 9.5, "sampled_s": 5.5, "closed_s": 1.0},
+          "base": {"setup_s": {"synthesis": 1.5, "key": 3.0, "odd": "x"}}, "head": {"setup_s": {"key": 4.0}}}
+    bad = {"times": {"ready_s": float("nan"), "sampled_s": 1.0, "closed_s": 1.0}}
+    got = round_times(types.SimpleNamespace(rounds=[rd, rd, bad, {"order": []}]))
+    assert got == (2, 19.0, 11.0, 2.0, {"base": 9.0, "head": 8.0})
+    assert rounds_line(*got) == ("Rounds: 2 in 32.0 s: the workers' start and set-up 19.0 s (the set-up steps they "
+                                 "timed: base 9.0 s, head 8.0 s), sampling 11.0 s, their quit and exit 2.0 s.")
+    assert round_times(types.SimpleNamespace(rounds=[bad])) is None
+
+
 def test_the_sampling_line_splits_the_workers_time_where_they_said_it():
     """With each sample's measure() wall (host_s) and NVML checks (guard_s) from the workers, the round trips
     split into the timed calls, the collections, the set-up and host time past the timed calls, the NVML checks

@@ -490,3 +490,15 @@ def test_a_gate_json_with_crafted_sampling_costs_is_refused_by_name(key, value, 
     doc["outcomes"][0]["rounds"][0]["head"]["areas"]["tail_msm"]["preempted"] = [0, 2, None]
     doc["outcomes"][0]["rounds"][1]["base"]["areas"]["tail_msm"]["preempted"] = [1, 0, 0]
     assert "`tail_msm` 2 of 5 samples" in report.markdown(gate.from_dict(doc))
+
+
+@pytest.mark.parametrize("times", [5, {"ready_s": -1.0}, {"ready_s": float("inf")}, {"sampled_s": "1"},
+                                   {"setup_s": 1.0}, {"ready_s": 1e308}])
+def test_a_gate_json_with_crafted_round_times_is_refused_by_name(times):
+    """A round's times are seconds of its three stages, nothing else: a crafted value is refused by name."""
+    doc = _gate_doc()
+    doc["outcomes"][0]["rounds"][1]["times"] = times
+    with pytest.raises(ValueError, match="round 1: times"):
+        gate.from_dict(doc)
+    doc["outcomes"][0]["rounds"][1]["times"] = {"ready_s": 9.5, "sampled_s": 5.5, "closed_s": 1.0}
+    assert "Rounds: 1 in 16.0 s" in report.markdown(gate.from_dict(doc))
