@@ -325,7 +325,7 @@ class GateResult:
                            "derived": [{"spec": json.loads(k), "phase": a, **t.as_dict()}
                                        for (k, a), t in sorted(c.derived.items())],
                            "worker_cpus": c.worker_cpus, "worker_timeout_s": c.worker_timeout_s,
-                           "max_idle_cpu_ms": c.max_idle_cpu_ms,
+                           "max_idle_cpu_ms": c.max_idle_cpu_ms, "max_idle_cpu_ms_host": c.max_idle_cpu_ms_host,
                            "worker_timeouts_s": {w.spec.label(): c.timeout_for(w) for w in c.workloads}},
                 "outcomes": [o.as_dict() for o in self.outcomes],
                 "not_gated": [{"spec": w.spec.as_dict(), "required": w.required} for w in self.not_gated]}
@@ -427,6 +427,7 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
         collected = {s: {a: [] for a in areas} for s in SIDES}   # of which the worker's untimed full collection
         hosted = {s: {a: [] for a in areas} for s in SIDES}      # the worker's wall around the calls, set-up included
         guarded = {s: {a: [] for a in areas} for s in SIDES}     # its NVML checks around them
+        beside = {s: {a: [] for a in areas} for s in SIDES}      # CPU ms the idle rival ran beside the sample
         preempted = {s: {a: [] for a in areas} for s in SIDES}   # the sampling thread switched out while timed
         idle_most: dict = {}              # per side, the most CPU ms it ran while idle during one rival sample
         idle_ticks: dict = {}             # per side, clock ticks it ran while idle, over the round
@@ -444,15 +445,16 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
                     asked[side][a].append(round(time.perf_counter() - t_ask, 6))
                     after = _usage(rival)
                     _check_idle(rival.pid, before, after, f"{side}'s sample of {a}", partial(blame, other),
-                                cfg.max_idle_cpu_ms / 1e3)
+                                cfg.idle_cpu_s(oc.config))
                     if before is not None and after is not None:
                         used = round(max(0.0, after.cpu_s - before.cpu_s) * 1e3, 3)
                         idle_total[other] = round(idle_total.get(other, 0.0) + used, 3)
                         if used > idle_most.get(other, 0.0) or other not in idle_most:
                             idle_most[other] = used
-                            b = busiest(before, after)
+                            b = busiest(before, after) if used > 0 else None
                             idle_where[other] = f"{a}: {b[0]} {b[1]} ms" if b else None
                         idle_ticks[other] = idle_ticks.get(other, 0) + max(0, after.ticks - before.ticks)
+                    beside[side][a].append(used if before is not None and after is not None else None)
                     gc_s = rep.get("gc_s")
                     collected[side][a].append(round(gc_s, 6) if _finite(gc_s, 0) else None)
                     for into, k in ((hosted, "host_s"), (guarded, "guard_s")):
@@ -499,6 +501,7 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
         s: {**ready[s], "areas": {a: {"samples": got[s][a], "energy_j": energy[s][a], "states": states[s][a],
                                       "asked_s": asked[s][a], "gc_s": collected[s][a], "host_s": hosted[s][a],
                                       "guard_s": guarded[s][a], "preempted": preempted[s][a],
+                                      "rival_idle_ms": beside[s][a],
                                       "number": ready[s]["numbers"][a]} for a in areas},
             "discards": done[s].get("discards", []), "peak_device_bytes": done[s].get("peak_device_bytes"),
             "idle_cpu_ms": idle_most.get(s), "idle_cpu_where": idle_where.get(s),
@@ -541,12 +544,18 @@ def busiest(before: Usage, after: Usage) -> tuple[str, float] | None:
     if not ran or max(ran)[0] <= 0:
         return None
     ns, tid = max(ran)
+    return f"{tid} ({thread_name(tid)})", round(ns / 1e6, 3)
+
+
+def thread_name(tid: int) -> str:
+    """A thread's name from /proc, as a clue only (any thread may take any name, the driver's too): bytes read,
+    anything but word characters, dots and dashes replaced, so a crafted name cannot break a message or report."""
     try:
-        with open(f"/proc/{tid}/comm") as f:
-            name = f.read().strip()
+        with open(f"/proc/{tid}/comm", "rb") as f:
+            raw = f.read(64)
     except OSError:
-        name = "gone"
-    return f"{tid} ({name})", round(ns / 1e6, 3)
+        return "gone"
+    return re.sub(r"[^\w.-]", "?", raw.decode("utf-8", "replace").strip(), flags=re.ASCII)[:16] or "?"
 
 
 def _busiest_said(before: Usage, after: Usage) -> str:
@@ -776,6 +785,8 @@ def _check_doc(doc) -> None:
     _check(_finite(c.get("threshold_floor", 0.0), 0), "config.threshold_floor")
     for k in ("min_sample_s", "min_device_sample_s"):
         _check(_finite(c.get(k, 0.0), 0) and c.get(k, 0.0) <= 60, f"config.{k}")
+    for k in ("max_idle_cpu_ms", "max_idle_cpu_ms_host"):
+        _check(_finite(c.get(k, 0.0), 0) and c.get(k, 0.0) <= 1000, f"config.{k}")
     pins = c.get("pins", {})
     _check(isinstance(pins, dict) and all(a in AREAS and isinstance(v, dict) and _finite(v.get("pin"), 0)
                                           and isinstance(v.get("reason"), str) and len(v["reason"]) <= 200
@@ -808,6 +819,11 @@ def _check_doc(doc) -> None:
             for side in SIDES:
                 sd = rd.get(side) if isinstance(rd, dict) else None
                 _check(isinstance(sd, dict) and isinstance(sd.get("areas"), dict), f"outcome {i} round {r}: {side}")
+                _check(all(sd.get(k) is None or (_finite(sd[k], 0) and sd[k] <= MAX_SAMPLE_S * 1e3)
+                           for k in ("idle_cpu_ms", "idle_cpu_round_ms"))
+                       and (sd.get("idle_cpu_where") is None or (isinstance(sd["idle_cpu_where"], str)
+                                                                 and IDLE_WHERE.fullmatch(sd["idle_cpu_where"]))),
+                       f"outcome {i} round {r}: {side}: idle CPU")
                 for a in areas:
                     xs = sd["areas"].get(a, {}).get("samples") if isinstance(sd["areas"].get(a), dict) else None
                     _check(isinstance(xs, list) and xs and all(_finite(x, 0, strict=True) for x in xs),
@@ -826,9 +842,17 @@ def _check_doc(doc) -> None:
                     v = ar.get("preempted", [])
                     _check(isinstance(v, list) and len(v) <= len(ar.get("samples") or []) and all(
                         x is None or _count(x) for x in v), f"{where}: preempted is not a list of counts, one a sample")
+                    v = ar.get("rival_idle_ms", [])
+                    _check(isinstance(v, list) and len(v) <= len(ar.get("samples") or []) and all(
+                        x is None or (_finite(x, 0) and x <= MAX_SAMPLE_S * 1e3) for x in v),
+                        f"{where}: rival_idle_ms is not a list of ms, one a sample")
+                    asked_s, parts = ar.get("asked_s") or [], [ar.get("host_s") or [], ar.get("guard_s") or []]
+                    _check(all(t is None or x is None or x <= t for xs in parts for t, x in zip(asked_s, xs)),
+                           f"{where}: host_s or guard_s is more than the sample's round trip")
 
 
 MAX_NUMBER = 1_000_000       # calls a sample (workload.calibrate stops at 1000)
+IDLE_WHERE = re.compile(r"\w+: \d+ \([\w.?-]{1,16}\) [\d.]+ ms", re.ASCII)   # idle_cpu_where: phase, thread, ms
 MAX_SAMPLE_S = 86_400.0      # a sample's round trip: a day is no measurement
 
 
@@ -851,6 +875,7 @@ def from_dict(doc: dict) -> GateResult:
                      min_sample_s=c.get("min_sample_s", DEFAULT_MIN_SAMPLE_S),
                      min_device_sample_s=c.get("min_device_sample_s", 0.0),
                      max_idle_cpu_ms=c.get("max_idle_cpu_ms", GateConfig.max_idle_cpu_ms),
+                     max_idle_cpu_ms_host=c.get("max_idle_cpu_ms_host", GateConfig.max_idle_cpu_ms_host),
                      pins={a: (v["pin"], v["reason"]) for a, v in c.get("pins", {}).items()},
                      derived={(spec_key(t["spec"]), t["phase"]): Threshold(t["value"], t["source"], t["basis"])
                               for t in c.get("derived", [])})

@@ -52,9 +52,15 @@ class GateConfig:
     worker_cpus: int = 1        # both workers of a round pinned to the same CPUs (gate.worker_cpus); 0: not pinned
     max_discards: int = 10
     pause_s: float = 1.0
-    max_idle_cpu_ms: float = 10.0   # CPU an idle worker may run while its rival samples (gate._check_idle)
+    max_idle_cpu_ms: float = 10.0   # CPU an idle GPU worker may run while its rival samples (gate._check_idle)
+    max_idle_cpu_ms_host: float = 2.0   # and an idle worker of a host-timed (cpu) workload: no driver thread
     policy: TrustPolicy = TrustPolicy()
     workloads: list[WorkloadConfig] = field(default_factory=list)
+
+    def idle_cpu_s(self, w: "WorkloadConfig") -> float:
+        """The CPU an idle worker of workload w may run beside one rival sample: a GPU worker's driver thread
+        wakes beside its rival's syncs (max_idle_cpu_ms), a host-timed worker's nothing (max_idle_cpu_ms_host)."""
+        return (self.max_idle_cpu_ms_host if w.spec.backend == "cpu" else self.max_idle_cpu_ms) / 1e3
     path: str | None = None
     raw: dict = field(default_factory=dict)     # the parsed document
 
@@ -102,7 +108,7 @@ def default_worker_timeout_s(spec: Spec) -> float:
 _GATE_KEYS = {"rounds", "samples", "alpha", "threshold", "threshold_floor", "phases", "min_sample_s",
              "min_device_sample_s", "worker_timeout_s", "worker_cpus"}
 _TRUST_KEYS = {"max_discards", "pause_s", "ignore_reasons", "allow_other_processes", "max_temperature_c",
-               "max_idle_cpu_ms"}
+               "max_idle_cpu_ms", "max_idle_cpu_ms_host"}
 _WORKLOAD_KEYS = {"backend", "circuit", "log_size", "opts", "batch", "convention", "generator", "required",
                   "phases"}
 
@@ -135,7 +141,8 @@ _GATE_TYPES = {"rounds": (_is_int, "an integer"), "samples": (_is_int, "an integ
 _TRUST_TYPES = {"max_discards": (_is_int, "an integer"), "pause_s": (_is_num, "a number of seconds"),
                 "ignore_reasons": (_is_str_list, "a list of reason names"),
                 "allow_other_processes": (lambda v: isinstance(v, bool), "true or false"),
-                "max_temperature_c": (_is_num, "a number"), "max_idle_cpu_ms": (_is_num, "a number of ms")}
+                "max_temperature_c": (_is_num, "a number"), "max_idle_cpu_ms": (_is_num, "a number of ms"),
+                "max_idle_cpu_ms_host": (_is_num, "a number of ms")}
 _WORKLOAD_TYPES = {"backend": (lambda v: isinstance(v, str), "a string"),
                    "circuit": (lambda v: isinstance(v, str), "a string"),
                    "log_size": (lambda v: _is_int(v) and 1 <= v <= 32, "an integer in 1..32"),
@@ -237,9 +244,11 @@ def parse(doc: dict, path: str | None = None) -> GateConfig:
     cfg.max_discards = int(tr.get("max_discards", cfg.max_discards))
     cfg.pause_s = float(tr.get("pause_s", cfg.pause_s))
     cfg.max_idle_cpu_ms = float(tr.get("max_idle_cpu_ms", cfg.max_idle_cpu_ms))
-    if not 0 <= cfg.max_idle_cpu_ms <= 1000:
-        raise ConfigError("[trust] max_idle_cpu_ms must be in [0, 1000]: CPU an idle worker may run while its rival "
-                          "samples")
+    cfg.max_idle_cpu_ms_host = float(tr.get("max_idle_cpu_ms_host", cfg.max_idle_cpu_ms_host))
+    for k in ("max_idle_cpu_ms", "max_idle_cpu_ms_host"):
+        if not 0 <= getattr(cfg, k) <= 1000:
+            raise ConfigError(f"[trust] {k} must be in [0, 1000]: CPU an idle worker may run while its rival "
+                              "samples")
     extra = tuple(tr.get("ignore_reasons", ()))
     unknown = [r for r in extra if r not in THROTTLE_REASONS.values()]
     if unknown:

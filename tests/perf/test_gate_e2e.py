@@ -93,12 +93,14 @@ def test_a_a_passes(gate_repo, tmp_path):
             ar = r[s]["areas"]["tail_msm"]
             assert len(ar["asked_s"]) == len(ar["gc_s"]) == len(ar["preempted"]) == 3
             assert len(ar["host_s"]) == len(ar["guard_s"]) == 3      # the worker's wall and its NVML checks (none)
+            assert len(ar["rival_idle_ms"]) == 3 and all(0 <= x <= 2.0 for x in ar["rival_idle_ms"])
             assert all(g <= h <= t and v * ar["number"] <= h and 0 <= c < t - h
                        for g, h, t, v, c in zip(ar["gc_s"], ar["host_s"], ar["asked_s"], ar["samples"], ar["guard_s"]))
             assert all(isinstance(k, int) and k >= 0 for k in ar["preempted"])
             assert 0 <= r[s]["idle_cpu_ms"] <= 2.0     # the idle worker's most CPU beside one rival sample
             where = r[s]["idle_cpu_where"]                # beside which sample, in which thread (None: none ran)
-            assert where is None or re.fullmatch(r"\w+: \d+ \(.*\) [\d.]+ ms", where), where
+            assert (where is None) == (r[s]["idle_cpu_ms"] == 0), where
+            assert where is None or re.fullmatch(r"\w+: \d+ \([\w.?-]+\) [\d.]+ ms", where), where
             assert r[s]["idle_cpu_ms"] <= r[s]["idle_cpu_round_ms"] <= 2.0 * sum(    # over its rival's samples
                 len(x["samples"]) for x in r[s]["areas"].values())
             assert all(0 <= g < t and t >= v * ar["number"] for g, t, v in zip(ar["gc_s"], ar["asked_s"], ar["samples"]))

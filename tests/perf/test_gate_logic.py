@@ -750,6 +750,38 @@ def test_the_idle_check_names_the_thread_that_ran():
                      f"thread {me} ({name}): something it left running works beside its rival's samples"]
 
 
+def test_a_crafted_thread_name_cannot_break_the_message_or_the_gate():
+    """The measured code names its threads as it likes: bytes that are not UTF-8, a newline, markdown. The name
+    is read as bytes and kept to word characters, dots and dashes, so the gate neither stops on it nor passes
+    it into a message, gate.json or the report."""
+    got = {}
+
+    def named():
+        tid = threading.get_native_id()
+        with open(f"/proc/self/task/{tid}/comm", "wb") as f:
+            f.write(b"\xff\xfe# x`|\n")
+        got["name"] = gate.thread_name(tid)
+    t = threading.Thread(target=named)
+    t.start()
+    t.join()
+    assert got["name"] == "????x??"                 # two bad bytes, "# ", x, "`|" (the newline stripped)
+    assert gate.IDLE_WHERE.fullmatch(f"b_g2: 12 ({got['name']}) 3.1 ms")
+    assert gate.thread_name(2**22 + 12345) == "gone"
+
+
+def test_a_host_timed_workload_keeps_the_strict_idle_allowance():
+    """A GPU worker's driver thread wakes beside its rival's syncs (max_idle_cpu_ms, 10 ms); a host-timed
+    worker has none, so the CPU workload keeps max_idle_cpu_ms_host (2 ms): the GPU allowance is not an
+    attacker's on the CPU workload."""
+    cfg = gate_config.parse({"gate": {"rounds": 8}, "trust": {"max_idle_cpu_ms": 12.0},
+                             "workload": [{"backend": "cpu", "circuit": "porep_like", "log_size": 10},
+                                          {"backend": "cuda", "circuit": "porep_like", "log_size": 18}]})
+    assert [cfg.idle_cpu_s(w) for w in cfg.workloads] == [0.002, 0.012]
+    with pytest.raises(ConfigError, match="max_idle_cpu_ms_host must be in"):
+        gate_config.parse({"gate": {"rounds": 8}, "trust": {"max_idle_cpu_ms_host": 2000},
+                           "workload": [{"backend": "cpu"}]})
+
+
 def test_an_idle_worker_whose_threads_change_or_whose_ticks_add_up_is_untrusted(repo):
     """Work in threads that come and go leaves no trace in the live threads' counters: a thread started or ended
     while idle fails the round, and so do the process-wide clock ticks (exited threads and reaped children

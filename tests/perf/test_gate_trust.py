@@ -472,6 +472,8 @@ def test_the_no_gpu_verdict_names_cpu_only():
     ("preempted", [True, 0, 0], "preempted is not a list of counts"), ("preempted", [0] * 4, "preempted is not a list"),
     ("preempted", [-1, 0, 0], "preempted is not a list of counts"),
     ("host_s", [0.1, -1.0, 0.1], "host_s is not a list"), ("guard_s", "0.1", "guard_s is not a list"),
+    ("rival_idle_ms", [0.1, float("nan"), 0.1], "rival_idle_ms is not a list"),
+    ("rival_idle_ms", [0.1] * 4, "rival_idle_ms is not a list"),
 ])
 def test_a_gate_json_with_crafted_sampling_costs_is_refused_by_name(key, value, what):
     """What the report's Sampling line adds up is checked like the samples: one clear error, never a crash."""
@@ -502,3 +504,37 @@ def test_a_gate_json_with_crafted_round_times_is_refused_by_name(times):
         gate.from_dict(doc)
     doc["outcomes"][0]["rounds"][1]["times"] = {"ready_s": 9.5, "sampled_s": 5.5, "closed_s": 1.0}
     assert "Rounds: 1 in 16.0 s" in report.markdown(gate.from_dict(doc))
+
+
+@pytest.mark.parametrize("key, value", [("idle_cpu_ms", -5.0), ("idle_cpu_round_ms", "nan"), ("idle_cpu_ms", True),
+                                        ("idle_cpu_where", "b_g2: 12 (x\n# PWN) 3 ms"), ("idle_cpu_where", "x" * 10**6),
+                                        ("idle_cpu_where", 7)])
+def test_a_gate_json_with_crafted_idle_cpu_is_refused_by_name(key, value):
+    """What an idle worker ran is data from a machine that ran the pull request: a number of ms, and where (phase,
+    thread id and a name of word characters, ms), nothing else; a well-formed one loads."""
+    doc = _gate_doc()
+    doc["outcomes"][0]["rounds"][1]["head"][key] = value
+    with pytest.raises(ValueError, match="round 1: head: idle CPU"):
+        gate.from_dict(doc)
+    doc["outcomes"][0]["rounds"][1]["head"].update(idle_cpu_ms=3.1, idle_cpu_round_ms=20.5,
+                                                   idle_cpu_where="b_g2: 12 (cuda-EvtHandlr) 3.1 ms")
+    gate.from_dict(doc)
+
+
+def test_a_gate_json_whose_worker_times_exceed_the_round_trip_is_refused():
+    """A sample's worker wall and NVML checks are parts of its round trip: more than it is a crafted file."""
+    doc = _gate_doc()
+    ar = doc["outcomes"][0]["rounds"][0]["head"]["areas"]["tail_msm"]
+    ar.update(asked_s=[0.2, 0.2, 0.2], host_s=[0.1, 0.3, 0.1], guard_s=[0.01, 0.01, 0.01])
+    with pytest.raises(ValueError, match="host_s or guard_s is more than the sample's round trip"):
+        gate.from_dict(doc)
+    ar["host_s"][1] = 0.1
+    assert "Sampling: 3 samples in 0.6 s of round trips" in report.markdown(gate.from_dict(doc))
+    assert "NVML checks 0.0 s, the rest 0.3 s" in report.markdown(gate.from_dict(doc))
+
+
+def test_a_gate_json_with_a_crafted_idle_allowance_is_refused():
+    doc = _gate_doc()
+    doc["config"]["max_idle_cpu_ms"] = "lots"
+    with pytest.raises(ValueError, match="config.max_idle_cpu_ms"):
+        gate.from_dict(doc)
