@@ -19,15 +19,17 @@ source tools/device_setup.sh
 export CUZK_CUBIN_DIR=${CUZK_CUBIN_DIR:-$PWD/.cubin} CUZK_CACHE_DIR=${CUZK_CACHE_DIR:-/tmp/cz}
 CFG=${CFG:-tools/gate-cuda24.toml} NZ=${NZ:-noise24} REC=${REC:-0} INJ=${INJ:-} TAG=${TAG:-run}
 RUNS=${RUNS:-99} DEADLINE=${DEADLINE:-575} MAXRUN=${MAXRUN:-200} DATA=${DATA:-.device}
-OUT=${OUT:-/tmp/out} W=/tmp/nz-$TAG
+OUT=$(realpath -m "${OUT:-/tmp/out}") W=/tmp/nz-$TAG
+rm -rf "$W"                     # a warm machine keeps an earlier call's runs of the same TAG
 mkdir -p "$OUT" "$DATA" "$W"
 left() { echo $(( DEADLINE - ($(date +%s) - T0) )); }
 table=()
 
 one() {  # one calibrate run: name, then calibrate's arguments
     local name=$1; shift
-    local t=$(date +%s)
-    timeout $(( $(left) - 5 )) python3 -m cuzk.perf.calibrate --config "$CFG" --runs 1 --workdir "$W/$name" \
+    local t=$(date +%s) limit=$(( $(left) - 5 ))
+    [ "$limit" -gt 0 ] || return 0          # timeout 0 would mean no limit
+    timeout "$limit" python3 -m cuzk.perf.calibrate --config "$CFG" --runs 1 --workdir "$W/$name" \
         --json "$OUT/$name.json" "$@" >"$W/$name.log" 2>&1
     local rc=$?
     local line
@@ -35,10 +37,10 @@ one() {  # one calibrate run: name, then calibrate's arguments
 import json, sys
 try:
     r = json.load(open(sys.argv[1]))["runs"][0]
+    rat = " ".join(f"{k.split('/')[-1]}={v:.4f}" for k, v in sorted(r["ratios"].items()))
+    print(f"exit {r['exit']} flagged {','.join(x.split('/')[-1] for x in r['flagged']) or '-'} {rat}")
 except Exception as e:
-    print(f"no result ({type(e).__name__})"); sys.exit()
-rat = " ".join(f"{k.split('/')[-1]}={v:.4f}" for k, v in sorted(r["ratios"].items()))
-print(f"exit {r['exit']} flagged {','.join(x.split('/')[-1] for x in r['flagged']) or '-'} {rat}")
+    print(f"no result ({type(e).__name__})")
 EOF
 )
     table+=("$name rc=$rc $(( $(date +%s) - t ))s $line")
@@ -61,6 +63,9 @@ while [ "$k" -lt "$RUNS" ] && [ "$(left)" -gt "$MAXRUN" ] && [ "${#noise[@]}" -g
     k=$((k + 1))
     if [ -n "$INJ" ]; then one "$TAG-$k" --inject "$INJ" "${noise[@]}"; else one "$TAG-$k" "${noise[@]}"; fi
 done
-(cd /tmp && tar czf "$OUT/nz.tgz" $(cd /tmp && find "nz-$TAG" \( -name gate.json -o -name '*.log' -o -name report.md \)))
+# every run's gate.json, report and log, and the calibrate JSONs again: one file, whatever the count of runs
+cp "$OUT"/*.json "$W"/ 2>/dev/null
+(cd /tmp && find "nz-$TAG" -path '*/repo' -prune -o \( -name '*.json' -o -name '*.log' -o -name report.md \) -print0 |
+    tar czf "$OUT/nz.tgz" --null -T -) || echo "no runs to pack"
 echo "=== $TAG: $(( $(date +%s) - T0 )) s"
-printf '%s\n' "${table[@]}"
+[ "${#table[@]}" -eq 0 ] || printf '%s\n' "${table[@]}"
