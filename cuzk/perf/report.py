@@ -215,6 +215,25 @@ def preempted_samples(oc: Outcome) -> dict[str, tuple[int, int]]:
     return out
 
 
+def rival_idle(oc: Outcome) -> tuple[dict[str, tuple[float, float, int]], str | None]:
+    """Per phase, (median, most, samples) of the CPU ms the idle rival ran beside its samples, over every round
+    and side (rival_idle_ms), and where the most of any round was (its idle_cpu_where); phases without the
+    figure are left out."""
+    got: dict[str, list[float]] = {}
+    most, where = -1.0, None
+    for rd in oc.rounds:
+        for s in ("base", "head"):
+            sd = rd.get(s, {})
+            for a, ar in sd.get("areas", {}).items():
+                got.setdefault(a, []).extend(x for x in ar.get("rival_idle_ms") or []
+                                             if isinstance(x, (int, float)) and not isinstance(x, bool)
+                                             and math.isfinite(x))
+            m = sd.get("idle_cpu_ms")
+            if isinstance(m, (int, float)) and not isinstance(m, bool) and m > most and sd.get("idle_cpu_where"):
+                most, where = m, sd["idle_cpu_where"]
+    return {a: (statistics.median(xs), max(xs), len(xs)) for a, xs in got.items() if xs}, where
+
+
 def _workloads(res: GateResult) -> str:
     return "; ".join(f"{o.config.spec.label()} ({', '.join(res.config.areas_for(o.config))})" for o in res.outcomes)
 
@@ -335,6 +354,12 @@ def markdown(res: GateResult, bisect: bool = True) -> str:
         cost = sampling_parts(oc)
         if cost:
             out.append(sampling_line(*cost))
+        idle, where = rival_idle(oc)
+        if idle:
+            out.append("Beside the samples, the idle rival ran (CPU ms, median / most; it waits on its pipe, a GPU "
+                       "worker's driver thread wakes): " + "; ".join(f"`{a}` {m:.2f} / {x:.2f}"
+                                                                     for a, (m, x, _) in idle.items())
+                       + (f"; the most of a round beside {inline(where)}." if where else "."))
         pre = preempted_samples(oc)
         if any(k for k, _ in pre.values()):
             out.append("Switched out while timed (the sampling thread preempted on its CPU; a host-paced phase's "

@@ -108,6 +108,7 @@ def test_a_a_passes(gate_repo, tmp_path):
     assert all(set(r["times"]) == {"ready_s", "sampled_s", "closed_s"} for r in oc["rounds"])
     assert 0 < sum(sum(r["times"].values()) for r in oc["rounds"]) <= data["wall_s"]
     assert any(ln.startswith(f"Rounds: {len(oc['rounds'])} in ") for ln in p.stdout.splitlines())
+    assert any(ln.startswith("Beside the samples, the idle rival ran") for ln in p.stdout.splitlines())
     line = next(ln for ln in p.stdout.splitlines() if ln.startswith("Sampling: "))
     n = sum(len(r[s]["areas"][a]["samples"]) for r in oc["rounds"] for s in ("base", "head") for a in r[s]["areas"])
     assert line.startswith(f"Sampling: {n} samples in ") and ", NVML checks " in line

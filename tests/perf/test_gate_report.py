@@ -263,3 +263,17 @@ def test_the_sampling_line_splits_the_workers_time_where_they_said_it():
     oc.rounds[0]["head"]["areas"]["tail_msm"] = older
     assert sampling_parts(oc)[4:] == (pytest.approx(0.12), None)
     assert "the rest 0.1 s (requests, each sample's set-up and NVML checks" in sampling_line(*sampling_parts(oc))
+
+
+def test_the_report_says_what_the_idle_rival_ran_beside_the_samples():
+    """Per phase the median and most of the idle rival's CPU beside a sample (rival_idle_ms) and where the most of
+    any round was: on a GPU runner its driver thread's wake-ups, the runner's noise a reader should see."""
+    import types
+    from cuzk.perf.report import rival_idle
+    rd = {"base": {"areas": {"b_g2": {"rival_idle_ms": [0.5, 3.9, None, 1.0]}}, "idle_cpu_ms": 3.9,
+                   "idle_cpu_where": "b_g2: 12 (cuda-EvtHandlr) 3.9 ms"},
+          "head": {"areas": {"b_g2": {"rival_idle_ms": [0.7]}, "tail_msm": {}}, "idle_cpu_ms": 0.7,
+                   "idle_cpu_where": "b_g2: 13 (cuda-EvtHandlr) 0.7 ms"}}
+    idle, where = rival_idle(types.SimpleNamespace(rounds=[rd]))
+    assert idle == {"b_g2": (pytest.approx(0.85), 3.9, 4)} and where == "b_g2: 12 (cuda-EvtHandlr) 3.9 ms"
+    assert rival_idle(types.SimpleNamespace(rounds=[{"base": {"areas": {"b_g2": {}}}}])) == ({}, None)
