@@ -150,3 +150,25 @@ def test_the_tree_is_the_one_cuzk_commit_names_on_a_copied_checkout(tmp_path, mo
     assert calibrate.tree_of(proj) == "ab" * 20 + "+changes"
     monkeypatch.setenv("CUZK_COMMIT", "main")
     assert calibrate.tree_of(proj) is None
+
+
+def test_the_recorded_accuracy_runs_pool_with_the_next_ones():
+    """docs/perf-data/gate-accuracy-h200-24 holds the H200 accuracy runs made so far (docs/perf-log.md): later runs
+    pool with them (--merge) only under the same config and noise records, so an edit of tools/gate-cuda24.toml
+    that would split the series fails here first, and the records still fit the config's sampling."""
+    from cuzk.perf import gate_config
+    d = ROOT / "docs/perf-data/gate-accuracy-h200-24"
+    runs = sorted(d.glob("i*.json"))
+    records = sorted(d.glob("noise24-*.jsonl"))
+    assert runs and records
+    for inject in {json.loads(p.read_text())["setup"]["inject"] for p in runs}:
+        group = [p for p in runs if json.loads(p.read_text())["setup"]["inject"] == inject]
+        setup, rows = calibrate.merge(group)
+        assert setup["config_sha256"] == calibrate._sha(ROOT / "tools/gate-cuda24.toml")
+        assert setup["noise_sha256"] == sorted(calibrate._sha(r) for r in records)
+        assert all(r["exit"] in (0, 1) for r in rows)
+    cfg = gate_config.load(ROOT / "tools/gate-cuda24.toml")
+    for r in records:
+        rec = json.loads(r.read_text().splitlines()[0])
+        assert (rec["samples"], rec["rounds"], rec["min_device_sample_s"]) == (cfg.samples, cfg.rounds,
+                                                                              cfg.min_device_sample_s)
