@@ -67,5 +67,8 @@ done
 cp "$OUT"/*.json "$W"/ 2>/dev/null
 (cd /tmp && find "nz-$TAG" -path '*/repo' -prune -o \( -name '*.json' -o -name '*.log' -o -name report.md \) -print0 |
     tar czf "$OUT/nz.tgz" --null -T -) || echo "no runs to pack"
+# does the idle rival's CPU beside a sample follow how slow it was (docs/runners.md 4.1)?
+mapfile -t gj < <(find "$W" -path '*/repo' -prune -o -name gate.json -print)
+[ "${#gj[@]}" -eq 0 ] || python3 -m cuzk.perf.rival_idle "${gj[@]}" || true
 echo "=== $TAG: $(( $(date +%s) - T0 )) s"
 [ "${#table[@]}" -eq 0 ] || printf '%s\n' "${table[@]}"
