@@ -91,10 +91,9 @@ def cmd_gate(args) -> int:
     try:
         if args.from_json:
             try:
-                res = gate.from_dict(json.loads(Path(args.from_json).read_text()))
-            except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError, RecursionError) as e:
-                raise CliError(f"gate: {args.from_json}: not a gate.json ({type(e).__name__}: "
-                               f"{str(e).splitlines()[0] if str(e) else ''})") from e
+                res = gate.read_json(args.from_json)
+            except gate.GateJsonError as e:
+                raise CliError(f"gate: {e}") from e
         else:
             if not (args.base and args.head):
                 raise CliError("gate: --base and --head are required (or --from-json GATE.json)")

@@ -865,6 +865,23 @@ def _finite(v, low: float, strict: bool = False) -> bool:
             and (v > low if strict else v >= low))
 
 
+class GateJsonError(ValueError):
+    """A file that cannot be read as a gate.json: its one-line reason, the path first."""
+
+
+def read_json(path) -> GateResult:
+    """A gate.json file judged afresh (from_dict); GateJsonError names the file and what is wrong with it."""
+    try:
+        return from_dict(json.loads(Path(path).read_text()))
+    except OSError as e:
+        raise GateJsonError(f"{path}: {e.strerror or e}") from None
+    except json.JSONDecodeError as e:
+        raise GateJsonError(f"{path}: not JSON ({e.msg}, line {e.lineno})") from None
+    except (UnicodeDecodeError, ValueError, KeyError, TypeError, IndexError, AttributeError, RecursionError) as e:
+        first = str(e).splitlines()[0] if str(e) else ""
+        raise GateJsonError(f"{path}: not a gate.json ({type(e).__name__}: {first})") from None
+
+
 def from_dict(doc: dict) -> GateResult:
     """A saved gate.json judged afresh from its samples (the report of a past run, or of crafted data)."""
     _check_doc(doc)

@@ -39,7 +39,7 @@ from pathlib import Path
 import numpy as np
 
 from .compare import REGRESSION, compare
-from .gate import from_dict, paired_log_ratios
+from .gate import GateJsonError, paired_log_ratios, read_json
 from .gate_config import min_p_value
 from .noise import noise_threshold
 
@@ -55,15 +55,9 @@ def load_pools(paths: list[str]) -> dict[str, dict]:
     pools: dict[str, dict] = {}
     for path in paths:
         try:
-            doc = json.loads(Path(path).read_text())
-        except OSError as e:
-            raise PowerInputError(f"{path}: {e.strerror}") from e
-        except json.JSONDecodeError as e:
-            raise PowerInputError(f"{path}: not JSON ({e.msg}, line {e.lineno})") from e
-        try:
-            res = from_dict(doc)
-        except (KeyError, TypeError, AttributeError, ValueError) as e:
-            raise PowerInputError(f"{path}: not a gate.json: {type(e).__name__} {e}") from e
+            res = read_json(path)
+        except GateJsonError as e:
+            raise PowerInputError(str(e)) from e
         for oc in res.outcomes:
             if oc.status != "ok":
                 continue

@@ -13,15 +13,13 @@ look elsewhere. Exit 2 with one line for a file that is not a gate.json or holds
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import statistics
 import sys
-from pathlib import Path
 
 from scipy import stats
 
-from .gate import SIDES, from_dict
+from .gate import SIDES, GateJsonError, read_json
 
 
 class InputError(ValueError):
@@ -34,13 +32,9 @@ def pairs(paths: list[str]) -> dict[tuple[str, str], list[tuple[float, float]]]:
     out: dict[tuple[str, str], list[tuple[float, float]]] = {}
     for path in paths:
         try:
-            res = from_dict(json.loads(Path(path).read_text()))
-        except OSError as e:
-            raise InputError(f"{path}: {e.strerror}") from None
-        except json.JSONDecodeError as e:
-            raise InputError(f"{path}: not JSON ({e.msg}, line {e.lineno})") from None
-        except (KeyError, TypeError, AttributeError, ValueError) as e:
-            raise InputError(f"{path}: not a gate.json: {type(e).__name__} {e}") from None
+            res = read_json(path)
+        except GateJsonError as e:
+            raise InputError(str(e)) from None
         for oc in res.outcomes:
             for rd in oc.rounds if oc.status == "ok" else []:
                 for s in SIDES:
