@@ -432,7 +432,6 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
         idle_most: dict = {}              # per side, the most CPU ms it ran while idle during one rival sample
         idle_ticks: dict = {}             # per side, clock ticks it ran while idle, over the round
         idle_where: dict = {}             # per side, beside which sample and in which thread that most ran
-        idle_total: dict = {}             # per side, CPU ms it ran while idle over the round (live threads)
         for i in range(cfg.samples):
             for a in areas:
                 for side in (order if i % 2 == 0 else order[::-1]):
@@ -448,7 +447,6 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
                                 cfg.idle_cpu_s(oc.config))
                     if before is not None and after is not None:
                         used = round(max(0.0, after.cpu_s - before.cpu_s) * 1e3, 3)
-                        idle_total[other] = round(idle_total.get(other, 0.0) + used, 3)
                         if used > idle_most.get(other, 0.0) or other not in idle_most:
                             idle_most[other] = used
                             b = busiest(before, after) if used > 0 else None
@@ -504,8 +502,7 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
                                       "rival_idle_ms": beside[s][a],
                                       "number": ready[s]["numbers"][a]} for a in areas},
             "discards": done[s].get("discards", []), "peak_device_bytes": done[s].get("peak_device_bytes"),
-            "idle_cpu_ms": idle_most.get(s), "idle_cpu_where": idle_where.get(s),
-            "idle_cpu_round_ms": idle_total.get(s)}
+            "idle_cpu_ms": idle_most.get(s), "idle_cpu_where": idle_where.get(s)}
         for s in SIDES}})
     log(f"  round {r + 1}/{cfg.rounds} {oc.config.spec.label()}: {time.perf_counter() - t0:.1f} s")
 
@@ -819,8 +816,8 @@ def _check_doc(doc) -> None:
             for side in SIDES:
                 sd = rd.get(side) if isinstance(rd, dict) else None
                 _check(isinstance(sd, dict) and isinstance(sd.get("areas"), dict), f"outcome {i} round {r}: {side}")
-                _check(all(sd.get(k) is None or (_finite(sd[k], 0) and sd[k] <= MAX_SAMPLE_S * 1e3)
-                           for k in ("idle_cpu_ms", "idle_cpu_round_ms"))
+                _check((sd.get("idle_cpu_ms") is None or (_finite(sd["idle_cpu_ms"], 0)
+                                                          and sd["idle_cpu_ms"] <= MAX_SAMPLE_S * 1e3))
                        and (sd.get("idle_cpu_where") is None or (isinstance(sd["idle_cpu_where"], str)
                                                                  and IDLE_WHERE.fullmatch(sd["idle_cpu_where"]))),
                        f"outcome {i} round {r}: {side}: idle CPU")

@@ -56,11 +56,6 @@ class GateConfig:
     max_idle_cpu_ms_host: float = 2.0   # and an idle worker of a host-timed (cpu) workload: no driver thread
     policy: TrustPolicy = TrustPolicy()
     workloads: list[WorkloadConfig] = field(default_factory=list)
-
-    def idle_cpu_s(self, w: "WorkloadConfig") -> float:
-        """The CPU an idle worker of workload w may run beside one rival sample: a GPU worker's driver thread
-        wakes beside its rival's syncs (max_idle_cpu_ms), a host-timed worker's nothing (max_idle_cpu_ms_host)."""
-        return (self.max_idle_cpu_ms_host if w.spec.backend == "cpu" else self.max_idle_cpu_ms) / 1e3
     path: str | None = None
     raw: dict = field(default_factory=dict)     # the parsed document
 
@@ -69,6 +64,11 @@ class GateConfig:
 
     def timeout_for(self, wc: WorkloadConfig) -> float:
         return self.worker_timeout_s if self.worker_timeout_s is not None else default_worker_timeout_s(wc.spec)
+
+    def idle_cpu_s(self, wc: WorkloadConfig) -> float:
+        """The CPU an idle worker of workload wc may run beside one rival sample: a GPU worker's driver thread
+        wakes beside its rival's syncs (max_idle_cpu_ms), a host-timed worker's nothing (max_idle_cpu_ms_host)."""
+        return (self.max_idle_cpu_ms_host if wc.spec.backend == "cpu" else self.max_idle_cpu_ms) / 1e3
 
     def threshold_for(self, area: str, wc: WorkloadConfig | None = None) -> float:
         return self.threshold_in_force(area, wc).value

@@ -120,22 +120,19 @@ def energy_too_short(oc: Outcome) -> list[str]:
             if a not in shown and any(rd[s]["areas"][a].get("energy_j") for rd in oc.rounds for s in ("base", "head"))]
 
 
-def sampling_cost(oc: Outcome) -> tuple[int, float, float, float] | None:
+def _seconds(v) -> bool:
+    """A finite non-negative number: what a damaged or crafted gate.json may not pass off as a time."""
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
+
+
+def sampling_cost(oc: Outcome) -> tuple[int, float, float, float, float | None, float | None] | None:
     """(samples, seconds of their round trips, of the phases' calls in them, of the workers' full collections
-    before them) over every round and side, where gate.json holds the round trips; None where it does not.
-    Values that are not finite non-negative numbers (a damaged or crafted file) are left out."""
-    got = sampling_parts(oc)
-    return got[:4] if got else None
-
-
-def sampling_parts(oc: Outcome) -> tuple[int, float, float, float, float | None, float | None] | None:
-    """sampling_cost's four, then the seconds of the workers' wall around the calls (set-up, collection and the
-    calls' host time) and of their NVML checks, each None unless every counted sample has it."""
+    before them, of the workers' wall around the calls (set-up, collection and the calls' host time), of their
+    NVML checks) over every round and side, where gate.json holds the round trips; None where it does not. The
+    last two are None unless every counted sample has them. Values that are not times are left out."""
     n, asked, calls, collected = 0, 0.0, 0.0, 0.0
-    host, guard, every = 0.0, 0.0, {"host_s": True, "guard_s": True}
-
-    def num(v) -> bool:
-        return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
+    parts = {"host_s": 0.0, "guard_s": 0.0}
+    num = _seconds
     for rd in oc.rounds:
         for s in ("base", "head"):
             for ar in rd.get(s, {}).get("areas", {}).values():
@@ -150,23 +147,18 @@ def sampling_parts(oc: Outcome) -> tuple[int, float, float, float, float | None,
                         collected += g if num(g) else 0.0
                         for xs, key in ((hs, "host_s"), (gs, "guard_s")):
                             x = xs[i] if i < len(xs) else None
-                            if not num(x):
-                                every[key] = False
-                            elif key == "host_s":
-                                host += x
-                            else:
-                                guard += x
+                            if parts[key] is not None:
+                                parts[key] = parts[key] + x if num(x) else None
     if not n:
         return None
-    return (n, asked, calls, collected, host if every["host_s"] else None, guard if every["guard_s"] else None)
+    return (n, asked, calls, collected, parts["host_s"], parts["guard_s"])
 
 
 def round_times(oc: Outcome) -> tuple[int, float, float, float, dict] | None:
     """(rounds, seconds until both workers were ready, sampling, their quit and exit, and per side the set-up
     steps the workers timed themselves) over the rounds that kept their times; None where none did. Values that
     are not finite non-negative numbers (a damaged or crafted file) leave their round out."""
-    def num(v) -> bool:
-        return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
+    num = _seconds
     n, ready, sampled, closed, setup = 0, 0.0, 0.0, 0.0, {"base": 0.0, "head": 0.0}
     for rd in oc.rounds:
         tm = rd.get("times") if isinstance(rd, dict) else None
@@ -351,7 +343,7 @@ def markdown(res: GateResult, bisect: bool = True) -> str:
         spent = round_times(oc)
         if spent:
             out.append(rounds_line(*spent))
-        cost = sampling_parts(oc)
+        cost = sampling_cost(oc)
         if cost:
             out.append(sampling_line(*cost))
         idle, where = rival_idle(oc)

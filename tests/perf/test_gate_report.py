@@ -223,7 +223,7 @@ def test_sampling_cost_adds_round_trips_and_leaves_out_what_is_not_a_time():
     from cuzk.perf.report import sampling_cost
     side = {"areas": {"tail_msm": {"samples": [0.01, 0.01], "number": 3, "asked_s": [0.2, 0.3], "gc_s": [0.1, None]},
                       "b_g2": {"samples": [0.02, "x"], "number": True, "asked_s": [float("nan"), 0.4], "gc_s": []}}}
-    n, asked, calls, gc_s = sampling_cost(types.SimpleNamespace(rounds=[{"base": side, "head": side}]))
+    n, asked, calls, gc_s = sampling_cost(types.SimpleNamespace(rounds=[{"base": side, "head": side}]))[:4]
     assert (n, asked, calls, gc_s) == (4, pytest.approx(1.0), pytest.approx(0.12), pytest.approx(0.2))
     assert sampling_cost(types.SimpleNamespace(rounds=[{"base": {"areas": {"a": {"samples": [1.0]}}}}])) is None
 
@@ -248,11 +248,11 @@ def test_the_sampling_line_splits_the_workers_time_where_they_said_it():
     split into the timed calls, the collections, the set-up and host time past the timed calls, the NVML checks
     and the rest; a gate.json without them (or with a sample lacking one) keeps the older, coarser line."""
     import types
-    from cuzk.perf.report import sampling_line, sampling_parts
+    from cuzk.perf.report import sampling_cost, sampling_line
     ar = {"samples": [0.01, 0.01], "number": 2, "asked_s": [0.05, 0.06], "gc_s": [0.001, 0.001],
           "host_s": [0.03, 0.03], "guard_s": [0.004, 0.006]}
     oc = types.SimpleNamespace(rounds=[{"base": {"areas": {"tail_msm": ar}}, "head": {"areas": {"tail_msm": ar}}}])
-    got = sampling_parts(oc)
+    got = sampling_cost(oc)
     assert got == (4, pytest.approx(0.22), pytest.approx(0.08), pytest.approx(0.004), pytest.approx(0.12),
                    pytest.approx(0.02))
     assert sampling_line(*got) == ("Sampling: 4 samples in 0.2 s of round trips: the phases' calls 0.1 s, the "
@@ -261,8 +261,8 @@ def test_the_sampling_line_splits_the_workers_time_where_they_said_it():
                                    "replies, retaken samples and their pauses).")
     older = dict(ar, guard_s=[0.004, None])
     oc.rounds[0]["head"]["areas"]["tail_msm"] = older
-    assert sampling_parts(oc)[4:] == (pytest.approx(0.12), None)
-    assert "the rest 0.1 s (requests, each sample's set-up and NVML checks" in sampling_line(*sampling_parts(oc))
+    assert sampling_cost(oc)[4:] == (pytest.approx(0.12), None)
+    assert "the rest 0.1 s (requests, each sample's set-up and NVML checks" in sampling_line(*sampling_cost(oc))
 
 
 def test_the_report_says_what_the_idle_rival_ran_beside_the_samples():
