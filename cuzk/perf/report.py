@@ -188,7 +188,8 @@ def sampling_line(n: int, asked: float, calls: float, collected: float, host: fl
     if host is None or guard is None:
         return head + (f"the rest {max(0.0, asked - calls - collected):.1f} s (requests, each sample's set-up and "
                        f"NVML checks, retaken samples and their pauses).")
-    return head + (f"each sample's set-up and the calls' host time past the timed {max(0.0, host - calls - collected):.1f}"
+    past = max(0.0, host - calls - collected)
+    return head + (f"each sample's set-up and the calls' host time past the timed {past:.1f}"
                    f" s, NVML checks {guard:.1f} s, the rest {max(0.0, asked - host - guard):.1f} s (requests and "
                    f"replies, retaken samples and their pauses).")
 

@@ -214,8 +214,8 @@ def asv_params(area: str, spec) -> tuple | None:
 # tools/gate-cuda18.toml, 2026-12-01/02, 8 rounds x 5 samples in 102-126 s; cuda:porep_partition:24
 # tools/gate-cuda24.toml at ee8d5fe, 2026-12-04, 10 rounds x 9 samples in 151-168 s (nine runs; 55.8 s of
 # round trips in a 150 s one, 0.62 s a paired sample; the rest, ~9.5 s a round, set-up with the device key
-# cache and the workers' start; prep_msm's ~8 calls are in it, so the allowance below counts them twice); cpu:10: perf-gate.toml's CPU workload on the 2-core dev machine,
-# 10 rounds x 9 samples in 25.6 s.
+# cache and the workers' start; prep_msm's ~8 calls are in it, so the allowance below counts them twice);
+# cpu:10: perf-gate.toml's CPU workload on the 2-core dev machine, 10 rounds x 9 samples in 25.6 s.
 GATE_ROUND_S = {"cpu:8": (0.9, 0.1), "cpu:10": (1.2, 0.15), "cuda:16": (11.0, 0.92), "cuda:18": (11.0, 0.92),
                 "cuda:porep_partition:24": (10.0, 0.62)}
 
