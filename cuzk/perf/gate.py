@@ -101,6 +101,7 @@ class WorkerProcess:
         self.timeout = timeout
         self.log = log
         self.err = tempfile.TemporaryFile(mode="w+")        # a file, not a pipe: it can never fill and block
+        self.frozen, self._pids = False, None
         self.next_id = 0
         req_r, self._req_w = os.pipe()
         self._rep_r, rep_w = os.pipe()
@@ -135,6 +136,22 @@ class WorkerProcess:
         if getattr(self, "_pids", None) is None:
             return []
         return sorted(set(session_pids(self.p.pid)) - set(self._pids))
+
+    def escaped(self) -> list[int]:
+        """Processes descended from the worker (by parent) that left its session (setsid): out of reach of
+        freeze() and of the per-sample reads. An orphan's parent is the gate (subreaper()), checked apart."""
+        table = proc_table()
+        inside, out = {self.p.pid} | set(self._pids or ()), []
+        grew = True
+        while grew:
+            grew = False
+            for pid, (ppid, sid) in table.items():
+                if ppid in inside and pid not in inside:
+                    inside.add(pid)
+                    grew = True
+                    if sid != self.p.pid:
+                        out.append(pid)
+        return sorted(out)
 
     def usage(self) -> Usage | None:
         """What its processes (those of its session at the first call) have run so far, in one pass over /proc;
@@ -201,6 +218,36 @@ class WorkerProcess:
             if not moved:
                 return
 
+    def freeze(self) -> bool:
+        """Stop every process of the worker (SIGSTOP: no handler, no exception) until thaw(), and wait until each
+        of their threads is stopped: while its rival samples, an idle worker runs nothing at all, on the CPU or,
+        through a launch, on the GPU. The processes are those of its session at its first usage (its process
+        group and each of them); one started later is named at the round's end. False where a thread did not
+        stop within FREEZE_WAIT_S (something continues it)."""
+        if getattr(self, "_pids", None) is None:
+            self._pids = session_pids(self.p.pid)
+        self._signal(signal.SIGSTOP)
+        self.frozen = True
+        end = time.perf_counter() + FREEZE_WAIT_S
+        while not all_stopped(self._pids):
+            if time.perf_counter() > end:
+                return False
+            time.sleep(0.0001)
+        return True
+
+    def thaw(self) -> None:
+        """Continue what freeze() stopped (before the worker's own sample, its quit, its close)."""
+        if getattr(self, "frozen", False):
+            self._signal(signal.SIGCONT)
+            self.frozen = False
+
+    def _signal(self, sig) -> None:
+        for send, target in [(os.killpg, self.p.pid)] + [(os.kill, pid) for pid in (self._pids or [])]:
+            try:
+                send(target, sig)
+            except OSError:
+                pass                                     # gone, or its group left: what stays is checked
+
     def send(self, msg: dict) -> None:
         self.next_id += 1
         try:
@@ -252,6 +299,7 @@ class WorkerProcess:
         self.close()
 
     def close(self) -> None:
+        self.thaw()
         if self.p.poll() is None:
             try:
                 self._req.close()
@@ -353,7 +401,7 @@ class _Stop(Exception):
 
 
 def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn, log,
-           key_dirs: dict | None = None) -> None:
+           key_dirs: dict | None = None, reaping: bool = False) -> None:
     order = SIDES if r % 2 == 0 else SIDES[::-1]
     workers: dict = {}
     side = order[0]
@@ -362,12 +410,17 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
     def fail(status: str, message: str, discards=()):
         blame(side, status, message, discards)
 
+    def fail_round(status: str, message: str):        # not one side's: which worker's code it was, is unknown
+        oc.status, oc.message = status, message
+        raise _Stop
+
     def blame(who: str, status: str, message: str, discards=()):
         oc.status, oc.message = status, f"{who} ({shas[who][:10]}), round {r + 1}: {message}".strip()
         oc.discards += len(discards)
         raise _Stop
 
     t0 = time.perf_counter()
+    orphans_before = gate_children() if reaping else None
     # From round 2, GPU workloads set up both at once (nothing is timed yet, and they are given round 1's
     # calls per sample): a round costs one set-up, not two. Round 1 and host-timed workloads set up one
     # after the other: the first worker calibrates the calls per sample alone, as a rival's set-up beside
@@ -432,19 +485,29 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
         idle_most: dict = {}              # per side, the most CPU ms it ran while idle during one rival sample
         idle_ticks: dict = {}             # per side, clock ticks it ran while idle, over the round
         idle_where: dict = {}             # per side, beside which sample and in which thread that most ran
+        frozen: dict = {}                 # per side, stopped beside every rival sample (False: not, or not always)
         for i in range(cfg.samples):
             for a in areas:
                 for side in (order if i % 2 == 0 else order[::-1]):
                     asking = f"phase {a}"
                     other = SIDES[1 - SIDES.index(side)]
                     rival = workers[other]
+                    asking = f"stopping the idle worker beside {a}"
+                    stopped = _freeze(rival)
+                    if stopped is False:
+                        blame(other, "untrusted", f"the idle worker (pid {rival.pid}) did not stop within "
+                                                  f"{FREEZE_WAIT_S:.0f} s before {side}'s sample of {a}: "
+                                                  f"something continues it")
+                    frozen[other] = frozen.get(other, True) and bool(stopped)
+                    _thaw(workers[side])
+                    asking = f"phase {a}"
                     before = _usage(rival)
                     t_ask = time.perf_counter()
                     rep = workers[side].ask({"sample": a})
                     asked[side][a].append(round(time.perf_counter() - t_ask, 6))
                     after = _usage(rival)
                     _check_idle(rival.pid, before, after, f"{side}'s sample of {a}", partial(blame, other),
-                                cfg.idle_cpu_s(oc.config))
+                                FROZEN_MOST_S if stopped else cfg.idle_cpu_s(oc.config), stopped=bool(stopped))
                     if before is not None and after is not None:
                         used = round(max(0.0, after.cpu_s - before.cpu_s) * 1e3, 3)
                         if used > idle_most.get(other, 0.0) or other not in idle_most:
@@ -471,7 +534,10 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
                     if rep.get("state") is not None:
                         states[side][a].append(rep["state"])
         for idle in SIDES:
+            _thaw(workers[idle])
             _check_new_processes(workers[idle], partial(blame, idle))
+        if orphans_before is not None:
+            _check_orphans(orphans_before, workers, lambda m: fail_round("untrusted", f"round {r + 1}: {m}"))
             if idle_ticks.get(idle, 0) * TICK_S > IDLE_TICKS_MOST_S:
                 blame(idle, "untrusted", f"the idle worker (pid {workers[idle].pid}) ran {idle_ticks[idle]} clock ticks "
                                          f"of CPU, its short-lived threads and children included, during its rival's "
@@ -502,9 +568,21 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
                                       "rival_idle_ms": beside[s][a],
                                       "number": ready[s]["numbers"][a]} for a in areas},
             "discards": done[s].get("discards", []), "peak_device_bytes": done[s].get("peak_device_bytes"),
-            "idle_cpu_ms": idle_most.get(s), "idle_cpu_where": idle_where.get(s)}
+            "idle_cpu_ms": idle_most.get(s), "idle_cpu_where": idle_where.get(s), "idle_stopped": frozen.get(s, False)}
         for s in SIDES}})
     log(f"  round {r + 1}/{cfg.rounds} {oc.config.spec.label()}: {time.perf_counter() - t0:.1f} s")
+
+
+def _freeze(worker) -> bool | None:
+    """Stop an idle worker (WorkerProcess.freeze); None for one that cannot be stopped (a scripted worker)."""
+    f = getattr(worker, "freeze", None)
+    return f() if f else None
+
+
+def _thaw(worker) -> None:
+    f = getattr(worker, "thaw", None)
+    if f:
+        f()
 
 
 def _usage(worker) -> Usage | None:
@@ -514,16 +592,22 @@ def _usage(worker) -> Usage | None:
 
 TICK_S = 1.0 / os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 0.01
 IDLE_TICKS_MOST_S = 0.05      # an idle worker's coarse CPU over a round's rival samples: a tick or two of wake-ups
+FROZEN_MOST_S = 0.0001        # a stopped worker's threads run nothing; this much is the kernel's accounting at most
 
 
-def _check_idle(pid: int, before: Usage | None, after: Usage | None, during: str, fail, most_s: float) -> None:
-    """An idle worker waits on its request pipe, so what it runs while its rival samples is a reply's tail and a
+def _check_idle(pid: int, before: Usage | None, after: Usage | None, during: str, fail, most_s: float,
+                stopped: bool = False) -> None:
+    """A worker stopped beside its rival's sample (freeze) runs nothing: any CPU of its threads means something
+    continued it. One the gate cannot stop waits on its request pipe, so what it runs is a reply's tail and a
     library thread's wake-up (a CPU worker's: microseconds; a GPU worker's driver thread, cuda-EvtHandlr, woken
-    beside the rival's syncs: up to 4 ms at 2^24 on the H200); a thread started or ended, or more than
-    [trust] max_idle_cpu_ms, is work of its own (something the measured code left running) beside the rival's
+    beside the rival's syncs: up to 4 ms at 2^24 on the H200); more than [trust] max_idle_cpu_ms is work of its
+    own. Either way a thread started or ended is: something the measured code left running beside the rival's
     sample, slowing it on the shared CPU or GPU."""
     if before is None or after is None:
         return
+    if stopped and after.cpu_s - before.cpu_s > most_s:
+        fail("untrusted", f"the idle worker (pid {pid}), stopped, ran {(after.cpu_s - before.cpu_s) * 1e3:.1f} ms of "
+                          f"CPU during {during}{_busiest_said(before, after)}: something continued it")
     if after.threads != before.threads:
         fail("untrusted", f"the idle worker (pid {pid}) started or ended threads during {during} "
                           f"({len(after.threads - before.threads)} new, {len(before.threads - after.threads)} gone): "
@@ -562,12 +646,40 @@ def _busiest_said(before: Usage, after: Usage) -> str:
 
 def _check_new_processes(worker, fail) -> None:
     """A process a worker started after its first sample (the per-sample check counts only those found then):
-    the measured code has no business starting one, and whatever it ran beside the samples is unaccounted."""
+    the measured code has no business starting one, and whatever it ran beside the samples is unaccounted. One
+    that left the worker's session, whenever started, is out of reach of the stop and the reads alike."""
     if getattr(worker, "new_processes", None) is None:
         return
     new = worker.new_processes()
     if new:
         fail("untrusted", f"the worker (pid {worker.pid}) started process(es) {', '.join(map(str, new))} while sampling")
+    out = getattr(worker, "escaped", lambda: [])()
+    if out:
+        _kill(out)
+        fail("untrusted", f"process(es) {', '.join(map(str, out))} of the worker (pid {worker.pid}) left its session: "
+                          f"they run out of reach of the stop beside the rival's samples")
+
+
+def _kill(pids, reap: bool = False) -> None:
+    """The measured code's processes that the gate found out of place: gone with the run (the gate's own
+    children, orphans it adopted, reaped too)."""
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+            if reap:
+                os.waitpid(pid, 0)
+        except OSError:
+            pass
+
+
+def _check_orphans(before: set[int], workers: dict, fail) -> None:
+    """A process orphaned to the gate during the round (the gate is their subreaper): a worker's code
+    double-forked it out of its session, out of reach of the stop and the reads."""
+    new = gate_children() - before - {w.pid for w in workers.values()}
+    if new:
+        _kill(new, reap=True)
+        fail(f"process(es) {', '.join(map(str, sorted(new)))} left a worker's session and were orphaned to the "
+             f"gate during the round: they run out of reach of the stop beside the rival's samples")
 
 
 def aa_record(res: GateResult, machine: str, date: str | None = None) -> dict:
@@ -647,9 +759,9 @@ def preflight(oc: Outcome, gpu_status=None) -> None:
         oc.message = f"{NO_GPU} ({why}); this workload is required"
 
 
-def session_pids(sid: int, proc: str = "/proc") -> list[int]:
-    """The process ids of session sid (a worker and what it started)."""
-    out = []
+def proc_table(proc: str = "/proc") -> dict[int, tuple[int, int]]:
+    """Every process this user may read: pid -> (parent pid, session id)."""
+    out = {}
     try:
         entries = os.listdir(proc)
     except OSError:
@@ -660,11 +772,52 @@ def session_pids(sid: int, proc: str = "/proc") -> list[int]:
         try:
             with open(f"{proc}/{d}/stat") as f:
                 stat = f.read()
-            if int(stat[stat.rindex(")") + 2:].split()[3]) == sid:    # after the name: state ppid pgrp session
-                out.append(int(d))
+            fields = stat[stat.rindex(")") + 2:].split()                # state ppid pgrp session ...
+            out[int(d)] = (int(fields[1]), int(fields[3]))
         except (OSError, ValueError, IndexError):
             continue                                         # gone meanwhile, or not ours to read
     return out
+
+
+def subreaper(on: bool) -> bool:
+    """Make the gate the parent of any process orphaned below it (Linux PR_SET_CHILD_SUBREAPER), so one that a
+    worker's code double-forked out of its session stays in sight; False where it cannot be set."""
+    try:
+        import ctypes
+        return ctypes.CDLL(None, use_errno=True).prctl(36, int(on), 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def gate_children(proc: str = "/proc") -> set[int]:
+    me = os.getpid()
+    return {pid for pid, (ppid, _) in proc_table(proc).items() if ppid == me}
+
+
+def session_pids(sid: int, proc: str = "/proc") -> list[int]:
+    """The process ids of session sid (a worker and what it started)."""
+    return [pid for pid, (_, s) in proc_table(proc).items() if s == sid]
+
+
+FREEZE_WAIT_S = 1.0     # a blocked or running thread stops in microseconds; one that does not is continued
+
+
+def all_stopped(pids, proc: str = "/proc") -> bool:
+    """Every thread of these processes stopped by a signal (state T), or gone (exited, or a zombie)."""
+    for pid in pids:
+        try:
+            tids = os.listdir(f"{proc}/{pid}/task")
+        except OSError:
+            continue                                         # gone
+        for tid in tids:
+            try:
+                with open(f"{proc}/{pid}/task/{tid}/stat") as f:
+                    stat = f.read()
+            except OSError:
+                continue
+            if stat[stat.rindex(")") + 2:][:1] not in ("T", "Z", "X"):
+                return False
+    return True
 
 
 def session_threads(sid: int, proc: str = "/proc") -> list[int]:
@@ -731,12 +884,17 @@ def run(repo: str | Path, base_ref: str, head_ref: str, cfg: GateConfig,
         log(f"cuzk gate: base {shas['base'][:10]} ({base_ref}) vs head {shas['head'][:10]} ({head_ref}), "
             f"{cfg.rounds} rounds x {cfg.samples} paired samples; estimated "
             + (f"{est:.0f} s" if est is not None else "(no figure for a target in cuzk/perf/suite.py GATE_ROUND_S)"))
-        for r in range(cfg.rounds):
-            for oc in result.outcomes:
-                if oc.status == "running":
-                    _round(cfg, oc, r, roots, shas, spawn, log, key_dirs)
-            if any(o.status in ("error", "untrusted") for o in result.outcomes):
-                break                       # the verdict is 2 whatever else happens: stop early
+        reaping = subreaper(True)
+        try:
+            for r in range(cfg.rounds):
+                for oc in result.outcomes:
+                    if oc.status == "running":
+                        _round(cfg, oc, r, roots, shas, spawn, log, key_dirs, reaping)
+                if any(o.status in ("error", "untrusted") for o in result.outcomes):
+                    break                       # the verdict is 2 whatever else happens: stop early
+        finally:
+            if reaping:
+                subreaper(False)
     failed = any(o.status in ("error", "untrusted") for o in result.outcomes)
     for oc in result.outcomes:
         if oc.status == "running":
@@ -819,7 +977,8 @@ def _check_doc(doc) -> None:
                 _check((sd.get("idle_cpu_ms") is None or (_finite(sd["idle_cpu_ms"], 0)
                                                           and sd["idle_cpu_ms"] <= MAX_SAMPLE_S * 1e3))
                        and (sd.get("idle_cpu_where") is None or (isinstance(sd["idle_cpu_where"], str)
-                                                                 and IDLE_WHERE.fullmatch(sd["idle_cpu_where"]))),
+                                                                 and IDLE_WHERE.fullmatch(sd["idle_cpu_where"])))
+                       and isinstance(sd.get("idle_stopped", False), bool),
                        f"outcome {i} round {r}: {side}: idle CPU")
                 for a in areas:
                     xs = sd["areas"].get(a, {}).get("samples") if isinstance(sd["areas"].get(a), dict) else None

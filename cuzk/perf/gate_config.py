@@ -52,7 +52,7 @@ class GateConfig:
     worker_cpus: int = 1        # both workers of a round pinned to the same CPUs (gate.worker_cpus); 0: not pinned
     max_discards: int = 10
     pause_s: float = 1.0
-    max_idle_cpu_ms: float = 10.0   # CPU an idle GPU worker may run while its rival samples (gate._check_idle)
+    max_idle_cpu_ms: float = 10.0   # CPU an idle GPU worker the gate cannot stop may run (gate._check_idle)
     max_idle_cpu_ms_host: float = 2.0   # and an idle worker of a host-timed (cpu) workload: no driver thread
     policy: TrustPolicy = TrustPolicy()
     workloads: list[WorkloadConfig] = field(default_factory=list)

@@ -227,6 +227,13 @@ def rival_idle(oc: Outcome) -> tuple[dict[str, tuple[float, float, int]], str | 
     return {a: (statistics.median(xs), max(xs), len(xs)) for a, xs in got.items() if xs}, where
 
 
+def idle_stopped(oc: Outcome) -> bool:
+    """Whether each side was stopped beside every one of its rival's samples, in every round (gate.json from
+    before the stop reads False)."""
+    return bool(oc.rounds) and all(rd.get(s, {}).get("idle_stopped") is True for rd in oc.rounds
+                                   for s in ("base", "head"))
+
+
 def _workloads(res: GateResult) -> str:
     return "; ".join(f"{o.config.spec.label()} ({', '.join(res.config.areas_for(o.config))})" for o in res.outcomes)
 
@@ -348,10 +355,12 @@ def markdown(res: GateResult, bisect: bool = True) -> str:
         if cost:
             out.append(sampling_line(*cost))
         idle, where = rival_idle(oc)
+        stopped = idle_stopped(oc)
         if idle:
-            out.append("Beside the samples, the idle rival ran (CPU ms, median / most; it waits on its pipe, a GPU "
-                       "worker's driver thread wakes): " + "; ".join(f"`{a}` {m:.2f} / {x:.2f}"
-                                                                     for a, (m, x, _) in idle.items())
+            how = ("stopped (SIGSTOP) beside each of them in every round" if stopped else
+                   "not stopped in every round; it waits on its pipe, a GPU worker's driver thread wakes")
+            out.append(f"Beside the samples, the idle rival ran (CPU ms, median / most; {how}): "
+                       + "; ".join(f"`{a}` {m:.2f} / {x:.2f}" for a, (m, x, _) in idle.items())
                        + (f"; the most of a round beside {inline(where)}." if where else "."))
         pre = preempted_samples(oc)
         if any(k for k, _ in pre.values()):

@@ -93,11 +93,12 @@ def test_a_a_passes(gate_repo, tmp_path):
             ar = r[s]["areas"]["tail_msm"]
             assert len(ar["asked_s"]) == len(ar["gc_s"]) == len(ar["preempted"]) == 3
             assert len(ar["host_s"]) == len(ar["guard_s"]) == 3      # the worker's wall and its NVML checks (none)
-            assert len(ar["rival_idle_ms"]) == 3 and all(0 <= x <= 2.0 for x in ar["rival_idle_ms"])
+            # the idle rival is stopped beside each sample: it runs nothing (FROZEN_MOST_S), not its allowance
+            assert len(ar["rival_idle_ms"]) == 3 and all(0 <= x <= 0.1 for x in ar["rival_idle_ms"])
             assert all(g <= h <= t and v * ar["number"] <= h and 0 <= c < t - h
                        for g, h, t, v, c in zip(ar["gc_s"], ar["host_s"], ar["asked_s"], ar["samples"], ar["guard_s"]))
             assert all(isinstance(k, int) and k >= 0 for k in ar["preempted"])
-            assert 0 <= r[s]["idle_cpu_ms"] <= 2.0     # the idle worker's most CPU beside one rival sample
+            assert 0 <= r[s]["idle_cpu_ms"] <= 0.1 and r[s]["idle_stopped"] is True  # its most beside one sample
             where = r[s]["idle_cpu_where"]                # beside which sample, in which thread (None: none ran)
             assert (where is None) == (r[s]["idle_cpu_ms"] == 0), where
             assert where is None or re.fullmatch(r"\w+: \d+ \([\w.?-]+\) [\d.]+ ms", where), where
@@ -109,7 +110,8 @@ def test_a_a_passes(gate_repo, tmp_path):
     assert all(set(r["times"]) == {"ready_s", "sampled_s", "closed_s"} for r in oc["rounds"])
     assert 0 < sum(sum(r["times"].values()) for r in oc["rounds"]) <= data["wall_s"]
     assert any(ln.startswith(f"Rounds: {len(oc['rounds'])} in ") for ln in p.stdout.splitlines())
-    assert any(ln.startswith("Beside the samples, the idle rival ran") for ln in p.stdout.splitlines())
+    assert any(ln.startswith("Beside the samples, the idle rival ran") and "stopped (SIGSTOP) beside each" in ln
+               for ln in p.stdout.splitlines())
     line = next(ln for ln in p.stdout.splitlines() if ln.startswith("Sampling: "))
     n = sum(len(r[s]["areas"][a]["samples"]) for r in oc["rounds"] for s in ("base", "head") for a in r[s]["areas"])
     assert line.startswith(f"Sampling: {n} samples in ") and ", NVML checks " in line
@@ -194,16 +196,82 @@ _t.Thread(target=_link, daemon=True).start()
 
 
 @pytest.mark.parametrize("name, code", [("spin", SPINNER), ("churn", CHURN)])
-def test_a_head_that_leaves_work_running_beside_the_base_samples_is_untrusted(gate_repo, tmp_path, name, code):
+def test_a_head_that_leaves_work_running_is_stopped_beside_the_base_samples(gate_repo, tmp_path, name, code):
     """Pull-request code that starts a thread of its own (spinning on the CPU the workers share, or launching
-    kernels on the GPU) would slow the base's samples and hide a regression: the idle worker's CPU is read
-    around each of its rival's samples, and any run of its own makes the run untrusted (exit 2), never a pass."""
+    kernels on the GPU) would slow the base's samples and hide a regression. The idle worker is stopped (SIGSTOP)
+    beside each of its rival's samples, so that work runs only beside the head's own: it slows the head, which
+    the gate then reports (exit 1), and the base's samples are untouched."""
     d, base, cfg = gate_repo
     _branch(d, base, name)
     head = commit_change(d, "cuzk/__init__.py", lambda t: t + code, "a background thread")
     p, data, _ = _gate(d, base, head, cfg, tmp_path)
+    assert p.returncode == 1, p.stdout + p.stderr
+    (oc,) = data["outcomes"]
+    assert oc["status"] == "ok" and any(c["verdict"] == "regression" for c in oc["comparisons"])
+    for rd in oc["rounds"]:
+        for s in ("base", "head"):
+            assert rd[s]["idle_stopped"] is True
+            assert rd[s]["idle_cpu_ms"] <= 0.1, rd[s]          # nothing ran beside a rival sample, the spinner neither
+    assert "PASS" not in p.stdout
+
+
+def _outside(what: str, double: bool = False, act: str = "_os.kill(_worker, 0)", pause: float = 0.01) -> str:
+    """Hostile code: a process forked out of the worker's session (setsid; double: through a child that exits at
+    once, so its parent is gone) that runs `act` on the worker until the worker is gone."""
+    return f"""
+
+# hostile: {what}
+import os as _os
+_worker = _os.getpid()
+if _os.fork() == 0:
+    if {double} and _os.fork() != 0:
+        _os._exit(0)
+    _os.setsid()
+    import time as _time
+    while True:
+        try:
+            {act}
+        except OSError:
+            _os._exit(0)
+        _time.sleep({pause})
+if {double}:
+    _os.wait()
+"""
+
+
+CONTINUER = _outside("a process out of the worker's session that continues it whenever it is stopped",
+                     act="_os.kill(_worker, 18)", pause=0.0002)      # SIGCONT
+ORPHAN = _outside("a grandchild out of the worker's session, its parent gone: no one's the gate reads", double=True)
+LEAVER = _outside("a child that leaves the worker's session (setsid) and stays, out of reach of the stop")
+
+
+@pytest.mark.parametrize("name, code, said", [("orphan", ORPHAN, "orphaned to the gate"),
+                                              ("leaver", LEAVER, "left its session")])
+def test_a_head_that_forks_out_of_its_session_is_untrusted(gate_repo, tmp_path, name, code, said):
+    """A process forked out of the worker's session (setsid) is not stopped with it: it could work beside the
+    base's samples. A child of the worker's that left is found by its parent; a double-forked orphan becomes
+    the gate's child, as the gate is the subreaper of what it starts. Either makes the run untrusted (exit 2)."""
+    d, base, cfg = gate_repo
+    _branch(d, base, name)
+    head = commit_change(d, "cuzk/__init__.py", lambda t: t + code, "a process out of the session")
+    p, data, _ = _gate(d, base, head, cfg, tmp_path)
+    assert p.returncode == 2 and data, p.stdout + p.stderr
+    (oc,) = data["outcomes"]
+    assert oc["status"] == "untrusted" and said in oc["message"], oc["message"]
+    assert "UNTRUSTED" in p.stdout and "PASS" not in p.stdout
+
+
+def test_a_head_that_continues_its_stopped_worker_is_untrusted(gate_repo, tmp_path):
+    """Stopping the idle worker is only worth what it holds: a helper process that left the worker's session and
+    sends it SIGCONT lets a spinning thread run beside the base's samples. The stopped worker's CPU is still read
+    around each rival sample, and any of it makes the run untrusted (exit 2), never a pass."""
+    d, base, cfg = gate_repo
+    _branch(d, base, "continuer")
+    head = commit_change(d, "cuzk/__init__.py", lambda t: t + SPINNER + CONTINUER, "a thread kept running")
+    p, data, _ = _gate(d, base, head, cfg, tmp_path)
     assert p.returncode == 2, p.stdout + p.stderr
     (oc,) = data["outcomes"]
-    assert oc["status"] == "untrusted"
-    assert oc["message"].startswith("head (") and "the idle worker" in oc["message"], oc["message"]
+    assert oc["status"] == "untrusted" and oc["message"].startswith("head ("), oc["message"]
+    assert ("something continued it" in oc["message"] or "did not stop" in oc["message"]
+            or "left its session" in oc["message"]), oc["message"]
     assert "UNTRUSTED" in p.stdout and "PASS" not in p.stdout

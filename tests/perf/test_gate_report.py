@@ -277,3 +277,16 @@ def test_the_report_says_what_the_idle_rival_ran_beside_the_samples():
     idle, where = rival_idle(types.SimpleNamespace(rounds=[rd]))
     assert idle == {"b_g2": (pytest.approx(0.85), 3.9, 4)} and where == "b_g2: 12 (cuda-EvtHandlr) 3.9 ms"
     assert rival_idle(types.SimpleNamespace(rounds=[{"base": {"areas": {"b_g2": {}}}}])) == ({}, None)
+
+
+def test_the_report_says_whether_the_idle_rival_was_stopped():
+    """The idle worker is stopped beside its rival's samples (gate.json's idle_stopped): the report says so only
+    where both sides were, in every round; a gate.json from before the stop, or one side not stopped, reads not."""
+    import types
+
+    from cuzk.perf.report import idle_stopped
+    both = {"base": {"idle_stopped": True}, "head": {"idle_stopped": True}}
+    assert idle_stopped(types.SimpleNamespace(rounds=[both, both]))
+    assert not idle_stopped(types.SimpleNamespace(rounds=[both, {**both, "head": {"idle_stopped": False}}]))
+    assert not idle_stopped(types.SimpleNamespace(rounds=[both, {"base": {}, "head": {}}]))
+    assert not idle_stopped(types.SimpleNamespace(rounds=[]))

@@ -508,7 +508,7 @@ def test_a_gate_json_with_crafted_round_times_is_refused_by_name(times):
 
 @pytest.mark.parametrize("key, value", [("idle_cpu_ms", -5.0), ("idle_cpu_ms", "nan"), ("idle_cpu_ms", True),
                                         ("idle_cpu_where", "b_g2: 12 (x\n# PWN) 3 ms"), ("idle_cpu_where", "x" * 10**6),
-                                        ("idle_cpu_where", 7)])
+                                        ("idle_cpu_where", 7), ("idle_stopped", "yes"), ("idle_stopped", 1)])
 def test_a_gate_json_with_crafted_idle_cpu_is_refused_by_name(key, value):
     """What an idle worker ran is data from a machine that ran the pull request: a number of ms, and where (phase,
     thread id and a name of word characters, ms), nothing else; a well-formed one loads."""
@@ -517,7 +517,7 @@ def test_a_gate_json_with_crafted_idle_cpu_is_refused_by_name(key, value):
     with pytest.raises(ValueError, match="round 1: head: idle CPU"):
         gate.from_dict(doc)
     doc["outcomes"][0]["rounds"][1]["head"].update(idle_cpu_ms=3.1,
-                                                   idle_cpu_where="b_g2: 12 (cuda-EvtHandlr) 3.1 ms")
+                                                   idle_cpu_where="b_g2: 12 (cuda-EvtHandlr) 3.1 ms", idle_stopped=True)
     gate.from_dict(doc)
 
 
