@@ -34,10 +34,10 @@ import math
 import random
 import statistics
 import sys
-from pathlib import Path
 
 import numpy as np
 
+from .. import files
 from .compare import REGRESSION, compare
 from .gate import GateJsonError, paired_log_ratios, read_json
 from .gate_config import min_p_value
@@ -185,6 +185,11 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", metavar="FILE")
     args = ap.parse_args(argv)
+    try:       # --json by the output rule, before any work: never one of the inputs, never a device or link clobbered
+        files.check_outputs({"--json": args.json}, {f"input {i + 1}": p for i, p in enumerate(args.gate_json)})
+    except files.OutputError as e:
+        print(f"power: {e}", file=sys.stderr)
+        return 2
     try:
         pools = load_pools(args.gate_json)
     except PowerInputError as e:
@@ -241,7 +246,11 @@ def main(argv=None) -> int:
                 (area, rate), = r["detection_rate"].items()
                 print(f"  {key}: detected in {rate:.1%} of the runs")
     if args.json:
-        Path(args.json).write_text(json.dumps(out, indent=1) + "\n")
+        try:
+            files.write_outputs({args.json: json.dumps(out, indent=1) + "\n"})
+        except files.OutputError as e:
+            print(f"power: {e}", file=sys.stderr)
+            return 2
     return 0
 
 

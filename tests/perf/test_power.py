@@ -6,6 +6,7 @@ import math
 import random
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -162,3 +163,23 @@ def test_a_round_offset_beyond_the_pairs_is_kept_at_any_sample_count(tmp_path):
     (pool,) = power.load_pools(paths).values()
     sd81 = float(power.np.std(power.modelled_rounds(pool, 81, 20000)["tail_msm"]))
     assert sd81 > 0.014                                   # the 2% offset (measured over 40 rounds) stays
+
+
+def test_json_follows_the_output_rule(tmp_path):
+    """--json is written by the project's output rule: checked before any work (an input or a folder named as
+    the output is one line, exit 2, the input untouched), and a link is written through, staying a link."""
+    good = _gate_json(tmp_path / "g.json", 0.02)
+    before = Path(good).read_bytes()
+    for target, what in ((good, "g.json"), (str(tmp_path), str(tmp_path.name))):
+        p = subprocess.run([sys.executable, "-m", "cuzk.perf.power", good, "--trials", "10", "--json", target],
+                           capture_output=True, text=True)
+        assert p.returncode == 2 and what in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+        assert not p.stdout
+    assert Path(good).read_bytes() == before
+    real, link = tmp_path / "real.json", tmp_path / "link.json"
+    real.write_text("old")
+    link.symlink_to(real)
+    p = subprocess.run([sys.executable, "-m", "cuzk.perf.power", good, "--trials", "10", "--json", str(link)],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert link.is_symlink() and "aa" in next(iter(json.loads(real.read_text()).values()))
