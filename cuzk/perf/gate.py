@@ -229,7 +229,7 @@ class WorkerProcess:
         self._signal(signal.SIGSTOP)
         self.frozen = True
         end = time.perf_counter() + FREEZE_WAIT_S
-        while not all_stopped(self._pids):
+        while not all_stopped(self._members()):
             if time.perf_counter() > end:
                 return False
             time.sleep(0.0001)
@@ -241,8 +241,13 @@ class WorkerProcess:
             self._signal(signal.SIGCONT)
             self.frozen = False
 
+    def _members(self) -> list[int]:
+        """Those of its first processes still in its session: a pid that ended and was given to another process
+        (of this user: another job's) is never signalled."""
+        return [pid for pid in (self._pids or []) if pid == self.p.pid or session_of(pid) == self.p.pid]
+
     def _signal(self, sig) -> None:
-        for send, target in [(os.killpg, self.p.pid)] + [(os.kill, pid) for pid in (self._pids or [])]:
+        for send, target in [(os.killpg, self.p.pid)] + [(os.kill, pid) for pid in self._members()]:
             try:
                 send(target, sig)
             except OSError:
@@ -777,6 +782,16 @@ def proc_table(proc: str = "/proc") -> dict[int, tuple[int, int]]:
         except (OSError, ValueError, IndexError):
             continue                                         # gone meanwhile, or not ours to read
     return out
+
+
+def session_of(pid: int, proc: str = "/proc") -> int | None:
+    """A process's session id; None where it is gone."""
+    try:
+        with open(f"{proc}/{pid}/stat") as f:
+            stat = f.read()
+        return int(stat[stat.rindex(")") + 2:].split()[3])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def subreaper(on: bool) -> bool:

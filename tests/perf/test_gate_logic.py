@@ -804,3 +804,30 @@ def test_an_idle_worker_whose_threads_change_or_whose_ticks_add_up_is_untrusted(
     assert res.exit_code == 2 and res.outcomes[0].status == "untrusted"
     assert res.outcomes[0].message.startswith("head (") and "clock ticks" in res.outcomes[0].message
     assert gate.run(d, base, head, _cfg(), spawn=FakeSpawn(), log=lambda m: None).exit_code == 0
+
+
+def test_a_stopped_worker_never_signals_a_pid_that_left_its_session(tmp_path):
+    """freeze() and thaw() signal the worker's first processes by pid: one that ended and whose pid another
+    process took (another job's) is no longer in the worker's session and is left alone."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    code = "import sys; sys.stdin.read()"
+    worker = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, start_new_session=True)
+    stranger = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, start_new_session=True)
+    try:
+        w = gate.WorkerProcess.__new__(gate.WorkerProcess)
+        w.p, w.frozen, w._pids = worker, False, [worker.pid, stranger.pid]     # as if stranger had taken a pid
+        assert w._members() == [worker.pid]
+        assert w.freeze() is True
+        time.sleep(0.05)
+        assert gate.all_stopped([worker.pid]) and not gate.all_stopped([stranger.pid])
+        w.thaw()
+        time.sleep(0.05)
+        assert not gate.all_stopped([worker.pid])
+    finally:
+        for p in (worker, stranger):
+            p.send_signal(signal.SIGKILL)
+            p.wait()
