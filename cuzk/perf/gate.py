@@ -499,10 +499,10 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
                     rival = workers[other]
                     asking = f"stopping the idle worker beside {a}"
                     stopped = _freeze(rival)
-                    if stopped is False:
-                        blame(other, "untrusted", f"the idle worker (pid {rival.pid}) did not stop within "
-                                                  f"{FREEZE_WAIT_S:.0f} s before {side}'s sample of {a}: "
-                                                  f"something continues it")
+                    if stopped is False:     # by whom is unknown: a process of either side may send SIGCONT
+                        fail_round("untrusted", f"round {r + 1}: the idle worker ({other}, pid {rival.pid}) did not "
+                                                f"stop within {FREEZE_WAIT_S:.0f} s before {side}'s sample of {a}: "
+                                                f"something continues it")
                     frozen[other] = frozen.get(other, True) and bool(stopped)
                     _thaw(workers[side])
                     asking = f"phase {a}"
@@ -511,7 +511,10 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
                     rep = workers[side].ask({"sample": a})
                     asked[side][a].append(round(time.perf_counter() - t_ask, 6))
                     after = _usage(rival)
-                    _check_idle(rival.pid, before, after, f"{side}'s sample of {a}", partial(blame, other),
+                    # a stopped worker that ran was continued, by a process of either side: not blamed on it
+                    unknown = partial(lambda o, st, m: fail_round(st, f"round {r + 1}, {o} idle: {m}"), other)
+                    _check_idle(rival.pid, before, after, f"{side}'s sample of {a}",
+                                unknown if stopped else partial(blame, other),
                                 FROZEN_MOST_S if stopped else cfg.idle_cpu_s(oc.config), stopped=bool(stopped))
                     if before is not None and after is not None:
                         used = round(max(0.0, after.cpu_s - before.cpu_s) * 1e3, 3)
@@ -540,9 +543,10 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
                         states[side][a].append(rep["state"])
         for idle in SIDES:
             _thaw(workers[idle])
-            _check_new_processes(workers[idle], partial(blame, idle))
         if orphans_before is not None:
             _check_orphans(orphans_before, workers, lambda m: fail_round("untrusted", f"round {r + 1}: {m}"))
+        for idle in SIDES:
+            _check_new_processes(workers[idle], partial(blame, idle))
             if idle_ticks.get(idle, 0) * TICK_S > IDLE_TICKS_MOST_S:
                 blame(idle, "untrusted", f"the idle worker (pid {workers[idle].pid}) ran {idle_ticks[idle]} clock ticks "
                                          f"of CPU, its short-lived threads and children included, during its rival's "

@@ -271,7 +271,7 @@ def test_a_head_that_continues_its_stopped_worker_is_untrusted(gate_repo, tmp_pa
     p, data, _ = _gate(d, base, head, cfg, tmp_path)
     assert p.returncode == 2, p.stdout + p.stderr
     (oc,) = data["outcomes"]
-    assert oc["status"] == "untrusted" and oc["message"].startswith("head ("), oc["message"]
-    assert ("something continued it" in oc["message"] or "did not stop" in oc["message"]
-            or "left its session" in oc["message"]), oc["message"]
+    # who continued it is unknown (a process of either side could): the round is named, not a side
+    assert oc["status"] == "untrusted" and oc["message"].startswith("round "), oc["message"]
+    assert ("something continued it" in oc["message"] or "did not stop" in oc["message"]), oc["message"]
     assert "UNTRUSTED" in p.stdout and "PASS" not in p.stdout

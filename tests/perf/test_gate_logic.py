@@ -803,6 +803,16 @@ def test_an_idle_worker_whose_threads_change_or_whose_ticks_add_up_is_untrusted(
     res = gate.run(d, base, head, _cfg(), spawn=Ticking(), log=lambda m: None)
     assert res.exit_code == 2 and res.outcomes[0].status == "untrusted"
     assert res.outcomes[0].message.startswith("head (") and "clock ticks" in res.outcomes[0].message
+
+    class BaseTicking(FakeSpawn):        # each side's ticks are checked, not the last side's alone
+        def __call__(self, root, timeout, setup_wide=False):
+            w = super().__call__(root, timeout, setup_wide)
+            if w.side == "base":
+                n = iter(range(0, 10**6, 2))
+                w.usage = lambda: gate.Usage(1.0, frozenset({1}), next(n))
+            return w
+    res = gate.run(d, base, head, _cfg(), spawn=BaseTicking(), log=lambda m: None)
+    assert res.exit_code == 2 and res.outcomes[0].message.startswith("base (") and "clock ticks" in res.outcomes[0].message
     assert gate.run(d, base, head, _cfg(), spawn=FakeSpawn(), log=lambda m: None).exit_code == 0
 
 
