@@ -145,7 +145,7 @@ class WorkerProcess:
         grew = True
         while grew:
             grew = False
-            for pid, (ppid, sid) in table.items():
+            for pid, (ppid, sid, _) in table.items():
                 if ppid in inside and pid not in inside:
                     inside.add(pid)
                     grew = True
@@ -315,6 +315,9 @@ class WorkerProcess:
                 except OSError:
                     self.p.kill()
                 self.p.wait()
+        left = session_pids(self.p.pid)       # what it started and left behind, its own process group or not
+        if left:
+            _kill(left)
         try:
             self._req.close()
         except OSError:
@@ -669,16 +672,35 @@ def _check_new_processes(worker, fail) -> None:
                           f"they run out of reach of the stop beside the rival's samples")
 
 
-def _kill(pids, reap: bool = False) -> None:
-    """The measured code's processes that the gate found out of place: gone with the run (the gate's own
-    children, orphans it adopted, reaped too)."""
-    for pid in pids:
-        try:
-            os.kill(pid, signal.SIGKILL)
-            if reap:
-                os.waitpid(pid, 0)
-        except OSError:
-            pass
+def _kill(pids, spare=None) -> None:
+    """The measured code's processes that the gate found out of place, gone with the run: each, every process
+    of their sessions and what descends from them, and, given `spare` (the gate's children to keep: its workers
+    and those it had before), any other child of the gate (an orphan it adopted), again until none is left (a
+    chain that forks anew as it is killed included); the adopted ones reaped."""
+    me, targets, sids = os.getpid(), set(pids), set()
+    for _ in range(1000):
+        table = proc_table()
+        sids |= {table[p][1] for p in targets if p in table} - {os.getsid(0)}
+        grew = True
+        while grew:
+            n = len(targets)
+            targets |= {p for p, (pp, sid, _) in table.items()
+                        if sid in sids or pp in targets or (spare is not None and pp == me and p not in spare)}
+            grew = len(targets) > n
+        live = [p for p in targets if p in table and table[p][2] not in ("Z", "X") and p != me]
+        for p in live:
+            try:
+                os.kill(p, signal.SIGKILL)
+            except OSError:
+                pass
+        for p in [p for p in targets if table.get(p, (0,))[0] == me and p not in (spare or ())]:
+            try:
+                os.waitpid(p, os.WNOHANG)
+            except OSError:
+                pass
+        if not live:
+            return
+        time.sleep(0.001)
 
 
 def _check_orphans(before: set[int], workers: dict, fail) -> None:
@@ -686,7 +708,7 @@ def _check_orphans(before: set[int], workers: dict, fail) -> None:
     double-forked it out of its session, out of reach of the stop and the reads."""
     new = gate_children() - before - {w.pid for w in workers.values()}
     if new:
-        _kill(new, reap=True)
+        _kill(new, spare=before | {w.pid for w in workers.values()})
         fail(f"process(es) {', '.join(map(str, sorted(new)))} left a worker's session and were orphaned to the "
              f"gate during the round: they run out of reach of the stop beside the rival's samples")
 
@@ -768,8 +790,8 @@ def preflight(oc: Outcome, gpu_status=None) -> None:
         oc.message = f"{NO_GPU} ({why}); this workload is required"
 
 
-def proc_table(proc: str = "/proc") -> dict[int, tuple[int, int]]:
-    """Every process this user may read: pid -> (parent pid, session id)."""
+def proc_table(proc: str = "/proc") -> dict[int, tuple[int, int, str]]:
+    """Every process this user may read: pid -> (parent pid, session id, state)."""
     out = {}
     try:
         entries = os.listdir(proc)
@@ -782,7 +804,7 @@ def proc_table(proc: str = "/proc") -> dict[int, tuple[int, int]]:
             with open(f"{proc}/{d}/stat") as f:
                 stat = f.read()
             fields = stat[stat.rindex(")") + 2:].split()                # state ppid pgrp session ...
-            out[int(d)] = (int(fields[1]), int(fields[3]))
+            out[int(d)] = (int(fields[1]), int(fields[3]), fields[0])
         except (OSError, ValueError, IndexError):
             continue                                         # gone meanwhile, or not ours to read
     return out
@@ -810,12 +832,12 @@ def subreaper(on: bool) -> bool:
 
 def gate_children(proc: str = "/proc") -> set[int]:
     me = os.getpid()
-    return {pid for pid, (ppid, _) in proc_table(proc).items() if ppid == me}
+    return {pid for pid, (ppid, _, _) in proc_table(proc).items() if ppid == me}
 
 
 def session_pids(sid: int, proc: str = "/proc") -> list[int]:
     """The process ids of session sid (a worker and what it started)."""
-    return [pid for pid, (_, s) in proc_table(proc).items() if s == sid]
+    return [pid for pid, (_, s, _) in proc_table(proc).items() if s == sid]
 
 
 FREEZE_WAIT_S = 1.0     # a blocked or running thread stops in microseconds; one that does not is continued

@@ -12,6 +12,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -245,8 +246,44 @@ ORPHAN = _outside("a grandchild out of the worker's session, its parent gone: no
 LEAVER = _outside("a child that leaves the worker's session (setsid) and stays, out of reach of the stop")
 
 
+CHAIN = """
+
+# hostile: a double-forked orphan that forks anew every millisecond and exits, so that no list of pids holds it
+import os as _os
+if _os.fork() == 0:
+    if _os.fork() != 0:
+        _os._exit(0)
+    _os.setsid()
+    import time as _time
+    _end = _time.time() + 30
+    while _time.time() < _end:
+        _time.sleep(0.001)
+        if _os.fork() != 0:
+            _os._exit(0)
+    _os._exit(0)
+_os.wait()
+"""
+
+
+def _left_with(marker: str) -> list[int]:
+    """Live processes whose environment holds marker (the gate's, inherited by its workers and their children)."""
+    out = []
+    for d in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{d}/environ", "rb") as f:
+                env = f.read()
+            with open(f"/proc/{d}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if marker.encode() in env and state not in ("Z", "X"):
+            out.append(int(d))
+    return out
+
+
 @pytest.mark.parametrize("name, code, said", [("orphan", ORPHAN, "orphaned to the gate"),
-                                              ("leaver", LEAVER, "left its session")])
+                                              ("leaver", LEAVER, "left its session"),
+                                              ("chain", CHAIN, "orphaned to the gate")])
 def test_a_head_that_forks_out_of_its_session_is_untrusted(gate_repo, tmp_path, name, code, said):
     """A process forked out of the worker's session (setsid) is not stopped with it: it could work beside the
     base's samples. A child of the worker's that left is found by its parent; a double-forked orphan becomes
@@ -259,6 +296,8 @@ def test_a_head_that_forks_out_of_its_session_is_untrusted(gate_repo, tmp_path, 
     (oc,) = data["outcomes"]
     assert oc["status"] == "untrusted" and said in oc["message"], oc["message"]
     assert "UNTRUSTED" in p.stdout and "PASS" not in p.stdout
+    time.sleep(0.2)
+    assert _left_with(str(tmp_path / "summary.md")) == []        # the gate killed them, the chain's last too
 
 
 def test_a_head_that_continues_its_stopped_worker_is_untrusted(gate_repo, tmp_path):
