@@ -508,12 +508,19 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
                                                 f"something continues it")
                     frozen[other] = frozen.get(other, True) and bool(stopped)
                     _thaw(workers[side])
+                    for w in (rival, workers[side]):        # the stop and the continue the gate just sent
+                        _stops_since(w)
                     asking = f"phase {a}"
                     before = _usage(rival)
                     t_ask = time.perf_counter()
                     rep = workers[side].ask({"sample": a})
                     asked[side][a].append(round(time.perf_counter() - t_ask, 6))
                     after = _usage(rival)
+                    for who, w in ((side, workers[side]), (other, rival)):
+                        if _stops_since(w):         # the workers are the gate's children: it hears of each
+                            fail_round("untrusted", f"round {r + 1}: the {who} worker (pid {w.pid}) was stopped or "
+                                                    f"continued during {side}'s sample of {a}, not by the gate: "
+                                                    f"a process of either side signals it")
                     # a stopped worker that ran was continued, by a process of either side: not blamed on it
                     unknown = partial(lambda o, st, m: fail_round(st, f"round {r + 1}, {o} idle: {m}"), other)
                     _check_idle(rival.pid, before, after, f"{side}'s sample of {a}",
@@ -583,6 +590,24 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
             "idle_cpu_ms": idle_most.get(s), "idle_cpu_where": idle_where.get(s), "idle_stopped": frozen.get(s, False)}
         for s in SIDES}})
     log(f"  round {r + 1}/{cfg.rounds} {oc.config.spec.label()}: {time.perf_counter() - t0:.1f} s")
+
+
+def _stops_since(worker) -> int:
+    """How many stops and continues of a worker (the gate's child) were reported since the last call (waitid
+    with WSTOPPED | WCONTINUED: exits are left to Popen); 0 for a scripted worker."""
+    pid = getattr(worker, "pid", None)
+    if not isinstance(getattr(worker, "p", None), subprocess.Popen) or not hasattr(os, "waitid"):
+        return 0
+    n = 0
+    for _ in range(64):
+        try:
+            got = os.waitid(os.P_PID, pid, os.WSTOPPED | os.WCONTINUED | os.WNOHANG)
+        except ChildProcessError:
+            break
+        if got is None or got.si_pid == 0:
+            break
+        n += 1
+    return n
 
 
 def _freeze(worker) -> bool | None:

@@ -240,6 +240,20 @@ if {double}:
 """
 
 
+STOPPER = _outside("a process out of the head's session that, while the head is stopped (the base samples), "
+                   "stops the base's worker for 2 ms: a slower base, no CPU spent",
+                   act=(
+                       "_st = open(f'/proc/{_worker}/stat').read().rsplit(')', 1)[1].split()\n"
+                       "            if _st[0] == 'T':\n"
+                       "                for _d in _os.listdir('/proc'):\n"
+                       "                    if _d.isdigit() and int(_d) != _worker:\n"
+                       "                        try:\n"
+                       "                            _o = open(f'/proc/{_d}/stat').read().rsplit(')', 1)[1].split()\n"
+                       "                        except OSError:\n"
+                       "                            continue\n"
+                       "                        if int(_o[1]) == int(_st[1]):\n"
+                       "                            _os.kill(int(_d), 19); _time.sleep(0.002); _os.kill(int(_d), 18)"),
+                   pause=0.001)
 CONTINUER = _outside("a process out of the worker's session that continues it whenever it is stopped",
                      act="_os.kill(_worker, 18)", pause=0.0002)      # SIGCONT
 ORPHAN = _outside("a grandchild out of the worker's session, its parent gone: no one's the gate reads", double=True)
@@ -298,6 +312,20 @@ def test_a_head_that_forks_out_of_its_session_is_untrusted(gate_repo, tmp_path, 
     assert "UNTRUSTED" in p.stdout and "PASS" not in p.stdout
     time.sleep(0.2)
     assert _left_with(str(tmp_path / "summary.md")) == []        # the gate killed them, the chain's last too
+
+
+def test_a_head_that_stops_the_base_worker_while_it_samples_is_untrusted(gate_repo, tmp_path):
+    """A process out of the head's session could stop the base's worker (SIGSTOP, SIGCONT) in the middle of its
+    sample: the base reads slower, and no CPU is spent anywhere. The workers are the gate's children, so it hears
+    of every stop and continue (waitid): one it did not send, during a sample, makes the run untrusted."""
+    d, base, cfg = gate_repo
+    _branch(d, base, "stopper")
+    head = commit_change(d, "cuzk/__init__.py", lambda t: t + STOPPER, "the base stopped while it samples")
+    p, data, _ = _gate(d, base, head, cfg, tmp_path)
+    assert p.returncode == 2 and data, p.stdout + p.stderr
+    (oc,) = data["outcomes"]
+    assert oc["status"] == "untrusted" and "not by the gate" in oc["message"], oc["message"]
+    assert "UNTRUSTED" in p.stdout and "PASS" not in p.stdout
 
 
 def test_a_head_that_continues_its_stopped_worker_is_untrusted(gate_repo, tmp_path):
