@@ -30,6 +30,7 @@ from typing import Callable
 
 from . import checkout
 from .compare import NOT_RESOLVED, REGRESSION, Comparison, compare, resolved
+from .disk_watch import Watched, changed_message, shared_caches
 from .gate_config import GateConfig, WorkloadConfig
 from .noise import NoiseError, Threshold, make_record, spec_key
 from .suite import gate_estimate_s
@@ -97,6 +98,7 @@ class WorkerProcess:
         env = dict(os.environ)
         self.cpus = cpus
         env["PYTHONPATH"] = str(root)
+        env["PYTHONDONTWRITEBYTECODE"] = "1"    # nothing written into the trees: a change there is a rewrite
         env.pop("CUZK_OPT", None)
         self.timeout = timeout
         self.log = log
@@ -592,6 +594,18 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
     log(f"  round {r + 1}/{cfg.rounds} {oc.config.spec.label()}: {time.perf_counter() - t0:.1f} s")
 
 
+def _disk_changed(watched: list[Watched], outcomes: list[Outcome], r: int) -> bool:
+    """After round r, each watched place as it was: else every workload still running is untrusted."""
+    for w in watched:
+        paths = w.changes()
+        if paths:
+            for oc in outcomes:
+                if oc.status == "running":
+                    oc.status, oc.message = "untrusted", f"round {r}: {changed_message(w, paths)}"
+            return True
+    return False
+
+
 def _stops_since(worker) -> int:
     """How many stops and continues of a worker (the gate's child) were reported since the last call (waitid
     with WSTOPPED | WCONTINUED: exits are left to Popen); 0 for a scripted worker."""
@@ -950,14 +964,27 @@ def run(repo: str | Path, base_ref: str, head_ref: str, cfg: GateConfig,
         log(f"cuzk gate: base {shas['base'][:10]} ({base_ref}) vs head {shas['head'][:10]} ({head_ref}), "
             f"{cfg.rounds} rounds x {cfg.samples} paired samples; estimated "
             + (f"{est:.0f} s" if est is not None else "(no figure for a target in cuzk/perf/suite.py GATE_ROUND_S)"))
+        # what the workers load from disk: a change between rounds is code or data that the next worker of a
+        # side would load unmeasured (the head's code runs as the same user and could rewrite the base's)
+        watched = [Watched(f"the {s} tree", Path(tmp) / s, closed=True) for s in SIDES] + shared_caches()
+        for w in watched:
+            w.take()
         reaping = subreaper(True)
         try:
             for r in range(cfg.rounds):
+                if r and _disk_changed(watched, result.outcomes, r):
+                    break
+                if r == 1:             # each side's key, made in round 1, loaded as it is from then on
+                    for s in SIDES:
+                        watched.append(Watched(f"the {s} key folder", key_dirs[s], closed=True))
+                        watched[-1].take()
                 for oc in result.outcomes:
                     if oc.status == "running":
                         _round(cfg, oc, r, roots, shas, spawn, log, key_dirs, reaping)
                 if any(o.status in ("error", "untrusted") for o in result.outcomes):
                     break                       # the verdict is 2 whatever else happens: stop early
+            else:
+                _disk_changed(watched, result.outcomes, cfg.rounds)
         finally:
             if reaping:
                 subreaper(False)
