@@ -70,5 +70,22 @@ cp "$OUT"/*.json "$W"/ 2>/dev/null
 # does the idle rival's CPU beside a sample follow how slow it was (docs/runners.md 4.1)?
 mapfile -t gj < <(find "$W" -path '*/repo' -prune -o -name gate.json -print)
 [ "${#gj[@]}" -eq 0 ] || python3 -m cuzk.perf.rival_idle "${gj[@]}" || true
+# what else ran on the sampling CPU beside the samples (foreign_ms): the honest level a rule is set from
+[ "${#gj[@]}" -eq 0 ] || python3 - "${gj[@]}" <<'EOF' || true
+import json, sys
+per, sums = {}, []
+for f in sys.argv[1:]:
+    for o in json.load(open(f))["outcomes"]:
+        for rd in o["rounds"]:
+            for s in ("base", "head"):
+                xs = {a: [x for x in ar.get("foreign_ms") or [] if x is not None] for a, ar in rd[s]["areas"].items()}
+                for a, v in xs.items():
+                    per.setdefault(a, []).extend(v)
+                sums.append(sum(sum(v) for v in xs.values()))
+q = lambda v, p: sorted(v)[min(len(v) - 1, int(p * len(v)))] if v else float("nan")
+for a, v in per.items():
+    print(f"foreign_ms {a:15s} n={len(v)} median {q(v, .5):.3f} p99 {q(v, .99):.3f} max {max(v, default=0):.3f}")
+print(f"foreign_ms a round's sum: median {q(sums, .5):.3f} p99 {q(sums, .99):.3f} max {max(sums, default=0):.3f}")
+EOF
 echo "=== $TAG: $(( $(date +%s) - T0 )) s"
 [ "${#table[@]}" -eq 0 ] || printf '%s\n' "${table[@]}"

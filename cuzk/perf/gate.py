@@ -85,6 +85,7 @@ class Usage:
     threads: frozenset
     ticks: int
     per_thread: tuple = ()          # (tid, ns) of each live thread: which one ran, when one ran too much
+    delay_ns: int | None = None     # the main (sampling) thread's time runnable but not running (schedstat's 2nd)
 
 
 class WorkerProcess:
@@ -161,7 +162,7 @@ class WorkerProcess:
         it moves while its rival samples."""
         if getattr(self, "_pids", None) is None:
             self._pids = session_pids(self.p.pid)
-        ns, ticks, seen, alive, each = 0, 0, False, set(), []
+        ns, ticks, seen, alive, each, delay = 0, 0, False, set(), [], None
         for pid in self._pids:
             try:
                 with open(f"/proc/{pid}/stat") as f:
@@ -174,13 +175,16 @@ class WorkerProcess:
             for tid in tids:
                 try:
                     with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
-                        t_ns = int(f.read().split()[0])
+                        fields = f.read().split()
+                    t_ns = int(fields[0])
+                    if tid == str(self.p.pid):
+                        delay = int(fields[1])
                     ns += t_ns
                     each.append((int(tid), t_ns))
                     seen = True
                 except (OSError, ValueError, IndexError):
                     continue
-        return Usage(ns / 1e9, frozenset(alive), ticks, tuple(each)) if seen else None
+        return Usage(ns / 1e9, frozenset(alive), ticks, tuple(each), delay) if seen else None
 
     def stderr(self) -> str:
         """What the worker and the measured code printed (fd 1 and 2)."""
@@ -491,6 +495,7 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
         hosted = {s: {a: [] for a in areas} for s in SIDES}      # the worker's wall around the calls, set-up included
         guarded = {s: {a: [] for a in areas} for s in SIDES}     # its NVML checks around them
         beside = {s: {a: [] for a in areas} for s in SIDES}      # CPU ms the idle rival ran beside the sample
+        foreign = {s: {a: [] for a in areas} for s in SIDES}     # ms the sampling thread waited for others' work
         preempted = {s: {a: [] for a in areas} for s in SIDES}   # the sampling thread switched out while timed
         idle_most: dict = {}              # per side, the most CPU ms it ran while idle during one rival sample
         idle_ticks: dict = {}             # per side, clock ticks it ran while idle, over the round
@@ -513,11 +518,12 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
                     for w in (rival, workers[side]):        # the stop and the continue the gate just sent
                         _stops_since(w)
                     asking = f"phase {a}"
-                    before = _usage(rival)
+                    before, own = _usage(rival), _usage(workers[side])
                     t_ask = time.perf_counter()
                     rep = workers[side].ask({"sample": a})
                     asked[side][a].append(round(time.perf_counter() - t_ask, 6))
                     after = _usage(rival)
+                    foreign[side][a].append(foreign_ms(own, _usage(workers[side]), workers[side].pid))
                     for who, w in ((side, workers[side]), (other, rival)):
                         if _stops_since(w):         # the workers are the gate's children: it hears of each
                             fail_round("untrusted", f"round {r + 1}: the {who} worker (pid {w.pid}) was stopped or "
@@ -586,7 +592,7 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
         s: {**ready[s], "areas": {a: {"samples": got[s][a], "energy_j": energy[s][a], "states": states[s][a],
                                       "asked_s": asked[s][a], "gc_s": collected[s][a], "host_s": hosted[s][a],
                                       "guard_s": guarded[s][a], "preempted": preempted[s][a],
-                                      "rival_idle_ms": beside[s][a],
+                                      "rival_idle_ms": beside[s][a], "foreign_ms": foreign[s][a],
                                       "number": ready[s]["numbers"][a]} for a in areas},
             "discards": done[s].get("discards", []), "peak_device_bytes": done[s].get("peak_device_bytes"),
             "idle_cpu_ms": idle_most.get(s), "idle_cpu_where": idle_where.get(s), "idle_stopped": frozen.get(s, False)}
@@ -622,6 +628,18 @@ def _stops_since(worker) -> int:
             break
         n += 1
     return n
+
+
+def foreign_ms(before: Usage | None, after: Usage | None, pid: int) -> float | None:
+    """What else ran on the sampling CPU while the sampling thread (the worker's main one) wanted it, in ms: the
+    time it waited runnable (its run delay) less what its worker's other threads ran meanwhile (they share its
+    CPU). Whoever that was (a process the gate cannot see, another job) it took the sample's CPU; None where the
+    kernel keeps no run delay."""
+    if before is None or after is None or before.delay_ns is None or after.delay_ns is None:
+        return None
+    main = dict(after.per_thread).get(pid, 0) - dict(before.per_thread).get(pid, 0)
+    others = (after.cpu_s - before.cpu_s) * 1e9 - main
+    return round(max(0.0, after.delay_ns - before.delay_ns - max(0.0, others)) / 1e6, 3)
 
 
 def _freeze(worker) -> bool | None:
@@ -1091,10 +1109,11 @@ def _check_doc(doc) -> None:
                     v = ar.get("preempted", [])
                     _check(isinstance(v, list) and len(v) <= len(ar.get("samples") or []) and all(
                         x is None or _count(x) for x in v), f"{where}: preempted is not a list of counts, one a sample")
-                    v = ar.get("rival_idle_ms", [])
-                    _check(isinstance(v, list) and len(v) <= len(ar.get("samples") or []) and all(
-                        x is None or (_finite(x, 0) and x <= MAX_SAMPLE_S * 1e3) for x in v),
-                        f"{where}: rival_idle_ms is not a list of ms, one a sample")
+                    for k in ("rival_idle_ms", "foreign_ms"):
+                        v = ar.get(k, [])
+                        _check(isinstance(v, list) and len(v) <= len(ar.get("samples") or []) and all(
+                            x is None or (_finite(x, 0) and x <= MAX_SAMPLE_S * 1e3) for x in v),
+                            f"{where}: {k} is not a list of ms, one a sample")
                     asked_s, parts = ar.get("asked_s") or [], [ar.get("host_s") or [], ar.get("guard_s") or []]
                     _check(all(t is None or x is None or x <= t for xs in parts for t, x in zip(asked_s, xs)),
                            f"{where}: host_s or guard_s is more than the sample's round trip")

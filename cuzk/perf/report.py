@@ -227,6 +227,19 @@ def rival_idle(oc: Outcome) -> tuple[dict[str, tuple[float, float, int]], str | 
     return {a: (statistics.median(xs), max(xs), len(xs)) for a, xs in got.items() if xs}, where
 
 
+def foreign_work(oc: Outcome) -> dict[str, tuple[float, float, int]]:
+    """Per phase, (median, most, samples) of what else ran on the sampling CPU while the sampling thread
+    wanted it (foreign_ms), over every round and side; phases without the figure are left out."""
+    got: dict[str, list[float]] = {}
+    for rd in oc.rounds:
+        for s in ("base", "head"):
+            for a, ar in rd.get(s, {}).get("areas", {}).items():
+                got.setdefault(a, []).extend(x for x in ar.get("foreign_ms") or []
+                                             if isinstance(x, (int, float)) and not isinstance(x, bool)
+                                             and math.isfinite(x))
+    return {a: (statistics.median(xs), max(xs), len(xs)) for a, xs in got.items() if xs}
+
+
 def idle_stopped(oc: Outcome) -> bool:
     """Whether each side was stopped beside every one of its rival's samples, in every round (gate.json from
     before the stop reads False)."""
@@ -362,6 +375,11 @@ def markdown(res: GateResult, bisect: bool = True) -> str:
             out.append(f"Beside the samples, the idle rival ran (CPU ms, median / most; {how}): "
                        + "; ".join(f"`{a}` {m:.2f} / {x:.2f}" for a, (m, x, _) in idle.items())
                        + (f"; the most of a round beside {inline(where)}." if where else "."))
+        other = foreign_work(oc)
+        if other:
+            out.append("On the sampling CPU, other work ran while the sampling thread waited (ms, median / most; its "
+                       "run delay less its worker's other threads): "
+                       + "; ".join(f"`{a}` {m:.2f} / {x:.2f}" for a, (m, x, _) in other.items()) + ".")
         pre = preempted_samples(oc)
         if any(k for k, _ in pre.values()):
             out.append("Switched out while timed (the sampling thread preempted on its CPU; a host-paced phase's "

@@ -347,6 +347,54 @@ def test_a_head_that_stops_the_base_worker_while_it_samples_is_untrusted(gate_re
     assert "UNTRUSTED" in p.stdout and "PASS" not in p.stdout
 
 
+UNSEEN = """
+
+# hostile: a helper out of the head's session, reaped by the kernel (SIGCHLD ignored) so that no trace of it is
+# left at the round's end, that spins on the shared CPU only while the head is stopped, i.e. beside the base's
+# samples, for 20 ms of them, and is gone before the head's next sample
+import os as _os
+import signal as _signal
+_worker = _os.getpid()
+_signal.signal(_signal.SIGCHLD, _signal.SIG_IGN)
+if _os.fork() == 0:
+    _os.setsid()
+    import time as _time
+    _spun, _end = 0.0, _time.time() + 120
+    while _time.time() < _end:
+        try:
+            _state = open(f"/proc/{_worker}/stat").read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            _os._exit(0)
+        if _state == "T":
+            _t = _time.perf_counter()
+            while _time.perf_counter() - _t < 0.001:
+                pass
+            _spun += _time.perf_counter() - _t
+        elif _spun >= 0.02:
+            break
+        else:
+            _time.sleep(0.0002)
+    _os._exit(0)
+"""
+
+
+def test_work_on_the_sampling_cpu_from_out_of_sight_is_measured(gate_repo, tmp_path):
+    """A helper out of the head's session that works on the shared CPU only beside the base's samples and leaves
+    no trace by the round's end is out of reach of the stop and of the process checks. The sampling thread's
+    run delay, less its own worker's other threads, measures what else took its CPU, whoever it was: gate.json
+    keeps it per sample (foreign_ms) and the report prints it. (No rule judges it yet: its honest level on a
+    GPU runner comes first.)"""
+    d, base, cfg = gate_repo
+    _branch(d, base, "unseen")
+    head = commit_change(d, "cuzk/__init__.py", lambda t: t + UNSEEN, "a helper beside the base's samples")
+    p, data, _ = _gate(d, base, head, cfg, tmp_path)
+    assert data and data["outcomes"][0]["rounds"], p.stdout + p.stderr
+    rounds = data["outcomes"][0]["rounds"]
+    base_ms = [x for rd in rounds for ar in rd["base"]["areas"].values() for x in ar["foreign_ms"] if x is not None]
+    assert base_ms and max(base_ms) >= 1.0, base_ms
+    assert any(ln.startswith("On the sampling CPU, other work ran") for ln in p.stdout.splitlines())
+
+
 def test_a_head_that_continues_its_stopped_worker_is_untrusted(gate_repo, tmp_path):
     """Stopping the idle worker is only worth what it holds: a helper process that left the worker's session and
     sends it SIGCONT lets a spinning thread run beside the base's samples. The stopped worker's CPU is still read

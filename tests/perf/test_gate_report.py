@@ -290,3 +290,13 @@ def test_the_report_says_whether_the_idle_rival_was_stopped():
     assert not idle_stopped(types.SimpleNamespace(rounds=[both, {**both, "head": {"idle_stopped": False}}]))
     assert not idle_stopped(types.SimpleNamespace(rounds=[both, {"base": {}, "head": {}}]))
     assert not idle_stopped(types.SimpleNamespace(rounds=[]))
+
+
+def test_the_report_says_what_else_ran_on_the_sampling_cpu():
+    """foreign_ms per sample, pooled per phase over rounds and sides; crafted non-numbers are left out."""
+    import types
+
+    from cuzk.perf.report import foreign_work
+    rd = {"base": {"areas": {"b_g2": {"foreign_ms": [0.1, 4.0, None, True]}}},
+          "head": {"areas": {"b_g2": {"foreign_ms": [0.3]}, "tail_msm": {}}}}
+    assert foreign_work(types.SimpleNamespace(rounds=[rd])) == {"b_g2": (pytest.approx(0.3), 4.0, 3)}

@@ -473,6 +473,7 @@ def test_the_no_gpu_verdict_names_cpu_only():
     ("preempted", [-1, 0, 0], "preempted is not a list of counts"),
     ("host_s", [0.1, -1.0, 0.1], "host_s is not a list"), ("guard_s", "0.1", "guard_s is not a list"),
     ("rival_idle_ms", [0.1, float("nan"), 0.1], "rival_idle_ms is not a list"),
+    ("foreign_ms", [0.1, -1.0, 0.1], "foreign_ms is not a list"), ("foreign_ms", [0.1] * 4, "foreign_ms is not a list"),
     ("rival_idle_ms", [0.1] * 4, "rival_idle_ms is not a list"),
 ])
 def test_a_gate_json_with_crafted_sampling_costs_is_refused_by_name(key, value, what):
