@@ -504,7 +504,6 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
         for i in range(cfg.samples):
             for a in areas:
                 for side in (order if i % 2 == 0 else order[::-1]):
-                    asking = f"phase {a}"
                     other = SIDES[1 - SIDES.index(side)]
                     rival = workers[other]
                     asking = f"stopping the idle worker beside {a}"
