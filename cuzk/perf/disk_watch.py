@@ -6,7 +6,8 @@ A file's state is its inode, size, modification and change time (lstat): the cha
 every write, rename or chmod and no unprivileged call sets it back, so a file rewritten and its times restored
 still reads as changed. A watched place is either closed (no file may change, come or go: the trees, a key folder
 once its key is made) or a cache (files may come, as a kernel is built or a key made, but none that was there may
-change or go).
+change or go); a cache is taken again after each clean check, so an entry made in one round is watched from the
+next (the gate's _disk_changed).
 """
 from __future__ import annotations
 

@@ -608,6 +608,8 @@ def _disk_changed(watched: list[Watched], outcomes: list[Outcome], r: int) -> bo
                 if oc.status == "running":
                     oc.status, oc.message = "untrusted", f"round {r}: {changed_message(w, paths)}"
             return True
+        if not w.closed:
+            w.take()                # a cache's files that came (a kernel built, a key made) are watched from now
     return False
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import random
 import re
 import shlex
@@ -841,3 +842,18 @@ def test_a_stopped_worker_never_signals_a_pid_that_left_its_session(tmp_path):
         for p in (worker, stranger):
             p.send_signal(signal.SIGKILL)
             p.wait()
+
+
+def test_a_cache_entry_made_during_the_gate_is_watched_from_the_next_round(tmp_path):
+    """A cache may gain files (a kernel built in round 1), but one it gained may not change later: the gate takes
+    a cache again after each clean check; a closed place (a checkout) keeps its first state."""
+    from cuzk.perf.disk_watch import Watched
+    cache = Watched("the cubin cache", tmp_path / "c", closed=False)
+    (tmp_path / "c").mkdir()
+    cache.take()
+    oc = gate.Outcome(_cfg().workloads[0])
+    (tmp_path / "c" / "k.cubin").write_bytes(b"built in round 1")
+    assert gate._disk_changed([cache], [oc], 1) is False and oc.status == "running"
+    os.utime(tmp_path / "c" / "k.cubin", ns=(0, 0))          # rewritten in round 2: no longer as built
+    assert gate._disk_changed([cache], [oc], 2) is True
+    assert oc.status == "untrusted" and oc.message.startswith("round 2: the cubin cache changed") and "k.cubin" in oc.message
