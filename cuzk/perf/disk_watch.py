@@ -4,10 +4,12 @@ the base's tree or a shared cache between rounds, so that the base's next worker
 
 A file's state is its inode, size, modification and change time (lstat): the change time is set by the kernel on
 every write, rename or chmod and no unprivileged call sets it back, so a file rewritten and its times restored
-still reads as changed. A watched place is either closed (no file may change, come or go: the trees, a key folder
-once its key is made) or a cache (files may come, as a kernel is built or a key made, but none that was there may
-change or go); a cache is taken again after each clean check, so an entry made in one round is watched from the
-next (the gate's _disk_changed).
+still reads as changed. A watched place is either closed (no file may change, come or go: the trees) or a cache
+(the caches both sides read, each side's key folder: files may come, as a kernel is built or a key made, and go,
+as a dead writer's temp file is cleared or a damaged entry set aside, which at worst makes a side build again in
+its untimed set-up; but none that stays may change, and writers' temp, lock and set-aside files are not
+entries); a cache is taken again after each clean check, so an entry made in one round is watched from the next
+(the gate's _disk_changed).
 """
 from __future__ import annotations
 
@@ -16,6 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 SHOWN = 5       # changed paths named in a message
+
+
+NOT_ENTRIES = (".tmp", ".lock", ".corrupt")    # a writer's temp file, a lock, an entry set aside: no one loads them
 
 
 def disk_state(root: Path) -> dict[str, tuple[int, int, int, int]]:
@@ -43,23 +48,32 @@ class Watched:
         self.state = disk_state(self.root) if self.root.is_dir() else {}
 
     def changes(self) -> list[str]:
-        """The paths that changed or went since take() (and, closed, those that came), sorted."""
+        """Closed: the paths that changed, came or went since take(); a cache: its entries that changed."""
         now = disk_state(self.root) if self.root.is_dir() else {}
-        out = {k for k, v in self.state.items() if now.get(k) != v}
         if self.closed:
-            out |= set(now) - set(self.state)
-        return sorted(out)
+            return sorted({k for k, v in self.state.items() if now.get(k) != v} | (set(now) - set(self.state)))
+        return sorted(k for k, v in self.state.items() if k in now and now[k] != v
+                      and not any(m in os.path.basename(k) for m in NOT_ENTRIES))
 
 
 def shared_caches(env=None) -> list[Watched]:
     """The caches every worker reads: cuzk's cubins and keys, CuPy's kernels (as the workers' environment names
     them, else their defaults)."""
     env = os.environ if env is None else env
-    xdg = env.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
+    xdg = env.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache"))     # as cuzk reads it
     places = [("the cubin cache", env.get("CUZK_CUBIN_DIR") or os.path.join(xdg, "cuzk", "cubin")),
               ("the key cache", os.path.join(env.get("CUZK_CACHE_DIR") or os.path.join(xdg, "cuzk"), "keys")),
               ("CuPy's kernel cache", env.get("CUPY_CACHE_DIR") or os.path.expanduser("~/.cupy/kernel_cache"))]
-    return [Watched(f"{name} ({path})", Path(path), closed=False) for name, path in places]
+    return [Watched(f"{name} ({path})", Path(path).absolute(), closed=False) for name, path in places]
+
+
+CACHE_VARS = ("CUZK_CUBIN_DIR", "CUZK_CACHE_DIR", "CUPY_CACHE_DIR", "XDG_CACHE_HOME")
+
+
+def absolute_caches(env: dict) -> dict:
+    """The cache folders named relative to the gate's folder, made absolute: the workers run in their checkouts,
+    where a relative one would land inside the tree (and not in the cache watched)."""
+    return {**env, **{k: os.path.abspath(env[k]) for k in CACHE_VARS if env.get(k)}}
 
 
 def changed_message(w: Watched, paths: list[str]) -> str:

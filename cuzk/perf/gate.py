@@ -30,7 +30,7 @@ from typing import Callable
 
 from . import checkout
 from .compare import NOT_RESOLVED, REGRESSION, Comparison, compare, resolved
-from .disk_watch import Watched, changed_message, shared_caches
+from .disk_watch import Watched, absolute_caches, changed_message, shared_caches
 from .gate_config import GateConfig, WorkloadConfig
 from .noise import NoiseError, Threshold, make_record, spec_key
 from .suite import gate_estimate_s
@@ -96,7 +96,7 @@ class WorkerProcess:
                  setup_cpus: tuple[int, ...] | None = None):
         """cpus: the CPUs the worker samples on; setup_cpus: where it sets up, when wider (narrow() then moves
         every thread of it to cpus before the first sample)."""
-        env = dict(os.environ)
+        env = absolute_caches(dict(os.environ))
         self.cpus = cpus
         env["PYTHONPATH"] = str(root)
         env["PYTHONDONTWRITEBYTECODE"] = "1"    # nothing written into the trees: a change there is a rewrite
@@ -144,7 +144,7 @@ class WorkerProcess:
         """Processes descended from the worker (by parent) that left its session (setsid): out of reach of
         freeze() and of the per-sample reads. An orphan's parent is the gate (subreaper()), checked apart."""
         table = proc_table()
-        inside, out = {self.p.pid} | set(self._pids or ()), []
+        inside, out = {self.p.pid} | set(self._members()), []
         grew = True
         while grew:
             grew = False
@@ -163,7 +163,7 @@ class WorkerProcess:
         if getattr(self, "_pids", None) is None:
             self._pids = session_pids(self.p.pid)
         ns, ticks, seen, alive, each, delay = 0, 0, False, set(), [], None
-        for pid in self._pids:
+        for pid in self._members():
             try:
                 with open(f"/proc/{pid}/stat") as f:
                     stat = f.read()
@@ -234,9 +234,11 @@ class WorkerProcess:
             self._pids = session_pids(self.p.pid)
         self._signal(signal.SIGSTOP)
         self.frozen = True
-        end = time.perf_counter() + FREEZE_WAIT_S
-        while not all_stopped(self._members()):
-            if time.perf_counter() > end:
+        t0 = time.perf_counter()
+        while states := running_states(self._members()):
+            waited = time.perf_counter() - t0
+            # a thread in the kernel's uninterruptible wait (D: the driver, a page fault) stops when it leaves it
+            if waited > FREEZE_WAIT_S and (states != {"D"} or waited > FREEZE_WAIT_D_S):
                 return False
             time.sleep(0.0001)
         return True
@@ -899,10 +901,17 @@ def session_pids(sid: int, proc: str = "/proc") -> list[int]:
 
 
 FREEZE_WAIT_S = 1.0     # a blocked or running thread stops in microseconds; one that does not is continued
+FREEZE_WAIT_D_S = 10.0  # unless it sits in an uninterruptible wait
 
 
 def all_stopped(pids, proc: str = "/proc") -> bool:
-    """Every thread of these processes stopped by a signal (state T), or gone (exited, or a zombie)."""
+    """Every thread of these processes stopped (T, or t under a tracer), or gone (exited, or a zombie)."""
+    return not running_states(pids, proc)
+
+
+def running_states(pids, proc: str = "/proc") -> set[str]:
+    """The states of these processes' threads that are not stopped or gone (R, S, D, ...)."""
+    out = set()
     for pid in pids:
         try:
             tids = os.listdir(f"{proc}/{pid}/task")
@@ -914,9 +923,10 @@ def all_stopped(pids, proc: str = "/proc") -> bool:
                     stat = f.read()
             except OSError:
                 continue
-            if stat[stat.rindex(")") + 2:][:1] not in ("T", "Z", "X"):
-                return False
-    return True
+            state = stat[stat.rindex(")") + 2:][:1]
+            if state not in ("T", "t", "Z", "X"):
+                out.add(state)
+    return out
 
 
 def session_threads(sid: int, proc: str = "/proc") -> list[int]:
@@ -995,7 +1005,7 @@ def run(repo: str | Path, base_ref: str, head_ref: str, cfg: GateConfig,
                     break
                 if r == 1:             # each side's key, made in round 1, loaded as it is from then on
                     for s in SIDES:
-                        watched.append(Watched(f"the {s} key folder", key_dirs[s], closed=True))
+                        watched.append(Watched(f"the {s} key folder", key_dirs[s], closed=False))
                         watched[-1].take()
                 for oc in result.outcomes:
                     if oc.status == "running":

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 
-from cuzk.perf.disk_watch import Watched, changed_message, shared_caches
+from cuzk.perf.disk_watch import Watched, absolute_caches, changed_message, shared_caches
 
 
 def test_a_rewrite_is_seen_even_with_its_times_restored(tmp_path):
@@ -28,8 +28,18 @@ def test_a_closed_place_refuses_new_files_and_a_cache_takes_them(tmp_path):
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "new.pyc").write_bytes(b"y")
     assert closed.changes() == [os.path.join("sub", "new.pyc")] and cache.changes() == []
-    (tmp_path / "a.cubin").unlink()                      # one that was there and went: both
-    assert "a.cubin" in closed.changes() and cache.changes() == ["a.cubin"]
+    (tmp_path / "a.cubin").unlink()      # one that went: a closed place's change; a cache's rebuild, at worst
+    assert "a.cubin" in closed.changes() and cache.changes() == []
+
+
+def test_a_cache_entry_that_stays_may_not_change_and_writers_files_are_not_entries(tmp_path):
+    for name in ("k.cubin", "key.cuzkkey.123.tmp", "key.lock", "key.corrupt-1"):
+        (tmp_path / name).write_bytes(b"x")
+    cache = Watched("the key cache", tmp_path, closed=False)
+    cache.take()
+    for name in ("k.cubin", "key.cuzkkey.123.tmp", "key.lock", "key.corrupt-1"):
+        (tmp_path / name).write_bytes(b"yy")
+    assert cache.changes() == ["k.cubin"]
 
 
 def test_a_link_is_watched_as_a_link(tmp_path):
@@ -58,3 +68,13 @@ def test_the_shared_caches_follow_the_environment_and_the_message_is_short(tmp_p
     assert not any(w.closed for w in places)
     msg = changed_message(places[0], [f"f{i}" for i in range(9)])
     assert msg.endswith("f0, f1, f2, f3, f4 and 4 more") and str(tmp_path / "c") in msg
+
+
+def test_cache_folders_named_relative_are_made_absolute_for_the_workers(tmp_path, monkeypatch):
+    """The workers run in their checkouts: a relative cache folder would land inside the (closed) tree."""
+    monkeypatch.chdir(tmp_path)
+    env = absolute_caches({"CUZK_CACHE_DIR": "cache", "CUPY_CACHE_DIR": "/abs/cupy", "XDG_CACHE_HOME": "", "X": "y"})
+    assert env == {"CUZK_CACHE_DIR": str(tmp_path / "cache"), "CUPY_CACHE_DIR": "/abs/cupy", "XDG_CACHE_HOME": "",
+                   "X": "y"}
+    places = shared_caches({"CUZK_CACHE_DIR": "cache"})
+    assert places[1].root == tmp_path / "cache" / "keys"

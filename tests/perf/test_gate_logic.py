@@ -857,3 +857,18 @@ def test_a_cache_entry_made_during_the_gate_is_watched_from_the_next_round(tmp_p
     os.utime(tmp_path / "c" / "k.cubin", ns=(0, 0))          # rewritten in round 2: no longer as built
     assert gate._disk_changed([cache], [oc], 2) is True
     assert oc.status == "untrusted" and oc.message.startswith("round 2: the cubin cache changed") and "k.cubin" in oc.message
+
+
+def test_a_thread_is_stopped_in_t_or_under_a_tracer_and_waits_in_d(tmp_path):
+    """freeze() waits for every thread to stop: T (or t, a tracer's stop) or gone counts; D, an uninterruptible
+    wait in the kernel, is waited out longer than a running or sleeping thread (FREEZE_WAIT_D_S)."""
+    def proc(states):
+        for i, st in enumerate(states):
+            d = tmp_path / "proc" / "7" / "task" / str(7 + i)
+            d.mkdir(parents=True, exist_ok=True)
+            (d / "stat").write_text(f"{7 + i} (py thr) {st} 1 7 7 0 -1")
+        return str(tmp_path / "proc")
+    assert gate.running_states([7], proc(["T", "t", "Z"])) == set() and gate.all_stopped([7], str(tmp_path / "proc"))
+    assert gate.running_states([7], proc(["T", "D", "S"])) == {"D", "S"}
+    assert gate.running_states([8], str(tmp_path / "proc")) == set()          # gone
+    assert gate.FREEZE_WAIT_D_S > gate.FREEZE_WAIT_S
