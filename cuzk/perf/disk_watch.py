@@ -8,7 +8,7 @@ still reads as changed. A watched place is either closed (no file may change, co
 (the caches both sides read, each side's key folder: files may come, as a kernel is built or a key made, and go,
 as a dead writer's temp file is cleared or a damaged entry set aside, which at worst makes a side build again in
 its untimed set-up; but none that stays may change, and writers' temp, lock and set-aside files are not
-entries); a cache is taken again after each clean check, so an entry made in one round is watched from the next
+entries); a cache's clean check keeps what it found, so an entry made in one round is watched from the next
 (the gate's _disk_changed).
 """
 from __future__ import annotations
@@ -47,9 +47,16 @@ class Watched:
     def take(self) -> None:
         self.state = disk_state(self.root) if self.root.is_dir() else {}
 
-    def changes(self) -> list[str]:
-        """Closed: the paths that changed, came or went since take(); a cache: its entries that changed."""
+    def changes(self, keep: bool = False) -> list[str]:
+        """Closed: the paths that changed, came or went since take(); a cache: its entries that changed. keep:
+        where none did, what is there now is what later checks compare with (a cache's new entries watched)."""
         now = disk_state(self.root) if self.root.is_dir() else {}
+        out = self._changed(now)
+        if keep and not out:
+            self.state = now
+        return out
+
+    def _changed(self, now: dict) -> list[str]:
         if self.closed:
             return sorted({k for k, v in self.state.items() if now.get(k) != v} | (set(now) - set(self.state)))
         return sorted(k for k, v in self.state.items() if k in now and now[k] != v

@@ -136,7 +136,7 @@ class WorkerProcess:
 
     def new_processes(self) -> list[int]:
         """Processes of its session that were not there at its first usage()."""
-        if getattr(self, "_pids", None) is None:
+        if self._pids is None:
             return []
         return sorted(set(session_pids(self.p.pid)) - set(self._pids))
 
@@ -144,24 +144,12 @@ class WorkerProcess:
         """Processes descended from the worker (by parent) that left its session (setsid): out of reach of
         freeze() and of the per-sample reads. An orphan's parent is the gate (subreaper()), checked apart."""
         table = proc_table()
-        inside, out = {self.p.pid} | set(self._members()), []
-        grew = True
-        while grew:
-            grew = False
-            for pid, (ppid, sid, _) in table.items():
-                if ppid in inside and pid not in inside:
-                    inside.add(pid)
-                    grew = True
-                    if sid != self.p.pid:
-                        out.append(pid)
-        return sorted(out)
+        return sorted(p for p in descendants(table, {self.p.pid} | set(self._members())) if table[p][1] != self.p.pid)
 
     def usage(self) -> Usage | None:
         """What its processes (those of its session at the first call) have run so far, in one pass over /proc;
         None where the kernel keeps no per-thread count. An idle worker waits on its request pipe, so none of
         it moves while its rival samples."""
-        if getattr(self, "_pids", None) is None:
-            self._pids = session_pids(self.p.pid)
         ns, ticks, seen, alive, each, delay = 0, 0, False, set(), [], None
         for pid in self._members():
             try:
@@ -230,8 +218,6 @@ class WorkerProcess:
         through a launch, on the GPU. The processes are those of its session at its first usage (its process
         group and each of them); one started later is named at the round's end. False where a thread did not
         stop within FREEZE_WAIT_S (something continues it)."""
-        if getattr(self, "_pids", None) is None:
-            self._pids = session_pids(self.p.pid)
         self._signal(signal.SIGSTOP)
         self.frozen = True
         t0 = time.perf_counter()
@@ -245,13 +231,16 @@ class WorkerProcess:
 
     def thaw(self) -> None:
         """Continue what freeze() stopped (before the worker's own sample, its quit, its close)."""
-        if getattr(self, "frozen", False):
+        if self.frozen:
             self._signal(signal.SIGCONT)
             self.frozen = False
 
     def _members(self) -> list[int]:
-        """Those of its first processes still in its session: a pid that ended and was given to another process
-        (of this user: another job's) is never signalled."""
+        """Those of its first processes (its session's at the first call: its first usage or stop) still in its
+        session: a pid that ended and was given to another process (of this user: another job's) is never read
+        or signalled."""
+        if self._pids is None:
+            self._pids = session_pids(self.p.pid)
         return [pid for pid in (self._pids or []) if pid == self.p.pid or session_of(pid) == self.p.pid]
 
     def _signal(self, sig) -> None:
@@ -604,14 +593,12 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
 def _disk_changed(watched: list[Watched], outcomes: list[Outcome], r: int) -> bool:
     """After round r, each watched place as it was: else every workload still running is untrusted."""
     for w in watched:
-        paths = w.changes()
+        paths = w.changes(keep=not w.closed)   # a cache's files that came (a kernel built, a key made) watched from now
         if paths:
             for oc in outcomes:
                 if oc.status == "running":
                     oc.status, oc.message = "untrusted", f"round {r}: {changed_message(w, paths)}"
             return True
-        if not w.closed:
-            w.take()                # a cache's files that came (a kernel built, a key made) are watched from now
     return False
 
 
@@ -741,12 +728,9 @@ def _kill(pids, spare=None) -> None:
     for _ in range(1000):
         table = proc_table()
         sids |= {table[p][1] for p in targets if p in table} - {os.getsid(0)}
-        grew = True
-        while grew:
-            n = len(targets)
-            targets |= {p for p, (pp, sid, _) in table.items()
-                        if sid in sids or pp in targets or (spare is not None and pp == me and p not in spare)}
-            grew = len(targets) > n
+        targets |= {p for p, (pp, sid, _) in table.items()
+                    if sid in sids or (spare is not None and pp == me and p not in spare)}
+        targets |= descendants(table, targets)
         live = [p for p in targets if p in table and table[p][2] not in ("Z", "X") and p != me]
         for p in live:
             try:
@@ -870,6 +854,18 @@ def proc_table(proc: str = "/proc") -> dict[int, tuple[int, int, str]]:
     return out
 
 
+def descendants(table: dict, roots) -> set[int]:
+    """The processes of a proc_table descended (by parent) from roots, roots not included."""
+    inside, out = set(roots), set()
+    grew = True
+    while grew:
+        new = {p for p, (pp, _, _) in table.items() if pp in inside and p not in inside}
+        inside |= new
+        out |= new
+        grew = bool(new)
+    return out
+
+
 def session_of(pid: int, proc: str = "/proc") -> int | None:
     """A process's session id; None where it is gone."""
     try:
@@ -904,13 +900,9 @@ FREEZE_WAIT_S = 1.0     # a blocked or running thread stops in microseconds; one
 FREEZE_WAIT_D_S = 10.0  # unless it sits in an uninterruptible wait
 
 
-def all_stopped(pids, proc: str = "/proc") -> bool:
-    """Every thread of these processes stopped (T, or t under a tracer), or gone (exited, or a zombie)."""
-    return not running_states(pids, proc)
-
-
 def running_states(pids, proc: str = "/proc") -> set[str]:
-    """The states of these processes' threads that are not stopped or gone (R, S, D, ...)."""
+    """The states of these processes' threads that are not stopped (T, or t under a tracer) or gone (exited,
+    or a zombie): R, S, D, ...; empty once all are stopped."""
     out = set()
     for pid in pids:
         try:

@@ -208,36 +208,35 @@ def preempted_samples(oc: Outcome) -> dict[str, tuple[int, int]]:
     return out
 
 
-def rival_idle(oc: Outcome) -> tuple[dict[str, tuple[float, float, int]], str | None]:
-    """Per phase, (median, most, samples) of the CPU ms the idle rival ran beside its samples, over every round
-    and side (rival_idle_ms), and where the most of any round was (its idle_cpu_where); phases without the
-    figure are left out."""
-    got: dict[str, list[float]] = {}
-    most, where = -1.0, None
-    for rd in oc.rounds:
-        for s in ("base", "head"):
-            sd = rd.get(s, {})
-            for a, ar in sd.get("areas", {}).items():
-                got.setdefault(a, []).extend(x for x in ar.get("rival_idle_ms") or []
-                                             if isinstance(x, (int, float)) and not isinstance(x, bool)
-                                             and math.isfinite(x))
-            m = sd.get("idle_cpu_ms")
-            if isinstance(m, (int, float)) and not isinstance(m, bool) and m > most and sd.get("idle_cpu_where"):
-                most, where = m, sd["idle_cpu_where"]
-    return {a: (statistics.median(xs), max(xs), len(xs)) for a, xs in got.items() if xs}, where
-
-
-def foreign_work(oc: Outcome) -> dict[str, tuple[float, float, int]]:
-    """Per phase, (median, most, samples) of what else ran on the sampling CPU while the sampling thread
-    wanted it (foreign_ms), over every round and side; phases without the figure are left out."""
+def per_sample_ms(oc: Outcome, key: str) -> dict[str, tuple[float, float, int]]:
+    """Per phase, (median, most, samples) of a per-sample figure in ms (rival_idle_ms, foreign_ms) over every
+    round and side; non-numbers are left out, and so are phases without the figure."""
     got: dict[str, list[float]] = {}
     for rd in oc.rounds:
         for s in ("base", "head"):
             for a, ar in rd.get(s, {}).get("areas", {}).items():
-                got.setdefault(a, []).extend(x for x in ar.get("foreign_ms") or []
+                got.setdefault(a, []).extend(x for x in ar.get(key) or []
                                              if isinstance(x, (int, float)) and not isinstance(x, bool)
                                              and math.isfinite(x))
     return {a: (statistics.median(xs), max(xs), len(xs)) for a, xs in got.items() if xs}
+
+
+def rival_idle(oc: Outcome) -> tuple[dict[str, tuple[float, float, int]], str | None]:
+    """Per phase, what the idle rival ran beside its samples (per_sample_ms of rival_idle_ms), and where the
+    most of any round was (its idle_cpu_where)."""
+    most, where = -1.0, None
+    for rd in oc.rounds:
+        for s in ("base", "head"):
+            sd = rd.get(s, {})
+            m = sd.get("idle_cpu_ms")
+            if isinstance(m, (int, float)) and not isinstance(m, bool) and m > most and sd.get("idle_cpu_where"):
+                most, where = m, sd["idle_cpu_where"]
+    return per_sample_ms(oc, "rival_idle_ms"), where
+
+
+def foreign_work(oc: Outcome) -> dict[str, tuple[float, float, int]]:
+    """Per phase, what else ran on the sampling CPU while the sampling thread wanted it (foreign_ms)."""
+    return per_sample_ms(oc, "foreign_ms")
 
 
 def idle_stopped(oc: Outcome) -> bool:
