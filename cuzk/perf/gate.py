@@ -31,6 +31,7 @@ from typing import Callable
 from . import checkout
 from .compare import NOT_RESOLVED, REGRESSION, Comparison, compare, resolved
 from .disk_watch import Watched, absolute_caches, changed_message, shared_caches
+from .foreign_work import foreign_excess
 from .gate_config import GateConfig, WorkloadConfig
 from .noise import NoiseError, Threshold, make_record, spec_key
 from .suite import gate_estimate_s
@@ -86,6 +87,7 @@ class Usage:
     ticks: int
     per_thread: tuple = ()          # (tid, ns) of each live thread: which one ran, when one ran too much
     delay_ns: int | None = None     # the main (sampling) thread's time runnable but not running (schedstat's 2nd)
+    own_ns: int | None = None       # all it ran, precise, its main process's exited threads included (group_cpu_ns)
 
 
 class WorkerProcess:
@@ -151,6 +153,7 @@ class WorkerProcess:
         None where the kernel keeps no per-thread count. An idle worker waits on its request pipe, so none of
         it moves while its rival samples."""
         ns, ticks, seen, alive, each, delay = 0, 0, False, set(), [], None
+        group, main_live = group_cpu_ns(self.p.pid), 0
         for pid in self._members():
             try:
                 with open(f"/proc/{pid}/stat") as f:
@@ -167,12 +170,15 @@ class WorkerProcess:
                     t_ns = int(fields[0])
                     if tid == str(self.p.pid):
                         delay = int(fields[1])
+                    if pid == self.p.pid:
+                        main_live += t_ns
                     ns += t_ns
                     each.append((int(tid), t_ns))
                     seen = True
                 except (OSError, ValueError, IndexError):
                     continue
-        return Usage(ns / 1e9, frozenset(alive), ticks, tuple(each), delay) if seen else None
+        own = None if group is None else ns - main_live + max(group, main_live)
+        return Usage(ns / 1e9, frozenset(alive), ticks, tuple(each), delay, own) if seen else None
 
     def stderr(self) -> str:
         """What the worker and the measured code printed (fd 1 and 2)."""
@@ -379,6 +385,7 @@ class GateResult:
                                        for (k, a), t in sorted(c.derived.items())],
                            "worker_cpus": c.worker_cpus, "worker_timeout_s": c.worker_timeout_s,
                            "max_idle_cpu_ms": c.max_idle_cpu_ms, "max_idle_cpu_ms_host": c.max_idle_cpu_ms_host,
+                           "max_foreign_share": c.max_foreign_share,
                            "worker_timeouts_s": {w.spec.label(): c.timeout_for(w) for w in c.workloads}},
                 "outcomes": [o.as_dict() for o in self.outcomes],
                 "not_gated": [{"spec": w.spec.as_dict(), "required": w.required} for w in self.not_gated]}
@@ -623,13 +630,26 @@ def _stops_since(worker) -> int:
 def foreign_ms(before: Usage | None, after: Usage | None, pid: int) -> float | None:
     """What else ran on the sampling CPU while the sampling thread (the worker's main one) wanted it, in ms: the
     time it waited runnable (its run delay) less what its worker's other threads ran meanwhile (they share its
-    CPU). Whoever that was (a process the gate cannot see, another job) it took the sample's CPU; None where the
-    kernel keeps no run delay."""
+    CPU; threads that exited meanwhile too, where the kernel gives the process's CPU clock). Whoever that was (a
+    process the gate cannot see, another job) it took the sample's CPU; None where the kernel keeps no run
+    delay."""
     if before is None or after is None or before.delay_ns is None or after.delay_ns is None:
         return None
     main = dict(after.per_thread).get(pid, 0) - dict(before.per_thread).get(pid, 0)
-    others = (after.cpu_s - before.cpu_s) * 1e9 - main
+    if before.own_ns is not None and after.own_ns is not None:
+        others = after.own_ns - before.own_ns - main
+    else:
+        others = (after.cpu_s - before.cpu_s) * 1e9 - main
     return round(max(0.0, after.delay_ns - before.delay_ns - max(0.0, others)) / 1e6, 3)
+
+
+def group_cpu_ns(pid: int) -> int | None:
+    """CPU ns a process has run, every thread it ever had included: its CPU-time clock (clock_getcpuclockid's id,
+    (~pid << 3) | 2, CPUCLOCK_SCHED of the whole process); None where it is gone or the kernel refuses."""
+    try:
+        return time.clock_gettime_ns((~pid << 3) | 2)
+    except (OSError, OverflowError, AttributeError):
+        return None
 
 
 def _freeze(worker) -> bool | None:
@@ -775,6 +795,11 @@ def paired_log_ratios(rd: dict, area: str) -> list[float]:
 
 
 def _judge(cfg: GateConfig, oc: Outcome) -> None:
+    for area in cfg.areas_for(oc.config):     # first: other work beside one side's samples voids them all
+        why = foreign_excess(oc.rounds, area, cfg.threshold_in_force(area, oc.config).value, cfg.max_foreign_share)
+        if why:
+            oc.status, oc.message = "untrusted", why
+            return
     for area in cfg.areas_for(oc.config):
         d = [statistics.median(paired_log_ratios(rd, area)) for rd in oc.rounds]
         pooled = {s: [x for rd in oc.rounds for x in rd[s]["areas"][area]["samples"]] for s in SIDES}
@@ -1056,6 +1081,8 @@ def _check_doc(doc) -> None:
         _check(_finite(c.get(k, 0.0), 0) and c.get(k, 0.0) <= 60, f"config.{k}")
     for k in ("max_idle_cpu_ms", "max_idle_cpu_ms_host"):
         _check(_finite(c.get(k, 0.0), 0) and c.get(k, 0.0) <= 1000, f"config.{k}")
+    _check(_finite(c.get("max_foreign_share", 0.0), 0) and c.get("max_foreign_share", 0.0) <= 1,
+           "config.max_foreign_share")
     pins = c.get("pins", {})
     _check(isinstance(pins, dict) and all(a in AREAS and isinstance(v, dict) and _finite(v.get("pin"), 0)
                                           and isinstance(v.get("reason"), str) and len(v["reason"]) <= 200
@@ -1164,6 +1191,7 @@ def from_dict(doc: dict) -> GateResult:
                      min_device_sample_s=c.get("min_device_sample_s", 0.0),
                      max_idle_cpu_ms=c.get("max_idle_cpu_ms", GateConfig.max_idle_cpu_ms),
                      max_idle_cpu_ms_host=c.get("max_idle_cpu_ms_host", GateConfig.max_idle_cpu_ms_host),
+                     max_foreign_share=c.get("max_foreign_share", GateConfig.max_foreign_share),
                      pins={a: (v["pin"], v["reason"]) for a, v in c.get("pins", {}).items()},
                      derived={(spec_key(t["spec"]), t["phase"]): Threshold(t["value"], t["source"], t["basis"])
                               for t in c.get("derived", [])})

@@ -1,0 +1,65 @@
+"""Other work on the sampling CPU, judged: how much of a phase's threshold it could have moved.
+
+Per sample, gate.json keeps `foreign_ms`: the time the sampling thread waited, runnable, while something that is
+not its worker ran on its CPU (gate.foreign_ms). Whoever that was (another job, a process the measured code left
+out of the gate's sight) it slowed that sample. The gate judges a phase on medians, so work beside a few samples
+moves little; work beside most of one side's samples moves that side's median by up to what it took. The rule:
+at the 75th percentile of a side's samples of a phase, the foreign time may be at most `share` of the phase's
+threshold, taken of its median sample (a sample's calls, not one call). Past it, the comparison is not the
+code's alone, and the workload is untrusted.
+
+An honest H200 runner at porep_partition 2^24 reads at most 0.16% of a phase's median sample there, a quarter of
+a 1% threshold being 0.25% (docs/perf-log.md, 2026-12-04).
+"""
+from __future__ import annotations
+
+import math
+import statistics
+
+QUANTILE = 0.75
+DEFAULT_SHARE = 0.25
+
+
+def _numbers(xs) -> list[float]:
+    return [x for x in xs or [] if isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)]
+
+
+def quantile(xs: list[float], q: float) -> float:
+    """The q-quantile of xs, linear between order statistics (numpy's default)."""
+    s = sorted(xs)
+    k = (len(s) - 1) * q
+    lo = math.floor(k)
+    return s[lo] + (s[min(lo + 1, len(s) - 1)] - s[lo]) * (k - lo)
+
+
+def foreign_share(rounds: list[dict], side: str, area: str) -> float | None:
+    """A side's foreign time at QUANTILE of its samples of area, as a share of its median sample (number calls);
+    None where no sample carries the figure (a kernel without run delay, a gate.json from before it)."""
+    fs: list[float] = []
+    ts: list[float] = []
+    for rd in rounds:
+        ar = rd.get(side, {}).get("areas", {}).get(area)
+        if not ar:
+            continue
+        n = ar.get("number", 1)
+        ts += [x * n for x in _numbers(ar.get("samples"))]
+        fs += _numbers(ar.get("foreign_ms"))
+    if not fs or not ts:
+        return None
+    median_s = statistics.median(ts)
+    return quantile(fs, QUANTILE) / 1e3 / median_s if median_s > 0 else None
+
+
+def foreign_excess(rounds: list[dict], area: str, threshold: float, share: float) -> str | None:
+    """Why area's comparison is not the code's alone (one line), or None: the first side whose foreign time
+    passes share of threshold."""
+    most = share * threshold
+    for side in ("base", "head"):
+        f = foreign_share(rounds, side, area)
+        if f is not None and f > most:
+            return (f"phase {area}: beside {side}'s samples other work took the sampling CPU, "
+                    f"{f:.2%} of the median sample at the {QUANTILE * 100:.0f}th percentile (most allowed: {most:.2%}, "
+                    f"[trust] max_foreign_share {share:g} of the {threshold:.2%} threshold), not its worker's "
+                    f"threads: another job on the runner's CPU, a process out of the gate's sight, or the kernel's "
+                    f"work for the worker; its timings are not the code's alone")
+    return None
