@@ -580,6 +580,10 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
     finally:
         for w in workers.values():
             w.close()
+        if orphans_before is not None:      # whatever ended the round, the check or not: nothing adopted outlives it
+            left = gate_children() - orphans_before
+            if left:
+                _kill(left, spare=orphans_before)
     oc.discards += sum(len(done[s].get("discards", [])) for s in SIDES)
     # where a round's time went: until both workers were ready (their start and set-up), the samples, the
     # workers' quit and exit (a GPU context's teardown)
@@ -743,8 +747,11 @@ def _kill(pids, spare=None) -> None:
     """The measured code's processes that the gate found out of place, gone with the run: each, every process
     of their sessions and what descends from them, and, given `spare` (the gate's children to keep: its workers
     and those it had before), any other child of the gate (an orphan it adopted), again until none is left (a
-    chain that forks anew as it is killed included); the adopted ones reaped."""
-    me, targets, sids = os.getpid(), set(pids), set()
+    chain that forks anew as it is killed included); the adopted ones reaped. A table is a slow snapshot: a
+    chain's member listed alive may have forked and exited by the time it is read (a zombie, its child not
+    listed), so each session's leader's group (a chain's, unless it changes group) is killed at once, fork under
+    way included, and the end is a table with no live target and no zombie that the table before did not hold."""
+    me, targets, sids, dead = os.getpid(), set(pids), set(), None
     for _ in range(1000):
         table = proc_table()
         sids |= {table[p][1] for p in targets if p in table} - {os.getsid(0)}
@@ -752,9 +759,9 @@ def _kill(pids, spare=None) -> None:
                     if sid in sids or (spare is not None and pp == me and p not in spare)}
         targets |= descendants(table, targets)
         live = [p for p in targets if p in table and table[p][2] not in ("Z", "X") and p != me]
-        for p in live:
+        for send, p in [(os.killpg, sid) for sid in sids] + [(os.kill, p) for p in live]:
             try:
-                os.kill(p, signal.SIGKILL)
+                send(p, signal.SIGKILL)
             except OSError:
                 pass
         for p in [p for p in targets if table.get(p, (0,))[0] == me and p not in (spare or ())]:
@@ -762,8 +769,10 @@ def _kill(pids, spare=None) -> None:
                 os.waitpid(p, os.WNOHANG)
             except OSError:
                 pass
-        if not live:
+        zombies = {p for p in targets if table.get(p, (0, 0, ""))[2] in ("Z", "X")}
+        if not live and dead is not None and zombies <= dead:
             return
+        dead = zombies
         time.sleep(0.001)
 
 

@@ -290,10 +290,10 @@ _os.wait()
 """
 
 
-def _left_with(marker: str) -> list[int]:
+def _left_with(marker: str, pids=None) -> list[int]:
     """Live processes whose environment holds marker (the gate's, inherited by its workers and their children)."""
     out = []
-    for d in os.listdir("/proc"):
+    for d in (os.listdir("/proc") if pids is None else pids):
         try:
             with open(f"/proc/{d}/environ", "rb") as f:
                 env = f.read()
@@ -304,6 +304,20 @@ def _left_with(marker: str) -> list[int]:
         if marker.encode() in env and state not in ("Z", "X"):
             out.append(int(d))
     return out
+
+
+def _newest_with(marker: str, s: float = 1.0) -> list[int]:
+    """_left_with over the newest pids, again for s seconds: a chain's member lives a millisecond, so a walk of
+    /proc finds it gone (a zombie, its child forked after the listing) but a read of the last pids given finds
+    the one alive."""
+    end = time.time() + s
+    while time.time() < end:
+        last = int(Path("/proc/sys/kernel/ns_last_pid").read_text())
+        left = _left_with(marker, range(last, last - 20, -1))
+        if left:
+            return left
+        time.sleep(0.005)
+    return []
 
 
 @pytest.mark.parametrize("name, code, said", [("orphan", ORPHAN, "orphaned to the gate"),
@@ -325,7 +339,22 @@ def test_a_head_that_forks_out_of_its_session_is_untrusted(gate_repo, tmp_path, 
     while _left_with(str(tmp_path / "summary.md")) and time.time() < end:
         time.sleep(0.05)
     left = _left_with(str(tmp_path / "summary.md"))               # the gate killed them, the chain's last too
+    left = left or _newest_with(str(tmp_path / "summary.md"))
     assert left == [], [open(f"/proc/{p}/stat").read() for p in left]
+
+
+def test_a_head_that_fails_after_forking_out_leaves_nothing(gate_repo, tmp_path):
+    """A round that a failure ends before its orphan check (the head's worker dies in its set-up) still kills
+    what the gate adopted: the chain goes with the round, not to init."""
+    d, base, cfg = gate_repo
+    _branch(d, base, "chain-fails")
+    chain = CHAIN.replace("_os.setsid()", "_os.setsid(); _os.closerange(3, 1024)")   # the worker's EOF not held
+    assert chain != CHAIN
+    head = commit_change(d, "cuzk/__init__.py", lambda t: t + chain + "raise SystemExit(5)\n", "forks out, fails")
+    p, data, _ = _gate(d, base, head, cfg, tmp_path)
+    assert p.returncode == 2 and data and data["outcomes"][0]["status"] == "error", p.stdout + p.stderr
+    left = _newest_with(str(tmp_path / "summary.md"))
+    assert left == [], left
 
 
 def test_a_head_that_rewrites_the_base_tree_is_untrusted(gate_repo, tmp_path):
