@@ -16,20 +16,14 @@ from __future__ import annotations
 import math
 import statistics
 
+import numpy as np
+
 QUANTILE = 0.75
 DEFAULT_SHARE = 0.25
 
 
 def _numbers(xs) -> list[float]:
     return [x for x in xs or [] if isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)]
-
-
-def quantile(xs: list[float], q: float) -> float:
-    """The q-quantile of xs, linear between order statistics (numpy's default)."""
-    s = sorted(xs)
-    k = (len(s) - 1) * q
-    lo = math.floor(k)
-    return s[lo] + (s[min(lo + 1, len(s) - 1)] - s[lo]) * (k - lo)
 
 
 def foreign_share(rounds: list[dict], side: str, area: str) -> float | None:
@@ -41,13 +35,12 @@ def foreign_share(rounds: list[dict], side: str, area: str) -> float | None:
         ar = rd.get(side, {}).get("areas", {}).get(area)
         if not ar:
             continue
-        n = ar.get("number", 1)
-        ts += [x * n for x in _numbers(ar.get("samples"))]
+        ts += [x * ar.get("number", 1) for x in ar["samples"]]     # positive and finite: checked on arrival
         fs += _numbers(ar.get("foreign_ms"))
     if not fs or not ts:
         return None
     median_s = statistics.median(ts)
-    return quantile(fs, QUANTILE) / 1e3 / median_s if median_s > 0 else None
+    return float(np.quantile(fs, QUANTILE)) / 1e3 / median_s
 
 
 def foreign_excess(rounds: list[dict], area: str, threshold: float, share: float) -> str | None:

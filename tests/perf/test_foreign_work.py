@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import random
 
-import numpy as np
 import pytest
 
 from cuzk.perf import gate, gate_config, report
-from cuzk.perf.foreign_work import foreign_excess, foreign_share, quantile
+from cuzk.perf.foreign_work import foreign_excess, foreign_share
 from cuzk.perf.gate_config import ConfigError
+from test_gate_e2e import CHURN  # a chain of short threads, as the e2e head runs it
 
 
 def _rounds(foreign, n_rounds=10, samples=9, sample_s=0.010, number=1, seed=5, head_slower=1.0):
@@ -24,14 +24,6 @@ def _rounds(foreign, n_rounds=10, samples=9, sample_s=0.010, number=1, seed=5, h
                 "foreign_ms": [foreign(s, r, i) for i in range(samples)]}}}
         out.append(rd)
     return out
-
-
-def test_quantile_is_numpys():
-    rng = random.Random(1)
-    for n in (1, 2, 5, 9, 90):
-        xs = [rng.random() for _ in range(n)]
-        for q in (0, 0.25, 0.5, 0.75, 1):
-            assert quantile(xs, q) == pytest.approx(float(np.quantile(xs, q)))
 
 
 def test_an_honest_runner_passes():
@@ -127,18 +119,6 @@ def test_the_config_key_is_checked():
         gate_config.parse({**base, "trust": {"max_foreign_share": "a lot"}})
 
 
-CHURN = """
-import threading, time
-def link():
-    end = time.perf_counter() + 0.0001
-    while time.perf_counter() < end:
-        pass
-    threading.Thread(target=link, daemon=True).start()
-threading.Thread(target=link, daemon=True).start()
-time.sleep(30)
-"""
-
-
 def test_the_process_clock_counts_threads_that_are_gone():
     """A chain of short threads: each is gone before the next read of /proc's per-thread counters, so their sum
     misses it; the process's CPU clock keeps it. foreign_ms subtracts it (the worker's own work), and a process
@@ -146,7 +126,7 @@ def test_the_process_clock_counts_threads_that_are_gone():
     import subprocess
     import sys
     import time
-    p = subprocess.Popen([sys.executable, "-c", CHURN])
+    p = subprocess.Popen([sys.executable, "-c", CHURN + "\nimport time\ntime.sleep(30)\n"])
     try:
         time.sleep(0.3)
         a = gate.group_cpu_ns(p.pid)
