@@ -70,22 +70,29 @@ cp "$OUT"/*.json "$W"/ 2>/dev/null
 # does the idle rival's CPU beside a sample follow how slow it was (docs/runners.md 4.1)?
 mapfile -t gj < <(find "$W" -path '*/repo' -prune -o -name gate.json -print)
 [ "${#gj[@]}" -eq 0 ] || python3 -m cuzk.perf.rival_idle "${gj[@]}" || true
-# what else ran on the sampling CPU beside the samples (foreign_ms): the honest level a rule is set from
+# what else ran on the sampling CPU beside the samples (foreign_ms, the gate's read of the whole request), and what
+# the sampling thread itself read across its timed calls (held_ms, away_ms): the honest level the rules are set from
 [ "${#gj[@]}" -eq 0 ] || python3 - "${gj[@]}" <<'EOF' || true
-import json, sys
-per, sums = {}, []
+import json, statistics, sys
+per, worst = {}, {}
 for f in sys.argv[1:]:
     for o in json.load(open(f))["outcomes"]:
         for rd in o["rounds"]:
             for s in ("base", "head"):
-                xs = {a: [x for x in ar.get("foreign_ms") or [] if x is not None] for a, ar in rd[s]["areas"].items()}
-                for a, v in xs.items():
-                    per.setdefault(a, []).extend(v)
-                sums.append(sum(sum(v) for v in xs.values()))
+                for a, ar in rd[s]["areas"].items():
+                    n = ar.get("number", 1)
+                    for k in ("foreign_ms", "held_ms", "away_ms"):
+                        per.setdefault((k, a), []).extend(x for x in ar.get(k) or [] if x is not None)
+                    h, w = ar.get("held_ms") or [], ar.get("away_ms") or []
+                    if h and None not in h and None not in w:    # a round's median share of the sample: the round rule
+                        for k, xs in (("held", h), ("held+away", [x + y for x, y in zip(h, w)])):
+                            m = statistics.median(x / 1e3 / (t * n) for x, t in zip(xs, ar["samples"]))
+                            worst[(k, a)] = max(worst.get((k, a), 0.0), m)
 q = lambda v, p: sorted(v)[min(len(v) - 1, int(p * len(v)))] if v else float("nan")
-for a, v in per.items():
-    print(f"foreign_ms {a:15s} n={len(v)} median {q(v, .5):.3f} p99 {q(v, .99):.3f} max {max(v, default=0):.3f}")
-print(f"foreign_ms a round's sum: median {q(sums, .5):.3f} p99 {q(sums, .99):.3f} max {max(sums, default=0):.3f}")
+for (k, a), v in sorted(per.items()):
+    print(f"{k:10s} {a:15s} n={len(v)} median {q(v, .5):.3f} p99 {q(v, .99):.3f} max {max(v, default=0):.3f}")
+for (k, a), m in sorted(worst.items()):
+    print(f"round median {k:9s} {a:15s} most {m:.4%} of the sample")
 EOF
 echo "=== $TAG: $(( $(date +%s) - T0 )) s"
 [ "${#table[@]}" -eq 0 ] || printf '%s\n' "${table[@]}"

@@ -10,6 +10,12 @@ code's alone, and the workload is untrusted.
 
 An honest H200 runner at porep_partition 2^24 reads at most 0.16% of a phase's median sample there, a quarter of
 a 1% threshold being 0.25% (docs/perf-log.md, 2026-12-04).
+
+Work beside fewer than a quarter of a side's samples escapes that rule, yet beside most of one round's samples it
+moves that round's median, and one round turned over is enough to lift the signed-rank test's p past alpha (at
+8 rounds: 3 of 24 samples). So each round is judged apart too, on what the sampling thread itself read across
+its timed calls (sched_window): at a round's median sample, its time held by others' work (and, in a host-timed
+phase, its time away: a stop, an interrupt, a sleep) may be at most the same `share` of the threshold.
 """
 from __future__ import annotations
 
@@ -55,4 +61,37 @@ def foreign_excess(rounds: list[dict], area: str, threshold: float, share: float
                     f"[trust] max_foreign_share {share:g} of the {threshold:.2%} threshold), not its worker's "
                     f"threads: another job on the runner's CPU, a process out of the gate's sight, or the kernel's "
                     f"work for the worker; its timings are not the code's alone")
+    return None
+
+
+def round_lost(ar: dict) -> list[float] | None:
+    """Per sample of one side's round of a phase, the time not its worker's own across the timed calls, as a share
+    of the sample: held, and away where the phase is host-timed (a device-timed phase's thread may sleep on the
+    device); None where a sample lacks the figure (a worker from before it, a kernel without run delay)."""
+    held, away = ar.get("held_ms") or [], ar.get("away_ms") or []
+    xs = ar["samples"]
+    if len(held) != len(xs) or len(_numbers(held)) != len(xs):
+        return None
+    host = ar.get("timed_by") == "host"
+    if host and len(_numbers(away)) != len(xs):
+        return None
+    n, extra = ar.get("number", 1), away if host else [0.0] * len(xs)
+    return [(h + a) / 1e3 / (x * n) for h, a, x in zip(held, extra, xs)]
+
+
+def round_excess(rounds: list[dict], area: str, threshold: float, share: float) -> str | None:
+    """Why area's comparison is not the code's alone (one line), or None: the first round and side whose median
+    sample lost more than share of threshold to what was not its worker."""
+    most = share * threshold
+    for r, rd in enumerate(rounds):
+        for side in ("base", "head"):
+            ar = rd.get(side, {}).get("areas", {}).get(area)
+            lost = round_lost(ar) if ar else None
+            if lost and statistics.median(lost) > most:
+                what = "held by other work or away (stopped, interrupted)" if ar.get("timed_by") == "host" \
+                    else "held by other work"
+                return (f"phase {area}: in round {r + 1}, {side}'s sampling thread was {what} for "
+                        f"{statistics.median(lost):.2%} of its median sample across the timed calls (most allowed: "
+                        f"{most:.2%}, [trust] max_foreign_share {share:g} of the {threshold:.2%} threshold): that "
+                        f"round's median is not the code's alone")
     return None

@@ -31,7 +31,7 @@ from typing import Callable
 from . import checkout
 from .compare import NOT_RESOLVED, REGRESSION, Comparison, compare, resolved
 from .disk_watch import Watched, absolute_caches, changed_message, shared_caches
-from .foreign_work import foreign_excess
+from .foreign_work import foreign_excess, round_excess
 from .gate_config import GateConfig, WorkloadConfig
 from .noise import NoiseError, Threshold, make_record, spec_key
 from .suite import gate_estimate_s
@@ -495,6 +495,9 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
         beside = {s: {a: [] for a in areas} for s in SIDES}      # CPU ms the idle rival ran beside the sample
         foreign = {s: {a: [] for a in areas} for s in SIDES}     # ms the sampling thread waited for others' work
         preempted = {s: {a: [] for a in areas} for s in SIDES}   # the sampling thread switched out while timed
+        held = {s: {a: [] for a in areas} for s in SIDES}        # across its timed calls (sched_window): waits
+        away = {s: {a: [] for a in areas} for s in SIDES}        # for others' work, and neither run nor wait
+        timed_by = {s: {} for s in SIDES}                        # per area, "host" or "device"
         idle_most: dict = {}              # per side, the most CPU ms it ran while idle during one rival sample
         idle_ticks: dict = {}             # per side, clock ticks it ran while idle, over the round
         idle_where: dict = {}             # per side, beside which sample and in which thread that most ran
@@ -546,6 +549,11 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
                         into[side][a].append(round(x, 6) if _finite(x, 0) else None)
                     pre = rep.get("preempted")
                     preempted[side][a].append(pre if _count(pre) else None)
+                    win = rep.get("window") if isinstance(rep.get("window"), dict) else {}
+                    for into, k in ((held, "held_ms"), (away, "away_ms")):
+                        into[side][a].append(round(win[k], 3) if _finite(win.get(k), 0) else None)
+                    if rep.get("timed_by") in ("host", "device"):
+                        timed_by[side].setdefault(a, rep["timed_by"])
                     if rep["status"] != "ok":
                         fail(rep["status"], rep.get("message", ""), rep.get("discards", []))
                     v = rep.get("value")
@@ -594,6 +602,7 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
                                       "asked_s": asked[s][a], "gc_s": collected[s][a], "host_s": hosted[s][a],
                                       "guard_s": guarded[s][a], "preempted": preempted[s][a],
                                       "rival_idle_ms": beside[s][a], "foreign_ms": foreign[s][a],
+                                      "held_ms": held[s][a], "away_ms": away[s][a], "timed_by": timed_by[s].get(a),
                                       "number": ready[s]["numbers"][a]} for a in areas},
             "discards": done[s].get("discards", []), "peak_device_bytes": done[s].get("peak_device_bytes"),
             "idle_cpu_ms": idle_most.get(s), "idle_cpu_where": idle_where.get(s), "idle_stopped": frozen.get(s, False)}
@@ -805,7 +814,9 @@ def paired_log_ratios(rd: dict, area: str) -> list[float]:
 
 def _judge(cfg: GateConfig, oc: Outcome) -> None:
     for area in cfg.areas_for(oc.config):     # first: other work beside one side's samples voids them all
-        why = foreign_excess(oc.rounds, area, cfg.threshold_in_force(area, oc.config).value, cfg.max_foreign_share)
+        th = cfg.threshold_in_force(area, oc.config).value
+        why = foreign_excess(oc.rounds, area, th, cfg.max_foreign_share) or \
+            round_excess(oc.rounds, area, th, cfg.max_foreign_share)
         if why:
             oc.status, oc.message = "untrusted", why
             return
@@ -1148,11 +1159,12 @@ def _check_doc(doc) -> None:
                     v = ar.get("preempted", [])
                     _check(isinstance(v, list) and len(v) <= len(ar.get("samples") or []) and all(
                         x is None or _count(x) for x in v), f"{where}: preempted is not a list of counts, one a sample")
-                    for k in ("rival_idle_ms", "foreign_ms"):
+                    for k in ("rival_idle_ms", "foreign_ms", "held_ms", "away_ms"):
                         v = ar.get(k, [])
                         _check(isinstance(v, list) and len(v) <= len(ar.get("samples") or []) and all(
                             x is None or (_finite(x, 0) and x <= MAX_SAMPLE_S * 1e3) for x in v),
                             f"{where}: {k} is not a list of ms, one a sample")
+                    _check(ar.get("timed_by") in (None, "host", "device"), f"{where}: timed_by is not host or device")
                     asked_s, parts = ar.get("asked_s") or [], [ar.get("host_s") or [], ar.get("guard_s") or []]
                     _check(all(t is None or x is None or x <= t for xs in parts for t, x in zip(asked_s, xs)),
                            f"{where}: host_s or guard_s is more than the sample's round trip")

@@ -13,7 +13,8 @@ every reply carries its request's "id". Requests:
          "min_device_sample_s" (as applied: a harness from before it leaves it out and samples one call),
          "setup_s" (seconds of each set-up step), "key" (made or loaded: workload.key_report), "gpu", ...}
   2. {"id", "sample": AREA} -> {"status": "ok", "value": seconds per call, "energy_j", "state" (GPU, after),
-     "gc_s" (the untimed collection before it), "preempted" (times the sampling thread was switched out)}
+     "gc_s" (the untimed collection before it), "preempted" (times the sampling thread was switched out),
+     "window" (sched_window: {"held_ms", "away_ms"} across the timed calls, or None), "timed_by" ("host" | "device")}
      or {"status": "untrusted", "message", "discards"}, and the worker exits
   3. {"id", "quit": true} -> {"status": "done", "discards", "peak_device_bytes"}
   Any failure: {"status": "error", "message"}, a traceback on stderr, and a non-zero exit.
@@ -93,7 +94,8 @@ class Worker:
         return {"status": "ok", "value": s.values[0], "energy_j": s.energy_j[0] if s.energy_j else None,
                 "state": s.states[0] if s.states else None, "gc_s": getattr(self.w, "last_gc_s", None),
                 "host_s": s.host_s[0] if s.host_s else None, "guard_s": s.guard_s[0] if s.guard_s else None,
-                "preempted": getattr(self.w, "last_preempted", None)}
+                "preempted": getattr(self.w, "last_preempted", None),
+                "window": getattr(self.w, "last_window", None), "timed_by": getattr(self.w, "last_timed_by", None)}
 
     def finish(self) -> dict:
         return {"status": "done", "discards": self.discards, "peak_device_bytes": self.w.peak_device_bytes}

@@ -32,6 +32,7 @@ from .. import backend as backends
 from ..opts import OptSet, resolve, variants
 from ..run import BackendError, RunSpec, all_verify, key_context, open_backend, synthesize_batch
 from ..timing import PHASES, PhaseTimer
+from .sched_window import Window
 
 AREAS = PHASES + ("proof",)      # "proof" = one whole proof (all phases after synthesis)
 DEVICE_KEY_FROM = 22             # from 2^22 a cuda workload's key is made on the GPU and stays there
@@ -257,9 +258,11 @@ class Workload:
         gc.collect()
         self.last_gc_s = time.perf_counter() - t_gc      # untimed, but a gate round pays it: reported beside
         switches = _involuntary_switches()
+        window = Window()
         try:
             return self._timed_calls(area, number)
         finally:
+            self.last_window = window.close()
             after = _involuntary_switches()
             self.last_preempted = None if switches is None or after is None else after - switches
 
@@ -271,6 +274,7 @@ class Workload:
                     self._device_synthesis() if self.device else self._synthesize()
             rec = timer.finish()["synthesis"]
             self.peak_host_bytes["synthesis"] = rec.peak_host_bytes
+            self.last_timed_by = "host"
             return rec.host_s
         timer = PhaseTimer(device=self.backend.timer_device())
         if area == "proof":
@@ -280,6 +284,7 @@ class Workload:
             recs = timer.finish()
             self._note_peaks("proof", recs.values())
             dev = [r.device_s for r in recs.values()]
+            self.last_timed_by = "host" if None in dev else "device"
             return sum(dev) if None not in dev else sum(r.host_s for r in recs.values())
         impl = self.backend.phase_impl(area)
         for _ in range(number):
@@ -290,6 +295,7 @@ class Workload:
         rec = timer.finish()[area]
         self.last_record = rec                     # the call's PhaseRecord (host time, spans), for tools
         self._note_peaks(area, [rec])
+        self.last_timed_by = "host" if rec.device_s is None else "device"
         return rec.device_s if rec.device_s is not None else rec.host_s
 
     def _note_peaks(self, area: str, recs) -> None:

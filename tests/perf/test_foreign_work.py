@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 import random
+import re
 
 import pytest
 
 from cuzk.perf import gate, gate_config, report
-from cuzk.perf.foreign_work import foreign_excess, foreign_share
+from cuzk.perf.foreign_work import foreign_excess, foreign_share, round_excess, round_lost
 from cuzk.perf.gate_config import ConfigError
 from test_gate_e2e import CHURN  # a chain of short threads, as the e2e head runs it
 
@@ -149,3 +150,59 @@ def test_foreign_ms_is_the_delay_less_the_workers_own_other_work():
     b2, a2 = (U(u.cpu_s, u.threads, u.ticks, u.per_thread, u.delay_ns) for u in (before, after))
     assert gate.foreign_ms(b2, a2, 7) == 3.0
     assert gate.foreign_ms(before, U(1.0, frozenset(), 0, (), None), 7) is None
+
+
+def _windows(rounds, held, away=lambda s, r, i: 0.0, timed_by="host"):
+    """The sampling thread's own reads across the timed calls (sched_window), per sample: held(side, round, i)."""
+    for r, rd in enumerate(rounds):
+        for s in ("base", "head"):
+            ar = rd[s]["areas"]["tail_msm"]
+            ar["held_ms"] = [held(s, r, i) for i in range(len(ar["samples"]))]
+            ar["away_ms"] = [away(s, r, i) for i in range(len(ar["samples"]))]
+            ar["timed_by"] = timed_by
+    return rounds
+
+
+def test_work_beside_one_rounds_samples_is_named_though_the_75th_percentile_misses_it():
+    """Work beside 5 of one round's 9 base samples (5 of 90: the 75th percentile reads 0) turns that round's
+    median over: with a +5% head, one round read as an improvement lifts the signed-rank p past alpha. The round
+    is judged apart, on the sampling thread's own reads."""
+    quiet = lambda s, r, i: 0.0
+    one_round = lambda s, r, i: 1.0 if s == "base" and r == 0 and i < 5 else 0.0
+    rounds = _windows(_rounds(one_round, head_slower=1.05), one_round)
+    assert foreign_excess(rounds, "tail_msm", 0.01, 0.25) is None
+    why = round_excess(rounds, "tail_msm", 0.01, 0.25)
+    assert why and why.startswith("phase tail_msm: in round 1, base's sampling thread was held"), why
+    assert float(re.search(r"for ([\d.]+)% of its median sample", why).group(1)) == pytest.approx(10, rel=0.02)
+    # 4 of 9 cannot turn a median over: let be
+    four = lambda s, r, i: 1.0 if s == "base" and r == 0 and i < 4 else 0.0
+    assert round_excess(_windows(_rounds(quiet), four), "tail_msm", 0.01, 0.25) is None
+    # through gate.json: the samples alone would not flag the +5% head; untrusted, never a pass
+    for rd in rounds:
+        rd["base"]["areas"]["tail_msm"]["samples"][:5] = [x * 1.2 if rd is rounds[0] else x
+                                                          for x in rd["base"]["areas"]["tail_msm"]["samples"][:5]]
+    res = gate.from_dict(_doc(rounds, threshold=0.01))
+    assert res.outcomes[0].status == "untrusted" and "in round 1" in res.outcomes[0].message
+    assert res.exit_code == 2
+    for rd in rounds:                       # without the thread's own reads: the escape, a pass
+        for s in ("base", "head"):
+            del rd[s]["areas"]["tail_msm"]["held_ms"]
+    res = gate.from_dict(_doc(rounds, threshold=0.01))
+    assert res.outcomes[0].status == "ok" and res.exit_code == 0, res.outcomes[0].comparisons
+
+
+def test_time_away_counts_where_the_phase_is_host_timed_only():
+    """A stop (a tracer's) or an interrupt storm leaves the thread neither running nor waiting: in a host-timed
+    phase that is the sample's time, not the code's; a device-timed phase's thread may sleep on the device."""
+    quiet = lambda s, r, i: 0.0
+    stopped = lambda s, r, i: 2.0 if s == "base" and r == 3 else 0.0
+    rounds = _windows(_rounds(quiet), quiet, away=stopped)
+    assert "round 4, base's sampling thread was held by other work or away" in round_excess(rounds, "tail_msm",
+                                                                                          0.01, 0.25)
+    assert round_excess(_windows(_rounds(quiet), quiet, away=stopped, timed_by="device"), "tail_msm", 0.01,
+                        0.25) is None
+    # a sample without the figure: that round is not judged, never guessed
+    rounds = _windows(_rounds(quiet), stopped)
+    rounds[3]["base"]["areas"]["tail_msm"]["held_ms"][0] = None
+    assert round_lost(rounds[3]["base"]["areas"]["tail_msm"]) is None
+    assert round_excess(rounds, "tail_msm", 0.01, 0.25) is None

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from cuzk.perf.calibrate import BACKEND_FILE, commit_change, make_repo, raise_patch
+from cuzk.perf.calibrate import BACKEND_FILE, commit_change, make_repo, raise_patch, slowdown_patch
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -212,16 +212,16 @@ def test_a_head_that_leaves_work_running_is_stopped_beside_the_base_samples(gate
     beside each of its rival's samples, so that work runs only beside the head's own: it slows the head, which
     the gate then reports (exit 1), and the base's samples are untouched by it. A chain of short threads also
     costs the kernel time on the sampling CPU that no thread of the worker is charged with (each thread made and
-    ended, some of it done later, beside the base's samples too): past a quarter of the threshold, the run is
-    untrusted instead (exit 2); never a pass either way."""
+    ended, some of it done later, beside the base's samples too, and beside its own, in its sampling thread's run
+    delay): past the share of the threshold, the run is untrusted instead (exit 2); never a pass either way."""
     d, base, cfg = gate_repo
     _branch(d, base, name)
     head = commit_change(d, "cuzk/__init__.py", lambda t: t + code, "a background thread")
     p, data, _ = _gate(d, base, head, cfg, tmp_path)
     (oc,) = data["outcomes"]
     if name == "churn" and p.returncode == 2:
-        assert oc["status"] == "untrusted" and "samples other work took the sampling CPU" in oc["message"], \
-            oc["message"]
+        assert oc["status"] == "untrusted" and any(w in oc["message"] for w in (
+            "samples other work took the sampling CPU", "sampling thread was held")), oc["message"]
     else:
         assert p.returncode == 1, p.stdout + p.stderr
         assert oc["status"] == "ok" and any(c["verdict"] == "regression" for c in oc["comparisons"])
@@ -460,4 +460,151 @@ def test_a_head_that_continues_its_stopped_worker_is_untrusted(gate_repo, tmp_pa
     # who continued it is unknown (a process of either side could): the round is named, not a side
     assert oc["status"] == "untrusted" and oc["message"].startswith("round "), oc["message"]
     assert any(w in oc["message"] for w in ("something continued it", "did not stop", "not by the gate")), oc["message"]
+    assert "UNTRUSTED" in p.stdout and "PASS" not in p.stdout
+
+
+def _base_worker() -> str:
+    """Hostile code's helper lines: _base() -> the base worker's pid (the gate's other worker child), or None."""
+    return """
+    def _base():
+        _gate = open(f"/proc/{_worker}/stat").read().rsplit(")", 1)[1].split()[1]
+        for _d in _os.listdir("/proc"):
+            if _d.isdigit() and int(_d) != _worker:
+                try:
+                    _o = open(f"/proc/{_d}/stat").read().rsplit(")", 1)[1].split()
+                    if _o[1] == _gate and b"cuzk.perf.worker" in open(f"/proc/{_d}/cmdline", "rb").read():
+                        return int(_d)
+                except OSError:
+                    continue
+"""
+
+
+ONE_ROUND = """
+
+# hostile: a helper out of the head's session, in the first round only (a marker file made at once), that starts
+# four spinners on the sampling CPU beside each of that round's base ntt_msm_h samples (the third phase: the third
+# of every seven base samples, each after one stop of the head), which leave as each ends: that round's base
+# samples take about five times as long, one round in eight turned over; all are gone before the round's end, and
+# beside 3 of 24 base samples the 75th percentile of the whole run reads nothing
+import os as _os
+import signal as _signal
+_worker = _os.getpid()
+_signal.signal(_signal.SIGCHLD, _signal.SIG_IGN)
+try:
+    _os.close(_os.open(MARKER, _os.O_CREAT | _os.O_EXCL | _os.O_WRONLY))
+    _first = True
+except OSError:
+    _first = False
+if _first and _os.fork() == 0:
+    _os.setsid()
+    import time as _time
+    _stops, _end = 0, _time.time() + 120
+
+    def _state():
+        return open(f"/proc/{_worker}/stat").read().rsplit(")", 1)[1].split()[0]
+    while _time.time() < _end and _stops < 18:
+        try:
+            if _state() == "T":
+                _stops += 1
+                if _stops % 7 == 3:
+                    _os.sched_setaffinity(0, _os.sched_getaffinity(_worker))
+                    for _ in range(4):
+                        if _os.fork() == 0:
+                            _os.setsid()          # a session, so a scheduler group, of its own: a full share each
+                            while _state() == "T":
+                                pass
+                            _os._exit(0)
+                while _state() == "T":
+                    _time.sleep(0.0002)
+        except OSError:
+            _os._exit(0)
+        _time.sleep(0.0002)
+    _os._exit(0)
+"""
+
+
+PTRACER = """
+
+# hostile: a helper out of the head's session that stops the base's sampling thread through ptrace for 8 ms inside
+# each of its ntt_msm_h samples (the third phase: the third of every seven base samples, each after one stop of
+# the head): not runnable (no run delay), not a stop its parent (the gate) hears of; it leaves each round before
+# its end
+import os as _os
+import signal as _signal
+_worker = _os.getpid()
+_signal.signal(_signal.SIGCHLD, _signal.SIG_IGN)
+if _os.fork() == 0:
+    _os.setsid()
+    _signal.signal(_signal.SIGCHLD, _signal.SIG_DFL)
+    import ctypes as _ct
+    import time as _time
+    _libc = _ct.CDLL(None, use_errno=True)
+    _libc.ptrace.argtypes = [_ct.c_long, _ct.c_long, _ct.c_void_p, _ct.c_void_p]
+    _elsewhere = set(range(_os.cpu_count())) - _os.sched_getaffinity(_worker)
+    if _elsewhere:                                   # its own work off the sampling CPU: only the stop is seen there
+        _os.sched_setaffinity(0, _elsewhere)
+BASE_WORKER
+    _stops, _end, _b = 0, _time.time() + 120, None
+
+    def _state(pid):
+        return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
+    while _time.time() < _end and _stops < 18:
+        try:
+            if _state(_worker) == "T":
+                _stops += 1
+                _b = _b or _base()
+                if _stops % 7 == 3 and _b:
+                    _time.sleep(0.002)
+                    if _state(_b) != "T" and _libc.ptrace(0x4206, _b, None, None) == 0:    # PTRACE_SEIZE
+                        _libc.ptrace(0x4207, _b, None, None)                             # PTRACE_INTERRUPT
+                        _os.waitpid(_b, 0x40000000)                                      # __WALL
+                        _time.sleep(0.008)
+                        _libc.ptrace(17, _b, None, None)                                 # PTRACE_DETACH
+                while _state(_worker) == "T":
+                    _time.sleep(0.0002)
+        except OSError:
+            _os._exit(0)
+        _time.sleep(0.0002)
+    _os._exit(0)
+""".replace("BASE_WORKER", _base_worker())
+
+
+def _may_ptrace() -> bool:
+    """Whether this machine lets a process trace another of its user's (no Yama scope, no seccomp filter)."""
+    import ctypes
+    p = subprocess.Popen([sys.executable, "-c", "import time\ntime.sleep(30)"])
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
+        ok = libc.ptrace(0x4206, p.pid, None, None) == 0
+        if ok:
+            libc.ptrace(17, p.pid, None, None)
+        return ok
+    finally:
+        p.kill()
+        p.wait()
+
+
+@pytest.mark.parametrize("name", ["one-round", "ptrace"])
+def test_a_helper_that_slows_the_base_unseen_by_the_run_wide_checks_is_untrusted(gate_repo, tmp_path, name):
+    """A head 50% slower in ntt_msm_h, and a helper out of its session that slows the base's samples where the
+    run-wide checks do not look: beside one round's samples only (the 75th percentile of the run reads nothing,
+    yet that round's median turns over and the signed-rank p passes alpha), or by stopping the base's sampling
+    thread through ptrace (no run delay, not a stop the gate hears of). Either passed (exit 0). The sampling
+    thread reads, across its own timed calls, its waits for others' work and its time away: a round whose median
+    sample lost past the share of the threshold is untrusted (exit 2), never a pass."""
+    if name == "ptrace" and not _may_ptrace():
+        pytest.skip("this machine does not let a process trace another (Yama or seccomp): the attack cannot run")
+    d, base, cfg = gate_repo
+    _branch(d, base, name)
+    commit_change(d, BACKEND_FILE, slowdown_patch("ntt_msm_h", 0.5), "ntt_msm_h 50% slower")
+    code = ONE_ROUND.replace("MARKER", repr(str(tmp_path / "acted"))) if name == "one-round" else PTRACER
+    head = commit_change(d, "cuzk/__init__.py", lambda t: t + code, "a helper beside the base's samples")
+    p, data, _ = _gate(d, base, head, cfg, tmp_path)
+    assert p.returncode == 2 and data and data["outcomes"][0]["rounds"], p.stdout + p.stderr
+    (oc,) = data["outcomes"]
+    # the base's samples held or stopped; or, as the spinners leave, the head's next sample beside them
+    assert oc["status"] == "untrusted" and "sampling thread was held" in oc["message"], oc["message"]
+    assert ("in round 1," in oc["message"]) if name == "one-round" else \
+        ("base's sampling thread was held by other work or away" in oc["message"]), oc["message"]
     assert "UNTRUSTED" in p.stdout and "PASS" not in p.stdout
