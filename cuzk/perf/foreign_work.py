@@ -15,7 +15,8 @@ Work beside fewer than a quarter of a side's samples escapes that rule, yet besi
 moves that round's median, and one round turned over is enough to lift the signed-rank test's p past alpha (at
 8 rounds: 3 of 24 samples). So each round is judged apart too, on what the sampling thread itself read across
 its timed calls (sched_window): at a round's median sample, its time held by others' work (and, in a host-timed
-phase, its time away: a stop, an interrupt, a sleep) may be at most the same `share` of the threshold.
+phase of a workload without a device, its time away: a stop, a sleep) may be at most the same `share` of the
+threshold.
 """
 from __future__ import annotations
 
@@ -64,32 +65,33 @@ def foreign_excess(rounds: list[dict], area: str, threshold: float, share: float
     return None
 
 
-def round_lost(ar: dict) -> list[float] | None:
+def round_lost(ar: dict, on_device: bool = False) -> list[float] | None:
     """Per sample of one side's round of a phase, the time not its worker's own across the timed calls, as a share
-    of the sample: held, and away where the phase is host-timed (a device-timed phase's thread may sleep on the
-    device); None where a sample lacks the figure (a worker from before it, a kernel without run delay)."""
+    of the sample: held, and away where the phase is host-timed with no device (on_device: the workload's; its
+    thread may sleep on the device, host-timed phases too: measured on the H200, docs/perf-log.md); None where a
+    sample lacks the figure (a worker from before it, a kernel without run delay)."""
     held, away = ar.get("held_ms") or [], ar.get("away_ms") or []
     xs = ar["samples"]
     if len(held) != len(xs) or len(_numbers(held)) != len(xs):
         return None
-    host = ar.get("timed_by") == "host"
+    host = ar.get("timed_by") == "host" and not on_device
     if host and len(_numbers(away)) != len(xs):
         return None
     n, extra = ar.get("number", 1), away if host else [0.0] * len(xs)
     return [(h + a) / 1e3 / (x * n) for h, a, x in zip(held, extra, xs)]
 
 
-def round_excess(rounds: list[dict], area: str, threshold: float, share: float) -> str | None:
+def round_excess(rounds: list[dict], area: str, threshold: float, share: float, on_device: bool = False) -> str | None:
     """Why area's comparison is not the code's alone (one line), or None: the first round and side whose median
-    sample lost more than share of threshold to what was not its worker."""
+    sample lost more than share of threshold to what was not its worker (on_device: round_lost's)."""
     most = share * threshold
     for r, rd in enumerate(rounds):
         for side in ("base", "head"):
             ar = rd.get(side, {}).get("areas", {}).get(area)
-            lost = round_lost(ar) if ar else None
+            lost = round_lost(ar, on_device) if ar else None
             if lost and statistics.median(lost) > most:
-                what = "held by other work or away (stopped, interrupted)" if ar.get("timed_by") == "host" \
-                    else "held by other work"
+                what = "held by other work or away (stopped, interrupted)" \
+                    if ar.get("timed_by") == "host" and not on_device else "held by other work"
                 return (f"phase {area}: in round {r + 1}, {side}'s sampling thread was {what} for "
                         f"{statistics.median(lost):.2%} of its median sample across the timed calls (most allowed: "
                         f"{most:.2%}, [trust] max_foreign_share {share:g} of the {threshold:.2%} threshold): that "

@@ -816,7 +816,7 @@ def _judge(cfg: GateConfig, oc: Outcome) -> None:
     for area in cfg.areas_for(oc.config):     # first: other work beside one side's samples voids them all
         th = cfg.threshold_in_force(area, oc.config).value
         why = foreign_excess(oc.rounds, area, th, cfg.max_foreign_share) or \
-            round_excess(oc.rounds, area, th, cfg.max_foreign_share)
+            round_excess(oc.rounds, area, th, cfg.max_foreign_share, on_device=oc.config.spec.backend != "cpu")
         if why:
             oc.status, oc.message = "untrusted", why
             return
