@@ -32,6 +32,7 @@ from . import checkout
 from .compare import NOT_RESOLVED, REGRESSION, Comparison, compare, resolved
 from .disk_watch import Watched, absolute_caches, changed_message, shared_caches
 from .foreign_work import foreign_excess, round_excess
+from .isolation import exposure
 from .gate_config import GateConfig, WorkloadConfig
 from .noise import NoiseError, Threshold, make_record, spec_key
 from .suite import gate_estimate_s
@@ -54,7 +55,8 @@ class WorkerTimeout(WorkerFailed):
 # Run by the worker's interpreter before anything of the commit is imported (importing cuzk.perf.worker
 # runs the commit's cuzk/__init__.py): fd 1 becomes the log, fd 0 /dev/null, and the worker dies with the
 # gate (SIGKILL on the parent's death where Linux offers it; everywhere, EOF on a lifeline pipe that only
-# the gate holds open).
+# the gate holds open). Not dumpable: no process of the gate's user (the other side's code) may trace it, short
+# of CAP_SYS_PTRACE (root: docs/runners.md 4).
 _BOOT = """\
 import os, sys, threading
 {pin}os.dup2(2, 1)
@@ -62,6 +64,7 @@ _null = os.open(os.devnull, os.O_RDONLY); os.dup2(_null, 0); os.close(_null)
 try:
     import ctypes
     ctypes.CDLL(None).prctl(1, 9)
+    ctypes.CDLL(None).prctl(4, 0)
 except Exception:
     pass
 if os.getppid() != {ppid}:
@@ -361,6 +364,7 @@ class GateResult:
     wall_s: float = 0.0
     rules_changed: list[str] = field(default_factory=list)     # rule/harness files the head changes
     deps_changed: list[str] = field(default_factory=list)      # dependency files whose requirements differ
+    isolation: list[str] = field(default_factory=list)         # what may slow a sample unseen here (isolation.py)
     exit_code: int = EXIT_ERROR
     not_gated: list[WorkloadConfig] = field(default_factory=list)   # left out by --cpu-only
 
@@ -375,7 +379,7 @@ class GateResult:
         return {"repo": self.repo, "base": self.base, "head": self.head, "base_ref": self.base_ref,
                 "head_ref": self.head_ref,
                 "exit_code": self.exit_code, "wall_s": self.wall_s, "rules_changed": self.rules_changed,
-                "deps_changed": self.deps_changed,
+                "deps_changed": self.deps_changed, "isolation": self.isolation,
                 "config": {"path": c.path, "rounds": c.rounds, "samples": c.samples, "alpha": c.alpha,
                            "threshold": c.threshold, "thresholds": c.thresholds, "areas": list(c.areas),
                            "threshold_floor": c.threshold_floor, "min_sample_s": c.min_sample_s,
@@ -993,7 +997,8 @@ def run(repo: str | Path, base_ref: str, head_ref: str, cfg: GateConfig,
         log: Callable[[str], None] = lambda m: print(m, file=sys.stderr),
         not_gated: list[WorkloadConfig] | None = None, gpu_status=None) -> GateResult:
     t0 = time.perf_counter()
-    if spawn is WorkerProcess:
+    spawn_is_real = spawn is WorkerProcess
+    if spawn_is_real:
         cpus = worker_cpus(cfg.worker_cpus)
         wide = tuple(sorted(os.sched_getaffinity(0))) if cpus else None
 
@@ -1006,6 +1011,8 @@ def run(repo: str | Path, base_ref: str, head_ref: str, cfg: GateConfig,
                         [Outcome(wc) for wc in cfg.workloads], not_gated=list(not_gated or []))
     result.rules_changed = rules_changed(repo, shas["base"], shas["head"])
     result.deps_changed = checkout.dependencies_changed(repo, shas["base"], shas["head"])
+    if spawn_is_real:
+        result.isolation = exposure(cpus)
     for oc in result.outcomes:
         preflight(oc, gpu_status)
     if any(o.status == "error" for o in result.outcomes):
@@ -1113,7 +1120,7 @@ def _check_doc(doc) -> None:
         and _finite(t.get("value"), 0) and t.get("source") in ("noise", "pin", "config")
         and isinstance(t.get("basis"), str) and len(t["basis"]) <= 400 for t in der), "config.derived")
     _check(isinstance(doc.get("outcomes"), list) and isinstance(doc.get("not_gated", []), list), "outcomes")
-    for k in ("rules_changed", "deps_changed"):
+    for k in ("rules_changed", "deps_changed", "isolation"):
         _check(isinstance(doc.get(k, []), list) and all(isinstance(f, str) for f in doc.get(k, [])), k)
     for i, o in enumerate(doc["outcomes"] + [w for w in doc.get("not_gated", [])]):
         _check(isinstance(o, dict) and isinstance(o.get("spec"), dict), f"outcome {i} has no spec")
@@ -1228,6 +1235,7 @@ def from_dict(doc: dict) -> GateResult:
     res = GateResult(doc.get("repo", ""), doc["base"], doc["head"], doc["base_ref"], doc["head_ref"], cfg, outcomes,
                      wall_s=doc.get("wall_s", 0.0), rules_changed=[str(x) for x in doc.get("rules_changed", [])],
                      deps_changed=[str(x) for x in doc.get("deps_changed", [])],
+                     isolation=[str(x) for x in doc.get("isolation", [])],
                      not_gated=[WorkloadConfig(Spec(**w["spec"]), w["required"]) for w in doc.get("not_gated", [])])
     res.exit_code = exit_code(outcomes)
     return res

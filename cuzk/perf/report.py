@@ -322,6 +322,9 @@ def markdown(res: GateResult, bisect: bool = True) -> str:
            f"is given); p = exact two-sided Wilcoxon signed-rank test over the rounds; regression = ratio > "
            f"1 + threshold and p < alpha = {c.alpha}. Config: {inline(c.path or 'built-in')}. "
            f"Wall time {res.wall_s:.1f} s."]
+    if res.isolation:
+        out += ["", "> **This runner is not isolated**: " + "; ".join(res.isolation) + ". A pull request's code "
+                "could slow the base's samples there unseen: docs/runners.md 4."]
     if res.not_gated:
         out += ["", "> **Only the CPU reference was gated** (`--cpu-only`): not run: " + "; ".join(
             w.spec.label() for w in res.not_gated) + ". A pull request needs the GPU gate too."]
@@ -379,6 +382,13 @@ def markdown(res: GateResult, bisect: bool = True) -> str:
             out.append("On the sampling CPU, other work ran while the sampling thread waited (ms, median / most; its "
                        "run delay less its worker's other threads): "
                        + "; ".join(f"`{a}` {m:.2f} / {x:.2f}" for a, (m, x, _) in other.items()) + ".")
+        held = per_sample_ms(oc, "held_ms")
+        if held:
+            out.append("Across its timed calls the sampling thread was held by other work (ms, median / most): "
+                       + "; ".join(f"`{a}` {m:.2f} / {x:.2f}" for a, (m, x, _) in held.items()) + ".")
+        if oc.rounds and not other and not held:
+            out.append("Other work on the sampling CPU: **not measured** (no per-thread run delay on this kernel): "
+                       "work beside one side's samples cannot be told from the code's.")
         pre = preempted_samples(oc)
         if any(k for k, _ in pre.values()):
             out.append("Switched out while timed (the sampling thread preempted on its CPU; a host-paced phase's "

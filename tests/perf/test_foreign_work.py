@@ -208,3 +208,15 @@ def test_time_away_counts_where_the_phase_is_host_timed_only():
     rounds[3]["base"]["areas"]["tail_msm"]["held_ms"][0] = None
     assert round_lost(rounds[3]["base"]["areas"]["tail_msm"]) is None
     assert round_excess(rounds, "tail_msm", 0.01, 0.25) is None
+
+
+def test_the_report_says_out_loud_when_other_work_was_not_measured():
+    rounds = _windows(_rounds(lambda s, r, i: 0.0), lambda s, r, i: 0.0)
+    md = report.markdown(gate.from_dict(_doc(rounds, threshold=0.05)))
+    assert "sampling thread was held by other work" in md and "not measured" not in md
+    for rd in rounds:
+        for s in ("base", "head"):
+            for k in ("foreign_ms", "held_ms", "away_ms"):
+                del rd[s]["areas"]["tail_msm"][k]
+    md = report.markdown(gate.from_dict(_doc(rounds, threshold=0.05)))
+    assert "Other work on the sampling CPU: **not measured**" in md

@@ -407,6 +407,20 @@ def test_a_worker_reply_to_another_request_is_an_error(tmp_path):
     assert logged
 
 
+def test_the_worker_cannot_be_traced_by_its_users_other_processes(tmp_path):
+    """The gate's boot makes each worker not dumpable before the commit's code runs: a process of the same user
+    (the other side's code) cannot trace it, so cannot stop its sampling thread unseen, short of CAP_SYS_PTRACE."""
+    fake = _fake_commit(tmp_path, "",
+                        "    import ctypes\n"
+                        "    rep.write(json.dumps({'id': msg['id'], 'status': 'ok', 'value': 1.0, "
+                        "'dumpable': ctypes.CDLL(None).prctl(3, 0, 0, 0, 0)}) + '\\n')\n")     # PR_GET_DUMPABLE
+    w = gate.WorkerProcess(fake, 30)
+    try:
+        assert w.ask({"sample": "tail_msm"})["dumpable"] == 0
+    finally:
+        w.kill()
+
+
 def test_the_worker_sees_no_channel_on_fd_0_1_or_2(tmp_path):
     """What the commit under test writes to fd 1 lands in the log; fd 0 is /dev/null."""
     fake = _fake_commit(tmp_path, "import os\nos.write(1, b'{\"id\": 1, \"status\": \"ok\"}\\n')\n",

@@ -1,0 +1,73 @@
+"""What on this machine can slow a worker's samples out of the gate's sight, read once before a gate runs.
+
+The gate stops the idle worker, watches its processes and reads what ran on the sampling CPU; two things stay out
+of those reads, and only the runner's set-up removes them (docs/runners.md 4):
+- device interrupts routed to the sampling CPU: a process on another CPU can make the device interrupt there (a
+  disk's completions, a NIC's packets) and the handler's time is charged to whatever thread it interrupted;
+- a tracer: the workers are not dumpable (the gate's boot), so no process of the gate's user may stop them through
+  ptrace, unless it holds CAP_SYS_PTRACE: root does.
+Each found is one line for the report; none is a verdict (the CI machines that run the tests have both).
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def cpu_list(text: str) -> set[int]:
+    """"0-3,8" -> {0, 1, 2, 3, 8}; an empty or unreadable list is no CPU."""
+    out: set[int] = set()
+    for part in text.strip().split(","):
+        lo, _, hi = part.partition("-")
+        if lo.strip().isdigit() and (not hi or hi.strip().isdigit()):
+            out.update(range(int(lo), int(hi or lo) + 1))
+    return out
+
+
+def device_interrupts_on(cpus, proc: str = "/proc") -> list[str]:
+    """Interrupt lines of devices (numbered lines of /proc/interrupts: not the local timer or the IPIs) that were
+    served on any of cpus and may be again (their effective affinity includes one), busiest first, as
+    "name (irq N, M served there so far)"."""
+    want = set(cpus)
+    try:
+        lines = Path(proc, "interrupts").read_text().splitlines()
+    except OSError:
+        return []
+    if not lines:
+        return []
+    columns = [int(c[3:]) for c in lines[0].split() if c.startswith("CPU") and c[3:].isdigit()]
+    found = []
+    for line in lines[1:]:
+        head, _, rest = line.partition(":")
+        if not head.strip().isdigit():
+            continue
+        fields = rest.split()
+        served = sum(int(n) for cpu, n in zip(columns, fields[:len(columns)]) if cpu in want and n.isdigit())
+        irq = head.strip()
+        aff: set[int] = set()
+        for name in ("effective_affinity_list", "smp_affinity_list"):
+            try:
+                aff = cpu_list(Path(proc, "irq", irq, name).read_text())
+                break
+            except OSError:
+                continue
+        if served and aff & want:
+            found.append((served, f"{fields[-1] if len(fields) > len(columns) else '?'} (irq {irq}, {served} "
+                                  f"served there so far)"))
+    return [text for _, text in sorted(found, key=lambda f: -f[0])]
+
+
+def exposure(cpus, proc: str = "/proc", euid: int | None = None) -> list[str]:
+    """One line per way this machine lets a sample be slowed unseen; [] where none is found."""
+    out = []
+    if cpus:
+        irqs = device_interrupts_on(cpus, proc)
+        if irqs:
+            shown = ", ".join(irqs[:4]) + (f" and {len(irqs) - 4} more" if len(irqs) > 4 else "")
+            out.append(f"device interrupts are served on the sampling CPU{'s' if len(cpus) > 1 else ''} "
+                       f"({', '.join(map(str, cpus))}): {shown}; their handlers' time is not seen by the gate's "
+                       f"reads (route them elsewhere: /proc/irq/N/smp_affinity_list)")
+    if (os.geteuid() if euid is None else euid) == 0:
+        out.append("the gate runs as root: the measured code, run as the same user, may trace and stop a worker "
+                   "(CAP_SYS_PTRACE passes its not-dumpable guard); run the gate as a user of its own")
+    return out

@@ -1,0 +1,65 @@
+"""What on a runner can slow a worker's samples out of the gate's sight (isolation.py), and the report's line."""
+from __future__ import annotations
+
+import pytest
+
+from cuzk.perf import gate, report
+from cuzk.perf.isolation import cpu_list, device_interrupts_on, exposure
+
+INTERRUPTS = """\
+           CPU0       CPU1       CPU2
+  0:         40          0          0   IO-APIC   2-edge      timer
+ 36:          0    3556221          0   PCI-MSIX-0000:00:02.0   1-edge      virtio1-req.0
+ 38:        500         12          0   PCI-MSIX-0000:00:03.0   1-edge      virtio2-input.0
+ 40:          0          0         90   PCI-MSIX-0000:00:04.0   1-edge      nvidia
+LOC:     100000     100000     100000   Local timer interrupts
+RES:         10         20         30   Rescheduling interrupts
+"""
+
+
+def _proc(tmp_path, affinity: dict[str, str]):
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    (tmp_path / "interrupts").write_text(INTERRUPTS)
+    for irq, cpus in affinity.items():
+        (tmp_path / "irq" / irq).mkdir(parents=True)
+        (tmp_path / "irq" / irq / "effective_affinity_list").write_text(cpus + "\n")
+    return str(tmp_path)
+
+
+def test_cpu_lists():
+    assert cpu_list("0-3,8\n") == {0, 1, 2, 3, 8} and cpu_list("") == set() and cpu_list("x") == set()
+
+
+def test_device_interrupts_served_on_the_sampling_cpu_are_named_busiest_first(tmp_path):
+    proc = _proc(tmp_path, {"0": "0", "36": "1", "38": "0-1", "40": "2"})
+    got = device_interrupts_on((1,), proc)
+    assert got == ["virtio1-req.0 (irq 36, 3556221 served there so far)",
+                   "virtio2-input.0 (irq 38, 12 served there so far)"]
+    # the local timer and the IPIs are not devices'; a line routed elsewhere since is let be
+    assert device_interrupts_on((2,), _proc(tmp_path / "b", {"40": "0"})) == []
+    assert device_interrupts_on((0,), proc) == ["virtio2-input.0 (irq 38, 500 served there so far)",
+                                                "timer (irq 0, 40 served there so far)"]
+
+
+def test_exposure_names_interrupts_and_root_and_nothing_on_an_isolated_runner(tmp_path):
+    proc = _proc(tmp_path, {"36": "1", "38": "0"})
+    lines = exposure((1,), proc, euid=0)
+    assert len(lines) == 2 and "virtio1-req.0" in lines[0] and "sampling CPU (1)" in lines[0]
+    assert "runs as root" in lines[1]
+    assert exposure((2,), proc, euid=1000) == []
+    assert exposure(None, proc, euid=1000) == []         # not pinned: no one sampling CPU to read
+
+
+def test_the_report_says_the_runner_is_not_isolated_and_gate_json_keeps_it():
+    from test_foreign_work import _doc, _rounds
+    doc = _doc(_rounds(lambda s, r, i: 0.0), threshold=0.05)
+    assert "not isolated" not in report.markdown(gate.from_dict(doc))
+    doc["isolation"] = ["the gate runs as root: ..."]
+    res = gate.from_dict(doc)
+    assert res.isolation == doc["isolation"] and res.as_dict()["isolation"] == doc["isolation"]
+    md = report.markdown(res)
+    assert "**This runner is not isolated**: the gate runs as root" in md
+    doc["isolation"] = [3]
+    with pytest.raises(ValueError, match="isolation"):
+        gate.from_dict(doc)
+
