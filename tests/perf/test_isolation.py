@@ -12,6 +12,7 @@ INTERRUPTS = """\
  36:          0    3556221          0   PCI-MSIX-0000:00:02.0   1-edge      virtio1-req.0
  38:        500         12          0   PCI-MSIX-0000:00:03.0   1-edge      virtio2-input.0
  40:          0          0         90   PCI-MSIX-0000:00:04.0   1-edge      nvidia
+ 41:          0        700          0   PCI-MSIX-0000:00:05.0   2-edge      nvme0q2
 LOC:     100000     100000     100000   Local timer interrupts
 RES:         10         20         30   Rescheduling interrupts
 """
@@ -31,11 +32,12 @@ def test_cpu_lists():
 
 
 def test_device_interrupts_served_on_the_sampling_cpu_are_named_busiest_first(tmp_path):
-    proc = _proc(tmp_path, {"0": "0", "36": "1", "38": "0-1", "40": "2"})
+    proc = _proc(tmp_path, {"0": "0", "36": "1", "38": "0-1", "40": "2", "41": "1"})
     got = device_interrupts_on((1,), proc)
     assert got == ["virtio1-req.0 (irq 36, 3556221 served there so far)",
                    "virtio2-input.0 (irq 38, 12 served there so far)"]
-    # the local timer and the IPIs are not devices'; a line routed elsewhere since is let be
+    # the local timer and the IPIs are not devices'; a line routed elsewhere since is let be; an NVMe queue of the
+    # sampling CPU answers only its own requests
     assert device_interrupts_on((2,), _proc(tmp_path / "b", {"40": "0"})) == []
     assert device_interrupts_on((0,), proc) == ["virtio2-input.0 (irq 38, 500 served there so far)",
                                                 "timer (irq 0, 40 served there so far)"]
