@@ -245,9 +245,10 @@ def tree_of(project: Path) -> str | None:
 
 
 def write_doc(path: Path, setup: dict, rows: list[dict]) -> None:
-    """The runs so far and their summary, replacing `path` whole by the output rule (files.write_outputs)."""
+    """The runs so far and their summary, replacing `path` whole by the output rule (files.write_outputs); one line,
+    as docs/perf-data keeps them (its size is bounded in lines: tests/project/test_perf_log.py)."""
     doc = {"kind": KIND, "version": 1, "setup": setup, "runs": rows, "summary": summary(rows, setup["inject"])}
-    files.write_outputs({path: json.dumps(doc, indent=1) + "\n"})
+    files.write_outputs({path: json.dumps(doc) + "\n"})
 
 
 def _read_doc(path: Path) -> dict:

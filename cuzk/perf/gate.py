@@ -32,7 +32,7 @@ from . import checkout
 from .compare import NOT_RESOLVED, REGRESSION, Comparison, compare, resolved
 from .disk_watch import Watched, absolute_caches, changed_message, shared_caches
 from .foreign_work import foreign_excess, round_excess
-from .isolation import exposure
+from .isolation import device_interrupt_count, exposure
 from .gate_config import GateConfig, WorkloadConfig
 from .noise import NoiseError, Threshold, make_record, spec_key
 from .suite import gate_estimate_s
@@ -502,6 +502,7 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
         held = {s: {a: [] for a in areas} for s in SIDES}        # across its timed calls (sched_window): waits
         away = {s: {a: [] for a in areas} for s in SIDES}        # for others' work, and neither run nor wait
         timed_by = {s: {} for s in SIDES}                        # per area, "host" or "device"
+        irqs = {s: {a: [] for a in areas} for s in SIDES}        # device interrupts served on the sampling CPU
         idle_most: dict = {}              # per side, the most CPU ms it ran while idle during one rival sample
         idle_ticks: dict = {}             # per side, clock ticks it ran while idle, over the round
         idle_where: dict = {}             # per side, beside which sample and in which thread that most ran
@@ -523,9 +524,12 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
                         _stops_since(w)
                     asking = f"phase {a}"
                     before, own = _usage(rival), _usage(workers[side])
+                    i0 = device_interrupt_count(getattr(workers[side], "cpus", None))
                     t_ask = time.perf_counter()
                     rep = workers[side].ask({"sample": a})
                     asked[side][a].append(round(time.perf_counter() - t_ask, 6))
+                    i1 = device_interrupt_count(getattr(workers[side], "cpus", None))
+                    irqs[side][a].append(i1 - i0 if i0 is not None and i1 is not None and i1 >= i0 else None)
                     after = _usage(rival)
                     foreign[side][a].append(foreign_ms(own, _usage(workers[side]), workers[side].pid))
                     for who, w in ((side, workers[side]), (other, rival)):
@@ -607,6 +611,7 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
                                       "guard_s": guarded[s][a], "preempted": preempted[s][a],
                                       "rival_idle_ms": beside[s][a], "foreign_ms": foreign[s][a],
                                       "held_ms": held[s][a], "away_ms": away[s][a], "timed_by": timed_by[s].get(a),
+                                      "irqs": irqs[s][a],
                                       "number": ready[s]["numbers"][a]} for a in areas},
             "discards": done[s].get("discards", []), "peak_device_bytes": done[s].get("peak_device_bytes"),
             "idle_cpu_ms": idle_most.get(s), "idle_cpu_where": idle_where.get(s), "idle_stopped": frozen.get(s, False)}
@@ -1163,9 +1168,10 @@ def _check_doc(doc) -> None:
                         _check(isinstance(v, list) and len(v) <= len(ar.get("samples") or []) and all(
                             x is None or (_finite(x, 0) and x <= MAX_SAMPLE_S) for x in v),
                             f"{where}: {k} is not a list of seconds, one a sample")
-                    v = ar.get("preempted", [])
-                    _check(isinstance(v, list) and len(v) <= len(ar.get("samples") or []) and all(
-                        x is None or _count(x) for x in v), f"{where}: preempted is not a list of counts, one a sample")
+                    for k in ("preempted", "irqs"):
+                        v = ar.get(k, [])
+                        _check(isinstance(v, list) and len(v) <= len(ar.get("samples") or []) and all(
+                            x is None or _count(x) for x in v), f"{where}: {k} is not a list of counts, one a sample")
                     for k in ("rival_idle_ms", "foreign_ms", "held_ms", "away_ms"):
                         v = ar.get(k, [])
                         _check(isinstance(v, list) and len(v) <= len(ar.get("samples") or []) and all(

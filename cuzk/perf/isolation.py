@@ -62,6 +62,32 @@ def device_interrupts_on(cpus, proc: str = "/proc") -> list[str]:
     return [text for _, text in sorted(found, key=lambda f: -f[0])]
 
 
+def device_interrupt_count(cpus, proc: str = "/proc") -> int | None:
+    """Device interrupts (numbered lines of /proc/interrupts, NVMe per-CPU queues left out) served so far on cpus;
+    None where not pinned or unreadable. Read around each sample: the kernel here charges a handler's time to the
+    thread it interrupted, so the count is what tells of a storm beside one side's samples."""
+    if not cpus:
+        return None
+    try:
+        lines = Path(proc, "interrupts").read_text().splitlines()
+    except OSError:
+        return None
+    if not lines:
+        return None
+    want = set(cpus)
+    columns = [int(c[3:]) for c in lines[0].split() if c.startswith("CPU") and c[3:].isdigit()]
+    n = 0
+    for line in lines[1:]:
+        head, _, rest = line.partition(":")
+        if not head.strip().isdigit():
+            continue
+        fields = rest.split()
+        if len(fields) > len(columns) and PER_CPU_QUEUE.fullmatch(fields[-1]):
+            continue
+        n += sum(int(x) for cpu, x in zip(columns, fields[:len(columns)]) if cpu in want and x.isdigit())
+    return n
+
+
 def exposure(cpus, proc: str = "/proc", euid: int | None = None) -> list[str]:
     """One line per way this machine lets a sample be slowed unseen; [] where none is found."""
     out = []

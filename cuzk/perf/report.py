@@ -234,6 +234,19 @@ def rival_idle(oc: Outcome) -> tuple[dict[str, tuple[float, float, int]], str | 
     return per_sample_ms(oc, "rival_idle_ms"), where
 
 
+def device_interrupts(oc: Outcome) -> dict[str, dict[str, tuple[float, int]]]:
+    """Per phase and side, (median, most) of the device interrupts served on the sampling CPU during a sample
+    (gate.json's irqs); phases and sides without the figure are left out."""
+    got: dict[str, dict[str, list[int]]] = {}
+    for rd in oc.rounds:
+        for s in ("base", "head"):
+            for a, ar in rd.get(s, {}).get("areas", {}).items():
+                xs = [x for x in ar.get("irqs") or [] if isinstance(x, int) and not isinstance(x, bool)]
+                if xs:
+                    got.setdefault(a, {}).setdefault(s, []).extend(xs)
+    return {a: {s: (statistics.median(xs), max(xs)) for s, xs in sides.items()} for a, sides in got.items()}
+
+
 def foreign_work(oc: Outcome) -> dict[str, tuple[float, float, int]]:
     """Per phase, what else ran on the sampling CPU while the sampling thread wanted it (foreign_ms)."""
     return per_sample_ms(oc, "foreign_ms")
@@ -386,6 +399,12 @@ def markdown(res: GateResult, bisect: bool = True) -> str:
         if held:
             out.append("Across its timed calls the sampling thread was held by other work (ms, median / most): "
                        + "; ".join(f"`{a}` {m:.2f} / {x:.2f}" for a, (m, x, _) in held.items()) + ".")
+        irq = device_interrupts(oc)
+        if any(x for sides in irq.values() for _, x in sides.values()):
+            out.append("Device interrupts served on the sampling CPU during a sample (median / most, base; head: "
+                       "their handlers' time is charged to the sample, seen by no other read): " + "; ".join(
+                           f"`{a}` {b[0]:g} / {b[1]:g}; {h[0]:g} / {h[1]:g}" for a, sides in irq.items()
+                           for b, h in [(sides.get("base", (0, 0)), sides.get("head", (0, 0)))]) + ".")
         if oc.rounds and not other and not held:
             out.append("Other work on the sampling CPU: **not measured** (no per-thread run delay on this kernel): "
                        "work beside one side's samples cannot be told from the code's.")

@@ -97,7 +97,9 @@ def test_a_a_passes(gate_repo, tmp_path):
     for r in oc["rounds"]:
         for s in ("base", "head"):
             ar = r[s]["areas"]["tail_msm"]
-            assert len(ar["asked_s"]) == len(ar["gc_s"]) == len(ar["preempted"]) == 3
+            assert len(ar["asked_s"]) == len(ar["gc_s"]) == len(ar["preempted"]) == len(ar["irqs"]) == 3
+            # the sampling thread's own reads across its timed calls, and the phase timed on the host
+            assert len(ar["held_ms"]) == len(ar["away_ms"]) == 3 and ar["timed_by"] == "host"
             assert len(ar["host_s"]) == len(ar["guard_s"]) == 3      # the worker's wall and its NVML checks (none)
             # the idle rival is stopped beside each sample: it runs nothing (FROZEN_MOST_S), not its allowance
             assert len(ar["rival_idle_ms"]) == 3 and all(0 <= x <= 0.1 for x in ar["rival_idle_ms"])

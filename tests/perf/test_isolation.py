@@ -65,3 +65,26 @@ def test_the_report_says_the_runner_is_not_isolated_and_gate_json_keeps_it():
     with pytest.raises(ValueError, match="isolation"):
         gate.from_dict(doc)
 
+
+
+def test_device_interrupts_are_counted_on_the_sampling_cpu_only(tmp_path):
+    from cuzk.perf.isolation import device_interrupt_count
+    proc = _proc(tmp_path, {})
+    assert device_interrupt_count((1,), proc) == 3556221 + 12            # nvme0q2 (CPU 1's own queue) left out
+    assert device_interrupt_count((0, 2), proc) == 40 + 500 + 90
+    assert device_interrupt_count(None, proc) is None and device_interrupt_count((1,), str(tmp_path / "no")) is None
+
+
+def test_the_report_shows_the_interrupts_beside_each_side_and_gate_json_checks_them():
+    from test_foreign_work import _doc, _rounds
+    rounds = _rounds(lambda s, r, i: 0.0)
+    md = report.markdown(gate.from_dict(_doc(rounds, threshold=0.05)))
+    assert "Device interrupts served on the sampling CPU" not in md
+    for rd in rounds:
+        rd["base"]["areas"]["tail_msm"]["irqs"] = [40] * 9
+        rd["head"]["areas"]["tail_msm"]["irqs"] = [0] * 8 + [3]
+    md = report.markdown(gate.from_dict(_doc(rounds, threshold=0.05)))
+    assert "`tail_msm` 40 / 40; 0 / 3" in md
+    rounds[0]["base"]["areas"]["tail_msm"]["irqs"][0] = -1
+    with pytest.raises(ValueError, match="irqs is not a list of counts"):
+        gate.from_dict(_doc(rounds, threshold=0.05))
