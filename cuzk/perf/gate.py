@@ -33,6 +33,7 @@ from .compare import NOT_RESOLVED, REGRESSION, Comparison, compare, resolved
 from .disk_watch import Watched, absolute_caches, changed_message, shared_caches
 from .foreign_work import foreign_excess, round_excess
 from .isolation import device_interrupt_count, exposure
+from .sched_window import kernel_run_delay
 from .gate_config import GateConfig, WorkloadConfig
 from .noise import NoiseError, Threshold, make_record, spec_key
 from .suite import gate_estimate_s
@@ -576,6 +577,16 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
             _thaw(workers[idle])
         if orphans_before is not None:
             _check_orphans(orphans_before, workers, lambda m: fail_round("untrusted", f"round {r + 1}: {m}"))
+        if kernel_run_delay() is not None:      # this kernel keeps it: a figure missing was made to go missing
+            for s in SIDES:
+                for a in areas:
+                    own = held[s][a] if any(x is not None for a2 in areas for x in held[s][a2]) else []
+                    lost = sum(1 for x in foreign[s][a] + own if x is None)     # a harness without held: never had
+                    if lost and workers[s].pid is not None and isinstance(getattr(workers[s], "p", None),
+                                                                          subprocess.Popen):
+                        fail_round("untrusted", f"round {r + 1}: {lost} of the reads of {s}'s sampling thread beside "
+                                                f"its samples of {a} failed, where this kernel keeps them: other work "
+                                                f"beside them cannot be told from the code's")
         for idle in SIDES:
             _check_new_processes(workers[idle], partial(blame, idle))
             if idle_ticks.get(idle, 0) * TICK_S > IDLE_TICKS_MOST_S:
@@ -821,6 +832,24 @@ def paired_log_ratios(rd: dict, area: str) -> list[float]:
     return [math.log(h / b) for b, h in zip(rd["base"]["areas"][area]["samples"], rd["head"]["areas"][area]["samples"])]
 
 
+def own_clock(oc: Outcome, area: str, threshold: float, alpha: float) -> Comparison | None:
+    """The comparison on each sample's round trip as the gate timed it (asked_s), where the workload is host-timed
+    without a device: there the round trip is the sample plus ~1 ms of requests, collection and reply, so a
+    regression the worker's reported times hide still shows. A GPU sample's round trip carries the NVML guard
+    (~20 ms, several ms apart between the sides in honest runs): not judged. None where not judged or a round trip
+    is missing."""
+    if oc.config.spec.backend != "cpu":
+        return None
+    d = []
+    for rd in oc.rounds:
+        b, h = (rd[s]["areas"][area].get("asked_s") or [] for s in SIDES)
+        n = len(rd["base"]["areas"][area]["samples"])
+        if len(b) != n or len(h) != n or not all(_finite(x, 0, strict=True) for x in b + h):
+            return None
+        d.append(statistics.median(math.log(y / x) for x, y in zip(b, h)))
+    return compare(area, d, threshold, alpha) if len(d) >= 2 else None
+
+
 def _judge(cfg: GateConfig, oc: Outcome) -> None:
     for area in cfg.areas_for(oc.config):     # first: other work beside one side's samples voids them all
         th = cfg.threshold_in_force(area, oc.config).value
@@ -835,6 +864,15 @@ def _judge(cfg: GateConfig, oc: Outcome) -> None:
         th = cfg.threshold_in_force(area, oc.config)
         c = compare(area, d, th.value, cfg.alpha, base_s=statistics.median(pooled["base"]),
                     head_s=statistics.median(pooled["head"]))
+        own = own_clock(oc, area, th.value, cfg.alpha)
+        if own is not None and own.verdict == REGRESSION and c.verdict != REGRESSION:
+            oc.status, oc.comparisons = "untrusted", []
+            oc.message = (f"phase {area}: the gate's own clock (each sample's round trip) reads the head "
+                          f"x{own.ratio:.3f} (p={own.p_value:.4f}), a regression, where the times the workers "
+                          f"reported read x{c.ratio:.3f}: the head's times are not the harness's (its code runs "
+                          f"in its worker and may rewrite the timer), or its untimed work per sample grew past the "
+                          f"threshold")
+            return
         oc.comparisons.append(resolved(replace(c, threshold_source=th.source, threshold_basis=th.basis), d))
     oc.status = "ok"
 

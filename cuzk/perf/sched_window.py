@@ -25,6 +25,12 @@ def _run_delay() -> int | None:
         return None
 
 
+def kernel_run_delay() -> int | None:
+    """The calling thread's run delay, or None where this kernel keeps none: whether a worker's missing figure
+    can be the kernel's."""
+    return _run_delay()
+
+
 class Window:
     """Open before the timed calls, close() after: {"held_ms", "away_ms"} or None where not measured."""
 

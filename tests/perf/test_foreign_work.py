@@ -220,3 +220,24 @@ def test_the_report_says_out_loud_when_other_work_was_not_measured():
                 del rd[s]["areas"]["tail_msm"][k]
     md = report.markdown(gate.from_dict(_doc(rounds, threshold=0.05)))
     assert "Other work on the sampling CPU: **not measured**" in md
+
+
+def test_the_gates_own_clock_catches_times_the_head_reported_short():
+    """On the CPU workload each sample's round trip (asked_s, the gate's clock) is the sample and ~1 ms more: a
+    head whose reported times hide a +50% regression still reads slower there: untrusted, never a pass. Honest
+    round trips pass; a GPU workload's round trips (the NVML guard's ~20 ms) are not judged."""
+    rounds = _rounds(lambda s, r, i: 0.0)
+    for rd in rounds:
+        for s in ("base", "head"):
+            ar = rd[s]["areas"]["tail_msm"]
+            ar["asked_s"] = [x + 0.0007 for x in ar["samples"]]
+    assert gate.from_dict(_doc(rounds, threshold=0.05)).outcomes[0].status == "ok"
+    for rd in rounds:                      # the head's calls took half as long again; it reported them unchanged
+        ar = rd["head"]["areas"]["tail_msm"]
+        ar["asked_s"] = [x * 1.5 + 0.0007 for x in ar["samples"]]
+    res = gate.from_dict(_doc(rounds, threshold=0.05))
+    assert res.outcomes[0].status == "untrusted" and "the gate's own clock" in res.outcomes[0].message
+    assert res.exit_code == 2
+    doc = _doc(rounds, threshold=0.05)
+    doc["outcomes"][0]["spec"]["backend"] = "cuda"
+    assert gate.from_dict(doc).outcomes[0].status == "ok"

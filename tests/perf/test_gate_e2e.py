@@ -610,3 +610,107 @@ def test_a_helper_that_slows_the_base_unseen_by_the_run_wide_checks_is_untrusted
     assert ("in round 1," in oc["message"]) if name == "one-round" else \
         ("base's sampling thread was held by other work or away" in oc["message"]), oc["message"]
     assert "UNTRUSTED" in p.stdout and "PASS" not in p.stdout
+
+
+BLINDER = """
+
+# hostile: a helper out of the head's session that, from the base's fourth sample on, mounts a file over the base
+# sampling thread's schedstat (as root may), so every read of it fails: with no figure, work beside the base's
+# samples from then on would not be judged
+import os as _os
+import signal as _signal
+_worker = _os.getpid()
+_signal.signal(_signal.SIGCHLD, _signal.SIG_IGN)
+if _os.fork() == 0:
+    _os.setsid()
+    import ctypes as _ct
+    import tempfile as _tf
+    import time as _time
+    _libc = _ct.CDLL(None, use_errno=True)
+    _fake = _tf.NamedTemporaryFile("w", delete=False)
+    _fake.write("x\\n")
+    _fake.close()
+BASE_WORKER
+    _stops, _end, _b, _done = 0, _time.time() + 120, None, False
+
+    def _state(pid):
+        return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
+    while _time.time() < _end and _stops < 18:
+        try:
+            if _state(_worker) == "T":
+                _stops += 1
+                _b = _b or _base()
+                if _stops >= 4 and _b and not _done:
+                    _done = True
+                    for _p in (f"/proc/{_b}/task/{_b}/schedstat", f"/proc/{_b}/schedstat"):
+                        if _libc.mount(_fake.name.encode(), _p.encode(), None, 4096, None) != 0:    # MS_BIND
+                            _os._exit(0)
+                while _state(_worker) == "T":
+                    _time.sleep(0.0002)
+        except OSError:
+            _os._exit(0)
+        _time.sleep(0.0002)
+    _os._exit(0)
+""".replace("BASE_WORKER", _base_worker())
+
+
+def test_a_helper_that_blinds_the_reads_of_the_base_is_untrusted(gate_repo, tmp_path):
+    """Root may mount a file over the base sampling thread's schedstat, so that every read of it fails and the
+    figures that judge other work go missing mid-run (a kernel without them is not judged). Where the gate reads
+    its own, a worker's figure that is missing was made to go missing: the run is untrusted (exit 2)."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting over /proc needs root: the attack cannot run")
+    d, base, cfg = gate_repo
+    _branch(d, base, "blinder")
+    commit_change(d, BACKEND_FILE, slowdown_patch("ntt_msm_h", 0.5), "ntt_msm_h 50% slower")
+    head = commit_change(d, "cuzk/__init__.py", lambda t: t + BLINDER, "a helper that blinds the base's reads")
+    p, data, _ = _gate(d, base, head, cfg, tmp_path)
+    assert p.returncode == 2 and data, p.stdout + p.stderr
+    (oc,) = data["outcomes"]
+    if "reads of base's sampling thread" not in oc["message"]:
+        pytest.skip(f"the mount did not take here: {oc['message'][:200]}")  # e.g. a read-only /proc
+    assert oc["status"] == "untrusted" and "failed, where this kernel keeps them" in oc["message"], oc["message"]
+    assert "UNTRUSTED" in p.stdout and "PASS" not in p.stdout
+
+
+FORGER = """
+
+# hostile: the head rewrites the harness in its own worker (the measured code runs there): its ntt_msm_h samples
+# report two thirds of their time; the thread that does it ends during the set-up
+import sys as _sys
+import threading as _t
+
+
+def _forge():
+    import time as _time
+    for _ in range(4000):
+        _w = _sys.modules.get("cuzk.perf.workload")
+        if _w is not None and hasattr(_w, "Workload"):
+            _real = _w.Workload.measure
+
+            def _measure(self, area, number=1):
+                v = _real(self, area, number)
+                return v / 1.5 if area == "ntt_msm_h" else v
+            _w.Workload.measure = _measure
+            return
+        _time.sleep(0.001)
+
+
+_t.Thread(target=_forge, daemon=True).start()
+"""
+
+
+def test_a_head_that_forges_its_own_times_is_untrusted(gate_repo, tmp_path):
+    """The head's code runs in the head's worker, and so can rewrite the harness there and report any time: a
+    +50% ntt_msm_h head that reports two thirds of it passed (exit 0). On the CPU workload the gate's own clock
+    (each sample's round trip) is the sample and ~1 ms more, so it still reads the regression: untrusted (exit 2)."""
+    d, base, cfg = gate_repo
+    _branch(d, base, "forger")
+    commit_change(d, BACKEND_FILE, slowdown_patch("ntt_msm_h", 0.5), "ntt_msm_h 50% slower")
+    head = commit_change(d, "cuzk/__init__.py", lambda t: t + FORGER, "the head's times rewritten")
+    p, data, _ = _gate(d, base, head, cfg, tmp_path)
+    assert p.returncode == 2 and data, p.stdout + p.stderr
+    (oc,) = data["outcomes"]
+    assert oc["status"] == "untrusted" and oc["message"].startswith("phase ntt_msm_h: the gate's own clock"), \
+        oc["message"]
+    assert "UNTRUSTED" in p.stdout and "PASS" not in p.stdout
