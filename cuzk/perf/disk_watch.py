@@ -14,6 +14,7 @@ entries); a cache's clean check keeps what it found, so an entry made in one rou
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,10 +24,13 @@ SHOWN = 5       # changed paths named in a message
 NOT_ENTRIES = (".tmp", ".lock", ".corrupt")    # a writer's temp file, a lock, an entry set aside: no one loads them
 
 
-def disk_state(root: Path) -> dict[str, tuple[int, int, int, int]]:
-    """Every file and link under root (links not followed): relative path -> (inode, size, mtime_ns, ctime_ns)."""
+def disk_state(root: Path, shallow: bool = False) -> dict[str, tuple[int, int, int, int]]:
+    """Every file and link under root (links not followed), or in root itself (shallow): relative path -> (inode,
+    size, mtime_ns, ctime_ns)."""
     out = {}
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        if shallow and dirpath != str(root):
+            break
         for name in filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]:
             p = os.path.join(dirpath, name)
             try:
@@ -43,14 +47,15 @@ class Watched:
     root: Path
     closed: bool                 # no file may come or go (a cache: files may come)
     state: dict = field(default_factory=dict)
+    shallow: bool = False        # its own files only, not its folders' (an import root: see import_roots)
 
     def take(self) -> None:
-        self.state = disk_state(self.root) if self.root.is_dir() else {}
+        self.state = disk_state(self.root, self.shallow) if self.root.is_dir() else {}
 
     def changes(self, keep: bool = False) -> list[str]:
         """Closed: the paths that changed, came or went since take(); a cache: its entries that changed. keep:
         where none did, what is there now is what later checks compare with (a cache's new entries watched)."""
-        now = disk_state(self.root) if self.root.is_dir() else {}
+        now = disk_state(self.root, self.shallow) if self.root.is_dir() else {}
         out = self._changed(now)
         if keep and not out:
             self.state = now
@@ -72,6 +77,20 @@ def shared_caches(env=None) -> list[Watched]:
               ("the key cache", os.path.join(env.get("CUZK_CACHE_DIR") or os.path.join(xdg, "cuzk"), "keys")),
               ("CuPy's kernel cache", env.get("CUPY_CACHE_DIR") or os.path.expanduser("~/.cupy/kernel_cache"))]
     return [Watched(f"{name} ({path})", Path(path).absolute(), closed=False) for name, path in places]
+
+
+def import_roots(path=None, spare=(), within=()) -> list[Watched]:
+    """The interpreter's import folders (sys.path, as the workers' interpreter has them, less the checkouts), each
+    closed and shallow: a file that comes there (a `.pth` file, a `sitecustomize` module) runs in every later worker,
+    the base's too, before any of its code. Their folders' files are not watched (a walk of every installed
+    package takes seconds a round): a rewrite inside an installed package is not seen (docs/runners.md 4)."""
+    spare = {os.path.abspath(p) for p in spare}               # the gate's own project folder: its tests write there
+    within = [os.path.abspath(p) for p in within]             # the gate's workspace: the checkouts, watched apart
+    out = []
+    for p in sorted({os.path.abspath(p) for p in (sys.path if path is None else path) if p}):
+        if os.path.isdir(p) and p not in spare and not any(p == w or p.startswith(w + os.sep) for w in within):
+            out.append(Watched(f"the interpreter's import folder ({p})", Path(p), closed=True, shallow=True))
+    return out
 
 
 CACHE_VARS = ("CUZK_CUBIN_DIR", "CUZK_CACHE_DIR", "CUPY_CACHE_DIR", "XDG_CACHE_HOME")

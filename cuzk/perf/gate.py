@@ -30,7 +30,7 @@ from typing import Callable
 
 from . import checkout
 from .compare import NOT_RESOLVED, REGRESSION, Comparison, compare, resolved
-from .disk_watch import Watched, absolute_caches, changed_message, shared_caches
+from .disk_watch import Watched, absolute_caches, changed_message, import_roots, shared_caches
 from .foreign_work import foreign_excess, round_excess
 from .isolation import device_interrupt_count, exposure
 from .sched_window import kernel_run_delay
@@ -1085,7 +1085,8 @@ def run(repo: str | Path, base_ref: str, head_ref: str, cfg: GateConfig,
             + (f"{est:.0f} s" if est is not None else "(no figure for a target in cuzk/perf/suite.py GATE_ROUND_S)"))
         # what the workers load from disk: a change between rounds is code or data that the next worker of a
         # side would load unmeasured (the head's code runs as the same user and could rewrite the base's)
-        watched = [Watched(f"the {s} tree", Path(tmp) / s, closed=True) for s in SIDES] + shared_caches()
+        watched = [Watched(f"the {s} tree", Path(tmp) / s, closed=True) for s in SIDES] + shared_caches() + \
+            import_roots(spare=(repo, Path(__file__).resolve().parents[2]), within=(tmp,))
         for w in watched:
             w.take()
         reaping = subreaper(True)

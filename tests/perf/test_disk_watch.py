@@ -78,3 +78,25 @@ def test_cache_folders_named_relative_are_made_absolute_for_the_workers(tmp_path
                    "X": "y"}
     places = shared_caches({"CUZK_CACHE_DIR": "cache"})
     assert places[1].root == tmp_path / "cache" / "keys"
+
+
+def test_an_import_folder_is_watched_for_files_that_come_not_for_its_packages(tmp_path):
+    """A `.pth` file or a `sitecustomize` module that comes into an import folder runs in every later worker,
+    the base's too: its own files are watched (closed); its packages' are not (a walk of every installed package
+    takes seconds a round)."""
+    from cuzk.perf.disk_watch import import_roots
+    site = tmp_path / "site-packages"
+    (site / "pkg").mkdir(parents=True)
+    (site / "pkg" / "mod.py").write_text("x = 1\n")
+    (site / "a.pth").write_text("# a\n")
+    (ws,) = import_roots([str(site), str(tmp_path / "absent")])
+    assert ws.closed and ws.shallow and "import folder" in ws.name
+    ws.take()
+    assert set(ws.state) == {"a.pth"}
+    (site / "pkg" / "mod.py").write_text("x = 2\n")
+    assert ws.changes() == []
+    (site / "zz.pth").write_text("import os\n")
+    assert ws.changes() == ["zz.pth"]
+    # the gate's own project folder (its tests write there) and its workspace (the checkouts, watched apart)
+    assert import_roots([str(site)], spare=(str(site),)) == []
+    assert import_roots([str(site / "pkg")], within=(str(site),)) == []

@@ -714,3 +714,38 @@ def test_a_head_that_forges_its_own_times_is_untrusted(gate_repo, tmp_path):
     assert oc["status"] == "untrusted" and oc["message"].startswith("phase ntt_msm_h: the gate's own clock"), \
         oc["message"]
     assert "UNTRUSTED" in p.stdout and "PASS" not in p.stdout
+
+
+PTH = """
+
+# hostile: a `.pth` file written into the interpreter's site-packages runs in every later worker, the base's too
+import os as _os
+import site as _site
+for _p in _site.getsitepackages():
+    if _os.path.isdir(_p) and _os.access(_p, _os.W_OK):
+        with open(_os.path.join(_p, "zz_cuzk_e2e_hostile.pth"), "w") as _f:
+            _f.write("# a line of it would run in every worker started after this one\\n")
+        break
+"""
+
+
+def test_a_head_that_writes_into_the_interpreters_import_folder_is_untrusted(gate_repo, tmp_path):
+    """The head runs as the gate's user, and the workers' interpreter reads its import folders before any of a
+    commit's code: a file that comes there (here a `.pth` file, which could run code in the base's next worker)
+    is a change the gate watches between rounds: untrusted (exit 2)."""
+    import site
+    roots = [p for p in site.getsitepackages() if os.path.isdir(p) and os.access(p, os.W_OK)]
+    if not roots:
+        pytest.skip("no writable site-packages here: the attack cannot run")
+    d, base, cfg = gate_repo
+    _branch(d, base, "pth")
+    head = commit_change(d, "cuzk/__init__.py", lambda t: t + PTH, "a .pth file in site-packages")
+    try:
+        p, data, _ = _gate(d, base, head, cfg, tmp_path)
+    finally:
+        for r in roots:
+            Path(r, "zz_cuzk_e2e_hostile.pth").unlink(missing_ok=True)
+    assert p.returncode == 2 and data, p.stdout + p.stderr
+    (oc,) = data["outcomes"]
+    assert oc["status"] == "untrusted" and "the interpreter's import folder" in oc["message"] and \
+        "zz_cuzk_e2e_hostile.pth" in oc["message"], oc["message"]
