@@ -27,65 +27,56 @@ def cpu_list(text: str) -> set[int]:
     return out
 
 
-def device_interrupts_on(cpus, proc: str = "/proc") -> list[str]:
-    """Interrupt lines of devices (numbered lines of /proc/interrupts: not the local timer or the IPIs) that were
-    served on any of cpus and may be again (their effective affinity includes one), busiest first, as
-    "name (irq N, M served there so far)"."""
-    want = set(cpus)
+def _interrupt_lines(proc: str) -> list[tuple[str, str, dict[int, int]]] | None:
+    """/proc/interrupts' device lines (numbered: not the local timer or the IPIs; NVMe per-CPU queues left out,
+    since they answer the CPU that asked): [(irq, name, {cpu: served so far})]; None where unreadable."""
     try:
         lines = Path(proc, "interrupts").read_text().splitlines()
     except OSError:
-        return []
+        return None
     if not lines:
-        return []
+        return None
     columns = [int(c[3:]) for c in lines[0].split() if c.startswith("CPU") and c[3:].isdigit()]
-    found = []
+    out = []
     for line in lines[1:]:
         head, _, rest = line.partition(":")
         if not head.strip().isdigit():
             continue
         fields = rest.split()
-        served = sum(int(n) for cpu, n in zip(columns, fields[:len(columns)]) if cpu in want and n.isdigit())
-        irq = head.strip()
+        name = fields[-1] if len(fields) > len(columns) else "?"
+        if not PER_CPU_QUEUE.fullmatch(name):
+            out.append((head.strip(), name, {c: int(n) for c, n in zip(columns, fields[:len(columns)]) if n.isdigit()}))
+    return out
+
+
+def device_interrupts_on(cpus, proc: str = "/proc") -> list[str]:
+    """Device interrupt lines (_interrupt_lines) that were served on any of cpus and may be again (their effective
+    affinity includes one), busiest first, as "name (irq N, M served there so far)"."""
+    want, got = set(cpus), _interrupt_lines(proc)
+    found = []
+    for irq, name, counts in got or []:
+        served = sum(n for c, n in counts.items() if c in want)
         aff: set[int] = set()
-        for name in ("effective_affinity_list", "smp_affinity_list"):
+        for f in ("effective_affinity_list", "smp_affinity_list"):
             try:
-                aff = cpu_list(Path(proc, "irq", irq, name).read_text())
+                aff = cpu_list(Path(proc, "irq", irq, f).read_text())
                 break
             except OSError:
                 continue
-        name = fields[-1] if len(fields) > len(columns) else "?"
-        if PER_CPU_QUEUE.fullmatch(name):       # answers the CPU that asked: work from another CPU lands there
-            continue
         if served and aff & want:
             found.append((served, f"{name} (irq {irq}, {served} served there so far)"))
     return [text for _, text in sorted(found, key=lambda f: -f[0])]
 
 
 def device_interrupt_count(cpus, proc: str = "/proc") -> int | None:
-    """Device interrupts (numbered lines of /proc/interrupts, NVMe per-CPU queues left out) served so far on cpus;
-    None where not pinned or unreadable. Read around each sample: the kernel here charges a handler's time to the
-    thread it interrupted, so the count is what tells of a storm beside one side's samples."""
-    if not cpus:
-        return None
-    try:
-        lines = Path(proc, "interrupts").read_text().splitlines()
-    except OSError:
-        return None
-    if not lines:
+    """Device interrupts (_interrupt_lines) served so far on cpus; None where not pinned or unreadable. Read around
+    each sample: the kernel here charges a handler's time to the thread it interrupted, so the count is what tells
+    of a storm beside one side's samples."""
+    got = _interrupt_lines(proc) if cpus else None
+    if got is None:
         return None
     want = set(cpus)
-    columns = [int(c[3:]) for c in lines[0].split() if c.startswith("CPU") and c[3:].isdigit()]
-    n = 0
-    for line in lines[1:]:
-        head, _, rest = line.partition(":")
-        if not head.strip().isdigit():
-            continue
-        fields = rest.split()
-        if len(fields) > len(columns) and PER_CPU_QUEUE.fullmatch(fields[-1]):
-            continue
-        n += sum(int(x) for cpu, x in zip(columns, fields[:len(columns)]) if cpu in want and x.isdigit())
-    return n
+    return sum(n for _, _, counts in got for c, n in counts.items() if c in want)
 
 
 def exposure(cpus, proc: str = "/proc", euid: int | None = None) -> list[str]:
