@@ -33,7 +33,7 @@ from .compare import NOT_RESOLVED, REGRESSION, Comparison, compare, resolved
 from .disk_watch import Watched, absolute_caches, changed_message, import_roots, shared_caches
 from .foreign_work import foreign_excess, round_excess
 from .isolation import device_interrupt_count, exposure
-from .sched_window import kernel_run_delay
+from .sched_window import run_delay
 from .gate_config import GateConfig, WorkloadConfig
 from .noise import NoiseError, Threshold, make_record, spec_key
 from .suite import gate_estimate_s
@@ -577,13 +577,12 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
             _thaw(workers[idle])
         if orphans_before is not None:
             _check_orphans(orphans_before, workers, lambda m: fail_round("untrusted", f"round {r + 1}: {m}"))
-        if kernel_run_delay() is not None:      # this kernel keeps it: a figure missing was made to go missing
-            for s in SIDES:
+        if run_delay() is not None:      # this kernel keeps it: a figure missing was made to go missing
+            for s in [s for s in SIDES if isinstance(getattr(workers[s], "p", None), subprocess.Popen)]:
+                reports = any(x is not None for xs in held[s].values() for x in xs)   # a harness from before: never
                 for a in areas:
-                    own = held[s][a] if any(x is not None for a2 in areas for x in held[s][a2]) else []
-                    lost = sum(1 for x in foreign[s][a] + own if x is None)     # a harness without held: never had
-                    if lost and workers[s].pid is not None and isinstance(getattr(workers[s], "p", None),
-                                                                          subprocess.Popen):
+                    lost = sum(1 for x in foreign[s][a] + (held[s][a] if reports else []) if x is None)
+                    if lost:
                         fail_round("untrusted", f"round {r + 1}: {lost} of the reads of {s}'s sampling thread beside "
                                                 f"its samples of {a} failed, where this kernel keeps them: other work "
                                                 f"beside them cannot be told from the code's")

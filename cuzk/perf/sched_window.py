@@ -15,20 +15,15 @@ from __future__ import annotations
 import time
 
 
-def _run_delay() -> int | None:
+def run_delay() -> int | None:
     """The calling thread's ns waited runnable (schedstat's second field: current while it runs, unlike the
-    first, which lags until the next tick), or None where the kernel keeps none."""
+    first, which lags until the next tick), or None where the kernel keeps none (so a worker's missing figure
+    can be the kernel's)."""
     try:
         with open("/proc/thread-self/schedstat", "rb") as f:
             return int(f.read().split()[1])
     except (OSError, ValueError, IndexError):
         return None
-
-
-def kernel_run_delay() -> int | None:
-    """The calling thread's run delay, or None where this kernel keeps none: whether a worker's missing figure
-    can be the kernel's."""
-    return _run_delay()
 
 
 class Window:
@@ -39,7 +34,7 @@ class Window:
 
     @staticmethod
     def _now():
-        delay = _run_delay()
+        delay = run_delay()
         if delay is None:
             return None
         return (time.monotonic_ns(), time.clock_gettime_ns(time.CLOCK_THREAD_CPUTIME_ID), delay,
