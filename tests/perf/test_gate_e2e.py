@@ -465,58 +465,45 @@ def test_a_head_that_continues_its_stopped_worker_is_untrusted(gate_repo, tmp_pa
     assert "UNTRUSTED" in p.stdout and "PASS" not in p.stdout
 
 
-def _base_worker() -> str:
-    """Hostile code's helper lines: _base() -> the base worker's pid (the gate's other worker child), or None."""
-    return """
-    def _base():
-        _gate = open(f"/proc/{_worker}/stat").read().rsplit(")", 1)[1].split()[1]
-        for _d in _os.listdir("/proc"):
-            if _d.isdigit() and int(_d) != _worker:
-                try:
-                    _o = open(f"/proc/{_d}/stat").read().rsplit(")", 1)[1].split()
-                    if _o[1] == _gate and b"cuzk.perf.worker" in open(f"/proc/{_d}/cmdline", "rb").read():
-                        return int(_d)
-                except OSError:
-                    continue
-"""
+def _beside_base(what: str, setup: str, on_stop: str, prelude: str = "_first = True") -> str:
+    """Hostile code: a helper forked out of the head worker's session (reaped by the kernel: SIGCHLD ignored) that,
+    where `prelude` sets `_first`, runs `setup` (4 spaces deep), then `on_stop` (16 deep) at each stop of the
+    head (one before each base sample; `_stops` counts them, `_b` is the base worker's pid once `_base()` found
+    it, `_state(pid)` a process's state), for the first 18 of a round's 21 base samples: it is gone before the
+    round's end."""
+    return f"""
 
-
-ONE_ROUND = """
-
-# hostile: a helper out of the head's session, in the first round only (a marker file made at once), that starts
-# four spinners on the sampling CPU beside each of that round's base ntt_msm_h samples (the third phase: the third
-# of every seven base samples, each after one stop of the head), which leave as each ends: that round's base
-# samples take about five times as long, one round in eight turned over; all are gone before the round's end, and
-# beside 3 of 24 base samples the 75th percentile of the whole run reads nothing
+# hostile: {what}
 import os as _os
 import signal as _signal
 _worker = _os.getpid()
 _signal.signal(_signal.SIGCHLD, _signal.SIG_IGN)
-try:
-    _os.close(_os.open(MARKER, _os.O_CREAT | _os.O_EXCL | _os.O_WRONLY))
-    _first = True
-except OSError:
-    _first = False
+{prelude}
 if _first and _os.fork() == 0:
     _os.setsid()
     import time as _time
-    _stops, _end = 0, _time.time() + 120
+{setup}
+    _stops, _end, _b = 0, _time.time() + 120, None
 
-    def _state():
-        return open(f"/proc/{_worker}/stat").read().rsplit(")", 1)[1].split()[0]
+    def _state(pid):
+        return open(f"/proc/{{pid}}/stat").read().rsplit(")", 1)[1].split()[0]
+
+    def _base():
+        _gate = open(f"/proc/{{_worker}}/stat").read().rsplit(")", 1)[1].split()[1]
+        for _d in _os.listdir("/proc"):
+            if _d.isdigit() and int(_d) != _worker:
+                try:
+                    _o = open(f"/proc/{{_d}}/stat").read().rsplit(")", 1)[1].split()
+                    if _o[1] == _gate and b"cuzk.perf.worker" in open(f"/proc/{{_d}}/cmdline", "rb").read():
+                        return int(_d)
+                except OSError:
+                    continue
     while _time.time() < _end and _stops < 18:
         try:
-            if _state() == "T":
+            if _state(_worker) == "T":
                 _stops += 1
-                if _stops % 7 == 3:
-                    _os.sched_setaffinity(0, _os.sched_getaffinity(_worker))
-                    for _ in range(4):
-                        if _os.fork() == 0:
-                            _os.setsid()          # a session, so a scheduler group, of its own: a full share each
-                            while _state() == "T":
-                                pass
-                            _os._exit(0)
-                while _state() == "T":
+{on_stop}
+                while _state(_worker) == "T":
                     _time.sleep(0.0002)
         except OSError:
             _os._exit(0)
@@ -525,35 +512,42 @@ if _first and _os.fork() == 0:
 """
 
 
-PTRACER = """
+# the third phase (ntt_msm_h) is the third of every seven base samples
+ONE_ROUND = _beside_base(
+    "a helper out of the head's session, in the first round only (a marker file made at once), that starts\n# four "
+    "spinners on the sampling CPU beside each of that round's base ntt_msm_h samples, which leave as each ends: "
+    "that round's\n# base samples take about five times as long, one round in eight turned over; beside 3 of 24 base "
+    "samples the\n# 75th percentile of the whole run reads nothing",
+    setup="",
+    on_stop="""\
+                if _stops % 7 == 3:
+                    _os.sched_setaffinity(0, _os.sched_getaffinity(_worker))
+                    for _ in range(4):
+                        if _os.fork() == 0:
+                            _os.setsid()          # a session, so a scheduler group, of its own: a full share each
+                            while _state(_worker) == "T":
+                                pass
+                            _os._exit(0)""",
+    prelude="""\
+try:
+    _os.close(_os.open(MARKER, _os.O_CREAT | _os.O_EXCL | _os.O_WRONLY))
+    _first = True
+except OSError:
+    _first = False""")
 
-# hostile: a helper out of the head's session that stops the base's sampling thread through ptrace for 8 ms inside
-# each of its ntt_msm_h samples (the third phase: the third of every seven base samples, each after one stop of
-# the head): not runnable (no run delay), not a stop its parent (the gate) hears of; it leaves each round before
-# its end
-import os as _os
-import signal as _signal
-_worker = _os.getpid()
-_signal.signal(_signal.SIGCHLD, _signal.SIG_IGN)
-if _os.fork() == 0:
-    _os.setsid()
-    _signal.signal(_signal.SIGCHLD, _signal.SIG_DFL)
+
+PTRACER = _beside_base(
+    "a helper out of the head's session that stops the base's sampling thread through ptrace for 8 ms inside\n# each "
+    "of its ntt_msm_h samples: not runnable (no run delay), not a stop its parent (the gate) hears of",
+    setup="""\
+    _signal.signal(_signal.SIGCHLD, _signal.SIG_DFL)      # it waits for its tracee
     import ctypes as _ct
-    import time as _time
     _libc = _ct.CDLL(None, use_errno=True)
     _libc.ptrace.argtypes = [_ct.c_long, _ct.c_long, _ct.c_void_p, _ct.c_void_p]
     _elsewhere = set(range(_os.cpu_count())) - _os.sched_getaffinity(_worker)
     if _elsewhere:                                   # its own work off the sampling CPU: only the stop is seen there
-        _os.sched_setaffinity(0, _elsewhere)
-BASE_WORKER
-    _stops, _end, _b = 0, _time.time() + 120, None
-
-    def _state(pid):
-        return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
-    while _time.time() < _end and _stops < 18:
-        try:
-            if _state(_worker) == "T":
-                _stops += 1
+        _os.sched_setaffinity(0, _elsewhere)""",
+    on_stop="""\
                 _b = _b or _base()
                 if _stops % 7 == 3 and _b:
                     _time.sleep(0.002)
@@ -561,14 +555,7 @@ BASE_WORKER
                         _libc.ptrace(0x4207, _b, None, None)                             # PTRACE_INTERRUPT
                         _os.waitpid(_b, 0x40000000)                                      # __WALL
                         _time.sleep(0.008)
-                        _libc.ptrace(17, _b, None, None)                                 # PTRACE_DETACH
-                while _state(_worker) == "T":
-                    _time.sleep(0.0002)
-        except OSError:
-            _os._exit(0)
-        _time.sleep(0.0002)
-    _os._exit(0)
-""".replace("BASE_WORKER", _base_worker())
+                        _libc.ptrace(17, _b, None, None)                                 # PTRACE_DETACH""")
 
 
 def _may_ptrace() -> bool:
@@ -612,46 +599,25 @@ def test_a_helper_that_slows_the_base_unseen_by_the_run_wide_checks_is_untrusted
     assert "UNTRUSTED" in p.stdout and "PASS" not in p.stdout
 
 
-BLINDER = """
-
-# hostile: a helper out of the head's session that, from the base's fourth sample on, mounts a file over the base
-# sampling thread's schedstat (as root may), so every read of it fails: with no figure, work beside the base's
-# samples from then on would not be judged
-import os as _os
-import signal as _signal
-_worker = _os.getpid()
-_signal.signal(_signal.SIGCHLD, _signal.SIG_IGN)
-if _os.fork() == 0:
-    _os.setsid()
+BLINDER = _beside_base(
+    "a helper out of the head's session that, from the base's fourth sample on, mounts a file over the base\n# "
+    "sampling thread's schedstat (as root may), so every read of it fails: with no figure, work beside the base's\n# "
+    "samples from then on would not be judged",
+    setup="""\
     import ctypes as _ct
     import tempfile as _tf
-    import time as _time
     _libc = _ct.CDLL(None, use_errno=True)
     _fake = _tf.NamedTemporaryFile("w", delete=False)
     _fake.write("x\\n")
     _fake.close()
-BASE_WORKER
-    _stops, _end, _b, _done = 0, _time.time() + 120, None, False
-
-    def _state(pid):
-        return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
-    while _time.time() < _end and _stops < 18:
-        try:
-            if _state(_worker) == "T":
-                _stops += 1
+    _done = False""",
+    on_stop="""\
                 _b = _b or _base()
                 if _stops >= 4 and _b and not _done:
                     _done = True
                     for _p in (f"/proc/{_b}/task/{_b}/schedstat", f"/proc/{_b}/schedstat"):
                         if _libc.mount(_fake.name.encode(), _p.encode(), None, 4096, None) != 0:    # MS_BIND
-                            _os._exit(0)
-                while _state(_worker) == "T":
-                    _time.sleep(0.0002)
-        except OSError:
-            _os._exit(0)
-        _time.sleep(0.0002)
-    _os._exit(0)
-""".replace("BASE_WORKER", _base_worker())
+                            _os._exit(0)""")
 
 
 def test_a_helper_that_blinds_the_reads_of_the_base_is_untrusted(gate_repo, tmp_path):
