@@ -17,6 +17,13 @@ moves that round's median, and one round turned over is enough to lift the signe
 its timed calls (sched_window): at a round's median sample, its time held by others' work (and, in a host-timed
 phase of a workload without a device, its time away: a stop, a sleep) may be at most the same `share` of the
 threshold.
+
+One more thing slows a sample unseen by those reads: a device's interrupt served on the sampling CPU, its handler's
+time charged to whatever thread it interrupted (a process on another CPU can cause them: a disk's completions).
+The gate counts them around each sample (isolation.device_interrupt_count); at a round's median sample, that count
+times a handler's cost (`[trust] irq_cost_us`) may be at most the same `share` of the threshold. An honest H200
+serves none beside the median sample (docs/perf-log.md, 2026-12-04); a storm that moves a median by a threshold's
+quarter takes thousands a second (14 us each measured on a virtio disk's completions).
 """
 from __future__ import annotations
 
@@ -27,6 +34,7 @@ import numpy as np
 
 QUANTILE = 0.75
 DEFAULT_SHARE = 0.25
+DEFAULT_IRQ_COST_US = 10.0      # a device interrupt's handler, under the 14 us measured (docs/runners.md 4)
 
 
 def _numbers(xs) -> list[float]:
@@ -96,4 +104,32 @@ def round_excess(rounds: list[dict], area: str, threshold: float, share: float, 
                         f"{statistics.median(lost):.2%} of its median sample across the timed calls (most allowed: "
                         f"{most:.2%}, [trust] max_foreign_share {share:g} of the {threshold:.2%} threshold): that "
                         f"round's median is not the code's alone")
+    return None
+
+
+def round_interrupts(rounds: list[dict], area: str, threshold: float, share: float,
+                     cost_us: float = DEFAULT_IRQ_COST_US) -> str | None:
+    """Why area's comparison is not the code's alone (one line), or None: the first round and side whose median
+    sample served device interrupts on its CPU worth more than share of threshold at cost_us each. A round and side
+    without the count on every sample is not judged here (the gate untrusts a count lost mid-run)."""
+    most = share * threshold
+    if cost_us <= 0:
+        return None
+    for r, rd in enumerate(rounds):
+        for side in ("base", "head"):
+            ar = rd.get(side, {}).get("areas", {}).get(area)
+            xs, irqs = (ar or {}).get("samples") or [], (ar or {}).get("irqs") or []
+            if not xs or len(irqs) != len(xs) or not all(isinstance(k, int) and not isinstance(k, bool)
+                                                         for k in irqs):
+                continue
+            n = ar.get("number", 1)
+            shares = [k * cost_us / 1e6 / (x * n) for k, x in zip(irqs, xs)]
+            if statistics.median(shares) > most:
+                k = statistics.median(irqs)
+                return (f"phase {area}: in round {r + 1}, {side}'s median sample served {k:g} device interrupts on "
+                        f"the sampling CPU, {statistics.median(shares):.2%} of it at {cost_us:g} us each (most "
+                        f"allowed: {most:.2%}, [trust] max_foreign_share {share:g} of the {threshold:.2%} threshold, "
+                        f"irq_cost_us {cost_us:g}): their handlers' time is charged to the sample; a device's "
+                        f"interrupts are routed to the sampling CPU (docs/runners.md 4) and something made them "
+                        f"beside that round")
     return None

@@ -31,7 +31,7 @@ from typing import Callable
 from . import checkout
 from .compare import NOT_RESOLVED, REGRESSION, Comparison, compare, resolved
 from .disk_watch import Watched, absolute_caches, changed_message, import_roots, shared_caches
-from .foreign_work import foreign_excess, round_excess
+from .foreign_work import foreign_excess, round_excess, round_interrupts
 from .isolation import device_interrupt_count, exposure
 from .sched_window import run_delay
 from .gate_config import GateConfig, WorkloadConfig
@@ -390,7 +390,7 @@ class GateResult:
                                        for (k, a), t in sorted(c.derived.items())],
                            "worker_cpus": c.worker_cpus, "worker_timeout_s": c.worker_timeout_s,
                            "max_idle_cpu_ms": c.max_idle_cpu_ms, "max_idle_cpu_ms_host": c.max_idle_cpu_ms_host,
-                           "max_foreign_share": c.max_foreign_share,
+                           "max_foreign_share": c.max_foreign_share, "irq_cost_us": c.irq_cost_us,
                            "worker_timeouts_s": {w.spec.label(): c.timeout_for(w) for w in c.workloads}},
                 "outcomes": [o.as_dict() for o in self.outcomes],
                 "not_gated": [{"spec": w.spec.as_dict(), "required": w.required} for w in self.not_gated]}
@@ -586,6 +586,13 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
                         fail_round("untrusted", f"round {r + 1}: {lost} of the reads of {s}'s sampling thread beside "
                                                 f"its samples of {a} failed, where this kernel keeps them: other work "
                                                 f"beside them cannot be told from the code's")
+        for s in SIDES:                  # the count read now and lost beside a sample was made to go missing
+            cpus = getattr(workers[s], "cpus", None)
+            lost = sum(1 for a in areas for x in irqs[s][a] if x is None)
+            if lost and device_interrupt_count(cpus) is not None:
+                fail_round("untrusted", f"round {r + 1}: {lost} of the counts of device interrupts on the sampling "
+                                        f"CPU around {s}'s samples failed, where /proc/interrupts is read: a storm "
+                                        f"beside them cannot be told from the code's")
         for idle in SIDES:
             _check_new_processes(workers[idle], partial(blame, idle))
             if idle_ticks.get(idle, 0) * TICK_S > IDLE_TICKS_MOST_S:
@@ -853,7 +860,8 @@ def _judge(cfg: GateConfig, oc: Outcome) -> None:
     for area in cfg.areas_for(oc.config):     # first: other work beside one side's samples voids them all
         th = cfg.threshold_in_force(area, oc.config).value
         why = foreign_excess(oc.rounds, area, th, cfg.max_foreign_share) or \
-            round_excess(oc.rounds, area, th, cfg.max_foreign_share, on_device=oc.config.spec.backend != "cpu")
+            round_excess(oc.rounds, area, th, cfg.max_foreign_share, on_device=oc.config.spec.backend != "cpu") or \
+            round_interrupts(oc.rounds, area, th, cfg.max_foreign_share, cfg.irq_cost_us)
         if why:
             oc.status, oc.message = "untrusted", why
             return
@@ -1156,6 +1164,7 @@ def _check_doc(doc) -> None:
         _check(_finite(c.get(k, 0.0), 0) and c.get(k, 0.0) <= 1000, f"config.{k}")
     _check(_finite(c.get("max_foreign_share", 0.0), 0) and c.get("max_foreign_share", 0.0) <= 1,
            "config.max_foreign_share")
+    _check(_finite(c.get("irq_cost_us", 0.0), 0) and c.get("irq_cost_us", 0.0) <= 1000, "config.irq_cost_us")
     pins = c.get("pins", {})
     _check(isinstance(pins, dict) and all(a in AREAS and isinstance(v, dict) and _finite(v.get("pin"), 0)
                                           and isinstance(v.get("reason"), str) and len(v["reason"]) <= 200
@@ -1267,6 +1276,7 @@ def from_dict(doc: dict) -> GateResult:
                      max_idle_cpu_ms=c.get("max_idle_cpu_ms", GateConfig.max_idle_cpu_ms),
                      max_idle_cpu_ms_host=c.get("max_idle_cpu_ms_host", GateConfig.max_idle_cpu_ms_host),
                      max_foreign_share=c.get("max_foreign_share", GateConfig.max_foreign_share),
+                     irq_cost_us=c.get("irq_cost_us", GateConfig.irq_cost_us),
                      pins={a: (v["pin"], v["reason"]) for a, v in c.get("pins", {}).items()},
                      derived={(spec_key(t["spec"]), t["phase"]): Threshold(t["value"], t["source"], t["basis"])
                               for t in c.get("derived", [])})

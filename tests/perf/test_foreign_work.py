@@ -7,7 +7,7 @@ import re
 import pytest
 
 from cuzk.perf import gate, gate_config, report
-from cuzk.perf.foreign_work import foreign_excess, foreign_share, round_excess, round_lost
+from cuzk.perf.foreign_work import foreign_excess, foreign_share, round_excess, round_interrupts, round_lost
 from cuzk.perf.gate_config import ConfigError
 from test_gate_e2e import CHURN  # a chain of short threads, as the e2e head runs it
 
@@ -208,6 +208,66 @@ def test_time_away_counts_where_the_phase_is_host_timed_only():
     rounds[3]["base"]["areas"]["tail_msm"]["held_ms"][0] = None
     assert round_lost(rounds[3]["base"]["areas"]["tail_msm"]) is None
     assert round_excess(rounds, "tail_msm", 0.01, 0.25) is None
+
+
+def _interrupts(rounds, count):
+    """Device interrupts served on the sampling CPU around each sample (gate.json's irqs): count(side, round, i)."""
+    for r, rd in enumerate(rounds):
+        for s in ("base", "head"):
+            ar = rd[s]["areas"]["tail_msm"]
+            ar["irqs"] = [count(s, r, i) for i in range(len(ar["samples"]))]
+    return rounds
+
+
+def test_an_interrupt_storm_beside_one_rounds_samples_is_named():
+    """A process on another CPU can make a device interrupt on the sampling CPU (a disk's completions): the
+    handlers' time is charged to the sample, seen by no run-delay read. 50 a sample at 10 us is 0.5 ms of a 10 ms
+    sample, 5%: past a quarter of a 1% threshold. The H200's honest level: none beside a round's median sample,
+    at most 11 beside one sample (docs/perf-log.md, 2026-12-04)."""
+    quiet = lambda s, r, i: 0
+    rng = random.Random(4)
+    honest = lambda s, r, i: rng.choice([1, 4, 11]) if rng.random() < 0.02 else 0
+    assert round_interrupts(_interrupts(_rounds(quiet), honest), "tail_msm", 0.01, 0.25) is None
+    storm = lambda s, r, i: 50 if s == "base" and r == 6 and i < 5 else 0
+    rounds = _interrupts(_rounds(quiet), storm)
+    why = round_interrupts(rounds, "tail_msm", 0.01, 0.25)
+    assert why and why.startswith("phase tail_msm: in round 7, base's median sample served 50 device interrupts"), why
+    assert float(re.search(r"([\d.]+)% of it at 10 us each", why).group(1)) == pytest.approx(5, rel=0.02)
+    assert "most allowed: 0.25%" in why
+    # 4 of 9 samples cannot turn a median over; a cost of 0 switches the rule off; a cheaper handler lets it be
+    four = lambda s, r, i: 50 if s == "base" and r == 6 and i < 4 else 0
+    assert round_interrupts(_interrupts(_rounds(quiet), four), "tail_msm", 0.01, 0.25) is None
+    assert round_interrupts(rounds, "tail_msm", 0.01, 0.25, cost_us=0) is None
+    assert round_interrupts(rounds, "tail_msm", 0.01, 0.25, cost_us=0.4) is None
+    assert round_interrupts(rounds, "tail_msm", 0.01, 0.25, cost_us=0.6) is not None
+    # a sample without the count: that round is not judged here (the gate untrusts a count lost mid-run)
+    rounds[6]["base"]["areas"]["tail_msm"]["irqs"][8] = None
+    assert round_interrupts(rounds, "tail_msm", 0.01, 0.25) is None
+
+
+def test_an_interrupt_storm_that_hides_a_regression_is_untrusted_through_gate_json():
+    """The head is 5% slower; in one round a storm slows 5 of the base's 9 samples by 20% (2 ms of handlers each):
+    that round reads as an improvement, which lifts the signed-rank p past alpha, and the samples alone pass; the
+    count says why they are not the code's."""
+    quiet = lambda s, r, i: 0
+    storm = lambda s, r, i: 200 if s == "base" and r == 0 and i < 5 else 0
+    rounds = _interrupts(_rounds(quiet, head_slower=1.05), storm)
+    for x in range(5):
+        rounds[0]["base"]["areas"]["tail_msm"]["samples"][x] *= 1.2
+    res = gate.from_dict(_doc(rounds, threshold=0.01))
+    assert res.outcomes[0].status == "untrusted" and "device interrupts" in res.outcomes[0].message
+    assert res.exit_code == 2 and res.as_dict()["config"]["irq_cost_us"] == 10
+    res = gate.from_dict(_doc(rounds, threshold=0.01, irq_cost_us=0))      # the rule off: the escape
+    assert res.outcomes[0].status == "ok" and res.exit_code == 0, res.outcomes[0].comparisons
+    for bad in (-1, 2000, float("inf"), "10"):
+        with pytest.raises(ValueError, match="irq_cost_us"):
+            gate.from_dict(_doc(rounds, irq_cost_us=bad))
+    base = {"gate": {"rounds": 8}, "workload": [{"backend": "cpu", "circuit": "porep_like", "log_size": 8}]}
+    assert gate_config.parse(base).irq_cost_us == 10
+    assert gate_config.parse({**base, "trust": {"irq_cost_us": 14}}).irq_cost_us == 14
+    for bad, msg in ((-3, r"irq_cost_us must be in \[0, 1000\]"), ("cheap", "irq_cost_us")):
+        with pytest.raises(ConfigError, match=msg):
+            gate_config.parse({**base, "trust": {"irq_cost_us": bad}})
 
 
 def test_the_report_says_out_loud_when_other_work_was_not_measured():

@@ -639,6 +639,63 @@ def test_a_helper_that_blinds_the_reads_of_the_base_is_untrusted(gate_repo, tmp_
     assert "UNTRUSTED" in p.stdout and "PASS" not in p.stdout
 
 
+STORM = _beside_base(
+    "a helper out of the head's session, off the sampling CPU, that reads a file of its own straight from the\n# disk "
+    "(O_DIRECT, 4 KiB at a time) while each base sample runs: the disk's completions interrupt the sampling CPU\n# "
+    "where its interrupt line is routed there, and their handlers' time is charged to the base's samples",
+    setup="""\
+    import mmap as _mmap
+    _elsewhere = set(range(_os.cpu_count())) - _os.sched_getaffinity(_worker)
+    if not _elsewhere:
+        _os._exit(0)
+    _os.sched_setaffinity(0, _elsewhere)
+    _size = 32 << 20
+    _path = STORM_FILE
+    with open(_path, "wb") as _f:
+        _f.write(_os.urandom(1 << 20) * 32)
+        _f.flush()
+        _os.fsync(_f.fileno())
+    _fd = _os.open(_path, _os.O_RDONLY | _os.O_DIRECT)
+    _buf, _off = _mmap.mmap(-1, 4096), 0""",
+    on_stop="""\
+                while _state(_worker) == "T":
+                    for _ in range(8):
+                        _os.preadv(_fd, [_buf], _off)
+                        _off = (_off + 4096 * 97) % _size""")
+
+
+def test_a_helper_that_makes_a_device_interrupt_the_base_is_untrusted(gate_repo, tmp_path):
+    """A device's interrupts routed to the sampling CPU are served there whoever caused them: a helper out of the
+    head's session reads from the disk on another CPU beside each base sample, and the completions' handlers take
+    the base's time, seen by no run-delay read (this kernel charges them to the interrupted thread): a +50%
+    ntt_msm_h head read x1.22, "not resolved", exit 0, with the rule off (`irq_cost_us = 0`). The gate counts the
+    device interrupts on the sampling CPU around each sample: a round whose median sample served more than the
+    share of the threshold at `irq_cost_us` each is untrusted (exit 2), never a pass."""
+    from cuzk.perf.gate import worker_cpus
+    from cuzk.perf.isolation import device_interrupts_on
+    cpus = worker_cpus(1)
+    if not cpus or len(os.sched_getaffinity(0)) < 2 or not device_interrupts_on(cpus) or not hasattr(os, "O_DIRECT"):
+        pytest.skip("no device interrupt line is served on the sampling CPU here (or one CPU): the attack cannot run")
+    d, base, cfg = gate_repo
+    cfg = tmp_path / "strict.toml"
+    cfg.write_text(CONFIG.replace("max_foreign_share = 1.0", "max_foreign_share = 0.25"))
+    _branch(d, base, "storm")
+    commit_change(d, BACKEND_FILE, slowdown_patch("ntt_msm_h", 0.5), "ntt_msm_h 50% slower")
+    code = STORM.replace("STORM_FILE", repr(str(tmp_path / "storm.bin")))
+    head = commit_change(d, "cuzk/__init__.py", lambda t: t + code, "a helper that reads the disk beside the base")
+    p, data, _ = _gate(d, base, head, cfg, tmp_path)
+    assert data and data["outcomes"][0]["rounds"], p.stdout + p.stderr
+    (oc,) = data["outcomes"]
+    counts = [k for rd in oc["rounds"] for ar in rd["base"]["areas"].values() for k in ar["irqs"] if k is not None]
+    if not counts or max(counts) < 10:
+        pytest.skip(f"the disk's completions did not reach the sampling CPU here (most {max(counts, default=0)} "
+                    f"a sample): the attack did not run")
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert oc["status"] == "untrusted" and "base's median sample served" in oc["message"] and \
+        "device interrupts" in oc["message"], oc["message"]
+    assert "UNTRUSTED" in p.stdout and "PASS" not in p.stdout
+
+
 FORGER = """
 
 # hostile: the head rewrites the harness in its own worker (the measured code runs there): its ntt_msm_h samples

@@ -718,6 +718,39 @@ def test_a_worker_that_started_a_process_while_sampling_makes_the_round_untruste
     assert res.outcomes[0].status == "untrusted" and "started process(es) 4242 while sampling" in res.outcomes[0].message
 
 
+def test_a_count_of_device_interrupts_lost_beside_a_sample_is_untrusted(repo, monkeypatch):
+    """The gate counts the device interrupts on the sampling CPU around each sample; one count that failed while
+    /proc/interrupts still reads at the round's end was made to fail (root may mount over it): untrusted. A
+    machine where it never reads (no count at all) is not judged on it."""
+    d, base, head = repo
+    reads = []
+
+    def count(cpus, proc="/proc", fail_at=None):
+        if cpus is None:
+            return None
+        reads.append(cpus)
+        return None if len(reads) == fail_at else 1000 + len(reads)
+
+    class Pinned(FakeSpawn):
+        def __call__(self, root, timeout, setup_wide=False):
+            w = super().__call__(root, timeout, setup_wide)
+            w.cpus = (0,)
+            return w
+    monkeypatch.setattr(gate, "device_interrupt_count", count)
+    res = gate.run(d, base, head, _cfg(), spawn=Pinned(), log=lambda m: None)
+    assert res.exit_code == 0, res.outcomes[0].message
+    assert all(k == 1 for rd in res.outcomes[0].rounds for s in ("base", "head")
+               for ar in rd[s]["areas"].values() for k in ar["irqs"])
+    reads.clear()
+    monkeypatch.setattr(gate, "device_interrupt_count", lambda cpus, proc="/proc": count(cpus, proc, fail_at=40))
+    res = gate.run(d, base, head, _cfg(), spawn=Pinned(), log=lambda m: None)
+    assert res.exit_code == 2 and res.outcomes[0].status == "untrusted"
+    assert "1 of the counts of device interrupts on the sampling CPU" in res.outcomes[0].message, \
+        res.outcomes[0].message
+    monkeypatch.setattr(gate, "device_interrupt_count", lambda cpus, proc="/proc": None)
+    assert gate.run(d, base, head, _cfg(), spawn=Pinned(), log=lambda m: None).exit_code == 0
+
+
 def test_the_idle_check_fails_on_a_rival_that_ran_and_passes_one_that_waited():
     fails = []
 
