@@ -37,6 +37,7 @@ from .sched_window import run_delay
 from .gate_config import GateConfig, WorkloadConfig
 from .noise import NoiseError, Threshold, make_record, spec_key
 from .suite import gate_estimate_s
+from .sampler import UntrustedRun, nvml_guard
 from .worker import PROTOCOL
 from .workload import AREAS, DEFAULT_MIN_SAMPLE_S, Spec
 
@@ -345,12 +346,14 @@ class Outcome:
     comparisons: list[Comparison] = field(default_factory=list)
     discards: int = 0
     numbers: dict | None = None     # calls per sample of each phase, shared by every worker of the workload
+    guard_by: str | None = None     # who read NVML around the GPU samples: "gate" (between them), None (no guard,
+                                    # or a gate.json from when the worker did, inside each round trip)
 
     def as_dict(self) -> dict:
         return {"spec": self.config.spec.as_dict(), "required": self.config.required,
                 "phases": list(self.config.phases) if self.config.phases else None, "status": self.status,
                 "message": self.message, "rounds": self.rounds, "discards": self.discards,
-                "comparisons": [c.as_dict() for c in self.comparisons]}
+                "guard_by": self.guard_by, "comparisons": [c.as_dict() for c in self.comparisons]}
 
 
 @dataclass
@@ -396,17 +399,11 @@ class GateResult:
                 "not_gated": [{"spec": w.spec.as_dict(), "required": w.required} for w in self.not_gated]}
 
 
-def _request(cfg: GateConfig, wc: WorkloadConfig, root: Path, sibling_pid: int | None,
-             numbers: dict | None = None, key_dir: Path | None = None) -> dict:
-    pol = cfg.policy
+def _request(cfg: GateConfig, wc: WorkloadConfig, root: Path, numbers: dict | None = None,
+             key_dir: Path | None = None) -> dict:
     return {"protocol": PROTOCOL, "root": str(root), "spec": wc.spec.as_dict(), "areas": list(cfg.areas_for(wc)),
             "numbers": numbers, "key_dir": str(key_dir) if key_dir is not None else None,
-            "min_sample_s": cfg.min_sample_s, "min_device_sample_s": cfg.min_device_sample_s,
-            "max_discards": cfg.max_discards, "pause_s": cfg.pause_s,
-            "sibling_pid": sibling_pid,
-            "trust": {"ignore_reasons": list(pol.ignore_reasons), "watched_violations": list(pol.watched_violations),
-                      "max_temperature_c": pol.max_temperature_c,
-                      "allow_other_processes": pol.allow_other_processes}}
+            "min_sample_s": cfg.min_sample_s, "min_device_sample_s": cfg.min_device_sample_s}
 
 
 def _tail(text: str, n: int = 15) -> str:
@@ -415,6 +412,12 @@ def _tail(text: str, n: int = 15) -> str:
 
 class _Stop(Exception):
     pass
+
+
+def open_guard(what: str, policy, own_pids: frozenset):
+    """The gate's NVML guard of a GPU workload's samples, read between them (sampler.nvml_guard); no NVML:
+    UntrustedRun."""
+    return nvml_guard(what, policy, own_pids)
 
 
 def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn, log,
@@ -437,6 +440,7 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
         raise _Stop
 
     t0 = time.perf_counter()
+    rejected: dict = {s: [] for s in SIDES}      # per side, why the gate's guard rejected a sample
     orphans_before = gate_children() if reaping else None
     # From round 2, GPU workloads set up both at once (nothing is timed yet, and they are given round 1's
     # calls per sample): a round costs one set-up, not two. Round 1 and host-timed workloads set up one
@@ -449,10 +453,8 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
             workers[side] = spawn(roots[side], cfg.timeout_for(oc.config), setup_wide=together)
         ready = {}
         for side in order:
-            other = workers[SIDES[1 - SIDES.index(side)]]
             # calls per sample: calibrated once, by the gate's first worker, then the same for every worker
-            workers[side].send(_request(cfg, oc.config, roots[side], other.pid, oc.numbers,
-                                        (key_dirs or {}).get(side)))
+            workers[side].send(_request(cfg, oc.config, roots[side], oc.numbers, (key_dirs or {}).get(side)))
             if not together:
                 ready[side] = workers[side].receive()
                 if oc.numbers is None and isinstance(ready[side], dict) and ready[side].get("status") == "ready":
@@ -508,71 +510,115 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
         idle_ticks: dict = {}             # per side, clock ticks it ran while idle, over the round
         idle_where: dict = {}             # per side, beside which sample and in which thread that most ran
         frozen: dict = {}                 # per side, stopped beside every rival sample (False: not, or not always)
+        guard = None
+        if oc.config.spec.backend != "cpu":          # NVML read by the gate, between the samples
+            try:
+                guard = open_guard(oc.config.spec.label(), cfg.policy, frozenset(w.pid for w in workers.values()))
+            except UntrustedRun as e:
+                fail_round("untrusted", f"round {r + 1}: {e}")
+            oc.guard_by = "gate"
+            for s_, w in workers.items():                # each runs only inside its own round trips from here on
+                if _freeze(w) is False:
+                    fail_round("untrusted", f"round {r + 1}: the {s_} worker (pid {w.pid}) did not stop within "
+                                            f"{FREEZE_WAIT_S:.0f} s before the first sample: something continues it")
         for i in range(cfg.samples):
             for a in areas:
                 for side in (order if i % 2 == 0 else order[::-1]):
-                    other = SIDES[1 - SIDES.index(side)]
-                    rival = workers[other]
-                    asking = f"stopping the idle worker beside {a}"
-                    stopped = _freeze(rival)
-                    if stopped is False:     # by whom is unknown: a process of either side may send SIGCONT
-                        fail_round("untrusted", f"round {r + 1}: the idle worker ({other}, pid {rival.pid}) did not "
-                                                f"stop within {FREEZE_WAIT_S:.0f} s before {side}'s sample of {a}: "
-                                                f"something continues it")
-                    frozen[other] = frozen.get(other, True) and bool(stopped)
-                    _thaw(workers[side])
-                    for w in (rival, workers[side]):        # the stop and the continue the gate just sent
-                        _stops_since(w)
-                    asking = f"phase {a}"
-                    before, own = _usage(rival), _usage(workers[side])
-                    i0 = device_interrupt_count(getattr(workers[side], "cpus", None))
-                    t_ask = time.perf_counter()
-                    rep = workers[side].ask({"sample": a})
-                    asked[side][a].append(round(time.perf_counter() - t_ask, 6))
-                    i1 = device_interrupt_count(getattr(workers[side], "cpus", None))
-                    irqs[side][a].append(i1 - i0 if i0 is not None and i1 is not None and i1 >= i0 else None)
-                    after = _usage(rival)
-                    foreign[side][a].append(foreign_ms(own, _usage(workers[side]), workers[side].pid))
-                    for who, w in ((side, workers[side]), (other, rival)):
-                        if _stops_since(w):         # the workers are the gate's children: it hears of each
-                            fail_round("untrusted", f"round {r + 1}: the {who} worker (pid {w.pid}) was stopped or "
-                                                    f"continued during {side}'s sample of {a}, not by the gate: "
-                                                    f"a process of either side signals it")
-                    # a stopped worker that ran was continued, by a process of either side: not blamed on it
-                    unknown = partial(lambda o, st, m: fail_round(st, f"round {r + 1}, {o} idle: {m}"), other)
-                    _check_idle(rival.pid, before, after, f"{side}'s sample of {a}",
-                                unknown if stopped else partial(blame, other),
-                                FROZEN_MOST_S if stopped else cfg.idle_cpu_s(oc.config), stopped=bool(stopped))
-                    if before is not None and after is not None:
-                        used = round(max(0.0, after.cpu_s - before.cpu_s) * 1e3, 3)
-                        if used > idle_most.get(other, 0.0) or other not in idle_most:
-                            idle_most[other] = used
-                            b = busiest(before, after) if used > 0 else None
-                            idle_where[other] = f"{a}: {b[0]} {b[1]} ms" if b else None
-                        idle_ticks[other] = idle_ticks.get(other, 0) + max(0, after.ticks - before.ticks)
-                    beside[side][a].append(used if before is not None and after is not None else None)
-                    gc_s = rep.get("gc_s")
-                    collected[side][a].append(round(gc_s, 6) if _finite(gc_s, 0) else None)
-                    for into, k in ((hosted, "host_s"), (guarded, "guard_s")):
-                        x = rep.get(k)
-                        into[side][a].append(round(x, 6) if _finite(x, 0) else None)
-                    pre = rep.get("preempted")
-                    preempted[side][a].append(pre if _count(pre) else None)
-                    win = rep.get("window") if isinstance(rep.get("window"), dict) else {}
-                    for into, k in ((held, "held_ms"), (away, "away_ms")):
-                        into[side][a].append(round(win[k], 3) if _finite(win.get(k), 0) else None)
-                    if rep.get("timed_by") in ("host", "device"):
-                        timed_by[side].setdefault(a, rep["timed_by"])
-                    if rep["status"] != "ok":
-                        fail(rep["status"], rep.get("message", ""), rep.get("discards", []))
-                    v = rep.get("value")
-                    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < math.inf:
-                        fail("error", f"phase {a}: a sample of {v!r} s is not a positive finite time")
-                    got[side][a].append(float(v))
-                    if rep.get("energy_j") is not None:
-                        energy[side][a].append(rep["energy_j"])
-                    if rep.get("state") is not None:
-                        states[side][a].append(rep["state"])
+                    while True:          # a sample the gate's guard rejects is taken again
+                        other = SIDES[1 - SIDES.index(side)]
+                        rival = workers[other]
+                        asking = f"stopping the idle worker beside {a}"
+                        stopped = _freeze(rival)
+                        if stopped is False:     # by whom is unknown: a process of either side may send SIGCONT
+                            fail_round("untrusted", f"round {r + 1}: the idle worker ({other}, pid {rival.pid}) did "
+                                                    f"not stop within {FREEZE_WAIT_S:.0f} s before {side}'s sample of "
+                                                    f"{a}: something continues it")
+                        frozen[other] = frozen.get(other, True) and bool(stopped)
+                        # the guard's NVML reads while the side is still stopped, so that what it runs is all
+                        # inside the round trip the gate times
+                        t_g = time.perf_counter()
+                        snap = guard.start() if guard is not None else None
+                        guard_s = time.perf_counter() - t_g
+                        _thaw(workers[side])
+                        for w in (rival, workers[side]):        # the stop and the continue the gate just sent
+                            _stops_since(w)
+                        asking = f"phase {a}"
+                        before, own = _usage(rival), _usage(workers[side])
+                        i0 = device_interrupt_count(getattr(workers[side], "cpus", None))
+                        t_ask = time.perf_counter()
+                        rep = workers[side].ask({"sample": a})
+                        asked[side][a].append(round(time.perf_counter() - t_ask, 6))
+                        i1 = device_interrupt_count(getattr(workers[side], "cpus", None))
+                        irqs[side][a].append(i1 - i0 if i0 is not None and i1 is not None and i1 >= i0 else None)
+                        after = _usage(rival)
+                        foreign[side][a].append(foreign_ms(own, _usage(workers[side]), workers[side].pid))
+                        for who, w in ((side, workers[side]), (other, rival)):
+                            if _stops_since(w):         # the workers are the gate's children: it hears of each
+                                fail_round("untrusted", f"round {r + 1}: the {who} worker (pid {w.pid}) was stopped or "
+                                                        f"continued during {side}'s sample of {a}, not by the gate: "
+                                                        f"a process of either side signals it")
+                        if guard is not None:           # stopped again before the guard's reads after it
+                            if _freeze(workers[side]) is False:
+                                fail_round("untrusted", f"round {r + 1}: the {side} worker (pid {workers[side].pid}) "
+                                                        f"did not stop within {FREEZE_WAIT_S:.0f} s after its sample "
+                                                        f"of {a}: something continues it")
+                            t_g = time.perf_counter()
+                            verdict, after_snap = guard.finish(snap)
+                            guard_s += time.perf_counter() - t_g
+                        # a stopped worker that ran was continued, by a process of either side: not blamed on it
+                        unknown = partial(lambda o, st, m: fail_round(st, f"round {r + 1}, {o} idle: {m}"), other)
+                        _check_idle(rival.pid, before, after, f"{side}'s sample of {a}",
+                                    unknown if stopped else partial(blame, other),
+                                    FROZEN_MOST_S if stopped else cfg.idle_cpu_s(oc.config), stopped=bool(stopped))
+                        if before is not None and after is not None:
+                            used = round(max(0.0, after.cpu_s - before.cpu_s) * 1e3, 3)
+                            if used > idle_most.get(other, 0.0) or other not in idle_most:
+                                idle_most[other] = used
+                                b = busiest(before, after) if used > 0 else None
+                                idle_where[other] = f"{a}: {b[0]} {b[1]} ms" if b else None
+                            idle_ticks[other] = idle_ticks.get(other, 0) + max(0, after.ticks - before.ticks)
+                        beside[side][a].append(used if before is not None and after is not None else None)
+                        gc_s = rep.get("gc_s")
+                        collected[side][a].append(round(gc_s, 6) if _finite(gc_s, 0) else None)
+                        x = rep.get("host_s")
+                        hosted[side][a].append(round(x, 6) if _finite(x, 0) else None)
+                        guarded[side][a].append(round(guard_s, 6) if guard is not None else None)
+                        pre = rep.get("preempted")
+                        preempted[side][a].append(pre if _count(pre) else None)
+                        win = rep.get("window") if isinstance(rep.get("window"), dict) else {}
+                        for into, k in ((held, "held_ms"), (away, "away_ms")):
+                            into[side][a].append(round(win[k], 3) if _finite(win.get(k), 0) else None)
+                        if rep.get("timed_by") in ("host", "device"):
+                            timed_by[side].setdefault(a, rep["timed_by"])
+                        if rep["status"] != "ok":
+                            fail(rep["status"], rep.get("message", ""), rep.get("discards", []))
+                        v = rep.get("value")
+                        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < math.inf:
+                            fail("error", f"phase {a}: a sample of {v!r} s is not a positive finite time")
+                        if guard is not None and not verdict.trusted:
+                            for per in (asked, irqs, foreign, beside, collected, hosted, guarded, preempted, held,
+                                        away):
+                                per[side][a].pop()
+                            rejected[side].append("; ".join(verdict.reasons))
+                            if len(rejected[side]) > cfg.max_discards:
+                                fail("untrusted", f"untrusted run: {oc.config.spec.label()}: {len(rejected[side])} "
+                                                  f"samples rejected ({rejected[side][-1]})", rejected[side])
+                            time.sleep(cfg.pause_s)        # let clocks and temperature settle before retaking
+                            continue
+                        got[side][a].append(float(v))
+                        if guard is not None:
+                            if verdict.energy_j is not None:
+                                energy[side][a].append(verdict.energy_j / ready[side]["numbers"][a])
+                            states[side][a].append({"sm_clock_mhz": after_snap.sm_clock_mhz,
+                                                    "temperature_c": after_snap.temperature_c,
+                                                    "power_w": after_snap.power_w,
+                                                    "throttle_reasons": after_snap.throttle_reasons})
+                        else:
+                            if rep.get("energy_j") is not None:
+                                energy[side][a].append(rep["energy_j"])
+                            if rep.get("state") is not None:
+                                states[side][a].append(rep["state"])
+                        break
         for idle in SIDES:
             _thaw(workers[idle])
         if orphans_before is not None:
@@ -617,7 +663,7 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
             left = gate_children() - orphans_before
             if left:
                 _kill(left, spare=orphans_before)
-    oc.discards += sum(len(done[s].get("discards", [])) for s in SIDES)
+    oc.discards += sum(len(done[s].get("discards", [])) + len(rejected[s]) for s in SIDES)
     # where a round's time went: until both workers were ready (their start and set-up), the samples, the
     # workers' quit and exit (a GPU context's teardown)
     times = {"ready_s": round(t_ready - t0, 3), "sampled_s": round(t_sampled - t_ready, 3),
@@ -630,7 +676,8 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
                                       "held_ms": held[s][a], "away_ms": away[s][a], "timed_by": timed_by[s].get(a),
                                       "irqs": irqs[s][a],
                                       "number": ready[s]["numbers"][a]} for a in areas},
-            "discards": done[s].get("discards", []), "peak_device_bytes": done[s].get("peak_device_bytes"),
+            "discards": done[s].get("discards", []) + rejected[s],
+            "peak_device_bytes": done[s].get("peak_device_bytes"),
             "idle_cpu_ms": idle_most.get(s), "idle_cpu_where": idle_where.get(s), "idle_stopped": frozen.get(s, False)}
         for s in SIDES}})
     log(f"  round {r + 1}/{cfg.rounds} {oc.config.spec.label()}: {time.perf_counter() - t0:.1f} s")
@@ -839,12 +886,12 @@ def paired_log_ratios(rd: dict, area: str) -> list[float]:
 
 
 def own_clock(oc: Outcome, area: str, threshold: float, alpha: float) -> Comparison | None:
-    """The comparison on each sample's round trip as the gate timed it (asked_s), where the workload is host-timed
-    without a device: there the round trip is the sample plus ~1 ms of requests, collection and reply, so a
-    regression the worker's reported times hide still shows. A GPU sample's round trip carries the NVML guard
-    (~20 ms, several ms apart between the sides in honest runs): not judged. None where not judged or a round trip
-    is missing."""
-    if oc.config.spec.backend != "cpu":
+    """The comparison on each sample's round trip as the gate timed it (asked_s): the sample plus ~1 ms of
+    requests, collection and reply, so a regression the worker's reported times hide still shows. Where the worker
+    read NVML inside each round trip (a GPU gate.json from before the gate read it between samples: 12-19 ms, a
+    round's median up to 34 ms apart between the sides on an honest H200) it is not judged. None where not judged
+    or a round trip is missing."""
+    if oc.config.spec.backend != "cpu" and oc.guard_by != "gate":
         return None
     d = []
     for rd in oc.rounds:
@@ -1228,9 +1275,9 @@ def _check_doc(doc) -> None:
                             x is None or (_finite(x, 0) and x <= MAX_SAMPLE_S * 1e3) for x in v),
                             f"{where}: {k} is not a list of ms, one a sample")
                     _check(ar.get("timed_by") in (None, "host", "device"), f"{where}: timed_by is not host or device")
-                    asked_s, parts = ar.get("asked_s") or [], [ar.get("host_s") or [], ar.get("guard_s") or []]
+                    asked_s, parts = ar.get("asked_s") or [], [ar.get("host_s") or []]  # the gate's guard: outside
                     _check(all(t is None or x is None or x <= t for xs in parts for t, x in zip(asked_s, xs)),
-                           f"{where}: host_s or guard_s is more than the sample's round trip")
+                           f"{where}: host_s is more than the sample's round trip")
 
 
 MAX_NUMBER = 1_000_000       # calls a sample (workload.calibrate stops at 1000)
@@ -1284,7 +1331,8 @@ def from_dict(doc: dict) -> GateResult:
     for o in doc["outcomes"]:
         phases = tuple(o["phases"]) if o.get("phases") else None
         oc = Outcome(WorkloadConfig(Spec(**o["spec"]), bool(o.get("required", True)), phases), status=o["status"],
-                     message=o.get("message", ""), rounds=o["rounds"], discards=o.get("discards", 0))
+                     message=o.get("message", ""), rounds=o["rounds"], discards=o.get("discards", 0),
+                     guard_by=o.get("guard_by") if o.get("guard_by") == "gate" else None)
         if oc.status == "ok":
             _judge(cfg, oc)
         outcomes.append(oc)

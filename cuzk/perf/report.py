@@ -180,11 +180,19 @@ def rounds_line(n: int, ready: float, sampled: float, closed: float, setup: dict
 
 
 def sampling_line(n: int, asked: float, calls: float, collected: float, host: float | None,
-                  guard: float | None) -> str:
+                  guard: float | None, guard_outside: bool = False) -> str:
     """Where the sampling time went: the round trips split into the timed calls, the collections, and, where the
-    workers said (host_s, guard_s), their set-up and the calls' host time past the timed one, and the NVML checks."""
+    workers said (host_s), their set-up and the calls' host time past the timed one; the NVML checks (guard_s)
+    inside the round trips where the worker read them, between them where the gate did (guard_outside; None: a
+    workload without them)."""
     head = (f"Sampling: {n} samples in {asked:.1f} s of round trips: the phases' calls {calls:.1f} s, "
             f"the workers' full collections before them {collected:.1f} s, ")
+    if guard_outside and host is not None:
+        past = max(0.0, host - calls - collected)
+        return head + (f"each sample's set-up and the calls' host time past the timed {past:.1f} s, the rest "
+                       f"{max(0.0, asked - host):.1f} s (requests and replies)" + (
+                           f"; the gate's NVML checks between the samples {guard:.1f} s, retaken samples and their "
+                           f"pauses besides." if guard is not None else "."))
     if host is None or guard is None:
         return head + (f"the rest {max(0.0, asked - calls - collected):.1f} s (requests, each sample's set-up and "
                        f"NVML checks, retaken samples and their pauses).")
@@ -381,7 +389,9 @@ def markdown(res: GateResult, bisect: bool = True) -> str:
             out.append(rounds_line(*spent))
         cost = sampling_cost(oc)
         if cost:
-            out.append(sampling_line(*cost))
+            gate_read = getattr(oc, "guard_by", None) == "gate"     # the CPU workload: no NVML read at all
+            host_only = oc.config.spec.backend == "cpu"
+            out.append(sampling_line(*cost[:5], None if host_only else cost[5], guard_outside=gate_read or host_only))
         idle, where = rival_idle(oc)
         stopped = idle_stopped(oc)
         if idle:

@@ -6,21 +6,22 @@ head samples alternate a few milliseconds apart and drift hits both; the idle on
 request pipe and uses no CPU. Requests and replies never touch fd 0, 1 or 2: what the measured
 code prints (a device printf, a library's banner, os.write(1, ...)) goes to the gate's log, and
 every reply carries its request's "id". Requests:
-  1. set-up: {"id", "protocol", "root", "spec", "areas", "min_sample_s", "min_device_sample_s", "max_discards",
-     "pause_s", "trust", "sibling_pid", "numbers" (calls per sample to use; absent: calibrated here), "key_dir" (where
-     a key made on the GPU is kept for this side's later workers; absent: made afresh)}
+  1. set-up: {"id", "protocol", "root", "spec", "areas", "min_sample_s", "min_device_sample_s", "numbers" (calls
+     per sample to use; absent: calibrated here), "key_dir" (where a key made on the GPU is kept for this side's
+     later workers; absent: made afresh)}
      -> {"status": "ready" | "unavailable" (no GPU) | "unusable" (a GPU that cannot run), "numbers",
          "min_device_sample_s" (as applied: a harness from before it leaves it out and samples one call),
          "setup_s" (seconds of each set-up step), "key" (made or loaded: workload.key_report), "gpu", ...}
-  2. {"id", "sample": AREA} -> {"status": "ok", "value": seconds per call, "energy_j", "state" (GPU, after),
-     "gc_s" (the untimed collection before it), "preempted" (times the sampling thread was switched out),
+  2. {"id", "sample": AREA} -> {"status": "ok", "value": seconds per call, "gc_s" (the untimed collection
+     before it), "host_s" (measure()'s wall), "preempted" (times the sampling thread was switched out),
      "window" (sched_window: {"held_ms", "away_ms"} across the timed calls, or None), "timed_by" ("host" | "device")}
-     or {"status": "untrusted", "message", "discards"}, and the worker exits
   3. {"id", "quit": true} -> {"status": "done", "discards", "peak_device_bytes"}
   Any failure: {"status": "error", "message"}, a traceback on stderr, and a non-zero exit.
 The worker runs with a commit's import root first on sys.path, so it measures that commit's
 code, and checks that `cuzk` really comes from there. This module itself is the base's on both
-sides (checkout.overlay_harness). Samples go through cuzk.perf.sampler (the NVML guard on a GPU).
+sides (checkout.overlay_harness). Samples go through cuzk.perf.sampler, unguarded: a GPU sample's NVML guard is
+the gate's, read between the requests (gate.py), so that the round trip the gate times holds the sample alone and
+none of the guard's reads, whose time this process (the head's code runs in it) would report.
 """
 from __future__ import annotations
 
@@ -34,10 +35,9 @@ from pathlib import Path
 
 from .. import nvml
 from . import sampler, workload
-from .trust import TrustPolicy
 from .workload import GpuUnusable, Spec, Unavailable
 
-PROTOCOL = 4
+PROTOCOL = 5
 
 
 class Worker:
@@ -53,13 +53,8 @@ class Worker:
         self.req = req
         self.info = {"protocol": PROTOCOL, "cuzk_file": str(here), "pid": os.getpid(),
                      "python": platform.python_version(), "gpu": None}
-        tp = req.get("trust", {})
-        self.policy = TrustPolicy(**{k: tuple(v) if isinstance(v, list) else v for k, v in tp.items()})
-        own = {os.getpid()} | ({req["sibling_pid"]} if req.get("sibling_pid") else set())
-        self.own_pids = frozenset(own)
         self.w = workload.Workload(Spec(**req["spec"]), key_dir=req.get("key_dir"))
         self.sampler = sampler
-        self.discards: list[str] = []
 
     def setup(self) -> dict:
         try:
@@ -68,10 +63,6 @@ class Worker:
             return {**self.info, "status": "unavailable", "message": str(e)}
         except GpuUnusable as e:
             return {**self.info, "status": "unusable", "message": str(e)}
-        try:
-            self.guard = self.sampler.guard_for(self.w, self.policy, self.own_pids)
-        except self.sampler.UntrustedRun as e:
-            return {**self.info, "status": "untrusted", "message": str(e), "discards": e.discards}
         if self.w.device:
             dev = nvml.open_device()
             self.info["gpu"] = dev.info().as_dict() if dev is not None else None
@@ -84,21 +75,15 @@ class Worker:
                 "key": getattr(self.w, "key_report", None)}
 
     def sample(self, area: str) -> dict:
-        s = self.sampler.SampleSet(number=self.numbers[area])
-        try:
-            self.sampler.collect(lambda: self.w.measure(area, s.number), 1, self.guard, out=s,
-                                 discards=self.discards, max_discards=self.req.get("max_discards", 10),
-                                 pause_s=self.req.get("pause_s", 1.0), what=self.w.spec.label(), number=s.number)
-        except self.sampler.UntrustedRun as e:
-            return {"status": "untrusted", "message": str(e), "discards": e.discards}
-        return {"status": "ok", "value": s.values[0], "energy_j": s.energy_j[0] if s.energy_j else None,
-                "state": s.states[0] if s.states else None, "gc_s": getattr(self.w, "last_gc_s", None),
-                "host_s": s.host_s[0] if s.host_s else None, "guard_s": s.guard_s[0] if s.guard_s else None,
+        s = self.sampler.collect(lambda: self.w.measure(area, self.numbers[area]), 1,
+                                 number=self.numbers[area], what=self.w.spec.label())
+        return {"status": "ok", "value": s.values[0], "gc_s": getattr(self.w, "last_gc_s", None),
+                "host_s": s.host_s[0] if s.host_s else None,
                 "preempted": getattr(self.w, "last_preempted", None),
                 "window": getattr(self.w, "last_window", None), "timed_by": getattr(self.w, "last_timed_by", None)}
 
     def finish(self) -> dict:
-        return {"status": "done", "discards": self.discards, "peak_device_bytes": self.w.peak_device_bytes}
+        return {"status": "done", "discards": [], "peak_device_bytes": self.w.peak_device_bytes}
 
 
 def serve(lines, reply, freeze: bool = False) -> int:

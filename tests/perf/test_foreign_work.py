@@ -285,7 +285,9 @@ def test_the_report_says_out_loud_when_other_work_was_not_measured():
 def test_the_gates_own_clock_catches_times_the_head_reported_short():
     """On the CPU workload each sample's round trip (asked_s, the gate's clock) is the sample and ~1 ms more: a
     head whose reported times hide a +50% regression still reads slower there: untrusted, never a pass. Honest
-    round trips pass; a GPU workload's round trips (the NVML guard's ~20 ms) are not judged."""
+    round trips pass. A GPU workload's round trips are judged alike where the gate read NVML between them
+    (gate.json's guard_by "gate"), not where its worker read it inside them (12-19 ms, the sides' rounds up to 34 ms
+    apart on an honest H200): a gate.json from before."""
     rounds = _rounds(lambda s, r, i: 0.0)
     for rd in rounds:
         for s in ("base", "head"):
@@ -300,4 +302,9 @@ def test_the_gates_own_clock_catches_times_the_head_reported_short():
     assert res.exit_code == 2
     doc = _doc(rounds, threshold=0.05)
     doc["outcomes"][0]["spec"]["backend"] = "cuda"
+    assert gate.from_dict(doc).outcomes[0].status == "ok"
+    doc["outcomes"][0]["guard_by"] = "gate"
+    res = gate.from_dict(doc)
+    assert res.outcomes[0].status == "untrusted" and "the gate's own clock" in res.outcomes[0].message
+    doc["outcomes"][0]["guard_by"] = "worker"                 # anything else: as from before
     assert gate.from_dict(doc).outcomes[0].status == "ok"

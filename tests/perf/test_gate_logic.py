@@ -12,10 +12,13 @@ import threading
 from pathlib import Path
 
 import pytest
+from fake_nvml import FakeNvml
 
+from cuzk import nvml
 from cuzk.perf import gate, gate_config, report
 from cuzk.perf.compare import IMPROVEMENT, NO_CHANGE, REGRESSION, compare as _compare, log_ratios
 from cuzk.perf.gate_config import ConfigError, min_p_value
+from cuzk.perf.trust import SampleGuard
 from cuzk.perf.worker import PROTOCOL
 from cuzk.timing import PHASES
 
@@ -216,7 +219,7 @@ class FakeWorker:
         p = self.parent
         if "protocol" in msg:
             p.asks.append((self.side, "setup"))
-            assert msg["protocol"] == PROTOCOL and msg["sibling_pid"] and msg["sibling_pid"] != self.pid
+            assert msg["protocol"] == PROTOCOL and "trust" not in msg      # the guard is the gate's
             if self.fail == "error":
                 raise gate.WorkerFailed("Traceback...\nRuntimeError: b_g2 exploded\nworker exited with code 1")
             if self.fail == "unavailable":
@@ -249,6 +252,12 @@ class FakeWorker:
 
     def close(self):
         pass
+
+
+@pytest.fixture(autouse=True)
+def quiet_gpu(monkeypatch):
+    """A GPU workload's samples are guarded by the gate's own NVML reads: here a stand-in GPU, idle and cool."""
+    monkeypatch.setattr(gate, "open_guard", lambda what, policy, own: SampleGuard(nvml.Nvml(FakeNvml()), policy, own))
 
 
 def _cfg(workloads=({"backend": "cpu", "log_size": 8},), **kw):
@@ -449,6 +458,120 @@ def test_gpu_workers_set_up_wide_and_sample_narrow(repo):
     for i in narrowed[::2]:                 # both set up, then both narrowed, then the first sample
         assert [a[1] for a in s.asks[i - 2:i + 2]] == ["setup", "setup", "narrow", "narrow"]
         assert s.asks[i + 2][1] in PHASES
+
+
+class _Logged(SampleGuard):
+    """The gate's guard over a stand-in GPU, its reads logged beside the workers' stops and requests."""
+
+    def __init__(self, log, fake, policy, own):
+        super().__init__(nvml.Nvml(fake), policy, own)
+        self.log, self.fake = log, fake
+
+    def start(self):
+        self.log.append(("guard", "start"))
+        return super().start()
+
+    def finish(self, before):
+        self.fake.state["energy_mj"] += 30        # 0.03 J a sample
+        self.log.append(("guard", "finish"))
+        return super().finish(before)
+
+
+class _Stoppable(FakeSpawn):
+    """Workers that log their stops, continues and requests (the gate's order of them is what is tested)."""
+
+    def __init__(self, log, **kw):
+        super().__init__(**kw)
+        self.log = log
+
+    def __call__(self, root, timeout, setup_wide=False):
+        w = super().__call__(root, timeout, setup_wide)
+        w.freeze = lambda: self.log.append((w.side, "stop")) or True
+        w.thaw = lambda: self.log.append((w.side, "continue"))
+        ask = w.ask
+        w.ask = lambda msg: (self.log.append((w.side, "sample")) if "sample" in msg else None) or ask(msg)
+        return w
+
+
+def _gpu_gate(repo, fake, log=None, trust=None):
+    d, base, head = repo
+    cfg = gate_config.parse({"gate": {"rounds": 8, "samples": 3}, "trust": {"pause_s": 0, **(trust or {})},
+                             "workload": [{"backend": "cuda", "log_size": 16, "phases": ["tail_msm", "b_g2"]}]})
+    log = [] if log is None else log
+    guards = []
+
+    def open_guard(what, policy, own):
+        guards.append(_Logged(log, fake, policy, own))
+        return guards[-1]
+    gate.open_guard, saved = open_guard, gate.open_guard
+    try:
+        res = gate.run(d, base, head, cfg, spawn=_Stoppable(log), log=lambda m: None,
+                       gpu_status=lambda: (True, "a pretend GPU"))
+    finally:
+        gate.open_guard = saved
+    return res, log, guards
+
+
+def test_the_gate_reads_nvml_between_gpu_samples_with_the_side_stopped(repo):
+    """A GPU sample's NVML guard is the gate's: read while the side is stopped, then the side continued, asked,
+    and stopped again before the reads after it. So the round trip the gate times holds the sample alone (the
+    head's code runs in its worker, and a guard read there would be time it reports), and the side runs nothing
+    outside it. Energy per call and the GPU's state come from the gate's reads."""
+    res, log, guards = _gpu_gate(repo, FakeNvml(pids=[]))
+    assert res.exit_code == gate.EXIT_OK and res.outcomes[0].guard_by == "gate", res.outcomes[0].message
+    assert len(guards) == 8 and all(len(g.own_pids) == 2 for g in guards)     # a guard a round, its two workers
+    samples = [i for i, e in enumerate(log) if e[1] == "sample"]
+    assert len(samples) == 8 * 3 * 2 * 2
+    first = log.index(("guard", "start"))               # both stopped before the round's first sample
+    assert log[:first] == [("base", "stop"), ("head", "stop"), ("head", "stop")]    # then the rival's, as always
+    for i in samples:
+        side = log[i][0]
+        assert log[i - 2:i] == [("guard", "start"), (side, "continue")], log[i - 4:i + 3]
+        assert log[i + 1:i + 3] == [(side, "stop"), ("guard", "finish")], log[i - 4:i + 3]
+    rd = res.outcomes[0].rounds[0]
+    ar = rd["base"]["areas"]["tail_msm"]
+    assert ar["energy_j"] == [pytest.approx(0.03)] * 3 and ar["states"][0]["sm_clock_mhz"] == 1980
+    assert len(ar["guard_s"]) == 3 and all(x >= 0 for x in ar["guard_s"])
+    assert res.as_dict()["outcomes"][0]["guard_by"] == "gate"
+    assert gate.from_dict(json.loads(json.dumps(res.as_dict()))).outcomes[0].guard_by == "gate"
+
+
+def test_a_sample_the_gates_guard_rejects_is_taken_again_and_too_many_are_untrusted(repo):
+    class Throttled(FakeNvml):
+        """Power-capped at the reads after every fifth sample."""
+
+        def __init__(self, every):
+            super().__init__(pids=[])
+            self.every, self.n = every, 0
+
+        def nvmlDeviceGetCurrentClocksEventReasons(self, h):
+            self.n += 1
+            return 0x4 if self.every and self.n % (2 * self.every) == 0 else 0x1
+    res, log, _ = _gpu_gate(repo, Throttled(5))
+    (oc,) = res.outcomes
+    assert res.exit_code == gate.EXIT_OK and oc.discards > 0, oc.message
+    for rd in oc.rounds:
+        for s in ("base", "head"):
+            for ar in rd[s]["areas"].values():      # a rejected sample leaves nothing behind
+                assert all(len(ar[k]) == 3 for k in ("samples", "asked_s", "guard_s", "irqs", "energy_j"))
+    kept = sum(len(rd[s]["discards"]) for rd in oc.rounds for s in ("base", "head"))
+    assert kept == oc.discards and all("sw_power_cap" in x for rd in oc.rounds for s in ("base", "head")
+                                       for x in rd[s]["discards"])
+    res, _, _ = _gpu_gate(repo, Throttled(1))         # every sample: past max_discards (10)
+    (oc,) = res.outcomes
+    assert res.exit_code == 2 and oc.status == "untrusted" and "11 samples rejected" in oc.message, oc.message
+    assert "sw_power_cap" in oc.message
+
+
+def test_a_gpu_workload_without_nvml_for_the_gate_is_untrusted(repo, monkeypatch):
+    from cuzk.perf import sampler
+    monkeypatch.setattr(sampler, "_NVML", {"dev": None})
+    monkeypatch.setattr(gate, "open_guard", gate.nvml_guard)
+    d, base, head = repo
+    res = gate.run(d, base, head, _cfg([{"backend": "cuda", "log_size": 16}]), spawn=FakeSpawn(),
+                   log=lambda m: None, gpu_status=lambda: (True, "a pretend GPU"))
+    assert res.exit_code == 2 and res.outcomes[0].status == "untrusted"
+    assert "NVML is unavailable" in res.outcomes[0].message
 
 
 def test_session_threads_finds_every_thread_of_the_session(tmp_path):

@@ -259,6 +259,10 @@ def test_the_sampling_line_splits_the_workers_time_where_they_said_it():
                                    "workers' full collections before them 0.0 s, each sample's set-up and the calls' "
                                    "host time past the timed 0.0 s, NVML checks 0.0 s, the rest 0.1 s (requests and "
                                    "replies, retaken samples and their pauses).")
+    # the gate's own NVML reads, between the round trips: not a part of them
+    assert sampling_line(*got, guard_outside=True).endswith(
+        "host time past the timed 0.0 s, the rest 0.1 s (requests and replies); the gate's NVML checks between the "
+        "samples 0.0 s, retaken samples and their pauses besides.")
     older = dict(ar, guard_s=[0.004, None])
     oc.rounds[0]["head"]["areas"]["tail_msm"] = older
     assert sampling_cost(oc)[4:] == (pytest.approx(0.12), None)
