@@ -740,6 +740,43 @@ def test_a_head_that_forges_its_own_times_is_untrusted(gate_repo, tmp_path):
     assert "UNTRUSTED" in p.stdout and "PASS" not in p.stdout
 
 
+# a device sample of 10 ms at least: the round trip's ~1 ms of requests and reply leave a +50% head past the threshold
+GPU_CONFIG = CONFIG.replace('backend = "cpu"', 'backend = "cuda"').replace("log_size = 8", "log_size = 16").replace(
+    "min_sample_s = 0.002", "min_sample_s = 0.002\nmin_device_sample_s = 0.01")
+
+
+@pytest.mark.gpu
+@pytest.mark.quiet_gpu
+@pytest.mark.parametrize("name", ["a-a", "forger"])
+def test_a_gpu_gate_reads_nvml_itself_and_catches_a_head_that_forges_its_times(gate_repo, tmp_path, name):
+    """On the GPU the NVML guard is the gate's, read between the round trips with each worker stopped outside its
+    own: an A/A gate passes with every sample's guard read and its energy counted; a head 50% slower in ntt_msm_h
+    on the device that reports two thirds of its time is caught on the gate's own clock (untrusted, exit 2)."""
+    from cuzk.perf.calibrate import CUDA_FILE, gpu_slowdown_patch
+    d, base, _ = gate_repo
+    cfg = tmp_path / "gpu.toml"
+    cfg.write_text(GPU_CONFIG)
+    _branch(d, base, f"gpu-{name}")
+    if name == "a-a":
+        head = commit_change(d, "README.md", lambda t: t + "\nnothing measured changes\n", "a change")
+    else:
+        commit_change(d, CUDA_FILE, gpu_slowdown_patch("ntt_msm_h", 0.5), "ntt_msm_h 50% slower on the device")
+        head = commit_change(d, "cuzk/__init__.py", lambda t: t + FORGER, "the head's times rewritten")
+    p, data, _ = _gate(d, base, head, cfg, tmp_path)
+    assert data and data["outcomes"][0]["rounds"], p.stdout + p.stderr[-3000:]
+    (oc,) = data["outcomes"]
+    assert oc["guard_by"] == "gate"
+    for rd in oc["rounds"]:
+        for s in ("base", "head"):
+            for ar in rd[s]["areas"].values():
+                assert all(g is not None and g > 0 for g in ar["guard_s"]) and ar["states"], ar
+    if name == "a-a":
+        assert p.returncode == 0, p.stdout + p.stderr[-3000:]
+    else:
+        assert p.returncode == 2 and oc["status"] == "untrusted", p.stdout + p.stderr[-3000:]
+        assert oc["message"].startswith("phase ntt_msm_h: the gate's own clock"), oc["message"]
+
+
 PTH = """
 
 # hostile: a `.pth` file written into the interpreter's site-packages runs in every later worker, the base's too
