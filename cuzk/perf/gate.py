@@ -471,6 +471,9 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
                 fail("error", ready[side].get("message", ""))
             if ready[side]["status"] not in ("ready", "unavailable"):
                 fail("error", f"unexpected reply {ready[side]}")
+            if ready[side]["status"] == "ready" and oc.numbers is not None and ready[side].get("numbers") != oc.numbers:
+                fail("untrusted", f"it set up {str(ready[side].get('numbers'))[:200]} calls per sample, not the "
+                                  f"{oc.numbers} the gate gave it")
             applied = ready[side].get("min_device_sample_s", 0.0)
             gpu_ready = ready[side]["status"] == "ready" and oc.config.spec.backend != "cpu"
             if gpu_ready and applied != cfg.min_device_sample_s:
@@ -511,6 +514,7 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
         idle_where: dict = {}             # per side, beside which sample and in which thread that most ran
         frozen: dict = {}                 # per side, stopped beside every rival sample (False: not, or not always)
         guard = None
+        held_since: dict = {}                        # per side, its usage when the gate last stopped it (GPU)
         if oc.config.spec.backend != "cpu":          # NVML read by the gate, between the samples
             try:
                 guard = open_guard(oc.config.spec.label(), cfg.policy, frozenset(w.pid for w in workers.values()))
@@ -521,6 +525,8 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
                 if _freeze(w) is False:
                     fail_round("untrusted", f"round {r + 1}: the {s_} worker (pid {w.pid}) did not stop within "
                                             f"{FREEZE_WAIT_S:.0f} s before the first sample: something continues it")
+                _stops_since(w)
+                held_since[s_] = _usage(w)
         for i in range(cfg.samples):
             for a in areas:
                 for side in (order if i % 2 == 0 else order[::-1]):
@@ -534,34 +540,48 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
                                                     f"not stop within {FREEZE_WAIT_S:.0f} s before {side}'s sample of "
                                                     f"{a}: something continues it")
                         frozen[other] = frozen.get(other, True) and bool(stopped)
+                        _stops_since(rival)                     # the stop the gate just sent
                         # the guard's NVML reads while the side is still stopped, so that what it runs is all
                         # inside the round trip the gate times
                         t_g = time.perf_counter()
                         snap = guard.start() if guard is not None else None
                         guard_s = time.perf_counter() - t_g
-                        _thaw(workers[side])
-                        for w in (rival, workers[side]):        # the stop and the continue the gate just sent
-                            _stops_since(w)
                         asking = f"phase {a}"
                         before, own = _usage(rival), _usage(workers[side])
+                        if guard is not None:   # stopped by the gate since its last round trip: nothing ran
+                            _still(workers[side], held_since.get(side), own, lambda m: fail_round(
+                                "untrusted", f"round {r + 1}: the {side} worker (pid {workers[side].pid}) {m} "
+                                             f"between its round trips, stopped by the gate: a process of either "
+                                             f"side continues it"))
+                        for who, w in ((side, workers[side]), (other, rival)):
+                            if _stops_since(w):         # none since the gate's own: a process of either side
+                                fail_round("untrusted", f"round {r + 1}: the {who} worker (pid {w.pid}) was stopped or "
+                                                        f"continued before {side}'s sample of {a}, not by the gate: "
+                                                        f"a process of either side signals it")
                         i0 = device_interrupt_count(getattr(workers[side], "cpus", None))
+                        _thaw(workers[side])
+                        _stops_since(workers[side])             # the continue the gate sent
                         t_ask = time.perf_counter()
                         rep = workers[side].ask({"sample": a})
                         asked[side][a].append(round(time.perf_counter() - t_ask, 6))
-                        i1 = device_interrupt_count(getattr(workers[side], "cpus", None))
-                        irqs[side][a].append(i1 - i0 if i0 is not None and i1 is not None and i1 >= i0 else None)
-                        after = _usage(rival)
-                        foreign[side][a].append(foreign_ms(own, _usage(workers[side]), workers[side].pid))
                         for who, w in ((side, workers[side]), (other, rival)):
                             if _stops_since(w):         # the workers are the gate's children: it hears of each
                                 fail_round("untrusted", f"round {r + 1}: the {who} worker (pid {w.pid}) was stopped or "
                                                         f"continued during {side}'s sample of {a}, not by the gate: "
                                                         f"a process of either side signals it")
-                        if guard is not None:           # stopped again before the guard's reads after it
+                        if guard is not None:           # stopped again at once, before the reads after it
                             if _freeze(workers[side]) is False:
                                 fail_round("untrusted", f"round {r + 1}: the {side} worker (pid {workers[side].pid}) "
                                                         f"did not stop within {FREEZE_WAIT_S:.0f} s after its sample "
                                                         f"of {a}: something continues it")
+                            _stops_since(workers[side])         # that stop
+                        i1 = device_interrupt_count(getattr(workers[side], "cpus", None))
+                        irqs[side][a].append(i1 - i0 if i0 is not None and i1 is not None and i1 >= i0 else None)
+                        after = _usage(rival)
+                        now = _usage(workers[side])
+                        foreign[side][a].append(foreign_ms(own, now, workers[side].pid))
+                        if guard is not None:
+                            held_since[side] = now
                             t_g = time.perf_counter()
                             verdict, after_snap = guard.finish(snap)
                             guard_s += time.perf_counter() - t_g
@@ -736,6 +756,16 @@ def group_cpu_ns(pid: int) -> int | None:
         return time.clock_gettime_ns((~pid << 3) | 2)
     except (OSError, OverflowError, AttributeError):
         return None
+
+
+def _still(worker, then: Usage | None, now: Usage | None, fail) -> None:
+    """A worker the gate stopped ran nothing since (then: its usage when stopped; now: before the gate continues
+    it); fail(message) otherwise. Not judged without both reads (a scripted worker)."""
+    if then is None or now is None:
+        return
+    ran = now.cpu_s - then.cpu_s
+    if ran > FROZEN_MOST_S or now.ticks > then.ticks or now.threads != then.threads:
+        fail(f"ran {ran * 1e3:.3f} ms of CPU ({now.ticks - then.ticks} clock ticks)")
 
 
 def _freeze(worker) -> bool | None:
