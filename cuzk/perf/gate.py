@@ -514,19 +514,20 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
         idle_where: dict = {}             # per side, beside which sample and in which thread that most ran
         frozen: dict = {}                 # per side, stopped beside every rival sample (False: not, or not always)
         guard = None
-        held_since: dict = {}                        # per side, its usage when the gate last stopped it (GPU)
+        held_since: dict = {}                        # per side, its usage when the gate last stopped it
         if oc.config.spec.backend != "cpu":          # NVML read by the gate, between the samples
             try:
                 guard = open_guard(oc.config.spec.label(), cfg.policy, frozenset(w.pid for w in workers.values()))
             except UntrustedRun as e:
                 fail_round("untrusted", f"round {r + 1}: {e}")
             oc.guard_by = "gate"
-            for s_, w in workers.items():                # each runs only inside its own round trips from here on
-                if _freeze(w) is False:
-                    fail_round("untrusted", f"round {r + 1}: the {s_} worker (pid {w.pid}) did not stop within "
-                                            f"{FREEZE_WAIT_S:.0f} s before the first sample: something continues it")
-                _stops_since(w)
-                held_since[s_] = _usage(w)
+        for s_, w in workers.items():                # each runs only inside its own round trips from here on
+            halted = _freeze(w)
+            if halted is False:
+                fail_round("untrusted", f"round {r + 1}: the {s_} worker (pid {w.pid}) did not stop within "
+                                        f"{FREEZE_WAIT_S:.0f} s before the first sample: something continues it")
+            _stops_since(w)
+            held_since[s_] = _usage(w) if halted else None       # None: a worker that cannot be stopped (scripted)
         for i in range(cfg.samples):
             for a in areas:
                 for side in (order if i % 2 == 0 else order[::-1]):
@@ -548,11 +549,11 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
                         guard_s = time.perf_counter() - t_g
                         asking = f"phase {a}"
                         before, own = _usage(rival), _usage(workers[side])
-                        if guard is not None:   # stopped by the gate since its last round trip: nothing ran
-                            _still(workers[side], held_since.get(side), own, lambda m: fail_round(
-                                "untrusted", f"round {r + 1}: the {side} worker (pid {workers[side].pid}) {m} "
-                                             f"between its round trips, stopped by the gate: a process of either "
-                                             f"side continues it"))
+                        # stopped by the gate since its last round trip: nothing ran
+                        _still(workers[side], held_since.get(side), own, lambda m: fail_round(
+                            "untrusted", f"round {r + 1}: the {side} worker (pid {workers[side].pid}) {m} between "
+                                         f"its round trips, stopped by the gate: a process of either side continues "
+                                         f"it"))
                         for who, w in ((side, workers[side]), (other, rival)):
                             if _stops_since(w):         # none since the gate's own: a process of either side
                                 fail_round("untrusted", f"round {r + 1}: the {who} worker (pid {w.pid}) was stopped or "
@@ -569,19 +570,19 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
                                 fail_round("untrusted", f"round {r + 1}: the {who} worker (pid {w.pid}) was stopped or "
                                                         f"continued during {side}'s sample of {a}, not by the gate: "
                                                         f"a process of either side signals it")
-                        if guard is not None:           # stopped again at once, before the reads after it
-                            if _freeze(workers[side]) is False:
-                                fail_round("untrusted", f"round {r + 1}: the {side} worker (pid {workers[side].pid}) "
-                                                        f"did not stop within {FREEZE_WAIT_S:.0f} s after its sample "
-                                                        f"of {a}: something continues it")
-                            _stops_since(workers[side])         # that stop
+                        halted = _freeze(workers[side])     # stopped again at once, before the reads after it
+                        if halted is False:
+                            fail_round("untrusted", f"round {r + 1}: the {side} worker (pid {workers[side].pid}) did "
+                                                    f"not stop within {FREEZE_WAIT_S:.0f} s after its sample of {a}: "
+                                                    f"something continues it")
+                        _stops_since(workers[side])             # that stop
                         i1 = device_interrupt_count(getattr(workers[side], "cpus", None))
                         irqs[side][a].append(i1 - i0 if i0 is not None and i1 is not None and i1 >= i0 else None)
                         after = _usage(rival)
                         now = _usage(workers[side])
                         foreign[side][a].append(foreign_ms(own, now, workers[side].pid))
+                        held_since[side] = now if halted else None
                         if guard is not None:
-                            held_since[side] = now
                             t_g = time.perf_counter()
                             verdict, after_snap = guard.finish(snap)
                             guard_s += time.perf_counter() - t_g

@@ -469,7 +469,7 @@ def test_a_head_that_continues_its_stopped_worker_is_untrusted(gate_repo, tmp_pa
 def _beside_base(what: str, setup: str, on_stop: str, prelude: str = "_first = True") -> str:
     """Hostile code: a helper forked out of the head worker's session (reaped by the kernel: SIGCHLD ignored) that,
     where `prelude` sets `_first`, runs `setup` (4 spaces deep), then `on_stop` (16 deep) at each stop of the
-    head (one before each base sample; `_stops` counts them, `_b` is the base worker's pid once `_base()` found
+    head (one before each base sample, and one more where the head samples twice running; `_stops` counts them, `_b` is the base worker's pid once `_base()` found
     it, `_state(pid)` a process's state), for the first 18 of a round's 21 base samples: it is gone before the
     round's end."""
     return f"""
@@ -593,10 +593,14 @@ def test_a_helper_that_slows_the_base_unseen_by_the_run_wide_checks_is_untrusted
     p, data, _ = _gate(d, base, head, cfg, tmp_path)
     assert p.returncode == 2 and data and data["outcomes"][0]["rounds"], p.stdout + p.stderr
     (oc,) = data["outcomes"]
-    # the base's samples held or stopped; or, as the spinners leave, the head's next sample beside them
-    assert oc["status"] == "untrusted" and "sampling thread was held" in oc["message"], oc["message"]
-    assert ("in round 1," in oc["message"]) if name == "one-round" else \
-        ("base's sampling thread was held by other work or away" in oc["message"]), oc["message"]
+    # the base's samples held or stopped; or, as the spinners leave, the head's next sample beside them. The head is
+    # stopped after each of its own round trips too, so a helper that counts its stops is now and then a sample
+    # off: its stop of the base may land beside the head's sample, where the gate hears of it (waitid)
+    assert oc["status"] == "untrusted", oc["message"]
+    if "not by the gate" not in oc["message"]:
+        assert "sampling thread was held" in oc["message"], oc["message"]
+        assert ("in round 1," in oc["message"]) if name == "one-round" else \
+            ("base's sampling thread was held by other work or away" in oc["message"]), oc["message"]
     assert "UNTRUSTED" in p.stdout and "PASS" not in p.stdout
 
 
