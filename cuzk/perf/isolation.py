@@ -14,7 +14,8 @@ import os
 import re
 from pathlib import Path
 
-PER_CPU_QUEUE = re.compile(r"nvme\d+q\d+")      # an NVMe queue per CPU, its completions on the CPU that submitted
+PER_CPU_QUEUE = re.compile(r"nvme\d+q\d+")      # an NVMe queue: per CPU, or shared by several where fewer
+_AFFINITY: dict = {}                              # (proc, irq) -> the CPUs it may be served on (root changes it)
 
 
 def cpu_list(text: str) -> set[int]:
@@ -27,9 +28,26 @@ def cpu_list(text: str) -> set[int]:
     return out
 
 
-def _interrupt_lines(proc: str) -> list[tuple[str, str, dict[int, int]]] | None:
-    """/proc/interrupts' device lines (numbered: not the local timer or the IPIs; NVMe per-CPU queues left out,
-    since they answer the CPU that asked): [(irq, name, {cpu: served so far})]; None where unreadable."""
+def _allowed(proc: str, irq: str) -> set[int]:
+    """The CPUs an interrupt line may be served on (smp_affinity_list, else effective_affinity_list), read once;
+    empty where unreadable."""
+    if (proc, irq) not in _AFFINITY:
+        got: set[int] = set()
+        for f in ("smp_affinity_list", "effective_affinity_list"):
+            try:
+                got = cpu_list(Path(proc, "irq", irq, f).read_text())
+                break
+            except OSError:
+                continue
+        _AFFINITY[(proc, irq)] = frozenset(got)
+    return set(_AFFINITY[(proc, irq)])
+
+
+def _interrupt_lines(proc: str, own=None) -> list[tuple[str, str, dict[int, int]]] | None:
+    """/proc/interrupts' device lines (numbered: not the local timer or the IPIs): [(irq, name, {cpu: served so
+    far})]; None where unreadable. An NVMe queue that may be served on none but `own` (the sampling CPUs) is left
+    out: it answers requests made there, the worker's own; one shared with other CPUs (fewer queues than CPUs)
+    answers theirs too, and is kept."""
     try:
         lines = Path(proc, "interrupts").read_text().splitlines()
     except OSError:
@@ -44,7 +62,8 @@ def _interrupt_lines(proc: str) -> list[tuple[str, str, dict[int, int]]] | None:
             continue
         fields = rest.split()
         name = fields[-1] if len(fields) > len(columns) else "?"
-        if not PER_CPU_QUEUE.fullmatch(name):
+        allowed = _allowed(proc, head.strip()) if PER_CPU_QUEUE.fullmatch(name) and own else set()
+        if not (allowed and allowed <= set(own)):
             out.append((head.strip(), name, {c: int(n) for c, n in zip(columns, fields[:len(columns)]) if n.isdigit()}))
     return out
 
@@ -52,7 +71,7 @@ def _interrupt_lines(proc: str) -> list[tuple[str, str, dict[int, int]]] | None:
 def device_interrupts_on(cpus, proc: str = "/proc") -> list[str]:
     """Device interrupt lines (_interrupt_lines) that were served on any of cpus and may be again (their effective
     affinity includes one), busiest first, as "name (irq N, M served there so far)"."""
-    want, got = set(cpus), _interrupt_lines(proc)
+    want, got = set(cpus), _interrupt_lines(proc, cpus)
     found = []
     for irq, name, counts in got or []:
         served = sum(n for c, n in counts.items() if c in want)
@@ -72,7 +91,7 @@ def device_interrupt_count(cpus, proc: str = "/proc") -> int | None:
     """Device interrupts (_interrupt_lines) served so far on cpus; None where not pinned or unreadable. Read around
     each sample: the kernel here charges a handler's time to the thread it interrupted, so the count is what tells
     of a storm beside one side's samples."""
-    got = _interrupt_lines(proc) if cpus else None
+    got = _interrupt_lines(proc, cpus) if cpus else None
     if got is None:
         return None
     want = set(cpus)

@@ -69,7 +69,7 @@ def test_the_report_says_the_runner_is_not_isolated_and_gate_json_keeps_it():
 
 def test_device_interrupts_are_counted_on_the_sampling_cpu_only(tmp_path):
     from cuzk.perf.isolation import device_interrupt_count
-    proc = _proc(tmp_path, {})
+    proc = _proc(tmp_path, {"41": "1"})
     assert device_interrupt_count((1,), proc) == 3556221 + 12            # nvme0q2 (CPU 1's own queue) left out
     assert device_interrupt_count((0, 2), proc) == 40 + 500 + 90
     assert device_interrupt_count(None, proc) is None and device_interrupt_count((1,), str(tmp_path / "no")) is None
@@ -88,3 +88,19 @@ def test_the_report_shows_the_interrupts_beside_each_side_and_gate_json_checks_t
     rounds[0]["base"]["areas"]["tail_msm"]["irqs"][0] = -1
     with pytest.raises(ValueError, match="irqs is not a list of counts"):
         gate.from_dict(_doc(rounds, threshold=0.05))
+
+
+def test_an_nvme_queue_shared_with_other_cpus_is_counted(tmp_path):
+    """Fewer NVMe queues than CPUs: a queue serves several, and a request made on another CPU of its set may be
+    answered on the sampling CPU. Only a queue that may be served on the sampling CPUs alone (its own requests)
+    is left out; one whose CPUs cannot be read is counted."""
+    from cuzk.perf.isolation import device_interrupt_count
+    (tmp_path / "irq" / "41").mkdir(parents=True)
+    (tmp_path / "irq" / "41" / "smp_affinity_list").write_text("0-1\n")
+    (tmp_path / "irq" / "41" / "effective_affinity_list").write_text("1\n")
+    (tmp_path / "interrupts").write_text(INTERRUPTS)
+    proc = str(tmp_path)
+    assert device_interrupt_count((1,), proc) == 3556221 + 12 + 700
+    assert any(x.startswith("nvme0q2 (irq 41") for x in device_interrupts_on((1,), proc))
+    assert device_interrupt_count((1,), _proc(tmp_path / "b", {})) == 3556221 + 12 + 700    # unread: counted
+    assert device_interrupt_count((1,), _proc(tmp_path / "c", {"41": "1"})) == 3556221 + 12
