@@ -28,18 +28,21 @@ def cpu_list(text: str) -> set[int]:
     return out
 
 
+def _affinity(proc: str, irq: str, files: tuple[str, ...]) -> set[int]:
+    """An interrupt line's CPUs from the first of /proc/irq/N's files that reads; empty where none does."""
+    for f in files:
+        try:
+            return cpu_list(Path(proc, "irq", irq, f).read_text())
+        except OSError:
+            continue
+    return set()
+
+
 def _allowed(proc: str, irq: str) -> set[int]:
-    """The CPUs an interrupt line may be served on (smp_affinity_list, else effective_affinity_list), read once;
-    empty where unreadable."""
+    """The CPUs an interrupt line may be served on (smp_affinity_list, else effective_affinity_list), read once:
+    the per-sample count asks it of every NVMe queue."""
     if (proc, irq) not in _AFFINITY:
-        got: set[int] = set()
-        for f in ("smp_affinity_list", "effective_affinity_list"):
-            try:
-                got = cpu_list(Path(proc, "irq", irq, f).read_text())
-                break
-            except OSError:
-                continue
-        _AFFINITY[(proc, irq)] = frozenset(got)
+        _AFFINITY[(proc, irq)] = frozenset(_affinity(proc, irq, ("smp_affinity_list", "effective_affinity_list")))
     return set(_AFFINITY[(proc, irq)])
 
 
@@ -75,13 +78,7 @@ def device_interrupts_on(cpus, proc: str = "/proc") -> list[str]:
     found = []
     for irq, name, counts in got or []:
         served = sum(n for c, n in counts.items() if c in want)
-        aff: set[int] = set()
-        for f in ("effective_affinity_list", "smp_affinity_list"):
-            try:
-                aff = cpu_list(Path(proc, "irq", irq, f).read_text())
-                break
-            except OSError:
-                continue
+        aff = _affinity(proc, irq, ("effective_affinity_list", "smp_affinity_list"))    # where it is served now
         if served and aff & want:
             found.append((served, f"{name} (irq {irq}, {served} served there so far)"))
     return [text for _, text in sorted(found, key=lambda f: -f[0])]
