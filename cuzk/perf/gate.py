@@ -634,11 +634,6 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
                                                     "temperature_c": after_snap.temperature_c,
                                                     "power_w": after_snap.power_w,
                                                     "throttle_reasons": after_snap.throttle_reasons})
-                        else:
-                            if rep.get("energy_j") is not None:
-                                energy[side][a].append(rep["energy_j"])
-                            if rep.get("state") is not None:
-                                states[side][a].append(rep["state"])
                         break
         for idle in SIDES:
             _thaw(workers[idle])

@@ -194,8 +194,7 @@ def repo(tmp_path_factory):
 class FakeSpawn:
     """Spawns scripted workers: time per area = 1 s x factor on head; failures on demand."""
 
-    def __init__(self, head_factor=None, fail=None, noise=0.01, seed=0, joules=None):
-        self.joules = joules                # joules per second of sample, as NVML would count them
+    def __init__(self, head_factor=None, fail=None, noise=0.01, seed=0):
         self.head_factor = head_factor or {}
         self.fail = fail or {}              # (side, round) or (side, "*") -> error | untrusted | unavailable
         self.spawned, self.asks, self.wide = [], [], []
@@ -235,9 +234,8 @@ class FakeWorker:
                 return {"status": "untrusted", "message": "untrusted run: 11 samples rejected",
                         "discards": ["throttled after: hw_thermal_slowdown"] * 11}
             f = p.head_factor.get(msg["sample"], 1.0) if self.side == "head" else 1.0
-            v = f * (1 + p.rng.gauss(0, p.noise))
-            return {"status": "ok", "value": v, "energy_j": v * p.joules if p.joules else None,
-                    "state": {"sm_clock_mhz": 1980} if p.joules else None}
+            v = p.last = f * (1 + p.rng.gauss(0, p.noise))
+            return {"status": "ok", "value": v}
         assert msg == {"quit": True}
         return {"status": "done", "discards": [], "peak_device_bytes": {}}
 
@@ -379,21 +377,39 @@ def test_materialize_imports_the_commit_not_the_installed_copy(repo, tmp_path):
     assert (root / "README.md").read_text().endswith("changed\n")
 
 
-def test_report_shows_energy_per_call_when_nvml_counts_it(repo):
+class _Joules(SampleGuard):
+    """The gate's guard over a stand-in GPU whose energy counter moves by `joules` a second of the sample just
+    taken (the scripted worker's last value)."""
+
+    def __init__(self, spawn, joules, policy, own):
+        super().__init__(nvml.Nvml(FakeNvml()), policy, own)
+        self.spawn, self.joules = spawn, joules
+
+    def finish(self, before):
+        self.nvml.N.state["energy_mj"] += round(self.spawn.last * self.joules * 1000)
+        return super().finish(before)
+
+
+def _energy_gate(repo, monkeypatch, spawn, joules):
     d, base, head = repo
-    res = gate.run(d, base, head, _cfg(), spawn=FakeSpawn({"b_g2": 2.0}, joules=300.0), log=lambda m: None)
+    monkeypatch.setattr(gate, "open_guard", lambda what, policy, own: _Joules(spawn, joules, policy, own))
+    return gate.run(d, base, head, _cfg([{"backend": "cuda", "log_size": 16}]), spawn=spawn, log=lambda m: None,
+                    gpu_status=lambda: (True, "a pretend GPU"))
+
+
+def test_report_shows_energy_per_call_when_nvml_counts_it(repo, monkeypatch):
+    res = _energy_gate(repo, monkeypatch, FakeSpawn({"b_g2": 2.0}), 300.0)
     rd = res.outcomes[0].rounds[0]
-    assert rd["head"]["areas"]["b_g2"]["states"] == [{"sm_clock_mhz": 1980}] * 3     # kept in gate.json
+    assert [x["sm_clock_mhz"] for x in rd["head"]["areas"]["b_g2"]["states"]] == [1980] * 3   # kept in gate.json
     line = next(l for l in report.markdown(res).splitlines() if l.startswith("Energy per call"))
     b, h = map(float, re.search(r"`b_g2` ([\d.]+) J → ([\d.]+) J", line).groups())
     assert b == pytest.approx(300, rel=0.02) and h == pytest.approx(600, rel=0.02)
 
 
-def test_energy_is_shown_only_where_the_counter_moved(repo):
+def test_energy_is_shown_only_where_the_counter_moved(repo, monkeypatch):
     """A phase shorter than NVML's energy counter's resolution reads mostly 0 J: left out and named, never
     shown as "0 J -> 0 J"."""
-    d, base, head = repo
-    res = gate.run(d, base, head, _cfg(), spawn=FakeSpawn(joules=300.0), log=lambda m: None)
+    res = _energy_gate(repo, monkeypatch, FakeSpawn(), 300.0)
     oc = res.outcomes[0]
     for rd in oc.rounds:                 # tail_msm's counter ticks in one sample of three: too short
         for s in ("base", "head"):
