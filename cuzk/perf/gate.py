@@ -439,6 +439,22 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
         oc.discards += len(discards)
         raise _Stop
 
+    def halt(who: str, w, when: str) -> bool | None:
+        """Stop a worker (freeze) and take the stop's own report; untrusted where it did not stop."""
+        halted = _freeze(w)
+        if halted is False:         # by whom is unknown: a process of either side may send SIGCONT
+            fail_round("untrusted", f"round {r + 1}: the {who} worker (pid {w.pid}) did not stop within "
+                                    f"{FREEZE_WAIT_S:.0f} s {when}: something continues it")
+        _stops_since(w)
+        return halted
+
+    def unsignalled(pairs, when: str) -> None:
+        """No stop or continue of these workers but the gate's since it last took their reports."""
+        for who, w in pairs:
+            if _stops_since(w):     # the workers are the gate's children: it hears of each
+                fail_round("untrusted", f"round {r + 1}: the {who} worker (pid {w.pid}) was stopped or continued "
+                                        f"{when}, not by the gate: a process of either side signals it")
+
     t0 = time.perf_counter()
     rejected: dict = {s: [] for s in SIDES}      # per side, why the gate's guard rejected a sample
     orphans_before = gate_children() if reaping else None
@@ -522,11 +538,7 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
                 fail_round("untrusted", f"round {r + 1}: {e}")
             oc.guard_by = "gate"
         for s_, w in workers.items():                # each runs only inside its own round trips from here on
-            halted = _freeze(w)
-            if halted is False:
-                fail_round("untrusted", f"round {r + 1}: the {s_} worker (pid {w.pid}) did not stop within "
-                                        f"{FREEZE_WAIT_S:.0f} s before the first sample: something continues it")
-            _stops_since(w)
+            halted = halt(s_, w, "before the first sample")
             held_since[s_] = _usage(w) if halted else None       # None: a worker that cannot be stopped (scripted)
         for i in range(cfg.samples):
             for a in areas:
@@ -535,13 +547,8 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
                         other = SIDES[1 - SIDES.index(side)]
                         rival = workers[other]
                         asking = f"stopping the idle worker beside {a}"
-                        stopped = _freeze(rival)
-                        if stopped is False:     # by whom is unknown: a process of either side may send SIGCONT
-                            fail_round("untrusted", f"round {r + 1}: the idle worker ({other}, pid {rival.pid}) did "
-                                                    f"not stop within {FREEZE_WAIT_S:.0f} s before {side}'s sample of "
-                                                    f"{a}: something continues it")
+                        stopped = halt(f"idle {other}", rival, f"before {side}'s sample of {a}")
                         frozen[other] = frozen.get(other, True) and bool(stopped)
-                        _stops_since(rival)                     # the stop the gate just sent
                         # the guard's NVML reads while the side is still stopped, so that what it runs is all
                         # inside the round trip the gate times
                         t_g = time.perf_counter()
@@ -554,28 +561,16 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
                             "untrusted", f"round {r + 1}: the {side} worker (pid {workers[side].pid}) {m} between "
                                          f"its round trips, stopped by the gate: a process of either side continues "
                                          f"it"))
-                        for who, w in ((side, workers[side]), (other, rival)):
-                            if _stops_since(w):         # none since the gate's own: a process of either side
-                                fail_round("untrusted", f"round {r + 1}: the {who} worker (pid {w.pid}) was stopped or "
-                                                        f"continued before {side}'s sample of {a}, not by the gate: "
-                                                        f"a process of either side signals it")
+                        unsignalled(((side, workers[side]), (other, rival)), f"before {side}'s sample of {a}")
                         i0 = device_interrupt_count(getattr(workers[side], "cpus", None))
                         _thaw(workers[side])
                         _stops_since(workers[side])             # the continue the gate sent
                         t_ask = time.perf_counter()
                         rep = workers[side].ask({"sample": a})
                         asked[side][a].append(round(time.perf_counter() - t_ask, 6))
-                        for who, w in ((side, workers[side]), (other, rival)):
-                            if _stops_since(w):         # the workers are the gate's children: it hears of each
-                                fail_round("untrusted", f"round {r + 1}: the {who} worker (pid {w.pid}) was stopped or "
-                                                        f"continued during {side}'s sample of {a}, not by the gate: "
-                                                        f"a process of either side signals it")
-                        halted = _freeze(workers[side])     # stopped again at once, before the reads after it
-                        if halted is False:
-                            fail_round("untrusted", f"round {r + 1}: the {side} worker (pid {workers[side].pid}) did "
-                                                    f"not stop within {FREEZE_WAIT_S:.0f} s after its sample of {a}: "
-                                                    f"something continues it")
-                        _stops_since(workers[side])             # that stop
+                        unsignalled(((side, workers[side]), (other, rival)), f"during {side}'s sample of {a}")
+                        # stopped again at once, before the reads after it
+                        halted = halt(side, workers[side], f"after its sample of {a}")
                         i1 = device_interrupt_count(getattr(workers[side], "cpus", None))
                         irqs[side][a].append(i1 - i0 if i0 is not None and i1 is not None and i1 >= i0 else None)
                         after = _usage(rival)
