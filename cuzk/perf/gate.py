@@ -394,6 +394,7 @@ class GateResult:
                            "worker_cpus": c.worker_cpus, "worker_timeout_s": c.worker_timeout_s,
                            "max_idle_cpu_ms": c.max_idle_cpu_ms, "max_idle_cpu_ms_host": c.max_idle_cpu_ms_host,
                            "max_foreign_share": c.max_foreign_share, "irq_cost_us": c.irq_cost_us,
+                           "max_discards": c.max_discards, "max_discards_apart": c.max_discards_apart,
                            "worker_timeouts_s": {w.spec.label(): c.timeout_for(w) for w in c.workloads}},
                 "outcomes": [o.as_dict() for o in self.outcomes],
                 "not_gated": [{"spec": w.spec.as_dict(), "required": w.required} for w in self.not_gated]}
@@ -540,96 +541,110 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
         for s_, w in workers.items():                # each runs only inside its own round trips from here on
             halted = halt(s_, w, "before the first sample")
             held_since[s_] = _usage(w) if halted else None       # None: a worker that cannot be stopped (scripted)
+        per_sample = (got, energy, states, asked, irqs, foreign, beside, collected, hosted, guarded, preempted, held,
+                      away)
         for i in range(cfg.samples):
             for a in areas:
-                for side in (order if i % 2 == 0 else order[::-1]):
-                    while True:          # a sample the gate's guard rejects is taken again
-                        other = SIDES[1 - SIDES.index(side)]
-                        rival = workers[other]
-                        asking = f"stopping the idle worker beside {a}"
-                        stopped = halt(f"idle {other}", rival, f"before {side}'s sample of {a}")
-                        frozen[other] = frozen.get(other, True) and bool(stopped)
-                        # the guard's NVML reads while the side is still stopped, so that what it runs is all
-                        # inside the round trip the gate times
+                pair = order if i % 2 == 0 else order[::-1]
+                # a pair the gate's guard rejects a sample of is taken again, both sides: where only the
+                # rejected side's were, a head that trips the guard at will would choose which samples count
+                mark = {s: [len(per[s][a]) for per in per_sample] for s in SIDES}
+                at = 0
+                while at < len(pair):
+                    side = pair[at]
+                    other = SIDES[1 - SIDES.index(side)]
+                    rival = workers[other]
+                    asking = f"stopping the idle worker beside {a}"
+                    stopped = halt(f"idle {other}", rival, f"before {side}'s sample of {a}")
+                    frozen[other] = frozen.get(other, True) and bool(stopped)
+                    # the guard's NVML reads while the side is still stopped, so that what it runs is all
+                    # inside the round trip the gate times
+                    t_g = time.perf_counter()
+                    snap = guard.start() if guard is not None else None
+                    guard_s = time.perf_counter() - t_g
+                    asking = f"phase {a}"
+                    before, own = _usage(rival), _usage(workers[side])
+                    # stopped by the gate since its last round trip: nothing ran
+                    _still(workers[side], held_since.get(side), own, lambda m: fail_round(
+                        "untrusted", f"round {r + 1}: the {side} worker (pid {workers[side].pid}) {m} between "
+                                     f"its round trips, stopped by the gate: a process of either side continues "
+                                     f"it"))
+                    unsignalled(((side, workers[side]), (other, rival)), f"before {side}'s sample of {a}")
+                    i0 = device_interrupt_count(getattr(workers[side], "cpus", None))
+                    _thaw(workers[side])
+                    _stops_since(workers[side])             # the continue the gate sent
+                    t_ask = time.perf_counter()
+                    rep = workers[side].ask({"sample": a})
+                    asked[side][a].append(round(time.perf_counter() - t_ask, 6))
+                    unsignalled(((side, workers[side]), (other, rival)), f"during {side}'s sample of {a}")
+                    # stopped again at once, before the reads after it
+                    halted = halt(side, workers[side], f"after its sample of {a}")
+                    i1 = device_interrupt_count(getattr(workers[side], "cpus", None))
+                    irqs[side][a].append(i1 - i0 if i0 is not None and i1 is not None and i1 >= i0 else None)
+                    after = _usage(rival)
+                    now = _usage(workers[side])
+                    foreign[side][a].append(foreign_ms(own, now, workers[side].pid))
+                    held_since[side] = now if halted else None
+                    if guard is not None:
                         t_g = time.perf_counter()
-                        snap = guard.start() if guard is not None else None
-                        guard_s = time.perf_counter() - t_g
-                        asking = f"phase {a}"
-                        before, own = _usage(rival), _usage(workers[side])
-                        # stopped by the gate since its last round trip: nothing ran
-                        _still(workers[side], held_since.get(side), own, lambda m: fail_round(
-                            "untrusted", f"round {r + 1}: the {side} worker (pid {workers[side].pid}) {m} between "
-                                         f"its round trips, stopped by the gate: a process of either side continues "
-                                         f"it"))
-                        unsignalled(((side, workers[side]), (other, rival)), f"before {side}'s sample of {a}")
-                        i0 = device_interrupt_count(getattr(workers[side], "cpus", None))
-                        _thaw(workers[side])
-                        _stops_since(workers[side])             # the continue the gate sent
-                        t_ask = time.perf_counter()
-                        rep = workers[side].ask({"sample": a})
-                        asked[side][a].append(round(time.perf_counter() - t_ask, 6))
-                        unsignalled(((side, workers[side]), (other, rival)), f"during {side}'s sample of {a}")
-                        # stopped again at once, before the reads after it
-                        halted = halt(side, workers[side], f"after its sample of {a}")
-                        i1 = device_interrupt_count(getattr(workers[side], "cpus", None))
-                        irqs[side][a].append(i1 - i0 if i0 is not None and i1 is not None and i1 >= i0 else None)
-                        after = _usage(rival)
-                        now = _usage(workers[side])
-                        foreign[side][a].append(foreign_ms(own, now, workers[side].pid))
-                        held_since[side] = now if halted else None
-                        if guard is not None:
-                            t_g = time.perf_counter()
-                            verdict, after_snap = guard.finish(snap)
-                            guard_s += time.perf_counter() - t_g
-                        # a stopped worker that ran was continued, by a process of either side: not blamed on it
-                        unknown = partial(lambda o, st, m: fail_round(st, f"round {r + 1}, {o} idle: {m}"), other)
-                        _check_idle(rival.pid, before, after, f"{side}'s sample of {a}",
-                                    unknown if stopped else partial(blame, other),
-                                    FROZEN_MOST_S if stopped else cfg.idle_cpu_s(oc.config), stopped=bool(stopped))
-                        if before is not None and after is not None:
-                            used = round(max(0.0, after.cpu_s - before.cpu_s) * 1e3, 3)
-                            if used > idle_most.get(other, 0.0) or other not in idle_most:
-                                idle_most[other] = used
-                                b = busiest(before, after) if used > 0 else None
-                                idle_where[other] = f"{a}: {b[0]} {b[1]} ms" if b else None
-                            idle_ticks[other] = idle_ticks.get(other, 0) + max(0, after.ticks - before.ticks)
-                        beside[side][a].append(used if before is not None and after is not None else None)
-                        gc_s = rep.get("gc_s")
-                        collected[side][a].append(round(gc_s, 6) if _finite(gc_s, 0) else None)
-                        x = rep.get("host_s")
-                        hosted[side][a].append(round(x, 6) if _finite(x, 0) else None)
-                        guarded[side][a].append(round(guard_s, 6) if guard is not None else None)
-                        pre = rep.get("preempted")
-                        preempted[side][a].append(pre if _count(pre) else None)
-                        win = rep.get("window") if isinstance(rep.get("window"), dict) else {}
-                        for into, k in ((held, "held_ms"), (away, "away_ms")):
-                            into[side][a].append(round(win[k], 3) if _finite(win.get(k), 0) else None)
-                        if rep.get("timed_by") in ("host", "device"):
-                            timed_by[side].setdefault(a, rep["timed_by"])
-                        if rep["status"] != "ok":
-                            fail(rep["status"], rep.get("message", ""), rep.get("discards", []))
-                        v = rep.get("value")
-                        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < math.inf:
-                            fail("error", f"phase {a}: a sample of {v!r} s is not a positive finite time")
-                        if guard is not None and not verdict.trusted:
-                            for per in (asked, irqs, foreign, beside, collected, hosted, guarded, preempted, held,
-                                        away):
-                                per[side][a].pop()
-                            rejected[side].append("; ".join(verdict.reasons))
-                            if len(rejected[side]) > cfg.max_discards:
-                                fail("untrusted", f"untrusted run: {oc.config.spec.label()}: {len(rejected[side])} "
-                                                  f"samples rejected ({rejected[side][-1]})", rejected[side])
-                            time.sleep(cfg.pause_s)        # let clocks and temperature settle before retaking
-                            continue
-                        got[side][a].append(float(v))
-                        if guard is not None:
-                            if verdict.energy_j is not None:
-                                energy[side][a].append(verdict.energy_j / ready[side]["numbers"][a])
-                            states[side][a].append({"sm_clock_mhz": after_snap.sm_clock_mhz,
-                                                    "temperature_c": after_snap.temperature_c,
-                                                    "power_w": after_snap.power_w,
-                                                    "throttle_reasons": after_snap.throttle_reasons})
-                        break
+                        verdict, after_snap = guard.finish(snap)
+                        guard_s += time.perf_counter() - t_g
+                    # a stopped worker that ran was continued, by a process of either side: not blamed on it
+                    unknown = partial(lambda o, st, m: fail_round(st, f"round {r + 1}, {o} idle: {m}"), other)
+                    _check_idle(rival.pid, before, after, f"{side}'s sample of {a}",
+                                unknown if stopped else partial(blame, other),
+                                FROZEN_MOST_S if stopped else cfg.idle_cpu_s(oc.config), stopped=bool(stopped))
+                    if before is not None and after is not None:
+                        used = round(max(0.0, after.cpu_s - before.cpu_s) * 1e3, 3)
+                        if used > idle_most.get(other, 0.0) or other not in idle_most:
+                            idle_most[other] = used
+                            b = busiest(before, after) if used > 0 else None
+                            idle_where[other] = f"{a}: {b[0]} {b[1]} ms" if b else None
+                        idle_ticks[other] = idle_ticks.get(other, 0) + max(0, after.ticks - before.ticks)
+                    beside[side][a].append(used if before is not None and after is not None else None)
+                    gc_s = rep.get("gc_s")
+                    collected[side][a].append(round(gc_s, 6) if _finite(gc_s, 0) else None)
+                    x = rep.get("host_s")
+                    hosted[side][a].append(round(x, 6) if _finite(x, 0) else None)
+                    guarded[side][a].append(round(guard_s, 6) if guard is not None else None)
+                    pre = rep.get("preempted")
+                    preempted[side][a].append(pre if _count(pre) else None)
+                    win = rep.get("window") if isinstance(rep.get("window"), dict) else {}
+                    for into, k in ((held, "held_ms"), (away, "away_ms")):
+                        into[side][a].append(round(win[k], 3) if _finite(win.get(k), 0) else None)
+                    if rep.get("timed_by") in ("host", "device"):
+                        timed_by[side].setdefault(a, rep["timed_by"])
+                    if rep["status"] != "ok":
+                        fail(rep["status"], rep.get("message", ""), rep.get("discards", []))
+                    v = rep.get("value")
+                    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < math.inf:
+                        fail("error", f"phase {a}: a sample of {v!r} s is not a positive finite time")
+                    if guard is not None and not verdict.trusted:
+                        for s_ in SIDES:                       # nothing of the pair is left behind
+                            for per, n in zip(per_sample, mark[s_]):
+                                del per[s_][a][n:]
+                        rejected[side].append("; ".join(verdict.reasons))
+                        if len(rejected[side]) > cfg.max_discards:
+                            fail("untrusted", f"untrusted run: {oc.config.spec.label()}: {len(rejected[side])} "
+                                              f"samples rejected ({rejected[side][-1]})", rejected[side])
+                        time.sleep(cfg.pause_s)        # let clocks and temperature settle before retaking
+                        at = 0
+                        continue
+                    got[side][a].append(float(v))
+                    if guard is not None:
+                        if verdict.energy_j is not None:
+                            energy[side][a].append(verdict.energy_j / ready[side]["numbers"][a])
+                        states[side][a].append({"sm_clock_mhz": after_snap.sm_clock_mhz,
+                                                "temperature_c": after_snap.temperature_c,
+                                                "power_w": after_snap.power_w,
+                                                "throttle_reasons": after_snap.throttle_reasons})
+                    at += 1
+        apart = len(rejected["head"]) - len(rejected["base"])
+        if abs(apart) > cfg.max_discards_apart:      # the GPU's state is shared: honest rejections fall on both
+            fail_round("untrusted", f"round {r + 1}: the gate's guard rejected {len(rejected['head'])} of the head's "
+                                    f"samples and {len(rejected['base'])} of the base's (more than "
+                                    f"{cfg.max_discards_apart} apart): rejections that fall on one side choose "
+                                    f"which of its samples count ({rejected['head' if apart > 0 else 'base'][-1]})")
         for idle in SIDES:
             _thaw(workers[idle])
         if orphans_before is not None:

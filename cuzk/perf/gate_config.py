@@ -52,6 +52,7 @@ class GateConfig:
     worker_timeout_s: float | None = None    # the longest wait for one worker reply; None: per workload
     worker_cpus: int = 1        # both workers of a round pinned to the same CPUs (gate.worker_cpus); 0: not pinned
     max_discards: int = 10
+    max_discards_apart: int = 1     # in a round, by how many one side's rejected samples may outnumber the other's
     pause_s: float = 1.0
     max_idle_cpu_ms: float = 10.0   # CPU an idle GPU worker the gate cannot stop may run (gate._check_idle)
     max_idle_cpu_ms_host: float = 2.0   # and an idle worker of a host-timed (cpu) workload: no driver thread
@@ -110,7 +111,7 @@ def default_worker_timeout_s(spec: Spec) -> float:
 
 _GATE_KEYS = {"rounds", "samples", "alpha", "threshold", "threshold_floor", "phases", "min_sample_s",
              "min_device_sample_s", "worker_timeout_s", "worker_cpus"}
-_TRUST_KEYS = {"max_discards", "pause_s", "ignore_reasons", "allow_other_processes", "max_temperature_c",
+_TRUST_KEYS = {"max_discards", "max_discards_apart", "pause_s", "ignore_reasons", "allow_other_processes", "max_temperature_c",
                "max_idle_cpu_ms", "max_idle_cpu_ms_host", "max_foreign_share", "irq_cost_us"}
 _WORKLOAD_KEYS = {"backend", "circuit", "log_size", "opts", "batch", "convention", "generator", "required",
                   "phases"}
@@ -141,7 +142,8 @@ _GATE_TYPES = {"rounds": (_is_int, "an integer"), "samples": (_is_int, "an integ
                "min_device_sample_s": (_is_num, "a number of seconds"),
                "worker_timeout_s": (_is_num, "a number of seconds"), "worker_cpus": (_is_int, "an integer"),
                "phases": (_is_str_list, "a list of phase names")}
-_TRUST_TYPES = {"max_discards": (_is_int, "an integer"), "pause_s": (_is_num, "a number of seconds"),
+_TRUST_TYPES = {"max_discards": (_is_int, "an integer"), "max_discards_apart": (_is_int, "an integer"),
+                "pause_s": (_is_num, "a number of seconds"),
                 "ignore_reasons": (_is_str_list, "a list of reason names"),
                 "allow_other_processes": (lambda v: isinstance(v, bool), "true or false"),
                 "max_temperature_c": (_is_num, "a number"), "max_idle_cpu_ms": (_is_num, "a number of ms"),
@@ -247,6 +249,9 @@ def parse(doc: dict, path: str | None = None) -> GateConfig:
         raise ConfigError(f"[gate] threshold_floor = {cfg.threshold_floor}: must be >= 0 and at most every "
                           f"threshold (the most a derived threshold may be)")
     cfg.max_discards = int(tr.get("max_discards", cfg.max_discards))
+    cfg.max_discards_apart = int(tr.get("max_discards_apart", cfg.max_discards_apart))
+    if cfg.max_discards < 0 or cfg.max_discards_apart < 0:
+        raise ConfigError("[trust] max_discards and max_discards_apart must be >= 0")
     cfg.pause_s = float(tr.get("pause_s", cfg.pause_s))
     cfg.max_idle_cpu_ms = float(tr.get("max_idle_cpu_ms", cfg.max_idle_cpu_ms))
     cfg.max_idle_cpu_ms_host = float(tr.get("max_idle_cpu_ms_host", cfg.max_idle_cpu_ms_host))

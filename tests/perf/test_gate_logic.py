@@ -132,6 +132,8 @@ def test_bad_configs(doc, msg):
     ("trust", "max_idle_cpu_ms", "2", "max_idle_cpu_ms = '2': must be a number of ms"),
     ("trust", "pause_s", "1s", "pause_s = '1s'"),
     ("trust", "max_discards", None, "max_discards = None"),
+    ("trust", "max_discards_apart", 1.5, "max_discards_apart = 1.5: must be an integer"),
+    ("trust", "max_discards_apart", -1, "max_discards and max_discards_apart must be >= 0"),
     ("thresholds", "tail_msm", -0.1, "tail_msm = -0.1: must be a number >= 0"),
 ])
 def test_each_field_is_type_checked_naming_the_file_and_field(tmp_path, capsys, section, field, value, msg):
@@ -624,6 +626,52 @@ def test_a_sample_the_gates_guard_rejects_is_taken_again_and_too_many_are_untrus
     (oc,) = res.outcomes
     assert res.exit_code == 2 and oc.status == "untrusted" and "11 samples rejected" in oc.message, oc.message
     assert "sw_power_cap" in oc.message
+
+
+class _CapsHead(FakeNvml):
+    """Power-capped at the reads after the head's samples whose number (1, 2, ... over the gate) is chosen:
+    what a head that trips the guard after a slow sample of its own would do."""
+
+    def __init__(self, log, chosen):
+        super().__init__(pids=[])
+        self.log, self.chosen, self.heads = log, chosen, 0
+
+    def nvmlDeviceGetCurrentClocksEventReasons(self, h):
+        if self.log and self.log[-1] == ("guard", "finish"):
+            side = next(e[0] for e in reversed(self.log) if e[1] == "sample")
+            if side == "head":
+                self.heads += 1
+                return 0x4 if self.chosen(self.heads) else 0x1
+        return 0x1
+
+
+def test_a_rejected_sample_takes_its_pair_again_and_rejections_on_one_side_are_untrusted(repo):
+    """A head that trips the guard after a slow sample of its own gets that sample taken again: a choice of which
+    of its samples count. So the pair is taken again (the base's sample beside it is dropped too), and a round whose
+    rejections fall on one side more than `max_discards_apart` is untrusted."""
+    log: list = []
+    # each round's first head sample (a round takes 2 phases x 3 pairs, 7 head samples with the retake)
+    res, _, _ = _gpu_gate(repo, _CapsHead(log, lambda n: (n - 1) % 7 == 0), log=log)
+    (oc,) = res.outcomes
+    assert res.exit_code == gate.EXIT_OK and oc.discards == 8, oc.message
+    samples = [e[0] for e in log if e[1] == "sample"]
+    # round 1: base first, so the base's sample beside the rejected one is taken again; round 2: the head first
+    assert samples[:4] == ["base", "head", "base", "head"], samples[:6]
+    assert samples[14:17] == ["head", "head", "base"], samples[12:18]
+    for rd in oc.rounds:
+        assert len(rd["head"]["discards"]) == 1 and rd["base"]["discards"] == []
+        for s in ("base", "head"):
+            for ar in rd[s]["areas"].values():      # the pair's samples left nothing behind, on either side
+                assert all(len(ar[k]) == 3 for k, v in ar.items() if isinstance(v, list)), ar
+    log.clear()
+    res, _, _ = _gpu_gate(repo, _CapsHead(log, lambda n: n <= 2), log=log)
+    (oc,) = res.outcomes
+    assert res.exit_code == 2 and oc.status == "untrusted", oc.message
+    assert "round 1" in oc.message and "rejected 2 of the head's samples and 0 of the base's" in oc.message
+    assert "sw_power_cap" in oc.message
+    log.clear()        # allowed by the config's own key
+    res, _, _ = _gpu_gate(repo, _CapsHead(log, lambda n: n <= 2), log=log, trust={"max_discards_apart": 2})
+    assert res.exit_code == gate.EXIT_OK, res.outcomes[0].message
 
 
 def test_a_gpu_workload_without_nvml_for_the_gate_is_untrusted(repo, monkeypatch):
