@@ -80,6 +80,7 @@ class Snapshot:
     violations_ns: dict = field(default_factory=dict)   # policy -> cumulative ns
     energy_mj: int | None = None      # total since driver load
     processes: tuple = ()             # pids of compute and graphics processes on the device
+    failed: tuple = ()                # the guard's reads that raised: "throttle_reasons", "processes", "violation:NAME"
 
     def as_dict(self) -> dict:
         d = asdict(self)
@@ -173,25 +174,35 @@ class Nvml:
             persistence_mode=self._try(N.nvmlDeviceGetPersistenceMode, h),
         )
 
-    def _throttle(self):
+    def _read(self, failed: list, name: str, fn, *args):
+        """A read the sample guard judges by: one that raised is named in the snapshot, never read as 'nothing'
+        (an empty process list, no clock-event reason)."""
+        try:
+            return fn(*args)
+        except Exception:
+            failed.append(name)
+            return None
+
+    def _throttle(self, failed: list):
         N, h = self.N, self.handle
         fn = getattr(N, "nvmlDeviceGetCurrentClocksEventReasons", None) or \
             getattr(N, "nvmlDeviceGetCurrentClocksThrottleReasons")
-        return self._try(fn, h)
+        return self._read(failed, "throttle_reasons", fn, h)
 
-    def _processes(self) -> tuple:
+    def _processes(self, failed: list) -> tuple:
         N, h = self.N, self.handle
         pids = set()
         for fn in (N.nvmlDeviceGetComputeRunningProcesses, N.nvmlDeviceGetGraphicsRunningProcesses):
-            for p in self._try(fn, h, default=[]) or []:
-                pids.add(int(p.pid))
+            got = self._read(failed, "processes", fn, h)
+            pids.update(int(p.pid) for p in got or [])
         return tuple(sorted(pids))
 
     def snapshot(self) -> Snapshot:
         N, h = self.N, self.handle
+        failed: list = []
         viol = {}
         for name, policy in VIOLATION_POLICIES.items():
-            v = self._try(N.nvmlDeviceGetViolationStatus, h, policy)
+            v = self._read(failed, f"violation:{name}", N.nvmlDeviceGetViolationStatus, h, policy)
             if v is not None:
                 viol[name] = int(v.violationTime)
         power = self._try(N.nvmlDeviceGetPowerUsage, h)
@@ -201,10 +212,11 @@ class Nvml:
             mem_clock_mhz=self._try(N.nvmlDeviceGetClockInfo, h, N.NVML_CLOCK_MEM),
             temperature_c=self._try(N.nvmlDeviceGetTemperature, h, N.NVML_TEMPERATURE_GPU),
             power_w=power / 1000.0 if power is not None else None,
-            throttle_reasons=self._throttle(),
+            throttle_reasons=self._throttle(failed),
             violations_ns=viol,
             energy_mj=self._try(N.nvmlDeviceGetTotalEnergyConsumption, h),
-            processes=self._processes(),
+            processes=self._processes(failed),
+            failed=tuple(dict.fromkeys(failed)),
         )
 
 

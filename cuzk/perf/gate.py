@@ -538,6 +538,9 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
             except UntrustedRun as e:
                 fail_round("untrusted", f"round {r + 1}: {e}")
             oc.guard_by = "gate"
+            if r == 0 and getattr(guard, "unread", None):
+                log(f"  {oc.config.spec.label()}: NVML does not give {', '.join(sorted(guard.unread))} on this "
+                    f"device: not checked")
         for s_, w in workers.items():                # each runs only inside its own round trips from here on
             halted = halt(s_, w, "before the first sample")
             held_since[s_] = _usage(w) if halted else None       # None: a worker that cannot be stopped (scripted)

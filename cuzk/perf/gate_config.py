@@ -111,7 +111,8 @@ def default_worker_timeout_s(spec: Spec) -> float:
 
 _GATE_KEYS = {"rounds", "samples", "alpha", "threshold", "threshold_floor", "phases", "min_sample_s",
              "min_device_sample_s", "worker_timeout_s", "worker_cpus"}
-_TRUST_KEYS = {"max_discards", "max_discards_apart", "pause_s", "ignore_reasons", "allow_other_processes", "max_temperature_c",
+_TRUST_KEYS = {"max_discards", "max_discards_apart", "pause_s", "ignore_reasons", "allow_other_processes",
+               "max_temperature_c",
                "max_idle_cpu_ms", "max_idle_cpu_ms_host", "max_foreign_share", "irq_cost_us"}
 _WORKLOAD_KEYS = {"backend", "circuit", "log_size", "opts", "batch", "convention", "generator", "required",
                   "phases"}

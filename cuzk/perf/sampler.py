@@ -89,7 +89,11 @@ def nvml_guard(what: str, policy: TrustPolicy | None = None, own_pids: frozenset
         _NVML["dev"] = nvml.open_device()
     if _NVML["dev"] is None:
         raise UntrustedRun(what, ["NVML is unavailable, so GPU state cannot be checked"])
-    return SampleGuard(_NVML["dev"], policy or TrustPolicy(), own_pids)
+    guard = SampleGuard(_NVML["dev"], policy or TrustPolicy(), own_pids)
+    if guard.blind():
+        raise UntrustedRun(what, [f"NVML cannot read the GPU's {', '.join(guard.blind())}, so a sample cannot be "
+                                  f"checked"])
+    return guard
 
 
 @dataclass

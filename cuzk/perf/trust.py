@@ -3,7 +3,10 @@
 A sample is rejected when, at either end or in between:
   - a clock-event reason other than the benign ones is set (power cap, thermal, HW slowdown, ...);
   - a violation counter (power, thermal, board limit, reliability) moved during the sample;
-  - another process was on the GPU.
+  - another process was on the GPU;
+  - a read that one of these rules needs failed, where the device gave it when the guard opened (a device that
+    never gives one is not checked on it: `unread`, which the gate reports; without the process list or the
+    clock-event reasons the guard cannot open).
 The rules are data (TrustPolicy), so a runner admin can relax one in perf-gate.toml, visibly.
 """
 from __future__ import annotations
@@ -38,9 +41,20 @@ class Verdict:
         return not self.reasons
 
 
+def needed_reads(policy: TrustPolicy) -> tuple[str, ...]:
+    """The snapshot reads (Snapshot.failed's names) the policy judges a sample by."""
+    return (("throttle_reasons",) + tuple(f"violation:{n}" for n in policy.watched_violations)
+            + (() if policy.allow_other_processes else ("processes",)))
+
+
 def judge(before: Snapshot, after: Snapshot, policy: TrustPolicy = TrustPolicy(),
-          own_pids: frozenset = frozenset()) -> Verdict:
+          own_pids: frozenset = frozenset(), unread: frozenset = frozenset()) -> Verdict:
+    """unread: the reads this device never gave (not judged); any other needed read that failed rejects."""
     v = Verdict()
+    for when, s in (("before", before), ("after", after)):
+        lost = [n for n in needed_reads(policy) if n in s.failed and n not in unread]
+        if lost:
+            v.reasons.append(f"NVML read of {', '.join(lost)} failed {when} the sample")
     bad = policy.bad_bits()
     for when, s in (("before", before), ("after", after)):
         bits = (s.throttle_reasons or 0) & bad
@@ -78,10 +92,17 @@ class SampleGuard:
 
     def __init__(self, nvml: Nvml, policy: TrustPolicy = TrustPolicy(), own_pids: frozenset = frozenset()):
         self.nvml, self.policy, self.own_pids = nvml, policy, own_pids
+        # what this device gives: a needed read it never gives is not judged (and said); one that fails later is
+        first = nvml.snapshot()
+        self.unread = frozenset(n for n in first.failed if n in needed_reads(policy))
+
+    def blind(self) -> list[str]:
+        """The needed reads without which the guard cannot judge a sample at all."""
+        return [n for n in ("throttle_reasons", "processes") if n in self.unread]
 
     def start(self) -> Snapshot:
         return self.nvml.snapshot()
 
     def finish(self, before: Snapshot) -> tuple[Verdict, Snapshot]:
         after = self.nvml.snapshot()
-        return judge(before, after, self.policy, self.own_pids), after
+        return judge(before, after, self.policy, self.own_pids, self.unread), after

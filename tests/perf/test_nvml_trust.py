@@ -96,6 +96,71 @@ def test_other_processes():
     assert judge(s, s, TrustPolicy(allow_other_processes=True), frozenset({me})).trusted
 
 
+class _Failing(FakeNvml):
+    """NVML whose reads named in `fail` raise (a driver error, a read the device does not give)."""
+
+    def __init__(self, **state):
+        super().__init__(**state)
+        self.fail: set = set()
+
+    def nvmlDeviceGetComputeRunningProcesses(self, h):
+        if "processes" in self.fail:
+            raise RuntimeError("NVML_ERROR_UNKNOWN")
+        return super().nvmlDeviceGetComputeRunningProcesses(h)
+
+    def nvmlDeviceGetCurrentClocksEventReasons(self, h):
+        if "throttle" in self.fail:
+            raise RuntimeError("NVML_ERROR_UNKNOWN")
+        return super().nvmlDeviceGetCurrentClocksEventReasons(h)
+
+    def nvmlDeviceGetViolationStatus(self, h, policy):
+        if policy in self.fail:
+            raise RuntimeError("NVML_ERROR_NOT_SUPPORTED")
+        return super().nvmlDeviceGetViolationStatus(h, policy)
+
+
+def test_a_read_that_fails_is_never_read_as_nothing_to_see():
+    """A process list or a clock-event read that fails used to read as 'no other process', 'no reason': a pass.
+    A needed read that the device gave when the guard opened and that fails at either end of a sample rejects it;
+    one the device never gives is not judged, and the guard says which (unread); without the process list or the
+    clock-event reasons there is no guard."""
+    me = os.getpid()
+    fake = _Failing(pids=[me, 4242])           # another process is on the GPU: only the process list shows it
+    dev = nvml.Nvml(fake)
+    guard = SampleGuard(dev, own_pids=frozenset({me}))
+    assert guard.unread == frozenset() and guard.blind() == []
+    fake.fail = {"processes"}
+    before = guard.start()
+    assert "processes" in before.failed and before.processes == ()
+    fake.fail = set()
+    verdict, _ = guard.finish(before)
+    assert not verdict.trusted and any("NVML read of processes failed before" in r for r in verdict.reasons)
+    fake.state["pids"] = [me]
+    before = guard.start()
+    fake.fail = {"throttle"}
+    verdict, _ = guard.finish(before)
+    assert verdict.reasons == ["NVML read of throttle_reasons failed after the sample"]
+    fake.fail = set()
+    assert guard.finish(guard.start())[0].trusted
+    # a violation counter this device never gives: not judged, and said
+    fake.fail = {nvml.VIOLATION_POLICIES["reliability"]}
+    guard = SampleGuard(dev, own_pids=frozenset({me}))
+    assert guard.unread == {"violation:reliability"} and guard.blind() == []
+    assert guard.finish(guard.start())[0].trusted
+    # a device without a process list: no guard at all
+    fake.fail = {"processes"}
+    assert SampleGuard(dev).blind() == ["processes"]
+    saved = dict(sampler._NVML)
+    sampler._NVML["dev"] = dev
+    try:
+        with pytest.raises(sampler.UntrustedRun, match="cannot read the GPU's processes"):
+            sampler.nvml_guard("w")
+        assert sampler.nvml_guard("w", TrustPolicy(allow_other_processes=True)).unread == frozenset()
+    finally:
+        sampler._NVML.clear()
+        sampler._NVML.update(saved)
+
+
 def test_energy_per_sample():
     dev, fake = _dev()
     before = dev.snapshot()
