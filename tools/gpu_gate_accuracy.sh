@@ -72,7 +72,8 @@ mapfile -t gj < <(find "$W" -path '*/repo' -prune -o -name gate.json -print)
 [ "${#gj[@]}" -eq 0 ] || python3 -m cuzk.perf.rival_idle "${gj[@]}" || true
 # what else ran on the sampling CPU beside the samples (foreign_ms, the gate's read of the whole request), and what
 # the sampling thread itself read across its timed calls (held_ms, away_ms), and the device interrupts served on
-# the sampling CPU during each sample (irqs, a count): the honest level the rules are set from
+# the sampling CPU during each sample (irqs, a count), and what the device probes around a GPU sample waited
+# (device_wait_us): the honest level the rules are set from
 [ "${#gj[@]}" -eq 0 ] || python3 - "${gj[@]}" <<'EOF' || true
 import json, statistics, sys
 per, worst = {}, {}
@@ -82,7 +83,7 @@ for f in sys.argv[1:]:
             for s in ("base", "head"):
                 for a, ar in rd[s]["areas"].items():
                     n = ar.get("number", 1)
-                    for k in ("foreign_ms", "held_ms", "away_ms", "irqs"):
+                    for k in ("foreign_ms", "held_ms", "away_ms", "irqs", "device_wait_us"):
                         per.setdefault((k, a), []).extend(x for x in ar.get(k) or [] if x is not None)
                     h, w = ar.get("held_ms") or [], ar.get("away_ms") or []
                     if h and None not in h and None not in w:    # a round's median share of the sample: the round rule

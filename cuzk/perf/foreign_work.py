@@ -24,6 +24,13 @@ The gate counts them around each sample (isolation.device_interrupt_count); at a
 times a handler's cost (`[trust] irq_cost_us`) may be at most the same `share` of the threshold. An honest H200
 serves none beside the median sample (docs/perf-log.md, 2026-12-04); a storm that moves a median by a threshold's
 quarter takes thousands a second (14 us each measured on a virtio disk's completions).
+
+And on the GPU: work a worker's process queued and left running past its reply (a stopped process's kernels run
+on), or a kernel it left resident, is time-sliced with the next sample's and slows it, seen by neither side's
+events. Each GPU sample is bracketed by device probes in the worker's harness (device_probe.py: the base's on
+both sides); a probe that waits more than `[trust] max_device_wait_us` past its launch found another context's
+work ahead of it. Beside more than DEVICE_WAIT_SHARE of a side's samples of a phase (and more than one), the
+comparison is not the code's alone. A head that spoils its own figures only voids its own gate.
 """
 from __future__ import annotations
 
@@ -35,6 +42,10 @@ import numpy as np
 QUANTILE = 0.75
 DEFAULT_SHARE = 0.25
 DEFAULT_IRQ_COST_US = 10.0      # a device interrupt's handler, under the 14 us measured (docs/runners.md 4)
+# A probe alone on the GPU waits for its launch (tens of us); behind another context's work, for that context's
+# time slice (milliseconds). The bound sits between; the device's honest level is in gate.json's device_wait_us.
+DEFAULT_DEVICE_WAIT_US = 250.0
+DEVICE_WAIT_SHARE = 0.01        # of a side's samples of a phase: a host hiccup now and then is not another context
 
 
 def _numbers(xs) -> list[float]:
@@ -132,4 +143,29 @@ def round_interrupts(rounds: list[dict], area: str, threshold: float, share: flo
                         f"irq_cost_us {cost_us:g}): their handlers' time is charged to the sample; a device's "
                         f"interrupts are routed to the sampling CPU (docs/runners.md 4) and something made them "
                         f"beside that round")
+    return None
+
+
+def device_waits(rounds: list[dict], area: str, most_us: float) -> str | None:
+    """Why area's comparison is not the code's alone (one line), or None: a side whose device probes waited more
+    than most_us beside more than DEVICE_WAIT_SHARE of its samples (and more than one): another context's work was
+    on the GPU around them. A side whose figure is missing beside some samples and not others lost them (the
+    worker reports one for every GPU sample or, a harness from before, none); most_us 0: not judged."""
+    if most_us <= 0:
+        return None
+    for side in ("base", "head"):
+        waits = [x for rd in rounds for x in ((rd.get(side, {}).get("areas", {}).get(area) or {})
+                                              .get("device_wait_us") or [])]
+        got = _numbers(waits)
+        if not got:
+            continue
+        if len(got) != len(waits):
+            return (f"phase {area}: {len(waits) - len(got)} of {side}'s device probes are missing beside its samples, "
+                    f"where the others were read: other work on the GPU beside them cannot be told from the code's")
+        over = [x for x in got if x > most_us]
+        if len(over) > max(1, DEVICE_WAIT_SHARE * len(got)):
+            return (f"phase {area}: {side}'s device probes waited more than {most_us:g} us beside {len(over)} of its "
+                    f"{len(got)} samples (most {max(over):.0f} us; allowed: {DEVICE_WAIT_SHARE:.0%} of them, [trust] "
+                    f"max_device_wait_us): another context's work was on the GPU around them, a worker's kernels "
+                    f"left running past its reply")
     return None

@@ -31,7 +31,7 @@ from typing import Callable
 from . import checkout
 from .compare import NOT_RESOLVED, REGRESSION, Comparison, compare, resolved
 from .disk_watch import Watched, absolute_caches, changed_message, import_roots, shared_caches
-from .foreign_work import foreign_excess, round_excess, round_interrupts
+from .foreign_work import device_waits, foreign_excess, round_excess, round_interrupts
 from .isolation import device_interrupt_count, exposure
 from .sched_window import run_delay
 from .gate_config import GateConfig, WorkloadConfig
@@ -395,6 +395,7 @@ class GateResult:
                            "max_idle_cpu_ms": c.max_idle_cpu_ms, "max_idle_cpu_ms_host": c.max_idle_cpu_ms_host,
                            "max_foreign_share": c.max_foreign_share, "irq_cost_us": c.irq_cost_us,
                            "max_discards": c.max_discards, "max_discards_apart": c.max_discards_apart,
+                           "max_device_wait_us": c.max_device_wait_us,
                            "worker_timeouts_s": {w.spec.label(): c.timeout_for(w) for w in c.workloads}},
                 "outcomes": [o.as_dict() for o in self.outcomes],
                 "not_gated": [{"spec": w.spec.as_dict(), "required": w.required} for w in self.not_gated]}
@@ -526,6 +527,7 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
         away = {s: {a: [] for a in areas} for s in SIDES}        # for others' work, and neither run nor wait
         timed_by = {s: {} for s in SIDES}                        # per area, "host" or "device"
         irqs = {s: {a: [] for a in areas} for s in SIDES}        # device interrupts served on the sampling CPU
+        waited = {s: {a: [] for a in areas} for s in SIDES}      # us its device probes waited: another context's work
         idle_most: dict = {}              # per side, the most CPU ms it ran while idle during one rival sample
         idle_ticks: dict = {}             # per side, clock ticks it ran while idle, over the round
         idle_where: dict = {}             # per side, beside which sample and in which thread that most ran
@@ -545,7 +547,7 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
             halted = halt(s_, w, "before the first sample")
             held_since[s_] = _usage(w) if halted else None       # None: a worker that cannot be stopped (scripted)
         per_sample = (got, energy, states, asked, irqs, foreign, beside, collected, hosted, guarded, preempted, held,
-                      away)
+                      away, waited)
         for i in range(cfg.samples):
             for a in areas:
                 pair = order if i % 2 == 0 else order[::-1]
@@ -612,6 +614,8 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
                     guarded[side][a].append(round(guard_s, 6) if guard is not None else None)
                     pre = rep.get("preempted")
                     preempted[side][a].append(pre if _count(pre) else None)
+                    dw = rep.get("device_wait_us")
+                    waited[side][a].append(round(dw, 1) if _finite(dw, 0) and dw <= MAX_SAMPLE_S * 1e6 else None)
                     win = rep.get("window") if isinstance(rep.get("window"), dict) else {}
                     for into, k in ((held, "held_ms"), (away, "away_ms")):
                         into[side][a].append(round(win[k], 3) if _finite(win.get(k), 0) else None)
@@ -703,7 +707,7 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
                                       "guard_s": guarded[s][a], "preempted": preempted[s][a],
                                       "rival_idle_ms": beside[s][a], "foreign_ms": foreign[s][a],
                                       "held_ms": held[s][a], "away_ms": away[s][a], "timed_by": timed_by[s].get(a),
-                                      "irqs": irqs[s][a],
+                                      "irqs": irqs[s][a], "device_wait_us": waited[s][a],
                                       "number": ready[s]["numbers"][a]} for a in areas},
             "discards": done[s].get("discards", []) + rejected[s],
             "peak_device_bytes": done[s].get("peak_device_bytes"),
@@ -947,7 +951,8 @@ def _judge(cfg: GateConfig, oc: Outcome) -> None:
         th = cfg.threshold_in_force(area, oc.config).value
         why = foreign_excess(oc.rounds, area, th, cfg.max_foreign_share) or \
             round_excess(oc.rounds, area, th, cfg.max_foreign_share, on_device=oc.config.spec.backend != "cpu") or \
-            round_interrupts(oc.rounds, area, th, cfg.max_foreign_share, cfg.irq_cost_us)
+            round_interrupts(oc.rounds, area, th, cfg.max_foreign_share, cfg.irq_cost_us) or \
+            device_waits(oc.rounds, area, cfg.max_device_wait_us)
         if why:
             oc.status, oc.message = "untrusted", why
             return
@@ -1251,6 +1256,7 @@ def _check_doc(doc) -> None:
     _check(_finite(c.get("max_foreign_share", 0.0), 0) and c.get("max_foreign_share", 0.0) <= 1,
            "config.max_foreign_share")
     _check(_finite(c.get("irq_cost_us", 0.0), 0) and c.get("irq_cost_us", 0.0) <= 1000, "config.irq_cost_us")
+    _check(_finite(c.get("max_device_wait_us", 0.0), 0), "config.max_device_wait_us")
     pins = c.get("pins", {})
     _check(isinstance(pins, dict) and all(a in AREAS and isinstance(v, dict) and _finite(v.get("pin"), 0)
                                           and isinstance(v.get("reason"), str) and len(v["reason"]) <= 200
@@ -1313,6 +1319,10 @@ def _check_doc(doc) -> None:
                         _check(isinstance(v, list) and len(v) <= len(ar.get("samples") or []) and all(
                             x is None or (_finite(x, 0) and x <= MAX_SAMPLE_S * 1e3) for x in v),
                             f"{where}: {k} is not a list of ms, one a sample")
+                    v = ar.get("device_wait_us", [])
+                    _check(isinstance(v, list) and len(v) <= len(ar.get("samples") or []) and all(
+                        x is None or (_finite(x, 0) and x <= MAX_SAMPLE_S * 1e6) for x in v),
+                        f"{where}: device_wait_us is not a list of microseconds, one a sample")
                     _check(ar.get("timed_by") in (None, "host", "device"), f"{where}: timed_by is not host or device")
                     asked_s, parts = ar.get("asked_s") or [], [ar.get("host_s") or []]  # the gate's guard: outside
                     _check(all(t is None or x is None or x <= t for xs in parts for t, x in zip(asked_s, xs)),
@@ -1363,6 +1373,7 @@ def from_dict(doc: dict) -> GateResult:
                      max_idle_cpu_ms_host=c.get("max_idle_cpu_ms_host", GateConfig.max_idle_cpu_ms_host),
                      max_foreign_share=c.get("max_foreign_share", GateConfig.max_foreign_share),
                      irq_cost_us=c.get("irq_cost_us", GateConfig.irq_cost_us),
+                     max_device_wait_us=c.get("max_device_wait_us", GateConfig.max_device_wait_us),
                      pins={a: (v["pin"], v["reason"]) for a, v in c.get("pins", {}).items()},
                      derived={(spec_key(t["spec"]), t["phase"]): Threshold(t["value"], t["source"], t["basis"])
                               for t in c.get("derived", [])})

@@ -11,7 +11,7 @@ from ..nvml import THROTTLE_REASONS
 from ..qap import CONVENTIONS
 from ..timing import PHASES
 from .checkout import CheckoutError, git, resolve
-from .foreign_work import DEFAULT_IRQ_COST_US, DEFAULT_SHARE
+from .foreign_work import DEFAULT_DEVICE_WAIT_US, DEFAULT_IRQ_COST_US, DEFAULT_SHARE
 from .noise import Threshold, spec_key
 from .suite import CIRCUIT, GATE_ROUND_S
 from .trust import BENIGN_REASONS, WATCHED_VIOLATIONS, TrustPolicy
@@ -58,6 +58,7 @@ class GateConfig:
     max_idle_cpu_ms_host: float = 2.0   # and an idle worker of a host-timed (cpu) workload: no driver thread
     max_foreign_share: float = DEFAULT_SHARE    # of a phase's threshold, other work on the sampling CPU (foreign_work)
     irq_cost_us: float = DEFAULT_IRQ_COST_US    # a device interrupt's handler, charged to the sample (foreign_work)
+    max_device_wait_us: float = DEFAULT_DEVICE_WAIT_US     # a device probe's wait past which another context ran
     policy: TrustPolicy = TrustPolicy()
     workloads: list[WorkloadConfig] = field(default_factory=list)
     path: str | None = None
@@ -112,7 +113,7 @@ def default_worker_timeout_s(spec: Spec) -> float:
 _GATE_KEYS = {"rounds", "samples", "alpha", "threshold", "threshold_floor", "phases", "min_sample_s",
              "min_device_sample_s", "worker_timeout_s", "worker_cpus"}
 _TRUST_KEYS = {"max_discards", "max_discards_apart", "pause_s", "ignore_reasons", "allow_other_processes",
-               "max_temperature_c",
+               "max_temperature_c", "max_device_wait_us",
                "max_idle_cpu_ms", "max_idle_cpu_ms_host", "max_foreign_share", "irq_cost_us"}
 _WORKLOAD_KEYS = {"backend", "circuit", "log_size", "opts", "batch", "convention", "generator", "required",
                   "phases"}
@@ -150,7 +151,8 @@ _TRUST_TYPES = {"max_discards": (_is_int, "an integer"), "max_discards_apart": (
                 "max_temperature_c": (_is_num, "a number"), "max_idle_cpu_ms": (_is_num, "a number of ms"),
                 "max_idle_cpu_ms_host": (_is_num, "a number of ms"),
                 "max_foreign_share": (_is_num, "a number in [0, 1]"),
-                "irq_cost_us": (_is_num, "a number of microseconds")}
+                "irq_cost_us": (_is_num, "a number of microseconds"),
+                "max_device_wait_us": (_is_num, "a number of microseconds")}
 _WORKLOAD_TYPES = {"backend": (lambda v: isinstance(v, str), "a string"),
                    "circuit": (lambda v: isinstance(v, str), "a string"),
                    "log_size": (lambda v: _is_int(v) and 1 <= v <= 32, "an integer in 1..32"),
@@ -265,6 +267,9 @@ def parse(doc: dict, path: str | None = None) -> GateConfig:
         raise ConfigError("[trust] max_foreign_share must be in [0, 1]: the share of a phase's threshold that other "
                           "work on the sampling CPU may take of its median sample")
     cfg.irq_cost_us = float(tr.get("irq_cost_us", cfg.irq_cost_us))
+    cfg.max_device_wait_us = float(tr.get("max_device_wait_us", cfg.max_device_wait_us))
+    if cfg.max_device_wait_us < 0:
+        raise ConfigError("[trust] max_device_wait_us must be >= 0 (0: device probes reported, not judged)")
     if not 0 <= cfg.irq_cost_us <= 1000:
         raise ConfigError("[trust] irq_cost_us must be in [0, 1000]: the microseconds one device interrupt served on "
                           "the sampling CPU is taken to cost a sample (0: not judged)")

@@ -242,17 +242,28 @@ def rival_idle(oc: Outcome) -> tuple[dict[str, tuple[float, float, int]], str | 
     return per_sample_ms(oc, "rival_idle_ms"), where
 
 
-def device_interrupts(oc: Outcome) -> dict[str, dict[str, tuple[float, int]]]:
-    """Per phase and side, (median, most) of the device interrupts served on the sampling CPU during a sample
-    (gate.json's irqs); phases and sides without the figure are left out."""
-    got: dict[str, dict[str, list[int]]] = {}
+def per_side(oc: Outcome, key: str) -> dict[str, dict[str, tuple[float, float]]]:
+    """Per phase and side, (median, most) of a per-sample figure of gate.json (a count or a finite number);
+    phases and sides without it are left out."""
+    got: dict[str, dict[str, list]] = {}
     for rd in oc.rounds:
         for s in ("base", "head"):
             for a, ar in rd.get(s, {}).get("areas", {}).items():
-                xs = [x for x in ar.get("irqs") or [] if isinstance(x, int) and not isinstance(x, bool)]
+                xs = [x for x in ar.get(key) or [] if isinstance(x, (int, float)) and not isinstance(x, bool)
+                      and math.isfinite(x)]
                 if xs:
                     got.setdefault(a, {}).setdefault(s, []).extend(xs)
     return {a: {s: (statistics.median(xs), max(xs)) for s, xs in sides.items()} for a, sides in got.items()}
+
+
+def device_interrupts(oc: Outcome) -> dict[str, dict[str, tuple[float, float]]]:
+    """Per phase and side, (median, most) of the device interrupts served on the sampling CPU during a sample."""
+    return per_side(oc, "irqs")
+
+
+def _sides_line(figures: dict, fmt: str = "g") -> str:
+    return "; ".join(f"`{a}` {b[0]:{fmt}} / {b[1]:{fmt}}; {h[0]:{fmt}} / {h[1]:{fmt}}" for a, sides in figures.items()
+                     for b, h in [(sides.get("base", (0, 0)), sides.get("head", (0, 0)))])
 
 
 def foreign_work(oc: Outcome) -> dict[str, tuple[float, float, int]]:
@@ -412,9 +423,13 @@ def markdown(res: GateResult, bisect: bool = True) -> str:
         irq = device_interrupts(oc)
         if any(x for sides in irq.values() for _, x in sides.values()):
             out.append("Device interrupts served on the sampling CPU during a sample (median / most, base; head: "
-                       "their handlers' time is charged to the sample, seen by no other read): " + "; ".join(
-                           f"`{a}` {b[0]:g} / {b[1]:g}; {h[0]:g} / {h[1]:g}" for a, sides in irq.items()
-                           for b, h in [(sides.get("base", (0, 0)), sides.get("head", (0, 0)))]) + ".")
+                       "their handlers' time is charged to the sample, seen by no other read): " + _sides_line(irq)
+                       + ".")
+        waits = per_side(oc, "device_wait_us")
+        if waits:
+            out.append("Device probes around a GPU sample waited past their launch (us, median / most, base; head: "
+                       "another context's work on the GPU, unseen by the sample's events): " + _sides_line(waits, ".0f")
+                       + ".")
         if oc.rounds and not other and not held:
             out.append("Other work on the sampling CPU: **not measured** (no per-thread run delay on this kernel): "
                        "work beside one side's samples cannot be told from the code's.")

@@ -14,7 +14,9 @@ every reply carries its request's "id". Requests:
          "setup_s" (seconds of each set-up step), "key" (made or loaded: workload.key_report), "gpu", ...}
   2. {"id", "sample": AREA} -> {"status": "ok", "value": seconds per call, "gc_s" (the untimed collection
      before it), "host_s" (measure()'s wall), "preempted" (times the sampling thread was switched out),
-     "window" (sched_window: {"held_ms", "away_ms"} across the timed calls, or None), "timed_by" ("host" | "device")}
+     "window" (sched_window: {"held_ms", "away_ms"} across the timed calls, or None), "timed_by" ("host" | "device"),
+     "device_wait_us" (a GPU workload's: another context's work ahead of the probes around the sample,
+     device_probe.py; None on the CPU)}
   3. {"id", "quit": true} -> {"status": "done", "discards", "peak_device_bytes"}
   Any failure: {"status": "error", "message"}, a traceback on stderr, and a non-zero exit.
 The worker runs with a commit's import root first on sys.path, so it measures that commit's
@@ -66,6 +68,7 @@ class Worker:
         if self.w.device:
             dev = nvml.open_device()
             self.info["gpu"] = dev.info().as_dict() if dev is not None else None
+            self.probe = self.make_probe()
         min_s, min_dev = self.req.get("min_sample_s", 0.0), self.req.get("min_device_sample_s", 0.0)
         given = self.req.get("numbers") or {}      # the gate's: both sides time the same calls per sample
         self.numbers = {a: int(given[a]) if isinstance(given.get(a), int) and given[a] >= 1
@@ -74,13 +77,22 @@ class Worker:
                 "setup_s": getattr(self.w, "setup_s", {}),
                 "key": getattr(self.w, "key_report", None)}
 
+    @staticmethod
+    def make_probe():
+        from .device_probe import DeviceProbe
+        return DeviceProbe()
+
     def sample(self, area: str) -> dict:
+        probe = getattr(self, "probe", None)
+        first = probe.wait_us() if probe is not None else None
         s = self.sampler.collect(lambda: self.w.measure(area, self.numbers[area]), 1,
                                  number=self.numbers[area], what=self.w.spec.label())
+        wait = max(first, probe.wait_us()) if probe is not None else None
         return {"status": "ok", "value": s.values[0], "gc_s": getattr(self.w, "last_gc_s", None),
                 "host_s": s.host_s[0] if s.host_s else None,
                 "preempted": getattr(self.w, "last_preempted", None),
-                "window": getattr(self.w, "last_window", None), "timed_by": getattr(self.w, "last_timed_by", None)}
+                "window": getattr(self.w, "last_window", None), "timed_by": getattr(self.w, "last_timed_by", None),
+                "device_wait_us": wait}
 
     def finish(self) -> dict:
         return {"status": "done", "discards": [], "peak_device_bytes": self.w.peak_device_bytes}

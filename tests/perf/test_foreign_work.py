@@ -7,7 +7,8 @@ import re
 import pytest
 
 from cuzk.perf import gate, gate_config, report
-from cuzk.perf.foreign_work import foreign_excess, foreign_share, round_excess, round_interrupts, round_lost
+from cuzk.perf.foreign_work import (device_waits, foreign_excess, foreign_share, round_excess, round_interrupts,
+                                    round_lost)
 from cuzk.perf.gate_config import ConfigError
 from test_gate_e2e import CHURN  # a chain of short threads, as the e2e head runs it
 
@@ -268,6 +269,67 @@ def test_an_interrupt_storm_that_hides_a_regression_is_untrusted_through_gate_js
     for bad, msg in ((-3, r"irq_cost_us must be in \[0, 1000\]"), ("cheap", "irq_cost_us")):
         with pytest.raises(ConfigError, match=msg):
             gate_config.parse({**base, "trust": {"irq_cost_us": bad}})
+
+
+def _waits(rounds, wait):
+    """wait(side, round, i) -> us a sample's device probes waited (None: no figure)."""
+    for r, rd in enumerate(rounds):
+        for s in ("base", "head"):
+            ar = rd[s]["areas"]["tail_msm"]
+            ar["device_wait_us"] = [wait(s, r, i) for i in range(len(ar["samples"]))]
+    return rounds
+
+
+def test_another_contexts_work_on_the_gpu_beside_a_sides_samples_is_named():
+    """The head's worker leaves kernels running past its reply (or one resident, spinning): they are time-sliced
+    with the base's next sample and slow it unseen by its events. The base's probes around its samples wait behind
+    them. A host hiccup now and then (one sample, or 1% of them) is let be."""
+    quiet = lambda s, r, i: 0
+    rng = random.Random(3)
+    honest = lambda s, r, i: round(rng.uniform(8, 40), 1)
+    assert device_waits(_waits(_rounds(quiet), honest), "tail_msm", 250) is None
+    one = lambda s, r, i: 4000.0 if (s, r, i) == ("base", 3, 2) else 20.0        # one hiccup in 90
+    assert device_waits(_waits(_rounds(quiet), one), "tail_msm", 250) is None
+    left = lambda s, r, i: 1800.0 if s == "base" and i % 3 == 0 else 20.0       # a third of the base's samples
+    rounds = _waits(_rounds(quiet), left)
+    why = device_waits(rounds, "tail_msm", 250)
+    assert why and why.startswith("phase tail_msm: base's device probes waited more than 250 us beside 30 of its 90 "
+                                  "samples (most 1800 us"), why
+    assert device_waits(rounds, "tail_msm", 2000) is None and device_waits(rounds, "tail_msm", 0) is None
+    # two of 90 are past the one sample allowed: 1% of 90 is less than one
+    two = lambda s, r, i: 900.0 if s == "head" and r in (1, 5) and i == 0 else 20.0
+    assert "head's device probes waited more than 250 us beside 2 of its 90" in device_waits(
+        _waits(_rounds(quiet), two), "tail_msm", 250)
+    # a figure lost beside some samples, read beside the others; none at all (a CPU workload, a harness from before)
+    rounds = _waits(_rounds(quiet), lambda s, r, i: None if (s, r, i) == ("base", 0, 0) else 20.0)
+    assert "1 of base's device probes are missing" in device_waits(rounds, "tail_msm", 250)
+    assert device_waits(_waits(_rounds(quiet), lambda s, r, i: None), "tail_msm", 250) is None
+    assert device_waits(_rounds(quiet), "tail_msm", 250) is None
+
+
+def test_gpu_work_that_hides_a_regression_is_untrusted_through_gate_json():
+    """The head is 5% slower, and its kernels left past each reply slow the base's next samples as much: the
+    samples alone pass. The base's probes say why they are not the code's."""
+    quiet = lambda s, r, i: 0
+    rounds = _waits(_rounds(quiet, head_slower=1.05), lambda s, r, i: 2500.0 if s == "base" else 15.0)
+    for rd in rounds:
+        rd["base"]["areas"]["tail_msm"]["samples"] = [x * 1.05 for x in rd["base"]["areas"]["tail_msm"]["samples"]]
+    res = gate.from_dict(_doc(rounds, threshold=0.01))
+    assert res.outcomes[0].status == "untrusted" and "device probes waited" in res.outcomes[0].message
+    assert res.exit_code == 2 and res.as_dict()["config"]["max_device_wait_us"] == 250
+    res = gate.from_dict(_doc(rounds, threshold=0.01, max_device_wait_us=0))      # the rule off: the escape
+    assert res.outcomes[0].status == "ok" and res.exit_code == 0, res.outcomes[0].comparisons
+    md = report.markdown(gate.from_dict(_doc(rounds, threshold=0.01, max_device_wait_us=0)))
+    assert "Device probes around a GPU sample waited" in md and "`tail_msm` 2500 / 2500; 15 / 15" in md
+    for bad in (-1, float("inf"), "250"):
+        with pytest.raises(ValueError, match="max_device_wait_us"):
+            gate.from_dict(_doc(rounds, max_device_wait_us=bad))
+    base = {"gate": {"rounds": 8}, "workload": [{"backend": "cpu", "circuit": "porep_like", "log_size": 8}]}
+    assert gate_config.parse(base).max_device_wait_us == 250
+    assert gate_config.parse({**base, "trust": {"max_device_wait_us": 0}}).max_device_wait_us == 0
+    for bad, msg in ((-3, "max_device_wait_us must be >= 0"), ("long", "max_device_wait_us")):
+        with pytest.raises(ConfigError, match=msg):
+            gate_config.parse({**base, "trust": {"max_device_wait_us": bad}})
 
 
 def test_the_report_says_out_loud_when_other_work_was_not_measured():

@@ -776,9 +776,68 @@ def test_a_gpu_gate_reads_nvml_itself_and_catches_a_head_that_forges_its_times(g
                 assert all(g is not None and g > 0 for g in ar["guard_s"]) and ar["states"], ar
     if name == "a-a":
         assert p.returncode == 0, p.stdout + p.stderr[-3000:]
+        # every GPU sample probed, on both sides (the honest level: docs/runners.md 4)
+        assert all(x is not None for rd in oc["rounds"] for s in ("base", "head")
+                   for ar in rd[s]["areas"].values() for x in ar["device_wait_us"])
     else:
         assert p.returncode == 2 and oc["status"] == "untrusted", p.stdout + p.stderr[-3000:]
         assert oc["message"].startswith("phase ntt_msm_h: the gate's own clock"), oc["message"]
+
+
+LEAVER = """
+
+# hostile: after each sample of its own, the head leaves a kernel spinning on the GPU (60 ms by the global timer)
+# and replies at once; the gate stops its process, not the kernel, which runs on into the base's next sample
+import sys as _sys
+import threading as _t
+import time as _time
+
+
+def _leave():
+    for _ in range(60000):
+        _w = _sys.modules.get("cuzk.perf.workload")
+        if _w is not None and hasattr(_w, "Workload"):
+            _real = _w.Workload.measure
+            _k = {}
+
+            def _measure(self, area, number=1):
+                v = _real(self, area, number)
+                if self.device:
+                    import cupy
+                    import numpy
+                    if not _k:
+                        _k["f"] = cupy.RawKernel(
+                            'extern "C" __global__ void leave(unsigned long long ns) { unsigned long long t0, t; '
+                            'asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0)); do { asm volatile('
+                            '"mov.u64 %0, %%globaltimer;" : "=l"(t)); } while (t - t0 < ns); }', "leave")
+                        _k["s"] = cupy.cuda.Stream(non_blocking=True)
+                    with _k["s"]:
+                        _k["f"]((1,), (1,), (numpy.uint64(60_000_000),))
+                return v
+            _w.Workload.measure = _measure
+            return
+        _time.sleep(0.001)
+
+
+_t.Thread(target=_leave, daemon=True).start()
+"""
+
+
+@pytest.mark.gpu
+@pytest.mark.quiet_gpu
+def test_a_head_that_leaves_gpu_work_past_its_reply_is_untrusted(gate_repo, tmp_path):
+    """A stopped process's kernels run on: a head that leaves one spinning past each reply slows the base's next
+    sample, unseen by its events and by the gate's NVML reads (the head's worker is the gate's own). The base's
+    device probes around its samples wait behind it: untrusted (exit 2)."""
+    d, base, _ = gate_repo
+    cfg = tmp_path / "gpu.toml"
+    cfg.write_text(GPU_CONFIG)
+    _branch(d, base, "gpu-leaver")
+    head = commit_change(d, "cuzk/__init__.py", lambda t: t + LEAVER, "a kernel left spinning past each reply")
+    p, data, _ = _gate(d, base, head, cfg, tmp_path)
+    assert p.returncode == 2 and data, p.stdout + p.stderr[-3000:]
+    (oc,) = data["outcomes"]
+    assert oc["status"] == "untrusted" and "base's device probes waited" in oc["message"], oc["message"]
 
 
 PTH = """

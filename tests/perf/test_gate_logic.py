@@ -196,8 +196,9 @@ def repo(tmp_path_factory):
 class FakeSpawn:
     """Spawns scripted workers: time per area = 1 s x factor on head; failures on demand."""
 
-    def __init__(self, head_factor=None, fail=None, noise=0.01, seed=0):
+    def __init__(self, head_factor=None, fail=None, noise=0.01, seed=0, device_wait=None):
         self.head_factor = head_factor or {}
+        self.device_wait = device_wait      # (side, its sample count) -> a GPU sample's device_wait_us
         self.fail = fail or {}              # (side, round) or (side, "*") -> error | untrusted | unavailable
         self.spawned, self.asks, self.wide = [], [], []
         self.rng = random.Random(seed)
@@ -237,6 +238,9 @@ class FakeWorker:
                         "discards": ["throttled after: hw_thermal_slowdown"] * 11}
             f = p.head_factor.get(msg["sample"], 1.0) if self.side == "head" else 1.0
             v = p.last = f * (1 + p.rng.gauss(0, p.noise))
+            if p.device_wait is not None:
+                n = sum(1 for s, a in p.asks if s == self.side and a not in ("setup", "narrow"))
+                return {"status": "ok", "value": v, "device_wait_us": p.device_wait(self.side, n)}
             return {"status": "ok", "value": v}
         assert msg == {"quit": True}
         return {"status": "done", "discards": [], "peak_device_bytes": {}}
@@ -671,6 +675,25 @@ def test_a_rejected_sample_takes_its_pair_again_and_rejections_on_one_side_are_u
     assert "sw_power_cap" in oc.message
     log.clear()        # allowed by the config's own key
     res, _, _ = _gpu_gate(repo, _CapsHead(log, lambda n: n <= 2), log=log, trust={"max_discards_apart": 2})
+    assert res.exit_code == gate.EXIT_OK, res.outcomes[0].message
+
+
+def test_the_device_probes_of_each_gpu_sample_reach_gate_json_and_are_judged(repo):
+    """Each GPU sample's device_wait_us (the worker's probes around it) is kept beside the sample; a side whose
+    probes waited behind another context's work beside many samples is untrusted (exit 2)."""
+    res, _, _ = _gpu_gate(repo, FakeNvml(pids=[]), spawn=FakeSpawn(device_wait=lambda side, n: 20.0 + n % 7))
+    (oc,) = res.outcomes
+    assert res.exit_code == gate.EXIT_OK, oc.message
+    ar = oc.rounds[0]["base"]["areas"]["tail_msm"]
+    assert len(ar["device_wait_us"]) == 3 and all(20 <= x <= 26 for x in ar["device_wait_us"])
+    assert gate.from_dict(json.loads(json.dumps(res.as_dict()))).exit_code == gate.EXIT_OK
+    # the head's kernels left running past each reply: the base's probes wait for their time slices
+    left = FakeSpawn(device_wait=lambda side, n: 1500.0 if side == "base" else 20.0)
+    res, _, _ = _gpu_gate(repo, FakeNvml(pids=[]), spawn=left)
+    (oc,) = res.outcomes
+    assert res.exit_code == 2 and oc.status == "untrusted", oc.message
+    assert "base's device probes waited more than 250 us beside 24 of its 24 samples" in oc.message
+    res, _, _ = _gpu_gate(repo, FakeNvml(pids=[]), spawn=left, trust={"max_device_wait_us": 2000})
     assert res.exit_code == gate.EXIT_OK, res.outcomes[0].message
 
 

@@ -225,11 +225,24 @@ class FakeGpuWorkload:
         return 0.001
 
 
-def _serve(monkeypatch, w, fake, areas, n, freeze=False, **req_extra):
+class _Probe:
+    """A stand-in device probe: its waits in turn, each call logged into `seen`."""
+
+    def __init__(self, seen=None, waits=(12.5,)):
+        self.seen, self.waits, self.n = seen if seen is not None else [], list(waits), 0
+
+    def wait_us(self):
+        self.n += 1
+        self.seen.append("probe")
+        return self.waits[(self.n - 1) % len(self.waits)]
+
+
+def _serve(monkeypatch, w, fake, areas, n, freeze=False, probe=None, **req_extra):
     """Drive worker.serve as the gate does: set-up, n samples per area, quit."""
     import json
     from cuzk.perf import workload
     monkeypatch.setattr(workload, "Workload", lambda spec, **kw: (setattr(w, "spec", spec), w)[1])
+    monkeypatch.setattr(worker.Worker, "make_probe", staticmethod(lambda: probe or _Probe()))
     monkeypatch.setattr(sampler, "_NVML", {"dev": nvml.Nvml(fake)})
     monkeypatch.setattr(nvml, "open_device", lambda *a, **k: nvml.Nvml(fake))
     req = {"protocol": worker.PROTOCOL, "spec": {"backend": "cuda", "log_size": 16}, "areas": areas,
@@ -258,6 +271,20 @@ def test_the_worker_reads_no_nvml_around_its_samples(monkeypatch):
     assert replies[-1]["discards"] == []
 
 
+def test_a_gpu_worker_probes_the_device_before_and_after_each_sample(monkeypatch):
+    """Another context's work left on the GPU (a stopped process's kernels run on) slows the next sample unseen by
+    its events: each GPU sample is bracketed by a device probe, untimed, and the larger wait is its
+    device_wait_us."""
+    seen: list = []
+    fake = FakeNvml(pids=[os.getpid(), 424242])
+    w = FakeGpuWorkload(None, fake)
+    w.measure = lambda area, number=1: seen.append("sample") or 0.001
+    # set-up's probe is made and not called; then (before, after) per sample: 10 then 40, 300 then 5
+    replies = _serve(monkeypatch, w, fake, ["tail_msm"], 2, probe=_Probe(seen, (10.0, 40.0, 300.0, 5.0)))
+    assert seen == ["probe", "sample", "probe"] * 2
+    assert [r["device_wait_us"] for r in replies[1:3]] == [40.0, 300.0]
+
+
 def test_worker_sizes_device_samples_as_the_gate_asks(monkeypatch):
     """min_device_sample_s reaches the workload's calibration; calls per sample given by the gate (round 1's,
     shared by both sides) stand over it."""
@@ -283,8 +310,8 @@ def test_worker_process_freezes_its_set_up_before_the_first_sample(monkeypatch):
     fake = FakeNvml(pids=[os.getpid(), 424242])
     w = FakeGpuWorkload(None, fake)
     w.measure = lambda area, number=1: seen.append(f"sample {area}") or 0.001
-    _serve(monkeypatch, w, fake, ["tail_msm"], 2, freeze=True)
-    assert seen == ["collect", "freeze", "sample tail_msm", "sample tail_msm"]
+    _serve(monkeypatch, w, fake, ["tail_msm"], 2, freeze=True, probe=_Probe(seen))
+    assert seen == ["collect", "freeze"] + ["probe", "sample tail_msm", "probe"] * 2
     seen.clear()
     _serve(monkeypatch, FakeGpuWorkload(None, fake), fake, ["tail_msm"], 1)
     assert "freeze" not in seen
