@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
 from .. import __version__
 from .. import backend as backends
 from ..environment import table_gib
+from ..files import open_input
 from ..perf import ablate
 from ..perf.effects import critical_k
 from ..run import git_commit
@@ -23,7 +23,8 @@ def cmd_ablate(args) -> int:
     check_paths({"--png": args.png}, {"--resume": args.resume})
     if args.from_json:                     # the report of a saved (possibly cut short) run
         try:
-            res = json.loads(Path(args.from_json).read_text())
+            with open_input(args.from_json, "r") as f:
+                res = json.load(f)
             conf = res["setup"]["confidence"] if args.confidence is None else args.confidence
             if conf != res["setup"]["confidence"] or ablate.needs_rejudging(res):
                 res = ablate.rejudge(res, conf)      # the saved samples, other intervals or the correction
@@ -72,7 +73,8 @@ def cmd_ablate(args) -> int:
     resume = None
     if args.resume:                        # the saved run's setup; this command line gives repeat, confidence, time
         try:
-            resume = json.loads(Path(args.resume).read_text())
+            with open_input(args.resume, "r") as f:
+                resume = json.load(f)
             saved = {k: v for k, v in resume["setup"].items() if k in ablate.Setup.__dataclass_fields__}
             setup = ablate.Setup(**{**saved, "repeat": args.repeat, "confidence": args.confidence,
                                     "max_seconds": args.max_seconds})

@@ -28,6 +28,7 @@ from functools import partial
 from pathlib import Path
 from typing import Callable
 
+from ..files import open_input
 from . import checkout
 from .compare import NOT_RESOLVED, REGRESSION, Comparison, compare, resolved
 from .disk_watch import Watched, absolute_caches, changed_message, import_roots, shared_caches
@@ -1350,7 +1351,9 @@ class GateJsonError(ValueError):
 def read_json(path) -> GateResult:
     """A gate.json file judged afresh (from_dict); GateJsonError names the file and what is wrong with it."""
     try:
-        return from_dict(json.loads(Path(path).read_text()))
+        with open_input(path, "r") as f:          # a FIFO or a device would block or never end
+            doc = json.load(f)
+        return from_dict(doc)
     except OSError as e:
         raise GateJsonError(f"{path}: {e.strerror or e}") from None
     except json.JSONDecodeError as e:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..circuits import CIRCUITS
+from ..files import open_input
 from ..nvml import THROTTLE_REASONS
 from ..qap import CONVENTIONS
 from ..timing import PHASES
@@ -305,7 +306,7 @@ def parse(doc: dict, path: str | None = None) -> GateConfig:
 
 def load(path: str | Path) -> GateConfig:
     try:
-        with open(path, "rb") as f:
+        with open_input(path) as f:               # a FIFO or a device would block or never end
             doc = tomllib.load(f)
     except OSError as e:
         raise ConfigError(f"{path}: {e.strerror}") from e

@@ -141,6 +141,9 @@ def test_cuzk_key_with_torsion_in_ic_is_refused_on_load(tmp_path):
 
 # ---------------------------------------------------------------- sizes, FIFOs, nesting
 
+REPO = str(Path(__file__).resolve().parents[2])
+
+
 def _limited(cmd: list[str], cwd: Path, mem_bytes: int = 2 << 30, timeout: float = 120):
     """The CLI in a child process with its address space capped: memory is bounded or it fails."""
     import resource
@@ -183,6 +186,24 @@ def test_fifo_as_input_is_refused_without_blocking(snark, tmp_path, what):
     assert p.returncode == 2 and len(lines) == 1, p.stderr
     assert str(fifo) in lines[0] and "FIFO" in lines[0], lines
     assert not (tmp_path / "proof.json").exists()
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+@pytest.mark.parametrize("args", [["gate", "--from-json", "{}"], ["ablate", "--from-json", "{}"],
+                                  ["ablate", "--resume", "{}", "--max-seconds", "1"],
+                                  ["gate", "--base", "HEAD", "--head", "HEAD", "--config", "{}", "--repo", REPO]])
+def test_the_measuring_tools_refuse_a_fifo_or_a_device_as_input(tmp_path, kind, args):
+    """A saved gate.json or ablation, or a gate config, given as a FIFO would block in its read, and /dev/zero
+    would fill memory: one line naming it, exit 2, without waiting or reading it."""
+    path = tmp_path / "pipe.json"
+    if kind == "fifo":
+        os.mkfifo(path)
+    else:
+        path = Path("/dev/zero")
+    p = _limited([a.replace("{}", str(path)) for a in args], tmp_path, timeout=60)
+    lines = [ln for ln in p.stderr.strip().splitlines() if not ln.startswith("cuzk: no GPU")]
+    assert p.returncode == 2 and len(lines) == 1, p.stderr[-2000:]
+    assert str(path) in lines[0] and ("FIFO" if kind == "fifo" else "character device") in lines[0], lines
 
 
 def test_fifo_as_cuzk_key_is_refused(tmp_path):
