@@ -34,10 +34,11 @@ comparison is not the code's alone. A head that spoils its own figures only void
 """
 from __future__ import annotations
 
-import math
 import statistics
 
 import numpy as np
+
+from .values import numbers
 
 QUANTILE = 0.75
 DEFAULT_SHARE = 0.25
@@ -48,8 +49,7 @@ DEFAULT_DEVICE_WAIT_US = 250.0
 DEVICE_WAIT_SHARE = 0.01        # of a side's samples of a phase: a host hiccup now and then is not another context
 
 
-def _numbers(xs) -> list[float]:
-    return [x for x in xs or [] if isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)]
+_numbers = numbers
 
 
 def foreign_share(rounds: list[dict], side: str, area: str) -> float | None:

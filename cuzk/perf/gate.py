@@ -38,6 +38,7 @@ from .sched_window import run_delay
 from .gate_config import GateConfig, WorkloadConfig
 from .noise import NoiseError, Threshold, make_record, spec_key
 from .suite import gate_estimate_s
+from .values import is_int, is_number
 from .sampler import UntrustedRun, nvml_guard
 from .worker import PROTOCOL
 from .workload import AREAS, DEFAULT_MIN_SAMPLE_S, Spec
@@ -1242,7 +1243,7 @@ def _check_doc(doc) -> None:
         _check(isinstance(doc.get(k), str) and len(doc[k]) <= 256, f"{k} is not a ref name")
     c = doc.get("config")
     _check(isinstance(c, dict), "config is not an object")
-    _check(all(isinstance(c.get(k), int) and not isinstance(c[k], bool) and c[k] > 0 for k in ("rounds", "samples"))
+    _check(all(is_int(c.get(k)) and c[k] > 0 for k in ("rounds", "samples"))
            and _finite(doc.get("wall_s", 0.0), 0) and isinstance(c.get("path") or "", str), "config.rounds or samples")
     _check(isinstance(c.get("areas"), list) and all(a in AREAS for a in c["areas"]), "config.areas: unknown phases")
     th = c.get("thresholds", {})
@@ -1275,7 +1276,7 @@ def _check_doc(doc) -> None:
         sp = o["spec"]               # fields left out take Spec's defaults
         _check(sp.get("backend", "cpu") in ("cpu", "cuda") and set(sp) <= _SPEC_WORDS | _SPEC_INTS and all(
             isinstance(v, str) and _WORD.fullmatch(v) for k, v in sp.items() if k in _SPEC_WORDS)
-               and all(isinstance(v, int) and not isinstance(v, bool) and 0 < v < 64
+               and all(is_int(v) and 0 < v < 64
                        for k, v in sp.items() if k in _SPEC_INTS), f"outcome {i}: spec")
     for i, o in enumerate(doc["outcomes"]):
         _check(o.get("status") in _STATUSES and isinstance(o.get("message", ""), str), f"outcome {i}: status")
@@ -1304,7 +1305,7 @@ def _check_doc(doc) -> None:
                     where = f"outcome {i} round {r}: {side} {a}"
                     _check(a in AREAS and isinstance(ar, dict), f"{where}: not a phase's samples")
                     n = ar.get("number", 1)
-                    _check(isinstance(n, int) and not isinstance(n, bool) and 1 <= n <= MAX_NUMBER,
+                    _check(is_int(n) and 1 <= n <= MAX_NUMBER,
                            f"{where}: number is not a count of calls")
                     for k in ("asked_s", "gc_s", "host_s", "guard_s"):
                         v = ar.get(k, [])
@@ -1336,12 +1337,11 @@ MAX_SAMPLE_S = 86_400.0      # a sample's round trip: a day is no measurement
 
 
 def _count(v) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= MAX_NUMBER
+    return is_int(v) and 0 <= v <= MAX_NUMBER
 
 
 def _finite(v, low: float, strict: bool = False) -> bool:
-    return (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-            and (v > low if strict else v >= low))
+    return is_number(v) and (v > low if strict else v >= low)
 
 
 class GateJsonError(ValueError):

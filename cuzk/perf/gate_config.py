@@ -1,7 +1,6 @@
 """perf-gate.toml: what `cuzk gate` measures and when a change counts as a regression."""
 from __future__ import annotations
 
-import math
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -11,6 +10,7 @@ from ..files import open_input
 from ..nvml import THROTTLE_REASONS
 from ..qap import CONVENTIONS
 from ..timing import PHASES
+from .values import is_int, is_number
 from .checkout import CheckoutError, git, resolve
 from .foreign_work import DEFAULT_DEVICE_WAIT_US, DEFAULT_IRQ_COST_US, DEFAULT_SHARE
 from .noise import Threshold, spec_key
@@ -25,9 +25,12 @@ class ConfigError(ValueError):
     pass
 
 
+MAX_ROUNDS, MAX_SAMPLES = 1000, 10_000     # past these a gate is a typo: days of sampling
+
+
 def min_p_value(rounds: int) -> float:
     """Smallest two-sided p-value the exact Wilcoxon signed-rank test can give with `rounds` pairs."""
-    return 2.0 / 2 ** rounds
+    return 2.0 ** (1 - min(rounds, 2000))     # a float power: 2 ** 10**26 as an integer never ends
 
 
 @dataclass(frozen=True)
@@ -126,12 +129,7 @@ def _check_keys(section: str, got: dict, allowed: set) -> None:
         raise ConfigError(f"[{section}]: unknown keys {', '.join(sorted(extra))}; allowed: {', '.join(sorted(allowed))}")
 
 
-def _is_int(v) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def _is_num(v) -> bool:
-    return (isinstance(v, (int, float)) and not isinstance(v, bool)) and math.isfinite(v)
+_is_int, _is_num = is_int, is_number
 
 
 def _is_str_list(v) -> bool:
@@ -231,8 +229,9 @@ def parse(doc: dict, path: str | None = None) -> GateConfig:
         raise ConfigError(f"[thresholds]: unknown phases {bad}; known: {', '.join(AREAS)}")
     cfg.thresholds = {a: float(v) for a, v in th.items() if not isinstance(v, dict)}
     cfg.pins = {a: (float(v["pin"]), v["reason"].strip()) for a, v in th.items() if isinstance(v, dict)}
-    if not (isinstance(cfg.rounds, int) and cfg.rounds >= 2 and isinstance(cfg.samples, int) and cfg.samples >= 1):
-        raise ConfigError("[gate] rounds must be an integer >= 2 and samples >= 1")
+    if not (isinstance(cfg.rounds, int) and 2 <= cfg.rounds <= MAX_ROUNDS and isinstance(cfg.samples, int)
+            and 1 <= cfg.samples <= MAX_SAMPLES):
+        raise ConfigError(f"[gate] rounds must be an integer in 2..{MAX_ROUNDS} and samples in 1..{MAX_SAMPLES}")
     if cfg.worker_timeout_s is not None and not (isinstance(cfg.worker_timeout_s, (int, float))
                                                  and cfg.worker_timeout_s > 0):
         raise ConfigError("[gate] worker_timeout_s must be a number of seconds > 0 (leave it out: derived "

@@ -55,6 +55,7 @@ from .changepoint import MIN_POINTS, ChangePointUnavailable, compute_change_poin
 from .opts_page import write as write_opts_page
 from .report import fmt_s
 from .suite import ASV_TIME_BENCHMARKS, CIRCUIT, asv_params, cost, is_timing, time_benchmark
+from .values import is_int, is_number
 
 RESULTS_BRANCH, PAGES_BRANCH = "asv-results", "gh-pages"
 NOISE_DIR = "gate-noise"         # <machine>/gate-noise/<commit>.jsonl: the gate's A/A noise records (noise.py)
@@ -584,20 +585,12 @@ class ResultFile:
 def _plausible(path, series: str, what: str, v, timing: bool) -> float:
     """A measured value: a timing finite, > 0 and <= MAX_SECONDS; bytes, joules and ratios finite, >= 0 and
     <= MAX_OTHER. Anything else is a poisoned or broken file, never a point of a series."""
-    ok = isinstance(v, (int, float)) and not isinstance(v, bool)
-    if ok:
-        try:
-            x = float(v)
-        except OverflowError:
-            ok = False
-        else:
-            ok = math.isfinite(x) and (0 < x <= MAX_SECONDS if timing else 0 <= x <= MAX_OTHER)
-    if not ok:
+    if not (is_number(v) and (0 < v <= MAX_SECONDS if timing else 0 <= v <= MAX_OTHER)):
         rule = (f"a time in seconds is finite, > 0 and <= {MAX_SECONDS:g}" if timing
                 else f"a value is finite, >= 0 and <= {MAX_OTHER:g}")
         raise HistoryError(f"{path}: {series}: {what} {json.dumps(v, allow_nan=True)[:40]} is not a measurement "
                            f"({rule})")
-    return x
+    return float(v)
 
 
 def check_results_file(path: Path, d, machine: str, units: dict) -> ResultFile:
@@ -619,7 +612,7 @@ def check_results_file(path: Path, d, machine: str, units: dict) -> ResultFile:
     if not HASH_RE.fullmatch(d["commit_hash"]):
         raise bad(f"commit_hash {d['commit_hash'][:80]!r} is not a full git commit hash")
     date = d.get("date")
-    if not (isinstance(date, int) and not isinstance(date, bool) and date >= 0):
+    if not (is_int(date) and date >= 0):
         raise bad(f"date {json.dumps(date)[:40]} is not a timestamp (milliseconds since 1970)")
     if d["params"].get("machine") != machine:
         raise bad(f"its machine {d['params'].get('machine')!r} is not {machine!r}, its directory's")
@@ -1093,7 +1086,7 @@ def check_changes_args(max_pvalue: float, min_magnitude: float, window: int) -> 
         raise HistoryError(f"--max-pvalue {max_pvalue}: needs 0 < P <= 1")
     if not (isinstance(min_magnitude, (int, float)) and math.isfinite(min_magnitude) and min_magnitude >= 0):
         raise HistoryError(f"--min-magnitude {min_magnitude}: needs a finite M >= 0")
-    if not (isinstance(window, int) and not isinstance(window, bool) and window >= MIN_POINTS):
+    if not (is_int(window) and window >= MIN_POINTS):
         raise HistoryError(f"--window {window}: needs an integer >= {MIN_POINTS}")
 
 

@@ -28,6 +28,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ..files import open_input
+from .values import is_int, is_number
 from .workload import AREAS, DEFAULT_MIN_SAMPLE_S, Spec, device_timed
 
 KIND, VERSION = "cuzk-gate-noise", 1
@@ -113,13 +114,13 @@ def parse_record(data: bytes | str, where: str, machine: str | None = None) -> d
         raise bad("date is not YYYY-MM-DDTHH:MM:SSZ") from e
     for k in ("rounds", "samples"):
         v = rec.get(k)
-        if not (isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= 10_000):
+        if not (is_int(v) and 1 <= v <= 10_000):
             raise bad(f"{k} is not a count")
     m = rec.get("min_device_sample_s", 0.0)        # absent: recorded when every device sample was one call
-    if not (isinstance(m, (int, float)) and not isinstance(m, bool) and 0 <= m <= 10):
+    if not (is_number(m) and 0 <= m <= 10):
         raise bad("min_device_sample_s is not a number of seconds")
     m = rec.get("min_sample_s", DEFAULT_MIN_SAMPLE_S)
-    if not (isinstance(m, (int, float)) and not isinstance(m, bool) and 0 <= m <= 10):
+    if not (is_number(m) and 0 <= m <= 10):
         raise bad("min_sample_s is not a number of seconds")
     if rec.get("gpu") is not None and not (isinstance(rec["gpu"], str) and len(rec["gpu"]) <= 128):
         raise bad("gpu is not a name")
@@ -137,8 +138,7 @@ def parse_record(data: bytes | str, where: str, machine: str | None = None) -> d
             raise bad(f"workload {i}: phases are not a table of known phases")
         for a, d in ph.items():
             if not (isinstance(d, list) and len(d) == rec["rounds"] and all(
-                    isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
-                    and abs(x) <= MAX_LOG_RATIO for x in d)):
+                    is_number(x) and abs(x) <= MAX_LOG_RATIO for x in d)):
                 raise bad(f"workload {i}: {a}: not {rec['rounds']} finite A/A log ratios")
     return rec
 

@@ -1,7 +1,6 @@
 """The gate's Markdown report (stdout and the GitHub step summary) and its bisect hint."""
 from __future__ import annotations
 
-import math
 import re
 import statistics
 from urllib.parse import quote
@@ -13,6 +12,7 @@ from . import bisect
 from .compare import IMPROVEMENT, NOT_RESOLVED, REGRESSION
 from .gate import EXIT_ERROR, EXIT_OK, EXIT_REGRESSION, NO_GPU, GateResult, Outcome
 from .suite import CIRCUIT, asv_params, time_benchmark
+from .values import is_number, numbers
 
 UNDER_TEST = ("cuzk/timing.py",)      # watched files that the head's own code uses (checkout.ALSO_WATCHED)
 _VERDICT = {REGRESSION: "**REGRESSION**", IMPROVEMENT: "improvement", NOT_RESOLVED: "*not resolved*"}
@@ -122,7 +122,7 @@ def energy_too_short(oc: Outcome) -> list[str]:
 
 def _seconds(v) -> bool:
     """A finite non-negative number: what a damaged or crafted gate.json may not pass off as a time."""
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
+    return is_number(v) and v >= 0
 
 
 def sampling_cost(oc: Outcome) -> tuple[int, float, float, float, float | None, float | None] | None:
@@ -223,9 +223,7 @@ def per_sample_ms(oc: Outcome, key: str) -> dict[str, tuple[float, float, int]]:
     for rd in oc.rounds:
         for s in ("base", "head"):
             for a, ar in rd.get(s, {}).get("areas", {}).items():
-                got.setdefault(a, []).extend(x for x in ar.get(key) or []
-                                             if isinstance(x, (int, float)) and not isinstance(x, bool)
-                                             and math.isfinite(x))
+                got.setdefault(a, []).extend(numbers(ar.get(key)))
     return {a: (statistics.median(xs), max(xs), len(xs)) for a, xs in got.items() if xs}
 
 
@@ -237,7 +235,7 @@ def rival_idle(oc: Outcome) -> tuple[dict[str, tuple[float, float, int]], str | 
         for s in ("base", "head"):
             sd = rd.get(s, {})
             m = sd.get("idle_cpu_ms")
-            if isinstance(m, (int, float)) and not isinstance(m, bool) and m > most and sd.get("idle_cpu_where"):
+            if is_number(m) and m > most and sd.get("idle_cpu_where"):
                 most, where = m, sd["idle_cpu_where"]
     return per_sample_ms(oc, "rival_idle_ms"), where
 
@@ -249,8 +247,7 @@ def per_side(oc: Outcome, key: str) -> dict[str, dict[str, tuple[float, float]]]
     for rd in oc.rounds:
         for s in ("base", "head"):
             for a, ar in rd.get(s, {}).get("areas", {}).items():
-                xs = [x for x in ar.get(key) or [] if isinstance(x, (int, float)) and not isinstance(x, bool)
-                      and math.isfinite(x)]
+                xs = numbers(ar.get(key))
                 if xs:
                     got.setdefault(a, {}).setdefault(s, []).extend(xs)
     return {a: {s: (statistics.median(xs), max(xs)) for s, xs in sides.items()} for a, sides in got.items()}

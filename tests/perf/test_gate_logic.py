@@ -112,6 +112,9 @@ def test_config_that_can_never_fire_is_refused():
     ({"gate": {"rounds": 10}, "thresholds": {"nope": 0.1}, "workload": [{"backend": "cpu"}]}, "unknown phases"),
     ({"gate": {"rounds": 10}, "trust": {"ignore_reasons": ["hot"]}, "workload": [{"backend": "cpu"}]}, "unknown"),
     ({"gate": {"rounds": 10, "alpha": 1.5}, "workload": [{"backend": "cpu"}]}, "alpha"),
+    # a typo's extra digits: refused at once (2 ** rounds as an integer would never end)
+    ({"gate": {"rounds": 10 ** 26}, "workload": [{"backend": "cpu"}]}, r"rounds must be an integer in 2\.\.1000"),
+    ({"gate": {"rounds": 10, "samples": 10 ** 9}, "workload": [{"backend": "cpu"}]}, "samples in 1..10000"),
 ])
 def test_bad_configs(doc, msg):
     with pytest.raises(ConfigError, match=msg):

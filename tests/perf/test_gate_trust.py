@@ -340,7 +340,7 @@ def test_a_crafted_gate_json_is_refused(bad):
         gate.from_dict(doc)
 
 
-@pytest.mark.parametrize("poison", [0.0, -1.0, float("inf"), "1.0", None, True])
+@pytest.mark.parametrize("poison", [0.0, -1.0, float("inf"), "1.0", None, True, 10 ** 400])
 def test_a_gate_json_with_a_poisoned_sample_is_refused(poison):
     doc = _gate_doc()
     doc["outcomes"][0]["rounds"][3]["head"]["areas"]["tail_msm"]["samples"][1] = poison
@@ -489,6 +489,11 @@ def test_the_no_gpu_verdict_names_cpu_only():
     ("rival_idle_ms", [0.1, float("nan"), 0.1], "rival_idle_ms is not a list"),
     ("foreign_ms", [0.1, -1.0, 0.1], "foreign_ms is not a list"), ("foreign_ms", [0.1] * 4, "foreign_ms is not a list"),
     ("rival_idle_ms", [0.1] * 4, "rival_idle_ms is not a list"),
+    # JSON allows any integer; one past a float's range is no figure, and no OverflowError either
+    ("foreign_ms", [0.1, 10 ** 400, 0.1], "foreign_ms is not a list"), ("asked_s", [10 ** 400] * 3, "asked_s is not"),
+    ("device_wait_us", [12.0, -1.0, 12.0], "device_wait_us is not a list of microseconds"),
+    ("device_wait_us", [12.0, 10 ** 400, 12.0], "device_wait_us is not a list of microseconds"),
+    ("device_wait_us", [12.0] * 4, "device_wait_us is not a list of microseconds"),
 ])
 def test_a_gate_json_with_crafted_sampling_costs_is_refused_by_name(key, value, what):
     """What the report's Sampling line adds up is checked like the samples: one clear error, never a crash."""
