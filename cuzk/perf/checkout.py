@@ -42,9 +42,16 @@ def materialize(repo: str | Path, sha: str, dest: str | Path) -> Path:
     dest = Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
     data = git(repo, "archive", "--format=tar", sha, text=False)
-    with tarfile.open(fileobj=io.BytesIO(data)) as tf:
-        tf.extractall(dest, filter="data")
-    return lay_out_packages(dest)
+    try:
+        with tarfile.open(fileobj=io.BytesIO(data)) as tf:
+            tf.extractall(dest, filter="data")
+    except tarfile.TarError as e:          # an empty tree archives as nothing tarfile opens
+        raise CheckoutError(f"commit {sha[:10]} of {repo}: no files to measure (an empty tree)") from e
+    root = lay_out_packages(dest)
+    if not (root / "cuzk" / "__init__.py").is_file():
+        raise CheckoutError(f"commit {sha[:10]} of {repo} holds no cuzk package (cuzk/__init__.py): not a tree "
+                            f"the gate can measure")
+    return root
 
 
 def lay_out_packages(tree: Path) -> Path:

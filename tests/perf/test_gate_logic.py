@@ -386,6 +386,28 @@ def test_materialize_imports_the_commit_not_the_installed_copy(repo, tmp_path):
     assert (root / "README.md").read_text().endswith("changed\n")
 
 
+@pytest.mark.parametrize("tree", ["empty", "not cuzk"])
+def test_a_repository_that_is_not_cuzk_is_one_line_exit_2(tmp_path, capsys, tree):
+    """--repo pointed at another project (or a commit of no files): one line naming the commit, before any worker."""
+    import subprocess
+    from cuzk.cli import main
+    d = tmp_path / "other"
+    run = lambda *a: subprocess.run(["git", *a], cwd=d, check=True, capture_output=True)
+    d.mkdir()
+    run("init", "-q")
+    if tree == "not cuzk":
+        (d / "README").write_text("another project\n")
+        run("add", "README")
+    run("-c", "user.email=a@b", "-c", "user.name=a", "commit", "-q", "--allow-empty", "-m", "x")
+    cfg = tmp_path / "gate.toml"
+    cfg.write_text('[gate]\nrounds = 8\n[[workload]]\nbackend = "cpu"\nlog_size = 8\n')
+    assert main(["gate", "--repo", str(d), "--base", "HEAD", "--head", "HEAD", "--config", str(cfg),
+                 "--cpu-only"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    want = "no files to measure" if tree == "empty" else "holds no cuzk package"
+    assert len(err) == 1 and want in err[0] and str(d) in err[0], err
+
+
 class _Joules(SampleGuard):
     """The gate's guard over a stand-in GPU whose energy counter moves by `joules` a second of the sample just
     taken (the scripted worker's last value)."""
