@@ -184,10 +184,18 @@ class Nvml:
             return None
 
     def _throttle(self, failed: list):
+        """The clock-event reasons by either of NVML's names for them: nvml-ml-py has the new one even where the
+        driver (before R535) has only the old, and then the new one raises."""
         N, h = self.N, self.handle
-        fn = getattr(N, "nvmlDeviceGetCurrentClocksEventReasons", None) or \
-            getattr(N, "nvmlDeviceGetCurrentClocksThrottleReasons")
-        return self._read(failed, "throttle_reasons", fn, h)
+        for name in ("nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons"):
+            fn = getattr(N, name, None)
+            if fn is not None:
+                try:
+                    return fn(h)
+                except Exception:
+                    continue
+        failed.append("throttle_reasons")
+        return None
 
     def _processes(self, failed: list) -> tuple:
         N, h = self.N, self.handle

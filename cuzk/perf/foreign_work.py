@@ -148,24 +148,35 @@ def round_interrupts(rounds: list[dict], area: str, threshold: float, share: flo
 
 def device_waits(rounds: list[dict], area: str, most_us: float) -> str | None:
     """Why area's comparison is not the code's alone (one line), or None: a side whose device probes waited more
-    than most_us beside more than DEVICE_WAIT_SHARE of its samples (and more than one): another context's work was
-    on the GPU around them. A side whose figure is missing beside some samples and not others lost them (the
-    worker reports one for every GPU sample or, a harness from before, none); most_us 0: not judged."""
+    than most_us beside more than DEVICE_WAIT_SHARE of its samples (and more than one), those of pairs the guard
+    rejected counted too (work left running past a reply may be what tripped it): another context's work was on
+    the GPU around them. A side whose figure is missing beside some samples and not others lost them, and one
+    side without any where the other has them dropped its probes (both run the base's harness, which reports one
+    for every GPU sample or, from before it, none); most_us 0: not judged."""
     if most_us <= 0:
         return None
+    read = {}
     for side in ("base", "head"):
-        waits = [x for rd in rounds for x in ((rd.get(side, {}).get("areas", {}).get(area) or {})
-                                              .get("device_wait_us") or [])]
+        ars = [(rd.get(side, {}).get("areas", {}).get(area) or {}) for rd in rounds]
+        waits = [x for ar in ars for x in ar.get("device_wait_us") or []]
+        out = [x for ar in ars for x in _numbers(ar.get("rejected_device_wait_us"))]
         got = _numbers(waits)
+        read[side] = bool(got)
         if not got:
             continue
         if len(got) != len(waits):
             return (f"phase {area}: {len(waits) - len(got)} of {side}'s device probes are missing beside its samples, "
                     f"where the others were read: other work on the GPU beside them cannot be told from the code's")
-        over = [x for x in got if x > most_us]
-        if len(over) > max(1, DEVICE_WAIT_SHARE * len(got)):
+        over = [x for x in got + out if x > most_us]
+        if len(over) > max(1, DEVICE_WAIT_SHARE * (len(got) + len(out))):
+            rejected = sum(1 for x in out if x > most_us)
             return (f"phase {area}: {side}'s device probes waited more than {most_us:g} us beside {len(over)} of its "
-                    f"{len(got)} samples (most {max(over):.0f} us; allowed: {DEVICE_WAIT_SHARE:.0%} of them, [trust] "
+                    f"{len(got) + len(out)} samples{f' ({rejected} of them rejected by the guard)' if rejected else ''}"
+                    f" (most {max(over):.0f} us; allowed: {DEVICE_WAIT_SHARE:.0%} of them, [trust] "
                     f"max_device_wait_us): another context's work was on the GPU around them, a worker's kernels "
                     f"left running past its reply")
+    if read["base"] != read["head"]:
+        gone = "head" if read["base"] else "base"
+        return (f"phase {area}: {gone}'s device probes are missing where the other side's were read (both sides run "
+                f"the base's harness): its samples' neighbours on the GPU cannot be told")
     return None

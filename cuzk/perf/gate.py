@@ -530,6 +530,7 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
         timed_by = {s: {} for s in SIDES}                        # per area, "host" or "device"
         irqs = {s: {a: [] for a in areas} for s in SIDES}        # device interrupts served on the sampling CPU
         waited = {s: {a: [] for a in areas} for s in SIDES}      # us its device probes waited: another context's work
+        waited_out = {s: {a: [] for a in areas} for s in SIDES}  # and beside the samples of a pair taken again
         idle_most: dict = {}              # per side, the most CPU ms it ran while idle during one rival sample
         idle_ticks: dict = {}             # per side, clock ticks it ran while idle, over the round
         idle_where: dict = {}             # per side, beside which sample and in which thread that most ran
@@ -629,13 +630,16 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
                     if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < math.inf:
                         fail("error", f"phase {a}: a sample of {v!r} s is not a positive finite time")
                     if guard is not None and not verdict.trusted:
-                        for s_ in SIDES:                       # nothing of the pair is left behind
+                        for s_ in SIDES:       # nothing of the pair is left behind but its probes (the work the
+                            # other side left running may be what the guard rejected): waited is per_sample's last
+                            waited_out[s_][a] += waited[s_][a][mark[s_][-1]:]
                             for per, n in zip(per_sample, mark[s_]):
                                 del per[s_][a][n:]
                         rejected[side].append("; ".join(verdict.reasons))
-                        if len(rejected[side]) > cfg.max_discards:
-                            fail("untrusted", f"untrusted run: {oc.config.spec.label()}: {len(rejected[side])} "
-                                              f"samples rejected ({rejected[side][-1]})", rejected[side])
+                        if len(rejected[side]) > cfg.max_discards:     # by whom: the other side may cause them
+                            fail_round("untrusted", f"round {r + 1}: untrusted run: {oc.config.spec.label()}: "
+                                                    f"{len(rejected[side])} of {side}'s samples rejected "
+                                                    f"({rejected[side][-1]})")
                         time.sleep(cfg.pause_s)        # let clocks and temperature settle before retaking
                         at = 0
                         continue
@@ -710,6 +714,7 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
                                       "rival_idle_ms": beside[s][a], "foreign_ms": foreign[s][a],
                                       "held_ms": held[s][a], "away_ms": away[s][a], "timed_by": timed_by[s].get(a),
                                       "irqs": irqs[s][a], "device_wait_us": waited[s][a],
+                                      "rejected_device_wait_us": waited_out[s][a],
                                       "number": ready[s]["numbers"][a]} for a in areas},
             "discards": done[s].get("discards", []) + rejected[s],
             "peak_device_bytes": done[s].get("peak_device_bytes"),
@@ -1321,10 +1326,12 @@ def _check_doc(doc) -> None:
                         _check(isinstance(v, list) and len(v) <= len(ar.get("samples") or []) and all(
                             x is None or (_finite(x, 0) and x <= MAX_SAMPLE_S * 1e3) for x in v),
                             f"{where}: {k} is not a list of ms, one a sample")
-                    v = ar.get("device_wait_us", [])
-                    _check(isinstance(v, list) and len(v) <= len(ar.get("samples") or []) and all(
-                        x is None or (_finite(x, 0) and x <= MAX_SAMPLE_S * 1e6) for x in v),
-                        f"{where}: device_wait_us is not a list of microseconds, one a sample")
+                    for k in ("device_wait_us", "rejected_device_wait_us"):
+                        v = ar.get(k, [])
+                        _check(isinstance(v, list) and (k != "device_wait_us" or len(v) <= len(ar.get("samples") or []))
+                               and len(v) <= MAX_REJECTED and all(
+                                   x is None or (_finite(x, 0) and x <= MAX_SAMPLE_S * 1e6) for x in v),
+                               f"{where}: {k} is not a list of microseconds, one a sample")
                     _check(ar.get("timed_by") in (None, "host", "device"), f"{where}: timed_by is not host or device")
                     asked_s, parts = ar.get("asked_s") or [], [ar.get("host_s") or []]  # the gate's guard: outside
                     _check(all(t is None or x is None or x <= t for xs in parts for t, x in zip(asked_s, xs)),
@@ -1334,6 +1341,7 @@ def _check_doc(doc) -> None:
 MAX_NUMBER = 1_000_000       # calls a sample (workload.calibrate stops at 1000)
 IDLE_WHERE = re.compile(r"\w+: \d+ \([\w.?-]{1,16}\) [\d.]+ ms", re.ASCII)   # idle_cpu_where: phase, thread, ms
 MAX_SAMPLE_S = 86_400.0      # a sample's round trip: a day is no measurement
+MAX_REJECTED = 100_000       # figures of one phase in one round: more is no gate.json of ours
 
 
 def _count(v) -> bool:

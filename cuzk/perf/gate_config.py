@@ -55,7 +55,7 @@ class GateConfig:
     min_device_sample_s: float = 0.0    # a device-timed sample repeats its phase until it lasts this long
     worker_timeout_s: float | None = None    # the longest wait for one worker reply; None: per workload
     worker_cpus: int = 1        # both workers of a round pinned to the same CPUs (gate.worker_cpus); 0: not pinned
-    max_discards: int = 10
+    max_discards: int = 3       # per side and round: a head that trips the guard at will chooses as many pairs
     max_discards_apart: int = 1     # in a round, by how many one side's rejected samples may outnumber the other's
     pause_s: float = 1.0
     max_idle_cpu_ms: float = 10.0   # CPU an idle GPU worker the gate cannot stop may run (gate._check_idle)

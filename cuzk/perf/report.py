@@ -259,8 +259,10 @@ def device_interrupts(oc: Outcome) -> dict[str, dict[str, tuple[float, float]]]:
 
 
 def _sides_line(figures: dict, fmt: str = "g") -> str:
-    return "; ".join(f"`{a}` {b[0]:{fmt}} / {b[1]:{fmt}}; {h[0]:{fmt}} / {h[1]:{fmt}}" for a, sides in figures.items()
-                     for b, h in [(sides.get("base", (0, 0)), sides.get("head", (0, 0)))])
+    """Per phase, `median / most` of the base; of the head ("-" for a side without the figure)."""
+    def side(v):
+        return "-" if v is None else f"{v[0]:{fmt}} / {v[1]:{fmt}}"
+    return "; ".join(f"`{a}` {side(sides.get('base'))}; {side(sides.get('head'))}" for a, sides in figures.items())
 
 
 def foreign_work(oc: Outcome) -> dict[str, tuple[float, float, int]]:

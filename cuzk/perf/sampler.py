@@ -16,13 +16,16 @@ from .trust import SampleGuard, TrustPolicy
 
 
 class UntrustedRun(RuntimeError):
-    def __init__(self, what: str, discards: list[str]):
+    """Samples that could not be trusted: `discards` rejected ones, or `why` no sample could be checked at all."""
+
+    def __init__(self, what: str, discards: list[str], why: str | None = None):
         self.what, self.discards = what, list(discards)
         counts: dict[str, int] = {}
         for r in discards:
             counts[r] = counts.get(r, 0) + 1
         top = "; ".join(f"{n}x {r}" for r, n in sorted(counts.items(), key=lambda kv: -kv[1])[:3])
-        super().__init__(f"untrusted run: {what}: {len(discards)} samples rejected ({top})")
+        super().__init__(f"untrusted run: {what}: {why}" if why is not None else
+                         f"untrusted run: {what}: {len(discards)} samples rejected ({top})")
 
 
 @dataclass
@@ -88,11 +91,11 @@ def nvml_guard(what: str, policy: TrustPolicy | None = None, own_pids: frozenset
     if "dev" not in _NVML:
         _NVML["dev"] = nvml.open_device()
     if _NVML["dev"] is None:
-        raise UntrustedRun(what, ["NVML is unavailable, so GPU state cannot be checked"])
+        raise UntrustedRun(what, [], why="NVML is unavailable, so GPU state cannot be checked")
     guard = SampleGuard(_NVML["dev"], policy or TrustPolicy(), own_pids)
     if guard.blind():
-        raise UntrustedRun(what, [f"NVML cannot read the GPU's {', '.join(guard.blind())}, so a sample cannot be "
-                                  f"checked"])
+        raise UntrustedRun(what, [], why=f"NVML cannot read the GPU's {', '.join(guard.blind())}, so a sample "
+                                         f"cannot be checked")
     return guard
 
 

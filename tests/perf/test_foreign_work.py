@@ -305,6 +305,12 @@ def test_another_contexts_work_on_the_gpu_beside_a_sides_samples_is_named():
     assert "1 of base's device probes are missing" in device_waits(rounds, "tail_msm", 250)
     assert device_waits(_waits(_rounds(quiet), lambda s, r, i: None), "tail_msm", 250) is None
     assert device_waits(_rounds(quiet), "tail_msm", 250) is None
+    # one side without any where the other has them: both run the base's harness, so its probes were dropped
+    # (a head that patches them out of its own worker, and shortens its round trips by them)
+    rounds = _waits(_rounds(quiet), lambda s, r, i: 20.0 if s == "base" else None)
+    assert "head's device probes are missing where the other side's were read" in device_waits(rounds, "tail_msm", 250)
+    md = report.markdown(gate.from_dict(_doc(rounds, threshold=0.05, max_device_wait_us=0)))
+    assert "`tail_msm` 20 / 20; -." in md, [ln for ln in md.splitlines() if "Device probes" in ln]
 
 
 def test_gpu_work_that_hides_a_regression_is_untrusted_through_gate_json():

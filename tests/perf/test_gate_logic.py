@@ -6,6 +6,7 @@ import json
 import math
 import os
 import random
+import sys
 import re
 import shlex
 import threading
@@ -647,13 +648,15 @@ def test_a_sample_the_gates_guard_rejects_is_taken_again_and_too_many_are_untrus
     for rd in oc.rounds:
         for s in ("base", "head"):
             for ar in rd[s]["areas"].values():      # a rejected sample leaves nothing behind
-                assert all(len(ar[k]) == 3 for k, v in ar.items() if isinstance(v, list)), ar
+                assert all(len(ar[k]) == 3 for k, v in ar.items() if isinstance(v, list)
+                           and k != "rejected_device_wait_us"), ar
     kept = sum(len(rd[s]["discards"]) for rd in oc.rounds for s in ("base", "head"))
     assert kept == oc.discards and all("sw_power_cap" in x for rd in oc.rounds for s in ("base", "head")
                                        for x in rd[s]["discards"])
-    res, _, _ = _gpu_gate(repo, Throttled(1))         # every sample: past max_discards (10)
+    res, _, _ = _gpu_gate(repo, Throttled(1))         # every sample: past max_discards (3)
     (oc,) = res.outcomes
-    assert res.exit_code == 2 and oc.status == "untrusted" and "11 samples rejected" in oc.message, oc.message
+    assert res.exit_code == 2 and oc.status == "untrusted" and "4 of base's samples rejected" in oc.message, \
+        oc.message
     assert "sw_power_cap" in oc.message
 
 
@@ -691,7 +694,8 @@ def test_a_rejected_sample_takes_its_pair_again_and_rejections_on_one_side_are_u
         assert len(rd["head"]["discards"]) == 1 and rd["base"]["discards"] == []
         for s in ("base", "head"):
             for ar in rd[s]["areas"].values():      # the pair's samples left nothing behind, on either side
-                assert all(len(ar[k]) == 3 for k, v in ar.items() if isinstance(v, list)), ar
+                assert all(len(ar[k]) == 3 for k, v in ar.items() if isinstance(v, list)
+                           and k != "rejected_device_wait_us"), ar
     log.clear()
     res, _, _ = _gpu_gate(repo, _CapsHead(log, lambda n: n <= 2), log=log)
     (oc,) = res.outcomes
@@ -701,6 +705,79 @@ def test_a_rejected_sample_takes_its_pair_again_and_rejections_on_one_side_are_u
     log.clear()        # allowed by the config's own key
     res, _, _ = _gpu_gate(repo, _CapsHead(log, lambda n: n <= 2), log=log, trust={"max_discards_apart": 2})
     assert res.exit_code == gate.EXIT_OK, res.outcomes[0].message
+
+
+class _BalancedTrips(_Stoppable):
+    """A head that knows the gate's order (it is fixed) and picks its samples: the first try at pairs 0 and 1 of
+    each phase is slow (1.5 s; a retake 1.0 s). After a slow sample it leaves power-burning GPU work: second in its
+    pair, its own guard read sees the power cap; first, the work runs into the base's sample, whose probe waits
+    5000 us behind it and whose read sees the cap. Rejections fall on both sides alike, and each slow sample's pair
+    is taken again."""
+
+    def __init__(self, log, attack=True):
+        super().__init__(log)
+        self.attack, self.trace, self.tried = attack, [], set()
+
+    def __call__(self, root, timeout, setup_wide=False):
+        w = super().__call__(root, timeout, setup_wide)
+        inner = w.ask
+
+        def ask(msg):
+            rep = inner(msg)
+            if "sample" not in msg or rep.get("status") != "ok":
+                return rep
+            f = sys._getframe()
+            while f.f_code.co_name != "_round":             # where the gate is: the order the head can know
+                f = f.f_back
+            g = f.f_locals
+            head_first = g["pair"][0] == "head"
+            if w.side == "head":
+                key = (g["r"], g["a"], g["i"])
+                slow = key not in self.tried and g["i"] in (0, 1)
+                self.tried.add(key)
+                self.trace.append(("head", slow, head_first))
+                return {**rep, "value": 1.5 if slow else 1.0, "device_wait_us": 20.0}
+            prev = self.trace[-1] if self.trace else None
+            behind = self.attack and prev is not None and prev[0] == "head" and prev[1] and g["at"] == 1
+            self.trace.append(("base", behind, head_first))
+            return {**rep, "value": 1.0, "device_wait_us": 5000.0 if behind else 20.0}
+        w.ask = ask
+        return w
+
+
+class _TripNvml(FakeNvml):
+    def __init__(self, spawn):
+        super().__init__(pids=[])
+        self.spawn = spawn
+
+    def nvmlDeviceGetCurrentClocksEventReasons(self, h):
+        log, trace = self.spawn.log, self.spawn.trace
+        if self.spawn.attack and log and log[-1] == ("guard", "finish") and trace:
+            side, flag, head_first = trace[-1]
+            if flag and (side == "base" or not head_first):
+                return 0x4          # sw_power_cap
+        return 0x1
+
+
+def test_a_head_that_trips_the_guard_on_both_sides_to_choose_its_samples_is_untrusted(repo):
+    """Balanced rejections pass max_discards_apart, and a rejected pair's samples leave gate.json: the base's
+    probes that waited behind the head's left-over work are kept apart (rejected_device_wait_us) and judged, so
+    the head that hid a 1.5x regression this way is untrusted, not a pass."""
+    log: list = []
+    honest = _BalancedTrips(log, attack=False)
+    res, _, _ = _gpu_gate(repo, _TripNvml(honest), log=log, spawn=honest)
+    assert res.exit_code == gate.EXIT_REGRESSION, res.outcomes[0].message
+    log.clear()
+    sp = _BalancedTrips(log)
+    res, _, _ = _gpu_gate(repo, _TripNvml(sp), log=log, spawn=sp)
+    (oc,) = res.outcomes
+    assert res.exit_code == 2 and oc.status == "untrusted", (oc.message, [c.verdict for c in oc.comparisons])
+    assert "base's device probes waited more than 250 us" in oc.message and "rejected by the guard" in oc.message
+    kept = [x for rd in oc.rounds for x in rd["base"]["areas"]["tail_msm"]["rejected_device_wait_us"]]
+    assert kept and max(kept) == 5000.0
+    for rd in oc.rounds:
+        assert len(rd["head"]["discards"]) == len(rd["base"]["discards"]) >= 1      # balanced: apart 0
+    assert gate.from_dict(json.loads(json.dumps(res.as_dict()))).exit_code == 2
 
 
 def test_the_device_probes_of_each_gpu_sample_reach_gate_json_and_are_judged(repo):

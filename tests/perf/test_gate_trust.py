@@ -494,6 +494,11 @@ def test_the_no_gpu_verdict_names_cpu_only():
     ("device_wait_us", [12.0, -1.0, 12.0], "device_wait_us is not a list of microseconds"),
     ("device_wait_us", [12.0, 10 ** 400, 12.0], "device_wait_us is not a list of microseconds"),
     ("device_wait_us", [12.0] * 4, "device_wait_us is not a list of microseconds"),
+    ("device_wait_us", "abc", "device_wait_us is not a list"), ("device_wait_us", 5, "device_wait_us is not a list"),
+    ("device_wait_us", {"a": 1}, "device_wait_us is not a list"),
+    ("device_wait_us", [float("nan")] * 3, "device_wait_us is not a list"),
+    ("rejected_device_wait_us", [12.0, -3.0], "rejected_device_wait_us is not a list"),
+    ("rejected_device_wait_us", "12", "rejected_device_wait_us is not a list"),
 ])
 def test_a_gate_json_with_crafted_sampling_costs_is_refused_by_name(key, value, what):
     """What the report's Sampling line adds up is checked like the samples: one clear error, never a crash."""

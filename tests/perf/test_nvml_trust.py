@@ -153,12 +153,29 @@ def test_a_read_that_fails_is_never_read_as_nothing_to_see():
     saved = dict(sampler._NVML)
     sampler._NVML["dev"] = dev
     try:
-        with pytest.raises(sampler.UntrustedRun, match="cannot read the GPU's processes"):
+        with pytest.raises(sampler.UntrustedRun, match="cannot read the GPU's processes") as e:
             sampler.nvml_guard("w")
+        assert "samples rejected" not in str(e.value)          # no sample was taken: why, not a count
         assert sampler.nvml_guard("w", TrustPolicy(allow_other_processes=True)).unread == frozenset()
     finally:
         sampler._NVML.clear()
         sampler._NVML.update(saved)
+
+
+def test_clock_event_reasons_by_the_old_name_where_the_driver_lacks_the_new():
+    """nvidia-ml-py has the new name even where a driver before R535 has only the old one (the new raises): the
+    reasons are read by the old name, the guard opens, and throttling still rejects."""
+    class OldDriver(FakeNvml):
+        def nvmlDeviceGetCurrentClocksEventReasons(self, h):
+            raise RuntimeError("NVML_ERROR_FUNCTION_NOT_FOUND")
+
+        def nvmlDeviceGetCurrentClocksThrottleReasons(self, h):
+            return self.state["throttle"]
+    fake = OldDriver(pids=[os.getpid()])
+    guard = SampleGuard(nvml.Nvml(fake), own_pids=frozenset({os.getpid()}))
+    assert guard.blind() == [] and guard.finish(guard.start())[0].trusted
+    fake.state["throttle"] = SW_POWER_CAP
+    assert not guard.finish(guard.start())[0].trusted
 
 
 def test_energy_per_sample():
