@@ -429,6 +429,10 @@ def markdown(res: GateResult, bisect: bool = True) -> str:
             out.append("Device probes around a GPU sample waited past their launch (us, median / most, base; head: "
                        "another context's work on the GPU, unseen by the sample's events): " + _sides_line(waits, ".0f")
                        + ".")
+        elif oc.rounds and oc.config.spec.backend != "cpu":
+            out.append("Other contexts' work on the GPU around a sample: **not measured** (the base's harness is from "
+                       "before the device probe): kernels a worker left running past its reply cannot be told from "
+                       "the code's.")
         if oc.rounds and not other and not held:
             out.append("Other work on the sampling CPU: **not measured** (no per-thread run delay on this kernel): "
                        "work beside one side's samples cannot be told from the code's.")

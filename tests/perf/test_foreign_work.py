@@ -348,6 +348,10 @@ def test_the_report_says_out_loud_when_other_work_was_not_measured():
                 del rd[s]["areas"]["tail_msm"][k]
     md = report.markdown(gate.from_dict(_doc(rounds, threshold=0.05)))
     assert "Other work on the sampling CPU: **not measured**" in md
+    assert "GPU around a sample" not in md                  # a CPU workload: no device to share
+    doc = _doc(_rounds(lambda s, r, i: 0.0), threshold=0.05)
+    doc["outcomes"][0]["spec"]["backend"] = "cuda"          # a GPU gate whose base harness has no probe
+    assert "Other contexts' work on the GPU around a sample: **not measured**" in report.markdown(gate.from_dict(doc))
 
 
 def test_the_gates_own_clock_catches_times_the_head_reported_short():
