@@ -36,6 +36,18 @@ def open_input(path, mode: str = "rb"):
         raise
 
 
+def read_input(path, limit: int, mode: str = "r"):
+    """The whole of a regular file (open_input's rule), at most `limit` bytes: a larger one (a sparse file of
+    gigabytes is a few bytes in an archive) is OSError (EFBIG) before it is read, never memory it fills."""
+    with open_input(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        data = f.read(limit + 1) if size <= limit else b""
+        if size > limit or len(data) > limit:
+            raise OSError(errno.EFBIG, f"{max(size, len(data))} bytes, more than the {limit >> 20} MiB such a file "
+                                       f"may be", os.fspath(path))
+    return data.decode("utf-8") if mode == "r" else data
+
+
 class Interrupted(SystemExit):
     """SIGTERM (or SIGINT) in the main thread: exit 128 + the signal, finally blocks run on the way out."""
 

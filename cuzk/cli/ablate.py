@@ -7,11 +7,15 @@ import sys
 from .. import __version__
 from .. import backend as backends
 from ..environment import table_gib
-from ..files import open_input
+from ..files import read_input
+from ..perf.values import is_int
 from ..perf import ablate
 from ..perf.effects import critical_k
 from ..run import git_commit
 from .common import EXIT_OK, CliError, _need_plots, check_paths, write_all, write_atomic
+
+
+MAX_ABLATION_BYTES = 64 << 20       # a saved ablation: every sample of every configuration, megabytes at most
 
 
 def cmd_ablate(args) -> int:
@@ -23,8 +27,7 @@ def cmd_ablate(args) -> int:
     check_paths({"--png": args.png}, {"--resume": args.resume})
     if args.from_json:                     # the report of a saved (possibly cut short) run
         try:
-            with open_input(args.from_json, "r") as f:
-                res = json.load(f)
+            res = json.loads(read_input(args.from_json, MAX_ABLATION_BYTES))
             conf = res["setup"]["confidence"] if args.confidence is None else args.confidence
             if conf != res["setup"]["confidence"] or ablate.needs_rejudging(res):
                 res = ablate.rejudge(res, conf)      # the saved samples, other intervals or the correction
@@ -33,7 +36,9 @@ def cmd_ablate(args) -> int:
             raise CliError(f"ablate: {e}") from e
         except RecursionError as e:
             raise CliError(f"ablate: cannot report {args.from_json}: JSON nested too deeply") from e
-        except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+        except OSError as e:
+            raise CliError(f"ablate: cannot report {args.from_json}: {e.strerror or e}") from e
+        except (ValueError, KeyError, TypeError, AttributeError, IndexError) as e:
             raise CliError(f"ablate: cannot report {args.from_json}: {type(e).__name__}: {e}") from e
         print(md)
         if args.png:
@@ -73,14 +78,20 @@ def cmd_ablate(args) -> int:
     resume = None
     if args.resume:                        # the saved run's setup; this command line gives repeat, confidence, time
         try:
-            with open_input(args.resume, "r") as f:
-                resume = json.load(f)
+            resume = json.loads(read_input(args.resume, MAX_ABLATION_BYTES))
             saved = {k: v for k, v in resume["setup"].items() if k in ablate.Setup.__dataclass_fields__}
             setup = ablate.Setup(**{**saved, "repeat": args.repeat, "confidence": args.confidence,
                                     "max_seconds": args.max_seconds})
+            done = resume.get("rounds_done", 0)
+            if not is_int(done) or done < 0:
+                raise ValueError(f"rounds_done {json.dumps(done)[:40]} is not a count of rounds")
+            if done:          # what it holds, judged now: a broken file is found before any key is made
+                ablate.rejudge(resume, resume["setup"]["confidence"])
         except RecursionError as e:
             raise CliError(f"ablate: cannot resume {args.resume}: JSON nested too deeply") from e
-        except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+        except OSError as e:
+            raise CliError(f"ablate: cannot resume {args.resume}: {e.strerror or e}") from e
+        except (ablate.AblateError, ValueError, KeyError, TypeError, AttributeError, IndexError) as e:
             raise CliError(f"ablate: cannot resume {args.resume}: {type(e).__name__}: {e}") from e
         if resume.get("rounds_done", 0) >= args.repeat:
             raise CliError(f"ablate: {args.resume} already has {resume.get('rounds_done')} rounds; "

@@ -45,13 +45,27 @@ def materialize(repo: str | Path, sha: str, dest: str | Path) -> Path:
     try:
         with tarfile.open(fileobj=io.BytesIO(data)) as tf:
             tf.extractall(dest, filter="data")
+    except tarfile.FilterError as e:       # a link out of the tree, a device file: never extracted
+        raise CheckoutError(f"commit {sha[:10]} of {repo}: {e}") from e
     except tarfile.TarError as e:          # an empty tree archives as nothing tarfile opens
         raise CheckoutError(f"commit {sha[:10]} of {repo}: no files to measure (an empty tree)") from e
-    root = lay_out_packages(dest)
+    try:
+        root = lay_out_packages(dest)
+    except CheckoutError as e:
+        raise CheckoutError(f"commit {sha[:10]} of {repo}: {e}") from e
     if not (root / "cuzk" / "__init__.py").is_file():
         raise CheckoutError(f"commit {sha[:10]} of {repo} holds no cuzk package (cuzk/__init__.py): not a tree "
                             f"the gate can measure")
     return root
+
+
+def _within(tree: Path, rel, what: str) -> Path:
+    """tree / rel, where it stays inside tree: the commit's pyproject.toml (the head's own) chooses rel, and the
+    gate deletes and writes under the import root it gives (overlay_harness)."""
+    if not isinstance(rel, str) or os.path.isabs(rel) or not (tree / rel).resolve().is_relative_to(tree.resolve()):
+        raise CheckoutError(f"pyproject.toml: [tool.setuptools.package-dir] {what} = {str(rel)[:80]!r} is not a "
+                            f"folder inside the commit's tree")
+    return tree / rel
 
 
 def lay_out_packages(tree: Path) -> Path:
@@ -60,14 +74,19 @@ def lay_out_packages(tree: Path) -> Path:
     pp = tree / "pyproject.toml"
     mapping = {}
     if pp.exists():
-        with open(pp, "rb") as f:
-            mapping = tomllib.load(f).get("tool", {}).get("setuptools", {}).get("package-dir", {})
+        try:
+            with open(pp, "rb") as f:
+                mapping = tomllib.load(f).get("tool", {}).get("setuptools", {}).get("package-dir", {})
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError, AttributeError, OSError) as e:
+            raise CheckoutError(f"pyproject.toml: not readable as TOML ({e})") from e
+        if not isinstance(mapping, dict):
+            raise CheckoutError("pyproject.toml: [tool.setuptools.package-dir] is not a table")
     if "" in mapping:
-        root = tree / mapping.pop("")
+        root = _within(tree, mapping.pop(""), '""')
     for pkg, rel in sorted(mapping.items()):
-        target = tree / rel
-        link = root / Path(*pkg.split("."))
-        if link.exists() or not target.is_dir():
+        target = _within(tree, rel, repr(pkg))
+        link = _within(root, str(Path(*pkg.split("."))) if pkg.strip(".") else "", repr(pkg))
+        if link.exists() or link == root or not target.is_dir():
             continue
         link.parent.mkdir(parents=True, exist_ok=True)
         os.symlink(os.path.relpath(target, link.parent), link, target_is_directory=True)

@@ -159,14 +159,15 @@ def device_waits(rounds: list[dict], area: str, most_us: float) -> str | None:
     for side in ("base", "head"):
         ars = [(rd.get(side, {}).get("areas", {}).get(area) or {}) for rd in rounds]
         waits = [x for ar in ars for x in ar.get("device_wait_us") or []]
-        out = [x for ar in ars for x in _numbers(ar.get("rejected_device_wait_us"))]
-        got = _numbers(waits)
+        out_all = [x for ar in ars for x in ar.get("rejected_device_wait_us") or []]
+        out, got = _numbers(out_all), _numbers(waits)
         read[side] = bool(got)
         if not got:
             continue
-        if len(got) != len(waits):
-            return (f"phase {area}: {len(waits) - len(got)} of {side}'s device probes are missing beside its samples, "
-                    f"where the others were read: other work on the GPU beside them cannot be told from the code's")
+        if len(got) + len(out) != len(waits) + len(out_all):
+            lost = len(waits) + len(out_all) - len(got) - len(out)
+            return (f"phase {area}: {lost} of {side}'s device probes are missing beside its samples, where the "
+                    f"others were read: other work on the GPU beside them cannot be told from the code's")
         over = [x for x in got + out if x > most_us]
         if len(over) > max(1, DEVICE_WAIT_SHARE * (len(got) + len(out))):
             rejected = sum(1 for x in out if x > most_us)

@@ -28,14 +28,14 @@ from functools import partial
 from pathlib import Path
 from typing import Callable
 
-from ..files import open_input
+from ..files import read_input
 from . import checkout
 from .compare import NOT_RESOLVED, REGRESSION, Comparison, compare, resolved
 from .disk_watch import Watched, absolute_caches, changed_message, import_roots, shared_caches
 from .foreign_work import device_waits, foreign_excess, round_excess, round_interrupts
 from .isolation import device_interrupt_count, exposure
 from .sched_window import run_delay
-from .gate_config import GateConfig, WorkloadConfig
+from .gate_config import MAX_ROUNDS, MAX_SAMPLES, GateConfig, WorkloadConfig
 from .noise import NoiseError, Threshold, make_record, spec_key
 from .suite import gate_estimate_s
 from .values import is_int, is_number
@@ -637,6 +637,7 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
                                 del per[s_][a][n:]
                         rejected[side].append("; ".join(verdict.reasons))
                         if len(rejected[side]) > cfg.max_discards:     # by whom: the other side may cause them
+                            oc.discards += sum(len(x) for x in rejected.values())
                             fail_round("untrusted", f"round {r + 1}: untrusted run: {oc.config.spec.label()}: "
                                                     f"{len(rejected[side])} of {side}'s samples rejected "
                                                     f"({rejected[side][-1]})")
@@ -1248,7 +1249,8 @@ def _check_doc(doc) -> None:
         _check(isinstance(doc.get(k), str) and len(doc[k]) <= 256, f"{k} is not a ref name")
     c = doc.get("config")
     _check(isinstance(c, dict), "config is not an object")
-    _check(all(is_int(c.get(k)) and c[k] > 0 for k in ("rounds", "samples"))
+    _check(is_int(c.get("rounds")) and 2 <= c["rounds"] <= MAX_ROUNDS and is_int(c.get("samples"))
+           and 1 <= c["samples"] <= MAX_SAMPLES
            and _finite(doc.get("wall_s", 0.0), 0) and isinstance(c.get("path") or "", str), "config.rounds or samples")
     _check(isinstance(c.get("areas"), list) and all(a in AREAS for a in c["areas"]), "config.areas: unknown phases")
     th = c.get("thresholds", {})
@@ -1293,6 +1295,9 @@ def _check_doc(doc) -> None:
             tm = rd.get("times", {}) if isinstance(rd, dict) else None
             _check(isinstance(tm, dict) and set(tm) <= {"ready_s", "sampled_s", "closed_s"} and all(
                 _finite(x, 0) and x <= MAX_SAMPLE_S for x in tm.values()), f"outcome {i} round {r}: times")
+            # a rejected pair leaves at most one probe figure a side: no more than the round's rejections
+            rejections = sum(len(x) for x in (rd.get(s, {}).get("discards") if isinstance(rd.get(s), dict) else None
+                                              for s in SIDES) if isinstance(x, list)) if isinstance(rd, dict) else 0
             for side in SIDES:
                 sd = rd.get(side) if isinstance(rd, dict) else None
                 _check(isinstance(sd, dict) and isinstance(sd.get("areas"), dict), f"outcome {i} round {r}: {side}")
@@ -1326,12 +1331,12 @@ def _check_doc(doc) -> None:
                         _check(isinstance(v, list) and len(v) <= len(ar.get("samples") or []) and all(
                             x is None or (_finite(x, 0) and x <= MAX_SAMPLE_S * 1e3) for x in v),
                             f"{where}: {k} is not a list of ms, one a sample")
-                    for k in ("device_wait_us", "rejected_device_wait_us"):
+                    for k, most in (("device_wait_us", len(ar.get("samples") or [])),
+                                    ("rejected_device_wait_us", rejections)):
                         v = ar.get(k, [])
-                        _check(isinstance(v, list) and (k != "device_wait_us" or len(v) <= len(ar.get("samples") or []))
-                               and len(v) <= MAX_REJECTED and all(
+                        _check(isinstance(v, list) and len(v) <= most and all(
                                    x is None or (_finite(x, 0) and x <= MAX_SAMPLE_S * 1e6) for x in v),
-                               f"{where}: {k} is not a list of microseconds, one a sample")
+                               f"{where}: {k} is not a list of microseconds, one a sample (or a rejected one)")
                     _check(ar.get("timed_by") in (None, "host", "device"), f"{where}: timed_by is not host or device")
                     asked_s, parts = ar.get("asked_s") or [], [ar.get("host_s") or []]  # the gate's guard: outside
                     _check(all(t is None or x is None or x <= t for xs in parts for t, x in zip(asked_s, xs)),
@@ -1341,7 +1346,7 @@ def _check_doc(doc) -> None:
 MAX_NUMBER = 1_000_000       # calls a sample (workload.calibrate stops at 1000)
 IDLE_WHERE = re.compile(r"\w+: \d+ \([\w.?-]{1,16}\) [\d.]+ ms", re.ASCII)   # idle_cpu_where: phase, thread, ms
 MAX_SAMPLE_S = 86_400.0      # a sample's round trip: a day is no measurement
-MAX_REJECTED = 100_000       # figures of one phase in one round: more is no gate.json of ours
+MAX_GATE_JSON_BYTES = 64 << 20    # a 2^18 gate of 10 rounds writes ~0.5 MB
 
 
 def _count(v) -> bool:
@@ -1359,9 +1364,7 @@ class GateJsonError(ValueError):
 def read_json(path) -> GateResult:
     """A gate.json file judged afresh (from_dict); GateJsonError names the file and what is wrong with it."""
     try:
-        with open_input(path, "r") as f:          # a FIFO or a device would block or never end
-            doc = json.load(f)
-        return from_dict(doc)
+        return from_dict(json.loads(read_input(path, MAX_GATE_JSON_BYTES)))   # never a FIFO, a device, or GiBs
     except OSError as e:
         raise GateJsonError(f"{path}: {e.strerror or e}") from None
     except json.JSONDecodeError as e:

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..circuits import CIRCUITS
-from ..files import open_input
+from ..files import read_input
 from ..nvml import THROTTLE_REASONS
 from ..qap import CONVENTIONS
 from ..timing import PHASES
@@ -26,6 +26,7 @@ class ConfigError(ValueError):
 
 
 MAX_ROUNDS, MAX_SAMPLES = 1000, 10_000     # past these a gate is a typo: days of sampling
+MAX_CONFIG_BYTES = 1 << 20
 
 
 def min_p_value(rounds: int) -> float:
@@ -210,6 +211,11 @@ def _conventions():
 
 def parse(doc: dict, path: str | None = None) -> GateConfig:
     _check_keys("top level", doc, {"gate", "thresholds", "trust", "workload"})
+    for section in ("gate", "thresholds", "trust"):
+        if not isinstance(doc.get(section, {}), dict):
+            raise ConfigError(f"{section} = {str(doc[section])[:40]!r}: must be a table, [{section}]")
+    if not (isinstance(doc.get("workload", []), list) and all(isinstance(w, dict) for w in doc.get("workload", []))):
+        raise ConfigError("workload: must be tables, [[workload]]")
     g, th, tr = doc.get("gate", {}), doc.get("thresholds", {}), doc.get("trust", {})
     _check_keys("gate", g, _GATE_KEYS)
     _check_keys("trust", tr, _TRUST_KEYS)
@@ -305,10 +311,13 @@ def parse(doc: dict, path: str | None = None) -> GateConfig:
 
 def load(path: str | Path) -> GateConfig:
     try:
-        with open_input(path) as f:               # a FIFO or a device would block or never end
-            doc = tomllib.load(f)
+        doc = tomllib.loads(read_input(path, MAX_CONFIG_BYTES))    # never a FIFO, a device, or GiBs
     except OSError as e:
         raise ConfigError(f"{path}: {e.strerror}") from e
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from e
+    except RecursionError as e:
+        raise ConfigError(f"{path}: nested too deeply") from e
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{path}: {e}") from e
     try:

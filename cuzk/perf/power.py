@@ -40,7 +40,7 @@ import numpy as np
 from .. import files
 from .compare import REGRESSION, compare
 from .gate import GateJsonError, paired_log_ratios, read_json
-from .gate_config import min_p_value
+from .gate_config import MAX_ROUNDS, min_p_value
 from .noise import noise_threshold
 
 
@@ -199,6 +199,9 @@ def main(argv=None) -> int:
     for label, pool in pools.items():
         over = {k: v for k, v in (("rounds", args.rounds), ("alpha", args.alpha)) if v is not None}
         cfg = pool["config"] = dataclasses.replace(pool["config"], **over)
+        if not 2 <= cfg.rounds <= MAX_ROUNDS:
+            print(f"power: {cfg.rounds} rounds: must be 2 to {MAX_ROUNDS}", file=sys.stderr)
+            return 2
         if min_p_value(cfg.rounds) >= cfg.alpha:
             print(f"power: {cfg.rounds} rounds can never reach p < alpha = {cfg.alpha}", file=sys.stderr)
             return 2

@@ -206,6 +206,22 @@ def test_the_measuring_tools_refuse_a_fifo_or_a_device_as_input(tmp_path, kind, 
     assert str(path) in lines[0] and ("FIFO" if kind == "fifo" else "character device") in lines[0], lines
 
 
+@pytest.mark.parametrize("args, limit", [(["gate", "--from-json", "{}"], "64 MiB"),
+                                         (["ablate", "--from-json", "{}"], "64 MiB"),
+                                         (["gate", "--base", "HEAD", "--head", "HEAD", "--config", "{}", "--repo", REPO],
+                                          "1 MiB")])
+def test_the_measuring_tools_refuse_a_huge_input_before_reading_it(tmp_path, args, limit):
+    """A sparse file of gigabytes is a few bytes in a pull request's artifact: refused by its size, one line,
+    in bounded memory (the child's address space is capped below the file)."""
+    path = tmp_path / "huge.json"
+    with open(path, "wb") as f:
+        f.truncate(3 << 30)
+    p = _limited([a.replace("{}", str(path)) for a in args], tmp_path, mem_bytes=2 << 30, timeout=60)
+    lines = [ln for ln in p.stderr.strip().splitlines() if not ln.startswith("cuzk: no GPU")]
+    assert p.returncode == 2 and len(lines) == 1, p.stderr[-2000:]
+    assert str(path) in lines[0] and f"more than the {limit}" in lines[0], lines
+
+
 def test_fifo_as_cuzk_key_is_refused(tmp_path):
     fifo = tmp_path / "k.cuzkkey"
     os.mkfifo(fifo)

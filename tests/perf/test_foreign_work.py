@@ -305,6 +305,16 @@ def test_another_contexts_work_on_the_gpu_beside_a_sides_samples_is_named():
     assert "1 of base's device probes are missing" in device_waits(rounds, "tail_msm", 250)
     assert device_waits(_waits(_rounds(quiet), lambda s, r, i: None), "tail_msm", 250) is None
     assert device_waits(_rounds(quiet), "tail_msm", 250) is None
+    # a rejected pair's probe missing is a lost figure too; the rejected ones count in the 1% allowance's base
+    rounds = _waits(_rounds(quiet), lambda s, r, i: 20.0)
+    rounds[2]["head"]["areas"]["tail_msm"]["rejected_device_wait_us"] = [20.0, None]
+    assert "1 of head's device probes are missing" in device_waits(rounds, "tail_msm", 250)
+    rounds = _waits(_rounds(quiet, n_rounds=17), lambda s, r, i: 4000.0 if (s, r, i) in (("base", 0, 0),
+                                                                                     ("base", 1, 0)) else 20.0)
+    assert "beside 2 of its 153 samples" in device_waits(rounds, "tail_msm", 250)      # 2 > 1% of 153
+    for rd in rounds:
+        rd["base"]["areas"]["tail_msm"]["rejected_device_wait_us"] = [20.0] * 3
+    assert device_waits(rounds, "tail_msm", 250) is None                              # 2 of 204: within 1%
     # one side without any where the other has them: both run the base's harness, so its probes were dropped
     # (a head that patches them out of its own worker, and shortens its round trips by them)
     rounds = _waits(_rounds(quiet), lambda s, r, i: 20.0 if s == "base" else None)

@@ -97,6 +97,11 @@ def test_project_config_parses_and_matches_asv_thresholds():
     assert set(asv) == {".*"} | {f"bench_{a}\\." for a in cfg.thresholds}
 
 
+def test_the_smallest_p_value_of_a_huge_round_count_is_at_once():
+    """2 / 2 ** rounds as an integer power never ends for a typo's 10**26 rounds; as a float it is 0 at once."""
+    assert gate_config.min_p_value(8) == pytest.approx(2 / 256) and gate_config.min_p_value(10 ** 26) == 0.0
+
+
 def test_config_that_can_never_fire_is_refused():
     with pytest.raises(ConfigError, match="could never fire"):
         gate_config.parse(_doc(rounds=7, alpha=0.01))
@@ -116,6 +121,9 @@ def test_config_that_can_never_fire_is_refused():
     # a typo's extra digits: refused at once (2 ** rounds as an integer would never end)
     ({"gate": {"rounds": 10 ** 26}, "workload": [{"backend": "cpu"}]}, r"rounds must be an integer in 2\.\.1000"),
     ({"gate": {"rounds": 10, "samples": 10 ** 9}, "workload": [{"backend": "cpu"}]}, "samples in 1..10000"),
+    ({"gate": 1, "workload": [{"backend": "cpu"}]}, r"gate = '1': must be a table, \[gate\]"),
+    ({"trust": "x", "workload": [{"backend": "cpu"}]}, "trust = 'x': must be a table"),
+    ({"workload": [1]}, r"workload: must be tables, \[\[workload\]\]"),
 ])
 def test_bad_configs(doc, msg):
     with pytest.raises(ConfigError, match=msg):
@@ -385,6 +393,34 @@ def test_materialize_imports_the_commit_not_the_installed_copy(repo, tmp_path):
                          env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"}).stdout.split()
     assert all(Path(p).resolve().is_relative_to(root.resolve()) for p in out), out
     assert (root / "README.md").read_text().endswith("changed\n")
+
+
+@pytest.mark.parametrize("where", ["/abs", "../victim", "cuzk.perf=/abs", "cuzk.perf=../victim"])
+def test_a_head_whose_package_dir_points_out_of_its_tree_is_refused(tmp_path, where):
+    """The head's pyproject.toml chooses the import root the gate lays out, and the gate replaces the harness under
+    it (overlay_harness deletes its cuzk/perf): a package-dir outside the commit's tree is refused, before anything
+    there is touched."""
+    import subprocess
+    from cuzk.perf import checkout
+    victim = tmp_path / "victim"
+    (victim / "cuzk" / "perf").mkdir(parents=True)
+    (victim / "cuzk" / "__init__.py").write_text("")
+    (victim / "cuzk" / "perf" / "important.txt").write_text("keep me\n")
+    d = tmp_path / "repo"
+    (d / "cuzk").mkdir(parents=True)
+    (d / "cuzk" / "__init__.py").write_text("")
+    pkg, _, rel = where.rpartition("=")
+    rel = str(victim) if rel == "/abs" else rel.replace("..", "../..") if pkg else rel
+    (d / "pyproject.toml").write_text(f'[tool.setuptools.package-dir]\n"{pkg}" = "{rel}"\n')
+    run = lambda *a: subprocess.run(["git", *a], cwd=d, check=True, capture_output=True)
+    run("init", "-q")
+    run("add", "-A")
+    run("-c", "user.email=a@b", "-c", "user.name=a", "commit", "-q", "-m", "x")
+    sha = checkout.resolve(d, "HEAD")
+    with pytest.raises(checkout.CheckoutError, match="is not a folder inside the commit's tree"):
+        checkout.materialize(d, sha, tmp_path / "ws" / "head")
+    assert (victim / "cuzk" / "perf" / "important.txt").read_text() == "keep me\n"
+    assert not any(p.is_symlink() for p in victim.rglob("*"))
 
 
 @pytest.mark.parametrize("tree", ["empty", "not cuzk"])

@@ -478,6 +478,24 @@ def test_the_no_gpu_verdict_names_cpu_only():
     assert gate.NO_GPU in first and "--cpu-only" in first
 
 
+def test_a_rejected_pairs_probes_are_no_more_than_the_rounds_rejections():
+    """A rejected pair leaves at most one probe figure a side, so a round holds no more of them than its
+    rejections: a crafted file cannot dilute the probes' 1% allowance with made-up rejected samples."""
+    doc = _gate_doc()
+    rd = doc["outcomes"][0]["rounds"][1]
+    rd["base"]["discards"], rd["head"]["discards"] = ["throttled after: sw_power_cap"], []
+    rd["base"]["areas"]["tail_msm"]["rejected_device_wait_us"] = [5000.0]
+    rd["head"]["areas"]["tail_msm"]["rejected_device_wait_us"] = [20.0]
+    gate.from_dict(doc)
+    rd["base"]["areas"]["tail_msm"]["rejected_device_wait_us"] = [0.0] * 2
+    with pytest.raises(ValueError, match="round 1: base tail_msm: rejected_device_wait_us is not a list"):
+        gate.from_dict(doc)
+    doc = _gate_doc()
+    doc["config"]["rounds"] = 10 ** 26
+    with pytest.raises(ValueError, match="config.rounds or samples"):
+        gate.from_dict(doc)
+
+
 @pytest.mark.parametrize("key, value, what", [
     ("asked_s", 5, "asked_s is not a list"), ("gc_s", {"a": 1}, "gc_s is not a list"),
     ("asked_s", [0.1, float("nan"), 0.1], "asked_s is not a list"), ("asked_s", [0.1] * 4, "asked_s is not a list"),

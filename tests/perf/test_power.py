@@ -109,6 +109,9 @@ def test_more_rounds_from_the_same_pool_detect_more(tmp_path):
     assert rates[1] > rates[0] + 0.2
     p = subprocess.run([sys.executable, "-m", "cuzk.perf.power", *files, "--rounds", "4"], capture_output=True, text=True)
     assert p.returncode == 2 and "4 rounds can never reach" in p.stderr
+    p = subprocess.run([sys.executable, "-m", "cuzk.perf.power", *files, "--rounds", str(10 ** 26)],
+                       capture_output=True, text=True, timeout=60)          # a typo: refused, never drawn
+    assert p.returncode == 2 and "must be 2 to 1000" in p.stderr
 
 
 def test_more_samples_a_round_narrow_the_modelled_rounds_as_the_median_does(tmp_path):
