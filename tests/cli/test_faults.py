@@ -206,10 +206,9 @@ def test_the_measuring_tools_refuse_a_fifo_or_a_device_as_input(tmp_path, kind, 
     assert str(path) in lines[0] and ("FIFO" if kind == "fifo" else "character device") in lines[0], lines
 
 
-@pytest.mark.parametrize("args, limit", [(["gate", "--from-json", "{}"], "64 MiB"),
-                                         (["ablate", "--from-json", "{}"], "64 MiB"),
-                                         (["gate", "--base", "HEAD", "--head", "HEAD", "--config", "{}", "--repo", REPO],
-                                          "1 MiB")])
+@pytest.mark.parametrize("args, limit", [
+    (["gate", "--from-json", "{}"], "64 MiB"), (["ablate", "--from-json", "{}"], "64 MiB"),
+    (["gate", "--base", "HEAD", "--head", "HEAD", "--config", "{}", "--repo", REPO], "1 MiB")])
 def test_the_measuring_tools_refuse_a_huge_input_before_reading_it(tmp_path, args, limit):
     """A sparse file of gigabytes is a few bytes in a pull request's artifact: refused by its size, one line,
     in bounded memory (the child's address space is capped below the file)."""
