@@ -1,23 +1,26 @@
 """A commit of the project as an importable tree, apart from the installed copy, and the gate's workspace.
 
-`git archive` extracts the commit; the package-dir mapping of its pyproject.toml (for example
-cuzk.kernels -> kernels/) is laid out with symlinks, so `import cuzk` from that root finds
-that commit's code and nothing else. Worker processes run with the root first on sys.path.
+The commit's files are written from git's own objects (ls-tree, cat-file): not `git archive`, which applies the
+commit's own .gitattributes (export-ignore drops a file, export-subst rewrites one) and would let a link in the
+tree resolve outside it. Only regular files: a symbolic link or a submodule in the commit is refused. The
+package-dir mapping of its pyproject.toml (for example cuzk.kernels -> kernels/) is laid out with symlinks the gate
+makes, inside the tree, so `import cuzk` from that root finds that commit's code and nothing else. Worker
+processes run with the root first on sys.path.
 """
 from __future__ import annotations
 
-import io
 import json
 import os
 import shutil
 import stat
 import subprocess
-import tarfile
 import tempfile
 import time
 import tomllib
 from contextlib import contextmanager
 from pathlib import Path
+
+from ..files import read_input
 
 
 class CheckoutError(RuntimeError):
@@ -37,22 +40,74 @@ def resolve(repo: str | Path, ref: str) -> str:
     return git(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}").strip()
 
 
+MAX_TREE_BYTES = 1 << 30        # a commit's files; the project's are ~4 MB
+MAX_TREE_FILES = 100_000
+
+
+def _tree(repo, sha: str) -> list[tuple[bool, str, int, str]]:
+    """(executable, blob id, size, path) of every file of the commit, or CheckoutError: a link, a submodule, a path
+    git itself would not write, or more than the caps."""
+    out = []
+    total = 0
+    for rec in git(repo, "ls-tree", "-r", "-z", "-l", "--full-tree", sha, text=False).split(b"\0"):
+        if not rec:
+            continue
+        meta, _, raw = rec.partition(b"\t")
+        mode, _, obj, size = meta.split()
+        path = os.fsdecode(raw)
+        if mode not in (b"100644", b"100755"):
+            kind = {b"120000": "a symbolic link", b"160000": "a submodule"}.get(mode, f"mode {mode.decode()}")
+            raise CheckoutError(f"{path[:120]!r} is {kind}: the gate measures a tree of regular files")
+        parts = path.split("/")
+        if any(p in ("", ".", "..", ".git") for p in parts):
+            raise CheckoutError(f"{path[:120]!r} is no path inside a tree")
+        total += int(size)
+        if total > MAX_TREE_BYTES or len(out) >= MAX_TREE_FILES:
+            raise CheckoutError(f"more than {MAX_TREE_BYTES >> 20} MiB or {MAX_TREE_FILES} files")
+        out.append((mode == b"100755", obj.decode(), int(size), path))
+    return out
+
+
 def materialize(repo: str | Path, sha: str, dest: str | Path) -> Path:
-    """Extract commit `sha` into `dest`; returns the import root (the directory to put on sys.path)."""
+    """Write commit `sha` into `dest`; returns the import root (the directory to put on sys.path)."""
     dest = Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
-    data = git(repo, "archive", "--format=tar", sha, text=False)
     try:
-        with tarfile.open(fileobj=io.BytesIO(data)) as tf:
-            tf.extractall(dest, filter="data")
-    except tarfile.FilterError as e:       # a link out of the tree, a device file: never extracted
-        raise CheckoutError(f"commit {sha[:10]} of {repo}: {e}") from e
-    except tarfile.TarError as e:          # an empty tree archives as nothing tarfile opens
-        raise CheckoutError(f"commit {sha[:10]} of {repo}: no files to measure (an empty tree)") from e
-    try:
+        files = _tree(repo, sha)
+        if not files:
+            raise CheckoutError("no files to measure (an empty tree)")
+        cat = subprocess.Popen(["git", "-C", str(repo), "cat-file", "--batch"], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        try:
+            for executable, obj, size, path in files:
+                cat.stdin.write(obj.encode() + b"\n")
+                cat.stdin.flush()                   # one object at a time: git flushes each, no pipe fills
+                head = cat.stdout.readline().split()
+                if len(head) != 3 or head[1] != b"blob" or int(head[2]) != size:
+                    raise CheckoutError(f"{path[:120]!r}: git gave {b' '.join(head)[:80]!r}, not its blob")
+                target = dest / path
+                target.parent.mkdir(parents=True, exist_ok=True)
+                flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+                fd = os.open(target, flags, 0o755 if executable else 0o644)
+                with open(fd, "wb") as f:
+                    left = size
+                    while left:
+                        chunk = cat.stdout.read(min(left, 1 << 20))
+                        if not chunk:
+                            raise CheckoutError(f"{path[:120]!r}: git's blob ended early")
+                        f.write(chunk)
+                        left -= len(chunk)
+                cat.stdout.read(1)                  # the newline after each object
+        finally:
+            cat.stdin.close()
+            cat.kill()
+            cat.wait()
         root = lay_out_packages(dest)
     except CheckoutError as e:
         raise CheckoutError(f"commit {sha[:10]} of {repo}: {e}") from e
+    except (OSError, ValueError, RuntimeError) as e:       # a name too long, a file and a folder of one name
+        raise CheckoutError(f"commit {sha[:10]} of {repo}: cannot write its tree ({type(e).__name__}: "
+                            f"{str(e)[:160]})") from e
     if not (root / "cuzk" / "__init__.py").is_file():
         raise CheckoutError(f"commit {sha[:10]} of {repo} holds no cuzk package (cuzk/__init__.py): not a tree "
                             f"the gate can measure")
@@ -75,10 +130,10 @@ def lay_out_packages(tree: Path) -> Path:
     mapping = {}
     if pp.exists():
         try:
-            with open(pp, "rb") as f:
-                mapping = tomllib.load(f).get("tool", {}).get("setuptools", {}).get("package-dir", {})
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError, AttributeError, OSError) as e:
-            raise CheckoutError(f"pyproject.toml: not readable as TOML ({e})") from e
+            text = read_input(pp, 1 << 20)
+            mapping = tomllib.loads(text).get("tool", {}).get("setuptools", {}).get("package-dir", {})
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError, AttributeError, OSError, RecursionError) as e:
+            raise CheckoutError(f"pyproject.toml: not readable as TOML ({str(e)[:160]})") from e
         if not isinstance(mapping, dict):
             raise CheckoutError("pyproject.toml: [tool.setuptools.package-dir] is not a table")
     if "" in mapping:
@@ -89,7 +144,8 @@ def lay_out_packages(tree: Path) -> Path:
         if link.exists() or link == root or not target.is_dir():
             continue
         link.parent.mkdir(parents=True, exist_ok=True)
-        os.symlink(os.path.relpath(target, link.parent), link, target_is_directory=True)
+        # from the resolved paths: the text of a path through a link may cancel its `..` elsewhere
+        os.symlink(os.path.relpath(target.resolve(), link.parent.resolve()), link, target_is_directory=True)
     return root
 
 
@@ -99,13 +155,18 @@ HARNESS = ("cuzk/perf", "cuzk/nvml.py")
 RULES = ("perf-gate.toml",)
 # also reported when a pull request changes them; they act only after merge (asv's suite) or are part of
 # the code under test itself (the phase timer that the backends call)
-ALSO_WATCHED = ("benchmarks", "asv.conf.json", "cuzk/timing.py")
+ALSO_WATCHED = ("benchmarks", "asv.conf.json", "cuzk/timing.py", ".gitattributes")
 
 
-def overlay_harness(base_root: Path, head_root: Path) -> None:
-    """Replace the head tree's measuring code by the base's (copies, not links: the trees stay apart)."""
+def overlay_harness(base_root: Path, head_root: Path, within: Path | None = None) -> None:
+    """Replace the head tree's measuring code by the base's (copies, not links: the trees stay apart). Nothing is
+    deleted or written outside `within` (the head's folder of the workspace; default head_root), wherever the
+    head's layout points."""
+    inside = Path(within or head_root).resolve()
     for rel in HARNESS:
         src, dst = Path(base_root) / rel, Path(head_root) / rel
+        if not dst.parent.resolve().is_relative_to(inside):
+            raise CheckoutError(f"the head's {rel} lies outside its tree ({dst.parent.resolve()})")
         if dst.is_symlink() or dst.is_file():
             dst.unlink()
         elif dst.exists():

@@ -61,9 +61,16 @@ class WorkerTimeout(WorkerFailed):
 # gate (SIGKILL on the parent's death where Linux offers it; everywhere, EOF on a lifeline pipe that only
 # the gate holds open). Not dumpable: no process of the gate's user (the other side's code) may trace it, short
 # of CAP_SYS_PTRACE (root: docs/runners.md 4).
+# An editable install of cuzk (the gate's own, in CI the base's checkout) puts a finder on sys.meta_path that
+# serves any cuzk module the commit's root lacks from the installed copy: a head that leaves a module out would be
+# measured with the base's. Workers import from the commit's root alone.
+NO_EDITABLE = ("sys.meta_path[:] = [f for f in sys.meta_path if not str(getattr(f, '__module__', '')).startswith("
+               "'__editable__')]; sys.path_hooks[:] = [h for h in sys.path_hooks if not str(getattr(h, '__module__', "
+               "'')).startswith('__editable__')]; sys.path_importer_cache.clear()\n")
+
 _BOOT = """\
 import os, sys, threading
-{pin}os.dup2(2, 1)
+{no_editable}{pin}os.dup2(2, 1)
 _null = os.open(os.devnull, os.O_RDONLY); os.dup2(_null, 0); os.close(_null)
 try:
     import ctypes
@@ -121,7 +128,7 @@ class WorkerProcess:
         # pinned before anything is imported (threads inherit it), by the gate's code, not the commit's
         first = setup_cpus if (cpus and setup_cpus) else cpus
         pin = f"os.sched_setaffinity(0, {list(first)})\n" if first else ""
-        boot = _BOOT.format(pin=pin, ppid=os.getpid(), life=life_r, req=req_r, rep=rep_w)
+        boot = _BOOT.format(no_editable=NO_EDITABLE, pin=pin, ppid=os.getpid(), life=life_r, req=req_r, rep=rep_w)
         try:
             self.p = subprocess.Popen([sys.executable, "-c", boot], cwd=root, env=env, stdin=subprocess.DEVNULL,
                                       stdout=self.err, stderr=self.err, pass_fds=(req_r, rep_w, life_r),
@@ -1181,7 +1188,7 @@ def run(repo: str | Path, base_ref: str, head_ref: str, cfg: GateConfig,
         # keys made on the GPU, kept for the side's later workers: per side, so a head that changes keygen
         # is measured with its own key; removed with the workspace
         key_dirs = {s: Path(tmp) / f"{s}.keys" for s in SIDES}
-        checkout.overlay_harness(roots["base"], roots["head"])
+        checkout.overlay_harness(roots["base"], roots["head"], Path(tmp) / "head")
         if result.rules_changed:
             log("cuzk gate: the head changes rule or harness files, judged by the base's: "
                 + ", ".join(result.rules_changed))
@@ -1277,7 +1284,8 @@ def _check_doc(doc) -> None:
         and isinstance(t.get("basis"), str) and len(t["basis"]) <= 400 for t in der), "config.derived")
     _check(isinstance(doc.get("outcomes"), list) and isinstance(doc.get("not_gated", []), list), "outcomes")
     for k in ("rules_changed", "deps_changed", "isolation"):
-        _check(isinstance(doc.get(k, []), list) and all(isinstance(f, str) for f in doc.get(k, [])), k)
+        _check(isinstance(doc.get(k, []), list) and len(doc.get(k, [])) <= 1000
+               and all(isinstance(f, str) and len(f) <= 4000 for f in doc.get(k, [])), k)
     for i, o in enumerate(doc["outcomes"] + [w for w in doc.get("not_gated", [])]):
         _check(isinstance(o, dict) and isinstance(o.get("spec"), dict), f"outcome {i} has no spec")
         sp = o["spec"]               # fields left out take Spec's defaults

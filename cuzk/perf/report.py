@@ -42,6 +42,16 @@ def inline(text, limit: int = 200) -> str:
 
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")      # keeps tab and newline
+_MARKUP = re.compile(r"([\\`*_\[\]<>#!|~])")
+
+
+def plain(text, limit: int = 2000) -> str:
+    """Untrusted text as running prose on one line: Markdown and HTML shown, never acted on (no heading, link,
+    image, comment or mention: a zero-width space after each @)."""
+    text = " ".join(_CONTROL.sub("", str(text)).split())
+    if len(text) > limit:
+        text = text[:limit] + "..."
+    return _MARKUP.sub(r"\\\1", text).replace("@", "@\u200b")
 
 
 def fmt_s(s: float, digits: int = 3) -> str:
@@ -354,7 +364,8 @@ def markdown(res: GateResult, bisect: bool = True) -> str:
            f"1 + threshold and p < alpha = {c.alpha}. Config: {inline(c.path or 'built-in')}. "
            f"Wall time {res.wall_s:.1f} s."]
     if res.isolation:
-        out += ["", "> **This runner is not isolated**: " + "; ".join(res.isolation) + ". A pull request's code "
+        out += ["", "> **This runner is not isolated**: " + "; ".join(plain(x) for x in res.isolation[:16])
+                + ". A pull request's code "
                 "could slow the base's samples there unseen: docs/runners.md 4."]
     if res.not_gated:
         out += ["", "> **Only the CPU reference was gated** (`--cpu-only`): not run: " + "; ".join(

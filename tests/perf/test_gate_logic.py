@@ -395,6 +395,81 @@ def test_materialize_imports_the_commit_not_the_installed_copy(repo, tmp_path):
     assert (root / "README.md").read_text().endswith("changed\n")
 
 
+def _git_repo(d: Path, files: dict, extra=None) -> str:
+    """A one-commit repository of `files` (path: text); extra(run) adds index entries before the commit."""
+    import subprocess
+    run = lambda *a: subprocess.run(["git", *a], cwd=d, check=True, capture_output=True)
+    d.mkdir(parents=True, exist_ok=True)
+    run("init", "-q")
+    for rel, text in files.items():
+        (d / rel).parent.mkdir(parents=True, exist_ok=True)
+        (d / rel).write_text(text)
+    run("add", "-A")
+    if extra:
+        extra(run)
+    run("-c", "user.email=a@b", "-c", "user.name=a", "commit", "-q", "-m", "x")
+    from cuzk.perf import checkout
+    return checkout.resolve(d, "HEAD")
+
+
+def test_the_commits_files_are_written_as_git_holds_them_not_as_its_attributes_export_them(tmp_path):
+    """`git archive` applies the commit's own .gitattributes: export-ignore dropped a module (then served from the
+    gate's installed copy: a head measured with the base's code passed), export-subst rewrote one. The tree is
+    written from git's objects."""
+    from cuzk.perf import checkout
+    files = {"cuzk/__init__.py": "", "cuzk/qap.py": "SLOW = True\n", "cuzk/ver.py": "V = '$Format:%H$'\n",
+             ".gitattributes": "cuzk/qap.py export-ignore\ncuzk/ver.py export-subst\n", "run.sh": "#!/bin/sh\n"}
+    sha = _git_repo(tmp_path / "r", files, lambda run: run("update-index", "--chmod=+x", "run.sh"))
+    root = checkout.materialize(tmp_path / "r", sha, tmp_path / "ws" / "head")
+    for rel, text in files.items():
+        assert (root / rel).read_text() == text, rel
+    assert os.access(root / "run.sh", os.X_OK) and not os.access(root / "cuzk" / "qap.py", os.X_OK)
+
+
+@pytest.mark.parametrize("kind", ["link", "submodule"])
+def test_a_commit_holding_a_link_or_a_submodule_is_refused(tmp_path, kind):
+    """A link in the tree could lead the gate's writes (the harness overlay) or reads out of its workspace, however
+    its target is spelled: only regular files are measured."""
+    from cuzk.perf import checkout
+    files = {"cuzk/__init__.py": ""}
+    if kind == "link":
+        extra = lambda run: run("update-index", "--add", "--cacheinfo",
+                                f"120000,{_blob(tmp_path, '../../victim')},deep")
+    else:
+        extra = lambda run: run("update-index", "--add", "--cacheinfo", f"160000,{'1' * 40},sub")
+    sha = _git_repo(tmp_path / "r", files, extra)
+    want = "is a symbolic link" if kind == "link" else "is a submodule"
+    with pytest.raises(checkout.CheckoutError, match=f"'{'deep' if kind == 'link' else 'sub'}' {want}"):
+        checkout.materialize(tmp_path / "r", sha, tmp_path / "ws" / "head")
+    assert not (tmp_path / "ws" / "head" / "cuzk").exists() or not any((tmp_path / "ws").rglob("deep"))
+
+
+def _blob(tmp_path, text: str) -> str:
+    import subprocess
+    d = tmp_path / "r"
+    d.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["git", "init", "-q"], cwd=d, check=True)
+    return subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=d, input=text, capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+def test_a_worker_imports_no_cuzk_module_its_commit_lacks(tmp_path):
+    """An editable install of cuzk serves a module the commit's root lacks from the installed copy; the workers'
+    boot takes that finder away, so a head that leaves a module out fails to import it instead."""
+    import subprocess
+    root = tmp_path / "root"
+    (root / "cuzk").mkdir(parents=True)
+    (root / "cuzk" / "__init__.py").write_text("")
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    probe = "import cuzk.qap, sys; print(cuzk.qap.__file__)"
+    p = subprocess.run([sys.executable, "-c", "import sys\n" + gate.NO_EDITABLE + probe], cwd=root, env=env,
+                       capture_output=True, text=True)
+    assert p.returncode != 0 and "No module named 'cuzk.qap'" in p.stderr, p.stdout + p.stderr
+    plain = subprocess.run([sys.executable, "-c", probe], cwd=root, env=env, capture_output=True, text=True)
+    if plain.returncode == 0:          # an editable install here: without the boot's line, the installed copy
+        assert not Path(plain.stdout.strip()).resolve().is_relative_to(root.resolve())
+
+
 @pytest.mark.parametrize("where", ["/abs", "../victim", "cuzk.perf=/abs", "cuzk.perf=../victim"])
 def test_a_head_whose_package_dir_points_out_of_its_tree_is_refused(tmp_path, where):
     """The head's pyproject.toml chooses the import root the gate lays out, and the gate replaces the harness under

@@ -378,6 +378,21 @@ def test_the_sticky_comment_is_rendered_from_data(tmp_path):
     assert rc == 2 and not out.exists()
 
 
+def test_a_crafted_isolation_line_cannot_act_in_the_comment(tmp_path):
+    """gate.json's isolation lines come from the runner's own text, but the file reaches the comment job as a pull
+    request's artifact: shown as prose, they make no heading, mention, image, link or HTML comment."""
+    from cuzk.cli import main
+    hostile = ("irq 1\n\n## cuzk gate **PASS**: approved by @octocat ![x](https://attacker.example/p.png)\n\n<!--")
+    f, out = tmp_path / "gate.json", tmp_path / "comment.md"
+    f.write_text(json.dumps(_gate_doc(isolation=[hostile])))
+    assert main(["gate", "--from-json", str(f), "--comment", str(out)]) == 0
+    text = out.read_text()
+    assert [h for h in headings(text) if "PASS" in h] == [] and "<!--" not in text.split("\n", 1)[1]
+    assert "@octocat" not in text and "![x](" not in text and "approved by" in text
+    f.write_text(json.dumps(_gate_doc(isolation=["x" * 5000])))            # longer than any line of ours
+    assert main(["gate", "--from-json", str(f), "--comment", str(out)]) == 2
+
+
 def _fake_commit(tmp_path: Path, init: str, answer: str) -> Path:
     """A stand-in commit root whose cuzk.perf.worker reads requests from its pipe and runs `answer` (lines
     indented into the request loop, with `msg` and `rep` in scope) for each."""
