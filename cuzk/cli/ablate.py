@@ -81,7 +81,7 @@ def cmd_ablate(args) -> int:
             resume = json.loads(read_input(args.resume, MAX_ABLATION_BYTES))
             saved = {k: v for k, v in resume["setup"].items() if k in ablate.Setup.__dataclass_fields__}
             setup = ablate.Setup(**{**saved, "repeat": args.repeat, "confidence": args.confidence,
-                                    "max_seconds": args.max_seconds})
+                                    "max_seconds": args.max_seconds}).check()
             done = resume.get("rounds_done", 0)
             if not is_int(done) or done < 0:
                 raise ValueError(f"rounds_done {json.dumps(done)[:40]} is not a count of rounds")

@@ -35,6 +35,7 @@ another that is off, is noted: its rows are controls.
 from __future__ import annotations
 
 import gc
+import json
 import math
 import os
 import random
@@ -51,6 +52,7 @@ from ..timing import PHASES, PhaseTimer
 from . import sampler
 from .effects import (NOT_AFTER_CORRECTION, SIGNIFICANT, correct, critical_k, effect_from_logs, min_rounds,
                       rounds_needed, smallest_p)
+from .values import is_number
 from .workload import opt_spec
 
 AREAS = PHASES + ("total",)
@@ -190,6 +192,24 @@ class Setup:
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
+
+    def check(self) -> "Setup":
+        """ValueError naming a field of a saved setup that is not of its kind (a file read back, e.g. --resume)."""
+        want = {"backend": str, "circuit": str, "log_size": int, "circuits": int, "repeat": int, "leave_one_out": bool,
+                "confidence": float, "parallel_synthesis": int, "synthesis_pool": str, "convention": str,
+                "generator": int, "max_discards": int, "pause_s": float, "seed": int, "block": int,
+                "device_keygen": bool, "others": str}
+        for k, t in want.items():
+            v = getattr(self, k)
+            ok = isinstance(v, t) and (t is bool or not isinstance(v, bool)) if t is not float else is_number(v)
+            if not ok:
+                raise ValueError(f"setup.{k} = {json.dumps(v)[:40]} is not {t.__name__}")
+        if not (isinstance(self.names, list) and all(isinstance(n, str) for n in self.names)):
+            raise ValueError("setup.names is not a list of optimization names")
+        for k in ("max_seconds", "table_gib"):
+            if getattr(self, k) is not None and not is_number(getattr(self, k)):
+                raise ValueError(f"setup.{k} is not a number")
+        return self
 
     def run_spec(self, opts: OptSet) -> RunSpec:
         """One configuration's run: this setup's circuit and key placement, with `opts`."""

@@ -1315,6 +1315,10 @@ def _check_doc(doc) -> None:
                                                                  and IDLE_WHERE.fullmatch(sd["idle_cpu_where"])))
                        and isinstance(sd.get("idle_stopped", False), bool),
                        f"outcome {i} round {r}: {side}: idle CPU")
+                g = sd.get("gpu")           # NVML's record of the device: names and numbers, nothing nested
+                _check(g is None or (isinstance(g, dict) and len(g) <= 64 and all(
+                    v is None or isinstance(v, bool) or is_number(v) or (isinstance(v, str) and len(v) <= 200)
+                    for v in g.values())), f"outcome {i} round {r}: {side}: gpu is not NVML's record of a device")
                 for a in areas:
                     xs = sd["areas"].get(a, {}).get("samples") if isinstance(sd["areas"].get(a), dict) else None
                     _check(isinstance(xs, list) and xs and all(_finite(x, 0, strict=True) for x in xs),

@@ -221,6 +221,22 @@ def test_the_measuring_tools_refuse_a_huge_input_before_reading_it(tmp_path, arg
     assert str(path) in lines[0] and f"more than the {limit}" in lines[0], lines
 
 
+@pytest.mark.parametrize("doc, what", [
+    ({"setup": {}, "rounds_done": "x"}, "rounds_done \"x\" is not a count"),
+    ({"setup": {"backend": "cpu", "names": 5}, "rounds_done": 0}, "setup.names is not a list"),
+    ({"setup": {"backend": "cpu", "circuit": {"a": 1}}, "rounds_done": 0}, "setup.circuit"),
+    ({"setup": {"backend": "cpu", "confidence": 0.95}, "rounds_done": 3, "rounds": 7}, "KeyError"),
+])
+def test_a_broken_ablation_to_resume_is_one_line_before_any_work(tmp_path, doc, what):
+    import json
+    path = tmp_path / "saved.json"
+    path.write_text(json.dumps(doc))
+    p = _limited(["ablate", "--resume", str(path), "--max-seconds", "1"], tmp_path, timeout=60)
+    lines = [ln for ln in p.stderr.strip().splitlines() if not ln.startswith("cuzk: no GPU")]
+    assert p.returncode == 2 and len(lines) == 1 and str(path) in lines[0] and what in lines[0], p.stderr[-2000:]
+    assert not (tmp_path / "cache").exists()                 # no key made first
+
+
 def test_fifo_as_cuzk_key_is_refused(tmp_path):
     fifo = tmp_path / "k.cuzkkey"
     os.mkfifo(fifo)

@@ -340,6 +340,15 @@ def test_a_crafted_gate_json_is_refused(bad):
         gate.from_dict(doc)
 
 
+def test_a_crafted_gpu_record_is_refused_by_name():
+    doc = _gate_doc()
+    doc["outcomes"][0]["rounds"][2]["head"]["gpu"] = {"name": ["x"]}
+    with pytest.raises(ValueError, match="round 2: head: gpu is not NVML's record"):
+        gate.from_dict(doc)
+    doc["outcomes"][0]["rounds"][2]["head"]["gpu"] = {"name": "NVIDIA H200", "max_sm_clock_mhz": 1980, "uuid": None}
+    gate.from_dict(doc)
+
+
 @pytest.mark.parametrize("poison", [0.0, -1.0, float("inf"), "1.0", None, True, 10 ** 400])
 def test_a_gate_json_with_a_poisoned_sample_is_refused(poison):
     doc = _gate_doc()
