@@ -27,8 +27,14 @@ class CheckoutError(RuntimeError):
     pass
 
 
+def _git_env() -> dict:
+    """The objects a commit names, never what a replace ref in the repository (which a worker's user could write)
+    swaps for them."""
+    return {**os.environ, "GIT_NO_REPLACE_OBJECTS": "1"}
+
+
 def git(repo: str | Path, *args: str, text: bool = True) -> str | bytes:
-    p = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=text)
+    p = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=text, env=_git_env())
     if p.returncode != 0:
         err = p.stderr if text else p.stderr.decode(errors="replace")
         raise CheckoutError(f"git {' '.join(args)}: {err.strip().splitlines()[-1] if err.strip() else 'failed'}")
@@ -44,27 +50,59 @@ MAX_TREE_BYTES = 1 << 30        # a commit's files; the project's are ~4 MB
 MAX_TREE_FILES = 100_000
 
 
+MAX_PATH_PARTS, MAX_PATH_BYTES = 32, 1024
+# compiled or native modules would be imported before the source beside them (the base's harness, laid over the
+# head's); sitecustomize/usercustomize would run before the worker's boot
+_REFUSED_PARTS = {"__pycache__", "sitecustomize", "usercustomize", "sitecustomize.py", "usercustomize.py"}
+_REFUSED_SUFFIXES = (".pyc", ".pyo", ".so", ".pyd")
+
+
 def _tree(repo, sha: str) -> list[tuple[bool, str, int, str]]:
     """(executable, blob id, size, path) of every file of the commit, or CheckoutError: a link, a submodule, a path
-    git itself would not write, or more than the caps."""
+    git itself would not write or a worker could be led by, or more than the caps, checked as git lists them (a
+    tree that repeats a subtree lists far more than it stores)."""
     out = []
     total = 0
-    for rec in git(repo, "ls-tree", "-r", "-z", "-l", "--full-tree", sha, text=False).split(b"\0"):
-        if not rec:
-            continue
-        meta, _, raw = rec.partition(b"\t")
-        mode, _, obj, size = meta.split()
-        path = os.fsdecode(raw)
-        if mode not in (b"100644", b"100755"):
-            kind = {b"120000": "a symbolic link", b"160000": "a submodule"}.get(mode, f"mode {mode.decode()}")
-            raise CheckoutError(f"{path[:120]!r} is {kind}: the gate measures a tree of regular files")
-        parts = path.split("/")
-        if any(p in ("", ".", "..", ".git") for p in parts):
-            raise CheckoutError(f"{path[:120]!r} is no path inside a tree")
-        total += int(size)
-        if total > MAX_TREE_BYTES or len(out) >= MAX_TREE_FILES:
-            raise CheckoutError(f"more than {MAX_TREE_BYTES >> 20} MiB or {MAX_TREE_FILES} files")
-        out.append((mode == b"100755", obj.decode(), int(size), path))
+    ls = subprocess.Popen(["git", "-C", str(repo), "ls-tree", "-r", "-z", "-l", "--full-tree", sha],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_git_env())
+    try:
+        buf = b""
+        while True:
+            chunk = ls.stdout.read(1 << 16)
+            buf += chunk
+            *recs, buf = buf.split(b"\0")
+            for rec in recs:
+                meta, _, raw = rec.partition(b"\t")
+                fields = meta.split()
+                if len(fields) != 4:
+                    raise CheckoutError(f"git ls-tree gave {rec[:80]!r}")
+                mode, _, obj, size = fields
+                path = os.fsdecode(raw)
+                if mode not in (b"100644", b"100755"):
+                    kind = {b"120000": "a symbolic link", b"160000": "a submodule"}.get(mode, f"mode {mode.decode()}")
+                    raise CheckoutError(f"{path[:120]!r} is {kind}: the gate measures a tree of regular files")
+                parts = path.split("/")
+                if any(p in ("", ".", "..", ".git") for p in parts) or len(parts) > MAX_PATH_PARTS \
+                        or len(raw) > MAX_PATH_BYTES:
+                    raise CheckoutError(f"{path[:120]!r} is no path inside a tree the gate writes")
+                if _REFUSED_PARTS.intersection(parts) or parts[-1].endswith(_REFUSED_SUFFIXES):
+                    raise CheckoutError(f"{path[:120]!r}: compiled, native or start-up modules are not measured "
+                                        f"from a commit")
+                if not size.isdigit():
+                    raise CheckoutError(f"{path[:120]!r}: its blob {obj.decode()[:40]} is not in the repository")
+                total += int(size)
+                if total > MAX_TREE_BYTES or len(out) >= MAX_TREE_FILES:
+                    raise CheckoutError(f"more than {MAX_TREE_BYTES >> 20} MiB or {MAX_TREE_FILES} files")
+                out.append((mode == b"100755", obj.decode(), int(size), path))
+            if not chunk:
+                break
+    except BaseException:
+        ls.kill()                       # a cap passed: the rest of the listing is never read
+        ls.wait()
+        raise
+    err = ls.stderr.read().decode(errors="replace").strip()
+    if ls.wait() != 0:
+        raise CheckoutError(f"git ls-tree {sha[:10]}: {err.splitlines()[-1] if err else 'failed'}")
     return out
 
 
@@ -77,7 +115,7 @@ def materialize(repo: str | Path, sha: str, dest: str | Path) -> Path:
         if not files:
             raise CheckoutError("no files to measure (an empty tree)")
         cat = subprocess.Popen(["git", "-C", str(repo), "cat-file", "--batch"], stdin=subprocess.PIPE,
-                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=_git_env())
         try:
             for executable, obj, size, path in files:
                 cat.stdin.write(obj.encode() + b"\n")
@@ -167,6 +205,12 @@ def overlay_harness(base_root: Path, head_root: Path, within: Path | None = None
         src, dst = Path(base_root) / rel, Path(head_root) / rel
         if not dst.parent.resolve().is_relative_to(inside):
             raise CheckoutError(f"the head's {rel} lies outside its tree ({dst.parent.resolve()})")
+        if dst.suffix == ".py":          # a package of the module's name would be imported before the file
+            shadow = dst.with_suffix("")
+            if shadow.is_symlink() or shadow.is_file():
+                shadow.unlink()
+            elif shadow.exists():
+                shutil.rmtree(shadow)
         if dst.is_symlink() or dst.is_file():
             dst.unlink()
         elif dst.exists():

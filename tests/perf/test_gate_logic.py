@@ -453,6 +453,64 @@ def _blob(tmp_path, text: str) -> str:
                           check=True).stdout.strip()
 
 
+@pytest.mark.parametrize("path", ["cuzk/__pycache__/nvml.cpython-311.pyc", "cuzk/nvml.cpython-311-x86_64-linux-gnu.so",
+                                  "sitecustomize.py", "usercustomize/__init__.py", "/".join(["d"] * 40) + "/f"])
+def test_a_commit_with_compiled_start_up_or_too_deep_files_is_refused(tmp_path, path):
+    """A .pyc or a native module is imported before the source beside it (the base's harness laid over the
+    head's), sitecustomize runs before the worker's boot, and a path thousands of levels deep breaks the
+    workspace's removal: none is written."""
+    from cuzk.perf import checkout
+    sha = _git_repo(tmp_path / "r", {"cuzk/__init__.py": "", path: "x"})
+    with pytest.raises(checkout.CheckoutError, match="not measured from a commit|no path inside a tree"):
+        checkout.materialize(tmp_path / "r", sha, tmp_path / "ws" / "head")
+
+
+def test_a_tree_that_repeats_a_subtree_is_refused_as_git_lists_it(tmp_path):
+    """A few objects can name a million files (a subtree repeated under 100 names, three levels down): the file cap
+    is checked as git lists them, and the listing is stopped there, never held whole."""
+    import subprocess
+    from cuzk.perf import checkout
+    d = tmp_path / "r"
+    _git_repo(d, {"cuzk/__init__.py": ""})
+    run = lambda *a, inp=None: subprocess.run(["git", *a], cwd=d, check=True, capture_output=True, input=inp,
+                                              text=True).stdout.strip()
+    blob = run("hash-object", "-w", "--stdin", inp="x")
+    t = run("mktree", inp="".join(f"100644 blob {blob}\tf{i:03}\n" for i in range(100)))
+    for _ in range(2):
+        t = run("mktree", inp="".join(f"040000 tree {t}\td{i:03}\n" for i in range(100)))
+    top = run("mktree", inp=f"040000 tree {t}\tbomb\n040000 tree {run('rev-parse', 'HEAD:cuzk')}\tcuzk\n")
+    sha = run("-c", "user.email=a@b", "-c", "user.name=a", "commit-tree", top, "-m", "bomb")
+    with pytest.raises(checkout.CheckoutError, match="more than 1024 MiB or 100000 files"):
+        checkout.materialize(d, sha, tmp_path / "ws" / "head")
+
+
+def test_a_replace_ref_does_not_change_the_tree_written(tmp_path):
+    """The objects the commit names, not what `git replace` (a ref the workers' user could write) swaps in."""
+    import subprocess
+    from cuzk.perf import checkout
+    d = tmp_path / "r"
+    sha = _git_repo(d, {"cuzk/__init__.py": "HONEST = 1\n"})
+    run = lambda *a, inp=None: subprocess.run(["git", *a], cwd=d, check=True, capture_output=True, input=inp,
+                                              text=True).stdout.strip()
+    other = run("hash-object", "-w", "--stdin", inp="SWAPPED = 1\n")
+    run("replace", run("rev-parse", "HEAD:cuzk/__init__.py"), other)
+    root = checkout.materialize(d, sha, tmp_path / "ws" / "head")
+    assert (root / "cuzk" / "__init__.py").read_text() == "HONEST = 1\n"
+
+
+def test_the_harness_overlay_removes_a_package_that_would_shadow_a_module(tmp_path):
+    """The head's cuzk/nvml/ package would be imported before the base's cuzk/nvml.py laid over it."""
+    from cuzk.perf import checkout
+    base, head = tmp_path / "base", tmp_path / "head"
+    for root in (base, head):
+        (root / "cuzk" / "perf").mkdir(parents=True)
+    (base / "cuzk" / "nvml.py").write_text("BASE = 1\n")
+    (head / "cuzk" / "nvml").mkdir()
+    (head / "cuzk" / "nvml" / "__init__.py").write_text("HEAD = 1\n")
+    checkout.overlay_harness(base, head)
+    assert not (head / "cuzk" / "nvml").exists() and (head / "cuzk" / "nvml.py").read_text() == "BASE = 1\n"
+
+
 def test_a_worker_imports_no_cuzk_module_its_commit_lacks(tmp_path):
     """An editable install of cuzk serves a module the commit's root lacks from the installed copy; the workers'
     boot takes that finder away, so a head that leaves a module out fails to import it instead."""
