@@ -49,9 +49,6 @@ DEFAULT_DEVICE_WAIT_US = 250.0
 DEVICE_WAIT_SHARE = 0.01        # of a side's samples of a phase: a host hiccup now and then is not another context
 
 
-_numbers = numbers
-
-
 def foreign_share(rounds: list[dict], side: str, area: str) -> float | None:
     """A side's foreign time at QUANTILE of its samples of area, as a share of its median sample (number calls);
     None where no sample carries the figure (a kernel without run delay, a gate.json from before it)."""
@@ -62,7 +59,7 @@ def foreign_share(rounds: list[dict], side: str, area: str) -> float | None:
         if not ar:
             continue
         ts += [x * ar.get("number", 1) for x in ar["samples"]]     # positive and finite: checked on arrival
-        fs += _numbers(ar.get("foreign_ms"))
+        fs += numbers(ar.get("foreign_ms"))
     if not fs or not ts:
         return None
     median_s = statistics.median(ts)
@@ -91,10 +88,10 @@ def round_lost(ar: dict, on_device: bool = False) -> list[float] | None:
     sample lacks the figure (a worker from before it, a kernel without run delay)."""
     held, away = ar.get("held_ms") or [], ar.get("away_ms") or []
     xs = ar["samples"]
-    if len(held) != len(xs) or len(_numbers(held)) != len(xs):
+    if len(held) != len(xs) or len(numbers(held)) != len(xs):
         return None
     host = ar.get("timed_by") == "host" and not on_device
-    if host and len(_numbers(away)) != len(xs):
+    if host and len(numbers(away)) != len(xs):
         return None
     n, extra = ar.get("number", 1), away if host else [0.0] * len(xs)
     return [(h + a) / 1e3 / (x * n) for h, a, x in zip(held, extra, xs)]
@@ -160,7 +157,7 @@ def device_waits(rounds: list[dict], area: str, most_us: float) -> str | None:
         ars = [(rd.get(side, {}).get("areas", {}).get(area) or {}) for rd in rounds]
         waits = [x for ar in ars for x in ar.get("device_wait_us") or []]
         out_all = [x for ar in ars for x in ar.get("rejected_device_wait_us") or []]
-        out, got = _numbers(out_all), _numbers(waits)
+        out, got = numbers(out_all), numbers(waits)
         read[side] = bool(got)
         if not got:
             continue

@@ -130,36 +130,33 @@ def _check_keys(section: str, got: dict, allowed: set) -> None:
         raise ConfigError(f"[{section}]: unknown keys {', '.join(sorted(extra))}; allowed: {', '.join(sorted(allowed))}")
 
 
-_is_int, _is_num = is_int, is_number
-
-
 def _is_str_list(v) -> bool:
     return isinstance(v, list) and all(isinstance(x, str) for x in v)
 
 
 # each field's type, checked before any is used: a wrong one is named, never a TypeError later
-_GATE_TYPES = {"rounds": (_is_int, "an integer"), "samples": (_is_int, "an integer"), "alpha": (_is_num, "a number"),
-               "threshold": (_is_num, "a number"), "threshold_floor": (_is_num, "a number"),
-               "min_sample_s": (_is_num, "a number of seconds"),
-               "min_device_sample_s": (_is_num, "a number of seconds"),
-               "worker_timeout_s": (_is_num, "a number of seconds"), "worker_cpus": (_is_int, "an integer"),
+_GATE_TYPES = {"rounds": (is_int, "an integer"), "samples": (is_int, "an integer"), "alpha": (is_number, "a number"),
+               "threshold": (is_number, "a number"), "threshold_floor": (is_number, "a number"),
+               "min_sample_s": (is_number, "a number of seconds"),
+               "min_device_sample_s": (is_number, "a number of seconds"),
+               "worker_timeout_s": (is_number, "a number of seconds"), "worker_cpus": (is_int, "an integer"),
                "phases": (_is_str_list, "a list of phase names")}
-_TRUST_TYPES = {"max_discards": (_is_int, "an integer"), "max_discards_apart": (_is_int, "an integer"),
-                "pause_s": (_is_num, "a number of seconds"),
+_TRUST_TYPES = {"max_discards": (is_int, "an integer"), "max_discards_apart": (is_int, "an integer"),
+                "pause_s": (is_number, "a number of seconds"),
                 "ignore_reasons": (_is_str_list, "a list of reason names"),
                 "allow_other_processes": (lambda v: isinstance(v, bool), "true or false"),
-                "max_temperature_c": (_is_num, "a number"), "max_idle_cpu_ms": (_is_num, "a number of ms"),
-                "max_idle_cpu_ms_host": (_is_num, "a number of ms"),
-                "max_foreign_share": (_is_num, "a number in [0, 1]"),
-                "irq_cost_us": (_is_num, "a number of microseconds"),
-                "max_device_wait_us": (_is_num, "a number of microseconds")}
+                "max_temperature_c": (is_number, "a number"), "max_idle_cpu_ms": (is_number, "a number of ms"),
+                "max_idle_cpu_ms_host": (is_number, "a number of ms"),
+                "max_foreign_share": (is_number, "a number in [0, 1]"),
+                "irq_cost_us": (is_number, "a number of microseconds"),
+                "max_device_wait_us": (is_number, "a number of microseconds")}
 _WORKLOAD_TYPES = {"backend": (lambda v: isinstance(v, str), "a string"),
                    "circuit": (lambda v: isinstance(v, str), "a string"),
-                   "log_size": (lambda v: _is_int(v) and 1 <= v <= 32, "an integer in 1..32"),
+                   "log_size": (lambda v: is_int(v) and 1 <= v <= 32, "an integer in 1..32"),
                    "opts": (lambda v: isinstance(v, str), "a string"),
-                   "batch": (lambda v: _is_int(v) and v >= 1, "an integer >= 1"),
+                   "batch": (lambda v: is_int(v) and v >= 1, "an integer >= 1"),
                    "convention": (lambda v: isinstance(v, str), "a string"),
-                   "generator": (lambda v: _is_int(v) and v >= 2, "an integer >= 2"),
+                   "generator": (lambda v: is_int(v) and v >= 2, "an integer >= 2"),
                    "required": (lambda v: isinstance(v, bool), "true or false"),
                    "phases": (_is_str_list, "a list of phase names")}
 
@@ -174,11 +171,11 @@ def _check_types(g: dict, th, tr: dict, wls) -> None:
         raise ConfigError("[thresholds] must be a table of phase = fraction")
     for k, v in th.items():
         if isinstance(v, dict):         # a pin: {pin = 0.02, reason = "..."}
-            if set(v) != {"pin", "reason"} or not (_is_num(v["pin"]) and 0 <= v["pin"] < 1):
+            if set(v) != {"pin", "reason"} or not (is_number(v["pin"]) and 0 <= v["pin"] < 1):
                 raise ConfigError(f"[thresholds] {k} = {v!r}: a pin is {{pin = FRACTION in [0, 1), reason = \"why\"}}")
             if not (isinstance(v["reason"], str) and 0 < len(v["reason"].strip()) <= 200):
                 raise ConfigError(f"[thresholds] {k}: a pin needs its reason (1 to 200 characters)")
-        elif not (_is_num(v) and v >= 0):
+        elif not (is_number(v) and v >= 0):
             raise ConfigError(f"[thresholds] {k} = {v!r}: must be a number >= 0 (the phase's most) or a pin "
                               f"{{pin = FRACTION, reason = \"why\"}}")
     if not (isinstance(wls, list) and all(isinstance(w, dict) for w in wls)):

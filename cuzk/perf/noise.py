@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ..files import open_input
+from ..files import read_input
 from .values import is_int, is_number
 from .workload import AREAS, DEFAULT_MIN_SAMPLE_S, Spec, device_timed
 
@@ -204,8 +204,7 @@ def load_paths(paths, machine: str | None = None) -> list[dict]:
             raise NoiseError(f"{p}: no *.jsonl noise records in it")
         for f in files:
             try:
-                with open_input(f) as fh:
-                    data = fh.read(MAX_RECORD_BYTES + 1)
+                data = read_input(f, MAX_RECORD_BYTES, mode="rb")
             except OSError as e:
                 raise NoiseError(f"{f}: {e.strerror or e}") from e
             out.append(parse_record(data, str(f), machine))

@@ -5,6 +5,7 @@ import subprocess
 import sys
 import time
 import types
+from pathlib import Path
 
 import pytest
 
@@ -61,11 +62,11 @@ def test_the_probe_reports_what_it_waited_past_its_spin(monkeypatch):
     assert 0 <= p.wait_us() < 50_000
 
 
-SPINNER = """
-import sys, cupy, numpy
-k = cupy.RawKernel('extern "C" __global__ void spin(unsigned long long ns) { unsigned long long t0, t; '
-                   'asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0)); do { asm volatile('
-                   '"mov.u64 %0, %%globaltimer;" : "=l"(t)); } while (t - t0 < ns); }', "spin")
+# the probe's own kernel, spinning 3 s in another process
+SPINNER = f"""
+import cupy, numpy
+k = cupy.RawModule(code={(Path(device_probe.__file__).with_name("device_probe.cu")).read_text()!r}).get_function(
+    "device_probe")
 k((1,), (1,), (numpy.uint64(3_000_000_000),))
 print("spinning", flush=True)
 cupy.cuda.Device().synchronize()

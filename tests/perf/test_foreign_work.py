@@ -153,14 +153,20 @@ def test_foreign_ms_is_the_delay_less_the_workers_own_other_work():
     assert gate.foreign_ms(before, U(1.0, frozenset(), 0, (), None), 7) is None
 
 
-def _windows(rounds, held, away=lambda s, r, i: 0.0, timed_by="host"):
-    """The sampling thread's own reads across the timed calls (sched_window), per sample: held(side, round, i)."""
+def _per_sample(rounds, key: str, f):
+    """gate.json's per-sample figure `key` of tail_msm set on every round and side: f(side, round, i)."""
     for r, rd in enumerate(rounds):
         for s in ("base", "head"):
             ar = rd[s]["areas"]["tail_msm"]
-            ar["held_ms"] = [held(s, r, i) for i in range(len(ar["samples"]))]
-            ar["away_ms"] = [away(s, r, i) for i in range(len(ar["samples"]))]
-            ar["timed_by"] = timed_by
+            ar[key] = [f(s, r, i) for i in range(len(ar["samples"]))]
+    return rounds
+
+
+def _windows(rounds, held, away=lambda s, r, i: 0.0, timed_by="host"):
+    """The sampling thread's own reads across the timed calls (sched_window), per sample: held(side, round, i)."""
+    for rd in _per_sample(_per_sample(rounds, "held_ms", held), "away_ms", away):
+        for s in ("base", "head"):
+            rd[s]["areas"]["tail_msm"]["timed_by"] = timed_by
     return rounds
 
 
@@ -213,11 +219,7 @@ def test_time_away_counts_where_the_phase_is_host_timed_only():
 
 def _interrupts(rounds, count):
     """Device interrupts served on the sampling CPU around each sample (gate.json's irqs): count(side, round, i)."""
-    for r, rd in enumerate(rounds):
-        for s in ("base", "head"):
-            ar = rd[s]["areas"]["tail_msm"]
-            ar["irqs"] = [count(s, r, i) for i in range(len(ar["samples"]))]
-    return rounds
+    return _per_sample(rounds, "irqs", count)
 
 
 def test_an_interrupt_storm_beside_one_rounds_samples_is_named():
@@ -273,11 +275,7 @@ def test_an_interrupt_storm_that_hides_a_regression_is_untrusted_through_gate_js
 
 def _waits(rounds, wait):
     """wait(side, round, i) -> us a sample's device probes waited (None: no figure)."""
-    for r, rd in enumerate(rounds):
-        for s in ("base", "head"):
-            ar = rd[s]["areas"]["tail_msm"]
-            ar["device_wait_us"] = [wait(s, r, i) for i in range(len(ar["samples"]))]
-    return rounds
+    return _per_sample(rounds, "device_wait_us", wait)
 
 
 def test_another_contexts_work_on_the_gpu_beside_a_sides_samples_is_named():

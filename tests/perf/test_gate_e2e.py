@@ -701,31 +701,40 @@ def test_a_helper_that_makes_a_device_interrupt_the_base_is_untrusted(gate_repo,
     assert "UNTRUSTED" in p.stdout and "PASS" not in p.stdout
 
 
-FORGER = """
+def _wrapping_measure(why: str, body: str, setup: str = "") -> str:
+    """Hostile code for the end of a head's cuzk/__init__.py: a thread that waits for the harness's Workload (the
+    worker imports it after cuzk) and wraps its measure in its own worker; `body` (indented 16) runs on each
+    sample's value v, self and area in scope, and returns what the sample reports; `setup` (indented 12) once."""
+    return f"""
 
-# hostile: the head rewrites the harness in its own worker (the measured code runs there): its ntt_msm_h samples
-# report two thirds of their time; the thread that does it ends during the set-up
+# hostile: {why}
 import sys as _sys
 import threading as _t
+import time as _time
 
 
-def _forge():
-    import time as _time
-    for _ in range(4000):
+def _wrap():
+    for _ in range(60000):
         _w = _sys.modules.get("cuzk.perf.workload")
         if _w is not None and hasattr(_w, "Workload"):
             _real = _w.Workload.measure
-
+{setup}
             def _measure(self, area, number=1):
                 v = _real(self, area, number)
-                return v / 1.5 if area == "ntt_msm_h" else v
+{body}
             _w.Workload.measure = _measure
             return
         _time.sleep(0.001)
 
 
-_t.Thread(target=_forge, daemon=True).start()
+_t.Thread(target=_wrap, daemon=True).start()
 """
+
+
+FORGER = _wrapping_measure(
+    "the head rewrites the harness in its own worker (the measured code runs there): its ntt_msm_h samples\n"
+    "# report two thirds of their time; the thread that does it ends during the set-up",
+    '                return v / 1.5 if area == "ntt_msm_h" else v')
 
 
 def test_a_head_that_forges_its_own_times_is_untrusted(gate_repo, tmp_path):
@@ -784,43 +793,23 @@ def test_a_gpu_gate_reads_nvml_itself_and_catches_a_head_that_forges_its_times(g
         assert oc["message"].startswith("phase ntt_msm_h: the gate's own clock"), oc["message"]
 
 
-LEAVER = """
-
-# hostile: after each sample of its own, the head leaves a kernel spinning on the GPU (60 ms by the global timer)
-# and replies at once; the gate stops its process, not the kernel, which runs on into the base's next sample
-import sys as _sys
-import threading as _t
-import time as _time
-
-
-def _leave():
-    for _ in range(60000):
-        _w = _sys.modules.get("cuzk.perf.workload")
-        if _w is not None and hasattr(_w, "Workload"):
-            _real = _w.Workload.measure
-            _k = {}
-
-            def _measure(self, area, number=1):
-                v = _real(self, area, number)
-                if self.device:
+# the probe's own kernel (one thread spinning on the global timer), here for 60 ms, left running past each reply
+KERNEL_LEFT = _wrapping_measure(
+    "after each sample of its own, the head leaves a kernel spinning on the GPU (60 ms by the global timer)\n"
+    "# and replies at once; the gate stops its process, not the kernel, which runs on into the base's next sample",
+    """                if self.device:
                     import cupy
                     import numpy
                     if not _k:
-                        _k["f"] = cupy.RawKernel(
-                            'extern "C" __global__ void leave(unsigned long long ns) { unsigned long long t0, t; '
-                            'asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0)); do { asm volatile('
-                            '"mov.u64 %0, %%globaltimer;" : "=l"(t)); } while (t - t0 < ns); }', "leave")
+                        from pathlib import Path
+                        from cuzk.perf import device_probe
+                        src = Path(device_probe.__file__).with_name("device_probe.cu").read_text()
+                        _k["f"] = cupy.RawModule(code=src).get_function("device_probe")
                         _k["s"] = cupy.cuda.Stream(non_blocking=True)
                     with _k["s"]:
                         _k["f"]((1,), (1,), (numpy.uint64(60_000_000),))
-                return v
-            _w.Workload.measure = _measure
-            return
-        _time.sleep(0.001)
-
-
-_t.Thread(target=_leave, daemon=True).start()
-"""
+                return v""",
+    "            _k = {}")
 
 
 @pytest.mark.gpu
@@ -833,7 +822,7 @@ def test_a_head_that_leaves_gpu_work_past_its_reply_is_untrusted(gate_repo, tmp_
     cfg = tmp_path / "gpu.toml"
     cfg.write_text(GPU_CONFIG)
     _branch(d, base, "gpu-leaver")
-    head = commit_change(d, "cuzk/__init__.py", lambda t: t + LEAVER, "a kernel left spinning past each reply")
+    head = commit_change(d, "cuzk/__init__.py", lambda t: t + KERNEL_LEFT, "a kernel left spinning past each reply")
     p, data, _ = _gate(d, base, head, cfg, tmp_path)
     assert p.returncode == 2 and data, p.stdout + p.stderr[-3000:]
     (oc,) = data["outcomes"]
