@@ -413,9 +413,9 @@ def _git_repo(d: Path, files: dict, extra=None) -> str:
 
 
 def test_the_commits_files_are_written_as_git_holds_them_not_as_its_attributes_export_them(tmp_path):
-    """`git archive` applies the commit's own .gitattributes: export-ignore dropped a module (then served from the
-    gate's installed copy: a head measured with the base's code passed), export-subst rewrote one. The tree is
-    written from git's objects."""
+    """`git archive` would apply the commit's own .gitattributes: export-ignore drops a module (then served from the
+    gate's installed copy: a head measured with the base's code), export-subst rewrites one. The tree is written
+    from git's objects."""
     from cuzk.perf import checkout
     files = {"cuzk/__init__.py": "", "cuzk/qap.py": "SLOW = True\n", "cuzk/ver.py": "V = '$Format:%H$'\n",
              ".gitattributes": "cuzk/qap.py export-ignore\ncuzk/ver.py export-subst\n", "run.sh": "#!/bin/sh\n"}

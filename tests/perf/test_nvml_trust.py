@@ -120,7 +120,7 @@ class _Failing(FakeNvml):
 
 
 def test_a_read_that_fails_is_never_read_as_nothing_to_see():
-    """A process list or a clock-event read that fails used to read as 'no other process', 'no reason': a pass.
+    """A process list or a clock-event read that fails is never 'no other process', 'no reason': a pass.
     A needed read that the device gave when the guard opened and that fails at either end of a sample rejects it;
     one the device never gives is not judged, and the guard says which (unread); without the process list or the
     clock-event reasons there is no guard."""
