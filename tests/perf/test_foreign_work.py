@@ -7,8 +7,8 @@ import re
 import pytest
 
 from cuzk.perf import gate, gate_config, report
-from cuzk.perf.foreign_work import (device_waits, foreign_excess, foreign_share, round_excess, round_interrupts,
-                                    round_lost)
+from cuzk.perf.foreign_work import (DEFAULT_DEVICE_WAIT_US, device_waits, foreign_excess, foreign_share,
+                                    round_excess, round_interrupts, round_lost)
 from cuzk.perf.gate_config import ConfigError
 from test_gate_e2e import CHURN  # a chain of short threads, as the e2e head runs it
 
@@ -330,7 +330,7 @@ def test_gpu_work_that_hides_a_regression_is_untrusted_through_gate_json():
         rd["base"]["areas"]["tail_msm"]["samples"] = [x * 1.05 for x in rd["base"]["areas"]["tail_msm"]["samples"]]
     res = gate.from_dict(_doc(rounds, threshold=0.01))
     assert res.outcomes[0].status == "untrusted" and "device probes waited" in res.outcomes[0].message
-    assert res.exit_code == 2 and res.as_dict()["config"]["max_device_wait_us"] == 250
+    assert res.exit_code == 2 and res.as_dict()["config"]["max_device_wait_us"] == DEFAULT_DEVICE_WAIT_US == 1000
     res = gate.from_dict(_doc(rounds, threshold=0.01, max_device_wait_us=0))      # the rule off: the escape
     assert res.outcomes[0].status == "ok" and res.exit_code == 0, res.outcomes[0].comparisons
     md = report.markdown(gate.from_dict(_doc(rounds, threshold=0.01, max_device_wait_us=0)))
@@ -339,7 +339,7 @@ def test_gpu_work_that_hides_a_regression_is_untrusted_through_gate_json():
         with pytest.raises(ValueError, match="max_device_wait_us"):
             gate.from_dict(_doc(rounds, max_device_wait_us=bad))
     base = {"gate": {"rounds": 8}, "workload": [{"backend": "cpu", "circuit": "porep_like", "log_size": 8}]}
-    assert gate_config.parse(base).max_device_wait_us == 250
+    assert gate_config.parse(base).max_device_wait_us == DEFAULT_DEVICE_WAIT_US
     assert gate_config.parse({**base, "trust": {"max_device_wait_us": 0}}).max_device_wait_us == 0
     for bad, msg in ((-3, "max_device_wait_us must be >= 0"), ("long", "max_device_wait_us")):
         with pytest.raises(ConfigError, match=msg):
