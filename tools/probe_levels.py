@@ -6,13 +6,16 @@ GPU work between the probes in the ways a gate's round and an attack do.
 
 Rows: alone; after the other context's work (whole-GPU kernels, finished), at once and after 15 ms idle (the
 gate's guard reads sit between the sides' samples); after this context's own work; behind the other context's
-kernel still running (2 ms and 60 ms), as a head's left-over work would be. Each probe of a row is shown apart:
+kernel still running (2 ms and 60 ms), as a head's left-over work would be, and so with that process stopped
+(SIGSTOP) as the gate stops its idle worker. Each probe of a row is shown apart:
 "first" is the one a sample's "before" probe is, "second" one launched right after it.
 """
 from __future__ import annotations
 
 import argparse
 import multiprocessing as mp
+import os
+import signal
 import statistics
 import sys
 import time
@@ -88,6 +91,19 @@ def main() -> int:
             ask("leave", ms * 1_000_000)
         take(f"behind other's {ms} ms kernel", 3, leave)
         ask("sync")
+    # as in a gate: the process that left it stopped (SIGSTOP) while the probes run, continued after
+    stopped = []
+
+    def leave_stop():
+        if stopped:
+            os.kill(p.pid, signal.SIGCONT)
+        ask("leave", 60_000_000)
+        os.kill(p.pid, signal.SIGSTOP)
+        stopped.append(1)
+        time.sleep(0.015)
+    take("behind a stopped process's 60 ms kernel", 3, leave_stop)
+    os.kill(p.pid, signal.SIGCONT)
+    ask("sync")
     here.send(("stop", 0))
     p.join(10)
     print(f"{'case':36s} {'probe':>6s} {'median':>8s} {'p90':>8s} {'max':>8s}  (us past the spin, n={args.repeat})")
