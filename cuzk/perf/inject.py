@@ -25,14 +25,21 @@ extern "C" __global__ void cuzk_spin(unsigned long long ns) {
 _kernel = None
 
 
+def load_spin():
+    """The spin kernel, compiled and loaded: done when a phase is wrapped, so no timed call pays the load (a first
+    call that did read +30-50% at porep_like 2^18's 9 ms ntt_msm_h)."""
+    global _kernel
+    if _kernel is None:
+        import cupy
+        _kernel = cupy.RawModule(code=_SPIN).get_function("cuzk_spin")
+    return _kernel
+
+
 def device_spin(seconds: float) -> None:
     """One thread spins on the current stream for `seconds` of the GPU's global timer."""
-    global _kernel
-    import cupy
-    if _kernel is None:
-        _kernel = cupy.RawKernel(_SPIN, "cuzk_spin")
     if seconds > 0:
-        _kernel((1,), (1,), (cupy.uint64(int(seconds * 1e9)),))
+        import cupy
+        load_spin()((1,), (1,), (cupy.uint64(int(seconds * 1e9)),))
 
 
 class EventTimer:
@@ -81,6 +88,11 @@ class DeviceSlowdown:
         return statistics.median(seen[1:] if len(seen) > 1 else seen)
 
     def wrap(self, phase):
+        if self.spin is device_spin:
+            try:
+                load_spin()
+            except ImportError:        # no CuPy: nothing to spin on; a spin asked for later raises there
+                pass
         def slowed(*args, **kwargs):
             est = self.estimate()
             t = self.timer.start()
