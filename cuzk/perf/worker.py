@@ -84,7 +84,7 @@ class Worker:
 
     def sample(self, area: str) -> dict:
         probe = getattr(self, "probe", None)
-        first = probe.wait_us() if probe is not None else None
+        first = probe.before_us() if probe is not None else None
         s = self.sampler.collect(lambda: self.w.measure(area, self.numbers[area]), 1,
                                  number=self.numbers[area], what=self.w.spec.label())
         wait = max(first, probe.wait_us()) if probe is not None else None

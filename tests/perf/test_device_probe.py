@@ -62,6 +62,27 @@ def test_the_probe_reports_what_it_waited_past_its_spin(monkeypatch):
     assert 0 <= p.wait_us() < 50_000
 
 
+def test_the_probe_before_a_sample_counts_the_second_of_two(monkeypatch):
+    """Before a sample the probe runs twice and reports the second: the first pays the switch from the other
+    context (and waits out work of it that ends meanwhile); a kernel still running holds the second too."""
+    fake = _FakeCupy(0.0)
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+    p = device_probe.DeviceProbe()
+    waits = iter([0.004, 0.0])                 # the first waits 4 ms, the second nothing
+    Stream = type(p._stream)
+    real_sync = Stream.synchronize
+
+    def sync(self):
+        fake.run_s = next(waits)
+        real_sync(self)
+    monkeypatch.setattr(Stream, "synchronize", sync)
+    n = len(fake.launches)
+    w = p.before_us()
+    assert len(fake.launches) == n + 2 and w < 2000, w       # the first's 4 ms is not the sample's
+    waits = iter([0.0, 0.004])
+    assert p.before_us() >= 3900
+
+
 # the probe's own kernel, spinning 3 s in another process
 SPINNER = f"""
 import cupy, numpy
@@ -85,9 +106,11 @@ def test_the_probe_waits_behind_another_contexts_kernel():
         assert spinner.stdout.readline().strip() == "spinning"
         time.sleep(0.2)
         behind = sorted(p.wait_us() for _ in range(20))
+        before = sorted(p.before_us() for _ in range(10))      # the pair before a sample: the second still waits
     finally:
         spinner.kill()
         spinner.wait()
     print(f"alone {alone[10]:.0f} us (most {alone[-1]:.0f}); behind another context {behind[10]:.0f} us "
           f"(least {behind[0]:.0f})")
     assert alone[10] < DEFAULT_DEVICE_WAIT_US < behind[10], (alone, behind)
+    assert DEFAULT_DEVICE_WAIT_US < before[0], before

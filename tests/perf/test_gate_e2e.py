@@ -808,6 +808,8 @@ KERNEL_LEFT = _wrapping_measure(
                         _k["s"] = cupy.cuda.Stream(non_blocking=True)
                     with _k["s"]:
                         _k["f"]((1,), (1,), (numpy.uint64(60_000_000),))
+                    with open(MARK, "a") as _f:       # the test reads how many it left
+                        _f.write("1")
                 return v""",
     "            _k = {}")
 
@@ -822,9 +824,13 @@ def test_a_head_that_leaves_gpu_work_past_its_reply_is_untrusted(gate_repo, tmp_
     cfg = tmp_path / "gpu.toml"
     cfg.write_text(GPU_CONFIG)
     _branch(d, base, "gpu-leaver")
-    head = commit_change(d, "cuzk/__init__.py", lambda t: t + KERNEL_LEFT, "a kernel left spinning past each reply")
+    mark = tmp_path / "kernels-left"
+    head = commit_change(d, "cuzk/__init__.py", lambda t: t + KERNEL_LEFT.replace("MARK", repr(str(mark))),
+                         "a kernel left spinning past each reply")
     p, data, _ = _gate(d, base, head, cfg, tmp_path)
-    assert p.returncode == 2 and data, p.stdout + p.stderr[-3000:]
+    left = len(mark.read_text()) if mark.exists() else 0
+    assert left > 0, "the head left no kernel: the attack did not run, " + p.stdout[-2000:] + p.stderr[-3000:]
+    assert p.returncode == 2 and data, f"{left} kernels left; " + p.stdout + p.stderr[-3000:]
     (oc,) = data["outcomes"]
     assert oc["status"] == "untrusted" and "base's device probes waited" in oc["message"], oc["message"]
 

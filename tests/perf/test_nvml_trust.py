@@ -253,6 +253,8 @@ class _Probe:
         self.seen.append("probe")
         return self.waits[(self.n - 1) % len(self.waits)]
 
+    before_us = wait_us       # the real one's pair of probes: tests/perf/test_device_probe.py
+
 
 def _serve(monkeypatch, w, fake, areas, n, freeze=False, probe=None, **req_extra):
     """Drive worker.serve as the gate does: set-up, n samples per area, quit."""
