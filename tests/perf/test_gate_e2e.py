@@ -806,10 +806,15 @@ KERNEL_LEFT = _wrapping_measure(
                         src = Path(device_probe.__file__).with_name("device_probe.cu").read_text()
                         _k["f"] = cupy.RawModule(code=src).get_function("device_probe")
                         _k["s"] = cupy.cuda.Stream(non_blocking=True)
+                    with open(MARK, "a") as _f:       # the test reads what it left, and how long each ran there
+                        for _e in [e for e in _k.setdefault("ev", []) if e[1].done]:
+                            _k["ev"].remove(_e)
+                            _f.write(f"ran {cupy.cuda.get_elapsed_time(*_e):.1f}\\n")
+                        _f.write("left\\n")
+                    _e0 = _k["s"].record()            # stamped when the GPU reaches it on the stream
                     with _k["s"]:
                         _k["f"]((1,), (1,), (numpy.uint64(60_000_000),))
-                    with open(MARK, "a") as _f:       # the test reads how many it left
-                        _f.write("1")
+                    _k["ev"].append((_e0, _k["s"].record()))
                 return v""",
     "            _k = {}")
 
@@ -828,9 +833,13 @@ def test_a_head_that_leaves_gpu_work_past_its_reply_is_untrusted(gate_repo, tmp_
     head = commit_change(d, "cuzk/__init__.py", lambda t: t + KERNEL_LEFT.replace("MARK", repr(str(mark))),
                          "a kernel left spinning past each reply")
     p, data, _ = _gate(d, base, head, cfg, tmp_path)
-    left = len(mark.read_text()) if mark.exists() else 0
+    lines = mark.read_text().split("\n") if mark.exists() else []
+    left, ran = lines.count("left"), sorted(float(x[4:]) for x in lines if x.startswith("ran "))
     assert left > 0, "the head left no kernel: the attack did not run, " + p.stdout[-2000:] + p.stderr[-3000:]
-    assert p.returncode == 2 and data, f"{left} kernels left; " + p.stdout + p.stderr[-3000:]
+    # each left kernel's own span on the GPU (events around it on its stream): 60 ms, or it never held the GPU
+    assert ran and ran[len(ran) // 2] >= 50, f"{left} kernels left, GPU spans {ran[:5]}..{ran[-5:]} ms"
+    assert p.returncode == 2 and data, f"{left} kernels left, median {ran[len(ran) // 2]} ms on the GPU; " + \
+        p.stdout + p.stderr[-3000:]
     (oc,) = data["outcomes"]
     assert oc["status"] == "untrusted" and "base's device probes waited" in oc["message"], oc["message"]
 
