@@ -7,7 +7,8 @@ GPU work between the probes in the ways a gate's round and an attack do.
 Rows: alone; after the other context's work (whole-GPU kernels, finished), at once and after 15 ms idle (the
 gate's guard reads sit between the sides' samples); after this context's own work; behind the other context's
 kernel still running (2 ms and 60 ms), as a head's left-over work would be, and so with that process stopped
-(SIGSTOP) as the gate stops its idle worker. Each probe of a row is shown apart:
+(SIGSTOP) as the gate stops its idle worker, and as the e2e test's head leaves it (a non-blocking stream of its
+own, the gate's NVML snapshots between). Each probe of a row is shown apart:
 "first" is the one a sample's "before" probe is, "second" one launched right after it.
 """
 from __future__ import annotations
@@ -31,6 +32,7 @@ def helper(conn):
     src = Path(device_probe.__file__).with_name("device_probe.cu").read_text()
     spin = cupy.RawModule(code=src, backend="nvrtc").get_function("device_probe")
     a = cupy.ones(1 << 26, dtype=cupy.float32)
+    side = None
     conn.send("ready")
     while True:
         cmd, arg = conn.recv()
@@ -42,6 +44,11 @@ def helper(conn):
             cupy.cuda.Device().synchronize()
         elif cmd == "leave":                    # a kernel left running past the reply
             spin((1,), (1,), (np.uint64(arg),))
+        elif cmd == "leave-aside":              # the same on a non-blocking stream of its own (the e2e attack's)
+            if side is None:
+                side = cupy.cuda.Stream(non_blocking=True)
+            with side:
+                spin((1,), (1,), (np.uint64(arg),))
         elif cmd == "sync":
             cupy.cuda.Device().synchronize()
         conn.send("done")
@@ -102,6 +109,26 @@ def main() -> int:
         stopped.append(1)
         time.sleep(0.015)
     take("behind a stopped process's 60 ms kernel", 3, leave_stop)
+    os.kill(p.pid, signal.SIGCONT)
+    ask("sync")
+    # as the e2e test's head: its own non-blocking stream, then the gate's two NVML snapshots, not a sleep
+    from cuzk import nvml
+    dev = nvml.open_device()
+    stopped.clear()
+
+    def leave_aside():
+        if stopped:
+            os.kill(p.pid, signal.SIGCONT)
+        ask("leave-aside", 60_000_000)
+        os.kill(p.pid, signal.SIGSTOP)
+        stopped.append(1)
+        if dev is not None:
+            dev.snapshot()
+            dev.snapshot()
+        else:
+            time.sleep(0.015)
+    take("as the e2e head: own stream, NVML reads" if dev is not None else "as the e2e head: own stream (no NVML)",
+         3, leave_aside)
     os.kill(p.pid, signal.SIGCONT)
     ask("sync")
     here.send(("stop", 0))
