@@ -98,46 +98,36 @@ def main() -> int:
             ask("leave", ms * 1_000_000)
         take(f"behind other's {ms} ms kernel", 3, leave)
         ask("sync")
-    # as in a gate: the process that left it stopped (SIGSTOP) while the probes run, continued after
-    stopped = []
-
-    def leave_stop():
-        if stopped:
-            os.kill(p.pid, signal.SIGCONT)
-        ask("leave", 60_000_000)
-        os.kill(p.pid, signal.SIGSTOP)
-        stopped.append(1)
-        time.sleep(0.015)
-    take("behind a stopped process's 60 ms kernel", 3, leave_stop)
-    os.kill(p.pid, signal.SIGCONT)
-    ask("sync")
-    # as the e2e test's head: its own non-blocking stream, then the gate's two NVML snapshots, not a sleep
+    # as in a gate: the process that left it stopped (SIGSTOP) while the probes run, continued after; then as the
+    # e2e test's head leaves it: its own non-blocking stream, the gate's two NVML snapshots between, not a sleep
     from cuzk import nvml
     dev = nvml.open_device()
-    stopped.clear()
 
-    def leave_aside():
-        if stopped:
-            os.kill(p.pid, signal.SIGCONT)
-        ask("leave-aside", 60_000_000)
-        os.kill(p.pid, signal.SIGSTOP)
-        stopped.append(1)
-        if dev is not None:
-            dev.snapshot()
-            dev.snapshot()
-        else:
-            time.sleep(0.015)
-    take("as the e2e head: own stream, NVML reads" if dev is not None else "as the e2e head: own stream (no NVML)",
-         3, leave_aside)
-    os.kill(p.pid, signal.SIGCONT)
-    ask("sync")
+    def stopped_row(name, cmd, between):
+        stopped = []
+
+        def leave():
+            if stopped:
+                os.kill(p.pid, signal.SIGCONT)
+            ask(cmd, 60_000_000)
+            os.kill(p.pid, signal.SIGSTOP)
+            stopped.append(1)
+            between()
+        take(name, 3, leave)
+        os.kill(p.pid, signal.SIGCONT)
+        ask("sync")
+    stopped_row("behind a stopped process's 60 ms kernel", "leave", lambda: time.sleep(0.015))
+    if dev is not None:
+        stopped_row("as the e2e head: own stream, NVML reads", "leave-aside", lambda: (dev.snapshot(), dev.snapshot()))
+    else:
+        stopped_row("as the e2e head: own stream (no NVML)", "leave-aside", lambda: time.sleep(0.015))
     here.send(("stop", 0))
     p.join(10)
-    print(f"{'case':36s} {'probe':>6s} {'median':>8s} {'p90':>8s} {'max':>8s}  (us past the spin, n={args.repeat})")
+    print(f"{'case':44s} {'probe':>6s} {'median':>8s} {'p90':>8s} {'max':>8s}  (us past the spin, n={args.repeat})")
     names = ("first", "second", "third")
     for (name, i), v in rows.items():
         v = sorted(v)
-        print(f"{name:36s} {names[i]:>6s} {statistics.median(v):8.1f} {v[int(0.9 * len(v))]:8.1f} {v[-1]:8.1f}")
+        print(f"{name:44s} {names[i]:>6s} {statistics.median(v):8.1f} {v[int(0.9 * len(v))]:8.1f} {v[-1]:8.1f}")
     return 0
 
 

@@ -8,7 +8,7 @@ So each GPU worker, its harness the base's on both sides, runs a probe before an
 one thread of its own context spinning for SPIN_NS on the GPU's global timer, launched on a stream of its own and
 waited for on the host clock. On a GPU that runs nothing else it takes the spin and a launch's latency; behind
 another context's work it waits for that context's time slice too. What it waited past its spin is the sample's
-`device_wait_us` (the larger of the two probes); foreign_work.device_waits judges it.
+`device_wait_us` (the larger of the waits before and after it); foreign_work.device_waits judges it.
 
 The probe before a sample is taken twice, the second counted (measured on an H200, tools/probe_levels.py): the
 first after the other context's work pays the switch to this context (~250 us, where the second takes ~20 us),

@@ -84,10 +84,10 @@ class Worker:
 
     def sample(self, area: str) -> dict:
         probe = getattr(self, "probe", None)
-        first = probe.before_us() if probe is not None else None
+        before = probe.before_us() if probe is not None else None
         s = self.sampler.collect(lambda: self.w.measure(area, self.numbers[area]), 1,
                                  number=self.numbers[area], what=self.w.spec.label())
-        wait = max(first, probe.wait_us()) if probe is not None else None
+        wait = max(before, probe.wait_us()) if probe is not None else None
         return {"status": "ok", "value": s.values[0], "gc_s": getattr(self.w, "last_gc_s", None),
                 "host_s": s.host_s[0] if s.host_s else None,
                 "preempted": getattr(self.w, "last_preempted", None),
