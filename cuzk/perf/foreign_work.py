@@ -25,6 +25,10 @@ times a handler's cost (`[trust] irq_cost_us`) may be at most the same `share` o
 serves none beside the median sample (docs/perf-log.md, 2026-12-04); a storm that moves a median by a threshold's
 quarter takes thousands a second (14 us each measured on a virtio disk's completions).
 
+On a virtual machine the host may run other work on the sampling CPU while the sampling thread has work (steal):
+the thread's reads see it as held or away, and the checks above judge it so; the gate also reads the CPU's steal
+around each sample (isolation.steal_ns) and a check's line says so where steal makes up half of what it found.
+
 And on the GPU: work a worker's process queued and left running past its reply (a stopped process's kernels run
 on), or a kernel it left resident, is time-sliced with the next sample's and slows it, seen by neither side's
 events. Each GPU sample is bracketed by device probes in the worker's harness (device_probe.py: the base's on
@@ -66,6 +70,29 @@ def foreign_share(rounds: list[dict], side: str, area: str) -> float | None:
     return float(np.quantile(fs, QUANTILE)) / 1e3 / median_s
 
 
+def steal_share(ars: list[dict]) -> float | None:
+    """The hypervisor's steal on the sampling CPU over these samples (one side's, of one phase) as a share of their
+    time (number calls each), summed: the count moves in clock ticks, so only a sum reads it fairly; None where a
+    sample lacks it (not pinned, no /proc/stat, a gate.json from before it)."""
+    stolen, spent = 0.0, 0.0
+    for ar in ars:
+        xs, st = ar.get("samples") or [], ar.get("steal_ms") or []
+        if not xs or len(numbers(st)) != len(xs):
+            return None
+        stolen += sum(st) / 1e3
+        spent += sum(x * ar.get("number", 1) for x in xs)
+    return stolen / spent if spent > 0 else None
+
+
+def _stolen(ars: list[dict], lost: float) -> str:
+    """Where the hypervisor's steal makes up half or more of what a check found lost, the clause that says so."""
+    s = steal_share(ars)
+    if s is None or s < lost / 2:
+        return ""
+    return (f"; the hypervisor took {s:.2%} of the sampled time from that CPU (steal): this runner is a virtual "
+            f"machine whose host ran other work on its CPU (a runner without steal: docs/runners.md 4)")
+
+
 def foreign_excess(rounds: list[dict], area: str, threshold: float, share: float) -> str | None:
     """Why area's comparison is not the code's alone (one line), or None: the first side whose foreign time
     passes share of threshold."""
@@ -73,11 +100,12 @@ def foreign_excess(rounds: list[dict], area: str, threshold: float, share: float
     for side in ("base", "head"):
         f = foreign_share(rounds, side, area)
         if f is not None and f > most:
+            ars = [ar for rd in rounds if (ar := rd.get(side, {}).get("areas", {}).get(area))]
             return (f"phase {area}: beside {side}'s samples other work took the sampling CPU, "
                     f"{f:.2%} of the median sample at the {QUANTILE * 100:.0f}th percentile (most allowed: {most:.2%}, "
                     f"[trust] max_foreign_share {share:g} of the {threshold:.2%} threshold), not its worker's "
                     f"threads: another job on the runner's CPU, a process out of the gate's sight, or the kernel's "
-                    f"work for the worker; its timings are not the code's alone")
+                    f"work for the worker; its timings are not the code's alone{_stolen(ars, f)}")
     return None
 
 
@@ -111,7 +139,7 @@ def round_excess(rounds: list[dict], area: str, threshold: float, share: float, 
                 return (f"phase {area}: in round {r + 1}, {side}'s sampling thread was {what} for "
                         f"{statistics.median(lost):.2%} of its median sample across the timed calls (most allowed: "
                         f"{most:.2%}, [trust] max_foreign_share {share:g} of the {threshold:.2%} threshold): that "
-                        f"round's median is not the code's alone")
+                        f"round's median is not the code's alone{_stolen([ar], statistics.median(lost))}")
     return None
 
 

@@ -33,7 +33,7 @@ from . import checkout
 from .compare import NOT_RESOLVED, REGRESSION, Comparison, compare, resolved
 from .disk_watch import Watched, absolute_caches, changed_message, import_roots, shared_caches
 from .foreign_work import device_waits, foreign_excess, round_excess, round_interrupts
-from .isolation import device_interrupt_count, exposure
+from .isolation import device_interrupt_count, exposure, steal_ns
 from .sched_window import run_delay
 from .gate_config import MAX_ROUNDS, MAX_SAMPLES, GateConfig, WorkloadConfig
 from .noise import NoiseError, Threshold, make_record, spec_key
@@ -536,6 +536,7 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
         away = {s: {a: [] for a in areas} for s in SIDES}        # for others' work, and neither run nor wait
         timed_by = {s: {} for s in SIDES}                        # per area, "host" or "device"
         irqs = {s: {a: [] for a in areas} for s in SIDES}        # device interrupts served on the sampling CPU
+        stolen = {s: {a: [] for a in areas} for s in SIDES}      # ms the hypervisor took the sampling CPU (steal)
         waited = {s: {a: [] for a in areas} for s in SIDES}      # us its device probes waited: another context's work
         waited_out = {s: {a: [] for a in areas} for s in SIDES}  # and beside the samples of a pair taken again
         idle_most: dict = {}              # per side, the most CPU ms it ran while idle during one rival sample
@@ -557,7 +558,7 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
             halted = halt(s_, w, "before the first sample")
             held_since[s_] = _usage(w) if halted else None       # None: a worker that cannot be stopped (scripted)
         per_sample = (got, energy, states, asked, irqs, foreign, beside, collected, hosted, guarded, preempted, held,
-                      away, waited)
+                      away, stolen, waited)
         for i in range(cfg.samples):
             for a in areas:
                 pair = order if i % 2 == 0 else order[::-1]
@@ -586,6 +587,7 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
                                      f"it"))
                     unsignalled(((side, workers[side]), (other, rival)), f"before {side}'s sample of {a}")
                     i0 = device_interrupt_count(getattr(workers[side], "cpus", None))
+                    st0 = steal_ns(getattr(workers[side], "cpus", None))
                     _thaw(workers[side])
                     _stops_since(workers[side])             # the continue the gate sent
                     t_ask = time.perf_counter()
@@ -595,7 +597,10 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
                     # stopped again at once, before the reads after it
                     halted = halt(side, workers[side], f"after its sample of {a}")
                     i1 = device_interrupt_count(getattr(workers[side], "cpus", None))
+                    st1 = steal_ns(getattr(workers[side], "cpus", None))
                     irqs[side][a].append(i1 - i0 if i0 is not None and i1 is not None and i1 >= i0 else None)
+                    stolen[side][a].append(round((st1 - st0) / 1e6, 3) if st0 is not None and st1 is not None
+                                           and st1 >= st0 else None)
                     after = _usage(rival)
                     now = _usage(workers[side])
                     foreign[side][a].append(foreign_ms(own, now, workers[side].pid))
@@ -721,7 +726,8 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
                                       "guard_s": guarded[s][a], "preempted": preempted[s][a],
                                       "rival_idle_ms": beside[s][a], "foreign_ms": foreign[s][a],
                                       "held_ms": held[s][a], "away_ms": away[s][a], "timed_by": timed_by[s].get(a),
-                                      "irqs": irqs[s][a], "device_wait_us": waited[s][a],
+                                      "irqs": irqs[s][a], "steal_ms": stolen[s][a],
+                                      "device_wait_us": waited[s][a],
                                       "rejected_device_wait_us": waited_out[s][a],
                                       "number": ready[s]["numbers"][a]} for a in areas},
             "discards": done[s].get("discards", []) + rejected[s],
@@ -1338,7 +1344,7 @@ def _check_doc(doc) -> None:
                         v = ar.get(k, [])
                         _check(isinstance(v, list) and len(v) <= len(ar.get("samples") or []) and all(
                             x is None or _count(x) for x in v), f"{where}: {k} is not a list of counts, one a sample")
-                    for k in ("rival_idle_ms", "foreign_ms", "held_ms", "away_ms"):
+                    for k in ("rival_idle_ms", "foreign_ms", "held_ms", "away_ms", "steal_ms"):
                         v = ar.get(k, [])
                         _check(isinstance(v, list) and len(v) <= len(ar.get("samples") or []) and all(
                             x is None or (_finite(x, 0) and x <= MAX_SAMPLE_S * 1e3) for x in v),

@@ -95,6 +95,28 @@ def device_interrupt_count(cpus, proc: str = "/proc") -> int | None:
     return sum(n for _, _, counts in got for c, n in counts.items() if c in want)
 
 
+def steal_ns(cpus, proc: str = "/proc") -> int | None:
+    """ns the hypervisor has run other work on cpus so far while they had work of their own (/proc/stat's steal,
+    in clock ticks); None where not pinned or unreadable. A virtual machine's vCPU taken away while the sampling
+    thread runs is neither its CPU time nor its run delay (the kernel leaves steal out of a task's clock): the
+    sample's wall time grows, and the thread's reads call it away or held."""
+    if not cpus:
+        return None
+    try:
+        lines = Path(proc, "stat").read_text().splitlines()
+    except OSError:
+        return None
+    want, ticks, seen = {f"cpu{c}" for c in cpus}, 0, 0
+    for line in lines:
+        fields = line.split()
+        if fields and fields[0] in want and len(fields) > 8 and fields[8].isdigit():
+            ticks += int(fields[8])
+            seen += 1
+    if seen != len(want):
+        return None
+    return ticks * 1_000_000_000 // os.sysconf("SC_CLK_TCK")
+
+
 def exposure(cpus, proc: str = "/proc", euid: int | None = None) -> list[str]:
     """One line per way this machine lets a sample be slowed unseen; [] where none is found."""
     out = []

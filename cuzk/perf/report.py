@@ -435,6 +435,11 @@ def markdown(res: GateResult, bisect: bool = True) -> str:
             out.append("Device interrupts served on the sampling CPU during a sample (median / most, base; head: "
                        "their handlers' time is charged to the sample, seen by no other read): " + _sides_line(irq)
                        + ".")
+        steal = per_side(oc, "steal_ms")
+        if any(x for sides in steal.values() for _, x in sides.values()):
+            out.append("The hypervisor took the sampling CPU during a sample (steal, ms in clock ticks, median / "
+                       "most, base; head: this runner is a virtual machine whose host ran other work; the thread's "
+                       "reads call it held or away): " + _sides_line(steal, ".0f") + ".")
         waits = per_side(oc, "device_wait_us")
         if waits:
             out.append("Device probes around a GPU sample waited past their launch (us, median / most, base; head: "

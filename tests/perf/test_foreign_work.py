@@ -217,6 +217,40 @@ def test_time_away_counts_where_the_phase_is_host_timed_only():
     assert round_excess(rounds, "tail_msm", 0.01, 0.25) is None
 
 
+def test_the_hypervisors_steal_is_named_where_it_makes_up_what_a_check_found():
+    """On a virtual machine the host's other guests take the sampling CPU (steal): the thread reads it as held or
+    away, and the verdict stays untrusted; the line then says where it came from, read from the CPU's steal
+    around each sample (in clock ticks: a sum over the samples reads it fairly, one sample's reads 0 or 10 ms)."""
+    quiet = lambda s, r, i: 0.0
+    stopped = lambda s, r, i: 2.0 if s == "base" and r == 3 else 0.0
+    # 20 ms stolen over round 4's nine 10 ms base samples: 22% of its time, most of the 20% the thread lost
+    ticks = lambda s, r, i: 10.0 if s == "base" and r == 3 and i in (2, 6) else 0.0
+    rounds = _per_sample(_windows(_rounds(quiet), quiet, away=stopped), "steal_ms", ticks)
+    why = round_excess(rounds, "tail_msm", 0.01, 0.25)
+    assert why.startswith("phase tail_msm: in round 4, base's sampling thread was held by other work or away")
+    assert "the hypervisor took 22.22% of the sampled time from that CPU (steal)" in why, why
+    # steal under half of what was lost: not blamed on it
+    rounds = _per_sample(rounds, "steal_ms", lambda s, r, i: 5.0 if s == "base" and r == 3 and i == 2 else 0.0)
+    assert "steal" not in round_excess(rounds, "tail_msm", 0.01, 0.25)
+    # one sample without the read: not named (never guessed), the verdict unchanged
+    rounds = _per_sample(rounds, "steal_ms", lambda s, r, i: None if i == 0 else ticks(s, r, i))
+    assert "steal" not in round_excess(rounds, "tail_msm", 0.01, 0.25)
+    # the phase-wide rule likewise: the base held 0.5 ms of each 10 ms sample, the host took 10 ms of every 10th
+    rounds = _per_sample(_rounds(lambda s, r, i: 0.5 if s == "base" else 0.0), "steal_ms",
+                         lambda s, r, i: 10.0 if s == "base" and i == 0 and r % 2 else 0.0)
+    why = foreign_excess(rounds, "tail_msm", 0.01, 0.25)
+    assert "beside base's samples other work took the sampling CPU, 5.00%" in why and "(steal)" in why, why
+    # through gate.json: kept per sample, checked, shown
+    res = gate.from_dict(_doc(rounds))
+    assert res.outcomes[0].status == "untrusted" and "(steal)" in res.outcomes[0].message
+    assert res.as_dict()["outcomes"][0]["rounds"][1]["base"]["areas"]["tail_msm"]["steal_ms"][0] == 10.0
+    md = report.markdown(gate.from_dict(_doc(rounds, threshold=0.5)))       # judged: the per-sample lines
+    assert "The hypervisor took the sampling CPU during a sample" in md and "`tail_msm` 0 / 10; 0 / 0" in md, md
+    rounds[1]["base"]["areas"]["tail_msm"]["steal_ms"][0] = -10.0
+    with pytest.raises(ValueError, match="steal_ms is not a list of ms"):
+        gate.from_dict(_doc(rounds))
+
+
 def _interrupts(rounds, count):
     """Device interrupts served on the sampling CPU around each sample (gate.json's irqs): count(side, round, i)."""
     return _per_sample(rounds, "irqs", count)

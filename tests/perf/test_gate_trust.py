@@ -28,6 +28,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 # the small CPU gate and the slower inverse DFT of the gate's end-to-end tests
 from test_gate_e2e import CONFIG, WORSE_INTT as SLOW_INTT  # noqa: E402
+from runner_noise import skip_where_stolen  # noqa: E402
 
 # the head's own harness would report every head sample ten times faster
 FAST_HARNESS = '''
@@ -95,6 +96,7 @@ def _gate(d: Path, base: str, head: str, tmp: Path, *extra, env=None, config: Pa
         cmd += ["--config", str(config)]
     p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
     data = json.loads((tmp / "out" / "gate.json").read_text()) if (tmp / "out" / "gate.json").exists() else None
+    skip_where_stolen(data)
     return p, data, summary.read_text() if summary.exists() else ""
 
 

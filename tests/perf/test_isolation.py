@@ -1,6 +1,8 @@
 """What on a runner can slow a worker's samples out of the gate's sight (isolation.py), and the report's line."""
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from cuzk.perf import gate, report
@@ -104,3 +106,18 @@ def test_an_nvme_queue_shared_with_other_cpus_is_counted(tmp_path):
     assert any(x.startswith("nvme0q2 (irq 41") for x in device_interrupts_on((1,), proc))
     assert device_interrupt_count((1,), _proc(tmp_path / "b", {})) == 3556221 + 12 + 700    # unread: counted
     assert device_interrupt_count((1,), _proc(tmp_path / "c", {"41": "1"})) == 3556221 + 12
+
+
+def test_the_hypervisors_steal_is_read_per_sampling_cpu(tmp_path):
+    """/proc/stat's eighth figure of a CPU's line, in clock ticks: the sampling CPUs' summed, as ns; None where a
+    CPU's line is missing or no CPU is pinned."""
+    from cuzk.perf.isolation import steal_ns
+    (tmp_path / "stat").write_text("cpu  10 0 5 900 1 0 2 30 0 0\n"
+                                   "cpu0 5 0 2 450 1 0 1 12 0 0\n"
+                                   "cpu1 5 0 3 450 0 0 1 18 0 0\n"
+                                   "intr 1 2 3\n")
+    tick = 1_000_000_000 // os.sysconf("SC_CLK_TCK")
+    assert steal_ns((1,), str(tmp_path)) == 18 * tick
+    assert steal_ns((0, 1), str(tmp_path)) == 30 * tick
+    assert steal_ns((2,), str(tmp_path)) is None and steal_ns(None, str(tmp_path)) is None
+    assert steal_ns((0,), str(tmp_path / "no")) is None
