@@ -14,7 +14,7 @@ def cmd_bisect(args) -> int:
     unmeasured."""
     try:
         return bisect_run.run(args.benchmark, args.good, args.bad, args.target, args.opts, args.repo, args.dry_run,
-                              args.asv_args)
+                              args.asv_args, confirm=args.confirm)
     except (bisect.BisectError, asv_private.AsvConfigError) as e:
         raise CliError(f"bisect: {e}") from e
 

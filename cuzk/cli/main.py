@@ -187,6 +187,9 @@ def build_parser() -> argparse.ArgumentParser:
     bi.add_argument("--repo", default=".")
     bi.add_argument("--dry-run", action="store_true",
                     help="print the plan (the asv command, the pre-flight verdict) and measure nothing")
+    bi.add_argument("--no-confirm", dest="confirm", action="store_false",
+                    help="name asv find's culprit without measuring it again against its parent in alternation "
+                         "(a gate run of the phase's workload; said as not confirmed)")
     bi.add_argument("--asv-arg", dest="asv_args", action="append", default=[], metavar="ARG",
                     help="one more asv find argument, e.g. --asv-arg=--invert (repeatable)")
     bi.set_defaults(func=_command("history", "cmd_bisect"))

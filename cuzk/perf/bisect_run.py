@@ -7,7 +7,10 @@ command runs the project checkout's cuzk/cuda_extra.py, whatever the commit). Bu
 package index, or a wheelhouse (PIP_NO_INDEX=1 PIP_FIND_LINKS=DIR). With `--asv-arg=-E
 --asv-arg=existing:PYTHON` asv installs nothing and uses PYTHON's packages; there each commit's own
 code is checked out and put first on the benchmarks' sys.path (asv_private.add_commit_code_plugin), so
-it is still that commit that is measured."""
+it is still that commit that is measured.
+
+asv find's culprit is then measured again against its parent in alternation (bisect_confirm) before it is
+named: asv find reads each commit once, in turn, and follows a value the machine's speed moved."""
 from __future__ import annotations
 
 import os
@@ -17,14 +20,15 @@ import sys
 import tempfile
 from pathlib import Path
 
-from . import asv_private, bisect_preflight, bisect_verdict
+from . import asv_private, bisect_confirm, bisect_preflight, bisect_verdict
 from .bisect import BisectError, _sha, bench_regex, find_argv, gpu_env, range_commits, shell_command, stream
 
 
 def run(benchmark: str, good: str, bad: str, target: str | None = None, opts: str | None = None,
-        repo: str = ".", dry_run: bool = False, extra: list[str] | None = None) -> int:
+        repo: str = ".", dry_run: bool = False, extra: list[str] | None = None, confirm: bool = True) -> int:
     """0 with the culprit; BisectError (exit 2) for bad input, uncommitted changes to tracked files, a failed
-    pre-flight, or a run that did not measure every commit it judged by."""
+    pre-flight, a run that did not measure every commit it judged by, or a culprit that measured again against its
+    parent (bisect_confirm; confirm False: not measured again, said so) shows no step."""
     extra = list(extra or [])
     regex = bench_regex(benchmark, target, opts)
     good_sha, bad_sha = _sha(repo, good), _sha(repo, bad)
@@ -65,5 +69,32 @@ def run(benchmark: str, good: str, bad: str, target: str | None = None, opts: st
               "not .asv/results)", flush=True)
         rc, lines = stream([sys.executable, "-m", *argv], repo, dict(os.environ, **gpu_env(regex, target)))
         name, labels, points = bisect_verdict.read(results, regex, bisect_verdict.said(lines))
-    return bisect_verdict.judge(name, labels, points, commits, bisect_verdict.named_commit(lines, commits), rc,
-                                invert, failure=bisect_verdict.setup_failure(lines) if rc != 0 else None)
+    named = bisect_verdict.named_commit(lines, commits)
+    held: list[str] = []             # the culprit's line waits for the confirmation
+    try:
+        bisect_verdict.judge(name, labels, points, commits, named, rc, invert, out=held.append,
+                             failure=bisect_verdict.setup_failure(lines) if rc != 0 else None)
+    finally:
+        for line in held:
+            if not line.startswith(f"cuzk bisect: {named[:10] if named else '-'} is the first "):
+                print(line, flush=True)
+    culprit = next(line for line in held if line.startswith(f"cuzk bisect: {named[:10]} is the first "))
+    spec, why = bisect_confirm.workload(benchmark, target, opts)
+    if not confirm or spec is None:
+        print(culprit)
+        print(f"cuzk bisect: not confirmed ({why or '--no-confirm'}): the culprit stands on one value a commit, "
+              "measured in turn by asv find; a machine whose speed moved during the run moves one by as much as a "
+              "step", flush=True)
+        return 0
+    parent = commits[commits.index(named) - 1]
+    print(f"# confirming: {named[:10]} against its parent {parent[:10]} in alternation, as the gate measures "
+          f"(`cuzk gate --base {parent[:10]} --head {named[:10]}`, {bisect_confirm.ROUNDS} rounds)", flush=True)
+    c = bisect_confirm.confirm(repo, parent, named, benchmark, spec, points[parent].values[0],
+                               points[named].values[0], invert)
+    if not c.confirmed:
+        raise BisectError(f"asv find named {named[:10]}, measured again: {c.line}; no culprit (asv find's single "
+                          f"values moved with the machine, or the step is elsewhere: measure again on a quiet "
+                          f"machine, or bisect a shorter range)")
+    print(culprit)
+    print(f"cuzk bisect: confirmed: {c.line}", flush=True)
+    return 0

@@ -158,6 +158,45 @@ def test_planted_slowdown_is_named_and_results_stay_untouched(brepo):
     assert line == f"cuzk bisect: {shas[3][:10]} is the first slow commit: 1 -> 3 (measured at 4 commits)"
     rows = {l.split("|")[1].strip(): l for l in p.stdout.splitlines() if l.startswith("| ")}
     assert "good" in rows[shas[0][:10]] and "bad" in rows[shas[-1][:10]] and "first slow" in rows[shas[3][:10]]
+    # an asv regex is no workload the gate measures: the culprit stands on asv find's values, said so
+    assert p.stdout.splitlines()[-1].startswith("cuzk bisect: not confirmed ('track_planted' is an asv regex"), \
+        p.stdout
+
+
+def test_a_culprit_that_shows_no_step_against_its_parent_is_no_culprit(brepo, monkeypatch, capsys):
+    """asv find's culprit is measured again against its parent in alternation before it is named: where that
+    reads no step (asv find followed a value the machine's speed moved), no culprit, exit 2; where it reads
+    the step, the culprit and the confirmation."""
+    from cuzk.perf import bisect_confirm
+    from cuzk.perf.workload import Spec
+    d, shas, env = brepo
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    asked = []
+    monkeypatch.setattr(bisect_confirm, "workload", lambda b, t, o: (Spec.parse_target("cpu:8", opts="default"), None))
+
+    def measured(verdict):
+        def confirm(repo, parent, named, area, spec, before, after, invert=False):
+            asked.append((parent, named, before, after))
+            return bisect_confirm.Confirmation(verdict, f"{named[:10]} against its parent: x1.002, the test's")
+        return confirm
+    monkeypatch.setattr(bisect_confirm, "confirm", measured(False))
+    args = ("track_planted", shas[0], shas[-1])
+    with pytest.raises(bisect.BisectError, match=rf"asv find named {shas[3][:10]}, measured again: .*x1.002.*"
+                                                 r"no culprit"):
+        bisect_run.run(*args, repo=str(d), extra=["-E", f"existing:{sys.executable}"])
+    out = capsys.readouterr().out
+    assert asked == [(shas[2], shas[3], 1.0, 3.0)]
+    assert "# confirming: " in out and "is the first slow commit" not in out, out
+    monkeypatch.setattr(bisect_confirm, "confirm", measured(True))
+    assert bisect_run.run(*args, repo=str(d), extra=["-E", f"existing:{sys.executable}"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[-2] == f"cuzk bisect: {shas[3][:10]} is the first slow commit: 1 -> 3 (measured at 4 commits)"
+    assert out[-1].startswith("cuzk bisect: confirmed: ")
+    # and not measured again where asked not to: said so
+    assert bisect_run.run(*args, repo=str(d), extra=["-E", f"existing:{sys.executable}"], confirm=False) == 0
+    assert capsys.readouterr().out.splitlines()[-1].startswith("cuzk bisect: not confirmed (--no-confirm)")
+    assert len(asked) == 2
 
 
 def test_skip_at_good_exits_2_though_asv_names_a_commit(brepo):
