@@ -116,17 +116,14 @@ def test_planted_slowdown_is_named_from_asv_built_environments(planted):
 
 def test_a_culprit_asv_find_put_one_commit_late_is_refuted_when_measured_again(planted):
     """What asv find did on a loaded 2-core machine: main~2 (holding the planted slowdown) read at the good level,
-    main~1 twice it, so it named main~1. Measured again against its parent in alternation, main~1 shows no step;
-    the planted commit against its parent does."""
+    main~1 twice it, so it named main~1. Measured again against its parent in alternation, main~1 shows no step
+    (the planted commit against its parent does: the test above)."""
     from cuzk.perf import bisect_confirm
     from cuzk.perf.workload import Spec
     d, shas, _ = planted
     spec = Spec.parse_target("cpu:10", opts="default")
     late = bisect_confirm.confirm(d, shas["after1"], shas["after2"], "tail_msm", spec, 16.46e-3, 32.08e-3)
-    right = bisect_confirm.confirm(d, shas["good"], shas["slow"], "tail_msm", spec, 16.98e-3, 32.08e-3)
-    for c in (late, right):
-        if "(steal)" in c.line:
-            pytest.skip(f"this runner's host took the sampling CPU, so the gate judged nothing: {c.line}")
+    if "not judged (untrusted: " in late.line:        # the runner's own load: measured nothing, said so
+        pytest.skip(f"the confirmation's gate run was untrusted on this runner: {late.line}")
     assert not late.confirmed and late.line.endswith("no step of half the size asv find read there"), late.line
-    assert "threshold +39.6%" in late.line
-    assert right.confirmed, right.line
+    assert "threshold +39.6%" in late.line and ": x" in late.line      # measured: a ratio, not "not judged"
