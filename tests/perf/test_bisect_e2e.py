@@ -73,6 +73,11 @@ def _bisect(d: Path, env: dict) -> tuple[subprocess.CompletedProcess, float]:
 
 
 def test_planted_slowdown_is_named_from_asv_built_environments(planted):
+    """The planted commit named and confirmed; or, where asv find's one process a commit followed a value the
+    machine moved (a 2-vCPU VM here puts each process of the CPU reference at one of two levels about 2x apart:
+    the same commit read 17.4 and 32.5 ms in two runs), an honest refusal after the confirmation (exit 2, no
+    culprit, the alternating run's figures), then a skip that says so. Never a culprit that is not the planted
+    commit."""
     d, shas, env = planted
     p, wall = _bisect(d, env)
     first = p.stdout          # the first run registers the fresh HOME's machine; a second finds it there
@@ -82,11 +87,29 @@ def test_planted_slowdown_is_named_from_asv_built_environments(planted):
         p, again = _bisect(d, env)
         wall += again
     out = p.stdout + p.stderr
-    if p.returncode == 2 and "(steal)" in p.stderr:
-        pytest.skip(f"this runner's host took the sampling CPU, so the confirmation judged nothing: {p.stderr}")
     said = "\n".join(x for x in out.splitlines() if x.startswith(("| ", "cuzk", "·· For", "·· Install")))
-    assert p.returncode == 0, out[-6000:]
+    assert p.returncode in (0, 2), out[-6000:]
     assert "can't open file" not in out
+    # asv built one virtualenv and installed each measured commit's own build into it
+    envs = [e for e in (d / ".asv/env").iterdir() if (e / "bin/python").exists()]
+    assert len(envs) == 1, envs
+    assert json.loads((envs[0] / "asv-env-info.json").read_text())["tool_name"] == "virtualenv"
+    rows = [x.split("|")[1].strip() for x in p.stdout.splitlines() if x.startswith("| ") and "measured" in x]
+    assert shas["good"][:10] in rows and shas["after3"][:10] in rows, said
+    installed = set(re.findall(r"Installing ([0-9a-f]{8}) ", p.stdout))
+    assert {r[:8] for r in rows} <= installed, (rows, installed)
+    assert "# environment: asv's virtualenv" in p.stdout
+    assert "# asv machine --yes: this host registered as" in first
+    assert (Path(env["HOME"]) / ".asv-machine.json").is_file()
+    assert not (d / ".asv/results").exists()                               # results went to a temporary dir
+    assert wall < BUDGET_S, f"the bisection took {wall:.0f} s"
+    if p.returncode == 2:
+        named = re.search(r"asv find named ([0-9a-f]{10}), measured again: .* in alternation: (.*); no culprit",
+                          p.stderr)
+        assert named and "# confirming: " in p.stdout, out[-6000:]
+        assert "first slow commit" not in p.stdout, said                  # nothing named before the refusal
+        pytest.skip(f"asv find followed a value this machine moved, twice; bisect refused to name "
+                    f"{named.group(1)} ({named.group(2)})")
     line = next(x for x in p.stdout.splitlines() if "first slow commit" in x)
     m = re.fullmatch(rf"cuzk bisect: {shas['slow'][:10]} is the first slow commit: ([\d.]+) ms -> ([\d.]+) ms "
                      r"\(measured at \d+ commits\)", line)
@@ -94,24 +117,11 @@ def test_planted_slowdown_is_named_from_asv_built_environments(planted):
     # 2x planted; one asv process a commit on a loaded 2-core machine has read it as x1.37: the step is measured
     # when well above no change
     assert float(m.group(2)) / float(m.group(1)) > 1.2, line
-    # asv built one virtualenv and installed each measured commit's own build into it
-    envs = [e for e in (d / ".asv/env").iterdir() if (e / "bin/python").exists()]
-    assert len(envs) == 1, envs
-    assert json.loads((envs[0] / "asv-env-info.json").read_text())["tool_name"] == "virtualenv"
-    rows = [x.split("|")[1].strip() for x in p.stdout.splitlines() if x.startswith("| ") and "measured" in x]
-    assert shas["good"][:10] in rows and shas["slow"][:10] in rows and shas["after3"][:10] in rows
-    installed = set(re.findall(r"Installing ([0-9a-f]{8}) ", p.stdout))
-    assert {r[:8] for r in rows} <= installed, (rows, installed)
-    assert "# environment: asv's virtualenv" in p.stdout
-    assert "# asv machine --yes: this host registered as" in first
     # the culprit measured again against its parent, in alternation, before it was named
     assert f"# confirming: {shas['slow'][:10]} against its parent {shas['good'][:10]}" in p.stdout
     conf = p.stdout.splitlines()[-1]
     assert conf.startswith(f"cuzk bisect: confirmed: {shas['slow'][:10]} against its parent") and \
         conf.endswith("the step is there"), conf
-    assert (Path(env["HOME"]) / ".asv-machine.json").is_file()
-    assert not (d / ".asv/results").exists()                               # results went to a temporary dir
-    assert wall < BUDGET_S, f"the bisection took {wall:.0f} s"
 
 
 def test_a_culprit_asv_find_put_one_commit_late_is_refuted_when_measured_again(planted):
