@@ -5,7 +5,8 @@ virtual machine's host taking its CPU) moves single values by as much as a plant
 has named a commit whose parent already held the slowdown. Here the parent and the named commit are run as a gate
 run (gate.run: fresh workers each round, their samples alternating, the signed-rank test over the rounds, every
 trust rule), the threshold half the step asv find read (in log terms). A named commit is confirmed only where that
-run reads the same step; one that reads no step, or could not be judged, names no culprit.
+run reads the same step. One that reads no step is bisected again with the gate alone (walk: every step a gate
+run against GOOD at half the GOOD..BAD step it measures); one that could not be judged names no culprit.
 
 The gate measures phases of workloads, so a phase name with --target and --opts is confirmed; an asv regex cannot
 be, and bisect says so beside its culprit.
@@ -17,7 +18,8 @@ import math
 from dataclasses import dataclass
 
 from . import gate, gate_config
-from .compare import IMPROVEMENT, REGRESSION
+from .bisect import BisectError
+from .compare import IMPROVEMENT, NOT_RESOLVED, REGRESSION
 from .workload import AREAS, Spec
 
 ROUNDS = 8           # the fewest at which the exact signed-rank test can reach alpha 0.01 (2 / 2^8)
@@ -29,6 +31,7 @@ FLOOR = 0.01         # the least threshold: a step asv find read as smaller than
 class Confirmation:
     confirmed: bool
     line: str
+    judged: bool = True             # False: the run could not be judged (its line says why)
 
 
 def workload(benchmark: str, target: str | None, opts: str | None) -> tuple[Spec | None, str | None]:
@@ -63,26 +66,78 @@ def config(repo, parent: str, area: str, spec: Spec, th: float) -> gate_config.G
     return gate_config.parse(doc, f"{parent[:10]}:{gate_config.DEFAULT_PATH} (bisect's confirmation)")
 
 
+@dataclass
+class Run:
+    """One gate run of head against base: compare's verdict (None where not judged) and the figures as a line."""
+    verdict: str | None
+    ratio: float
+    line: str
+
+
+def measure(repo, base: str, head: str, area: str, spec: Spec, th: float, invert: bool = False) -> Run:
+    """head against base in alternation, as the gate measures (config's), at threshold th."""
+    try:
+        cfg = config(repo, base, area, spec, th)
+        from .gpu_lock import hold
+        with hold("cuzk bisect") if spec.backend == "cuda" else contextlib.nullcontext():
+            res = gate.run(repo, base, head, cfg)
+    except Exception as e:          # a commit the gate cannot run (no harness, a refused tree): not measured
+        first = str(e).splitlines()[0] if str(e) else ""
+        return Run(None, math.nan, f"not judged ({type(e).__name__}: {first})")
+    (oc,) = res.outcomes
+    if oc.status != "ok":
+        return Run(None, math.nan, f"not judged ({oc.status}: {oc.message})")
+    (c,) = [c for c in oc.comparisons if c.area == area]
+    return Run(c.verdict, c.ratio, f"x{c.ratio:.3f} [{c.ci_low:.3f} - {c.ci_high:.3f}], p = {c.p_value:.2g}, "
+                                   f"threshold {'-' if invert else '+'}{th:.1%}")
+
+
 def confirm(repo, parent: str, named: str, area: str, spec: Spec, before: float, after: float,
             invert: bool = False) -> Confirmation:
     """The named commit against its parent in alternation: confirmed where the run reads the step asv find read."""
     th = threshold(before, after, invert)
     what = f"{named[:10]} against its parent {parent[:10]}, {spec.target()} {area}, {ROUNDS} rounds in alternation"
-    try:
-        cfg = config(repo, parent, area, spec, th)
-        from .gpu_lock import hold
-        with hold("cuzk bisect") if spec.backend == "cuda" else contextlib.nullcontext():
-            res = gate.run(repo, parent, named, cfg)
-    except Exception as e:          # a commit the gate cannot run (no harness, a refused tree): not measured
-        first = str(e).splitlines()[0] if str(e) else ""
-        return Confirmation(False, f"{what}: not judged ({type(e).__name__}: {first})")
-    (oc,) = res.outcomes
-    if oc.status != "ok":
-        return Confirmation(False, f"{what}: not judged ({oc.status}: {oc.message})")
-    (c,) = [c for c in oc.comparisons if c.area == area]
-    read = (f"x{c.ratio:.3f} [{c.ci_low:.3f} - {c.ci_high:.3f}], p = {c.p_value:.2g}, threshold "
-            f"{'-' if invert else '+'}{th:.1%}")
+    r = measure(repo, parent, named, area, spec, th, invert)
+    if r.verdict is None:
+        return Confirmation(False, f"{what}: {r.line}", judged=False)
+    if r.verdict == (IMPROVEMENT if invert else REGRESSION):
+        return Confirmation(True, f"{what}: {r.line}: the step is there")
+    return Confirmation(False, f"{what}: {r.line}: no step of half the size asv find read there")
+
+
+def walk(repo, commits: list[str], area: str, spec: Spec, good_value: float, bad_value: float,
+         invert: bool = False, out=print) -> tuple[str, str]:
+    """The first slow (invert: fast) commit of commits, GOOD first and BAD last, every step a gate run against
+    GOOD: first BAD itself, at half the step asv find read between them (a threshold, and so a trust rule's share
+    of it, that the step's size sets: a 1% threshold would untrust a run for 0.25% of other work), then a bisection
+    at half the step that run measured. (commit, its line); BisectError where a run is not judged or cannot tell
+    (its spread hides half the step)."""
+    good, bad = commits[0], commits[-1]
     want = IMPROVEMENT if invert else REGRESSION
-    if c.verdict == want:
-        return Confirmation(True, f"{what}: {read}: the step is there")
-    return Confirmation(False, f"{what}: {read}: no step of half the size asv find read there")
+    runs = 0
+
+    def against_good(sha: str, th: float) -> Run:
+        nonlocal runs
+        r = measure(repo, good, sha, area, spec, th, invert)
+        runs += 1
+        out(f"# gate: {sha[:10]} against GOOD {good[:10]}: {r.line}: {r.verdict or 'not judged'}")
+        if r.verdict is None or r.verdict == NOT_RESOLVED:
+            raise BisectError(f"{sha[:10]} against GOOD {good[:10]} in alternation: {r.line}"
+                              f"{': the spread hides the step' if r.verdict else ''}; no culprit")
+        return r
+
+    ends = against_good(bad, threshold(good_value, bad_value, invert))
+    if ends.verdict != want:
+        raise BisectError(f"BAD {bad[:10]} against GOOD {good[:10]} in alternation: {ends.line}: no step to bisect; "
+                          f"no culprit")
+    th = max(FLOOR, math.sqrt(ends.ratio if not invert else 1 / ends.ratio) - 1)
+    lo, hi, found = 0, len(commits) - 1, ends
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        r = against_good(commits[mid], th)
+        if r.verdict == want:
+            hi, found = mid, r
+        else:
+            lo = mid
+    return commits[hi], (f"{found.line} against GOOD {good[:10]}, its parent {commits[lo][:10]} not "
+                         f"(measured in alternation by the gate at {runs} commits)")

@@ -10,7 +10,8 @@ code is checked out and put first on the benchmarks' sys.path (asv_private.add_c
 it is still that commit that is measured.
 
 asv find's culprit is then measured again against its parent in alternation (bisect_confirm) before it is
-named: asv find reads each commit once, in turn, and follows a value the machine's speed moved."""
+named: asv find reads each commit once, in turn, and follows a value the machine's speed moved. Where that run
+shows no step, the range is bisected again with the gate alone (bisect_confirm.walk)."""
 from __future__ import annotations
 
 import os
@@ -27,8 +28,9 @@ from .bisect import BisectError, _sha, bench_regex, find_argv, gpu_env, range_co
 def run(benchmark: str, good: str, bad: str, target: str | None = None, opts: str | None = None,
         repo: str = ".", dry_run: bool = False, extra: list[str] | None = None, confirm: bool = True) -> int:
     """0 with the culprit; BisectError (exit 2) for bad input, uncommitted changes to tracked files, a failed
-    pre-flight, a run that did not measure every commit it judged by, or a culprit that measured again against its
-    parent (bisect_confirm; confirm False: not measured again, said so) shows no step."""
+    pre-flight, a run that did not measure every commit it judged by, or a culprit that could not be measured again
+    against its parent (bisect_confirm; confirm False: not measured again, said so), or a walk with the gate that
+    could not tell."""
     extra = list(extra or [])
     regex = bench_regex(benchmark, target, opts)
     good_sha, bad_sha = _sha(repo, good), _sha(repo, bad)
@@ -91,10 +93,17 @@ def run(benchmark: str, good: str, bad: str, target: str | None = None, opts: st
           f"(`cuzk gate --base {parent[:10]} --head {named[:10]}`, {bisect_confirm.ROUNDS} rounds)", flush=True)
     c = bisect_confirm.confirm(repo, parent, named, benchmark, spec, points[parent].values[0],
                                points[named].values[0], invert)
-    if not c.confirmed:
-        raise BisectError(f"asv find named {named[:10]}, measured again: {c.line}; no culprit (asv find's single "
-                          f"values moved with the machine, or the step is elsewhere: measure again on a quiet "
-                          f"machine, or bisect a shorter range)")
-    print(culprit)
-    print(f"cuzk bisect: confirmed: {c.line}", flush=True)
+    if not c.judged:
+        raise BisectError(f"asv find named {named[:10]}, measured again: {c.line}; no culprit")
+    if c.confirmed:
+        print(culprit)
+        print(f"cuzk bisect: confirmed: {c.line}", flush=True)
+        return 0
+    # asv find followed a value the machine moved (or the step is elsewhere): bisected again, the gate alone
+    print(f"cuzk bisect: asv find's culprit refuted: {c.line}", flush=True)
+    print("# bisecting GOOD..BAD again with the gate alone: BAD against GOOD for the step, then each midpoint "
+          "against GOOD at half of it", flush=True)
+    first, line = bisect_confirm.walk(repo, commits, benchmark, spec, points[commits[0]].values[0],
+                                      points[commits[-1]].values[0], invert)
+    print(f"cuzk bisect: {first[:10]} is the first {'fast' if invert else 'slow'} commit: {line}", flush=True)
     return 0

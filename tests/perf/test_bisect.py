@@ -163,41 +163,65 @@ def test_planted_slowdown_is_named_and_results_stay_untouched(brepo):
         p.stdout
 
 
-def test_a_culprit_that_shows_no_step_against_its_parent_is_no_culprit(brepo, monkeypatch, capsys):
+def test_a_culprit_that_shows_no_step_against_its_parent_is_bisected_again_with_the_gate(brepo, monkeypatch, capsys):
     """asv find's culprit is measured again against its parent in alternation before it is named: where that
-    reads no step (asv find followed a value the machine's speed moved), no culprit, exit 2; where it reads
-    the step, the culprit and the confirmation."""
+    reads the step, the culprit and the confirmation; where it reads none (asv find followed a value the machine's
+    speed moved), the range is bisected again with the gate alone and its culprit named, or none (exit 2) where
+    that cannot tell; where the run could not be judged, no culprit and no walk."""
     from cuzk.perf import bisect_confirm
     from cuzk.perf.workload import Spec
     d, shas, env = brepo
     for k, v in env.items():
         monkeypatch.setenv(k, v)
-    asked = []
+    asked, walked = [], []
     monkeypatch.setattr(bisect_confirm, "workload", lambda b, t, o: (Spec.parse_target("cpu:8", opts="default"), None))
 
-    def measured(verdict):
+    def measured(verdict, judged=True):
         def confirm(repo, parent, named, area, spec, before, after, invert=False):
             asked.append((parent, named, before, after))
-            return bisect_confirm.Confirmation(verdict, f"{named[:10]} against its parent: x1.002, the test's")
+            return bisect_confirm.Confirmation(verdict, f"{named[:10]} against its parent: x1.002, the test's", judged)
         return confirm
-    monkeypatch.setattr(bisect_confirm, "confirm", measured(False))
+
+    def walk(found):
+        def run(repo, commits, area, spec, good_value, bad_value, invert=False, out=print):
+            assert (good_value, bad_value) == (1.0, 3.0)        # asv find's values at the ends
+            walked.append(commits)
+            if found is None:
+                raise bisect.BisectError("x1.1 against GOOD in alternation: the spread hides the step; no culprit")
+            return found, "x2.000 against GOOD (the test's walk)"
+        return run
     args = ("track_planted", shas[0], shas[-1])
-    with pytest.raises(bisect.BisectError, match=rf"asv find named {shas[3][:10]}, measured again: .*x1.002.*"
-                                                 r"no culprit"):
-        bisect_run.run(*args, repo=str(d), extra=["-E", f"existing:{sys.executable}"])
+    extra = ["-E", f"existing:{sys.executable}"]
+    # refuted: the gate alone names the commit
+    monkeypatch.setattr(bisect_confirm, "confirm", measured(False))
+    monkeypatch.setattr(bisect_confirm, "walk", walk(shas[1]))
+    assert bisect_run.run(*args, repo=str(d), extra=extra) == 0
     out = capsys.readouterr().out
-    assert asked == [(shas[2], shas[3], 1.0, 3.0)]
-    assert "# confirming: " in out and "is the first slow commit" not in out, out
+    assert asked == [(shas[2], shas[3], 1.0, 3.0)] and walked == [shas]
+    assert f"cuzk bisect: {shas[3][:10]} is the first slow commit" not in out, out      # asv find's, refuted
+    assert "cuzk bisect: asv find's culprit refuted: " in out
+    assert out.splitlines()[-1] == f"cuzk bisect: {shas[1][:10]} is the first slow commit: x2.000 against GOOD " \
+                                   "(the test's walk)"
+    # refuted, and the walk cannot tell: no culprit
+    monkeypatch.setattr(bisect_confirm, "walk", walk(None))
+    with pytest.raises(bisect.BisectError, match="the spread hides the step; no culprit"):
+        bisect_run.run(*args, repo=str(d), extra=extra)
+    assert "is the first slow commit" not in capsys.readouterr().out
+    # not judged: no culprit, no walk
+    monkeypatch.setattr(bisect_confirm, "confirm", measured(False, judged=False))
+    with pytest.raises(bisect.BisectError, match=rf"asv find named {shas[3][:10]}, measured again: .*no culprit"):
+        bisect_run.run(*args, repo=str(d), extra=extra)
+    assert len(walked) == 2
+    # confirmed: asv find's culprit and the confirmation
     monkeypatch.setattr(bisect_confirm, "confirm", measured(True))
-    assert bisect_run.run(*args, repo=str(d), extra=["-E", f"existing:{sys.executable}"]) == 0
+    assert bisect_run.run(*args, repo=str(d), extra=extra) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[-2] == f"cuzk bisect: {shas[3][:10]} is the first slow commit: 1 -> 3 (measured at 4 commits)"
     assert out[-1].startswith("cuzk bisect: confirmed: ")
     # and not measured again where asked not to: said so
-    assert bisect_run.run(*args, repo=str(d), extra=["-E", f"existing:{sys.executable}"], confirm=False) == 0
+    assert bisect_run.run(*args, repo=str(d), extra=extra, confirm=False) == 0
     assert capsys.readouterr().out.splitlines()[-1].startswith("cuzk bisect: not confirmed (--no-confirm)")
-    assert len(asked) == 2
-
+    assert len(asked) == 4 and len(walked) == 2
 
 def test_skip_at_good_exits_2_though_asv_names_a_commit(brepo):
     """asv find counts the skip (NaN) as a value and names c3, exit 0: the wrapper does not."""

@@ -699,9 +699,16 @@ def test_a_helper_that_makes_a_device_interrupt_the_base_is_untrusted(gate_repo,
         pytest.skip(f"the disk's completions did not reach the sampling CPU here (most {max(counts, default=0)} "
                     f"a sample): the attack did not run")
     assert p.returncode == 2, p.stdout + p.stderr
-    assert oc["status"] == "untrusted" and "base's median sample served" in oc["message"] and \
-        "device interrupts" in oc["message"], oc["message"]
+    assert oc["status"] == "untrusted", oc["message"]
     assert "UNTRUSTED" in p.stdout and "PASS" not in p.stdout
+    # the interrupt rule judges this run's counts untrusted; the gate names the first rule that fires, and the
+    # storm's completions may also run kernel threads on the sampling CPU (run delay: the foreign-work rule)
+    from cuzk.perf.foreign_work import DEFAULT_IRQ_COST_US, round_interrupts
+    fired = [w for a in oc["rounds"][0]["base"]["areas"]
+             if (w := round_interrupts(oc["rounds"], a, 0.25, 0.25, DEFAULT_IRQ_COST_US))]
+    assert fired and "base's median sample served" in fired[0], (fired, oc["message"])
+    assert oc["message"] == fired[0] or "other work took the sampling CPU" in oc["message"] \
+        or "held by other work" in oc["message"], oc["message"]
 
 
 def _wrapping_measure(why: str, body: str, setup: str = "") -> str:
