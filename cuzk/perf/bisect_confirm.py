@@ -130,7 +130,7 @@ def walk(repo, commits: list[str], area: str, spec: Spec, good_value: float, bad
     if ends.verdict != want:
         raise BisectError(f"BAD {bad[:10]} against GOOD {good[:10]} in alternation: {ends.line}: no step to bisect; "
                           f"no culprit")
-    th = max(FLOOR, math.sqrt(ends.ratio if not invert else 1 / ends.ratio) - 1)
+    th = threshold(1.0, ends.ratio, invert)                   # half the step this run measured
     lo, hi, found = 0, len(commits) - 1, ends
     while hi - lo > 1:
         mid = (lo + hi) // 2

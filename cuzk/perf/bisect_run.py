@@ -73,14 +73,15 @@ def run(benchmark: str, good: str, bad: str, target: str | None = None, opts: st
         name, labels, points = bisect_verdict.read(results, regex, bisect_verdict.said(lines))
     named = bisect_verdict.named_commit(lines, commits)
     held: list[str] = []             # the culprit's line waits for the confirmation
+    is_culprit = lambda line: named is not None and line.startswith(f"cuzk bisect: {named[:10]} is the first ")
     try:
         bisect_verdict.judge(name, labels, points, commits, named, rc, invert, out=held.append,
                              failure=bisect_verdict.setup_failure(lines) if rc != 0 else None)
     finally:
         for line in held:
-            if not line.startswith(f"cuzk bisect: {named[:10] if named else '-'} is the first "):
+            if not is_culprit(line):
                 print(line, flush=True)
-    culprit = next(line for line in held if line.startswith(f"cuzk bisect: {named[:10]} is the first "))
+    culprit = next(filter(is_culprit, held))
     spec, why = bisect_confirm.workload(benchmark, target, opts)
     if not confirm or spec is None:
         print(culprit)
