@@ -223,6 +223,36 @@ def test_a_culprit_that_shows_no_step_against_its_parent_is_bisected_again_with_
     assert capsys.readouterr().out.splitlines()[-1].startswith("cuzk bisect: not confirmed (--no-confirm)")
     assert len(asked) == 4 and len(walked) == 2
 
+def test_the_walk_measures_the_step_again_where_asv_finds_ends_read_more_than_the_gate(monkeypatch):
+    """asv find's ends read 4x apart (each end's process on another level of a moving machine), the gate 2x: at
+    half asv's step (+100%) the run reads no change, so the step is measured again at half of what it read, and
+    the bisection names the slow commit. A range with no step is still refused, and so is a step under 2%."""
+    from cuzk.perf import bisect_confirm
+    from cuzk.perf.compare import NO_CHANGE, REGRESSION
+    commits = [f"{i:040x}" for i in range(6)]
+    slow_from, asked = 3, []
+
+    def fake(step):
+        def measure(repo, base, head, area, spec, th, invert=False):
+            ratio = step if commits.index(head) >= slow_from else 1.0
+            asked.append((head, round(th, 4)))
+            return bisect_confirm.Run(REGRESSION if ratio - 1 > th else NO_CHANGE, ratio, f"x{ratio:.3f}")
+        return measure
+    spec = Spec.parse_target("cpu:8", opts="default")
+    monkeypatch.setattr(bisect_confirm, "measure", fake(2.001))
+    first, line = bisect_confirm.walk(None, commits, "tail_msm", spec, 8.517, 34.27, out=lambda s: None)
+    assert first == commits[slow_from], (first, asked)
+    half = round(math.sqrt(2.001) - 1, 4)
+    assert asked[:2] == [(commits[-1], round(math.sqrt(34.27 / 8.517) - 1, 4)), (commits[-1], half)]
+    assert all(th == half for _, th in asked[1:])
+    for step in (1.0, 1.015):        # no step, or one under what a run resolves: no second run, no culprit
+        asked.clear()
+        monkeypatch.setattr(bisect_confirm, "measure", fake(step))
+        with pytest.raises(bisect.BisectError, match="no step to bisect; no culprit"):
+            bisect_confirm.walk(None, commits, "tail_msm", spec, 8.517, 34.27, out=lambda s: None)
+        assert len(asked) == 1
+
+
 def test_skip_at_good_exits_2_though_asv_names_a_commit(brepo):
     """asv find counts the skip (NaN) as a value and names c3, exit 0: the wrapper does not."""
     d, shas, env = brepo
