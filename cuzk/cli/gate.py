@@ -65,6 +65,8 @@ def noise_thresholds(args, cfg) -> None:
 
 def cmd_gate(args) -> int:
     """Exit 0 no regression, 1 a regression, 2 anything that could not be judged."""
+    if args.machine is None:
+        args.machine = os.environ.get("CUZK_MACHINE")
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if args.comment and not args.from_json:
         raise CliError("gate: --comment renders a saved gate.json: give --from-json GATE.json")

@@ -428,3 +428,18 @@ def test_outputs_get_the_usual_mode_and_are_named(tmp_path, capsys):
         os.umask(old)
     assert stat.S_IMODE((tmp_path / "c.json").stat().st_mode) == 0o600
     assert capsys.readouterr().err == ""
+
+
+def test_one_parser_a_process_reads_the_environment_when_its_command_runs(tmp_path, monkeypatch, capsys):
+    """The parser is built once a process (a suite of in-process commands paid 30 ms a call for it), so no
+    default may be read from the environment when it is built: $CUZK_MACHINE set after a first command counts."""
+    import importlib
+    cli_main = importlib.import_module("cuzk.cli.main")
+    assert cli_main._parser() is cli_main._parser()
+    argv = ["gate", "--calibrate", "--base", "a", "--head", "b", "--out", str(tmp_path / "o")]
+    monkeypatch.delenv("CUZK_MACHINE", raising=False)
+    assert main(argv) == 2
+    assert "--machine NAME (or $CUZK_MACHINE)" in capsys.readouterr().err
+    monkeypatch.setenv("CUZK_MACHINE", "runner-1")
+    assert main(argv) == 2
+    assert "measures --base against itself: leave --head out" in capsys.readouterr().err
