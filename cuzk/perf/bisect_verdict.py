@@ -192,7 +192,7 @@ def judge(name: str | None, labels: list[str], points: dict[str, Point], commits
     before, after = points[parent].values, points[named].values
     worse = [(b, a) for b, a in zip(before, after) if (a < b if invert else a > b)]
     if worse:
-        role[named] = "first fast" if invert else "first slow"
+        role[named] = f"first {'fast' if invert else 'slow'} (asv find)"      # measured again after the table
     out(f"cuzk bisect: {name}: what asv find measured, oldest first:")
     out(table(name, labels, rows()))
     if not worse:
