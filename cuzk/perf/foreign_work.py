@@ -49,7 +49,7 @@ DEFAULT_SHARE = 0.25
 DEFAULT_IRQ_COST_US = 10.0      # a device interrupt's handler, under the 14 us measured (docs/runners.md 4)
 # A probe alone on the GPU waits for its launch (tens of us); behind another context's work, for that context's
 # time slice (milliseconds). The bound sits between; the device's honest level is in gate.json's device_wait_us.
-DEFAULT_DEVICE_WAIT_US = 1000.0
+DEFAULT_DEVICE_WAIT_US = 300.0  # 2.5x the most honest A/A gates read (120 us); a slice: ~2,200 us
 DEVICE_WAIT_SHARE = 0.01        # of a side's samples of a phase: a host hiccup now and then is not another context
 
 

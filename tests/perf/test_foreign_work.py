@@ -364,7 +364,7 @@ def test_gpu_work_that_hides_a_regression_is_untrusted_through_gate_json():
         rd["base"]["areas"]["tail_msm"]["samples"] = [x * 1.05 for x in rd["base"]["areas"]["tail_msm"]["samples"]]
     res = gate.from_dict(_doc(rounds, threshold=0.01))
     assert res.outcomes[0].status == "untrusted" and "device probes waited" in res.outcomes[0].message
-    assert res.exit_code == 2 and res.as_dict()["config"]["max_device_wait_us"] == DEFAULT_DEVICE_WAIT_US == 1000
+    assert res.exit_code == 2 and res.as_dict()["config"]["max_device_wait_us"] == DEFAULT_DEVICE_WAIT_US == 300
     res = gate.from_dict(_doc(rounds, threshold=0.01, max_device_wait_us=0))      # the rule off: the escape
     assert res.outcomes[0].status == "ok" and res.exit_code == 0, res.outcomes[0].comparisons
     md = report.markdown(gate.from_dict(_doc(rounds, threshold=0.01, max_device_wait_us=0)))
