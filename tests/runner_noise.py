@@ -18,13 +18,15 @@ def skip_where_stolen(data: dict | None) -> None:
 CPU_RULES = ("held by other work or away", "other work took the sampling CPU")
 
 
-def judged(run):
-    """A gate run whose verdict the test asks for: run(1), and where the runner's own work on the sampling CPU
-    made it untrusted (a 2-vCPU VM serves its disk's interrupts there, at times for a third of a 1 ms sample),
-    run(2) once more. A second such run is the test's to judge: a head whose code makes every run untrusted
-    still fails the test. (p, data, ...) as run returns them."""
+def judged(run, want=None):
+    """A gate run whose verdict (want: whose untrusted message, want(message) true) the test asks for: run(1), and
+    where the runner's own work on the sampling CPU made it untrusted otherwise (a 2-vCPU VM serves its disk's
+    interrupts there, at times for a third of a 1 ms sample; a CPU rule then speaks before the rule the test
+    asks for), run(2) once more. A second such run is the test's to judge: a head whose code makes every run
+    untrusted, or an attack the gate does not name, still fails the test. (p, data, ...) as run returns them."""
     got = run(1)
     for oc in (got[1] or {}).get("outcomes") or []:
-        if oc.get("status") == "untrusted" and any(w in (oc.get("message") or "") for w in CPU_RULES):
+        msg = oc.get("message") or ""
+        if oc.get("status") == "untrusted" and any(w in msg for w in CPU_RULES) and not (want and want(msg)):
             return run(2)
     return got

@@ -27,6 +27,25 @@ def test_a_run_untrusted_by_the_runners_work_is_run_once_more_and_only_once():
         assert judged(run([first, _doc("ok")]))[1] == first and runs == [1]
 
 
+def test_a_run_whose_first_words_are_the_runners_is_run_once_more_where_the_test_asks_another_rule():
+    own = _doc("untrusted", "phase ntt_msm_h: the gate's own clock read x1.5")
+    noise = _doc("untrusted", "phase prep_msm: in round 1, head's sampling thread was held by other work or away")
+    asked = _doc("untrusted", "phase tail_msm: in round 1, base's sampling thread was held by other work or away")
+    runs = []
+
+    def run(docs):
+        def one(k):
+            runs.append(k)
+            return ("p", docs[k - 1])
+        return one
+    mine = lambda m: "the gate's own clock" in m
+    assert judged(run([noise, own]), mine)[1] == own and runs == [1, 2]
+    runs.clear()
+    assert judged(run([own, noise]), mine)[1] == own and runs == [1]
+    runs.clear()        # the rule the test asks for is a CPU rule itself: its own words end the retry
+    assert judged(run([asked, noise]), lambda m: "base's sampling thread" in m)[1] == asked and runs == [1]
+
+
 def test_steal_skips_and_anything_else_is_left_to_the_test():
     with pytest.raises(pytest.skip.Exception, match="host took the sampling CPU"):
         skip_where_stolen(_doc("untrusted", "held by other work or away ... the hypervisor took 60% (steal)"))
