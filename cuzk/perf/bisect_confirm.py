@@ -126,16 +126,17 @@ def walk(repo, commits: list[str], area: str, spec: Spec, good_value: float, bad
                               f"{': the spread hides the step' if r.verdict else ''}; no culprit")
         return r
 
-    th = threshold(good_value, bad_value, invert)
-    ends = against_good(bad, th)
-    if ends.verdict != want and FLOOR < threshold(1.0, ends.ratio, invert) < th:
+    asv_th = threshold(good_value, bad_value, invert)
+    ends = against_good(bad, asv_th)
+    th = threshold(1.0, ends.ratio, invert)                   # half the step this run measured
+    if ends.verdict != want and FLOOR < th < asv_th:
         # asv find's ends may each sit on another level of a moving machine (read 4x where the run measures 2x):
         # the step measured again at half of what this run read, a trust share that this step sets
-        ends = against_good(bad, threshold(1.0, ends.ratio, invert))
+        ends = against_good(bad, th)
+        th = threshold(1.0, ends.ratio, invert)
     if ends.verdict != want:
         raise BisectError(f"BAD {bad[:10]} against GOOD {good[:10]} in alternation: {ends.line}: no step to bisect; "
                           f"no culprit")
-    th = threshold(1.0, ends.ratio, invert)                   # half the step this run measured
     lo, hi, found = 0, len(commits) - 1, ends
     while hi - lo > 1:
         mid = (lo + hi) // 2
