@@ -1,6 +1,8 @@
 """What a test of a real gate run does where the runner itself made the run untrusted."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 
@@ -30,3 +32,9 @@ def judged(run, want=None):
         if oc.get("status") == "untrusted" and any(w in msg for w in CPU_RULES) and not (want and want(msg)):
             return run(2)
     return got
+
+
+def try_dir(tmp: Path, k: int) -> Path:
+    """Where the k-th run of one test writes (a test that runs its gate once more writes apart)."""
+    (tmp / f"try{k}").mkdir(exist_ok=True)
+    return tmp / f"try{k}"

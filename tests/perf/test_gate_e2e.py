@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from cuzk.perf.calibrate import BACKEND_FILE, commit_change, make_repo, raise_patch, slowdown_patch
-from runner_noise import judged, skip_where_stolen
+from runner_noise import judged, skip_where_stolen, try_dir
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -76,7 +76,7 @@ def _gate(d: Path, base: str, head: str, cfg: Path, tmp: Path, want=None, again=
         def run(k):
             if k > 1 and again is not None:
                 again()
-            return _gate(d, base, head, cfg, _try(tmp, k))
+            return _gate(d, base, head, cfg, try_dir(tmp, k))
         return judged(run, want)
     summary = tmp / "summary.md"
     env = dict(os.environ, GITHUB_STEP_SUMMARY=str(summary))
@@ -88,12 +88,6 @@ def _gate(d: Path, base: str, head: str, cfg: Path, tmp: Path, want=None, again=
     return p, data, summary.read_text() if summary.exists() else ""
 
 
-def _try(tmp: Path, k: int) -> Path:
-    """Where the k-th run of one test writes (a test that runs its gate once more writes apart)."""
-    (tmp / f"try{k}").mkdir(exist_ok=True)
-    return tmp / f"try{k}"
-
-
 def _branch(d: Path, base: str, name: str):
     subprocess.run(["git", "-C", str(d), "checkout", "-q", "-B", name, base], check=True)
 
@@ -102,7 +96,7 @@ def test_a_a_passes(gate_repo, tmp_path):
     d, base, cfg = gate_repo
     _branch(d, base, "aa")
     head = commit_change(d, "README.md", lambda t: t + "\nA/A: no code change.\n", "docs only")
-    p, data, summary = judged(lambda k: _gate(d, base, head, cfg, _try(tmp_path, k)))
+    p, data, summary = judged(lambda k: _gate(d, base, head, cfg, try_dir(tmp_path, k)))
     assert p.returncode == 0, p.stdout + p.stderr
     assert "PASS" in p.stdout and "| `ntt_msm_h`" in p.stdout
     assert summary == p.stdout[:len(summary)] and "| phase" in summary
@@ -161,7 +155,7 @@ def test_slower_algorithm_in_one_phase_exits_1_and_names_it(gate_repo, tmp_path)
     commit_change(d, "README.md", lambda t: t + "\nbefore\n", "docs before")
     culprit = commit_change(d, "cuzk/qap.py", _worse_intt, "ntt_msm_h: O(n^2) inverse DFT")
     head = commit_change(d, "README.md", lambda t: t + "\nafter\n", "docs after")
-    p, data, summary = judged(lambda k: _gate(d, base, head, cfg, _try(tmp_path, k)))
+    p, data, summary = judged(lambda k: _gate(d, base, head, cfg, try_dir(tmp_path, k)))
     assert p.returncode == 1, p.stdout + p.stderr
     flagged = [c["area"] for c in data["outcomes"][0]["comparisons"] if c["verdict"] == "regression"]
     assert flagged == ["ntt_msm_h"]            # that phase, and no other

@@ -28,7 +28,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 # the small CPU gate and the slower inverse DFT of the gate's end-to-end tests
 from test_gate_e2e import CONFIG, WORSE_INTT as SLOW_INTT  # noqa: E402
-from runner_noise import judged, skip_where_stolen  # noqa: E402
+from runner_noise import judged, skip_where_stolen, try_dir  # noqa: E402
 
 # the head's own harness would report every head sample ten times faster
 FAST_HARNESS = '''
@@ -100,12 +100,6 @@ def _gate(d: Path, base: str, head: str, tmp: Path, *extra, env=None, config: Pa
     return p, data, summary.read_text() if summary.exists() else ""
 
 
-def _try(tmp: Path, k: int) -> Path:
-    """Where the k-th run of one test writes (a test that runs its gate once more writes apart)."""
-    (tmp / f"try{k}").mkdir(exist_ok=True)
-    return tmp / f"try{k}"
-
-
 def headings(md: str) -> list[str]:
     """The ATX headings of a CommonMark document, outside fenced code blocks (a fence closes only on a
     line of at least as many of the same character)."""
@@ -131,7 +125,7 @@ def test_a_head_that_relaxes_its_own_rules_and_harness_is_judged_by_the_base(bas
     commit_change(d, "cuzk/perf/workload.py", lambda t: t + FAST_HARNESS, "the head's harness: faster numbers")
     head = commit_change(d, "perf-gate.toml", lambda t: t.replace("threshold = 0.25", "threshold = 100.0"),
                          "the head's rules: nothing is ever a regression")
-    p, data, summary = judged(lambda k: _gate(d, base, head, _try(tmp_path, k)))   # the base's perf-gate.toml
+    p, data, summary = judged(lambda k: _gate(d, base, head, try_dir(tmp_path, k)))   # the base's perf-gate.toml
     assert p.returncode == 1, p.stdout + p.stderr
     (oc,) = data["outcomes"]
     flagged = {c["area"]: c for c in oc["comparisons"] if c["verdict"] == "regression"}
@@ -151,7 +145,7 @@ def test_a_head_printing_reply_shaped_lines_to_fd_1_changes_nothing(base_repo, t
     d, base = base_repo
     _branch(d, base, "printf")
     head = commit_change(d, BACKEND_FILE, lambda t: t + PRINTING_PHASE, "tail_msm: a debug printf")
-    p, data, _ = judged(lambda k: _gate(d, base, head, _try(tmp_path, k)))
+    p, data, _ = judged(lambda k: _gate(d, base, head, try_dir(tmp_path, k)))
     assert p.returncode == 0, p.stdout + p.stderr
     (oc,) = data["outcomes"]
     assert oc["status"] == "ok" and len(oc["rounds"]) == 8

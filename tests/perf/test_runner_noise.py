@@ -10,15 +10,18 @@ def _doc(status: str, message: str = "") -> dict:
     return {"outcomes": [{"status": status, "message": message}]}
 
 
+def _runs(docs: list, runs: list):
+    """A fake gate: its k-th run returns docs[k - 1], and runs records k."""
+    def one(k):
+        runs.append(k)
+        return ("p", docs[k - 1])
+    return one
+
+
 def test_a_run_untrusted_by_the_runners_work_is_run_once_more_and_only_once():
     held = _doc("untrusted", "phase synthesis: in round 2, head's sampling thread was held by other work or away")
     runs = []
-
-    def run(docs):
-        def one(k):
-            runs.append(k)
-            return ("p", docs[k - 1])
-        return one
+    run = lambda docs: _runs(docs, runs)
     assert judged(run([held, _doc("ok")])) == ("p", _doc("ok")) and runs == [1, 2]
     runs.clear()
     assert judged(run([held, held])) == ("p", held) and runs == [1, 2]        # the second is the test's to judge
@@ -32,12 +35,7 @@ def test_a_run_whose_first_words_are_the_runners_is_run_once_more_where_the_test
     noise = _doc("untrusted", "phase prep_msm: in round 1, head's sampling thread was held by other work or away")
     asked = _doc("untrusted", "phase tail_msm: in round 1, base's sampling thread was held by other work or away")
     runs = []
-
-    def run(docs):
-        def one(k):
-            runs.append(k)
-            return ("p", docs[k - 1])
-        return one
+    run = lambda docs: _runs(docs, runs)
     mine = lambda m: "the gate's own clock" in m
     assert judged(run([noise, own]), mine)[1] == own and runs == [1, 2]
     runs.clear()
