@@ -5,6 +5,8 @@ from pathlib import Path
 
 import pytest
 
+from cuzk.perf.foreign_work import FOREIGN_WORDS, HELD_WORDS
+
 
 def skip_where_stolen(data: dict | None) -> None:
     """Skip, saying why, where the gate called a workload untrusted because the runner's host took the sampling
@@ -17,7 +19,7 @@ def skip_where_stolen(data: dict | None) -> None:
 
 
 # the CPU rules' words where the sampling thread lost time to work the gate does not own
-CPU_RULES = ("held by other work or away", "other work took the sampling CPU")
+CPU_RULES = (HELD_WORDS, FOREIGN_WORDS)
 
 
 def judged(run, want=None):

@@ -93,6 +93,12 @@ def _stolen(ars: list[dict], lost: float) -> str:
             f"machine whose host ran other work on its CPU (a runner without steal: docs/runners.md 4)")
 
 
+# the words of the two CPU rules that find the sampling thread's CPU taken by work the gate does not own: a caller
+# that must tell these verdicts from others (a test run again where its runner's own work spoke) matches them
+FOREIGN_WORDS = "other work took the sampling CPU"
+HELD_WORDS = "held by other work"
+
+
 def foreign_excess(rounds: list[dict], area: str, threshold: float, share: float) -> str | None:
     """Why area's comparison is not the code's alone (one line), or None: the first side whose foreign time
     passes share of threshold."""
@@ -101,7 +107,7 @@ def foreign_excess(rounds: list[dict], area: str, threshold: float, share: float
         f = foreign_share(rounds, side, area)
         if f is not None and f > most:
             ars = [ar for rd in rounds if (ar := rd.get(side, {}).get("areas", {}).get(area))]
-            return (f"phase {area}: beside {side}'s samples other work took the sampling CPU, "
+            return (f"phase {area}: beside {side}'s samples {FOREIGN_WORDS}, "
                     f"{f:.2%} of the median sample at the {QUANTILE * 100:.0f}th percentile (most allowed: {most:.2%}, "
                     f"[trust] max_foreign_share {share:g} of the {threshold:.2%} threshold), not its worker's "
                     f"threads: another job on the runner's CPU, a process out of the gate's sight, or the kernel's "
@@ -134,8 +140,8 @@ def round_excess(rounds: list[dict], area: str, threshold: float, share: float, 
             ar = rd.get(side, {}).get("areas", {}).get(area)
             lost = round_lost(ar, on_device) if ar else None
             if lost and statistics.median(lost) > most:
-                what = "held by other work or away (stopped, interrupted)" \
-                    if ar.get("timed_by") == "host" and not on_device else "held by other work"
+                what = f"{HELD_WORDS} or away (stopped, interrupted)" \
+                    if ar.get("timed_by") == "host" and not on_device else HELD_WORDS
                 return (f"phase {area}: in round {r + 1}, {side}'s sampling thread was {what} for "
                         f"{statistics.median(lost):.2%} of its median sample across the timed calls (most allowed: "
                         f"{most:.2%}, [trust] max_foreign_share {share:g} of the {threshold:.2%} threshold): that "

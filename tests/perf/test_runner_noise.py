@@ -49,3 +49,20 @@ def test_steal_skips_and_anything_else_is_left_to_the_test():
         skip_where_stolen(_doc("untrusted", "held by other work or away ... the hypervisor took 60% (steal)"))
     skip_where_stolen(_doc("untrusted", "held by other work or away"))
     skip_where_stolen(None)
+
+
+def test_the_gate_rules_own_messages_are_the_ones_run_again():
+    """The words matched are the rules' own: a message either CPU rule writes (its side, host- or device-timed) makes
+    judged run once more; one of another rule does not."""
+    from cuzk.perf.foreign_work import foreign_excess, round_excess
+    ar = lambda **k: {"samples": [0.01] * 3, "number": 1, **k}
+    rounds = [{"base": {"areas": {"a": ar(foreign_ms=[5.0] * 3, held_ms=[5.0] * 3, away_ms=[0.0] * 3,
+                                         timed_by=by)}}, "head": {"areas": {"a": ar()}}}
+              for by in ("host", "device")]
+    said = [foreign_excess(rounds, "a", 0.05, 0.25), round_excess(rounds[:1], "a", 0.05, 0.25),
+            round_excess(rounds[1:], "a", 0.05, 0.25)]
+    assert all(said) and len(set(said)) == 3, said
+    for msg in said:
+        runs = []
+        judged(_runs([_doc("untrusted", msg), _doc("ok")], runs))
+        assert runs == [1, 2], msg
