@@ -23,6 +23,7 @@ from .compare import IMPROVEMENT, NOT_RESOLVED, REGRESSION
 from .workload import AREAS, Spec
 
 ROUNDS = 8           # the fewest at which the exact signed-rank test can reach alpha 0.01 (2 / 2^8)
+MOST_ROUNDS = 30     # past it, an alpha the commit asks for is left to the config's check (not judged)
 SAMPLES = 3
 FLOOR = 0.01         # the least threshold: a step asv find read as smaller than 2% is below what one run resolves
 
@@ -47,21 +48,31 @@ def workload(benchmark: str, target: str | None, opts: str | None) -> tuple[Spec
 
 
 def threshold(before: float, after: float, invert: bool) -> float:
-    """Half the step asv find read, in log terms (a 2x step: 41%), never under FLOOR."""
+    """Half the step asv find read, in log terms (a 2x step: 41%), never under FLOOR. BisectError where the two
+    are not positive times (a benchmark's own number may be 0): no step to halve."""
+    if not (0 < before < math.inf and 0 < after < math.inf):
+        raise BisectError(f"asv read {before!r} and {after!r}: not two positive times, so no step to measure "
+                          f"again; no culprit")
     step = after / before if not invert else before / after
-    return max(FLOOR, math.sqrt(step) - 1) if step > 0 else FLOOR
+    return max(FLOOR, math.sqrt(step) - 1)
 
 
 def config(repo, parent: str, area: str, spec: Spec, th: float) -> gate_config.GateConfig:
     """The gate's config for the run: the parent commit's perf-gate.toml for its trust rules (the defaults where it
-    has none), one workload, one phase, ROUNDS x SAMPLES, the threshold th."""
+    has none), one workload, one phase, ROUNDS (or as many as its alpha needs) x SAMPLES, the threshold th."""
     try:
         raw = gate_config.load_commit(repo, parent).raw
     except gate_config.ConfigError:
         raw = {}
-    g = {k: v for k, v in raw.get("gate", {}).items() if k not in ("rounds", "samples", "threshold", "phases")}
+    # its sampling and its alpha; not its thresholds (threshold_floor bounds derived ones, which bisect never uses)
+    g = {k: v for k, v in raw.get("gate", {}).items()
+         if k not in ("rounds", "samples", "threshold", "threshold_floor", "phases")}
+    rounds, alpha = ROUNDS, g.get("alpha")    # as many more as the commit's alpha needs for the test to fire
+    while isinstance(alpha, (int, float)) and not isinstance(alpha, bool) and 0 < alpha < 1 \
+            and gate_config.min_p_value(rounds) >= alpha and rounds < MOST_ROUNDS:
+        rounds += 1
     w = {"backend": spec.backend, "circuit": spec.circuit, "log_size": spec.log_size, "opts": spec.opts}
-    doc = {"gate": {**g, "rounds": ROUNDS, "samples": SAMPLES, "threshold": th, "phases": [area]},
+    doc = {"gate": {**g, "rounds": rounds, "samples": SAMPLES, "threshold": th, "phases": [area]},
            "trust": raw.get("trust", {}), "workload": [w]}
     return gate_config.parse(doc, f"{parent[:10]}:{gate_config.DEFAULT_PATH} (bisect's confirmation)")
 
@@ -72,6 +83,7 @@ class Run:
     verdict: str | None
     ratio: float
     line: str
+    rounds: int = 0         # of the run (0: not run)
 
 
 def measure(repo, base: str, head: str, area: str, spec: Spec, th: float, invert: bool = False) -> Run:
@@ -89,15 +101,16 @@ def measure(repo, base: str, head: str, area: str, spec: Spec, th: float, invert
         return Run(None, math.nan, f"not judged ({oc.status}: {oc.message})")
     (c,) = [c for c in oc.comparisons if c.area == area]
     return Run(c.verdict, c.ratio, f"x{c.ratio:.3f} [{c.ci_low:.3f} - {c.ci_high:.3f}], p = {c.p_value:.2g}, "
-                                   f"threshold {'-' if invert else '+'}{th:.1%}")
+                                   f"threshold {'-' if invert else '+'}{th:.1%}", cfg.rounds)
 
 
 def confirm(repo, parent: str, named: str, area: str, spec: Spec, before: float, after: float,
             invert: bool = False) -> Confirmation:
     """The named commit against its parent in alternation: confirmed where the run reads the step asv find read."""
     th = threshold(before, after, invert)
-    what = f"{named[:10]} against its parent {parent[:10]}, {spec.target()} {area}, {ROUNDS} rounds in alternation"
     r = measure(repo, parent, named, area, spec, th, invert)
+    what = f"{named[:10]} against its parent {parent[:10]}, {spec.target()} {area}" + \
+        (f", {r.rounds} rounds in alternation" if r.rounds else "")
     if r.verdict is None:
         return Confirmation(False, f"{what}: {r.line}", judged=False)
     if r.verdict == (IMPROVEMENT if invert else REGRESSION):
@@ -114,12 +127,11 @@ def walk(repo, commits: list[str], area: str, spec: Spec, good_value: float, bad
     BisectError where a run is not judged or cannot tell (its spread hides half the step)."""
     good, bad = commits[0], commits[-1]
     want = IMPROVEMENT if invert else REGRESSION
-    runs = 0
+    measured: set[str] = set()
 
     def against_good(sha: str, th: float) -> Run:
-        nonlocal runs
         r = measure(repo, good, sha, area, spec, th, invert)
-        runs += 1
+        measured.add(sha)
         out(f"# gate: {sha[:10]} against GOOD {good[:10]}: {r.line}: {r.verdict or 'not judged'}")
         if r.verdict is None or r.verdict == NOT_RESOLVED:
             raise BisectError(f"{sha[:10]} against GOOD {good[:10]} in alternation: {r.line}"
@@ -137,6 +149,10 @@ def walk(repo, commits: list[str], area: str, spec: Spec, good_value: float, bad
     if ends.verdict != want:
         raise BisectError(f"BAD {bad[:10]} against GOOD {good[:10]} in alternation: {ends.line}: no step to bisect; "
                           f"no culprit")
+    if th <= FLOOR:         # the bisection's threshold would be more than half the step: lopsided
+        raise BisectError(f"BAD {bad[:10]} against GOOD {good[:10]} in alternation: {ends.line}: a step under 2%, "
+                          f"whose half is below the least threshold a run is judged at ({FLOOR:.0%}): no step to "
+                          f"bisect; no culprit")
     lo, hi, found = 0, len(commits) - 1, ends
     while hi - lo > 1:
         mid = (lo + hi) // 2
@@ -146,4 +162,4 @@ def walk(repo, commits: list[str], area: str, spec: Spec, good_value: float, bad
         else:
             lo = mid
     return commits[hi], (f"{found.line} against GOOD {good[:10]}, its parent {commits[lo][:10]} not "
-                         f"(measured in alternation by the gate at {runs} commits)")
+                         f"(measured in alternation by the gate at {len(measured)} commits)")

@@ -91,7 +91,7 @@ def run(benchmark: str, good: str, bad: str, target: str | None = None, opts: st
         return 0
     parent = commits[commits.index(named) - 1]
     print(f"# confirming: {named[:10]} against its parent {parent[:10]} in alternation, as the gate measures "
-          f"(`cuzk gate --base {parent[:10]} --head {named[:10]}`, {bisect_confirm.ROUNDS} rounds)", flush=True)
+          f"(`cuzk gate --base {parent[:10]} --head {named[:10]}`)", flush=True)
     c = bisect_confirm.confirm(repo, parent, named, benchmark, spec, points[parent].values[0],
                                points[named].values[0], invert)
     if not c.judged:

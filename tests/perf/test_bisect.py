@@ -253,6 +253,82 @@ def test_the_walk_measures_the_step_again_where_asv_finds_ends_read_more_than_th
         assert len(asked) == 1
 
 
+def _walk_reads(monkeypatch, reads, asked):
+    """A gate that reads reads[i] for commit i against GOOD: a regression where ratio - 1 > th; asked: (i, th)."""
+    from cuzk.perf import bisect_confirm
+    from cuzk.perf.compare import NO_CHANGE, REGRESSION
+    commits = [f"{i:040x}" for i in range(len(reads))]
+
+    def measure(repo, base, head, area, spec, th, invert=False):
+        ratio = reads[commits.index(head)]
+        asked.append((commits.index(head), round(th, 4)))
+        return bisect_confirm.Run(REGRESSION if ratio - 1 > th else NO_CHANGE, ratio, f"x{ratio:.3f}")
+    monkeypatch.setattr(bisect_confirm, "measure", measure)
+    return commits
+
+
+def test_a_step_under_2pct_is_not_bisected_whatever_asv_read(monkeypatch):
+    """A step the gate measures under 2% is refused after BAD's run, where asv find read it small as where it read
+    4x: bisected at the least threshold (1%, more than half the step) a commit holding most of it would read "not"
+    slow and its child be named."""
+    from cuzk.perf import bisect_confirm
+    spec = Spec.parse_target("cpu:8", opts="default")
+    for good, bad in ((8.517, 34.27), (10.0, 10.12)):
+        asked = []
+        commits = _walk_reads(monkeypatch, [1.0, 1.0, 1.009, 1.012, 1.012, 1.012], asked)
+        with pytest.raises(bisect.BisectError, match="no step to bisect; no culprit"):
+            bisect_confirm.walk(None, commits, "tail_msm", spec, good, bad, out=lambda s: None)
+        assert {i for i, _ in asked} == {5}, asked
+    asked = []                      # 2.5%: bisected at half of it
+    commits = _walk_reads(monkeypatch, [1.0, 1.0, 1.025, 1.025, 1.025, 1.025], asked)
+    first, line = bisect_confirm.walk(None, commits, "tail_msm", spec, 10.0, 10.25, out=lambda s: None)
+    assert first == commits[2] and all(th == round(math.sqrt(1.025) - 1, 4) for _, th in asked[1:]), asked
+
+
+def test_the_culprits_line_counts_the_commits_measured_not_the_runs(monkeypatch):
+    """BAD measured twice (asv find's ends read 4x, the gate 2x) is one commit measured."""
+    from cuzk.perf import bisect_confirm
+    asked = []
+    commits = _walk_reads(monkeypatch, [1.0, 1.0, 1.0, 2.0, 2.0, 2.0], asked)
+    first, line = bisect_confirm.walk(None, commits, "tail_msm", Spec.parse_target("cpu:8", opts="default"),
+                                      8.517, 34.27, out=lambda s: None)
+    assert first == commits[3] and len(asked) == 4 and [i for i, _ in asked[:2]] == [5, 5]
+    assert line.endswith(f"(measured in alternation by the gate at {len({i for i, _ in asked})} commits)"), line
+
+
+@pytest.mark.parametrize("good, bad, invert", [(0.0, 2.0, False), (2.0, 0.0, True), (1.0, math.nan, False),
+                                               (-1.0, 2.0, False), (1.0, math.inf, False)])
+def test_an_asv_value_that_is_no_time_names_no_culprit(monkeypatch, good, bad, invert):
+    """A benchmark's own number may be 0 (or anything): no step to halve, a BisectError (exit 2), not a traceback,
+    and nothing measured."""
+    from cuzk.perf import bisect_confirm
+    asked = []
+    commits = _walk_reads(monkeypatch, [1.0] * 4, asked)
+    spec = Spec.parse_target("cpu:8", opts="default")
+    with pytest.raises(bisect.BisectError, match="not two positive times"):
+        bisect_confirm.walk(None, commits, "tail_msm", spec, good, bad, invert=invert, out=lambda s: None)
+    with pytest.raises(bisect.BisectError, match="not two positive times"):
+        bisect_confirm.confirm(None, commits[0], commits[1], "tail_msm", spec, good, bad, invert)
+    assert asked == []
+
+
+def test_the_confirmation_takes_the_commits_trust_and_alpha_not_its_thresholds(monkeypatch):
+    """The parent's perf-gate.toml gives its trust rules and its alpha (with the rounds that alpha needs); its
+    threshold_floor (a bound on derived thresholds, which bisect never uses) would refuse a half step under it."""
+    from cuzk.perf import bisect_confirm, gate_config
+    spec = Spec.parse_target("cpu:8", opts="default")
+    raw = {"gate": {"threshold": 0.05, "threshold_floor": 0.05, "alpha": 0.001, "rounds": 12, "samples": 9,
+                    "min_sample_s": 0.004}, "trust": {"max_foreign_share": 0.5}}
+    monkeypatch.setattr(gate_config, "load_commit", lambda repo, sha: type("C", (), {"raw": raw})())
+    cfg = bisect_confirm.config(None, "a" * 40, "tail_msm", spec, 0.02)
+    assert cfg.threshold == 0.02 and cfg.samples == bisect_confirm.SAMPLES and cfg.min_sample_s == 0.004
+    assert cfg.alpha == 0.001 and cfg.rounds == 11 and gate_config.min_p_value(cfg.rounds) < 0.001 \
+        <= gate_config.min_p_value(cfg.rounds - 1)
+    assert cfg.max_foreign_share == 0.5
+    raw["gate"].pop("alpha")
+    assert bisect_confirm.config(None, "a" * 40, "tail_msm", spec, 0.02).rounds == bisect_confirm.ROUNDS
+
+
 def test_skip_at_good_exits_2_though_asv_names_a_commit(brepo):
     """asv find counts the skip (NaN) as a value and names c3, exit 0: the wrapper does not."""
     d, shas, env = brepo
