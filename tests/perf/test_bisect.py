@@ -285,6 +285,26 @@ def test_a_step_under_2pct_is_not_bisected_whatever_asv_read(monkeypatch):
     assert first == commits[2] and all(th == round(math.sqrt(1.025) - 1, 4) for _, th in asked[1:]), asked
 
 
+def test_a_second_read_of_bad_larger_by_chance_does_not_raise_the_bisections_threshold(monkeypatch):
+    """BAD read x2 at half asv's 4x (no change), then x5 at half of x2: bisected at half of x5 (124%), the 2x
+    commits would read "not" slow and BAD be named; at the smaller of the two halves the slow commit is."""
+    from cuzk.perf import bisect_confirm
+    from cuzk.perf.compare import NO_CHANGE, REGRESSION
+    commits = [f"{i:040x}" for i in range(6)]
+    bad_reads, asked = [2.0, 5.0], []
+
+    def measure(repo, base, head, area, spec, th, invert=False):
+        i = commits.index(head)
+        ratio = bad_reads.pop(0) if i == 5 and bad_reads else (2.0 if i >= 3 else 1.0)
+        asked.append((i, round(th, 4)))
+        return bisect_confirm.Run(REGRESSION if ratio - 1 > th else NO_CHANGE, ratio, f"x{ratio:.3f}")
+    monkeypatch.setattr(bisect_confirm, "measure", measure)
+    first, line = bisect_confirm.walk(None, commits, "tail_msm", Spec.parse_target("cpu:8", opts="default"),
+                                      8.517, 34.27, out=lambda s: None)
+    assert first == commits[3], (line, asked)
+    assert all(th == round(math.sqrt(2.0) - 1, 4) for _, th in asked[1:]), asked
+
+
 def test_the_culprits_line_counts_the_commits_measured_not_the_runs(monkeypatch):
     """BAD measured twice (asv find's ends read 4x, the gate 2x) is one commit measured."""
     from cuzk.perf import bisect_confirm
