@@ -43,6 +43,7 @@ from pathlib import Path
 
 from .. import files
 from .gate_config import load
+from .values import is_int, is_number
 
 BACKEND_FILE = "cuzk/backend/cpu/__init__.py"
 CUDA_FILE = "cuzk/backend/cuda/__init__.py"
@@ -203,6 +204,7 @@ def summary(rows: list[dict], inject: str | None) -> dict:
 
 
 KIND = "cuzk-calibrate"
+MAX_DOC_BYTES = 16 << 20     # a calibrate JSON: ~2 KB a run
 SETUP_KEYS = ("config_sha256", "inject", "noise_sha256", "record_noise")    # runs pool only where these match
 
 
@@ -214,13 +216,18 @@ def _sha(path: Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
+def noise_files(paths) -> list[Path]:
+    """The record files --noise names: a folder's *.jsonl (as noise.load_paths reads them), a file itself."""
+    return [f for p in map(Path, paths) for f in (sorted(p.glob("*.jsonl")) if p.is_dir() else [p])]
+
+
 def setup_of(config: Path, inject: str | None, noise: list[Path], record_noise: str | None,
              project: Path | None = None) -> dict:
     """What a run was measured under: the config (by content), the injection, the noise records (by content),
     and the project's tree (its commit, "+changes" where the copy held uncommitted ones): runs of several trees
     pool, each keeping its tree, so a summary says which runs are which."""
     return {"config": str(config), "config_sha256": _sha(config), "inject": inject or None,
-            "noise_sha256": sorted(_sha(n) for n in noise), "record_noise": record_noise,
+            "noise_sha256": sorted(_sha(n) for n in noise_files(noise)), "record_noise": record_noise,
             "tree": tree_of(project) if project is not None else None}
 
 
@@ -253,9 +260,10 @@ def write_doc(path: Path, setup: dict, rows: list[dict]) -> None:
 
 def _read_doc(path: Path) -> dict:
     try:
-        with files.open_input(path, "r") as f:
-            doc = json.loads(f.read())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        doc = json.loads(files.read_input(path, MAX_DOC_BYTES))
+    except OSError as e:
+        raise MergeError(f"{path}: {e.strerror or e}") from None
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
         raise MergeError(f"{path}: not readable as JSON ({e})") from None
     if not isinstance(doc, dict) or doc.get("kind") != KIND or doc.get("version") != 1:
         raise MergeError(f"{path}: not a calibrate JSON (kind {KIND!r}, version 1)")
@@ -264,10 +272,11 @@ def _read_doc(path: Path) -> dict:
         raise MergeError(f"{path}: no setup or runs")
     if not all(_tree_ok(x.get("tree") if isinstance(x, dict) else None) for x in [setup, *runs]):
         raise MergeError(f"{path}: a tree is not a commit id")
+    pos = lambda v: is_number(v) and 0 < v < math.inf
     for r in runs:
-        ok = (isinstance(r, dict) and isinstance(r.get("exit"), int) and isinstance(r.get("flagged"), list)
-              and isinstance(r.get("ratios"), dict) and isinstance(r.get("wall_s"), (int, float))
-              and all(isinstance(k, str) and isinstance(v, (int, float)) for k, v in r["ratios"].items())
+        ok = (isinstance(r, dict) and r.get("exit") in (0, 1, 2) and is_int(r["exit"])
+              and isinstance(r.get("flagged"), list) and isinstance(r.get("ratios"), dict) and pos(r.get("wall_s"))
+              and all(isinstance(k, str) and pos(v) for k, v in r["ratios"].items())
               and all(isinstance(k, str) and k in r["ratios"] for k in r["flagged"]))
         if not ok:
             raise MergeError(f"{path}: a run is malformed: {str(r)[:120]}")
@@ -281,13 +290,19 @@ def merge(paths: list[Path]) -> tuple[dict, list[dict]]:
     docs = [(p, _read_doc(p)) for p in paths]
     first_path, first = docs[0]
     key = {k: first["setup"][k] for k in SETUP_KEYS}
-    rows = []
+    rows, seen = [], {}
     for p, doc in docs:
         other = {k: doc["setup"][k] for k in SETUP_KEYS}
         if other != key:
             diff = ", ".join(k for k in SETUP_KEYS if other[k] != key[k])
             raise MergeError(f"{p}: measured under another set-up than {first_path} ({diff})")
-        rows += [dict(r, source=str(p), tree=r.get("tree", doc["setup"].get("tree"))) for r in doc["runs"]]
+        for r in doc["runs"]:
+            row = dict(r, source=str(p), tree=r.get("tree", doc["setup"].get("tree")))
+            same = json.dumps({k: v for k, v in row.items() if k != "source"}, sort_keys=True)
+            if same in seen:            # a file given twice, or a pooled file beside one of its own
+                raise MergeError(f"{p}: run {r.get('run')!r} is one {seen[same]} holds already: a run pooled twice")
+            seen[same] = p
+            rows.append(row)
     trees = {r["tree"] for r in rows}
     return dict(first["setup"], tree=trees.pop() if len(trees) == 1 else None), rows
 
@@ -323,13 +338,27 @@ def main(argv=None) -> int:
         ap.error("--record-noise runs A/A under the config's thresholds: no --inject or --noise")
     _check_json(ap, args.json)
     project, work = Path(args.project).resolve(), Path(args.workdir).resolve()
-    work.mkdir(parents=True, exist_ok=True)
     config = Path(args.config).resolve() if args.config else project / "perf-gate.toml"
+    try:                    # every input judged before the project is copied: a bad one is one line, exit 2
+        used = backends(config)
+        for phase, _ in injects:
+            for backend in sorted(used):
+                path = BACKEND_FILE if backend == "cpu" else CUDA_FILE
+                if f"def {phase}(" not in files.read_input(project / path, 1 << 20):
+                    raise ValueError(f"--inject {phase}: {path} has no method {phase} to slow")
+        noise_files(args.noise)
+        from .noise import load_paths
+        load_paths(args.noise)
+    except (OSError, ValueError) as e:         # ConfigError, NoiseError: ValueErrors that name their file
+        print(f"calibrate: {getattr(e, 'filename', None) or ''}{': ' if getattr(e, 'filename', None) else ''}"
+              f"{e.strerror if isinstance(e, OSError) and e.strerror else e}", file=sys.stderr)
+        return 2
+    work.mkdir(parents=True, exist_ok=True)
     repo = work / "repo"
     base = make_repo(project, repo)
     head = base
     for phase, frac in injects:
-        for backend in sorted(backends(config)):
+        for backend in sorted(used):
             path, patch = ((BACKEND_FILE, slowdown_patch) if backend == "cpu" else (CUDA_FILE, gpu_slowdown_patch))
             head = commit_change(repo, path, patch(phase, frac), f"slow {phase} by {frac} ({backend})")
     noise = [Path(n).resolve() for n in args.noise]

@@ -90,8 +90,12 @@ def parse_record(data: bytes | str, where: str, machine: str | None = None) -> d
         return NoiseError(f"{where}: {what}")
     if len(data) > MAX_RECORD_BYTES:
         raise bad(f"over {MAX_RECORD_BYTES >> 10} KiB")
-    lines = [ln for ln in (data.decode("utf-8", "replace") if isinstance(data, bytes) else data).splitlines()
-             if ln.strip()]
+    if isinstance(data, bytes):
+        try:
+            data = data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise bad(f"not UTF-8 (byte {e.start})") from None
+    lines = [ln for ln in data.splitlines() if ln.strip()]
     if len(lines) != 1:
         raise bad(f"{len(lines)} lines, not one JSON record")
     try:
@@ -112,10 +116,10 @@ def parse_record(data: bytes | str, where: str, machine: str | None = None) -> d
         datetime.strptime(rec.get("date"), "%Y-%m-%dT%H:%M:%SZ")
     except (TypeError, ValueError) as e:
         raise bad("date is not YYYY-MM-DDTHH:MM:SSZ") from e
-    for k in ("rounds", "samples"):
+    for k, least in (("rounds", 2), ("samples", 1)):      # one round has no spread: centred, it reads 0
         v = rec.get(k)
-        if not (is_int(v) and 1 <= v <= 10_000):
-            raise bad(f"{k} is not a count")
+        if not (is_int(v) and least <= v <= 10_000):
+            raise bad(f"{k} is not a count of {least} to 10000")
     m = rec.get("min_device_sample_s", 0.0)        # absent: recorded when every device sample was one call
     if not (is_number(m) and 0 <= m <= 10):
         raise bad("min_device_sample_s is not a number of seconds")
@@ -127,12 +131,20 @@ def parse_record(data: bytes | str, where: str, machine: str | None = None) -> d
     wls = rec.get("workloads")
     if not (isinstance(wls, list) and 1 <= len(wls) <= 64):
         raise bad("workloads is not a list of 1 to 64")
+    seen: dict[str, int] = {}
     for i, w in enumerate(wls):
         sp = w.get("spec") if isinstance(w, dict) else None
         if not (isinstance(sp, dict) and set(sp) <= set(_SPEC_KEYS) and all(
                 type(v) is _SPEC_KEYS[k] and (len(v) <= 64 if isinstance(v, str) else 0 < v < 64)
                 for k, v in sp.items())):
             raise bad(f"workload {i}: spec")
+        try:
+            key = spec_key(sp)
+        except (TypeError, ValueError) as e:
+            raise bad(f"workload {i}: spec ({e})") from None
+        if key in seen:                 # its rounds would be pooled twice
+            raise bad(f"workload {i}: the same workload as workload {seen[key]}")
+        seen[key] = i
         ph = w.get("phases")
         if not (isinstance(ph, dict) and ph and set(ph) <= set(AREAS)):
             raise bad(f"workload {i}: phases are not a table of known phases")
@@ -153,7 +165,10 @@ def derive(cfg, records: list[dict], where: str = "") -> dict[tuple[str, str], T
     records of the gate's machine; those of another sample count than cfg's, or another min_device_sample_s (for
     a phase timed on the device) or min_sample_s (on the host), are not comparable and are left out (their rounds'
     spread differs), as are all but the NEWEST newest. A record without min_sample_s was made at the default."""
-    same = [r for r in records if r["samples"] == cfg.samples]
+    once = {}                   # one record is counted once, however often it is given (a copy, a folder and a file)
+    for r in records:
+        once.setdefault(json.dumps(r, sort_keys=True), r)
+    same = [r for r in once.values() if r["samples"] == cfg.samples]
     alike = [r for r in same if r.get("min_device_sample_s", 0.0) == cfg.min_device_sample_s]
     host_alike = [r for r in same if r.get("min_sample_s", DEFAULT_MIN_SAMPLE_S) == cfg.min_sample_s]
     out = {}
@@ -208,6 +223,10 @@ def load_paths(paths, machine: str | None = None) -> list[dict]:
             except OSError as e:
                 raise NoiseError(f"{f}: {e.strerror or e}") from e
             out.append(parse_record(data, str(f), machine))
+    machines = sorted({r["machine"] for r in out})
+    if len(machines) > 1:               # one runner's noise sets its thresholds: never several pooled unasked
+        raise NoiseError(f"{', '.join(map(str, paths))}: records of {len(machines)} machines ({', '.join(machines)}): "
+                         f"give the gate's machine (--machine) to keep its own")
     return out
 
 

@@ -172,3 +172,64 @@ def test_the_recorded_accuracy_runs_pool_with_the_next_ones():
         rec = json.loads(r.read_text().splitlines()[0])
         assert (rec["samples"], rec["rounds"], rec["min_device_sample_s"]) == (cfg.samples, cfg.rounds,
                                                                               cfg.min_device_sample_s)
+
+
+def test_merge_refuses_a_run_pooled_twice_and_figures_that_are_no_measure(tmp_path, monkeypatch, capsys):
+    """The same file twice, or a pooled file beside one of its own, would count its runs twice; a NaN wall time, a
+    ratio that is no ratio, an exit that is no gate's, a file past the size a calibrate JSON may be: each exit 2,
+    one line naming the file."""
+    argv, a = _run(tmp_path, "a", 2, inject="tail_msm:0.03", monkeypatch=monkeypatch)
+    assert calibrate.main(argv) == 0
+    pooled = tmp_path / "pooled.json"
+    assert calibrate.main(["--merge", str(a), "--json", str(pooled)]) == 0
+    capsys.readouterr()
+    for files in ([a, a], [pooled, a]):
+        assert calibrate.main(["--merge", *map(str, files)]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith(f"calibrate: {files[1]}: run 0 is one ") and "pooled twice" in err[0]
+    doc = json.loads(a.read_text())
+    run = doc["runs"][0]
+    for i, bad in enumerate([dict(run, wall_s=float("nan")), dict(run, wall_s=-1.0), dict(run, exit=True),
+                             dict(run, exit=7), dict(run, ratios={**run["ratios"], "cuda:tail_msm": -1.0}),
+                             dict(run, ratios={**run["ratios"], "cuda:tail_msm": float("inf")})]):
+        f = tmp_path / f"bad{i}.json"
+        f.write_text(json.dumps({**doc, "runs": [bad]}))
+        assert calibrate.main(["--merge", str(f)]) == 2, bad
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith(f"calibrate: {f}: a run is malformed"), err
+    big = tmp_path / "big.json"
+    with open(big, "wb") as fh:
+        fh.truncate(calibrate.MAX_DOC_BYTES + 1)          # sparse: nothing read
+    assert calibrate.main(["--merge", str(big)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"calibrate: {big}: ") and "more than" in err[0], err
+
+
+def test_a_bad_noise_path_config_or_injection_is_one_line_before_the_project_is_copied(tmp_path, monkeypatch,
+                                                                                       capsys):
+    """--noise that is missing or holds no record, a phase the backend has no method for, a config that does not
+    parse: exit 2, one line naming it, and the workdir never made. A folder of records is read as the gate reads it:
+    the set-up holds its files' hashes."""
+    from cuzk.perf import noise as noise_mod
+    argv, out = _run(tmp_path, "a", 1, monkeypatch=monkeypatch)
+    work = Path(argv[argv.index("--workdir") + 1])
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "bad.toml").write_text("[gate]\nrounds = 'ten'\n")
+    cases = [(["--noise", str(tmp_path / "missing.jsonl")], str(tmp_path / "missing.jsonl")),
+             (["--noise", str(tmp_path / "empty")], "no *.jsonl noise records"),
+             (["--inject", "b_g2:0.03"], "has no method b_g2"),
+             (["--inject", "no_such:0.1"], "has no method no_such"),
+             (["--config", str(tmp_path / "bad.toml")], str(tmp_path / "bad.toml"))]
+    for extra, said in cases:
+        assert calibrate.main(argv + extra) == 2, extra
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("calibrate: ") and said in err[0], (extra, err)
+        assert not work.exists() and not out.exists()
+    d = tmp_path / "records"
+    d.mkdir()
+    rec = noise_mod.make_record("h200", "c" * 40, 10, 9, [({"backend": "cuda", "circuit": "porep_partition",
+                                                             "log_size": 24, "opts": "default"},
+                                                            {"tail_msm": [0.001 * i for i in range(10)]})])
+    (d / "r.jsonl").write_text(noise_mod.dumps(rec))
+    assert calibrate.main(argv + ["--noise", str(d)]) == 0
+    assert json.loads(out.read_text())["setup"]["noise_sha256"] == [calibrate._sha(d / "r.jsonl")]

@@ -456,3 +456,44 @@ def test_the_accuracy_harness_passes_records_and_calibrates(tmp_path, monkeypatc
     assert "--calibrate" in seen[1] and seen[1][seen[1].index("--machine") + 1] == "h200-0" and "--head" not in seen[1]
     with pytest.raises(SystemExit):
         calibrate.main(["--workdir", str(tmp_path / "w"), "--record-noise", "m", "--inject", "tail_msm:0.1"])
+
+
+def test_a_record_is_counted_once_and_holds_what_a_spread_needs(tmp_path):
+    """The same record given twice (a copy, a folder and a file in it) pools its rounds once: 6 rounds stay fewer
+    than MIN_ROUNDS. A record that lists one workload twice, holds one round (centred, it reads 0: no spread), or
+    is not UTF-8 is refused, naming it."""
+    key = noise.spec_key(CUDA24)
+    d = tmp_path / "records"
+    d.mkdir()
+    a = d / "a.jsonl"
+    a.write_text(noise.dumps(_record({"tail_msm": _rounds(0.01, n=6)})))
+    shutil.copy(a, tmp_path / "copy.jsonl")
+    recs = noise.load_paths([d, a, tmp_path / "copy.jsonl"])
+    assert len(recs) == 3
+    t = noise.derive(_cfg(), recs)[key, "tail_msm"]
+    assert t.source == "config" and "6 A/A rounds" in t.basis, t.basis
+    other = _record({"tail_msm": _rounds(0.01, n=6, seed=2)}, date="2026-12-02T02:00:00Z")
+    assert "12 A/A rounds in 2 records" in noise.derive(_cfg(), recs + [other])[key, "tail_msm"].basis
+    twice = _record({"tail_msm": _rounds(0.01, n=5)})
+    twice["workloads"] *= 2
+    with pytest.raises(noise.NoiseError, match="dup.jsonl: workload 1: the same workload as workload 0"):
+        noise.parse_record(noise.dumps(twice), "dup.jsonl")
+    with pytest.raises(noise.NoiseError, match="one.jsonl: rounds is not a count of 2"):
+        noise.parse_record(noise.dumps(_record({"tail_msm": [0.3]})), "one.jsonl")
+    data = noise.dumps(_record({"tail_msm": _rounds(0.01)})).encode().replace(b"NVIDIA H200", b"NVIDIA \xff")
+    with pytest.raises(noise.NoiseError, match=r"bad.jsonl: not UTF-8"):
+        noise.parse_record(data, "bad.jsonl")
+
+
+def test_records_of_several_machines_are_not_pooled_unasked(tmp_path, capsys, monkeypatch):
+    """--noise files of two runners, no --machine: exit 2 naming both machines; with the gate's machine, another's
+    record is refused by name."""
+    monkeypatch.delenv("CUZK_MACHINE", raising=False)
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    a.write_text(noise.dumps(_record({"tail_msm": _rounds(0.01)}, machine="h200-0")))
+    b.write_text(noise.dumps(_record({"tail_msm": _rounds(0.01, seed=3)}, machine="h100-7")))
+    with pytest.raises(noise.NoiseError, match=r"records of 2 machines \(h100-7, h200-0\)"):
+        noise.load_paths([a, b])
+    with pytest.raises(noise.NoiseError, match=r"b.jsonl: machine 'h100-7', not 'h200-0'"):
+        noise.load_paths([a, b], "h200-0")
+    assert len(noise.load_paths([a], None)) == 1
