@@ -6,6 +6,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import secrets
 import signal
 import stat
 import sys
@@ -292,6 +293,31 @@ def _write_content(f, content) -> None:
         f.write(content.encode() if isinstance(content, str) else content)
 
 
+def _keep_old(target: str, folder: str, names: list) -> str | bool | None:
+    """Before a rename replaces `target`: a hard link to the file there, under a temp name in its folder (named in
+    `names`), so a set that fails halfway puts it back; None where there is no file (the rename makes one), False
+    where it cannot be kept (then the new file stays: whole, never nothing)."""
+    try:
+        if not stat.S_ISREG(os.lstat(target).st_mode):
+            return False
+    except FileNotFoundError:
+        return None
+    except OSError:
+        return False
+    for _ in range(8):
+        name = os.path.join(folder, f"{TEMP_PREFIX}{secrets.token_hex(4)}{TEMP_SUFFIX}")
+        names.append(name)
+        try:
+            os.link(target, name)
+            return name
+        except FileExistsError:
+            names.pop()
+        except OSError:
+            names.pop()
+            return False
+    return False
+
+
 def _fsync_folder(fd: int) -> None:
     try:
         os.fsync(fd)
@@ -355,8 +381,10 @@ def _copy(src, dst, chunk: int = 1 << 20) -> None:
 
 def write_outputs(files: dict) -> list[str]:
     """Write `files` (path -> content: str, bytes, a callable that writes to a binary file, or a
-    PathWriter) by the output rule, all or nothing; the paths written are returned. On any failure (a
-    signal included) the temp files are removed, and so are renamed outputs and made folders.
+    PathWriter) by the output rule, all or nothing; the paths written are returned. On any failure before the
+    last rename (a signal included) the temp files are removed, an output already renamed is put back as it was
+    (a file it replaced, through a hard link kept until the set is whole; a new one removed), and made folders
+    are removed. SIGINT and SIGTERM wait for the renames: once they start, the set lands whole.
 
     The output rule, for every file a command writes:
     - A regular file, or a path that does not exist yet, is written atomically: a temp file with a short name
@@ -376,6 +404,7 @@ def write_outputs(files: dict) -> list[str]:
     - Several outputs (proof and public inputs, bench's --save set) are all or nothing: every temp file is
       written before the first rename, and an advisory lock (flock) on each folder they land in is held
       across the renames, so a concurrent cuzk writing the same set lands its set whole, before or after.
+      SIGKILL between two renames can still leave a mixed set, each file whole.
     - Every error is one line naming the path as the user gave it, never the temp file.
     """
     outs = []
@@ -389,7 +418,8 @@ def write_outputs(files: dict) -> list[str]:
     regular = [(o, c) for o, c in outs if not o.stream]
     names: list[str] = []                   # temp files, registered before a signal can land
     made: list[str] = []
-    done: list[Output] = []
+    done: list[tuple[Output, str | bool | None]] = []     # renamed, with what _keep_old kept of the file replaced
+    committed = False
     default_mode = file_mode()
     try:
         staged = []
@@ -428,29 +458,42 @@ def write_outputs(files: dict) -> list[str]:
             if out.stream:
                 _write_stream(out, content)
         with _folders_locked(folder for _, _, folder in staged) as folder_fds:
-            for out, tmp, _ in staged:
-                try:
-                    os.replace(tmp, out.target)
-                except OSError as e:
-                    raise OutputError(out.path, f"cannot write: {_why(e)}", e.errno or errno.EIO) from e
-                done.append(out)
-            for fd in folder_fds:
-                _fsync_folder(fd)
+            with signals_held():            # a signal waits for the set's renames: none lands between two
+                for out, tmp, folder in staged:
+                    old = _keep_old(out.target, folder, names)
+                    try:
+                        os.replace(tmp, out.target)
+                    except OSError as e:
+                        raise OutputError(out.path, f"cannot write: {_why(e)}", e.errno or errno.EIO) from e
+                    done.append((out, old))
+                for fd in folder_fds:
+                    _fsync_folder(fd)
+                committed = True
     except BaseException:
+        if not committed:
+            for out, old in reversed(done):     # a half-written set is worse than none: each file as it was
+                try:
+                    if old:
+                        os.replace(old, out.target)
+                    elif old is None:
+                        os.unlink(out.target)
+                except OSError:
+                    pass
         for tmp in names:
             try:
                 os.unlink(tmp)
             except FileNotFoundError:
                 pass
-        for out in done:                    # a half-written set is worse than none
-            try:
-                os.unlink(out.target)
-            except FileNotFoundError:
-                pass
-        for d in reversed(made):
-            try:
-                os.rmdir(d)
-            except OSError:
-                pass
+        if not committed:
+            for d in reversed(made):
+                try:
+                    os.rmdir(d)
+                except OSError:
+                    pass
         raise
+    for tmp in names:                       # the replaced files' kept links
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
     return [o.path for o, _ in outs]

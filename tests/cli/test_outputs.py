@@ -359,3 +359,38 @@ def test_a_signal_received_by_another_thread_waits_for_the_held_block():
         signal.signal(signal.SIGTERM, old)
         stop.set()
     assert done == [True] and ei.value.code == 143
+
+
+def test_a_signal_after_the_renames_leaves_the_new_file_and_one_between_them_waits(tmp_path, monkeypatch):
+    """SIGTERM (ablate's checkpoint under a time limit) while the set's folders are synced: the renames are done, the
+    new file stays, and the signal is raised after them; a rename that fails between two of a set puts the first
+    output back as it was (a file it replaced, through the link kept of it; a new one removed)."""
+    import signal
+    from cuzk import files
+    out = tmp_path / "ablate.json"
+    out.write_text("7 rounds\n")
+    monkeypatch.setattr(files, "_fsync_folder", lambda fd: os.kill(os.getpid(), signal.SIGTERM))
+    before = signal.getsignal(signal.SIGTERM)
+    files.raise_on_sigterm()
+    try:
+        with pytest.raises(files.Interrupted):
+            files.write_outputs({out: "8 rounds\n"})
+    finally:
+        signal.signal(signal.SIGTERM, before)
+    assert out.read_text() == "8 rounds\n" and sorted(p.name for p in tmp_path.iterdir()) == ["ablate.json"]
+    monkeypatch.undo()
+    a, b, c = tmp_path / "proof.json", tmp_path / "public.json", tmp_path / "new.json"
+    a.write_text("old proof")
+    b.write_text("old public")
+    real, calls = os.replace, []
+
+    def replace(src, dst):
+        calls.append(dst)
+        if len(calls) == 3:
+            raise OSError(28, "No space left on device")
+        return real(src, dst)
+    monkeypatch.setattr(files.os, "replace", replace)
+    with pytest.raises(files.OutputError, match="public.json: cannot write"):
+        files.write_outputs({c: "new", a: "new proof", b: "new public"})
+    assert a.read_text() == "old proof" and b.read_text() == "old public" and not c.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ablate.json", "proof.json", "public.json"]
