@@ -371,6 +371,25 @@ def _write_stream(out: Output, content) -> None:
         raise OutputError(out.path, f"cannot write: {_why(e)}", e.errno or errno.EIO) from e
 
 
+def append_output(path, text: str) -> None:
+    """`text` added at the end of `path` (a step summary: GITHUB_STEP_SUMMARY, --summary): resolved by the output
+    rule (a link's final target, a stream written as it is; a folder, a block device or a socket refused), a new
+    path made; the final target opened without following a link put there since. OutputError names the path."""
+    out = resolve_output(path)
+    if out.stream:
+        _write_stream(out, text)
+        return
+    try:
+        fd = os.open(out.target, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK
+                     | getattr(os, "O_CLOEXEC", 0), 0o666)
+        with os.fdopen(fd, "a") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                raise OSError(errno.EINVAL, "not a regular file once opened")
+            f.write(text)
+    except OSError as e:
+        raise OutputError(out.path, f"cannot write: {_why(e)}", e.errno or errno.EIO) from e
+
+
 def _copy(src, dst, chunk: int = 1 << 20) -> None:
     while True:
         b = src.read(chunk)

@@ -8,6 +8,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from ..files import OutputError, append_output, resolve_output
 from ..perf import gate, gate_config, noise, report
 from .common import EXIT_BAD_INPUT, CliError, _err, check_paths, write_all
 
@@ -85,7 +86,6 @@ def cmd_gate(args) -> int:
     if args.comment:
         check_paths({"--comment": args.comment}, inputs)
     if summary and not args.from_json:          # appended to, as GitHub expects, so only its kind is checked
-        from ..files import OutputError, resolve_output
         try:
             resolve_output(summary)
         except OutputError as e:
@@ -129,8 +129,10 @@ def cmd_gate(args) -> int:
     md = report.markdown(res)
     print(md)
     if summary and not args.from_json:
-        with open(summary, "a") as f:
-            f.write(md)
+        try:
+            append_output(summary, md)
+        except OutputError as e:
+            raise CliError(f"gate: GITHUB_STEP_SUMMARY: {e}") from e
     if args.out:
         outputs = {Path(args.out) / "report.md": md}
         if not args.from_json:

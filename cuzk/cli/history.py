@@ -1,9 +1,11 @@
 """`cuzk history` and `cuzk bisect`: change points in the asv history, and asv find over a range."""
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 
+from ..files import append_output
 from ..perf import asv_private, bisect, bisect_run, gate_config, history
 from .common import EXIT_BAD_INPUT, EXIT_INVALID, EXIT_OK, CliError, _err, check_paths, write_atomic
 
@@ -37,7 +39,8 @@ def cmd_history(args) -> int:
     try:
         if args.action == "changes":
             repo, gated = Path(args.repo), None
-            check_paths({"--json": args.json}, {"--gate-config": args.gate_config})     # before any work
+            check_paths({"--json": args.json, "--summary": args.summary},               # before any work
+                        {"--gate-config": args.gate_config})
             if args.fail_on_gated is not None:          # read before the analysis: a bad config fails fast
                 try:
                     gated = history.gated_pairs(gate_config.load(args.gate_config or repo / gate_config.DEFAULT_PATH))
@@ -59,8 +62,7 @@ def cmd_history(args) -> int:
                 text += history.gated_markdown(failing, args.fail_on_gated, len(gated & ch.pairs), unmeasured)
             print(text, end="")
             if args.summary:
-                with open(args.summary, "a") as f:
-                    f.write(text)
+                append_output(args.summary, text)
             if args.json:
                 write_atomic(args.json, json.dumps(ch.found, indent=1) + "\n")
             if unmeasured:                  # as the gate: what could not be judged outranks a regression
@@ -91,6 +93,6 @@ def cmd_history(args) -> int:
     except history.HistoryError as e:
         _err(f"history: {str(e).splitlines()[0] if str(e) else type(e).__name__}")     # one line; logs hold the rest
         if args.action == "changes" and args.summary:      # the step summary says why, too
-            with open(args.summary, "a") as f:
-                f.write(f"cuzk history changes: {e}\n")
+            with contextlib.suppress(OSError):          # one that cannot be written was said before any work
+                append_output(args.summary, f"cuzk history changes: {e}\n")
         return EXIT_BAD_INPUT

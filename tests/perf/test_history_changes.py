@@ -139,6 +139,29 @@ def test_too_short_series_are_an_error_and_the_history_worktree_comes_first(hist
     assert f"from {repo / '.asv' / 'history' / 'results'}" in capsys.readouterr().out.splitlines()[0]
 
 
+def test_the_summary_is_an_output_checked_before_the_analysis(history, tmp_path, capsys):
+    """--summary is appended to by the output rule: a folder is one line before any work, the same file as --json
+    is refused, a link's target gets the text added (never replaced), and a second run appends."""
+    repo, _ = history
+    d = tmp_path / "summary-dir"
+    d.mkdir()
+    assert main(["history", "changes", "--repo", str(repo), "--summary", str(d)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(d) in err[0] and "a folder" in err[0], err
+    same = tmp_path / "out.md"
+    assert main(["history", "changes", "--repo", str(repo), "--summary", str(same), "--json", str(same)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "given as --summary and as output --json" in err[0] and not same.exists(), err
+    target = tmp_path / "kept.md"
+    target.write_text("earlier steps\n")
+    link = tmp_path / "link.md"
+    link.symlink_to(target)
+    for _ in range(2):
+        assert main(["history", "changes", "--repo", str(repo), "--summary", str(link)]) == 0
+    out = capsys.readouterr().out
+    assert link.is_symlink() and target.read_text() == "earlier steps\n" + out
+
+
 def test_no_change_points_says_what_was_analysed(history, capsys):
     repo, _ = history
     assert main(["history", "changes", "--repo", str(repo), "--bench", r"Synthesis.*'mulchain'"]) == 0
