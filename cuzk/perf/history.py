@@ -396,7 +396,7 @@ def record(repo: Path, machine: str, remote: str = "origin", branch: str = RESUL
                 log(f"cuzk history: asv took {(time.perf_counter() - t0) / 60:.1f} min")
                 if p.returncode not in (0, 2):
                     raise HistoryError(f"asv run failed with exit code {p.returncode}")
-                write_gpu_state(results / machine / "gpu-state" / f"{sha}.jsonl")
+                write_gpu_state(results, f"{machine}/gpu-state/{sha}.jsonl")
                 if noise_bytes is not None:
                     _write_under(results, f"{machine}/{noise_folder}/{sha}.jsonl", noise_bytes)
                 mine = run_files(results, machine, sha)         # judged before anything is committed or exported
@@ -484,16 +484,15 @@ def publish(repo: Path, remote: str = "origin", results_branch: str = RESULTS_BR
     return html
 
 
-def write_gpu_state(path: Path) -> None:
-    """The run's GPU record (device, driver, clocks, limits, state) beside asv's results.
-    Not *.json, which asv would try to read as results."""
+def write_gpu_state(results: Path, rel: str) -> Path:
+    """The run's GPU record (device, driver, clocks, limits, state) beside asv's results, at results/rel, never
+    through a link the results branch holds (_write_under). Not *.json, which asv would try to read as results."""
     dev = nvml.open_device()
     rec = {"gpu": None}
     if dev is not None:
         with dev:
             rec = {"gpu": dev.info().as_dict(), "state": dev.snapshot().as_dict()}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(rec) + "\n")
+    return _write_under(results, rel, (json.dumps(rec) + "\n").encode())
 
 
 def commit_url_from_env() -> str | None:

@@ -463,3 +463,25 @@ def test_a_failed_tool_is_one_line_naming_the_log_of_its_output(tmp_path):
     log = Path(msg.rsplit("its output: ", 1)[1])
     assert "first line of much output" in log.read_text() and "the reason" in log.read_text()
     log.unlink()
+
+
+def test_the_gpu_record_is_never_written_through_a_link_the_results_branch_holds(tmp_path, monkeypatch):
+    """A link planted on the results branch where `record` writes the run's GPU record (its folder or the file):
+    refused by name, its target untouched; a plain place gets the record."""
+    import json as _json
+    from cuzk.perf import history
+    monkeypatch.setattr(history.nvml, "open_device", lambda: None)
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    results, sha = tmp_path / "results", "a" * 40
+    (results / "m" / "gpu-state").mkdir(parents=True)
+    (results / "m" / "gpu-state" / f"{sha}.jsonl").symlink_to(victim)
+    with pytest.raises(history.HistoryError, match=f"{sha}.jsonl: a symbolic link in the results branch"):
+        history.write_gpu_state(results, f"m/gpu-state/{sha}.jsonl")
+    (results / "n").mkdir()
+    (results / "n" / "gpu-state").symlink_to(tmp_path)
+    with pytest.raises(history.HistoryError, match="gpu-state: a symbolic link in the results branch"):
+        history.write_gpu_state(results, f"n/gpu-state/{sha}.jsonl")
+    assert victim.read_text() == "precious\n" and not (tmp_path / f"{sha}.jsonl").exists()
+    p = history.write_gpu_state(results, f"o/gpu-state/{sha}.jsonl")
+    assert _json.loads(p.read_text()) == {"gpu": None}
