@@ -23,6 +23,7 @@ import json
 import math
 import os
 import re
+import stat
 import statistics
 import subprocess
 import sys
@@ -35,6 +36,7 @@ from pathlib import Path
 
 from .. import backend as backends
 from .. import nvml
+from ..files import write_outputs
 from ..gpu import cubins, kernel_sources, loader
 from ..timing import PHASES
 from . import workload
@@ -333,6 +335,7 @@ def run(target: str = "cuda:18", phase: str = "tail_msm", samples: int = 9, comm
         raise ValueError(f"--target {target}: a runner's check measures a cuda target")
     if deep is not None:
         project_root()
+        new_or_empty(Path(deep))
         if set(deep_steps) - set(DEEP_STEPS):
             raise ValueError(f"unknown deep steps {sorted(set(deep_steps) - set(DEEP_STEPS))}; known: {DEEP_STEPS}")
     with tempfile.TemporaryDirectory(prefix="cuzk-runner-check-") as tmp:
@@ -377,12 +380,24 @@ def project_root() -> Path:
     return root
 
 
+def new_or_empty(work: Path) -> None:
+    """--deep's WORKDIR, judged before any check runs: a new path or an empty folder (what it writes there, a repo
+    and a config, never lands on what was there)."""
+    try:
+        st = os.lstat(work)
+    except FileNotFoundError:
+        return
+    except OSError as e:
+        raise ValueError(f"--deep {work}: {e.strerror or e}") from None
+    if not stat.S_ISDIR(st.st_mode) or any(os.scandir(work)):
+        raise ValueError(f"--deep {work}: not a new path or an empty folder")
+
+
 def deep_checks(rep: Report, work: Path, phase: str, target: str, rounds: int = 8, samples: int = 5,
                 steps=DEEP_STEPS, say=_say) -> None:
+    new_or_empty(work)
     work = work.resolve()
     repo = work / "repo"
-    if repo.exists() and any(repo.iterdir()):
-        raise ValueError(f"--deep {work}: {repo} exists; give an empty or new directory")
     work.mkdir(parents=True, exist_ok=True)
     base = make_repo(project_root(), repo)
     env = dict(os.environ, CUZK_REQUIRE_GPU="1")
@@ -394,9 +409,9 @@ def deep_checks(rep: Report, work: Path, phase: str, target: str, rounds: int = 
         _broken_step(rep, repo, base, env, phase, target, work)
     spec = Spec.parse_target(target)
     config = work / "gate.toml"
-    config.write_text(f"[gate]\nrounds = {rounds}\nsamples = {samples}\nalpha = 0.01\nthreshold = 0.05\n\n"
-                      f"[[workload]]\nbackend = \"{spec.backend}\"\ncircuit = \"{spec.circuit}\"\n"
-                      f"log_size = {spec.log_size}\nopts = \"default\"\nrequired = true\n")
+    write_outputs({config: f"[gate]\nrounds = {rounds}\nsamples = {samples}\nalpha = 0.01\nthreshold = 0.05\n\n"
+                            f"[[workload]]\nbackend = \"{spec.backend}\"\ncircuit = \"{spec.circuit}\"\n"
+                            f"log_size = {spec.log_size}\nopts = \"default\"\nrequired = true\n"})
     if "aa" in steps:
         say("cuzk gate on an A/A pair (the head changes the README)")
         _git(repo, "checkout", "-q", "-B", "aa", base)

@@ -59,6 +59,33 @@ def test_bad_arguments_are_one_line_before_any_work(monkeypatch, capsys, argv, w
     assert rc == 2 and out == "" and len(err) == 1 and words in err[0], err
 
 
+@pytest.mark.parametrize("kind", ["a file in it", "a link in it", "a file", "a link to a folder"])
+def test_a_deep_workdir_that_is_not_new_or_empty_is_one_line_before_any_work(monkeypatch, capsys, tmp_path, kind):
+    """What --deep writes (a repo, gate.toml) never lands on what was there: a folder with anything in it (a planted
+    gate.toml link), a file, a link: refused before the GPU is looked at, nothing written."""
+    _no_gpu(monkeypatch)
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    work = tmp_path / "work"
+    if kind == "a file in it":
+        work.mkdir()
+        (work / "notes.txt").write_text("mine\n")
+    elif kind == "a link in it":
+        work.mkdir()
+        (work / "gate.toml").symlink_to(victim)
+    elif kind == "a file":
+        work.write_text("mine\n")
+    else:
+        (tmp_path / "elsewhere").mkdir()
+        work.symlink_to(tmp_path / "elsewhere")
+    rc, out, err = _cli(capsys, "--deep", str(work), "--repo", str(REPO))
+    assert rc == 2 and out == "" and len(err) == 1 and f"--deep {work}: not a new path or an empty folder" in err[0], err
+    assert victim.read_text() == "precious\n"
+    runner_check.new_or_empty(tmp_path / "new")
+    (tmp_path / "empty").mkdir()
+    runner_check.new_or_empty(tmp_path / "empty")
+
+
 def test_a_gpu_that_cupy_cannot_use_fails_and_names_the_check(monkeypatch, capsys):
     import cuzk.backend as backend
     monkeypatch.setattr(backend, "gpu_present", lambda *a, **k: (True, "NVML reports 1 NVIDIA device(s)"))
