@@ -96,6 +96,51 @@ def _bad(msg: str) -> int:
     return 2
 
 
+MAX_RESULTS_BYTES = 64 << 20     # a pyperf JSON that --append adds to: ~2 KB a benchmark's run
+
+
+def _outputs(argv: list[str], pyperf):
+    """pyperf's -o/--output and --append taken out of argv and judged by the output rule before any work (a new
+    -o, as pyperf makes it; --append: a pyperf JSON that reads, or a new path): (argv without them, -o, --append,
+    the suite --append adds to or None), or a line saying what is wrong (str)."""
+    import argparse
+    import gzip
+    import json
+    from .files import OutputError, check_outputs, read_input
+    pre = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    pre.add_argument("-o", "--output")
+    pre.add_argument("--append")
+    got, rest = pre.parse_known_args(argv)
+    try:
+        outs = check_outputs({"-o": got.output, "--append": got.append})
+    except OutputError as e:
+        return str(e)
+    if got.output and outs["-o"].identity[0] != "new" and not outs["-o"].stream:
+        return f"{got.output}: exists (-o writes a new file; --append adds to one)"
+    suite = None
+    if got.append and outs["--append"].identity[0] != "new" and not outs["--append"].stream:
+        try:
+            data = read_input(got.append, MAX_RESULTS_BYTES, mode="rb")
+            if got.append.endswith(".gz"):
+                data = gzip.decompress(data)
+            suite = pyperf.BenchmarkSuite.loads(data.decode("utf-8"))
+        except OSError as e:
+            return f"{got.append}: {e.strerror or e}"
+        except (ValueError, KeyError, TypeError, EOFError, json.JSONDecodeError) as e:
+            return f"{got.append}: not a pyperf JSON ({type(e).__name__}: {str(e)[:120]})"
+    return rest, got.output, got.append, suite
+
+
+def _dumped(suite, path: str) -> bytes:
+    """A pyperf suite as pyperf writes it to `path` (gzip where the name ends .gz)."""
+    import gzip
+    import io
+    buf = io.StringIO()
+    suite.dump(buf)
+    data = buf.getvalue().encode()
+    return gzip.compress(data) if path.endswith(".gz") else data
+
+
 def mul_name(args) -> str:
     """fp_mul / fr_mul, with the non-default chains and build in the name (so results never mix)."""
     return args.kernel + (f"_c{args.chains}" if args.chains != 4 else "") + \
@@ -124,6 +169,12 @@ def main(argv: list[str]) -> int:
             return 2
     if not any(a in argv for a in ("--copy-env", "--inherit-environ")) and "--worker" not in argv:
         argv = [*argv, "--copy-env"]
+    out = app = suite = None
+    if "--worker" not in argv:      # the manager writes them, by the output rule (files.py), never pyperf
+        got = _outputs(argv, pyperf)
+        if isinstance(got, str):
+            return _bad(got)
+        argv, out, app, suite = got
 
     def add_cmdline_args(cmd, args):
         cmd.extend([args.kernel, "--log-size", str(args.log_size), "--convention", args.convention,
@@ -174,4 +225,21 @@ def main(argv: list[str]) -> int:
         if args.kernel in ("fp_mul", "fr_mul") and work:
             extra = f"; {work / mean:.3e} mul/s" + (f", {mean / fl:.2f}x the IMAD model" if fl else "")
         print(f"{name}: mean {mean * 1e3:.3f} ms per call{extra}")
+        from .files import OutputError, write_outputs
+        written = {}
+        if out:
+            written[out] = _dumped(pyperf.BenchmarkSuite([bench]), out)
+        if app:
+            if suite is None:
+                suite = pyperf.BenchmarkSuite([bench])
+            else:
+                try:
+                    suite.add_runs(bench)
+                except ValueError as e:        # pyperf: another benchmark's metadata under this name
+                    return _bad(f"{app}: its {name} cannot take these runs ({e})")
+            written[app] = _dumped(suite, app)
+        try:
+            write_outputs(written)
+        except OutputError as e:
+            return _bad(str(e))
     return 0

@@ -156,3 +156,33 @@ def test_micro_ntt_and_h_run_the_backends_variant(spec, want, monkeypatch):
         run, n = micro._make(kernel, 10, "coeff", 7)
         assert n == 1 << 10 and run(1) > 0
     assert seen and set(seen) == {want}
+
+
+def test_outputs_follow_the_output_rule_before_any_work(tmp_path):
+    """-o and --append are the manager's to write, by the output rule: a file where a folder belongs, an -o that
+    exists, an --append that is not pyperf's, one path given twice: one line, exit 2, before any worker ran;
+    --append adds runs to what was there (its earlier runs kept), through a link to its target."""
+    pytest.importorskip("pyperf")
+    import json
+    args = ("ntt", "--backend", "cpu", "--log-size", "4", "-p", "1", "-n", "2", "-w", "0", "-l", "1")
+    before = tmp_path / "first.json"
+    assert _micro(*args, "-o", str(before), cwd=tmp_path).returncode == 0
+    garbage = tmp_path / "garbage.json"
+    garbage.write_text("{not json")
+    cases = [(["-o", str(before / "x.json")], str(before / "x.json")),
+             (["-o", str(before)], "exists (-o writes a new file"),
+             (["--append", str(garbage)], f"{garbage}: not a pyperf JSON"),
+             (["-o", str(tmp_path / "same.json"), "--append", str(tmp_path / "same.json")], "given as --append")]
+    for extra, said in cases:
+        p = _micro(*args, *extra, cwd=tmp_path)
+        err = p.stderr.strip().splitlines()
+        assert p.returncode == 2 and len(err) == 1 and said in err[0] and "mean" not in p.stdout, (extra, p.stderr)
+    kept = tmp_path / "kept.json"
+    kept.write_bytes(before.read_bytes())
+    link = tmp_path / "link.json"
+    link.symlink_to(kept)
+    for _ in range(2):
+        assert _micro(*args, "--append", str(link), cwd=tmp_path).returncode == 0
+    (bench,) = json.loads(kept.read_text())["benchmarks"]
+    assert link.is_symlink() and len([r for r in bench["runs"] if "values" in r]) == 3
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".cuzk")) == []
