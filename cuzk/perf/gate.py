@@ -942,7 +942,7 @@ def aa_record(res: GateResult, machine: str, date: str | None = None) -> dict:
     gpu = next((rd[s]["gpu"].get("name") for o in res.outcomes for rd in o.rounds for s in SIDES
                 if isinstance(rd.get(s, {}).get("gpu"), dict)), None)
     return make_record(machine, res.head, res.config.rounds, res.config.samples, workloads, gpu, date,
-                       res.config.min_device_sample_s, res.config.min_sample_s)
+                       res.config.min_device_sample_s, res.config.min_sample_s, res.config.worker_cpus)
 
 
 def paired_log_ratios(rd: dict, area: str) -> list[float]:

@@ -37,6 +37,7 @@ MEDIAN_SE = math.sqrt(math.pi / 2)     # a median's standard error over a mean's
 MIN_ROUNDS = 10             # pooled A/A rounds of a phase before its threshold is derived
 NEWEST = 5                  # records used: the machine's newest, by date
 MAX_RECORD_BYTES = 1 << 20
+DEFAULT_WORKER_CPUS = 1     # gate_config's default, at which the records from before the field were made
 MAX_LOG_RATIO = 1.0         # |ln(head / base)| of an A/A round beyond e: not a measurement
 _SHA = re.compile(r"[0-9a-f]{40}")
 _MACHINE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -65,16 +66,17 @@ def spec_key(spec: dict) -> str:
 
 def make_record(machine: str, commit: str, rounds: int, samples: int, workloads: list[tuple[dict, dict]],
                 gpu: str | None = None, date: str | None = None, min_device_sample_s: float = 0.0,
-                min_sample_s: float = DEFAULT_MIN_SAMPLE_S) -> dict:
+                min_sample_s: float = DEFAULT_MIN_SAMPLE_S, worker_cpus: int = DEFAULT_WORKER_CPUS) -> dict:
     """A record of an A/A run (gate.aa_record makes one from a gate run): workloads = [(spec, {phase: the
     rounds' values})]; min_device_sample_s and min_sample_s: the run's, which set how many calls a device-timed
-    and a host-timed sample average. Checked as it will be read back."""
+    and a host-timed sample average; worker_cpus: the CPUs its workers sampled on (the round spread follows it).
+    Checked as it will be read back."""
     if not workloads:
         raise NoiseError("the A/A run judged no workload: nothing to record")
     rec = {"kind": KIND, "version": VERSION, "machine": machine, "commit": commit,
            "date": date or datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
            "rounds": rounds, "samples": samples, "min_device_sample_s": min_device_sample_s,
-           "min_sample_s": min_sample_s, "gpu": gpu,
+           "min_sample_s": min_sample_s, "worker_cpus": worker_cpus, "gpu": gpu,
            "workloads": [{"spec": dict(spec), "phases": {a: list(d) for a, d in ph.items()}} for spec, ph in workloads]}
     return parse_record(dumps(rec), "the A/A record")
 
@@ -126,6 +128,9 @@ def parse_record(data: bytes | str, where: str, machine: str | None = None) -> d
     m = rec.get("min_sample_s", DEFAULT_MIN_SAMPLE_S)
     if not (is_number(m) and 0 <= m <= 10):
         raise bad("min_sample_s is not a number of seconds")
+    w = rec.get("worker_cpus", DEFAULT_WORKER_CPUS)
+    if not (is_int(w) and 0 <= w <= 4096):
+        raise bad("worker_cpus is not a count of CPUs")
     if rec.get("gpu") is not None and not (isinstance(rec["gpu"], str) and len(rec["gpu"]) <= 128):
         raise bad("gpu is not a name")
     wls = rec.get("workloads")
@@ -162,13 +167,15 @@ def noise_threshold(round_sd: float, rounds: int) -> float:
 
 def derive(cfg, records: list[dict], where: str = "") -> dict[tuple[str, str], Threshold]:
     """{(workload spec key, phase): threshold in force} for every workload and phase of cfg. `records`: parsed
-    records of the gate's machine; those of another sample count than cfg's, or another min_device_sample_s (for
-    a phase timed on the device) or min_sample_s (on the host), are not comparable and are left out (their rounds'
-    spread differs), as are all but the NEWEST newest. A record without min_sample_s was made at the default."""
+    records of the gate's machine; those of another sample count or worker_cpus than cfg's, or another
+    min_device_sample_s (for a phase timed on the device) or min_sample_s (on the host), are not comparable and are
+    left out (their rounds' spread differs), as are all but the NEWEST newest. A record without min_sample_s or
+    worker_cpus was made at the default."""
     once = {}                   # one record is counted once, however often it is given (a copy, a folder and a file)
     for r in records:
         once.setdefault(json.dumps(r, sort_keys=True), r)
-    same = [r for r in once.values() if r["samples"] == cfg.samples]
+    same = [r for r in once.values() if r["samples"] == cfg.samples
+            and r.get("worker_cpus", DEFAULT_WORKER_CPUS) == cfg.worker_cpus]
     alike = [r for r in same if r.get("min_device_sample_s", 0.0) == cfg.min_device_sample_s]
     host_alike = [r for r in same if r.get("min_sample_s", DEFAULT_MIN_SAMPLE_S) == cfg.min_sample_s]
     out = {}

@@ -497,3 +497,24 @@ def test_records_of_several_machines_are_not_pooled_unasked(tmp_path, capsys, mo
     with pytest.raises(noise.NoiseError, match=r"b.jsonl: machine 'h100-7', not 'h200-0'"):
         noise.load_paths([a, b], "h200-0")
     assert len(noise.load_paths([a], None)) == 1
+
+
+def test_records_follow_the_cpus_the_workers_sampled_on():
+    """The round spread follows worker_cpus (docs/runners.md 4.1): a record made at one is not used by a gate at
+    another; a record from before the field was made at the default, 1."""
+    import tomllib
+    key = noise.spec_key(CUDA24)
+    one, four = _cfg(), gate_config.parse(tomllib.loads(CONFIG.replace("threshold_floor = 0.01",
+                                                                        "threshold_floor = 0.01\nworker_cpus = 4")))
+    assert (one.worker_cpus, four.worker_cpus) == (1, 4)
+    rec4 = noise.make_record("h200-0", SHA, 10, 9, [(CUDA24, {"tail_msm": _rounds(0.01)})], worker_cpus=4)
+    assert rec4["worker_cpus"] == 4
+    old = noise.parse_record(json.dumps(_record({"tail_msm": _rounds(0.01, seed=2)})), "old.jsonl")
+    assert "worker_cpus" not in old
+    assert noise.derive(four, [rec4])[key, "tail_msm"].source == "noise"
+    assert noise.derive(one, [rec4])[key, "tail_msm"].source == "config"
+    assert noise.derive(one, [old])[key, "tail_msm"].source == "noise"
+    assert noise.derive(four, [old])[key, "tail_msm"].source == "config"
+    for bad in (-1, True, "4", 1.5):
+        with pytest.raises(noise.NoiseError, match="r.jsonl: worker_cpus"):
+            noise.parse_record(json.dumps({**_record({"tail_msm": _rounds(0.01)}), "worker_cpus": bad}), "r.jsonl")
