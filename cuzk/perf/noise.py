@@ -169,8 +169,8 @@ def derive(cfg, records: list[dict], where: str = "") -> dict[tuple[str, str], T
     """{(workload spec key, phase): threshold in force} for every workload and phase of cfg. `records`: parsed
     records of the gate's machine; those of another sample count or worker_cpus than cfg's, or another
     min_device_sample_s (for a phase timed on the device) or min_sample_s (on the host), are not comparable and are
-    left out (their rounds' spread differs), as are all but the NEWEST newest. A record without min_sample_s or
-    worker_cpus was made at the default."""
+    left out (their rounds' spread differs), as are all but the NEWEST newest of those that hold the workload's
+    phase. A record without min_sample_s or worker_cpus was made at the default."""
     once = {}                   # one record is counted once, however often it is given (a copy, a folder and a file)
     for r in records:
         once.setdefault(json.dumps(r, sort_keys=True), r)
@@ -183,7 +183,8 @@ def derive(cfg, records: list[dict], where: str = "") -> dict[tuple[str, str], T
         key = spec_key(wc.spec.as_dict())
         for area in cfg.areas_for(wc):
             pool = alike if device_timed(wc.spec.backend != "cpu", area) else host_alike
-            usable = sorted(pool, key=lambda r: r["date"])[-NEWEST:]
+            holds = [r for r in pool if any(spec_key(w["spec"]) == key and area in w["phases"] for w in r["workloads"])]
+            usable = sorted(holds, key=lambda r: r["date"])[-NEWEST:]      # the newest that measured this phase
             cap = cfg.thresholds.get(area, cfg.threshold)
             if area in cfg.pins:
                 value, reason = cfg.pins[area]

@@ -518,3 +518,13 @@ def test_records_follow_the_cpus_the_workers_sampled_on():
     for bad in (-1, True, "4", 1.5):
         with pytest.raises(noise.NoiseError, match="r.jsonl: worker_cpus"):
             noise.parse_record(json.dumps({**_record({"tail_msm": _rounds(0.01)}), "worker_cpus": bad}), "r.jsonl")
+
+
+def test_the_newest_records_are_those_that_measured_the_phase():
+    """Newer records of other workloads do not push out the older ones that hold this workload's phase."""
+    key = noise.spec_key(CUDA24)
+    mine = [_record({"tail_msm": _rounds(0.01, seed=s)}, date=f"2026-11-0{s}T00:00:00Z") for s in (1, 2)]
+    others = [_record({"tail_msm": _rounds(0.01, seed=s)}, spec=CPU10, date=f"2026-12-0{s}T00:00:00Z")
+              for s in range(1, 7)]
+    t = noise.derive(_cfg(), mine + others)[key, "tail_msm"]
+    assert t.source == "noise" and "20 A/A rounds in 2 records" in t.basis, t.basis
