@@ -79,7 +79,8 @@ def test_a_deep_workdir_that_is_not_new_or_empty_is_one_line_before_any_work(mon
         (tmp_path / "elsewhere").mkdir()
         work.symlink_to(tmp_path / "elsewhere")
     rc, out, err = _cli(capsys, "--deep", str(work), "--repo", str(REPO))
-    assert rc == 2 and out == "" and len(err) == 1 and f"--deep {work}: not a new path or an empty folder" in err[0], err
+    assert rc == 2 and out == "" and len(err) == 1, err
+    assert f"--deep {work}: not a new path or an empty folder" in err[0], err
     assert victim.read_text() == "precious\n"
     runner_check.new_or_empty(tmp_path / "new")
     (tmp_path / "empty").mkdir()
