@@ -201,6 +201,15 @@ def _writable_folder(path: str, target: str) -> None:
         raise OutputError(path, f"cannot write: the folder {d} is not writable", errno.EACCES)
 
 
+# the character devices an output may be: /dev/null, /dev/zero, /dev/full (1:3, 1:5, 1:7), the terminals (4, 5) and
+# pseudo-terminals (136-143); never memory, a port, a disk's SCSI node or flash (/dev/mem, /dev/port, /dev/sg*)
+_TERMINAL_MAJORS = {4, 5, *range(136, 144)}
+
+
+def _harmless_device(rdev: int) -> bool:
+    return (os.major(rdev) == 1 and os.minor(rdev) in (3, 5, 7)) or os.major(rdev) in _TERMINAL_MAJORS
+
+
 def resolve_output(path) -> Output:
     """Where `path` would be written, by the output rule (write_outputs), and whether it can be:
     OutputError if not."""
@@ -233,6 +242,9 @@ def resolve_output(path) -> Output:
         _writable_folder(p, target)
         return Output(p, target, False, ("new", os.path.realpath(target)), None)
     identity = (st.st_dev, st.st_ino)
+    if stat.S_ISCHR(st.st_mode) and not _harmless_device(st.st_rdev):
+        raise OutputError(p, f"a character device ({os.major(st.st_rdev)}:{os.minor(st.st_rdev)}) that is not "
+                             f"/dev/null, /dev/zero, /dev/full or a terminal: never an output", errno.EINVAL)
     if _kind(st.st_mode, _STREAM_KINDS):
         if not os.access(p, os.W_OK):
             raise OutputError(p, f"cannot write: {_kind(st.st_mode, _STREAM_KINDS)} not writable", errno.EACCES)
@@ -413,11 +425,12 @@ def write_outputs(files: dict) -> list[str]:
     - A symbolic link is written through: its final target is replaced (or made, when the link dangles)
       by the same atomic write in the target's folder; the link stays a link.
     - A character device or a FIFO (/dev/null, /dev/stdout, a named pipe) is written directly: opened
-      without creating or truncating, no temp file, no rename; a FIFO waits for its reader. Streams are told
+      without creating or truncating, no temp file, no rename; a FIFO waits for its reader. The devices are
+      /dev/null, /dev/zero, /dev/full and terminals; any other (/dev/mem, /dev/port, /dev/sg0) is refused. Streams are told
       apart by name: /dev/stdout and /dev/stderr are two outputs even on one terminal.
     - /dev/stdout, /dev/stderr, /dev/fd/N and /proc/self/fd/N name a descriptor this process holds: it is
       written directly, whatever it is open on (`cuzk export-vk K /dev/stdout >> log` appends to log).
-    - A folder, a block device or a socket is refused.
+    - A folder, a block device, a socket or another character device is refused.
     - Before any work, a command checks all its outputs (check_outputs): each writable, none the same
       file as another output or an input (the same st_dev/st_ino where it exists, else the same real path).
     - Several outputs (proof and public inputs, bench's --save set) are all or nothing: every temp file is
