@@ -119,14 +119,15 @@ def file_mode() -> int:
 def remove_stale_temps(folder: Path, pattern: str, max_age_s: float) -> list[Path]:
     """Remove the temp files in `folder` named `pattern` (a glob ending in .tmp) that are regular files
     of this user, not modified for `max_age_s`: what a killed writer left. A writer in progress keeps
-    its file's mtime fresh, and nothing else (links, others' files, other names) is touched."""
+    its file's mtime fresh, and nothing else (links, others' files, other names, a file another name still holds:
+    the old file a set in progress keeps) is touched."""
     gone = []
     now = time.time()
     for p in folder.glob(pattern):
         try:
             st = os.lstat(p)
             if (stat.S_ISREG(st.st_mode) and st.st_uid == os.getuid() and now - st.st_mtime > max_age_s
-                    and p.name.endswith(TEMP_SUFFIX)):
+                    and p.name.endswith(TEMP_SUFFIX) and st.st_nlink == 1):   # 2: a set's kept file (_keep_old)
                 p.unlink()
                 gone.append(p)
         except OSError:
@@ -137,6 +138,7 @@ def remove_stale_temps(folder: Path, pattern: str, max_age_s: float) -> list[Pat
 # ---------------------------------------------------------------- outputs (the rule: write_outputs)
 
 TEMP_PREFIX = ".cuzk-"
+STALE_TEMP_S = 24 * 3600     # a writer in progress keeps its temp file's time fresh
 _STREAM_KINDS = ((stat.S_ISCHR, "a character device"), (stat.S_ISFIFO, "a FIFO"))
 _REFUSED_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
 
@@ -438,6 +440,7 @@ def write_outputs(files: dict) -> list[str]:
       across the renames, so a concurrent cuzk writing the same set lands its set whole, before or after.
       SIGKILL between two renames can still leave a mixed set, each file whole.
     - Every error is one line naming the path as the user gave it, never the temp file.
+    - A temp file of this user's that a killed writer left in an output's folder (untouched for a day) goes.
     """
     outs = []
     seen: dict[tuple, str] = {}
@@ -448,6 +451,9 @@ def write_outputs(files: dict) -> list[str]:
         seen[out.identity] = out.path
         outs.append((out, content))
     regular = [(o, c) for o, c in outs if not o.stream]
+    for folder in {os.path.dirname(os.path.abspath(o.target)) for o, _ in regular}:
+        if os.path.isdir(folder):           # what a writer killed there (SIGKILL) left, a day on
+            remove_stale_temps(Path(folder), f"{TEMP_PREFIX}*{TEMP_SUFFIX}", STALE_TEMP_S)
     names: list[str] = []                   # temp files, registered before a signal can land
     made: list[str] = []
     done: list[tuple[Output, str | bool | None]] = []     # renamed, with what _keep_old kept of the file replaced

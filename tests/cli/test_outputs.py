@@ -413,3 +413,22 @@ def test_a_device_that_is_not_null_zero_full_or_a_terminal_is_never_an_output(tm
         node = tmp_path / f"ok-{major}-{minor}"
         os.mknod(node, stat.S_IFCHR | 0o666, os.makedev(major, minor))
         assert files.resolve_output(node).stream
+
+
+def test_a_temp_file_a_killed_writer_left_goes_with_the_next_write_there(tmp_path):
+    """SIGKILL leaves a writer's .cuzk-*.tmp; the next output written in that folder removes the ones untouched for a
+    day, and leaves a fresh one (a writer in progress), other names, links and a file another name holds alone."""
+    from cuzk import files
+    old, fresh, other = tmp_path / ".cuzk-deadbeef.tmp", tmp_path / ".cuzk-cafebabe.tmp", tmp_path / "notes.tmp"
+    for p in (old, fresh, other):
+        p.write_text("x")
+    day_ago = time.time() - files.STALE_TEMP_S - 60
+    os.utime(old, (day_ago, day_ago))
+    os.utime(other, (day_ago, day_ago))
+    link = tmp_path / ".cuzk-0badf00d.tmp"
+    link.symlink_to(other)
+    kept = tmp_path / ".cuzk-12345678.tmp"          # another writer's set in progress: the old file it replaces
+    os.link(other, kept)
+    files.write_outputs({tmp_path / "out.json": "{}\n"})
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([fresh.name, other.name, link.name, kept.name,
+                                                                 "out.json"])
