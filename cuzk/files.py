@@ -428,8 +428,8 @@ def write_outputs(files: dict) -> list[str]:
       by the same atomic write in the target's folder; the link stays a link.
     - A character device or a FIFO (/dev/null, /dev/stdout, a named pipe) is written directly: opened
       without creating or truncating, no temp file, no rename; a FIFO waits for its reader. The devices are
-      /dev/null, /dev/zero, /dev/full and terminals; any other (/dev/mem, /dev/port, /dev/sg0) is refused. Streams are told
-      apart by name: /dev/stdout and /dev/stderr are two outputs even on one terminal.
+      /dev/null, /dev/zero, /dev/full and terminals; any other (/dev/mem, /dev/port, /dev/sg0) is refused.
+      Streams are told apart by name: /dev/stdout and /dev/stderr are two outputs even on one terminal.
     - /dev/stdout, /dev/stderr, /dev/fd/N and /proc/self/fd/N name a descriptor this process holds: it is
       written directly, whatever it is open on (`cuzk export-vk K /dev/stdout >> log` appends to log).
     - A folder, a block device, a socket or another character device is refused.
