@@ -349,6 +349,8 @@ def main(argv=None) -> int:
         noise_files(args.noise)
         from .noise import load_paths
         load_paths(args.noise)
+        if work.exists() and (not work.is_dir() or any(work.iterdir())):
+            raise ValueError(f"--workdir {args.workdir}: not a new path or an empty folder")
     except (OSError, ValueError) as e:         # ConfigError, NoiseError: ValueErrors that name their file
         print(f"calibrate: {getattr(e, 'filename', None) or ''}{': ' if getattr(e, 'filename', None) else ''}"
               f"{e.strerror if isinstance(e, OSError) and e.strerror else e}", file=sys.stderr)

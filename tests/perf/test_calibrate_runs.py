@@ -208,18 +208,22 @@ def test_merge_refuses_a_run_pooled_twice_and_figures_that_are_no_measure(tmp_pa
 def test_a_bad_noise_path_config_or_injection_is_one_line_before_the_project_is_copied(tmp_path, monkeypatch,
                                                                                        capsys):
     """--noise that is missing or holds no record, a phase the backend has no method for, a config that does not
-    parse: exit 2, one line naming it, and the workdir never made. A folder of records is read as the gate reads it:
+    parse, a workdir already used: exit 2, one line naming it, and the workdir never made. A folder of records is read as the gate reads it:
     the set-up holds its files' hashes."""
     from cuzk.perf import noise as noise_mod
     argv, out = _run(tmp_path, "a", 1, monkeypatch=monkeypatch)
     work = Path(argv[argv.index("--workdir") + 1])
     (tmp_path / "empty").mkdir()
     (tmp_path / "bad.toml").write_text("[gate]\nrounds = 'ten'\n")
+    used = tmp_path / "used"
+    used.mkdir()
+    (used / "run0").mkdir()
     cases = [(["--noise", str(tmp_path / "missing.jsonl")], str(tmp_path / "missing.jsonl")),
              (["--noise", str(tmp_path / "empty")], "no *.jsonl noise records"),
              (["--inject", "b_g2:0.03"], "has no method b_g2"),
              (["--inject", "no_such:0.1"], "has no method no_such"),
-             (["--config", str(tmp_path / "bad.toml")], str(tmp_path / "bad.toml"))]
+             (["--config", str(tmp_path / "bad.toml")], str(tmp_path / "bad.toml")),
+             (["--workdir", str(used)], f"--workdir {used}: not a new path or an empty folder")]
     for extra, said in cases:
         assert calibrate.main(argv + extra) == 2, extra
         err = capsys.readouterr().err.strip().splitlines()
