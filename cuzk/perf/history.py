@@ -359,7 +359,7 @@ def record(repo: Path, machine: str, remote: str = "origin", branch: str = RESUL
     repo = Path(repo).resolve()
     check_machine_name(machine)
     if export is not None:
-        export = _export_target(Path(export))         # before the suite's hours, not after
+        export = _export_target(Path(export), repo)   # before the suite's hours, not after
     noise_bytes = noise_folder = None
     if gate_noise is not None:                        # judged before the suite runs, too
         from .noise import NoiseError, parse_record
@@ -747,9 +747,13 @@ def _json_files(d: Path):
 
 # --- export and import: results that leave a runner with no write token, as an artifact ---
 
-def _export_target(dest: Path) -> Path:
-    """--export's directory: absent or empty, so an artifact holds this run's files alone."""
+def _export_target(dest: Path, repo: Path) -> Path:
+    """--export's directory: absent or empty, so an artifact holds this run's files alone, and outside the repo's
+    .asv (the history's worktree there would hold files no commit of it has, and the next record refuse)."""
     dest = Path(os.path.abspath(dest))
+    inside = Path(repo).resolve() / ".asv"
+    if Path(os.path.realpath(dest)).is_relative_to(inside):
+        raise HistoryError(f"--export {dest}: inside {inside}, where asv's results and the history's worktree live")
     try:
         st = os.lstat(dest)
     except FileNotFoundError:

@@ -292,11 +292,15 @@ def test_record_exports_this_runs_files_without_the_remote(exported):
 
 
 def test_record_refuses_a_used_export_dir_and_a_bad_machine_name_before_measuring(exported, tmp_path):
+    """An export folder that holds files, or lies in the repo's .asv (the history's worktree would keep files no
+    commit of it has), a machine name that is a path, a remote that does not answer: one line, before measuring."""
     tmp, _, runner, _, _ = exported
     env = dict(os.environ, HOME=str(tmp / "home"))
     (tmp_path / "used").mkdir()
     (tmp_path / "used" / "old.json").write_text("{}")
+    inside = runner / ".asv" / "history" / "results" / "export"
     for args, msg in ((["--no-push", "--export", str(tmp_path / "used")], "is not an empty directory"),
+                      (["--no-push", "--export", str(inside)], f"inside {runner.resolve() / '.asv'}, where asv's"),
                       (["--no-push", "--machine", "../gpu"], "machine name '../gpu'"),
                       ([], "cannot read origin's asv-results branch")):       # pushing: the remote must answer
         p = _cuzk(runner, env, "history", "record", "--machine", "gpu-a", "--bench", BENCH, *args, timeout=60)
