@@ -12,7 +12,7 @@ from ..perf.values import is_int
 from ..perf import ablate
 from ..perf.effects import critical_k
 from ..run import git_commit
-from .common import EXIT_OK, CliError, _need_plots, check_paths, write_all, write_atomic
+from .common import EXIT_OK, CliError, _need_plots, check_paths, to_stderr, write_all, write_atomic
 
 
 MAX_ABLATION_BYTES = 64 << 20       # a saved ablation: every sample of every configuration, megabytes at most
@@ -103,7 +103,10 @@ def cmd_ablate(args) -> int:
 
     def checkpoint(partial):               # the rounds so far, replaced every round: a killed run keeps them
         if args.json:
-            write_atomic(args.json, json.dumps({**partial, "complete": False}, indent=1) + "\n")
+            try:
+                write_atomic(args.json, json.dumps({**partial, "complete": False}, indent=1) + "\n")
+            except CliError as e:          # the rounds stay in memory: the run goes on, and its end writes again
+                to_stderr(f"cuzk: warning: ablate: the rounds so far were not saved ({e}); a kill now loses them")
     try:
         res = ablate.Ablation(setup, checkpoint=checkpoint, resume=resume).run()
     except ablate.AblateError as e:

@@ -229,6 +229,34 @@ def test_max_seconds_checkpoints_and_report_from_json(tmp_path, capsys, monkeypa
     assert main(["ablate", "--from-json", str(bad)]) == 2
 
 
+def test_a_checkpoint_that_cannot_be_written_warns_and_the_run_goes_on(tmp_path, capsys, monkeypatch):
+    """A round's checkpoint that fails (a full disk) is one warning; the run goes on and its end writes the whole
+    result; where the end cannot write either, that is exit 2 naming the file."""
+    from cuzk import files
+    js = tmp_path / "m.json"
+    real, fails = files.write_outputs, {"left": 2}
+
+    def flaky(outs):
+        if fails["left"] and js in map(Path, outs):
+            fails["left"] -= 1
+            raise files.OutputError(js, "cannot write: No space left on device", 28)
+        return real(outs)
+    monkeypatch.setattr("cuzk.cli.common.write_outputs", flaky)
+    argv = ["ablate", "--backend", "cpu", "--log-size", "5", "--repeat", "3", "--opt-set", "A1", "--confidence",
+            "0.5", "--json", str(js)]
+    assert main(argv) == 0
+    err = capsys.readouterr().err.splitlines()
+    warned = [ln for ln in err if "the rounds so far were not saved" in ln]
+    assert len(warned) == 2 and all(f"{js}: cannot write: No space left" in ln for ln in warned), err
+    assert json.loads(js.read_text())["complete"] is True
+    fails["left"] = 10
+    js.unlink()
+    assert main(argv) == 2
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last == f"cuzk: error: {js}: cannot write: No space left on device", last
+    assert not js.exists()
+
+
 def test_resume_goes_on_from_a_saved_run(tmp_path, capsys):
     """--resume keeps a saved run's rounds and goes on with the same order stream: a run cut to 3
     rounds and resumed to 8 has the full run's orders, 8 samples a configuration, and its parts."""
