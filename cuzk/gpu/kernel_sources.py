@@ -80,7 +80,11 @@ def includes(source: Path, d: Path) -> list[Path]:
         if p in out:
             continue
         out.append(p)
-        todo += [Path(d, m.decode()) for m in _INCLUDE.findall(p.read_bytes()) if Path(d, m.decode()).is_file()]
+        for m in _INCLUDE.findall(p.read_bytes()):
+            # as the preprocessor: the including file's own folder first, then -I kernels/
+            hit = next((c for c in (Path(p.parent, m.decode()), Path(d, m.decode())) if c.is_file()), None)
+            if hit is not None:
+                todo.append(hit)
     return [out[0], *sorted(out[1:])]
 
 

@@ -125,6 +125,25 @@ def test_cubin_key_follows_the_included_headers_only(tmp_path, monkeypatch):
     assert kernel_sources.defines(("Q=1",)) == ("-DQ=1",)
 
 
+def test_cubin_key_follows_a_header_found_beside_its_includer(tmp_path, monkeypatch):
+    """The preprocessor looks for a quoted include in the including file's folder before -I kernels/: a header a
+    head adds there (ff/ff/mul.cuh beside ff/field.cuh) is compiled, so it renames the cubin, as its own edits do;
+    the tree's own names stay as they were."""
+    from cuzk.gpu import kernel_sources
+    (tmp_path / "ff").mkdir()
+    (tmp_path / "g1.cu").write_text('#include "ff/field.cuh"\nint g;\n')
+    (tmp_path / "ff" / "field.cuh").write_text('#pragma once\n#include "ff/mul.cuh"\n')
+    (tmp_path / "ff" / "mul.cuh").write_text("int mul;\n")
+    monkeypatch.setattr(kernel_sources, "kernel_dir", lambda: tmp_path)
+    assert [p.relative_to(tmp_path).as_posix() for p in kernel_sources.sources("g1")] == \
+        ["g1.cu", "ff/field.cuh", "ff/mul.cuh"]
+    k0 = kernel_sources.source_key("g1", "sm_90")
+    (tmp_path / "ff" / "ff").mkdir()
+    (tmp_path / "ff" / "ff" / "mul.cuh").write_text("int slower_mul;\n")
+    assert "ff/ff/mul.cuh" in [p.relative_to(tmp_path).as_posix() for p in kernel_sources.sources("g1")]
+    assert kernel_sources.source_key("g1", "sm_90") != k0
+
+
 def test_module_builds_have_their_own_key():
     """A module build (kernel_sources.BUILDS, selected by a registry toggle) has its own cubin name and its defines
     alone, and a build that is not listed is refused."""
