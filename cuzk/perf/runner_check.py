@@ -27,7 +27,6 @@ import stat
 import statistics
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 import tomllib
@@ -41,7 +40,7 @@ from ..gpu import cubins, kernel_sources, loader
 from ..timing import PHASES
 from . import workload
 from .calibrate import CUDA_FILE, _git, commit_change, gpu_slowdown_patch, make_repo
-from .checkout import CheckoutError, git, resolve
+from .checkout import CheckoutError, git, materialize, resolve
 from .gpu_lock import hold
 from .suite import time_benchmark
 from .trust import SampleGuard, TrustPolicy
@@ -209,14 +208,13 @@ def commit_kernels(repo: Path, ref: str, dest: Path) -> Path:
         rel = mapping.get("cuzk.kernels", "cuzk/kernels")
     except (CheckoutError, KeyError, ValueError):
         rel = "cuzk/kernels"
-    try:
-        data = git(repo, "archive", "--format=tar", sha, "--", rel, text=False)
-        with tarfile.open(fileobj=io.BytesIO(data)) as tf:
-            tf.extractall(dest / sha[:12], filter="data")
-    except (CheckoutError, tarfile.TarError) as e:
-        raise ValueError(f"--commit {ref}: no kernel sources at {rel} in {sha[:12]} ({e})") from e
-    kdir = dest / sha[:12] / rel
-    if not kdir.is_dir():
+    tree = dest / sha[:12]
+    try:                    # from git's objects, as the gate writes a side: never the commit's own export rules
+        materialize(repo, sha, tree)
+    except CheckoutError as e:
+        raise ValueError(f"--commit {ref}: {e}") from e
+    kdir = tree / str(rel)
+    if not kdir.resolve().is_relative_to(tree.resolve()) or not kdir.is_dir():
         raise ValueError(f"--commit {ref}: no kernel sources at {rel} in {sha[:12]}")
     return kdir
 

@@ -161,13 +161,22 @@ def test_a_commits_kernels_are_laid_out_as_the_gate_does(tmp_path, monkeypatch):
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
     subprocess.run([*git, "add", "-A"], check=True)
     subprocess.run([*git, "commit", "-q", "-m", "kernels"], check=True)
-    (repo / "outside").symlink_to("/tmp")                 # a link elsewhere in the commit is none of its business
+    # the commit's own export rules would rewrite a kernel (git archive applies them): written from git's objects
+    (repo / ".gitattributes").write_text("kernels/** export-subst\nkernels/ntt/** export-ignore\n")
+    (repo / "kernels" / "stamp.cuh").write_text("// $Format:%H$\n")
     subprocess.run([*git, "add", "-A"], check=True)
-    subprocess.run([*git, "commit", "-q", "-m", "a link"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "export rules"], check=True)
     kdir = runner_check.commit_kernels(repo, "HEAD", tmp_path / "trees")
-    assert kdir.is_dir() and kdir.name == "kernels" and not (kdir.parent / "outside").exists()
+    assert kdir.is_dir() and kdir.name == "kernels" and (kdir / "stamp.cuh").read_text() == "// $Format:%H$\n"
+    assert (kdir / "ntt" / "ntt.cu").is_file()
+    (kdir / "stamp.cuh").unlink()
     for job in cubins.jobs():
         assert cubins.target_path(job, "sm_90", kdir) == cubins.target_path(job, "sm_90"), job
+    (repo / "outside").symlink_to("/tmp")                 # a tree the gate would refuse: refused here, saying why
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "a link"], check=True)
+    with pytest.raises(ValueError, match="'outside' is a symbolic link: the gate measures a tree of regular files"):
+        runner_check.commit_kernels(repo, "HEAD", tmp_path / "trees2")
 
 
 # --- builds through a stand-in nvcc ----------------------------------------------------------------------
