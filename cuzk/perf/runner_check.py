@@ -18,7 +18,6 @@ the phase at the target (samples, not n/a); asv fails, never skips, when CuPy is
 """
 from __future__ import annotations
 
-import io
 import json
 import math
 import os
