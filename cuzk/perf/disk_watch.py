@@ -48,6 +48,7 @@ class Watched:
     closed: bool                 # no file may come or go (a cache: files may come)
     state: dict = field(default_factory=dict)
     shallow: bool = False        # its own files only, not its folders' (an import root: see import_roots)
+    code: bool = False           # compiled kernels: what comes during a gate is removed at its end (remove_new)
 
     def take(self) -> None:
         self.state = disk_state(self.root, self.shallow) if self.root.is_dir() else {}
@@ -73,10 +74,29 @@ def shared_caches(env=None) -> list[Watched]:
     them, else their defaults)."""
     env = os.environ if env is None else env
     xdg = env.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache"))     # as cuzk reads it
-    places = [("the cubin cache", env.get("CUZK_CUBIN_DIR") or os.path.join(xdg, "cuzk", "cubin")),
-              ("the key cache", os.path.join(env.get("CUZK_CACHE_DIR") or os.path.join(xdg, "cuzk"), "keys")),
-              ("CuPy's kernel cache", env.get("CUPY_CACHE_DIR") or os.path.expanduser("~/.cupy/kernel_cache"))]
-    return [Watched(f"{name} ({path})", Path(path).absolute(), closed=False) for name, path in places]
+    places = [("the cubin cache", env.get("CUZK_CUBIN_DIR") or os.path.join(xdg, "cuzk", "cubin"), True),
+              ("the key cache", os.path.join(env.get("CUZK_CACHE_DIR") or os.path.join(xdg, "cuzk"), "keys"), False),
+              ("CuPy's kernel cache", env.get("CUPY_CACHE_DIR") or os.path.expanduser("~/.cupy/kernel_cache"), True)]
+    return [Watched(f"{name} ({path})", Path(path).absolute(), closed=False, code=code) for name, path, code in places]
+
+
+def remove_new(w: Watched, before: dict) -> list[str]:
+    """The entries of a kernel cache that came since `before` (its state when the gate began), removed. Made during
+    a gate, where a head's code ran as the runner's user, one may be a kernel planted under the name a later commit's
+    source will have: a later gate, or the nightly on this runner, would load it for that commit's code, unbuilt and
+    unmeasured. An honest entry is built again when next needed. A writer's temp, lock or set-aside file is left to
+    it; nothing is followed (a link is removed as a link)."""
+    now = disk_state(w.root, w.shallow) if w.root.is_dir() else {}
+    gone = []
+    for rel in sorted(set(now) - set(before)):
+        if any(m in os.path.basename(rel) for m in NOT_ENTRIES):
+            continue
+        try:
+            os.unlink(w.root / rel)
+            gone.append(rel)
+        except OSError:
+            pass
+    return gone
 
 
 def import_roots(path=None, spare=(), within=()) -> list[Watched]:

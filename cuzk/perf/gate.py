@@ -31,7 +31,7 @@ from typing import Callable
 from ..files import read_input
 from . import checkout
 from .compare import NOT_RESOLVED, REGRESSION, Comparison, compare, resolved
-from .disk_watch import Watched, absolute_caches, changed_message, import_roots, shared_caches
+from .disk_watch import Watched, absolute_caches, changed_message, import_roots, remove_new, shared_caches
 from .foreign_work import device_waits, foreign_excess, round_excess, round_interrupts
 from .isolation import device_interrupt_count, exposure, steal_ns
 from .sched_window import run_delay
@@ -1208,6 +1208,7 @@ def run(repo: str | Path, base_ref: str, head_ref: str, cfg: GateConfig,
             import_roots(spare=(repo, Path(__file__).resolve().parents[2]), within=(tmp,))
         for w in watched:
             w.take()
+        at_start = {w.name: dict(w.state) for w in watched if w.code}
         reaping = subreaper(True)
         try:
             for r in range(cfg.rounds):
@@ -1227,6 +1228,13 @@ def run(repo: str | Path, base_ref: str, head_ref: str, cfg: GateConfig,
         finally:
             if reaping:
                 subreaper(False)
+            for w in watched:
+                if w.code:
+                    gone = remove_new(w, at_start[w.name])
+                    if gone:
+                        log(f"cuzk gate: removed {len(gone)} entries made during the run from {w.name} (a later run "
+                            f"builds them again; one a head made could serve a later commit's code): "
+                            + ", ".join(gone[:5]) + (" ..." if len(gone) > 5 else ""))
     failed = any(o.status in ("error", "untrusted") for o in result.outcomes)
     for oc in result.outcomes:
         if oc.status == "running":

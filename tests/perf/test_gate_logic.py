@@ -280,6 +280,42 @@ def _cfg(workloads=({"backend": "cpu", "log_size": 8},), **kw):
     return gate_config.parse({"gate": {"rounds": 8, "samples": 3, **kw}, "workload": list(workloads)})
 
 
+def test_kernel_cache_entries_made_during_a_run_are_removed_at_its_end(repo, tmp_path, monkeypatch):
+    """A head's worker can write a kernel into the runner's cubin or CuPy cache under the name a later commit's source
+    will have (anyone can compute it), for that commit's runner-check to find "cached" and its gate and the nightly
+    to load unbuilt: what came into those caches during the run is removed when it ends (said in the log), what was
+    there stays, and the key cache (data a proof at set-up checks) keeps what came."""
+    d, base, head = repo
+    caches = {v: tmp_path / v for v in ("CUZK_CUBIN_DIR", "CUPY_CACHE_DIR", "CUZK_CACHE_DIR")}
+    for v, p in caches.items():
+        monkeypatch.setenv(v, str(p))
+    (caches["CUZK_CUBIN_DIR"] / "sub").mkdir(parents=True)
+    (caches["CUZK_CUBIN_DIR"] / "old.cubin").write_text("built by runner-check")
+    keys = caches["CUZK_CACHE_DIR"] / "keys"
+    keys.mkdir(parents=True)
+
+    class Planting(FakeSpawn):
+        def __call__(self, root, timeout, setup_wide=False):
+            if len(self.spawned) == 3:          # round 2, after the gate took the caches' state
+                (caches["CUZK_CUBIN_DIR"] / "msm_g1-sm_90-0123456789abcdef0123.cubin").write_text("planted")
+                (caches["CUZK_CUBIN_DIR"] / "sub" / "x.cubin").write_text("planted")
+                (caches["CUZK_CUBIN_DIR"] / "link.cubin").symlink_to(tmp_path / "elsewhere")
+                (caches["CUZK_CUBIN_DIR"] / "w.cubin.lock").write_text("")
+                (caches["CUPY_CACHE_DIR"]).mkdir()
+                (caches["CUPY_CACHE_DIR"] / "abc.cubin").write_text("planted")
+                (keys / "k.key").write_text("a key")
+            return super().__call__(root, timeout, setup_wide)
+    (tmp_path / "elsewhere").write_text("not the cache's")
+    said = []
+    res = gate.run(d, base, head, _cfg(), spawn=Planting(), log=said.append)
+    assert res.exit_code == gate.EXIT_OK
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file() or p.is_symlink()) \
+        == ["CUZK_CACHE_DIR/keys/k.key", "CUZK_CUBIN_DIR/old.cubin", "CUZK_CUBIN_DIR/w.cubin.lock", "elsewhere"]
+    lines = [m for m in said if m.startswith("cuzk gate: removed ")]
+    assert len(lines) == 2 and lines[0].startswith("cuzk gate: removed 3 entries made during the run from the cubin "
+                                                   "cache"), said
+
+
 def test_rounds_interleave_ab_ba(repo):
     d, base, head = repo
     s = FakeSpawn()
