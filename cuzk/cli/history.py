@@ -59,7 +59,8 @@ def cmd_history(args) -> int:
                                                f"has a series of >= {history.MIN_POINTS} points in {ch.source}")
                 failing = history.gated_regressions(ch.found, gated, args.fail_on_gated)
                 unmeasured = history.gated_unmeasured(ch, gated)
-                text += history.gated_markdown(failing, args.fail_on_gated, len(gated & ch.pairs), unmeasured)
+                short = [s for s in ch.short if (s[1], s[2]) in gated]
+                text += history.gated_markdown(failing, args.fail_on_gated, len(gated & ch.pairs), unmeasured, short)
             print(text, end="")
             if args.summary:
                 append_output(args.summary, text)

@@ -1072,6 +1072,7 @@ class Changes:
     found: list[dict]
     pairs: set = field(default_factory=set)     # (benchmark, params) of the series analysed
     unmeasured: list = field(default_factory=list)   # series whose newest point is missing (_unmeasured)
+    short: list = field(default_factory=list)        # (machine, benchmark, params, points) of series too short
 
 
 def commits_between(repo: Path | None, good: str, bad: str) -> int | None:
@@ -1120,11 +1121,12 @@ def changes(results_dir: Path, machine: str | None = None, bench: str | None = N
                            + (f" matching --bench {bench!r}" if bench else "")
                            + (f", the longest has {longest} points" if series else "")
                            + f"; change-point detection needs >= {MIN_POINTS} points")
-    found, pairs = [], set()
+    found, pairs, short = [], set(), []
     for (m, env, bname, params), pts in sorted(series.items()):
         pts.sort(key=lambda p: p[0])
         values = [p[2] for p in pts]
         if len(values) < MIN_POINTS:
+            short.append((m, bname, params, len(values)))
             continue
         pairs.add((bname, params))
         cps, _ = compute_change_points(values, window_len=window, max_pvalue=max_pvalue,
@@ -1143,7 +1145,7 @@ def changes(results_dir: Path, machine: str | None = None, bench: str | None = N
                           "before": float(st.mean_1), "after": float(st.mean_2),
                           "change": float(st.mean_2 / st.mean_1 - 1) if st.mean_1 else float("inf"),
                           "pvalue": float(st.pvalue)})
-    return Changes(results_dir, len(series), analysed, longest, found, pairs, _unmeasured(series, newest))
+    return Changes(results_dir, len(series), analysed, longest, found, pairs, _unmeasured(series, newest), short)
 
 
 def gated_pairs(cfg) -> set[tuple[str, tuple]]:
@@ -1189,10 +1191,16 @@ def gated_unmeasured(ch: Changes, gated: set) -> list[dict]:
     return [u for u in ch.unmeasured if (u["asv_benchmark"], tuple(u["params"])) in gated]
 
 
-def gated_markdown(failing: list[dict], last: int, watched: int, unmeasured: list[dict] = ()) -> str:
+def gated_markdown(failing: list[dict], last: int, watched: int, unmeasured: list[dict] = (),
+                   short: list = ()) -> str:
     """The --fail-on-gated verdict; `watched`: the gated parameter sets that had a series to analyse;
-    `unmeasured`: gated_unmeasured, listed first."""
+    `unmeasured`: gated_unmeasured, listed first; `short`: gated series too short to judge (a new runner's or a
+    renamed parameter set's first nights), named so that nothing reads as judged that was not."""
     lines = []
+    if short:
+        lines += [f"\n**Not judged: {len(short)} gated series have fewer than {MIN_POINTS} points** (a change point "
+                  f"needs {MIN_POINTS}):\n"]
+        lines += [f"- `{series_name(b, p)}` on {m}: {n} point(s)" for m, b, p, n in short]
     if unmeasured:
         lines += [f"\n**Not judged: the newest point of {len(unmeasured)} gated series was not measured**:\n"]
         lines += [f"- `{u['benchmark']}` on {u['machine']}: {u['why']}, at `{u['commit'][:HASH_LENGTH]}` "

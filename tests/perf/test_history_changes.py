@@ -162,6 +162,29 @@ def test_the_summary_is_an_output_checked_before_the_analysis(history, tmp_path,
     assert link.is_symlink() and target.read_text() == "earlier steps\n" + out
 
 
+def test_a_gated_series_too_short_to_judge_is_named_not_passed(gated_slowdown, tmp_path, capsys):
+    """A new runner's first nights: its gated series has fewer points than a change point needs, so it is named as
+    not judged beside the verdict on the series that are long enough, never folded into "no new regression"."""
+    src, _ = gated_slowdown
+    repo = tmp_path / "repo"
+    shutil.copytree(src, repo, symlinks=True)
+    results = repo / ".asv" / "results"
+    new = results / "new-runner"
+    new.mkdir()
+    machine = json.loads((results / asv_synth.MACHINE / "machine.json").read_text())
+    (new / "machine.json").write_text(json.dumps({**machine, "machine": "new-runner"}))
+    for f in sorted(p for p in (results / asv_synth.MACHINE).glob("*.json") if p.name != "machine.json")[-2:]:
+        doc = json.loads(f.read_text())
+        doc["params"]["machine"] = "new-runner"
+        (new / f.name).write_text(json.dumps(doc))
+    assert main(["history", "changes", "--repo", str(repo), "--fail-on-gated", "2"]) == 0
+    out = capsys.readouterr().out
+    short = [ln for ln in out.splitlines() if ln.startswith("- `") and ln.endswith("on new-runner: 2 point(s)")]
+    assert f"**Not judged: {len(short)} gated series have fewer than 4 points**" in out, out
+    assert f"- `{TAIL}({GATED[0]}, {GATED[1]})` on new-runner: 2 point(s)" in short
+    assert "No new regression in the " in out and "gated parameter set(s)" in out
+
+
 def test_no_change_points_says_what_was_analysed(history, capsys):
     repo, _ = history
     assert main(["history", "changes", "--repo", str(repo), "--bench", r"Synthesis.*'mulchain'"]) == 0
