@@ -24,6 +24,19 @@ def _key_cache(tmp_path_factory):
             os.environ[k] = v
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _ctrl_c():
+    """Ctrl-C as a terminal delivers it. A shell without job control starts a background command (`cmd &`, nohup
+    under a script) with SIGINT ignored, and its children inherit that: the tests of what Ctrl-C does (to cuzk's
+    commands, to the compile checks) would measure the launcher. Python's own handler, here and so in every child."""
+    import signal
+    old = signal.getsignal(signal.SIGINT)
+    if old == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, old)
+
+
 def pytest_collection_modifyitems(config, items):
     from cuzk.backend import gpu_status
     # a test whose subprocess checks the GPU is quiet runs before any test here opens a CUDA context (this
