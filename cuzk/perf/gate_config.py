@@ -13,7 +13,7 @@ from ..timing import PHASES
 from .values import is_int, is_number
 from .checkout import CheckoutError, git, resolve
 from .foreign_work import DEFAULT_DEVICE_WAIT_US, DEFAULT_IRQ_COST_US, DEFAULT_SHARE
-from .noise import Threshold, spec_key
+from .noise import DEFAULT_WORKER_CPUS, Threshold, spec_key
 from .suite import CIRCUIT, GATE_ROUND_S
 from .trust import BENIGN_REASONS, WATCHED_VIOLATIONS, TrustPolicy
 from .workload import AREAS, DEFAULT_MIN_SAMPLE_S, Spec
@@ -55,7 +55,7 @@ class GateConfig:
     min_sample_s: float = DEFAULT_MIN_SAMPLE_S
     min_device_sample_s: float = 0.0    # a device-timed sample repeats its phase until it lasts this long
     worker_timeout_s: float | None = None    # the longest wait for one worker reply; None: per workload
-    worker_cpus: int = 1        # both workers of a round pinned to the same CPUs (gate.worker_cpus); 0: not pinned
+    worker_cpus: int = DEFAULT_WORKER_CPUS  # both workers of a round pinned to these CPUs (gate.worker_cpus); 0: free
     max_discards: int = 3       # per side and round: a head that trips the guard at will chooses as many pairs
     max_discards_apart: int = 1     # in a round, by how many one side's rejected samples may outnumber the other's
     pause_s: float = 1.0
