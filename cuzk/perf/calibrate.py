@@ -43,6 +43,7 @@ from pathlib import Path
 
 from .. import files
 from .gate_config import load
+from .noise import load_paths, record_files
 from .values import is_int, is_number
 
 BACKEND_FILE = "cuzk/backend/cpu/__init__.py"
@@ -216,18 +217,13 @@ def _sha(path: Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
-def noise_files(paths) -> list[Path]:
-    """The record files --noise names: a folder's *.jsonl (as noise.load_paths reads them), a file itself."""
-    return [f for p in map(Path, paths) for f in (sorted(p.glob("*.jsonl")) if p.is_dir() else [p])]
-
-
 def setup_of(config: Path, inject: str | None, noise: list[Path], record_noise: str | None,
              project: Path | None = None) -> dict:
     """What a run was measured under: the config (by content), the injection, the noise records (by content),
     and the project's tree (its commit, "+changes" where the copy held uncommitted ones): runs of several trees
     pool, each keeping its tree, so a summary says which runs are which."""
     return {"config": str(config), "config_sha256": _sha(config), "inject": inject or None,
-            "noise_sha256": sorted(_sha(n) for n in noise_files(noise)), "record_noise": record_noise,
+            "noise_sha256": sorted(_sha(n) for n in record_files(noise)), "record_noise": record_noise,
             "tree": tree_of(project) if project is not None else None}
 
 
@@ -346,8 +342,6 @@ def main(argv=None) -> int:
                 path = BACKEND_FILE if backend == "cpu" else CUDA_FILE
                 if f"def {phase}(" not in files.read_input(project / path, 1 << 20):
                     raise ValueError(f"--inject {phase}: {path} has no method {phase} to slow")
-        noise_files(args.noise)
-        from .noise import load_paths
         load_paths(args.noise)
         if work.exists() and (not work.is_dir() or any(work.iterdir())):
             raise ValueError(f"--workdir {args.workdir}: not a new path or an empty folder")

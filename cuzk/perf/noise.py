@@ -37,7 +37,7 @@ MEDIAN_SE = math.sqrt(math.pi / 2)     # a median's standard error over a mean's
 MIN_ROUNDS = 10             # pooled A/A rounds of a phase before its threshold is derived
 NEWEST = 5                  # records used: the machine's newest, by date
 MAX_RECORD_BYTES = 1 << 20
-DEFAULT_WORKER_CPUS = 1     # gate_config's default, at which the records from before the field were made
+DEFAULT_WORKER_CPUS = 1     # the gate's default (gate_config), at which records from before the field were made
 MAX_LOG_RATIO = 1.0         # |ln(head / base)| of an A/A round beyond e: not a measurement
 _SHA = re.compile(r"[0-9a-f]{40}")
 _MACHINE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -178,26 +178,24 @@ def derive(cfg, records: list[dict], where: str = "") -> dict[tuple[str, str], T
             and r.get("worker_cpus", DEFAULT_WORKER_CPUS) == cfg.worker_cpus]
     alike = [r for r in same if r.get("min_device_sample_s", 0.0) == cfg.min_device_sample_s]
     host_alike = [r for r in same if r.get("min_sample_s", DEFAULT_MIN_SAMPLE_S) == cfg.min_sample_s]
+    phases = {id(r): {spec_key(w["spec"]): w["phases"] for w in r["workloads"]} for r in same}   # one a workload
     out = {}
     for wc in cfg.workloads:
         key = spec_key(wc.spec.as_dict())
         for area in cfg.areas_for(wc):
             pool = alike if device_timed(wc.spec.backend != "cpu", area) else host_alike
-            holds = [r for r in pool if any(spec_key(w["spec"]) == key and area in w["phases"] for w in r["workloads"])]
+            holds = [r for r in pool if area in phases[id(r)].get(key, {})]
             usable = sorted(holds, key=lambda r: r["date"])[-NEWEST:]      # the newest that measured this phase
             cap = cfg.thresholds.get(area, cfg.threshold)
             if area in cfg.pins:
                 value, reason = cfg.pins[area]
                 out[key, area] = Threshold(value, "pin", f"pinned by hand: {reason}")
                 continue
-            pooled, n_rec = [], 0
+            pooled, n_rec = [], len(usable)
             for r in usable:
-                for w in r["workloads"]:
-                    if spec_key(w["spec"]) == key and area in w["phases"]:
-                        d = w["phases"][area]
-                        m = statistics.median(d)
-                        pooled += [x - m for x in d]
-                        n_rec += 1
+                d = phases[id(r)][key][area]
+                m = statistics.median(d)
+                pooled += [x - m for x in d]
             if len(pooled) < MIN_ROUNDS:
                 why = (f"{len(pooled)} A/A rounds{where}, fewer than {MIN_ROUNDS}" if pooled
                        else f"no A/A record{where}")
@@ -217,20 +215,26 @@ def derive(cfg, records: list[dict], where: str = "") -> dict[tuple[str, str], T
 
 # --- where records come from: files, or the history (the local ref, then the remote's results branch) ---
 
-def load_paths(paths, machine: str | None = None) -> list[dict]:
-    """Records from files or directories of *.jsonl records (a directory: its gate-noise/ or itself)."""
+def record_files(paths) -> list[Path]:
+    """The record files that paths name: a directory's *.jsonl (NoiseError where it holds none), a file itself."""
     out = []
-    for p in paths:
-        p = Path(p)
+    for p in map(Path, paths):
         files = sorted(p.glob("*.jsonl")) if p.is_dir() else [p]
         if p.is_dir() and not files:
             raise NoiseError(f"{p}: no *.jsonl noise records in it")
-        for f in files:
-            try:
-                data = read_input(f, MAX_RECORD_BYTES, mode="rb")
-            except OSError as e:
-                raise NoiseError(f"{f}: {e.strerror or e}") from e
-            out.append(parse_record(data, str(f), machine))
+        out += files
+    return out
+
+
+def load_paths(paths, machine: str | None = None) -> list[dict]:
+    """Records from files or directories of *.jsonl records (a directory: its gate-noise/ or itself)."""
+    out = []
+    for f in record_files(paths):
+        try:
+            data = read_input(f, MAX_RECORD_BYTES, mode="rb")
+        except OSError as e:
+            raise NoiseError(f"{f}: {e.strerror or e}") from e
+        out.append(parse_record(data, str(f), machine))
     machines = sorted({r["machine"] for r in out})
     if len(machines) > 1:               # one runner's noise sets its thresholds: never several pooled unasked
         raise NoiseError(f"{', '.join(map(str, paths))}: records of {len(machines)} machines ({', '.join(machines)}): "
