@@ -517,21 +517,16 @@ def write_outputs(files: dict) -> list[str]:
                         os.unlink(out.target)
                 except OSError:
                     pass
-        for tmp in names:
+        raise
+    finally:
+        for tmp in names:                   # temp files not renamed, and the replaced files' kept links
             try:
                 os.unlink(tmp)
             except FileNotFoundError:
                 pass
-        if not committed:
-            for d in reversed(made):
-                try:
-                    os.rmdir(d)
-                except OSError:
-                    pass
-        raise
-    for tmp in names:                       # the replaced files' kept links
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
+        for d in reversed(made if not committed else []):      # emptied above: a failed set leaves no folder
+            try:
+                os.rmdir(d)
+            except OSError:
+                pass
     return [o.path for o, _ in outs]
