@@ -105,7 +105,7 @@ def _outputs(argv: list[str], pyperf):
     the suite --append adds to or None), or a line saying what is wrong (str)."""
     import argparse
     import gzip
-    import json
+    import zlib
     from .files import OutputError, check_outputs, read_input
     pre = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
     pre.add_argument("-o", "--output")
@@ -126,7 +126,7 @@ def _outputs(argv: list[str], pyperf):
             suite = pyperf.BenchmarkSuite.loads(data.decode("utf-8"))
         except OSError as e:
             return f"{got.append}: {e.strerror or e}"
-        except (ValueError, KeyError, TypeError, EOFError, json.JSONDecodeError) as e:
+        except (ValueError, KeyError, TypeError, EOFError, zlib.error) as e:     # JSON's and UTF-8's are ValueErrors
             return f"{got.append}: not a pyperf JSON ({type(e).__name__}: {str(e)[:120]})"
     return rest, got.output, got.append, suite
 

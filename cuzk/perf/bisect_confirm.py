@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from . import gate, gate_config
 from .bisect import BisectError
 from .compare import IMPROVEMENT, NOT_RESOLVED, REGRESSION
+from .values import is_number
 from .workload import AREAS, Spec
 
 ROUNDS = 8           # the fewest at which the exact signed-rank test can reach alpha 0.01 (2 / 2^8)
@@ -68,8 +69,7 @@ def config(repo, parent: str, area: str, spec: Spec, th: float) -> gate_config.G
     g = {k: v for k, v in raw.get("gate", {}).items()
          if k not in ("rounds", "samples", "threshold", "threshold_floor", "phases")}
     rounds, alpha = ROUNDS, g.get("alpha")    # as many more as the commit's alpha needs for the test to fire
-    while isinstance(alpha, (int, float)) and not isinstance(alpha, bool) and 0 < alpha < 1 \
-            and gate_config.min_p_value(rounds) >= alpha and rounds < MOST_ROUNDS:
+    while is_number(alpha) and 0 < alpha < 1 and gate_config.min_p_value(rounds) >= alpha and rounds < MOST_ROUNDS:
         rounds += 1
     w = {"backend": spec.backend, "circuit": spec.circuit, "log_size": spec.log_size, "opts": spec.opts}
     doc = {"gate": {**g, "rounds": rounds, "samples": SAMPLES, "threshold": th, "phases": [area]},
