@@ -37,6 +37,8 @@ class Comparison:
     detectable: float = math.nan     # the smallest slowdown (a fraction) these rounds' spread lets the test flag
     threshold_source: str = "config"     # "noise" (derived from A/A records), "pin" or "config" (noise.py)
     threshold_basis: str = ""
+    clock_ratio: float = math.nan    # where the gate's own clock decided the verdict: its ratio and p (gate.own_clock)
+    clock_p: float = math.nan
 
     def as_dict(self) -> dict:
         return asdict(self)

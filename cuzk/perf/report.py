@@ -1,6 +1,7 @@
 """The gate's Markdown report (stdout and the GitHub step summary) and its bisect hint."""
 from __future__ import annotations
 
+import math
 import re
 import statistics
 from urllib.parse import quote
@@ -291,6 +292,10 @@ def _workloads(res: GateResult) -> str:
     return "; ".join(f"{o.config.spec.label()} ({', '.join(res.config.areas_for(o.config))})" for o in res.outcomes)
 
 
+def _clocked(x) -> bool:
+    return math.isfinite(x.clock_p)
+
+
 def _detectable(x) -> str:
     """The smallest slowdown the run could flag: the larger of what its spread resolves and the threshold."""
     d = x.detectable
@@ -460,7 +465,8 @@ def markdown(res: GateResult, bisect: bool = True) -> str:
         level = min((x.ci_level for x in oc.comparisons), default=float("nan"))
         rows = [[f"`{x.area}`", fmt_s(x.base_s), fmt_s(x.head_s), f"{x.ratio:.3f}",
                  f"{x.ci_low:.3f} – {x.ci_high:.3f}", f"{x.p_value:.2g}", _threshold(x),
-                 _detectable(x), _VERDICT.get(x.verdict, x.verdict)] for x in oc.comparisons]
+                 _detectable(x), _VERDICT.get(x.verdict, x.verdict) + (" (gate's clock)" if _clocked(x) else "")]
+                for x in oc.comparisons]
         out += ["", tabulate(rows, headers=["phase", "base (median)", "head (median)", "ratio",
                                             f"{level:.1%} CI", "p-value", "threshold", "could flag",
                                             "verdict"],
@@ -468,6 +474,12 @@ def markdown(res: GateResult, bisect: bool = True) -> str:
         notes = threshold_notes(oc)
         if notes:
             out += [""] + notes
+        clocked = [x for x in oc.comparisons if _clocked(x)]
+        if clocked:
+            out += ["", "> " + "; ".join(
+                f"`{x.area}`: the reported times read x{x.ratio:.3f} at p={x.p_value:.2g}, the gate's own clock "
+                f"(each sample's round trip) x{x.clock_ratio:.3f} at p={x.clock_p:.2g}" for x in clocked) +
+                ": past the threshold on both, significant on the clock: a regression, its test the clock's."]
         if any(x.verdict == NOT_RESOLVED for x in oc.comparisons):
             out += ["", "> **not resolved**: no change was seen, but the rounds' spread could not have flagged "
                         "a slowdown as small as the threshold at this alpha (\"could flag\": the smallest one it "

@@ -1,6 +1,7 @@
 """The rule on other work beside the samples (foreign_ms): what passes it, what fails it, and where it applies."""
 from __future__ import annotations
 
+import math
 import random
 import re
 
@@ -422,3 +423,36 @@ def test_the_gates_own_clock_catches_times_the_head_reported_short():
     assert res.outcomes[0].status == "untrusted" and "the gate's own clock" in res.outcomes[0].message
     doc["outcomes"][0]["guard_by"] = "worker"                 # anything else: as from before
     assert gate.from_dict(doc).outcomes[0].status == "ok"
+
+
+def test_a_regression_the_reported_times_show_unsignificantly_is_one_on_the_gates_clock():
+    """An honest head +3.9% slower (the H100 at porep_like 2^18, ntt_msm_h, threshold 2.45%): one of ten rounds
+    read reversed in the reported times (p 0.04, short of alpha 0.01) while every round trip read it (the
+    clock's x1.031, diluted by its fixed ~1 ms). Nothing hid the slowdown: a regression (exit 1) with its test the
+    clock's, never "untrusted" (exit 2). Reported times that read less than the clock stay untrusted."""
+    def run(reported):
+        rounds = _rounds(lambda s, r, i: 0.0, head_slower=1.0)
+        for r, rd in enumerate(rounds):
+            b, h = rd["base"]["areas"]["tail_msm"], rd["head"]["areas"]["tail_msm"]
+            h["samples"] = [x * reported(r) for x in b["samples"]]
+            b["asked_s"] = [x + 0.0012 for x in b["samples"]]
+            h["asked_s"] = [x * 1.039 + 0.0012 for x in b["samples"]]
+        doc = _doc(rounds, threshold=0.0245)
+        doc["outcomes"][0]["spec"]["backend"] = "cuda"
+        doc["outcomes"][0]["guard_by"] = "gate"
+        return gate.from_dict(doc)
+    res = run(lambda r: 0.95 if r == 0 else 1.039)
+    (oc,) = res.outcomes
+    (c,) = oc.comparisons
+    assert oc.status == "ok" and c.verdict == "regression" and res.exit_code == 1
+    assert c.p_value >= 0.01 and c.ratio == pytest.approx(1.039) and c.clock_ratio == pytest.approx(1.0339, abs=1e-3)
+    assert c.clock_p < 0.01
+    md = report.markdown(res)
+    assert "(gate's clock)" in md and "significant on the clock" in md
+    res = run(lambda r: 0.95 if r == 0 else 1.02)     # the worker's times read less than the clock's: hidden
+    assert res.outcomes[0].status == "untrusted" and "reported read less, x1.020" in res.outcomes[0].message
+    assert res.exit_code == 2
+    res = run(lambda r: 1.039)                       # significant in the reported times: theirs decides
+    (c,) = res.outcomes[0].comparisons
+    assert c.verdict == "regression" and math.isnan(c.clock_p)
+    assert "(gate's clock)" not in report.markdown(res)
