@@ -236,6 +236,15 @@ def open_device(module=None, index: int | None = None) -> Nvml | None:
         return None
 
 
+def device_name(module=None) -> str | None:
+    """The name of the CUDA device (NVML's, as gate.json and noise records hold it), or None without one."""
+    dev = open_device(module)
+    if dev is None:
+        return None
+    with dev:
+        return dev.info().name
+
+
 def gpu_state(index: int = 0) -> dict | None:
     """Device, clocks, temperature, power, throttle reasons and energy, or None without NVML or a GPU."""
     dev = open_device(index=index)

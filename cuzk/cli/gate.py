@@ -8,6 +8,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from .. import nvml
 from ..files import OutputError, append_output, resolve_output
 from ..perf import gate, gate_config, noise, report
 from .common import EXIT_BAD_INPUT, CliError, _err, check_paths, write_all
@@ -58,7 +59,8 @@ def noise_thresholds(args, cfg) -> None:
             return
     except noise.NoiseError as e:
         raise CliError(f"gate: {e}") from e
-    cfg.derived = noise.derive(cfg, records, where)
+    gpu = nvml.device_name() if any(w.spec.backend != "cpu" for w in cfg.workloads) else None
+    cfg.derived = noise.derive(cfg, records, where, gpu)
     used = sum(t.source == "noise" for t in cfg.derived.values())
     print(f"cuzk gate: {len(records)} A/A noise records{where}; {used} of {len(cfg.derived)} phase thresholds "
           f"derived from them", file=sys.stderr)

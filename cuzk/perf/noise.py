@@ -165,17 +165,20 @@ def noise_threshold(round_sd: float, rounds: int) -> float:
     return math.exp(K * MEDIAN_SE * round_sd / math.sqrt(rounds)) - 1
 
 
-def derive(cfg, records: list[dict], where: str = "") -> dict[tuple[str, str], Threshold]:
+def derive(cfg, records: list[dict], where: str = "", gpu: str | None = None) -> dict[tuple[str, str], Threshold]:
     """{(workload spec key, phase): threshold in force} for every workload and phase of cfg. `records`: parsed
     records of the gate's machine; those of another sample count or worker_cpus than cfg's, or another
     min_device_sample_s (for a phase timed on the device) or min_sample_s (on the host), are not comparable and are
     left out (their rounds' spread differs), as are all but the NEWEST newest of those that hold the workload's
-    phase. A record without min_sample_s or worker_cpus was made at the default."""
+    phase. A record without min_sample_s or worker_cpus was made at the default. `gpu`: the device the gate runs
+    on (NVML's name; None where unknown): a GPU workload's records made on another are left out (another GPU,
+    another spread: a runner's machine name can outlive its card)."""
     once = {}                   # one record is counted once, however often it is given (a copy, a folder and a file)
     for r in records:
         once.setdefault(json.dumps(r, sort_keys=True), r)
     same = [r for r in once.values() if r["samples"] == cfg.samples
             and r.get("worker_cpus", DEFAULT_WORKER_CPUS) == cfg.worker_cpus]
+    other_gpu = {id(r): r["gpu"] for r in same if gpu is not None and r.get("gpu") not in (None, gpu)}
     alike = [r for r in same if r.get("min_device_sample_s", 0.0) == cfg.min_device_sample_s]
     host_alike = [r for r in same if r.get("min_sample_s", DEFAULT_MIN_SAMPLE_S) == cfg.min_sample_s]
     phases = {id(r): {spec_key(w["spec"]): w["phases"] for w in r["workloads"]} for r in same}   # one a workload
@@ -185,6 +188,9 @@ def derive(cfg, records: list[dict], where: str = "") -> dict[tuple[str, str], T
         for area in cfg.areas_for(wc):
             pool = alike if device_timed(wc.spec.backend != "cpu", area) else host_alike
             holds = [r for r in pool if area in phases[id(r)].get(key, {})]
+            elsewhere = sorted({other_gpu[id(r)] for r in holds if id(r) in other_gpu}) \
+                if wc.spec.backend != "cpu" else []
+            holds = [r for r in holds if not elsewhere or id(r) not in other_gpu]
             usable = sorted(holds, key=lambda r: r["date"])[-NEWEST:]      # the newest that measured this phase
             cap = cfg.thresholds.get(area, cfg.threshold)
             if area in cfg.pins:
@@ -199,6 +205,8 @@ def derive(cfg, records: list[dict], where: str = "") -> dict[tuple[str, str], T
             if len(pooled) < MIN_ROUNDS:
                 why = (f"{len(pooled)} A/A rounds{where}, fewer than {MIN_ROUNDS}" if pooled
                        else f"no A/A record{where}")
+                if elsewhere:
+                    why += f"; those made on {', '.join(elsewhere)} left out: this gate runs on {gpu}"
                 out[key, area] = Threshold(cap, "config", f"the config's ({why})")
                 continue
             s = statistics.stdev(pooled)
@@ -209,7 +217,9 @@ def derive(cfg, records: list[dict], where: str = "") -> dict[tuple[str, str], T
             out[key, area] = Threshold(value, "noise", f"{len(pooled)} A/A rounds in {n_rec} records{where}, "
                                                        f"round spread {s:.2%}, {K:g} standard errors at "
                                                        f"{cfg.rounds} rounds = {noise:.2%}"
-                                                       + (f", held at {bound}" if bound else ""))
+                                                       + (f", held at {bound}" if bound else "")
+                                                       + (f"; those made on {', '.join(elsewhere)} left out"
+                                                          if elsewhere else ""))
     return out
 
 

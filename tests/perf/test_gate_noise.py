@@ -167,6 +167,39 @@ def test_host_timed_phases_pool_only_records_of_the_gates_host_sampling():
             noise.parse_record(json.dumps({**_record({"tail_msm": _rounds(0.01)}), "min_sample_s": bad}), "r.jsonl")
 
 
+def test_a_gpu_workloads_records_are_those_of_the_gates_gpu(monkeypatch, tmp_path):
+    """A runner's machine name can outlive its card: records made on an H200 set no threshold for a gate on an
+    H100 (measured: an injected +3% in tail_msm reads x1.018-1.020 there, under the H200's 2.07%). They are left
+    out by name; the CPU workload's records stand whatever the GPU; records of no GPU stand, as does every record
+    where the gate cannot name its device. The gate asks NVML for the name before it derives."""
+    from types import SimpleNamespace
+    from cuzk.cli import gate as gate_cli
+    h200 = _record({"tail_msm": _rounds(0.01)})
+    h100 = {**_record({"tail_msm": _rounds(0.01, seed=4)}, date="2026-11-01T00:00:00Z"), "gpu": "NVIDIA H100"}
+    key = noise.spec_key(CUDA24)
+    t = noise.derive(_cfg(), [h200], gpu="NVIDIA H100")[key, "tail_msm"]
+    assert t.source == "config" and t.basis == ("the config's (no A/A record; those made on NVIDIA H200 left out: "
+                                                "this gate runs on NVIDIA H100)")
+    t = noise.derive(_cfg(), [h200, h100], gpu="NVIDIA H100")[key, "tail_msm"]
+    assert t.source == "noise" and t.basis.startswith("10 A/A rounds in 1 records")
+    assert t.basis.endswith("; those made on NVIDIA H200 left out")
+    assert t.value == noise.derive(_cfg(), [h100])[key, "tail_msm"].value
+    for gpu in ("NVIDIA H200", None):
+        assert noise.derive(_cfg(), [h200], gpu=gpu)[key, "tail_msm"].basis.startswith("10 A/A rounds in 1 records")
+    nameless = {**_record({"tail_msm": _rounds(0.01)}), "gpu": None}
+    assert noise.derive(_cfg(), [nameless], gpu="NVIDIA H100")[key, "tail_msm"].source == "noise"
+    cpu = _record({"tail_msm": _rounds(0.01)}, spec=CPU10)
+    assert noise.derive(_cfg(), [cpu], gpu="NVIDIA H100")[noise.spec_key(CPU10), "tail_msm"].source == "noise"
+    monkeypatch.setattr(gate_cli.nvml, "device_name", lambda: "NVIDIA H100")
+    cfg = _cfg()
+    gate_cli.noise_thresholds(SimpleNamespace(noise=None, machine=None, repo="."), cfg)     # no records: nothing
+    assert not cfg.derived
+    (tmp_path / "r.jsonl").write_text(noise.dumps(h200))
+    gate_cli.noise_thresholds(SimpleNamespace(noise=[str(tmp_path / "r.jsonl")], machine=None, repo="."), cfg)
+    assert cfg.derived[key, "tail_msm"].source == "config" and "this gate runs on NVIDIA H100" in \
+        cfg.derived[key, "tail_msm"].basis
+
+
 def test_a_pin_stands_with_its_reason_and_a_pin_needs_one():
     cfg = _cfg(CONFIG.replace("prep_msm = 0.15", 'prep_msm = 0.15\nb_g2 = {pin = 0.02, reason = "G2 adds, quiet"}'))
     th = noise.derive(cfg, [_record({"b_g2": _rounds(0.3)})])[noise.spec_key(CUDA24), "b_g2"]
