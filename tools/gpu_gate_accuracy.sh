@@ -7,6 +7,7 @@
 #
 # CFG    gate config (default tools/gate-cuda24.toml)          NZ   noise record prefix (default noise24)
 # REC    recording runs to make first (default 0)             INJ  injection for the gated runs ("" = A/A)
+# MACHINE  the recording runs' machine name (default h200 on an H200, else the GPU's name, e.g. nvidia-h100-80gb-hbm3)
 # TAG    name of this batch's files                           RUNS most gated runs (default 99)
 # DEADLINE  seconds after the start by which a run must end (default 575); MAXRUN  a run's longest (default 200)
 #
@@ -20,6 +21,10 @@ export CUZK_CUBIN_DIR=${CUZK_CUBIN_DIR:-$PWD/.cubin} CUZK_CACHE_DIR=${CUZK_CACHE
 CFG=${CFG:-tools/gate-cuda24.toml} NZ=${NZ:-noise24} REC=${REC:-0} INJ=${INJ:-} TAG=${TAG:-run}
 RUNS=${RUNS:-99} DEADLINE=${DEADLINE:-575} MAXRUN=${MAXRUN:-200} DATA=${DATA:-.device}
 OUT=$(realpath -m "${OUT:-/tmp/out}") W=/tmp/nz-$TAG
+# the records' machine: the H200's as its records in docs/perf-data have it, else the GPU's name made a slug
+GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+[ "$GPU" = "NVIDIA H200" ] && MACHINE=${MACHINE:-h200}
+MACHINE=${MACHINE:-$(echo "$GPU" | tr 'A-Z' 'a-z' | tr -cs 'a-z0-9._\n' '-' | sed 's/-*$//' | cut -c1-64)}
 rm -rf "$W"                     # a warm machine keeps an earlier call's runs of the same TAG
 mkdir -p "$OUT" "$DATA" "$W"
 left() { echo $(( DEADLINE - ($(date +%s) - T0) )); }
@@ -51,7 +56,7 @@ nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --fo
 for i in $(seq 1 "$REC"); do
     [ "$(left)" -gt "$MAXRUN" ] || break
     n=rec-$TAG-$i
-    one "$n" --record-noise h200
+    one "$n" --record-noise "$MACHINE"
     f=$(ls "$W/$n"/run*/gate-noise.jsonl 2>/dev/null | head -1)
     if [ -n "$f" ]; then cp "$f" "$DATA/$NZ-$TAG-$i.jsonl"; cp "$f" "$OUT/$NZ-$TAG-$i.jsonl"; fi
 done
