@@ -984,17 +984,19 @@ def _judge(cfg: GateConfig, oc: Outcome) -> None:
         c = compare(area, d, th.value, cfg.alpha, base_s=statistics.median(pooled["base"]),
                     head_s=statistics.median(pooled["head"]))
         oc.comparisons.append(resolved(replace(c, threshold_source=th.source, threshold_basis=th.basis), d))
-    # a regression the reported times show fails the gate anyway; without one, none may hide from the gate's clock
-    if not any(c.verdict == REGRESSION for c in oc.comparisons):
-        for i, c in enumerate(oc.comparisons):
-            own = own_clock(oc, c.area, c.threshold, cfg.alpha)
-            if own is None or own.verdict != REGRESSION:
-                continue
-            if c.ratio >= own.ratio:
-                # the reported times show at least the slowdown the clock does (the round trips' fixed ~1 ms
-                # dilutes an honest one), only not at alpha: nothing hid it, and the clock's test decides
-                oc.comparisons[i] = replace(c, verdict=REGRESSION, clock_ratio=own.ratio, clock_p=own.p_value)
-                continue
+    # a slowdown on the gate's clock (the round trips) that the reported times show as large, short of alpha only,
+    # is a regression on the clock's test; one they show smaller is hidden: untrusted, unless a regression the
+    # reported times show fails the gate anyway
+    reported = any(c.verdict == REGRESSION for c in oc.comparisons)
+    for i, c in enumerate(oc.comparisons):
+        if c.verdict == REGRESSION:
+            continue
+        own = own_clock(oc, c.area, c.threshold, cfg.alpha)
+        if own is None or own.verdict != REGRESSION:
+            continue
+        if c.ratio >= own.ratio:        # the round trips' fixed ~1 ms dilutes an honest slowdown: nothing hid it
+            oc.comparisons[i] = replace(c, verdict=REGRESSION, clock_ratio=own.ratio, clock_p=own.p_value)
+        elif not reported:
             oc.status, oc.comparisons = "untrusted", []
             oc.message = (f"phase {c.area}: the gate's own clock (each sample's round trip) reads the head "
                           f"x{own.ratio:.3f} (p={own.p_value:.4f}), a regression, where the times the workers "

@@ -366,7 +366,8 @@ def markdown(res: GateResult, bisect: bool = True) -> str:
            f"their samples; ratio = exp(median over rounds of each round's median paired log ratio "
            f"head/base), with the distribution-free confidence interval of that median (its exact coverage "
            f"is given); p = exact two-sided Wilcoxon signed-rank test over the rounds; regression = ratio > "
-           f"1 + threshold and p < alpha = {c.alpha}. Config: {inline(c.path or 'built-in')}. "
+           f"1 + threshold and p < alpha = {c.alpha}, or the same on each sample's round trip as the gate timed it "
+           f"where the reported ratio is at least that one. Config: {inline(c.path or 'built-in')}. "
            f"Wall time {res.wall_s:.1f} s."]
     if res.isolation:
         out += ["", "> **This runner is not isolated**: " + "; ".join(plain(x) for x in res.isolation[:16])
