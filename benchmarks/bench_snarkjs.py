@@ -1,4 +1,4 @@
-"""`snarkjs groth16 prove` against cuzk on the same .zkey/.wtns files (issue 7, item 5).
+"""`snarkjs groth16 prove` against cuzk on the same .zkey/.wtns files.
 
 The files (a porep_like circuit exported as .r1cs/.wtns, its key from cuzk's test setup written
 as a snarkjs .zkey) are made once per size by cuzk.cli.bench_snarkjs.prepare and kept in the key

@@ -1,4 +1,4 @@
-"""Device check of the affine bucket sums and the multi-level window reduction (issue 5):
+"""Device check of the affine bucket sums and the multi-level window reduction:
 `pytest -m gpu tests/gpu/test_gpu_msm.py`, then G1 MSM timings by CUDA events (median of 5 after a
 warm-up), XYZZ vs affine bucket sums over several windows, a phase profile at the largest size,
 and a table last. Bases: independent random points (micro.independent_bases), random scalars.

@@ -1,4 +1,4 @@
-"""Device check for the NTT pass kernels and the Fp/Fr multiplication variants (issue 4).
+"""Device check for the NTT pass kernels and the Fp/Fr multiplication variants.
 
 1. pytest -m gpu: tests/gpu/test_gpu_ntt_reg.py (every variant against the CPU reference), the field and
    NTT tests of tests/gpu/test_gpu.py.

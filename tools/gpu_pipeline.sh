@@ -1,4 +1,4 @@
-# Pipelined proving on the GPU (issue 7 part 7): 10 circuits with synthesis on host workers ahead of
+# Pipelined proving on the GPU: 10 circuits with synthesis on host workers ahead of
 # the prover, key resident, against the same 10 one after another (--compare). Prints a table last.
 set -o pipefail
 source tools/device_setup.sh

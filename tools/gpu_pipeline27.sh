@@ -1,7 +1,6 @@
-# Issue 7: 10 PoRep-shaped partitions at 2^27, pipelined, with witness-only workers (circuits.witness:
+# 10 PoRep-shaped partitions at 2^27, pipelined, with witness-only workers (circuits.witness:
 # no matrices, limbs written straight into shared memory) and the memory-planned default worker count
 # (pipeline.plan_workers; the chosen count and its reasons go to stderr as "pipeline: N worker(s) ...").
-# Before (3 full-build workers): 71.96 s pipelined, GPU idle 42.09 s (docs/perf-log.md, 2026-11-29).
 set -o pipefail
 source tools/device_setup.sh >/dev/null 2>&1
 export CUZK_CUBIN_DIR=$PWD/.cubin CUZK_CACHE_DIR=/tmp/cz

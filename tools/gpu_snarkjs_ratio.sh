@@ -1,4 +1,4 @@
-# Device run (no node there): cuzk's GPU prover on snarkjs files, for the issue 7 ratio at 2^18.
+# Device run (no node there): cuzk's GPU prover on snarkjs files, for the snarkjs ratio at 2^18.
 #   1. the GPU tests of the zkey a/b/c path (tests/formats/test_zkey_gpu.py: GPU a/b/c = ZKey.assign, cuda proofs verify);
 #   2. `cuzk bench-snarkjs --skip-snarkjs` at 2^16 and 2^18: porep_like files made here (GPU keygen), then
 #      `cuzk prove --backend cuda` as a process (CLI) and with the key resident, median of 3, each proof

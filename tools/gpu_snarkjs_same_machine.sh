@@ -1,4 +1,4 @@
-# The snarkjs ratio with both provers on the GPU machine (issue 7): node and snarkjs come from the carried
+# The snarkjs ratio with both provers on the GPU machine: node and snarkjs come from the carried
 # .nodebundle (tools/node_bundle.sh), the files are made there (GPU keygen), then `cuzk bench-snarkjs` times
 # `snarkjs groth16 prove` (all the machine's cores), the cuzk CLI and the resident cuzk proof on the same files,
 # each proof verified by the other side.

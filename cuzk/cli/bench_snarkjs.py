@@ -1,4 +1,4 @@
-"""`snarkjs groth16 prove` against cuzk on the same files, as a ratio (issue 7, item 5).
+"""`snarkjs groth16 prove` against cuzk on the same files, as a ratio.
 
 For each size 2^k: a built-in circuit is written as .r1cs and .wtns (`cuzk export`), its key is
 made by cuzk's test setup and written as a snarkjs .zkey (`cuzk keygen --zkey`); the files are

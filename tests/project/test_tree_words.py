@@ -35,6 +35,22 @@ def test_no_session_numbers_in_the_tree():
     assert not hits, "\n".join(hits)
 
 
+def test_no_tracker_issue_numbers_in_code_or_docs():
+    """Code, tools and docs say what a thing does, not which tracker issue asked for it; the measurement log alone
+    may quote an old entry's heading that named one, to find it in git."""
+    pat = re.compile(r"\bissues? #?\d+", re.I)
+    hits = []
+    for f in _tracked():
+        if f in ("tests/project/test_tree_words.py", "docs/perf-log.md"):
+            continue
+        try:
+            text = (ROOT / f).read_text()
+        except (UnicodeDecodeError, FileNotFoundError, IsADirectoryError):
+            continue
+        hits += [f"{f}:{i}: {line.strip()[:100]}" for i, line in enumerate(text.splitlines(), 1) if pat.search(line)]
+    assert not hits, "\n".join(hits)
+
+
 def test_no_reference_to_a_design_document_outside_the_repo():
     """The project's own design document is docs/architecture.md; nothing cites one the repo does not hold."""
     hits = []
