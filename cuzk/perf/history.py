@@ -41,6 +41,7 @@ import os
 import re
 import shutil
 import stat
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -1094,6 +1095,18 @@ def check_changes_args(max_pvalue: float, min_magnitude: float, window: int) -> 
         raise HistoryError(f"--window {window}: needs an integer >= {MIN_POINTS}")
 
 
+def despike(values: list[float], k: float = 6.0) -> list[float]:
+    """Each point far off the median of it and its neighbours (k robust deviations) replaced by that median; the
+    newest point kept as measured. One bad night widens its segment's spread until the t-test passes no change
+    after it (a single 1.5x point hid a new +30% step); a step of two points or more is its own median, untouched."""
+    n = len(values)
+    if n < 3:
+        return list(values)
+    med = [sorted(values[min(max(i - 1, 0), n - 3):][:3])[1] for i in range(n)]
+    scale = 1.4826 * statistics.median(abs(v - m) for v, m in zip(values, med))
+    return [m if i < n - 1 and abs(v - m) > k * scale else v for i, (v, m) in enumerate(zip(values, med))]
+
+
 def changes(results_dir: Path, machine: str | None = None, bench: str | None = None, max_pvalue: float = 0.001,
             min_magnitude: float = 0.05, window: int = 30, repo: Path | None = None) -> Changes:
     """Change points of every series. `min_magnitude`: the smallest relative change kept (0.05 = 5%);
@@ -1124,7 +1137,7 @@ def changes(results_dir: Path, machine: str | None = None, bench: str | None = N
     found, pairs, short = [], set(), []
     for (m, env, bname, params), pts in sorted(series.items()):
         pts.sort(key=lambda p: p[0])
-        values = [p[2] for p in pts]
+        values = despike([p[2] for p in pts])
         if len(values) < MIN_POINTS:
             short.append((m, bname, params, len(values)))
             continue

@@ -88,6 +88,18 @@ def test_the_step_fails_the_nightly_unpoisoned(step, tmp_path, capsys):
     assert f"`{GATED_NAME}` on {asv_synth.MACHINE}: +" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("factor", [1.5, 3.0, 0.3])
+def test_one_bad_night_long_ago_does_not_mask_a_new_gated_step(step, tmp_path, capsys, factor):
+    """One point far off its neighbours widens its segment's spread until the t-test passes no change after it;
+    the step of the last 3 points must still fail the nightly."""
+    results = _copy(step[1], tmp_path / "r")
+    files = sorted((p for p in (results / asv_synth.MACHINE).glob("*.json") if p.name != "machine.json"),
+                   key=lambda p: json.loads(p.read_text())["date"])
+    _set_value(files[3], GATED, 1e-3 * factor)
+    assert main(_changes(step, results, "--fail-on-gated", "3")) == 1
+    assert f"`{GATED_NAME}` on {asv_synth.MACHINE}: +" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("value", [0, -1, 0.0, 1e308, 2e6, math.inf, -math.inf, "1.2", True])
 def test_a_poisoned_newest_point_is_an_error_naming_file_and_series(step, tmp_path, capsys, value):
     results = _copy(step[1], tmp_path / "r")
