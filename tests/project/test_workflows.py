@@ -215,6 +215,15 @@ def test_perf_pr_runs_only_for_the_perf_label_event():
     assert "github.event.label.name" in wf["concurrency"]["group"]
 
 
+def test_another_labels_run_never_carries_the_gates_check_name():
+    """Any label starts a run of perf-pr whose gate job its `if` skips, and a skipped job's check reads as a pass:
+    were its name the gate's, the newest check of that name on the head (what a required check reads) would pass
+    after a failed gate. A skipped job may show its name unevaluated, so that must differ too."""
+    name = _load("perf-pr.yml")["jobs"]["gate"]["name"]
+    as_run = {label: name.replace("${{ github.event.label.name }}", label) for label in ("perf", "docs")}
+    assert "${{" not in as_run["perf"] and len(set(as_run.values()) | {name}) == 3, as_run
+
+
 def test_no_self_hosted_job_holds_a_write_token():
     """A persistent runner keeps what pull-request code left behind; no job there may hold a write token,
     and no checkout there may leave the token in .git/config."""
