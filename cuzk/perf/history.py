@@ -506,6 +506,7 @@ def commit_url_from_env() -> str | None:
 MACHINE_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 FILE_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+=-]{0,199}")      # asv's <hash>-<environment>.json and the like
 HASH_RE = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
+BENCH_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,199}")         # asv's module.Class.method
 MAX_FILE_BYTES = 64 << 20
 MAX_IMPORT_FILES, MAX_IMPORT_BYTES = 10_000, 512 << 20
 MAX_SECONDS = 1e6           # ~11 days for one call: a broken clock or a poisoned file, not a measurement
@@ -616,6 +617,7 @@ def check_results_file(path: Path, d, machine: str, units: dict) -> ResultFile:
         raise bad(f"date {json.dumps(date)[:40]} is not a timestamp (milliseconds since 1970)")
     if d["params"].get("machine") != machine:
         raise bad(f"its machine {d['params'].get('machine')!r} is not {machine!r}, its directory's")
+    _no_markup(path, "params", d["params"])
     cols = d["result_columns"]
     if not all(isinstance(c, str) for c in cols) or "result" not in cols or "params" not in cols:
         raise bad("result_columns does not name asv's result and params columns")
@@ -655,9 +657,24 @@ def check_results_file(path: Path, d, machine: str, units: dict) -> ResultFile:
     return ResultFile(Path(path), machine, d["env_name"], d["commit_hash"], date, values)
 
 
+def _no_markup(path, what: str, v) -> None:
+    """asv's pages put benchmark and machine strings into HTML as they are (tooltips, headings): none may hold
+    '<', '>' or '&', keys included, or a results branch would publish script to the site."""
+    if isinstance(v, dict):
+        for k, x in v.items():
+            _no_markup(path, what, k)
+            _no_markup(path, f"{what}.{k}", x)
+    elif isinstance(v, list):
+        for x in v:
+            _no_markup(path, what, x)
+    elif isinstance(v, str) and re.search(r"[<>&]", v):
+        raise HistoryError(f"{path}: {what}: {v[:40]!r} holds '<', '>' or '&', which asv's pages render as markup")
+
+
 def check_machine_file(path: Path, d, machine: str) -> None:
     if not isinstance(d, dict):
         raise HistoryError(f"{path}: not asv's machine.json ({_jtype(d)}, not an object)")
+    _no_markup(path, "machine.json", d)
     if d.get("machine") != machine:
         raise HistoryError(f"{path}: machine {d.get('machine')!r} is not {machine!r}, its directory")
     if d.get("version", MACHINE_API) != MACHINE_API:
@@ -676,6 +693,9 @@ def check_benchmarks_file(path: Path, d) -> dict:
             continue
         if not isinstance(b, dict):
             raise HistoryError(f"{path}: {name}: {_jtype(b)}, not an object")
+        if not BENCH_RE.fullmatch(name) or b.get("name", name) != name:     # pages put it in an href="#..."
+            raise HistoryError(f"{path}: {name[:80]!r} is not a benchmark name (letters, digits, '_', '.')")
+        _no_markup(path, name, b)
         if isinstance(b.get("unit"), str):
             units[name] = b["unit"]
     return units

@@ -417,7 +417,36 @@ def _no_benchmarks(exp: Path) -> Path:
     return exp / "benchmarks.json"
 
 
+def _benchmarks(edit):
+    """exp/benchmarks.json edited: asv's pages put its strings into HTML as they are."""
+    def f(exp: Path) -> Path:
+        p = exp / "benchmarks.json"
+        d = json.loads(p.read_text())
+        edit(d, next(k for k in d if k != "version"))
+        p.write_text(json.dumps(d))
+        return p
+    return f
+
+
+def _named(d: dict, name: str) -> None:
+    d['x" onmouseover="alert(1)'] = {**d[name], "name": 'x" onmouseover="alert(1)'}
+
+
+def _markup_param(exp: Path) -> Path:
+    p = _results_file(exp)
+    d = json.loads(p.read_text())
+    d["params"]["<b onmouseover=alert(1)>os</b>"] = "Linux"
+    p.write_text(json.dumps(d))
+    return p
+
+
 UNTRUSTED = {
+    "markup in a pretty name": _benchmarks(lambda d, n: d[n].update(pretty_name="<img src=x onerror=alert(1)>")),
+    "markup in a benchmark's code": _benchmarks(lambda d, n: d[n].update(code="</pre><script>alert(1)</script>")),
+    "a quote in a benchmark's name": _benchmarks(_named),
+    "markup in machine.json": _make("gpu-a/machine.json",
+                                    _replace('{"machine": "gpu-a", "version": 1, "cpu": "<svg onload=alert(1)>"}')),
+    "markup in a results file's params": _markup_param,
     "a symlink": _link_out,
     "a ../ symlinked directory": _escape,
     "a FIFO": _make("gpu-a/extra.json", _fifo),
