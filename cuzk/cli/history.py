@@ -36,6 +36,8 @@ def cmd_history(args) -> int:
         raise CliError(f"history {args.action} takes no DIR ({' '.join(args.dirs)}): only import does")
     if args.export and args.action != "record":
         raise CliError("--export goes with history record")
+    if args.dir_prefix and args.action != "import":
+        raise CliError("--dir-prefix goes with history import")
     try:
         if args.action == "changes":
             repo, gated = Path(args.repo), None
@@ -85,7 +87,7 @@ def cmd_history(args) -> int:
                 raise history.HistoryError(str(e)) from e
         if args.action == "import":
             history.import_results(Path(args.repo), [Path(d) for d in args.dirs], args.remote, args.results_branch,
-                                   push=not args.no_push)
+                                   push=not args.no_push, dir_prefix=args.dir_prefix)
             return EXIT_OK
         history.publish(Path(args.repo), args.remote, args.results_branch, args.pages_branch,
                         commit_url=history.commit_url_from_env(), push=not args.no_push,

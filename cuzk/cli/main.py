@@ -226,6 +226,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="record: also copy this run's files to DIR (absent or empty): DIR/benchmarks.json and "
                          "DIR/MACHINE/ (machine.json, this commit's results, gpu-state/COMMIT.jsonl), for "
                          "`history import` on a job that may push")
+    hi.add_argument("--dir-prefix", metavar="PREFIX",
+                    help="import: each DIR is named PREFIX and then the one machine whose files it may hold (the "
+                         "nightly's artifacts, asv-results-MACHINE): one runner never writes another's history")
     hi.add_argument("--gate-noise", metavar="FILE",
                     help="record: also keep this A/A noise record (`cuzk gate --calibrate --base HEAD`'s "
                          "gate-noise.jsonl, of this machine and commit) as MACHINE/gate-noise/COMMIT.jsonl, "

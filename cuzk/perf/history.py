@@ -954,10 +954,11 @@ def _write_under(root: Path, rel: str, data: bytes) -> Path:
 
 
 def import_results(repo: Path, dirs: list[Path], remote: str = "origin", branch: str = RESULTS_BRANCH,
-                   push: bool = True, log=print) -> list[str]:
+                   push: bool = True, log=print, dir_prefix: str | None = None) -> list[str]:
     """Exported directories (`record --export`) onto the results branch: every one judged first
     (read_export), nothing written unless all pass; then one commit per machine on the history (open_history), pushed
-    (`push`) with push_merging. A benchmarks.json given twice: the last directory's. Returns the commits' subjects."""
+    (`push`) with push_merging. A benchmarks.json given twice: the last directory's. Returns the commits' subjects.
+    `dir_prefix`: each directory is named it and then the one machine it may hold (one runner's artifact)."""
     repo = Path(repo).resolve()
     if not dirs:
         raise HistoryError("import needs at least one exported directory")
@@ -966,6 +967,10 @@ def import_results(repo: Path, dirs: list[Path], remote: str = "origin", branch:
     commits: dict[str, set] = {}
     for d in dirs:
         files, shas = read_export(Path(d))
+        named = Path(d).name[len(dir_prefix):] if dir_prefix and Path(d).name.startswith(dir_prefix) else None
+        if dir_prefix and set(shas) != {named}:
+            raise HistoryError(f"{d}: holds {', '.join(map(repr, sorted(shas)))}, not only {named!r}, the machine "
+                               f"its name gives after {dir_prefix!r}")
         for m, c in shas.items():
             commits.setdefault(m, set()).update(c)
         for rel, data in files.items():

@@ -498,6 +498,22 @@ def test_import_of_an_empty_or_missing_directory_is_an_error(imported, tmp_path,
         assert err.count("\n") == 1 and msg in err, err
 
 
+def test_an_artifact_writes_only_the_machine_its_name_gives(exported, imported, tmp_path, capsys):
+    """asv-results-<machine> may hold that machine's files alone: a runner that ran a pull request's code must not
+    rewrite another runner's history, nor the noise records from which that runner's gate takes its thresholds."""
+    tmp, origin, _, exp, _ = exported
+    pub, head = imported
+    own, other = tmp_path / "asv-results-gpu-a", tmp_path / "asv-results-gpu-b"
+    shutil.copytree(exp, own)
+    shutil.copytree(exp, other)                         # gpu-b's artifact, holding gpu-a's files
+    argv = ["history", "import", str(own), str(other), "--dir-prefix", "asv-results-", "--repo", str(pub)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"history: {other}: " in err and "'gpu-b'" in err, err
+    assert _git(origin, "rev-parse", "asv-results").strip() == head
+    assert main(["history", "import", str(own), "--dir-prefix", "asv-results-", "--repo", str(pub)]) == 0
+
+
 def test_a_failed_tool_is_one_line_naming_the_log_of_its_output(tmp_path):
     from cuzk.perf import history
     script = "import sys; print('first line of much output'); print('the reason', file=sys.stderr); sys.exit(3)"

@@ -296,6 +296,8 @@ def test_nightly_results_leave_the_gpu_runner_as_an_artifact():
     assert down["with"]["pattern"] == "asv-results-*"
     text = _steps_text(pub)
     assert "cuzk history import" in text and text.index("history import") < text.index("history publish")
+    # each artifact may write only the machine its name gives
+    assert 'history import "${dirs[@]}" --dir-prefix asv-results-' in text
 
 
 def _eval(expr, ctx: dict):
