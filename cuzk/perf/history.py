@@ -1099,6 +1099,7 @@ class Changes:
     pairs: set = field(default_factory=set)     # (benchmark, params) of the series analysed
     unmeasured: list = field(default_factory=list)   # series whose newest point is missing (_unmeasured)
     short: list = field(default_factory=list)        # (machine, benchmark, params, points) of series too short
+    spikes: list = field(default_factory=list)       # points read as their neighbours' median (despike)
 
 
 def commits_between(repo: Path | None, good: str, bad: str) -> int | None:
@@ -1120,16 +1121,19 @@ def check_changes_args(max_pvalue: float, min_magnitude: float, window: int) -> 
         raise HistoryError(f"--window {window}: needs an integer >= {MIN_POINTS}")
 
 
-def despike(values: list[float], k: float = 6.0) -> list[float]:
-    """Each point far off the median of it and its neighbours (k robust deviations) replaced by that median; the
-    newest point kept as measured. One bad night widens its segment's spread until the t-test passes no change
-    after it (a single 1.5x point hid a new +30% step); a step of two points or more is its own median, untouched."""
+def despike(values: list[float], k: float = 6.0, floor: float = 0.01) -> tuple[list[float], list[int]]:
+    """(values, the indices replaced): each point far off the median of it and its neighbours (k robust deviations,
+    a deviation at least `floor` of the series' median level) read as that median; the newest point kept as
+    measured. One bad night widens its segment's spread until the t-test passes no change after it (a single 1.5x
+    point hid a new +30% step); a step of two points or more is its own median, untouched."""
     n = len(values)
     if n < 3:
-        return list(values)
+        return list(values), []
     med = [sorted(values[min(max(i - 1, 0), n - 3):][:3])[1] for i in range(n)]
-    scale = 1.4826 * statistics.median(abs(v - m) for v, m in zip(values, med))
-    return [m if i < n - 1 and abs(v - m) > k * scale else v for i, (v, m) in enumerate(zip(values, med))]
+    scale = max(1.4826 * statistics.median(abs(v - m) for v, m in zip(values, med)),
+                floor * abs(statistics.median(values)))
+    out = [m if i < n - 1 and abs(v - m) > k * scale else v for i, (v, m) in enumerate(zip(values, med))]
+    return out, [i for i in range(n) if out[i] != values[i]]
 
 
 def changes(results_dir: Path, machine: str | None = None, bench: str | None = None, max_pvalue: float = 0.001,
@@ -1159,10 +1163,12 @@ def changes(results_dir: Path, machine: str | None = None, bench: str | None = N
                            + (f" matching --bench {bench!r}" if bench else "")
                            + (f", the longest has {longest} points" if series else "")
                            + f"; change-point detection needs >= {MIN_POINTS} points")
-    found, pairs, short = [], set(), []
+    found, pairs, short, spikes = [], set(), [], []
     for (m, env, bname, params), pts in sorted(series.items()):
         pts.sort(key=lambda p: p[0])
-        values = despike([p[2] for p in pts])
+        values, replaced = despike([p[2] for p in pts])
+        spikes += [{"machine": m, "benchmark": series_name(bname, params), "asv_benchmark": bname,
+                    "commit": pts[i][1], "value": pts[i][2], "read_as": values[i]} for i in replaced]
         if len(values) < MIN_POINTS:
             short.append((m, bname, params, len(values)))
             continue
@@ -1183,7 +1189,8 @@ def changes(results_dir: Path, machine: str | None = None, bench: str | None = N
                           "before": float(st.mean_1), "after": float(st.mean_2),
                           "change": float(st.mean_2 / st.mean_1 - 1) if st.mean_1 else float("inf"),
                           "pvalue": float(st.pvalue)})
-    return Changes(results_dir, len(series), analysed, longest, found, pairs, _unmeasured(series, newest), short)
+    return Changes(results_dir, len(series), analysed, longest, found, pairs, _unmeasured(series, newest), short,
+                   spikes)
 
 
 def gated_pairs(cfg) -> set[tuple[str, tuple]]:
@@ -1214,6 +1221,11 @@ def changes_markdown(ch: Changes) -> str:
     head = (f"Change points over {ch.analysed} series (up to {ch.longest} points each) from {ch.source}"
             + (f"; {ch.series - ch.analysed} series with fewer than {MIN_POINTS} points skipped"
                if ch.series > ch.analysed else "") + ".\n\n")
+    if ch.spikes:                   # what was not read as measured is said, with the value it had
+        head += (f"{len(ch.spikes)} point(s) far off both neighbours read as their median: " + "; ".join(
+            f"`{x['benchmark']}` on {x['machine']} at `{x['commit'][:HASH_LENGTH]}` "
+            f"({_level(x['asv_benchmark'], x['value'])} read as {_level(x['asv_benchmark'], x['read_as'])})"
+            for x in ch.spikes[:8]) + (f"; and {len(ch.spikes) - 8} more" if len(ch.spikes) > 8 else "") + ".\n\n")
     if not ch.found:
         return head + f"No change points in the {ch.analysed} series analysed (up to {ch.longest} points each).\n"
     rows = [[f"`{c['benchmark']}`", c["machine"], f"`{c['range']}`", _level(c["asv_benchmark"], c["before"]),

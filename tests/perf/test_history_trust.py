@@ -97,7 +97,21 @@ def test_one_bad_night_long_ago_does_not_mask_a_new_gated_step(step, tmp_path, c
                    key=lambda p: json.loads(p.read_text())["date"])
     _set_value(files[3], GATED, 1e-3 * factor)
     assert main(_changes(step, results, "--fail-on-gated", "3")) == 1
-    assert f"`{GATED_NAME}` on {asv_synth.MACHINE}: +" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert f"`{GATED_NAME}` on {asv_synth.MACHINE}: +" in out
+    # said out loud: which point was not read as measured, and what it read
+    assert "1 point(s) far off both neighbours read as their median" in out and f"`{GATED_NAME}`" in out
+
+
+def test_despike_reads_only_a_lone_point_far_off_as_its_neighbours_median():
+    from cuzk.perf.history import despike
+    flat = [1.0] * 10
+    assert despike(flat) == (flat, [])
+    # a flat series (no spread at all) keeps a point 3% off: the floor is 1% of the level, six of them apart
+    assert despike(flat[:5] + [1.03] + flat[5:]) == (flat[:5] + [1.03] + flat[5:], [])
+    assert despike(flat[:5] + [1.5] + flat[5:]) == (flat[:5] + [1.0] + flat[5:], [5])
+    assert despike(flat + [1.5]) == (flat + [1.5], [])                     # the newest: as measured
+    assert despike(flat + [1.5, 1.5, 1.0])[1] == [] and despike(flat + [1.3, 1.3])[1] == []     # steps
 
 
 @pytest.mark.parametrize("value", [0, -1, 0.0, 1e308, 2e6, math.inf, -math.inf, "1.2", True])
