@@ -259,6 +259,8 @@ def test_the_gate_comment_reads_the_artifact_as_data():
     assert _on(wf)["workflow_run"] == {"workflows": ["perf-pr"], "types": ["completed"]}
     assert wf["permissions"] == {}
     (job,) = wf["jobs"].values()
+    # by name alone, a workflow a pull request adds under that name would have its artifact posted
+    assert "github.event.workflow_run.path == '.github/workflows/perf-pr.yml'" in job["if"]
     assert not _self_hosted(job)
     assert job["permissions"] == {"pull-requests": "write", "actions": "read", "contents": "read"}
     # the default branch's code: no ref or repository of the pull request is checked out
