@@ -34,10 +34,17 @@ def cmd_history(args) -> int:
         raise CliError("history import needs DIR ... (directories written by `history record --export`)")
     if args.action != "import" and args.dirs:
         raise CliError(f"history {args.action} takes no DIR ({' '.join(args.dirs)}): only import does")
-    if args.export and args.action != "record":
-        raise CliError("--export goes with history record")
-    if args.dir_prefix and args.action != "import":
-        raise CliError("--dir-prefix goes with history import")
+    # an option another action reads would be ignored here: `publish --json F` writing nothing is no success
+    for flag, value, actions in (("--json", args.json, ("changes",)), ("--summary", args.summary, ("changes",)),
+                                 ("--fail-on-gated", args.fail_on_gated, ("changes",)),
+                                 ("--gate-config", args.gate_config, ("changes",)),
+                                 ("--results", args.results, ("changes",)), ("--assets", args.assets, ("publish",)),
+                                 ("--export", args.export, ("record",)), ("--gate-noise", args.gate_noise, ("record",)),
+                                 ("--dir-prefix", args.dir_prefix, ("import",)),
+                                 ("--bench", args.bench, ("record", "changes")),
+                                 ("--machine", args.machine, ("record", "changes"))):
+        if value is not None and args.action not in actions:
+            raise CliError(f"{flag} goes with history {' or '.join(actions)}, not {args.action}")
     try:
         if args.action == "changes":
             repo, gated = Path(args.repo), None

@@ -117,3 +117,20 @@ def test_publish_without_results_is_one_clear_line(tmp_path):
 def test_record_needs_a_machine_name(tmp_path):
     p = _cuzk(REPO, dict(os.environ, HOME=str(tmp_path)), "history", "record")
     assert p.returncode == 2 and "--machine" in p.stderr
+
+
+def test_an_option_of_another_action_is_refused_not_ignored(tmp_path, capsys):
+    """`publish --json F` would write nothing and exit 0: an option the action does not read is exit 2, one line,
+    before any work (no repository is read here)."""
+    from cuzk.cli import main
+    out = tmp_path / "changes.json"
+    cases = [["publish", "--no-push", "--json", str(out)], ["import", str(tmp_path), "--summary", str(out)],
+             ["record", "--machine", "m", "--fail-on-gated", "3"], ["changes", "--assets", str(tmp_path)],
+             ["changes", "--gate-noise", str(out)], ["publish", "--results", str(tmp_path)],
+             ["publish", "--bench", "TailMsm"], ["import", str(tmp_path), "--machine", "m"],
+             ["record", "--machine", "m", "--gate-config", str(out)]]
+    for argv in cases:
+        assert main(["history", *argv, "--repo", str(tmp_path)]) == 2, argv
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "goes with history" in err[0], (argv, err)
+    assert not out.exists()
