@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 from pathlib import Path
 
 from ..files import append_output
@@ -59,6 +60,10 @@ def cmd_history(args) -> int:
                     raise CliError("--fail-on-gated: the gate config's workloads x phases match no parameter set "
                                    "of the asv suite")
             results = Path(args.results) if args.results else history.default_results(repo)
+            for flag, out in (("--json", args.json), ("--summary", args.summary)):
+                # a .json there is read back as asv's by the next `changes` (and publish), which then fails on it
+                if out and Path(os.path.realpath(out)).is_relative_to(os.path.realpath(results)):
+                    raise CliError(f"{flag} {out}: inside the results it reads ({results})")
             ch = history.changes(results, args.machine, args.bench, args.max_pvalue, args.min_magnitude,
                                  args.window, repo=repo)
             text, failing, unmeasured = history.changes_markdown(ch), [], []

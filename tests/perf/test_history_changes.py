@@ -162,6 +162,21 @@ def test_the_summary_is_an_output_checked_before_the_analysis(history, tmp_path,
     assert link.is_symlink() and target.read_text() == "earlier steps\n" + out
 
 
+def test_an_output_inside_the_results_it_reads_is_refused(history, tmp_path, capsys):
+    """--json under the results directory would be read back as an asv file by the next `changes`, which then
+    fails on it: refused before the analysis, nothing written there."""
+    repo, _ = history
+    results = repo / ".asv" / "results"
+    before = sorted(results.rglob("*"))
+    for flag, path in (("--json", results / asv_synth.MACHINE / "changes.json"), ("--json", results / "c.json"),
+                       ("--summary", results / asv_synth.MACHINE / "summary.json")):
+        assert main(["history", "changes", "--repo", str(repo), flag, str(path)]) == 2, (flag, path)
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and flag in err[0] and "inside the results" in err[0], err
+    assert sorted(results.rglob("*")) == before
+    assert main(["history", "changes", "--repo", str(repo)]) == 0
+
+
 def test_a_gated_series_too_short_to_judge_is_named_not_passed(gated_slowdown, tmp_path, capsys):
     """A new runner's first nights: its gated series has fewer points than a change point needs, so it is named as
     not judged beside the verdict on the series that are long enough, never folded into "no new regression"."""
