@@ -445,6 +445,10 @@ def publish(repo: Path, remote: str = "origin", results_branch: str = RESULTS_BR
     The history read is the local one merged with the remote's (open_history); a site that is pushed shows
     only what the remote's results branch holds, so local results not pushed yet are refused there."""
     repo = Path(repo).resolve()
+    if assets is not None:              # an input: judged before asv publish replaces the site there was
+        from .asv_assets import missing
+        if missing(assets):
+            raise HistoryError(f"asset files missing under {assets}: {', '.join(missing(assets))} (npm ci in .ci/node)")
     conf = _conf(repo)
     results, html = _own_dirs(repo, conf)
     with _locked(repo):

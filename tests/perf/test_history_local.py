@@ -152,6 +152,22 @@ def test_import_then_publish_without_a_remote_branch_or_a_remote(synth, tmp_path
         assert ("no remote 'origin'" if origin is None else f"{LOCAL}) holds results that origin's") in err, err
 
 
+def test_publish_with_assets_missing_leaves_the_site_it_had(synth, tmp_path, capsys):
+    """--assets is an input: one that lacks asv's scripts is exit 2 before asv publish replaces the built site."""
+    repo, a, _ = synth
+    clone = _clone(tmp_path, repo)
+    assert main(["history", "import", str(a), "--no-push", "--repo", str(clone)]) == 0
+    assert main(["history", "publish", "--no-push", "--repo", str(clone)]) == 0
+    html = clone / ".asv" / "history" / "html"
+    (html / "kept.txt").write_text("the site as it was\n")
+    before = {p: p.stat().st_mtime_ns for p in html.rglob("*")}
+    capsys.readouterr()
+    assert main(["history", "publish", "--no-push", "--repo", str(clone), "--assets", str(tmp_path / "none")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "asset files missing" in err[0], err
+    assert {p: p.stat().st_mtime_ns for p in html.rglob("*")} == before
+
+
 def test_the_local_history_merges_the_remotes_and_publish_pushes_only_what_it_holds(synth, tmp_path, capsys):
     repo, a, c = synth
     origin = tmp_path / "origin.git"
