@@ -186,3 +186,12 @@ def test_outputs_follow_the_output_rule_before_any_work(tmp_path):
     (bench,) = json.loads(kept.read_text())["benchmarks"]
     assert link.is_symlink() and len([r for r in bench["runs"] if "values" in r]) == 3
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".cuzk")) == []
+
+
+@pytest.mark.parametrize("extra", [["-p", "0"], ["-n", "-2"], ["--timeout", "nan"], ["--no-such-option"],
+                                   ["--generator", "3"]])
+def test_a_bad_option_is_one_line_not_pyperfs_usage(extra, tmp_path):
+    pytest.importorskip("pyperf")
+    p = _micro("ntt", "--backend", "cpu", "--log-size", "4", *extra, cwd=tmp_path)
+    err = p.stderr.strip().splitlines()
+    assert p.returncode == 2 and len(err) == 1 and err[0].startswith("cuzk: error: micro:"), (extra, p.stderr)
