@@ -184,6 +184,7 @@ def main(argv: list[str]) -> int:
     runner = pyperf.Runner(add_cmdline_args=add_cmdline_args, program_args=("-m", "cuzk", "micro"))
     p = runner.argparser
     p.error = lambda message: sys.exit(_bad(message))     # one line, as cuzk's own parser (pyperf prints its usage)
+    p.allow_abbrev = False      # --out or --app would reach pyperf's own writer, past the output rule above
     p.add_argument("kernel", choices=KERNELS)
     p.add_argument("--log-size", type=int, default=20)
     p.add_argument("--convention", default="coeff", choices=CONVENTIONS)

@@ -195,3 +195,18 @@ def test_a_bad_option_is_one_line_not_pyperfs_usage(extra, tmp_path):
     p = _micro("ntt", "--backend", "cpu", "--log-size", "4", *extra, cwd=tmp_path)
     err = p.stderr.strip().splitlines()
     assert p.returncode == 2 and len(err) == 1 and err[0].startswith("cuzk: error: micro:"), (extra, p.stderr)
+
+
+def test_an_abbreviated_output_option_follows_the_output_rule_too(tmp_path):
+    """pyperf's parser takes --out for --output and --app for --append: those would bypass the manager's output
+    rule (pyperf's own 'already exists' as exit 1, an --append folder as an internal error after measuring)."""
+    pytest.importorskip("pyperf")
+    args = ("ntt", "--backend", "cpu", "--log-size", "4", "-p", "1", "-n", "1", "-w", "0", "-l", "1")
+    kept = tmp_path / "kept.json"
+    kept.write_text("earlier\n")
+    for extra in (["--out", str(kept)], ["--outp", str(kept)], ["--app", str(tmp_path)]):
+        p = _micro(*args, *extra, cwd=tmp_path)
+        err = p.stderr.strip().splitlines()
+        assert p.returncode == 2 and len(err) == 1 and err[0].startswith("cuzk: error: micro:"), (extra, p.stderr)
+        assert "mean" not in p.stdout, extra
+    assert kept.read_text() == "earlier\n"
