@@ -19,7 +19,7 @@ import time
 
 from . import backend as backends
 from . import environment
-from .field import R
+from .field import FR_TWO_ADICITY, R
 from .gpu.kernel_sources import MUL_BUILDS
 from .poly import Domain, intt, ntt
 from .qap import CONVENTIONS, qap
@@ -197,6 +197,8 @@ def main(argv: list[str]) -> int:
                    help="fp_mul/fr_mul: the multiplier build, 1 (default, IMAD) or 6 (FP64 pipe; "
                         "kernel_sources.BUILDS)")
     args = runner.parse_args(argv)
+    if not 0 <= args.log_size <= FR_TWO_ADICITY:     # no such domain: said before a worker builds 2^k inputs
+        p.error(f"--log-size {args.log_size}: a domain 2^k needs 0 <= k <= {FR_TWO_ADICITY} (Fr's two-adicity)")
     name = f"{args.kernel}_2^{args.log_size}" if args.kernel not in ("fp_mul", "fr_mul") else mul_name(args)
     if args.backend == "cpu":
         name = "cpu_" + name

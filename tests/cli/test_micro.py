@@ -210,3 +210,17 @@ def test_an_abbreviated_output_option_follows_the_output_rule_too(tmp_path):
         assert p.returncode == 2 and len(err) == 1 and err[0].startswith("cuzk: error: micro:"), (extra, p.stderr)
         assert "mean" not in p.stdout, extra
     assert kept.read_text() == "earlier\n"
+
+
+@pytest.mark.parametrize("log_size", ["-1", "33", "40"])
+def test_a_log_size_outside_the_field_is_refused_before_any_worker(log_size, tmp_path):
+    """No domain of 2^k exists past Fr's two-adicity (2^32), and none below 2^0: one line, before a worker has
+    built 2^40 inputs (hours, then memory) or failed on a negative shift (an internal error a process)."""
+    pytest.importorskip("pyperf")
+    import subprocess
+    import sys
+    p = subprocess.run([sys.executable, "-m", "cuzk", "micro", "ntt", "--backend", "cpu", "--log-size", log_size,
+                        "-p", "1", "-n", "1", "-w", "0", "-l", "1"], cwd=tmp_path, capture_output=True, text=True,
+                       timeout=60)
+    err = p.stderr.strip().splitlines()
+    assert p.returncode == 2 and len(err) == 1 and "--log-size" in err[0] and "internal" not in err[0], p.stderr
