@@ -126,8 +126,14 @@ def _outputs(argv: list[str], pyperf):
             suite = pyperf.BenchmarkSuite.loads(data.decode("utf-8"))
         except OSError as e:
             return f"{got.append}: {e.strerror or e}"
-        except (ValueError, KeyError, TypeError, EOFError, zlib.error) as e:     # JSON's and UTF-8's are ValueErrors
-            return f"{got.append}: not a pyperf JSON ({type(e).__name__}: {str(e)[:120]})"
+        except (ValueError, KeyError, TypeError, AttributeError, EOFError, zlib.error) as e:   # JSON's, UTF-8's:
+            return f"{got.append}: not a pyperf JSON ({type(e).__name__}: {str(e)[:120]})"      # ValueErrors
+        from .perf.values import is_number
+        for b in suite.get_benchmarks():        # pyperf takes inf and any int > 0: no measurement to add runs to
+            for r in b.get_runs():
+                v = next((v for v in [*r.values, *(w for _, w in r.warmups)] if not is_number(v)), None)
+                if v is not None:
+                    return f"{got.append}: {b.get_name()}: value {str(v)[:40]} is not a measurement"
     return rest, got.output, got.append, suite
 
 

@@ -224,3 +224,36 @@ def test_a_log_size_outside_the_field_is_refused_before_any_worker(log_size, tmp
                        timeout=60)
     err = p.stderr.strip().splitlines()
     assert p.returncode == 2 and len(err) == 1 and "--log-size" in err[0] and "internal" not in err[0], p.stderr
+
+
+def test_an_append_file_of_wrong_types_or_no_measurement_is_bad_input(tmp_path):
+    """A pyperf JSON whose objects are of the wrong kind, or whose values are no measurement (inf, an integer past a
+    float), is named as bad input before any work, not an internal error, and never carried into the file."""
+    pytest.importorskip("pyperf")
+    import json
+    import pyperf
+    from cuzk.micro import _outputs
+    args = ("ntt", "--backend", "cpu", "--log-size", "4", "-p", "1", "-n", "2", "-w", "0", "-l", "1")
+    good = tmp_path / "good.json"
+    assert _micro(*args, "-o", str(good), cwd=tmp_path).returncode == 0
+    doc = json.loads(good.read_text())
+    bad = []
+    for i, poison in enumerate(("metadata", "run", "value", "big")):
+        d = json.loads(json.dumps(doc))
+        runs = d["benchmarks"][0]["runs"]
+        if poison == "metadata":
+            d["metadata"] = True
+        elif poison == "run":
+            runs[0] = 0
+        else:
+            run = next(r for r in runs if "values" in r)
+            run["values"][0] = float("inf") if poison == "value" else 10 ** 400
+        path = tmp_path / f"bad{i}.json"
+        path.write_text(json.dumps(d))
+        bad.append(path)
+    for path in bad:
+        got = _outputs(["ntt", "--append", str(path)], pyperf)
+        assert isinstance(got, str) and got.startswith(f"{path}: "), (path, got)
+    p = _micro(*args, "--append", str(bad[2]), cwd=tmp_path)
+    err = p.stderr.strip().splitlines()
+    assert p.returncode == 2 and len(err) == 1 and str(bad[2]) in err[0] and "mean" not in p.stdout, p.stderr
