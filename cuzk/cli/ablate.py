@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 
 from .. import __version__
@@ -59,8 +60,8 @@ def cmd_ablate(args) -> int:
         need = next(n for n in range(2, 64) if critical_k(n, args.confidence) >= 1)
         raise CliError(f"--repeat {args.repeat} cannot give a {args.confidence:.0%} interval; use >= {need}")
     names = ablate.parse_opt_set(args.opt_set)
-    if args.max_seconds is not None and args.max_seconds <= 0:
-        raise CliError("--max-seconds must be > 0")
+    if args.max_seconds is not None and not (0 < args.max_seconds < math.inf):    # NaN fails every comparison
+        raise CliError("--max-seconds must be a finite number of seconds > 0")
     if args.png:
         _need_plots()
     backend = args.backend

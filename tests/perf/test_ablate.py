@@ -107,6 +107,16 @@ def test_bad_input(capsys, argv, msg):
     assert err.startswith("cuzk: error:") and msg in err and len(err.strip().splitlines()) == 1
 
 
+@pytest.mark.parametrize("value", ["nan", "inf"])
+def test_max_seconds_not_a_finite_time_is_refused(tmp_path, capsys, value):
+    """NaN passed `<= 0` and ran with no limit, writing NaN (no JSON number) into the saved setup."""
+    js = tmp_path / "a.json"
+    assert main(["ablate", "--backend", "cpu", "--log-size", "5", "--repeat", "8", "--opt-set", "A1",
+                 "--max-seconds", value, "--json", str(js)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--max-seconds" in err[0] and not js.exists(), err
+
+
 def test_cuda_without_gpu_is_a_clean_error(capsys):
     from cuzk.backend import gpu_status
     if gpu_status()[0]:
