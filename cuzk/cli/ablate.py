@@ -29,6 +29,7 @@ def cmd_ablate(args) -> int:
     if args.from_json:                     # the report of a saved (possibly cut short) run
         try:
             res = json.loads(read_input(args.from_json, MAX_ABLATION_BYTES))
+            ablate.check_samples(res)      # the report below may be the saved one: its samples judged all the same
             conf = res["setup"]["confidence"] if args.confidence is None else args.confidence
             if conf != res["setup"]["confidence"] or ablate.needs_rejudging(res):
                 res = ablate.rejudge(res, conf)      # the saved samples, other intervals or the correction

@@ -399,6 +399,7 @@ class Ablation:
         self.parts = list((old or {}).get("parts") or [])
         if not old:
             return 0
+        check_samples(old)
         done = int(old.get("rounds_done") or 0)
         saved = {c["label"]: c for c in old["configurations"]}
         missing = [c.label for c in self.configs if c.label not in saved]
@@ -611,6 +612,19 @@ class _Family:
 
     def discoveries(self) -> int:
         return sum(e.verdict in SIGNIFICANT for e in self.effects)
+
+
+def check_samples(res: dict) -> None:
+    """ValueError naming a saved sample that is no time in seconds (NaN, an infinity, <= 0, not a number): a NaN's
+    log is NaN, which goes through every test as a ratio."""
+    for c in res["configurations"]:
+        for key in ("samples", "host_samples", "extra_samples"):
+            for a, xs in (c.get(key) or {}).items():
+                flat = [x for row in xs for x in row] if key == "extra_samples" else xs
+                for x in flat:
+                    if not (is_number(x) and x > 0):
+                        raise ValueError(f"configuration {c['label']}: {key} of {a}: {json.dumps(x)[:40]} "
+                                         f"is not a time in seconds")
 
 
 def rejudge(res: dict, confidence: float) -> dict:

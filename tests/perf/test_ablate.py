@@ -316,6 +316,27 @@ def test_resume_goes_on_from_a_saved_run(tmp_path, capsys):
     assert main(["ablate", "--resume", str(part), "--repeat", "8"]) == 2
 
 
+@pytest.mark.parametrize("poison", [float("nan"), float("inf"), 0.0, -1e-3, 10 ** 400])
+def test_a_saved_sample_that_is_no_time_is_bad_input(tmp_path, capsys, poison):
+    """A NaN sample's log is NaN and went through every test as a ratio: --resume went on measuring from it and
+    --from-json printed its report, exit 0. Either is exit 2 naming the file, the configuration and the phase."""
+    saved = tmp_path / "saved.json"
+    assert main(["ablate", "--backend", "cpu", "--log-size", "5", "--opt-set", "A1", "--no-leave-one-out",
+                 "--repeat", "8", "--max-seconds", "1e-9", "--json", str(saved)]) == 0
+    res = json.loads(saved.read_text())
+    res["configurations"][1]["samples"]["tail_msm"][1] = poison
+    res["configurations"][1]["host_samples"]["tail_msm"][1] = poison
+    part = tmp_path / "part.json"
+    part.write_text(json.dumps(res))
+    capsys.readouterr()
+    for argv in (["--resume", str(part), "--repeat", "8", "--backend", "cpu"], ["--from-json", str(part)],
+                 ["--from-json", str(part), "--confidence", "0.5"]):
+        assert main(["ablate", *argv]) == 2, argv
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and str(part) in err[0] and "tail_msm" in err[0], (argv, err)
+    assert json.loads(part.read_text()) == json.loads(json.dumps(res))     # --resume wrote nothing over it
+
+
 def test_device_keygen_refuses_cpu():
     assert main(["ablate", "--backend", "cpu", "--device-keygen", "--opt-set", "A4,D4"]) == 2
     assert main(["ablate", "--backend", "cpu", "--device-keygen", "--opt-set", "D4"]) == 2
