@@ -209,6 +209,15 @@ class Setup:
         for k in ("max_seconds", "table_gib"):
             if getattr(self, k) is not None and not is_number(getattr(self, k)):
                 raise ValueError(f"setup.{k} is not a number")
+        # a saved setup is not the command line, whose options are checked: the same ranges, judged here
+        least = {"circuits": 1, "parallel_synthesis": 0, "block": 0, "max_discards": 0, "pause_s": 0}
+        for k, low in least.items():
+            if getattr(self, k) < low:
+                raise ValueError(f"setup.{k} = {getattr(self, k)} is below {low}")
+        if self.table_gib is not None and self.table_gib <= 0:
+            raise ValueError(f"setup.table_gib = {self.table_gib} is not > 0")
+        if self.synthesis_pool not in ("thread", "process"):
+            raise ValueError(f"setup.synthesis_pool = {json.dumps(self.synthesis_pool)[:40]} is not thread or process")
         return self
 
     def run_spec(self, opts: OptSet) -> RunSpec:

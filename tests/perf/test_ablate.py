@@ -337,6 +337,24 @@ def test_a_saved_sample_that_is_no_time_is_bad_input(tmp_path, capsys, poison):
     assert json.loads(part.read_text()) == json.loads(json.dumps(res))     # --resume wrote nothing over it
 
 
+@pytest.mark.parametrize("field, value", [("circuits", 0), ("circuits", -1), ("synthesis_pool", "fork"),
+                                          ("parallel_synthesis", -1), ("block", -1), ("max_discards", -1),
+                                          ("pause_s", -1.0), ("table_gib", 0)])
+def test_a_saved_setup_out_of_range_is_refused_before_any_work(tmp_path, capsys, field, value):
+    """--resume takes the saved setup, not the command line's checked options: circuits 0 was an internal error
+    after the key was made, a pool of another name or a negative block ran as if valid."""
+    saved = tmp_path / "saved.json"
+    assert main(["ablate", "--backend", "cpu", "--log-size", "5", "--opt-set", "A1", "--no-leave-one-out",
+                 "--repeat", "8", "--max-seconds", "1e-9", "--json", str(saved)]) == 0
+    res = json.loads(saved.read_text())
+    res["setup"][field] = value
+    saved.write_text(json.dumps(res))
+    capsys.readouterr()
+    assert main(["ablate", "--backend", "cpu", "--resume", str(saved), "--repeat", "8"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"cannot resume {saved}" in err[0] and f"setup.{field}" in err[0], err
+
+
 def test_device_keygen_refuses_cpu():
     assert main(["ablate", "--backend", "cpu", "--device-keygen", "--opt-set", "A4,D4"]) == 2
     assert main(["ablate", "--backend", "cpu", "--device-keygen", "--opt-set", "D4"]) == 2
