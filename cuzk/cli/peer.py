@@ -39,6 +39,8 @@ def sources_arg(items: list[str]) -> dict[str, Path]:
 
 def cmd_peer(args) -> int:
     sizes = {"msm_g1": sizes_arg(args.msm), "ntt": sizes_arg(args.ntt)}
+    if not any(sizes.values()):         # an empty table and exit 0 would read as a run that measured
+        raise CliError("peer: no size to measure (--msm and --ntt are both empty)")
     if args.runs < 1:
         raise CliError("--runs must be >= 1")
     mirrors = sources_arg(args.source)

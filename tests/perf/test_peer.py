@@ -128,6 +128,20 @@ def test_a_point_whose_results_differ_is_said_and_has_no_ratio(tmp_path, monkeyp
     assert [(r["op"], r["equal"], r["ratio"]) for r in doc["rows"]] == [("msm_g1", True, 0.5), ("ntt", False, None)]
 
 
+@pytest.mark.parametrize("argv", [["--msm", "", "--ntt", ""], ["--msm", ",", "--ntt", " "]])
+def test_no_size_to_measure_is_exit_2_before_any_fetch(tmp_path, monkeypatch, capsys, argv):
+    """'' is each option's "none": both none measured nothing, and on a GPU printed an empty table and exit 0
+    after fetching and building the peer."""
+    def fetched(*a, **kw):
+        raise AssertionError("the peer was fetched and built")
+    monkeypatch.setattr(peer, "prepare", fetched)
+    out = tmp_path / "peer.json"
+    assert main(["peer", *argv, "--json", str(out)]) == 2
+    cap = capsys.readouterr()
+    err = cap.err.strip().splitlines()
+    assert len(err) == 1 and "no size to measure" in err[0] and not out.exists() and cap.out == "", err
+
+
 def test_the_tracked_ratio_of_a_differing_point_fails_it():
     import importlib.util
     spec = importlib.util.spec_from_file_location("bench_peer", Path(__file__).parents[2] / "benchmarks" /
