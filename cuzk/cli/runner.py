@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from pathlib import Path
 
 from ..perf import runner_check
@@ -15,6 +16,8 @@ from .common import EXIT_BAD_INPUT, EXIT_OK, CliError, _err, check_paths, write_
 def cmd_runner_check(args: argparse.Namespace) -> int:
     if args.jobs is not None and args.jobs < 1:
         raise CliError(f"runner-check: --jobs {args.jobs}: at least 1")
+    if math.isnan(args.keep_days):      # no file is older than NaN days: nothing would be pruned, silently
+        raise CliError("runner-check: --keep-days nan: a number of days (negative: keep all)")
     if args.json:
         check_paths({"--json": args.json})
     try:

@@ -52,6 +52,7 @@ def test_no_gpu_is_exit_2_and_says_so(monkeypatch, capsys, tmp_path):
     (["--phase", "synthesis"], "not a GPU phase"),
     (["--commit", "no-such-ref-anywhere"], "not a commit"),
     (["--jobs", "0"], "at least 1"),
+    (["--keep-days", "nan"], "--keep-days"),         # NaN: no file older than it, so nothing pruned, silently
 ])
 def test_bad_arguments_are_one_line_before_any_work(monkeypatch, capsys, argv, words):
     _no_gpu(monkeypatch)                 # a check of the GPU would say "no GPU here": the arguments come first
