@@ -66,7 +66,7 @@ def cmd_ablate(args) -> int:
     if args.png:
         _need_plots()
     backend = args.backend
-    if backend == "auto":
+    if backend == "auto" and not args.resume:       # a resumed run takes its saved backend: no note about this one
         ok, why = backends.gpu_status()
         backend = "cuda" if ok else "cpu"
         if not ok:

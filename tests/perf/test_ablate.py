@@ -355,6 +355,16 @@ def test_a_saved_setup_out_of_range_is_refused_before_any_work(tmp_path, capsys,
     assert len(err) == 1 and f"cannot resume {saved}" in err[0] and f"setup.{field}" in err[0], err
 
 
+def test_resume_of_a_bad_file_is_one_line_with_the_default_backend(tmp_path, capsys):
+    """--resume runs on the saved backend: the --backend auto note ("no GPU backend; using the CPU reference")
+    was printed first all the same, a second line before the error."""
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"setup": 1}')
+    assert main(["ablate", "--resume", str(bad), "--repeat", "8"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"cannot resume {bad}" in err[0], err
+
+
 def test_device_keygen_refuses_cpu():
     assert main(["ablate", "--backend", "cpu", "--device-keygen", "--opt-set", "A4,D4"]) == 2
     assert main(["ablate", "--backend", "cpu", "--device-keygen", "--opt-set", "D4"]) == 2
