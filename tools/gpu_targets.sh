@@ -1,7 +1,7 @@
 # Device run: the prover's headline figures in one call, each with its own limit, a table last.
 #   cuzk peer (sppark beside cuzk, results checked equal), G1 MSM 2^26 with and without P2 at the default table
 #   budget, NTT 2^24 and 2^27, 10 x 2^27 partitions pipelined.
-# The peer's sources and its shim come prebuilt in .peercache (carry it; no network on the device):
+# The peer's sources and its shim come prebuilt in .peercache (git-ignored; carry it, no network there):
 #   CUZK_CACHE_DIR=$PWD/.peercache/cz python -c "from cuzk.perf import peer; ..." (peer.fetch, peer.build sm_90)
 set -u -o pipefail
 T0=$(date +%s)

@@ -382,7 +382,9 @@ def _main(argv=None) -> int:
         _err(str(e).splitlines()[0] if str(e) else type(e).__name__)
         return EXIT_BAD_INPUT
     except MemoryError as e:
-        _err(str(e).splitlines()[0] if isinstance(e, DeviceMemoryError) and str(e) else "out of host memory")
+        what = str(e).splitlines()[0] if str(e) else ""     # numpy's says what it could not allocate
+        _err(what if isinstance(e, DeviceMemoryError) and what else
+             "out of host memory" + (f": {what}" if what else " (the allocation that failed gave no size)"))
         return EXIT_BAD_INPUT
     except Exception as e:
         return _internal_error(e)

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 
 from cuzk.cli import main
 
@@ -54,6 +55,21 @@ def test_an_unforeseen_exception_is_one_line_exit_2(monkeypatch, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["cuzk: internal error: LookupError: something nobody planned for "
                    "(a bug; please report it with this line)"]
+
+
+@pytest.mark.parametrize("exc, line", [
+    (MemoryError("Unable to allocate 32.0 GiB for an array with shape (2, 134217728, 16) and data type uint64"),
+     "cuzk: error: out of host memory: Unable to allocate 32.0 GiB for an array with shape (2, 134217728, 16) and "
+     "data type uint64"),
+    (MemoryError(), "cuzk: error: out of host memory (the allocation that failed gave no size)")])
+def test_out_of_host_memory_says_what_could_not_be_allocated(monkeypatch, capsys, exc, line):
+    """A 2^27 pipelined bench on an H100 host ended "out of host memory" alone: numpy's message names the size."""
+    def boom(args):
+        raise exc
+    from cuzk.cli import opts as opts_cmd
+    monkeypatch.setattr(opts_cmd, "cmd_opts", boom)
+    assert main(["opts"]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [line]
 
 
 def test_deep_nesting_and_wrong_shapes_are_exit_2(tmp_path):
