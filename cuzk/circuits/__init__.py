@@ -33,7 +33,8 @@ PACKED: dict[str, Callable] = {
 MIN_LOG_SIZE = {"porep_partition": 5}       # the others start at 3
 
 
-def _check(name: str, log_size: int) -> None:
+def check_size(name: str, log_size: int) -> None:
+    """ValueError where `name` is no circuit or `log_size` is outside its range."""
     if name not in CIRCUITS:
         raise ValueError(f"unknown circuit {name!r}; known: {', '.join(CIRCUITS)}")
     lo = MIN_LOG_SIZE.get(name, 3)
@@ -44,7 +45,7 @@ def _check(name: str, log_size: int) -> None:
 def build(name: str, log_size: int, opts: OptSet | None = None, seed: int = 1, limbs: bool = False):
     """(R1CS, inputs, aux). aux is Fr ints, or with `limbs` whatever the generator made: canonical
     uint32[num_aux, 8] limbs for the generators that write them (porep_partition), else ints."""
-    _check(name, log_size)
+    check_size(name, log_size)
     r1cs, inputs, aux = CIRCUITS[name](log_size, opts=opts, seed=seed)
     if not limbs and aux.dtype != object:
         aux = limbs_to_ints(aux)
@@ -61,7 +62,7 @@ def has_packed_witness(name: str) -> bool:
 
 def witness_packed(name: str, log_size: int, seed: int = 1, opts: OptSet | None = None):
     """(inputs, PackedWitness or None) from the circuit's packed-witness generator (has_packed_witness)."""
-    _check(name, log_size)
+    check_size(name, log_size)
     return PACKED[name](log_size, opts=opts, seed=seed)
 
 
@@ -70,7 +71,7 @@ def witness(name: str, log_size: int, seed: int = 1, opts: OptSet | None = None,
     """(inputs, aux) exactly as build(...)[1:] gives them, for a prover that already holds the circuit.
     Uses the circuit's witness-only generator where it has one (no matrices; aux limbs allocated by
     `alloc(shape, dtype)`, zero-filled), else builds the whole circuit and drops it (`alloc` unused)."""
-    _check(name, log_size)
+    check_size(name, log_size)
     if name not in WITNESSES:
         return build(name, log_size, opts=opts, seed=seed, limbs=limbs)[1:]
     inputs, aux = WITNESSES[name](log_size, opts=opts, seed=seed, alloc=alloc)

@@ -65,18 +65,25 @@ def cmd_ablate(args) -> int:
         raise CliError("--max-seconds must be a finite number of seconds > 0")
     if args.png:
         _need_plots()
-    backend = args.backend
+    backend, note = args.backend, None
     if backend == "auto" and not args.resume:       # a resumed run takes its saved backend: no note about this one
         ok, why = backends.gpu_status()
         backend = "cuda" if ok else "cpu"
         if not ok:
-            print(f"cuzk: no GPU backend ({why}); using the CPU reference", file=sys.stderr)
+            note = f"cuzk: no GPU backend ({why}); using the CPU reference"
     setup = ablate.Setup(backend=backend, circuit=args.circuit, log_size=args.log_size, circuits=args.circuits,
                          repeat=args.repeat, names=names, confidence=args.confidence,
                          parallel_synthesis=args.parallel_synthesis, synthesis_pool=args.synthesis_pool or "thread",
                          convention=args.convention, generator=args.generator,
                          leave_one_out=not args.no_leave_one_out, max_seconds=args.max_seconds,
                          device_keygen=args.device_keygen, others=args.others, table_gib=table_gib())
+    if not args.resume:                    # a bad size is one line, before any note
+        try:
+            setup.check()
+        except ValueError as e:
+            raise CliError(f"ablate: {e}") from e
+        if note:
+            print(note, file=sys.stderr)
     resume = None
     if args.resume:                        # the saved run's setup; this command line gives repeat, confidence, time
         try:

@@ -44,6 +44,7 @@ import sys
 import time
 from dataclasses import dataclass, field, replace
 
+from ..circuits import check_size
 from ..context import context_for_key
 from ..opts import REGISTRY, OptError, OptSet, resolve
 from ..run import BackendError, RunError, RunSpec, all_verify, key_context, open_backend, synthesize_batch
@@ -218,6 +219,7 @@ class Setup:
             raise ValueError(f"setup.table_gib = {self.table_gib} is not > 0")
         if self.synthesis_pool not in ("thread", "process"):
             raise ValueError(f"setup.synthesis_pool = {json.dumps(self.synthesis_pool)[:40]} is not thread or process")
+        check_size(self.circuit, self.log_size)
         return self
 
     def run_spec(self, opts: OptSet) -> RunSpec:

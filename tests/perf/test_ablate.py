@@ -117,6 +117,16 @@ def test_max_seconds_not_a_finite_time_is_refused(tmp_path, capsys, value):
     assert len(err) == 1 and "--max-seconds" in err[0] and not js.exists(), err
 
 
+@pytest.mark.parametrize("args", [["--log-size", "99"], ["--log-size", "2", "--repeat", "8"],
+                                  ["--circuit", "porep_partition", "--log-size", "4"]])
+def test_a_size_out_of_range_is_one_line_before_any_note(tmp_path, capsys, args):
+    """The backend's note and the correction's note came first: three lines for one error."""
+    js = tmp_path / "a.json"
+    assert main(["ablate", *args, "--json", str(js)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--log-size must be in" in err[0] and not js.exists(), err
+
+
 def test_cuda_without_gpu_is_a_clean_error(capsys):
     from cuzk.backend import gpu_status
     if gpu_status()[0]:
