@@ -382,9 +382,12 @@ def _main(argv=None) -> int:
         _err(str(e).splitlines()[0] if str(e) else type(e).__name__)
         return EXIT_BAD_INPUT
     except MemoryError as e:
-        what = str(e).splitlines()[0] if str(e) else ""     # numpy's says what it could not allocate
-        _err(what if isinstance(e, DeviceMemoryError) and what else
-             "out of host memory" + (f": {what}" if what else " (the allocation that failed gave no size)"))
+        what = str(e).splitlines()[0] if str(e) else ""     # numpy's and CuPy's say what they could not allocate
+        if isinstance(e, DeviceMemoryError) and what:
+            _err(what)
+        else:                           # CuPy's OutOfMemoryError is a MemoryError too: the device's, not the host's
+            where = "device" if type(e).__module__.startswith("cupy") else "host"
+            _err(f"out of {where} memory" + (f": {what}" if what else " (the allocation that failed gave no size)"))
         return EXIT_BAD_INPUT
     except Exception as e:
         return _internal_error(e)

@@ -61,9 +61,14 @@ def test_an_unforeseen_exception_is_one_line_exit_2(monkeypatch, capsys):
     (MemoryError("Unable to allocate 32.0 GiB for an array with shape (2, 134217728, 16) and data type uint64"),
      "cuzk: error: out of host memory: Unable to allocate 32.0 GiB for an array with shape (2, 134217728, 16) and "
      "data type uint64"),
-    (MemoryError(), "cuzk: error: out of host memory (the allocation that failed gave no size)")])
-def test_out_of_host_memory_says_what_could_not_be_allocated(monkeypatch, capsys, exc, line):
-    """A 2^27 pipelined bench on an H100 host ended "out of host memory" alone: numpy's message names the size."""
+    (MemoryError(), "cuzk: error: out of host memory (the allocation that failed gave no size)"),
+    (type("OutOfMemoryError", (MemoryError,), {"__module__": "cupy.cuda.memory"})(
+        "Out of memory allocating 8,589,934,592 bytes (allocated so far: 75,161,927,680 bytes)."),
+     "cuzk: error: out of device memory: Out of memory allocating 8,589,934,592 bytes (allocated so far: "
+     "75,161,927,680 bytes).")])
+def test_out_of_memory_says_which_memory_and_what_could_not_be_allocated(monkeypatch, capsys, exc, line):
+    """A 2^27 pipelined bench on an H100 ended "out of host memory" alone: numpy's message names the size, and
+    CuPy's OutOfMemoryError (a MemoryError) is the device's memory, not the host's."""
     def boom(args):
         raise exc
     from cuzk.cli import opts as opts_cmd
