@@ -473,3 +473,21 @@ def test_a_regression_the_reported_times_show_unsignificantly_is_one_on_the_gate
     res = gate.from_dict(doc)
     verdicts = {c.area: (c.verdict, math.isfinite(c.clock_p)) for c in res.outcomes[0].comparisons}
     assert verdicts == {"ntt_msm_h": ("regression", True), "tail_msm": ("regression", False)}
+
+
+def test_a_regression_in_one_phase_does_not_cover_times_another_phase_reported_short():
+    """tail_msm honestly +5% slower in both clocks; the head's ntt_msm_h calls took half as long again while it
+    reported them unchanged. The forged phase voids the head's reported times, the regressed phase's too (its size
+    is the head's word): untrusted, naming it, never exit 1 with ntt_msm_h read as no change."""
+    rounds = _rounds(lambda s, r, i: 0.0)
+    for rd in rounds:
+        for name, reported, clock in (("tail_msm", 1.05, 1.05), ("ntt_msm_h", 1.0, 1.5)):
+            b = rd["base"]["areas"]["tail_msm"]
+            bs = list(b["samples"])
+            rd["base"]["areas"][name] = {**b, "samples": bs, "asked_s": [x + 0.0007 for x in bs]}
+            rd["head"]["areas"][name] = {**b, "samples": [x * reported for x in bs],
+                                         "asked_s": [x * clock + 0.0007 for x in bs]}
+    res = gate.from_dict(_doc(rounds, threshold=0.02, areas=["ntt_msm_h", "tail_msm"]))
+    (oc,) = res.outcomes
+    assert oc.status == "untrusted" and "phase ntt_msm_h: the gate's own clock" in oc.message
+    assert res.exit_code == 2
