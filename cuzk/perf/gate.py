@@ -989,14 +989,19 @@ def _judge(cfg: GateConfig, oc: Outcome) -> None:
     # regression too (the head's reported times are void, that regression's size with them, and exit 1 would
     # show the hidden phase as no change)
     for i, c in enumerate(oc.comparisons):
-        if c.verdict == REGRESSION:
-            continue
         own = own_clock(oc, c.area, c.threshold, cfg.alpha)
         if own is None or own.verdict != REGRESSION:
             continue
-        if c.ratio >= own.ratio:        # the round trips' fixed ~1 ms dilutes an honest slowdown: nothing hid it
+        if c.verdict == REGRESSION:
+            # a regression reported far smaller than the clock reads it (their intervals apart, the clock's
+            # above) is not taken at the head's word: its size is what a reviewer weighs
+            hidden = own.ci_low > c.ci_high
+        elif c.ratio >= own.ratio:      # the round trips' fixed ~1 ms dilutes an honest slowdown: nothing hid it
             oc.comparisons[i] = replace(c, verdict=REGRESSION, clock_ratio=own.ratio, clock_p=own.p_value)
+            hidden = False
         else:
+            hidden = True
+        if hidden:
             oc.status, oc.comparisons = "untrusted", []
             oc.message = (f"phase {c.area}: the gate's own clock (each sample's round trip) reads the head "
                           f"x{own.ratio:.3f} (p={own.p_value:.4f}), a regression, where the times the workers "
