@@ -227,7 +227,10 @@ def test_a_head_that_leaves_work_running_is_stopped_beside_the_base_samples(gate
     the gate then reports (exit 1), and the base's samples are untouched by it. A chain of short threads also
     costs the kernel time on the sampling CPU that no thread of the worker is charged with (each thread made and
     ended, some of it done later, beside the base's samples too, and beside its own, in its sampling thread's run
-    delay): past the share of the threshold, the run is untrusted instead (exit 2); never a pass either way."""
+    delay): past the share of the threshold, the run is untrusted instead (exit 2); never a pass either way. The
+    spinner (or the chain) holds the GIL between the head's timed calls too: a phase whose round trips the gate's clock reads
+    slower where its reported times do not (synthesis x7.3 against x0.99 on 2 vCPUs) is untrusted (exit 2), its
+    untimed work grown, whatever the other phases show."""
     d, base, cfg = gate_repo
     _branch(d, base, name)
     head = commit_change(d, "cuzk/__init__.py", lambda t: t + code, "a background thread")
@@ -240,6 +243,9 @@ def test_a_head_that_leaves_work_running_is_stopped_beside_the_base_samples(gate
     assert "PASS" not in p.stdout
     cpu_rule = p.returncode == 2 and oc["status"] == "untrusted" and any(w in oc["message"] for w in (
         "samples other work took the sampling CPU", "sampling thread was held"))
+    if p.returncode == 2 and oc["status"] == "untrusted" and "the gate's own clock" in oc["message"]:
+        assert "where the times the workers reported read less" in oc["message"], oc["message"]
+        return
     if name == "churn" and p.returncode == 2:
         assert cpu_rule, oc["message"]
         return
