@@ -15,7 +15,7 @@
 # calls and leases share one set and merge (python -m cuzk.perf.calibrate --merge). Into $OUT: the new records,
 # each run's calibrate JSON, and nz.tgz with every run's gate.json and log (a call returns at most 8 files).
 set -u -o pipefail
-T0=$(date +%s)
+START=$(date +%s)
 source tools/device_setup.sh
 export CUZK_CUBIN_DIR=${CUZK_CUBIN_DIR:-$PWD/.cubin} CUZK_CACHE_DIR=${CUZK_CACHE_DIR:-/tmp/cz}
 CFG=${CFG:-tools/gate-cuda24.toml} NZ=${NZ:-noise24} REC=${REC:-0} INJ=${INJ:-} TAG=${TAG:-run}
@@ -27,7 +27,7 @@ GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 MACHINE=${MACHINE:-$(echo "$GPU" | tr 'A-Z' 'a-z' | tr -cs 'a-z0-9._\n' '-' | sed 's/-*$//' | cut -c1-64)}
 rm -rf "$W"                     # a warm machine keeps an earlier call's runs of the same TAG
 mkdir -p "$OUT" "$DATA" "$W"
-left() { echo $(( DEADLINE - ($(date +%s) - T0) )); }
+left() { echo $(( DEADLINE - ($(date +%s) - START) )); }
 table=()
 
 one() {  # one calibrate run: name, then calibrate's arguments
@@ -101,5 +101,5 @@ for (k, a), v in sorted(per.items()):
 for (k, a), m in sorted(worst.items()):
     print(f"round median {k:9s} {a:15s} most {m:.4%} of the sample")
 EOF
-echo "=== $TAG: $(( $(date +%s) - T0 )) s"
+echo "=== $TAG: $(( $(date +%s) - START )) s"
 [ "${#table[@]}" -eq 0 ] || printf '%s\n' "${table[@]}"
