@@ -447,8 +447,9 @@ def publish(repo: Path, remote: str = "origin", results_branch: str = RESULTS_BR
     repo = Path(repo).resolve()
     if assets is not None:              # an input: judged before asv publish replaces the site there was
         from .asv_assets import missing
-        if missing(assets):
-            raise HistoryError(f"asset files missing under {assets}: {', '.join(missing(assets))} (npm ci in .ci/node)")
+        gone = missing(assets)
+        if gone:
+            raise HistoryError(f"asset files missing under {assets}: {', '.join(gone)} (npm ci in .ci/node)")
     conf = _conf(repo)
     results, html = _own_dirs(repo, conf)
     with _locked(repo):
@@ -1133,7 +1134,7 @@ def despike(values: list[float], k: float = 6.0, floor: float = 0.01) -> tuple[l
     n = len(values)
     if n < 3:
         return list(values), []
-    med = [sorted(values[min(max(i - 1, 0), n - 3):][:3])[1] for i in range(n)]
+    med = [sorted(values[j:j + 3])[1] for j in (min(max(i - 1, 0), n - 3) for i in range(n))]
     scale = max(1.4826 * statistics.median(abs(v - m) for v, m in zip(values, med)),
                 floor * abs(statistics.median(values)))
     out = [m if i < n - 1 and abs(v - m) > k * scale else v for i, (v, m) in enumerate(zip(values, med))]
