@@ -118,7 +118,8 @@ def test_ci_runs_exactly_the_readme_install_then_its_test_command():
 def test_perf_pr_is_gated_and_fails_on_1_or_2():
     wf = _load("perf-pr.yml")
     trig = _on(wf)
-    assert "pull_request_target" not in trig and "pull_request" in trig
+    # the base's workflow file: a pull request that edits this one runs the base's version
+    assert set(trig) == {"pull_request_target"}
     job = wf["jobs"]["gate"]
     assert job["runs-on"] == ["self-hosted", "linux", "gpu"]
     assert job["if"] == "github.event.label.name == 'perf'"   # a maintainer's label...
@@ -135,10 +136,6 @@ def test_perf_pr_is_gated_and_fails_on_1_or_2():
     assert 'cuzk" runner-check --commit HEAD^1 --commit HEAD' in text
     assert text.index("gpu-state --one-gpu") < text.index("runner-check") < text.index("gate --base")
     _same_cubin_cache(job, "runner-check", "gate --base")
-    # the comment workflow learns the pull request from the artifact: the number goes in through env
-    (num,) = [s for s in job["steps"] if "pr-number" in s.get("run", "")]
-    assert num["env"] == {"PR_NUMBER": "${{ github.event.pull_request.number }}"}
-    assert '"$PR_NUMBER" > "$RUNNER_TEMP/gate-out/pr-number"' in num["run"]
 
 
 def test_nightly_records_with_samples_and_publishes():
@@ -209,7 +206,7 @@ def _by_trigger(event: str) -> list[tuple[str, dict]]:
 def test_perf_pr_runs_only_for_the_perf_label_event():
     """The label event is the approval: a push (synchronize), opening or reopening never starts the GPU job."""
     wf = _load("perf-pr.yml")
-    assert _on(wf) == {"pull_request": {"types": ["labeled"]}}
+    assert _on(wf) == {"pull_request_target": {"types": ["labeled"]}}
     assert wf["jobs"]["gate"]["if"] == "github.event.label.name == 'perf'"
     # another label added meanwhile lands in its own concurrency group, so it cannot cancel a running gate
     assert "github.event.label.name" in wf["concurrency"]["group"]
@@ -241,7 +238,7 @@ def test_no_self_hosted_job_holds_a_write_token():
 
 
 def test_a_new_push_drops_the_perf_label():
-    (found,) = _by_trigger("pull_request_target")
+    (found,) = [(f, wf) for f, wf in _by_trigger("pull_request_target") if "synchronize" in str(_on(wf))]
     f, wf = found
     assert _on(wf) == {"pull_request_target": {"types": ["synchronize"]}}
     assert wf["permissions"] == {}
@@ -252,33 +249,52 @@ def test_a_new_push_drops_the_perf_label():
     assert "labels/perf" in text or "--remove-label perf" in text
 
 
+def test_the_verdict_is_a_status_from_the_gate_jobs_outcome():
+    """The required check: a commit status on the labelled head, posted by a GitHub-hosted job of the base's
+    workflow from the gate job's result, never from the artifact (written where the pull request's code ran),
+    and before anything of the artifact is read. A check run of a pull_request_target run sits on the base's
+    commit, and under `pull_request` the pull request's own workflow file would post it."""
+    wf = _load("perf-pr.yml")
+    job = wf["jobs"]["verdict"]
+    assert job["needs"] == "gate" and job["if"] == "always() && needs.gate.result != 'skipped'"
+    # one writer a pull request: two runs never both post a new comment
+    assert job["concurrency"] == {"group": "perf-pr-verdict-${{ github.event.pull_request.number }}",
+                                  "cancel-in-progress": False}
+    assert not _self_hosted(job)
+    assert job["permissions"] == {"statuses": "write", "pull-requests": "write", "contents": "read"}
+    env = job["env"]
+    assert env["RESULT"] == "${{ needs.gate.result }}"
+    assert env["LABELLED"] == "${{ github.event.pull_request.head.sha }}"
+    assert env["PR"] == "${{ github.event.pull_request.number }}"
+    steps = job["steps"]
+    (status,) = [i for i, s in enumerate(steps) if "/statuses/" in s.get("run", "")]
+    run = steps[status]["run"]
+    assert '"repos/$REPO/statuses/$LABELLED"' in run and 'context="cuzk gate"' in run
+    assert '[ "$RESULT" = success ]' in run and "state=\"$S\"" in run
+    # the status comes first: nothing of the artifact or the checkout has been read when it is posted
+    assert status == 0
+    # the gate job's only other artifact reader is gone: the comment is this job's
+    assert not _by_trigger("workflow_run")
+
+
 def test_the_gate_comment_reads_the_artifact_as_data():
     import re
-    (found,) = _by_trigger("workflow_run")
-    f, wf = found
-    assert _on(wf)["workflow_run"] == {"workflows": ["perf-pr"], "types": ["completed"]}
-    assert wf["permissions"] == {}
-    (job,) = wf["jobs"].values()
-    # by name alone, a workflow a pull request adds under that name would have its artifact posted
-    assert "github.event.workflow_run.path == '.github/workflows/perf-pr.yml'" in job["if"]
-    assert not _self_hosted(job)
-    assert job["permissions"] == {"pull-requests": "write", "actions": "read", "contents": "read"}
+    job = _load("perf-pr.yml")["jobs"]["verdict"]
     # the default branch's code: no ref or repository of the pull request is checked out
     (co,) = _checkouts(job)
     assert not {"ref", "repository"} & set(co.get("with", {})) and co["with"]["persist-credentials"] is False
-    text = _steps_text(job)
+    (down,) = [s for s in job["steps"] if s.get("uses", "").startswith("actions/download-artifact@")]
+    assert down["with"] == {"name": "perf-gate-${{ github.run_attempt }}", "path": "${{ runner.temp }}/art"}
     runs = "\n".join(s.get("run", "") for s in job["steps"])
-    assert "-D art" in runs and "gh run download" in runs
     # nothing from the artifact is run, sourced, installed or made executable
     execs = re.compile(r"(?:^|[\s;&|(`])(?:bash|sh|zsh|source|python3?|node|perl|eval|exec|\.)\s+[\"']?[^\s\"']*art/")
     assert not execs.search(runs), execs.search(runs)
-    assert not re.search(r"(?:^|[;&|]|then|else|do)\s*\.?/?art/", runs, re.M)
+    assert not re.search(r"(?:^|[;&|]|then|else|do)\s*\.?/?\$RUNNER_TEMP/art/", runs, re.M)
     assert "chmod" not in runs and not re.search(r"pip install[^\n]*art", runs)
-    assert "cuzk gate --from-json art/gate.json --comment comment.md" in text
-    # the number is checked, and a run of an older head comments nothing
-    assert "^[0-9]+$" in runs and "headRefOid" in runs
-    heads = [s for s in job["steps"] if "headRefOid" in s.get("run", "")]
-    assert heads[0]["env"]["RUN_HEAD"] == "${{ github.event.workflow_run.head_sha }}"
+    assert 'A="$RUNNER_TEMP/art/gate.json"' in runs and 'cuzk gate --from-json "$A" --comment comment.md' in runs
+    assert "::stop-commands::" in runs
+    # a run of an older head comments nothing
+    assert '[ "$NOW" = "$LABELLED" ]' in runs and "/pulls/$PR" in runs
     # one sticky comment: found by its marker, updated in place, else posted
     assert "<!-- cuzk-gate -->" in runs and "-X PATCH" in runs and "-F body=@comment.md" in runs
 
@@ -335,7 +351,9 @@ def test_the_gate_is_judged_by_the_base_tool():
     job = _load("perf-pr.yml")["jobs"]["gate"]
     cos = {s["with"]["path"]: s["with"] for s in _checkouts(job)}
     assert set(cos) == {"pr", "tool"}
-    assert "ref" not in cos["pr"] and cos["pr"]["fetch-depth"] == 0           # the merge commit and its parents
+    # the merge commit and its parents (pull_request_target's own checkout would be the base)
+    assert cos["pr"]["ref"] == "refs/pull/${{ github.event.pull_request.number }}/merge"
+    assert cos["pr"]["fetch-depth"] == 0
     assert cos["tool"]["ref"] == "${{ github.event.pull_request.base.sha }}"
     installs = [s for s in job["steps"] if "cuda_extra.py install" in s.get("run", "")]
     assert installs and all("tool/cuzk/cuda_extra.py install -e tool perf" in s["run"] and " . " not in s["run"]
@@ -343,6 +361,48 @@ def test_the_gate_is_judged_by_the_base_tool():
     for s in job["steps"]:
         if "cuzk\" gate" in s.get("run", "") or "gpu-state" in s.get("run", ""):
             assert s["working-directory"] == "pr" and '"$RUNNER_TEMP/venv/bin/cuzk"' in s["run"]
+
+
+def test_a_push_after_the_label_is_never_measured(tmp_path):
+    """Under pull_request_target the checkout of refs/pull/N/merge happens after the approval, and a push in
+    between would move that ref to a head nobody labelled: the step after the checkout, run here on a real
+    merge commit, passes only when the merge's second parent is the labelled head, before any step runs
+    the pull request's code."""
+    job = _load("perf-pr.yml")["jobs"]["gate"]
+    steps = job["steps"]
+    first_pr = next(i for i, s in enumerate(steps) if s.get("with", {}).get("path") == "pr")
+    check = steps[first_pr + 1]
+    assert check["working-directory"] == "pr"
+    assert check["env"] == {"LABELLED": "${{ github.event.pull_request.head.sha }}"}
+    assert all("cuzk" not in s.get("run", "") for s in steps[:first_pr + 1])
+
+    def git(*a):
+        return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *a], cwd=tmp_path, check=True,
+                              capture_output=True, text=True).stdout.strip()
+    git("init", "-q", "-b", "main")
+    (tmp_path / "f").write_text("base\n")
+    git("add", "f")
+    git("commit", "-qm", "base")
+    git("checkout", "-qb", "pr")
+    (tmp_path / "g").write_text("head\n")
+    git("add", "g")
+    git("commit", "-qm", "labelled head")
+    labelled = git("rev-parse", "HEAD")
+    (tmp_path / "g").write_text("pushed after the label\n")
+    git("commit", "-qam", "a later push")
+    later = git("rev-parse", "HEAD")
+    git("checkout", "-q", "main")
+
+    def step(head_of_merge, label):
+        git("checkout", "-q", "main")
+        git("merge", "-q", "--no-ff", "--no-edit", head_of_merge)
+        p = subprocess.run(["bash", "-e", "-c", check["run"]], cwd=tmp_path, env={**os.environ, "LABELLED": label},
+                           capture_output=True, text=True)
+        git("reset", "-q", "--hard", "HEAD^1")
+        return p
+    assert step(labelled, labelled).returncode == 0
+    moved = step(later, labelled)
+    assert moved.returncode == 2 and f"not the labelled {labelled}" in moved.stdout
 
 
 # --- one dependency set (constraints.txt) ---
@@ -403,8 +463,7 @@ def test_every_install_path_takes_the_constraints():
     """Each install goes through cuzk/cuda_extra.py's install, which passes constraints.txt to pip; nothing calls
     pip itself (that would take whatever the index has that day)."""
     lines = _install_lines()
-    for where in (".ci/run", "README step 1", "asv.conf.json", "perf-pr.yml", "perf-nightly.yml",
-                  "perf-pr-comment.yml"):
+    for where in (".ci/run", "README step 1", "asv.conf.json", "perf-pr.yml", "perf-nightly.yml"):
         assert lines.get(where), f"{where} installs nothing?"
     for where, found in lines.items():
         for ln in found:
