@@ -122,7 +122,8 @@ def test_perf_pr_is_gated_and_fails_on_1_or_2():
     assert set(trig) == {"pull_request_target"}
     job = wf["jobs"]["gate"]
     assert job["runs-on"] == ["self-hosted", "linux", "gpu"]
-    assert job["if"] == "github.event.label.name == 'perf'"   # a maintainer's label...
+    # a maintainer's label, on a pull request into the default branch (whose workflow file this is)...
+    assert job["if"] == "github.event.label.name == 'perf' && github.event.pull_request.base.ref == github.event.repository.default_branch"
     assert job["environment"] == "gpu-perf"                    # ...and an approval per run
     text = _steps_text(job)
     assert 'cuzk" gate --base HEAD^1 --head HEAD --out "$RUNNER_TEMP/gate-out"' in text
@@ -207,7 +208,7 @@ def test_perf_pr_runs_only_for_the_perf_label_event():
     """The label event is the approval: a push (synchronize), opening or reopening never starts the GPU job."""
     wf = _load("perf-pr.yml")
     assert _on(wf) == {"pull_request_target": {"types": ["labeled"]}}
-    assert wf["jobs"]["gate"]["if"] == "github.event.label.name == 'perf'"
+    assert wf["jobs"]["gate"]["if"] == "github.event.label.name == 'perf' && github.event.pull_request.base.ref == github.event.repository.default_branch"
     # another label added meanwhile lands in its own concurrency group, so it cannot cancel a running gate
     assert "github.event.label.name" in wf["concurrency"]["group"]
 
@@ -240,9 +241,11 @@ def test_no_self_hosted_job_holds_a_write_token():
 def test_a_new_push_drops_the_perf_label():
     (found,) = [(f, wf) for f, wf in _by_trigger("pull_request_target") if "synchronize" in str(_on(wf))]
     f, wf = found
-    assert _on(wf) == {"pull_request_target": {"types": ["synchronize"]}}
-    assert wf["permissions"] == {}
+    # a new head, a new base (an edit of the base; other edits leave the label) or a reopening
+    assert _on(wf) == {"pull_request_target": {"types": ["synchronize", "edited", "reopened"]}}
     (job,) = wf["jobs"].values()
+    assert job["if"] == "github.event.action != 'edited' || github.event.changes.base"
+    assert wf["permissions"] == {}
     assert not _self_hosted(job) and job["permissions"] == {"pull-requests": "write"}
     assert not [s for s in job["steps"] if "uses" in s]          # no checkout, no action: nothing of the PR runs
     text = _steps_text(job)
@@ -251,40 +254,64 @@ def test_a_new_push_drops_the_perf_label():
 
 def test_the_verdict_is_a_status_from_the_gate_jobs_outcome():
     """The required check: a commit status on the labelled head, posted by a GitHub-hosted job of the base's
-    workflow from the gate job's result, never from the artifact (written where the pull request's code ran),
-    and before anything of the artifact is read. A check run of a pull_request_target run sits on the base's
-    commit, and under `pull_request` the pull request's own workflow file would post it."""
+    workflow from the gate job's result. That job checks out nothing and downloads nothing: its write token
+    never meets what the pull request's code wrote. A check run of a pull_request_target run sits on the
+    default branch's commit, and under `pull_request` the pull request's own workflow file would post it."""
     wf = _load("perf-pr.yml")
-    job = wf["jobs"]["verdict"]
+    job = wf["jobs"]["status"]
     assert job["needs"] == "gate" and job["if"] == "always() && needs.gate.result != 'skipped'"
-    # one writer a pull request: two runs never both post a new comment
-    assert job["concurrency"] == {"group": "perf-pr-verdict-${{ github.event.pull_request.number }}",
-                                  "cancel-in-progress": False}
-    assert not _self_hosted(job)
-    assert job["permissions"] == {"statuses": "write", "pull-requests": "write", "contents": "read"}
-    env = job["env"]
+    assert not _self_hosted(job) and job["permissions"] == {"statuses": "write"}
+    (step,) = job["steps"]
+    assert "uses" not in step
+    env = step["env"]
     assert env["RESULT"] == "${{ needs.gate.result }}"
     assert env["LABELLED"] == "${{ github.event.pull_request.head.sha }}"
-    assert env["PR"] == "${{ github.event.pull_request.number }}"
-    steps = job["steps"]
-    (status,) = [i for i, s in enumerate(steps) if "/statuses/" in s.get("run", "")]
-    run = steps[status]["run"]
+    run = step["run"]
     assert '"repos/$REPO/statuses/$LABELLED"' in run and 'context="cuzk gate"' in run
-    assert '[ "$RESULT" = success ]' in run and "state=\"$S\"" in run
-    # the status comes first: nothing of the artifact or the checkout has been read when it is posted
-    assert status == 0
-    # the gate job's only other artifact reader is gone: the comment is this job's
+    assert '[ "$RESULT" = success ]' in run and 'state="$S"' in run
+    # the gate job's other artifact reader, the workflow_run comment job, is gone: the comment is this run's
     assert not _by_trigger("workflow_run")
+    # the approver sees the head the run will measure
+    assert wf["run-name"] == ("perf-pr #${{ github.event.pull_request.number }} at "
+                              "${{ github.event.pull_request.head.sha }}")
+
+
+def test_the_status_step_maps_the_gate_result(tmp_path):
+    """The status step's script, run with a stand-in `gh` that records its arguments: success only for a
+    gate job that succeeded; failure for failure, cancelled and timed-out runs."""
+    (step,) = _load("perf-pr.yml")["jobs"]["status"]["steps"]
+    gh = tmp_path / "gh"
+    gh.write_text('#!/bin/sh\nprintf "%s\\n" "$@" > "$GH_ARGS"\n')
+    gh.chmod(0o755)
+    for result, state in (("success", "success"), ("failure", "failure"), ("cancelled", "failure")):
+        env = {**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}", "GH_ARGS": str(tmp_path / "args"),
+               "REPO": "o/r", "LABELLED": "abc123", "RESULT": result, "ATTEMPT": "2", "RUN_URL": "https://x/1"}
+        subprocess.run(["bash", "-e", "-c", step["run"]], env=env, check=True)
+        args = (tmp_path / "args").read_text().splitlines()
+        assert args[:2] == ["api", "repos/o/r/statuses/abc123"]
+        assert f"state={state}" in args and "context=cuzk gate" in args and "target_url=https://x/1" in args
+        (desc,) = [a for a in args if a.startswith("description=")]
+        assert "attempt 2" in desc and len(desc) - len("description=") <= 140       # the API's limit
 
 
 def test_the_gate_comment_reads_the_artifact_as_data():
     import re
-    job = _load("perf-pr.yml")["jobs"]["verdict"]
+    job = _load("perf-pr.yml")["jobs"]["comment"]
+    assert job["needs"] == "gate" and not _self_hosted(job)
+    assert job["permissions"] == {"pull-requests": "write", "contents": "read"}
+    # one writer a pull request: two runs never both post a new comment
+    assert job["concurrency"] == {"group": "perf-pr-comment-${{ github.event.pull_request.number }}",
+                                  "cancel-in-progress": False}
+    # the token only where the API is called: not in the install, the download or the rendering
+    assert "GH_TOKEN" not in job.get("env", {})
+    for s in job["steps"]:
+        assert ("GH_TOKEN" in s.get("env", {})) == ("gh api" in s.get("run", "")), s
     # the default branch's code: no ref or repository of the pull request is checked out
     (co,) = _checkouts(job)
     assert not {"ref", "repository"} & set(co.get("with", {})) and co["with"]["persist-credentials"] is False
     (down,) = [s for s in job["steps"] if s.get("uses", "").startswith("actions/download-artifact@")]
-    assert down["with"] == {"name": "perf-gate-${{ github.run_attempt }}", "path": "${{ runner.temp }}/art"}
+    # the gate attempt's own artifact, also when this job is re-run alone (a new attempt number)
+    assert down["with"] == {"name": "${{ needs.gate.outputs.artifact }}", "path": "${{ runner.temp }}/art"}
     runs = "\n".join(s.get("run", "") for s in job["steps"])
     # nothing from the artifact is run, sourced, installed or made executable
     execs = re.compile(r"(?:^|[\s;&|(`])(?:bash|sh|zsh|source|python3?|node|perl|eval|exec|\.)\s+[\"']?[^\s\"']*art/")
@@ -363,46 +390,70 @@ def test_the_gate_is_judged_by_the_base_tool():
             assert s["working-directory"] == "pr" and '"$RUNNER_TEMP/venv/bin/cuzk"' in s["run"]
 
 
-def test_a_push_after_the_label_is_never_measured(tmp_path):
-    """Under pull_request_target the checkout of refs/pull/N/merge happens after the approval, and a push in
-    between would move that ref to a head nobody labelled: the step after the checkout, run here on a real
-    merge commit, passes only when the merge's second parent is the labelled head, before any step runs
-    the pull request's code."""
+def test_a_push_or_a_new_base_after_the_label_is_never_measured(tmp_path):
+    """Under pull_request_target the checkout of refs/pull/N/merge happens after the approval, and a push or a
+    new base in between would move that ref to a head or base nobody labelled: the step after the checkout,
+    run here on real merge commits, passes only when the merge's second parent is the labelled head and its
+    first holds the labelled base, before any step runs the pull request's code."""
     job = _load("perf-pr.yml")["jobs"]["gate"]
     steps = job["steps"]
     first_pr = next(i for i, s in enumerate(steps) if s.get("with", {}).get("path") == "pr")
     check = steps[first_pr + 1]
     assert check["working-directory"] == "pr"
-    assert check["env"] == {"LABELLED": "${{ github.event.pull_request.head.sha }}"}
+    assert check["env"] == {"LABELLED": "${{ github.event.pull_request.head.sha }}",
+                            "BASE_SHA": "${{ github.event.pull_request.base.sha }}"}
     assert all("cuzk" not in s.get("run", "") for s in steps[:first_pr + 1])
 
     def git(*a):
         return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *a], cwd=tmp_path, check=True,
                               capture_output=True, text=True).stdout.strip()
-    git("init", "-q", "-b", "main")
-    (tmp_path / "f").write_text("base\n")
-    git("add", "f")
-    git("commit", "-qm", "base")
-    git("checkout", "-qb", "pr")
-    (tmp_path / "g").write_text("head\n")
-    git("add", "g")
-    git("commit", "-qm", "labelled head")
-    labelled = git("rev-parse", "HEAD")
-    (tmp_path / "g").write_text("pushed after the label\n")
-    git("commit", "-qam", "a later push")
-    later = git("rev-parse", "HEAD")
-    git("checkout", "-q", "main")
 
-    def step(head_of_merge, label):
-        git("checkout", "-q", "main")
+    def commit(name, text):
+        (tmp_path / name).write_text(text)
+        git("add", name)
+        git("commit", "-qm", text)
+        return git("rev-parse", "HEAD")
+    git("init", "-q", "-b", "main")
+    root = commit("f", "root")
+    base = commit("f", "the labelled base")
+    git("checkout", "-qb", "other", root)
+    commit("o", "another branch")
+    git("checkout", "-qb", "pr", base)
+    labelled = commit("g", "labelled head")
+    later = commit("g", "a later push")
+
+    def step(into, head_of_merge, label):
+        git("checkout", "-q", "--detach", into)
         git("merge", "-q", "--no-ff", "--no-edit", head_of_merge)
-        p = subprocess.run(["bash", "-e", "-c", check["run"]], cwd=tmp_path, env={**os.environ, "LABELLED": label},
-                           capture_output=True, text=True)
-        git("reset", "-q", "--hard", "HEAD^1")
-        return p
-    assert step(labelled, labelled).returncode == 0
-    moved = step(later, labelled)
+        env = {**os.environ, "LABELLED": label, "BASE_SHA": base}
+        return subprocess.run(["bash", "-e", "-c", check["run"]], cwd=tmp_path, env=env, capture_output=True,
+                              text=True)
+    assert step("main", labelled, labelled).returncode == 0
+    moved = step("main", later, labelled)
     assert moved.returncode == 2 and f"not the labelled {labelled}" in moved.stdout
+    rebased = step("other", labelled, labelled)           # the pull request retargeted after its label
+    assert rebased.returncode == 2 and f"does not hold the labelled base {base}" in rebased.stdout
+
+
+def test_every_self_hosted_job_starts_from_an_empty_workspace(tmp_path):
+    """actions/checkout reuses a .git it finds (its hooks, config and refs: a pull request's code could have
+    planted a hook or a local asv-results ref for the next job): every self-hosted job empties the workspace
+    first. The step's command, run here, leaves an empty folder."""
+    seen = 0
+    for f, wf, name, job in _all_jobs():
+        if _self_hosted(job):
+            seen += 1
+            first = job["steps"][0]
+            assert first["run"] == 'find "$GITHUB_WORKSPACE" -mindepth 1 -maxdepth 1 -exec rm -rf -- {} +', (f, name)
+    assert seen >= 2
+    ws = tmp_path / "ws"
+    (ws / "pr" / ".git" / "hooks").mkdir(parents=True)
+    (ws / "pr" / ".git" / "hooks" / "post-checkout").write_text("#!/bin/sh\n")
+    (ws / ".git").mkdir()
+    (ws / "-rf").write_text("")
+    (ws / ".hidden").write_text("")
+    subprocess.run(["bash", "-e", "-c", first["run"]], env={**os.environ, "GITHUB_WORKSPACE": str(ws)}, check=True)
+    assert ws.is_dir() and not list(ws.iterdir())
 
 
 # --- one dependency set (constraints.txt) ---
