@@ -310,8 +310,14 @@ def test_the_gate_comment_reads_the_artifact_as_data():
     (co,) = _checkouts(job)
     assert not {"ref", "repository"} & set(co.get("with", {})) and co["with"]["persist-credentials"] is False
     (down,) = [s for s in job["steps"] if s.get("uses", "").startswith("actions/download-artifact@")]
-    # the gate attempt's own artifact, also when this job is re-run alone (a new attempt number)
+    # the gate attempt's own artifact, also when this job is re-run alone (a new attempt number); only where the
+    # gate uploaded one, and a download that fails posts nothing (no "no result" over a real table)
     assert down["with"] == {"name": "${{ needs.gate.outputs.artifact }}", "path": "${{ runner.temp }}/art"}
+    assert down["if"] == "needs.gate.outputs.uploaded != ''" and "continue-on-error" not in down
+    gate = _load("perf-pr.yml")["jobs"]["gate"]
+    assert gate["outputs"]["uploaded"] == "${{ steps.up.outputs.artifact-id }}"
+    (up,) = [s for s in gate["steps"] if s.get("id") == "up"]
+    assert up["uses"].startswith("actions/upload-artifact@") and up["with"]["name"] == "${{ steps.name.outputs.artifact }}"
     runs = "\n".join(s.get("run", "") for s in job["steps"])
     # nothing from the artifact is run, sourced, installed or made executable
     execs = re.compile(r"(?:^|[\s;&|(`])(?:bash|sh|zsh|source|python3?|node|perl|eval|exec|\.)\s+[\"']?[^\s\"']*art/")
@@ -401,7 +407,8 @@ def test_a_push_or_a_new_base_after_the_label_is_never_measured(tmp_path):
     check = steps[first_pr + 1]
     assert check["working-directory"] == "pr"
     assert check["env"] == {"LABELLED": "${{ github.event.pull_request.head.sha }}",
-                            "BASE_SHA": "${{ github.event.pull_request.base.sha }}"}
+                            "BASE_SHA": "${{ github.event.pull_request.base.sha }}",
+                            "DEFAULT": "${{ github.event.repository.default_branch }}"}
     assert all("cuzk" not in s.get("run", "") for s in steps[:first_pr + 1])
 
     def git(*a):
@@ -416,8 +423,11 @@ def test_a_push_or_a_new_base_after_the_label_is_never_measured(tmp_path):
     git("init", "-q", "-b", "main")
     root = commit("f", "root")
     base = commit("f", "the labelled base")
+    git("update-ref", "refs/remotes/origin/main", base)    # what the checkout fetches (fetch-depth 0)
     git("checkout", "-qb", "other", root)
     commit("o", "another branch")
+    git("checkout", "-qb", "release", base)
+    commit("r", "a branch that holds the base")
     git("checkout", "-qb", "pr", base)
     labelled = commit("g", "labelled head")
     later = commit("g", "a later push")
@@ -425,7 +435,7 @@ def test_a_push_or_a_new_base_after_the_label_is_never_measured(tmp_path):
     def step(into, head_of_merge, label):
         git("checkout", "-q", "--detach", into)
         git("merge", "-q", "--no-ff", "--no-edit", head_of_merge)
-        env = {**os.environ, "LABELLED": label, "BASE_SHA": base}
+        env = {**os.environ, "LABELLED": label, "BASE_SHA": base, "DEFAULT": "main"}
         return subprocess.run(["bash", "-e", "-c", check["run"]], cwd=tmp_path, env=env, capture_output=True,
                               text=True)
     assert step("main", labelled, labelled).returncode == 0
@@ -433,27 +443,45 @@ def test_a_push_or_a_new_base_after_the_label_is_never_measured(tmp_path):
     assert moved.returncode == 2 and f"not the labelled {labelled}" in moved.stdout
     rebased = step("other", labelled, labelled)           # the pull request retargeted after its label
     assert rebased.returncode == 2 and f"does not hold the labelled base {base}" in rebased.stdout
+    # retargeted to a branch that holds the old base: its rules and harness would judge
+    released = step("release", labelled, labelled)
+    assert released.returncode == 2 and "is not on main" in released.stdout
 
 
 def test_every_self_hosted_job_starts_from_an_empty_workspace(tmp_path):
     """actions/checkout reuses a .git it finds (its hooks, config and refs: a pull request's code could have
     planted a hook or a local asv-results ref for the next job): every self-hosted job empties the workspace
-    first. The step's command, run here, leaves an empty folder."""
-    seen = 0
+    first. The step's command, run here: a workspace with a read-only folder in it, or a link put in its place,
+    ends an empty folder; an unset workspace is an error, never a no-op."""
+    steps = set()
     for f, wf, name, job in _all_jobs():
         if _self_hosted(job):
-            seen += 1
             first = job["steps"][0]
-            assert first["run"] == 'find "$GITHUB_WORKSPACE" -mindepth 1 -maxdepth 1 -exec rm -rf -- {} +', (f, name)
-    assert seen >= 2
+            assert first["name"].startswith("an empty workspace"), (f, name)
+            steps.add(first["run"])
+    (run,) = steps                                          # one command, the same in every such job
+    assert len(steps) == 1 and len(list(_all_jobs())) > 2
+
+    def wipe(ws):
+        return subprocess.run(["bash", "-e", "-c", run], env={**os.environ, "GITHUB_WORKSPACE": str(ws)},
+                              capture_output=True, text=True)
     ws = tmp_path / "ws"
     (ws / "pr" / ".git" / "hooks").mkdir(parents=True)
     (ws / "pr" / ".git" / "hooks" / "post-checkout").write_text("#!/bin/sh\n")
-    (ws / ".git").mkdir()
     (ws / "-rf").write_text("")
     (ws / ".hidden").write_text("")
-    subprocess.run(["bash", "-e", "-c", first["run"]], env={**os.environ, "GITHUB_WORKSPACE": str(ws)}, check=True)
-    assert ws.is_dir() and not list(ws.iterdir())
+    (ws / "ro" / "d").mkdir(parents=True)
+    (ws / "ro" / "d" / "f").write_text("")
+    (ws / "ro").chmod(0o555)
+    assert wipe(ws).returncode == 0 and ws.is_dir() and not ws.is_symlink() and not list(ws.iterdir())
+    planted = tmp_path / "planted"
+    (planted / ".git" / "hooks").mkdir(parents=True)
+    ws.rmdir()
+    ws.symlink_to(planted)
+    assert wipe(ws).returncode == 0 and ws.is_dir() and not ws.is_symlink() and not list(ws.iterdir())
+    unset = subprocess.run(["bash", "-e", "-c", run], env={k: v for k, v in os.environ.items()
+                                                            if k != "GITHUB_WORKSPACE"}, capture_output=True)
+    assert unset.returncode != 0
 
 
 # --- one dependency set (constraints.txt) ---
