@@ -206,6 +206,12 @@ def digits_thread(limbs, skip, i, n, c, w0, w1, keys, wstride=None, base=0):
         keys[(w - w0) * n + i] = key
 
 
+def _host(a):
+    """A device array as a list of Python ints (the same values): the models below index it element by element, and
+    a list is read many times faster than a numpy array's scalars."""
+    return a.tolist() if isinstance(a, np.ndarray) else a
+
+
 def block_batch_inverse(f, vals):
     """msm/affine.cuh block_batch_inverse: product tree up, one inversion, inverses down."""
     tpb = len(vals)
@@ -315,6 +321,7 @@ class ModelKernels:
         return self.G.neg_affine(p) if neg else p
 
     def sum_affine(self, src, keyed, seg_bucket, seg_first, offsets, S, total):
+        src, seg_bucket, seg_first, offsets = map(_host, (src, seg_bucket, seg_first, offsets))
         out = []
         for j in range(total):
             start, end = self._range(j, seg_bucket, seg_first, offsets, S)
@@ -326,6 +333,7 @@ class ModelKernels:
 
     def sum_xyzz(self, partials, seg_bucket, seg_first, offsets, S, total):
         self.merges += 1
+        seg_bucket, seg_first, offsets = map(_host, (seg_bucket, seg_first, offsets))
         out = []
         for j in range(total):
             start, end = self._range(j, seg_bucket, seg_first, offsets, S)
@@ -350,6 +358,7 @@ class ModelKernels:
 
     def affine_plan(self, in_off, out_off, total):
         nb = len(in_off) - 1
+        in_off, out_off = _host(in_off), _host(out_off)
         words = np.zeros(total, dtype=np.uint32)
         for o in range(total):
             lo, hi = 0, nb
@@ -371,6 +380,7 @@ class ModelKernels:
 
     def affine_round(self, src, keyed, words, total):
         G, f, tpb = self.G, self.G.f, self.tpb
+        src, words = _host(src), _host(words)
         blocks, per = plan.round_geometry(total, tpb, self.max_blocks)
         out = [None] * total
         for blk in range(blocks):
