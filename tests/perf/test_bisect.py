@@ -163,17 +163,36 @@ def test_planted_slowdown_is_named_and_results_stay_untouched(brepo):
         p.stdout
 
 
-def test_a_culprit_that_shows_no_step_against_its_parent_is_bisected_again_with_the_gate(brepo, monkeypatch, capsys):
+def test_a_culprit_that_shows_no_step_against_its_parent_is_bisected_again_with_the_gate(brepo, monkeypatch, capsys,
+                                                                                      tmp_path):
     """asv find's culprit is measured again against its parent in alternation before it is named: where that
     reads the step, the culprit and the confirmation; where it reads none (asv find followed a value the machine's
     speed moved), the range is bisected again with the gate alone and its culprit named, or none (exit 2) where
     that cannot tell; where the run could not be judged, no culprit and no walk."""
+    import shutil
+
     from cuzk.perf import bisect_confirm
     from cuzk.perf.workload import Spec
     d, shas, env = brepo
     for k, v in env.items():
         monkeypatch.setenv(k, v)
     asked, walked = [], []
+    # every run below gives asv find the same command, range and planted values: it runs once, and the later runs
+    # are given its output and its results (copied into their own results directory) as it gave them
+    real_stream, found = bisect_run.stream, {}
+
+    def stream(argv, cwd, env):
+        i = argv.index("--config") + 1
+        results, same = Path(argv[i]).parent / "results", [*argv[:i], "CONFIG", *argv[i + 1:]]
+        if not found:
+            found.update(argv=same, out=real_stream(argv, cwd, env))
+            shutil.copytree(results, tmp_path / "asv-find-results")
+        else:
+            assert same == found["argv"]
+            shutil.copytree(tmp_path / "asv-find-results", results, dirs_exist_ok=True)
+            sys.stdout.write("".join(x for x in found["out"][1] if not bisect.NAMED.search(x)))
+        return found["out"]
+    monkeypatch.setattr(bisect_run, "stream", stream)
     monkeypatch.setattr(bisect_confirm, "workload", lambda b, t, o: (Spec.parse_target("cpu:8", opts="default"), None))
 
     def measured(verdict, judged=True):
