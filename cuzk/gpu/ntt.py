@@ -182,13 +182,16 @@ def sub_scaled(x, y, k: int, build: tuple = ()):
     return x
 
 
-def ntt(x, log_n: int, generator: int = 7, variant: str | None = None, tiled: bool = True, natural: bool = True):
+def ntt(x, log_n: int, generator: int = 7, variant: str | None = None, tiled: bool = True, natural: bool = True,
+        overwrite_x: bool = False):
     """Natural -> natural forward NTT (out of place): DIF passes whose last one writes natural order (natural:
-    N10), else DIF passes, then the bit reversal (tiled: N5)."""
+    N10), else DIF passes, then the bit reversal (tiled: N5). overwrite_x (as in scipy.fft): the passes may run in
+    x itself, which is left holding their work, instead of in a copy of it (one read and one write of x saved)."""
     import cupy
+    work = x if overwrite_x else x.copy()
     if natural and natural_dif(variant, log_n):
-        return dif(x.copy(), log_n, generator, variant=variant, out=cupy.empty_like(x))
-    return bit_reverse(dif(x.copy(), log_n, generator, variant=variant), log_n, tiled=tiled)
+        return dif(work, log_n, generator, variant=variant, out=cupy.empty_like(x))
+    return bit_reverse(dif(work, log_n, generator, variant=variant), log_n, tiled=tiled)
 
 
 def intt(x, log_n: int, generator: int = 7, variant: str | None = None, tiled: bool = True, build: tuple = (),
@@ -207,7 +210,7 @@ def intt(x, log_n: int, generator: int = 7, variant: str | None = None, tiled: b
 def coset_ntt(x, log_n: int, shift: int, generator: int = 7):
     """Coefficients (natural) -> values at shift * w^i (natural)."""
     y = scale_powers(x.copy(), log_n, shift)
-    return ntt(y, log_n, generator)
+    return ntt(y, log_n, generator, overwrite_x=True)
 
 
 def coset_intt(x, log_n: int, shift: int, generator: int = 7):

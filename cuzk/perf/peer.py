@@ -201,8 +201,9 @@ def measure(peer: Peer, op: str, log_n: int, runs: int = 5) -> Row:
         work_a, work_b = cupy.empty_like(x), cupy.empty_like(x)
 
         def ours():
-            work_a[...] = x                      # a fresh copy each call, inside the clock on both sides
-            return gntt.ntt(work_a, log_n, 7, variant=plan.h.ntt.variant, natural=True)
+            work_a[...] = x                      # a fresh copy each call, inside the clock on both sides;
+            v = plan.h.ntt.variant               # each side may then overwrite it (the peer's NTT is in place)
+            return gntt.ntt(work_a, log_n, 7, variant=v, natural=True, overwrite_x=True)
 
         def theirs():
             work_b[...] = x

@@ -42,6 +42,9 @@ def test_forward_inverse_coset(variant, log_n, gen):
     g = d.coset_shift
     assert (gfr.download(G.coset_ntt(x, log_n, g, gen)) == poly.coset_ntt(a, d.omega, g)).all()
     assert (gfr.download(G.coset_intt(x, log_n, g, gen)) == poly.coset_intt(a, d.omega, g)).all()
+    assert (gfr.download(x) == a).all()                  # out of place: the input is left as it was
+    y = G.ntt(x, log_n, gen, overwrite_x=True)
+    assert (gfr.download(y) == poly.ntt(a, d.omega)).all()
 
 
 @pytest.mark.parametrize("batch", [1, 3])
