@@ -1,3 +1,4 @@
+import contextlib
 import os
 
 import pytest
@@ -41,7 +42,9 @@ def pytest_collection_modifyitems(config, items):
     from cuzk.backend import gpu_status
     # a test whose subprocess checks the GPU is quiet runs before any test here opens a CUDA context (this
     # process would then be "another process on the GPU" for the check)
-    items.sort(key=lambda item: item.get_closest_marker("quiet_gpu") is None)
+    # and tests marked serial last: under xdist they wait for the others to end, so the others go first
+    items.sort(key=lambda item: (item.get_closest_marker("quiet_gpu") is None,
+                                 item.get_closest_marker("serial") is not None))
     ok, why = gpu_status()
     if ok:
         return
@@ -49,3 +52,53 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.get_closest_marker("gpu") is not None:     # the marker, not the keyword (tests/gpu/ is one)
             item.add_marker(skip)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config):
+    """`-n auto`: one process where a GPU is usable (GPU tests share the device, and a quiet_gpu test needs every
+    other process off it), else one worker per CPU this process may use, at most 8."""
+    from cuzk.backend import gpu_status
+    if gpu_status()[0]:
+        return 0
+    return min(len(os.sched_getaffinity(0)), 8)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    """xdist: every worker takes the same lock files (see pytest_runtest_protocol)."""
+    config = node.config
+    if not hasattr(config, "_cuzk_run_locks"):
+        import shutil
+        import tempfile
+        config._cuzk_run_locks = tempfile.mkdtemp(prefix="cuzk-test-locks-")
+        config.add_cleanup(lambda: shutil.rmtree(config._cuzk_run_locks, ignore_errors=True))
+    node.workerinput["cuzk_run_locks"] = config._cuzk_run_locks
+
+
+@contextlib.contextmanager
+def run_turn(folder, alone: bool):
+    """Hold the run lock of folder: shared, or exclusive where alone. A test taking it alone holds the turnstile while
+    it waits, so other workers start no new test meanwhile (flock alone would let shared holders overtake it)."""
+    import fcntl
+    with open(os.path.join(folder, "turnstile"), "a") as gate, open(os.path.join(folder, "run"), "a") as run:
+        fcntl.flock(gate, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(run, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+        finally:
+            fcntl.flock(gate, fcntl.LOCK_UN)
+        try:
+            yield
+        finally:
+            fcntl.flock(run, fcntl.LOCK_UN)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """Under xdist a test marked serial (it judges CPU timing: another worker's test beside its samples fails it) runs
+    with no other test beside it, set-up and teardown included; the others run side by side."""
+    folder = getattr(item.config, "workerinput", {}).get("cuzk_run_locks")
+    if folder is None:
+        return (yield)
+    with run_turn(folder, item.get_closest_marker("serial") is not None):
+        return (yield)

@@ -21,6 +21,7 @@ def _alive(pid: int) -> bool:
     return True
 
 
+@pytest.mark.serial          # how soon it stops, timed
 def test_ctrl_c_cancels_queued_compiles_and_kills_running_nvcc(tmp_path, monkeypatch):
     import nvcc_checks
     from nvcc_checks import Job, compile_all

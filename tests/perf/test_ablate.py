@@ -153,6 +153,7 @@ def test_small_run_in_process(tmp_path, capsys):
     assert "### Interactions" in out and "### Attribution" in out
 
 
+@pytest.mark.serial          # timings compared
 def test_finds_the_slowed_phase_and_names_the_toggle(tmp_path):
     d = tmp_path / "repo"
     make_repo(REPO, d)
@@ -607,6 +608,7 @@ def test_the_table_of_what_each_backend_reads_matches_the_code():
     assert set(fields) == set(REGISTRY), "every toggle sets a plan's field"
 
 
+@pytest.mark.serial          # timings compared
 def test_a_a_on_the_cpu_reports_no_effect_after_correction(tmp_path, capsys):
     """An A/A check: on the CPU reference S1, B1, D4, M1 and N1 change no code, so after the correction nothing
     may read faster or slower (14 rounds: enough that three tests at the exact test's floor would pass, so a

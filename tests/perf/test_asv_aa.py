@@ -27,6 +27,10 @@ from pathlib import Path
 from cuzk.perf import suite
 
 REPO = Path(__file__).resolve().parents[2]
+if "pytest" in sys.modules:            # run as a script (a GPU runner's perf extra), it needs no pytest
+    import pytest
+    # A/A and 2x timings: no other test beside them (tests/conftest.py)
+    pytestmark = pytest.mark.serial
 MACHINE = "aa-test"
 PHASE = "prep_msm"        # ~15 us a call on the CPU at 2^8: host-bound, the phase whose A/A pairs flipped
 TARGET = "cpu:8"

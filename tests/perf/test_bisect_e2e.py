@@ -24,6 +24,8 @@ import pytest
 from cuzk.perf.calibrate import BACKEND_FILE, commit_change, make_repo, slowdown_patch
 
 REPO = Path(__file__).resolve().parents[2]
+# asv's timings and the gate's: no other test beside them (tests/conftest.py)
+pytestmark = pytest.mark.serial
 IN_CI = os.environ.get("CI", "").lower() == "true"
 BUDGET_S = 240
 # what asv's environment needs beyond the project's [bench] requirements: asv's own base requirements

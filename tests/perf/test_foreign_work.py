@@ -122,6 +122,7 @@ def test_the_config_key_is_checked():
         gate_config.parse({**base, "trust": {"max_foreign_share": "a lot"}})
 
 
+@pytest.mark.serial          # a CPU share read
 def test_the_process_clock_counts_threads_that_are_gone():
     """A chain of short threads: each is gone before the next read of /proc's per-thread counters, so their sum
     misses it; the process's CPU clock keeps it. foreign_ms subtracts it (the worker's own work), and a process

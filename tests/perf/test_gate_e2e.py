@@ -21,6 +21,8 @@ from cuzk.perf.calibrate import BACKEND_FILE, commit_change, make_repo, raise_pa
 from runner_noise import judged, skip_where_stolen, try_dir
 
 REPO = Path(__file__).resolve().parents[2]
+# real gate runs, judged on their timing and trust: no other test beside them (tests/conftest.py)
+pytestmark = pytest.mark.serial
 
 # small and quick, but the test can fire: 8 rounds give p >= 2/2^8 = 0.0078 < alpha
 CONFIG = """

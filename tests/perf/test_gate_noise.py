@@ -438,6 +438,7 @@ CALIBRATE_CONFIG = (E2E_CONFIG.replace("rounds = 8", "rounds = 10")
                     + 'phases = ["ntt_msm_h", "tail_msm"]\n')
 
 
+@pytest.mark.serial          # real A/A gate runs
 def test_calibrate_runs_aa_and_writes_the_record_the_gate_then_uses(tmp_path):
     """A real A/A run on the CPU reference: the record holds every round of both phases and parses as the
     history will read it; the next gate, given it, gates with thresholds derived from it."""

@@ -25,6 +25,8 @@ from cuzk.perf import checkout, gate, report
 from cuzk.perf.calibrate import BACKEND_FILE, commit_change, make_repo
 
 REPO = Path(__file__).resolve().parents[2]
+# real gate runs, judged on their timing and trust: no other test beside them (tests/conftest.py)
+pytestmark = pytest.mark.serial
 
 # the small CPU gate and the slower inverse DFT of the gate's end-to-end tests
 from test_gate_e2e import CONFIG, WORSE_INTT as SLOW_INTT  # noqa: E402

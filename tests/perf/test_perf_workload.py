@@ -216,6 +216,7 @@ def test_cuda_workload_times_the_pipelines_inputs():
     assert w.measure("synthesis") > 0
 
 
+@pytest.mark.serial          # a rival spun on a CPU
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs Linux CPU affinity")
 def test_a_sample_counts_the_times_its_thread_was_switched_out(w8):
     """A rival busy on the sampling thread's CPU takes it off that CPU while timed: the count says so (the gate

@@ -265,6 +265,7 @@ def test_a_failed_build_is_named_and_leaves_nothing(fake_nvcc, monkeypatch):
         [r.path.name for r in res.values() if r.status == "built"] + [cubins.STAMP])   # no temporary left
 
 
+@pytest.mark.serial          # how soon it stops, timed
 def test_an_interrupt_stops_the_running_compiles(fake_nvcc, monkeypatch):
     monkeypatch.setenv("FAKE_NVCC_SLOW", "r1cs/spmv.cu")                    # every compile but one sleeps 60 s
 

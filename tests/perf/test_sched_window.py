@@ -13,7 +13,9 @@ import pytest
 from cuzk.perf.isolation import steal_ns
 from cuzk.perf.sched_window import Window
 
-pytestmark = pytest.mark.skipif(not os.path.exists("/proc/thread-self/schedstat"), reason="no per-thread schedstat")
+# serial: what held the thread on its CPU, read with no other test beside it (tests/conftest.py)
+pytestmark = [pytest.mark.skipif(not os.path.exists("/proc/thread-self/schedstat"), reason="no per-thread schedstat"),
+              pytest.mark.serial]
 
 
 def _spin(s: float) -> None:

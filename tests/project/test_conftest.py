@@ -48,3 +48,48 @@ def test_tests_that_need_a_quiet_gpu_are_collected_first(monkeypatch):
     items = [Item("a", False), Item("b", True), Item("c", False), Item("d", True)]
     conftest.pytest_collection_modifyitems(None, items)
     assert [i.name for i in items] == ["b", "d", "a", "c"]
+
+
+def test_tests_marked_serial_are_collected_last(monkeypatch):
+    """serial tests after the others (quiet_gpu ones still first); each group keeps its order."""
+    import importlib.util
+    from pathlib import Path
+
+    import cuzk.backend
+    spec = importlib.util.spec_from_file_location("tests_conftest", Path(__file__).resolve().parents[1] / "conftest.py")
+    conftest = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(conftest)
+
+    class Item:
+        def __init__(self, name, *marks):
+            self.name, self.marks = name, marks
+
+        def get_closest_marker(self, name):
+            return object() if name in self.marks else None
+    monkeypatch.setattr(cuzk.backend, "gpu_status", lambda: (True, "a GPU"))
+    items = [Item("a", "serial"), Item("b"), Item("c", "quiet_gpu"), Item("d", "serial"), Item("e")]
+    conftest.pytest_collection_modifyitems(None, items)
+    assert [i.name for i in items] == ["c", "b", "e", "a", "d"]
+
+
+def test_a_serial_turn_excludes_every_other_test_and_the_others_share(tmp_path):
+    """The lock of tests/conftest.py's run_turn as another xdist worker meets it: while a serial test holds its turn no
+    other test may take one; while an ordinary test holds one, another ordinary test may and a serial one may not."""
+    import importlib.util
+    import subprocess
+    import sys
+    from pathlib import Path
+    spec = importlib.util.spec_from_file_location("tests_conftest", Path(__file__).resolve().parents[1] / "conftest.py")
+    conftest = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(conftest)
+    probe = ("import fcntl, sys\nf = open(sys.argv[1], 'a')\n"
+             "try:\n    fcntl.flock(f, (fcntl.LOCK_EX if sys.argv[2] == 'alone' else fcntl.LOCK_SH) | fcntl.LOCK_NB)\n"
+             "except BlockingIOError:\n    sys.exit(1)\n")
+
+    def could(how):
+        return subprocess.run([sys.executable, "-c", probe, str(tmp_path / "run"), how]).returncode == 0
+    with conftest.run_turn(tmp_path, alone=True):
+        assert not could("shared") and not could("alone")
+    with conftest.run_turn(tmp_path, alone=False):
+        assert could("shared") and not could("alone")
+    assert could("alone")
