@@ -196,14 +196,47 @@ def main(argv: list[str]) -> int:
     what = next(a for a in cmds[0][4:] if a != "-e")
     pins = f"constraints {c}" if c else f"no {CONSTRAINTS} in {root or checkout_root()}"
     print(f"cuzk: installing {what} ({why}; {pins})", file=sys.stderr, flush=True)
-    for i, cmd in enumerate(cmds):
-        if i == 1:
-            print(f"cuzk: the change-point tool ({cmds[2][-1]}, which pins an older numpy) in its own "
-                  f"environment, {cmd[-1]}", file=sys.stderr, flush=True)
-        rc = subprocess.run(cmd).returncode
-        if rc:
-            return rc
-    return 0
+    tool = None
+    if len(cmds) > 1:
+        # the tool's environment shares nothing with the main install: made beside it (each pip mostly keeps one
+        # core busy), its output held back and shown after the main install's
+        print(f"cuzk: the change-point tool ({cmds[2][-1]}, which pins an older numpy) in its own "
+              f"environment, {cmds[1][-1]}, made meanwhile", file=sys.stderr, flush=True)
+        tool = _Beside(cmds[1:])
+    rc = subprocess.run(cmds[0]).returncode
+    if tool is not None:
+        rc_tool = tool.wait()
+        return rc or rc_tool
+    return rc
+
+
+class _Beside:
+    """Commands run one after the other in a thread, their output kept in a file until wait()."""
+
+    def __init__(self, cmds: list[list[str]]):
+        import tempfile
+        import threading
+        self.cmds, self.rc = cmds, 1
+        self.out = tempfile.TemporaryFile()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        for cmd in self.cmds:
+            self.rc = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=self.out, stderr=subprocess.STDOUT).returncode
+            if self.rc:
+                return
+
+    def wait(self) -> int:
+        self.thread.join()
+        self.out.seek(0)
+        sys.stdout.flush()
+        sys.stdout.buffer.write(self.out.read())
+        sys.stdout.flush()
+        if self.rc:
+            print(f"cuzk: the change-point tool's environment failed (exit {self.rc}): {' '.join(self.cmds[-1])}",
+                  file=sys.stderr, flush=True)
+        return self.rc
 
 
 if __name__ == "__main__":
