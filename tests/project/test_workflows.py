@@ -104,7 +104,7 @@ def test_ci_runs_exactly_the_readme_install_then_its_test_command():
     first, test = _readme_step(1).splitlines(), _readme_step(2)
     assert len(first) == 2 and first[1].strip() == "cuzk bench --log-size 12", first
     install = first[0].strip()
-    assert install.startswith("python3 -m venv .venv") and test == "python -m pytest -q"
+    assert install.startswith("python3 -m venv .venv") and test == "python -m pytest -q -n auto"
     with pytest.raises(ValueError):
         _readme_step(3)                                    # two steps, no third command
     lines = [ln.strip() for ln in (REPO / ".ci" / "run").read_text().splitlines()
