@@ -1,17 +1,21 @@
 """The test run's own rules (tests/conftest.py)."""
+import importlib.util
+from pathlib import Path
+
+
+def _conftest():
+    """tests/conftest.py by its path: `import conftest` finds whichever folder's conftest came first on sys.path."""
+    spec = importlib.util.spec_from_file_location("tests_conftest", Path(__file__).resolve().parents[1] / "conftest.py")
+    conftest = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(conftest)
+    return conftest
 
 
 def test_only_gpu_marked_tests_skip_without_a_gpu(monkeypatch):
     """tests/gpu/ holds CPU tests too (models, host builds, plans): the folder's name is a keyword of its tests,
     and it must not skip them."""
-    import importlib.util
-    from pathlib import Path
-
     import cuzk.backend
-    # by its path: `import conftest` finds whichever folder's conftest came first on sys.path
-    spec = importlib.util.spec_from_file_location("tests_conftest", Path(__file__).resolve().parents[1] / "conftest.py")
-    conftest = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(conftest)
+    conftest = _conftest()
 
     class Item:
         def __init__(self, marked):
@@ -30,13 +34,8 @@ def test_only_gpu_marked_tests_skip_without_a_gpu(monkeypatch):
 
 def test_tests_that_need_a_quiet_gpu_are_collected_first(monkeypatch):
     """quiet_gpu tests move to the front (before any test opens a CUDA context here); the rest keep their order."""
-    import importlib.util
-    from pathlib import Path
-
     import cuzk.backend
-    spec = importlib.util.spec_from_file_location("tests_conftest", Path(__file__).resolve().parents[1] / "conftest.py")
-    conftest = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(conftest)
+    conftest = _conftest()
 
     class Item:
         def __init__(self, name, quiet):
@@ -52,13 +51,8 @@ def test_tests_that_need_a_quiet_gpu_are_collected_first(monkeypatch):
 
 def test_tests_marked_serial_are_collected_last(monkeypatch):
     """serial tests after the others (quiet_gpu ones still first); each group keeps its order."""
-    import importlib.util
-    from pathlib import Path
-
     import cuzk.backend
-    spec = importlib.util.spec_from_file_location("tests_conftest", Path(__file__).resolve().parents[1] / "conftest.py")
-    conftest = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(conftest)
+    conftest = _conftest()
 
     class Item:
         def __init__(self, name, *marks):
@@ -75,13 +69,9 @@ def test_tests_marked_serial_are_collected_last(monkeypatch):
 def test_a_serial_turn_excludes_every_other_test_and_the_others_share(tmp_path):
     """The lock of tests/conftest.py's run_turn as another xdist worker meets it: while a serial test holds its turn no
     other test may take one; while an ordinary test holds one, another ordinary test may and a serial one may not."""
-    import importlib.util
     import subprocess
     import sys
-    from pathlib import Path
-    spec = importlib.util.spec_from_file_location("tests_conftest", Path(__file__).resolve().parents[1] / "conftest.py")
-    conftest = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(conftest)
+    conftest = _conftest()
     probe = ("import fcntl, sys\nf = open(sys.argv[1], 'a')\n"
              "try:\n    fcntl.flock(f, (fcntl.LOCK_EX if sys.argv[2] == 'alone' else fcntl.LOCK_SH) | fcntl.LOCK_NB)\n"
              "except BlockingIOError:\n    sys.exit(1)\n")
