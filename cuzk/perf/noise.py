@@ -9,7 +9,9 @@ threshold from its machine's newest records (`derive`):
 
     threshold = min(cap, max(floor, exp(K * 1.2533 * s / sqrt(R)) - 1))
 
-s: the standard deviation of the A/A round values (each record's values centred on their own median, pooled);
+s: the pooled standard deviation of the A/A round values (each record's about its own mean, N - k degrees of
+freedom for N rounds in k records: unbiased in s^2, where centring on medians and dividing by N - 1 read s
+2-3% low);
 1.2533 s / sqrt(R): the standard error of a median of R rounds, which is the gate's ratio; K = 4 puts the
 threshold where a normal A/A ratio lands once in 30,000. floor: [gate] threshold_floor; cap: the phase's
 [thresholds] value or [gate] threshold. A hand pin ([thresholds] phase = {pin = 0.02, reason = "..."})
@@ -21,7 +23,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import statistics
 import subprocess
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -160,6 +161,15 @@ def parse_record(data: bytes | str, where: str, machine: str | None = None) -> d
     return rec
 
 
+def pooled_sd(groups: list[list[float]]) -> float:
+    """The standard deviation of several records' rounds, each group about its own mean (a runner's level may move
+    between records; its spread is what the gate needs): sqrt(sum of squares / (N - k))."""
+    dof = sum(map(len, groups)) - len(groups)
+    if dof < 1:
+        raise ValueError("no degree of freedom left: every group holds one value")
+    return math.sqrt(sum(math.fsum((x - math.fsum(d) / len(d)) ** 2 for x in d) for d in groups) / dof)
+
+
 def noise_threshold(round_sd: float, rounds: int) -> float:
     """The slowdown K standard errors of the median of `rounds` round values of this spread (log ratios)."""
     return math.exp(K * MEDIAN_SE * round_sd / math.sqrt(rounds)) - 1
@@ -197,24 +207,21 @@ def derive(cfg, records: list[dict], where: str = "", gpu: str | None = None) ->
                 value, reason = cfg.pins[area]
                 out[key, area] = Threshold(value, "pin", f"pinned by hand: {reason}")
                 continue
-            pooled, n_rec = [], len(usable)
-            for r in usable:
-                d = phases[id(r)][key][area]
-                m = statistics.median(d)
-                pooled += [x - m for x in d]
-            if len(pooled) < MIN_ROUNDS:
-                why = (f"{len(pooled)} A/A rounds{where}, fewer than {MIN_ROUNDS}" if pooled
+            groups, n_rec = [phases[id(r)][key][area] for r in usable], len(usable)
+            n_rounds = sum(map(len, groups))
+            if n_rounds < MIN_ROUNDS:
+                why = (f"{n_rounds} A/A rounds{where}, fewer than {MIN_ROUNDS}" if n_rounds
                        else f"no A/A record{where}")
                 if elsewhere:
                     why += f"; those made on {', '.join(elsewhere)} left out: this gate runs on {gpu}"
                 out[key, area] = Threshold(cap, "config", f"the config's ({why})")
                 continue
-            s = statistics.stdev(pooled)
+            s = pooled_sd(groups)
             noise = noise_threshold(s, cfg.rounds)
             value = min(cap, max(cfg.threshold_floor, noise))
             bound = ("the floor" if value == cfg.threshold_floor and noise < value
                      else "the cap" if value == cap and noise > value else "")
-            out[key, area] = Threshold(value, "noise", f"{len(pooled)} A/A rounds in {n_rec} records{where}, "
+            out[key, area] = Threshold(value, "noise", f"{n_rounds} A/A rounds in {n_rec} records{where}, "
                                                        f"round spread {s:.2%}, {K:g} standard errors at "
                                                        f"{cfg.rounds} rounds = {noise:.2%}"
                                                        + (f", held at {bound}" if bound else "")

@@ -73,11 +73,6 @@ def _expected(pooled_sd: float, rounds: int = 10) -> float:
     return math.exp(noise.K * noise.MEDIAN_SE * pooled_sd / math.sqrt(rounds)) - 1
 
 
-def _centred(d: list[float]) -> list[float]:
-    m = sorted(d)[len(d) // 2 - 1: len(d) // 2 + 1]
-    return [x - sum(m) / 2 for x in d] if len(d) % 2 == 0 else [x - sorted(d)[len(d) // 2] for x in d]
-
-
 def test_each_phase_follows_its_own_noise_between_floor_and_cap():
     cfg = _cfg()
     tail, b_g2 = _rounds(0.008, seed=2), _rounds(0.012, seed=3)
@@ -87,7 +82,7 @@ def test_each_phase_follows_its_own_noise_between_floor_and_cap():
     import statistics
     for area, d in (("tail_msm", tail), ("b_g2", b_g2)):
         t = th[key, area]
-        assert t.source == "noise" and t.value == pytest.approx(_expected(statistics.stdev(_centred(d))))
+        assert t.source == "noise" and t.value == pytest.approx(_expected(statistics.stdev(d)))
         assert 0.01 < t.value < 0.05
     assert th[key, "ntt_msm_h"].value == 0.01 and "held at the floor" in th[key, "ntt_msm_h"].basis
     assert th[key, "prep_msm"].value == 0.15 and "held at the cap" in th[key, "prep_msm"].basis
@@ -99,6 +94,27 @@ def test_each_phase_follows_its_own_noise_between_floor_and_cap():
     wl = {w.spec.backend: w for w in cfg.workloads}
     assert cfg.threshold_for("tail_msm", wl["cuda"]) == th[key, "tail_msm"].value
     assert cfg.threshold_for("tail_msm", wl["cpu"]) == 0.05
+
+
+def test_pooled_spread_is_each_records_own_and_unbiased():
+    # a level that moved between two records is not noise: each record is taken about its own mean
+    a, b = _rounds(0.01, seed=4), _rounds(0.01, seed=5)
+    moved = [x + 0.05 for x in b]
+    assert noise.pooled_sd([a, moved]) == pytest.approx(noise.pooled_sd([a, b]))
+    ss = sum((x - sum(d) / len(d)) ** 2 for d in (a, b) for x in d)
+    assert noise.pooled_sd([a, b]) == pytest.approx(math.sqrt(ss / 18))
+    # N - k degrees of freedom: over many pairs of 10-round records of unit spread the mean s^2 is 1 (its standard
+    # error here 0.75%); centring on medians and dividing by N - 1 read it 3.4% low
+    rng = random.Random(7)
+    draws = [noise.pooled_sd([[rng.gauss(0, 1) for _ in range(10)] for _ in range(2)]) ** 2 for _ in range(2000)]
+    assert sum(draws) / len(draws) == pytest.approx(1.0, abs=0.025)
+    with pytest.raises(ValueError):
+        noise.pooled_sd([[0.1], [0.2]])
+    # derive pools the same way: two records, one shifted, give one record's threshold family
+    cfg, key = _cfg(), noise.spec_key(CUDA24)
+    recs = [_record({"tail_msm": a}), _record({"tail_msm": moved}, date="2026-12-02T02:00:00Z")]
+    t = noise.derive(cfg, recs)[key, "tail_msm"]
+    assert t.value == pytest.approx(_expected(noise.pooled_sd([a, b]))) and "20 A/A rounds in 2 records" in t.basis
 
 
 def test_records_pool_and_only_comparable_newest_ones_count():
