@@ -150,6 +150,32 @@ def test_dev_stdout_appends_to_what_the_shell_opened(snark, tmp_path):
     assert text.startswith("first line\n{") and json.loads(text[len("first line\n"):])["protocol"] == "groth16"
 
 
+@pytest.mark.parametrize("redirect", ["/dev/stdout >> {key}", "/proc/self/fd/7 7<>{key}", "/dev/fd/1 1<>{key}"])
+def test_a_descriptor_output_on_an_input_is_refused_and_the_input_kept(snark, tmp_path, redirect):
+    """A descriptor the shell opened on the key (`>> c.zkey`, `7<> c.zkey`) is that file: the same-file check
+    refuses it before any work, as it does the key's own path, and the key keeps every byte."""
+    key = tmp_path / "c.zkey"
+    key.write_bytes((snark / "c.zkey").read_bytes())
+    before = key.read_bytes()
+    cmd = f"exec {sys.executable} -m cuzk export-vk {key} " + redirect.format(key=key)
+    p = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2, (p.returncode, p.stderr)
+    err = [ln for ln in p.stderr.splitlines() if not ln.startswith("cuzk: no GPU")]
+    assert len(err) == 1 and "given as" in err[0] and "input" in err[0], err
+    assert key.read_bytes() == before
+
+
+def test_a_descriptor_output_on_the_other_output_is_refused(snark, tmp_path):
+    """`prove ... /dev/stdout public.json > public.json`: one file for both outputs; the rename of public.json
+    would unlink the proof's inode and the proof would be lost with exit 0. Refused before any work."""
+    pub = tmp_path / "public.json"
+    cmd = (f"exec {sys.executable} -m cuzk prove {snark / 'c.zkey'} {snark / 'w1.wtns'} /dev/stdout {pub} "
+           f"--backend cpu > {pub}")
+    p = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2, (p.returncode, p.stderr)
+    assert "given as" in p.stderr and pub.read_bytes() == b""
+
+
 @pytest.mark.parametrize("dangling", [False, True])
 def test_a_symlink_output_is_written_through(snark, tmp_path, dangling):
     real = tmp_path / "real"
