@@ -7,6 +7,7 @@ Host layout (identical on the device):
 """
 from __future__ import annotations
 
+import reprlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -167,7 +168,7 @@ def g2_to_json(p: G2Point) -> list[list[str]]:
 
 def _dec(s) -> int:
     if not isinstance(s, str) or not (s.isascii() and s.isdigit()):
-        raise PointError(f"expected a decimal string, got {s!r}")
+        raise PointError(f"expected a decimal string, got {reprlib.repr(s)}")
     return int(s)
 
 

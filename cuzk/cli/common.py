@@ -61,7 +61,7 @@ def _load_json(path: str, what: str, parse=None):
             doc = json.load(f)
     except OSError as e:
         raise CliError(f"{what} {path}: {e.strerror}") from e
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+    except ValueError as e:              # JSONDecodeError, UnicodeDecodeError, an integer past int's digit limit
         raise CliError(f"{what} {path}: malformed JSON ({e})") from e
     except RecursionError as e:
         raise CliError(f"{what} {path}: malformed JSON (nested too deeply)") from e

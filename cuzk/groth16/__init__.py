@@ -1,6 +1,7 @@
 """Groth16 proofs and verification (py_arkworks_bls12381 pairing_check; pyblst as a second opinion)."""
 from __future__ import annotations
 
+import reprlib
 from dataclasses import dataclass
 
 from py_arkworks_bls12381 import G1Point, G2Point, GT
@@ -48,9 +49,9 @@ def proof_point_error(proof: Proof) -> str | None:
 
 def _check_meta(d: dict, what: str) -> None:
     if d.get("protocol", "groth16") != "groth16":
-        raise PointError(f"{what} protocol is {d.get('protocol')!r}, not groth16")
+        raise PointError(f"{what} protocol is {reprlib.repr(d.get('protocol'))}, not groth16")
     if d.get("curve", "bls12381") != "bls12381":
-        raise PointError(f"{what} curve is {d.get('curve')!r}, not bls12381")
+        raise PointError(f"{what} curve is {reprlib.repr(d.get('curve'))}, not bls12381")
 
 
 def vk_to_json(vk: VerifyingKey) -> dict:
@@ -80,7 +81,7 @@ def vk_from_json(d) -> VerifyingKey:
         if not any(pt.to_xy_bytes_le()):
             raise PointError(f"{label} is the point at infinity")
     if "nPublic" in d and d["nPublic"] != vk.num_public:
-        raise PointError(f"nPublic is {d['nPublic']} but IC has {len(ic)} points")
+        raise PointError(f"nPublic is {reprlib.repr(d['nPublic'])} but IC has {len(ic)} points")
     return vk
 
 
@@ -90,7 +91,7 @@ def public_from_json(d) -> list[int]:
     out = []
     for v in d:
         if not isinstance(v, str) or not (v.isascii() and v.isdigit()) or int(v) >= R:
-            raise PointError(f"public input {v!r} is not a reduced Fr element")
+            raise PointError(f"public input {reprlib.repr(v)} is not a reduced Fr element")
         out.append(int(v))
     return out
 

@@ -103,3 +103,21 @@ def test_history_changes_checks_its_json_output_before_reading_anything(tmp_path
                  "--gate-config", str(cfg), "--fail-on-gated", "3"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--json" in err[0] and "--gate-config" in err[0], err
+
+
+@pytest.mark.parametrize("doc, says", [
+    ("9" * 5000, "malformed JSON"),                                        # past int's 4300-digit limit
+    ('{"protocol": "' + "x" * 3_000_000 + '"}', "protocol is 'xxx"),      # a value echoed in the message
+    ('{"protocol": "groth16", "curve": ' + '["y", ' * 50 + "1" + "]" * 50 + "}", "curve is [")])
+def test_a_bad_json_value_is_one_short_line_naming_the_file(tmp_path, doc, says):
+    """An integer literal past Python's digit limit is malformed JSON of that file, and the message quotes a bad
+    value shortened: a 3 MB string is not echoed into the log."""
+    vk = tmp_path / "vk.json"
+    vk.write_text(doc)
+    empty = tmp_path / "e.json"
+    empty.write_text("[]")
+    p = subprocess.run([sys.executable, "-m", "cuzk", "verify", str(vk), str(empty), str(empty)],
+                       capture_output=True, text=True, timeout=60)
+    lines = p.stderr.strip().splitlines()
+    assert p.returncode == 2 and len(lines) == 1, (p.returncode, p.stderr[:500])
+    assert str(vk) in lines[0] and says in lines[0] and len(lines[0]) < 400, lines[0][:500]
