@@ -78,6 +78,9 @@ def cmd_gate(args) -> int:
             raise CliError("gate: --calibrate measures A/A under the config's thresholds: no --from-json or --noise")
         if not (args.out and args.machine and args.base):
             raise CliError("gate: --calibrate needs --base, --out DIR and --machine NAME (or $CUZK_MACHINE)")
+        if not noise.machine_name_ok(args.machine):    # before the rounds, not after them: the record names it
+            raise CliError(f"gate: --machine {args.machine!r}: letters, digits, '.', '_', '-', at most 64, "
+                           "starting with a letter or digit")
         if args.head and args.head != args.base:
             raise CliError("gate: --calibrate measures --base against itself: leave --head out")
         args.head = args.base

@@ -115,6 +115,7 @@ def default_worker_timeout_s(spec: Spec) -> float:
     return max(MIN_TIMEOUT_S, TIMEOUT_FACTOR * expected)
 
 
+MAX_WORKER_TIMEOUT_S = 86400    # a day: time.monotonic() + it must stay a finite deadline
 _GATE_KEYS = {"rounds", "samples", "alpha", "threshold", "threshold_floor", "phases", "min_sample_s",
              "min_device_sample_s", "worker_timeout_s", "worker_cpus"}
 _TRUST_KEYS = {"max_discards", "max_discards_apart", "pause_s", "ignore_reasons", "allow_other_processes",
@@ -236,9 +237,11 @@ def parse(doc: dict, path: str | None = None) -> GateConfig:
             and 1 <= cfg.samples <= MAX_SAMPLES):
         raise ConfigError(f"[gate] rounds must be an integer in 2..{MAX_ROUNDS} and samples in 1..{MAX_SAMPLES}")
     if cfg.worker_timeout_s is not None and not (isinstance(cfg.worker_timeout_s, (int, float))
-                                                 and cfg.worker_timeout_s > 0):
-        raise ConfigError("[gate] worker_timeout_s must be a number of seconds > 0 (leave it out: derived "
-                          "from each workload's size)")
+                                                 and 0 < cfg.worker_timeout_s <= MAX_WORKER_TIMEOUT_S):
+        raise ConfigError(f"[gate] worker_timeout_s must be a number of seconds in (0, {MAX_WORKER_TIMEOUT_S}] "
+                          "(leave it out: derived from each workload's size)")
+    if not 0 <= cfg.min_sample_s <= 10:        # as a noise record holds it: a record must be writable after the run
+        raise ConfigError("[gate] min_sample_s must be a number of seconds in [0, 10]")
     if not (isinstance(cfg.worker_cpus, int) and cfg.worker_cpus >= 0):
         raise ConfigError("[gate] worker_cpus must be an integer >= 0 (0: workers not pinned)")
     if not 0 <= cfg.min_device_sample_s <= 10:
@@ -259,6 +262,11 @@ def parse(doc: dict, path: str | None = None) -> GateConfig:
     if cfg.max_discards < 0 or cfg.max_discards_apart < 0:
         raise ConfigError("[trust] max_discards and max_discards_apart must be >= 0")
     cfg.pause_s = float(tr.get("pause_s", cfg.pause_s))
+    if not 0 <= cfg.pause_s <= 60:             # slept after a refused GPU sample: a bad value fails mid-run
+        raise ConfigError("[trust] pause_s must be a number of seconds in [0, 60]")
+    t = tr.get("max_temperature_c")
+    if t is not None and not 0 < t <= 150:
+        raise ConfigError("[trust] max_temperature_c must be in (0, 150] degrees C")
     cfg.max_idle_cpu_ms = float(tr.get("max_idle_cpu_ms", cfg.max_idle_cpu_ms))
     cfg.max_idle_cpu_ms_host = float(tr.get("max_idle_cpu_ms_host", cfg.max_idle_cpu_ms_host))
     for k in ("max_idle_cpu_ms", "max_idle_cpu_ms_host"):
@@ -302,6 +310,10 @@ def parse(doc: dict, path: str | None = None) -> GateConfig:
             raise ConfigError(f"[[workload]] {i}: {e}") from e
         if spec.backend not in ("cpu", "cuda"):
             raise ConfigError(f"[[workload]] {i}: backend must be cpu or cuda (never auto: no silent fallback)")
+        key = spec_key(spec.as_dict())
+        same = [j for j, o in enumerate(cfg.workloads) if spec_key(o.spec.as_dict()) == key]
+        if same:                                # measured twice, and an A/A record cannot hold it twice
+            raise ConfigError(f"[[workload]] {i}: the same workload as [[workload]] {same[0]}")
         cfg.workloads.append(WorkloadConfig(spec, required, phases))
     return cfg
 

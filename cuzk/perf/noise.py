@@ -259,10 +259,15 @@ def load_paths(paths, machine: str | None = None) -> list[dict]:
     return out
 
 
+def machine_name_ok(machine) -> bool:
+    """A runner's name as records and the history's folders hold it."""
+    return isinstance(machine, str) and _MACHINE.fullmatch(machine) is not None
+
+
 def from_history(repo, machine: str, refs: list[str], folder: str = "gate-noise") -> tuple[list[dict], str]:
     """The machine's records in the history as git holds it here, in `refs` in turn (history.noise_refs: the
     local ref, then origin's results branch as fetched), one per file name; and where they came from."""
-    if not _MACHINE.fullmatch(machine or ""):
+    if not machine_name_ok(machine):
         raise NoiseError(f"machine name {machine!r}: letters, digits, '.', '_', '-', at most 64")
 
     def git(*args, check=True):

@@ -130,6 +130,42 @@ def test_bad_configs(doc, msg):
         gate_config.parse(doc)
 
 
+@pytest.mark.parametrize("gate_kw, trust_kw, msg", [
+    ({"worker_timeout_s": 1e300}, {}, r"worker_timeout_s must be a number of seconds in \(0, 86400\]"),
+    ({"min_sample_s": -1}, {}, r"min_sample_s must be a number of seconds in \[0, 10\]"),
+    ({"min_sample_s": 1e300}, {}, "min_sample_s must be"),
+    ({}, {"pause_s": -1}, r"pause_s must be a number of seconds in \[0, 60\]"),
+    ({}, {"pause_s": 1e300}, "pause_s must be"),
+    ({}, {"max_temperature_c": 0}, "max_temperature_c must be in"),
+])
+def test_numbers_out_of_range_are_refused_before_any_work(gate_kw, trust_kw, msg):
+    """Each would fail only mid-run (an overflowing deadline, a sleep refused after a GPU sample) or after it (a
+    noise record that cannot hold the run's min_sample_s), or silently run for hours."""
+    doc = _doc(**gate_kw)
+    if trust_kw:
+        doc["trust"] = trust_kw
+    with pytest.raises(ConfigError, match=msg):
+        gate_config.parse(doc)
+
+
+def test_a_workload_given_twice_is_refused():
+    doc = _doc()
+    doc["workload"].append({"backend": "cpu", "log_size": 8, "phases": ["tail_msm"]})
+    with pytest.raises(ConfigError, match=r"\[\[workload\]\] 1: the same workload as \[\[workload\]\] 0"):
+        gate_config.parse(doc)
+    doc["workload"][1]["log_size"] = 9
+    assert len(gate_config.parse(doc).workloads) == 2
+
+
+def test_calibrate_checks_the_machine_name_before_any_round(repo, tmp_path, capsys):
+    from cuzk.cli import main
+    out = tmp_path / "cal"
+    assert main(["gate", "--repo", str(repo), "--base", "HEAD", "--calibrate", "--machine", "bad/name",
+                 "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--machine 'bad/name'" in err[0] and not out.exists(), err
+
+
 @pytest.mark.parametrize("section, field, value, msg", [
     ("workload", "log_size", "ten", "log_size = 'ten': must be an integer in 1..32"),
     ("workload", "batch", 0, "batch = 0: must be an integer >= 1"),
