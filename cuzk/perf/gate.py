@@ -35,7 +35,7 @@ from .disk_watch import Watched, absolute_caches, changed_message, import_roots,
 from .foreign_work import device_waits, foreign_excess, round_excess, round_interrupts
 from .isolation import device_interrupt_count, exposure, steal_ns
 from .sched_window import run_delay
-from .gate_config import MAX_ROUNDS, MAX_SAMPLES, GateConfig, WorkloadConfig
+from .gate_config import MAX_ROUNDS, MAX_SAMPLES, GateConfig, WorkloadConfig, min_p_value
 from .noise import NoiseError, Threshold, make_record, spec_key
 from .suite import gate_estimate_s
 from .values import is_int, is_number
@@ -1289,8 +1289,10 @@ def _check_doc(doc) -> None:
     _check(isinstance(c.get("areas"), list) and all(a in AREAS for a in c["areas"]), "config.areas: unknown phases")
     th = c.get("thresholds", {})
     _check(isinstance(th, dict) and all(a in AREAS and _finite(v, 0) for a, v in th.items()), "config.thresholds")
-    _check(_finite(c.get("threshold"), 0) and _finite(c.get("alpha"), 0) and c["alpha"] < 1,
+    _check(_finite(c.get("threshold"), 0) and _finite(c.get("alpha"), 0) and 0 < c["alpha"] < 1,
            "config.threshold or alpha out of range")
+    _check(min_p_value(c["rounds"]) < c["alpha"], "config.alpha: below the smallest p-value its rounds can give "
+                                                   "(no test could have fired)")
     _check(_finite(c.get("threshold_floor", 0.0), 0), "config.threshold_floor")
     for k in ("min_sample_s", "min_device_sample_s"):
         _check(_finite(c.get(k, 0.0), 0) and c.get(k, 0.0) <= 60, f"config.{k}")
@@ -1325,6 +1327,8 @@ def _check_doc(doc) -> None:
         ph = o.get("phases")
         _check(ph is None or (isinstance(ph, list) and ph and all(a in AREAS for a in ph)), f"outcome {i}: phases")
         _check(isinstance(o.get("rounds"), list), f"outcome {i}: rounds")
+        _check(o["status"] != "ok" or len(o["rounds"]) == c["rounds"],     # judged only once every round is in
+               f"outcome {i}: judged on {len(o['rounds'])} rounds, not the config's {c['rounds']}")
         areas = ph or c["areas"]
         for r, rd in enumerate(o["rounds"] if o["status"] == "ok" else []):
             tm = rd.get("times", {}) if isinstance(rd, dict) else None

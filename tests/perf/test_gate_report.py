@@ -122,6 +122,20 @@ def test_a_file_that_is_not_a_gate_json_is_one_line_exit_2(tmp_path, capsys):
     assert str(f) in err and "not a gate.json" in err and len(err.strip().splitlines()) == 1
 
 
+@pytest.mark.parametrize("change, says", [
+    (lambda d: d["config"].update(alpha=0.0), "alpha out of range"),          # no test could have fired: a PASS
+    (lambda d: d["config"].update(alpha=1e-4), "no test could have fired"),   # below 2^-9, the 10 rounds' least
+    (lambda d: d["outcomes"][0]["rounds"].pop(), "judged on 9 rounds, not the config's 10")])
+def test_a_saved_verdict_that_could_not_have_been_measured_is_refused(tmp_path, capsys, change, says):
+    doc = _doc({"tail_msm": (0.0200, 0.0220)})
+    change(doc)
+    f = tmp_path / "gate.json"
+    f.write_text(json.dumps(doc))
+    code = main(["gate", "--from-json", str(f)])
+    err = capsys.readouterr().err
+    assert code == 2 and says in err and len(err.strip().splitlines()) == 1, err
+
+
 # --- a GPU runner's gate needs the GPU; a developer gates the CPU alone, and is told so ---
 
 def _workflow_gate_step() -> tuple[str, dict]:
