@@ -30,6 +30,8 @@ def cmd_ablate(args) -> int:
         try:
             res = json.loads(read_input(args.from_json, MAX_ABLATION_BYTES))
             ablate.check_samples(res)      # the report below may be the saved one: its samples judged all the same
+            if not (res["configurations"] and all(c["samples"]["total"] for c in res["configurations"])):
+                raise ValueError("no configuration with a measured round: nothing to report")
             conf = res["setup"]["confidence"] if args.confidence is None else args.confidence
             if conf != res["setup"]["confidence"] or ablate.needs_rejudging(res):
                 res = ablate.rejudge(res, conf)      # the saved samples, other intervals or the correction
@@ -94,8 +96,13 @@ def cmd_ablate(args) -> int:
             done = resume.get("rounds_done", 0)
             if not is_int(done) or done < 0:
                 raise ValueError(f"rounds_done {json.dumps(done)[:40]} is not a count of rounds")
-            if done:          # what it holds, judged now: a broken file is found before any key is made
-                ablate.rejudge(resume, resume["setup"]["confidence"])
+            # what it holds, judged now (even with no round done): a broken file is found before any key is made
+            ablate.rejudge(resume, resume["setup"]["confidence"])
+            want = [c.label for c in ablate.configurations(setup.names, setup.leave_one_out, setup.others)]
+            got = [c["label"] for c in resume["configurations"]]
+            if sorted(got) != sorted(want):   # a run that goes on measures its setup's, and keeps every saved one
+                raise ValueError(f"its configurations ({', '.join(got)[:200]}) are not those its setup gives "
+                                 f"({', '.join(want)[:200]})")
         except RecursionError as e:
             raise CliError(f"ablate: cannot resume {args.resume}: JSON nested too deeply") from e
         except OSError as e:

@@ -46,7 +46,9 @@ from dataclasses import dataclass, field, replace
 
 from ..circuits import check_size
 from ..context import context_for_key
+from ..field import root_of_unity
 from ..opts import REGISTRY, OptError, OptSet, resolve
+from ..qap import CONVENTIONS
 from ..run import BackendError, RunError, RunSpec, all_verify, key_context, open_backend, synthesize_batch
 from ..synthesis import make_pool
 from ..timing import PHASES, PhaseTimer
@@ -205,8 +207,18 @@ class Setup:
             ok = isinstance(v, t) and (t is bool or not isinstance(v, bool)) if t is not float else is_number(v)
             if not ok:
                 raise ValueError(f"setup.{k} = {json.dumps(v)[:40]} is not {t.__name__}")
-        if not (isinstance(self.names, list) and all(isinstance(n, str) for n in self.names)):
-            raise ValueError("setup.names is not a list of optimization names")
+        if not (isinstance(self.names, list) and self.names and all(n in REGISTRY for n in self.names)
+                and len(set(self.names)) == len(self.names)):
+            raise ValueError("setup.names is not a list of the registry's optimization names")
+        if self.backend not in ("cpu", "cuda"):       # a saved run holds the backend it measured, never auto
+            raise ValueError(f"setup.backend = {json.dumps(self.backend)[:40]} is not cpu or cuda")
+        if self.convention not in CONVENTIONS:
+            raise ValueError(f"setup.convention = {json.dumps(self.convention)[:40]} is not one of "
+                             f"{', '.join(CONVENTIONS)}")
+        try:
+            root_of_unity(1, self.generator)
+        except ValueError as e:
+            raise ValueError(f"setup.generator: {e}") from None
         for k in ("max_seconds", "table_gib"):
             if getattr(self, k) is not None and not is_number(getattr(self, k)):
                 raise ValueError(f"setup.{k} is not a number")
@@ -416,6 +428,9 @@ class Ablation:
         missing = [c.label for c in self.configs if c.label not in saved]
         if missing:
             raise AblateError(f"the resumed run has no samples for {', '.join(missing)}")
+        extra = [lab for lab in saved if lab not in {c.label for c in self.configs}]
+        if extra:                              # its setup does not give them: their rounds would be dropped unsaid
+            raise AblateError(f"the resumed run holds configurations its setup does not give: {', '.join(extra)}")
         for c in self.configs:
             got = saved[c.label]
             for a in AREAS:
