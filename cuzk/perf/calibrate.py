@@ -45,6 +45,7 @@ from .. import files
 from .gate_config import load
 from .noise import load_paths, record_files
 from .values import is_int, is_number
+from .workload import AREAS
 
 BACKEND_FILE = "cuzk/backend/cpu/__init__.py"
 CUDA_FILE = "cuzk/backend/cuda/__init__.py"
@@ -268,15 +269,29 @@ def _read_doc(path: Path) -> dict:
         raise MergeError(f"{path}: no setup or runs")
     if not all(_tree_ok(x.get("tree") if isinstance(x, dict) else None) for x in [setup, *runs]):
         raise MergeError(f"{path}: a tree is not a commit id")
+    inject = setup["inject"]
+    try:                        # summary() reads it: what parse_inject refuses would fail after the runs are printed
+        if inject is not None and not isinstance(inject, str):
+            raise ValueError(f"not a string: {str(inject)[:40]}")
+        parse_inject(inject)
+    except ValueError as e:
+        raise MergeError(f"{path}: setup.inject is no PHASE:FRACTION list ({e})") from None
     pos = lambda v: is_number(v) and 0 < v < math.inf
     for r in runs:
         ok = (isinstance(r, dict) and r.get("exit") in (0, 1, 2) and is_int(r["exit"])
               and isinstance(r.get("flagged"), list) and isinstance(r.get("ratios"), dict) and pos(r.get("wall_s"))
-              and all(isinstance(k, str) and pos(v) for k, v in r["ratios"].items())
-              and all(isinstance(k, str) and k in r["ratios"] for k in r["flagged"]))
+              and all(_test_key(k) and pos(v) for k, v in r["ratios"].items())
+              and all(isinstance(k, str) and k in r["ratios"] for k in r["flagged"])
+              and len(set(r["flagged"])) == len(r["flagged"]))         # a phase flagged twice would count twice
         if not ok:
             raise MergeError(f"{path}: a run is malformed: {str(r)[:120]}")
     return doc
+
+
+def _test_key(k) -> bool:
+    """A phase test's key as the run mode writes it: BACKEND:PHASE, e.g. cuda:tail_msm."""
+    backend, _, area = k.partition(":") if isinstance(k, str) else ("", "", "")
+    return backend in ("cpu", "cuda") and area in AREAS
 
 
 def merge(paths: list[Path]) -> tuple[dict, list[dict]]:
@@ -406,9 +421,9 @@ def _merge_main(ap, argv) -> int:
     except MergeError as e:
         print(f"calibrate: {e}", file=sys.stderr)
         return 2
+    s = summary(rows, setup["inject"])       # before any line: a summary that failed would leave the runs printed
     for r in rows:
         print(json.dumps(r))
-    s = summary(rows, setup["inject"])
     print(json.dumps(s))
     if args.json:
         write_doc(Path(args.json), setup, rows)

@@ -237,3 +237,34 @@ def test_a_bad_noise_path_config_or_injection_is_one_line_before_the_project_is_
     (d / "r.jsonl").write_text(noise_mod.dumps(rec))
     assert calibrate.main(argv + ["--noise", str(d)]) == 0
     assert json.loads(out.read_text())["setup"]["noise_sha256"] == [calibrate._sha(d / "r.jsonl")]
+
+
+def _doc(setup=None, runs=None) -> dict:
+    """A calibrate JSON as the run mode writes it: one judged run of five cuda phases, A/A."""
+    s = {"config": "c.toml", "config_sha256": "a" * 64, "inject": None, "noise_sha256": [], "record_noise": None,
+         "tree": None, **(setup or {})}
+    r = [{"run": 0, "exit": 0, "flagged": [], "wall_s": 1.0,
+          "ratios": {f"cuda:{p}": 1.0 for p in ("prep_msm", "ntt_msm_h", "batch_addition", "tail_msm", "b_g2")}}]
+    return {"kind": calibrate.KIND, "version": 1, "setup": s, "runs": runs if runs is not None else r}
+
+
+def test_merge_refuses_an_injection_or_phase_key_it_cannot_read_before_printing(tmp_path, capsys):
+    """An injection that is no PHASE:FRACTION list (or no string), a ratio or flagged key that is no BACKEND:PHASE:
+    exit 2, one line naming the file, and nothing on stdout (no run printed before the input is known good)."""
+    run = _doc()["runs"][0]
+    cases = {"inject-word": _doc({"inject": "bogus"}), "inject-int": _doc({"inject": 5}),
+             "inject-twice": _doc({"inject": "tail_msm:0.1,tail_msm:0.2"}),
+             "key-bare": _doc({"inject": "tail_msm:0.1"}, [dict(run, ratios={"x": 1.0})]),
+             "key-backend": _doc(None, [dict(run, ratios={"opencl:tail_msm": 1.0})]),
+             "key-phase": _doc(None, [dict(run, ratios={"cuda:no_such": 1.0})]),
+             "flag-twice": _doc(None, [dict(run, flagged=["cuda:b_g2", "cuda:b_g2"])])}
+    for name, doc in cases.items():
+        f = tmp_path / f"{name}.json"
+        f.write_text(json.dumps(doc))
+        assert calibrate.main(["--merge", str(f)]) == 2, name
+        out, err = capsys.readouterr()
+        err = err.strip().splitlines()
+        assert out == "" and len(err) == 1 and err[0].startswith(f"calibrate: {f}: "), (name, out, err)
+    ok = tmp_path / "ok.json"
+    ok.write_text(json.dumps(_doc({"inject": "tail_msm:0.1"})))
+    assert calibrate.main(["--merge", str(ok)]) == 0
