@@ -280,6 +280,7 @@ def _read_doc(path: Path) -> dict:
     for r in runs:
         ok = (isinstance(r, dict) and r.get("exit") in (0, 1, 2) and is_int(r["exit"])
               and isinstance(r.get("flagged"), list) and isinstance(r.get("ratios"), dict) and pos(r.get("wall_s"))
+              and (r["ratios"] or r["exit"] == 2)      # a judged gate run had an ok workload: its phases tested
               and all(_test_key(k) and pos(v) for k, v in r["ratios"].items())
               and all(isinstance(k, str) and k in r["ratios"] for k in r["flagged"])
               and len(set(r["flagged"])) == len(r["flagged"]))         # a phase flagged twice would count twice
@@ -389,12 +390,26 @@ def main(argv=None) -> int:
             write_doc(Path(args.json), setup, rows)
     s = summary(rows, args.inject)
     print(json.dumps(s))
-    return _verdict(s, len(rows))
+    return _verdict(s, rows)
 
 
-def _verdict(s: dict, runs: int) -> int:
+def _verdict(s: dict, rows: list[dict]) -> int:
+    """0 where the runs measured what the summary reports, else 2 with a line saying what was not measured."""
     if not s["judged_runs"]:               # no false alarm and no detection in runs the gate never judged
-        print(f"calibrate: none of the {runs} gate runs was judged (exit 2): nothing measured", file=sys.stderr)
+        print(f"calibrate: none of the {len(rows)} gate runs was judged (exit 2): nothing measured", file=sys.stderr)
+        return 2
+    slowed = [p for p, _ in parse_inject(s["inject"])]
+    judged = [r for r in rows if r["exit"] in (0, 1)]
+    tested = {k.split(":", 1)[1] for r in judged for k in r["ratios"]}
+    untested = [p for p in slowed if p not in tested]
+    if untested:                           # "detected: {}" would read as a detection rate of nothing
+        print(f"calibrate: slowed phase {', '.join(untested)} was never tested in the {len(judged)} judged runs "
+              "(exit 2): no detection measured", file=sys.stderr)
+        return 2
+    if not s["phase_tests"]:               # "false_alarms: 0" of no test would read as an A/A pass
+        what = "no phase beside the slowed ones" if slowed else "no phase"
+        print(f"calibrate: {what} was tested in the {len(judged)} judged runs (exit 2): no false alarm measured",
+              file=sys.stderr)
         return 2
     return 0
 
@@ -427,7 +442,7 @@ def _merge_main(ap, argv) -> int:
     print(json.dumps(s))
     if args.json:
         write_doc(Path(args.json), setup, rows)
-    return _verdict(s, len(rows))
+    return _verdict(s, rows)
 
 
 if __name__ == "__main__":

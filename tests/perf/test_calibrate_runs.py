@@ -268,3 +268,30 @@ def test_merge_refuses_an_injection_or_phase_key_it_cannot_read_before_printing(
     ok = tmp_path / "ok.json"
     ok.write_text(json.dumps(_doc({"inject": "tail_msm:0.1"})))
     assert calibrate.main(["--merge", str(ok)]) == 0
+
+
+def test_runs_that_tested_no_phase_or_not_the_slowed_one_are_no_measurement(tmp_path, monkeypatch, capsys):
+    """A run the gate judged (exit 0 or 1) with no phase test is malformed; a pool with no test of an unslowed phase
+    (no false alarm measured), or an injection whose slowed phase no judged run tested (no detection measured), is
+    exit 2 said on stderr, never the 0 of an accuracy figure."""
+    run = _doc()["runs"][0]
+    empty = tmp_path / "empty.json"
+    empty.write_text(json.dumps(_doc(None, [dict(run, exit=1, ratios={})])))
+    assert calibrate.main(["--merge", str(empty)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.strip() == f"calibrate: {empty}: a run is malformed: {str(dict(run, exit=1, ratios={}))}"
+    cases = {"other-phase": ("tail_msm:0.1", {"cuda:b_g2": 1.0}, "tail_msm"),
+             "one-of-two": ("ntt_msm_h:0.03,tail_msm:0.03", {"cuda:tail_msm": 1.1, "cuda:b_g2": 1.0}, "ntt_msm_h"),
+             "only-slowed": ("tail_msm:0.1", {"cuda:tail_msm": 1.1}, "no false alarm")}
+    for name, (inject, ratios, said) in cases.items():
+        f = tmp_path / f"{name}.json"
+        f.write_text(json.dumps(_doc({"inject": inject}, [dict(run, ratios=ratios), dict(run, run=1, exit=2, ratios={})])))
+        assert calibrate.main(["--merge", str(f)]) == 2, name
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("calibrate: ") and said in err[0], (name, err)
+    monkeypatch.setattr(calibrate, "run_gate", lambda *a, **k: (0, {}, 1.0))      # a gate.json with no outcome
+    argv, out = _run(tmp_path, "a", 2, monkeypatch=monkeypatch)
+    monkeypatch.setattr(calibrate, "run_gate", lambda *a, **k: (0, {}, 1.0))
+    assert calibrate.main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no phase was tested" in err[0], err
