@@ -348,9 +348,14 @@ def main(argv=None) -> int:
         ap.error(str(e))
     if args.record_noise and (args.inject or args.noise):
         ap.error("--record-noise runs A/A under the config's thresholds: no --inject or --noise")
-    _check_json(ap, args.json)
     project, work = Path(args.project).resolve(), Path(args.workdir).resolve()
     config = Path(args.config).resolve() if args.config else project / "perf-gate.toml"
+    noise_in = {}
+    for i, n in enumerate(args.noise, 1):        # a folder's records are read too: none may be the --json
+        noise_in[f"--noise {i}"] = n
+        if Path(n).is_dir():
+            noise_in.update({f"--noise {i} ({f.name})": f for f in sorted(Path(n).glob("*.jsonl"))})
+    _check_json(ap, args.json, {"--config": config, **noise_in})
     try:                    # every input judged before the project is copied: a bad one is one line, exit 2
         used = backends(config)
         for phase, _ in injects:
@@ -414,11 +419,11 @@ def _verdict(s: dict, rows: list[dict]) -> int:
     return 0
 
 
-def _check_json(ap, path) -> None:
-    """--json checked by the output rule before any work: a path that cannot be written is exit 2 now, not after
-    the runs."""
+def _check_json(ap, path, inputs: dict) -> None:
+    """--json checked by the output rule before any work: a path that cannot be written, or that names an input
+    (role -> path), is exit 2 now, not after the runs."""
     try:
-        files.check_outputs({"--json": path})
+        files.check_outputs({"--json": path}, inputs)
     except files.OutputError as e:
         ap.exit(2, f"calibrate: {e}\n")
 
@@ -430,7 +435,7 @@ def _merge_main(ap, argv) -> int:
     args, rest = sub.parse_known_args(argv)
     if rest:
         ap.error(f"--merge takes only --json beside it, not {' '.join(rest)}")
-    _check_json(ap, args.json)
+    _check_json(ap, args.json, {f"--merge {i}": p for i, p in enumerate(args.merge, 1)})
     try:
         setup, rows = merge([Path(p) for p in args.merge])
     except MergeError as e:

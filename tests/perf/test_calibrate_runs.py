@@ -295,3 +295,34 @@ def test_runs_that_tested_no_phase_or_not_the_slowed_one_are_no_measurement(tmp_
     assert calibrate.main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "no phase was tested" in err[0], err
+
+
+def test_the_json_is_never_one_of_the_inputs(tmp_path, monkeypatch, capsys):
+    """--json naming a --merge file, the config or a noise record (or one in a --noise folder) would overwrite what
+    it reads: exit 2, one line naming it, nothing printed and the input as it was."""
+    a = tmp_path / "a.json"
+    a.write_text(json.dumps(_doc()))
+    before = a.read_bytes()
+    with pytest.raises(SystemExit) as e:
+        calibrate.main(["--merge", str(a), "--json", str(a)])
+    out, err = capsys.readouterr()
+    assert e.value.code == 2 and out == "" and len(err.strip().splitlines()) == 1 and str(a) in err and "--merge" in err, err
+    assert a.read_bytes() == before
+    argv, _ = _run(tmp_path, "r", 1, fail_at=0, monkeypatch=monkeypatch)      # a run would raise
+    work = Path(argv[argv.index("--workdir") + 1])
+    noise = tmp_path / "noise"
+    noise.mkdir()
+    (noise / "r.jsonl").write_text("{}\n")
+    config = tmp_path / "r" / "proj" / "perf-gate.toml"
+    cases = [([], config, "--config"), (["--config", str(config)], config, "--config"),
+             (["--noise", str(noise / "r.jsonl")], noise / "r.jsonl", "--noise"),
+             (["--noise", str(noise)], noise / "r.jsonl", "--noise")]
+    for extra, target, role in cases:
+        before = target.read_bytes()
+        args = argv + extra
+        args[args.index("--json") + 1] = str(target)
+        with pytest.raises(SystemExit) as e:
+            calibrate.main(args)
+        out, err = capsys.readouterr()
+        assert e.value.code == 2 and out == "" and str(target) in err and role in err, (extra, err)
+        assert target.read_bytes() == before and not work.exists()
