@@ -105,6 +105,7 @@ def _outputs(argv: list[str], pyperf):
     the suite --append adds to or None), or a line saying what is wrong (str)."""
     import argparse
     import gzip
+    import io
     import zlib
     from .files import OutputError, check_outputs, read_input
     pre = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
@@ -121,8 +122,12 @@ def _outputs(argv: list[str], pyperf):
     if got.append and outs["--append"].identity[0] != "new" and not outs["--append"].stream:
         try:
             data = read_input(got.append, MAX_RESULTS_BYTES, mode="rb")
-            if got.append.endswith(".gz"):
-                data = gzip.decompress(data)
+            if got.append.endswith(".gz"):          # the limit holds for what it unpacks to: a small gzip can be GBs
+                with gzip.GzipFile(fileobj=io.BytesIO(data)) as gz:
+                    data = gz.read(MAX_RESULTS_BYTES + 1)
+                if len(data) > MAX_RESULTS_BYTES:
+                    return (f"{got.append}: more than the {MAX_RESULTS_BYTES >> 20} MiB a pyperf JSON may be, "
+                            "once decompressed")
             suite = pyperf.BenchmarkSuite.loads(data.decode("utf-8"))
         except OSError as e:
             return f"{got.append}: {e.strerror or e}"

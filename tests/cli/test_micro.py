@@ -257,3 +257,29 @@ def test_an_append_file_of_wrong_types_or_no_measurement_is_bad_input(tmp_path):
     p = _micro(*args, "--append", str(bad[2]), cwd=tmp_path)
     err = p.stderr.strip().splitlines()
     assert p.returncode == 2 and len(err) == 1 and str(bad[2]) in err[0] and "mean" not in p.stdout, p.stderr
+
+
+def test_an_append_gzip_is_read_no_further_than_the_size_limit(tmp_path, monkeypatch):
+    """A small .gz can decompress to gigabytes: it is read through the limit on a results file and refused past it,
+    naming the file, with memory bounded by that limit rather than by what the gzip unpacks to."""
+    pytest.importorskip("pyperf")
+    import gzip
+    import tracemalloc
+    import pyperf
+    from cuzk import micro
+    monkeypatch.setattr(micro, "MAX_RESULTS_BYTES", 1 << 20)
+    bomb = tmp_path / "bomb.json.gz"
+    bomb.write_bytes(gzip.compress(b" " * (64 << 20), 1))          # ~0.3 MB holding 64 MiB
+    tracemalloc.start()
+    try:
+        got = micro._outputs(["ntt", "--append", str(bomb)], pyperf)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert isinstance(got, str) and got.startswith(f"{bomb}: ") and "more than" in got, got
+    assert peak < 16 << 20, peak
+    small = tmp_path / "small.json.gz"
+    small.write_bytes(gzip.compress(b" " * (1 << 20)))              # at the limit: read, then judged as JSON
+    got = micro._outputs(["ntt", "--append", str(small)], pyperf)
+    assert isinstance(got, str) and got.startswith(f"{small}: not a pyperf JSON"), got
+
