@@ -131,8 +131,9 @@ def _outputs(argv: list[str], pyperf):
             suite = pyperf.BenchmarkSuite.loads(data.decode("utf-8"))
         except OSError as e:
             return f"{got.append}: {e.strerror or e}"
-        except (ValueError, KeyError, TypeError, AttributeError, EOFError, zlib.error) as e:   # JSON's, UTF-8's:
-            return f"{got.append}: not a pyperf JSON ({type(e).__name__}: {str(e)[:120]})"      # ValueErrors
+        except (ValueError, KeyError, TypeError, AttributeError, EOFError, zlib.error,
+                RecursionError) as e:           # JSON's, UTF-8's: ValueErrors; RecursionError: nested past the parser
+            return f"{got.append}: not a pyperf JSON ({type(e).__name__}: {str(e)[:120]})"
         from .perf.values import is_number
         for b in suite.get_benchmarks():        # pyperf takes inf and any int > 0: no measurement to add runs to
             for r in b.get_runs():

@@ -283,3 +283,14 @@ def test_an_append_gzip_is_read_no_further_than_the_size_limit(tmp_path, monkeyp
     got = micro._outputs(["ntt", "--append", str(small)], pyperf)
     assert isinstance(got, str) and got.startswith(f"{small}: not a pyperf JSON"), got
 
+
+
+def test_an_append_file_nested_past_the_parser_is_named_as_bad_input(tmp_path):
+    """JSON nested deeper than the parser recurses is the file's fault, named as such, not an internal error."""
+    pytest.importorskip("pyperf")
+    import pyperf
+    from cuzk.micro import _outputs
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100000 + "]" * 100000)
+    got = _outputs(["ntt", "--append", str(deep)], pyperf)
+    assert isinstance(got, str) and got.startswith(f"{deep}: not a pyperf JSON"), got
