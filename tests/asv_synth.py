@@ -42,12 +42,17 @@ def build(project: Path, dest: Path, commits: int, benches: list[str], steps: di
           noise: float = 0.01, seed: int = 0, stride: int = 1) -> tuple[Path, list[str]]:
     """Returns (repo, the measured shas oldest first). `steps`: {(benchmark, params tuple): (point index,
     factor)}; every other series is flat at 1 ms (x noise). `stride`: commits per measured point (a
-    nightly history has several commits between its points), the last of each group measured."""
+    nightly history has several commits between its points), the last of each group measured. Every
+    parameter set perf-gate.toml gates is measured too, as on a nightly runner (the other parameter sets
+    of a benchmark not in `benches` are NaN, not selected): an unmeasured gated series fails the nightly."""
     from asv import util
     from asv.results import Results
     from asv.runner import BenchmarkResult
 
+    from cuzk.perf import gate_config, history
+
     steps = steps or {}
+    requested = set(benches)
     repo = dest / "repo"
     make_repo(project, repo)
     t0 = datetime.datetime(2026, 11, 1, tzinfo=datetime.timezone.utc)
@@ -62,6 +67,8 @@ def build(project: Path, dest: Path, commits: int, benches: list[str], steps: di
     conf = json.loads((repo / "asv.conf.json").read_text())
     results = repo / conf["results_dir"]
     all_benches = {b["name"]: b for b in discover(repo)}
+    gated = history.gated_pairs(gate_config.load(project / gate_config.DEFAULT_PATH))
+    benches = list(benches) + sorted({b for b, _ in gated} - set(benches))
     (results / MACHINE).mkdir(parents=True, exist_ok=True)
     util.write_json(str(results / "benchmarks.json"), {**{n: all_benches[n] for n in benches}}, api_version=2)
     machine = {"arch": "x86_64", "cpu": "synthetic", "machine": MACHINE, "num_cpu": "2", "os": "Linux",
@@ -78,6 +85,10 @@ def build(project: Path, dest: Path, commits: int, benches: list[str], steps: di
             combos = list(itertools.product(*b["params"])) if b["params"] else [()]
             vals, samples = [], []
             for combo in combos:
+                if name not in requested and (name, combo) not in gated:
+                    vals.append(float("nan"))
+                    samples.append(None)
+                    continue
                 base = 1e-3
                 at, factor = steps.get((name, combo), (None, 1.0))
                 level = base * (factor if at is not None and i >= at else 1.0)

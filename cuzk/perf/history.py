@@ -1028,7 +1028,7 @@ def default_results(repo: Path) -> Path:
 
 def _series(rs: ResultsSet, bench: str | None):
     """{(machine, env, benchmark, params): [(date, commit, value)]} of the measured points; params are
-    asv's repr strings, e.g. ("'cpu:8'", "'A1'"). And {(machine, env): the newest results file}."""
+    asv's repr strings, e.g. ("'cpu:8'", "'A1'"). And {machine: its newest results file}."""
     try:
         pattern = re.compile(bench) if bench else None
     except re.error as e:
@@ -1036,9 +1036,9 @@ def _series(rs: ResultsSet, bench: str | None):
     out: dict = {}
     newest: dict = {}
     for res in rs.files:
-        key = (res.machine, res.env)
-        if key not in newest or (res.date, str(res.path)) > (newest[key].date, str(newest[key].path)):
-            newest[key] = res
+        if res.machine not in newest or (res.date, str(res.path)) > (newest[res.machine].date,
+                                                                      str(newest[res.machine].path)):
+            newest[res.machine] = res
         for name, vals in res.values.items():
             for combo, v in vals.items():
                 if pattern and not pattern.search(series_name(name, combo)):
@@ -1049,18 +1049,20 @@ def _series(rs: ResultsSet, bench: str | None):
     return out, newest
 
 
-def _unmeasured(series: dict, newest: dict) -> list[dict]:
-    """The series whose newest point is missing: their machine's newest results file (in that
-    environment) holds null (a failure), NaN (a skip) or nothing for them."""
+def _unmeasured(pairs, newest: dict) -> list[dict]:
+    """Of each (benchmark, params) in `pairs`, on each machine read, the ones its newest results file holds
+    as null (a failure), NaN (a skip) or not at all. Taken from the pairs, not from the series found: a
+    series never measured has no point, and would otherwise go unnamed."""
     out = []
-    for (m, env, name, combo) in sorted(series):
-        res = newest[(m, env)]
-        v = res.values.get(name, {}).get(combo, "absent")
-        if v is None or v == "absent" or math.isnan(v):
-            why = ("null: the benchmark failed" if v is None else "absent: not run" if v == "absent"
-                   else "NaN: asv skipped it")
-            out.append({"machine": m, "env": env, "benchmark": series_name(name, combo), "asv_benchmark": name,
-                        "params": list(combo), "commit": res.commit, "file": str(res.path), "why": why})
+    for m, res in sorted(newest.items()):
+        for name, combo in sorted(pairs):
+            v = res.values.get(name, {}).get(combo, "absent")
+            if v is None or v == "absent" or math.isnan(v):
+                why = ("null: the benchmark failed" if v is None else "absent: not run" if v == "absent"
+                       else "NaN: asv skipped it")
+                out.append({"machine": m, "env": res.env, "benchmark": series_name(name, combo),
+                            "asv_benchmark": name, "params": list(combo), "commit": res.commit,
+                            "file": str(res.path), "why": why})
     return out
 
 
@@ -1102,7 +1104,7 @@ class Changes:
     longest: int            # points in the longest series
     found: list[dict]
     pairs: set = field(default_factory=set)     # (benchmark, params) of the series analysed
-    unmeasured: list = field(default_factory=list)   # series whose newest point is missing (_unmeasured)
+    newest: dict = field(default_factory=dict)       # {machine: its newest ResultFile}, for _unmeasured
     short: list = field(default_factory=list)        # (machine, benchmark, params, points) of series too short
     spikes: list = field(default_factory=list)       # points read as their neighbours' median (despike)
 
@@ -1194,8 +1196,7 @@ def changes(results_dir: Path, machine: str | None = None, bench: str | None = N
                           "before": float(st.mean_1), "after": float(st.mean_2),
                           "change": float(st.mean_2 / st.mean_1 - 1) if st.mean_1 else float("inf"),
                           "pvalue": float(st.pvalue)})
-    return Changes(results_dir, len(series), analysed, longest, found, pairs, _unmeasured(series, newest), short,
-                   spikes)
+    return Changes(results_dir, len(series), analysed, longest, found, pairs, newest, short, spikes)
 
 
 def gated_pairs(cfg) -> set[tuple[str, tuple]]:
@@ -1242,8 +1243,9 @@ def changes_markdown(ch: Changes) -> str:
 
 
 def gated_unmeasured(ch: Changes, gated: set) -> list[dict]:
-    """Gated series whose newest point was not measured: no verdict on them, never a pass."""
-    return [u for u in ch.unmeasured if (u["asv_benchmark"], tuple(u["params"])) in gated]
+    """Gated series whose newest point was not measured, on each machine read (a series never measured
+    included): no verdict on them, never a pass."""
+    return _unmeasured(gated, ch.newest)
 
 
 def gated_markdown(failing: list[dict], last: int, watched: int, unmeasured: list[dict] = (),

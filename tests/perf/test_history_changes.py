@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import re
 import shlex
 import shutil
@@ -113,9 +114,12 @@ def test_changes_bad_input(history, capsys, tmp_path):
 
 
 def _series_names(repo: Path) -> set:
-    """Every (benchmark, params) the synthetic results hold."""
-    benches = json.loads((repo / ".asv" / "results" / "benchmarks.json").read_text())
-    return {(n, c) for n, b in benches.items() if n != "version" for c in itertools.product(*b["params"])}
+    """Every (benchmark, params) the synthetic results measure (not asv's NaN: not selected)."""
+    results = repo / ".asv" / "results" / asv_synth.MACHINE
+    d = json.loads(next(p for p in sorted(results.glob("*.json")) if p.name != "machine.json").read_text())
+    ip, ir = d["result_columns"].index("params"), d["result_columns"].index("result")
+    return {(n, c) for n, row in d["results"].items() for c, v in zip(itertools.product(*row[ip]), row[ir])
+            if not math.isnan(v)}
 
 
 def test_no_results_dir_is_an_error_not_no_change(tmp_path, capsys):
@@ -219,14 +223,14 @@ def test_fail_on_gated_fails_on_a_new_gated_slowdown(gated_slowdown, tmp_path, c
     assert summary.read_text() == out
     # older than the last 2 points: not new
     assert main(["history", "changes", "--repo", str(repo), "--fail-on-gated", "2"]) == 0
-    assert "No new regression in the 2 gated parameter set(s)" in capsys.readouterr().out
+    assert f"No new regression in the {_gated_count()} gated parameter set(s)" in capsys.readouterr().out
 
 
 def test_fail_on_gated_passes_on_an_ungated_slowdown(ungated_slowdown, tmp_path, capsys):
     repo, shas = ungated_slowdown
     argv = ["history", "changes", "--repo", str(repo), "--json", str(tmp_path / "c.json"), "--fail-on-gated"]
     assert main([*argv, "3"]) == 0
-    assert "No new regression in the 4 gated parameter set(s)" in capsys.readouterr().out
+    assert f"No new regression in the {_gated_count()} gated parameter set(s)" in capsys.readouterr().out
     found = {(c["benchmark"], c["commit"]) for c in json.loads((tmp_path / "c.json").read_text())}
     assert {(f"{TAIL}('cpu:8', 'default')", shas[13]), (f"{TAIL}('cpu:10', 'default')", shas[6]),
             (f"{PREP}('cpu:10', 'default')", shas[13])} <= found          # all three were seen, none failed
@@ -236,9 +240,10 @@ def test_fail_on_gated_passes_on_an_ungated_slowdown(ungated_slowdown, tmp_path,
 
 def test_fail_on_gated_reads_the_gate_config(gated_slowdown, tmp_path, capsys):
     repo, _ = gated_slowdown
-    cfg = tmp_path / "gate.toml"                    # gates cpu 2^8 A1 only: the slowdown is not gated there
+    cfg = tmp_path / "gate.toml"                    # gates tail_msm at cpu 2^8 only: the slowdown is not gated there
     cfg.write_text((REPO / "perf-gate.toml").read_text().split("[[workload]]")[0]
-                   + '[[workload]]\nbackend = "cpu"\ncircuit = "porep_like"\nlog_size = 8\nopts = "default"\n')
+                   + '[[workload]]\nbackend = "cpu"\ncircuit = "porep_like"\nlog_size = 8\nopts = "default"\n'
+                   + 'phases = ["tail_msm"]\n')
     argv = ["history", "changes", "--repo", str(repo), "--fail-on-gated", "3", "--gate-config", str(cfg)]
     assert main(argv) == 0
     capsys.readouterr()
@@ -246,9 +251,13 @@ def test_fail_on_gated_reads_the_gate_config(gated_slowdown, tmp_path, capsys):
     assert main(argv) == 2                          # no such suite target: nothing gated, never a pass
     assert "match no parameter set" in capsys.readouterr().err
     assert main(["history", "changes", "--repo", str(repo), "--fail-on-gated", "3", "--bench", "cpu:8"]) == 2
+    assert f"none of the {_gated_count()} gated parameter sets has a series" in capsys.readouterr().err
+
+
+def _gated_count() -> int:
+    """perf-gate.toml's gated parameter sets, each of which the synthetic results measure (asv_synth)."""
     from cuzk.perf import gate_config, history
-    n = len(history.gated_pairs(gate_config.load(REPO / "perf-gate.toml")))
-    assert f"none of the {n} gated parameter sets has a series" in capsys.readouterr().err
+    return len(history.gated_pairs(gate_config.load(REPO / "perf-gate.toml")))
 
 
 def _chromium() -> str | None:

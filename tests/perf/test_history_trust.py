@@ -33,6 +33,9 @@ def _needs_change_points():
 TAIL = "bench_tail_msm.TailMsm.track_time"
 GATED = ("'cpu:10'", "'default'")              # perf-gate.toml's cpu porep_like 2^10 opts=default
 GATED_NAME = f"{TAIL}('cpu:10', 'default')"
+AT_SCALE = "bench_tail_msm.TailMsmAtScale.track_time"
+AT_SCALE_GATED = ("'cuda:porep_partition:24'", "'default'")    # perf-gate.toml's porep_partition 2^24 workload
+AT_SCALE_NAME = f"{AT_SCALE}('cuda:porep_partition:24', 'default')"
 BENCH = r"bench_prep_msm\.PrepMsm\.track_time\('cpu:8', 'default'\)"
 
 
@@ -65,13 +68,13 @@ def _newest(results: Path) -> Path:
     return max(files, key=lambda p: json.loads(p.read_text())["date"])
 
 
-def _set_value(path: Path, params: tuple, value, drop: bool = False) -> None:
-    """One result of TAIL in an asv results file; `drop`: the benchmark left out of the file."""
+def _set_value(path: Path, params: tuple, value, drop: bool = False, bench: str = TAIL) -> None:
+    """One result of `bench` in an asv results file; `drop`: the benchmark left out of the file."""
     d = json.loads(path.read_text())
     if drop:
-        del d["results"][TAIL]
+        del d["results"][bench]
     else:
-        row = d["results"][TAIL]
+        row = d["results"][bench]
         cols = d["result_columns"]
         combos = [tuple(c) for c in itertools.product(*row[cols.index("params")])]
         row[cols.index("result")][combos.index(params)] = value
@@ -144,6 +147,22 @@ def test_an_unmeasured_newest_gated_point_is_said_and_exits_2(step, tmp_path, ca
     assert cap.err.count("\n") == 1 and GATED_NAME in cap.err and str(newest) in cap.err and why in cap.err
     assert "gated series was not measured**" in summary.read_text()
     assert f"`{GATED_NAME}` on {asv_synth.MACHINE}: {why}" in cap.out and "'cpu:8'" not in cap.out
+
+
+@pytest.mark.parametrize("value,why", [(math.nan, "NaN: asv skipped it"), (None, "null: the benchmark failed"),
+                                       ("drop", "absent: not run")])
+def test_a_gated_series_never_measured_is_named_and_exits_2(step, tmp_path, capsys, value, why):
+    """A gated series failed, skipped or absent on every night has no point, hence no series: it is named
+    from the gated parameter sets, and the nightly is no pass while the other gated series are judged."""
+    results = _copy(step[1], tmp_path / "r")
+    for f in (p for p in (results / asv_synth.MACHINE).glob("*.json") if p.name != "machine.json"):
+        _set_value(f, AT_SCALE_GATED, value, drop=value == "drop", bench=AT_SCALE)
+    summary = tmp_path / "summary.md"
+    assert main(_changes(step, results, "--fail-on-gated", "3", "--summary", str(summary))) == 2
+    cap = capsys.readouterr()
+    assert cap.err.count("\n") == 1 and AT_SCALE_NAME in cap.err and str(_newest(results)) in cap.err, cap.err
+    assert why in cap.err and "No new regression" not in cap.out + summary.read_text()
+    assert f"`{AT_SCALE_NAME}` on {asv_synth.MACHINE}: {why}" in cap.out
 
 
 @pytest.mark.parametrize("flag,value", [("--max-pvalue", "nan"), ("--max-pvalue", "0"), ("--max-pvalue", "1.5"),
