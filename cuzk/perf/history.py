@@ -516,6 +516,7 @@ MAX_FILE_BYTES = 64 << 20
 MAX_IMPORT_FILES, MAX_IMPORT_BYTES = 10_000, 512 << 20
 MAX_SECONDS = 1e6           # ~11 days for one call: a broken clock or a poisoned file, not a measurement
 MAX_OTHER = 1e18            # bytes, joules, ratios
+MAX_PARAM_SETS = 100_000    # of one benchmark in a results file; the suite's most is a few hundred
 RESULTS_API, BENCHMARKS_API, MACHINE_API = 2, 2, 1       # asv 0.6's file format versions
 _KINDS = ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"),
           (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
@@ -637,11 +638,19 @@ def check_results_file(path: Path, d, machine: str, units: dict) -> ResultFile:
         if not (isinstance(params, list) and all(isinstance(p, list) and all(isinstance(x, str) for x in p)
                                                  for p in params)):
             raise bad(f"{name}: params is not a list of lists of strings")
-        combos = _combos(params)
-        result = row[ir] if row[ir] is not None else [None] * len(combos)     # null: all failed
-        if not isinstance(result, list) or len(result) != len(combos):
+        # counted before they are listed, and no further than the cap: 40 two-valued lists in a 1 KB file
+        # are 2^40 parameter sets
+        n = 1
+        for p in params:
+            n *= len(p)
+            if n > MAX_PARAM_SETS:
+                raise bad(f"{name}: more than {MAX_PARAM_SETS} parameter sets (the product of its params' "
+                          f"lengths)")
+        result = row[ir] if row[ir] is not None else [None] * n     # null: all failed
+        if not isinstance(result, list) or len(result) != n:
             raise bad(f"{name}: {len(result) if isinstance(result, list) else _jtype(result)} results for "
-                      f"{len(combos)} parameter sets")
+                      f"{n} parameter sets")
+        combos = _combos(params)
         timing = units[name] == "seconds" if isinstance(units.get(name), str) else is_timing(name)
         vals = {}
         for combo, v in zip(combos, result):

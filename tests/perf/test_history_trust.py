@@ -212,11 +212,23 @@ def _symlink(p: Path):
     p.symlink_to(target.name)
 
 
+def _params_bomb(p: Path):
+    """One row's params 40 two-valued lists: a 1 KB row that lists 2^40 parameter sets."""
+    d = json.loads(p.read_text())
+    cols = d["result_columns"]
+    row = next(iter(d["results"].values()))
+    row[cols.index("params")] = [["'a'", "'b'"]] * 40
+    row[cols.index("result")] = [1e-3]
+    p.write_text(json.dumps(d, allow_nan=True))
+    return p
+
+
 BAD_FILES = {"corrupt": _replace('{"version": 2, "results": {'), "truncated": _truncate, "empty": _replace(""),
              "null": _replace("null"), "a list": _replace("[1, 2]"), "a date of words": _edit(date="yesterday"),
              "results not an object": _edit(results=[]), "no commit": _edit(commit_hash=None),
              "another machine": _edit(params={"machine": "elsewhere"}), "old format": _edit(version=1),
-             "a directory": _directory, "a symlink": _symlink, "not UTF-8": lambda p: p.write_bytes(b"\xff\xfe{}")}
+             "a directory": _directory, "a symlink": _symlink, "not UTF-8": lambda p: p.write_bytes(b"\xff\xfe{}"),
+             "2^40 parameter sets": _params_bomb}
 
 
 @pytest.mark.parametrize("how", sorted(BAD_FILES))
@@ -228,6 +240,24 @@ def test_an_unreadable_results_file_is_exit_2_naming_it(step, tmp_path, capsys, 
     assert main(_changes(step, results, "--fail-on-gated", "3")) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"history: {bad}: " in err, err
+
+
+@pytest.mark.parametrize("result", [[1e-3], None, [1e-3] * 6])
+def test_parameter_sets_are_counted_before_they_are_listed(tmp_path, result):
+    """A row's parameter sets are the product of its params' lengths: a few bytes of params can ask for more
+    than memory holds, null results (all failed) included; refused naming the file and benchmark."""
+    d = {"version": 2, "commit_hash": "a" * 40, "env_name": "e", "python": "3.11", "params": {"machine": "m"},
+         "requirements": {}, "result_columns": ["result", "params"], "date": 0,
+         "results": {TAIL: [result, [["'a'", "'b'"]] * 40]}}
+    path = tmp_path / "r.json"
+    with pytest.raises(history.HistoryError, match=rf"^{path}: {TAIL}: more than 100000 parameter sets"):
+        history.check_results_file(path, d, "m", {})
+    d["results"][TAIL][1] = [["'a'", "'b'"], ["'c'", "'d'", "'e'"]]          # 6: counted, then compared
+    if result is not None and len(result) != 6:
+        with pytest.raises(history.HistoryError, match=rf"^{path}: {TAIL}: 1 results for 6 parameter sets"):
+            history.check_results_file(path, d, "m", {})
+    else:
+        assert len(history.check_results_file(path, d, "m", {}).values[TAIL]) == 6
 
 
 def test_an_unreadable_machine_or_benchmarks_file_is_exit_2_naming_it(step, tmp_path, capsys):
@@ -497,6 +527,7 @@ UNTRUSTED = {
     "another machine's machine.json": _make("gpu-a/machine.json", _replace('{"machine": "gpu-b"}')),
     "an oversized file": _make("gpu-a/big.json", _sparse),
     "no benchmarks.json": _no_benchmarks,
+    "2^40 parameter sets": lambda exp: _params_bomb(_results_file(exp)),
 }
 
 
