@@ -25,7 +25,7 @@ import math
 import re
 import subprocess
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from ..files import read_input
@@ -40,6 +40,7 @@ NEWEST = 5                  # records used: the machine's newest, by date
 MAX_RECORD_BYTES = 1 << 20
 DEFAULT_WORKER_CPUS = 1     # the gate's default (gate_config), at which records from before the field were made
 MAX_LOG_RATIO = 1.0         # |ln(head / base)| of an A/A round beyond e: not a measurement
+CLOCK_SLACK = timedelta(days=1)     # a record dated later than now and this: a runner's clock, or a forgery
 _SHA = re.compile(r"[0-9a-f]{40}")
 _MACHINE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 _SPEC_KEYS = {"backend": str, "circuit": str, "log_size": int, "opts": str, "batch": int, "convention": str,
@@ -86,6 +87,10 @@ def dumps(rec: dict) -> str:
     return json.dumps(rec, separators=(",", ":")) + "\n"
 
 
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
 def parse_record(data: bytes | str, where: str, machine: str | None = None) -> dict:
     """One record, read as untrusted data: a NoiseError names `where` and the first thing that is wrong."""
 
@@ -116,9 +121,12 @@ def parse_record(data: bytes | str, where: str, machine: str | None = None) -> d
     if not (isinstance(rec.get("commit"), str) and _SHA.fullmatch(rec["commit"])):
         raise bad("commit is not a full commit id")
     try:
-        datetime.strptime(rec.get("date"), "%Y-%m-%dT%H:%M:%SZ")
+        date = datetime.strptime(rec.get("date"), "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
     except (TypeError, ValueError) as e:
         raise bad("date is not YYYY-MM-DDTHH:MM:SSZ") from e
+    # derive takes the newest records by date: one dated ahead would stay among them, its spread held for good
+    if date > _now() + CLOCK_SLACK:
+        raise bad(f"date {rec['date']} is in the future (later than now and {CLOCK_SLACK.days} day)")
     for k, least in (("rounds", 2), ("samples", 1)):      # one round has no spread: centred, it reads 0
         v = rec.get(k)
         if not (is_int(v) and least <= v <= 10_000):

@@ -268,6 +268,7 @@ def test_a_record_is_made_from_an_aa_run_and_read_back_as_it_was():
     (lambda r: r.update(machine="h200-1"), "machine 'h200-1', not 'h200-0'"),
     (lambda r: r.update(commit="abc"), "commit"),
     (lambda r: r.update(date="yesterday"), "date"),
+    (lambda r: r.update(date="9999-12-31T00:00:00Z"), "date 9999-12-31T00:00:00Z is in the future"),
     (lambda r: r.update(rounds=True), "rounds"),
     (lambda r: r["workloads"][0]["phases"].update(tail_msm=[0.0] * 9), "not 10 finite"),
     (lambda r: r["workloads"][0]["phases"]["tail_msm"].__setitem__(0, 5.0), "not 10 finite"),
@@ -389,6 +390,44 @@ def test_import_keeps_a_record_beside_the_results_and_refuses_a_bad_one(tmp_path
     assert main(["history", "import", str(export), "--no-push", "--repo", str(clone)]) == 0
     recs, where = noise.from_history(clone, m, REFS)
     assert recs == [rec] and "refs/cuzk/asv-results" in where
+
+
+def test_a_record_dated_ahead_is_refused_by_every_reader(tmp_path, capsys, monkeypatch):
+    """derive takes a machine's newest records by date: one dated in the future would stay among them however
+    many honest ones follow, its spread holding the thresholds. Refused, naming the file, wherever a record is
+    read (import, --noise FILE, the history, `history record --gate-noise`, all through parse_record)."""
+    from datetime import datetime, timezone
+    monkeypatch.setattr(noise, "_now", lambda: datetime(2026, 12, 6, tzinfo=timezone.utc))
+    for date, ok in (("2026-12-07T00:00:00Z", True), ("2026-12-07T00:00:01Z", False),
+                     ("9999-12-31T00:00:00Z", False)):      # a day of clock slack, no more
+        text = noise.dumps(_record({"tail_msm": _rounds(0.01)}, date=date))
+        if ok:
+            assert noise.parse_record(text, "rec.jsonl")["date"] == date
+        else:
+            with pytest.raises(noise.NoiseError, match=f"^rec.jsonl: date {date} is in the future"):
+                noise.parse_record(text, "rec.jsonl")
+    ahead = noise.dumps(_record({"tail_msm": _rounds(0.3)}, date="9999-12-31T00:00:00Z"))
+    given = tmp_path / "ahead.jsonl"
+    given.write_text(ahead)
+    with pytest.raises(noise.NoiseError, match=f"^{given}: date 9999"):
+        noise.load_paths([given])
+    repo = _history_repo(tmp_path / "h", {f"h200-0/gate-noise/{SHA}.jsonl": ahead})
+    with pytest.raises(noise.NoiseError, match=f"^refs/cuzk/asv-results:h200-0/gate-noise/{SHA}.jsonl: date 9999"):
+        noise.from_history(repo, "h200-0", REFS)
+    src, shas = asv_synth.build(REPO, tmp_path / "p", 1, ["bench_tail_msm.TailMsm.track_time"])
+    m = asv_synth.MACHINE
+    export = tmp_path / "export"
+    shutil.copytree(src / ".asv" / "results", export)
+    (export / m / "gate-noise").mkdir()
+    rec = _record({"tail_msm": _rounds(0.3)}, machine=m, commit=shas[0], date="9999-12-31T00:00:00Z")
+    (export / m / "gate-noise" / f"{shas[0]}.jsonl").write_text(noise.dumps(rec))
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(src), str(clone)], check=True)
+    subprocess.run(["git", "-C", str(clone), "remote", "remove", "origin"], check=True)
+    assert main(["history", "import", str(export), "--no-push", "--repo", str(clone)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"gate-noise/{shas[0]}.jsonl: date 9999-12-31T00:00:00Z is in the future" in err
+    assert noise.from_history(clone, m, REFS) == ([], "")                      # nothing committed
 
 
 def test_records_of_averaged_samples_live_apart_where_an_older_gate_does_not_look(tmp_path, capsys):
