@@ -167,7 +167,7 @@ class Output:
     target: str                # where it lands: the path, or a link's final target
     stream: bool               # a character device or FIFO: written directly
     identity: tuple            # (st_dev, st_ino) of a file (a descriptor's too); ("new", real path); ("stream", path);
-                               # ("fd", N) for a descriptor on a character device
+                               # ("fd", N) for a descriptor on a pipe or device
     mode: int | None           # the permission bits of a regular file it replaces
     fd: int | None = None      # a descriptor this process holds (/dev/stdout): written through a dup of it
 
@@ -228,9 +228,9 @@ def resolve_output(path) -> Output:
         if flags & os.O_ACCMODE == os.O_RDONLY:
             raise OutputError(p, f"cannot write: descriptor {fd} is open for reading only", errno.EBADF)
         st = os.fstat(fd)
-        # a file or pipe behind the descriptor is known by its inode, so `>> key.zkey` or a second name for the
-        # same pipe meets the check against the inputs and the other outputs; a terminal or /dev/null by the number
-        ident = ("fd", fd) if stat.S_ISCHR(st.st_mode) else (st.st_dev, st.st_ino)
+        # a file behind the descriptor is known by its inode, so `>> key.zkey` meets the check against the inputs
+        # and the other outputs; a pipe or terminal (written to, never replaced) by the number
+        ident = (st.st_dev, st.st_ino) if stat.S_ISREG(st.st_mode) else ("fd", fd)
         return Output(p, p, True, ident, None, fd)
     try:
         st = os.stat(p)                                   # follows links
