@@ -3,12 +3,14 @@ key and each circuit's proof and public inputs (snarkjs names), checked before a
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from ..groth16 import vk_to_json
+from ..keygen import cache_dir
 from ..perf.pipeline_plot import pipeline_png
 from ..perf.plots import timeline_png
-from .common import check_paths
+from .common import CliError, check_paths
 
 
 def _save_names(i: int) -> tuple[str, str]:
@@ -19,6 +21,8 @@ def _save_names(i: int) -> tuple[str, str]:
 def check_bench_outputs(args) -> None:
     """bench's outputs (--json, --timeline, --save's set for --circuits proofs) checked before any work."""
     outputs = {"--json": args.json, "--timeline": args.timeline}
+    if args.save == "":                 # Path("") is the working folder: a set written where nobody asked
+        raise CliError("--save '': not a folder name")
     if args.save:
         out = Path(args.save)
         outputs["--save verification_key.json"] = out / "verification_key.json"
@@ -26,6 +30,10 @@ def check_bench_outputs(args) -> None:
             for name in _save_names(i):
                 outputs[f"--save {name}"] = out / name
     check_paths(outputs)
+    keys = os.path.realpath(cache_dir())  # the key bench reads is there, made before the outputs are written
+    for role, path in outputs.items():
+        if path is not None and os.path.commonpath([os.path.realpath(path), keys]) == keys:
+            raise CliError(f"{role} {path}: in the key cache {keys}, where bench reads and makes its keys")
 
 
 def bench_outputs(args, rep) -> dict:

@@ -278,6 +278,30 @@ def test_bench_outputs_are_checked_before_any_work(tmp_path, capsys, monkeypatch
     assert not (tmp_path / "r.json").exists()
 
 
+@pytest.mark.parametrize("how", ["the key", "a link to it", "a new file there"])
+def test_a_bench_output_in_the_key_cache_is_refused_and_the_key_kept(tmp_path, capsys, how):
+    """bench reads (and makes) its key in the cache: an output there would replace the key the run proves with."""
+    argv = ["bench", "--backend", "cpu", "--circuit", "mulchain", "--log-size", "4"]
+    assert main(argv) == 0
+    key = next(Path(os.environ["CUZK_CACHE_DIR"]).rglob("*.cuzkkey"))      # the autouse fixture's cache
+    before = key.read_bytes()
+    out = {"the key": key, "a link to it": tmp_path / "lnk.json", "a new file there": key.parent / "r.json"}[how]
+    if how == "a link to it":
+        out.symlink_to(key)
+    capsys.readouterr()
+    assert main([*argv, "--json", str(out)]) == 2
+    line = _one_error(capsys)
+    assert str(out) in line and "key cache" in line, line
+    assert key.read_bytes() == before and not (key.parent / "r.json").exists()
+
+
+def test_bench_save_empty_is_no_folder(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _no_work(monkeypatch)
+    assert main(["bench", "--backend", "cpu", "--circuit", "mulchain", "--log-size", "4", "--save", ""]) == 2
+    assert "--save ''" in _one_error(capsys) and not list(tmp_path.iterdir())
+
+
 def test_ablate_outputs_are_checked_before_any_work(tmp_path, capsys, monkeypatch):
     from cuzk.perf import ablate
 
