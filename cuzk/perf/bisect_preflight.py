@@ -130,6 +130,9 @@ def range_verdict(commits: list[str], good: str, bad: str, repo: Path) -> str:
     if not commits or commits[0] != good or commits[-1] != bad:
         raise PreflightError(f"--good {short(good)} is not on the first-parent line of --bad {short(bad)} "
                              "(asv find bisects `git rev-list --first-parent`)")
+    if len(commits) == 1:
+        raise PreflightError(f"--good and --bad are one commit ({short(good)}): there is nothing between them to "
+                             "bisect")
     if len(commits) == 2:
         hint = "give an earlier --good"
         merged = merged_branch(good, bad, repo)

@@ -37,14 +37,15 @@ def run(benchmark: str, good: str, bad: str, target: str | None = None, opts: st
     if "--skip-save" in extra:
         raise BisectError("--skip-save leaves no results to check the bisection against")
     bisect_preflight.clean_tree(repo)
-    print(shell_command(regex, good, bad, target, repo) + "".join(" " + shlex.quote(a) for a in extra),
-          flush=True)
     commits = range_commits(good, bad, repo)
     project = asv_private.project_conf(Path(repo))
     existing = (any(re.match(r"(-E|--environment=)?existing", a) for a in extra)     # no CUDA extra needed
                 or project.get("environment_type") == "existing")
     bench_dir = project.get("benchmark_dir", "benchmarks")
     verdict = bisect_preflight.check(regex, target, commits, good_sha, bad_sha, Path(repo), bench_dir, existing)
+    # the command only once the pre-flight passed: printed first, it read as runnable for input refused below it
+    print(shell_command(regex, good, bad, target, repo) + "".join(" " + shlex.quote(a) for a in extra),
+          flush=True)
     print(f"# pre-flight {verdict}", flush=True)
     kind = project.get("environment_type", "virtualenv")
     print("# environment: " + (

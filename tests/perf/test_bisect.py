@@ -141,6 +141,14 @@ def test_two_commit_range_is_refused(brepo):
     d, shas, env = brepo
     p = _bisect(d, env, "track_planted", "--good", shas[-2], "--bad", shas[-1], "--dry-run")
     assert p.returncode == 2 and "two commits" in p.stderr, p.stdout + p.stderr
+    assert p.stdout == ""                   # no asv command printed for input the pre-flight refused
+
+
+def test_one_commit_range_is_refused_by_the_dry_run(brepo):
+    """GOOD == BAD: a dry run that said "pre-flight ok" announced a run that then measures nothing."""
+    d, shas, env = brepo
+    p = _bisect(d, env, "track_planted", "--good", shas[-1], "--bad", shas[-1], "--dry-run")
+    assert p.returncode == 2 and "one commit" in p.stderr and p.stdout == "", p.stdout + p.stderr
 
 
 def test_planted_slowdown_is_named_and_results_stay_untouched(brepo):
