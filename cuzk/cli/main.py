@@ -4,6 +4,8 @@ from __future__ import annotations
 import argparse
 import functools
 import importlib
+import os
+import signal
 import sys
 
 from .. import __version__
@@ -377,6 +379,8 @@ def _main(argv=None) -> int:
     args = _parser().parse_args(argv)
     try:
         return args.func(args)
+    except BrokenPipeError:
+        return _reader_gone()
     except (CliError, KeyFormatError, PointError, UnsatisfiedError, OptError, BackendError, ArithmeticError,
             ValueError, OSError) as e:
         _err(str(e).splitlines()[0] if str(e) else type(e).__name__)
@@ -391,6 +395,18 @@ def _main(argv=None) -> int:
         return EXIT_BAD_INPUT
     except Exception as e:
         return _internal_error(e)
+
+
+def _reader_gone() -> int:
+    """stdout's reader closed the pipe (`cuzk opts | head -1`): no input was bad. Exit as a process that SIGPIPE
+    ended (141, as `yes | head` does), quietly, with stdout on /dev/null so the interpreter's last flush is silent."""
+    try:
+        fd = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(fd, sys.stdout.fileno())
+        os.close(fd)
+    except (OSError, ValueError):
+        pass
+    return 128 + signal.SIGPIPE
 
 
 def _internal_error(e: Exception) -> int:

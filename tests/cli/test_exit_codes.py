@@ -121,3 +121,12 @@ def test_a_bad_json_value_is_one_short_line_naming_the_file(tmp_path, doc, says)
     lines = p.stderr.strip().splitlines()
     assert p.returncode == 2 and len(lines) == 1, (p.returncode, p.stderr[:500])
     assert str(vk) in lines[0] and says in lines[0] and len(lines[0]) < 400, lines[0][:500]
+
+
+def test_a_reader_that_closes_the_pipe_is_no_bad_input():
+    """`cuzk opts | head -1`: the reader went away; no input was bad (not exit 2), no error line, and the exit is a
+    SIGPIPE'd process's (141), as `yes | head` gives."""
+    p = subprocess.Popen([sys.executable, "-m", "cuzk", "opts"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p.stdout.close()                        # before the child's first write: it meets a pipe with no reader
+    err = p.stderr.read().decode()
+    assert p.wait(timeout=60) == 141 and err == "", (p.returncode, err)
