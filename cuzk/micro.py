@@ -91,6 +91,9 @@ def _make_cpu(kernel: str, log_size: int, generator: int):
     return run, d.n
 
 
+CPU_BYTES_PER_ELEMENT = 320      # _make_cpu's peak an element, input and one transform (tracemalloc at 2^16: 312)
+
+
 def _bad(msg: str) -> int:
     print(f"cuzk: error: micro: {msg}", file=sys.stderr)
     return 2
@@ -211,6 +214,12 @@ def main(argv: list[str]) -> int:
     args = runner.parse_args(argv)
     if not 0 <= args.log_size <= FR_TWO_ADICITY:     # no such domain: said before a worker builds 2^k inputs
         p.error(f"--log-size {args.log_size}: a domain 2^k needs 0 <= k <= {FR_TWO_ADICITY} (Fr's two-adicity)")
+    if args.backend == "cpu":          # the reference's inputs are Python ints: said before a worker builds them
+        from .pipeline import available_host_bytes
+        need, avail = CPU_BYTES_PER_ELEMENT << args.log_size, available_host_bytes()
+        if avail is not None and need > avail:
+            p.error(f"--log-size {args.log_size} with --backend cpu: the reference's NTT holds ~{need / 2**30:.1f} "
+                    f"GiB of Python ints at its peak, more than the {avail / 2**30:.1f} GiB of host memory available")
     name = f"{args.kernel}_2^{args.log_size}" if args.kernel not in ("fp_mul", "fr_mul") else mul_name(args)
     if args.backend == "cpu":
         name = "cpu_" + name
