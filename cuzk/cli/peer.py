@@ -24,15 +24,15 @@ def sources_arg(items: list[str]) -> dict[str, Path]:
     without network)."""
     out = {}
     try:
-        given = [f"{n}={d}" for n, d in environment.peer_sources().items()] + list(items)
+        given = [("$CUZK_PEER_SOURCES", f"{n}={d}") for n, d in environment.peer_sources().items()]
     except ValueError as e:
         raise CliError(str(e)) from e
-    for item in given:
+    for where, item in given + [("--source", i) for i in items]:     # each error names where the entry came from
         name, sep, d = item.partition("=")
         if not sep or name not in peer.SOURCES:
-            raise CliError(f"--source {item!r}: give NAME=DIR with NAME one of {', '.join(peer.SOURCES)}")
+            raise CliError(f"{where} {item!r}: give NAME=DIR with NAME one of {', '.join(peer.SOURCES)}")
         if not Path(d).is_dir():
-            raise CliError(f"--source {item!r}: {d} is not a folder")
+            raise CliError(f"{where} {item!r}: {d} is not a folder")
         out[name] = Path(d)
     return out
 

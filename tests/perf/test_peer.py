@@ -103,7 +103,8 @@ def test_local_sources_come_from_the_environment_before_the_flag(tmp_path, monke
     monkeypatch.setattr(backend, "gpu_status", lambda: (False, "no GPU here"))
     monkeypatch.setenv("CUZK_PEER_SOURCES", f"sppark={tmp_path / 'missing'}")
     assert main(["peer"]) == 2
-    assert "is not a folder" in capsys.readouterr().err
+    err = capsys.readouterr().err              # named as the variable's entry: no --source was given
+    assert "is not a folder" in err and "$CUZK_PEER_SOURCES 'sppark=" in err and "--source" not in err, err
     monkeypatch.setenv("CUZK_PEER_SOURCES", "sppark")
     assert main(["peer"]) == 2
     assert "CUZK_PEER_SOURCES: 'sppark' is not NAME=DIR" in capsys.readouterr().err
