@@ -79,8 +79,7 @@ def cmd_gate(args) -> int:
         if not (args.out and args.machine and args.base):
             raise CliError("gate: --calibrate needs --base, --out DIR and --machine NAME (or $CUZK_MACHINE)")
         if not noise.machine_name_ok(args.machine):    # before the rounds, not after them: the record names it
-            raise CliError(f"gate: --machine {args.machine!r}: letters, digits, '.', '_', '-', at most 64, "
-                           "starting with a letter or digit")
+            raise CliError(f"gate: --machine {args.machine!r}: {noise.MACHINE_RULE}")
         if args.head and args.head != args.base:
             raise CliError("gate: --calibrate measures --base against itself: leave --head out")
         args.head = args.base

@@ -53,6 +53,7 @@ from .. import nvml
 from . import bisect
 from .asv_private import project_conf, write_config
 from .changepoint import MIN_POINTS, ChangePointUnavailable, compute_change_points, where
+from .noise import MACHINE_RE, MACHINE_RULE      # one rule for the history's folders and the noise records
 from .opts_page import write as write_opts_page
 from .report import fmt_s
 from .suite import ASV_TIME_BENCHMARKS, CIRCUIT, asv_params, cost, is_timing, time_benchmark
@@ -508,7 +509,6 @@ def commit_url_from_env() -> str | None:
 
 # --- results files, judged before anything reads them ---
 
-MACHINE_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 FILE_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+=-]{0,199}")      # asv's <hash>-<environment>.json and the like
 HASH_RE = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
 BENCH_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,199}")         # asv's module.Class.method
@@ -522,10 +522,10 @@ _KINDS = ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISDIR, "a directory"), (sta
           (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
 
 
-def check_machine_name(machine: str) -> None:
-    if not MACHINE_RE.fullmatch(machine):
-        raise HistoryError(f"machine name {machine!r}: use letters, digits, '.', '_' and '-', at most 64, "
-                           f"starting with a letter or digit")
+def check_machine_name(machine: str, where: str = "machine name") -> None:
+    if not (isinstance(machine, str) and MACHINE_RE.fullmatch(machine)):
+        raise HistoryError(f"{where} {machine!r}: use {MACHINE_RULE}"
+                           + (" (asv reads a *.json there as a results file)" if str(machine).endswith(".json") else ""))
 
 
 def _kind(mode: int) -> str:
@@ -865,6 +865,8 @@ def read_export(d: Path) -> tuple[dict[str, bytes], dict[str, set]]:
     for p, st in _listing(d):
         if p.name == "benchmarks.json" and stat.S_ISREG(st.st_mode):
             found.append((p.name, p))
+        elif stat.S_ISDIR(st.st_mode) and not MACHINE_RE.fullmatch(p.name) and p.name.endswith(".json"):
+            raise HistoryError(f"{p}: a machine's directory named *.json, which asv reads as a results file")
         elif stat.S_ISDIR(st.st_mode) and MACHINE_RE.fullmatch(p.name):
             for q, qst in _listing(p):
                 if q.name in RECORD_DIRS and stat.S_ISDIR(qst.st_mode):
@@ -896,6 +898,8 @@ def check_export(files: dict[str, bytes], where) -> dict[str, set]:
     every GPU record JSON lines. `where(rel)`: the path to name. Returns {machine: commits}."""
     for rel in files:
         parts = rel.split("/")
+        if len(parts) > 1 and not MACHINE_RE.fullmatch(parts[0]):
+            check_machine_name(parts[0], f"{where(parts[0])}: machine")
         if not (rel == "benchmarks.json"
                 or (len(parts) == 2 and MACHINE_RE.fullmatch(parts[0]) and FILE_RE.fullmatch(parts[1])
                     and parts[1].endswith(".json"))

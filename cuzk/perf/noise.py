@@ -42,7 +42,9 @@ DEFAULT_WORKER_CPUS = 1     # the gate's default (gate_config), at which records
 MAX_LOG_RATIO = 1.0         # |ln(head / base)| of an A/A round beyond e: not a measurement
 CLOCK_SLACK = timedelta(days=1)     # a record dated later than now and this: a runner's clock, or a forgery
 _SHA = re.compile(r"[0-9a-f]{40}")
-_MACHINE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+# a runner's name is a folder of the results branch: one ending in .json is what asv reads as a results file there
+MACHINE_RE = re.compile(r"(?!.*\.json\Z)[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+MACHINE_RULE = "letters, digits, '.', '_', '-', at most 64, starting with a letter or digit, not ending in '.json'"
 _SPEC_KEYS = {"backend": str, "circuit": str, "log_size": int, "opts": str, "batch": int, "convention": str,
               "generator": int}
 
@@ -114,7 +116,7 @@ def parse_record(data: bytes | str, where: str, machine: str | None = None) -> d
         raise bad(f"not a {KIND} record")
     if rec.get("version") != VERSION:
         raise bad(f"version {rec.get('version')!r}, not {VERSION}")
-    if not (isinstance(rec.get("machine"), str) and _MACHINE.fullmatch(rec["machine"])):
+    if not (isinstance(rec.get("machine"), str) and MACHINE_RE.fullmatch(rec["machine"])):
         raise bad("machine is not a machine name")
     if machine is not None and rec["machine"] != machine:
         raise bad(f"machine {rec['machine']!r}, not {machine!r}")
@@ -269,14 +271,14 @@ def load_paths(paths, machine: str | None = None) -> list[dict]:
 
 def machine_name_ok(machine) -> bool:
     """A runner's name as records and the history's folders hold it."""
-    return isinstance(machine, str) and _MACHINE.fullmatch(machine) is not None
+    return isinstance(machine, str) and MACHINE_RE.fullmatch(machine) is not None
 
 
 def from_history(repo, machine: str, refs: list[str], folder: str = "gate-noise") -> tuple[list[dict], str]:
     """The machine's records in the history as git holds it here, in `refs` in turn (history.noise_refs: the
     local ref, then origin's results branch as fetched), one per file name; and where they came from."""
     if not machine_name_ok(machine):
-        raise NoiseError(f"machine name {machine!r}: letters, digits, '.', '_', '-', at most 64")
+        raise NoiseError(f"machine name {machine!r}: {MACHINE_RULE}")
 
     def git(*args, check=True):
         p = subprocess.run(["git", "-C", str(repo), *args], capture_output=True)

@@ -377,6 +377,7 @@ def test_record_refuses_a_used_export_dir_and_a_bad_machine_name_before_measurin
     for args, msg in ((["--no-push", "--export", str(tmp_path / "used")], "is not an empty directory"),
                       (["--no-push", "--export", str(inside)], f"inside {runner.resolve() / '.asv'}, where asv's"),
                       (["--no-push", "--machine", "../gpu"], "machine name '../gpu'"),
+                      (["--no-push", "--machine", "box.json"], "machine name 'box.json'"),
                       ([], "cannot read origin's asv-results branch")):       # pushing: the remote must answer
         p = _cuzk(runner, env, "history", "record", "--machine", "gpu-a", "--bench", BENCH, *args, timeout=60)
         assert p.returncode == 2 and p.stderr.count("\n") == 1 and msg in p.stderr, p.stderr
@@ -495,6 +496,14 @@ def _named(d: dict, name: str) -> None:
     d['x" onmouseover="alert(1)'] = {**d[name], "name": 'x" onmouseover="alert(1)'}
 
 
+def _json_machine(exp: Path) -> Path:
+    """A machine folder x.json: asv reads it as a results file, and publish and changes would fail for all."""
+    for p in (exp / "gpu-a").glob("*.json"):
+        p.write_text(p.read_text().replace('"gpu-a"', '"x.json"'))
+    (exp / "gpu-a").rename(exp / "x.json")
+    return exp / "x.json"
+
+
 def _markup_param(exp: Path) -> Path:
     p = _results_file(exp)
     d = json.loads(p.read_text())
@@ -515,6 +524,7 @@ UNTRUSTED = {
     "a FIFO": _make("gpu-a/extra.json", _fifo),
     "a dot-dot name": _make("gpu-a/..json", _replace("{}")),
     "a hidden machine": _make(".gpu/machine.json", _replace("{}"), ".gpu"),
+    "a machine named *.json": _json_machine,
     "a bad machine name": _make("gpu a/machine.json", _replace('{"machine": "gpu a"}'), "gpu a"),
     "a name outside the layout": _make("gpu-a/notes.txt", _replace("hi")),
     "a deeper directory": _make("gpu-a/sub/x.json", _replace("{}"), "gpu-a/sub"),
@@ -576,6 +586,20 @@ def test_an_artifact_writes_only_the_machine_its_name_gives(exported, imported, 
     assert err.count("\n") == 1 and f"history: {other}: " in err and "'gpu-b'" in err, err
     assert _git(origin, "rev-parse", "asv-results").strip() == head
     assert main(["history", "import", str(own), "--dir-prefix", "asv-results-", "--repo", str(pub)]) == 0
+
+
+def test_a_machine_name_ending_in_json_is_refused_by_every_check():
+    """asv reads any *.json in the results as a file: a machine folder so named breaks publish and changes for all."""
+    from cuzk.perf import noise
+    for name in ("box.json", "benchmarks.json", "machine.json"):
+        with pytest.raises(history.HistoryError, match=f"machine name '{name}'.*not ending in '.json'"):
+            history.check_machine_name(name)
+        assert not noise.machine_name_ok(name)
+        with pytest.raises(history.HistoryError, match=f"x/{name}: machine '{name}'"):
+            history.check_export({"benchmarks.json": b"{}", f"{name}/machine.json": b"{}"}, lambda rel: f"x/{rel}")
+    for name in ("gpu-a", "h100.0", "box.jsonl", "json"):
+        history.check_machine_name(name)
+        assert noise.machine_name_ok(name)
 
 
 def test_a_failed_tool_is_one_line_naming_the_log_of_its_output(tmp_path):
