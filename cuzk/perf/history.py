@@ -248,16 +248,65 @@ def _absorb(path: Path, commit: str, what: str) -> None:
                            f"{_why(p.stdout + p.stderr)}; nothing was changed")
 
 
-def _keep(repo: Path, branch: str, path: Path, theirs: str | None) -> None:
+REF_LOCK = "cuzk-history.lock"     # in git's common dir: every checkout of one repository shares local_ref
+REF_LOCK_WAIT_S = 120.0             # what a ref update by another checkout takes, at most: a merge and update-ref
+
+
+@contextlib.contextmanager
+def _ref_lock(repo: Path):
+    """The local history's ref is one for all linked worktrees (git worktree) of a repository, while each checkout
+    has its own results worktree and _locked: its read, merge and update take turns across them here."""
+    common = Path(repo) / _git(repo, "rev-parse", "--git-common-dir").stdout.strip()
+    path = common.resolve() / REF_LOCK
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o644)
+    except OSError as e:
+        raise HistoryError(f"{path}: cannot open the history's lock: {e.strerror or e}") from e
+    try:
+        deadline = time.monotonic() + REF_LOCK_WAIT_S
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "unknown"
+                    raise HistoryError(f"another cuzk history command ({holder}) held {path} for over "
+                                       f"{REF_LOCK_WAIT_S:g} s: the local history was not changed") from None
+                time.sleep(0.2)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"pid {os.getpid()}: {' '.join(sys.argv[1:3]) or 'cuzk'}\n".encode(), 0)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _keep(repo: Path, branch: str, path: Path, theirs: str | None, tries: int = 5) -> None:
     """The worktree's commit becomes the local history before anything else moves. Where the remote's branch
     holds all of it the local ref goes: the remote keeps it, and what the remote dropped on purpose does
-    not come back from here."""
-    head, ref = _head(path), local_ref(branch)
-    if theirs is not None and _is_ancestor(repo, head, theirs):
-        if _commit_of(repo, ref):
-            _git(repo, "update-ref", "-d", ref)
-    else:
-        _git(repo, "update-ref", "-m", "cuzk history", ref, head)
+    not come back from here. The ref is shared by every checkout of the repository: what another one kept
+    there meanwhile is merged into the worktree first, and the ref moves only from the value read (a
+    compare-and-swap), so no commit of another's drops out of it. Returns only once the ref (or the remote's
+    branch) holds the worktree's commit."""
+    ref = local_ref(branch)
+    for _ in range(tries):
+        with _ref_lock(repo):
+            cur = _commit_of(repo, ref)
+            if cur is not None and not _is_ancestor(repo, cur, _head(path)):
+                _absorb(path, cur, ref)
+            head = _head(path)
+            if theirs is not None and _is_ancestor(repo, head, theirs):
+                if cur is None:
+                    return
+                p = _git(repo, "update-ref", "-m", "cuzk history", "-d", ref, cur, check=False)
+            else:
+                if cur == head:
+                    return
+                p = _git(repo, "update-ref", "-m", "cuzk history", ref, head, cur or "", check=False)
+            if p.returncode == 0:
+                return
+    raise HistoryError(f"{ref} kept moving under this command ({_why(p.stderr)}): its commit {head[:10]} stays in "
+                       f"{path}, and the next history command here keeps it")
 
 
 def _fetch(repo: Path, remote: str, branch: str, need: bool, log) -> str | None:
@@ -293,19 +342,15 @@ def open_history(repo: Path, remote: str, branch: str, path: Path, create: bool 
     Nothing is removed first: a worktree holding files not committed is an error, and a commit that only the
     worktree holds (a former version's local record) joins the local history. `create`: with no history
     anywhere, a new root commit; else a HistoryError. `need_remote`: see _fetch."""
-    _identity(repo)
+    with _ref_lock(repo):           # the config is shared by every checkout, and git refuses a second writer
+        _identity(repo)
     ref = local_ref(branch)
     own, usable = _worktree(repo, path)
     if own and not _git(repo, "for-each-ref", "--count=1", "--contains", own).stdout.strip():
-        mine = _commit_of(repo, ref)
-        if mine is None or _is_ancestor(repo, mine, own):
-            _git(repo, "update-ref", "-m", "cuzk history: the worktree's commit", ref, own)
-        else:
-            if not usable:
-                _place(repo, path, own, usable)
-                usable = True
-            _absorb(path, mine, ref)
-            _git(repo, "update-ref", "-m", "cuzk history: the worktree's commit", ref, _head(path))
+        if not usable:
+            _place(repo, path, own, usable)
+            usable = True
+        _keep(repo, branch, path, None)         # merged with what the ref holds, never over it
     theirs = _fetch(repo, remote, branch, need_remote, log)
     start = _commit_of(repo, ref) or theirs
     if start is None:

@@ -270,3 +270,38 @@ def test_one_history_command_at_a_time(synth, tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"another cuzk history command (pid {os.getpid()}" in err, err
     assert LOCAL not in _refs(clone)
+
+
+def test_two_checkouts_of_one_repository_keep_both_records(synth, tmp_path, monkeypatch, capsys):
+    """Linked worktrees (git worktree) share refs/cuzk/asv-results, each with its own results worktree: an import
+    in the second that lands between the first's read of the ref and its update stays in the ref, beside the
+    first's; and a ref lock held elsewhere is waited for, then refused in one line, the ref untouched."""
+    repo, a, c = synth
+    clone = _clone(tmp_path, repo)
+    second = tmp_path / "second"
+    _git(clone, "worktree", "add", "-q", "--detach", str(second))
+    write = history._write_under
+    raced = []
+
+    def racing(root, rel, data):            # the second checkout's import, done while the first's is in flight
+        if not raced:
+            raced.append(None)
+            raced[0] = main(["history", "import", str(c), "--no-push", "--repo", str(second)])
+        return write(root, rel, data)
+    monkeypatch.setattr(history, "_write_under", racing)
+    assert main(["history", "import", str(a), "--no-push", "--repo", str(clone)]) == 0
+    assert raced == [0], capsys.readouterr().err
+    for path in (clone, second):
+        tip = _git(path, "rev-parse", LOCAL).strip()
+        files = _git(path, "ls-tree", "-r", "--name-only", tip).split()
+        assert {f.split("/")[0] for f in files if f.endswith("/machine.json")} == {asv_synth.MACHINE, "gpu-c"}
+    monkeypatch.setattr(history, "REF_LOCK_WAIT_S", 0.5)
+    before = _git(clone, "rev-parse", LOCAL)
+    third = tmp_path / "third"
+    _git(clone, "worktree", "add", "-q", "--detach", str(third))
+    capsys.readouterr()
+    with history._ref_lock(clone):
+        assert main(["history", "import", str(c), "--no-push", "--repo", str(third)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"another cuzk history command (pid {os.getpid()}" in err, err
+    assert _git(clone, "rev-parse", LOCAL) == before
