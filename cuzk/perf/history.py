@@ -1016,6 +1016,52 @@ def _write_under(root: Path, rel: str, data: bytes) -> Path:
     return path
 
 
+def _measured(v) -> bool:
+    return v is not None and not (isinstance(v, float) and math.isnan(v))
+
+
+def merge_results(old_path: Path, old: bytes, new_path: Path, new: bytes, machine: str, units: dict) -> tuple[bytes, int]:
+    """A results file the history holds and an incoming one of the same machine, commit and environment, merged
+    per parameter set: a measured incoming value replaces the old one, a null or NaN one (failed, skipped, not
+    selected) keeps what was measured, with its samples and statistics; a benchmark the incoming file lacks
+    stays. Returns (the merged file, how many measured values were kept from the old one). A pair that cannot be
+    merged value by value (other columns or parameters) is a HistoryError naming both files."""
+    o, n = parse_json(old_path, old), parse_json(new_path, new)
+    check_results_file(old_path, o, machine, units)
+    cols = n["result_columns"]
+    if o["result_columns"] != cols:
+        raise HistoryError(f"{new_path}: its result_columns differ from those of {old_path}, which the history holds "
+                           f"for the same commit: they cannot be merged")
+    ir, ip = cols.index("result"), cols.index("params")
+    per_set = [i for i, c in enumerate(cols) if c in ("result", "samples") or c.startswith("stats_")]
+    kept = 0
+    for name, orow in o["results"].items():
+        if name not in n["results"]:
+            n["results"][name] = orow
+            continue
+        orow = orow + [None] * (len(cols) - len(orow))
+        nrow = n["results"][name] + [None] * (len(cols) - len(n["results"][name]))
+        if (orow[ip] or []) != (nrow[ip] or []):
+            raise HistoryError(f"{new_path}: {name} has other parameters than in {old_path}, which the history holds "
+                               f"for the same commit: they cannot be merged")
+        sets = len(_combos(nrow[ip] or []))
+        ores, nres = orow[ir] or [None] * sets, nrow[ir] or [None] * sets
+        for j in range(sets):
+            if _measured(ores[j]) and not _measured(nres[j]):
+                kept += 1
+                for i in per_set:
+                    if nrow[i] is None:
+                        nrow[i] = [None] * sets
+                    if isinstance(nrow[i], list) and len(nrow[i]) == sets:
+                        nrow[i][j] = orow[i][j] if isinstance(orow[i], list) and len(orow[i]) == sets else None
+        n["results"][name] = nrow
+    if isinstance(o.get("durations"), dict) and isinstance(n.get("durations", {}), dict):
+        n["durations"] = {**o["durations"], **n.get("durations", {})}
+    data = json.dumps(n, allow_nan=True).encode()
+    check_results_file(new_path, parse_json(new_path, data), machine, units)      # what readers will judge
+    return data, kept
+
+
 def import_results(repo: Path, dirs: list[Path], remote: str = "origin", branch: str = RESULTS_BRANCH,
                    push: bool = True, log=print, dir_prefix: str | None = None) -> list[str]:
     """Exported directories (`record --export`) onto the results branch: every one judged first
@@ -1044,15 +1090,27 @@ def import_results(repo: Path, dirs: list[Path], remote: str = "origin", branch:
     with _locked(repo):
         theirs = open_history(repo, remote, branch, results, need_remote=push, log=log)
         made = []
+        units = check_benchmarks_file(source["benchmarks.json"], parse_json(source["benchmarks.json"],
+                                                                            staged["benchmarks.json"]))
         try:
             _write_under(results, "benchmarks.json", staged["benchmarks.json"])
             for m in sorted(commits):
                 rels = [rel for rel in staged if rel.startswith(m + "/")]
+                kept = 0
                 for rel in rels:
-                    _write_under(results, rel, staged[rel])
+                    data = staged[rel]
+                    # a second export of the same commit (a re-run job) must not turn what was measured into NaN
+                    if rel.count("/") == 1 and rel.endswith(".json") and rel != f"{m}/machine.json" \
+                            and os.path.lexists(results / rel):
+                        old = read_regular(results / rel)
+                        if old != data:
+                            data, k = merge_results(results / rel, old, source[rel], data, m, units)
+                            kept += k
+                    _write_under(results, rel, data)
                 _git(results, "add", "-f", "--", "benchmarks.json", *rels)
                 if _git(results, "diff", "--cached", "--quiet", check=False).returncode != 0:
-                    subject = f"results: {m} at {', '.join(sorted(c[:10] for c in commits[m]))}"
+                    subject = f"results: {m} at {', '.join(sorted(c[:10] for c in commits[m]))}" + (
+                        f" (merged: {kept} measured value(s) the import lacks kept)" if kept else "")
                     _git(results, "commit", "-q", "--no-verify", "-m", subject)
                     made.append(subject)
         except BaseException:

@@ -5,6 +5,7 @@ written; the worktree is never removed while it holds files not committed or a c
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import shlex
@@ -305,3 +306,41 @@ def test_two_checkouts_of_one_repository_keep_both_records(synth, tmp_path, monk
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"another cuzk history command (pid {os.getpid()}" in err, err
     assert _git(clone, "rev-parse", LOCAL) == before
+
+
+def _row(path: Path, bench: str = TAIL):
+    d = json.loads(path.read_text())
+    cols = d["result_columns"]
+    return d, d["results"][bench], cols.index("result"), cols.index("samples")
+
+
+def test_a_second_export_of_the_same_commit_keeps_what_the_first_measured(synth, tmp_path, capsys):
+    """A re-run job exports the same machine and commit again: a parameter set it did not measure (NaN, null) keeps
+    the history's value and samples, one it measured replaces it; parameters that differ are refused naming both."""
+    repo, a, _ = synth
+    clone = _clone(tmp_path, repo)
+    assert main(["history", "import", str(a), "--no-push", "--repo", str(clone)]) == 0
+    rel = sorted(p.relative_to(a) for p in (a / asv_synth.MACHINE).glob("*.json") if p.name != "machine.json")[-1]
+    b = tmp_path / "again"
+    shutil.copytree(a, b)
+    d, row, ir, isam = _row(b / rel)
+    first, second = row[ir][0], row[ir][1]
+    kept_samples = row[isam][0]
+    row[ir][0], row[isam][0] = math.nan, None           # skipped this time
+    row[ir][1] = second * 2                             # measured again
+    (b / rel).write_text(json.dumps(d, allow_nan=True))
+    capsys.readouterr()
+    assert main(["history", "import", str(b), "--no-push", "--repo", str(clone)]) == 0, capsys.readouterr().err
+    worktree = clone / ".asv" / "history" / "results"
+    _, row, ir, isam = _row(worktree / rel)
+    assert row[ir][0] == first and row[isam][0] == kept_samples and row[ir][1] == second * 2
+    assert "merged: 1 measured value(s)" in _git(worktree, "log", "-1", "--format=%s")
+    history.read_results(worktree)
+    d, row, _, _ = _row(b / rel)
+    row[d["result_columns"].index("params")][0][0] = "'cpu:99'"
+    (b / rel).write_text(json.dumps(d, allow_nan=True))
+    head = _git(clone, "rev-parse", LOCAL)
+    assert main(["history", "import", str(b), "--no-push", "--repo", str(clone)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(b / rel) in err and str(worktree / rel) in err, err
+    assert _git(clone, "rev-parse", LOCAL) == head and not _git(worktree, "status", "--porcelain")
