@@ -80,6 +80,11 @@ def cmd_history(args) -> int:
                 append_output(args.summary, text)
             if args.json:
                 write_atomic(args.json, json.dumps(ch.found, indent=1) + "\n")
+            if ch.silent:                   # a night that measured nothing is no "no change"
+                m, f, n = ch.silent[0]
+                _err(f"history: {m} measured none of its {n} analysed series in its newest results file {f}"
+                     + (f", and {len(ch.silent) - 1} more machine(s) neither" if len(ch.silent) > 1 else ""))
+                return EXIT_BAD_INPUT
             if unmeasured:                  # as the gate: what could not be judged outranks a regression
                 u = unmeasured[0]
                 _err(f"history: the newest point of {len(unmeasured)} gated series was not measured: "

@@ -1223,6 +1223,8 @@ class Changes:
     newest: dict = field(default_factory=dict)       # {machine: its newest ResultFile}, for _unmeasured
     short: list = field(default_factory=list)        # (machine, benchmark, params, points) of series too short
     spikes: list = field(default_factory=list)       # points read as their neighbours' median (despike)
+    unmeasured: list = field(default_factory=list)   # analysed series whose newest point was not measured (_unmeasured)
+    silent: list = field(default_factory=list)       # (machine, its newest file, series): none of them measured there
 
 
 def commits_between(repo: Path | None, good: str, bad: str) -> int | None:
@@ -1312,7 +1314,17 @@ def changes(results_dir: Path, machine: str | None = None, bench: str | None = N
                           "before": float(st.mean_1), "after": float(st.mean_2),
                           "change": float(st.mean_2 / st.mean_1 - 1) if st.mean_1 else float("inf"),
                           "pvalue": float(st.pvalue)})
-    return Changes(results_dir, len(series), analysed, longest, found, pairs, newest, short, spikes)
+    # each machine's own series, judged against its newest file: a night that measured nothing, or a benchmark
+    # that stopped (renamed, dropped), is said, not read as "no change"
+    unmeasured, silent = [], []
+    for m in sorted({k[0] for k, pts in series.items() if len(pts) >= MIN_POINTS}):
+        own = {(b, p) for (mm, _e, b, p), pts in series.items() if mm == m and len(pts) >= MIN_POINTS}
+        lost = _unmeasured(own, {m: newest[m]})
+        unmeasured += lost
+        if len(lost) == len(own):
+            silent.append((m, str(newest[m].path), len(own)))
+    return Changes(results_dir, len(series), analysed, longest, found, pairs, newest, short, spikes, unmeasured,
+                   silent)
 
 
 def gated_pairs(cfg) -> set[tuple[str, tuple]]:
@@ -1348,8 +1360,16 @@ def changes_markdown(ch: Changes) -> str:
             f"`{x['benchmark']}` on {x['machine']} at `{x['commit'][:HASH_LENGTH]}` "
             f"({_level(x['asv_benchmark'], x['value'])} read as {_level(x['asv_benchmark'], x['read_as'])})"
             for x in ch.spikes[:8]) + (f"; and {len(ch.spikes) - 8} more" if len(ch.spikes) > 8 else "") + ".\n\n")
+    if ch.unmeasured:               # no verdict on a point that was not measured
+        u = ch.unmeasured
+        head += (f"The newest point of {len(u)} analysed series was not measured: " + "; ".join(
+            f"`{x['benchmark']}` on {x['machine']} ({x['why']}, at `{x['commit'][:HASH_LENGTH]}`)" for x in u[:8])
+            + (f"; and {len(u) - 8} more" if len(u) > 8 else "") + ".\n\n")
+    for m, f, n in ch.silent:
+        head += f"**{m} measured none of its {n} analysed series in its newest results file** ({f}).\n\n"
     if not ch.found:
-        return head + f"No change points in the {ch.analysed} series analysed (up to {ch.longest} points each).\n"
+        return head + (f"No change points in the {ch.analysed} series analysed (up to {ch.longest} points each)"
+                       + (", among the points measured.\n" if ch.unmeasured else ".\n"))
     rows = [[f"`{c['benchmark']}`", c["machine"], f"`{c['range']}`", _level(c["asv_benchmark"], c["before"]),
              _level(c["asv_benchmark"], c["after"]), f"{c['change']:+.1%}", f"{c['pvalue']:.2g}",
              f"`{c['bisect']}`" if c["bisect"] else f"none: `{c['commit'][:HASH_LENGTH]}` is the change"]

@@ -146,7 +146,33 @@ def test_an_unmeasured_newest_gated_point_is_said_and_exits_2(step, tmp_path, ca
     cap = capsys.readouterr()
     assert cap.err.count("\n") == 1 and GATED_NAME in cap.err and str(newest) in cap.err and why in cap.err
     assert "gated series was not measured**" in summary.read_text()
-    assert f"`{GATED_NAME}` on {asv_synth.MACHINE}: {why}" in cap.out and "'cpu:8'" not in cap.out
+    assert f"`{GATED_NAME}` on {asv_synth.MACHINE}: {why}" in cap.out
+    verdict = cap.out.split("gated series was not measured**", 1)[1]      # ungated: named above, no verdict here
+    assert "'cpu:8'" not in verdict and "analysed series was not measured: " in cap.out
+    if value != "drop":                 # dropped, the whole benchmark is absent: cpu:10's come first in the list
+        assert f"`{TAIL}('cpu:8', 'baseline')` on {asv_synth.MACHINE} (null" in cap.out
+
+
+def test_a_night_that_measured_nothing_is_exit_2_not_no_change(step, tmp_path, capsys):
+    """Without --fail-on-gated too: a newest results file with every value NaN (asv skipped them all) names its
+    machine and file and exits 2; a benchmark that stopped (renamed) is named as not measured, never "no change"."""
+    results = _copy(step[1], tmp_path / "r")
+    newest = _newest(results)
+    d = json.loads(newest.read_text())
+    cols = d["result_columns"]
+    for row in d["results"].values():
+        row[cols.index("result")] = [math.nan] * len(row[cols.index("result")])
+        row[cols.index("samples")] = None
+    newest.write_text(json.dumps(d, allow_nan=True))
+    assert main(_changes(step, results)) == 2
+    cap = capsys.readouterr()
+    assert cap.err.count("\n") == 1 and f"{asv_synth.MACHINE} measured none of its" in cap.err, cap.err
+    assert str(newest) in cap.err and "measured none of its" in cap.out and "NaN: asv skipped it" in cap.out
+    results = _copy(step[1], tmp_path / "renamed")
+    _set_value(_newest(results), None, None, drop=True, bench=AT_SCALE)
+    assert main(_changes(step, results)) in (0, 1)
+    out = capsys.readouterr().out
+    assert f"`{AT_SCALE_NAME}` on {asv_synth.MACHINE} (absent: not run" in out and "measured none" not in out
 
 
 @pytest.mark.parametrize("value,why", [(math.nan, "NaN: asv skipped it"), (None, "null: the benchmark failed"),
