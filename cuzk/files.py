@@ -204,13 +204,18 @@ def _writable_folder(path: str, target: str) -> None:
         raise OutputError(path, f"cannot write: the folder {d} is not writable", errno.EACCES)
 
 
-# the character devices an output may be: /dev/null, /dev/zero, /dev/full (1:3, 1:5, 1:7), the terminals (4, 5) and
-# pseudo-terminals (136-143); never memory, a port, a disk's SCSI node or flash (/dev/mem, /dev/port, /dev/sg*)
-_TERMINAL_MAJORS = {4, 5, *range(136, 144)}
+# the character devices an output may be: /dev/null, /dev/zero, /dev/full (1:3, 1:5, 1:7), the virtual consoles,
+# /dev/tty and pseudo-terminals (136-143); never memory, a port or serial line, a disk's SCSI node or flash
+# (/dev/mem, /dev/port, /dev/ttyS*, /dev/sg*)
+_PTY_MAJORS = range(136, 144)
 
 
 def _harmless_device(rdev: int) -> bool:
-    return (os.major(rdev) == 1 and os.minor(rdev) in (3, 5, 7)) or os.major(rdev) in _TERMINAL_MAJORS
+    major, minor = os.major(rdev), os.minor(rdev)
+    # major 4 below minor 64: the virtual consoles (from 64 on: serial ports, ttyS*); 5:0 /dev/tty (not the console
+    # 5:1 or ptmx 5:2)
+    return ((major == 1 and minor in (3, 5, 7)) or major in _PTY_MAJORS or (major == 4 and minor < 64)
+            or (major == 5 and minor == 0))
 
 
 def resolve_output(path) -> Output:

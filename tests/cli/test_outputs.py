@@ -448,10 +448,11 @@ def test_a_signal_after_the_renames_leaves_the_new_file_and_one_between_them_wai
 
 @pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="mknod needs root")
 def test_a_device_that_is_not_null_zero_full_or_a_terminal_is_never_an_output(tmp_path):
-    """/dev/mem, /dev/port, a SCSI generic node: refused by name before any write, through a link too; /dev/null's
-    numbers and a terminal's are written as before."""
+    """/dev/mem, /dev/port, a SCSI generic node, a serial line, the console: refused by name before any write,
+    through a link too; /dev/null's numbers and a terminal's are written as before."""
     from cuzk import files
-    for name, (major, minor) in {"mem": (1, 1), "port": (1, 4), "sg0": (21, 0), "mtd0": (90, 0)}.items():
+    for name, (major, minor) in {"mem": (1, 1), "port": (1, 4), "sg0": (21, 0), "mtd0": (90, 0),
+                                 "ttyS0": (4, 64), "console": (5, 1)}.items():   # a serial line, the console
         node = tmp_path / name
         os.mknod(node, stat.S_IFCHR | 0o666, os.makedev(major, minor))
         link = tmp_path / f"{name}.json"
@@ -459,7 +460,7 @@ def test_a_device_that_is_not_null_zero_full_or_a_terminal_is_never_an_output(tm
         for p in (node, link):
             with pytest.raises(files.OutputError, match=rf"{p}: a character device \({major}:{minor}\) that is not"):
                 files.check_outputs({"--out": p})
-    for major, minor in ((1, 3), (136, 9)):
+    for major, minor in ((1, 3), (136, 9), (4, 1), (5, 0)):       # /dev/null, a pty, tty1, /dev/tty
         node = tmp_path / f"ok-{major}-{minor}"
         os.mknod(node, stat.S_IFCHR | 0o666, os.makedev(major, minor))
         assert files.resolve_output(node).stream
