@@ -37,6 +37,9 @@ def print_batch_report(spec: RunSpec, rep: RunReport) -> None:
 
 
 def cmd_bench(args) -> int:
+    if args.synthesis_pool is not None and not args.parallel_synthesis and not args.pipeline:
+        # one circuit after another has no pool: the choice would be recorded as nothing, unsaid
+        raise CliError("--synthesis-pool needs --parallel-synthesis N (or --pipeline)")
     spec = run_spec(args)
     try:
         spec.check()

@@ -168,6 +168,7 @@ def test_failed_synthesis_is_an_error_and_writes_nothing(tmp_path, capsys, monke
     (["--compare"], "--compare needs --pipeline"),
     (["--pipeline-depth", "3"], "--pipeline-depth needs --pipeline"),
     (["--pipeline", "--parallel-synthesis", "2"], "not --parallel-synthesis"),
+    (["--synthesis-pool", "process"], "--synthesis-pool needs --parallel-synthesis N"),   # no pool to choose
 ])
 def test_bad_pipeline_args(argv, msg, tmp_path, capsys):
     js = tmp_path / "run.json"
