@@ -25,6 +25,7 @@ from .poly import Domain, intt, ntt
 from .qap import CONVENTIONS, qap
 
 KERNELS = ("ntt", "intt", "h", "spmv", "fp_mul", "fr_mul", "msm", "msm_g2", "batch_add")
+MUL_KERNELS = ("fp_mul", "fr_mul")      # the ones --chains and --fastmul shape
 NOT_YET: dict = {}
 IMAD_MODEL_FP_MUL = 2.8e10     # Fp mul/s: the IMAD rate (docs/architecture.md, Targets) over one product's IMADs
 COPY_BW = 4.28e12              # bytes/s, device copy, docs/architecture.md, Targets
@@ -62,7 +63,7 @@ def _make(kernel: str, log_size: int, convention: str, generator: int, chains: i
         return M.make_h(log_size, convention, generator, opts=opts)
     if kernel == "spmv":
         return M.make_spmv(log_size)
-    if kernel in ("fp_mul", "fr_mul"):
+    if kernel in MUL_KERNELS:
         return M.make_mul(kernel[:2], chains=chains, fastmul=fastmul)
     if kernel in ("msm", "msm_g2"):
         gib = environment.table_gib() if table_gib is None else table_gib
@@ -193,8 +194,9 @@ def main(argv: list[str]) -> int:
 
     def add_cmdline_args(cmd, args):
         cmd.extend([args.kernel, "--log-size", str(args.log_size), "--convention", args.convention,
-                    "--generator", str(args.generator), "--backend", args.backend, "--chains", str(args.chains),
-                    "--fastmul", str(args.fastmul)])
+                    "--generator", str(args.generator), "--backend", args.backend])
+        if args.kernel in MUL_KERNELS:
+            cmd.extend(["--chains", str(args.chains), "--fastmul", str(args.fastmul)])
 
     runner = pyperf.Runner(add_cmdline_args=add_cmdline_args, program_args=("-m", "cuzk", "micro"))
     p = runner.argparser
@@ -206,12 +208,16 @@ def main(argv: list[str]) -> int:
     p.add_argument("--generator", type=int, default=7, choices=(5, 7))
     p.add_argument("--backend", default="cuda", choices=("cuda", "cpu"),
                    help="cuda (CUDA events; default) or cpu (the reference's ntt/intt, host clock)")
-    p.add_argument("--chains", type=int, default=4, choices=(1, 4),
+    p.add_argument("--chains", type=int, default=None, choices=(1, 4),
                    help="fp_mul/fr_mul: independent multiplication chains per thread (4: default; 1: 4x the threads)")
-    p.add_argument("--fastmul", type=int, default=1, choices=tuple(MUL_BUILDS),
+    p.add_argument("--fastmul", type=int, default=None, choices=tuple(MUL_BUILDS),
                    help="fp_mul/fr_mul: the multiplier build, 1 (default, IMAD) or 6 (FP64 pipe; "
                         "kernel_sources.BUILDS)")
     args = runner.parse_args(argv)
+    if args.kernel not in MUL_KERNELS and (args.chains is not None or args.fastmul is not None):
+        p.error(f"--chains and --fastmul are fp_mul's and fr_mul's: {args.kernel} takes neither")
+    args.chains = 4 if args.chains is None else args.chains
+    args.fastmul = 1 if args.fastmul is None else args.fastmul
     if not 0 <= args.log_size <= FR_TWO_ADICITY:     # no such domain: said before a worker builds 2^k inputs
         p.error(f"--log-size {args.log_size}: a domain 2^k needs 0 <= k <= {FR_TWO_ADICITY} (Fr's two-adicity)")
     if args.backend == "cpu":          # the reference's inputs are Python ints: said before a worker builds them
@@ -220,7 +226,7 @@ def main(argv: list[str]) -> int:
         if avail is not None and need > avail:
             p.error(f"--log-size {args.log_size} with --backend cpu: the reference's NTT holds ~{need / 2**30:.1f} "
                     f"GiB of Python ints at its peak, more than the {avail / 2**30:.1f} GiB of host memory available")
-    name = f"{args.kernel}_2^{args.log_size}" if args.kernel not in ("fp_mul", "fr_mul") else mul_name(args)
+    name = f"{args.kernel}_2^{args.log_size}" if args.kernel not in MUL_KERNELS else mul_name(args)
     if args.backend == "cpu":
         name = "cpu_" + name
     runner.metadata["cuzk_backend"] = args.backend
@@ -247,7 +253,7 @@ def main(argv: list[str]) -> int:
         meta = bench.get_metadata()
         work, fl = meta.get("cuzk_work_items"), meta.get("cuzk_floor_s")
         extra = f"; {fl * 1e3:.3f} ms floor, {mean / fl:.2f}x the floor" if fl else ""
-        if args.kernel in ("fp_mul", "fr_mul") and work:
+        if args.kernel in MUL_KERNELS and work:
             extra = f"; {work / mean:.3e} mul/s" + (f", {mean / fl:.2f}x the IMAD model" if fl else "")
         print(f"{name}: mean {mean * 1e3:.3f} ms per call{extra}")
         from .files import OutputError, write_outputs

@@ -120,6 +120,20 @@ def test_micro_fastmul_choices(capsys):
     assert main(["micro", "fp_mul", "--fastmul", "5"]) == 2      # not a build micro offers
 
 
+@pytest.mark.parametrize("flag", [["--chains", "1"], ["--fastmul", "6"]])
+def test_the_mul_options_on_another_kernel_are_refused_not_ignored(tmp_path, flag):
+    """`micro ntt --fastmul 6` ran the NTT's own build and said nothing: an option that shapes no measurement of
+    this kernel is one line, exit 2, before any worker."""
+    pytest.importorskip("pyperf")
+    import subprocess
+    import sys
+    p = subprocess.run([sys.executable, "-m", "cuzk", "micro", "ntt", "--backend", "cpu", "--log-size", "4", *flag,
+                        "-p", "1", "-n", "1", "-w", "0", "-l", "1"], cwd=tmp_path, capture_output=True, text=True,
+                       timeout=60)
+    err = p.stderr.strip().splitlines()
+    assert p.returncode == 2 and len(err) == 1 and "ntt takes neither" in err[0] and "mean" not in p.stdout, p.stderr
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("kernel", ["msm", "msm_g2", "batch_add"])
 def test_micro_msm_kernels_time_the_device_work(kernel, monkeypatch):
