@@ -376,6 +376,17 @@ def test_resume_of_a_bad_file_is_one_line_with_the_default_backend(tmp_path, cap
     assert len(err) == 1 and f"cannot resume {bad}" in err[0], err
 
 
+def _saved_run(tmp_path, opt_set: str, tamper):
+    """A two-round CPU ablation of opt_set saved as JSON, then changed by tamper(doc)."""
+    saved = tmp_path / "saved.json"
+    assert main(["ablate", "--backend", "cpu", "--log-size", "5", "--opt-set", opt_set, "--repeat", "2",
+                 "--confidence", "0.5", "--json", str(saved)]) == 0
+    doc = json.loads(saved.read_text())
+    tamper(doc)
+    saved.write_text(json.dumps(doc))
+    return saved
+
+
 @pytest.mark.parametrize("tamper, says", [
     (lambda d: d["setup"].update(names=["A1"]), "are not those its setup gives"),    # A2's rounds dropped unsaid
     (lambda d: d["setup"].update(names=[]), "setup.names is not a list of the registry's"),
@@ -384,12 +395,7 @@ def test_resume_of_a_bad_file_is_one_line_with_the_default_backend(tmp_path, cap
     (lambda d: d["setup"].update(generator=3), "setup.generator: 3 is not a quadratic non-residue"),
     (lambda d: d.update(rounds_done=0, configurations="garbage"), "cannot resume")])
 def test_a_tampered_run_to_resume_is_one_line_naming_it_before_any_work(tmp_path, capsys, monkeypatch, tamper, says):
-    saved = tmp_path / "saved.json"
-    assert main(["ablate", "--backend", "cpu", "--log-size", "5", "--opt-set", "A1,A2", "--repeat", "2",
-                 "--confidence", "0.5", "--json", str(saved)]) == 0
-    doc = json.loads(saved.read_text())
-    tamper(doc)
-    saved.write_text(json.dumps(doc))
+    saved = _saved_run(tmp_path, "A1,A2", tamper)
     monkeypatch.setenv("CUZK_CACHE_DIR", str(tmp_path / "cache"))
     capsys.readouterr()
     assert main(["ablate", "--resume", str(saved), "--repeat", "3", "--confidence", "0.5"]) == 2
@@ -401,12 +407,7 @@ def test_a_tampered_run_to_resume_is_one_line_naming_it_before_any_work(tmp_path
 @pytest.mark.parametrize("tamper", [lambda d: d.update(configurations=[]),
                                     lambda d: [c["samples"].update(total=[]) for c in d["configurations"]]])
 def test_a_saved_run_with_nothing_measured_is_no_report(tmp_path, capsys, tamper):
-    saved = tmp_path / "saved.json"
-    assert main(["ablate", "--backend", "cpu", "--log-size", "5", "--opt-set", "A1", "--repeat", "2",
-                 "--confidence", "0.5", "--json", str(saved)]) == 0
-    doc = json.loads(saved.read_text())
-    tamper(doc)
-    saved.write_text(json.dumps(doc))
+    saved = _saved_run(tmp_path, "A1", tamper)
     capsys.readouterr()
     assert main(["ablate", "--from-json", str(saved)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
