@@ -98,11 +98,7 @@ def cmd_ablate(args) -> int:
                 raise ValueError(f"rounds_done {json.dumps(done)[:40]} is not a count of rounds")
             # what it holds, judged now (even with no round done): a broken file is found before any key is made
             ablate.rejudge(resume, resume["setup"]["confidence"])
-            want = [c.label for c in ablate.configurations(setup.names, setup.leave_one_out, setup.others)]
-            got = [c["label"] for c in resume["configurations"]]
-            if sorted(got) != sorted(want):   # a run that goes on measures its setup's, and keeps every saved one
-                raise ValueError(f"its configurations ({', '.join(got)[:200]}) are not those its setup gives "
-                                 f"({', '.join(want)[:200]})")
+            ablate.Ablation(setup, resume=resume).check_saved_configs()     # before any key is made
         except RecursionError as e:
             raise CliError(f"ablate: cannot resume {args.resume}: JSON nested too deeply") from e
         except OSError as e:

@@ -416,6 +416,15 @@ class Ablation:
         self.energy = {c.label: [] for c in self.configs}
         self.extra = {lab: {a: [] for a in AREAS} for lab in self.controls}
 
+    def check_saved_configs(self) -> None:
+        """AblateError where the resumed run's configurations are not this setup's: one missing has no samples to
+        go on from, one extra would be dropped unsaid."""
+        got = [c["label"] for c in self.resume["configurations"]]
+        want = [c.label for c in self.configs]
+        if sorted(got) != sorted(want):
+            raise AblateError(f"its configurations ({', '.join(got)[:200]}) are not those its setup gives "
+                              f"({', '.join(want)[:200]})")
+
     def _restore(self, discards: list, rng) -> int:
         """Load the resumed rounds (if any) into the sample tables; the rounds already done."""
         old = self.resume
@@ -425,12 +434,7 @@ class Ablation:
         check_samples(old)
         done = int(old.get("rounds_done") or 0)
         saved = {c["label"]: c for c in old["configurations"]}
-        missing = [c.label for c in self.configs if c.label not in saved]
-        if missing:
-            raise AblateError(f"the resumed run has no samples for {', '.join(missing)}")
-        extra = [lab for lab in saved if lab not in {c.label for c in self.configs}]
-        if extra:                              # its setup does not give them: their rounds would be dropped unsaid
-            raise AblateError(f"the resumed run holds configurations its setup does not give: {', '.join(extra)}")
+        self.check_saved_configs()
         for c in self.configs:
             got = saved[c.label]
             for a in AREAS:
