@@ -53,7 +53,7 @@ from .. import nvml
 from . import bisect
 from .asv_private import project_conf, write_config
 from .changepoint import MIN_POINTS, ChangePointUnavailable, compute_change_points, where
-from .noise import MACHINE_RE, MACHINE_RULE      # one rule for the history's folders and the noise records
+from .noise import MACHINE_RE, MACHINE_RULE, machine_name_ok  # one rule for the history's folders and the noise records
 from .opts_page import write as write_opts_page
 from .report import fmt_s
 from .suite import ASV_TIME_BENCHMARKS, CIRCUIT, asv_params, cost, is_timing, time_benchmark
@@ -568,7 +568,7 @@ _KINDS = ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISDIR, "a directory"), (sta
 
 
 def check_machine_name(machine: str, where: str = "machine name") -> None:
-    if not (isinstance(machine, str) and MACHINE_RE.fullmatch(machine)):
+    if not machine_name_ok(machine):
         raise HistoryError(f"{where} {machine!r}: use {MACHINE_RULE}"
                            + (" (asv reads a *.json there as a results file)" if str(machine).endswith(".json") else ""))
 
@@ -910,7 +910,7 @@ def read_export(d: Path) -> tuple[dict[str, bytes], dict[str, set]]:
     for p, st in _listing(d):
         if p.name == "benchmarks.json" and stat.S_ISREG(st.st_mode):
             found.append((p.name, p))
-        elif stat.S_ISDIR(st.st_mode) and not MACHINE_RE.fullmatch(p.name) and p.name.endswith(".json"):
+        elif stat.S_ISDIR(st.st_mode) and p.name.endswith(".json"):
             raise HistoryError(f"{p}: a machine's directory named *.json, which asv reads as a results file")
         elif stat.S_ISDIR(st.st_mode) and MACHINE_RE.fullmatch(p.name):
             for q, qst in _listing(p):
@@ -943,7 +943,7 @@ def check_export(files: dict[str, bytes], where) -> dict[str, set]:
     every GPU record JSON lines. `where(rel)`: the path to name. Returns {machine: commits}."""
     for rel in files:
         parts = rel.split("/")
-        if len(parts) > 1 and not MACHINE_RE.fullmatch(parts[0]):
+        if len(parts) > 1:
             check_machine_name(parts[0], f"{where(parts[0])}: machine")
         if not (rel == "benchmarks.json"
                 or (len(parts) == 2 and MACHINE_RE.fullmatch(parts[0]) and FILE_RE.fullmatch(parts[1])
@@ -1173,7 +1173,7 @@ def _unmeasured(pairs, newest: dict) -> list[dict]:
     for m, res in sorted(newest.items()):
         for name, combo in sorted(pairs):
             v = res.values.get(name, {}).get(combo, "absent")
-            if v is None or v == "absent" or math.isnan(v):
+            if v == "absent" or not _measured(v):
                 why = ("null: the benchmark failed" if v is None else "absent: not run" if v == "absent"
                        else "NaN: asv skipped it")
                 out.append({"machine": m, "env": res.env, "benchmark": series_name(name, combo),
