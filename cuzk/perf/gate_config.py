@@ -264,7 +264,7 @@ def parse(doc: dict, path: str | None = None) -> GateConfig:
     cfg.pause_s = float(tr.get("pause_s", cfg.pause_s))
     if not 0 <= cfg.pause_s <= 60:             # slept after a refused GPU sample: a bad value fails mid-run
         raise ConfigError("[trust] pause_s must be a number of seconds in [0, 60]")
-    t = tr.get("max_temperature_c")
+    t = tr.get("max_temperature_c")          # None: no limit
     if t is not None and not 0 < t <= 150:
         raise ConfigError("[trust] max_temperature_c must be in (0, 150] degrees C")
     cfg.max_idle_cpu_ms = float(tr.get("max_idle_cpu_ms", cfg.max_idle_cpu_ms))
@@ -289,7 +289,7 @@ def parse(doc: dict, path: str | None = None) -> GateConfig:
     if unknown:
         raise ConfigError(f"[trust] ignore_reasons: unknown {unknown}; known: {', '.join(THROTTLE_REASONS.values())}")
     cfg.policy = TrustPolicy(ignore_reasons=BENIGN_REASONS + extra, watched_violations=WATCHED_VIOLATIONS,
-                             max_temperature_c=tr.get("max_temperature_c"),
+                             max_temperature_c=t,
                              allow_other_processes=bool(tr.get("allow_other_processes", False)))
     wls = doc.get("workload", [])
     if not wls:
