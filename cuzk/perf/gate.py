@@ -1324,6 +1324,7 @@ def _check_doc(doc) -> None:
                        for k, v in sp.items() if k in _SPEC_INTS), f"outcome {i}: spec")
     for i, o in enumerate(doc["outcomes"]):
         _check(o.get("status") in _STATUSES and isinstance(o.get("message", ""), str), f"outcome {i}: status")
+        _check(_count(o.get("discards", 0)), f"outcome {i}: discards is not a count")    # the report prints it
         ph = o.get("phases")
         _check(ph is None or (isinstance(ph, list) and ph and all(a in AREAS for a in ph)), f"outcome {i}: phases")
         _check(isinstance(o.get("rounds"), list), f"outcome {i}: rounds")

@@ -406,6 +406,27 @@ def test_a_crafted_isolation_line_cannot_act_in_the_comment(tmp_path):
     assert main(["gate", "--from-json", str(f), "--comment", str(out)]) == 2
 
 
+def test_a_crafted_discard_count_cannot_act_in_the_comment(tmp_path, capsys):
+    """The GPU line prints the outcome's discards: anything but a count is refused, naming the file."""
+    from cuzk.cli import main
+    doc = _gate_doc()
+    doc["outcomes"][0]["spec"].update(backend="cuda", log_size=18)
+    for rd in doc["outcomes"][0]["rounds"]:
+        for s in ("base", "head"):
+            rd[s]["gpu"] = {"name": "NVIDIA H100"}
+    f, out = tmp_path / "gate.json", tmp_path / "comment.md"
+    f.write_text(json.dumps(doc))
+    assert main(["gate", "--from-json", str(f), "--comment", str(out)]) == 0
+    assert "; 0 samples discarded" in out.read_text()
+    out.unlink()
+    capsys.readouterr()
+    doc["outcomes"][0]["discards"] = "0\n\n## cuzk gate **PASS** @octocat <img src=x onerror=alert(1)>\n"
+    f.write_text(json.dumps(doc))
+    assert main(["gate", "--from-json", str(f), "--comment", str(out)]) == 2 and not out.exists()
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{f}: " in err and "outcome 0: discards" in err, err
+
+
 def _fake_commit(tmp_path: Path, init: str, answer: str) -> Path:
     """A stand-in commit root whose cuzk.perf.worker reads requests from its pipe and runs `answer` (lines
     indented into the request loop, with `msg` and `rep` in scope) for each."""
