@@ -1331,6 +1331,7 @@ def _check_doc(doc) -> None:
         _check(o["status"] != "ok" or len(o["rounds"]) == c["rounds"],     # judged only once every round is in
                f"outcome {i}: judged on {len(o['rounds'])} rounds, not the config's {c['rounds']}")
         areas = ph or c["areas"]
+        measured = None         # the report reads each phase on both sides of every round
         for r, rd in enumerate(o["rounds"] if o["status"] == "ok" else []):
             tm = rd.get("times", {}) if isinstance(rd, dict) else None
             _check(isinstance(tm, dict) and set(tm) <= {"ready_s", "sampled_s", "closed_s"} and all(
@@ -1370,6 +1371,9 @@ def _check_doc(doc) -> None:
                         v = ar.get(k, [])
                         _check(isinstance(v, list) and len(v) <= len(ar.get("samples") or []) and all(
                             x is None or _count(x) for x in v), f"{where}: {k} is not a list of counts, one a sample")
+                    v = ar.get("energy_j", [])      # NVML's counter read twice: a difference, of either sign
+                    _check(isinstance(v, list) and len(v) <= len(ar.get("samples") or []) and all(
+                        is_number(x) for x in v), f"{where}: energy_j is not a list of joules, one a sample")
                     for k in ("rival_idle_ms", "foreign_ms", "held_ms", "away_ms", "steal_ms"):
                         v = ar.get(k, [])
                         _check(isinstance(v, list) and len(v) <= len(ar.get("samples") or []) and all(
@@ -1385,6 +1389,8 @@ def _check_doc(doc) -> None:
                     asked_s, parts = ar.get("asked_s") or [], [ar.get("host_s") or []]  # the gate's guard: outside
                     _check(all(t is None or x is None or x <= t for xs in parts for t, x in zip(asked_s, xs)),
                            f"{where}: host_s is more than the sample's round trip")
+                measured = set(sd["areas"]) if measured is None else measured
+                _check(set(sd["areas"]) == measured, f"outcome {i} round {r}: {side}: not the phases of the others")
 
 
 MAX_NUMBER = 1_000_000       # calls a sample (workload.calibrate stops at 1000)

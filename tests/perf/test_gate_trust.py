@@ -427,6 +427,38 @@ def test_a_crafted_discard_count_cannot_act_in_the_comment(tmp_path, capsys):
     assert err.count("\n") == 1 and f"{f}: " in err and "outcome 0: discards" in err, err
 
 
+def _energy(doc, value):
+    for rd in doc["outcomes"][0]["rounds"]:
+        for s in ("base", "head"):
+            rd[s]["areas"]["tail_msm"]["energy_j"] = value
+
+
+def _extra_phase(doc, side):
+    doc["outcomes"][0]["rounds"][3][side]["areas"]["prep_msm"] = {"samples": [1.0], "number": 1}
+
+
+@pytest.mark.parametrize("craft, says", [
+    (lambda d: _energy(d, ["1.0"] * 3), "round 0: base tail_msm: energy_j is not a list of joules"),
+    (lambda d: _energy(d, "abc"), "round 0: base tail_msm: energy_j is not a list of joules"),
+    (lambda d: _extra_phase(d, "base"), "round 3: base: not the phases of the others"),
+    (lambda d: _extra_phase(d, "head"), "round 3: head: not the phases of the others"),
+])
+def test_what_the_report_reads_beside_the_samples_is_checked_first(tmp_path, capsys, craft, says):
+    """Energy readings and a phase on one side only were read by the report unchecked: a crafted gate.json
+    ended in an internal error, not in one line naming the file."""
+    from cuzk.cli import main
+    doc = _gate_doc()
+    _energy(doc, [2.0] * 3)
+    f = tmp_path / "gate.json"
+    f.write_text(json.dumps(doc))
+    assert main(["gate", "--from-json", str(f)]) == 1 and "`tail_msm` 2 J → 2 J" in capsys.readouterr().out
+    craft(doc)
+    f.write_text(json.dumps(doc))
+    assert main(["gate", "--from-json", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"gate: {f}: " in err and says in err, err
+
+
 def _fake_commit(tmp_path: Path, init: str, answer: str) -> Path:
     """A stand-in commit root whose cuzk.perf.worker reads requests from its pipe and runs `answer` (lines
     indented into the request loop, with `msg` and `rep` in scope) for each."""
