@@ -669,6 +669,7 @@ def check_results_file(path: Path, d, machine: str, units: dict) -> ResultFile:
     if d["params"].get("machine") != machine:
         raise bad(f"its machine {d['params'].get('machine')!r} is not {machine!r}, its directory's")
     _no_markup(path, "params", d["params"])
+    _no_markup(path, "env_vars", d.get("env_vars", {}))     # asv's graph page heads a selector with each name
     cols = d["result_columns"]
     if not all(isinstance(c, str) for c in cols) or "result" not in cols or "params" not in cols:
         raise bad("result_columns does not name asv's result and params columns")

@@ -286,6 +286,21 @@ def test_parameter_sets_are_counted_before_they_are_listed(tmp_path, result):
         assert len(history.check_results_file(path, d, "m", {}).values[TAIL]) == 6
 
 
+def _results_doc(**over) -> dict:
+    return {"version": 2, "commit_hash": "a" * 40, "env_name": "e", "python": "3.11", "params": {"machine": "m"},
+            "requirements": {}, "result_columns": ["result", "params"], "date": 0,
+            "results": {TAIL: [[1e-3], [["'cpu:8'"], ["'default'"]]]}, **over}
+
+
+def test_markup_in_a_results_files_env_vars_is_refused(tmp_path):
+    """asv publish makes each env var a selector of the graph page, headed by its name as HTML."""
+    path = tmp_path / "r.json"
+    history.check_results_file(path, _results_doc(env_vars={"CUZK_CUDA_EXTRA": "cuda12"}), "m", {})
+    for env in ({"<img src=x onerror=alert(1)>": "1"}, {"X": "</div><script>alert(1)</script>"}):
+        with pytest.raises(history.HistoryError, match=rf"^{path}: env_vars.*holds '<', '>' or '&'"):
+            history.check_results_file(path, _results_doc(env_vars=env), "m", {})
+
+
 def test_an_unreadable_machine_or_benchmarks_file_is_exit_2_naming_it(step, tmp_path, capsys):
     for rel, text in (("benchmarks.json", "{"), (f"{asv_synth.MACHINE}/machine.json", '{"machine": "other"}'),
                       ("stray.json", "{}"), (f"{asv_synth.MACHINE}/sub/old.json", "{}")):
