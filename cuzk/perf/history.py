@@ -668,6 +668,10 @@ def check_results_file(path: Path, d, machine: str, units: dict) -> ResultFile:
         raise bad(f"date {json.dumps(date)[:40]} is not a timestamp (milliseconds since 1970)")
     if d["params"].get("machine") != machine:
         raise bad(f"its machine {d['params'].get('machine')!r} is not {machine!r}, its directory's")
+    for k in ("params", "env_vars"):        # asv publish gathers their values in sets: an array or object kills it
+        v = next((v for v in d.get(k, {}).values() if isinstance(v, (list, dict))), None)
+        if v is not None:
+            raise bad(f"{k}: {json.dumps(v)[:40]} is {_jtype(v)}, not a string")
     _no_markup(path, "params", d["params"])
     _no_markup(path, "env_vars", d.get("env_vars", {}))     # asv's graph page heads a selector with each name
     cols = d["result_columns"]

@@ -301,6 +301,18 @@ def test_markup_in_a_results_files_env_vars_is_refused(tmp_path):
             history.check_results_file(path, _results_doc(env_vars=env), "m", {})
 
 
+@pytest.mark.parametrize("key", ["params", "env_vars"])
+def test_a_results_files_params_that_asv_publish_cannot_gather_are_refused(tmp_path, key):
+    """asv publish adds every params and env_vars value to a set: an array there is a TypeError in asv, which
+    fails the nightly's publish for every machine without naming the file."""
+    path = tmp_path / "r.json"
+    for bad in (["Linux"], {"a": "b"}):
+        d = _results_doc()
+        d.setdefault(key, {})["os"] = bad
+        with pytest.raises(history.HistoryError, match=rf"^{path}: {key}: .* is an? (array|object), not a string"):
+            history.check_results_file(path, d, "m", {})
+
+
 def test_an_unreadable_machine_or_benchmarks_file_is_exit_2_naming_it(step, tmp_path, capsys):
     for rel, text in (("benchmarks.json", "{"), (f"{asv_synth.MACHINE}/machine.json", '{"machine": "other"}'),
                       ("stray.json", "{}"), (f"{asv_synth.MACHINE}/sub/old.json", "{}")):
