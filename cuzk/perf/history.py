@@ -557,6 +557,9 @@ def commit_url_from_env() -> str | None:
 FILE_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+=-]{0,199}")      # asv's <hash>-<environment>.json and the like
 HASH_RE = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
 BENCH_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,199}")         # asv's module.Class.method
+# asv's repr of a parameter value, e.g. 'cuda:porep_partition:24' quoted: `changes` prints it in code spans and
+# table cells, where a backtick, a '|' or a line break would end them
+PARAM_RE = re.compile(r"[A-Za-z0-9_.,:+'\"/=()\[\] -]{1,200}")
 MAX_FILE_BYTES = 64 << 20
 MAX_IMPORT_FILES, MAX_IMPORT_BYTES = 10_000, 512 << 20
 MAX_SECONDS = 1e6           # ~11 days for one call: a broken clock or a poisoned file, not a measurement
@@ -688,6 +691,10 @@ def check_results_file(path: Path, d, machine: str, units: dict) -> ResultFile:
         if not (isinstance(params, list) and all(isinstance(p, list) and all(isinstance(x, str) for x in p)
                                                  for p in params)):
             raise bad(f"{name}: params is not a list of lists of strings")
+        odd = next((x for p in params for x in p if not PARAM_RE.fullmatch(x)), None)
+        if odd is not None:
+            raise bad(f"{name}: parameter value {odd[:40]!r} is not asv's repr of a value (letters, digits, spaces "
+                      f"and _.,:+'\"/=()[]-)")
         # counted before they are listed, and no further than the cap: 40 two-valued lists in a 1 KB file
         # are 2^40 parameter sets
         n = 1

@@ -313,6 +313,19 @@ def test_a_results_files_params_that_asv_publish_cannot_gather_are_refused(tmp_p
             history.check_results_file(path, d, "m", {})
 
 
+@pytest.mark.parametrize("value", ["'x` | **PASS** @octocat `'", "'a|b'", "'a\nb'", "'<img src=x>'"])
+def test_a_parameter_value_that_could_end_a_code_span_or_cell_is_refused(tmp_path, value):
+    """`changes` prints each series' name, its parameter values in it, in code spans and table cells of the
+    nightly's summary: a backtick, '|' or line break there would end them and render the rest as Markdown."""
+    path = tmp_path / "r.json"
+    ok = history.check_results_file(path, _results_doc(), "m", {})
+    assert list(ok.values[TAIL]) == [("'cpu:8'", "'default'")]
+    d = _results_doc()
+    d["results"][TAIL][1][1] = [value]
+    with pytest.raises(history.HistoryError, match=rf"^{path}: {TAIL}: parameter value .* is not asv's repr"):
+        history.check_results_file(path, d, "m", {})
+
+
 def test_an_unreadable_machine_or_benchmarks_file_is_exit_2_naming_it(step, tmp_path, capsys):
     for rel, text in (("benchmarks.json", "{"), (f"{asv_synth.MACHINE}/machine.json", '{"machine": "other"}'),
                       ("stray.json", "{}"), (f"{asv_synth.MACHINE}/sub/old.json", "{}")):
