@@ -1281,6 +1281,8 @@ def _check_doc(doc) -> None:
         _check(isinstance(doc.get(k), str) and bool(_SHA.fullmatch(doc[k])), f"{k} is not a commit id")
     for k in ("base_ref", "head_ref"):
         _check(isinstance(doc.get(k), str) and len(doc[k]) <= 256, f"{k} is not a ref name")
+    repo = doc.get("repo", "")      # the report's bisect hint runs git in it
+    _check(isinstance(repo, str) and "\0" not in repo and len(repo) <= 4096, "repo is not a path")
     c = doc.get("config")
     _check(isinstance(c, dict), "config is not an object")
     _check(is_int(c.get("rounds")) and 2 <= c["rounds"] <= MAX_ROUNDS and is_int(c.get("samples"))

@@ -332,7 +332,7 @@ def _gate_doc(**over) -> dict:
 
 @pytest.mark.parametrize("bad", [
     {"base": "main; rm -rf /"}, {"head_ref": 5}, {"config": {"areas": ["nope"]}},
-    {"rules_changed": [1]}, {"wall_s": float("nan")},
+    {"rules_changed": [1]}, {"wall_s": float("nan")}, {"repo": "/r\0x"}, {"repo": ["/r"]},
 ])
 def test_a_crafted_gate_json_is_refused(bad):
     doc = _gate_doc()
