@@ -684,6 +684,8 @@ def check_results_file(path: Path, d, machine: str, units: dict) -> ResultFile:
     isam = cols.index("samples") if "samples" in cols else None
     values = {}
     for name, row in d["results"].items():
+        if not BENCH_RE.fullmatch(name):            # `changes` prints it in code spans, like its parameter values
+            raise bad(f"{name[:80]!r} is not a benchmark name (letters, digits, '_', '.')")
         if not isinstance(row, list) or len(row) > len(cols):
             raise bad(f"{name}: not a row of at most {len(cols)} columns")
         row = row + [None] * (len(cols) - len(row))         # asv drops trailing nulls

@@ -326,6 +326,15 @@ def test_a_parameter_value_that_could_end_a_code_span_or_cell_is_refused(tmp_pat
         history.check_results_file(path, d, "m", {})
 
 
+def test_a_results_row_not_named_as_a_benchmark_is_refused(tmp_path):
+    """A row's name is printed by `changes` in code spans like its parameter values, whatever benchmarks.json
+    holds: it must be a benchmark's name, as benchmarks.json's are."""
+    path = tmp_path / "r.json"
+    name = "x` | **PASS** <img src=x onerror=alert(1)> @octocat `"
+    with pytest.raises(history.HistoryError, match=rf"^{path}: 'x` \| .* is not a benchmark name"):
+        history.check_results_file(path, _results_doc(results={name: [[1e-3], []]}), "m", {})
+
+
 def test_an_unreadable_machine_or_benchmarks_file_is_exit_2_naming_it(step, tmp_path, capsys):
     for rel, text in (("benchmarks.json", "{"), (f"{asv_synth.MACHINE}/machine.json", '{"machine": "other"}'),
                       ("stray.json", "{}"), (f"{asv_synth.MACHINE}/sub/old.json", "{}")):
