@@ -15,6 +15,11 @@ def _plt():
     return plt
 
 
+def _plain(text) -> str:
+    """Text drawn as written: matplotlib reads a pair of '$' as a formula (a saved run's label may hold one)."""
+    return str(text).replace("$", r"\$")
+
+
 DPI = 110       # the charts are laid out and checked at the resolution they are saved at
 
 
@@ -116,7 +121,7 @@ def _ablate_title(result: dict, what: str) -> str:
     s = result["setup"]
     done = result.get("rounds_done", s["repeat"])
     asked = f" (of {s['repeat']} asked)" if done < s["repeat"] else ""
-    return (f"cuzk ablate: {s['backend']} {s['circuit']} 2^{s['log_size']} x{s['circuits']}, "
+    return (f"cuzk ablate: {_plain(s['backend'])} {_plain(s['circuit'])} 2^{s['log_size']} x{s['circuits']}, "
             f"{done} interleaved rounds{asked} per configuration; {what}")
 
 
@@ -178,7 +183,7 @@ def ablate_effects_fig(result: dict, plt=None):
         ax.tick_params(axis="x", labelsize=6)
         ax.grid(axis="x", alpha=0.3, which="both")
     axes[0][0].set_yticks(range(rows))
-    axes[0][0].set_yticklabels([o["name"] for o in reversed(opts)], fontsize=6)
+    axes[0][0].set_yticklabels([_plain(o["name"]) for o in reversed(opts)], fontsize=6)
     for lab, o in zip(axes[0][0].get_yticklabels(), reversed(opts)):
         if o.get("read_by_backend") is False:
             lab.set_color("0.6")
@@ -188,7 +193,7 @@ def ablate_effects_fig(result: dict, plt=None):
     handles = [Line2D([], [], color=c, marker="o", markersize=4, label=lab) for _, c, _, lab in kinds]
     if any(o.get("read_by_backend") is False for o in opts):
         handles.append(Line2D([], [], color="0.6", linestyle="", marker="$A$",
-                              label=f"grey name: not read by the {result['setup']['backend']} backend"))
+                              label=f"grey name: not read by the {_plain(result['setup']['backend'])} backend"))
     fig.legend(handles=handles, loc="upper right", fontsize=7, ncol=len(handles))
     corr = result.get("correction")
     what = (f"{conf:.0%} CI; filled: significant after the Benjamini-Hochberg correction over {corr['tests']} tests"
@@ -256,7 +261,7 @@ def ablate_bars_png(result: dict):
             if v:
                 ax.annotate(v, (xi, m), ha="center", va="bottom", fontsize=8)
         ax.set_xticks(list(x))
-        ax.set_xticklabels([c["label"] for c in configs], rotation=70, fontsize=6)
+        ax.set_xticklabels([_plain(c["label"]) for c in configs], rotation=70, fontsize=6)
         ax.set_title(area, fontsize=9)
         ax.set_ylabel("ms", fontsize=7)
         ax.tick_params(axis="y", labelsize=7)

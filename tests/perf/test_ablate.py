@@ -675,3 +675,26 @@ def test_saved_results_are_judged_again_with_the_correction(capsys):
         assert main(["ablate", "--from-json", str(f)]) == 0, f
         out = capsys.readouterr().out
         assert " tests significant** after the Benjamini-Hochberg correction" in out, f
+
+
+def test_the_charts_draw_a_saved_run_s_text_as_text(tmp_path):
+    """A saved run's labels, names and circuit are drawn as written: a '$' in them is no mathtext (it failed
+    the PNG with an empty error, or set the text as a formula)."""
+    import io
+
+    from cuzk.perf import plots
+    res = _synthetic_full_registry_result()
+    res["setup"]["circuit"] = "a$\\foo{$b"
+    res["optimizations"][0]["name"] = "$x^2$"
+    buf = io.BytesIO()
+    plots.ablate_png(res)(buf)                      # effects, one row a toggle
+    assert buf.getvalue()[:8] == PNG_MAGIC
+    small = dict(res, configurations=res["configurations"][:3])
+    for i, c in enumerate(small["configurations"]):
+        c.update(label=f"c{i}$\\bar{{", areas={a: {"median_s": 1e-3, "q1_s": 9e-4, "q3_s": 1.1e-3}
+                                             for a in res["areas"]})
+    small["configurations"][1]["label"] = "$\\alpha$"
+    buf = io.BytesIO()
+    plots.ablate_png(small)(buf)                    # bars, one a configuration
+    assert buf.getvalue()[:8] == PNG_MAGIC
+    assert plots._plain("$\\alpha$ 5$") == "\\$\\alpha\\$ 5\\$"
