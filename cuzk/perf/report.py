@@ -524,6 +524,7 @@ def calls_per_sample_differ(oc: Outcome) -> dict[str, tuple[int, int]]:
 
 
 COMMENT_MARKER = "<!-- cuzk-gate -->"     # the first line of the pull request's one sticky comment
+COMMENT_BODY_MAX = 50_000      # of GitHub's 65,536 characters a comment, room left for the links after the report
 
 
 def _url(url: str | None) -> str | None:
@@ -552,7 +553,14 @@ def comment(res: GateResult, run_url: str | None = None, history_url: str | None
     """The pull request's sticky comment: the report without its bisect commands, then links to the full
     run and to each regressed phase's history graph. Rendered from gate.json as data."""
     run_url, history_url = _url(run_url), _url(history_url)
-    out = [COMMENT_MARKER, markdown(res, bisect=False).rstrip("\n"), ""]
+    body = markdown(res, bisect=False).rstrip("\n")
+    if len(body) > COMMENT_BODY_MAX:        # GitHub refuses the whole comment: the verdict alone, then the links
+        line = verdict_line(res)
+        if len(line) > COMMENT_BODY_MAX:
+            line = _verdict(res) + f". **Not measured**: the head changes {len(res.deps_changed)} dependency files"
+        body = (f"{line}\n\nThe full report is {len(body):,} characters, more than a comment holds: it is in the "
+                "gate's run.")
+    out = [COMMENT_MARKER, body, ""]
     links = []
     if history_url:
         for o, x in res.regressions():

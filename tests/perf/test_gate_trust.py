@@ -663,3 +663,24 @@ def test_a_gate_json_with_a_crafted_idle_allowance_is_refused():
     doc["config"]["max_idle_cpu_ms"] = "lots"
     with pytest.raises(ValueError, match="config.max_idle_cpu_ms"):
         gate.from_dict(doc)
+
+
+def test_a_report_too_long_for_a_comment_is_cut_to_its_verdict(tmp_path):
+    """GitHub refuses a comment past 65,536 characters: a head whose error text is longer (its own output)
+    must not leave the pull request without a comment. The verdict and the run's link stay."""
+    from cuzk.cli import main
+    doc = _gate_doc()
+    doc["outcomes"][0].update(status="error", message="x " * 60_000)
+    f, out = tmp_path / "gate.json", tmp_path / "comment.md"
+    f.write_text(json.dumps(doc))
+    assert main(["gate", "--from-json", str(f), "--comment", str(out), "--run-url",
+                 "https://github.com/o/r/actions/runs/1"]) == 0
+    text = out.read_text()
+    assert len(text) <= 65_536 and text.splitlines()[0] == report.COMMENT_MARKER
+    assert headings(text)[0].startswith("## cuzk gate **FAIL: not judged**")
+    assert "[the gate's run](https://github.com/o/r/actions/runs/1)" in text and "more than a comment holds" in text
+    doc["deps_changed"] = [f"d{i}/" + "y" * 3000 for i in range(1000)]     # the verdict line alone too long
+    f.write_text(json.dumps(doc))
+    assert main(["gate", "--from-json", str(f), "--comment", str(out)]) == 0
+    text = out.read_text()
+    assert len(text) <= 65_536 and "the head changes 1000 dependency files" in headings(text)[0]
