@@ -18,6 +18,7 @@ import json
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -36,6 +37,40 @@ EXISTING_PLUGIN = "cuzk_commit_code"
 
 class AsvConfigError(ValueError):
     pass
+
+
+ASV_STOP_S = 10.0    # asv's own clean-up: SIGTERM to the benchmark's group, SIGKILL a second later
+
+
+def stop(p: subprocess.Popen, wait_s: float = ASV_STOP_S) -> None:
+    """An asv process that is still running stopped the way that lets it clean up: SIGINT, which asv turns into
+    killing the benchmark's process group (asv starts each benchmark in a group of its own), then SIGKILL where it
+    does not exit. SIGTERM or SIGKILL would end asv alone and leave that benchmark running, orphaned, beside
+    whatever runs next on the machine (on a GPU runner, the next job's measurements)."""
+    if p.poll() is not None:
+        return
+    p.send_signal(signal.SIGINT)
+    try:
+        p.wait(timeout=wait_s)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+
+
+def run(cmd: list[str], **kw) -> subprocess.CompletedProcess:
+    """subprocess.run for an asv command: where this process is interrupted (SIGINT, SIGTERM) or fails while asv
+    runs, asv is stopped by stop(), never killed outright."""
+    if kw.pop("capture_output", False):
+        kw["stdout"] = kw["stderr"] = subprocess.PIPE
+    p = subprocess.Popen(cmd, **kw)
+    try:
+        out, err = p.communicate()
+    finally:
+        stop(p)
+        for f in (p.stdout, p.stderr):
+            if f is not None:
+                f.close()
+    return subprocess.CompletedProcess(cmd, p.returncode, out, err)
 
 
 def ensure_machine(conf: Path, run=subprocess.run) -> str | None:

@@ -19,6 +19,7 @@ import subprocess
 import sys
 
 from .. import cuda_extra
+from .asv_private import stop as stop_asv
 from .suite import ALL_TARGETS, ASV_TIME_BENCHMARKS, SCALE_TARGETS, measured_variants, time_benchmark
 
 
@@ -164,6 +165,4 @@ def stream(argv: list[str], cwd, env: dict) -> tuple[int, list[str]]:
                 sys.stdout.flush()
         return p.wait(), lines
     finally:
-        if p.poll() is None:           # interrupted: asv must not go on measuring
-            p.terminate()
-            p.wait()
+        stop_asv(p)                     # interrupted: asv must not go on measuring, nor its benchmark

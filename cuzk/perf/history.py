@@ -52,6 +52,7 @@ from pathlib import Path
 from .. import nvml
 from . import bisect
 from .asv_private import project_conf, write_config
+from .asv_private import run as run_asv
 from .changepoint import MIN_POINTS, ChangePointUnavailable, compute_change_points, where
 from .noise import MACHINE_RE, MACHINE_RULE, machine_name_ok  # one rule for the history's folders and the noise records
 from .opts_page import write as write_opts_page
@@ -439,7 +440,7 @@ def record(repo: Path, machine: str, remote: str = "origin", branch: str = RESUL
                     f"{c['seconds'] / 60:.0f} min (budget {c['budget_s'] / 60:.0f} min)")
             t0 = time.perf_counter()
             try:
-                p = subprocess.run(cmd, cwd=repo)
+                p = run_asv(cmd, cwd=repo)
                 log(f"cuzk history: asv took {(time.perf_counter() - t0) / 60:.1f} min")
                 if p.returncode not in (0, 2):
                     raise HistoryError(f"asv run failed with exit code {p.returncode}")

@@ -38,6 +38,7 @@ from ..files import write_outputs
 from ..gpu import cubins, kernel_sources, loader
 from ..timing import PHASES
 from . import workload
+from .asv_private import run as run_asv
 from .calibrate import CUDA_FILE, _git, commit_change, gpu_slowdown_patch, make_repo
 from .checkout import CheckoutError, git, materialize, resolve
 from .gpu_lock import hold
@@ -439,9 +440,9 @@ def _asv_run(repo: Path, base: str, env: dict, phase: str, target: str):
     bench = re.escape(time_benchmark(phase, target)) + re.escape(f"({target!r}, 'default')")
     subprocess.run([sys.executable, "-m", "asv", "machine", "--yes", "--machine", "runner-check"], cwd=repo,
                    env=env, check=True, capture_output=True)
-    return subprocess.run([sys.executable, "-m", "asv", "run", "-E", f"existing:{sys.executable}", "--set-commit-hash",
-                           base, "--record-samples", "--machine", "runner-check", "--launch-method", "spawn",
-                           "--show-stderr", "--bench", bench], cwd=repo, env=env, capture_output=True, text=True)
+    return run_asv([sys.executable, "-m", "asv", "run", "-E", f"existing:{sys.executable}", "--set-commit-hash",
+                    base, "--record-samples", "--machine", "runner-check", "--launch-method", "spawn",
+                    "--show-stderr", "--bench", bench], cwd=repo, env=env, capture_output=True, text=True)
 
 
 def _asv_step(rep: Report, repo: Path, base: str, env: dict, phase: str, target: str) -> None:

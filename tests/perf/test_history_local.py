@@ -10,8 +10,10 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -344,3 +346,54 @@ def test_a_second_export_of_the_same_commit_keeps_what_the_first_measured(synth,
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and str(b / rel) in err and str(worktree / rel) in err, err
     assert _git(clone, "rev-parse", LOCAL) == head and not _git(worktree, "status", "--porcelain")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
+
+
+def test_a_record_stopped_by_sigterm_leaves_no_benchmark_running(tmp_path):
+    """asv starts each benchmark in a process group of its own: a record ended by SIGTERM (a job's timeout, a
+    cancelled run) stops asv so that asv ends its benchmark too, rather than leaving it running, orphaned, beside
+    the next job on the GPU once the GPU's lock is released."""
+    src, clone = tmp_path / "src", tmp_path / "clone"
+    make_repo(REPO, src)
+    _git(tmp_path, "clone", "-q", str(src), str(clone))
+    _git(clone, "remote", "remove", "origin")
+    pidfile = tmp_path / "bench.pid"
+    (clone / "benchmarks" / "bench_zz_slow.py").write_text(
+        "import os, time\n\n\nclass Slow:\n    timeout = 300\n\n    def track_slow(self):\n"
+        f"        with open({str(pidfile)!r}, 'w') as f:\n            f.write(str(os.getpid()))\n"
+        "        time.sleep(120)\n        return 1.0\n")
+    _git(clone, "add", "benchmarks/bench_zz_slow.py")
+    _git(clone, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-q", "-m", "a slow benchmark")
+    (tmp_path / "home").mkdir()
+    (tmp_path / "locks").mkdir(mode=0o700)
+    env = dict(os.environ, HOME=str(tmp_path / "home"), CUZK_LOCK_DIR=str(tmp_path / "locks"), PYTHONPATH=str(clone))
+    p = subprocess.Popen([sys.executable, "-m", "cuzk", "history", "record", "--machine", "laptop", "--no-push",
+                          "--bench", "Slow.track_slow"], cwd=clone, env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True)
+    pid = None
+    try:
+        deadline = time.monotonic() + 240
+        while not (pidfile.exists() and pidfile.read_text()) and p.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert pidfile.exists(), p.communicate()[0] if p.poll() is not None else "the benchmark never started"
+        pid = int(pidfile.read_text())
+        p.send_signal(signal.SIGTERM)
+        out = p.communicate(timeout=60)[0]
+        assert p.returncode == 143 and "cuzk: interrupted" in out, out
+        deadline = time.monotonic() + 5
+        while _alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not _alive(pid), f"the benchmark (pid {pid}) still runs after the record was stopped"
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        if pid is not None and _alive(pid):
+            os.kill(pid, signal.SIGKILL)
