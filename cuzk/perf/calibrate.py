@@ -255,6 +255,16 @@ def write_doc(path: Path, setup: dict, rows: list[dict]) -> None:
     files.write_outputs({path: json.dumps(doc) + "\n"})
 
 
+def _saved(path: Path, setup: dict, rows: list[dict]) -> bool:
+    """write_doc, or one line saying why not (a full disk): False, and the caller exits 2, never with a traceback."""
+    try:
+        write_doc(path, setup, rows)
+    except files.OutputError as e:
+        print(f"calibrate: {e}", file=sys.stderr)
+        return False
+    return True
+
+
 def _read_doc(path: Path) -> dict:
     try:
         doc = json.loads(files.read_input(path, MAX_DOC_BYTES))
@@ -391,8 +401,8 @@ def main(argv=None) -> int:
         rows.append({"run": i, "exit": rc, "flagged": flagged, "wall_s": round(wall, 1), "ratios": ratios,
                      "thresholds": thresholds, "tree": setup["tree"]})
         print(json.dumps(rows[-1]), flush=True)
-        if args.json:
-            write_doc(Path(args.json), setup, rows)
+        if args.json and not _saved(Path(args.json), setup, rows):
+            return 2            # the runs so far are on stdout; more could not be kept either
     s = summary(rows, args.inject)
     print(json.dumps(s))
     return _verdict(s, rows)
@@ -445,8 +455,8 @@ def _merge_main(ap, argv) -> int:
     for r in rows:
         print(json.dumps(r))
     print(json.dumps(s))
-    if args.json:
-        write_doc(Path(args.json), setup, rows)
+    if args.json and not _saved(Path(args.json), setup, rows):
+        return 2
     return _verdict(s, rows)
 
 

@@ -326,3 +326,19 @@ def test_the_json_is_never_one_of_the_inputs(tmp_path, monkeypatch, capsys):
         out, err = capsys.readouterr()
         assert e.value.code == 2 and out == "" and str(target) in err and role in err, (extra, err)
         assert target.read_bytes() == before and not work.exists()
+
+
+def test_a_json_that_cannot_be_written_after_a_run_is_one_line_and_exit_2(tmp_path, monkeypatch, capsys):
+    """A disk that fills during the runs (/dev/full: every write is ENOSPC) is one line naming the file, exit 2, not
+    a traceback and exit 1; so is --merge's."""
+    argv, a = _run(tmp_path, "a", 3, inject="tail_msm:0.03", monkeypatch=monkeypatch)
+    argv[argv.index("--json") + 1] = "/dev/full"
+    assert calibrate.main(argv) == 2
+    cap = capsys.readouterr()
+    assert cap.err == "calibrate: /dev/full: cannot write: No space left on device\n", cap.err
+    assert len(cap.out.splitlines()) == 1                  # no run started after the one it could not keep
+    argv, a = _run(tmp_path, "b", 1, inject="tail_msm:0.03", monkeypatch=monkeypatch)
+    assert calibrate.main(argv) == 0
+    capsys.readouterr()
+    assert calibrate.main(["--merge", str(a), "--json", "/dev/full"]) == 2
+    assert capsys.readouterr().err == "calibrate: /dev/full: cannot write: No space left on device\n"
