@@ -13,9 +13,12 @@ clock instead: the same pyperf path, for machines without a GPU (CI checks it en
 """
 from __future__ import annotations
 
+import fcntl
+import os
 import random
 import sys
 import time
+from contextlib import contextmanager, nullcontext
 
 from . import backend as backends
 from . import environment
@@ -103,15 +106,65 @@ def _bad(msg: str) -> int:
 MAX_RESULTS_BYTES = 64 << 20     # a pyperf JSON that --append adds to: ~2 KB a benchmark's run
 
 
+def _read_suite(path: str, pyperf):
+    """The pyperf suite in the regular file `path`, judged (a size limit, what it unpacks to, every value a
+    measurement), or a line saying what is wrong (str)."""
+    import gzip
+    import io
+    import zlib
+    from .files import read_input
+    try:
+        data = read_input(path, MAX_RESULTS_BYTES, mode="rb")
+        if path.endswith(".gz"):                # the limit holds for what it unpacks to: a small gzip can be GBs
+            with gzip.GzipFile(fileobj=io.BytesIO(data)) as gz:
+                data = gz.read(MAX_RESULTS_BYTES + 1)
+            if len(data) > MAX_RESULTS_BYTES:
+                return (f"{path}: more than the {MAX_RESULTS_BYTES >> 20} MiB a pyperf JSON may be, "
+                        "once decompressed")
+        suite = pyperf.BenchmarkSuite.loads(data.decode("utf-8"))
+    except OSError as e:
+        return f"{path}: {e.strerror or e}"
+    except (ValueError, KeyError, TypeError, AttributeError, EOFError, zlib.error,
+            RecursionError) as e:               # JSON's, UTF-8's: ValueErrors; RecursionError: nested past the parser
+        return f"{path}: not a pyperf JSON ({type(e).__name__}: {str(e)[:120]})"
+    from .perf.values import is_number
+    for b in suite.get_benchmarks():            # pyperf takes inf and any int > 0: no measurement to add runs to
+        for r in b.get_runs():
+            v = next((v for v in [*r.values, *(w for _, w in r.warmups)] if not is_number(v)), None)
+            if v is not None:
+                return f"{path}: {b.get_name()}: value {str(v)[:40]} is not a measurement"
+    return suite
+
+
+@contextmanager
+def _held(path: str):
+    """Another `micro --append` to the file at `path` kept out until the block ends: flock on the file, taken again
+    where a rename replaced it meanwhile (the other's new file, which this one then adds to). A new path: none."""
+    while True:
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        except FileNotFoundError:
+            yield
+            return
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                same = os.path.samestat(os.fstat(fd), os.stat(path))
+            except FileNotFoundError:
+                same = False
+            if same:
+                yield
+                return
+        finally:
+            os.close(fd)
+
+
 def _outputs(argv: list[str], pyperf):
     """pyperf's -o/--output and --append taken out of argv and judged by the output rule before any work (a new
     -o, as pyperf makes it; --append: a pyperf JSON that reads, or a new path): (argv without them, -o, --append,
     the suite --append adds to or None), or a line saying what is wrong (str)."""
     import argparse
-    import gzip
-    import io
-    import zlib
-    from .files import OutputError, check_outputs, read_input
+    from .files import OutputError, check_outputs
     pre = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
     pre.add_argument("-o", "--output")
     pre.add_argument("--append")
@@ -124,26 +177,9 @@ def _outputs(argv: list[str], pyperf):
         return f"{got.output}: exists (-o writes a new file; --append adds to one)"
     suite = None
     if got.append and outs["--append"].identity[0] != "new" and not outs["--append"].stream:
-        try:
-            data = read_input(got.append, MAX_RESULTS_BYTES, mode="rb")
-            if got.append.endswith(".gz"):          # the limit holds for what it unpacks to: a small gzip can be GBs
-                with gzip.GzipFile(fileobj=io.BytesIO(data)) as gz:
-                    data = gz.read(MAX_RESULTS_BYTES + 1)
-                if len(data) > MAX_RESULTS_BYTES:
-                    return (f"{got.append}: more than the {MAX_RESULTS_BYTES >> 20} MiB a pyperf JSON may be, "
-                            "once decompressed")
-            suite = pyperf.BenchmarkSuite.loads(data.decode("utf-8"))
-        except OSError as e:
-            return f"{got.append}: {e.strerror or e}"
-        except (ValueError, KeyError, TypeError, AttributeError, EOFError, zlib.error,
-                RecursionError) as e:           # JSON's, UTF-8's: ValueErrors; RecursionError: nested past the parser
-            return f"{got.append}: not a pyperf JSON ({type(e).__name__}: {str(e)[:120]})"
-        from .perf.values import is_number
-        for b in suite.get_benchmarks():        # pyperf takes inf and any int > 0: no measurement to add runs to
-            for r in b.get_runs():
-                v = next((v for v in [*r.values, *(w for _, w in r.warmups)] if not is_number(v)), None)
-                if v is not None:
-                    return f"{got.append}: {b.get_name()}: value {str(v)[:40]} is not a measurement"
+        suite = _read_suite(got.append, pyperf)
+        if isinstance(suite, str):
+            return suite
     return rest, got.output, got.append, suite
 
 
@@ -237,7 +273,6 @@ def main(argv: list[str]) -> int:
         else:
             run, work = _make(args.kernel, args.log_size, args.convention, args.generator, args.chains, args.fastmul)
         fl = floor_s(args.kernel, args.log_size, work, args.convention) if args.backend == "cuda" else None
-        import os
         for var in ("CUDA_VISIBLE_DEVICES", "CUPY_CACHE_DIR"):      # as each worker saw them (--copy-env)
             if var in os.environ:
                 runner.metadata[f"cuzk_{var.lower()}"] = os.environ[var]
@@ -256,21 +291,29 @@ def main(argv: list[str]) -> int:
         if args.kernel in MUL_KERNELS and work:
             extra = f"; {work / mean:.3e} mul/s" + (f", {mean / fl:.2f}x the IMAD model" if fl else "")
         print(f"{name}: mean {mean * 1e3:.3f} ms per call{extra}")
-        from .files import OutputError, write_outputs
+        from .files import OutputError, resolve_output, write_outputs
         written = {}
         if out:
             written[out] = _dumped(pyperf.BenchmarkSuite([bench]), out)
-        if app:
-            if suite is None:
-                suite = pyperf.BenchmarkSuite([bench])
-            else:
-                try:
-                    suite.add_runs(bench)
-                except ValueError as e:        # pyperf: another benchmark's metadata under this name
-                    return _bad(f"{app}: its {name} cannot take these runs ({e})")
-            written[app] = _dumped(suite, app)
         try:
-            write_outputs(written)
+            # read again, held: another --append to the file may have landed while this one measured, and its runs
+            # stay (the file read before any work was only judged)
+            plain = app and not resolve_output(app).stream
+            with _held(app) if plain else nullcontext():
+                if plain and os.path.exists(app):
+                    suite = _read_suite(app, pyperf)
+                    if isinstance(suite, str):
+                        return _bad(suite)
+                if app:
+                    if suite is None:
+                        suite = pyperf.BenchmarkSuite([bench])
+                    else:
+                        try:
+                            suite.add_runs(bench)
+                        except ValueError as e:        # pyperf: another benchmark's metadata under this name
+                            return _bad(f"{app}: its {name} cannot take these runs ({e})")
+                    written[app] = _dumped(suite, app)
+                write_outputs(written)
         except OutputError as e:
             return _bad(str(e))
     return 0

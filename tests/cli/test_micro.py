@@ -1,3 +1,5 @@
+import os
+
 import pytest
 
 from cuzk.backend import gpu_status
@@ -322,3 +324,54 @@ def test_a_cpu_size_past_the_hosts_memory_is_refused_before_any_worker(tmp_path)
     err = p.stderr.strip().splitlines()
     assert p.returncode == 2 and len(err) == 1 and "--log-size 32 with --backend cpu" in err[0], p.stderr
     assert "1280.0 GiB" in err[0] and "host memory available" in err[0], err
+
+
+def test_an_append_keeps_the_runs_another_append_landed_while_it_measured(tmp_path, monkeypatch):
+    """Two `--append` to one file at once: each adds its runs to the file as it is when it writes, not as it was
+    when it started, so neither's runs are lost (the slower one used to write back what it had read before
+    measuring)."""
+    pyperf = pytest.importorskip("pyperf")
+    from cuzk import micro
+    args = ("ntt", "--backend", "cpu", "--log-size", "4", "-p", "1", "-n", "2", "-w", "0", "-l", "1")
+    first = tmp_path / "first.json"
+    assert _micro(*args, "-o", str(first), cwd=tmp_path).returncode == 0
+    (bench,) = pyperf.BenchmarkSuite.load(str(first)).get_benchmarks()
+    runs = bench.get_nrun()
+    target = tmp_path / "runs.json"
+    target.write_bytes(first.read_bytes())
+
+    def measured(self, name, func, *a, **k):       # meanwhile, the other append's file replaced this one
+        other = pyperf.BenchmarkSuite.load(str(target))
+        other.add_runs(pyperf.BenchmarkSuite.load(str(first)).get_benchmarks()[0])
+        tmp = tmp_path / "other.json"
+        other.dump(str(tmp))
+        os.replace(tmp, target)
+        return pyperf.BenchmarkSuite.load(str(first)).get_benchmarks()[0]
+    monkeypatch.setattr(pyperf.Runner, "_created", set())
+    monkeypatch.setattr(pyperf.Runner, "bench_time_func", measured)
+    monkeypatch.setattr(micro.backends, "gpu_status", lambda: (True, ""))
+    assert micro.main([*args, "--append", str(target)]) == 0
+    (got,) = pyperf.BenchmarkSuite.load(str(target)).get_benchmarks()
+    assert got.get_nrun() == 3 * runs               # the file's own, the other append's and this one's
+
+
+def test_an_append_waits_for_one_writing_the_file_and_adds_to_what_that_one_wrote(tmp_path):
+    import fcntl
+    import threading
+    import time
+    from cuzk import micro
+    target = tmp_path / "runs.json"
+    target.write_text("the file read before measuring")
+    fd = os.open(target, os.O_RDONLY)
+    fcntl.flock(fd, fcntl.LOCK_EX)                  # another append, between its read and its rename
+
+    def other():
+        time.sleep(0.3)
+        (tmp_path / "new").write_text("what the other append wrote")
+        os.replace(tmp_path / "new", target)
+        os.close(fd)
+    t = threading.Thread(target=other)
+    t.start()
+    with micro._held(str(target)):
+        assert target.read_text() == "what the other append wrote"
+    t.join()
