@@ -377,7 +377,9 @@ def _place(repo: Path, path: Path, commit: str, usable: bool) -> None:
     if path.is_dir():
         path.rmdir()                # empty: _worktree said so
     _git(repo, "worktree", "prune")
-    _git(repo, "worktree", "add", "-q", "--detach", str(path), commit)
+    # -f -f: a worktree whose `git worktree add` was killed stays locked ("initializing") and would refuse every
+    # later add; its folder is missing or empty (_worktree) and its commit kept, and _locked rules out a live add
+    _git(repo, "worktree", "add", "-q", "-f", "-f", "--detach", str(path), commit)
 
 
 def push_merging(path: Path, remote: str, branch: str, tries: int = 5) -> str:

@@ -397,3 +397,23 @@ def test_a_record_stopped_by_sigterm_leaves_no_benchmark_running(tmp_path):
             p.wait()
         if pid is not None and _alive(pid):
             os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.parametrize("left", ["an empty folder", "no folder"])
+def test_a_worktree_add_that_was_killed_does_not_block_the_next_command(synth, tmp_path, capsys, left):
+    """`git worktree add` keeps its worktree locked ("initializing") until its checkout ends: one killed there (a
+    SIGTERM'd history command kills its git) left that lock beside an empty or missing folder, and every later
+    history command in the checkout failed on it."""
+    repo, a, _ = synth
+    clone = _clone(tmp_path, repo)
+    assert main(["history", "import", str(a), "--no-push", "--repo", str(clone)]) == 0
+    results = clone / ".asv" / "history" / "results"
+    _git(clone, "worktree", "lock", "--reason", "initializing", str(results))
+    shutil.rmtree(results)
+    if left == "an empty folder":
+        results.mkdir()
+    capsys.readouterr()
+    assert main(["history", "import", str(a), "--no-push", "--repo", str(clone)]) == 0, capsys.readouterr().err
+    listed = _git(clone, "worktree", "list", "--porcelain")
+    assert listed.count(f"worktree {results}\n") == 1 and "locked" not in listed, listed
+    assert not _git(results, "status", "--porcelain")
