@@ -85,8 +85,11 @@ class HistoryError(RuntimeError):
 
 
 def _last_line(text: str) -> str:
+    """The line that says what failed: a tool's last fatal/error line (git ends with advice after it, e.g.
+    "remove the file manually to continue." after the fatal line naming index.lock), else its last line."""
     lines = [x.strip() for x in text.strip().splitlines() if x.strip()]
-    return f" ({lines[-1][:200]})" if lines else ""
+    errs = [x for x in lines if x.lower().startswith(("fatal:", "error:"))]
+    return f" ({(errs or lines)[-1][:200]})" if lines else ""
 
 
 def _keep_log(cmd, text: str) -> str:

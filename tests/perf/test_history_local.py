@@ -417,3 +417,13 @@ def test_a_worktree_add_that_was_killed_does_not_block_the_next_command(synth, t
     listed = _git(clone, "worktree", "list", "--porcelain")
     assert listed.count(f"worktree {results}\n") == 1 and "locked" not in listed, listed
     assert not _git(results, "status", "--porcelain")
+
+
+def test_a_failed_git_is_reported_by_its_fatal_line_not_its_advice(tmp_path):
+    """A git killed while committing leaves index.lock; git's last line is advice ("remove the file manually to
+    continue."): the one line shown names the file, from git's own fatal line."""
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / ".git" / "index.lock").write_text("")
+    with pytest.raises(history.HistoryError) as e:
+        history._git(tmp_path, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "x")
+    assert "index.lock" in str(e.value) and "File exists" in str(e.value), e.value
