@@ -52,19 +52,56 @@ def _git(*args, cwd=None, timeout=300) -> subprocess.CompletedProcess:
     return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout)
 
 
+def _pristine(tree: Path, sha: str) -> str | None:
+    """Why the checkout at `tree` is not exactly `sha`'s files, or None. Every file is hashed against the
+    commit (an index made afresh from it, so no stat cache or index flag hides an edit), anything else in the
+    tree (untracked or ignored) counts, and a link of the commit's may not lead out of the tree."""
+    if tree.is_symlink() or not (tree / ".git").is_dir() or (tree / ".git").is_symlink():
+        return "not a clone of its own"
+    if _git("rev-parse", "HEAD", cwd=tree).stdout.strip() != sha:
+        return "at another commit"
+    index = tree / ".git" / "cuzk-verify-index"
+    env = {**os.environ, "GIT_INDEX_FILE": str(index)}
+    try:
+        read = subprocess.run(["git", "read-tree", sha], cwd=tree, capture_output=True, text=True, env=env)
+        st = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all", "--ignored"], cwd=tree,
+                            capture_output=True, text=True, env=env)
+        links = subprocess.run(["git", "ls-files", "-s", "-z"], cwd=tree, capture_output=True, text=True,
+                               env=env)
+    finally:
+        index.unlink(missing_ok=True)
+    if read.returncode or st.returncode or links.returncode:
+        return "unreadable by git"
+    if st.stdout.strip():
+        return f"changed: {st.stdout.splitlines()[0].strip()}"
+    root = tree.resolve()
+    for entry in filter(None, links.stdout.split("\0")):
+        mode, _, path = entry.partition("\t")
+        if mode.startswith("120000") and not (tree / path).resolve().is_relative_to(root):
+            return f"its link {path} leads out of the tree"
+    return None
+
+
 def fetch(name: str, dest: Path, mirror: Path | None = None) -> Path:
-    """The source tree of `name` at its pinned commit under dest (made once): cloned from `mirror` (a local
-    clone holding the commit) or else from its public repository."""
+    """The source tree of `name` at its pinned commit under dest (made once, checked file by file each use):
+    cloned from `mirror` (a local clone holding the commit) or else from its public repository."""
     url, sha = SOURCES[name]
     tree = dest / f"{name}-{sha[:12]}"
-    if (tree / ".git").exists() and _git("rev-parse", "HEAD", cwd=tree).stdout.strip() == sha:
-        return tree
-    if tree.exists():
+    try:
+        if (tree / ".git").exists() and _pristine(tree, sha) is None:
+            return tree
+    except FileNotFoundError:
+        raise PeerUnavailable(f"{name}: git is not on PATH: the peer's sources are checked with it") from None
+    if tree.is_symlink():
+        tree.unlink()
+    elif tree.exists():
         shutil.rmtree(tree)
     dest.mkdir(parents=True, exist_ok=True)
     origin = str(mirror) if mirror is not None else url
     try:
-        got = _git("clone", "-q", "--no-checkout", origin, str(tree))
+        # --no-local: a local mirror's objects come through git's transport, each hashed on arrival; a plain
+        # local clone copies them unread, so a mirror's altered object would be checked out as the pin's
+        got = _git("clone", "-q", "--no-local", "--no-checkout", origin, str(tree))
     except subprocess.TimeoutExpired:
         raise PeerUnavailable(f"{name}: git clone {origin} timed out (no network?)") from None
     except FileNotFoundError:
@@ -76,6 +113,10 @@ def fetch(name: str, dest: Path, mirror: Path | None = None) -> Path:
     if co.returncode != 0:
         shutil.rmtree(tree, ignore_errors=True)
         raise PeerUnavailable(f"{name}: {origin} does not hold the pinned commit {sha[:12]}")
+    why = _pristine(tree, sha)
+    if why is not None:
+        shutil.rmtree(tree, ignore_errors=True)
+        raise PeerUnavailable(f"{name}: the checkout of {sha[:12]} from {origin} is {why}")
     return tree
 
 

@@ -153,3 +153,63 @@ def test_the_tracked_ratio_of_a_differing_point_fails_it():
     assert mod.PeerGap().track_ratio(cache, "msm_g1:20") == 0.6
     with pytest.raises(RuntimeError, match="ntt:27: the peer's result differs"):
         mod.PeerGap().track_ratio(cache, "ntt:27")
+
+
+def _commit(path: Path, *files: str) -> str:
+    subprocess.run(["git", "-C", str(path), "add", *files], check=True)
+    subprocess.run(["git", "-C", str(path), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "more"],
+                   check=True)
+    return subprocess.run(["git", "-C", str(path), "rev-parse", "HEAD"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+@pytest.mark.parametrize("tamper", ["edit_in_place", "untracked_header", "assume_unchanged"])
+def test_a_cached_tree_that_is_not_the_pins_files_is_fetched_again(tmp_path, monkeypatch, tamper):
+    """The cached tree was reused on its HEAD alone: an edited file (its size and mtime kept), or a header added
+    beside the sources, was built as the pinned commit."""
+    mirror = tmp_path / "mirror"
+    sha = _repo(mirror)
+    monkeypatch.setitem(peer.SOURCES, "sppark", ("file:///nowhere/sppark", sha))
+    tree = peer.fetch("sppark", tmp_path / "src", mirror)
+    a = tree / "a.txt"
+    if tamper == "untracked_header":
+        (tree / "extra.h").write_text("#define X 1\n")
+    else:
+        st = a.stat()
+        with open(a, "r+") as f:                                 # same size, same inode
+            f.write("ONE\n")
+        os.utime(a, ns=(st.st_atime_ns, st.st_mtime_ns))
+        if tamper == "assume_unchanged":
+            subprocess.run(["git", "-C", str(tree), "update-index", "--assume-unchanged", "a.txt"], check=True)
+    assert peer.fetch("sppark", tmp_path / "src", mirror) == tree
+    assert a.read_text() == "one\n" and not (tree / "extra.h").exists()
+
+
+def test_a_mirror_whose_object_is_not_what_its_name_hashes_to_is_refused(tmp_path, monkeypatch):
+    """A local mirror was cloned by copying its objects unread: an altered object under the pin's name was
+    checked out as the pinned commit's file."""
+    import zlib
+    mirror = tmp_path / "mirror"
+    sha = _repo(mirror)
+    blob = subprocess.run(["git", "-C", str(mirror), "rev-parse", "HEAD:a.txt"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    obj = mirror / ".git" / "objects" / blob[:2] / blob[2:]
+    obj.chmod(0o644)
+    obj.write_bytes(zlib.compress(b"blob 4\0two\n"))
+    monkeypatch.setitem(peer.SOURCES, "sppark", ("file:///nowhere/sppark", sha))
+    with pytest.raises(peer.PeerUnavailable, match="sppark: git clone .*mirror failed"):
+        peer.fetch("sppark", tmp_path / "src", mirror)
+    assert not any((tmp_path / "src").iterdir())
+
+
+def test_a_pinned_link_leading_out_of_the_tree_is_refused(tmp_path, monkeypatch):
+    mirror = tmp_path / "mirror"
+    _repo(mirror)
+    (tmp_path / "outside.h").write_text("#define UNPINNED 1\n")
+    (mirror / "inside.h").symlink_to("a.txt")                  # a link within the tree is the commit's own
+    (mirror / "out.h").symlink_to("../../outside.h")
+    sha = _commit(mirror, "inside.h", "out.h")
+    monkeypatch.setitem(peer.SOURCES, "sppark", ("file:///nowhere/sppark", sha))
+    with pytest.raises(peer.PeerUnavailable, match="its link out.h leads out of the tree"):
+        peer.fetch("sppark", tmp_path / "src", mirror)
+    assert not any((tmp_path / "src").iterdir())
