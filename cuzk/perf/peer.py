@@ -125,19 +125,22 @@ def build(sppark: Path, blst: Path, arch: str, dest: Path) -> Path:
     nvcc = shutil.which("nvcc")
     if nvcc is None:
         raise PeerUnavailable("nvcc is not on PATH: the peer is built from its sources for this device")
-    # the recipe below is part of what is built: this file's bytes are in the key
-    key = hashlib.sha256(SHIM.read_bytes() + Path(__file__).read_bytes()
-                         + f"{sppark.name}{blst.name}{arch}".encode()).hexdigest()[:16]
-    lib = dest / f"libpeer-{arch}-{key}.so"
-    if lib.exists():
-        return lib
-    dest.mkdir(parents=True, exist_ok=True)
-    tmp = lib.with_suffix(f".{os.getpid()}.tmp")
     # sppark's host-side field code calls blst's arithmetic (mulx_mont_384 and the rest under __ADX__), as its
     # own builds link the blst library: blst's C and assembly are built into the shim
     cc = shutil.which("cc") or shutil.which("gcc")
     if cc is None:
         raise PeerUnavailable("no C compiler (cc) on PATH: blst is built for the peer's host code")
+    # the recipe below is part of what is built: this file's bytes are in the key, and so are the compilers
+    # (a toolkit upgrade must not keep timing the old one's build)
+    compilers = [subprocess.run([c, "--version"], capture_output=True, text=True, timeout=60).stdout
+                 for c in (nvcc, cc)]
+    key = hashlib.sha256(SHIM.read_bytes() + Path(__file__).read_bytes()
+                         + f"{sppark.name}{blst.name}{arch}{compilers}".encode()).hexdigest()[:16]
+    lib = dest / f"libpeer-{arch}-{key}.so"
+    if lib.exists():
+        return lib
+    dest.mkdir(parents=True, exist_ok=True)
+    tmp = lib.with_suffix(f".{os.getpid()}.tmp")
     blst_sources = (blst / "src" / "server.c", blst / "build" / "assembly.S")
     objs = [tmp.with_suffix(f".{src.stem}.o") for src in blst_sources]
     cmd = [nvcc, "-std=c++17", "-O3", f"-arch={arch}", "-DFEATURE_BLS12_381", "-D__ADX__", f"-I{sppark}",

@@ -213,3 +213,22 @@ def test_a_pinned_link_leading_out_of_the_tree_is_refused(tmp_path, monkeypatch)
     with pytest.raises(peer.PeerUnavailable, match="its link out.h leads out of the tree"):
         peer.fetch("sppark", tmp_path / "src", mirror)
     assert not any((tmp_path / "src").iterdir())
+
+
+def test_a_build_by_another_compiler_is_not_loaded(tmp_path, monkeypatch):
+    """The build's name held the sources, the shim and the arch but not the compilers: after a toolkit upgrade
+    the old nvcc's library was loaded and timed as the peer."""
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    for tool in ("nvcc", "cc"):           # prints $VERSION; writes the file after -o
+        (bin_ / tool).write_text('#!/bin/sh\n[ "$1" = --version ] && { echo "$VERSION"; exit 0; }\n'
+                                 'while [ $# -gt 1 ]; do [ "$1" = -o ] && : > "$2"; shift; done\n')
+        (bin_ / tool).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_}:{os.environ['PATH']}")
+    trees = [tmp_path / "sppark-x", tmp_path / "blst-y"]
+    monkeypatch.setenv("VERSION", "release 12.8")
+    old = peer.build(*trees, "sm_90", tmp_path / "lib")
+    assert old.exists() and peer.build(*trees, "sm_90", tmp_path / "lib") == old
+    monkeypatch.setenv("VERSION", "release 13.0")
+    new = peer.build(*trees, "sm_90", tmp_path / "lib")
+    assert new != old and new.exists()
