@@ -148,6 +148,8 @@ def check_nvml(rep: Report) -> dict:
     missing = [k for k, v in (("driver", info.driver), ("SM clock", snap.sm_clock_mhz),
                               ("temperature", snap.temperature_c), ("clock-event reasons", snap.throttle_reasons))
                if v is None]
+    if "processes" in snap.failed:          # read as none, which would pass for an idle GPU
+        missing.append("the processes on the GPU")
     if missing:
         rep.add("nvml", False, f"NVML answers for {info.name} but cannot read: {', '.join(missing)}", t0)
         return {}
@@ -290,6 +292,10 @@ def check_point(rep: Report, wl, phase: str, samples: int, max_discards: int = 1
     try:
         with dev:
             guard = SampleGuard(dev, TrustPolicy(), frozenset({os.getpid()}))
+            if guard.blind():               # it would trust every sample unjudged; the gate refuses to run
+                rep.add("point", False, f"{phase}: NVML cannot read the GPU's {', '.join(guard.blind())}, so no "
+                                        f"sample can be guarded", t0)
+                return False
             while len(values) < samples and len(rejected) <= max_discards:
                 before = guard.start()
                 v = wl.measure(phase)

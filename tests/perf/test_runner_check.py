@@ -321,3 +321,34 @@ def test_runner_check_passes_on_a_working_gpu(tmp_path):
                                                                    "point"]
     assert all(c["ok"] for c in doc["checks"]) and "all from the cubin cache" in doc["checks"][4]["detail"]
     assert p.stdout.splitlines()[-1] == "runner-check: ready"
+
+
+def _no_process_list():
+    """NVML that answers everything but the processes on the GPU."""
+    from fake_nvml import FakeNvml
+
+    class Fake(FakeNvml):
+        def nvmlDeviceGetComputeRunningProcesses(self, h):
+            raise RuntimeError("not supported")
+    return Fake()
+
+
+def test_a_process_list_nvml_cannot_read_fails_nvml_and_the_point(monkeypatch):
+    """Read as no process, it passed nvml ("0 process(es) on the GPU") and the point's samples, which the guard
+    then trusted unjudged, while the gate refuses such a GPU."""
+    from types import SimpleNamespace
+
+    from cuzk import nvml
+    monkeypatch.setattr(runner_check.nvml, "open_device", lambda: nvml.Nvml(_no_process_list()))
+    rep = runner_check.Report()
+    assert runner_check.check_nvml(rep) == {}
+    assert rep.checks[-1].ok is False and "processes" in rep.checks[-1].detail, rep.checks[-1]
+
+    class Wl:
+        spec = SimpleNamespace(target=lambda: "cuda:18")
+        last_record = SimpleNamespace(device_s=0.01)
+
+        def measure(self, phase):
+            return 0.01
+    assert runner_check.check_point(rep, Wl(), "tail_msm", 9) is False
+    assert rep.checks[-1].ok is False and "cannot read the GPU's processes" in rep.checks[-1].detail
