@@ -109,4 +109,6 @@ class _MemoryBench(_WorkloadBench):
 
     def track_peak_device_bytes(self, target, opts):
         self.w.measure(self.area)
-        return self.w.peak_device_bytes.get(self.area, 0)
+        if self.area not in self.w.peak_device_bytes:       # not measured: an error, never 0 bytes
+            raise RuntimeError(f"{self.area} at {target}: no device memory peak was recorded")
+        return self.w.peak_device_bytes[self.area]

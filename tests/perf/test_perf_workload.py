@@ -159,6 +159,15 @@ def test_asv_phase_class_returns_samples():
     assert TailMsmMemory.params[0] == suite.GPU_TARGETS          # device memory: GPU targets only
 
 
+def test_a_device_peak_that_was_not_recorded_is_no_zero(w8):
+    """A phase that recorded no device memory peak (timed without a device) was tracked as 0 bytes."""
+    from benchmarks.bench_tail_msm import TailMsmMemory
+    b = TailMsmMemory()
+    b.w = w8                                                    # the CPU reference: no device peak
+    with pytest.raises(RuntimeError, match="tail_msm at cpu:8: no device memory peak was recorded"):
+        b.track_peak_device_bytes("cpu:8", "default")
+
+
 def test_asv_samples_come_after_a_warm_up_and_a_calibration(w8, monkeypatch):
     """Untimed calls first, then calibration batches, then the samples, each of the calibrated number."""
     from benchmarks._phase import take_samples
