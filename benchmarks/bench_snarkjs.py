@@ -79,6 +79,8 @@ class Ratio:
         if key not in _memo:                    # one comparison serves both tracks
             _memo[key] = sb.run([log_size], CIRCUIT, BACKEND, repeat=3)[0]
         self.row = _memo[key]
+        if not self.row["verified"]:            # a proof that does not verify times nothing worth a ratio
+            raise RuntimeError(f"2^{log_size}: a proof did not verify (cuzk's by snarkjs or snarkjs's by cuzk)")
 
     def track_ratio_cli(self, log_size):
         return self.row["ratio_cli"]

@@ -260,3 +260,19 @@ def test_full_scale_benchmarks_share_one_set_up_and_skip_without_a_gpu(asv_repo)
         row = dict(zip(cols, res["results"][n]))
         # asv writes a skip as NaN and a failure as null: skipped, no figure
         assert len(row["result"]) == 1 and row["result"][0] != row["result"][0], (n, row)
+
+
+def test_the_snarkjs_ratio_of_proofs_that_do_not_verify_fails_the_point(monkeypatch):
+    """The ratio was tracked even where a proof failed verification, where `cuzk bench-snarkjs` exits 1."""
+    from benchmarks import bench_snarkjs
+    row = {"verified": False, "ratio_cli": 3.0, "ratio_resident": 9.0}
+    monkeypatch.setattr(bench_snarkjs, "_files", lambda k: {})
+    monkeypatch.setattr(bench_snarkjs.sb, "run", lambda *a, **k: [row])
+    monkeypatch.setattr(bench_snarkjs, "_memo", {})
+    with pytest.raises(RuntimeError, match="2\\^12: a proof did not verify"):
+        bench_snarkjs.Ratio().setup(12)
+    monkeypatch.setattr(bench_snarkjs, "_memo", {})
+    row["verified"] = True
+    r = bench_snarkjs.Ratio()
+    r.setup(12)
+    assert (r.track_ratio_cli(12), r.track_ratio_resident(12)) == (3.0, 9.0)
