@@ -1,8 +1,8 @@
 """The gap to the peer, tracked across commits: cuzk's time over sppark's (at its pinned commit, fetched and built
 when this runs; cuzk/perf/peer.py) for the G1 MSM and the NTT, on the same device inputs with the results checked
 equal; below 1 cuzk is faster. One measurement of every point a run (asv setup_cache). A machine without a GPU,
-nvcc or the peer's sources (network, or $CUZK_PEER_SOURCES) skips with the reason; a peer that disagrees with
-cuzk fails that point."""
+nvcc or the peer's sources (network, or $CUZK_PEER_SOURCES) skips with the reason; a GPU that cannot run (or
+CUZK_REQUIRE_GPU set) fails, as every cuda benchmark does; a peer that disagrees with cuzk fails that point."""
 
 from cuzk.perf.suite import PEER_POINTS as POINTS
 
@@ -16,7 +16,10 @@ class PeerGap:
         from pathlib import Path
 
         from cuzk import environment
-        from cuzk.perf import peer
+        from cuzk.perf import full_scale, peer
+        miss = full_scale._gpu_check()      # a GPU that cannot run, or CUZK_REQUIRE_GPU: a failure, never a skip
+        if miss is not None:
+            return miss
         sizes: dict = {}
         for p in POINTS:
             op, k = p.split(":")

@@ -232,3 +232,23 @@ def test_a_build_by_another_compiler_is_not_loaded(tmp_path, monkeypatch):
     monkeypatch.setenv("VERSION", "release 13.0")
     new = peer.build(*trees, "sm_90", tmp_path / "lib")
     assert new != old and new.exists()
+
+
+def test_a_gpu_that_cannot_run_fails_the_tracked_points_not_skips(monkeypatch):
+    """With CUZK_REQUIRE_GPU set (the nightly) or a GPU present that CuPy cannot use, every cuda benchmark fails;
+    the peer's points were skipped as a machine without a GPU."""
+    import importlib.util
+
+    from cuzk import backend
+    from cuzk.perf import workload
+    spec = importlib.util.spec_from_file_location("bench_peer", Path(__file__).parents[2] / "benchmarks" /
+                                                  "bench_peer.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    monkeypatch.setattr(backend, "gpu_status", lambda: (False, "CuPy is not importable"))
+    monkeypatch.setattr(backend, "gpu_present", lambda *a, **k: (False, "no NVIDIA device"))
+    monkeypatch.delenv("CUZK_REQUIRE_GPU", raising=False)
+    assert "unavailable" in mod.PeerGap().setup_cache()           # no GPU at all: skipped, with the reason
+    monkeypatch.setenv("CUZK_REQUIRE_GPU", "1")
+    with pytest.raises(workload.GpuUnusable, match="CUZK_REQUIRE_GPU is set"):
+        mod.PeerGap().setup_cache()
