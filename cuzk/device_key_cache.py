@@ -21,6 +21,7 @@ import hashlib
 import json
 import os
 import shutil
+import stat
 import sys
 import tempfile
 import zlib
@@ -29,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from .curve import AffineBases
+from .files import read_input
 from .gpu.srs import DeviceBases, DeviceKey
 from .keys import ProvingKey
 from .qap import QAP
@@ -37,6 +39,7 @@ FORMAT = 1
 MANIFEST = "manifest.json"
 _CHUNK = 1 << 26            # bytes per CRC-32 update
 _TMP = ".tmp-"              # ENTRY.tmp-PID-XXXX: a writer's folder until its rename
+_MANIFEST_MAX = 16 << 20    # a manifest is kilobytes: a larger file is not one
 
 
 class CacheEntryError(ValueError):
@@ -112,6 +115,8 @@ def _get(entry: Path, files: dict, fn: str) -> np.ndarray:
     if not isinstance(want, dict):
         raise CacheEntryError(f"{fn}: not in the manifest")
     shape = tuple(want["shape"])
+    if not stat.S_ISREG(os.stat(entry / fn).st_mode):      # a FIFO would block np.load's open for ever
+        raise CacheEntryError(f"{fn}: not a regular file")
     a = np.load(entry / fn, mmap_mode="r" if int(np.prod(shape)) else None, allow_pickle=False)
     if a.dtype.str != want["dtype"] or a.shape != shape:
         raise CacheEntryError(f"{fn}: {a.dtype.str} {a.shape}, the manifest says {want['dtype']} {shape}")
@@ -203,7 +208,7 @@ def load(folder, ident: dict):
 
 
 def _load(entry: Path, ident: dict):
-    m = json.loads((entry / MANIFEST).read_text())
+    m = json.loads(read_input(entry / MANIFEST, _MANIFEST_MAX))     # a regular file only: a FIFO would hang
     if m.get("identity") != ident:
         raise CacheEntryError("the entry holds another key (identity mismatch)")
     files, h = m["files"], m["pk"]
