@@ -32,7 +32,8 @@ import numpy as np
 from .curve import AffineBases
 from .files import read_input
 from .gpu.srs import DeviceBases, DeviceKey
-from .keys import ProvingKey
+from .keys import SECTIONS, ProvingKey
+from .poly import Domain
 from .qap import QAP
 
 FORMAT = 1
@@ -47,7 +48,7 @@ class CacheEntryError(ValueError):
 
 
 # an entry's files missing, short, malformed (np.load, json: ValueError) or with fields missing or mistyped
-_BAD_ENTRY = (CacheEntryError, ValueError, KeyError, TypeError, OSError)
+_BAD_ENTRY = (CacheEntryError, ValueError, KeyError, TypeError, AttributeError, OSError)
 
 
 def identity(r1cs, q: QAP, generator: int, toxic_seed: int, tag=None) -> dict:
@@ -212,6 +213,18 @@ def _load(entry: Path, ident: dict):
     if m.get("identity") != ident:
         raise CacheEntryError("the entry holds another key (identity mismatch)")
     files, h = m["files"], m["pk"]
+    # the header and groups are not under a CRC: an altered digit there would be a wrong key, used silently
+    shape = ident["shape"]
+    want = {"convention": ident["convention"], "generator": ident["generator"],
+            "log_n": Domain.for_size(shape["qap_rows"]).log_n, "num_inputs": shape["num_inputs"],
+            "num_aux": shape["num_aux"], "num_constraints": shape["num_constraints"]}
+    wrong = [f"{k} {h.get(k)!r}, not {v!r}" for k, v in want.items() if h.get(k) != v]
+    if wrong:
+        raise CacheEntryError(f"the manifest's key header does not match its identity: {', '.join(wrong)}")
+    groups = dict(SECTIONS)
+    for name, d in [*m["host"].items(), *m["device"].items()]:
+        if d["group"] != groups.get(name):
+            raise CacheEntryError(f"section {name}: group {d['group']}, expected {groups.get(name)}")
     pk = ProvingKey(h["convention"], h["generator"], h["log_n"], h["num_inputs"], h["num_aux"],
                     h["num_constraints"], bytes.fromhex(h["digest"]))
     for name, d in m["host"].items():

@@ -196,6 +196,33 @@ def _other_shape(entry):
     m.write_text(json.dumps(doc))
 
 
+def _manifest_edit(change):
+    """A manifest edited as a flipped bit can: still JSON, its identity and files' CRCs intact."""
+    def damage(entry):
+        m = entry / dkc.MANIFEST
+        doc = json.loads(m.read_text())
+        change(doc)
+        m.write_text(json.dumps(doc))
+    damage.__name__ = change.__name__
+    return damage
+
+
+def _generator(doc):
+    doc["pk"]["generator"] = 6                 # '7' -> '6': one bit
+
+
+def _log_n(doc):
+    doc["pk"]["log_n"] += 1
+
+
+def _group(doc):
+    doc["device"]["a"]["group"] = 0            # '1' -> '0': one bit
+
+
+def _not_an_object(doc):
+    doc["host"] = []
+
+
 def _fifo(name):
     def damage(entry):
         (entry / name).unlink()
@@ -205,7 +232,9 @@ def _fifo(name):
 
 
 @pytest.mark.parametrize("damage", [_truncate, _flip, _flip_host, _missing, _manifest_cut, _no_manifest,
-                                    _other_identity, _other_shape, _fifo(dkc.MANIFEST), _fifo("dev.a.limbs.npy")],
+                                    _other_identity, _other_shape, _manifest_edit(_generator),
+                                    _manifest_edit(_log_n), _manifest_edit(_group), _manifest_edit(_not_an_object),
+                                    _fifo(dkc.MANIFEST), _fifo("dev.a.limbs.npy")],
                          ids=lambda f: f.__name__)
 def test_a_damaged_entry_is_made_again_never_used(device, circuit, tmp_path, capsys, damage):
     r1cs, _ = circuit
