@@ -176,6 +176,28 @@ KEEP_CORRUPT = 1          # corrupt cached keys kept aside per key, newest first
 _KEY_SUFFIX = ".cuzkkey"
 
 
+class KeyCacheError(OSError):
+    """The key cache cannot be written (a full disk, no permission, a folder where a file goes): one line
+    naming the file, not the bare errno of a write that names none."""
+
+    def __init__(self, path, e: OSError):
+        super().__init__(e.errno, e.strerror or type(e).__name__, os.fspath(path))
+
+    def __str__(self) -> str:
+        return f"{self.filename}: cannot write the key cache ({self.strerror}); CUZK_CACHE_DIR names another folder"
+
+
+@contextmanager
+def _writing(path: Path):
+    """OSError in the block as KeyCacheError naming `path`."""
+    try:
+        yield
+    except KeyCacheError:
+        raise
+    except OSError as e:
+        raise KeyCacheError(path, e) from e
+
+
 def _lock_path(path: Path) -> Path:
     return path.with_name(path.name + ".lock")
 
@@ -184,7 +206,8 @@ def _lock_path(path: Path) -> Path:
 def _locked(path: Path):
     """An exclusive fcntl lock on `path` (created if missing), held for the block; released by the
     kernel if the process dies."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o666)
+    with _writing(path):
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o666)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
@@ -292,15 +315,18 @@ def cached_key(r1cs: R1CS, q: QAP, domain: Domain, toxic_seed: int = 0, progress
     if key is not None:
         remove_dead_temps(path.parent)
         return key, path, True
-    path.parent.mkdir(parents=True, exist_ok=True)
+    with _writing(path.parent):
+        path.parent.mkdir(parents=True, exist_ok=True)
     with _locked(_lock_path(path)):
         key, why = _cached(path, r1cs, q, domain.generator)    # made (or healed) while this process waited
         if key is not None:
             return key, path, True
         if why is not None:
-            aside = _move_aside(path)
+            with _writing(path):
+                aside = _move_aside(path)
             print(f"cuzk: warning: cached key {why}; moved to {aside.name}, making it again", file=sys.stderr)
         remove_dead_temps(path.parent, held=path.name)
         key = make_key(r1cs, q, domain, ToxicWaste.from_seed(toxic_seed), progress, backend)
-        key.save(path)
+        with _writing(path):           # a full disk's write error names no file
+            key.save(path)
     return key, path, False

@@ -1,9 +1,11 @@
 """The key cache heals: a cached key that is truncated, corrupt, of an old format or another circuit's is
 moved aside and made again with one warning line; keys reach the disk (fsync) before and after their
 rename; a temp file whose writer is dead (its key's lock is free) goes at once, one whose writer holds
-the lock stays. A key file given by the user is not a cache: damage there stays an error."""
+the lock stays. A key file given by the user is not a cache: damage there stays an error. A cache that
+cannot be written (a full disk) is one line naming the file, exit 2, nothing left behind."""
 from __future__ import annotations
 
+import errno
 import fnmatch
 import os
 import signal
@@ -226,3 +228,26 @@ def test_key_is_fsynced_before_and_after_its_rename(monkeypatch):
     assert fnmatch.fnmatch(events[i][1], path.name + ".*.tmp"), events[i]
     assert ("fsync", "file", path.stat().st_ino) in events[:i], events     # the key's data, then its name
     assert ("fsync", "dir", path.parent.stat().st_ino) in events[i + 1:], events
+
+
+# ---------------------------------------------------------------- a cache that cannot be written
+
+def _full_disk(monkeypatch):
+    def fsync(fd):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))     # as a write or fsync says it: no file named
+    monkeypatch.setattr(os, "fsync", fsync)
+
+
+def _lock_is_a_folder(monkeypatch):
+    lock = _key_path().with_name(_key_path().name + ".lock")
+    lock.mkdir(parents=True)
+
+
+@pytest.mark.parametrize("fault", [_full_disk, _lock_is_a_folder])
+def test_a_cache_that_cannot_be_written_is_one_line_naming_the_file(capsys, monkeypatch, fault):
+    fault(monkeypatch)
+    assert main(BENCH) == 2
+    lines = _err_lines(capsys)
+    assert len(lines) == 1 and lines[0].startswith("cuzk: error: ") and str(_key_path()) in lines[0], lines
+    assert "cannot write the key cache" in lines[0], lines
+    assert not list(_key_path().parent.glob("*.tmp")) and not _key_path().exists()
