@@ -210,7 +210,8 @@ def build(arch_name: str, kdir: Path | None = None, workers: int | None = None, 
 
     def one(job: Job) -> Built:
         dst = target_path(job, arch_name, kd)
-        if dst.exists():
+        # a file under the name that is no whole image (cut short, a FIFO) is built again, not kept as cached
+        if dst.exists() and kernel_sources.cubin_problem(dst, None) is None:
             os.utime(dst)
             return Built(job, dst, "cached")
         tmp = dst.with_name(f"{dst.name}.{os.getpid()}.{threading.get_ident()}.tmp")
@@ -223,7 +224,11 @@ def build(arch_name: str, kdir: Path | None = None, workers: int | None = None, 
         if code != 0:
             tmp.unlink(missing_ok=True)
             return Built(job, dst, "failed", dt, out.strip() or f"nvcc exited {code}")
-        tmp.replace(dst)
+        try:
+            tmp.replace(dst)
+        except OSError as e:        # a folder in its place
+            tmp.unlink(missing_ok=True)
+            return Built(job, dst, "failed", dt, f"{dst}: {e.strerror}")
         return Built(job, dst, "built", dt)
 
     results = []

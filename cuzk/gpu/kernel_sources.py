@@ -7,9 +7,12 @@ quoted and relative to kernels/ ("ff/field.cuh"), the one -I directory.
 """
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import re
+import stat
+import struct
 from pathlib import Path
 
 
@@ -108,3 +111,46 @@ def cubin_dir() -> Path:
 
 def cubin_path(name: str, arch_name: str, extra: tuple[str, ...] = ()) -> Path:
     return cubin_dir() / f"{name.replace('/', '_')}-{arch_name}-{source_key(name, arch_name, extra)}.cubin"
+
+
+EM_CUDA = 190                   # ELF e_machine of a cubin
+
+
+class BadCubin(OSError):
+    """A file in the cubin cache under a build's name that is no whole ELF image: never handed to the driver
+    (a FIFO there would block its open for ever; a short file fails deep in a launch, naming no file)."""
+
+    def __init__(self, path, why: str):
+        super().__init__(errno.EINVAL, why, os.fspath(path))
+
+    def __str__(self) -> str:
+        return (f"{self.filename}: a prebuilt cubin that cannot be loaded ({self.strerror}); remove it, or "
+                f"tools/build_cubins.py builds it again")
+
+
+def cubin_problem(path: Path, machine: int | None = EM_CUDA) -> str | None:
+    """Why the file at `path` is not a whole ELF image (of `machine`: a cubin by default; None for any, K1's
+    library), or None. The headers only: a file cut short loses its section table, which ELF puts last."""
+    try:
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode):
+            return "not a regular file"
+        with open(path, "rb") as f:
+            head = f.read(64)
+    except OSError as e:
+        return e.strerror or type(e).__name__
+    if head[:4] != b"\x7fELF" or head[4:5] not in (b"\x01", b"\x02") or len(head) < (52 if head[4] == 1 else 64):
+        return f"not an ELF image ({st.st_size} bytes)"
+    end = "<" if head[5] == 1 else ">"
+    (em,) = struct.unpack_from(end + "H", head, 18)
+    if head[4] == 2:
+        phoff, shoff = struct.unpack_from(end + "QQ", head, 32)
+        phsz, phn, shsz, shn = struct.unpack_from(end + "HHHH", head, 54)
+    else:
+        phoff, shoff = struct.unpack_from(end + "II", head, 28)
+        phsz, phn, shsz, shn = struct.unpack_from(end + "HHHH", head, 42)
+    if machine is not None and em != machine:
+        return f"ELF machine {em}, not a cubin's {machine}"
+    if phoff + phsz * phn > st.st_size or shoff + shsz * shn > st.st_size:
+        return f"truncated ({st.st_size} bytes, its headers reach past the end)"
+    return None

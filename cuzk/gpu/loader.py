@@ -20,7 +20,7 @@ from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 from ..progress import FIRST_USE
-from .kernel_sources import BUILDS, cubin_path, defines, kernel_dir
+from .kernel_sources import BUILDS, BadCubin, cubin_path, cubin_problem, defines, kernel_dir
 
 _modules: dict = {}
 load_times: dict[str, float] = {}
@@ -66,7 +66,8 @@ def _compile_notice(name: str, extra: tuple[str, ...], arch_name: str, say=None)
 def module(name: str, extra: tuple[str, ...] = ()):
     """The RawModule for kernels/<name>.cu (built with the `extra` defines: one of BUILDS[name]): a
     prebuilt cubin for this exact source, defines and target when one is in the cubin cache
-    (tools/build_cubins.py), else compiled by NVRTC on first use."""
+    (tools/build_cubins.py), else compiled by NVRTC on first use. A file under that name that is no whole
+    cubin (cut short, a FIFO) is BadCubin, naming it."""
     extra = tuple(extra)
     if extra and extra not in BUILDS.get(name, ()):
         raise ValueError(f"{name} has no build {extra}; known: {BUILDS.get(name, ())}")
@@ -79,6 +80,9 @@ def module(name: str, extra: tuple[str, ...] = ()):
         pre = cubin_path(name, a, extra)
         what = f"kernels/{name}.cu" + (f" [{' '.join(extra)}]" if extra else "")
         if pre.exists():
+            why = cubin_problem(pre)
+            if why is not None:         # refused, not compiled instead: a measurement must not switch compiler
+                raise BadCubin(pre, why)
             with FIRST_USE.step("module", f"loading {what} (prebuilt cubin)", f"loaded {what} (prebuilt cubin)"):
                 mod = cupy.RawModule(path=str(pre))
         else:

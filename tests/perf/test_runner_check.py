@@ -199,7 +199,8 @@ if "FAKE_NVCC_FAIL" in os.environ and src.endswith(os.environ["FAKE_NVCC_FAIL"])
     sys.exit(1)
 if "FAKE_NVCC_SLOW" in os.environ and not src.endswith(os.environ["FAKE_NVCC_SLOW"]):
     time.sleep(60)
-open(out, "w").write(" ".join(args))
+elf = b"\\x7fELF\\x02\\x01\\x01" + bytes(57)     # an ELF64 header, no sections: what build() checks of a file
+open(out, "wb").write(elf + " ".join(args).encode())
 """
 
 
@@ -254,6 +255,33 @@ def test_another_nvcc_rebuilds_everything(fake_nvcc, monkeypatch):
     monkeypatch.setenv("FAKE_NVCC_RELEASE", "Cuda compilation tools, release 13.2, V13.2.10")
     assert [r.status for r in cubins.build("sm_90", workers=2, only=ONLY)] == ["cached"] * 3
     assert "13.2" in stamp.read_text()
+
+
+def _fifo(p):
+    os.mkfifo(p)
+
+
+@pytest.mark.parametrize("damage", {"cut short": lambda p: p.write_bytes(p.read_bytes()[:20]),
+                                    "empty": lambda p: p.write_bytes(b""),
+                                    "not ELF": lambda p: p.write_bytes(b"#!/bin/sh\n" * 20),
+                                    "FIFO": lambda p: (p.unlink(), _fifo(p))}.items(), ids=lambda d: d[0])
+def test_a_damaged_build_in_the_cache_is_built_again_not_kept(fake_nvcc, damage):
+    first = {r.job.name: r for r in cubins.build("sm_90", workers=2, only=ONLY)}
+    bad = first["r1cs/spmv"].path
+    damage[1](bad)
+    again = {r.job.name: r for r in cubins.build("sm_90", workers=2, only=ONLY)}
+    assert again["r1cs/spmv"].status == "built" and again["msm/prep"].status == "cached"
+    assert kernel_sources.cubin_problem(bad, None) is None and "-arch=sm_90" in bad.read_text()
+
+
+def test_a_folder_in_a_builds_place_fails_naming_it(fake_nvcc):
+    first = {r.job.name: r for r in cubins.build("sm_90", workers=2, only=ONLY)}
+    bad = first["r1cs/spmv"].path
+    bad.unlink()
+    bad.mkdir()
+    again = {r.job.name: r for r in cubins.build("sm_90", workers=2, only=ONLY)}
+    assert again["r1cs/spmv"].status == "failed" and str(bad) in again["r1cs/spmv"].error
+    assert not list(bad.parent.glob("*.tmp"))
 
 
 def test_a_failed_build_is_named_and_leaves_nothing(fake_nvcc, monkeypatch):

@@ -6,8 +6,10 @@ steps are quiet."""
 from __future__ import annotations
 
 import io
+import os
 import json
 import re
+import struct
 import sys
 import time
 import types
@@ -143,3 +145,23 @@ def test_a_quick_step_leaves_nothing_and_a_nested_compile_marks_its_module(monke
             pass
     assert st.compiled and fu.counts == {"module": 1}
     assert term.getvalue() == "\rcuzk: first use: loading m...\x1b[K\r\x1b[K"
+
+
+@pytest.mark.parametrize("damage", ["cut short", "FIFO", "a folder"])
+def test_a_prebuilt_cubin_that_is_no_whole_image_is_refused_naming_it(fake_gpu, capsys, tmp_path, damage):
+    """Never handed to the driver (a FIFO blocks its open; a short image fails in a launch, naming no file), nor
+    compiled instead (a measurement must not switch compiler): one line, exit 2."""
+    from cuzk.gpu.kernel_sources import cubin_path
+    pre = cubin_path("msm/prep", "sm_90")
+    pre.parent.mkdir(parents=True)
+    if damage == "cut short":
+        head = struct.pack("<4s3B9xHHIQQQIHHHHHH", b"\x7fELF", 2, 1, 1, 2, 190, 1, 0, 0, 4096, 0, 64, 0, 0, 64, 20, 1)
+        pre.write_bytes(head + bytes(1000))             # its section table (at 4096) was cut off
+    elif damage == "FIFO":
+        os.mkfifo(pre)
+    else:
+        pre.mkdir()
+    assert _bench() == 2
+    err = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("cuzk:") and "no GPU" not in ln]
+    assert len(err) == 1 and err[0].startswith("cuzk: error: ") and str(pre) in err[0], err
+    assert "prebuilt cubin" in err[0] and "compiled" not in fake_gpu.getvalue()
