@@ -17,6 +17,7 @@ each file and copies it straight to the device).
 """
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -164,7 +165,12 @@ def save(folder, ident: dict, pk, kh, info: dict) -> Path | None:
                     "info": info}
         (tmp / MANIFEST).write_text(json.dumps(manifest, default=_plain))
         # no fsync: the entry lives as long as the gate's workspace, and a crash ends the gate with it
-        os.rename(tmp, final)
+        try:
+            os.rename(tmp, final)
+        except OSError as e:
+            if e.errno not in (errno.EEXIST, errno.ENOTEMPTY) or not final.is_dir():
+                raise
+            shutil.rmtree(tmp, ignore_errors=True)      # a process beside this one saved the same key first
         return final
     except BaseException as e:
         if tmp is not None:

@@ -422,3 +422,16 @@ def test_a_device_error_while_loading_is_raised_and_the_entry_kept(device, circu
         ctx_for(r1cs, tmp_path)
     monkeypatch.setattr(dkc, "_upload", lambda h: np.array(h))
     assert ctx_for(r1cs, tmp_path).key.cached and device.made == 1
+
+
+def test_two_writers_of_one_key_keep_one_entry_and_say_nothing(device, circuit, tmp_path, capsys):
+    """Two workers that both missed save the same key: the second's rename finds the first's entry, which
+    stays; that is no failure to report."""
+    r1cs, _ = circuit
+    ident = dkc.identity(r1cs, COEFF, 7, 0, TAG)
+    pk, kh, info = fake_setup_on_device(r1cs)
+    first = dkc.save(tmp_path, ident, pk, kh, info)
+    second = dkc.save(tmp_path, ident, pk, kh, info)
+    assert second == first and [p.name for p in tmp_path.iterdir()] == [first.name]
+    assert capsys.readouterr().err == ""
+    assert dkc.load(tmp_path, ident) is not None
