@@ -68,11 +68,12 @@ def read(results_dir: Path, regex: str, why: dict[str, str] | None = None
     `why`: what asv said per commit (`said`)."""
     why = why or {}
     from asv.results import iter_results
-    name, labels, points = None, [], {}
+    got: dict[str, dict[tuple[str, str], tuple[float | None, str | None]]] = {}
+    keys: list[tuple[str, str]] = []          # (benchmark, parameter set), in the order first seen
     if not Path(results_dir).is_dir():
-        return name, labels, points
+        return None, [], {}
     for res in iter_results(str(results_dir)):
-        pt = points.setdefault(res.commit_hash, Point(res.commit_hash))
+        at = got.setdefault(res.commit_hash, {})
         for key in sorted(res.get_all_result_keys()):
             params = res.get_result_params(key)
             sets = list(itertools.product(*params))          # [()] for a benchmark without params
@@ -80,24 +81,35 @@ def read(results_dir: Path, regex: str, why: dict[str, str] | None = None
                    if re.search(regex, f"{key}({', '.join(p)})" if p else key)]
             if not idx:
                 continue
-            name, labels = key, [", ".join(sets[i]) or "value" for i in idx]
             values = res.get_result_value(key, params)       # a list, in the order of `sets`
             for i in idx:
-                v = values[i]
+                k, v = (key, ", ".join(sets[i]) or "value"), values[i]
+                if k not in keys:
+                    keys.append(k)
                 if v is None:
-                    pt.values.append(None)
-                    pt.why.append("failed: " + why.get(res.commit_hash[:8], "asv recorded no value"))
+                    at[k] = (None, "failed: " + why.get(res.commit_hash[:8], "asv recorded no value"))
                 elif isinstance(v, float) and math.isnan(v):
-                    pt.values.append(None)
                     asv_said = why.get(res.commit_hash[:8], "").removeprefix("skipped: ")
-                    pt.why.append(f"skipped (asv's n/a): {asv_said}" if asv_said else SKIPPED)
+                    at[k] = (None, f"skipped (asv's n/a): {asv_said}" if asv_said else SKIPPED)
                 else:
-                    pt.values.append(float(v))
-                    pt.why.append(None)
+                    at[k] = (float(v), None)
             break                                      # asv find runs one benchmark
-        if not pt.values:
+    # values stay aligned by parameter set, never by position: a set that a commit's benchmark lacks (added or
+    # removed in the range, or the benchmark renamed) is not measured there
+    names = list(dict.fromkeys(b for b, _ in keys))
+    labels = [lab if len(names) == 1 else f"{b}({lab})" for b, lab in keys]
+    points = {}
+    for sha, at in got.items():
+        pt = points[sha] = Point(sha)
+        if not at:
             pt.why.append("no result for the benchmark in asv's file")
-    return name, labels, points
+            continue
+        for k in keys:
+            v, w = at.get(k, (None, f"no {k[0]}({k[1]}) at this commit: select the "
+                                             "parameter sets every commit has"))
+            pt.values.append(v)
+            pt.why.append(w)
+    return (names[-1] if names else None), labels, points
 
 
 def setup_failure(lines: list[str]) -> str | None:

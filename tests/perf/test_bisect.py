@@ -577,6 +577,43 @@ def test_read_tells_skipped_failed_and_measured(tmp_path):
     assert pts[shas[0]].why == [bisect_verdict.SKIPPED]
 
 
+def _write_param_results(results: Path, rows: list[tuple[str, list[str], list[float]]]):
+    """One result file a commit, each with its own parameter sets (a set added or removed in the range)."""
+    from asv.results import Results
+    from asv.runner import BenchmarkResult
+    (results / MACHINE).mkdir(parents=True, exist_ok=True)
+    (results / MACHINE / "machine.json").write_text(f'{{"machine": "{MACHINE}", "version": 1}}')
+    for i, (sha, params, vals) in enumerate(rows):
+        bench = {"name": "bench_x.X.track_time", "version": "1", "params": [params], "param_names": ["target"],
+                 "type": "track", "unit": "seconds"}
+        r = Results({"machine": MACHINE, "python": "3.11"}, {}, sha, 1_700_000_000_000 + i, "3.11", "existing-py", {})
+        res = BenchmarkResult(result=vals, samples=[[v] for v in vals], number=[1] * len(vals), errcode=0,
+                              stderr="", profile=None)
+        r.add_result(bench, res, started_at=datetime.datetime.now(datetime.timezone.utc), duration=1.0)
+        r.save(str(results))
+
+
+@pytest.mark.parametrize("added", [True, False])
+def test_a_parameter_set_added_or_removed_in_the_range_is_not_compared_by_position(tmp_path, added):
+    """A commit that adds a parameter set (sorted first) shifts every value after it: by position, 'cpu:16' 1 s
+    read as 'cpu:8' 1 s -> 2 s and the commit was named, though nothing got slower."""
+    old, new = ["'cpu:16'", "'cpu:8'"], ["'cpu:12'", "'cpu:16'", "'cpu:8'"]
+    before, after = (old, new) if added else (new, old)
+    v = {2: [2.0, 1.0], 3: [0.5, 2.0, 1.0]}
+    _write_param_results(tmp_path, [(C[i], p, v[len(p)]) for i, p in ((0, before), (2, before), (3, after),
+                                                                        (4, after))])
+    name, labels, pts = bisect_verdict.read(tmp_path, "track_time")
+    assert sorted(labels) == sorted(new)
+    for sha in (C[0], C[2], C[3], C[4]):
+        by = dict(zip(labels, pts[sha].values))
+        assert by["'cpu:16'"] == 2.0 and by["'cpu:8'"] == 1.0
+    out = []
+    with pytest.raises(bisect.BisectError, match=r"2 of the 4 commits .* not measured \((good|bad) among them\): "
+                                                  r"no bench_x.X.track_time\('cpu:12'\) at this commit.*no culprit"):
+        bisect_verdict.judge(name, labels, pts, C, C[3], 0, out=out.append)
+    assert not [line for line in out if "first slow" in line]
+
+
 def _pts(**vals):
     return {sha: bisect_verdict.Point(sha, [v], [None if v is not None else "skipped"]) for sha, v in vals.items()}
 
