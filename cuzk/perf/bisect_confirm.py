@@ -34,6 +34,7 @@ class Confirmation:
     confirmed: bool
     line: str
     judged: bool = True             # False: the run could not be judged (its line says why)
+    refuted: bool = True            # of one not confirmed: False where its spread hid the step (not resolved)
 
 
 def workload(benchmark: str, target: str | None, opts: str | None) -> tuple[Spec | None, str | None]:
@@ -115,6 +116,9 @@ def confirm(repo, parent: str, named: str, area: str, spec: Spec, before: float,
         return Confirmation(False, f"{what}: {r.line}", judged=False)
     if r.verdict == (IMPROVEMENT if invert else REGRESSION):
         return Confirmation(True, f"{what}: {r.line}: the step is there")
+    if r.verdict == NOT_RESOLVED:       # the run could not have seen the step: it refutes nothing
+        return Confirmation(False, f"{what}: {r.line}: not resolved, the spread hides a step of half the size asv "
+                                   "find read", refuted=False)
     return Confirmation(False, f"{what}: {r.line}: no step of half the size asv find read there")
 
 

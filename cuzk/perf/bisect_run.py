@@ -102,7 +102,8 @@ def run(benchmark: str, good: str, bad: str, target: str | None = None, opts: st
         print(f"cuzk bisect: confirmed: {c.line}", flush=True)
         return 0
     # asv find followed a value the machine moved (or the step is elsewhere): bisected again, the gate alone
-    print(f"cuzk bisect: asv find's culprit refuted: {c.line}", flush=True)
+    print(f"cuzk bisect: asv find's culprit {'refuted' if c.refuted else 'neither confirmed nor refuted'}: {c.line}",
+          flush=True)
     print("# bisecting GOOD..BAD again with the gate alone: BAD against GOOD for the step, then each midpoint "
           "against GOOD at half of it", flush=True)
     first, line = bisect_confirm.walk(repo, commits, benchmark, spec, points[commits[0]].values[0],

@@ -359,6 +359,22 @@ def test_an_asv_value_that_is_no_time_names_no_culprit(monkeypatch, good, bad, i
     assert asked == []
 
 
+def test_a_confirmation_whose_spread_hides_the_step_refutes_nothing(monkeypatch):
+    """A run of the named commit against its parent that reads "not resolved" could not have seen the step: not
+    confirmed, and not "refuted" either (the walk with the gate goes on, on its own runs)."""
+    from cuzk.perf import bisect_confirm
+    from cuzk.perf.compare import IMPROVEMENT, NO_CHANGE, NOT_RESOLVED, REGRESSION
+    spec = Spec.parse_target("cpu:8", opts="default")
+    for verdict, confirmed, refuted in ((NOT_RESOLVED, False, False), (NO_CHANGE, False, True),
+                                        (REGRESSION, True, True), (IMPROVEMENT, False, True)):
+        monkeypatch.setattr(bisect_confirm, "measure", lambda *a, v=verdict, **k: bisect_confirm.Run(v, 1.3, "x1.300"))
+        c = bisect_confirm.confirm(None, "a" * 40, "b" * 40, "tail_msm", spec, 1.0, 2.0)
+        assert (c.confirmed, c.judged, c.refuted) == (confirmed, True, refuted), (verdict, c)
+        assert ("not resolved" in c.line) == (verdict == NOT_RESOLVED), c.line
+        if not confirmed:
+            assert ("no step of half the size" in c.line) == refuted, c.line
+
+
 def test_the_confirmation_takes_the_commits_trust_and_alpha_not_its_thresholds(monkeypatch):
     """The parent's perf-gate.toml gives its trust rules and its alpha (with the rounds that alpha needs); its
     threshold_floor (a bound on derived thresholds, which bisect never uses) would refuse a half step under it."""
