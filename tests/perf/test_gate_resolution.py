@@ -66,3 +66,21 @@ def test_the_report_says_what_the_run_could_see():
     first = noisy.splitlines()[0]
     assert first.startswith("## cuzk gate **PASS**") and "not resolved" in first and "`tail_msm`" in first
     assert "*not resolved*" in noisy and "no change" not in noisy.split("| `tail_msm`")[1].splitlines()[0]
+
+
+def test_tied_rounds_get_the_exact_p_not_scipys_untied_table():
+    """Rounds whose |log ratios| tie (quantized timings, or power's rounds drawn with replacement): scipy's
+    method="exact" reads them off the table of untied ranks, 0.0098 here, and a +2% head passed alpha 0.01; the
+    exact test over every sign pattern (scipy's exhaustive permutation) says 0.0117."""
+    import numpy as np
+    from scipy.stats import PermutationMethod, wilcoxon
+    d = [0.02, 0.04, 0.03, -0.02, 0.02, 0.02, 0.0, 0.03, 0.04, 0.03, 0.02]
+    assert cmp.wilcoxon_p(d) == pytest.approx(0.01171875)
+    assert cmp.compare("tail_msm", d, 0.01, 0.01).verdict == cmp.NO_CHANGE
+    rng = random.Random(5)
+    for _ in range(200):
+        d = [rng.choice([-1, 1]) * rng.choice([1, 2, 3]) * 0.01 for _ in range(rng.randint(2, 12))]
+        exact = wilcoxon(d, method=PermutationMethod(n_resamples=np.inf)).pvalue
+        assert cmp.wilcoxon_p(d) == pytest.approx(exact, abs=1e-12), d
+    d = _rounds(0.01, n=12)                  # no ties: scipy's exact table, as before
+    assert cmp.wilcoxon_p(d) == wilcoxon(d, method="exact").pvalue
