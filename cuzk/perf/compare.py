@@ -87,6 +87,9 @@ def compare(area: str, d: list[float], threshold: float, alpha: float, base_s: f
     """d[i]: round i's log ratio ln(head / base)."""
     if len(d) < 2:
         raise ValueError(f"{area}: need >= 2 rounds, got {len(d)}")
+    bad = next((x for x in d if not math.isfinite(x)), None)
+    if bad is not None:             # a NaN's p is NaN: it read as "not resolved" with a ratio from the others
+        raise ValueError(f"{area}: a round's log ratio is {bad}: not a measurement")
     ratio = math.exp(statistics.median(d))
     p = wilcoxon_p(d)
     if p < alpha and ratio > 1 + threshold:
@@ -101,7 +104,7 @@ def compare(area: str, d: list[float], threshold: float, alpha: float, base_s: f
 
 
 def log_ratios(base: list[float], head: list[float]) -> list[float]:
-    if len(base) != len(head) or min(base + head) <= 0:
+    if len(base) != len(head) or not all(0 < x < math.inf for x in base + head):     # min() passes a NaN
         raise ValueError("need paired positive timings")
     return [math.log(h / b) for b, h in zip(base, head)]
 

@@ -181,6 +181,8 @@ def verdict_of(low_log: float, high_log: float) -> str:
 def effect_from_logs(d: list[float], confidence: float) -> Effect:
     if not d:
         raise ValueError("no samples")
+    if not all(math.isfinite(x) for x in d):      # a NaN sorts anywhere among the Walsh averages: "no effect"
+        raise ValueError("a log ratio is not finite: not a measurement")
     walsh = _walsh(d)
     est, lo, hi = _hl(walsh, len(d), confidence)
     return Effect(math.exp(est), math.exp(lo) if lo > -math.inf else 0.0, math.exp(hi) if hi < math.inf else math.inf,
@@ -191,8 +193,8 @@ def paired_effect(x: list[float], y: list[float], confidence: float = 0.95) -> E
     """The effect of x against y (ratio x / y), samples paired by index (the same round); not corrected."""
     if len(x) != len(y) or not x:
         raise ValueError("need paired samples of equal, non-zero count")
-    if min(x) <= 0 or min(y) <= 0:
-        raise ValueError("timings must be positive")
+    if not all(0 < v < math.inf for v in x + y):       # min() passes a NaN
+        raise ValueError("timings must be positive and finite")
     return effect_from_logs([math.log(a / b) for a, b in zip(x, y)], confidence)
 
 

@@ -95,6 +95,16 @@ def test_effect_interval():
     assert est == pytest.approx(0.2) and (lo, hi) == (-math.inf, math.inf)
 
 
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf])
+def test_a_sample_that_is_no_time_is_an_error_not_no_effect(bad):
+    """A NaN sample passed min() where it was not first and read "no effect" (ratio NaN)."""
+    from cuzk.perf.effects import effect_from_logs
+    with pytest.raises(ValueError, match="positive and finite"):
+        paired_effect([1.0, bad, 2.0], [1.0, 1.0, 1.0])
+    with pytest.raises(ValueError, match="not finite"):
+        effect_from_logs([0.1, bad, 0.2], 0.95)
+
 @pytest.mark.parametrize("argv, msg", [
     (["--opt-set", "A1,NOPE"], "unknown optimization 'NOPE'"),
     (["--repeat", "1"], "--repeat must be >= 2"),

@@ -84,3 +84,16 @@ def test_tied_rounds_get_the_exact_p_not_scipys_untied_table():
         assert cmp.wilcoxon_p(d) == pytest.approx(exact, abs=1e-12), d
     d = _rounds(0.01, n=12)                  # no ties: scipy's exact table, as before
     assert cmp.wilcoxon_p(d) == wilcoxon(d, method="exact").pvalue
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
+def test_a_round_that_is_no_measurement_is_an_error_not_a_verdict(bad):
+    """A NaN round's p is NaN: it read "not resolved" at the ratio of the other rounds; an infinite one a
+    regression of x inf."""
+    d = [0.1, 0.2, 0.3, 0.15, 0.12, 0.3, 0.22, 0.18, 0.4, bad]
+    with pytest.raises(ValueError, match="not a measurement"):
+        cmp.compare("tail_msm", d, 0.05, 0.01)
+    for base, head in (([1.0, bad], [1.0, 1.0]), ([bad, 1.0], [1.0, 1.0]), ([1.0, 1.0], [1.0, bad])):
+        if bad > 0 or math.isnan(bad):
+            with pytest.raises(ValueError, match="positive"):
+                cmp.log_ratios(base, head)
