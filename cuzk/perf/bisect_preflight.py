@@ -128,6 +128,10 @@ def range_verdict(commits: list[str], good: str, bad: str, repo: Path) -> str:
     """asv find steps on commits[0] (the good end) to commits[-1]; with two it steps on none."""
     short = lambda c: c[:10]
     if not commits or commits[0] != good or commits[-1] != bad:
+        if good != bad and subprocess.run(["git", "-C", str(repo), "merge-base", "--is-ancestor", bad, good],
+                                          capture_output=True).returncode == 0:
+            raise PreflightError(f"--good {short(good)} is newer than --bad {short(bad)} (a descendant of it): "
+                                 "swap them; for a commit that made it faster, --asv-arg=--invert")
         raise PreflightError(f"--good {short(good)} is not on the first-parent line of --bad {short(bad)} "
                              "(asv find bisects `git rev-list --first-parent`)")
     if len(commits) == 1:

@@ -444,6 +444,28 @@ def test_dirty_tree_is_refused_before_anything_runs(brepo):
     (d / "untracked.txt").unlink()
 
 
+def test_good_newer_than_bad_is_said_so(tmp_path):
+    """Swapped ends: not "--good is not on the first-parent line of --bad", which sends the user looking for a
+    branch; a commit off the line still gets that line."""
+    def git(*a):
+        return subprocess.run(["git", "-C", str(tmp_path), *a], capture_output=True, text=True, check=True).stdout
+    git("init", "-q", "-b", "main")
+    shas = []
+    for i in range(3):
+        git("-c", "user.email=t@t", "-c", "user.name=t", "commit", "-q", "--allow-empty", "-m", f"c{i}")
+        shas.append(git("rev-parse", "HEAD").strip())
+    old, new = shas[0], shas[2]
+    with pytest.raises(bisect_preflight.PreflightError, match="is newer than --bad .*: swap them"):
+        bisect_preflight.range_verdict(bisect.range_commits(new, old, tmp_path), new, old, tmp_path)
+    git("checkout", "-q", "-b", "side", old)
+    git("-c", "user.email=t@t", "-c", "user.name=t", "commit", "-q", "--allow-empty", "-m", "side")
+    side = git("rev-parse", "HEAD").strip()
+    with pytest.raises(bisect_preflight.PreflightError, match="not on the first-parent line"):
+        bisect_preflight.range_verdict(bisect.range_commits(side, new, tmp_path), side, new, tmp_path)
+    assert bisect_preflight.range_verdict(bisect.range_commits(old, new, tmp_path), old, new, tmp_path) \
+        .startswith("3 commits")
+
+
 def test_dirty_files_names_tracked_changes_only(tmp_path):
     d = tmp_path / "r"
     d.mkdir()
