@@ -637,7 +637,12 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
                     if rep.get("timed_by") in ("host", "device"):
                         timed_by[side].setdefault(a, rep["timed_by"])
                     if rep["status"] != "ok":
-                        fail(rep["status"], rep.get("message", ""), rep.get("discards", []))
+                        # the reply is the measured code's to write: only an error or an untrusted run, never a
+                        # status (a skip) that exit_code would not count against a pass
+                        st = rep["status"] if rep["status"] in ("error", "untrusted") else "error"
+                        said = "" if st == rep["status"] else f"a sample reply of status {str(rep['status'])[:40]!r}: "
+                        discards = rep.get("discards") if isinstance(rep.get("discards"), list) else []
+                        fail(st, said + str(rep.get("message", "")), discards)
                     v = rep.get("value")
                     if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < math.inf:
                         fail("error", f"phase {a}: a sample of {v!r} s is not a positive finite time")

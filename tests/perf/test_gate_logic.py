@@ -426,6 +426,27 @@ def test_unavailable_optional_workload_is_skipped(repo):
     assert [o.status for o in res.outcomes] == ["ok", "skipped"]
 
 
+@pytest.mark.parametrize("status", ["skipped", "done", "stopped!"])
+def test_a_head_that_answers_a_sample_with_another_status_is_an_error_not_a_skip(repo, status):
+    """The head's code runs in its worker and may write its own reply: a sample answered "skipped" would skip the
+    workload it slows, and the other workloads' pass would be the gate's (exit 0)."""
+    d, base, head = repo
+    cfg = _cfg([{"backend": "cpu", "log_size": 8}, {"backend": "cpu", "log_size": 9}])
+
+    class Spawn(FakeSpawn):
+        def __call__(self, root, timeout, setup_wide=False):
+            w = super().__call__(root, timeout, setup_wide)
+            real = w.ask
+            w.ask = lambda msg: ({"status": status, "message": "not run (required = false)"}
+                                 if w.side == "head" and "sample" in msg and w.log_size == 9 else real(msg))
+            w.send = lambda msg: (setattr(w, "log_size", msg["spec"]["log_size"]) if "spec" in msg else None,
+                                  setattr(w, "_pending", msg))
+            return w
+    res = gate.run(d, base, head, cfg, spawn=Spawn(), log=lambda m: None)
+    assert res.exit_code == gate.EXIT_ERROR, [(o.status, o.message) for o in res.outcomes]
+    assert res.outcomes[1].status == "error" and f"status {status!r}" in res.outcomes[1].message
+
+
 def test_unavailable_required_workload_is_an_error(repo):
     d, base, head = repo
     s = FakeSpawn(fail={("base", "*"): "unavailable", ("head", "*"): "unavailable"})
