@@ -517,6 +517,11 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
             why = "; ".join(f"{s}: {m}" for s, m in unavailable.items())
             if oc.config.required:
                 oc.status, oc.message = "error", f"required workload cannot run: {why}"
+            elif len(unavailable) < len(SIDES) or oc.rounds:
+                # no GPU is the machine's, both sides' from the start: one side's alone, or one that ran before,
+                # is its code's (the head's may answer so for a workload it slows), never a skip
+                said = "to one side only" if len(unavailable) < len(SIDES) else "after a round that ran"
+                oc.status, oc.message = "error", f"round {r + 1}: the workload was unavailable {said}: {why}"
             else:
                 oc.status, oc.message = "skipped", f"not run (required = false): {why}"
             return

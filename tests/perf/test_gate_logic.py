@@ -447,6 +447,28 @@ def test_a_head_that_answers_a_sample_with_another_status_is_an_error_not_a_skip
     assert res.outcomes[1].status == "error" and f"status {status!r}" in res.outcomes[1].message
 
 
+@pytest.mark.parametrize("who, when", [("head", "*"), ("base", "*"), ("head", 3)])
+def test_an_optional_workload_unavailable_to_one_side_or_after_a_round_is_an_error(repo, who, when):
+    """No GPU is the machine's, both sides' from round 1: a head's set-up that answers "unavailable" alone (its code
+    writes the reply) would skip the optional workload it slows, and the rest would pass."""
+    d, base, head = repo
+    cfg = _cfg([{"backend": "cpu", "log_size": 8}, {"backend": "cuda", "log_size": 16, "required": False}])
+    sides = ("base", "head") if when == 3 else (who,)
+    fake = FakeSpawn()
+
+    class Spawn:
+        def __call__(self, root, timeout, setup_wide=False):
+            w = fake(root, timeout, setup_wide)
+            real, late = w.ask, fake.spawned.count(w.side) - 1 >= 3
+            w.ask = lambda msg: ({"status": "unavailable", "message": "no GPU"}
+                                 if msg.get("spec", {}).get("backend") == "cuda" and w.side in sides
+                                 and (when == "*" or late) else real(msg))
+            return w
+    res = gate.run(d, base, head, cfg, spawn=Spawn(), log=lambda m: None)
+    assert res.exit_code == gate.EXIT_ERROR, [(o.status, o.message) for o in res.outcomes]
+    assert res.outcomes[1].status == "error" and "unavailable" in res.outcomes[1].message
+
+
 def test_unavailable_required_workload_is_an_error(repo):
     d, base, head = repo
     s = FakeSpawn(fail={("base", "*"): "unavailable", ("head", "*"): "unavailable"})
