@@ -1123,6 +1123,20 @@ def subreaper(on: bool) -> bool:
         return False
 
 
+def dumpable(on: bool) -> bool | None:
+    """Set whether the gate itself is dumpable (PR_SET_DUMPABLE); its state before, None where not read. A dumpable
+    gate lets any process of its user (the head's code in its worker) open /proc/GATE/fd/N, the base's request and
+    reply pipes among them, and read or write its memory: the judge is kept from them as the workers are."""
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        was = libc.prctl(3, 0, 0, 0, 0)              # PR_GET_DUMPABLE
+        libc.prctl(4, int(on), 0, 0, 0)              # PR_SET_DUMPABLE
+        return was > 0 if was >= 0 else None
+    except (OSError, AttributeError):
+        return None
+
+
 def gate_children(proc: str = "/proc") -> set[int]:
     me = os.getpid()
     return {pid for pid, (ppid, _, _) in proc_table(proc).items() if ppid == me}
@@ -1233,6 +1247,7 @@ def run(repo: str | Path, base_ref: str, head_ref: str, cfg: GateConfig,
             w.take()
         at_start = {w.name: dict(w.state) for w in watched if w.code}
         reaping = subreaper(True)
+        was_dumpable = dumpable(False)
         try:
             for r in range(cfg.rounds):
                 if r and _disk_changed(watched, result.outcomes, r):
@@ -1251,6 +1266,8 @@ def run(repo: str | Path, base_ref: str, head_ref: str, cfg: GateConfig,
         finally:
             if reaping:
                 subreaper(False)
+            if was_dumpable:
+                dumpable(True)
             for w in watched:
                 if w.code:
                     gone = remove_new(w, at_start[w.name])

@@ -352,6 +352,25 @@ def test_kernel_cache_entries_made_during_a_run_are_removed_at_its_end(repo, tmp
                                                    "cache"), said
 
 
+def test_the_gate_is_not_dumpable_while_its_workers_run(repo):
+    """A dumpable gate lets the head's code (its worker runs as the gate's user) open /proc/GATE/fd/N and write
+    requests into the base's pipe, or write the gate's memory: while workers live, the gate is not dumpable, and
+    it is as it was afterwards."""
+    import ctypes
+    libc = ctypes.CDLL(None)
+    seen = []
+
+    class Spawn(FakeSpawn):
+        def __call__(self, root, timeout, setup_wide=False):
+            seen.append(libc.prctl(3, 0, 0, 0, 0))          # PR_GET_DUMPABLE
+            return super().__call__(root, timeout, setup_wide)
+    d, base, head = repo
+    before = libc.prctl(3, 0, 0, 0, 0)
+    assert gate.run(d, base, head, _cfg(), spawn=Spawn(), log=lambda m: None).exit_code == gate.EXIT_OK
+    assert seen and set(seen) == {0}
+    assert libc.prctl(3, 0, 0, 0, 0) == before
+
+
 def test_rounds_interleave_ab_ba(repo):
     d, base, head = repo
     s = FakeSpawn()
