@@ -32,7 +32,10 @@ def cmd_ablate(args) -> int:
             ablate.check_samples(res)      # the report below may be the saved one: its samples judged all the same
             if not (res["configurations"] and all(c["samples"]["total"] for c in res["configurations"])):
                 raise ValueError("no configuration with a measured round: nothing to report")
-            conf = res["setup"]["confidence"] if args.confidence is None else args.confidence
+            saved = res["setup"]["confidence"]      # the intervals' level as run, read by every table below
+            if isinstance(saved, bool) or not isinstance(saved, (int, float)) or not 0.5 <= saved < 1:
+                raise ValueError(f"setup.confidence {str(saved)[:40]} is not in [0.5, 1)")
+            conf = saved if args.confidence is None else args.confidence
             if conf != res["setup"]["confidence"] or ablate.needs_rejudging(res):
                 res = ablate.rejudge(res, conf)      # the saved samples, other intervals or the correction
             md = ablate.markdown(res)

@@ -708,3 +708,19 @@ def test_the_charts_draw_a_saved_run_s_text_as_text(tmp_path):
     plots.ablate_png(small)(buf)                    # bars, one a configuration
     assert buf.getvalue()[:8] == PNG_MAGIC
     assert plots._plain("$\\alpha$ 5$") == "\\$\\alpha\\$ 5\\$"
+
+
+@pytest.mark.parametrize("level", [1.0, 1.5, 0.2, "0.99", None])
+def test_a_saved_confidence_outside_what_ablate_runs_is_bad_input(tmp_path, capsys, level):
+    """A saved run's confidence is the level its intervals were drawn at: above 1 the report failed on a NaN
+    ("cannot convert float NaN to integer"), at 1 it printed 100% intervals. One line naming the file and field."""
+    saved = tmp_path / "saved.json"
+    assert main(["ablate", "--backend", "cpu", "--log-size", "5", "--opt-set", "A1", "--no-leave-one-out",
+                 "--repeat", "8", "--max-seconds", "1e-9", "--json", str(saved)]) == 0
+    res = json.loads(saved.read_text())
+    res["setup"]["confidence"] = level
+    saved.write_text(json.dumps(res))
+    capsys.readouterr()
+    assert main(["ablate", "--from-json", str(saved)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(saved) in err and "setup.confidence" in err, err
