@@ -818,6 +818,7 @@ def read_results(results_dir: Path, machine: str | None = None) -> ResultsSet:
             if stray is not None:
                 raise HistoryError(f"{stray}: no machine.json in {d} (asv would skip it)")
             continue
+        check_machine_name(d.name, f"{d}: machine")     # printed by `changes` in its tables, as record's are
         mpath = d / "machine.json"
         check_machine_file(mpath, parse_json(mpath, read_regular(mpath)), d.name)
         for p, st in _listing(d):

@@ -709,3 +709,16 @@ def test_the_gpu_record_is_never_written_through_a_link_the_results_branch_holds
     assert victim.read_text() == "precious\n" and not (tmp_path / f"{sha}.jsonl").exists()
     p = history.write_gpu_state(results, f"o/gpu-state/{sha}.jsonl")
     assert _json.loads(p.read_text()) == {"gpu": None}
+
+
+def test_a_results_folder_s_machine_is_named_by_the_rule_record_and_import_use(tmp_path):
+    """`changes --results DIR` reads a folder the user chose; its machine names go into the tables as record's
+    and import's do, so they follow the same rule: a name that ends a code span or a cell is refused, naming it."""
+    name = "x` | **PASS** @octocat"
+    (tmp_path / name).mkdir()
+    (tmp_path / name / "machine.json").write_text(json.dumps({"machine": name, "version": 1}))
+    with pytest.raises(history.HistoryError, match=r": machine 'x` \\| \*\*PASS\*\* @octocat': use letters"):
+        history.read_results(tmp_path)
+    (tmp_path / name).rename(tmp_path / "gpu-a")
+    (tmp_path / "gpu-a" / "machine.json").write_text(json.dumps({"machine": "gpu-a", "version": 1}))
+    assert history.read_results(tmp_path).machines == ["gpu-a"]
