@@ -10,7 +10,7 @@ from pathlib import Path
 
 from .. import nvml
 from ..files import OutputError, append_output, resolve_output
-from ..perf import gate, gate_config, noise, report
+from ..perf import checkout, gate, gate_config, noise, report
 from .common import EXIT_BAD_INPUT, CliError, _err, check_paths, write_all
 
 OUT_FILES = ("report.md", "gate.json")
@@ -103,6 +103,11 @@ def cmd_gate(args) -> int:
         else:
             if not (args.base and args.head):
                 raise CliError("gate: --base and --head are required (or --from-json GATE.json)")
+            for flag, ref in (("--base", args.base), ("--head", args.head)):    # a typo is named as one
+                try:
+                    checkout.resolve(args.repo, ref)
+                except checkout.CheckoutError as e:
+                    raise CliError(f"gate: {flag} {ref}: not a commit in {args.repo} ({e})") from e
             # the rules are the base's: a pull request's own perf-gate.toml never judges it
             cfg = (gate_config.load(args.config) if args.config
                    else gate_config.load_commit(args.repo, args.base))

@@ -166,6 +166,19 @@ def test_calibrate_checks_the_machine_name_before_any_round(repo, tmp_path, caps
     assert len(err) == 1 and "--machine 'bad/name'" in err[0] and not out.exists(), err
 
 
+@pytest.mark.parametrize("flag", ["--base", "--head"])
+@pytest.mark.parametrize("config", [False, True])
+def test_a_ref_that_names_no_commit_is_one_line_naming_its_flag(tmp_path, capsys, flag, config):
+    """A typo in --base or --head (with or without --config) names the flag and the ref, exit 2, before any work."""
+    from cuzk.cli import main
+    refs = {"--base": "HEAD", "--head": "HEAD", flag: "no-such-ref"}
+    out = tmp_path / "out"
+    argv = ["gate", "--repo", str(REPO), *(x for kv in refs.items() for x in kv), "--cpu-only", "--out", str(out)]
+    assert main(argv + (["--config", str(REPO / "perf-gate.toml")] if config else [])) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"{flag} no-such-ref: not a commit" in err[0] and not out.exists(), err
+
+
 @pytest.mark.parametrize("section, field, value, msg", [
     ("workload", "log_size", "ten", "log_size = 'ten': must be an integer in 1..32"),
     ("workload", "batch", 0, "batch = 0: must be an integer >= 1"),
