@@ -367,6 +367,8 @@ def main(argv=None) -> int:
             noise_in.update({f"--noise {i} ({f.name})": f for f in sorted(Path(n).glob("*.jsonl"))})
     _check_json(ap, args.json, {"--config": config, **noise_in})
     try:                    # every input judged before the project is copied: a bad one is one line, exit 2
+        if args.runs < 1:
+            raise ValueError(f"--runs {args.runs}: at least one gate run")
         used = backends(config)
         for phase, _ in injects:
             for backend in sorted(used):

@@ -208,7 +208,7 @@ def test_merge_refuses_a_run_pooled_twice_and_figures_that_are_no_measure(tmp_pa
 def test_a_bad_noise_path_config_or_injection_is_one_line_before_the_project_is_copied(tmp_path, monkeypatch,
                                                                                        capsys):
     """--noise that is missing or holds no record, a phase the backend has no method for, a config that does not
-    parse, a workdir already used: exit 2, one line naming it, and the workdir never made. A folder of records is read as the gate reads it:
+    parse, a workdir already used, no runs asked for: exit 2, one line naming it, and the workdir never made. A folder of records is read as the gate reads it:
     the set-up holds its files' hashes."""
     from cuzk.perf import noise as noise_mod
     argv, out = _run(tmp_path, "a", 1, monkeypatch=monkeypatch)
@@ -223,7 +223,8 @@ def test_a_bad_noise_path_config_or_injection_is_one_line_before_the_project_is_
              (["--inject", "b_g2:0.03"], "has no method b_g2"),
              (["--inject", "no_such:0.1"], "has no method no_such"),
              (["--config", str(tmp_path / "bad.toml")], str(tmp_path / "bad.toml")),
-             (["--workdir", str(used)], f"--workdir {used}: not a new path or an empty folder")]
+             (["--workdir", str(used)], f"--workdir {used}: not a new path or an empty folder"),
+             (["--runs", "0"], "--runs 0: at least one gate run")]
     for extra, said in cases:
         assert calibrate.main(argv + extra) == 2, extra
         err = capsys.readouterr().err.strip().splitlines()
