@@ -185,6 +185,9 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", metavar="FILE")
     args = ap.parse_args(argv)
+    if args.alpha is not None and not 0 < args.alpha < 1:       # NaN too: the gate's own rule for [gate] alpha
+        print(f"power: --alpha {args.alpha:g}: must be in (0, 1)", file=sys.stderr)
+        return 2
     try:       # --json by the output rule, before any work: never one of the inputs, never a device or link clobbered
         files.check_outputs({"--json": args.json}, {f"input {i + 1}": p for i, p in enumerate(args.gate_json)})
     except files.OutputError as e:

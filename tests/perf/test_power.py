@@ -89,7 +89,9 @@ def test_bad_input_is_one_line_exit_2(tmp_path):
     good = _gate_json(tmp_path / "g.json", 0.02)
     for args, what in (([str(junk)], "junk.json: not JSON"), ([str(other)], "other.json: not a gate.json"),
                        ([str(tmp_path / "none.json")], "none.json: No such file"),
-                       ([good, "--effect", "nope:0.1"], "unknown phase nope")):
+                       ([good, "--effect", "nope:0.1"], "unknown phase nope"),
+                       ([good, "--alpha", "2"], "--alpha 2: must be in (0, 1)"),
+                       ([good, "--alpha", "nan"], "--alpha nan: must be in (0, 1)")):
         p = subprocess.run([sys.executable, "-m", "cuzk.perf.power", *args], capture_output=True, text=True)
         assert p.returncode == 2 and what in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
         assert not p.stdout
