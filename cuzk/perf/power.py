@@ -189,7 +189,7 @@ def main(argv=None) -> int:
         print(f"power: --alpha {args.alpha:g}: must be in (0, 1)", file=sys.stderr)
         return 2
     try:       # --json by the output rule, before any work: never one of the inputs, never a device or link clobbered
-        files.check_outputs({"--json": args.json}, {f"input {i + 1}": p for i, p in enumerate(args.gate_json)})
+        files.check_outputs({"--json": args.json}, {f"gate_json {i + 1}": p for i, p in enumerate(args.gate_json)})
     except files.OutputError as e:
         print(f"power: {e}", file=sys.stderr)
         return 2

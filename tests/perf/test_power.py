@@ -180,6 +180,7 @@ def test_json_follows_the_output_rule(tmp_path):
                            capture_output=True, text=True)
         assert p.returncode == 2 and what in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
         assert not p.stdout
+        assert target != good or "given as --json and as input gate_json 1:" in p.stderr, p.stderr
     assert Path(good).read_bytes() == before
     real, link = tmp_path / "real.json", tmp_path / "link.json"
     real.write_text("old")
