@@ -215,8 +215,8 @@ def run(spec: RunSpec, log=quiet, backend: Backend | None = None) -> RunReport:
     try:
         r1cs, assignments = synthesize_batch(spec, backend, timer, executor=pool)
     finally:
-        if pool is not None:
-            pool.shutdown()
+        if pool is not None:        # after a failure or an interrupt, the circuits not started are not made
+            pool.shutdown(cancel_futures=True)
     key_start = time.perf_counter() - timer.origin       # the key's set-up on the run's clock (timeline)
     ctx = key_context(spec, backend, r1cs, log, progress=None)
     key_span = {"start_s": key_start, "stop_s": time.perf_counter() - timer.origin, "where": ctx.key.where,

@@ -405,7 +405,7 @@ class Ablation:
             if frozen:
                 gc.unfreeze()
             if pool is not None:
-                pool.shutdown()
+                pool.shutdown(cancel_futures=True)
         return self._result(discards, gpu, t0, start)
 
     def _new_tables(self) -> None:
