@@ -2,6 +2,9 @@
 witness then assigned (a, b, c) by the backend's `assign` (the CPU reference's by default)."""
 from __future__ import annotations
 
+import os
+import signal
+import threading
 import time
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 
@@ -72,6 +75,24 @@ def _warm(_):
     return 0
 
 
+PARENT_POLL_S = 1.0     # how often a process worker checks that its parent is still there
+
+
+def _exit_with_parent(parent: int) -> None:
+    while os.getppid() == parent:
+        time.sleep(PARENT_POLL_S)
+    os._exit(1)
+
+
+def _worker_init(parent: int) -> None:
+    """A process worker's start: Ctrl-C (SIGINT to the whole process group) is the parent's to handle, which
+    stops the pool (an idle worker would print a KeyboardInterrupt traceback and die); and a parent killed
+    outright (SIGKILL, the OOM killer) takes its workers along (they would wait on their queue forever,
+    orphaned, and keep the resource tracker and its /dev/shm blocks alive)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    threading.Thread(target=_exit_with_parent, args=(parent,), name="cuzk-parent-watch", daemon=True).start()
+
+
 def make_pool(kind: str, workers: int):
     """A pool for parallel witness generation: 'thread' (one address space, as bellperson's
     rayon threads: allocations and page faults contend in one process) or 'process'
@@ -82,7 +103,8 @@ def make_pool(kind: str, workers: int):
         return ThreadPoolExecutor(workers, thread_name_prefix="cuzk-synth")
     if kind == "process":
         import multiprocessing
-        pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+        pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
+                                   initializer=_worker_init, initargs=(os.getpid(),))
         list(pool.map(_warm, range(4 * workers)))     # start the workers now, outside the timed phase
         return pool
     raise ValueError(f"synthesis pool must be thread or process, not {kind!r}")

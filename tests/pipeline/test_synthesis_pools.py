@@ -2,11 +2,19 @@
 interrupt stops the work queued behind it, and the workers of a process pool never outlive their parent."""
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 from cuzk import circuits
 from cuzk.cli import main
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_a_failed_circuit_drops_the_circuits_not_started(tmp_path, capsys, monkeypatch):
@@ -36,3 +44,64 @@ def test_a_failed_circuit_drops_the_circuits_not_started(tmp_path, capsys, monke
                "--synthesis-pool", "thread", "--json", str(js)])
     assert rc == 2 and "injected" in capsys.readouterr().err and not js.exists()
     assert made[0] == 2 and set(made) <= {2, 3}, made
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"     # a zombie is gone but unreaped
+
+
+def _gone(pids, within_s: float = 30.0) -> bool:
+    deadline = time.time() + within_s            # a bound on the wait, not a timing asserted
+    while any(_alive(p) for p in pids) and time.time() < deadline:
+        time.sleep(0.1)
+    return not any(_alive(p) for p in pids)
+
+
+def test_process_workers_end_with_a_parent_killed_outright():
+    """SIGKILL (or the OOM killer) gives the parent no clean-up: its pool's workers must not live on, orphaned."""
+    code = ("from cuzk.synthesis import make_pool\nimport time\npool = make_pool('process', 2)\n"
+            "print(*pool._processes, flush=True)\ntime.sleep(600)\n")
+    p = subprocess.Popen([sys.executable, "-c", code], cwd=REPO, stdout=subprocess.PIPE, text=True)
+    try:
+        workers = [int(x) for x in p.stdout.readline().split()]
+        assert len(workers) == 2 and all(_alive(w) for w in workers)
+    finally:
+        p.kill()
+        p.wait()
+    try:
+        assert _gone(workers), "a worker outlived its parent"
+    finally:
+        for w in workers:
+            if _alive(w):
+                os.kill(w, signal.SIGKILL)
+
+
+def test_ctrl_c_on_a_pipeline_is_one_line(tmp_path):
+    """Ctrl-C signals the whole process group: the parent stops its workers and says so in one line; no worker
+    prints a KeyboardInterrupt traceback, none is left, no JSON is written."""
+    js = tmp_path / "run.json"
+    p = subprocess.Popen([sys.executable, "-m", "cuzk", "bench", "--backend", "cpu", "--log-size", "8",
+                          "--circuits", "1000", "--pipeline", "--json", str(js)],
+                         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        err = []
+        for line in p.stderr:                              # the run starts after this line
+            err.append(line)
+            if line.startswith("pipeline:"):
+                break
+        time.sleep(1.0)
+        workers = [int(x) for x in subprocess.run(["pgrep", "-P", str(p.pid)], capture_output=True,
+                                                   text=True).stdout.split()]
+        os.killpg(p.pid, signal.SIGINT)
+        _, rest = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert workers and p.returncode == 130, rest
+    assert rest.splitlines() == ["cuzk: interrupted"], rest
+    assert not js.exists() and _gone(workers)
+
