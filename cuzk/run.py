@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 import time
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -214,6 +215,8 @@ def run(spec: RunSpec, log=quiet, backend: Backend | None = None) -> RunReport:
     timer = PhaseTimer(device=backend.timer_device(), phase_peaks=True)
     try:
         r1cs, assignments = synthesize_batch(spec, backend, timer, executor=pool)
+    except BrokenProcessPool as e:          # a worker killed (a signal, the OOM killer): not a bug here
+        raise RunError(f"synthesis failed: a worker process died ({e})") from e
     finally:
         if pool is not None:        # after a failure or an interrupt, the circuits not started are not made
             pool.shutdown(cancel_futures=True)

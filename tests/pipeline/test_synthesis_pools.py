@@ -105,3 +105,25 @@ def test_ctrl_c_on_a_pipeline_is_one_line(tmp_path):
     assert rest.splitlines() == ["cuzk: interrupted"], rest
     assert not js.exists() and _gone(workers)
 
+
+
+def test_a_process_worker_killed_mid_batch_is_one_line_exit_2(tmp_path, capsys, monkeypatch):
+    """A worker of `--parallel-synthesis N --synthesis-pool process` killed (the OOM killer, a signal): the run
+    ends with exit 2 and one line saying a worker died (not an 'internal error ... a bug'), nothing written."""
+    import cuzk.run as run_mod
+    from cuzk.cli import main
+    made = run_mod.make_pool
+
+    def killed(kind, workers):
+        pool = made(kind, workers)
+        proc = next(iter(pool._processes.values()))
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.join()
+        return pool
+    monkeypatch.setattr(run_mod, "make_pool", killed)
+    js = tmp_path / "run.json"
+    rc = main(["bench", "--backend", "cpu", "--log-size", "6", "--circuits", "8", "--parallel-synthesis", "2",
+               "--synthesis-pool", "process", "--json", str(js)])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.startswith("cuzk: error: synthesis failed: a worker process died") and "bug" not in err
+    assert len(err.splitlines()) == 1 and not js.exists()
