@@ -84,6 +84,24 @@ def test_queue_bounds_the_circuits_held(setup):
     assert all(verify(vk, pub, pf) for pub, pf in zip(res.publics, res.proofs))
 
 
+@pytest.mark.parametrize("pool", ["thread", "process"])
+@pytest.mark.parametrize("host_assign", [True, False])
+def test_each_proof_is_its_own_circuits(setup, pool, host_assign):
+    """Proofs, public inputs and per-circuit records land at their circuit's index: circuit i's public inputs
+    are its own seed's (seeds out of order, so a proof stored at another index, or made from another
+    circuit's witness, shows), and each proof verifies against them."""
+    opts, r1cs, pk = setup
+    seeds = (5, 3, 9, 1, 7)
+    backend = CpuBackend(opts) if host_assign else FakeGpuBackend(opts)
+    job = Job("porep_like", LOG, opts, seeds, host_assign, witness_limbs=not host_assign)
+    res = run_pipelined(Prover(backend, pk), r1cs, job, 2, 1, pool)
+    want = [list(circuits.witness("porep_like", LOG, seed=s, opts=opts)[0][1:]) for s in seeds]
+    assert [list(map(int, p)) for p in res.publics] == want
+    assert [r.seed for r in res.runs] == list(seeds) and [r.circuit for r in res.runs] == list(range(len(seeds)))
+    vk = pk.verifying_key()
+    assert all(verify(vk, pub, pf) for pub, pf in zip(res.publics, res.proofs))
+
+
 def test_warm_up_takes_the_pipelined_path(setup):
     """The bench's untimed warm-up proof goes through the pipeline's hand-off: limbs to the device
     assign, and an assignment the proof may consume (F2), as the timed proofs do."""
@@ -312,6 +330,8 @@ def test_porep_partition_pipeline_from_witness_only_workers(pool, monkeypatch):
     import hashlib
     digest = lambda a: hashlib.sha256(a.tobytes()).hexdigest()      # noqa: E731
     assert {digest(a) for a in prover.backend.seen} == {digest(pp.build(LOG, seed=s)[2]) for s in job.seeds}
+    assert [list(map(int, p)) for p in res.publics] == [list(circuits.witness("porep_partition", LOG, seed=s,
+                                                                              opts=opts)[0][1:]) for s in job.seeds]
     assert _shm_names() <= before, "every shared block was unlinked"
 
 
