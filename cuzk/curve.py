@@ -169,7 +169,15 @@ def g2_to_json(p: G2Point) -> list[list[str]]:
 def _dec(s) -> int:
     if not isinstance(s, str) or not (s.isascii() and s.isdigit()):
         raise PointError(f"expected a decimal string, got {reprlib.repr(s)}")
-    return int(s)
+    # leading zeros dropped and the digits counted first: int() of a string past Python's digit limit
+    # (leading zeros count) fails with its own message, naming neither the field nor the number
+    digits = s.lstrip("0") or "0"
+    if len(digits) > _P_DIGITS:
+        raise PointError(f"coordinate {reprlib.repr(s)} is not a reduced Fp element")
+    return int(digits)
+
+
+_P_DIGITS = len(str(F.P))
 
 
 def g1_from_json(v) -> G1Point:

@@ -85,14 +85,20 @@ def vk_from_json(d) -> VerifyingKey:
     return vk
 
 
+_R_DIGITS = len(str(R))
+
+
 def public_from_json(d) -> list[int]:
     if not isinstance(d, list):
         raise PointError("public inputs JSON must be a list of decimal strings")
     out = []
     for v in d:
-        if not isinstance(v, str) or not (v.isascii() and v.isdigit()) or int(v) >= R:
+        # leading zeros dropped and the digits counted first, as for a point's coordinates (curve._dec)
+        digits = (v.lstrip("0") or "0") if isinstance(v, str) else ""
+        if (not isinstance(v, str) or not (v.isascii() and v.isdigit()) or len(digits) > _R_DIGITS
+                or int(digits) >= R):
             raise PointError(f"public input {reprlib.repr(v)} is not a reduced Fr element")
-        out.append(int(v))
+        out.append(int(digits))
     return out
 
 

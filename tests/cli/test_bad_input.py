@@ -421,6 +421,27 @@ def test_verify_public_non_ascii_digit(good, tmp_path, capsys):
     _verify_bad(_write_set(tmp_path, g), tmp_path, capsys)
 
 
+@pytest.mark.parametrize("field", ["pi_a", "public"])
+def test_verify_number_past_int_digit_limit_names_its_field(good, tmp_path, capsys, field):
+    """A number of 5000 digits is one line naming the field and the number, not Python's own
+    int() message; the same valid number with 5000 leading zeros is still that number."""
+    g = json.loads(json.dumps(good))
+    if field == "pi_a":
+        g["proof"]["pi_a"][0] = "9" * 5000
+        want = "pi_a: coordinate '99999"
+    else:
+        g["public"][0] = "9" * 5000
+        want = "public input '99999"
+    line = _verify_bad(_write_set(tmp_path, g), tmp_path, capsys)
+    assert want in line and "not a reduced" in line and "digits" not in line, line
+    g = json.loads(json.dumps(good))
+    if field == "pi_a":
+        g["proof"]["pi_a"][0] = "0" * 5000 + g["proof"]["pi_a"][0]
+    else:
+        g["public"][0] = "0" * 5000 + g["public"][0]
+    assert main(["verify", *_write_set(tmp_path, g)]) == 0
+
+
 @pytest.mark.parametrize("which", [0, 1, 2])
 def test_verify_missing_file(good, tmp_path, capsys, which):
     args = _write_set(tmp_path, good)
