@@ -80,7 +80,8 @@ def vk_from_json(d) -> VerifyingKey:
                       ("vk_delta_2", vk.delta_g2), ("IC[0]", ic[0])):
         if not any(pt.to_xy_bytes_le()):
             raise PointError(f"{label} is the point at infinity")
-    if "nPublic" in d and d["nPublic"] != vk.num_public:
+    # type() and not ==: 2.0 and true equal 2 and 1 in Python, and are no count
+    if "nPublic" in d and (type(d["nPublic"]) is not int or d["nPublic"] != vk.num_public):
         raise PointError(f"nPublic is {reprlib.repr(d['nPublic'])} but IC has {len(ic)} points")
     return vk
 
