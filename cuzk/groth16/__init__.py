@@ -106,6 +106,10 @@ def public_from_json(d) -> list[int]:
 def _ic_sum(vk: VerifyingKey, public: list[int]) -> G1Point:
     if len(public) != vk.num_public:
         raise ValueError(f"{len(public)} public inputs given, the key expects {vk.num_public}")
+    # scalars_to_ark reduces mod r: x + r would pass for x, a proof of another statement
+    bad = next((v for v in public if not 0 <= v < R), None)
+    if bad is not None:
+        raise ValueError(f"public input {reprlib.repr(bad)} is not a reduced Fr element")
     acc = vk.ic[0]
     if public:
         acc = acc + G1Point.multiexp_unchecked(vk.ic[1:], scalars_to_ark(public))

@@ -5,6 +5,7 @@ import pytest
 from py_arkworks_bls12381 import G1Point, Scalar
 
 from cuzk.backend.cpu import CpuBackend
+from cuzk.field import R
 from cuzk.groth16 import Proof, verify, verify_blst
 from cuzk.keygen import cached_setup
 from cuzk.opts import resolve
@@ -54,6 +55,11 @@ def test_rejects_tampered_proof_and_wrong_public():
     assert not verify(vk, pub, bumped) and not verify_blst(vk, pub, bumped)
     swapped = Proof(p.a, p.b, p.c * Scalar(2))
     assert not verify(vk, pub, swapped)
+    # x + r and x - r are other statements, not x: both verifiers refuse them rather than reduce
+    for alias in ([pub[0] + R] + pub[1:], [pub[0] - R] + pub[1:]):
+        for check in (verify, verify_blst):
+            with pytest.raises(ValueError, match="not a reduced Fr element"):
+                check(vk, alias, p)
 
 
 def test_randomized_proofs_differ():
