@@ -206,8 +206,12 @@ def _lock_path(path: Path) -> Path:
 def _locked(path: Path):
     """An exclusive fcntl lock on `path` (created if missing), held for the block; released by the
     kernel if the process dies."""
+    cloexec = getattr(os, "O_CLOEXEC", 0)
     with _writing(path):
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o666)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | cloexec, 0o666)
+        except PermissionError:
+            fd = os.open(path, os.O_RDONLY | cloexec)     # another user's lock in a shared cache: flock needs only read
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield

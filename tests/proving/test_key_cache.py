@@ -251,3 +251,27 @@ def test_a_cache_that_cannot_be_written_is_one_line_naming_the_file(capsys, monk
     assert len(lines) == 1 and lines[0].startswith("cuzk: error: ") and str(_key_path()) in lines[0], lines
     assert "cannot write the key cache" in lines[0], lines
     assert not list(_key_path().parent.glob("*.tmp")) and not _key_path().exists()
+
+
+def test_another_user_s_lock_file_is_locked_read_only(tmp_path, monkeypatch):
+    """In a cache shared by several users a key's lock file is its maker's (0644): opening it for writing fails
+    with EACCES for the others, where flock needs only read access. The lock is taken read-only, and held."""
+    import fcntl
+
+    from cuzk import keygen
+    lock = tmp_path / "k.cuzkkey.lock"
+    lock.write_text("")
+    real_open = os.open
+
+    def as_other_user(path, flags, *a):
+        if Path(path) == lock and flags & (os.O_RDWR | os.O_WRONLY):
+            raise PermissionError(errno.EACCES, "Permission denied", str(path))
+        return real_open(path, flags, *a)
+    monkeypatch.setattr(keygen.os, "open", as_other_user)
+    with keygen._locked(lock):
+        fd = real_open(lock, os.O_RDONLY)
+        try:
+            with pytest.raises(BlockingIOError):        # held: another taker would wait
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        finally:
+            os.close(fd)
