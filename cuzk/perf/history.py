@@ -967,9 +967,8 @@ def check_export(files: dict[str, bytes], where) -> dict[str, set]:
         if len(parts) > 1:
             check_machine_name(parts[0], f"{where(parts[0])}: machine")
         if not (rel == "benchmarks.json"
-                or (len(parts) == 2 and MACHINE_RE.fullmatch(parts[0]) and FILE_RE.fullmatch(parts[1])
-                    and parts[1].endswith(".json"))
-                or (len(parts) == 3 and MACHINE_RE.fullmatch(parts[0]) and parts[1] in RECORD_DIRS
+                or (len(parts) == 2 and FILE_RE.fullmatch(parts[1]) and parts[1].endswith(".json"))
+                or (len(parts) == 3 and parts[1] in RECORD_DIRS
                     and FILE_RE.fullmatch(parts[2]) and parts[2].endswith(".jsonl"))):
             raise HistoryError(f"{where(rel)}: a name outside an export's layout")
     machines = sorted({rel.split("/")[0] for rel in files if "/" in rel})

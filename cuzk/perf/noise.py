@@ -116,7 +116,7 @@ def parse_record(data: bytes | str, where: str, machine: str | None = None) -> d
         raise bad(f"not a {KIND} record")
     if rec.get("version") != VERSION:
         raise bad(f"version {rec.get('version')!r}, not {VERSION}")
-    if not (isinstance(rec.get("machine"), str) and MACHINE_RE.fullmatch(rec["machine"])):
+    if not machine_name_ok(rec.get("machine")):
         raise bad("machine is not a machine name")
     if machine is not None and rec["machine"] != machine:
         raise bad(f"machine {rec['machine']!r}, not {machine!r}")
