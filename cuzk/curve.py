@@ -166,18 +166,24 @@ def g2_to_json(p: G2Point) -> list[list[str]]:
     return [[str(x0), str(x1)], [str(y0), str(y1)], ["1", "0"]]
 
 
+def decimal_below(s, bound: int) -> int | None:
+    """The value of the decimal string s where it is below `bound`, else None. Leading zeros are dropped and the
+    digits counted first: int() of a string past Python's digit limit (leading zeros count) fails with its own
+    message, naming neither the field nor the number."""
+    digits = s.lstrip("0") or "0"
+    if len(digits) > len(str(bound)):
+        return None
+    v = int(digits)
+    return v if v < bound else None
+
+
 def _dec(s) -> int:
     if not isinstance(s, str) or not (s.isascii() and s.isdigit()):
         raise PointError(f"expected a decimal string, got {reprlib.repr(s)}")
-    # leading zeros dropped and the digits counted first: int() of a string past Python's digit limit
-    # (leading zeros count) fails with its own message, naming neither the field nor the number
-    digits = s.lstrip("0") or "0"
-    if len(digits) > _P_DIGITS:
+    v = decimal_below(s, F.P)
+    if v is None:
         raise PointError(f"coordinate {reprlib.repr(s)} is not a reduced Fp element")
-    return int(digits)
-
-
-_P_DIGITS = len(str(F.P))
+    return v
 
 
 def g1_from_json(v) -> G1Point:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from py_arkworks_bls12381 import G1Point, G2Point, GT
 
-from ..curve import g1_to_json, g2_to_json, g1_from_json, g2_from_json, PointError, scalars_to_ark
+from ..curve import g1_to_json, g2_to_json, g1_from_json, g2_from_json, PointError, decimal_below, scalars_to_ark
 from ..field import R
 from ..keys import VerifyingKey
 
@@ -86,20 +86,15 @@ def vk_from_json(d) -> VerifyingKey:
     return vk
 
 
-_R_DIGITS = len(str(R))
-
-
 def public_from_json(d) -> list[int]:
     if not isinstance(d, list):
         raise PointError("public inputs JSON must be a list of decimal strings")
     out = []
     for v in d:
-        # leading zeros dropped and the digits counted first, as for a point's coordinates (curve._dec)
-        digits = (v.lstrip("0") or "0") if isinstance(v, str) else ""
-        if (not isinstance(v, str) or not (v.isascii() and v.isdigit()) or len(digits) > _R_DIGITS
-                or int(digits) >= R):
+        x = decimal_below(v, R) if isinstance(v, str) and v.isascii() and v.isdigit() else None
+        if x is None:
             raise PointError(f"public input {reprlib.repr(v)} is not a reduced Fr element")
-        out.append(int(digits))
+        out.append(x)
     return out
 
 
