@@ -9,7 +9,7 @@ from .. import __version__
 from .. import backend as backends
 from ..environment import table_gib
 from ..files import read_input
-from ..perf.values import is_int
+from ..perf.values import is_int, is_number
 from ..perf import ablate
 from ..perf.effects import critical_k
 from ..run import git_commit
@@ -33,10 +33,10 @@ def cmd_ablate(args) -> int:
             if not (res["configurations"] and all(c["samples"]["total"] for c in res["configurations"])):
                 raise ValueError("no configuration with a measured round: nothing to report")
             saved = res["setup"]["confidence"]      # the intervals' level as run, read by every table below
-            if isinstance(saved, bool) or not isinstance(saved, (int, float)) or not 0.5 <= saved < 1:
+            if not (is_number(saved) and 0.5 <= saved < 1):
                 raise ValueError(f"setup.confidence {str(saved)[:40]} is not in [0.5, 1)")
             conf = saved if args.confidence is None else args.confidence
-            if conf != res["setup"]["confidence"] or ablate.needs_rejudging(res):
+            if conf != saved or ablate.needs_rejudging(res):
                 res = ablate.rejudge(res, conf)      # the saved samples, other intervals or the correction
             md = ablate.markdown(res)
         except ablate.AblateError as e:
