@@ -555,11 +555,10 @@ def comment(res: GateResult, run_url: str | None = None, history_url: str | None
     run_url, history_url = _url(run_url), _url(history_url)
     body = markdown(res, bisect=False).rstrip("\n")
     if len(body) > COMMENT_BODY_MAX:        # GitHub refuses the whole comment: the verdict alone, then the links
-        line = verdict_line(res)
-        if len(line) > COMMENT_BODY_MAX:
-            line = _verdict(res) + f". **Not measured**: the head changes {len(res.deps_changed)} dependency files"
-        body = (f"{line}\n\nThe full report is {len(body):,} characters, more than a comment holds: it is in the "
-                "gate's run.")
+        deps = (f". **Not measured**: the head changes {len(res.deps_changed)} dependency files"
+                if res.deps_changed else "")
+        body = (f"{_verdict(res)}{deps}\n\nThe full report is {len(body):,} characters, more than a comment holds: it "
+                "is in the gate's run.")
     out = [COMMENT_MARKER, body, ""]
     links = []
     if history_url:
