@@ -42,6 +42,19 @@ def check_out_dir(out: str | Path, names=OUT_FILES, inputs: dict | None = None) 
                 d.rmdir()
 
 
+def clear_out_dir(out: str | Path, names) -> None:
+    """A measuring run's own files taken out of --out before its first sample: a gate killed, or failing
+    before its verdict, must not leave an earlier run's gate.json to be read as this one's."""
+    for n in names:
+        p = Path(out) / n
+        try:
+            p.unlink()
+        except FileNotFoundError:
+            pass
+        except OSError as e:
+            raise CliError(f"gate: --out {p}: cannot remove the earlier run's file ({e.strerror or e})") from e
+
+
 def noise_thresholds(args, cfg) -> None:
     """cfg's thresholds from measured A/A noise: --noise files, else the history's records of --machine;
     neither: the config's stand (the report says so). A record that is not one is exit 2, naming it."""
@@ -122,6 +135,8 @@ def cmd_gate(args) -> int:
             from ..perf.gpu_lock import hold
             gpu = any(w.spec.backend == "cuda" for w in cfg.workloads)     # one gate per GPU (gpu_lock.py)
             with hold("cuzk gate") if gpu else contextlib.nullcontext():
+                if args.out:
+                    clear_out_dir(args.out, OUT_FILES + ((NOISE_FILE,) if args.calibrate else ()))
                 res = gate.run(args.repo, args.base, args.head, cfg, not_gated=not_gated)
     except CliError:
         raise

@@ -1345,6 +1345,43 @@ def test_hung_worker_gate_cli_writes_report_and_json(repo, tmp_path, monkeypatch
     assert doc["exit_code"] == 2 and "hung in phase b_g2" in doc["outcomes"][0]["message"]
 
 
+@pytest.mark.parametrize("how", ["error", "killed"])
+def test_an_earlier_runs_files_are_gone_before_the_first_sample(tmp_path, monkeypatch, capsys, how):
+    """A gate that fails before its verdict, or is killed mid-run, leaves no earlier run's gate.json in a reused
+    --out to be read (by --from-json, --comment or a workflow's upload) as its own."""
+    from cuzk.cli import main
+    out = tmp_path / "out"
+    out.mkdir()
+    for n in ("gate.json", "report.md"):
+        (out / n).write_text("an earlier run's PASS\n")
+    (out / "notes.txt").write_text("the user's own\n")
+
+    def run(*a, **kw):
+        assert not (out / "gate.json").exists() and not (out / "report.md").exists()
+        if how == "killed":
+            raise KeyboardInterrupt         # stands for the process ending here, whatever ends it
+        raise RuntimeError("worker failed to start")
+
+    monkeypatch.setattr(gate, "run", run)
+    argv = ["gate", "--repo", str(REPO), "--base", "HEAD", "--head", "HEAD", "--cpu-only", "--out", str(out)]
+    rc = main(argv)
+    err = capsys.readouterr().err
+    assert rc == (130 if how == "killed" else 2), err
+    assert ("interrupted" if how == "killed" else "worker failed to start") in err
+    assert sorted(p.name for p in out.iterdir()) == ["notes.txt"]
+
+
+def test_a_bad_ref_leaves_an_earlier_runs_files_alone(tmp_path, capsys):
+    """Nothing is removed before the run's inputs are judged: a typo costs no earlier result."""
+    from cuzk.cli import main
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "gate.json").write_text("{}\n")
+    argv = ["gate", "--repo", str(REPO), "--base", "no-such-ref", "--head", "HEAD", "--cpu-only", "--out", str(out)]
+    assert main(argv) == 2
+    assert (out / "gate.json").read_text() == "{}\n"
+
+
 def test_default_worker_timeout_fits_the_workload():
     small = gate_config.default_worker_timeout_s(gate_config.Spec(backend="cpu", log_size=10))
     part = gate_config.default_worker_timeout_s(gate_config.Spec(backend="cuda", circuit="porep_partition",
