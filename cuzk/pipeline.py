@@ -144,7 +144,8 @@ SHM_MARGIN = 1.1            # room asked for a block: its size plus 10%
 
 def shm_free_bytes() -> int | None:
     """Free space of the shared-memory filesystem (None where there is none to ask). A tmpfs that
-    fills up while a worker writes its witness kills it with SIGBUS, so blocks are only made with room."""
+    fills up while a worker writes its witness kills it with SIGBUS, so blocks are only made with room
+    (and reserved: shm_block)."""
     try:
         st = os.statvfs(SHM_DIR)
     except OSError:
@@ -157,6 +158,25 @@ def shm_room(nbytes: int) -> bool:
     return free is not None and free >= nbytes * SHM_MARGIN
 
 
+def shm_block(size: int):
+    """A new shared-memory block of `size` bytes with its pages reserved (posix_fallocate), or None where
+    /dev/shm cannot hold it. Room checked first can still be taken by another worker before the pages are
+    written, and a write past a full tmpfs is SIGBUS, not an error: the reservation turns that into ENOSPC
+    here, before the block is used."""
+    shm = shared_memory.SharedMemory(create=True, size=size)
+    try:
+        fd = os.open(os.path.join(SHM_DIR, shm.name), os.O_RDWR)
+        try:
+            os.posix_fallocate(fd, 0, size)
+        finally:
+            os.close(fd)
+    except OSError:
+        shm.close()
+        shm.unlink()
+        return None
+    return shm
+
+
 @dataclass(frozen=True)
 class Shared:
     """A numpy array left by a worker process in a POSIX shared-memory block: the prover maps it
@@ -166,8 +186,11 @@ class Shared:
     dtype: str
 
     @classmethod
-    def put(cls, a: np.ndarray) -> "Shared":
-        shm = shared_memory.SharedMemory(create=True, size=max(a.nbytes, 1))
+    def put(cls, a: np.ndarray) -> "Shared | None":
+        """a copied into a new block; None where /dev/shm cannot hold it."""
+        shm = shm_block(max(a.nbytes, 1))
+        if shm is None:
+            return None
         np.ndarray(a.shape, a.dtype, buffer=shm.buf)[...] = a
         out = cls(shm.name, a.shape, a.dtype.str)
         shm.close()
@@ -192,8 +215,12 @@ class Shared:
 
 def _shared(a, share: bool):
     """a as a Shared block where sharing pays and /dev/shm has room; else a itself (pickled)."""
-    return Shared.put(a) if share and isinstance(a, np.ndarray) and a.dtype != object \
-        and a.nbytes >= SHARE_MIN_BYTES and shm_room(a.nbytes) else a
+    if share and isinstance(a, np.ndarray) and a.dtype != object and a.nbytes >= SHARE_MIN_BYTES \
+            and shm_room(a.nbytes):
+        shared = Shared.put(a)
+        if shared is not None:
+            return shared
+    return a
 
 
 def _parts(x, fn):
@@ -248,9 +275,9 @@ class _ShmAlloc:
     def __call__(self, shape, dtype) -> np.ndarray:
         dtype = np.dtype(dtype)
         size = max(int(np.prod(shape)) * dtype.itemsize, 1)
-        if not shm_room(size):               # no room in /dev/shm: an ordinary array, pickled back
+        shm = shm_block(size) if shm_room(size) else None
+        if shm is None:                      # no room in /dev/shm: an ordinary array, pickled back
             return np.zeros(shape, dtype)
-        shm = shared_memory.SharedMemory(create=True, size=size)
         a = np.ndarray(shape, dtype, buffer=shm.buf)
         self.blocks.append((shm, a.ctypes.data))
         return a

@@ -6,6 +6,7 @@ events are host timestamps stands in for CUDA events, so the GPU busy/idle path 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -570,6 +571,72 @@ def test_no_room_in_dev_shm_falls_back_to_pickling(monkeypatch):
     pw = payload[1]
     assert isinstance(pw, pl.PackedWitness) and not any(isinstance(getattr(pw, k), pl.Shared)
                                                         for k in ("bits", "idx", "vals"))
+
+
+def test_a_block_dev_shm_cannot_reserve_falls_back_and_leaves_nothing(monkeypatch):
+    """posix_fallocate's ENOSPC (another worker took the room after the check): the array is an ordinary one,
+    pickled back, and the block made for it is gone."""
+    import errno
+    from cuzk import pipeline as pl
+
+    def full(fd, offset, size):
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(pl.os, "posix_fallocate", full)
+    monkeypatch.setattr(pl, "shm_free_bytes", lambda: 1 << 40)    # the check saw room
+    before = _shm_names()
+    a = np.ones((1 << 16, 8), dtype=np.uint32)
+    assert pl._shared(a, True) is a
+    alloc = pl._ShmAlloc()
+    z = alloc((1 << 16, 8), np.uint32)
+    assert not alloc.blocks and z.shape == (1 << 16, 8) and not z.any()
+    payload, _, _ = pl.synth_one("porep_partition", 16, resolve("-B2"), 2, host_assign=False, witness_limbs=True,
+                                 share=True)
+    assert not any(isinstance(x, pl.Shared) for x in payload)
+    inputs, aux = circuits.witness("porep_partition", 16, seed=2, opts=resolve("-B2"), limbs=True)
+    assert np.array_equal(payload[1], aux) and _shm_names() <= before
+
+
+_TWO_WORKERS = """
+import numpy as np
+from cuzk import pipeline as pl
+n = (40 << 20) // 8                          # two 40 MiB witnesses in a 64 MiB /dev/shm: both see room
+a1, a2 = pl._ShmAlloc(), pl._ShmAlloc()
+x, y = a1((n,), np.uint64), a2((n,), np.uint64)
+x[...] = 1
+y[...] = 2                                   # the second one's pages: SIGBUS where they were not reserved
+assert int(x[-1]) == 1 and int(y[-1]) == 2
+print("blocks", len(a1.blocks) + len(a2.blocks))
+a1.close(unlink=True)
+a2.close(unlink=True)
+s = pl._shared(np.ones(n, np.uint64), True)  # room enough, then filled by another before the copy
+hog = pl._ShmAlloc()
+h = hog(((60 << 20) // 8,), np.uint64)
+h[...] = 3
+t = pl._shared(np.ones(n, np.uint64), True)
+print("shared", isinstance(s, pl.Shared), isinstance(t, pl.Shared))
+"""
+
+
+def test_two_workers_that_both_saw_room_in_a_small_dev_shm_are_not_killed(tmp_path):
+    """A real 64 MiB tmpfs on /dev/shm (a user and mount namespace of its own): two workers' 40 MiB witnesses both
+    pass the room check; the second one's block cannot be reserved, so it goes pickled instead of dying with
+    SIGBUS mid-write."""
+    import shutil
+    unshare = shutil.which("unshare")
+    if unshare is None or subprocess.run([unshare, "--user", "--map-root-user", "--mount", "true"],
+                                         capture_output=True).returncode != 0:
+        pytest.skip("no unprivileged user and mount namespaces here (unshare) to make a small /dev/shm")
+    script = tmp_path / "two.py"
+    script.write_text(_TWO_WORKERS)
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": f"{root}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    r = subprocess.run([unshare, "--user", "--map-root-user", "--mount", "sh", "-c",
+                        f'mount -t tmpfs -o size=64m tmpfs /dev/shm && exec "{sys.executable}" -W ignore "{script}"'],
+                       capture_output=True, text=True, env=env, timeout=120)
+    if r.returncode != 0 and "mount" in r.stderr and "blocks" not in r.stdout:
+        pytest.skip(f"a tmpfs cannot be mounted here: {r.stderr.strip()[:200]}")
+    assert r.returncode == 0, (r.returncode, r.stderr[-2000:])
+    assert r.stdout.split() == ["blocks", "1", "shared", "True", "False"], r.stdout
 
 
 def test_plan_workers_fits_dev_shm():
