@@ -349,11 +349,54 @@ def _fsync_folder(fd: int) -> None:
         pass                                 # a file system that cannot sync a folder: the rename stands
 
 
+_HELD = threading.local()       # the folders (st_dev, st_ino) this thread holds locked (folder_held)
+
+
+def _held_here() -> set:
+    if not hasattr(_HELD, "ids"):
+        _HELD.ids = set()
+    return _HELD.ids
+
+
+@contextmanager
+def folder_held(path):
+    """The writers' lock on the folder `path` (the one write_outputs takes across its renames) held over a
+    read, merge and write of a file there, so that no other cuzk writes in between. A write_outputs inside the
+    block, on this thread, finds it held and does not wait for itself. A folder that cannot be opened or
+    locked: no lock (best effort, as write_outputs)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        yield
+        return
+    held = _held_here()
+    try:
+        st = os.fstat(fd)
+        key = (st.st_dev, st.st_ino)
+        if key in held:
+            yield
+            return
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError:
+            yield
+            return
+        held.add(key)
+        try:
+            yield
+        finally:
+            held.discard(key)
+    finally:
+        os.close(fd)
+
+
 @contextmanager
 def _folders_locked(folders):
     """An exclusive flock on each folder (sorted: two writers never wait on each other in a cycle); the
     folders' descriptors are yielded for fsync. A folder that cannot be opened or locked is synced
-    without a lock (best effort: e.g. a file system without flock)."""
+    without a lock (best effort: e.g. a file system without flock); one this thread holds (folder_held)
+    is not locked again."""
+    held = _held_here()
     with ExitStack() as stack:
         fds = []
         for d in sorted(set(folders)):
@@ -363,6 +406,9 @@ def _folders_locked(folders):
                 continue
             stack.callback(os.close, fd)
             fds.append(fd)
+            st = os.fstat(fd)
+            if (st.st_dev, st.st_ino) in held:
+                continue
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX)
             except OSError:

@@ -13,12 +13,11 @@ clock instead: the same pyperf path, for machines without a GPU (CI checks it en
 """
 from __future__ import annotations
 
-import fcntl
 import os
 import random
 import sys
 import time
-from contextlib import contextmanager, nullcontext
+from contextlib import nullcontext
 
 from . import backend as backends
 from . import environment
@@ -136,27 +135,13 @@ def _read_suite(path: str, pyperf):
     return suite
 
 
-@contextmanager
 def _held(path: str):
-    """Another `micro --append` to the file at `path` kept out until the block ends: flock on the file, taken again
-    where a rename replaced it meanwhile (the other's new file, which this one then adds to). A new path: none."""
-    while True:
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-        except FileNotFoundError:
-            yield
-            return
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            try:
-                same = os.path.samestat(os.fstat(fd), os.stat(path))
-            except FileNotFoundError:
-                same = False
-            if same:
-                yield
-                return
-        finally:
-            os.close(fd)
+    """Another `micro --append` to the file at `path` kept out until the block ends: the writers' lock on the
+    folder that holds it (files.folder_held). The file itself cannot carry the lock: a new path has none to lock
+    yet (two appends to it would each write a file of their own runs, and the slower would replace the other's),
+    and each write replaces the file by a rename."""
+    from .files import folder_held
+    return folder_held(os.path.dirname(os.path.abspath(path)))
 
 
 def _outputs(argv: list[str], pyperf):

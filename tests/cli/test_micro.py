@@ -356,22 +356,35 @@ def test_an_append_keeps_the_runs_another_append_landed_while_it_measured(tmp_pa
 
 
 def test_an_append_waits_for_one_writing_the_file_and_adds_to_what_that_one_wrote(tmp_path):
-    import fcntl
-    import threading
-    import time
     from cuzk import micro
     target = tmp_path / "runs.json"
     target.write_text("the file read before measuring")
-    fd = os.open(target, os.O_RDONLY)
-    fcntl.flock(fd, fcntl.LOCK_EX)                  # another append, between its read and its rename
+    _waits_for_the_other(micro, target, tmp_path)
 
-    def other():
-        time.sleep(0.3)
-        (tmp_path / "new").write_text("what the other append wrote")
-        os.replace(tmp_path / "new", target)
-        os.close(fd)
+
+def test_an_append_to_a_new_path_waits_for_another_creating_it(tmp_path):
+    """Two appends to a path that does not exist yet: the second reads what the first wrote (it used to take no
+    lock, and the slower one's file replaced the other's runs)."""
+    from cuzk import micro
+    target = tmp_path / "runs.json"
+    _waits_for_the_other(micro, target, tmp_path)
+
+
+def _waits_for_the_other(micro, target, tmp_path):
+    import threading
+    import time
+    inside, done = threading.Event(), []
+
+    def other():                                    # another append, between its read and its rename
+        with micro._held(str(target)):
+            inside.set()
+            time.sleep(0.3)
+            (tmp_path / "new").write_text("what the other append wrote")
+            os.replace(tmp_path / "new", target)
+            done.append(time.monotonic())
     t = threading.Thread(target=other)
     t.start()
+    assert inside.wait(10)
     with micro._held(str(target)):
-        assert target.read_text() == "what the other append wrote"
+        assert done and target.read_text() == "what the other append wrote"
     t.join()
