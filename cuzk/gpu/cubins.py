@@ -63,11 +63,13 @@ def module_names(kdir: Path | None = None) -> list[str]:
                   if p.relative_to(d).parts[0] != "host")
 
 
-def jobs(kdir: Path | None = None, only: set[str] | None = None) -> list[Job]:
-    """K1's library, then every module's default build and its BUILDS (only the modules named in `only`)."""
+def jobs(kdir: Path | None = None, only: set[str] | None = None, builds: dict | None = None) -> list[Job]:
+    """K1's library, then every module's default build and its BUILDS (only the modules named in `only`). builds:
+    another tree's BUILDS (kernel_sources.read_builds), in place of this package's."""
     names = [n for n in module_names(kdir) if only is None or n in only]
     out = [Job(cub_library.SOURCE)] + [Job(n) for n in names]
-    out += [Job(n, b) for n, builds in kernel_sources.BUILDS.items() for b in builds if n in names]
+    listed = kernel_sources.BUILDS if builds is None else builds
+    out += [Job(n, b) for n, bs in listed.items() for b in bs if n in names]
     return out
 
 
@@ -193,7 +195,7 @@ class _Procs:
 
 
 def build(arch_name: str, kdir: Path | None = None, workers: int | None = None, only: set[str] | None = None,
-          say=None, note=None) -> list[Built]:
+          say=None, note=None, builds: dict | None = None) -> list[Built]:
     """Compile what the cubin cache lacks for the kernels in `kdir` (default: this package's), `workers` nvcc
     processes at a time. A file already there is left as it is ("cached") and its time stamp renewed, so that
     `prune` can tell files in use from stale ones; the builds of another nvcc go first (renew_for_toolkit,
@@ -201,7 +203,7 @@ def build(arch_name: str, kdir: Path | None = None, workers: int | None = None, 
     kd = Path(kdir) if kdir is not None else installed_kernels()
     if not kd.is_dir():
         raise CubinError(f"no kernel sources at {kd}")
-    todo = jobs(kd, only)
+    todo = jobs(kd, only, builds)
     if only is not None and set(only) - set(module_names(kd)):
         raise CubinError(f"no such modules in {kd}: {', '.join(sorted(set(only) - set(module_names(kd))))}")
     kernel_sources.cubin_dir().mkdir(parents=True, exist_ok=True)

@@ -49,6 +49,46 @@ BUILDS: dict[str, tuple[tuple[str, ...], ...]] = {
     "msm/g2": (("CUZK_FP_CALL=1",),                     # I1 (Fp2 over called Fp products)
                ("CUZK_FP_CALL=1", "CUZK_FASTMUL_VARIANT_FP=3")),   # I1 and I2
 }
+_DEFINE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(=[A-Za-z0-9_.+-]*)?")
+
+
+def read_builds(source: str, where: str = "kernel_sources.py") -> dict[str, tuple[tuple[str, ...], ...]]:
+    """The BUILDS of another commit's kernel_sources.py, read as data (its text parsed, never run): the dict
+    literal assigned to BUILDS at the top level. ValueError, naming `where`, when there is none, or a module name
+    or define that is not one."""
+    import ast
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as e:
+        raise ValueError(f"{where}: not Python ({e.msg}, line {e.lineno})") from None
+    value = None
+    for node in tree.body:
+        targets = node.targets if isinstance(node, ast.Assign) else \
+            [node.target] if isinstance(node, ast.AnnAssign) and node.value is not None else []
+        if any(isinstance(t, ast.Name) and t.id == "BUILDS" for t in targets):
+            value = node.value
+    if value is None:
+        raise ValueError(f"{where}: no BUILDS assigned at the top level")
+    try:
+        builds = ast.literal_eval(value)
+    except ValueError:
+        raise ValueError(f"{where}: BUILDS is not a literal") from None
+    if not isinstance(builds, dict):
+        raise ValueError(f"{where}: BUILDS is not a dict")
+    out = {}
+    for name, bs in builds.items():
+        if not (isinstance(name, str) and re.fullmatch(r"[a-z0-9_]+(/[a-z0-9_]+)*", name)):
+            raise ValueError(f"{where}: BUILDS has a module name {name!r} that is not one")
+        if not isinstance(bs, (tuple, list)) or not all(isinstance(b, (tuple, list)) for b in bs):
+            raise ValueError(f"{where}: BUILDS[{name!r}] is not a list of define lists")
+        for b in bs:
+            bad = [d for d in b if not (isinstance(d, str) and _DEFINE.fullmatch(d))]
+            if bad:
+                raise ValueError(f"{where}: BUILDS[{name!r}] has a define {bad[0]!r} that is not NAME or NAME=VALUE")
+        out[name] = tuple(tuple(b) for b in bs)
+    return out
+
+
 MUL_BUILDS = {1: (), 6: BUILDS["ff/ops"][0]}    # the field-multiply benchmarks' --fastmul -> field_ops' module build
 
 

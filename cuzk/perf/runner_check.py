@@ -198,6 +198,22 @@ def toolkit_problem(tk: tuple[int, int], drv: tuple[int, int] | None, cupy_cuda:
     return None
 
 
+BUILDS_FILE = "cuzk/gpu/kernel_sources.py"     # where a commit lists its module builds (BUILDS)
+
+
+def commit_builds(repo: Path, ref: str) -> dict | None:
+    """The module builds commit `ref` selects at run time (its BUILDS, read as data: kernel_sources.read_builds),
+    so that its own are prebuilt, not this cuzk's: a head that adds a build would otherwise compile it with NVRTC
+    in the gate, against the base's nvcc cubins. None where the commit has no such file (another layout); a file
+    there that holds no readable BUILDS is ValueError."""
+    sha = resolve(repo, ref)
+    try:
+        text = git(repo, "show", f"{sha}:{BUILDS_FILE}")
+    except CheckoutError:
+        return None
+    return kernel_sources.read_builds(text, f"--commit {ref}: {BUILDS_FILE}")
+
+
 def commit_kernels(repo: Path, ref: str, dest: Path) -> Path:
     """The kernel sources of commit `ref` under dest: the folder its pyproject.toml maps cuzk.kernels to
     (kernels/), extracted alone, so that the names it gets are those a checkout of the commit looks up."""
@@ -221,8 +237,10 @@ def commit_kernels(repo: Path, ref: str, dest: Path) -> Path:
     return kdir
 
 
-def check_prebuild(rep: Report, arch: str, trees: dict[str, Path], workers: int | None, keep_days: float | None,
+def check_prebuild(rep: Report, arch: str, trees: dict[str, tuple], workers: int | None, keep_days: float | None,
                    say=_say) -> bool:
+    """trees: label -> (kernel folder, its BUILDS), None for this cuzk's own (and for a commit whose BUILDS file
+    is not where this cuzk looks: its builds then are this cuzk's, and the line says so)."""
     t0 = time.perf_counter()
     made, cached, failed, paths = 0, 0, [], set()
     say(f"prebuilding the kernels ({', '.join(trees)}) into {kernel_sources.cubin_dir()} with nvcc for {arch}")
@@ -232,9 +250,10 @@ def check_prebuild(rep: Report, arch: str, trees: dict[str, Path], workers: int 
             say(f"built {r.job.label} in {r.seconds:.0f} s")
         elif r.status == "failed":
             say(f"nvcc FAILED on {r.job.label}:\n{r.error}")
-    for label, kdir in trees.items():
+    unlisted = [label for label, (kdir, builds) in trees.items() if kdir is not None and builds is None]
+    for label, (kdir, builds) in trees.items():
         try:
-            results = cubins.build(arch, kdir, workers=workers, say=one, note=say)
+            results = cubins.build(arch, kdir, workers=workers, say=one, note=say, builds=builds)
         except (cubins.CubinError, OSError) as e:
             failed.append(f"{label}: {_short(e)}")
             continue
@@ -246,6 +265,8 @@ def check_prebuild(rep: Report, arch: str, trees: dict[str, Path], workers: int 
                 failed.append(f"{label}: {r.job.label}")
     pruned = cubins.prune(keep_days=keep_days) if keep_days is not None and not failed else []
     files = f"{len(paths)} files for {len(trees)} tree(s): {made} built, {cached} cached"
+    if unlisted:
+        files += f"; no {BUILDS_FILE} in {', '.join(unlisted)}: its builds taken as this cuzk's"
     files += f"; {len(pruned)} unused for {keep_days:g} days removed" if pruned else ""
     if failed:
         rep.add("prebuild", False, f"{files}; nvcc failed on {', '.join(failed)}", t0)
@@ -343,9 +364,9 @@ def run(target: str = "cuda:18", phase: str = "tail_msm", samples: int = 9, comm
         if set(deep_steps) - set(DEEP_STEPS):
             raise ValueError(f"unknown deep steps {sorted(set(deep_steps) - set(DEEP_STEPS))}; known: {DEEP_STEPS}")
     with tempfile.TemporaryDirectory(prefix="cuzk-runner-check-") as tmp:
-        trees = {"this cuzk": None}
+        trees = {"this cuzk": (None, None)}
         for ref in commits:
-            trees[ref] = commit_kernels(Path(repo), ref, Path(tmp))
+            trees[ref] = (commit_kernels(Path(repo), ref, Path(tmp)), commit_builds(Path(repo), ref))
         rep = Report()
         arch = check_gpu(rep)
         info = check_nvml(rep)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -380,3 +381,67 @@ def test_a_process_list_nvml_cannot_read_fails_nvml_and_the_point(monkeypatch):
             return 0.01
     assert runner_check.check_point(rep, Wl(), "tail_msm", 9) is False
     assert rep.checks[-1].ok is False and "cannot read the GPU's processes" in rep.checks[-1].detail
+
+
+# --- a commit's own builds --------------------------------------------------------------------------------
+
+def test_this_trees_builds_read_as_data_equal_the_imported_ones():
+    text = (REPO / runner_check.BUILDS_FILE).read_text()
+    assert kernel_sources.read_builds(text) == kernel_sources.BUILDS
+
+
+@pytest.mark.parametrize("text, words", [
+    ("X = 1\n", "no BUILDS assigned"),
+    ("BUILDS = make()\n", "BUILDS is not a literal"),
+    ("BUILDS = [1]\n", "BUILDS is not a dict"),
+    ("BUILDS = {'../x': ()}\n", "module name '../x'"),
+    ("BUILDS = {'msm/g1': ('A=1',)}\n", "not a list of define lists"),
+    ("BUILDS = {'msm/g1': (('A=1 -o /tmp/x',),)}\n", "define 'A=1 -o /tmp/x'"),
+    ("BUILDS = {'msm/g1': ((1,),)}\n", "define 1"),
+    ("def f(:\n", "not Python"),
+])
+def test_a_builds_list_that_is_not_one_is_named(text, words):
+    with pytest.raises(ValueError, match=re.escape(words)) as e:
+        kernel_sources.read_builds(text, "HEAD: kernel_sources.py")
+    assert str(e.value).startswith("HEAD: kernel_sources.py: ")
+
+
+def test_a_heads_added_build_is_prebuilt_under_the_name_its_loader_looks_up(fake_nvcc, tmp_path):
+    """A head whose BUILDS adds a build gets that build prebuilt by nvcc (it used to get this cuzk's list, and its
+    worker compiled the new build with NVRTC in the gate, against the base's nvcc cubins)."""
+    repo = tmp_path / "repo"
+    shutil.copytree(REPO / "kernels", repo / "kernels", ignore=shutil.ignore_patterns("__pycache__"))
+    (repo / "cuzk" / "gpu").mkdir(parents=True)
+    (repo / "cuzk" / "__init__.py").write_text("")
+    shutil.copy(REPO / "pyproject.toml", repo)
+    text = (REPO / runner_check.BUILDS_FILE).read_text()
+    added = text.replace('"msm/g2": (', '"msm/prep": (("CUZK_PREP_NEW=1",),),\n    "msm/g2": (', 1)
+    assert added != text
+    (repo / runner_check.BUILDS_FILE).write_text(added)
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t.invalid"]
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "a new build"], check=True)
+    builds = runner_check.commit_builds(repo, "HEAD")
+    assert builds["msm/prep"] == (("CUZK_PREP_NEW=1",),)
+    kdir = runner_check.commit_kernels(repo, "HEAD", tmp_path / "trees")
+    done = cubins.build("sm_90", kdir, workers=2, only={"msm/prep"}, builds=builds)
+    new = [r for r in done if r.job.extra == ("CUZK_PREP_NEW=1",)]
+    assert len(new) == 1 and new[0].status == "built" and "-DCUZK_PREP_NEW=1" in new[0].path.read_text()
+    assert new[0].path == kernel_sources.cubin_path("msm/prep", "sm_90", ("CUZK_PREP_NEW=1",))
+    (repo / runner_check.BUILDS_FILE).unlink()                 # another layout: none, and the caller says so
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "moved"], check=True)
+    assert runner_check.commit_builds(repo, "HEAD") is None
+
+
+def test_the_prebuild_line_says_where_a_commits_builds_were_not_found(fake_nvcc, monkeypatch):
+    rep = runner_check.Report()
+    seen = []
+    monkeypatch.setattr(cubins, "build", lambda arch, kdir, **k: seen.append((kdir, k["builds"])) or [])
+    monkeypatch.setattr(cubins, "prune", lambda **k: [])
+    ok = runner_check.check_prebuild(rep, "sm_90", {"this cuzk": (None, None), "HEAD": (Path("/k"), None),
+                                                    "HEAD^1": (Path("/b"), {"msm/g1": ()})}, 1, None, say=lambda m: 0)
+    assert ok and seen == [(None, None), (Path("/k"), None), (Path("/b"), {"msm/g1": ()})]
+    (line,) = [c for c in rep.checks if c.name == "prebuild"]
+    assert "no cuzk/gpu/kernel_sources.py in HEAD: its builds taken as this cuzk's" in line.detail
