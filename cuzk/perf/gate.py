@@ -508,6 +508,8 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
                 # thresholds derived for the config's sampling would not fit what it measures
                 fail("error", f"the base's harness applied min_device_sample_s = {applied!r}, not the config's "
                               f"{cfg.min_device_sample_s}: set [gate] min_device_sample_s = 0 to gate this base")
+        if all(ready[s]["status"] == "ready" for s in SIDES):
+            _check_compilers(ready, lambda st, m: fail_round(st, f"round {r + 1}: {m}"))
         unavailable = {s: ready[s].get("message", "") for s in SIDES if ready[s]["status"] == "unavailable"}
         if oc.config.spec.backend != "cpu" and not unavailable:     # round 1's too: its sampling thread alone
             for side in order:
@@ -1111,6 +1113,22 @@ def session_of(pid: int, proc: str = "/proc") -> int | None:
         return int(stat[stat.rindex(")") + 2:].split()[3])
     except (OSError, ValueError, IndexError):
         return None
+
+
+def _check_compilers(ready: dict, fail) -> None:
+    """Like with like: a kernel module compiled from source (NVRTC) on one side, where the other loaded the same
+    module prebuilt by nvcc, pits two compilers' code, whichever commit changed what. Both sides prebuilt (or both
+    compiled) pass; a side that cannot say (its loader keeps no table: None) is not judged."""
+    here = {s: ready[s].get("compiled_here") for s in SIDES}
+    if any(v is None for v in here.values()):
+        return
+    if not all(isinstance(v, list) and all(isinstance(m, str) for m in v) for v in here.values()):
+        fail("error", f"unexpected compiled_here {str(here)[:200]}")
+    one = {s: sorted(set(here[s]) - set(here[o])) for s, o in (("base", "head"), ("head", "base"))}
+    if one["base"] or one["head"]:
+        said = "; ".join(f"{s}: {', '.join(m[:6])[:300]}" for s, m in one.items() if m)
+        fail("untrusted", f"kernel modules compiled from source (NVRTC) on one side only, the other's built by nvcc "
+                          f"({said}): prebuild both commits' kernels (cuzk runner-check --commit BASE --commit HEAD)")
 
 
 def subreaper(on: bool) -> bool:

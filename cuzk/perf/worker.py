@@ -11,7 +11,8 @@ every reply carries its request's "id". Requests:
      later workers; absent: made afresh)}
      -> {"status": "ready" | "unavailable" (no GPU) | "unusable" (a GPU that cannot run), "numbers",
          "min_device_sample_s" (as applied: a harness from before it leaves it out and samples one call),
-         "setup_s" (seconds of each set-up step), "key" (made or loaded: workload.key_report), "gpu", ...}
+         "setup_s" (seconds of each set-up step), "key" (made or loaded: workload.key_report), "gpu",
+         "compiled_here" (kernel modules compiled from source by NVRTC, not prebuilt cubins), ...}
   2. {"id", "sample": AREA} -> {"status": "ok", "value": seconds per call, "gc_s" (the untimed collection
      before it), "host_s" (measure()'s wall), "preempted" (times the sampling thread was switched out),
      "window" (sched_window: {"held_ms", "away_ms"} across the timed calls, or None), "timed_by" ("host" | "device"),
@@ -40,6 +41,25 @@ from . import sampler, workload
 from .workload import GpuUnusable, Spec, Unavailable
 
 PROTOCOL = 5
+
+
+def compiled_here() -> list[str] | None:
+    """The kernel modules this process's cuzk compiled from source (NVRTC) rather than loaded as prebuilt cubins,
+    after set-up ran every phase: CuPy's RawModule keeps the source it was given (`code`) and none when loaded from
+    a file. None where this side's loader keeps no table of its modules."""
+    try:
+        from cuzk.gpu import loader
+    except Exception:           # noqa: BLE001 - the side's code, whatever it raises: unknown
+        return None
+    mods = getattr(loader, "_modules", None)
+    if not isinstance(mods, dict):
+        return None
+    out = []
+    for key, mod in mods.items():
+        if getattr(mod, "code", None) is not None:
+            name, extra = key if isinstance(key, tuple) and len(key) == 2 else (key, ())
+            out.append(f"{name} [{' '.join(extra)}]" if extra else str(name))
+    return sorted(out)
 
 
 class Worker:
@@ -75,7 +95,8 @@ class Worker:
                         else self.w.calibrate(a, min_s, min_device_sample_s=min_dev) for a in self.req["areas"]}
         return {**self.info, "status": "ready", "numbers": self.numbers, "min_device_sample_s": min_dev,
                 "setup_s": getattr(self.w, "setup_s", {}),
-                "key": getattr(self.w, "key_report", None)}
+                "key": getattr(self.w, "key_report", None),
+                "compiled_here": compiled_here() if self.w.device else []}
 
     @staticmethod
     def make_probe():

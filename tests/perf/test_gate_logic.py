@@ -1619,3 +1619,48 @@ def test_a_thread_is_stopped_in_t_or_under_a_tracer_and_waits_in_d(tmp_path):
     assert gate.running_states([7], proc(["T", "D", "S"])) == {"D", "S"}
     assert gate.running_states([8], str(tmp_path / "proc")) == set()          # gone
     assert gate.FREEZE_WAIT_D_S > gate.FREEZE_WAIT_S
+
+
+@pytest.mark.parametrize("base, head, verdict", [
+    ([], [], "ok"),
+    (["msm/g1"], ["msm/g1"], "ok"),                                 # one compiler on both sides
+    ([], ["msm/g1 [CUZK_FP_CALL=1]"], "untrusted"),                 # the head's new build left to NVRTC
+    (["ntt/reg"], [], "untrusted"),
+    (None, ["msm/g1"], "ok"),                                       # a side that cannot say: not judged
+    ([], "msm/g1", "error"),
+])
+def test_a_kernel_compiled_from_source_on_one_side_only_is_untrusted(repo, base, head, verdict):
+    """Like with like: a module one side compiled with NVRTC where the other loaded nvcc's cubin pits two
+    compilers' code (a head's new build that the runner did not prebuild, say)."""
+    d, b, h = repo
+    said = {"base": base, "head": head}
+
+    class Compiled(FakeSpawn):
+        def __call__(self, root, timeout, setup_wide=False):
+            w = super().__call__(root, timeout, setup_wide)
+            ask = w.ask
+            w.ask = lambda msg: ({**r, "compiled_here": said[w.side]}
+                                 if isinstance(r := ask(msg), dict) and r.get("status") == "ready" else r)
+            return w
+    res = gate.run(d, b, h, _cfg(), spawn=Compiled(), log=lambda m: None)
+    oc = res.outcomes[0]
+    assert oc.status == verdict, oc.message
+    if verdict == "untrusted":
+        assert res.exit_code == 2 and "compiled from source (NVRTC) on one side only" in oc.message
+        assert (head or base)[0] in oc.message and "runner-check --commit" in oc.message
+
+
+def test_the_worker_names_the_modules_its_cuzk_compiled_from_source(monkeypatch):
+    from cuzk.perf import worker
+
+    class Mod:
+        def __init__(self, code):
+            self.code = code
+    fake = type(sys)("cuzk.gpu.loader")
+    fake._modules = {("msm/g1", ()): Mod(None), ("msm/g1", ("CUZK_FP_CALL=1",)): Mod("src"), ("ntt/reg", ()): Mod("s")}
+    import cuzk.gpu
+    monkeypatch.setitem(sys.modules, "cuzk.gpu.loader", fake)
+    monkeypatch.setattr(cuzk.gpu, "loader", fake, raising=False)
+    assert worker.compiled_here() == ["msm/g1 [CUZK_FP_CALL=1]", "ntt/reg"]
+    fake._modules = None
+    assert worker.compiled_here() is None
