@@ -23,6 +23,7 @@ from ..progress import FIRST_USE
 from .kernel_sources import BUILDS, BadCubin, cubin_path, cubin_problem, defines, kernel_dir
 
 _modules: dict = {}
+compiled_from_source: set = set()   # (name, extra) of the modules this process compiled with NVRTC (no prebuilt cubin)
 load_times: dict[str, float] = {}
 
 
@@ -88,6 +89,7 @@ def module(name: str, extra: tuple[str, ...] = ()):
         else:
             src = Path(kernel_dir(), f"{name}.cu").read_text()
             mod = cupy.RawModule(code=src, options=options(extra), backend="nvrtc")
+            compiled_from_source.add((name, extra))
             how = f"{what} for {a} with NVRTC (CuPy caches it; tools/build_cubins.py prebuilds it)"
             with FIRST_USE.step("module", f"loading {what} for {a} (CuPy's cache, else NVRTC compiles it)",
                                 f"loaded {what} from CuPy's cache", compiling=f"compiling {how}") as st:

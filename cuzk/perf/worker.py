@@ -45,20 +45,19 @@ PROTOCOL = 5
 
 def compiled_here() -> list[str] | None:
     """The kernel modules this process's cuzk compiled from source (NVRTC) rather than loaded as prebuilt cubins,
-    after set-up ran every phase: CuPy's RawModule keeps the source it was given (`code`) and none when loaded from
-    a file. None where this side's loader keeps no table of its modules."""
+    after set-up ran every phase, as its loader recorded them. None where that loader keeps no such record (a
+    commit from before it)."""
     try:
         from cuzk.gpu import loader
     except Exception:           # noqa: BLE001 - the side's code, whatever it raises: unknown
         return None
-    mods = getattr(loader, "_modules", None)
-    if not isinstance(mods, dict):
+    made = getattr(loader, "compiled_from_source", None)
+    if not isinstance(made, (set, frozenset)):
         return None
     out = []
-    for key, mod in mods.items():
-        if getattr(mod, "code", None) is not None:
-            name, extra = key if isinstance(key, tuple) and len(key) == 2 else (key, ())
-            out.append(f"{name} [{' '.join(extra)}]" if extra else str(name))
+    for key in made:
+        name, extra = key if isinstance(key, tuple) and len(key) == 2 else (key, ())
+        out.append(f"{name} [{' '.join(map(str, extra))}]" if extra else str(name))
     return sorted(out)
 
 

@@ -1652,15 +1652,11 @@ def test_a_kernel_compiled_from_source_on_one_side_only_is_untrusted(repo, base,
 
 def test_the_worker_names_the_modules_its_cuzk_compiled_from_source(monkeypatch):
     from cuzk.perf import worker
-
-    class Mod:
-        def __init__(self, code):
-            self.code = code
     fake = type(sys)("cuzk.gpu.loader")
-    fake._modules = {("msm/g1", ()): Mod(None), ("msm/g1", ("CUZK_FP_CALL=1",)): Mod("src"), ("ntt/reg", ()): Mod("s")}
+    fake.compiled_from_source = {("msm/g1", ("CUZK_FP_CALL=1",)), ("ntt/reg", ())}
     import cuzk.gpu
     monkeypatch.setitem(sys.modules, "cuzk.gpu.loader", fake)
     monkeypatch.setattr(cuzk.gpu, "loader", fake, raising=False)
     assert worker.compiled_here() == ["msm/g1 [CUZK_FP_CALL=1]", "ntt/reg"]
-    fake._modules = None
+    del fake.compiled_from_source                   # a loader from before the record: unknown
     assert worker.compiled_here() is None

@@ -63,6 +63,7 @@ def fake_gpu(monkeypatch, tmp_path):
     monkeypatch.setattr(loader, "_modules", {})
     monkeypatch.setattr(loader, "_watched", [])
     monkeypatch.setattr(loader, "load_times", {})
+    monkeypatch.setattr(loader, "compiled_from_source", set())
     monkeypatch.setattr(loader, "arch", lambda: "sm_90")
     monkeypatch.setenv("CUZK_CUBIN_DIR", str(tmp_path / "no-cubins"))
     monkeypatch.delenv("CUZK_PROGRESS", raising=False)
@@ -165,3 +166,17 @@ def test_a_prebuilt_cubin_that_is_no_whole_image_is_refused_naming_it(fake_gpu, 
     err = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("cuzk:") and "no GPU" not in ln]
     assert len(err) == 1 and err[0].startswith("cuzk: error: ") and str(pre) in err[0], err
     assert "prebuilt cubin" in err[0] and "compiled" not in fake_gpu.getvalue()
+
+
+def test_the_loader_records_what_it_compiled_from_source_and_not_what_it_loaded_prebuilt(fake_gpu, monkeypatch):
+    """The gate's workers report this record (perf/worker.compiled_here): a module compiled with NVRTC on one side
+    only is not like with like."""
+    from cuzk.gpu import kernel_sources
+    loader.module("msm/prep")
+    assert loader.compiled_from_source == {("msm/prep", ())}
+    pre = kernel_sources.cubin_path("ntt/ntt", "sm_90")
+    pre.parent.mkdir(parents=True, exist_ok=True)
+    pre.write_bytes(b"an image")
+    monkeypatch.setattr(loader, "cubin_problem", lambda path: None)
+    assert loader.module("ntt/ntt").path == str(pre)
+    assert loader.compiled_from_source == {("msm/prep", ())}
