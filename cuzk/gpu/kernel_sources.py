@@ -61,6 +61,8 @@ def read_builds(source: str, where: str = "kernel_sources.py") -> dict[str, tupl
         tree = ast.parse(source)
     except SyntaxError as e:
         raise ValueError(f"{where}: not Python ({e.msg}, line {e.lineno})") from None
+    except (ValueError, MemoryError, RecursionError) as e:     # null bytes; nesting past the parser's stack
+        raise ValueError(f"{where}: not Python ({type(e).__name__})") from None
     value = None
     for node in tree.body:
         targets = node.targets if isinstance(node, ast.Assign) else \
@@ -71,7 +73,7 @@ def read_builds(source: str, where: str = "kernel_sources.py") -> dict[str, tupl
         raise ValueError(f"{where}: no BUILDS assigned at the top level")
     try:
         builds = ast.literal_eval(value)
-    except ValueError:
+    except (ValueError, TypeError, MemoryError, RecursionError):   # TypeError: a list as a dict key or set member
         raise ValueError(f"{where}: BUILDS is not a literal") from None
     if not isinstance(builds, dict):
         raise ValueError(f"{where}: BUILDS is not a dict")

@@ -399,6 +399,10 @@ def test_this_trees_builds_read_as_data_equal_the_imported_ones():
     ("BUILDS = {'msm/g1': (('A=1 -o /tmp/x',),)}\n", "define 'A=1 -o /tmp/x'"),
     ("BUILDS = {'msm/g1': ((1,),)}\n", "define 1"),
     ("def f(:\n", "not Python"),
+    ("BUILDS = {[]: ()}\n", "BUILDS is not a literal"),
+    ("BUILDS = {'msm/g1': ({[1]},)}\n", "BUILDS is not a literal"),
+    ("BUILDS = 1" + "+1" * 100_000 + "\n", "not Python"),
+    ("BUILDS = " + "-" * 100_000 + "1\n", "not Python"),
 ])
 def test_a_builds_list_that_is_not_one_is_named(text, words):
     with pytest.raises(ValueError, match=re.escape(words)) as e:
