@@ -139,9 +139,10 @@ def _held(path: str):
     """Another `micro --append` to the file at `path` kept out until the block ends: the writers' lock on the
     folder that holds it (files.folder_held). The file itself cannot carry the lock: a new path has none to lock
     yet (two appends to it would each write a file of their own runs, and the slower would replace the other's),
-    and each write replaces the file by a rename."""
-    from .files import folder_held
-    return folder_held(os.path.dirname(os.path.abspath(path)))
+    and each write replaces the file by a rename. The folder is the one the write lands in: a link's target's
+    (resolve_output), as write_outputs locks it."""
+    from .files import folder_held, resolve_output
+    return folder_held(os.path.dirname(os.path.abspath(resolve_output(path).target)))
 
 
 def _outputs(argv: list[str], pyperf):

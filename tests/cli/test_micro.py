@@ -388,3 +388,32 @@ def _waits_for_the_other(micro, target, tmp_path):
     with micro._held(str(target)):
         assert done and target.read_text() == "what the other append wrote"
     t.join()
+
+def test_an_append_through_a_link_waits_for_one_writing_the_links_target(tmp_path):
+    """--append LINK is written in the target's folder (the output rule): the lock is that folder's, so an append
+    to the target itself is waited for (the link's folder was locked, and the slower one's runs replaced the
+    other's)."""
+    from cuzk import micro
+    (tmp_path / "data").mkdir()
+    (tmp_path / "links").mkdir()
+    target = tmp_path / "data" / "runs.json"
+    target.write_text("the file read before measuring")
+    link = tmp_path / "links" / "runs.json"
+    link.symlink_to(target)
+    import threading
+    import time
+    inside, done = threading.Event(), []
+
+    def other():                                    # an append to the target, between its read and its rename
+        with micro._held(str(target)):
+            inside.set()
+            time.sleep(0.3)
+            (tmp_path / "data" / "new").write_text("what the other append wrote")
+            os.replace(tmp_path / "data" / "new", target)
+            done.append(time.monotonic())
+    t = threading.Thread(target=other)
+    t.start()
+    assert inside.wait(10)
+    with micro._held(str(link)):
+        assert done and link.read_text() == "what the other append wrote"
+    t.join()
