@@ -17,7 +17,7 @@ import os
 import random
 import sys
 import time
-from contextlib import nullcontext
+from contextlib import ExitStack, contextmanager, nullcontext
 
 from . import backend as backends
 from . import environment
@@ -135,14 +135,22 @@ def _read_suite(path: str, pyperf):
     return suite
 
 
-def _held(path: str):
-    """Another `micro --append` to the file at `path` kept out until the block ends: the writers' lock on the
+@contextmanager
+def _held(*paths):
+    """Another `micro --append` to the file at paths[0] kept out until the block ends: the writers' lock on the
     folder that holds it (files.folder_held). The file itself cannot carry the lock: a new path has none to lock
     yet (two appends to it would each write a file of their own runs, and the slower would replace the other's),
     and each write replaces the file by a rename. The folder is the one the write lands in: a link's target's
-    (resolve_output), as write_outputs locks it."""
+    (resolve_output), as write_outputs locks it. The folders of the other paths written with it (-o) are taken
+    too, all in write_outputs' order (sorted): one held first and another waited for later could wait in a cycle
+    with a writer that takes the two the other way round."""
     from .files import folder_held, resolve_output
-    return folder_held(os.path.dirname(os.path.abspath(resolve_output(path).target)))
+    outs = [resolve_output(p) for p in paths if p]
+    folders = sorted({os.path.dirname(os.path.abspath(o.target)) for o in outs if not o.stream})
+    with ExitStack() as stack:
+        for d in folders:
+            stack.enter_context(folder_held(d))
+        yield
 
 
 def _outputs(argv: list[str], pyperf):
@@ -285,7 +293,7 @@ def main(argv: list[str]) -> int:
             # read again, held: another --append to the file may have landed while this one measured, and its runs
             # stay (the file read before any work was only judged)
             plain = app and not resolve_output(app).stream
-            with _held(app) if plain else nullcontext():
+            with _held(app, out) if plain else nullcontext():
                 if plain and os.path.exists(app):
                     suite = _read_suite(app, pyperf)
                     if isinstance(suite, str):

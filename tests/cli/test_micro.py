@@ -417,3 +417,42 @@ def test_an_append_through_a_link_waits_for_one_writing_the_links_target(tmp_pat
     with micro._held(str(link)):
         assert done and link.read_text() == "what the other append wrote"
     t.join()
+
+
+def test_an_append_with_o_in_another_folder_takes_the_folders_in_the_writers_order(tmp_path, monkeypatch):
+    """-o and --append in two folders: both are locked in write_outputs' order (sorted), before the append's read.
+    Holding the --append folder first and then waiting for the -o one deadlocked with a writer that holds the -o
+    folder and waits for the --append one (another micro with the two folders the other way round)."""
+    pyperf = pytest.importorskip("pyperf")
+    import threading
+    import time
+    from cuzk import micro
+    from cuzk.files import folder_held, write_outputs
+    args = ("ntt", "--backend", "cpu", "--log-size", "4", "-p", "1", "-n", "2", "-w", "0", "-l", "1")
+    first = tmp_path / "first.json"
+    assert _micro(*args, "-o", str(first), cwd=tmp_path).returncode == 0
+    a, b = tmp_path / "a", tmp_path / "b"        # a sorts first
+    a.mkdir()
+    b.mkdir()
+    inside = threading.Event()
+
+    def other():                                 # `micro -o b/.. --append a/..`: a held, then the set written
+        with folder_held(str(a)):
+            inside.set()
+            time.sleep(0.5)
+            write_outputs({b / "y.json": "y", a / "runs.json": "other"})
+
+    def measured(self, name, func, *a_, **k):
+        threading.Thread(target=other, daemon=True).start()
+        assert inside.wait(10)
+        return pyperf.BenchmarkSuite.load(str(first)).get_benchmarks()[0]
+    monkeypatch.setattr(pyperf.Runner, "_created", set())
+    monkeypatch.setattr(pyperf.Runner, "bench_time_func", measured)
+    monkeypatch.setattr(micro.backends, "gpu_status", lambda: (True, ""))
+    got = []
+    t = threading.Thread(target=lambda: got.append(micro.main([*args, "-o", str(a / "x.json"),
+                                                               "--append", str(b / "runs.json")])), daemon=True)
+    t.start()
+    t.join(20)
+    assert not t.is_alive() and got == [0]
+    assert (b / "y.json").read_text() == "y" and (a / "x.json").exists()
