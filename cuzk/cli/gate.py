@@ -44,11 +44,15 @@ def check_out_dir(out: str | Path, names=OUT_FILES, inputs: dict | None = None) 
 
 def clear_out_dir(out: str | Path, names) -> None:
     """A measuring run's own files taken out of --out before its first sample: a gate killed, or failing
-    before its verdict, must not leave an earlier run's gate.json to be read as this one's."""
+    before its verdict, must not leave an earlier run's gate.json to be read as this one's. What is removed is what
+    the write would replace (the output rule: a link's target, never the link, a FIFO or a device)."""
     for n in names:
         p = Path(out) / n
         try:
-            p.unlink()
+            o = resolve_output(p)
+            if o.stream:            # a FIFO or device holds no earlier run's file: it stays, to be written
+                continue
+            os.unlink(o.target)     # a link's target, as the write goes through the link: the link stays
         except FileNotFoundError:
             pass
         except OSError as e:

@@ -9,6 +9,7 @@ import random
 import sys
 import re
 import shlex
+import stat
 import threading
 from pathlib import Path
 
@@ -1369,6 +1370,26 @@ def test_an_earlier_runs_files_are_gone_before_the_first_sample(tmp_path, monkey
     assert rc == (130 if how == "killed" else 2), err
     assert ("interrupted" if how == "killed" else "worker failed to start") in err
     assert sorted(p.name for p in out.iterdir()) == ["notes.txt"]
+
+
+def test_an_earlier_runs_file_behind_a_link_goes_and_the_link_and_a_fifo_stay(tmp_path, monkeypatch, capsys):
+    """--out's files are removed as the output rule writes them: a link's target (the link stays, for this run's
+    file to land through it), a FIFO left for its reader; neither the link nor the FIFO is removed."""
+    from cuzk.cli import main
+    out, shared = tmp_path / "out", tmp_path / "shared"
+    out.mkdir()
+    shared.mkdir()
+    (shared / "gate.json").write_text("an earlier run's PASS\n")
+    (out / "gate.json").symlink_to(shared / "gate.json")
+    os.mkfifo(out / "report.md")
+
+    def run(*a, **kw):
+        raise RuntimeError("worker failed to start")
+    monkeypatch.setattr(gate, "run", run)
+    argv = ["gate", "--repo", str(REPO), "--base", "HEAD", "--head", "HEAD", "--cpu-only", "--out", str(out)]
+    assert main(argv) == 2, capsys.readouterr().err
+    assert not (shared / "gate.json").exists()
+    assert (out / "gate.json").is_symlink() and stat.S_ISFIFO((out / "report.md").lstat().st_mode)
 
 
 def test_a_bad_ref_leaves_an_earlier_runs_files_alone(tmp_path, capsys):
