@@ -140,6 +140,7 @@ def cmd_gate(args) -> int:
             gpu = any(w.spec.backend == "cuda" for w in cfg.workloads)     # one gate per GPU (gpu_lock.py)
             with hold("cuzk gate") if gpu else contextlib.nullcontext():
                 if args.out:
+                    gate.refuse_dirty(args.repo)    # a refusal before any sample removes nothing
                     clear_out_dir(args.out, OUT_FILES + ((NOISE_FILE,) if args.calibrate else ()))
                 res = gate.run(args.repo, args.base, args.head, cfg, not_gated=not_gated)
     except CliError:

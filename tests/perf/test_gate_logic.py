@@ -1364,6 +1364,7 @@ def test_an_earlier_runs_files_are_gone_before_the_first_sample(tmp_path, monkey
         raise RuntimeError("worker failed to start")
 
     monkeypatch.setattr(gate, "run", run)
+    monkeypatch.setattr(gate.checkout, "dirty_files", lambda repo: [])     # whatever the tree running the tests
     argv = ["gate", "--repo", str(REPO), "--base", "HEAD", "--head", "HEAD", "--cpu-only", "--out", str(out)]
     rc = main(argv)
     err = capsys.readouterr().err
@@ -1386,6 +1387,7 @@ def test_an_earlier_runs_file_behind_a_link_goes_and_the_link_and_a_fifo_stay(tm
     def run(*a, **kw):
         raise RuntimeError("worker failed to start")
     monkeypatch.setattr(gate, "run", run)
+    monkeypatch.setattr(gate.checkout, "dirty_files", lambda repo: [])     # whatever the tree running the tests
     argv = ["gate", "--repo", str(REPO), "--base", "HEAD", "--head", "HEAD", "--cpu-only", "--out", str(out)]
     assert main(argv) == 2, capsys.readouterr().err
     assert not (shared / "gate.json").exists()
@@ -1400,6 +1402,20 @@ def test_a_bad_ref_leaves_an_earlier_runs_files_alone(tmp_path, capsys):
     (out / "gate.json").write_text("{}\n")
     argv = ["gate", "--repo", str(REPO), "--base", "no-such-ref", "--head", "HEAD", "--cpu-only", "--out", str(out)]
     assert main(argv) == 2
+    assert (out / "gate.json").read_text() == "{}\n"
+
+
+def test_a_dirty_tree_leaves_an_earlier_runs_files_alone(tmp_path, monkeypatch, capsys):
+    """Uncommitted changes are refused before any sample, and before the earlier run's files are removed: the
+    refusal measures nothing, so it costs no earlier result."""
+    from cuzk.cli import main
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "gate.json").write_text("{}\n")
+    monkeypatch.setattr(gate.checkout, "dirty_files", lambda repo: ["cuzk/msm.py"])
+    argv = ["gate", "--repo", str(REPO), "--base", "HEAD", "--head", "HEAD", "--cpu-only", "--out", str(out)]
+    assert main(argv) == 2
+    assert "uncommitted changes" in capsys.readouterr().err
     assert (out / "gate.json").read_text() == "{}\n"
 
 
