@@ -320,6 +320,38 @@ def _dependency_text(repo, sha: str, path: str) -> str | None:
     return json.dumps([project.get("dependencies"), project.get("optional-dependencies")], sort_keys=True)
 
 
+# What builds the kernels, read by the base's cuzk for both sides (runner-check, the loader's cubin names): a head's
+# change to these is not applied to its own kernels.
+BUILD_RULES = (("cuzk/gpu/cubins.py", "CUBIN_FLAGS"), ("cuzk/gpu/cub_library.py", "NVCC_FLAGS"))
+
+
+def _assigned_text(repo, sha: str, path: str, name: str) -> str | None:
+    """The source text of the top-level assignment to `name` in a commit's Python file (None: no file; the file
+    whole where it cannot be parsed or holds no such assignment, so any edit to it counts)."""
+    import ast
+    try:
+        text = git(repo, "show", f"{sha}:{path}")
+    except CheckoutError:
+        return None
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return text
+    for node in tree.body:
+        targets = node.targets if isinstance(node, ast.Assign) else \
+            [node.target] if isinstance(node, ast.AnnAssign) else []
+        if any(isinstance(t, ast.Name) and t.id == name for t in targets) and node.value is not None:
+            return ast.dump(node.value)
+    return text
+
+
+def build_rules_changed(repo: str | Path, base: str, head: str) -> list[str]:
+    """The kernels' nvcc flags the head changes ("path NAME"): both sides' kernels are built by the base's rules,
+    so such a change is not measured."""
+    return [f"{path} {name}" for path, name in BUILD_RULES
+            if _assigned_text(repo, base, path, name) != _assigned_text(repo, head, path, name)]
+
+
 def dependencies_changed(repo: str | Path, base: str, head: str) -> list[str]:
     """Dependency files whose requirements differ: the workers run in the gate's one environment, so such a
     change is not measured."""

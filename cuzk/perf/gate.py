@@ -377,6 +377,7 @@ class GateResult:
     wall_s: float = 0.0
     rules_changed: list[str] = field(default_factory=list)     # rule/harness files the head changes
     deps_changed: list[str] = field(default_factory=list)      # dependency files whose requirements differ
+    build_changed: list[str] = field(default_factory=list)     # the kernels' nvcc flags the head changes
     isolation: list[str] = field(default_factory=list)         # what may slow a sample unseen here (isolation.py)
     exit_code: int = EXIT_ERROR
     not_gated: list[WorkloadConfig] = field(default_factory=list)   # left out by --cpu-only
@@ -392,7 +393,7 @@ class GateResult:
         return {"repo": self.repo, "base": self.base, "head": self.head, "base_ref": self.base_ref,
                 "head_ref": self.head_ref,
                 "exit_code": self.exit_code, "wall_s": self.wall_s, "rules_changed": self.rules_changed,
-                "deps_changed": self.deps_changed, "isolation": self.isolation,
+                "deps_changed": self.deps_changed, "build_changed": self.build_changed, "isolation": self.isolation,
                 "config": {"path": c.path, "rounds": c.rounds, "samples": c.samples, "alpha": c.alpha,
                            "threshold": c.threshold, "thresholds": c.thresholds, "areas": list(c.areas),
                            "threshold_floor": c.threshold_floor, "min_sample_s": c.min_sample_s,
@@ -1231,6 +1232,7 @@ def run(repo: str | Path, base_ref: str, head_ref: str, cfg: GateConfig,
                         [Outcome(wc) for wc in cfg.workloads], not_gated=list(not_gated or []))
     result.rules_changed = rules_changed(repo, shas["base"], shas["head"])
     result.deps_changed = checkout.dependencies_changed(repo, shas["base"], shas["head"])
+    result.build_changed = checkout.build_rules_changed(repo, shas["base"], shas["head"])
     if spawn_is_real:
         result.isolation = exposure(cpus)
     for oc in result.outcomes:
@@ -1359,7 +1361,7 @@ def _check_doc(doc) -> None:
         and _finite(t.get("value"), 0) and t.get("source") in ("noise", "pin", "config")
         and isinstance(t.get("basis"), str) and len(t["basis"]) <= 400 for t in der), "config.derived")
     _check(isinstance(doc.get("outcomes"), list) and isinstance(doc.get("not_gated", []), list), "outcomes")
-    for k in ("rules_changed", "deps_changed", "isolation"):
+    for k in ("rules_changed", "deps_changed", "build_changed", "isolation"):
         _check(isinstance(doc.get(k, []), list) and len(doc.get(k, [])) <= 1000
                and all(isinstance(f, str) and len(f) <= 4000 for f in doc.get(k, [])), k)
     for i, o in enumerate(doc["outcomes"] + [w for w in doc.get("not_gated", [])]):
@@ -1501,6 +1503,7 @@ def from_dict(doc: dict) -> GateResult:
     res = GateResult(doc.get("repo", ""), doc["base"], doc["head"], doc["base_ref"], doc["head_ref"], cfg, outcomes,
                      wall_s=doc.get("wall_s", 0.0), rules_changed=[str(x) for x in doc.get("rules_changed", [])],
                      deps_changed=[str(x) for x in doc.get("deps_changed", [])],
+                     build_changed=[str(x) for x in doc.get("build_changed", [])],
                      isolation=[str(x) for x in doc.get("isolation", [])],
                      not_gated=[WorkloadConfig(Spec(**w["spec"]), w["required"]) for w in doc.get("not_gated", [])])
     res.exit_code = exit_code(outcomes)

@@ -333,6 +333,9 @@ def verdict_line(res: GateResult) -> str:
     if res.deps_changed:
         line += (". **Not measured**: the head changes its dependencies (" + ", ".join(
             inline(f) for f in res.deps_changed) + "); both sides ran in the gate's one environment")
+    if res.build_changed:
+        line += (". **Not measured**: the head changes the kernels' nvcc flags (" + ", ".join(
+            inline(f) for f in res.build_changed) + "); both sides' kernels were built with the base's")
     return line
 
 
@@ -557,6 +560,7 @@ def comment(res: GateResult, run_url: str | None = None, history_url: str | None
     if len(body) > COMMENT_BODY_MAX:        # GitHub refuses the whole comment: the verdict alone, then the links
         deps = (f". **Not measured**: the head changes {len(res.deps_changed)} dependency files"
                 if res.deps_changed else "")
+        deps += ". **Not measured**: the head changes the kernels' nvcc flags" if res.build_changed else ""
         body = (f"{_verdict(res)}{deps}\n\nThe full report is {len(body):,} characters, more than a comment holds: it "
                 "is in the gate's run.")
     out = [COMMENT_MARKER, body, ""]

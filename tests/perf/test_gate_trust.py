@@ -552,6 +552,29 @@ def test_a_dependency_change_is_said_in_the_first_line(base_repo, tmp_path):
     assert "**Not measured**" in first and "`pyproject.toml`" in first
 
 
+def test_a_change_to_the_kernels_nvcc_flags_is_said_in_the_first_line(base_repo):
+    """Both sides' kernels are built by the base's rules (runner-check, the loader's cubin names): a head that
+    changes the nvcc flags is not measured with them, and the verdict says so rather than "no change"."""
+    d, base = base_repo
+    _branch(d, base, "flags")
+    same = commit_change(d, "cuzk/gpu/cubins.py", lambda t: t + "\n# a comment\n", "cubins: a comment")
+    assert checkout.build_rules_changed(d, base, same) == []
+    head = commit_change(d, "cuzk/gpu/cubins.py",
+                         lambda t: t.replace('CUBIN_FLAGS = ("-cubin", "-std=c++17")',
+                                             'CUBIN_FLAGS = ("-cubin", "-std=c++17", "-maxrregcount=96")', 1),
+                         "cubins: fewer registers")
+    assert checkout.build_rules_changed(d, base, head) == ["cuzk/gpu/cubins.py CUBIN_FLAGS"]
+    lib = commit_change(d, "cuzk/gpu/cub_library.py", lambda t: t.replace('"-O3", ', '"-O2", ', 1), "cub: -O2")
+    assert checkout.build_rules_changed(d, head, lib) == ["cuzk/gpu/cub_library.py NVCC_FLAGS"]
+    doc = _gate_doc(build_changed=["cuzk/gpu/cubins.py CUBIN_FLAGS"])
+    res = gate.from_dict(doc)
+    first = report.markdown(res).splitlines()[0]
+    assert "**Not measured**" in first and "nvcc flags" in first and "`cuzk/gpu/cubins.py CUBIN_FLAGS`" in first
+    assert gate.from_dict(json.loads(json.dumps(res.as_dict()))).build_changed == ["cuzk/gpu/cubins.py CUBIN_FLAGS"]
+    with pytest.raises(ValueError, match="build_changed"):
+        gate.from_dict(_gate_doc(build_changed="cuzk/gpu/cubins.py"))
+
+
 def test_the_no_gpu_verdict_names_cpu_only():
     doc = _gate_doc(exit_code=2)
     doc["outcomes"][0].update(status="error", rounds=[], message=f"{gate.NO_GPU} (no CUDA); this workload is required")
