@@ -510,7 +510,7 @@ def _round(cfg: GateConfig, oc: Outcome, r: int, roots: dict, shas: dict, spawn,
                 fail("error", f"the base's harness applied min_device_sample_s = {applied!r}, not the config's "
                               f"{cfg.min_device_sample_s}: set [gate] min_device_sample_s = 0 to gate this base")
         if all(ready[s]["status"] == "ready" for s in SIDES):
-            _check_compilers(ready, lambda st, m: fail_round(st, f"round {r + 1}: {m}"))
+            _check_compilers(ready, lambda st, m: fail_round(st, f"round {r + 1}: {m}"), log if r == 0 else None)
         unavailable = {s: ready[s].get("message", "") for s in SIDES if ready[s]["status"] == "unavailable"}
         if oc.config.spec.backend != "cpu" and not unavailable:     # round 1's too: its sampling thread alone
             for side in order:
@@ -1116,12 +1116,15 @@ def session_of(pid: int, proc: str = "/proc") -> int | None:
         return None
 
 
-def _check_compilers(ready: dict, fail) -> None:
+def _check_compilers(ready: dict, fail, log=None) -> None:
     """Like with like: a kernel module compiled from source (NVRTC) on one side, where the other loaded the same
     module prebuilt by nvcc, pits two compilers' code, whichever commit changed what. Both sides prebuilt (or both
-    compiled) pass; a side that cannot say (its loader keeps no table: None) is not judged."""
+    compiled) pass; a side that cannot say (its loader keeps no record: None) is not judged, and the log says so."""
     here = {s: ready[s].get("compiled_here") for s in SIDES}
     if any(v is None for v in here.values()):
+        if log is not None:
+            log(f"the {' and '.join(s for s in SIDES if here[s] is None)} keeps no record of the kernel modules "
+                f"it compiled from source: whether both sides ran nvcc's cubins was not checked")
         return
     if not all(isinstance(v, list) and all(isinstance(m, str) for m in v) for v in here.values()):
         fail("error", f"unexpected compiled_here {str(here)[:200]}")

@@ -1679,9 +1679,14 @@ def test_a_kernel_compiled_from_source_on_one_side_only_is_untrusted(repo, base,
             w.ask = lambda msg: ({**r, "compiled_here": said[w.side]}
                                  if isinstance(r := ask(msg), dict) and r.get("status") == "ready" else r)
             return w
-    res = gate.run(d, b, h, _cfg(), spawn=Compiled(), log=lambda m: None)
+    logged = []
+    res = gate.run(d, b, h, _cfg(), spawn=Compiled(), log=logged.append)
     oc = res.outcomes[0]
     assert oc.status == verdict, oc.message
+    unchecked = [m for m in logged if "was not checked" in m]
+    assert len(unchecked) == (1 if None in (base, head) else 0), logged      # said once, in the first round
+    if base is None:
+        assert unchecked[0].startswith("the base keeps no record")
     if verdict == "untrusted":
         assert res.exit_code == 2 and "compiled from source (NVRTC) on one side only" in oc.message
         assert (head or base)[0] in oc.message and "runner-check --commit" in oc.message
