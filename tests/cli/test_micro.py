@@ -370,24 +370,28 @@ def test_an_append_to_a_new_path_waits_for_another_creating_it(tmp_path):
     _waits_for_the_other(micro, target, tmp_path)
 
 
-def _waits_for_the_other(micro, target, tmp_path):
+def _waits_for_the_other(micro, target, tmp_path, through=None):
+    """Another append to `target` holds the lock between its read and its rename; this one, taking the lock for
+    `through` (target itself, or a link to it), must see what that one wrote."""
     import threading
     import time
+    through = through or target
     inside, done = threading.Event(), []
 
     def other():                                    # another append, between its read and its rename
         with micro._held(str(target)):
             inside.set()
             time.sleep(0.3)
-            (tmp_path / "new").write_text("what the other append wrote")
-            os.replace(tmp_path / "new", target)
+            (target.parent / "new").write_text("what the other append wrote")
+            os.replace(target.parent / "new", target)
             done.append(time.monotonic())
     t = threading.Thread(target=other)
     t.start()
     assert inside.wait(10)
-    with micro._held(str(target)):
-        assert done and target.read_text() == "what the other append wrote"
+    with micro._held(str(through)):
+        assert done and through.read_text() == "what the other append wrote"
     t.join()
+
 
 def test_an_append_through_a_link_waits_for_one_writing_the_links_target(tmp_path):
     """--append LINK is written in the target's folder (the output rule): the lock is that folder's, so an append
@@ -400,23 +404,7 @@ def test_an_append_through_a_link_waits_for_one_writing_the_links_target(tmp_pat
     target.write_text("the file read before measuring")
     link = tmp_path / "links" / "runs.json"
     link.symlink_to(target)
-    import threading
-    import time
-    inside, done = threading.Event(), []
-
-    def other():                                    # an append to the target, between its read and its rename
-        with micro._held(str(target)):
-            inside.set()
-            time.sleep(0.3)
-            (tmp_path / "data" / "new").write_text("what the other append wrote")
-            os.replace(tmp_path / "data" / "new", target)
-            done.append(time.monotonic())
-    t = threading.Thread(target=other)
-    t.start()
-    assert inside.wait(10)
-    with micro._held(str(link)):
-        assert done and link.read_text() == "what the other append wrote"
-    t.join()
+    _waits_for_the_other(micro, target, tmp_path, through=link)
 
 
 def test_an_append_with_o_in_another_folder_takes_the_folders_in_the_writers_order(tmp_path, monkeypatch):
