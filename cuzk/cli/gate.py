@@ -139,10 +139,10 @@ def cmd_gate(args) -> int:
             from ..perf.gpu_lock import hold
             gpu = any(w.spec.backend == "cuda" for w in cfg.workloads)     # one gate per GPU (gpu_lock.py)
             with hold("cuzk gate") if gpu else contextlib.nullcontext():
-                if args.out:
-                    gate.refuse_dirty(args.repo)    # a refusal before any sample removes nothing
-                    clear_out_dir(args.out, OUT_FILES + ((NOISE_FILE,) if args.calibrate else ()))
-                res = gate.run(args.repo, args.base, args.head, cfg, not_gated=not_gated)
+                names = OUT_FILES + ((NOISE_FILE,) if args.calibrate else ())
+                # after the run's own refusals (a refusal measures nothing, so it costs no earlier result)
+                res = gate.run(args.repo, args.base, args.head, cfg, not_gated=not_gated,
+                               on_start=(lambda: clear_out_dir(args.out, names)) if args.out else None)
     except CliError:
         raise
     except Exception as e:          # whatever went wrong, it is not a pass and not a regression

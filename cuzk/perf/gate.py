@@ -1219,7 +1219,10 @@ def worker_cpus(n: int, allowed=None) -> tuple[int, ...] | None:
 def run(repo: str | Path, base_ref: str, head_ref: str, cfg: GateConfig,
         spawn: Callable[[Path, float], WorkerProcess] = WorkerProcess,
         log: Callable[[str], None] = lambda m: print(m, file=sys.stderr),
-        not_gated: list[WorkloadConfig] | None = None, gpu_status=None) -> GateResult:
+        not_gated: list[WorkloadConfig] | None = None, gpu_status=None,
+        on_start: Callable[[], None] | None = None) -> GateResult:
+    """on_start: called once the run's refusals (refs, a dirty tree) have passed, before any worker starts (the
+    CLI clears an earlier run's files from --out there)."""
     t0 = time.perf_counter()
     spawn_is_real = spawn is WorkerProcess
     if spawn_is_real:
@@ -1231,6 +1234,8 @@ def run(repo: str | Path, base_ref: str, head_ref: str, cfg: GateConfig,
     repo = str(Path(repo).resolve())
     shas = {"base": checkout.resolve(repo, base_ref), "head": checkout.resolve(repo, head_ref)}
     refuse_dirty(repo)
+    if on_start is not None:
+        on_start()
     result = GateResult(repo, shas["base"], shas["head"], base_ref, head_ref, cfg,
                         [Outcome(wc) for wc in cfg.workloads], not_gated=list(not_gated or []))
     result.rules_changed = rules_changed(repo, shas["base"], shas["head"])

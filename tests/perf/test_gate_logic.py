@@ -1357,14 +1357,14 @@ def test_an_earlier_runs_files_are_gone_before_the_first_sample(tmp_path, monkey
         (out / n).write_text("an earlier run's PASS\n")
     (out / "notes.txt").write_text("the user's own\n")
 
-    def run(*a, **kw):
+    def run(*a, on_start=None, **kw):
+        on_start()
         assert not (out / "gate.json").exists() and not (out / "report.md").exists()
         if how == "killed":
             raise KeyboardInterrupt         # stands for the process ending here, whatever ends it
         raise RuntimeError("worker failed to start")
 
     monkeypatch.setattr(gate, "run", run)
-    monkeypatch.setattr(gate.checkout, "dirty_files", lambda repo: [])     # whatever the tree running the tests
     argv = ["gate", "--repo", str(REPO), "--base", "HEAD", "--head", "HEAD", "--cpu-only", "--out", str(out)]
     rc = main(argv)
     err = capsys.readouterr().err
@@ -1384,10 +1384,10 @@ def test_an_earlier_runs_file_behind_a_link_goes_and_the_link_and_a_fifo_stay(tm
     (out / "gate.json").symlink_to(shared / "gate.json")
     os.mkfifo(out / "report.md")
 
-    def run(*a, **kw):
+    def run(*a, on_start=None, **kw):
+        on_start()
         raise RuntimeError("worker failed to start")
     monkeypatch.setattr(gate, "run", run)
-    monkeypatch.setattr(gate.checkout, "dirty_files", lambda repo: [])     # whatever the tree running the tests
     argv = ["gate", "--repo", str(REPO), "--base", "HEAD", "--head", "HEAD", "--cpu-only", "--out", str(out)]
     assert main(argv) == 2, capsys.readouterr().err
     assert not (shared / "gate.json").exists()
