@@ -52,10 +52,9 @@ BUILDS: dict[str, tuple[tuple[str, ...], ...]] = {
 _DEFINE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(=[A-Za-z0-9_.+-]*)?")
 
 
-def read_builds(source: str, where: str = "kernel_sources.py") -> dict[str, tuple[tuple[str, ...], ...]]:
-    """The BUILDS of another commit's kernel_sources.py, read as data (its text parsed, never run): the dict
-    literal assigned to BUILDS at the top level. ValueError, naming `where`, when there is none, or a module name
-    or define that is not one."""
+def assigned_value(source: str, name: str, where: str):
+    """The expression (an ast node) last assigned to `name` at the top level of another commit's Python text, which
+    is parsed, never run; None where there is none. ValueError, naming `where`, for a text that is not Python."""
     import ast
     try:
         tree = ast.parse(source)
@@ -67,8 +66,17 @@ def read_builds(source: str, where: str = "kernel_sources.py") -> dict[str, tupl
     for node in tree.body:
         targets = node.targets if isinstance(node, ast.Assign) else \
             [node.target] if isinstance(node, ast.AnnAssign) and node.value is not None else []
-        if any(isinstance(t, ast.Name) and t.id == "BUILDS" for t in targets):
+        if any(isinstance(t, ast.Name) and t.id == name for t in targets):
             value = node.value
+    return value
+
+
+def read_builds(source: str, where: str = "kernel_sources.py") -> dict[str, tuple[tuple[str, ...], ...]]:
+    """The BUILDS of another commit's kernel_sources.py, read as data (its text parsed, never run): the dict
+    literal assigned to BUILDS at the top level. ValueError, naming `where`, when there is none, or a module name
+    or define that is not one."""
+    import ast
+    value = assigned_value(source, "BUILDS", where)
     if value is None:
         raise ValueError(f"{where}: no BUILDS assigned at the top level")
     try:

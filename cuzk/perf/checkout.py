@@ -9,6 +9,7 @@ processes run with the root first on sys.path.
 """
 from __future__ import annotations
 
+import ast
 import json
 import os
 import shutil
@@ -21,6 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..files import read_input
+from ..gpu.kernel_sources import assigned_value
 
 
 class CheckoutError(RuntimeError):
@@ -328,21 +330,15 @@ BUILD_RULES = (("cuzk/gpu/cubins.py", "CUBIN_FLAGS"), ("cuzk/gpu/cub_library.py"
 def _assigned_text(repo, sha: str, path: str, name: str) -> str | None:
     """The source text of the top-level assignment to `name` in a commit's Python file (None: no file; the file
     whole where it cannot be parsed or holds no such assignment, so any edit to it counts)."""
-    import ast
     try:
         text = git(repo, "show", f"{sha}:{path}")
     except CheckoutError:
         return None
     try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        value = assigned_value(text, name, path)
+    except ValueError:
         return text
-    for node in tree.body:
-        targets = node.targets if isinstance(node, ast.Assign) else \
-            [node.target] if isinstance(node, ast.AnnAssign) else []
-        if any(isinstance(t, ast.Name) and t.id == name for t in targets) and node.value is not None:
-            return ast.dump(node.value)
-    return text
+    return text if value is None else ast.dump(value)
 
 
 def build_rules_changed(repo: str | Path, base: str, head: str) -> list[str]:
