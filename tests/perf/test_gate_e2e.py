@@ -727,13 +727,14 @@ def test_a_helper_that_makes_a_device_interrupt_the_base_is_untrusted(gate_repo,
     assert oc["status"] == "untrusted", oc["message"]
     assert "UNTRUSTED" in p.stdout and "PASS" not in p.stdout
     # the interrupt rule judges this run's counts untrusted; the gate names the first rule that fires, and the
-    # storm's completions may also run kernel threads on the sampling CPU (run delay: the foreign-work rule)
+    # storm's completions may also run kernel threads on the sampling CPU (run delay: the foreign-work rule), or a
+    # round's check may catch the helper out of the worker's session first (it calls setsid)
     from cuzk.perf.foreign_work import DEFAULT_IRQ_COST_US, round_interrupts
     fired = [w for a in oc["rounds"][0]["base"]["areas"]
              if (w := round_interrupts(oc["rounds"], a, 0.25, 0.25, DEFAULT_IRQ_COST_US))]
     assert fired and "base's median sample served" in fired[0], (fired, oc["message"])
     assert oc["message"] == fired[0] or "other work took the sampling CPU" in oc["message"] \
-        or "held by other work" in oc["message"], oc["message"]
+        or "held by other work" in oc["message"] or "left its session" in oc["message"], oc["message"]
 
 
 def _wrapping_measure(why: str, body: str, setup: str = "") -> str:
