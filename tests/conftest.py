@@ -2,6 +2,12 @@ import contextlib
 import os
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# no per-example deadline and no too-slow health check: one example stalled by a loaded runner (200 ms by default)
+# is not a failure of the code; a test that needs a bound on an example's time says so itself
+settings.register_profile("cuzk", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("cuzk")
 
 
 @pytest.fixture(scope="session", autouse=True)

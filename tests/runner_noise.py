@@ -22,18 +22,28 @@ def skip_where_stolen(data: dict | None) -> None:
 CPU_RULES = (HELD_WORDS, FOREIGN_WORDS)
 
 
-def judged(run, want=None):
+def judged(run, want=None, runs: int = 3):
     """A gate run whose verdict (want: whose untrusted message, want(message) true) the test asks for: run(1), and
-    where the runner's own work on the sampling CPU made it untrusted otherwise (a 2-vCPU VM serves its disk's
+    while the runner's own work on the sampling CPU made it untrusted otherwise (a 2-vCPU VM serves its disk's
     interrupts there, at times for a third of a 1 ms sample; a CPU rule then speaks before the rule the test
-    asks for), run(2) once more. A second such run is the test's to judge: a head whose code makes every run
-    untrusted, or an attack the gate does not name, still fails the test. (p, data, ...) as run returns them."""
+    asks for), run(k) once more, up to `runs` in all (such a spell can outlast one rerun). The last run is the
+    test's to judge: a head whose code makes every run untrusted, or an attack the gate does not name, still
+    fails the test. (p, data, ...) as run returns them."""
     got = run(1)
-    for oc in (got[1] or {}).get("outcomes") or []:
+    for k in range(2, runs + 1):
+        if not _runner_spoke(got[1], want):
+            break
+        got = run(k)
+    return got
+
+
+def _runner_spoke(data: dict | None, want) -> bool:
+    """An outcome untrusted by a CPU rule, with a message other than the one the test asks for."""
+    for oc in (data or {}).get("outcomes") or []:
         msg = oc.get("message") or ""
         if oc.get("status") == "untrusted" and any(w in msg for w in CPU_RULES) and not (want and want(msg)):
-            return run(2)
-    return got
+            return True
+    return False
 
 
 def try_dir(tmp: Path, k: int) -> Path:

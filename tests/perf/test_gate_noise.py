@@ -18,7 +18,7 @@ from cuzk.cli import main
 from cuzk.perf import gate, gate_config, noise, report
 from cuzk.perf.calibrate import make_repo
 from test_gate_e2e import CONFIG as E2E_CONFIG
-from runner_noise import skip_where_stolen
+from runner_noise import judged, skip_where_stolen, try_dir
 
 REPO = Path(__file__).resolve().parents[2]
 SHA = "c" * 40
@@ -501,11 +501,16 @@ def test_calibrate_runs_aa_and_writes_the_record_the_gate_then_uses(tmp_path):
     base = make_repo(REPO, d)
     cfg = tmp_path / "gate.toml"
     cfg.write_text(CALIBRATE_CONFIG)
-    out = tmp_path / "aa"
-    p = subprocess.run([sys.executable, "-m", "cuzk", "gate", "--calibrate", "--repo", str(d), "--base", base,
-                        "--config", str(cfg), "--machine", "ci-box", "--out", str(out)],
-                       capture_output=True, text=True, timeout=600)
-    skip_where_stolen(json.loads((out / "gate.json").read_text()) if (out / "gate.json").exists() else None)
+
+    def aa(k):
+        out = try_dir(tmp_path, k) / "aa"
+        p = subprocess.run([sys.executable, "-m", "cuzk", "gate", "--calibrate", "--repo", str(d), "--base", base,
+                            "--config", str(cfg), "--machine", "ci-box", "--out", str(out)],
+                           capture_output=True, text=True, timeout=600)
+        data = json.loads((out / "gate.json").read_text()) if (out / "gate.json").exists() else None
+        skip_where_stolen(data)
+        return p, data, out
+    p, _, out = judged(aa)
     assert p.returncode == 0, p.stdout + p.stderr
     rec = noise.load_paths([out / "gate-noise.jsonl"], "ci-box")[0]
     assert rec["commit"] == base and rec["rounds"] == 10 and rec["samples"] == 3

@@ -1,4 +1,4 @@
-"""The end-to-end gate tests' allowance for the runner's own noise: one more run, never a pass by itself."""
+"""The end-to-end gate tests' allowance for the runner's own noise: at most two more runs, never a pass by itself."""
 from __future__ import annotations
 
 import pytest
@@ -18,13 +18,17 @@ def _runs(docs: list, runs: list):
     return one
 
 
-def test_a_run_untrusted_by_the_runners_work_is_run_once_more_and_only_once():
+def test_a_run_untrusted_by_the_runners_work_is_run_again_at_most_twice():
     held = _doc("untrusted", "phase synthesis: in round 2, head's sampling thread was held by other work or away")
     runs = []
     run = lambda docs: _runs(docs, runs)
     assert judged(run([held, _doc("ok")])) == ("p", _doc("ok")) and runs == [1, 2]
     runs.clear()
-    assert judged(run([held, held])) == ("p", held) and runs == [1, 2]        # the second is the test's to judge
+    assert judged(run([held, held, _doc("ok")])) == ("p", _doc("ok")) and runs == [1, 2, 3]
+    runs.clear()
+    assert judged(run([held, held, held, _doc("ok")])) == ("p", held) and runs == [1, 2, 3]   # the third is the test's
+    runs.clear()
+    assert judged(run([held, held]), runs=2) == ("p", held) and runs == [1, 2]
     for first in (_doc("ok"), _doc("untrusted", "the head's worker left its session"), _doc("error", "x"), None):
         runs.clear()
         assert judged(run([first, _doc("ok")]))[1] == first and runs == [1]
