@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import os
 import random
 import re
 
@@ -122,6 +123,18 @@ def test_the_config_key_is_checked():
         gate_config.parse({**base, "trust": {"max_foreign_share": "a lot"}})
 
 
+def _live_threads_ns(pid: int) -> int:
+    """CPU ns of a process's threads alive now, each read from /proc (a thread's time leaves with it)."""
+    ns = 0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                ns += int(f.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            pass                                    # ended meanwhile
+    return ns
+
+
 @pytest.mark.serial          # a CPU share read
 def test_the_process_clock_counts_threads_that_are_gone():
     """A chain of short threads: each is gone before the next read of /proc's per-thread counters, so their sum
@@ -130,13 +143,22 @@ def test_the_process_clock_counts_threads_that_are_gone():
     import subprocess
     import sys
     import time
-    p = subprocess.Popen([sys.executable, "-c", CHURN + "\nimport time\ntime.sleep(30)\n"])
+    p = subprocess.Popen([sys.executable, "-c", CHURN + "\nimport time\ntime.sleep(60)\n"])
     try:
-        time.sleep(0.3)
-        a = gate.group_cpu_ns(p.pid)
-        time.sleep(0.3)
-        b = gate.group_cpu_ns(p.pid)
-        assert a is not None and b - a >= 0.1e9, (a, b)       # the chain runs most of the time on some CPU
+        # the chain started (a link is always alive beside the main thread): the main one's start-up is done
+        deadline = time.monotonic() + 20
+        while len(os.listdir(f"/proc/{p.pid}/task")) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        a, live_a = gate.group_cpu_ns(p.pid), _live_threads_ns(p.pid)
+        assert a is not None
+        # as long as the chain takes to run 0.1 s of CPU: on a loaded host it has a share of one
+        deadline = time.monotonic() + 20
+        while (b := gate.group_cpu_ns(p.pid)) - a < 0.1e9 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        live_b = _live_threads_ns(p.pid)
+        assert b - a >= 0.1e9, (a, b)
+        # the threads alive at either read: the main one asleep, a link or two, each 0.1 ms of spin
+        assert live_b - live_a < 0.02e9, (a, b, live_a, live_b)
     finally:
         p.kill()
         p.wait()
