@@ -13,11 +13,12 @@ from cuzk.perf import device_probe
 
 
 class _FakeCupy(types.ModuleType):
-    """CuPy as far as the probe uses it: the kernel 'runs' for `run_s` on the host clock at the stream's sync."""
+    """CuPy as far as the probe uses it: the kernel 'runs' for `run_s` at the stream's sync, on a host clock of
+    its own (perf_counter), which nothing else moves: the waits read are exact, whatever the host's load."""
 
     def __init__(self, run_s: float):
         super().__init__("cupy")
-        self.run_s, self.launches, self.codes = run_s, [], []
+        self.run_s, self.launches, self.codes, self.now = run_s, [], [], 100.0
         fake = self
 
         class Stream:
@@ -31,7 +32,7 @@ class _FakeCupy(types.ModuleType):
                 fake.current = None
 
             def synchronize(self):
-                time.sleep(fake.run_s * self.pending)
+                fake.now += fake.run_s * self.pending
                 self.pending = 0
 
         class RawModule:
@@ -46,29 +47,38 @@ class _FakeCupy(types.ModuleType):
         self.cuda = types.SimpleNamespace(Stream=Stream)
         self.RawModule = RawModule
 
+    def perf_counter(self) -> float:
+        return self.now
+
+
+def _fake_cupy(monkeypatch, run_s: float) -> _FakeCupy:
+    """The fake, imported by the probe, its clock the probe's."""
+    fake = _FakeCupy(run_s)
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+    monkeypatch.setattr(device_probe, "time", types.SimpleNamespace(perf_counter=fake.perf_counter))
+    return fake
+
 
 def test_the_probe_reports_what_it_waited_past_its_spin(monkeypatch):
     """One thread of the probe kernel on a non-blocking stream of its own, waited for on the host clock; its wait
-    is that time less its spin (here a 'kernel' that takes 3 ms of a 20 us spin: ~2980 us)."""
-    fake = _FakeCupy(0.003)
-    monkeypatch.setitem(sys.modules, "cupy", fake)
+    is that time less its spin (here a 'kernel' that takes 3 ms of a 20 us spin: 2980 us)."""
+    fake = _fake_cupy(monkeypatch, 0.003)
     p = device_probe.DeviceProbe()
     (code, backend), = fake.codes
     assert "device_probe" in code and "globaltimer" in code and backend == "nvrtc"
     assert fake.launches == [("device_probe", (1,), (1,), device_probe.SPIN_NS, True)]    # the load's: unrecorded
     w = p.wait_us()
-    assert len(fake.launches) == 2 and 2900 <= w <= 3000 + 50_000, w
+    assert len(fake.launches) == 2 and w == 2980.0, w
     fake.run_s = 0.0
-    assert 0 <= p.wait_us() < 50_000
+    assert p.wait_us() == 0.0               # nothing past its spin: never below
 
 
 def test_the_probe_before_a_sample_counts_the_second_of_two(monkeypatch):
     """Before a sample the probe runs twice and reports the second: the first pays the switch from the other
     context (and waits out work of it that ends meanwhile); a kernel still running holds the second too."""
-    fake = _FakeCupy(0.0)
-    monkeypatch.setitem(sys.modules, "cupy", fake)
+    fake = _fake_cupy(monkeypatch, 0.0)
     p = device_probe.DeviceProbe()
-    waits = iter([0.004, 0.0])                 # the first waits 4 ms, the second nothing
+    waits = iter([0.004, 0.00005])             # the first waits 4 ms, the second 50 us
     Stream = type(p._stream)
     real_sync = Stream.synchronize
 
@@ -78,9 +88,9 @@ def test_the_probe_before_a_sample_counts_the_second_of_two(monkeypatch):
     monkeypatch.setattr(Stream, "synchronize", sync)
     n = len(fake.launches)
     w = p.before_us()
-    assert len(fake.launches) == n + 2 and w < 2000, w       # the first's 4 ms is not the sample's
+    assert len(fake.launches) == n + 2 and w == 30.0, w      # the first's 4 ms is not the sample's
     waits = iter([0.0, 0.004])
-    assert p.before_us() >= 3900
+    assert p.before_us() == 3980.0
 
 
 # the probe's own kernel, spinning 3 s in another process
