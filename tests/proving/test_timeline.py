@@ -26,22 +26,42 @@ class FakeDevice:
         return 0
 
 
-def test_spans_and_circuit_subrecords():
-    t = PhaseTimer()
+class FakeClock:
+    """perf_counter for cuzk.timing that moves only when sleep() moves it: spans read exactly, whatever runs
+    beside the test."""
+
+    def __init__(self):
+        self.now = 1000.0
+
+    def perf_counter(self) -> float:
+        return self.now
+
+    def sleep(self, s: float) -> None:
+        self.now += s
+
+
+def test_spans_and_circuit_subrecords(monkeypatch):
+    """Each phase's span and host time, and its circuits' spans within it, read on the timer's clock from its
+    origin; a circuit outside a phase records nothing."""
+    import cuzk.timing
+    clock = FakeClock()
+    monkeypatch.setattr(cuzk.timing, "time", clock)
+    t = PhaseTimer(origin=clock.perf_counter())
     with t.phase("prep_msm"):
-        time.sleep(0.002)
+        clock.sleep(0.002)
     with t.phase("tail_msm"):
         for i in range(3):
             with circuit(i):
-                time.sleep(0.001)
+                clock.sleep(0.001)
     with circuit(0):          # outside a phase: nothing recorded, no error
         pass
     d = t.as_dict()
     a, b = d["prep_msm"], d["tail_msm"]
-    assert 0 <= a["start_s"] < a["stop_s"] <= b["start_s"] < b["stop_s"]
-    assert a["host_s"] == pytest.approx(a["stop_s"] - a["start_s"], abs=1e-3)
+    ms = lambda *xs: [pytest.approx(x / 1e3, abs=1e-9) for x in xs]
+    assert [a["start_s"], a["stop_s"], a["host_s"]] == ms(0, 2, 2)
+    assert [b["start_s"], b["stop_s"], b["host_s"]] == ms(2, 5, 3)
     assert [c["circuit"] for c in b["circuits"]] == [0, 1, 2]
-    assert all(b["start_s"] <= c["start_s"] < c["stop_s"] <= b["stop_s"] for c in b["circuits"])
+    assert [(c["start_s"], c["stop_s"]) for c in b["circuits"]] == [tuple(ms(2, 3)), tuple(ms(3, 4)), tuple(ms(4, 5))]
     assert b["device_start_s"] is None and a["circuits"] == [] and b["calls"] == 1
     for k in ("host_s", "device_s", "peak_device_bytes", "peak_host_bytes"):     # docs/architecture.md's fields stay
         assert k in a
