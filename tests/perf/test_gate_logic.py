@@ -1292,6 +1292,20 @@ for line in requests:
 '''
 
 
+class _HangTimed(gate.WorkerProcess):
+    """WorkerProcess given the config's timeout for its samples of the phase it hangs in only; every other reply
+    (its start-up's above all: a Python started beside other tests may take seconds) is waited for REPLY_S."""
+    REPLY_S = 60.0
+
+    def __init__(self, root, timeout, phase, **kw):
+        super().__init__(root, self.REPLY_S, **kw)
+        self.phase_timeout, self.phase = timeout, phase
+
+    def send(self, msg):
+        self.timeout = self.phase_timeout if msg.get("sample") == self.phase else self.REPLY_S
+        super().send(msg)
+
+
 class HangingSpawn:
     """Real worker processes (WorkerProcess, its pipes and timeout) from a stand-in commit root whose
     cuzk.perf.worker is a script that answers at once, except head's in one phase, where it hangs."""
@@ -1307,7 +1321,7 @@ class HangingSpawn:
         (fake / "cuzk" / "perf" / "__init__.py").write_text("")
         hang = self.phase if side == "head" else "-"
         (fake / "cuzk" / "perf" / "worker.py").write_text(HANGING_WORKER.replace("HANG", repr(hang)))
-        w = gate.WorkerProcess(fake, timeout, log=self.log.append)
+        w = _HangTimed(fake, timeout, hang, log=self.log.append)
         self.workers.append(w)
         return w
 
