@@ -238,15 +238,19 @@ def test_cuda_pipeline_verifies_with_gpu_clock(pool, circuit, opt, tmp_path, cap
 
 
 def test_sigterm_stops_a_pipeline_cleanly(tmp_path):
-    """`cuzk bench --pipeline` killed by SIGTERM mid-run exits 143 through its cleanup: no JSON written, no
-    /dev/shm block left, no worker process left behind."""
+    """`cuzk bench --pipeline` killed by SIGTERM mid-run exits 143 through its cleanup: no JSON written, none of
+    its /dev/shm blocks left (the CPU backend assigns on the host, so today it hands none over), no worker
+    process left behind."""
     import os
     import signal
-    js = tmp_path / "run.json"
-    before = _shm_names()
-    p = subprocess.Popen([sys.executable, "-m", "cuzk", "bench", "--backend", "cpu", "--log-size", str(LOG),
-                          "--circuits", "1000", "--pipeline", "--json", str(js)],
-                         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    from shm_record import Blocks
+    js, blocks = tmp_path / "run.json", Blocks(tmp_path / "shm-blocks")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(Path(__file__).parent),
+                                                        os.environ.get("PYTHONPATH", "")])}
+    p = subprocess.Popen([sys.executable, "-c", "import shm_record; shm_record.cli()", str(blocks.path),  # as -m cuzk
+                          "bench", "--backend", "cpu", "--log-size", str(LOG), "--circuits", "1000", "--pipeline",
+                          "--json", str(js)],
+                         cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         for line in p.stderr:                              # the run starts after this line
             if line.startswith("pipeline:"):
@@ -260,7 +264,7 @@ def test_sigterm_stops_a_pipeline_cleanly(tmp_path):
         if p.poll() is None:
             p.kill()
     assert p.returncode == 128 + signal.SIGTERM, err
-    assert not js.exists() and _shm_names() <= before
+    assert not js.exists() and not blocks.left()
     assert workers                                          # the process pool was running
 
     def alive(pid):
@@ -294,11 +298,6 @@ def test_shared_memory_handoff_roundtrip():
 
 # --- witness-only workers (porep_partition) and the memory-bounded default worker count ---
 
-def _shm_names() -> set:
-    from pathlib import Path as P
-    return {p.name for p in P("/dev/shm").glob("psm_*")} if P("/dev/shm").is_dir() else set()
-
-
 class LimbAuxBackend(CpuBackend):
     """The CPU backend assigning on the prover thread from limb witnesses, as the cuda backend does."""
     name = "limbaux"
@@ -314,14 +313,13 @@ class LimbAuxBackend(CpuBackend):
 
 
 @pytest.mark.parametrize("pool", ["thread", "process"])
-def test_porep_partition_pipeline_from_witness_only_workers(pool, monkeypatch):
+def test_porep_partition_pipeline_from_witness_only_workers(pool, monkeypatch, shm_blocks):
     from cuzk.circuits import porep_partition as pp
     opts = resolve("none")
     r1cs, _, _ = circuits.build("porep_partition", LOG, opts=opts, seed=1)
     pk, _, _ = cached_setup(r1cs, progress=False, backend="cpu")
     if pool == "thread":      # the workers never build the circuit (processes: checked by the shm path)
         monkeypatch.setattr(circuits, "build", lambda *a, **k: (_ for _ in ()).throw(AssertionError("built")))
-    before = _shm_names()
     prover = Prover(LimbAuxBackend(opts), pk)
     job = Job("porep_partition", LOG, opts, (1, 2, 3, 4), False, witness_limbs=True)
     res = run_pipelined(prover, r1cs, job, 2, 1, pool)
@@ -333,7 +331,8 @@ def test_porep_partition_pipeline_from_witness_only_workers(pool, monkeypatch):
     assert {digest(a) for a in prover.backend.seen} == {digest(pp.build(LOG, seed=s)[2]) for s in job.seeds}
     assert [list(map(int, p)) for p in res.publics] == [list(circuits.witness("porep_partition", LOG, seed=s,
                                                                               opts=opts)[0][1:]) for s in job.seeds]
-    assert _shm_names() <= before, "every shared block was unlinked"
+    assert bool(shm_blocks.made()) == (pool == "process"), "process workers hand witnesses over in /dev/shm"
+    assert not shm_blocks.left(), "every shared block was unlinked"
 
 
 class PackedAuxBackend(CpuBackend):
@@ -352,11 +351,12 @@ class PackedAuxBackend(CpuBackend):
 
 
 @pytest.mark.parametrize("pool", ["thread", "process"])
-def test_pipeline_hands_the_witness_over_packed_with_b2(pool):
+def test_pipeline_hands_the_witness_over_packed_with_b2(pool, shm_blocks):
+    """B2: proofs from packed witnesses verify, pipelined and sequential; process workers write the witness
+    into a block, pack it and remove that block themselves."""
     opts = resolve("none,+B2")
     r1cs, _, _ = circuits.build("porep_partition", LOG, opts=opts, seed=1)
     pk, _, _ = cached_setup(r1cs, progress=False, backend="cpu")
-    before = _shm_names()
     prover = Prover(PackedAuxBackend(opts), pk)
     job = Job("porep_partition", LOG, opts, (1, 2, 3), False, witness_limbs=True)
     res = run_pipelined(prover, r1cs, job, 2, 1, pool)
@@ -364,17 +364,16 @@ def test_pipeline_hands_the_witness_over_packed_with_b2(pool):
     assert all(verify(vk, pub, pf) for pub, pf in zip(res.publics, res.proofs)) and prover.backend.seen == 3
     seq = run_sequential(prover, r1cs, job)
     assert all(verify(vk, pub, pf) for pub, pf in zip(seq.publics, seq.proofs)) and prover.backend.seen == 6
-    assert _shm_names() <= before
+    assert bool(shm_blocks.made()) == (pool == "process") and not shm_blocks.left()
 
 
-def test_a_run_that_stops_early_leaves_no_shared_block(monkeypatch):
+def test_a_run_that_stops_early_leaves_no_shared_block(monkeypatch, shm_blocks):
     """Process workers hand 2^16 witnesses over in /dev/shm. The prover fails on the first one before mapping
     it; that witness's block, those queued and those of witnesses still being made are all removed, and the
     error is the prover's."""
     import types
     import cuzk.pipeline as pl
     opts = resolve("none")
-    before = _shm_names()
     taken = []
 
     def failing(payload):
@@ -386,40 +385,38 @@ def test_a_run_that_stops_early_leaves_no_shared_block(monkeypatch):
     with pytest.raises(RuntimeError, match="injected"):
         run_pipelined(prover, types.SimpleNamespace(qap_rows=1 << 16), job, 2, 2, "process")
     assert len(taken) == 1 and isinstance(taken[0][1], pl.Shared)
-    assert _shm_names() <= before
+    assert taken[0][1].name in shm_blocks.made() and not shm_blocks.left()
 
 
-def test_discard_removes_a_packed_witness_blocks(monkeypatch):
+def test_discard_removes_a_packed_witness_blocks(monkeypatch, shm_blocks):
     """B3's packed arrays in /dev/shm are removed when their item is dropped, and a block already taken is
     skipped."""
     import cuzk.pipeline as pl
     monkeypatch.setattr(pl, "SHARE_MIN_BYTES", 1)
-    before = _shm_names()
     payload, t0, t1 = pl.synth_one("porep_partition", 12, resolve("none,+B2,+B3"), 5, False, True,
                                    share=True)
-    assert len(_shm_names() - before) == 3
+    assert shm_blocks.left() == {getattr(payload[1], k).name for k in ("bits", "idx", "vals")}
     payload[1].bits.take()[1].close()                       # one taken (mapped and unlinked) already
     pl._discard((0, 0, (payload, t0, t1), 0.0, None))
-    assert _shm_names() <= before
+    assert not shm_blocks.left()
 
 
-def test_synth_one_writes_the_witness_into_shared_memory():
+def test_synth_one_writes_the_witness_into_shared_memory(shm_blocks):
     from cuzk.circuits import porep_partition as pp
     from cuzk.pipeline import Shared, _unshare, synth_one
-    before = _shm_names()
     payload, t0, t1 = synth_one("porep_partition", 12, None, 5, False, True, share=True)
     assert t0 <= t1 and isinstance(payload[1], Shared) and payload[2] is None
     (inputs, aux, _), blocks = _unshare(payload)
     _, ri, ra = pp.build(12, seed=5)
     assert list(inputs) == list(ri) and np.array_equal(aux, ra)
-    assert _shm_names() <= before
+    assert shm_blocks.made() == {payload[1].name} and not shm_blocks.left()
     del aux
     blocks[0].close()
     p2, _, _ = synth_one("porep_like", LOG, None, 5, False, True, share=True)     # fallback: build, limbs made
     assert p2[2] is not None
 
 
-def test_synth_one_hands_a_packed_witness_over_in_shared_memory_with_b3(monkeypatch):
+def test_synth_one_hands_a_packed_witness_over_in_shared_memory_with_b3(monkeypatch, shm_blocks):
     """B3: the packed witness's arrays come back as Shared blocks (every array, with the size floor at 1
     byte) and map back to the packed witness of the circuit's own witness; without B3 they are pickled."""
     import cuzk.pipeline as pl
@@ -428,7 +425,6 @@ def test_synth_one_hands_a_packed_witness_over_in_shared_memory_with_b3(monkeypa
     monkeypatch.setattr(pl, "SHARE_MIN_BYTES", 1)
     _, _, ra = pp.build(12, seed=5)
     want = pack(ra)
-    before = _shm_names()
     for spec, shared in (("none,+B2", False), ("none,+B2,+B3", True)):
         payload, _, _ = pl.synth_one("porep_partition", 12, resolve(spec), 5, False, True, share=True)
         pw = payload[1]
@@ -437,14 +433,15 @@ def test_synth_one_hands_a_packed_witness_over_in_shared_memory_with_b3(monkeypa
         (_, got, _), blocks = pl._unshare(payload)
         assert len(blocks) == (3 if shared else 0) and got.n == want.n
         assert all(np.array_equal(getattr(got, k), getattr(want, k)) for k in ("bits", "idx", "vals"))
-        assert _shm_names() <= before                   # mapped blocks are unlinked at once
+        assert not shm_blocks.left()                    # mapped blocks are unlinked at once
         del got, pw, payload
         for b in blocks:
             b.close()
 
 
 @pytest.mark.parametrize("spec, shared", [("none,+B2,+B4", False), ("none,+B2,+B3,+B4", True)])
-def test_synth_one_with_b4_makes_no_limbs_and_hands_over_the_same_packed_witness(monkeypatch, spec, shared):
+def test_synth_one_with_b4_makes_no_limbs_and_hands_over_the_same_packed_witness(monkeypatch, spec, shared,
+                                                                                 shm_blocks):
     """B4: the packed witness comes from the circuit's packed generator (the limbs generator is never called)
     and equals pack() of the circuit's own witness, pickled or in shared memory as B3 says."""
     import cuzk.pipeline as pl
@@ -457,14 +454,13 @@ def test_synth_one_with_b4_makes_no_limbs_and_hands_over_the_same_packed_witness
     def no_limbs(*a, **k):
         raise AssertionError("B4 made the limbs")
     monkeypatch.setitem(circuits.WITNESSES, "porep_partition", no_limbs)
-    before = _shm_names()
     payload, t0, t1 = pl.synth_one("porep_partition", 12, resolve(spec), 5, False, True, share=True)
     pw = payload[1]
     assert t0 <= t1 and isinstance(pw, pl.PackedWitness) and payload[2] is None
     assert all(isinstance(getattr(pw, k), pl.Shared) == shared for k in ("bits", "idx", "vals"))
     (_, got, _), blocks = pl._unshare(payload)
     assert all(np.array_equal(getattr(got, k), getattr(want, k)) for k in ("bits", "idx", "vals"))
-    assert _shm_names() <= before
+    assert bool(shm_blocks.made()) == shared and not shm_blocks.left()
     for b in blocks:
         b.close()
 
@@ -480,7 +476,7 @@ def test_synth_one_with_b4_falls_back_to_limbs_where_the_packed_generator_declin
     assert all(np.array_equal(getattr(payload[1], k), getattr(want, k)) for k in ("bits", "idx", "vals"))
 
 
-def test_b3_failure_leaves_no_shared_block(monkeypatch):
+def test_b3_failure_leaves_no_shared_block(monkeypatch, shm_blocks):
     import cuzk.pipeline as pl
     monkeypatch.setattr(pl, "SHARE_MIN_BYTES", 1)
     put, calls = pl.Shared.put.__func__, []
@@ -491,23 +487,21 @@ def test_b3_failure_leaves_no_shared_block(monkeypatch):
             raise OSError("injected: /dev/shm full")
         return put(cls, a)
     monkeypatch.setattr(pl.Shared, "put", classmethod(failing))
-    before = _shm_names()
     with pytest.raises(OSError, match="injected"):
         pl.synth_one("porep_partition", 12, resolve("none,+B2,+B3"), 5, False, True, share=True)
-    assert len(calls) == 3 and _shm_names() <= before
+    assert len(calls) == 3 and shm_blocks.made() and not shm_blocks.left()
 
 
-def test_synth_one_failure_leaves_no_shared_block(monkeypatch):
+def test_synth_one_failure_leaves_no_shared_block(monkeypatch, shm_blocks):
     from cuzk.pipeline import synth_one
 
     def fails(log_size, opts=None, seed=1, alloc=None):
         alloc((1 << 16, 8), np.uint32)
         raise ValueError("injected")
     monkeypatch.setitem(circuits.WITNESSES, "porep_partition", fails)
-    before = _shm_names()
     with pytest.raises(ValueError, match="injected"):
         synth_one("porep_partition", 12, None, 5, False, True, share=True)
-    assert _shm_names() <= before
+    assert shm_blocks.made() and not shm_blocks.left()
 
 
 def test_plan_workers_by_memory(monkeypatch):
@@ -573,7 +567,7 @@ def test_no_room_in_dev_shm_falls_back_to_pickling(monkeypatch):
                                                         for k in ("bits", "idx", "vals"))
 
 
-def test_a_block_dev_shm_cannot_reserve_falls_back_and_leaves_nothing(monkeypatch):
+def test_a_block_dev_shm_cannot_reserve_falls_back_and_leaves_nothing(monkeypatch, shm_blocks):
     """posix_fallocate's ENOSPC (another worker took the room after the check): the array is an ordinary one,
     pickled back, and the block made for it is gone."""
     import errno
@@ -583,7 +577,6 @@ def test_a_block_dev_shm_cannot_reserve_falls_back_and_leaves_nothing(monkeypatc
         raise OSError(errno.ENOSPC, "No space left on device")
     monkeypatch.setattr(pl.os, "posix_fallocate", full)
     monkeypatch.setattr(pl, "shm_free_bytes", lambda: 1 << 40)    # the check saw room
-    before = _shm_names()
     a = np.ones((1 << 16, 8), dtype=np.uint32)
     assert pl._shared(a, True) is a
     alloc = pl._ShmAlloc()
@@ -593,7 +586,7 @@ def test_a_block_dev_shm_cannot_reserve_falls_back_and_leaves_nothing(monkeypatc
                                  share=True)
     assert not any(isinstance(x, pl.Shared) for x in payload)
     inputs, aux = circuits.witness("porep_partition", 16, seed=2, opts=resolve("-B2"), limbs=True)
-    assert np.array_equal(payload[1], aux) and _shm_names() <= before
+    assert np.array_equal(payload[1], aux) and shm_blocks.made() and not shm_blocks.left()
 
 
 _TWO_WORKERS = """

@@ -320,10 +320,10 @@ def test_device_errors_are_told_from_the_circuits():
     assert not is_device_error(ValueError("z_limbs has shape (1, 8)"))
 
 
-def test_process_workers_and_a_failing_device_leave_no_shared_block(setup):
+def test_process_workers_and_a_failing_device_leave_no_shared_block(setup, shm_blocks):
     """Process workers hand porep_partition witnesses over in /dev/shm; device 1 fails after mapping one. Its
     circuit is made again and proved on device 0, every proof verifies, and no block is left behind."""
-    from test_pipeline import LimbAuxBackend, _shm_names
+    from test_pipeline import LimbAuxBackend
     from cuzk.pipeline import Job
     opts = setup[0]
     r1cs, _, _ = circuits.build("porep_partition", LOG, opts=opts, seed=1)
@@ -341,12 +341,11 @@ def test_process_workers_and_a_failing_device_leave_no_shared_block(setup):
                 raise RuntimeError("fake device 1 lost")
             return super().assign(r1cs, inputs, aux, domain, z_limbs=z_limbs)
 
-    before = _shm_names()
     lanes = [Lane(Prover(Failing(opts, f), pk), d, _use(d)) for d, f in ((0, None), (1, 2))]
     job = Job("porep_partition", LOG, opts, (1, 2, 3, 4, 5, 6), False, witness_limbs=True)
     res = run_pipelined(lanes, r1cs, job, 2, 2, "process")
     vk = pk.verifying_key()
     assert len(res.proofs) == 6 and all(verify(vk, pub, pf) for pub, pf in zip(res.publics, res.proofs))
     assert [f["device"] for f in res.failures] == [1]
-    assert _shm_names() <= before, "every shared block was unlinked"
+    assert shm_blocks.made() and not shm_blocks.left(), "every shared block was unlinked"
     assert _no_threads_left()

@@ -67,14 +67,12 @@ def test_packed_porep_partition_witness_is_small_and_exact():
     assert pw.nbytes < aux.nbytes / 10                                 # ~99% bits
 
 
-def test_synth_one_packs_with_b2_and_leaves_no_shared_block():
+def test_synth_one_packs_with_b2_and_leaves_no_shared_block(shm_blocks):
     from cuzk.pipeline import synth_one
-    from test_pipeline import _shm_names
-    before = _shm_names()
     on, off = resolve("none,+B2"), resolve("none")
     p_on, _, _ = synth_one("porep_partition", 12, on, 5, False, True, share=True)
     assert isinstance(p_on[1], PackedWitness) and p_on[2] is None
-    assert _shm_names() <= before, "the witness block was unlinked once packed"
+    assert shm_blocks.made() and not shm_blocks.left(), "the witness block was unlinked once packed"
     p_off, _, _ = synth_one("porep_partition", 12, off, 5, False, True, share=False)
     assert np.array_equal(unpack_host(p_on[1]), p_off[1]) and list(p_on[0]) == list(p_off[0])
     p_host, _, _ = synth_one("porep_partition", 12, on, 5, False, False)    # no limbs (CPU backend): no packing
