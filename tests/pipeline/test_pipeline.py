@@ -26,7 +26,7 @@ from cuzk.opts import resolve
 from cuzk.perf.pipeline_plot import pipeline_lanes
 from cuzk.pipeline import Job, run_pipelined, run_sequential, summary, warm_up
 from cuzk.prover import Prover
-from pipeline_fakes import LOG, FakeGpuBackend, make_job
+from pipeline_fakes import LOG, FakeGpuBackend, make_job, pool_started
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 REPO = Path(__file__).resolve().parents[2]
@@ -255,9 +255,7 @@ def test_sigterm_stops_a_pipeline_cleanly(tmp_path):
         for line in p.stderr:                              # the run starts after this line
             if line.startswith("pipeline:"):
                 break
-        time.sleep(1.0)
-        workers = [int(x) for x in subprocess.run(["pgrep", "-P", str(p.pid)], capture_output=True,
-                                                   text=True).stdout.split()]
+        workers = pool_started(p, int(line.split()[1]))   # "pipeline: N worker(s) ..."
         p.send_signal(signal.SIGTERM)
         _, err = p.communicate(timeout=120)
     finally:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from cuzk import circuits
 from cuzk.cli import main
+from pipeline_fakes import pool_started
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -93,9 +94,7 @@ def test_ctrl_c_on_a_pipeline_is_one_line(tmp_path):
             err.append(line)
             if line.startswith("pipeline:"):
                 break
-        time.sleep(1.0)
-        workers = [int(x) for x in subprocess.run(["pgrep", "-P", str(p.pid)], capture_output=True,
-                                                   text=True).stdout.split()]
+        workers = pool_started(p, int(line.split()[1]))   # "pipeline: N worker(s) ...": each ignores Ctrl-C now
         os.killpg(p.pid, signal.SIGINT)
         _, rest = p.communicate(timeout=120)
     finally:
