@@ -9,12 +9,15 @@ import math
 import os
 import sys
 
-from ..files import OutputError, check_outputs, open_input, write_outputs
+from ..files import OutputError, check_outputs, read_input, write_outputs
 from ..perf.changepoint import MIN_POINTS
 from ..perf.plots import _plt
 
 EXIT_OK, EXIT_INVALID, EXIT_BAD_INPUT = 0, 1, 2
 GENERATOR_NAMES = {"bellman": 7, "snarkjs": 5, "7": 7, "5": 5}
+# The largest vk / public / proof JSON read. A vk's IC point is ~300 bytes pretty-printed (indent 4) and a
+# public value ~85, so this holds ~220k public inputs; nPublic is a u32, so the format itself bounds nothing
+MAX_JSON_INPUT_BYTES = 64 << 20
 
 
 class CliError(Exception):
@@ -54,11 +57,11 @@ def write_all(files: dict, say=to_stderr) -> None:
         say("cuzk: wrote " + ", ".join(done))
 
 
-def _load_json(path: str, what: str, parse=None):
-    """The JSON document in `path` (through `parse`, when given): every error one line naming the file."""
+def _load_json(path: str, what: str, parse=None, limit: int = MAX_JSON_INPUT_BYTES):
+    """The JSON document in `path` (through `parse`, when given): every error one line naming the file.
+    A file over `limit` bytes is refused on its size, before any of it is read."""
     try:
-        with open_input(path, "r") as f:
-            doc = json.load(f)
+        doc = json.loads(read_input(path, limit))
     except OSError as e:
         raise CliError(f"{what} {path}: {e.strerror}") from e
     except ValueError as e:              # JSONDecodeError, UnicodeDecodeError, an integer past int's digit limit

@@ -13,6 +13,7 @@ import json
 import os
 import re
 import struct
+import time
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +23,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from cuzk import circuits, keys
 from cuzk.backend.cpu import CpuBackend
 from cuzk.cli import main
+from cuzk.cli.common import MAX_JSON_INPUT_BYTES
 from cuzk.field import P, R
 from cuzk.keygen import setup
 from cuzk.keys import KeyFormatError, ProvingKey
@@ -467,6 +469,21 @@ def test_verify_directory_as_file(good, tmp_path, capsys):
     (tmp_path / "adir").mkdir()
     args[2] = str(tmp_path / "adir")
     _verify_bad(args, tmp_path, capsys)
+
+
+@pytest.mark.parametrize("which", [0, 1, 2])
+@pytest.mark.parametrize("size", [MAX_JSON_INPUT_BYTES + 1, 3 << 30])
+def test_verify_oversized_json_is_refused_on_its_size(good, tmp_path, capsys, which, size):
+    """A sparse file past the cap costs no disk; read and parsed it would be seconds and gigabytes. It is
+    refused on its size alone: one line naming the file, its size and the cap."""
+    args = _write_set(tmp_path, good)
+    with open(args[which], "wb") as f:
+        f.truncate(size)
+    t0 = time.perf_counter()
+    line = _verify_bad(args, tmp_path, capsys)
+    assert time.perf_counter() - t0 < 5
+    assert os.path.basename(args[which]) in line and f"{size} bytes" in line
+    assert f"{MAX_JSON_INPUT_BYTES >> 20} MiB" in line, line
 
 
 # ---------------------------------------------------------------- witness and sizes
