@@ -11,14 +11,20 @@ from .common import CliError, device_memory_line
 PIPELINE_FLAGS = ("pipeline_depth", "pipeline_workers", "compare", "devices")
 
 
+def _given(v) -> bool:
+    """Whether a pipeline flag was given: identity, not `in (None, False)`, since 0 == False would hide
+    --pipeline-depth 0 and --pipeline-workers 0."""
+    return v is not None and v is not False
+
+
 def wanted(args) -> bool:
-    return bool(args.pipeline) or any(getattr(args, f) not in (None, False) for f in PIPELINE_FLAGS)
+    return bool(args.pipeline) or any(_given(getattr(args, f)) for f in PIPELINE_FLAGS)
 
 
 def check_args(args) -> None:
     """The pipeline's flags against the rest of the command (their numbers are the run's to check)."""
     if not args.pipeline:
-        given = [f"--{f.replace('_', '-')}" for f in PIPELINE_FLAGS if getattr(args, f) not in (None, False)]
+        given = [f"--{f.replace('_', '-')}" for f in PIPELINE_FLAGS if _given(getattr(args, f))]
         raise CliError(f"{', '.join(given)} needs --pipeline")
     if args.devices is not None and args.backend == "cpu":
         raise CliError("--devices needs the cuda backend (the cpu backend proves on one lane)")

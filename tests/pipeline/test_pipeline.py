@@ -186,13 +186,19 @@ def test_failed_synthesis_is_an_error_and_writes_nothing(tmp_path, capsys, monke
     (["--pipeline", "--pipeline-workers", "0"], "--pipeline-workers must be >= 1"),
     (["--compare"], "--compare needs --pipeline"),
     (["--pipeline-depth", "3"], "--pipeline-depth needs --pipeline"),
+    (["--pipeline-depth", "0"], "--pipeline-depth needs --pipeline"),       # 0 == False: not taken for unset
+    (["--pipeline-workers", "0"], "--pipeline-workers needs --pipeline"),
+    (["--pipeline", "--pipeline-depth", "-1"], "--pipeline-depth must be >= 1, got -1"),
+    (["--pipeline", "--pipeline-workers", "-2"], "--pipeline-workers must be >= 1, got -2"),
     (["--pipeline", "--parallel-synthesis", "2"], "not --parallel-synthesis"),
     (["--synthesis-pool", "process"], "--synthesis-pool needs --parallel-synthesis N"),   # no pool to choose
 ])
 def test_bad_pipeline_args(argv, msg, tmp_path, capsys):
     js = tmp_path / "run.json"
     rc = main(["bench", "--backend", "cpu", "--log-size", str(LOG), "--json", str(js)] + argv)
-    assert rc == 2 and msg in capsys.readouterr().err and not js.exists()
+    out, err = capsys.readouterr()
+    assert rc == 2 and msg in err and not js.exists(), (rc, err)
+    assert len(err.strip().splitlines()) == 1 and out == "", err
 
 
 def test_bad_depth_exit_code_in_a_process():
