@@ -17,7 +17,8 @@ from ..gpu.srs import DeviceMemoryError
 from ..keys import CONVENTIONS, KeyFormatError
 from ..opts import OptError
 from ..r1cs import UnsatisfiedError
-from .common import EXIT_BAD_INPUT, CliError, _err, _generator, magnitude_arg, pvalue_arg, window_arg
+from .common import (EXIT_BAD_INPUT, MAX_CIRCUITS, CliError, _err, _generator, circuits_arg, magnitude_arg,
+                     pvalue_arg, window_arg)
 
 
 def _command(module: str, name: str):
@@ -68,7 +69,8 @@ def build_parser() -> argparse.ArgumentParser:
     b = sub.add_parser("bench", help="set up (cached), synthesize, prove, verify; print the phase table")
     b.add_argument("--backend", default="auto", choices=("auto", "cpu", "cuda"))
     circuit_args(b)
-    b.add_argument("--circuits", type=int, default=1, help="circuits proved in one batch")
+    b.add_argument("--circuits", type=circuits_arg, default=1, metavar="N",
+                   help=f"circuits proved in one batch (1 to {MAX_CIRCUITS})")
     b.add_argument("--json", metavar="FILE", help="write the run as JSON (docs/architecture.md, What a run records)")
     b.add_argument("--save", metavar="DIR", help="write proof.json, public.json, verification_key.json")
     b.add_argument("--keygen-backend", default=None, choices=("auto", "cpu", "cuda"),

@@ -23,7 +23,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from cuzk import circuits, keys
 from cuzk.backend.cpu import CpuBackend
 from cuzk.cli import main
-from cuzk.cli.common import MAX_JSON_INPUT_BYTES
+from cuzk.cli.common import MAX_CIRCUITS, MAX_JSON_INPUT_BYTES
+from cuzk.cli.main import build_parser
 from cuzk.field import P, R
 from cuzk.keygen import setup
 from cuzk.keys import KeyFormatError, ProvingKey
@@ -545,6 +546,9 @@ def test_prover_rejects_assignment_on_another_domain(pk):
 BENCH_BAD = {
     "unknown_opt": ["--opt", "+NOPE"],
     "zero_circuits": ["--circuits", "0"],
+    "negative_circuits": ["--circuits", "-3"],
+    "too_many_circuits": ["--circuits", str(MAX_CIRCUITS + 1)],
+    "huge_circuits": ["--circuits", str(10 ** 12)],      # would fill memory with seeds before any check
     "log_size_too_small": ["--log-size", "2"],
     "log_size_too_large": ["--log-size", "28"],
     "porep_too_small": ["--circuit", "porep_like", "--log-size", "3"],
@@ -563,15 +567,27 @@ def test_bench_bad_input_writes_nothing(case, tmp_path, monkeypatch, capsys, cac
     else:
         argv += BENCH_BAD[case]
     out, save = tmp_path / "report.json", tmp_path / "saved"
-    rc = main(argv + ["--json", str(out), "--save", str(save)])
+    try:
+        rc = main(argv + ["--json", str(out), "--save", str(save)])
+    except SystemExit as e:              # a usage error: argparse exits
+        rc = e.code
     line = _one_line_error(capsys.readouterr().err)
     assert rc == 2
     if "opt" in case:
         assert "NOPE" in line
+    if "circuits" in case:
+        assert "--circuits" in line, line
+    if case in ("too_many_circuits", "huge_circuits"):
+        assert f"<= {MAX_CIRCUITS}" in line, line
     assert not out.exists()
     assert not (save / "proof.json").exists()
     assert _listing(tmp_path) == []            # no temp files
     assert _listing(cache_dir) == []           # and no key in the cache: it failed before setup
+
+
+def test_bench_circuits_bound_itself_parses():
+    args = build_parser().parse_args(["bench", "--circuits", str(MAX_CIRCUITS)])
+    assert args.circuits == MAX_CIRCUITS
 
 
 def test_bench_json_into_a_directory(tmp_path, capsys):
