@@ -919,6 +919,10 @@ def read_export(d: Path) -> tuple[dict[str, bytes], dict[str, set]]:
         st = os.lstat(d)
     except OSError as e:
         raise HistoryError(f"{d}: {e.strerror or e}") from e
+    if stat.S_ISREG(st.st_mode):
+        # _kind names only what is not a regular file; a results .json given alone is the likeliest slip
+        hint = " (import takes the directory `record --export` wrote, not a file in it)" if d.suffix == ".json" else ""
+        raise HistoryError(f"{d}: a file, not a directory written by `history record --export`{hint}")
     if not stat.S_ISDIR(st.st_mode):
         raise HistoryError(f"{d}: {_kind(st.st_mode)}, not an exported directory")
     found: list[tuple[str, Path]] = []

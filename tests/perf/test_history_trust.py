@@ -647,6 +647,18 @@ def test_import_of_an_empty_or_missing_directory_is_an_error(imported, tmp_path,
         assert err.count("\n") == 1 and msg in err, err
 
 
+@pytest.mark.parametrize("name", ["k.zkey", "benchmarks.json"])
+def test_import_of_a_regular_file_says_it_is_a_file_not_an_export(tmp_path, capsys, name):
+    """A regular file is refused as what it is, not as "not a regular file"; before any repository is read."""
+    f = tmp_path / name
+    f.write_bytes(b"\x00zkey" if name.endswith(".zkey") else b"{}")
+    assert main(["history", "import", str(f), "--repo", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{f}: a file, not a directory written by `history record --export`" in err, err
+    assert "not a regular file" not in err
+    assert ("not a file in it" in err) == name.endswith(".json"), err
+
+
 def test_an_artifact_writes_only_the_machine_its_name_gives(exported, imported, tmp_path, capsys):
     """asv-results-<machine> may hold that machine's files alone: a runner that ran a pull request's code must not
     rewrite another runner's history, nor the noise records from which that runner's gate takes its thresholds."""
