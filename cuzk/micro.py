@@ -153,28 +153,27 @@ def _held(*paths):
         yield
 
 
-def _outputs(argv: list[str], pyperf):
-    """pyperf's -o/--output and --append taken out of argv and judged by the output rule before any work (a new
-    -o, as pyperf makes it; --append: a pyperf JSON that reads, or a new path): (argv without them, -o, --append,
-    the suite --append adds to or None), or a line saying what is wrong (str)."""
-    import argparse
+def _outputs(args, pyperf):
+    """pyperf's -o/--output and --append (args: pyperf's parser's namespace, so every form it takes, -qo X,
+    --output=X, counts) judged by the output rule before any work (a new -o, as pyperf makes it; --append: a pyperf
+    JSON that reads, or a new path), then taken off args: the manager writes them, never pyperf. (-o, --append, the
+    suite --append adds to or None), or a line saying what is wrong (str)."""
     from .files import OutputError, check_outputs
-    pre = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
-    pre.add_argument("-o", "--output")
-    pre.add_argument("--append")
-    got, rest = pre.parse_known_args(argv)
+    got = (args.output, args.append)
     try:
-        outs = check_outputs({"-o": got.output, "--append": got.append})
+        outs = check_outputs({"-o": args.output, "--append": args.append})
     except OutputError as e:
         return str(e)
-    if got.output and outs["-o"].identity[0] != "new" and not outs["-o"].stream:
-        return f"{got.output}: exists (-o writes a new file; --append adds to one)"
+    exists = {role: out.identity[0] != "new" and not out.stream for role, out in outs.items()}
+    if exists.get("-o"):
+        return f"{args.output}: exists (-o writes a new file; --append adds to one)"
     suite = None
-    if got.append and outs["--append"].identity[0] != "new" and not outs["--append"].stream:
-        suite = _read_suite(got.append, pyperf)
+    if exists.get("--append"):
+        suite = _read_suite(args.append, pyperf)
         if isinstance(suite, str):
             return suite
-    return rest, got.output, got.append, suite
+    args.output = args.append = None
+    return got[0], got[1], suite
 
 
 def _dumped(suite, path: str) -> bytes:
@@ -213,15 +212,6 @@ def main(argv: list[str]) -> int:
         if not ok:
             print(f"cuzk: error: micro needs a GPU ({why})", file=sys.stderr)
             return 2
-    if not any(a in argv for a in ("--copy-env", "--inherit-environ")) and "--worker" not in argv:
-        argv = [*argv, "--copy-env"]
-    out = app = suite = None
-    if "--worker" not in argv:      # the manager writes them, by the output rule (files.py), never pyperf
-        got = _outputs(argv, pyperf)
-        if isinstance(got, str):
-            return _bad(got)
-        argv, out, app, suite = got
-
     def add_cmdline_args(cmd, args):
         cmd.extend([args.kernel, "--log-size", str(args.log_size), "--convention", args.convention,
                     "--generator", str(args.generator), "--backend", args.backend])
@@ -243,7 +233,22 @@ def main(argv: list[str]) -> int:
     p.add_argument("--fastmul", type=int, default=None, choices=tuple(MUL_BUILDS),
                    help="fp_mul/fr_mul: the multiplier build, 1 (default, IMAD) or 6 (FP64 pipe; "
                         "kernel_sources.BUILDS)")
-    args = runner.parse_args(argv)
+    # pyperf's own parser, so -o hidden in -qo X or --output=X is found; pyperf then takes the namespace judged
+    # here, its outputs taken off
+    args = p.parse_args(argv)
+    out = app = suite = None
+    if args.worker:
+        if args.output or args.append:     # a worker's results go up --pipe to the manager that spawned it
+            return _bad("-o and --append are the manager's: --worker sends its results up --pipe")
+    else:
+        if args.inherit_environ is None:
+            args.copy_env = True           # CUDA's and CuPy's variables reach the workers
+        got = _outputs(args, pyperf)
+        if isinstance(got, str):
+            return _bad(got)
+        out, app, suite = got
+    p.parse_args = lambda *a, **k: args
+    runner.parse_args(argv)
     if args.kernel not in MUL_KERNELS and (args.chains is not None or args.fastmul is not None):
         p.error(f"--chains and --fastmul are fp_mul's and fr_mul's: {args.kernel} takes neither")
     args.chains = 4 if args.chains is None else args.chains

@@ -248,7 +248,7 @@ def test_an_append_file_of_wrong_types_or_no_measurement_is_bad_input(tmp_path):
     pytest.importorskip("pyperf")
     import json
     import pyperf
-    from cuzk.micro import _outputs
+    from cuzk.micro import _read_suite
     args = ("ntt", "--backend", "cpu", "--log-size", "4", "-p", "1", "-n", "2", "-w", "0", "-l", "1")
     good = tmp_path / "good.json"
     assert _micro(*args, "-o", str(good), cwd=tmp_path).returncode == 0
@@ -268,7 +268,7 @@ def test_an_append_file_of_wrong_types_or_no_measurement_is_bad_input(tmp_path):
         path.write_text(json.dumps(d))
         bad.append(path)
     for path in bad:
-        got = _outputs(["ntt", "--append", str(path)], pyperf)
+        got = _read_suite(str(path), pyperf)
         assert isinstance(got, str) and got.startswith(f"{path}: "), (path, got)
     p = _micro(*args, "--append", str(bad[2]), cwd=tmp_path)
     err = p.stderr.strip().splitlines()
@@ -288,7 +288,7 @@ def test_an_append_gzip_is_read_no_further_than_the_size_limit(tmp_path, monkeyp
     bomb.write_bytes(gzip.compress(b" " * (64 << 20), 1))          # ~0.3 MB holding 64 MiB
     tracemalloc.start()
     try:
-        got = micro._outputs(["ntt", "--append", str(bomb)], pyperf)
+        got = micro._read_suite(str(bomb), pyperf)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
@@ -296,7 +296,7 @@ def test_an_append_gzip_is_read_no_further_than_the_size_limit(tmp_path, monkeyp
     assert peak < 16 << 20, peak
     small = tmp_path / "small.json.gz"
     small.write_bytes(gzip.compress(b" " * (1 << 20)))              # at the limit: read, then judged as JSON
-    got = micro._outputs(["ntt", "--append", str(small)], pyperf)
+    got = micro._read_suite(str(small), pyperf)
     assert isinstance(got, str) and got.startswith(f"{small}: not a pyperf JSON"), got
 
 
@@ -305,10 +305,10 @@ def test_an_append_file_nested_past_the_parser_is_named_as_bad_input(tmp_path):
     """JSON nested deeper than the parser recurses is the file's fault, named as such, not an internal error."""
     pytest.importorskip("pyperf")
     import pyperf
-    from cuzk.micro import _outputs
+    from cuzk.micro import _read_suite
     deep = tmp_path / "deep.json"
     deep.write_text("[" * 100000 + "]" * 100000)
-    got = _outputs(["ntt", "--append", str(deep)], pyperf)
+    got = _read_suite(str(deep), pyperf)
     assert isinstance(got, str) and got.startswith(f"{deep}: not a pyperf JSON"), got
 
 
@@ -444,3 +444,27 @@ def test_an_append_with_o_in_another_folder_takes_the_folders_in_the_writers_ord
     t.join(20)
     assert not t.is_alive() and got == [0]
     assert (b / "y.json").read_text() == "y" and (a / "x.json").exists()
+
+
+def test_outputs_in_every_form_pyperfs_parser_takes_follow_the_output_rule(tmp_path):
+    """-o folded into short flags (-qo X, -qoX) or given as --output=X, -o=X, --append=X is the same output: the
+    manager judges it before any work, never pyperf (its 'already exists' on stdout as exit 1, or a file where
+    a folder belongs as an internal error after measuring)."""
+    pytest.importorskip("pyperf")
+    import json
+    args = ("ntt", "--backend", "cpu", "--log-size", "4", "-p", "1", "-n", "1", "-w", "0", "-l", "1")
+    there = tmp_path / "there.json"
+    there.write_text("earlier\n")
+    for extra, said in [(["-qo", str(there)], "exists"), ([f"-qo{there}"], "exists"),
+                        ([f"--output={there}"], "exists"), ([f"-o={there}"], "exists"),
+                        (["-qo", str(there / "x.json")], str(there / "x.json")),
+                        ([f"--append={there}"], "not a pyperf JSON")]:
+        p = _micro(*args, *extra, cwd=tmp_path)
+        err = p.stderr.strip().splitlines()
+        assert p.returncode == 2 and len(err) == 1 and said in err[0], (extra, p.stdout, p.stderr)
+        assert "mean" not in p.stdout and "internal" not in p.stderr, extra
+    assert there.read_text() == "earlier\n"
+    new = tmp_path / "new.json"
+    p = _micro(*args, "-qo", str(new), cwd=tmp_path)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert json.loads(new.read_text())["benchmarks"]
