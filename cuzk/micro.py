@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import os
 import random
+import shutil
 import sys
+import tempfile
 import time
 from contextlib import ExitStack, contextmanager, nullcontext
 
@@ -137,13 +139,13 @@ def _read_suite(path: str, pyperf):
 
 @contextmanager
 def _held(*paths):
-    """Another `micro --append` to the file at paths[0] kept out until the block ends: the writers' lock on the
-    folder that holds it (files.folder_held). The file itself cannot carry the lock: a new path has none to lock
-    yet (two appends to it would each write a file of their own runs, and the slower would replace the other's),
-    and each write replaces the file by a rename. The folder is the one the write lands in: a link's target's
-    (resolve_output), as write_outputs locks it. The folders of the other paths written with it (-o) are taken
-    too, all in write_outputs' order (sorted): one held first and another waited for later could wait in a cycle
-    with a writer that takes the two the other way round."""
+    """Another `micro --append` or `--profile` adding to a file at paths (--append, --profile) kept out until the
+    block ends: the writers' lock on the folder that holds it (files.folder_held). The file itself cannot carry the
+    lock: a new path has none to lock yet (two appends to it would each write a file of their own runs, and the
+    slower would replace the other's), and each write replaces the file by a rename. The folder is the one the
+    write lands in: a link's target's (resolve_output), as write_outputs locks it. The folders of the other paths
+    written with it (-o) are taken too, all in write_outputs' order (sorted): one held first and another waited
+    for later could wait in a cycle with a writer that takes the two the other way round."""
     from .files import folder_held, resolve_output
     outs = [resolve_output(p) for p in paths if p]
     folders = sorted({os.path.dirname(os.path.abspath(o.target)) for o in outs if not o.stream})
@@ -154,14 +156,15 @@ def _held(*paths):
 
 
 def _outputs(args, pyperf):
-    """pyperf's -o/--output and --append (args: pyperf's parser's namespace, so every form it takes, -qo X,
-    --output=X, counts) judged by the output rule before any work (a new -o, as pyperf makes it; --append: a pyperf
-    JSON that reads, or a new path), then taken off args: the manager writes them, never pyperf. (-o, --append, the
-    suite --append adds to or None), or a line saying what is wrong (str)."""
+    """pyperf's -o/--output, --append and --profile (args: pyperf's parser's namespace, so every form it takes,
+    -qo X, --output=X, counts) judged by the output rule before any work (a new -o, as pyperf makes it; --append:
+    a pyperf JSON that reads, or a new path; --profile: a cProfile stats file that reads, or a new path), then
+    taken off args: the manager writes them, never pyperf. (-o, --append, the suite --append adds to or None,
+    --profile), or a line saying what is wrong (str)."""
     from .files import OutputError, check_outputs
-    got = (args.output, args.append)
+    got = (args.output, args.append, args.profile)
     try:
-        outs = check_outputs({"-o": args.output, "--append": args.append})
+        outs = check_outputs({"-o": args.output, "--append": args.append, "--profile": args.profile})
     except OutputError as e:
         return str(e)
     exists = {role: out.identity[0] != "new" and not out.stream for role, out in outs.items()}
@@ -172,8 +175,27 @@ def _outputs(args, pyperf):
         suite = _read_suite(args.append, pyperf)
         if isinstance(suite, str):
             return suite
-    args.output = args.append = None
-    return got[0], got[1], suite
+    if exists.get("--profile"):
+        from .perf.profile_stats import read_stats
+        stats = read_stats(args.profile)
+        if isinstance(stats, str):
+            return stats
+    args.output = args.append = args.profile = None
+    return got[0], got[1], suite, got[2]
+
+
+def _profile_written(prof: str, made: str, plain: bool):
+    """What --profile's file becomes: the workers' stats (`made`: pyperf merged each worker's there) added to the
+    file at `prof` where `plain` (read again here, held: another micro may have added to it while this one
+    measured); None where the workers left none; or a line saying what is wrong (str)."""
+    from .perf.profile_stats import merged, read_stats
+    if not os.path.exists(made):
+        return None
+    new = read_stats(made)
+    if isinstance(new, str):
+        return f"{prof}: the workers' profile does not read"
+    old = read_stats(prof) if plain and os.path.exists(prof) else None
+    return old if isinstance(old, str) else merged(old, new)
 
 
 def _dumped(suite, path: str) -> bytes:
@@ -236,7 +258,7 @@ def main(argv: list[str]) -> int:
     # pyperf's own parser, so -o hidden in -qo X or --output=X is found; pyperf then takes the namespace judged
     # here, its outputs taken off
     args = p.parse_args(argv)
-    out = app = suite = None
+    out = app = suite = prof = None
     if args.worker:
         if args.output or args.append:     # a worker's results go up --pipe to the manager that spawned it
             return _bad("-o and --append are the manager's: --worker sends its results up --pipe")
@@ -246,7 +268,24 @@ def main(argv: list[str]) -> int:
         got = _outputs(args, pyperf)
         if isinstance(got, str):
             return _bad(got)
-        out, app, suite = got
+        out, app, suite, prof = got
+    tmp = None
+    if prof:            # pyperf's workers merge their stats into a file of this process's, then written by the rule
+        try:
+            tmp = tempfile.mkdtemp(prefix="cuzk-profile-")
+        except OSError as e:
+            return _bad(f"{prof}: no temp folder for the workers' profile ({e.strerror or e})")
+        args.profile = os.path.join(tmp, "profile.pstats")
+    try:
+        return _measure(runner, argv, args, pyperf, out, app, suite, prof)
+    finally:
+        if tmp:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _measure(runner, argv, args, pyperf, out, app, suite, prof) -> int:
+    """The run pyperf drives (a manager's workers, or a worker's timing) and, in the manager, its outputs."""
+    p = runner.argparser
     p.parse_args = lambda *a, **k: args
     runner.parse_args(argv)
     if args.kernel not in MUL_KERNELS and (args.chains is not None or args.fastmul is not None):
@@ -298,7 +337,8 @@ def main(argv: list[str]) -> int:
             # read again, held: another --append to the file may have landed while this one measured, and its runs
             # stay (the file read before any work was only judged)
             plain = app and not resolve_output(app).stream
-            with _held(app, out) if plain else nullcontext():
+            plain_prof = bool(prof) and not resolve_output(prof).stream
+            with _held(app, prof, out) if plain or plain_prof else nullcontext():
                 if plain and os.path.exists(app):
                     suite = _read_suite(app, pyperf)
                     if isinstance(suite, str):
@@ -312,6 +352,12 @@ def main(argv: list[str]) -> int:
                         except ValueError as e:        # pyperf: another benchmark's metadata under this name
                             return _bad(f"{app}: its {name} cannot take these runs ({e})")
                     written[app] = _dumped(suite, app)
+                if prof:
+                    stats = _profile_written(prof, args.profile, plain_prof)
+                    if isinstance(stats, str):
+                        return _bad(stats)
+                    if stats is not None:
+                        written[prof] = stats
                 write_outputs(written)
         except OutputError as e:
             return _bad(str(e))

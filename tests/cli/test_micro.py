@@ -468,3 +468,38 @@ def test_outputs_in_every_form_pyperfs_parser_takes_follow_the_output_rule(tmp_p
     p = _micro(*args, "-qo", str(new), cwd=tmp_path)
     assert p.returncode == 0, p.stdout + p.stderr
     assert json.loads(new.read_text())["benchmarks"]
+
+
+def test_a_profile_is_an_output_the_manager_writes(tmp_path):
+    """--profile follows the output rule as -o does: a device that is no output, a folder, a file that is not a
+    cProfile stats file are one line, exit 2, before any work, the file untouched; a write that fails (/dev/full)
+    is one line too. pyperf's merge stays: a second run adds its calls to the stats there, through a link to its
+    target, written whole by a rename (pyperf's workers merge into a temp file of the manager's, never the path)."""
+    pytest.importorskip("pyperf")
+    import pstats
+    args = ("ntt", "--backend", "cpu", "--log-size", "4", "-p", "1", "-n", "1", "-w", "0", "-l", "1", "-q")
+    notes = tmp_path / "notes.txt"
+    notes.write_text("earlier\n")
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    for bad, said in [("/dev/urandom", "never an output"), (folder, "a folder"),
+                      (notes, "not a cProfile stats file"), (notes / "x.prof", str(notes / "x.prof"))]:
+        for extra in (["--profile", str(bad)], [f"--profile={bad}"]):
+            p = _micro(*args, *extra, cwd=tmp_path)
+            err = p.stderr.strip().splitlines()
+            assert p.returncode == 2 and len(err) == 1 and said in err[0], (extra, p.stdout, p.stderr)
+            assert "mean" not in p.stdout, extra
+    assert notes.read_text() == "earlier\n"
+    p = _micro(*args, "--profile", "/dev/full", cwd=tmp_path)
+    err = p.stderr.strip().splitlines()
+    assert p.returncode == 2 and len(err) == 1 and "/dev/full: cannot write" in err[0], p.stderr
+    target = tmp_path / "runs.prof"
+    link = tmp_path / "link.prof"
+    link.symlink_to(target)
+    calls = []
+    for _ in range(2):
+        p = _micro(*args, "--profile", str(link), cwd=tmp_path)
+        assert p.returncode == 0, p.stdout + p.stderr
+        calls.append(pstats.Stats(str(target)).total_calls)
+    assert link.is_symlink() and calls[0] > 0 and calls[1] == 2 * calls[0], calls
+    assert [q.name for q in tmp_path.iterdir() if q.name.startswith(".cuzk")] == []
