@@ -8,6 +8,10 @@ floor goes into the JSON's metadata (`cuzk_floor_s`; the ratio is the mean over 
 The MSM floor is the 2^26 floor there scaled by n (a lower bound at smaller sizes, where Pippenger
 spends more per point).
 
+-o, --append and --profile are this process's to write, by the output rule (files.py), in any form pyperf's parser
+takes (-qo X, --output=X): -o makes a new file, --append adds runs to a pyperf JSON, --profile adds the workers'
+cProfile stats to a stats file (as pyperf merges them; any other file is refused) or makes a new one.
+
 `--backend cpu` times the CPU reference's NTT and inverse NTT (ntt, intt) with the host
 clock instead: the same pyperf path, for machines without a GPU (CI checks it end to end).
 """
@@ -155,6 +159,50 @@ def _held(*paths):
         yield
 
 
+def _pipe_problem(fd: int) -> str | None:
+    """Why --pipe's descriptor cannot take pyperf's results (None: it can): pyperf opens it only once the run is
+    done, as an internal error."""
+    import fcntl
+    import stat
+    try:
+        flags = fcntl.fcntl(fd, fcntl.F_GETFL)
+        mode = os.fstat(fd).st_mode
+    except (OSError, OverflowError, ValueError):
+        return "is not open"
+    if flags & os.O_ACCMODE == os.O_RDONLY:
+        return "is open for reading only"
+    return None if stat.S_ISFIFO(mode) else "is not a pipe"
+
+
+def _option_problem(args) -> str | None:
+    """A line saying what is wrong with an option pyperf's parser takes but its run cannot (None: nothing): said
+    before any work, not as an internal error in a worker or a calibration that never ends."""
+    import math
+    from pyperf._cpu_utils import parse_cpu_list
+    if not (math.isfinite(args.min_time) and args.min_time >= 0):
+        return f"--min-time {args.min_time}: seconds, a finite number not below 0"
+    for opt, v in (("--loops", args.loops), ("--warmups", args.warmups), ("--worker-task", args.worker_task)):
+        if v is not None and type(v) is not int:      # pyperf's X^Y makes 2^-1 a 0.5 that its workers refuse
+            return f"{opt} {v}: a whole number, not below 0"
+    if args.pipe is not None and (why := _pipe_problem(args.pipe)):
+        return f"--pipe {args.pipe}: the descriptor {why} (a pipe open for writing takes the results)"
+    if args.affinity is not None:
+        try:
+            cpus = parse_cpu_list(args.affinity) or []
+        except ValueError:
+            cpus = None
+        if cpus is None or not set(cpus) <= os.sched_getaffinity(0):
+            return f"--affinity {args.affinity}: not a list of this process's CPUs ({_cpu_list()})"
+    for opt, exe in (("--python", args.python), ("--compare-to", args.compare_to)):
+        if exe and shutil.which(os.path.expanduser(exe)) is None:
+            return f"{opt} {exe}: no such executable"
+    return None
+
+
+def _cpu_list() -> str:
+    return ",".join(str(c) for c in sorted(os.sched_getaffinity(0)))
+
+
 def _outputs(args, pyperf):
     """pyperf's -o/--output, --append and --profile (args: pyperf's parser's namespace, so every form it takes,
     -qo X, --output=X, counts) judged by the output rule before any work (a new -o, as pyperf makes it; --append:
@@ -258,6 +306,8 @@ def main(argv: list[str]) -> int:
     # pyperf's own parser, so -o hidden in -qo X or --output=X is found; pyperf then takes the namespace judged
     # here, its outputs taken off
     args = p.parse_args(argv)
+    if why := _option_problem(args):
+        return _bad(why)
     out = app = suite = prof = None
     if args.worker:
         if args.output or args.append:     # a worker's results go up --pipe to the manager that spawned it

@@ -503,3 +503,30 @@ def test_a_profile_is_an_output_the_manager_writes(tmp_path):
         calls.append(pstats.Stats(str(target)).total_calls)
     assert link.is_symlink() and calls[0] > 0 and calls[1] == 2 * calls[0], calls
     assert [q.name for q in tmp_path.iterdir() if q.name.startswith(".cuzk")] == []
+
+
+LONG = {"-l": "--loops", "-w": "--warmups"}
+
+
+@pytest.mark.parametrize("extra", [["--pipe", "99"], ["--pipe", "-1"], ["--pipe", "0"], ["--pipe", "FILE"],
+                                   ["--min-time", "nan"], ["--min-time", "inf"], ["--min-time", "-5"],
+                                   ["-l", "2^-1"], ["-w", "2^-1"], ["--affinity", "abc"], ["--affinity", "99999"],
+                                   ["--python", "/no/such/python"]])
+def test_an_option_pyperf_takes_but_cannot_run_is_one_line_before_any_work(extra, tmp_path):
+    """pyperf's parser takes a --pipe descriptor that is not open (or not a pipe open for writing), a --min-time
+    that is not finite or below 0 (a calibration that never ends), a loop count of 2^-1 (0.5, which its workers
+    refuse), CPUs that are not this process's, a --python that is not there: each fails later, in a worker or as
+    an internal error, or runs on. cuzk says so in one line, exit 2, before any work."""
+    pytest.importorskip("pyperf")
+    import subprocess
+    import sys
+    args = ("ntt", "--backend", "cpu", "--log-size", "4", "-p", "1", "-n", "1", "-w", "0", "-l", "1", "-q")
+    with open(tmp_path / "file", "w") as f:          # a regular file open for writing: not pyperf's pipe
+        extra = [str(f.fileno()) if a == "FILE" else a for a in extra]
+        p = subprocess.run([sys.executable, "-m", "cuzk", "micro", *args, *extra], cwd=tmp_path,
+                           stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120,
+                           pass_fds=(f.fileno(),))
+    err = p.stderr.strip().splitlines()
+    assert p.returncode == 2 and len(err) == 1 and err[0].startswith(f"cuzk: error: micro: {LONG.get(extra[0], extra[0])} "), \
+        (extra, p.stdout, p.stderr)
+    assert "mean" not in p.stdout and (tmp_path / "file").read_text() == ""
