@@ -9,8 +9,9 @@ The MSM floor is the 2^26 floor there scaled by n (a lower bound at smaller size
 spends more per point).
 
 -o, --append and --profile are this process's to write, by the output rule (files.py), in any form pyperf's parser
-takes (-qo X, --output=X): -o makes a new file, --append adds runs to a pyperf JSON, --profile adds the workers'
-cProfile stats to a stats file (as pyperf merges them; any other file is refused) or makes a new one.
+takes (-qo X, --output=X): -o makes a new file, --append adds runs to a pyperf JSON, --profile makes a new file of
+the workers' cProfile stats. pyperf would merge them into an existing stats file; here an existing one is refused,
+as -o refuses one: merging means unmarshalling the file, and marshal is not safe on a file cuzk did not write.
 
 `--backend cpu` times the CPU reference's NTT and inverse NTT (ntt, intt) with the host
 clock instead: the same pyperf path, for machines without a GPU (CI checks it end to end).
@@ -143,13 +144,13 @@ def _read_suite(path: str, pyperf):
 
 @contextmanager
 def _held(*paths):
-    """Another `micro --append` or `--profile` adding to a file at paths (--append, --profile) kept out until the
-    block ends: the writers' lock on the folder that holds it (files.folder_held). The file itself cannot carry the
-    lock: a new path has none to lock yet (two appends to it would each write a file of their own runs, and the
-    slower would replace the other's), and each write replaces the file by a rename. The folder is the one the
-    write lands in: a link's target's (resolve_output), as write_outputs locks it. The folders of the other paths
-    written with it (-o) are taken too, all in write_outputs' order (sorted): one held first and another waited
-    for later could wait in a cycle with a writer that takes the two the other way round."""
+    """Another `micro --append` to the file at paths[0] kept out until the block ends: the writers' lock on the
+    folder that holds it (files.folder_held). The file itself cannot carry the lock: a new path has none to lock
+    yet (two appends to it would each write a file of their own runs, and the slower would replace the other's),
+    and each write replaces the file by a rename. The folder is the one the write lands in: a link's target's
+    (resolve_output), as write_outputs locks it. The folders of the other paths written with it (-o) are taken
+    too, all in write_outputs' order (sorted): one held first and another waited for later could wait in a cycle
+    with a writer that takes the two the other way round."""
     from .files import folder_held, resolve_output
     outs = [resolve_output(p) for p in paths if p]
     folders = sorted({os.path.dirname(os.path.abspath(o.target)) for o in outs if not o.stream})
@@ -206,7 +207,7 @@ def _cpu_list() -> str:
 def _outputs(args, pyperf):
     """pyperf's -o/--output, --append and --profile (args: pyperf's parser's namespace, so every form it takes,
     -qo X, --output=X, counts) judged by the output rule before any work (a new -o, as pyperf makes it; --append:
-    a pyperf JSON that reads, or a new path; --profile: a cProfile stats file that reads, or a new path), then
+    a pyperf JSON that reads, or a new path; --profile, as -o, a new path), then
     taken off args: the manager writes them, never pyperf. (-o, --append, the suite --append adds to or None,
     --profile), or a line saying what is wrong (str)."""
     from .files import OutputError, check_outputs
@@ -218,32 +219,24 @@ def _outputs(args, pyperf):
     exists = {role: out.identity[0] != "new" and not out.stream for role, out in outs.items()}
     if exists.get("-o"):
         return f"{args.output}: exists (-o writes a new file; --append adds to one)"
+    if exists.get("--profile"):
+        return f"{args.profile}: exists (--profile writes a new file)"
     suite = None
     if exists.get("--append"):
         suite = _read_suite(args.append, pyperf)
         if isinstance(suite, str):
             return suite
-    if exists.get("--profile"):
-        from .perf.profile_stats import read_stats
-        stats = read_stats(args.profile)
-        if isinstance(stats, str):
-            return stats
     args.output = args.append = args.profile = None
     return got[0], got[1], suite, got[2]
 
 
-def _profile_written(prof: str, made: str, plain: bool):
-    """What --profile's file becomes: the workers' stats (`made`: pyperf merged each worker's there) added to the
-    file at `prof` where `plain` (read again here, held: another micro may have added to it while this one
-    measured); None where the workers left none; or a line saying what is wrong (str)."""
-    from .perf.profile_stats import merged, read_stats
-    if not os.path.exists(made):
+def _profile_written(made: str) -> bytes | None:
+    """The workers' stats as pyperf left them (`made`: each worker merged its own there), or None where none ran."""
+    try:
+        with open(made, "rb") as f:
+            return f.read()
+    except FileNotFoundError:
         return None
-    new = read_stats(made)
-    if isinstance(new, str):
-        return f"{prof}: the workers' profile does not read"
-    old = read_stats(prof) if plain and os.path.exists(prof) else None
-    return old if isinstance(old, str) else merged(old, new)
 
 
 def _dumped(suite, path: str) -> bytes:
@@ -387,8 +380,7 @@ def _measure(runner, argv, args, pyperf, out, app, suite, prof) -> int:
             # read again, held: another --append to the file may have landed while this one measured, and its runs
             # stay (the file read before any work was only judged)
             plain = app and not resolve_output(app).stream
-            plain_prof = bool(prof) and not resolve_output(prof).stream
-            with _held(app, prof, out) if plain or plain_prof else nullcontext():
+            with _held(app, out) if plain else nullcontext():
                 if plain and os.path.exists(app):
                     suite = _read_suite(app, pyperf)
                     if isinstance(suite, str):
@@ -403,9 +395,7 @@ def _measure(runner, argv, args, pyperf, out, app, suite, prof) -> int:
                             return _bad(f"{app}: its {name} cannot take these runs ({e})")
                     written[app] = _dumped(suite, app)
                 if prof:
-                    stats = _profile_written(prof, args.profile, plain_prof)
-                    if isinstance(stats, str):
-                        return _bad(stats)
+                    stats = _profile_written(args.profile)
                     if stats is not None:
                         written[prof] = stats
                 write_outputs(written)

@@ -471,10 +471,10 @@ def test_outputs_in_every_form_pyperfs_parser_takes_follow_the_output_rule(tmp_p
 
 
 def test_a_profile_is_an_output_the_manager_writes(tmp_path):
-    """--profile follows the output rule as -o does: a device that is no output, a folder, a file that is not a
-    cProfile stats file are one line, exit 2, before any work, the file untouched; a write that fails (/dev/full)
-    is one line too. pyperf's merge stays: a second run adds its calls to the stats there, through a link to its
-    target, written whole by a rename (pyperf's workers merge into a temp file of the manager's, never the path)."""
+    """--profile follows the output rule as -o does: a device that is no output, a folder, an existing file (pyperf
+    would unmarshal it to merge: not done on a file cuzk did not write) are one line, exit 2, before any work, the
+    file untouched; a write that fails (/dev/full) is one line too. A new path gets the workers' stats, through a
+    link to its target, written whole by a rename (pyperf's workers merge into a temp file of the manager's)."""
     pytest.importorskip("pyperf")
     import pstats
     args = ("ntt", "--backend", "cpu", "--log-size", "4", "-p", "1", "-n", "1", "-w", "0", "-l", "1", "-q")
@@ -483,7 +483,7 @@ def test_a_profile_is_an_output_the_manager_writes(tmp_path):
     folder = tmp_path / "folder"
     folder.mkdir()
     for bad, said in [("/dev/urandom", "never an output"), (folder, "a folder"),
-                      (notes, "not a cProfile stats file"), (notes / "x.prof", str(notes / "x.prof"))]:
+                      (notes, "exists (--profile writes a new file)"), (notes / "x.prof", str(notes / "x.prof"))]:
         for extra in (["--profile", str(bad)], [f"--profile={bad}"]):
             p = _micro(*args, *extra, cwd=tmp_path)
             err = p.stderr.strip().splitlines()
@@ -496,12 +496,13 @@ def test_a_profile_is_an_output_the_manager_writes(tmp_path):
     target = tmp_path / "runs.prof"
     link = tmp_path / "link.prof"
     link.symlink_to(target)
-    calls = []
-    for _ in range(2):
-        p = _micro(*args, "--profile", str(link), cwd=tmp_path)
-        assert p.returncode == 0, p.stdout + p.stderr
-        calls.append(pstats.Stats(str(target)).total_calls)
-    assert link.is_symlink() and calls[0] > 0 and calls[1] == 2 * calls[0], calls
+    p = _micro(*args, "--profile", str(link), cwd=tmp_path)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert link.is_symlink() and pstats.Stats(str(target)).total_calls > 0
+    before = target.read_bytes()
+    p = _micro(*args, "-qo", str(tmp_path / "x.json"), "--profile", str(link), cwd=tmp_path)
+    assert p.returncode == 2 and "exists (--profile writes a new file)" in p.stderr, p.stderr
+    assert target.read_bytes() == before and not (tmp_path / "x.json").exists()
     assert [q.name for q in tmp_path.iterdir() if q.name.startswith(".cuzk")] == []
 
 
