@@ -131,7 +131,8 @@ OTHERS = ("off", "defaults")   # what the optimizations outside --opt-set are se
 
 
 def parse_opt_set(spec: str | None) -> list[str]:
-    if not spec or spec.strip() == "all":
+    # None: the option was not given; an empty string names nothing, as "," does (not the whole registry)
+    if spec is None or spec.strip() == "all":
         return list(REGISTRY)
     names = []
     for tok in (t.strip() for t in spec.split(",")):

@@ -107,6 +107,9 @@ def test_a_sample_that_is_no_time_is_an_error_not_no_effect(bad):
 
 @pytest.mark.parametrize("argv, msg", [
     (["--opt-set", "A1,NOPE"], "unknown optimization 'NOPE'"),
+    (["--opt-set", ","], "names no optimization"),
+    (["--opt-set", ""], "names no optimization"),       # ran the whole registry, as if not given
+    (["--opt-set", " "], "names no optimization"),
     (["--repeat", "1"], "--repeat must be >= 2"),
     (["--repeat", "5"], "cannot give a 99% interval; use >= 8"),
     (["--circuits", "0"], "--circuits must be >= 1"),
