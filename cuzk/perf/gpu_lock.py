@@ -9,6 +9,8 @@ shared directory lets any local user hold the GPU's lock, or plant a symlink tha
 Neither the directory nor the file is followed through a symlink; anything not this user's alone is refused.
 The lock therefore orders the jobs of one user only: one runner user per GPU (docs/runners.md) is the real guard.
 
+`held` is the same lock for another name: `cuzk ablate` holds one per JSON file it rewrites round by round.
+
 The GPU is named by its NVML UUID where NVML answers (cuzk.nvml follows CUDA_VISIBLE_DEVICES, by index or UUID, as
 CUDA does), else by CUDA_VISIBLE_DEVICES's first entry as written, else as device 0.
 """
@@ -28,7 +30,11 @@ from pathlib import Path
 from .. import nvml
 
 
-class GpuBusy(RuntimeError):
+class LockBusy(RuntimeError):
+    """A named lock (held) cannot be taken: another cuzk process holds it, or its file cannot be opened safely."""
+
+
+class GpuBusy(LockBusy):
     """The GPU's lock cannot be taken: another cuzk job holds it, or its file cannot be opened safely."""
 
 
@@ -59,8 +65,8 @@ def lock_dir() -> Path:
     return Path(f"/tmp/cuzk-locks-{os.getuid()}")
 
 
-def lock_path(key: str, directory: Path | None = None) -> Path:
-    return (directory or lock_dir()) / f"cuzk-gpu-{re.sub(r'[^A-Za-z0-9_.-]', '_', key)}.lock"
+def lock_path(key: str, directory: Path | None = None, kind: str = "gpu") -> Path:
+    return (directory or lock_dir()) / f"cuzk-{kind}-{re.sub(r'[^A-Za-z0-9_.-]', '_', key)}.lock"
 
 
 def _holder(fd: int) -> str:
@@ -88,14 +94,14 @@ def dir_problem(st: os.stat_result, uid: int) -> str | None:
     return None
 
 
-def _refuse(what: str, path: Path, problem: str, fix: str) -> UnsafeLock:
-    return UnsafeLock(f"GPU lock {what} {path} {problem}: refused ({fix})")
+def _refuse(what: str, path: Path, problem: str, fix: str, label: str = "GPU lock") -> UnsafeLock:
+    return UnsafeLock(f"{label} {what} {path} {problem}: refused ({fix})")
 
 
 NEEDS_PRIVATE_DIR = "the lock needs a directory only this user can write: CUZK_LOCK_DIR, docs/runners.md"
 
 
-def open_lock_dir(directory: Path) -> int:
+def open_lock_dir(directory: Path, label: str = "GPU lock") -> int:
     """A descriptor of the lock directory, made 0700 if missing, checked on the opened directory itself (no
     symlink followed, so what is checked is what the lock file is made in)."""
     try:
@@ -103,7 +109,7 @@ def open_lock_dir(directory: Path) -> int:
     except FileExistsError:
         pass
     except OSError as e:
-        raise GpuBusy(f"GPU lock directory {directory}: cannot create it ({e.strerror})") from None
+        raise GpuBusy(f"{label} directory {directory}: cannot create it ({e.strerror})") from None
     try:
         dfd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError as e:
@@ -113,27 +119,27 @@ def open_lock_dir(directory: Path) -> int:
             except OSError:
                 problem = None
             if problem:
-                raise _refuse("directory", directory, problem, NEEDS_PRIVATE_DIR) from None
-        raise GpuBusy(f"GPU lock directory {directory}: cannot open it ({e.strerror})") from None
+                raise _refuse("directory", directory, problem, NEEDS_PRIVATE_DIR, label) from None
+        raise GpuBusy(f"{label} directory {directory}: cannot open it ({e.strerror})") from None
     problem = dir_problem(os.fstat(dfd), os.getuid())
     if problem:
         os.close(dfd)
-        raise _refuse("directory", directory, problem, NEEDS_PRIVATE_DIR)
+        raise _refuse("directory", directory, problem, NEEDS_PRIVATE_DIR, label)
     return dfd
 
 
-def _open(path: Path, key: str) -> int:
+def _open(path: Path, key: str, label: str = "GPU lock") -> int:
     """The lock file, opened or made 0600 in its checked directory; a symlink, or anything but a regular file of
     this user's, is refused without being followed or read (O_NONBLOCK: a FIFO planted there must not hang us)."""
-    dfd = open_lock_dir(path.parent)
+    dfd = open_lock_dir(path.parent, label)
     try:
         try:
             fd = os.open(path.name, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, 0o600,
                          dir_fd=dfd)
         except OSError as e:
             if e.errno == errno.ELOOP:
-                raise _refuse("file", path, "is a symbolic link", "not followed; remove it") from None
-            raise GpuBusy(f"GPU {key}: cannot open its lock file {path} ({e.strerror})") from None
+                raise _refuse("file", path, "is a symbolic link", "not followed; remove it", label) from None
+            raise GpuBusy(f"{label} file {path} ({key}): cannot open it ({e.strerror})") from None
     finally:
         os.close(dfd)
     st = os.fstat(fd)
@@ -142,7 +148,7 @@ def _open(path: Path, key: str) -> int:
                else None)
     if problem:
         os.close(fd)
-        raise _refuse("file", path, problem, "remove it; the lock is a regular file of this user's")
+        raise _refuse("file", path, problem, "remove it; the lock is a regular file of this user's", label)
     fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
     if stat.S_IMODE(st.st_mode) & 0o077:
         os.fchmod(fd, 0o600)             # a file made under a looser rule: this user's alone from now on
@@ -155,14 +161,26 @@ def hold(what: str, key: str | None = None, directory: Path | None = None):
     UnsafeLock (a GpuBusy) when its directory or file is not this user's alone."""
     key = key or gpu_key()
     path = lock_path(key, directory)
-    fd = _open(path, key)
+
+    def busy(holder: str) -> GpuBusy:
+        return GpuBusy(f"GPU {key} is held by another cuzk job ({holder}; lock {path}): two jobs on one GPU would "
+                       "time each other's kernels; give each runner its own GPU (CUDA_VISIBLE_DEVICES, "
+                       "docs/runners.md)")
+    with held(path, key, what, busy) as p:
+        yield p
+
+
+@contextmanager
+def held(path: Path, key: str, what: str, busy, label: str = "GPU lock"):
+    """Hold the lock file `path` (in its private directory, see above) for the block; busy(holder) is raised at
+    once (never a wait) when another process holds it, UnsafeLock when its directory or file is not this user's
+    alone. `what` is recorded for another process's refusal line."""
+    fd = _open(path, key, label)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise GpuBusy(f"GPU {key} is held by another cuzk job ({_holder(fd)}; lock {path}): two jobs on one "
-                          "GPU would time each other's kernels; give each runner its own GPU "
-                          "(CUDA_VISIBLE_DEVICES, docs/runners.md)") from None
+            raise busy(_holder(fd)) from None
         try:                            # who holds it, for a refusal's line
             os.ftruncate(fd, 0)
             os.lseek(fd, 0, os.SEEK_SET)
