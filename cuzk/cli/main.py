@@ -131,15 +131,17 @@ def build_parser() -> argparse.ArgumentParser:
     ab.add_argument("--backend", default="auto", choices=("auto", "cpu", "cuda"))
     circuit_args(ab, opt=False)
     ab.set_defaults(log_size=10)
-    ab.add_argument("--circuits", type=int, default=1, help="circuits proved in one batch (PoRep: 10)")
-    ab.add_argument("--repeat", type=int, default=10, help="interleaved rounds: samples per configuration (default 10)")
+    ab.add_argument("--circuits", type=int, default=1, help="circuits proved in one batch (PoRep: 10; at most 1024)")
+    ab.add_argument("--repeat", type=int, default=10,
+                    help="interleaved rounds: samples per configuration (default 10, at most 1000)")
     ab.add_argument("--opt-set", default=None, metavar="A1,A2,...",
                     help="the optimizations to ablate (default: the whole registry); the others stay off")
     ab.add_argument("--from-json", metavar="FILE.json",
-                    help="measure nothing: print the report (and --png) of a run saved with --json")
+                    help="measure nothing: print the report (and --png, --json) of a run saved with --json")
     ab.add_argument("--max-seconds", type=float, default=None, metavar="S",
-                    help="start no round that would end after S seconds (at least 2 rounds run); with --json the "
-                         "file holds the rounds so far after every round, so a run killed by a time limit keeps them")
+                    help="start no round that would end after S seconds (at least 2 rounds run); with --json to a "
+                         "file, it holds the rounds so far after every round, so a run killed by a time limit keeps "
+                         "them")
     ab.add_argument("--device-keygen", action="store_true",
                     help="make the key on the GPU and keep it there (no key file; A4 downloads B_G2 once)")
     ab.add_argument("--resume", metavar="FILE.json",
@@ -154,7 +156,11 @@ def build_parser() -> argparse.ArgumentParser:
                     help="confidence of the intervals (default 0.99: a run makes ~100 comparisons); with "
                          "--from-json, the saved samples judged again at this confidence")
     synthesis_args(ab)
-    ab.add_argument("--json", metavar="FILE", help="write every sample, effect and verdict as JSON")
+    ab.add_argument("--json", metavar="FILE",
+                    help="write every sample, effect and verdict as JSON. A file is replaced by the rounds so far "
+                         "after every round from the second (\"complete\": false until the end), and no other "
+                         "ablate run may write it meanwhile (a second is refused); a stream (a FIFO, /dev/stdout) "
+                         "gets one document, at the end. With --from-json: the result as reported")
     ab.add_argument("--png", metavar="FILE.png", help="phase bars per configuration (matplotlib)")
     ab.set_defaults(func=_command("ablate", "cmd_ablate"))
 

@@ -171,6 +171,16 @@ def configurations(names: list[str], leave_one_out: bool = True, others: str = "
     return list(out.values())
 
 
+# Upper bounds of a run's sizes, the command line's and a saved setup's (--resume) alike: past them a run holds
+# what no host has, and a number read from a file must fail as one line before any key is made, never as "out of
+# host memory" after it.
+MAX_CIRCUITS = 1024            # one batch's circuits: their witnesses are all held at once (PoRep's batch: 10)
+MAX_BATCH_LOG = 31             # circuits x 2^log_size: 2^31 constraints hold 64 GiB of witness alone (10 x 2^27 fits)
+MAX_REPEAT = 1000              # a full-registry round saves ~40 KB: 1000 rounds still read back (MAX_ABLATION_BYTES)
+MAX_DISCARDS = 1000            # retakes before a run is untrusted; more is a run that never gives up on a busy GPU
+MAX_PAUSE_S = 60.0             # the pause before a retake; a saved hour would stall every discarded sample
+
+
 @dataclass
 class Setup:
     backend: str = "cpu"
@@ -224,15 +234,24 @@ class Setup:
             if getattr(self, k) is not None and not is_number(getattr(self, k)):
                 raise ValueError(f"setup.{k} is not a number")
         # a saved setup is not the command line, whose options are checked: the same ranges, judged here
-        least = {"circuits": 1, "parallel_synthesis": 0, "block": 0, "max_discards": 0, "pause_s": 0}
-        for k, low in least.items():
-            if getattr(self, k) < low:
-                raise ValueError(f"setup.{k} = {getattr(self, k)} is below {low}")
+        ranges = {"circuits": (1, MAX_CIRCUITS), "repeat": (2, MAX_REPEAT),
+                  # a worker beyond a batch's circuits has nothing to do
+                  "parallel_synthesis": (0, MAX_CIRCUITS), "block": (0, None), "max_discards": (0, MAX_DISCARDS),
+                  "pause_s": (0, MAX_PAUSE_S)}
+        for k, (low, high) in ranges.items():
+            v = getattr(self, k)
+            if v < low or (high is not None and v > high):
+                shown = json.dumps(v)[:40]
+                raise ValueError(f"setup.{k} = {shown} is not in {low}..{high}" if high is not None
+                                 else f"setup.{k} = {shown} is below {low}")
         if self.table_gib is not None and self.table_gib <= 0:
             raise ValueError(f"setup.table_gib = {self.table_gib} is not > 0")
         if self.synthesis_pool not in ("thread", "process"):
             raise ValueError(f"setup.synthesis_pool = {json.dumps(self.synthesis_pool)[:40]} is not thread or process")
         check_size(self.circuit, self.log_size)
+        if self.circuits << self.log_size > 1 << MAX_BATCH_LOG:
+            raise ValueError(f"setup.circuits = {self.circuits} at 2^{self.log_size} is more than 2^{MAX_BATCH_LOG} "
+                             f"constraints in one batch, more than a run can hold")
         return self
 
     def run_spec(self, opts: OptSet) -> RunSpec:

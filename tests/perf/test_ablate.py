@@ -9,6 +9,7 @@ import random
 import statistics
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -112,7 +113,10 @@ def test_a_sample_that_is_no_time_is_an_error_not_no_effect(bad):
     (["--opt-set", " "], "names no optimization"),
     (["--repeat", "1"], "--repeat must be >= 2"),
     (["--repeat", "5"], "cannot give a 99% interval; use >= 8"),
-    (["--circuits", "0"], "--circuits must be >= 1"),
+    (["--circuits", "0"], "--circuits must be in 1..1024"),
+    (["--circuits", str(10 ** 8)], "--circuits must be in 1..1024"),
+    (["--repeat", "1001"], "--repeat must be <= 1000"),
+    (["--parallel-synthesis", "2000"], "--parallel-synthesis must be in 0..1024"),
 ])
 def test_bad_input(capsys, argv, msg):
     assert main(["ablate", "--backend", "cpu", *argv]) == 2
@@ -727,3 +731,118 @@ def test_a_saved_confidence_outside_what_ablate_runs_is_bad_input(tmp_path, caps
     assert main(["ablate", "--from-json", str(saved)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and str(saved) in err and "setup.confidence" in err, err
+
+
+def test_a_saved_setup_past_what_a_run_holds_is_one_line_before_any_key(tmp_path, capsys, monkeypatch):
+    """setup.circuits 10**8 in a resumed file loaded the key, then died "out of host memory" in two lines that did
+    not name the file: every number of a saved setup has the command line's upper bound, judged on reading it."""
+    saved = tmp_path / "saved.json"
+    assert main(["ablate", "--backend", "cpu", "--circuit", "mulchain", "--log-size", "4", "--opt-set", "A1",
+                 "--no-leave-one-out", "--repeat", "8", "--max-seconds", "1e-9", "--json", str(saved)]) == 0
+    good = json.loads(saved.read_text())
+    monkeypatch.setenv("CUZK_CACHE_DIR", str(tmp_path / "cache"))
+    cases = [({"circuits": 10 ** 8}, "setup.circuits = 100000000 is not in 1..1024"),
+             ({"circuits": 10 ** 12}, "setup.circuits = 1000000000000 is not in 1..1024"),
+             ({"circuits": 1024, "log_size": 27}, "more than 2^31 constraints in one batch"),
+             ({"parallel_synthesis": 10 ** 8}, "setup.parallel_synthesis = 100000000 is not in 0..1024"),
+             ({"max_discards": 10 ** 12}, "setup.max_discards"), ({"pause_s": 1e9}, "setup.pause_s"),
+             ({"log_size": 99}, "--log-size must be in 3..27")]
+    for change, says in cases:
+        saved.write_text(json.dumps({**good, "setup": {**good["setup"], **change}}))
+        capsys.readouterr()
+        assert main(["ablate", "--resume", str(saved), "--repeat", "13", "--confidence", "0.9"]) == 2, change
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and f"cannot resume {saved}" in err[0] and says in err[0], (change, err)
+        assert not (tmp_path / "cache").exists(), change           # refused before any key was made
+        assert json.loads(saved.read_text())["setup"] == {**good["setup"], **change}    # nothing written over it
+
+
+def _small(js) -> list[str]:
+    return [sys.executable, "-m", "cuzk", "ablate", "--backend", "cpu", "--circuit", "mulchain", "--log-size", "4",
+            "--opt-set", "A1,N1", "--repeat", "5", "--confidence", "0.9", "--json", str(js)]
+
+
+def test_json_to_a_stream_is_one_document_at_the_end(tmp_path):
+    """The per-round checkpoint wrote to a stream as if it could be replaced: --json /dev/stdout gave 5 documents
+    back to back (4 of them "complete": false), and a FIFO's reader got the first one, then the run waited forever
+    to open the FIFO again. A stream gets the one document of the end."""
+    import threading
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    p = subprocess.run(_small("/dev/stdout"), capture_output=True, text=True, env=env, timeout=300)
+    assert p.returncode == 0, p.stderr
+    doc = p.stdout[p.stdout.index("\n{\n") + 1:]          # after the report: one JSON document, whole
+    assert json.loads(doc)["complete"] is True and p.stdout.count('"complete"') == 1
+
+
+def test_json_to_a_fifo_is_one_document_and_the_run_ends(tmp_path):
+    """A FIFO's reader got the first checkpoint, then the run waited forever to open the FIFO again."""
+    import threading
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    fifo = tmp_path / "f"
+    os.mkfifo(fifo)
+    got = []
+
+    def read():
+        with open(fifo) as f:
+            got.append(f.read())
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        p = subprocess.run(_small(fifo), capture_output=True, text=True, env=env, timeout=120)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the run blocked on the FIFO")
+    finally:
+        if reader.is_alive():                     # a run that ended early: the reader let go
+            with open(fifo, "w"):
+                pass
+        reader.join(10)
+    assert p.returncode == 0, p.stderr
+    assert len(got) == 1 and json.loads(got[0])["complete"] is True and got[0].count('"complete"') == 1
+
+
+def test_from_json_writes_the_reported_result_to_json(tmp_path, capsys):
+    """--from-json with --json ignored --json (exit 0, no file): it writes the result as reported, judged again at
+    --confidence where asked; the saved file itself is refused as --json."""
+    saved = _saved_run(tmp_path, "A1", lambda d: None)
+    new = tmp_path / "sub" / "new.json"
+    assert main(["ablate", "--from-json", str(saved), "--confidence", "0.5", "--json", str(new)]) == 0
+    got, old = json.loads(new.read_text()), json.loads(saved.read_text())
+    assert got == json.loads(json.dumps(ablate.rejudge(old, 0.5)))
+    assert [c["samples"] for c in got["configurations"]] == [c["samples"] for c in old["configurations"]]
+    capsys.readouterr()
+    assert main(["ablate", "--from-json", str(saved), "--json", str(saved)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(saved) in err[0] and "--from-json" in err[0], err
+    assert json.loads(saved.read_text()) == old
+
+
+def test_two_runs_on_one_json_file_the_second_is_refused(tmp_path, capsys):
+    """Two `ablate --resume cc.json` at once both exited 0 and the file kept one run's new rounds: the other's were
+    lost unsaid. The file is held for the whole run; a second run on it (resumed, or a new run with it as --json) is
+    one line naming it, exit 2, and the first keeps every round."""
+    saved = _saved_run(tmp_path, "A1", lambda d: None)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    first = subprocess.Popen([sys.executable, "-m", "cuzk", "ablate", "--resume", str(saved), "--repeat", "14",
+                              "--confidence", "0.5"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                             text=True)
+    try:
+        said = []
+        while not any("resumed:" in ln for ln in said):     # its key made, its rounds about to start
+            said.append(first.stderr.readline())
+            assert said[-1] or first.poll() is None, said
+        capsys.readouterr()
+        for argv in (["--resume", str(saved), "--repeat", "14"],
+                     ["--backend", "cpu", "--log-size", "5", "--opt-set", "A1", "--repeat", "8", "--json", str(saved)]):
+            assert main(["ablate", *argv]) == 2, argv
+            err = capsys.readouterr().err.strip().splitlines()
+            assert len(err) == 1 and str(saved) in err[0] and "held by another ablate run" in err[0], err
+            assert f"pid {first.pid}" in err[0], err
+        assert first.poll() is None, "the first run ended before the second was tried: nothing tested"
+        assert first.wait(300) == 0, said + [first.stderr.read()]
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.wait()
+    res = json.loads(saved.read_text())
+    assert res["complete"] is True and res["rounds_done"] == 14
+    assert all(len(c["samples"]["total"]) == 14 for c in res["configurations"])
