@@ -42,7 +42,11 @@ def read_input(path, limit: int, mode: str = "r"):
     gigabytes is a few bytes in an archive) is OSError (EFBIG) before it is read, never memory it fills."""
     with open_input(path, "rb") as f:
         size = os.fstat(f.fileno()).st_size
-        data = f.read(limit + 1) if size <= limit else b""
+        # as much as the file holds (and a byte more, to see one that grew): read(limit + 1) would reserve the whole
+        # limit up front, 64 MiB for a 1 KB file
+        data = f.read(size + 1) if size <= limit else b""
+        if size < len(data) <= limit:           # it grew since fstat: the rest, up to the limit
+            data += f.read(limit + 1 - len(data))
         if size > limit or len(data) > limit:
             raise OSError(errno.EFBIG, f"{max(size, len(data))} bytes, more than the {limit >> 20} MiB such a file "
                                        f"may be", os.fspath(path))

@@ -651,3 +651,24 @@ def test_keygen_unwritable_vk_leaves_no_key(tmp_path, capsys):
                "--vk", str(tmp_path / "blocker" / "vk.json")])
     assert rc == 2
     assert not key.exists()
+
+
+def test_a_bounded_read_reserves_what_the_file_holds_not_its_limit(tmp_path):
+    """read_input's limit is a refusal, not a buffer: reading a 1 KB file under a 64 MiB limit reserved the
+    64 MiB (a verify of three small JSON files peaked at 64 MiB). A file at the limit still reads whole, one past
+    it is refused."""
+    import tracemalloc
+    from cuzk.files import read_input
+    small = tmp_path / "small.json"
+    small.write_text("x" * 1000)
+    tracemalloc.start()
+    try:
+        assert read_input(small, 64 << 20) == "x" * 1000
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 20, peak
+    small.write_bytes(b"y" * 4096)
+    assert read_input(small, 4096, mode="rb") == b"y" * 4096
+    with pytest.raises(OSError, match="4096 bytes, more than"):
+        read_input(small, 4095, mode="rb")
