@@ -42,6 +42,22 @@ def check_size(name: str, log_size: int) -> None:
         raise ValueError(f"--log-size must be in {lo}..27 for {name}, got {log_size}")
 
 
+# A batch's circuits are held at once (their witnesses): past these a run holds what no host has, and a number read
+# from a file or a command line must fail as one line before any key is made, never as "out of host memory" after
+MAX_CIRCUITS = 1024            # a 32 GiB sector's PoRep batch is 10
+MAX_BATCH_LOG = 31             # circuits x 2^log_size: 2^31 constraints hold 64 GiB of witness alone (10 x 2^27 fits)
+
+
+def check_batch(name: str, log_size: int, circuits: int, what: str = "--circuits") -> None:
+    """ValueError where `circuits` of `name` at `log_size` are not a batch a run can hold (check_size first)."""
+    check_size(name, log_size)
+    if not 1 <= circuits <= MAX_CIRCUITS:
+        raise ValueError(f"{what} = {circuits} is not in 1..{MAX_CIRCUITS}")
+    if circuits << log_size > 1 << MAX_BATCH_LOG:
+        raise ValueError(f"{what} = {circuits} at 2^{log_size} is more than 2^{MAX_BATCH_LOG} constraints in one "
+                         f"batch, more than a run can hold")
+
+
 def build(name: str, log_size: int, opts: OptSet | None = None, seed: int = 1, limbs: bool = False):
     """(R1CS, inputs, aux). aux is Fr ints, or with `limbs` whatever the generator made: canonical
     uint32[num_aux, 8] limbs for the generators that write them (porep_partition), else ints."""

@@ -9,6 +9,7 @@ import math
 import os
 import sys
 
+from ..circuits import MAX_CIRCUITS
 from ..files import OutputError, check_outputs, read_input, write_outputs
 from ..perf.changepoint import MIN_POINTS
 from ..perf.plots import _plt
@@ -195,12 +196,6 @@ def window_arg(text: str) -> int:
     return n
 
 
-# --circuits' most (bench; ablate's --circuits may take it too). A 32 GiB sector's PoRep is 10 circuits, so this is
-# 1000 sectors' batch, 10x the long interruptible runs in the tests; its seeds and per-circuit records stay tens of
-# megabytes, where 10**12 would fill memory (synthesis makes list(seeds)) before any check
-MAX_CIRCUITS = 10_000
-
-
 def circuits_arg(text: str) -> int:
     """--circuits: an integer from 1 to MAX_CIRCUITS, refused at parse time."""
     try:
@@ -208,8 +203,8 @@ def circuits_arg(text: str) -> int:
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r}: not an integer") from None
     if not 1 <= n <= MAX_CIRCUITS:
-        raise argparse.ArgumentTypeError(f"{text!r}: needs 1 <= N <= {MAX_CIRCUITS} (a {MAX_CIRCUITS // 10}-sector "
-                                         f"PoRep batch at most)")
+        raise argparse.ArgumentTypeError(f"{text!r}: needs 1 <= N <= {MAX_CIRCUITS} (one batch's witnesses are "
+                                         f"held at once)")
     return n
 
 

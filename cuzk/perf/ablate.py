@@ -44,7 +44,7 @@ import sys
 import time
 from dataclasses import dataclass, field, replace
 
-from ..circuits import check_size
+from ..circuits import MAX_CIRCUITS, check_batch
 from ..context import context_for_key
 from ..field import root_of_unity
 from ..opts import REGISTRY, OptError, OptSet, resolve
@@ -174,8 +174,6 @@ def configurations(names: list[str], leave_one_out: bool = True, others: str = "
 # Upper bounds of a run's sizes, the command line's and a saved setup's (--resume) alike: past them a run holds
 # what no host has, and a number read from a file must fail as one line before any key is made, never as "out of
 # host memory" after it.
-MAX_CIRCUITS = 1024            # one batch's circuits: their witnesses are all held at once (PoRep's batch: 10)
-MAX_BATCH_LOG = 31             # circuits x 2^log_size: 2^31 constraints hold 64 GiB of witness alone (10 x 2^27 fits)
 MAX_REPEAT = 1000              # a full-registry round saves ~40 KB: 1000 rounds still read back (MAX_ABLATION_BYTES)
 MAX_DISCARDS = 1000            # retakes before a run is untrusted; more is a run that never gives up on a busy GPU
 MAX_PAUSE_S = 60.0             # the pause before a retake; a saved hour would stall every discarded sample
@@ -248,10 +246,7 @@ class Setup:
             raise ValueError(f"setup.table_gib = {self.table_gib} is not > 0")
         if self.synthesis_pool not in ("thread", "process"):
             raise ValueError(f"setup.synthesis_pool = {json.dumps(self.synthesis_pool)[:40]} is not thread or process")
-        check_size(self.circuit, self.log_size)
-        if self.circuits << self.log_size > 1 << MAX_BATCH_LOG:
-            raise ValueError(f"setup.circuits = {self.circuits} at 2^{self.log_size} is more than 2^{MAX_BATCH_LOG} "
-                             f"constraints in one batch, more than a run can hold")
+        check_batch(self.circuit, self.log_size, self.circuits, "setup.circuits")
         return self
 
     def run_spec(self, opts: OptSet) -> RunSpec:

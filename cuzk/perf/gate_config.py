@@ -5,7 +5,8 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..circuits import CIRCUITS
+from ..circuits import CIRCUITS, check_batch
+from ..field import root_of_unity
 from ..files import read_input
 from ..nvml import THROTTLE_REASONS
 from ..qap import CONVENTIONS
@@ -26,6 +27,8 @@ class ConfigError(ValueError):
 
 
 MAX_ROUNDS, MAX_SAMPLES = 1000, 10_000     # past these a gate is a typo: days of sampling
+MAX_DISCARDS = 100              # retakes a side may have in a round: more is a run that never gives up on a busy GPU
+MAX_DEVICE_WAIT_US = 2000.0     # under another context's time slice (~2,200 us): past it the probe's rule never fires
 MAX_CONFIG_BYTES = 1 << 20
 
 
@@ -189,6 +192,16 @@ def _check_types(g: dict, th, tr: dict, wls) -> None:
                 raise ConfigError(f"[[workload]] {i}: {k} = {v!r}: must be {what}")
         if w.get("circuit", Spec.circuit) not in _circuits():
             raise ConfigError(f"[[workload]] {i}: circuit = {w['circuit']!r}: known: {', '.join(sorted(_circuits()))}")
+        # what a worker would refuse after both trees are checked out (its traceback relayed), refused here instead
+        try:
+            check_batch(w.get("circuit", Spec.circuit), w.get("log_size", Spec.log_size), w.get("batch", Spec.batch),
+                        "batch")
+        except ValueError as e:
+            raise ConfigError(f"[[workload]] {i}: {str(e).replace('--log-size', 'log_size')}") from None
+        try:
+            root_of_unity(1, w.get("generator", Spec.generator))
+        except ValueError as e:
+            raise ConfigError(f"[[workload]] {i}: generator: {e}") from None
         if w.get("convention", Spec.convention) not in _conventions():
             raise ConfigError(f"[[workload]] {i}: convention = {w['convention']!r}: known: "
                               f"{', '.join(_conventions())}")
@@ -252,15 +265,17 @@ def parse(doc: dict, path: str | None = None) -> GateConfig:
         raise ConfigError(f"[gate] with rounds = {cfg.rounds} the smallest possible p-value is "
                           f"{min_p_value(cfg.rounds):.4g} >= alpha = {cfg.alpha}: the test could never fire. "
                           f"Raise rounds.")
-    if any(t < 0 for t in [cfg.threshold, *cfg.thresholds.values()]):
-        raise ConfigError("thresholds must be >= 0")
+    # a threshold past 1 (twice the base's time) is a typo's extra digits, and would silence the phase for good
+    if any(not 0 <= t <= 1 for t in [cfg.threshold, *cfg.thresholds.values()]):
+        raise ConfigError("thresholds must be in [0, 1] (1: a phase twice as slow)")
     if not 0 <= cfg.threshold_floor <= min([cfg.threshold, *cfg.thresholds.values()]):
         raise ConfigError(f"[gate] threshold_floor = {cfg.threshold_floor}: must be >= 0 and at most every "
                           f"threshold (the most a derived threshold may be)")
     cfg.max_discards = int(tr.get("max_discards", cfg.max_discards))
     cfg.max_discards_apart = int(tr.get("max_discards_apart", cfg.max_discards_apart))
-    if cfg.max_discards < 0 or cfg.max_discards_apart < 0:
-        raise ConfigError("[trust] max_discards and max_discards_apart must be >= 0")
+    if not (0 <= cfg.max_discards <= MAX_DISCARDS and 0 <= cfg.max_discards_apart <= MAX_DISCARDS):
+        raise ConfigError(f"[trust] max_discards and max_discards_apart must be in 0..{MAX_DISCARDS} (a side's "
+                          f"retakes in a round before it is untrusted)")
     cfg.pause_s = float(tr.get("pause_s", cfg.pause_s))
     if not 0 <= cfg.pause_s <= 60:             # slept after a refused GPU sample: a bad value fails mid-run
         raise ConfigError("[trust] pause_s must be a number of seconds in [0, 60]")
@@ -279,8 +294,9 @@ def parse(doc: dict, path: str | None = None) -> GateConfig:
                           "work on the sampling CPU may take of its median sample")
     cfg.irq_cost_us = float(tr.get("irq_cost_us", cfg.irq_cost_us))
     cfg.max_device_wait_us = float(tr.get("max_device_wait_us", cfg.max_device_wait_us))
-    if cfg.max_device_wait_us < 0:
-        raise ConfigError("[trust] max_device_wait_us must be >= 0 (0: device probes reported, not judged)")
+    if not 0 <= cfg.max_device_wait_us <= MAX_DEVICE_WAIT_US:
+        raise ConfigError(f"[trust] max_device_wait_us must be in [0, {MAX_DEVICE_WAIT_US}] (0: device probes "
+                          f"reported, not judged)")
     if not 0 <= cfg.irq_cost_us <= 1000:
         raise ConfigError("[trust] irq_cost_us must be in [0, 1000]: the microseconds one device interrupt served on "
                           "the sampling CPU is taken to cost a sample (0: not judged)")

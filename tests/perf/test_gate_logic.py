@@ -125,6 +125,17 @@ def test_config_that_can_never_fire_is_refused():
     ({"gate": 1, "workload": [{"backend": "cpu"}]}, r"gate = '1': must be a table, \[gate\]"),
     ({"trust": "x", "workload": [{"backend": "cpu"}]}, "trust = 'x': must be a table"),
     ({"workload": [1]}, r"workload: must be tables, \[\[workload\]\]"),
+    # what a worker refused only after both trees were checked out, its traceback relayed
+    ({"workload": [{"backend": "cpu", "log_size": 2}]}, r"workload\]\] 0: log_size must be in 3\.\.27 for porep_like"),
+    ({"workload": [{"backend": "cpu", "circuit": "porep_partition", "log_size": 4}]}, r"log_size must be in 5\.\.27"),
+    ({"workload": [{"backend": "cpu", "generator": 4}]}, "generator: 4 is not a quadratic non-residue"),
+    ({"workload": [{"backend": "cpu", "batch": 10 ** 9}]}, r"batch = 1000000000 is not in 1\.\.1024"),
+    ({"workload": [{"backend": "cpu", "log_size": 27, "batch": 32}]}, r"more than 2\^31 constraints"),
+    # a typo's extra digits that would silence the gate for good
+    ({"gate": {"rounds": 10, "threshold": 1e300}, "workload": [{"backend": "cpu"}]}, r"thresholds must be in \[0, 1\]"),
+    ({"thresholds": {"tail_msm": 2.0}, "workload": [{"backend": "cpu"}]}, r"thresholds must be in \[0, 1\]"),
+    ({"trust": {"max_discards": 10 ** 9}, "workload": [{"backend": "cpu"}]}, r"max_discards .* in 0\.\.100"),
+    ({"trust": {"max_device_wait_us": 1e300}, "workload": [{"backend": "cpu"}]}, r"max_device_wait_us must be in"),
 ])
 def test_bad_configs(doc, msg):
     with pytest.raises(ConfigError, match=msg):
@@ -195,7 +206,7 @@ def test_a_ref_that_names_no_commit_is_one_line_naming_its_flag(tmp_path, capsys
     ("trust", "pause_s", "1s", "pause_s = '1s'"),
     ("trust", "max_discards", None, "max_discards = None"),
     ("trust", "max_discards_apart", 1.5, "max_discards_apart = 1.5: must be an integer"),
-    ("trust", "max_discards_apart", -1, "max_discards and max_discards_apart must be >= 0"),
+    ("trust", "max_discards_apart", -1, r"max_discards and max_discards_apart must be in 0\.\.100"),
     ("thresholds", "tail_msm", -0.1, "tail_msm = -0.1: must be a number >= 0"),
 ])
 def test_each_field_is_type_checked_naming_the_file_and_field(tmp_path, capsys, section, field, value, msg):

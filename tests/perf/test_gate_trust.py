@@ -125,7 +125,7 @@ def test_a_head_that_relaxes_its_own_rules_and_harness_is_judged_by_the_base(bas
     _branch(d, base, "relax")
     commit_change(d, "cuzk/qap.py", lambda t: t + SLOW_INTT, "ntt_msm_h: O(n^2) inverse DFT")
     commit_change(d, "cuzk/perf/workload.py", lambda t: t + FAST_HARNESS, "the head's harness: faster numbers")
-    head = commit_change(d, "perf-gate.toml", lambda t: t.replace("threshold = 0.25", "threshold = 100.0"),
+    head = commit_change(d, "perf-gate.toml", lambda t: t.replace("threshold = 0.25", "threshold = 1.0"),
                          "the head's rules: nothing is ever a regression")
     p, data, summary = judged(lambda k: _gate(d, base, head, try_dir(tmp_path, k)))   # the base's perf-gate.toml
     assert p.returncode == 1, p.stdout + p.stderr
@@ -284,10 +284,10 @@ def test_the_base_config_is_read_from_the_base_commit_even_when_the_worktree_dif
     from cuzk.perf import gate_config
     d, base = base_repo
     _branch(d, base, "cfg")
-    head = commit_change(d, "perf-gate.toml", lambda t: t.replace("threshold = 0.25", "threshold = 100.0"), "relax")
+    head = commit_change(d, "perf-gate.toml", lambda t: t.replace("threshold = 0.25", "threshold = 1.0"), "relax")
     cfg = gate_config.load_commit(d, base)
     assert cfg.threshold == 0.25 and cfg.path.startswith(base)
-    assert gate_config.load_commit(d, head).threshold == 100.0
+    assert gate_config.load_commit(d, head).threshold == 1.0
     with pytest.raises(gate_config.ConfigError, match="not readable from the base commit"):
         gate_config.load_commit(d, "no-such-ref")
 
