@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 import numpy as np
 
@@ -71,8 +72,22 @@ def load_circuit_r1cs(path):
     return read_r1cs(path).r1cs
 
 
+def _check_workdir(path) -> None:
+    """--workdir: a folder, or a path one can be made at; judged before any circuit or key is made."""
+    p = Path(path)
+    if p.exists() or p.is_symlink():
+        if not p.is_dir():
+            raise CliError(f"--workdir {path}: not a folder")
+        return
+    above = next((a for a in p.absolute().parents if a.exists()), None)
+    if above is not None and not above.is_dir():
+        raise CliError(f"--workdir {path}: {above} is not a folder")
+
+
 def cmd_bench_snarkjs(args) -> int:
     check_paths({"--json": args.json})
+    if args.workdir:
+        _check_workdir(args.workdir)
     try:
         sizes = [int(s) for s in args.log_sizes.split(",") if s.strip()]
     except ValueError as e:

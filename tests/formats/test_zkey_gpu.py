@@ -139,6 +139,25 @@ def test_bench_snarkjs_skip_snarkjs_cpu(tmp_path, capsys):
     assert "| 2^6 |" in out and "| - |" in out
 
 
+@pytest.mark.parametrize("kind", ["file", "under_a_file", "link_to_a_file", "dev_null"])
+def test_bench_snarkjs_workdir_that_is_no_folder_is_refused_before_any_work(kind, tmp_path, capsys):
+    """A --workdir that cannot hold the files was found only after the circuit was built and its key made (into
+    the key cache), and the error named a file under it: now one line naming --workdir, before any work."""
+    import os
+    f = tmp_path / "exist.txt"
+    f.write_text("mine\n")
+    link = tmp_path / "link"
+    link.symlink_to(f)
+    workdir = {"file": f, "under_a_file": f / "w", "link_to_a_file": link, "dev_null": "/dev/null"}[kind]
+    cache = os.environ["CUZK_CACHE_DIR"]
+    before = sorted(os.listdir(cache))
+    rc = main(["bench-snarkjs", "--skip-snarkjs", "--backend", "cpu", "--keygen-backend", "cpu", "--log-sizes", "6",
+               "--repeat", "1", "--workdir", str(workdir)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and f"--workdir {workdir}" in err[0], err
+    assert f.read_text() == "mine\n" and sorted(os.listdir(cache)) == before
+
+
 # --- GPU ---
 
 @pytest.fixture(scope="module")
