@@ -129,8 +129,11 @@ def cmd_gate(args) -> int:
             cfg = (gate_config.load(args.config) if args.config
                    else gate_config.load_commit(args.repo, args.base))
             if args.rounds is not None:
-                cfg = gate_config.parse({**cfg.raw, "gate": {**cfg.raw.get("gate", {}), "rounds": args.rounds}},
-                                        cfg.path)
+                try:
+                    cfg = gate_config.parse({**cfg.raw, "gate": {**cfg.raw.get("gate", {}), "rounds": args.rounds}},
+                                            cfg.path)
+                except gate_config.ConfigError as e:      # the command line's value, not the file's
+                    raise CliError(f"gate: --rounds {args.rounds}: {e}") from e
             not_gated = []
             if args.cpu_only:
                 cfg, not_gated = gate.cpu_only(cfg)

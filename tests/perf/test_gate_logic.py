@@ -784,8 +784,10 @@ def test_energy_is_shown_only_where_the_counter_moved(repo, monkeypatch):
 def test_rounds_override_is_validated_like_the_file(repo, capsys):
     from cuzk.cli import main
     d, base, head = repo
-    assert main(["gate", "--repo", str(d), "--base", base, "--head", head, "--rounds", "3"]) == 2
-    assert "could never fire" in capsys.readouterr().err
+    for n, said in (("3", "could never fire"), ("0", "rounds must be an integer in 2..")):
+        assert main(["gate", "--repo", str(d), "--base", base, "--head", head, "--rounds", n]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and f"--rounds {n}: " in err[0] and said in err[0], err     # the option named
 
 
 def test_worker_cpus_are_the_last_allowed_and_shared():
