@@ -99,6 +99,11 @@ def _report(args) -> int:
     except (ValueError, KeyError, TypeError, AttributeError, IndexError) as e:
         raise CliError(f"ablate: cannot report {args.from_json}: {type(e).__name__}: {e}") from e
     print(md)
+    return _written(args, res)
+
+
+def _written(args, res: dict) -> int:
+    """The result as --json and its plot as --png, written together by the output rule."""
     outputs = {}
     if args.json:
         outputs[args.json] = json.dumps(res, indent=1) + "\n"
@@ -206,11 +211,4 @@ def _measure(args, names: list[str]) -> int:
     if res.get("parts"):
         res["parts"][-1]["commit"] = res["commit"]
     print(ablate.markdown(res))
-    outputs = {}
-    if args.json:
-        outputs[args.json] = json.dumps(res, indent=1) + "\n"
-    if args.png:
-        from ..perf.plots import ablate_png
-        outputs[args.png] = ablate_png(res)
-    write_all(outputs)
-    return EXIT_OK
+    return _written(args, res)
